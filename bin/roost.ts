@@ -1,0 +1,126 @@
+#!/usr/bin/env bun
+// The `roost` command. Exit codes a script can rely on:
+//   0 success · 1 the operation failed (e.g. daemon unreachable) · 2 usage or configuration error.
+import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
+import pkg from "../package.json" with { type: "json" };
+
+const USAGE = `roost ${pkg.version}: self-hosted CI for Flutter apps
+
+Usage: roost <command> [options]
+
+Commands:
+  serve                 start the daemon (ROOST_LISTEN, ROOST_DATA_DIR, ...; see README)
+  recover               mint a one-time recovery capability over the management socket
+  recover setup-token   mint a fresh first-run setup token over the management socket
+  migrate               apply pending database migrations and exit
+  version               print the version
+
+Run 'roost <command> --help' for a command's details.`;
+
+const HELP: Record<string, string> = {
+  serve: `roost serve: start the daemon.
+
+Listens on ROOST_LISTEN (default 127.0.0.1:8080), keeps state under ROOST_DATA_DIR (default ./data),
+and serves the management socket at ROOST_MANAGEMENT_SOCKET (default <data dir>/roost.sock).
+Stops gracefully on SIGTERM or SIGINT.`,
+  recover: `roost recover [setup-token]: talk to the running daemon over its Unix management socket.
+
+  roost recover              prints a recovery capability (roost_rcv_…), valid 5 minutes, single use.
+                             Use it as "recovery_capability" in POST /v1/auth/local/login from this machine
+                             when External Access sign-in is broken.
+  roost recover setup-token  prints a fresh setup token (roost_setup_…) while setup is incomplete.
+
+Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
+  migrate: `roost migrate: apply pending migrations from the embedded schema to the configured database, then exit.`,
+  version: `roost version: print the version.`,
+};
+
+function configOrExit(): Config {
+  try {
+    return loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(error.message + "\n");
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (!command || command === "help" || command === "--help" || command === "-h") {
+    process.stdout.write(USAGE + "\n");
+    return command ? 0 : 2;
+  }
+  if (rest.includes("--help") || rest.includes("-h")) {
+    const help = HELP[command];
+    if (!help) {
+      process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
+      return 2;
+    }
+    process.stdout.write(help + "\n");
+    return 0;
+  }
+  switch (command) {
+    case "version":
+      process.stdout.write(`roost ${pkg.version}\n`);
+      return 0;
+    case "serve": {
+      const config = configOrExit();
+      const { startDaemon } = await import("../lib/server.ts");
+      const daemon = await startDaemon(config);
+      let stopping = false;
+      const stop = async () => {
+        if (stopping) return;
+        stopping = true;
+        await daemon.stop();
+        process.exit(0);
+      };
+      process.on("SIGTERM", stop);
+      process.on("SIGINT", stop);
+      return new Promise<number>(() => {});
+    }
+    case "migrate": {
+      const config = configOrExit();
+      const { openDatabase } = await import("../lib/db/client.ts");
+      const { migrate } = await import("../lib/db/migrate.ts");
+      const { prepareDataDir } = await import("../lib/server.ts");
+      await prepareDataDir(config);
+      const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+      const result = await migrate(db, () => Math.floor(Date.now() / 1000));
+      process.stdout.write(`schema version ${result.from} -> ${result.to}\n`);
+      db.close();
+      return 0;
+    }
+    case "recover": {
+      const config = configOrExit();
+      const what = rest[0];
+      if (what !== undefined && what !== "setup-token") {
+        process.stderr.write(`unknown recover target: ${what}\n\n${HELP.recover}\n`);
+        return 2;
+      }
+      const path = what === "setup-token" ? "/setup-tokens" : "/recovery-capabilities";
+      let response: Response;
+      try {
+        response = await fetch(`http://roost${path}`, { method: "POST", unix: config.managementSocketPath } as RequestInit);
+      } catch {
+        process.stderr.write(`cannot reach the management socket at ${config.managementSocketPath}; is 'roost serve' running, and are you its user?\n`);
+        return 1;
+      }
+      const body = (await response.json()) as Record<string, unknown>;
+      if (!response.ok) {
+        process.stderr.write(`${body.code}: ${body.message}\n`);
+        return 1;
+      }
+      process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
+      process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
+      return 0;
+    }
+    default:
+      process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
+      return 2;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2));

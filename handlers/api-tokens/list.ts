@@ -1,0 +1,36 @@
+// GET /v1/api-tokens (spec §4): admins and owners see every token, others only their own.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { ApiToken, Pagination, SearchQuery } from "../../lib/schemas.ts";
+import { roleAtLeast } from "../../lib/auth/roles.ts";
+import { TOKEN_SORT_FIELDS, listApiTokens, toPublicApiToken } from "../../lib/db/api-tokens.ts";
+
+export const ListTokensQuery = z.object({
+  q: SearchQuery.describe("matches name, creator e-mail or prefix"),
+  sort: z.enum(TOKEN_SORT_FIELDS).default("created_at").describe("sort field"),
+  direction: z.enum(["asc", "desc"]).default("desc"),
+  ...Pagination,
+});
+
+export const endpoint = defineEndpoint({
+  operationId: "list_api_tokens",
+  summary: "List API tokens",
+  tag: "api-tokens",
+  query: ListTokensQuery,
+  response: z.object({ tokens: z.array(ApiToken), total: z.number().int() }),
+  errors: ["invalid_session", "invalid_token"],
+  async handle({ query }, ctx) {
+    const caller = ctx.principal!;
+    const seesAll = roleAtLeast(caller.role, "admin");
+    const page = await listApiTokens(ctx.db, {
+      createdBy: seesAll ? null : caller.user.id,
+      q: query.q || undefined,
+      sort: query.sort,
+      direction: query.direction,
+      limit: query.limit,
+      offset: query.offset,
+    });
+    const now = ctx.clock.now();
+    return { tokens: page.rows.map((row) => toPublicApiToken(row, now)), total: page.total };
+  },
+});

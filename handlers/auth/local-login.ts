@@ -1,0 +1,100 @@
+// POST /v1/auth/local/login (spec §4, §5 rule 4, §7 "Local login").
+// Loopback only, decided by the socket peer. In Local Only mode the first login creates the owner
+// and makes the instance ready (DECISIONS.md "First run"); in Ready External Access mode every
+// login spends a recovery capability minted over the Unix management socket by `roost recover`.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { Email, SessionResult } from "../../lib/schemas.ts";
+import { inTransaction, type Executor } from "../../lib/db/client.ts";
+import { getInstance, markReady, runtimeMode } from "../../lib/db/instance.ts";
+import { findUserByEmail, insertUser, listActiveUsers, type User } from "../../lib/db/users.ts";
+import { consumeRecoveryCapability, deleteSetupTokens } from "../../lib/db/one-time-credentials.ts";
+import { isLoopbackAddress, isLoopbackHostHeader, isLoopbackOrigin } from "../../lib/net.ts";
+import { completeLogin } from "../../lib/auth/login.ts";
+import { removeSetupTokenFile } from "../../lib/setup-token-file.ts";
+
+export const LocalLoginBody = z
+  .object({
+    email: Email.optional().describe("optional when exactly one active user exists"),
+    recovery_capability: z.string().max(200).optional().describe("roost_rcv_… from `roost recover`; required in Ready External Access mode"),
+  })
+  .strict();
+
+export const endpoint = defineEndpoint({
+  operationId: "local_login",
+  summary: "Sign in from this machine's loopback",
+  tag: "auth",
+  body: LocalLoginBody,
+  response: SessionResult,
+  errors: [
+    "email_required",
+    "mode_restricted",
+    "local_login_loopback_required",
+    "local_login_host_not_allowed",
+    "local_login_origin_not_allowed",
+    "user_not_found",
+    "recovery_capability_required",
+    "recovery_capability_invalid",
+  ],
+  async handle({ body }, ctx) {
+    // 1. Loopback, by the socket peer; and a Host/Origin that only this machine's own clients
+    //    send, so a web page cannot reach it through the victim's browser (CSRF, DNS rebinding).
+    if (!isLoopbackAddress(ctx.peer)) fail("local_login_loopback_required", "Local login is accepted only from this machine's loopback.");
+    if (!isLoopbackHostHeader(ctx.request.headers.get("host"))) {
+      fail("local_login_host_not_allowed", "Local login needs a loopback Host (localhost, 127.0.0.1 or [::1]).");
+    }
+    if (!isLoopbackOrigin(ctx.request.headers.get("origin"))) {
+      fail("local_login_origin_not_allowed", "Local login refuses requests from a web page of another origin.");
+    }
+
+    const now = ctx.clock.now();
+    const instance = await getInstance(ctx.db);
+    const mode = runtimeMode(instance);
+
+    // 2. First run, Local Only: this login creates the owner (or signs in the one created by setup) and finishes setup.
+    if (instance.state === "incomplete") {
+      if (mode === "remote") fail("mode_restricted", "Setup is incomplete in External Access mode; finish it with the setup token (README).");
+      const user = await inTransaction(ctx.db, async (tx) => {
+        const active = await listActiveUsers(tx, 2);
+        const owner = active.length === 0 ? await createOwner(tx, body.email, now) : await resolveUser(tx, body.email, active);
+        await markReady(tx, now);
+        await deleteSetupTokens(tx);
+        return owner;
+      });
+      await removeSetupTokenFile(ctx.config.dataDir);
+      return completeLogin(ctx, user, "local");
+    }
+
+    // 3. Ready, External Access: loopback alone is not enough (a reverse proxy on this host makes
+    //    everything loopback); the caller must prove access to the management socket.
+    if (mode === "remote") {
+      if (!body.recovery_capability) {
+        fail("recovery_capability_required", "In External Access mode, local login needs a recovery capability from `roost recover`.");
+      }
+      if (!(await consumeRecoveryCapability(ctx.db, body.recovery_capability, now))) {
+        fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
+      }
+    }
+
+    const user = await resolveUser(ctx.db, body.email, await listActiveUsers(ctx.db, 2));
+    return completeLogin(ctx, user, "local");
+  },
+});
+
+async function createOwner(db: Executor, email: string | undefined, now: number): Promise<User> {
+  if (!email) fail("email_required", "No owner exists yet: send the e-mail address of the owner to create.");
+  return insertUser(db, { email, role: "owner", invitedBy: null, now });
+}
+
+/** `email` picks the user; without it there must be exactly one active user (spec §4). */
+async function resolveUser(db: Executor, email: string | undefined, firstActive: User[]): Promise<User> {
+  if (email) {
+    const user = await findUserByEmail(db, email);
+    if (!user || !user.active) fail("user_not_found", "No active user has that e-mail address; ask an admin for an invitation.");
+    return user;
+  }
+  if (firstActive.length > 1) fail("email_required", "Several users exist: send the e-mail address to sign in as.");
+  if (firstActive.length === 0) fail("user_not_found", "No active user exists.");
+  return firstActive[0]!;
+}

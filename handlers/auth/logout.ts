@@ -1,0 +1,16 @@
+// POST /v1/auth/logout (spec §4, §7 "Logout"): ends the presented user session.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { deleteSession } from "../../lib/db/sessions.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "logout",
+  summary: "End the current session",
+  tag: "auth",
+  response: z.object({ ok: z.boolean() }),
+  errors: ["missing_auth", "invalid_session"],
+  async handle(_input, ctx) {
+    await deleteSession(ctx.db, ctx.principal!.sessionId!);
+    return { ok: true };
+  },
+});

@@ -1,0 +1,39 @@
+// POST /v1/setup/preferences (spec §4 setup_preferences): stores the runtime mode and, for
+// External Access, the remote auth mode, before any owner exists. Authorized by the one-time
+// setup token (spec §5 rule 8 left it open; README "First run").
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { setPreferences } from "../../lib/db/instance.ts";
+
+export const PreferencesBody = z
+  .object({
+    runtime_mode: z.enum(["local", "remote"]),
+    remote_auth_mode: z.enum(["oidc", "trusted_proxy"]).optional().describe("required when runtime_mode is remote"),
+  })
+  .strict()
+  .refine((b) => b.runtime_mode === "local" || b.remote_auth_mode !== undefined, {
+    message: "remote_auth_mode is required when runtime_mode is remote",
+    path: ["remote_auth_mode"],
+  });
+
+export const PreferencesResult = z.object({
+  runtime_mode: z.enum(["local", "remote"]),
+  remote_auth_mode: z.enum(["oidc", "trusted_proxy"]).nullable(),
+  session_expires_at: z.number().int().describe("when the setup token used for this call expires (Unix seconds)"),
+});
+
+export const endpoint = defineEndpoint({
+  operationId: "setup_preferences",
+  summary: "Choose the runtime mode and remote auth mode during first-run setup",
+  tag: "setup",
+  body: PreferencesBody,
+  response: PreferencesResult,
+  errors: ["setup_already_complete", "invalid_setup_token"],
+  async handle({ body }, ctx) {
+    const remoteAuth = body.runtime_mode === "remote" ? body.remote_auth_mode! : null;
+    const stored = await setPreferences(ctx.db, body.runtime_mode, remoteAuth, ctx.clock.now());
+    if (!stored) fail("setup_already_complete", "Setup is complete; setup endpoints accept no more changes.");
+    return { runtime_mode: body.runtime_mode, remote_auth_mode: remoteAuth, session_expires_at: ctx.setupToken!.expires_at };
+  },
+});

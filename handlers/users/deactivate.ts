@@ -1,0 +1,20 @@
+// DELETE /v1/users/{user_id} (admin): deactivates a user. The row stays for audit attribution;
+// their sessions end and their API tokens stop working (a token never outlives its creator).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { UserResource } from "../../lib/schemas.ts";
+import { toUserResource } from "../../lib/db/users.ts";
+import { changeUser } from "../../lib/user-admin.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "deactivate_user",
+  summary: "Deactivate a user",
+  tag: "users",
+  params: z.object({ user_id: z.string().min(1).max(64) }),
+  response: z.object({ user: UserResource }),
+  errors: ["forbidden", "last_owner", "not_found", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const user = await changeUser(ctx.db, ctx.principal!, params.user_id, { active: false }, ctx.clock.now());
+    return { user: toUserResource(user) };
+  },
+});

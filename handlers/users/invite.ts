@@ -1,0 +1,30 @@
+// POST /v1/users (admin): invites a user by e-mail. Users must be invited before any login works
+// (spec §5 rule 1); nobody invites above their own role (DECISIONS.md "Roles").
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { Email, UserResource } from "../../lib/schemas.ts";
+import { RoleSchema, roleAtLeast } from "../../lib/auth/roles.ts";
+import { findUserByEmail, insertUser, toUserResource } from "../../lib/db/users.ts";
+
+export const InviteBody = z.object({ email: Email, role: RoleSchema }).strict();
+
+export const endpoint = defineEndpoint({
+  operationId: "invite_user",
+  summary: "Invite a user",
+  tag: "users",
+  body: InviteBody,
+  response: z.object({ user: UserResource }),
+  successStatus: 201,
+  errors: ["forbidden", "role_not_allowed", "user_exists", "invalid_session", "invalid_token"],
+  async handle({ body }, ctx) {
+    const caller = ctx.principal!;
+    if (!roleAtLeast(caller.role, body.role)) fail("role_not_allowed", `You cannot grant ${body.role}, which is above your own role.`);
+    const existing = await findUserByEmail(ctx.db, body.email);
+    if (existing) {
+      fail("user_exists", existing.active ? "A user with that e-mail already exists." : "That user exists but is deactivated; reactivate them with PATCH /v1/users/{user_id}.");
+    }
+    const user = await insertUser(ctx.db, { email: body.email, role: body.role, invitedBy: caller.user.id, now: ctx.clock.now() });
+    return { user: toUserResource(user) };
+  },
+});

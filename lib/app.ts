@@ -1,0 +1,115 @@
+// The application: the route table on an itty-router, wrapped in the one pipeline every request
+// goes through (authenticate → validate → handle → render). `createApp(ctx).fetch(request, peer)`
+// is what Bun.serve calls and what in-process tests call.
+import { Router } from "itty-router";
+import { z } from "zod";
+import type { AppContext, RequestContext } from "./context.ts";
+import type { RouteEntry } from "./route.ts";
+import { ApiError } from "./errors.ts";
+import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
+import { authenticate } from "./auth/authenticate.ts";
+import { buildOpenApiDocument } from "./openapi.ts";
+
+export interface App {
+  fetch(request: Request, peer: string | null): Promise<Response>;
+  openapi: Record<string, unknown>;
+}
+
+export interface RequestMeta {
+  peer: string | null;
+  requestId: string;
+}
+
+const EMPTY = z.object({});
+
+export function toIttyPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ":$1");
+}
+
+export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
+  const openapi = buildOpenApiDocument(routes);
+  const router = Router<Request & { params: Record<string, string> }, [RequestMeta]>();
+  const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();
+
+  for (const route of routes) {
+    const { endpoint } = route;
+    router[route.method.toLowerCase() as "get"](toIttyPath(route.path), async (request, meta: RequestMeta) => {
+      const auth = await authenticate(route.auth, request, ctx);
+      const rc: RequestContext = {
+        ...ctx,
+        request,
+        peer: meta.peer,
+        requestId: meta.requestId,
+        principal: auth.principal,
+        setupToken: auth.setupToken,
+      };
+      const rawParams: Record<string, string> = {};
+      for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
+      const params = parseWith(endpoint.params ?? EMPTY, rawParams, "path");
+      const query = parseWith(endpoint.query ?? EMPTY, queryObject(request), "query");
+      const body = endpoint.body ? parseWith(endpoint.body, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES), "body") : undefined;
+      const result = await endpoint.handle({ params, query, body }, rc);
+      if (result instanceof Response) return result;
+      return json(result, endpoint.successStatus ?? 200);
+    });
+    const key = route.path;
+    const entry = allowed.get(key) ?? { pattern: pathPattern(route.path), methods: [] };
+    entry.methods.push(route.method);
+    allowed.set(key, entry);
+  }
+
+  return {
+    openapi,
+    async fetch(request: Request, peer: string | null): Promise<Response> {
+      const requestId = crypto.randomUUID();
+      let response: Response;
+      try {
+        response = (await router.fetch(request as never, { peer, requestId })) ?? notMatched(request, allowed);
+      } catch (error) {
+        if (error instanceof ApiError) {
+          response = renderError(error);
+        } else {
+          ctx.log.error("unhandled error", { request_id: requestId, method: request.method, path: new URL(request.url).pathname, error });
+          response = renderError(new ApiError("internal_error", `An unexpected error occurred; quote request id ${requestId} to the operator.`));
+        }
+      }
+      response.headers.set("x-request-id", requestId);
+      return response;
+    },
+  };
+}
+
+/** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */
+function queryObject(request: Request): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  for (const [key, value] of new URL(request.url).searchParams) {
+    const seen = out[key];
+    out[key] = seen === undefined ? value : ([] as string[]).concat(seen, value);
+  }
+  return out;
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+function pathPattern(path: string): RegExp {
+  return new RegExp("^" + path.replace(/[.]/g, "\\.").replace(/\{\w+\}/g, "[^/]+") + "/*$");
+}
+
+function notMatched(request: Request, allowed: Map<string, { pattern: RegExp; methods: string[] }>): Response {
+  const pathname = new URL(request.url).pathname;
+  const methods = new Set<string>();
+  for (const entry of allowed.values()) if (entry.pattern.test(pathname)) entry.methods.forEach((m) => methods.add(m));
+  if (methods.size > 0) {
+    const allow = [...methods].join(", ");
+    return renderError(
+      new ApiError("method_not_allowed", `${request.method} is not allowed on ${pathname}; use ${allow}.`, { headers: { allow } }),
+    );
+  }
+  return renderError(new ApiError("not_found", `No endpoint at ${request.method} ${pathname}.`));
+}

@@ -1,0 +1,78 @@
+// One mechanism that enforces every route's auth rule (lib/route.ts AuthRule). Handlers never
+// look at the Authorization header themselves.
+import type { AuthRule } from "../route.ts";
+import type { AppContext } from "../context.ts";
+import type { Principal } from "./principal.ts";
+import { fail } from "../errors.ts";
+import { bearerToken } from "../http.ts";
+import { validateSessionToken } from "../db/sessions.ts";
+import { findApiTokenBySecret, touchApiToken } from "../db/api-tokens.ts";
+import { findUserById } from "../db/users.ts";
+import { getInstance } from "../db/instance.ts";
+import { checkSetupToken } from "../db/one-time-credentials.ts";
+import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
+
+export interface Authentication {
+  principal: Principal | null;
+  setupToken: { id: string; expires_at: number } | null;
+}
+
+const MIN_ROLE: Partial<Record<AuthRule, Role>> = {
+  user: "developer",
+  session: "developer",
+  maintainer: "maintainer",
+  admin: "admin",
+  owner: "owner",
+};
+
+export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext): Promise<Authentication> {
+  if (rule === "public") return { principal: null, setupToken: null };
+
+  const token = bearerToken(request);
+  if (rule === "setup") {
+    const instance = await getInstance(ctx.db);
+    if (instance.state === "ready") fail("setup_already_complete", "Setup is complete; setup endpoints accept no more changes.");
+    if (token === null) fail("missing_auth", "Send the setup token as 'Authorization: Bearer <token>' (see README, first run).");
+    const setupToken = await checkSetupToken(ctx.db, token, ctx.clock.now());
+    if (!setupToken) fail("invalid_setup_token", "The setup token is unknown or expired; mint a new one with `roost recover setup-token`.");
+    return { principal: null, setupToken };
+  }
+
+  if (token === null) fail("missing_auth", "This endpoint needs 'Authorization: Bearer <token>'.");
+  const principal = rule === "session" ? await fromSession(token, ctx, true) : await fromSessionOrApiToken(token, ctx);
+  const minimum = MIN_ROLE[rule]!;
+  if (!roleAtLeast(principal.role, minimum)) fail("forbidden", `This endpoint needs the ${minimum} role or higher.`);
+  return { principal, setupToken: null };
+}
+
+async function fromSession(token: string, ctx: AppContext, sessionOnly: boolean): Promise<Principal> {
+  if (sessionOnly && token.startsWith("roost_pat_")) {
+    fail("invalid_session", "This endpoint takes a user session; API tokens are revoked with DELETE /v1/api-tokens/{token_id}.");
+  }
+  const session = await validateSessionToken(ctx.db, token, ctx.clock.now());
+  if (!session) fail("invalid_session", "The session is invalid or has expired; sign in again.");
+  const user = await findUserById(ctx.db, session.user_id);
+  if (!user || !user.active) fail("invalid_session", "The session is invalid or has expired; sign in again.");
+  return { kind: "session", user, role: user.role, sessionId: session.id, tokenId: null, credentialExpiresAt: session.expires_at };
+}
+
+async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Principal> {
+  if (!token.startsWith("roost_pat_")) return fromSession(token, ctx, false);
+  const now = ctx.clock.now();
+  const apiToken = await findApiTokenBySecret(ctx.db, token);
+  if (!apiToken) fail("invalid_token", "The API token is not valid.");
+  if (apiToken.revoked_at !== null) fail("invalid_token", "The API token has been revoked.");
+  if (apiToken.expires_at <= now) fail("invalid_token", "The API token has expired.");
+  const creator = await findUserById(ctx.db, apiToken.created_by);
+  // A token never outlives or outranks its creator (DECISIONS.md "API tokens").
+  if (!creator || !creator.active) fail("invalid_token", "The API token's creator is no longer active.");
+  await touchApiToken(ctx.db, apiToken.id, now);
+  return {
+    kind: "api_token",
+    user: creator,
+    role: lowerRole(apiToken.role, creator.role),
+    sessionId: null,
+    tokenId: apiToken.id,
+    credentialExpiresAt: apiToken.expires_at,
+  };
+}

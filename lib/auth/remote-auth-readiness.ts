@@ -1,0 +1,11 @@
+// Whether the chosen remote auth mode has what it needs before the instance may become ready.
+// Returns a sentence saying what is missing, or null when nothing is.
+import type { Executor } from "../db/client.ts";
+import type { Instance } from "../db/instance.ts";
+import { runtimeMode } from "../db/instance.ts";
+
+export async function remoteAuthReadiness(_db: Executor, instance: Instance): Promise<string | null> {
+  if (runtimeMode(instance) === "local") return null;
+  if (instance.remote_auth_mode === null) return "Choose a remote auth mode with POST /v1/setup/preferences first.";
+  return null;
+}

@@ -1,0 +1,117 @@
+// Every bearer secret Roost issues (sessions, API tokens, setup tokens, recovery capabilities,
+// and later runner and stream tokens) has one shape, after GitHub's and GitLab's token formats
+// (shared/research/security.md §1.3–1.4):
+//
+//   roost_<kind>_<id: 20 base62><secret: 32 base62><checksum: 6 base62>
+//
+// The id finds the row; only SHA-256(secret) is stored, and it is compared in constant time so
+// that lookup time says nothing about how much of a guess was right (Lucia's sessions guide).
+// 32 base62 characters carry 190 bits from the CSPRNG. The CRC32 checksum lets a scanner or a
+// log redactor recognise a real token offline, and the typed prefix refuses type confusion.
+import { sha256 } from "@oslojs/crypto/sha2";
+import { constantTimeEqual } from "@oslojs/crypto/subtle";
+import { encodeHexLowerCase } from "@oslojs/encoding";
+
+export type SecretKind = "sess" | "pat" | "setup" | "rcv" | "rt" | "st";
+
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+const ID_LENGTH = 20;
+const SECRET_LENGTH = 32;
+const CHECKSUM_LENGTH = 6;
+
+/** Uniform base62 from the CSPRNG: bytes >= 248 are rejected so every character is equally likely. */
+export function randomBase62(length: number): string {
+  let out = "";
+  while (out.length < length) {
+    const bytes = crypto.getRandomValues(new Uint8Array(length * 2));
+    for (const byte of bytes) {
+      if (byte < 248) out += BASE62[byte % 62];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** An opaque, unguessable identifier (DECISIONS.md "Identifiers"), about 119 bits. */
+export function newId(): string {
+  return randomBase62(ID_LENGTH);
+}
+
+const CRC_TABLE = (() => {
+  const table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+})();
+
+function crc32(text: string): number {
+  let crc = 0xffffffff;
+  for (const byte of new TextEncoder().encode(text)) crc = CRC_TABLE[(crc ^ byte) & 0xff]! ^ (crc >>> 8);
+  return (crc ^ 0xffffffff) >>> 0;
+}
+
+function checksum(text: string): string {
+  let n = crc32(text);
+  let out = "";
+  for (let i = 0; i < CHECKSUM_LENGTH; i++) {
+    out = BASE62[n % 62] + out;
+    n = Math.floor(n / 62);
+  }
+  return out;
+}
+
+export function hashSecret(secret: string): string {
+  return encodeHexLowerCase(sha256(new TextEncoder().encode(secret)));
+}
+
+export interface MintedSecret {
+  id: string;
+  /** The whole credential, shown to its owner once. */
+  token: string;
+  /** SHA-256 of the secret part, the only thing stored. */
+  hash: string;
+}
+
+export function mintSecret(kind: SecretKind, id: string = newId()): MintedSecret {
+  const secret = randomBase62(SECRET_LENGTH);
+  const body = `roost_${kind}_${id}${secret}`;
+  return { id, token: body + checksum(body), hash: hashSecret(secret) };
+}
+
+/** Splits a presented credential of the expected kind; null when it is not one (wrong kind, length or checksum). */
+export function parseSecret(kind: SecretKind, token: string): { id: string; secret: string } | null {
+  const prefix = `roost_${kind}_`;
+  if (!token.startsWith(prefix) || token.length !== prefix.length + ID_LENGTH + SECRET_LENGTH + CHECKSUM_LENGTH) return null;
+  const rest = token.slice(prefix.length);
+  if (!/^[0-9A-Za-z]+$/.test(rest)) return null;
+  const body = token.slice(0, token.length - CHECKSUM_LENGTH);
+  if (checksum(body) !== token.slice(-CHECKSUM_LENGTH)) return null;
+  return { id: rest.slice(0, ID_LENGTH), secret: rest.slice(ID_LENGTH, ID_LENGTH + SECRET_LENGTH) };
+}
+
+/** Constant-time check of a presented secret against a stored hash (prevents timing attacks). */
+export function secretMatches(secret: string, storedHash: string): boolean {
+  const presented = new TextEncoder().encode(hashSecret(secret));
+  const stored = new TextEncoder().encode(storedHash);
+  return presented.length === stored.length && constantTimeEqual(presented, stored);
+}
+
+/** Constant-time equality of two arbitrary strings (shared secrets, webhook tokens): both are hashed first so lengths do not leak. */
+export function constantTimeEqualStrings(a: string, b: string): boolean {
+  return constantTimeEqual(sha256(new TextEncoder().encode(a)), sha256(new TextEncoder().encode(b)));
+}
+
+/** The part of a credential safe to show in listings and logs: kind prefix plus the first 8 id characters. */
+export function displayPrefix(kind: SecretKind, id: string): string {
+  return `roost_${kind}_${id.slice(0, 8)}`;
+}
+
+/** Matches any Roost credential; used to redact logs (and documented for secret scanners). */
+export const ROOST_SECRET_PATTERN = /roost_(?:sess|pat|setup|rcv|rt|st)_[0-9A-Za-z]{58}/g;
+
+export function redactSecrets(text: string): string {
+  return text.replace(ROOST_SECRET_PATTERN, (m) => `${m.slice(0, m.indexOf("_", 6) + 9)}…[redacted]`);
+}

@@ -1,0 +1,66 @@
+// Configuration comes from ROOST_* environment variables, parsed once at start-up with zod.
+// A bad value stops the daemon with a message naming the variable (README "Configuration").
+import { resolve, join } from "node:path";
+import { z } from "zod";
+
+const hostPort = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
+  .refine((v) => Number(v.slice(v.lastIndexOf(":") + 1)) <= 65535, "port must be at most 65535");
+
+const EnvSchema = z.object({
+  ROOST_LISTEN: hostPort.default("127.0.0.1:8080"),
+  ROOST_DATA_DIR: z.string().min(1).default("./data"),
+  ROOST_DATABASE_URL: z
+    .string()
+    .regex(/^(file:|libsql:|https?:|wss?:)/, "must be a libSQL URL (file:, libsql:, http(s): or ws(s):)")
+    .optional(),
+  ROOST_DATABASE_AUTH_TOKEN: z.string().min(1).optional(),
+  ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+  ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
+  ROOST_SECRET_KEY: z
+    .string()
+    .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
+    .optional(),
+});
+
+export interface Config {
+  listen: { hostname: string; port: number };
+  dataDir: string;
+  databaseUrl: string;
+  databaseAuthToken: string | undefined;
+  logLevel: "debug" | "info" | "warn" | "error";
+  publicUrl: string | undefined;
+  managementSocketPath: string;
+  secretKey: string | undefined;
+}
+
+export class ConfigError extends Error {}
+
+export function parseListen(value: string): { hostname: string; port: number } {
+  const at = value.lastIndexOf(":");
+  let hostname = value.slice(0, at);
+  if (hostname.startsWith("[")) hostname = hostname.slice(1, -1);
+  return { hostname, port: Number(value.slice(at + 1)) };
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const result = EnvSchema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+  }
+  const e = result.data;
+  const dataDir = resolve(e.ROOST_DATA_DIR);
+  return {
+    listen: parseListen(e.ROOST_LISTEN),
+    dataDir,
+    databaseUrl: e.ROOST_DATABASE_URL ?? `file:${join(dataDir, "roost.db")}`,
+    databaseAuthToken: e.ROOST_DATABASE_AUTH_TOKEN,
+    logLevel: e.ROOST_LOG_LEVEL,
+    publicUrl: e.ROOST_PUBLIC_URL?.replace(/\/+$/, ""),
+    managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
+    secretKey: e.ROOST_SECRET_KEY,
+  };
+}

@@ -1,0 +1,31 @@
+// What a handler may touch. Handlers never read process.env, Date.now() or a global database:
+// everything arrives here, so a test can hand in its own clock, database and peer address.
+import type { Config } from "./config.ts";
+import type { Db } from "./db/client.ts";
+import type { Logger } from "./log.ts";
+import type { Principal } from "./auth/principal.ts";
+
+export interface Clock {
+  /** Unix epoch seconds (DECISIONS.md "Timestamps"). */
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Math.floor(Date.now() / 1000) };
+
+export interface AppContext {
+  db: Db;
+  config: Config;
+  clock: Clock;
+  log: Logger;
+}
+
+export interface RequestContext extends AppContext {
+  request: Request;
+  /** The TCP peer address of the socket (never a forwarding header); null when unknown. */
+  peer: string | null;
+  requestId: string;
+  /** Who is calling, when the route's auth rule authenticated someone. */
+  principal: Principal | null;
+  /** The setup token that authorized a `setup` route, with its expiry. */
+  setupToken: { id: string; expires_at: number } | null;
+}

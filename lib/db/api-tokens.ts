@@ -1,0 +1,154 @@
+// API tokens (spec §2 ApiToken, §3 API token): shown once, stored hashed, revocable.
+import type { Row } from "@libsql/client";
+import type { Executor } from "./client.ts";
+import { all, num, numOrNull, one, run, str, strOrNull } from "./client.ts";
+import type { Role } from "../auth/roles.ts";
+import { displayPrefix, mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+
+export interface ApiTokenRow {
+  id: string;
+  name: string;
+  role: Role;
+  created_by: string;
+  created_by_email: string;
+  created_at: number;
+  expires_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+/** The listed shape (spec §2 "ApiToken"); never carries the hash. */
+export interface PublicApiToken {
+  id: string;
+  name: string;
+  prefix: string;
+  role: Role;
+  created_at: number;
+  created_by: string;
+  created_by_email: string;
+  expires_at: number;
+  last_used_at: number | null;
+  is_expired: boolean;
+  is_revoked: boolean;
+}
+
+/** last_used_at is written at most once a minute per token, so a busy script does not turn every read into a write. */
+export const LAST_USED_RESOLUTION_SECONDS = 60;
+
+function toRow(row: Row): ApiTokenRow {
+  return {
+    id: str(row, "id"),
+    name: str(row, "name"),
+    role: str(row, "role") as Role,
+    created_by: str(row, "created_by"),
+    created_by_email: strOrNull(row, "created_by_email") ?? "",
+    created_at: num(row, "created_at"),
+    expires_at: num(row, "expires_at"),
+    last_used_at: numOrNull(row, "last_used_at"),
+    revoked_at: numOrNull(row, "revoked_at"),
+  };
+}
+
+export function toPublicApiToken(token: ApiTokenRow, now: number): PublicApiToken {
+  return {
+    id: token.id,
+    name: token.name,
+    prefix: displayPrefix("pat", token.id),
+    role: token.role,
+    created_at: token.created_at,
+    created_by: token.created_by,
+    created_by_email: token.created_by_email,
+    expires_at: token.expires_at,
+    last_used_at: token.last_used_at,
+    is_expired: token.expires_at <= now,
+    is_revoked: token.revoked_at !== null,
+  };
+}
+
+const SELECT = `SELECT t.*, u.email AS created_by_email FROM api_tokens t JOIN users u ON u.id = t.created_by`;
+
+export async function insertApiToken(
+  db: Executor,
+  fields: { name: string; role: Role; createdBy: string; createdByEmail: string; now: number; expiresAt: number },
+): Promise<{ token: string; row: ApiTokenRow }> {
+  const minted = mintSecret("pat");
+  await db.execute({
+    sql: `INSERT INTO api_tokens (id, name, secret_hash, role, created_by, created_at, expires_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    args: [minted.id, fields.name, minted.hash, fields.role, fields.createdBy, fields.now, fields.expiresAt],
+  });
+  return {
+    token: minted.token,
+    row: {
+      id: minted.id,
+      name: fields.name,
+      role: fields.role,
+      created_by: fields.createdBy,
+      created_by_email: fields.createdByEmail,
+      created_at: fields.now,
+      expires_at: fields.expiresAt,
+      last_used_at: null,
+      revoked_at: null,
+    },
+  };
+}
+
+export async function findApiToken(db: Executor, id: string): Promise<ApiTokenRow | null> {
+  const row = await one(db, `${SELECT} WHERE t.id = ?`, [id]);
+  return row ? toRow(row) : null;
+}
+
+/** The token a presented credential names, if its secret matches (it may still be expired or revoked). */
+export async function findApiTokenBySecret(db: Executor, token: string): Promise<ApiTokenRow | null> {
+  const parsed = parseSecret("pat", token);
+  if (!parsed) return null;
+  const row = await one(db, `${SELECT} WHERE t.id = ?`, [parsed.id]);
+  if (!row || !secretMatches(parsed.secret, str(row, "secret_hash"))) return null;
+  return toRow(row);
+}
+
+export async function touchApiToken(db: Executor, id: string, now: number): Promise<void> {
+  await run(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", [
+    now,
+    id,
+    now - LAST_USED_RESOLUTION_SECONDS,
+  ]);
+}
+
+export async function revokeApiToken(db: Executor, id: string, now: number): Promise<void> {
+  await run(db, "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [now, id]);
+}
+
+export const TOKEN_SORT_FIELDS = ["created_at", "name", "expires_at", "last_used_at", "role"] as const;
+export type TokenSortField = (typeof TOKEN_SORT_FIELDS)[number];
+
+export async function listApiTokens(
+  db: Executor,
+  options: {
+    createdBy: string | null;
+    q: string | undefined;
+    sort: TokenSortField;
+    direction: "asc" | "desc";
+    limit: number;
+    offset: number;
+  },
+): Promise<{ rows: ApiTokenRow[]; total: number }> {
+  const where: string[] = [];
+  const args: (string | number)[] = [];
+  if (options.createdBy !== null) {
+    where.push("t.created_by = ?");
+    args.push(options.createdBy);
+  }
+  if (options.q) {
+    // `q` matches the name, the creator's e-mail or the listed prefix, case-insensitively.
+    const pattern = `%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+    where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR u.email LIKE ? ESCAPE '\\' OR lower('roost_pat_' || substr(t.id, 1, 8)) LIKE ? ESCAPE '\\')");
+    args.push(pattern, pattern, pattern);
+  }
+  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  // The sort column comes from a fixed allow-list (TOKEN_SORT_FIELDS), never from the request text.
+  const order = `t.${options.sort} ${options.direction === "asc" ? "ASC" : "DESC"} NULLS LAST, t.id ${options.direction === "asc" ? "ASC" : "DESC"}`;
+  const total = await one(db, `SELECT COUNT(*) AS n FROM api_tokens t JOIN users u ON u.id = t.created_by ${clause}`, args);
+  const rows = await all(db, `${SELECT} ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
+  return { rows: rows.map(toRow), total: Number(total?.n ?? 0) };
+}

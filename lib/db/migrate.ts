@@ -1,0 +1,67 @@
+// Versioned migrations from schema.sql, applied at start-up (and by `roost migrate`).
+// Each pending block runs in its own write transaction that re-checks the applied version first,
+// so two processes starting together apply each block exactly once.
+import schemaSql from "../../schema.sql" with { type: "text" };
+import type { Db } from "./client.ts";
+import { inTransaction, one } from "./client.ts";
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function parseMigrations(text: string): Migration[] {
+  const migrations: Migration[] = [];
+  const marker = /^-- migration (\d+): (.+)$/gm;
+  const found = [...text.matchAll(marker)];
+  found.forEach((match, i) => {
+    const start = match.index! + match[0].length;
+    const end = i + 1 < found.length ? found[i + 1]!.index! : text.length;
+    migrations.push({ version: Number(match[1]), name: match[2]!.trim(), sql: text.slice(start, end) });
+  });
+  migrations.forEach((m, i) => {
+    if (m.version !== i + 1) throw new Error(`schema.sql: migration ${m.version} is out of order (expected ${i + 1})`);
+  });
+  return migrations;
+}
+
+export const MIGRATIONS = parseMigrations(schemaSql);
+export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
+
+/** Splits a block into statements; schema.sql keeps one statement per `;`-terminated line group and no `;` inside literals. */
+function statements(sql: string): string[] {
+  return sql
+    .split(/;\s*$/m)
+    .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
+    .filter((s) => s.length > 0);
+}
+
+export async function appliedVersion(db: Db): Promise<number> {
+  const table = await one(db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'");
+  if (!table) return 0;
+  const row = await one(db, "SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations");
+  return Number(row?.v ?? 0);
+}
+
+export async function migrate(db: Db, now: () => number): Promise<{ from: number; to: number }> {
+  await db.execute(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+  );
+  const from = await appliedVersion(db);
+  if (from > LATEST_SCHEMA_VERSION) {
+    throw new Error(`The database is at schema version ${from}, newer than this roost (${LATEST_SCHEMA_VERSION}); upgrade roost.`);
+  }
+  for (const migration of MIGRATIONS) {
+    await inTransaction(db, async (tx) => {
+      const done = await one(tx, "SELECT 1 FROM schema_migrations WHERE version = ?", [migration.version]);
+      if (done) return;
+      for (const statement of statements(migration.sql)) await tx.execute(statement);
+      await tx.execute({
+        sql: "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+        args: [migration.version, migration.name, now()],
+      });
+    });
+  }
+  return { from, to: LATEST_SCHEMA_VERSION };
+}

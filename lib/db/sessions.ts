@@ -1,0 +1,60 @@
+// User sessions (spec §3 "User session"): 24 hours, stored as a hash, deleted on logout.
+import type { Executor } from "./client.ts";
+import { num, one, run, str } from "./client.ts";
+import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+
+export const SESSION_TTL_SECONDS = 24 * 60 * 60;
+
+export type SessionMethod = "local" | "oidc" | "trusted_proxy";
+
+export interface SessionRow {
+  id: string;
+  user_id: string;
+  method: SessionMethod;
+  created_at: number;
+  expires_at: number;
+}
+
+export async function createSession(
+  db: Executor,
+  userId: string,
+  method: SessionMethod,
+  now: number,
+): Promise<{ token: string; session: SessionRow }> {
+  const minted = mintSecret("sess");
+  const session: SessionRow = { id: minted.id, user_id: userId, method, created_at: now, expires_at: now + SESSION_TTL_SECONDS };
+  await db.execute({
+    sql: "INSERT INTO sessions (id, secret_hash, user_id, method, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)",
+    args: [session.id, minted.hash, userId, method, now, session.expires_at],
+  });
+  return { token: minted.token, session };
+}
+
+/** The live session a token names, or null when it is unknown, forged or expired. */
+export async function validateSessionToken(db: Executor, token: string, now: number): Promise<SessionRow | null> {
+  const parsed = parseSecret("sess", token);
+  if (!parsed) return null;
+  const row = await one(db, "SELECT * FROM sessions WHERE id = ?", [parsed.id]);
+  if (!row || !secretMatches(parsed.secret, str(row, "secret_hash"))) return null;
+  if (num(row, "expires_at") <= now) return null;
+  return {
+    id: str(row, "id"),
+    user_id: str(row, "user_id"),
+    method: str(row, "method") as SessionMethod,
+    created_at: num(row, "created_at"),
+    expires_at: num(row, "expires_at"),
+  };
+}
+
+export async function deleteSession(db: Executor, id: string): Promise<void> {
+  await run(db, "DELETE FROM sessions WHERE id = ?", [id]);
+}
+
+/** Ends every session of a user: on deactivation and on a change of role. */
+export async function deleteUserSessions(db: Executor, userId: string): Promise<number> {
+  return run(db, "DELETE FROM sessions WHERE user_id = ?", [userId]);
+}
+
+export async function deleteExpiredSessions(db: Executor, now: number): Promise<number> {
+  return run(db, "DELETE FROM sessions WHERE expires_at <= ?", [now]);
+}

@@ -1,0 +1,71 @@
+// The one catalogue of error codes Roost answers with (DECISIONS.md "Error body").
+// Every error response is rendered from an ApiError by lib/http.ts#renderError, so a code
+// always carries the same HTTP status wherever it is raised.
+
+export const ERROR_STATUS = {
+  // request shape (any endpoint)
+  invalid_request: 400,
+  malformed_json: 400,
+  not_found: 404,
+  method_not_allowed: 405,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
+
+  // credentials (spec §5, §7)
+  missing_auth: 401,
+  invalid_session: 401,
+  invalid_token: 401,
+  forbidden: 403,
+
+  // setup and instance state (spec §3 Instance, §7)
+  setup_incomplete: 409,
+  setup_already_complete: 409,
+  invalid_setup_token: 401,
+  owner_required: 409,
+  owner_exists: 409,
+  remote_auth_not_configured: 409,
+
+  // local login and recovery (spec §4, §7)
+  email_required: 400,
+  mode_restricted: 403,
+  local_login_loopback_required: 403,
+  local_login_host_not_allowed: 403,
+  local_login_origin_not_allowed: 403,
+  user_not_found: 403,
+  recovery_capability_required: 403,
+  recovery_capability_invalid: 403,
+
+  // users and tokens
+  user_exists: 409,
+  last_owner: 409,
+  role_not_allowed: 403,
+  token_not_found: 404,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details: ErrorDetail[] | undefined;
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    super(message);
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    this.details = options.details;
+    this.headers = options.headers;
+  }
+}
+
+/** Throws the catalogue error `code`; reads as one line at the point of refusal. */
+export function fail(code: ErrorCode, message: string, options?: { details?: ErrorDetail[]; headers?: Record<string, string> }): never {
+  throw new ApiError(code, message, options);
+}

@@ -1,0 +1,37 @@
+// Peer-address facts. Trust is decided from the socket's peer address only, never from Host,
+// X-Forwarded-For or Forwarded (spec §5 rule 4, shared/research/security.md §1.1).
+
+/** Strips the IPv4-mapped IPv6 form (::ffff:127.0.0.1 → 127.0.0.1). */
+export function normalizeAddress(address: string): string {
+  const lower = address.toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(lower);
+  return mapped ? mapped[1]! : lower;
+}
+
+export function isLoopbackAddress(address: string | null): boolean {
+  if (!address) return false;
+  const a = normalizeAddress(address);
+  if (/^127\.\d+\.\d+\.\d+$/.test(a)) return true;
+  return a === "::1" || a === "0:0:0:0:0:0:0:1";
+}
+
+/** Host header names a browser would use for this machine's loopback (DNS-rebinding defence). */
+export function isLoopbackHostHeader(host: string | null): boolean {
+  if (!host) return false;
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:]+)(:\d{1,5})?$/.exec(host.trim());
+  if (!m) return false;
+  const name = m[1]!.toLowerCase();
+  if (name === "localhost") return true;
+  return isLoopbackAddress(name.startsWith("[") ? name.slice(1, -1) : name);
+}
+
+/** An Origin header is acceptable for loopback-only endpoints when absent or itself a loopback origin. */
+export function isLoopbackOrigin(origin: string | null): boolean {
+  if (origin === null) return true;
+  try {
+    const url = new URL(origin);
+    return (url.protocol === "http:" || url.protocol === "https:") && isLoopbackHostHeader(url.host);
+  } catch {
+    return false;
+  }
+}

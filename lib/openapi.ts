@@ -1,0 +1,105 @@
+// The API document, generated from the route table and the very zod schemas that validate
+// requests, so the document and the behaviour cannot drift apart (STYLE.md "The route table").
+import { z } from "zod";
+import type { RouteEntry } from "./route.ts";
+import { ERROR_STATUS, type ErrorCode } from "./errors.ts";
+import { DEFAULT_BODY_LIMIT_BYTES } from "./http.ts";
+
+type Json = Record<string, unknown>;
+
+function schemaOf(schema: z.ZodType, io: "input" | "output"): Json {
+  const out = z.toJSONSchema(schema, { target: "draft-2020-12", io, unrepresentable: "any" }) as Json;
+  delete out.$schema;
+  return out;
+}
+
+const ErrorBody = z.object({
+  code: z.string().describe("snake_case error code from the catalogue"),
+  message: z.string().describe("a sentence for a person"),
+  details: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe("validation failures, one per field"),
+});
+
+const SECURITY: Record<string, Json[]> = {
+  public: [],
+  setup: [{ setupToken: [] }],
+  session: [{ session: [] }],
+  user: [{ session: [] }, { apiToken: [] }],
+  maintainer: [{ session: [] }, { apiToken: [] }],
+  admin: [{ session: [] }, { apiToken: [] }],
+  owner: [{ session: [] }, { apiToken: [] }],
+};
+
+function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, where: "path" | "query"): Json[] {
+  if (!schema) return [];
+  const json = schemaOf(schema, "input");
+  const properties = (json.properties ?? {}) as Record<string, Json>;
+  const required = new Set((json.required ?? []) as string[]);
+  return Object.entries(properties).map(([name, s]) => ({
+    name,
+    in: where,
+    required: where === "path" ? true : required.has(name),
+    ...(typeof s.description === "string" ? { description: s.description } : {}),
+    schema: s,
+  }));
+}
+
+export function buildOpenApiDocument(routes: RouteEntry[]): Json {
+  const paths: Record<string, Record<string, Json>> = {};
+  for (const { method, path, auth, endpoint } of routes) {
+    const responses: Record<string, Json> = {};
+    const success = String(endpoint.successStatus ?? 200);
+    const content: Record<string, Json> = {};
+    if (endpoint.response) content["application/json"] = { schema: schemaOf(endpoint.response, "output") };
+    for (const type of endpoint.produces ?? []) content[type] = { schema: { type: "string" } };
+    responses[success] = { description: "Success", ...(Object.keys(content).length ? { content } : {}) };
+    const byStatus = new Map<number, ErrorCode[]>();
+    const codes = new Set<ErrorCode>([...endpoint.errors, "internal_error"]);
+    if (endpoint.body) ["invalid_request", "malformed_json", "unsupported_media_type", "payload_too_large"].forEach((c) => codes.add(c as ErrorCode));
+    if (endpoint.params || endpoint.query) codes.add("invalid_request");
+    if (auth !== "public") ["missing_auth"].forEach((c) => codes.add(c as ErrorCode));
+    for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
+    for (const [status, list] of [...byStatus.entries()].sort((a, b) => a[0] - b[0])) {
+      responses[String(status)] = {
+        description: `Error: ${list.join(", ")}`,
+        content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } },
+      };
+    }
+    const operation: Json = {
+      operationId: endpoint.operationId,
+      summary: endpoint.summary,
+      ...(endpoint.description ? { description: endpoint.description } : {}),
+      tags: [endpoint.tag],
+      "x-roost-auth": auth,
+      security: SECURITY[auth],
+      parameters: [...parameters(endpoint.params, "path"), ...parameters(endpoint.query, "query")],
+      responses,
+    };
+    if (endpoint.body) {
+      operation.requestBody = {
+        required: true,
+        description: `JSON, at most ${endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES} bytes.`,
+        content: { "application/json": { schema: schemaOf(endpoint.body, "input") } },
+      };
+    }
+    (paths[path] ??= {})[method.toLowerCase()] = operation;
+  }
+  return {
+    openapi: "3.1.0",
+    info: {
+      title: "Roost API",
+      version: "1",
+      description:
+        "Self-hosted CI for Flutter apps. Every error is {code, message} (plus details for validation). Timestamps are Unix epoch seconds.",
+    },
+    servers: [{ url: "/" }],
+    paths,
+    components: {
+      schemas: { Error: schemaOf(ErrorBody, "output") },
+      securitySchemes: {
+        session: { type: "http", scheme: "bearer", description: "User session token (roost_sess_…), 24 hours." },
+        apiToken: { type: "http", scheme: "bearer", description: "API token (roost_pat_…)." },
+        setupToken: { type: "http", scheme: "bearer", description: "One-time setup token (roost_setup_…), only before setup completes." },
+      },
+    },
+  };
+}

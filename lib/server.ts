@@ -1,0 +1,87 @@
+// `roost serve`: opens the database, applies migrations, prepares first-run setup, and serves
+// the API over TCP and the management socket over a Unix socket.
+import { mkdir, chmod } from "node:fs/promises";
+import type { Config } from "./config.ts";
+import type { AppContext } from "./context.ts";
+import { systemClock } from "./context.ts";
+import { createApp } from "./app.ts";
+import { openDatabase, type Db } from "./db/client.ts";
+import { migrate } from "./db/migrate.ts";
+import { getInstance } from "./db/instance.ts";
+import { mintSetupToken } from "./db/one-time-credentials.ts";
+import { writeSetupTokenFile } from "./setup-token-file.ts";
+import { createLogger, type Logger } from "./log.ts";
+import { renderError } from "./http.ts";
+import { ApiError } from "./errors.ts";
+import { routes } from "../handlers/routes.ts";
+import { startManagementSocket, type ManagementSocket } from "../scripts/management-socket.ts";
+
+/** The largest body Bun reads at all (the webhook limit, 25 MB like the hosts, plus headroom); routes set lower limits. */
+export const MAX_REQUEST_BODY_BYTES = 26 * 1024 * 1024;
+
+export interface RunningDaemon {
+  url: string;
+  db: Db;
+  stop(): Promise<void>;
+}
+
+export async function prepareDataDir(config: Config): Promise<void> {
+  // Everything the daemon writes (database, setup token, socket) is for its own user only.
+  process.umask(0o077);
+  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  await chmod(config.dataDir, 0o700).catch(() => {});
+}
+
+/** While setup is incomplete, every start writes a fresh setup token to a 0600 file and logs its path. */
+export async function prepareFirstRun(db: Db, config: Config, log: Logger): Promise<void> {
+  const instance = await getInstance(db);
+  if (instance.state !== "incomplete") return;
+  const minted = await mintSetupToken(db, systemClock.now());
+  const path = await writeSetupTokenFile(config.dataDir, minted.token);
+  log.info("setup is incomplete", {
+    setup_token_file: path,
+    hint: "Local Only: POST /v1/auth/local/login from this machine. External Access: use the token in this file (README, First run).",
+  });
+}
+
+export async function startDaemon(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningDaemon> {
+  await prepareDataDir(config);
+  const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+  const migrated = await migrate(db, systemClock.now);
+  if (migrated.from !== migrated.to) log.info("database migrated", migrated);
+  await prepareFirstRun(db, config, log);
+
+  const ctx: AppContext = { db, config, clock: systemClock, log };
+  const app = createApp(ctx, routes);
+  const socket: ManagementSocket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
+
+  const server = Bun.serve({
+    hostname: config.listen.hostname,
+    port: config.listen.port,
+    development: false,
+    maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
+    // Long-lived responses (SSE, long polls) call server.timeout(request, …) themselves.
+    idleTimeout: 30,
+    fetch(request, srv) {
+      const peer = srv.requestIP(request)?.address ?? null;
+      return app.fetch(request, peer);
+    },
+    // The last safety net: never an HTML page or a stack trace.
+    error(error) {
+      log.error("unhandled server error", { error });
+      return renderError(new ApiError("internal_error", "An unexpected error occurred."));
+    },
+  });
+  const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
+  log.info("roost listening", { url, data_dir: config.dataDir, management_socket: socket.path });
+
+  return {
+    url,
+    db,
+    async stop() {
+      await server.stop(false);
+      await socket.stop();
+      db.close();
+    },
+  };
+}

@@ -1,0 +1,57 @@
+// Cross-cutting error behaviour of the pipeline (DECISIONS.md "Error body", issue: Errors).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+
+let t: TestApp;
+let owner: string;
+beforeAll(async () => {
+  t = await createTestApp();
+  owner = await bootstrapOwner(t);
+});
+afterAll(() => t.close());
+
+describe("errors are JSON {code, message}", () => {
+  test("an unknown route answers 404 not_found", async () => {
+    const res = await t.call("GET", "/v1/nothing-here");
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ code: "not_found", message: "No endpoint at GET /v1/nothing-here." });
+    expect(res.headers.get("content-type")).toContain("application/json");
+  });
+
+  test("a known path with the wrong method answers 405 with Allow", async () => {
+    const res = await t.call("PUT", "/v1/api-tokens", { token: owner });
+    expect(res.status).toBe(405);
+    expect(res.body.code).toBe("method_not_allowed");
+    expect(res.headers.get("allow")).toBe("GET, POST");
+  });
+
+  test("a body that is not JSON by content type answers 415", async () => {
+    const res = await t.call("POST", "/v1/api-tokens", { token: owner, raw: "name=x", contentType: "application/x-www-form-urlencoded" });
+    expect(res.status).toBe(415);
+    expect(res.body.code).toBe("unsupported_media_type");
+  });
+
+  test("malformed JSON answers 400 malformed_json", async () => {
+    const res = await t.call("POST", "/v1/api-tokens", { token: owner, raw: '{"name":', contentType: "application/json" });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ code: "malformed_json", message: "The request body is not valid JSON." });
+  });
+
+  test("a body over the 1 MiB limit answers 413", async () => {
+    const res = await t.call("POST", "/v1/api-tokens", { token: owner, raw: JSON.stringify({ name: "x".repeat(1024 * 1024 + 10), role: "owner" }), contentType: "application/json" });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe("payload_too_large");
+  });
+
+  test("a zod failure answers 400 invalid_request with details", async () => {
+    const res = await t.call("POST", "/v1/api-tokens", { token: owner, body: { name: "", role: "emperor" } });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe("invalid_request");
+    expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(["body.name", "body.role"]);
+  });
+
+  test("every response carries a request id", async () => {
+    const res = await t.call("GET", "/v1/setup/status");
+    expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

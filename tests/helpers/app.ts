@@ -1,0 +1,115 @@
+// In-process test harness: the real route table and pipeline on a temp-file libSQL database,
+// called through `app.fetch` the way Bun.serve calls it, with the peer address and clock injected.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createApp, type App } from "../../lib/app.ts";
+import { loadConfig, type Config } from "../../lib/config.ts";
+import type { AppContext, Clock } from "../../lib/context.ts";
+import { openDatabase, type Db } from "../../lib/db/client.ts";
+import { migrate } from "../../lib/db/migrate.ts";
+import { silentLogger } from "../../lib/log.ts";
+import { routes } from "../../handlers/routes.ts";
+import { mintSetupToken } from "../../lib/db/one-time-credentials.ts";
+
+export interface TestClock extends Clock {
+  advance(seconds: number): void;
+  set(seconds: number): void;
+}
+
+export function testClock(start = 1_800_000_000): TestClock {
+  let now = start;
+  return { now: () => now, advance: (s) => void (now += s), set: (s) => void (now = s) };
+}
+
+export interface CallOptions {
+  token?: string;
+  body?: unknown;
+  /** Raw body text; sent as-is with the given content type. */
+  raw?: string;
+  contentType?: string;
+  peer?: string | null;
+  headers?: Record<string, string>;
+}
+
+export interface Called {
+  status: number;
+  headers: Headers;
+  body: any;
+  text: string;
+}
+
+export interface TestApp {
+  app: App;
+  db: Db;
+  ctx: AppContext;
+  clock: TestClock;
+  config: Config;
+  dataDir: string;
+  call(method: string, path: string, options?: CallOptions): Promise<Called>;
+  close(): void;
+}
+
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dataDir = mkdtempSync(join(tmpdir(), "roost-test-"));
+  const config = loadConfig({ ROOST_DATA_DIR: dataDir, ...env });
+  const db = await openDatabase(config.databaseUrl);
+  const clock = testClock();
+  await migrate(db, clock.now);
+  const ctx: AppContext = { db, config, clock, log: silentLogger };
+  const app = createApp(ctx, routes);
+  return {
+    app,
+    db,
+    ctx,
+    clock,
+    config,
+    dataDir,
+    async call(method, path, options = {}) {
+      const headers: Record<string, string> = { host: "127.0.0.1:8080", ...options.headers };
+      if (options.token) headers.authorization = `Bearer ${options.token}`;
+      let body: string | undefined;
+      if (options.raw !== undefined) {
+        body = options.raw;
+        if (options.contentType) headers["content-type"] = options.contentType;
+      } else if (options.body !== undefined) {
+        body = JSON.stringify(options.body);
+        headers["content-type"] = options.contentType ?? "application/json";
+      }
+      const response = await app.fetch(new Request(`http://127.0.0.1:8080${path}`, { method, headers, body }), options.peer === undefined ? "127.0.0.1" : options.peer);
+      const text = await response.text();
+      let parsed: unknown = undefined;
+      try {
+        parsed = text ? JSON.parse(text) : undefined;
+      } catch {
+        parsed = undefined;
+      }
+      return { status: response.status, headers: response.headers, body: parsed, text };
+    },
+    close() {
+      db.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Local Only first run: the first loopback login creates the owner. Returns the owner's session token. */
+export async function bootstrapOwner(t: TestApp, email = "owner@example.test"): Promise<string> {
+  const res = await t.call("POST", "/v1/auth/local/login", { body: { email } });
+  if (res.status !== 200) throw new Error(`bootstrap failed: ${res.status} ${res.text}`);
+  return res.body.session_token;
+}
+
+/** Invites a user with `role` (as the owner) and signs them in locally; returns their session token and id. */
+export async function userWithRole(t: TestApp, ownerToken: string, role: string, email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.test`): Promise<{ token: string; id: string; email: string }> {
+  const invited = await t.call("POST", "/v1/users", { token: ownerToken, body: { email, role } });
+  if (invited.status !== 201) throw new Error(`invite failed: ${invited.status} ${invited.text}`);
+  const login = await t.call("POST", "/v1/auth/local/login", { body: { email } });
+  if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);
+  return { token: login.body.session_token, id: invited.body.user.id, email };
+}
+
+/** A setup token as the daemon would mint at first start. */
+export async function setupToken(t: TestApp): Promise<string> {
+  return (await mintSetupToken(t.db, t.clock.now())).token;
+}
