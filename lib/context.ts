@@ -4,6 +4,7 @@ import type { Config } from "./config.ts";
 import type { Db } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import type { Principal } from "./auth/principal.ts";
+import type { SecretBox } from "./crypto/secret-box.ts";
 
 export interface Clock {
   /** Unix epoch seconds (DECISIONS.md "Timestamps"). */
@@ -17,6 +18,8 @@ export interface AppContext {
   config: Config;
   clock: Clock;
   log: Logger;
+  /** Encrypts secrets at rest with the key kept outside the database (lib/crypto/secret-box.ts). */
+  secrets: SecretBox;
 }
 
 export interface RequestContext extends AppContext {

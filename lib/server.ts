@@ -14,6 +14,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
 import { routes } from "../handlers/routes.ts";
+import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startManagementSocket, type ManagementSocket } from "../scripts/management-socket.ts";
 
 /** The largest body Bun reads at all (the webhook limit, 25 MB like the hosts, plus headroom); routes set lower limits. */
@@ -51,7 +52,8 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
   if (migrated.from !== migrated.to) log.info("database migrated", migrated);
   await prepareFirstRun(db, config, log);
 
-  const ctx: AppContext = { db, config, clock: systemClock, log };
+  const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
+  const ctx: AppContext = { db, config, clock: systemClock, log, secrets };
   const app = createApp(ctx, routes);
   const socket: ManagementSocket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
 

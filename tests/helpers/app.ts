@@ -11,6 +11,7 @@ import { migrate } from "../../lib/db/migrate.ts";
 import { silentLogger } from "../../lib/log.ts";
 import { routes } from "../../handlers/routes.ts";
 import { mintSetupToken } from "../../lib/db/one-time-credentials.ts";
+import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
 
 export interface TestClock extends Clock {
   advance(seconds: number): void;
@@ -56,7 +57,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const db = await openDatabase(config.databaseUrl);
   const clock = testClock();
   await migrate(db, clock.now);
-  const ctx: AppContext = { db, config, clock, log: silentLogger };
+  const secrets = await createSecretBox(await loadSecretKey(dataDir, config.secretKey));
+  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets };
   const app = createApp(ctx, routes);
   return {
     app,

@@ -1,0 +1,68 @@
+// Encryption at rest for secrets Roost must be able to read back (OIDC client secret, GitHub App
+// private key, GitLab access token, webhook secrets): AES-256-GCM with a key kept outside the
+// database, so a copy of the database alone reveals none of them.
+//
+// The key is ROOST_SECRET_KEY (base64 of 32 bytes) when set, otherwise a 0600 file `secret.key`
+// in the data dir, created at first start. Sealed values are "v1.<iv>.<ciphertext+tag>" in
+// base64url; the associated data binds a value to its purpose, so a sealed client secret cannot
+// be pasted into another column and decrypted there.
+import { join } from "node:path";
+import { readFile, writeFile } from "node:fs/promises";
+import { decodeBase64, decodeBase64urlIgnorePadding, encodeBase64, encodeBase64urlNoPadding } from "@oslojs/encoding";
+
+export const SECRET_KEY_FILE = "secret.key";
+
+export class DecryptionError extends Error {}
+
+export interface SecretBox {
+  seal(plaintext: string, purpose: string): Promise<string>;
+  /** Throws DecryptionError when the value was sealed with another key, for another purpose, or was altered. */
+  open(sealed: string, purpose: string): Promise<string>;
+}
+
+function decodeKey(text: string): Uint8Array {
+  const trimmed = text.trim();
+  const bytes = /[-_]/.test(trimmed) ? decodeBase64urlIgnorePadding(trimmed.replace(/=+$/, "")) : decodeBase64(trimmed);
+  if (bytes.byteLength !== 32) throw new Error("the secret key must be 32 bytes, base64-encoded");
+  return bytes;
+}
+
+/** Loads the key from ROOST_SECRET_KEY or the data dir, creating the key file (0600) on first use. */
+export async function loadSecretKey(dataDir: string, fromEnv: string | undefined): Promise<Uint8Array> {
+  if (fromEnv) return decodeKey(fromEnv);
+  const path = join(dataDir, SECRET_KEY_FILE);
+  const existing = await readFile(path, "utf8").catch(() => null);
+  if (existing !== null) return decodeKey(existing);
+  const key = crypto.getRandomValues(new Uint8Array(32));
+  try {
+    await writeFile(path, encodeBase64(key) + "\n", { mode: 0o600, flag: "wx" });
+    return key;
+  } catch {
+    // Another process created it first (two daemons starting together): use theirs.
+    return decodeKey(await readFile(path, "utf8"));
+  }
+}
+
+export async function createSecretBox(rawKey: Uint8Array): Promise<SecretBox> {
+  const key = await crypto.subtle.importKey("raw", new Uint8Array(rawKey), { name: "AES-GCM" }, false, ["encrypt", "decrypt"]);
+  const encoder = new TextEncoder();
+  return {
+    async seal(plaintext, purpose) {
+      const iv = crypto.getRandomValues(new Uint8Array(12));
+      const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: encoder.encode(purpose) }, key, encoder.encode(plaintext));
+      return `v1.${encodeBase64urlNoPadding(iv)}.${encodeBase64urlNoPadding(new Uint8Array(sealed))}`;
+    },
+    async open(sealed, purpose) {
+      const parts = sealed.split(".");
+      if (parts.length !== 3 || parts[0] !== "v1") throw new DecryptionError("not a sealed value");
+      try {
+        const iv = decodeBase64urlIgnorePadding(parts[1]!);
+        const data = decodeBase64urlIgnorePadding(parts[2]!);
+        const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(iv), additionalData: encoder.encode(purpose) }, key, new Uint8Array(data));
+        return new TextDecoder().decode(plain);
+      } catch {
+        throw new DecryptionError("the value cannot be decrypted with this key");
+      }
+    },
+  };
+}
