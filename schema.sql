@@ -73,3 +73,144 @@ CREATE TABLE recovery_capabilities (
   expires_at INTEGER NOT NULL,
   used_at INTEGER
 );
+
+-- migration 2: ci domain
+-- Source integrations: a GitHub App installation or a GitLab instance connection. Credentials
+-- are sealed with the secret box (AES-GCM, key outside the database) and never returned.
+CREATE TABLE integrations (
+  id TEXT PRIMARY KEY,
+  provider TEXT NOT NULL CHECK (provider IN ('github', 'gitlab')),
+  name TEXT NOT NULL,
+  api_url TEXT NOT NULL,
+  web_url TEXT NOT NULL,
+  app_id TEXT,
+  installation_id TEXT,
+  credentials_sealed TEXT NOT NULL,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  last_synced_at INTEGER,
+  last_sync_error TEXT
+);
+
+-- The repository catalogue, synced from each integration through the host's REST API.
+CREATE TABLE repositories (
+  id TEXT PRIMARY KEY,
+  integration_id TEXT NOT NULL REFERENCES integrations(id) ON DELETE CASCADE,
+  provider TEXT NOT NULL CHECK (provider IN ('github', 'gitlab')),
+  external_id TEXT NOT NULL,
+  full_name TEXT NOT NULL,
+  default_branch TEXT NOT NULL,
+  is_private INTEGER NOT NULL DEFAULT 1,
+  avatar_url TEXT NOT NULL DEFAULT '',
+  installation_id TEXT NOT NULL DEFAULT '',
+  host_url TEXT NOT NULL,
+  clone_url TEXT NOT NULL DEFAULT '',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (integration_id, external_id)
+);
+CREATE INDEX repositories_full_name ON repositories (full_name);
+CREATE INDEX repositories_external ON repositories (provider, external_id);
+
+CREATE TABLE projects (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  description TEXT NOT NULL DEFAULT '',
+  repository_id TEXT NOT NULL REFERENCES repositories(id),
+  default_branch TEXT NOT NULL,
+  settings TEXT NOT NULL DEFAULT '{}',
+  -- The next build number; taken and incremented in the same write transaction as the build insert,
+  -- so numbers never repeat or skip, across processes too.
+  next_build_number INTEGER NOT NULL DEFAULT 1,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX projects_repository ON projects (repository_id);
+
+-- Project-level roles (docs/authorization.md): maintainer configures, developer builds, viewer sees.
+CREATE TABLE project_members (
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  user_id TEXT NOT NULL REFERENCES users(id),
+  role TEXT NOT NULL CHECK (role IN ('maintainer', 'developer', 'viewer')),
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (project_id, user_id)
+);
+CREATE INDEX project_members_user ON project_members (user_id);
+
+CREATE TABLE pipelines (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  config_path TEXT NOT NULL,
+  config_path_explicit INTEGER NOT NULL DEFAULT 0,
+  cancel_previous INTEGER NOT NULL DEFAULT 0,
+  max_concurrent INTEGER NOT NULL DEFAULT 1,
+  trigger_config TEXT NOT NULL,
+  execution_config TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (project_id, name)
+);
+
+CREATE TABLE builds (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  build_number INTEGER NOT NULL,
+  runner_id TEXT,
+  source_build_id TEXT REFERENCES builds(id) ON DELETE SET NULL,
+  branch TEXT NOT NULL,
+  commit_sha TEXT NOT NULL,
+  changelog TEXT NOT NULL DEFAULT '',
+  config_snapshot TEXT NOT NULL,
+  context TEXT,
+  runner_policy_block_reason TEXT,
+  status TEXT NOT NULL CHECK (status IN ('queued', 'running', 'succeeded', 'failed', 'canceled')),
+  exit_code INTEGER,
+  failure_reason TEXT,
+  -- cancel_previous groups builds by this key: "branch:<name>" for pushes, "pr:<number>" for pull requests; NULL for tags and manual builds.
+  concurrency_key TEXT,
+  trigger_type TEXT NOT NULL CHECK (trigger_type IN ('manual', 'rerun', 'webhook')),
+  trigger_event TEXT NOT NULL DEFAULT '',
+  trigger_ref TEXT NOT NULL DEFAULT '',
+  trigger_actor TEXT NOT NULL DEFAULT '',
+  step_results TEXT NOT NULL DEFAULT '[]',
+  created_by TEXT REFERENCES users(id),
+  queued_at INTEGER NOT NULL,
+  started_at INTEGER,
+  finished_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (project_id, build_number)
+);
+CREATE INDEX builds_pipeline_status ON builds (pipeline_id, status);
+CREATE INDEX builds_status_queued ON builds (status, queued_at);
+
+-- Conditions an operator must act on, deduplicated per resource and reason while open.
+CREATE TABLE operator_incidents (
+  id TEXT PRIMARY KEY,
+  severity TEXT NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+  status TEXT NOT NULL CHECK (status IN ('open', 'resolved')),
+  reason TEXT NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  repair_action TEXT NOT NULL DEFAULT '',
+  repair_url TEXT NOT NULL DEFAULT '',
+  resource_id TEXT NOT NULL,
+  resource_kind TEXT NOT NULL,
+  resource_name TEXT NOT NULL DEFAULT '',
+  first_occurrence_at INTEGER NOT NULL,
+  latest_occurrence_at INTEGER NOT NULL,
+  occurrence_count INTEGER NOT NULL DEFAULT 1,
+  read_at INTEGER,
+  resolved_at INTEGER
+);
+CREATE UNIQUE INDEX operator_incidents_open ON operator_incidents (resource_kind, resource_id, reason) WHERE status = 'open';
+
+-- migration 3: external access sign-in
+
+-- migration 4: runners, jobs and logs
+
+-- migration 5: webhook deliveries and commit statuses

@@ -5,6 +5,7 @@ import type { Db } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import type { Principal } from "./auth/principal.ts";
 import type { SecretBox } from "./crypto/secret-box.ts";
+import type { EventBus } from "./events.ts";
 
 export interface Clock {
   /** Unix epoch seconds (DECISIONS.md "Timestamps"). */
@@ -20,6 +21,8 @@ export interface AppContext {
   log: Logger;
   /** Encrypts secrets at rest with the key kept outside the database (lib/crypto/secret-box.ts). */
   secrets: SecretBox;
+  /** In-process notifications (lib/events.ts); the database stays the source of truth. */
+  events: EventBus;
 }
 
 export interface RequestContext extends AppContext {

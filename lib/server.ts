@@ -1,5 +1,6 @@
 // `roost serve`: opens the database, applies migrations, prepares first-run setup, and serves
 // the API over TCP and the management socket over a Unix socket.
+import { EventBus } from "./events.ts";
 import { mkdir, chmod } from "node:fs/promises";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
@@ -53,7 +54,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
   await prepareFirstRun(db, config, log);
 
   const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
-  const ctx: AppContext = { db, config, clock: systemClock, log, secrets };
+  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus() };
   const app = createApp(ctx, routes);
   const socket: ManagementSocket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
 
