@@ -55,3 +55,35 @@ describe("errors are JSON {code, message}", () => {
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
 });
+
+describe("an unexpected exception", () => {
+  test("is logged with the request id and answered 500 internal_error without internals", async () => {
+    const { createApp } = await import("../../lib/app.ts");
+    const { defineEndpoint } = await import("../../lib/route.ts");
+    const lines: string[] = [];
+    const { createLogger } = await import("../../lib/log.ts");
+    const app = createApp({ ...t.ctx, log: createLogger("debug", (l) => lines.push(l)) }, [
+      {
+        method: "GET",
+        path: "/v1/boom",
+        auth: "public",
+        endpoint: defineEndpoint({
+          operationId: "boom",
+          summary: "throws",
+          tag: "test",
+          errors: [],
+          async handle() {
+            throw new Error("secret internal detail at /srv/roost/lib/x.ts:12");
+          },
+        }),
+      },
+    ]);
+    const res = await app.fetch(new Request("http://127.0.0.1/v1/boom"), "127.0.0.1");
+    const body = await res.json();
+    const requestId = res.headers.get("x-request-id")!;
+    expect(res.status).toBe(500);
+    expect(body).toEqual({ code: "internal_error", message: `An unexpected error occurred; quote request id ${requestId} to the operator.` });
+    expect(JSON.stringify(body)).not.toContain("secret internal detail");
+    expect(lines.some((l) => l.includes(requestId) && l.includes("secret internal detail"))).toBe(true);
+  });
+});
