@@ -5,6 +5,9 @@ import type { RouteEntry } from "../lib/route.ts";
 import { buildOpenApiDocument } from "../lib/openapi.ts";
 
 import * as openapi from "./meta/openapi.ts";
+import * as healthz from "./meta/healthz.ts";
+import * as readyz from "./meta/readyz.ts";
+import * as metrics from "./meta/metrics.ts";
 import * as setupStatus from "./setup/status.ts";
 import * as setupPreferences from "./setup/preferences.ts";
 import * as setupOwner from "./setup/owner.ts";
@@ -30,6 +33,9 @@ const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"],
 export const routes: RouteEntry[] = [
   // meta
   r("GET", "/v1/openapi.json", "public", openapi),
+  r("GET", "/healthz", "public", healthz),
+  r("GET", "/readyz", "public", readyz),
+  r("GET", "/metrics", "metrics", metrics),
 
   // first-run setup (README "First run")
   r("GET", "/v1/setup/status", "public", setupStatus),

@@ -28,13 +28,14 @@ export function toIttyPath(path: string): string {
 
 export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   const openapi = buildOpenApiDocument(routes);
+  const requests = ctx.metrics.counter("roost_http_requests_total", "HTTP requests by method, route template and status.");
   const router = Router<Request & { params: Record<string, string> }, [RequestMeta]>();
   const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();
 
   for (const route of routes) {
     const { endpoint } = route;
     router[route.method.toLowerCase() as "get"](toIttyPath(route.path), async (request, meta: RequestMeta) => {
-      const auth = await authenticate(route.auth, request, ctx);
+      const auth = await authenticate(route.auth, request, ctx, meta.peer);
       const rc: RequestContext = {
         ...ctx,
         request,
@@ -62,6 +63,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
     openapi,
     async fetch(request: Request, peer: string | null): Promise<Response> {
       const requestId = crypto.randomUUID();
+      const started = performance.now();
       let response: Response;
       try {
         response = (await router.fetch(request as never, { peer, requestId })) ?? notMatched(request, allowed);
@@ -74,6 +76,18 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         }
       }
       response.headers.set("x-request-id", requestId);
+      // The route template, not the path, so ids and tokens never become metric labels or log fields.
+      const route = (request as Request & { route?: string }).route ?? "unmatched";
+      const status = String(response.status);
+      requests.inc({ method: request.method, route, status });
+      ctx.log[response.status >= 500 ? "error" : "debug"]("request", {
+        request_id: requestId,
+        method: request.method,
+        route,
+        status: response.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        peer,
+      });
       return response;
     },
   };

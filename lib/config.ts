@@ -19,6 +19,7 @@ const EnvSchema = z.object({
   ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
   ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
+  ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   ROOST_SECRET_KEY: z
     .string()
     .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
@@ -34,6 +35,8 @@ export interface Config {
   publicUrl: string | undefined;
   managementSocketPath: string;
   secretKey: string | undefined;
+  /** Bearer token Prometheus presents to GET /metrics; without it, /metrics answers loopback peers only. */
+  metricsToken: string | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -62,5 +65,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: e.ROOST_PUBLIC_URL?.replace(/\/+$/, ""),
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
+    metricsToken: e.ROOST_METRICS_TOKEN,
   };
 }

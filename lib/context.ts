@@ -6,6 +6,7 @@ import type { Logger } from "./log.ts";
 import type { Principal } from "./auth/principal.ts";
 import type { SecretBox } from "./crypto/secret-box.ts";
 import type { EventBus } from "./events.ts";
+import type { MetricsRegistry } from "./metrics.ts";
 
 export interface Clock {
   /** Unix epoch seconds (DECISIONS.md "Timestamps"). */
@@ -23,6 +24,10 @@ export interface AppContext {
   secrets: SecretBox;
   /** In-process notifications (lib/events.ts); the database stays the source of truth. */
   events: EventBus;
+  /** Process-local counters and gauges for GET /metrics (lib/metrics.ts). */
+  metrics: MetricsRegistry;
+  /** Aborted when the daemon begins a graceful shutdown: long polls return, SSE streams end with a reconnect hint. */
+  shutdown: AbortSignal;
 }
 
 export interface RequestContext extends AppContext {

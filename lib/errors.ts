@@ -11,6 +11,7 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal_error: 500,
+  not_ready: 503,
 
   // credentials (spec §5, §7)
   missing_auth: 401,

@@ -27,6 +27,7 @@ const SECURITY: Record<string, Json[]> = {
   maintainer: [{ session: [] }, { apiToken: [] }],
   admin: [{ session: [] }, { apiToken: [] }],
   owner: [{ session: [] }, { apiToken: [] }],
+  metrics: [{ metricsToken: [] }],
 };
 
 function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, where: "path" | "query"): Json[] {
@@ -99,6 +100,7 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
         session: { type: "http", scheme: "bearer", description: "User session token (roost_sess_…), 24 hours." },
         apiToken: { type: "http", scheme: "bearer", description: "API token (roost_pat_…)." },
         setupToken: { type: "http", scheme: "bearer", description: "One-time setup token (roost_setup_…), only before setup completes." },
+        metricsToken: { type: "http", scheme: "bearer", description: "ROOST_METRICS_TOKEN; without it, /metrics answers loopback peers only." },
       },
     },
   };

@@ -10,9 +10,10 @@ import type { RequestContext } from "./context.ts";
  * - public: anyone; the handler applies its own rule (e.g. loopback for local login);
  * - setup: the one-time setup token, only while setup is incomplete;
  * - session: a user session (not an API token), e.g. logout;
- * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that.
+ * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that;
+ * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer.
  */
-export type AuthRule = "public" | "setup" | "session" | "user" | "maintainer" | "admin" | "owner";
+export type AuthRule = "public" | "setup" | "session" | "user" | "maintainer" | "admin" | "owner" | "metrics";
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 

@@ -1,6 +1,7 @@
 // `roost serve`: opens the database, applies migrations, prepares first-run setup, and serves
 // the API over TCP and the management socket over a Unix socket.
 import { EventBus } from "./events.ts";
+import { MetricsRegistry } from "./metrics.ts";
 import { mkdir, chmod } from "node:fs/promises";
 import type { Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
@@ -20,6 +21,9 @@ import { startManagementSocket, type ManagementSocket } from "../scripts/managem
 
 /** The largest body Bun reads at all (the webhook limit, 25 MB like the hosts, plus headroom); routes set lower limits. */
 export const MAX_REQUEST_BODY_BYTES = 26 * 1024 * 1024;
+
+/** How long a graceful shutdown waits for in-flight requests before closing connections. */
+export const SHUTDOWN_GRACE_MS = 10_000;
 
 export interface RunningDaemon {
   url: string;
@@ -54,7 +58,8 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
   await prepareFirstRun(db, config, log);
 
   const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
-  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus() };
+  const shutdown = new AbortController();
+  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), shutdown: shutdown.signal };
   const app = createApp(ctx, routes);
   const socket: ManagementSocket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
 
@@ -82,9 +87,19 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
     url,
     db,
     async stop() {
-      await server.stop(false);
+      // Graceful shutdown: readiness turns 503 and long-lived responses (SSE, long polls) end
+      // first, then the listener stops accepting and in-flight requests finish, then the
+      // management socket and the database close. Anything still open after the grace period is cut.
+      shutdown.abort();
+      const drained = server.stop(false);
+      const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), SHUTDOWN_GRACE_MS).unref());
+      if ((await Promise.race([drained.then(() => "drained" as const), grace])) === "timeout") {
+        log.warn("shutdown grace period over; closing remaining connections", { grace_ms: SHUTDOWN_GRACE_MS });
+        await server.stop(true);
+      }
       await socket.stop();
       db.close();
+      log.info("roost stopped");
     },
   };
 }

@@ -11,6 +11,8 @@ import { findUserById } from "../db/users.ts";
 import { getInstance } from "../db/instance.ts";
 import { checkSetupToken } from "../db/one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
+import { constantTimeEqualStrings } from "./secrets.ts";
+import { isLoopbackAddress } from "../net.ts";
 
 export interface Authentication {
   principal: Principal | null;
@@ -25,10 +27,20 @@ const MIN_ROLE: Partial<Record<AuthRule, Role>> = {
   owner: "owner",
 };
 
-export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext): Promise<Authentication> {
+export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null): Promise<Authentication> {
   if (rule === "public") return { principal: null, setupToken: null };
 
   const token = bearerToken(request);
+  if (rule === "metrics") {
+    // Prometheus scrapes with a static bearer token; without one configured, only this host may scrape.
+    if (ctx.config.metricsToken) {
+      if (token === null) fail("missing_auth", "Send the metrics token as 'Authorization: Bearer <token>'.");
+      if (!constantTimeEqualStrings(token, ctx.config.metricsToken)) fail("invalid_token", "The metrics token is not valid.");
+    } else if (!isLoopbackAddress(peer)) {
+      fail("forbidden", "Without ROOST_METRICS_TOKEN, /metrics answers loopback peers only.");
+    }
+    return { principal: null, setupToken: null };
+  }
   if (rule === "setup") {
     const instance = await getInstance(ctx.db);
     if (instance.state === "ready") fail("setup_already_complete", "Setup is complete; setup endpoints accept no more changes.");

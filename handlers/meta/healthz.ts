@@ -1,0 +1,14 @@
+// GET /healthz: the process is up and serving (a liveness probe; it touches nothing else).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "healthz",
+  summary: "Liveness: the process is up",
+  tag: "meta",
+  response: z.object({ status: z.literal("ok") }),
+  errors: [],
+  async handle() {
+    return { status: "ok" as const };
+  },
+});
