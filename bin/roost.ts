@@ -13,6 +13,8 @@ Commands:
   recover               mint a one-time recovery capability over the management socket
   recover setup-token   mint a fresh first-run setup token over the management socket
   migrate               apply pending database migrations and exit
+  user                  list, invite, change or deactivate users (works on the database directly)
+  token                 list or revoke API tokens (works on the database directly)
   version               print the version
 
 Run 'roost <command> --help' for a command's details.`;
@@ -33,6 +35,21 @@ Stops gracefully on SIGTERM or SIGINT.`,
 Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
   migrate: `roost migrate: apply pending migrations from the embedded schema to the configured database, then exit.`,
   version: `roost version: print the version.`,
+  user: `roost user <action>: manage users without the API, on the configured database.
+
+  roost user list
+  roost user invite <email> [--role owner|admin|maintainer|developer]   (default developer)
+  roost user set-role <email> <role>
+  roost user deactivate <email>        ends their sessions; their API tokens stop working
+  roost user reactivate <email>
+
+The last owner cannot be demoted or deactivated. Exit 1 when the operation is refused, 2 on bad usage.`,
+  token: `roost token <action>: manage API tokens without the API, on the configured database.
+
+  roost token list                 id, name, role, creator, state
+  roost token revoke <token_id>
+
+Exit 1 when the token does not exist, 2 on bad usage.`,
 };
 
 function configOrExit(): Config {
@@ -116,6 +133,21 @@ async function main(argv: string[]): Promise<number> {
       process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
       process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
       return 0;
+    }
+    case "user":
+    case "token": {
+      const config = configOrExit();
+      const { openDatabase } = await import("../lib/db/client.ts");
+      const { migrate } = await import("../lib/db/migrate.ts");
+      const { prepareDataDir } = await import("../lib/server.ts");
+      const { runAdminCommand } = await import("../lib/cli/admin.ts");
+      await prepareDataDir(config);
+      const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+      await migrate(db, () => Math.floor(Date.now() / 1000));
+      const result = await runAdminCommand(db, command, rest);
+      db.close();
+      (result.code === 0 ? process.stdout : process.stderr).write(result.out + (result.out ? "\n" : ""));
+      return result.code;
     }
     default:
       process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);

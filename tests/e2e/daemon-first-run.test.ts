@@ -105,7 +105,7 @@ describe("the roost command", () => {
   });
 
   test("every command has --help; unknown commands exit 2", async () => {
-    for (const command of ["serve", "recover", "migrate", "version"]) {
+    for (const command of ["serve", "recover", "migrate", "version", "user", "token"]) {
       const res = await roost([command, "--help"]);
       expect(res.code).toBe(0);
       expect(res.stdout).toContain(`roost ${command}`);
@@ -124,6 +124,36 @@ describe("the roost command", () => {
       expect(second.stdout).toMatch(/^schema version (\d+) -> \1/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("managing the instance without the API", () => {
+  test("roost user and roost token act on the running daemon's database", async () => {
+    const daemon = await startDaemon();
+    try {
+      const login = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
+      const owner = login.body.session_token;
+      const invited = await daemon.cli(["user", "invite", "Ops@Example.test", "--role", "admin"]);
+      expect(invited.code).toBe(0);
+      expect(invited.stdout).toContain("ops@example.test\tadmin");
+      const ops = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "ops@example.test" } });
+      expect(ops.status).toBe(200);
+      expect(ops.body.user.role).toBe("admin");
+
+      const created = await http(daemon.url, "POST", "/v1/api-tokens", { token: owner, body: { name: "leaked", role: "owner" } });
+      const revoked = await daemon.cli(["token", "revoke", created.body.id]);
+      expect(revoked).toEqual({ code: 0, stdout: `revoked ${created.body.id}\n`, stderr: "" });
+      expect((await http(daemon.url, "GET", "/v1/users/me", { token: created.body.token })).body.code).toBe("invalid_token");
+
+      const lastOwner = await daemon.cli(["user", "deactivate", "owner@example.test"]);
+      expect(lastOwner.code).toBe(1);
+      expect(lastOwner.stderr).toContain("last_owner");
+      expect((await daemon.cli(["user", "deactivate", "ops@example.test"])).code).toBe(0);
+      expect((await http(daemon.url, "GET", "/v1/users/me", { token: ops.body.session_token })).status).toBe(401);
+      expect((await daemon.cli(["user", "bogus"])).code).toBe(2);
+    } finally {
+      await daemon.stop();
     }
   });
 });
