@@ -17,7 +17,7 @@ import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
 import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
-import { startManagementSocket, type ManagementSocket } from "../scripts/management-socket.ts";
+import { SocketInUseError, startManagementSocket } from "../scripts/management-socket.ts";
 
 /** The largest body Bun reads at all (the webhook limit, 25 MB like the hosts, plus headroom); routes set lower limits. */
 export const MAX_REQUEST_BODY_BYTES = 26 * 1024 * 1024;
@@ -61,7 +61,14 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
   const shutdown = new AbortController();
   const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), shutdown: shutdown.signal };
   const app = createApp(ctx, routes);
-  const socket: ManagementSocket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
+  const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
+    // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
+    if (error instanceof SocketInUseError) {
+      log.info("management socket served by another roost process on this host", { path: config.managementSocketPath });
+      return null;
+    }
+    throw error;
+  });
 
   const server = Bun.serve({
     hostname: config.listen.hostname,
@@ -81,7 +88,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
     },
   });
   const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
-  log.info("roost listening", { url, data_dir: config.dataDir, management_socket: socket.path });
+  log.info("roost listening", { url, data_dir: config.dataDir, management_socket: socket?.path ?? null });
 
   return {
     url,
@@ -97,7 +104,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
         log.warn("shutdown grace period over; closing remaining connections", { grace_ms: SHUTDOWN_GRACE_MS });
         await server.stop(true);
       }
-      await socket.stop();
+      await socket?.stop();
       db.close();
       log.info("roost stopped");
     },

@@ -2,7 +2,7 @@
 // where only someone with access to the host can read it (0600 in the 0700 data dir). Its path,
 // never its content, is logged.
 import { join } from "node:path";
-import { chmod, rm, writeFile } from "node:fs/promises";
+import { rename, rm, writeFile } from "node:fs/promises";
 
 export const SETUP_TOKEN_FILE = "setup-token";
 
@@ -10,11 +10,12 @@ export function setupTokenPath(dataDir: string): string {
   return join(dataDir, SETUP_TOKEN_FILE);
 }
 
+/** Written to a private temp file and renamed into place, so two daemons starting together never collide. */
 export async function writeSetupTokenFile(dataDir: string, token: string): Promise<string> {
   const path = setupTokenPath(dataDir);
-  await rm(path, { force: true });
-  await writeFile(path, token + "\n", { mode: 0o600, flag: "wx" });
-  await chmod(path, 0o600);
+  const temp = `${path}.${process.pid}.${crypto.randomUUID()}`;
+  await writeFile(temp, token + "\n", { mode: 0o600, flag: "wx" });
+  await rename(temp, path);
   return path;
 }
 

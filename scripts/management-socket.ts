@@ -12,6 +12,9 @@ import type { Logger } from "../lib/log.ts";
 import { getInstance } from "../lib/db/instance.ts";
 import { mintRecoveryCapability, mintSetupToken } from "../lib/db/one-time-credentials.ts";
 
+/** Another daemon process on this host already serves the socket (they share the database, so it can serve this one too). */
+export class SocketInUseError extends Error {}
+
 export interface ManagementSocket {
   path: string;
   stop(): Promise<void>;
@@ -26,7 +29,7 @@ export async function startManagementSocket(deps: { db: Db; clock: Clock; log: L
   // A socket file left by a process that died would make listen fail; nobody is serving it, so remove it.
   if (await stat(path).catch(() => null)) {
     const alive = await fetch("http://roost/status", { unix: path } as RequestInit).then(() => true, () => false);
-    if (alive) throw new Error(`Another roost is already serving the management socket ${path}`);
+    if (alive) throw new SocketInUseError(`Another roost is already serving the management socket ${path}`);
     await rm(path, { force: true });
   }
   // The umask makes the socket 0600 from the moment it exists; chmod repeats it for filesystems that ignore umask on sockets.
