@@ -6,7 +6,7 @@ import type { Principal } from "./principal.ts";
 import { fail } from "../errors.ts";
 import { bearerToken } from "../http.ts";
 import { validateSessionToken } from "../db/sessions.ts";
-import { findApiTokenBySecret, touchApiToken } from "../db/api-tokens.ts";
+import { LAST_USED_RESOLUTION_SECONDS, findApiTokenBySecret, touchApiToken } from "../db/api-tokens.ts";
 import { findUserById } from "../db/users.ts";
 import { getInstance } from "../db/instance.ts";
 import { checkSetupToken } from "../db/one-time-credentials.ts";
@@ -78,7 +78,8 @@ async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Pr
   const creator = await findUserById(ctx.db, apiToken.created_by);
   // A token never outlives or outranks its creator (DECISIONS.md "API tokens").
   if (!creator || !creator.active) fail("invalid_token", "The API token's creator is no longer active.");
-  await touchApiToken(ctx.db, apiToken.id, now);
+  // A write (and the write lock) only when last_used_at is due, not on every request.
+  if (apiToken.last_used_at === null || apiToken.last_used_at <= now - LAST_USED_RESOLUTION_SECONDS) await touchApiToken(ctx.db, apiToken.id, now);
   return {
     kind: "api_token",
     user: creator,
