@@ -13,6 +13,7 @@ Commands:
   recover               mint a one-time recovery capability over the management socket
   recover setup-token   mint a fresh first-run setup token over the management socket
   migrate               apply pending database migrations and exit
+  backup <file>         write a consistent copy of the database to <file> (safe while serving)
   user                  list, invite, change or deactivate users (works on the database directly)
   token                 list or revoke API tokens (works on the database directly)
   version               print the version
@@ -35,6 +36,10 @@ Stops gracefully on SIGTERM or SIGINT.`,
 Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
   migrate: `roost migrate: apply pending migrations from the embedded schema to the configured database, then exit.`,
   version: `roost version: print the version.`,
+  backup: `roost backup <file>: write a consistent snapshot of the embedded database to <file> with VACUUM INTO.
+
+Safe while the daemon serves. Back up secret.key (or keep ROOST_SECRET_KEY) too: without it the
+encrypted secrets in the database cannot be read. Exit 1 if <file> exists or cannot be written.`,
   user: `roost user <action>: manage users without the API, on the configured database.
 
   roost user list
@@ -132,6 +137,33 @@ async function main(argv: string[]): Promise<number> {
       }
       process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
       process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
+      return 0;
+    }
+    case "backup": {
+      const config = configOrExit();
+      const target = rest[0];
+      if (!target) {
+        process.stderr.write(HELP.backup + "\n");
+        return 2;
+      }
+      const { openDatabase } = await import("../lib/db/client.ts");
+      const { resolve } = await import("node:path");
+      const { existsSync } = await import("node:fs");
+      const path = resolve(target);
+      if (existsSync(path)) {
+        process.stderr.write(`${path} exists; choose a new file\n`);
+        return 1;
+      }
+      const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+      try {
+        await db.execute({ sql: "VACUUM INTO ?", args: [path] });
+      } catch (error) {
+        process.stderr.write(`backup failed: ${(error as Error).message}\n`);
+        return 1;
+      } finally {
+        db.close();
+      }
+      process.stdout.write(`${path}\n`);
       return 0;
     }
     case "user":

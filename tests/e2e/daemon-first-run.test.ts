@@ -105,7 +105,7 @@ describe("the roost command", () => {
   });
 
   test("every command has --help; unknown commands exit 2", async () => {
-    for (const command of ["serve", "recover", "migrate", "version", "user", "token"]) {
+    for (const command of ["serve", "recover", "migrate", "version", "user", "token", "backup"]) {
       const res = await roost([command, "--help"]);
       expect(res.code).toBe(0);
       expect(res.stdout).toContain(`roost ${command}`);
@@ -152,6 +152,29 @@ describe("managing the instance without the API", () => {
       expect((await daemon.cli(["user", "deactivate", "ops@example.test"])).code).toBe(0);
       expect((await http(daemon.url, "GET", "/v1/users/me", { token: ops.body.session_token })).status).toBe(401);
       expect((await daemon.cli(["user", "bogus"])).code).toBe(2);
+    } finally {
+      await daemon.stop();
+    }
+  });
+});
+
+describe("backups", () => {
+  test("roost backup writes a consistent copy while the daemon serves, and refuses to overwrite", async () => {
+    const daemon = await startDaemon();
+    try {
+      await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
+      const file = join(daemon.dataDir, "backup.db");
+      const res = await daemon.cli(["backup", file]);
+      expect(res.code).toBe(0);
+      expect(res.stdout.trim()).toBe(file);
+      const restored = await daemon.cli(["user", "list"]);
+      expect(restored.stdout).toContain("owner@example.test");
+      const { openDatabase } = await import("../../lib/db/client.ts");
+      const copy = await openDatabase(`file:${file}`);
+      const users = await copy.execute("SELECT email FROM users");
+      copy.close();
+      expect(users.rows.map((r) => r.email)).toEqual(["owner@example.test"]);
+      expect((await daemon.cli(["backup", file])).code).toBe(1);
     } finally {
       await daemon.stop();
     }
