@@ -10,11 +10,13 @@ export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
   warn(msg: string, fields?: Record<string, unknown>): void;
   error(msg: string, fields?: Record<string, unknown>): void;
+  /** Lifecycle lines an operator and a supervisor always need (listening address, stopped), whatever the level. */
+  notice(msg: string, fields?: Record<string, unknown>): void;
 }
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (l) => process.stderr.write(l + "\n")): Logger {
-  const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>) => {
-    if (RANK[at] < RANK[level]) return;
+  const emit = (at: LogLevel, msg: string, fields?: Record<string, unknown>, always = false) => {
+    if (!always && RANK[at] < RANK[level]) return;
     const line = JSON.stringify({ time: new Date().toISOString(), level: at, msg, ...fields }, (_k, v) =>
       v instanceof Error ? { name: v.name, message: v.message, stack: v.stack } : v,
     );
@@ -25,7 +27,8 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
+    notice: (m, f) => emit("info", m, f, true),
   };
 }
 
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {}, notice() {} };

@@ -88,7 +88,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
     },
   });
   const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
-  log.info("roost listening", { url, data_dir: config.dataDir, management_socket: socket?.path ?? null });
+  log.notice("roost listening", { url, data_dir: config.dataDir, management_socket: socket?.path ?? null });
 
   return {
     url,
@@ -106,7 +106,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
       }
       await socket?.stop();
       db.close();
-      log.info("roost stopped");
+      log.notice("roost stopped");
     },
   };
 }

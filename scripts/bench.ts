@@ -1,0 +1,190 @@
+// `npm run bench`: Roost's performance figures, each beside a baseline measured in the same run
+// and printed as a ratio (absolute numbers drift between machines and runs; ratios travel).
+// Writes docs/benchmarks.md with the machine it ran on. Takes a few minutes; bounded.
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { cpus, totalmem, tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { BUN, http, startDaemon, type Daemon } from "../tests/helpers/daemon.ts";
+import type { LoadResult, LoadSpec } from "./bench/load.ts";
+import { buildBinary } from "./build.ts";
+
+const ROOT = resolve(import.meta.dir, "..");
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+
+interface Row {
+  scenario: string;
+  metric: string;
+  roost: number;
+  baseline: number;
+  baselineName: string;
+  /** Whether a larger number is better (throughput) or worse (latency, memory, time). */
+  higherIsBetter: boolean;
+  unit: string;
+}
+const rows: Row[] = [];
+const notes: string[] = [];
+
+function record(row: Row): void {
+  rows.push(row);
+  const ratio = row.roost / row.baseline;
+  console.log(`${row.scenario} · ${row.metric}: roost ${fmt(row.roost)} ${row.unit} vs ${row.baselineName} ${fmt(row.baseline)} ${row.unit} (×${ratio.toFixed(3)})`);
+}
+
+function fmt(n: number): string {
+  return n >= 100 ? Math.round(n).toLocaleString("en-US") : n.toFixed(2);
+}
+
+/** Runs the load generator in its own process. */
+export async function load(spec: LoadSpec): Promise<LoadResult> {
+  const dir = mkdtempSync(join(tmpdir(), "roost-load-"));
+  const file = join(dir, "spec.json");
+  writeFileSync(file, JSON.stringify(spec));
+  const child = Bun.spawn([BUN, join(ROOT, "scripts/bench/load.ts"), file], { stdout: "pipe", stderr: "inherit" });
+  const out = await new Response(child.stdout).text();
+  await child.exited;
+  rmSync(dir, { recursive: true, force: true });
+  return JSON.parse(out.trim().split("\n").pop()!) as LoadResult;
+}
+
+/** A bare Bun.serve answering `body`; returns its url and a stop function. */
+export async function bareServer(body: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), "roost-bare-"));
+  writeFileSync(join(dir, "body.json"), body);
+  const child = Bun.spawn([BUN, join(ROOT, "scripts/bench/bare-server.ts"), join(dir, "body.json")], { stdout: "pipe", stderr: "inherit" });
+  const reader = (child.stdout as ReadableStream<Uint8Array>).getReader();
+  const { value } = await reader.read();
+  const { url } = JSON.parse(new TextDecoder().decode(value).trim().split("\n")[0]!) as { url: string };
+  return {
+    url,
+    async stop() {
+      child.kill();
+      await child.exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Throughput and p99 of one Roost request against the bare server answering the same bytes. */
+export async function compareWithBare(scenario: string, daemon: Daemon, spec: Omit<LoadSpec, "url" | "connections" | "durationMs"> & { path: string }): Promise<void> {
+  const probe = await fetch(daemon.url + spec.path, { method: spec.method, headers: spec.headers, body: Array.isArray(spec.body) ? spec.body[0] : spec.body });
+  const body = await probe.text();
+  const bare = await bareServer(body);
+  try {
+    const base = await load({ ...spec, url: bare.url + spec.path, connections: CONNECTIONS, durationMs: DURATION_MS });
+    const ours = await load({ ...spec, url: daemon.url + spec.path, connections: CONNECTIONS, durationMs: DURATION_MS, expectStatus: probe.status });
+    if (ours.errors > 0) notes.push(`${scenario}: ${ours.errors} of ${ours.requests} Roost responses had an unexpected status.`);
+    record({ scenario, metric: "requests/s", roost: ours.rps, baseline: base.rps, baselineName: "bare Bun.serve", higherIsBetter: true, unit: "req/s" });
+    record({ scenario, metric: "p99 latency", roost: ours.p99_ms, baseline: base.p99_ms, baselineName: "bare Bun.serve", higherIsBetter: false, unit: "ms" });
+  } finally {
+    await bare.stop();
+  }
+}
+
+async function owner(daemon: Daemon): Promise<string> {
+  const login = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "bench@example.test" } });
+  const token = await http(daemon.url, "POST", "/v1/api-tokens", { token: login.body.session_token, body: { name: "bench", role: "owner" } });
+  return token.body.token as string;
+}
+
+async function apiTokensScenario(): Promise<void> {
+  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  try {
+    const token = await owner(daemon);
+    for (let i = 0; i < 20; i++) await http(daemon.url, "POST", "/v1/api-tokens", { token, body: { name: `listed-${i}`, role: "developer" } });
+    await compareWithBare("GET /v1/api-tokens (API token auth)", daemon, { path: "/v1/api-tokens", headers: { authorization: `Bearer ${token}` } });
+  } finally {
+    await daemon.stop();
+  }
+}
+
+/** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
+async function binaryScenario(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "roost-bench-bin-"));
+  try {
+    const binary = await buildBinary({ outfile: join(dir, "roost") });
+    const size = statSync(binary).size;
+    const started = performance.now();
+    const child = Bun.spawn([binary, "serve"], { cwd: dir, env: { PATH: process.env.PATH ?? "", ROOST_LISTEN: "127.0.0.1:0", ROOST_LOG_LEVEL: "info" }, stdout: "ignore", stderr: "pipe" });
+    let url = "";
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of child.stderr as ReadableStream<Uint8Array>) {
+      buffer += decoder.decode(chunk);
+      const line = buffer.split("\n").find((l) => l.includes('"roost listening"'));
+      if (line) {
+        url = JSON.parse(line).url;
+        break;
+      }
+    }
+    while ((await fetch(url + "/readyz").then((r) => r.status, () => 0)) !== 200) await Bun.sleep(2);
+    const startupMs = performance.now() - started;
+    await Bun.sleep(1000);
+    const rss = rssOf(child.pid);
+    child.kill("SIGTERM");
+    await child.exited;
+
+    // Baselines: a bare Bun.serve script started the same way, and the bun runtime's own size.
+    const bareStarted = performance.now();
+    const bare = await bareServer("{}");
+    const bareStartupMs = performance.now() - bareStarted;
+    await Bun.sleep(1000);
+    const bareRss = await (async () => {
+      const pids = (await new Response(Bun.spawn(["pgrep", "-f", "scripts/bench/bare-server.ts"], { stdout: "pipe" }).stdout).text()).trim().split("\n");
+      return rssOf(Number(pids[0]));
+    })();
+    await bare.stop();
+    const bunSize = statSync(resolve(ROOT, "node_modules/bun/bin/bun.exe")).size;
+    record({ scenario: "compiled binary", metric: "start-up to ready /readyz", roost: startupMs, baseline: bareStartupMs, baselineName: "bare Bun.serve script", higherIsBetter: false, unit: "ms" });
+    record({ scenario: "compiled binary", metric: "size", roost: size / 1024 / 1024, baseline: bunSize / 1024 / 1024, baselineName: "the bun runtime alone", higherIsBetter: false, unit: "MiB" });
+    record({ scenario: "compiled binary", metric: "idle RSS", roost: rss / 1024, baseline: bareRss / 1024, baselineName: "bare Bun.serve", higherIsBetter: false, unit: "MiB" });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export function rssOf(pid: number): number {
+  try {
+    const status = require("node:fs").readFileSync(`/proc/${pid}/status`, "utf8") as string;
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
+function writeReport(): void {
+  const cpu = cpus()[0]?.model ?? "unknown CPU";
+  const lines = [
+    "# Benchmarks",
+    "",
+    "Produced by `npm run bench` (scripts/bench.ts). Every figure sits beside a baseline measured in",
+    "the same run on the same machine; compare the ratios, not the absolute numbers, across machines.",
+    `Load: ${CONNECTIONS} concurrent connections for ${DURATION_MS / 1000} s per measurement, from a separate Bun process on the same host.`,
+    "",
+    `Machine: ${cpus().length} × ${cpu}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB RAM, ${process.platform}-${process.arch}, Bun ${Bun.version}. Run at ${new Date().toISOString()}.`,
+    "",
+    "| scenario | metric | Roost | baseline | ratio (Roost / baseline) |",
+    "|---|---|---|---|---|",
+    ...rows.map((r) => `| ${r.scenario} | ${r.metric} | ${fmt(r.roost)} ${r.unit} | ${fmt(r.baseline)} ${r.unit} (${r.baselineName}) | ${(r.roost / r.baseline).toFixed(3)} ${r.higherIsBetter ? "(higher is better)" : "(lower is better)"} |`),
+    "",
+    ...(notes.length ? ["Notes:", "", ...notes.map((n) => `- ${n}`), ""] : []),
+  ];
+  writeFileSync(join(ROOT, "docs/benchmarks.md"), lines.join("\n"));
+}
+
+export const scenarios: Record<string, () => Promise<void>> = {
+  "api-tokens": apiTokensScenario,
+  binary: binaryScenario,
+};
+
+if (import.meta.main) {
+  const only = process.argv.slice(2);
+  const began = performance.now();
+  for (const [name, run] of Object.entries(scenarios)) {
+    if (only.length && !only.includes(name)) continue;
+    console.log(`== ${name}`);
+    await run();
+  }
+  writeReport();
+  console.log(`wrote docs/benchmarks.md in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+}
