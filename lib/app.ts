@@ -11,14 +11,22 @@ import { authenticate } from "./auth/authenticate.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 
 export interface App {
-  fetch(request: Request, peer: string | null): Promise<Response>;
+  fetch(request: Request, peer: string | null, connection?: ConnectionControl): Promise<Response>;
   openapi: Record<string, unknown>;
+}
+
+/** What the server lets a request change about its own connection (Bun.serve's server.timeout). */
+export interface ConnectionControl {
+  setIdleTimeout(seconds: number): void;
 }
 
 export interface RequestMeta {
   peer: string | null;
   requestId: string;
+  connection: ConnectionControl;
 }
+
+const NO_CONNECTION_CONTROL: ConnectionControl = { setIdleTimeout() {} };
 
 const EMPTY = z.object({});
 
@@ -43,6 +51,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         requestId: meta.requestId,
         principal: auth.principal,
         setupToken: auth.setupToken,
+        setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
       };
       const rawParams: Record<string, string> = {};
       for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
@@ -61,12 +70,12 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
 
   return {
     openapi,
-    async fetch(request: Request, peer: string | null): Promise<Response> {
+    async fetch(request: Request, peer: string | null, connection: ConnectionControl = NO_CONNECTION_CONTROL): Promise<Response> {
       const requestId = crypto.randomUUID();
       const started = performance.now();
       let response: Response;
       try {
-        response = (await router.fetch(request as never, { peer, requestId })) ?? notMatched(request, allowed);
+        response = (await router.fetch(request as never, { peer, requestId, connection })) ?? notMatched(request, allowed);
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);

@@ -39,4 +39,9 @@ export interface RequestContext extends AppContext {
   principal: Principal | null;
   /** The setup token that authorized a `setup` route, with its expiry. */
   setupToken: { id: string; expires_at: number } | null;
+  /**
+   * Sets this connection's idle timeout in seconds (0 = none). Bun.serve closes connections idle
+   * for longer than its idleTimeout, so SSE streams and long polls call this. A no-op in-process.
+   */
+  setIdleTimeout(seconds: number): void;
 }

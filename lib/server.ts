@@ -79,7 +79,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
     idleTimeout: 30,
     fetch(request, srv) {
       const peer = srv.requestIP(request)?.address ?? null;
-      return app.fetch(request, peer);
+      return app.fetch(request, peer, { setIdleTimeout: (seconds) => srv.timeout(request, seconds) });
     },
     // The last safety net: never an HTML page or a stack trace.
     error(error) {
