@@ -19,8 +19,12 @@ import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { SocketInUseError, startManagementSocket } from "../scripts/management-socket.ts";
 
-/** The largest body Bun reads at all (the webhook limit, 25 MB like the hosts, plus headroom); routes set lower limits. */
-export const MAX_REQUEST_BODY_BYTES = 26 * 1024 * 1024;
+/**
+ * Bun's own cap on a request body. Above it Bun answers an empty 413 itself, so it is set far
+ * above every route's limit: each route enforces its own (documented) limit and answers
+ * 413 payload_too_large as JSON, checking Content-Length before reading anything.
+ */
+export const MAX_REQUEST_BODY_BYTES = 2 * 1024 * 1024 * 1024;
 
 /** How long a graceful shutdown waits for in-flight requests before closing connections. */
 export const SHUTDOWN_GRACE_MS = 10_000;

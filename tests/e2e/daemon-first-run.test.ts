@@ -180,3 +180,27 @@ describe("backups", () => {
     }
   });
 });
+
+describe("oversized bodies over a real socket", () => {
+  test("a 28 MB body is refused with a JSON 413, declared or chunked", async () => {
+    const daemon = await startDaemon();
+    try {
+      const owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+      const big = "a".repeat(28 * 1024 * 1024);
+      const declared = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${owner}` }, body: big });
+      expect(declared.status).toBe(413);
+      expect(await declared.json()).toEqual({ code: "payload_too_large", message: "The request body is larger than the limit of 1048576 bytes." });
+      const stream = new ReadableStream({
+        start(controller) {
+          for (let i = 0; i < 28; i++) controller.enqueue(new TextEncoder().encode("a".repeat(1024 * 1024)));
+          controller.close();
+        },
+      });
+      const chunked = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${owner}` }, body: stream });
+      expect(chunked.status).toBe(413);
+      expect((await chunked.json()).code).toBe("payload_too_large");
+    } finally {
+      await daemon.stop();
+    }
+  });
+});
