@@ -198,7 +198,7 @@ describe("oversized bodies over a real socket", () => {
       });
       const chunked = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${owner}` }, body: stream });
       expect(chunked.status).toBe(413);
-      expect((await chunked.json()).code).toBe("payload_too_large");
+      expect(((await chunked.json()) as { code: string }).code).toBe("payload_too_large");
     } finally {
       await daemon.stop();
     }
