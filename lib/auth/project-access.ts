@@ -1,0 +1,36 @@
+// Project-level authorization (docs/authorization.md): one function every project-scoped
+// handler calls as its one visible authorization line.
+//
+// Project roles, highest first: maintainer (configures the project and its pipelines, manages
+// members) > developer (starts, re-runs and cancels builds) > viewer (sees the project, its
+// builds and logs). Instance owners and admins act as maintainers of every project; anyone else
+// needs a membership. A project the caller may not see answers 404, as if it did not exist.
+import type { RequestContext } from "../context.ts";
+import { fail } from "../errors.ts";
+import { roleAtLeast } from "./roles.ts";
+import { findMemberRole, findProject, type Project, type ProjectRole } from "../db/projects.ts";
+
+const RANK: Record<ProjectRole, number> = { maintainer: 3, developer: 2, viewer: 1 };
+
+export function projectRoleAtLeast(role: ProjectRole, minimum: ProjectRole): boolean {
+  return RANK[role] >= RANK[minimum];
+}
+
+/** The caller's role on a project, or null when they may not see it. */
+export async function projectRoleOf(ctx: RequestContext, projectId: string): Promise<ProjectRole | null> {
+  const principal = ctx.principal!;
+  if (roleAtLeast(principal.role, "admin")) return "maintainer";
+  const member = await findMemberRole(ctx.db, projectId, principal.user.id);
+  // An API token acting as a developer cannot use a maintainer membership to configure.
+  if (member === "maintainer" && !roleAtLeast(principal.role, "maintainer")) return "developer";
+  return member;
+}
+
+/** Loads the project and checks the caller has at least `minimum` on it: 404 when invisible, 403 when too low. */
+export async function requireProjectRole(ctx: RequestContext, projectId: string, minimum: ProjectRole): Promise<{ project: Project; role: ProjectRole }> {
+  const project = await findProject(ctx.db, projectId);
+  const role = project ? await projectRoleOf(ctx, projectId) : null;
+  if (!project || !role) fail("not_found", "No project with that id.");
+  if (!projectRoleAtLeast(role, minimum)) fail("forbidden", `This needs the ${minimum} role on the project; yours is ${role}.`);
+  return { project, role };
+}

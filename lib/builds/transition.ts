@@ -1,0 +1,51 @@
+// The only way a build's status changes after creation (lib/builds/state-machine.ts). A
+// conditional UPDATE makes the move atomic: of two racing transitions (a runner finishing, a user
+// canceling) exactly one wins, and the loser gets null.
+import type { Db, Executor } from "../db/client.ts";
+import { one } from "../db/client.ts";
+import { toBuild, type Build } from "../db/builds.ts";
+import { allowedFrom, nextStatus, type BuildTransition } from "./state-machine.ts";
+import type { Clock } from "../context.ts";
+import type { EventBus } from "../events.ts";
+
+export interface TransitionFields {
+  runner_id?: string;
+  exit_code?: number;
+  failure_reason?: string;
+  runner_policy_block_reason?: string | null;
+}
+
+export async function transitionBuild(
+  deps: { db: Db | Executor; clock: Clock; events: EventBus },
+  buildId: string,
+  transition: BuildTransition,
+  fields: TransitionFields = {},
+): Promise<Build | null> {
+  const now = deps.clock.now();
+  const from = allowedFrom(transition);
+  const to = nextStatus(from[0]!, transition)!;
+  const row = await one(
+    deps.db,
+    `UPDATE builds SET
+       status = ?,
+       started_at = CASE WHEN ? = 'start' THEN ? ELSE started_at END,
+       finished_at = CASE WHEN ? IN ('succeed', 'fail', 'cancel') THEN ? ELSE finished_at END,
+       runner_id = COALESCE(?, runner_id),
+       exit_code = COALESCE(?, exit_code),
+       failure_reason = COALESCE(?, failure_reason),
+       runner_policy_block_reason = CASE WHEN ? THEN ? ELSE runner_policy_block_reason END,
+       updated_at = ?
+     WHERE id = ? AND status IN (${from.map(() => "?").join(", ")})
+     RETURNING *`,
+    [
+      to, transition, now, transition, now,
+      fields.runner_id ?? null, fields.exit_code ?? null, fields.failure_reason ?? null,
+      fields.runner_policy_block_reason !== undefined ? 1 : 0, fields.runner_policy_block_reason ?? null,
+      now, buildId, ...from,
+    ],
+  );
+  if (!row) return null;
+  const build = toBuild(row);
+  deps.events.publish({ type: "build.changed", build_id: build.id, project_id: build.project_id, status: build.status });
+  return build;
+}

@@ -1,0 +1,96 @@
+// Pipelines (spec §2 "Pipeline"): trigger, concurrency and execution configuration of a project.
+import type { Row } from "@libsql/client";
+import type { Executor } from "./client.ts";
+import { all, bool, num, one, str } from "./client.ts";
+import { newId } from "../auth/secrets.ts";
+import { publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "../pipelines/config.ts";
+
+export interface Pipeline {
+  id: string;
+  project_id: string;
+  name: string;
+  enabled: boolean;
+  config_path: string;
+  config_path_explicit: boolean;
+  concurrency: Concurrency;
+  trigger_config: TriggerConfig;
+  execution_config: ExecutionConfig;
+  created_at: number;
+  updated_at: number;
+}
+
+function toPipeline(row: Row): Pipeline {
+  return {
+    id: str(row, "id"),
+    project_id: str(row, "project_id"),
+    name: str(row, "name"),
+    enabled: bool(row, "enabled"),
+    config_path: str(row, "config_path"),
+    config_path_explicit: bool(row, "config_path_explicit"),
+    concurrency: { cancel_previous: bool(row, "cancel_previous"), max_concurrent: num(row, "max_concurrent") },
+    trigger_config: JSON.parse(str(row, "trigger_config")) as TriggerConfig,
+    execution_config: JSON.parse(str(row, "execution_config")) as ExecutionConfig,
+    created_at: num(row, "created_at"),
+    updated_at: num(row, "updated_at"),
+  };
+}
+
+/** The API shape: secret env values are never returned. */
+export function toPublicPipeline(p: Pipeline) {
+  return { ...p, execution_config: { ...p.execution_config, env: publicEnv(p.execution_config.env) } };
+}
+
+export function snapshotOf(p: Pipeline): ConfigSnapshot {
+  return {
+    pipeline_name: p.name,
+    config_path: p.config_path,
+    concurrency: p.concurrency,
+    trigger_config: p.trigger_config,
+    execution_config: p.execution_config,
+  };
+}
+
+export type PipelineFields = Omit<Pipeline, "id" | "project_id" | "created_at" | "updated_at">;
+
+export async function insertPipeline(db: Executor, projectId: string, f: PipelineFields, now: number): Promise<Pipeline> {
+  const row = await one(
+    db,
+    `INSERT INTO pipelines (id, project_id, name, enabled, config_path, config_path_explicit, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    [newId(), projectId, f.name, f.enabled ? 1 : 0, f.config_path, f.config_path_explicit ? 1 : 0, f.concurrency.cancel_previous ? 1 : 0, f.concurrency.max_concurrent, JSON.stringify(f.trigger_config), JSON.stringify(f.execution_config), now, now],
+  );
+  return toPipeline(row!);
+}
+
+export async function replacePipeline(db: Executor, id: string, f: PipelineFields, now: number): Promise<Pipeline | null> {
+  const row = await one(
+    db,
+    `UPDATE pipelines SET name = ?, enabled = ?, config_path = ?, config_path_explicit = ?, cancel_previous = ?, max_concurrent = ?,
+       trigger_config = ?, execution_config = ?, updated_at = ? WHERE id = ? RETURNING *`,
+    [f.name, f.enabled ? 1 : 0, f.config_path, f.config_path_explicit ? 1 : 0, f.concurrency.cancel_previous ? 1 : 0, f.concurrency.max_concurrent, JSON.stringify(f.trigger_config), JSON.stringify(f.execution_config), now, id],
+  );
+  return row ? toPipeline(row) : null;
+}
+
+export async function findPipeline(db: Executor, id: string): Promise<Pipeline | null> {
+  const row = await one(db, "SELECT * FROM pipelines WHERE id = ?", [id]);
+  return row ? toPipeline(row) : null;
+}
+
+export async function listPipelines(db: Executor, projectId: string): Promise<Pipeline[]> {
+  return (await all(db, "SELECT * FROM pipelines WHERE project_id = ? ORDER BY name, id", [projectId])).map(toPipeline);
+}
+
+/** Every pipeline of every project linked to this repository, with its project's default branch. */
+export async function listPipelinesForRepository(db: Executor, repositoryId: string): Promise<(Pipeline & { project_default_branch: string })[]> {
+  const rows = await all(
+    db,
+    `SELECT pl.*, p.default_branch AS project_default_branch FROM pipelines pl JOIN projects p ON p.id = pl.project_id WHERE p.repository_id = ? ORDER BY p.id, pl.name`,
+    [repositoryId],
+  );
+  return rows.map((r) => ({ ...toPipeline(r), project_default_branch: str(r, "project_default_branch") }));
+}
+
+export async function deletePipeline(db: Executor, id: string): Promise<void> {
+  await db.execute({ sql: "DELETE FROM pipelines WHERE id = ?", args: [id] });
+}

@@ -1,0 +1,115 @@
+// GitHub through a GitHub App installation: an app JWT (RS256, signed with the app's private
+// key) buys a one-hour installation token, which reads the installation's repositories.
+// The API host is configurable for GitHub Enterprise Server (https://ghe.example.com/api/v3).
+import { createPrivateKey } from "node:crypto";
+import { SignJWT, importPKCS8 } from "jose";
+import type { RemoteRepository } from "../db/repositories.ts";
+import { HostApiError, MAX_PAGES, hostRequest, nextLink, type FetchLike } from "./http.ts";
+
+export interface GithubCredentials {
+  private_key: string;
+  webhook_secret: string;
+}
+
+export interface GithubTarget {
+  api_url: string;
+  app_id: string;
+  installation_id: string;
+}
+
+const tokenCache = new Map<string, { token: string; expiresAt: number }>();
+
+export class GithubClient {
+  constructor(
+    private readonly target: GithubTarget,
+    private readonly credentials: GithubCredentials,
+    private readonly fetchImpl: FetchLike = fetch,
+    private readonly now: () => number = () => Math.floor(Date.now() / 1000),
+  ) {}
+
+  /** The app's own JWT: valid 9 minutes, backdated a minute for clock drift (GitHub's guidance). */
+  async appJwt(): Promise<string> {
+    // GitHub hands out PKCS#1 keys ("BEGIN RSA PRIVATE KEY"); jose wants PKCS#8.
+    let pkcs8: string;
+    try {
+      pkcs8 = createPrivateKey(this.credentials.private_key).export({ format: "pem", type: "pkcs8" }).toString();
+    } catch {
+      throw new HostApiError("the GitHub App private key is not a valid PEM key", null);
+    }
+    const key = await importPKCS8(pkcs8, "RS256");
+    const now = this.now();
+    return new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuedAt(now - 60).setExpirationTime(now + 540).setIssuer(this.target.app_id).sign(key);
+  }
+
+  async installationToken(): Promise<string> {
+    const cacheKey = `${this.target.api_url}|${this.target.installation_id}`;
+    const cached = tokenCache.get(cacheKey);
+    if (cached && cached.expiresAt - 60 > this.now()) return cached.token;
+    const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
+    const response = await hostRequest(this.fetchImpl, this.target.api_url, url, { method: "POST", headers: this.headers(`Bearer ${await this.appJwt()}`) });
+    const body = (await response.json()) as { token?: string; expires_at?: string };
+    if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
+    const expiresAt = body.expires_at ? Math.floor(Date.parse(body.expires_at) / 1000) : this.now() + 3000;
+    tokenCache.set(cacheKey, { token: body.token, expiresAt });
+    return body.token;
+  }
+
+  async listRepositories(): Promise<RemoteRepository[]> {
+    const token = await this.installationToken();
+    const out: RemoteRepository[] = [];
+    let url: string | null = `${this.target.api_url}/installation/repositories?per_page=100`;
+    for (let page = 0; url && page < MAX_PAGES; page++) {
+      const response: Response = await hostRequest(this.fetchImpl, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+      const body = (await response.json()) as { repositories?: GithubRepo[] };
+      for (const r of body.repositories ?? []) out.push(toRemote(r));
+      url = nextLink(response.headers.get("link"));
+    }
+    return out;
+  }
+
+  /** The head commit of a branch (for manual builds that name no commit). */
+  async getBranchHead(fullName: string, branch: string): Promise<string> {
+    const token = await this.installationToken();
+    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/branches/${encodeURIComponent(branch)}`;
+    const response = await hostRequest(this.fetchImpl, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+    const body = (await response.json()) as { commit?: { sha?: string } };
+    if (!body.commit?.sha) throw new HostApiError(`GitHub returned no commit for ${fullName}@${branch}`, response.status);
+    return body.commit.sha;
+  }
+
+  /** A commit status (the Statuses API), one context per pipeline. */
+  async createCommitStatus(fullName: string, sha: string, status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string }): Promise<void> {
+    const token = await this.installationToken();
+    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/statuses/${encodeURIComponent(sha)}`;
+    await hostRequest(this.fetchImpl, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
+  }
+
+  private headers(authorization: string): Record<string, string> {
+    return { authorization, accept: "application/vnd.github+json", "x-github-api-version": "2022-11-28", "user-agent": "roost-ci" };
+  }
+}
+
+interface GithubRepo {
+  id: number;
+  full_name: string;
+  default_branch?: string;
+  private?: boolean;
+  owner?: { avatar_url?: string };
+  clone_url?: string;
+}
+
+function toRemote(r: GithubRepo): RemoteRepository {
+  return {
+    external_id: String(r.id),
+    full_name: r.full_name,
+    default_branch: r.default_branch ?? "main",
+    is_private: r.private ?? true,
+    avatar_url: r.owner?.avatar_url ?? "",
+    clone_url: r.clone_url ?? "",
+  };
+}
+
+/** Forget cached installation tokens (tests; a changed private key). */
+export function clearGithubTokenCache(): void {
+  tokenCache.clear();
+}

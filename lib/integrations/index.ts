@@ -1,0 +1,66 @@
+// Integrations as the rest of Roost sees them: credentials sealed at rest and opened only to
+// talk to the host, a client per provider, and the catalogue sync (which raises an operator
+// incident when a host keeps refusing, and resolves it when sync works again).
+import type { Db } from "../db/client.ts";
+import type { SecretBox } from "../crypto/secret-box.ts";
+import type { Integration } from "../db/integrations.ts";
+import { recordSync } from "../db/integrations.ts";
+import { upsertRepositories } from "../db/repositories.ts";
+import { raiseIncident, resolveIncident } from "../incidents.ts";
+import { GithubClient, type GithubCredentials } from "./github.ts";
+import { GitlabClient, type GitlabCredentials } from "./gitlab.ts";
+import { HostApiError } from "./http.ts";
+
+const PURPOSE = "integration-credentials";
+
+export async function sealCredentials(secrets: SecretBox, credentials: GithubCredentials | GitlabCredentials): Promise<string> {
+  return secrets.seal(JSON.stringify(credentials), PURPOSE);
+}
+
+export async function openCredentials<T extends GithubCredentials | GitlabCredentials>(secrets: SecretBox, integration: Integration): Promise<T> {
+  return JSON.parse(await secrets.open(integration.credentials_sealed, PURPOSE)) as T;
+}
+
+export async function githubClientFor(secrets: SecretBox, integration: Integration): Promise<GithubClient> {
+  return new GithubClient(
+    { api_url: integration.api_url, app_id: integration.app_id ?? "", installation_id: integration.installation_id ?? "" },
+    await openCredentials<GithubCredentials>(secrets, integration),
+  );
+}
+
+export async function gitlabClientFor(secrets: SecretBox, integration: Integration): Promise<GitlabClient> {
+  return new GitlabClient(integration.api_url, await openCredentials<GitlabCredentials>(secrets, integration));
+}
+
+/** The head commit of `branch` in a repository of this integration. */
+export async function branchHead(secrets: SecretBox, integration: Integration, repo: { external_id: string; full_name: string }, branch: string): Promise<string> {
+  if (integration.provider === "github") return (await githubClientFor(secrets, integration)).getBranchHead(repo.full_name, branch);
+  return (await gitlabClientFor(secrets, integration)).getBranchHead(repo.external_id, branch);
+}
+
+export const SYNC_FAILED = "integration_sync_failed";
+
+/** Syncs the catalogue; returns how many repositories the host listed, or throws HostApiError. */
+export async function syncRepositories(deps: { db: Db; secrets: SecretBox; now: number }, integration: Integration): Promise<number> {
+  try {
+    const client = integration.provider === "github" ? await githubClientFor(deps.secrets, integration) : await gitlabClientFor(deps.secrets, integration);
+    const remote = await client.listRepositories();
+    const count = await upsertRepositories(deps.db, integration, remote, deps.now);
+    await recordSync(deps.db, integration.id, deps.now, null);
+    await resolveIncident(deps.db, deps.now, "integration", integration.id, SYNC_FAILED);
+    return count;
+  } catch (error) {
+    const message = error instanceof HostApiError ? error.message : `sync failed: ${(error as Error).message}`;
+    await recordSync(deps.db, integration.id, deps.now, message);
+    await raiseIncident(deps.db, deps.now, {
+      severity: "warning",
+      reason: SYNC_FAILED,
+      message,
+      repair_action: "Check the integration's host URL and credentials, then sync again (POST /v1/integrations/{id}/sync).",
+      resource_kind: "integration",
+      resource_id: integration.id,
+      resource_name: integration.name,
+    });
+    throw error instanceof HostApiError ? error : new HostApiError(message, null);
+  }
+}

@@ -1,0 +1,161 @@
+// A pipeline's configuration (spec §2 "Pipeline"): the zod schemas that validate it, with the
+// documented defaults and limits (docs/api.md "Pipelines"), and how secret env values are kept.
+import { z } from "zod";
+import type { SecretBox } from "../crypto/secret-box.ts";
+
+export const PLATFORMS = ["android", "ios", "macos"] as const;
+export type Platform = (typeof PLATFORMS)[number];
+export const TRIGGER_EVENTS = ["push", "pull_request", "tag"] as const;
+export type TriggerEvent = (typeof TRIGGER_EVENTS)[number];
+
+export const DEFAULT_CONFIG_PATH = "roost.yaml";
+export const DEFAULT_FLUTTER_VERSION = "stable";
+export const DEFAULT_ARTIFACT_PATTERNS = ["build/app/outputs/flutter-apk/*.apk", "build/app/outputs/bundle/**/*.aab", "build/ios/ipa/*.ipa", "build/macos/Build/Products/Release/*.app"];
+
+const SECRET_PURPOSE = "pipeline-env";
+
+const shortText = (max: number) => z.string().max(max, `must be at most ${max} characters`);
+const command = z.string().min(1, "must not be empty").max(4096, "must be at most 4096 characters");
+const commandList = z.array(command).max(50, "at most 50 commands");
+const pattern = z.string().trim().min(1).max(255).regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+
+export const EnvEntryInput = z
+  .object({
+    key: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be a shell variable name (letters, digits, _; at most 128)")
+      .refine((k) => !k.startsWith("ROOST_"), "ROOST_ variables are set by the runner"),
+    value: shortText(16_384).optional().describe("required unless the entry is secret and already stored (keeps the stored value)"),
+    secret: z.boolean().default(false).describe("secret values are encrypted at rest, never returned, and masked in logs"),
+  })
+  .strict();
+
+export const ConcurrencyInput = z
+  .object({
+    cancel_previous: z.boolean().default(false).describe("a newer push or pull-request build cancels older queued/running ones of the same branch or pull request"),
+    max_concurrent: z.number().int().min(1).max(50).default(1).describe("running builds of this pipeline at once; more wait queued"),
+  })
+  .strict();
+
+export const TriggerConfigInput = z
+  .object({
+    branches: z.array(pattern).max(50).optional().describe("branch patterns (docs/api.md); default: the project's default branch"),
+    events: z
+      .array(z.enum(TRIGGER_EVENTS))
+      .max(3)
+      .default(["push", "pull_request"])
+      .refine((e) => new Set(e).size === e.length, "events must be unique"),
+  })
+  .strict();
+
+const platformArgs = z.array(shortText(1024)).max(50);
+
+export const ExecutionConfigInput = z
+  .object({
+    artifact_patterns: z.array(pattern).max(50).default(DEFAULT_ARTIFACT_PATTERNS),
+    commands: z
+      .object({ pre_build: commandList.default([]), build: commandList.default([]), post_build: commandList.default([]) })
+      .strict()
+      .default({ pre_build: [], build: [], post_build: [] }),
+    env: z
+      .array(EnvEntryInput)
+      .max(100)
+      .default([])
+      .refine((env) => new Set(env.map((e) => e.key)).size === env.length, "env keys must be unique"),
+    flutter_version: z
+      .string()
+      .regex(/^(stable|beta|main|master|fvm|\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?)$/, "must be stable, beta, main, fvm (read from .fvmrc) or a version like 3.24.5")
+      .default(DEFAULT_FLUTTER_VERSION),
+    platform_build_args: z
+      .object({ android: platformArgs.default([]), ios: platformArgs.default([]), macos: platformArgs.default([]) })
+      .strict()
+      .default({ android: [], ios: [], macos: [] }),
+    platform_commands: z
+      .object({ android: command.optional(), ios: command.optional(), macos: command.optional() })
+      .strict()
+      .default({})
+      .describe("replaces `flutter build …` for that platform"),
+    platforms: z
+      .array(z.enum(PLATFORMS))
+      .min(1)
+      .max(3)
+      .default(["android"])
+      .refine((p) => new Set(p).size === p.length, "platforms must be unique"),
+  })
+  .strict();
+
+export type ExecutionConfigParsed = z.output<typeof ExecutionConfigInput>;
+
+/** An env entry as stored: a secret's value is sealed. */
+export interface StoredEnvEntry {
+  key: string;
+  value: string;
+  secret: boolean;
+}
+
+export interface TriggerConfig {
+  branches: string[];
+  events: TriggerEvent[];
+}
+
+export interface ExecutionConfig {
+  artifact_patterns: string[];
+  commands: { pre_build: string[]; build: string[]; post_build: string[] };
+  env: StoredEnvEntry[];
+  flutter_version: string;
+  platform_build_args: Record<Platform, string[]>;
+  platform_commands: Partial<Record<Platform, string>>;
+  platforms: Platform[];
+}
+
+export interface Concurrency {
+  cancel_previous: boolean;
+  max_concurrent: number;
+}
+
+/** What a build freezes at creation (its config_snapshot). Secret env values stay sealed in it. */
+export interface ConfigSnapshot {
+  pipeline_name: string;
+  config_path: string;
+  concurrency: Concurrency;
+  trigger_config: TriggerConfig;
+  execution_config: ExecutionConfig;
+}
+
+/**
+ * Seals new secret values; an entry marked secret without a value keeps the value already stored
+ * under that key (so a client can edit other fields without ever seeing the secret).
+ * Returns an error sentence when a secret without a value has nothing stored to keep.
+ */
+export async function storeEnv(
+  input: z.output<typeof EnvEntryInput>[],
+  previous: StoredEnvEntry[],
+  secrets: SecretBox,
+): Promise<StoredEnvEntry[] | string> {
+  const out: StoredEnvEntry[] = [];
+  for (const entry of input) {
+    if (entry.value === undefined) {
+      const kept = previous.find((p) => p.key === entry.key && p.secret);
+      if (!entry.secret || !kept) return `env ${entry.key}: a value is required`;
+      out.push(kept);
+    } else {
+      out.push({ key: entry.key, value: entry.secret ? await secrets.seal(entry.value, SECRET_PURPOSE) : entry.value, secret: entry.secret });
+    }
+  }
+  return out;
+}
+
+/** The env as the API shows it: secret values are never returned. */
+export function publicEnv(env: StoredEnvEntry[]): { key: string; value: string; secret: boolean }[] {
+  return env.map((e) => ({ key: e.key, value: e.secret ? "" : e.value, secret: e.secret }));
+}
+
+/** The env a runner receives for a build: secret values decrypted. */
+export async function revealEnv(env: StoredEnvEntry[], secrets: SecretBox): Promise<StoredEnvEntry[]> {
+  return Promise.all(env.map(async (e) => (e.secret ? { ...e, value: await secrets.open(e.value, SECRET_PURPOSE) } : e)));
+}
+
+/** The snapshot as the API shows it (inside a build). */
+export function publicSnapshot(snapshot: ConfigSnapshot): ConfigSnapshot {
+  return { ...snapshot, execution_config: { ...snapshot.execution_config, env: publicEnv(snapshot.execution_config.env) } };
+}
