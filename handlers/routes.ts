@@ -22,6 +22,32 @@ import * as usersDeactivate from "./users/deactivate.ts";
 import * as tokensList from "./api-tokens/list.ts";
 import * as tokensCreate from "./api-tokens/create.ts";
 import * as tokensRevoke from "./api-tokens/revoke.ts";
+import * as integrationsCreate from "./integrations/create.ts";
+import * as integrationsList from "./integrations/list.ts";
+import * as integrationsSync from "./integrations/sync.ts";
+import * as integrationsDelete from "./integrations/delete.ts";
+import * as repositoriesList from "./integration-repositories/list.ts";
+import * as projectsCreate from "./projects/create.ts";
+import * as projectsList from "./projects/list.ts";
+import * as projectsGet from "./projects/get.ts";
+import * as projectsUpdate from "./projects/update.ts";
+import * as projectsDelete from "./projects/delete.ts";
+import * as membersList from "./project-members/list.ts";
+import * as membersSet from "./project-members/set.ts";
+import * as membersRemove from "./project-members/remove.ts";
+import * as pipelinesCreate from "./pipelines/create.ts";
+import * as pipelinesList from "./pipelines/list.ts";
+import * as pipelinesGet from "./pipelines/get.ts";
+import * as pipelinesUpdate from "./pipelines/update.ts";
+import * as pipelinesDelete from "./pipelines/delete.ts";
+import * as buildsCreate from "./builds/create.ts";
+import * as buildsList from "./builds/list.ts";
+import * as buildsListForPipeline from "./builds/list-for-pipeline.ts";
+import * as buildsGet from "./builds/get.ts";
+import * as buildsRerun from "./builds/rerun.ts";
+import * as buildsCancel from "./builds/cancel.ts";
+import * as incidentsList from "./operator-incidents/list.ts";
+import * as incidentsRead from "./operator-incidents/read.ts";
 
 const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
   method,
@@ -58,6 +84,42 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/api-tokens", "user", tokensList),
   r("POST", "/v1/api-tokens", "user", tokensCreate),
   r("DELETE", "/v1/api-tokens/{token_id}", "user", tokensRevoke),
+
+  // source integrations and the repository catalogue
+  r("POST", "/v1/integrations", "admin", integrationsCreate),
+  r("GET", "/v1/integrations", "maintainer", integrationsList),
+  r("POST", "/v1/integrations/{integration_id}/sync", "admin", integrationsSync),
+  r("DELETE", "/v1/integrations/{integration_id}", "admin", integrationsDelete),
+  r("GET", "/v1/integration-repositories", "maintainer", repositoriesList),
+
+  // projects: "user" routes check the project role in the handler (lib/auth/project-access.ts)
+  r("POST", "/v1/projects", "maintainer", projectsCreate),
+  r("GET", "/v1/projects", "user", projectsList),
+  r("GET", "/v1/projects/{project_id}", "user", projectsGet), // project viewer
+  r("PATCH", "/v1/projects/{project_id}", "user", projectsUpdate), // project maintainer
+  r("DELETE", "/v1/projects/{project_id}", "user", projectsDelete), // project maintainer
+  r("GET", "/v1/projects/{project_id}/members", "user", membersList), // project viewer
+  r("PUT", "/v1/projects/{project_id}/members/{user_id}", "user", membersSet), // project maintainer
+  r("DELETE", "/v1/projects/{project_id}/members/{user_id}", "user", membersRemove), // project maintainer
+
+  // pipelines
+  r("POST", "/v1/projects/{project_id}/pipelines", "user", pipelinesCreate), // project maintainer
+  r("GET", "/v1/projects/{project_id}/pipelines", "user", pipelinesList), // project viewer
+  r("GET", "/v1/pipelines/{pipeline_id}", "user", pipelinesGet), // project viewer
+  r("PATCH", "/v1/pipelines/{pipeline_id}", "user", pipelinesUpdate), // project maintainer
+  r("DELETE", "/v1/pipelines/{pipeline_id}", "user", pipelinesDelete), // project maintainer
+
+  // builds
+  r("POST", "/v1/projects/{project_id}/builds", "user", buildsCreate), // project developer
+  r("GET", "/v1/projects/{project_id}/builds", "user", buildsList), // project viewer
+  r("GET", "/v1/pipelines/{pipeline_id}/builds", "user", buildsListForPipeline), // project viewer
+  r("GET", "/v1/builds/{build_id}", "user", buildsGet), // project viewer
+  r("POST", "/v1/builds/{build_id}/rerun", "user", buildsRerun), // project developer
+  r("POST", "/v1/builds/{build_id}/cancel", "user", buildsCancel), // project developer
+
+  // operator incidents
+  r("GET", "/v1/operator-incidents", "admin", incidentsList),
+  r("POST", "/v1/operator-incidents/{id}/read", "admin", incidentsRead),
 ];
 
 let document: Record<string, unknown> | null = null;

@@ -42,6 +42,14 @@ export const ERROR_STATUS = {
   last_owner: 409,
   role_not_allowed: 403,
   token_not_found: 404,
+
+  // CI domain (docs/api.md)
+  decryption_error: 500,
+  source_host_error: 502,
+  integration_in_use: 409,
+  pipeline_exists: 409,
+  build_not_cancelable: 409,
+  pipeline_disabled: 409,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -79,3 +79,9 @@ export function numOrNull(row: Row, column: string): number | null {
 export function bool(row: Row, column: string): boolean {
   return Number(row[column]) === 1;
 }
+
+/** Whether a database error is a UNIQUE constraint violation (for a clean 409). */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { extendedCode?: string; code?: string; message?: string } | null;
+  return e?.extendedCode === "SQLITE_CONSTRAINT_UNIQUE" || e?.extendedCode === "SQLITE_CONSTRAINT_PRIMARYKEY" || /UNIQUE constraint failed/.test(e?.message ?? "");
+}

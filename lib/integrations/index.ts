@@ -10,6 +10,7 @@ import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { GithubClient, type GithubCredentials } from "./github.ts";
 import { GitlabClient, type GitlabCredentials } from "./gitlab.ts";
 import { HostApiError } from "./http.ts";
+import { DecryptionError } from "../crypto/secret-box.ts";
 
 const PURPOSE = "integration-credentials";
 
@@ -61,6 +62,6 @@ export async function syncRepositories(deps: { db: Db; secrets: SecretBox; now: 
       resource_id: integration.id,
       resource_name: integration.name,
     });
-    throw error instanceof HostApiError ? error : new HostApiError(message, null);
+    throw error instanceof HostApiError || error instanceof DecryptionError ? error : new HostApiError(message, null);
   }
 }

@@ -159,3 +159,17 @@ export async function revealEnv(env: StoredEnvEntry[], secrets: SecretBox): Prom
 export function publicSnapshot(snapshot: ConfigSnapshot): ConfigSnapshot {
   return { ...snapshot, execution_config: { ...snapshot.execution_config, env: publicEnv(snapshot.execution_config.env) } };
 }
+
+/** The writable fields of a pipeline (POST and PATCH bodies share them). */
+export const PipelineFieldsInput = {
+  enabled: z.boolean().describe("a disabled pipeline is never triggered by webhooks (manual builds still work)"),
+  config_path: z
+    .string()
+    .min(1)
+    .max(255)
+    .regex(/^(?!\/)(?!.*\.\.)[^\p{Cc}]+$/u, "must be a relative path inside the repository")
+    .describe(`path of the pipeline file in the repository; default ${DEFAULT_CONFIG_PATH}`),
+  concurrency: ConcurrencyInput,
+  trigger_config: TriggerConfigInput,
+  execution_config: ExecutionConfigInput,
+};

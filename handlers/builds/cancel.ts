@@ -1,0 +1,30 @@
+// POST /v1/builds/{build_id}/cancel (spec §3, §4; project developer): queued or running →
+// canceled at once. A runner working on it learns this at its next heartbeat or log append and
+// stops the process tree. A finished build answers 409 build_not_cancelable.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
+import { transitionBuild } from "../../lib/builds/transition.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "cancel_build",
+  summary: "Cancel a queued or running build",
+  tag: "builds",
+  params: z.object({ build_id: IdParam }),
+  response: z.object({ build: BuildResource }),
+  errors: ["not_found", "forbidden", "build_not_cancelable", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const build = await findBuild(ctx.db, params.build_id);
+    if (!build) fail("not_found", "No build with that id.");
+    await requireProjectRole(ctx, build.project_id, "developer");
+    const canceled = await transitionBuild(ctx, build.id, "cancel", { failure_reason: `canceled by ${ctx.principal!.user.email}` });
+    if (!canceled) {
+      const now = await findBuild(ctx.db, build.id);
+      fail("build_not_cancelable", `Build #${build.build_number} is ${now?.status ?? build.status}; only queued or running builds can be canceled.`);
+    }
+    return { build: toPublicBuild(canceled) };
+  },
+});

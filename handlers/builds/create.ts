@@ -1,0 +1,72 @@
+// POST /v1/projects/{project_id}/builds (spec §4; project developer): a manual build of one
+// pipeline. The branch defaults to the project's default branch; without a commit, the branch's
+// head is asked of the source host, so the build is always pinned to one commit.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { BranchName, BuildResource, IdParam } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { findPipeline } from "../../lib/db/pipelines.ts";
+import { findRepository } from "../../lib/db/repositories.ts";
+import { findIntegration } from "../../lib/db/integrations.ts";
+import { toPublicBuild } from "../../lib/db/builds.ts";
+import { createBuild } from "../../lib/builds/create.ts";
+import { branchHead } from "../../lib/integrations/index.ts";
+import { HostApiError } from "../../lib/integrations/http.ts";
+import { DecryptionError } from "../../lib/crypto/secret-box.ts";
+
+export const CommitSha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "must be a full 40- (or 64-) character lowercase hex commit id");
+
+export const CreateBuildBody = z
+  .object({
+    pipeline_id: IdParam,
+    branch: BranchName.optional().describe("default: the project's default branch"),
+    commit_sha: CommitSha.optional().describe("default: the branch's head at the source host"),
+  })
+  .strict();
+
+export const endpoint = defineEndpoint({
+  operationId: "create_build",
+  summary: "Start a manual build",
+  tag: "builds",
+  params: z.object({ project_id: IdParam }),
+  body: CreateBuildBody,
+  response: z.object({ build: BuildResource }),
+  successStatus: 201,
+  errors: ["not_found", "forbidden", "source_host_error", "decryption_error", "invalid_session", "invalid_token"],
+  async handle({ params, body }, ctx) {
+    const { project } = await requireProjectRole(ctx, params.project_id, "developer");
+    const pipeline = await findPipeline(ctx.db, body.pipeline_id);
+    if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
+    const branch = body.branch ?? project.default_branch;
+    const commitSha = body.commit_sha ?? (await resolveHead(ctx.secrets, ctx.db, project.repository_id, branch));
+    const { build } = await createBuild(ctx, {
+      pipelineId: pipeline.id,
+      branch,
+      commitSha,
+      triggerType: "manual",
+      triggerEvent: "manual",
+      triggerRef: `refs/heads/${branch}`,
+      triggerActor: ctx.principal!.user.email,
+      concurrencyKey: null,
+      createdBy: ctx.principal!.user.id,
+    });
+    return { build: toPublicBuild(build) };
+  },
+});
+
+async function resolveHead(secrets: Parameters<typeof branchHead>[0], db: Parameters<typeof findRepository>[0], repositoryId: string, branch: string): Promise<string> {
+  const repo = await findRepository(db, repositoryId);
+  const integration = repo ? await findIntegration(db, repo.integration_id) : null;
+  if (!repo || !integration) fail("source_host_error", "The project's repository is no longer in the catalogue; pass commit_sha.");
+  try {
+    return await branchHead(secrets, integration, repo, branch);
+  } catch (error) {
+    if (error instanceof DecryptionError) fail("decryption_error", "The integration's credentials cannot be decrypted with this instance's secret key.");
+    if (error instanceof HostApiError) {
+      if (error.status === 404) fail("not_found", `Branch ${branch} does not exist in ${repo.full_name}.`);
+      fail("source_host_error", `Could not resolve the head of ${branch}: ${error.message}. Pass commit_sha to build without asking the host.`);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,46 @@
+// POST /v1/builds/{build_id}/rerun (spec §3, §4; project developer): a new build that copies
+// the source build's config_snapshot, branch and commit_sha, so it runs what the original ran
+// with, even if the pipeline changed since. Its trigger_type is "rerun" and it starts queued.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
+import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "rerun_build",
+  summary: "Re-run a build",
+  tag: "builds",
+  params: z.object({ build_id: IdParam }),
+  response: z.object({ build: BuildResource }),
+  successStatus: 201,
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const source = await findBuild(ctx.db, params.build_id);
+    if (!source) fail("not_found", "No build with that id.");
+    await requireProjectRole(ctx, source.project_id, "developer");
+    try {
+      const { build } = await createBuild(ctx, {
+        pipelineId: source.pipeline_id,
+        branch: source.branch,
+        commitSha: source.commit_sha,
+        changelog: source.changelog,
+        triggerType: "rerun",
+        triggerEvent: source.trigger_event,
+        triggerRef: source.trigger_ref,
+        triggerActor: ctx.principal!.user.email,
+        concurrencyKey: null,
+        sourceBuildId: source.id,
+        configSnapshot: source.config_snapshot,
+        createdBy: ctx.principal!.user.id,
+        context: source.context,
+      });
+      return { build: toPublicBuild(build) };
+    } catch (error) {
+      if (error instanceof PipelineNotFoundError) fail("not_found", "The build's pipeline no longer exists.");
+      throw error;
+    }
+  },
+});

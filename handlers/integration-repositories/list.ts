@@ -1,0 +1,19 @@
+// GET /v1/integration-repositories (spec §4 list_source_repositories; maintainer): searches the
+// repository catalogue of every integration.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { Pagination, SearchQuery } from "../../lib/schemas.ts";
+import { RepositoryResource } from "../../lib/schemas/ci.ts";
+import { searchRepositories } from "../../lib/db/repositories.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_source_repositories",
+  summary: "Search repositories across integrations",
+  tag: "integrations",
+  query: z.object({ q: SearchQuery.describe("matches full_name"), ...Pagination }),
+  response: z.object({ repositories: z.array(RepositoryResource), total: z.number().int() }),
+  errors: ["forbidden", "invalid_session", "invalid_token"],
+  async handle({ query }, ctx) {
+    return searchRepositories(ctx.db, { q: query.q || undefined, limit: query.limit, offset: query.offset });
+  },
+});

@@ -1,0 +1,25 @@
+// DELETE /v1/integrations/{integration_id} (admin): disconnects a host and drops its catalogue;
+// refused while a project still builds one of its repositories.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { deleteIntegration, findIntegration } from "../../lib/db/integrations.ts";
+import { one } from "../../lib/db/client.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "delete_integration",
+  summary: "Disconnect a source integration",
+  tag: "integrations",
+  params: z.object({ integration_id: IdParam }),
+  response: z.object({ deleted: z.boolean() }),
+  errors: ["not_found", "integration_in_use", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const integration = await findIntegration(ctx.db, params.integration_id);
+    if (!integration) fail("not_found", "No integration with that id.");
+    const used = await one(ctx.db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [integration.id]);
+    if (Number(used?.n) > 0) fail("integration_in_use", `${used!.n} project(s) build repositories of this integration; delete them first.`);
+    await deleteIntegration(ctx.db, integration.id);
+    return { deleted: true };
+  },
+});

@@ -1,0 +1,29 @@
+// POST /v1/integrations/{integration_id}/sync (admin): re-reads the repository catalogue from the host.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { findIntegration } from "../../lib/db/integrations.ts";
+import { syncRepositories } from "../../lib/integrations/index.ts";
+import { HostApiError } from "../../lib/integrations/http.ts";
+import { DecryptionError } from "../../lib/crypto/secret-box.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "sync_integration",
+  summary: "Sync an integration's repository catalogue now",
+  tag: "integrations",
+  params: z.object({ integration_id: IdParam }),
+  response: z.object({ repositories_synced: z.number().int() }),
+  errors: ["not_found", "source_host_error", "decryption_error", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const integration = await findIntegration(ctx.db, params.integration_id);
+    if (!integration) fail("not_found", "No integration with that id.");
+    try {
+      return { repositories_synced: await syncRepositories({ db: ctx.db, secrets: ctx.secrets, now: ctx.clock.now() }, integration) };
+    } catch (error) {
+      if (error instanceof HostApiError) fail("source_host_error", error.message);
+      if (error instanceof DecryptionError) fail("decryption_error", "The integration's credentials cannot be decrypted with this instance's secret key.");
+      throw error;
+    }
+  },
+});

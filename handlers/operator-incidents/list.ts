@@ -1,0 +1,18 @@
+// GET /v1/operator-incidents (admin): what needs an operator's attention, most recent first.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { Pagination } from "../../lib/schemas.ts";
+import { IncidentResource } from "../../lib/schemas/ci.ts";
+import { listIncidents } from "../../lib/incidents.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_operator_incidents",
+  summary: "List operator incidents",
+  tag: "operator-incidents",
+  query: z.object({ status: z.enum(["open", "resolved"]).optional(), unread: z.enum(["true", "false"]).optional(), ...Pagination }),
+  response: z.object({ incidents: z.array(IncidentResource), total: z.number().int() }),
+  errors: ["forbidden", "invalid_session", "invalid_token"],
+  async handle({ query }, ctx) {
+    return listIncidents(ctx.db, { status: query.status, unread: query.unread === "true", limit: query.limit, offset: query.offset });
+  },
+});

@@ -1,0 +1,22 @@
+// POST /v1/operator-incidents/{id}/read (spec §4; admin): marks one incident read. Reading does
+// not resolve it: status stays open until the condition is gone, and a new occurrence makes it
+// unread again.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam, IncidentResource } from "../../lib/schemas/ci.ts";
+import { markIncidentRead } from "../../lib/incidents.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "read_operator_incident",
+  summary: "Mark an operator incident read",
+  tag: "operator-incidents",
+  params: z.object({ id: IdParam }),
+  response: IncidentResource,
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const incident = await markIncidentRead(ctx.db, params.id, ctx.clock.now());
+    if (!incident) fail("not_found", "No incident with that id.");
+    return incident;
+  },
+});

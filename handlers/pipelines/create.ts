@@ -1,0 +1,45 @@
+// POST /v1/projects/{project_id}/pipelines (spec §4; project maintainer). Only `name` is
+// required; every other field has a documented default (docs/api.md "Pipelines").
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { DisplayName } from "../../lib/schemas.ts";
+import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { insertPipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
+import { pipelineFields } from "../../lib/pipelines/store.ts";
+import { isUniqueViolation } from "../../lib/db/client.ts";
+
+export const CreatePipelineBody = z
+  .object({
+    name: DisplayName,
+    enabled: PipelineFieldsInput.enabled.optional(),
+    config_path: PipelineFieldsInput.config_path.optional(),
+    concurrency: PipelineFieldsInput.concurrency.optional(),
+    trigger_config: PipelineFieldsInput.trigger_config.optional(),
+    execution_config: PipelineFieldsInput.execution_config.optional(),
+  })
+  .strict();
+
+export const endpoint = defineEndpoint({
+  operationId: "create_pipeline",
+  summary: "Create a pipeline",
+  tag: "pipelines",
+  params: z.object({ project_id: IdParam }),
+  body: CreatePipelineBody,
+  response: z.object({ pipeline: PipelineResource }),
+  successStatus: 201,
+  errors: ["not_found", "forbidden", "pipeline_exists", "invalid_session", "invalid_token"],
+  async handle({ params, body }, ctx) {
+    const { project } = await requireProjectRole(ctx, params.project_id, "maintainer");
+    const fields = await pipelineFields(body, null, project.default_branch, ctx.secrets);
+    if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
+    try {
+      return { pipeline: toPublicPipeline(await insertPipeline(ctx.db, project.id, fields, ctx.clock.now())) };
+    } catch (error) {
+      if (isUniqueViolation(error)) fail("pipeline_exists", `The project already has a pipeline named ${body.name}.`);
+      throw error;
+    }
+  },
+});

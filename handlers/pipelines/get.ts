@@ -1,0 +1,22 @@
+// GET /v1/pipelines/{pipeline_id} (project viewer).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { findPipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "get_pipeline",
+  summary: "Read a pipeline",
+  tag: "pipelines",
+  params: z.object({ pipeline_id: IdParam }),
+  response: z.object({ pipeline: PipelineResource }),
+  errors: ["not_found", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const pipeline = await findPipeline(ctx.db, params.pipeline_id);
+    if (!pipeline) fail("not_found", "No pipeline with that id.");
+    await requireProjectRole(ctx, pipeline.project_id, "viewer");
+    return { pipeline: toPublicPipeline(pipeline) };
+  },
+});

@@ -1,0 +1,27 @@
+// PUT /v1/projects/{project_id}/members/{user_id} (project maintainer): adds a member or changes
+// their project role.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam, MemberResource, ProjectRoleSchema } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { listMembers, setMember } from "../../lib/db/projects.ts";
+import { findUserById } from "../../lib/db/users.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "set_project_member",
+  summary: "Add a project member or change their role",
+  tag: "projects",
+  params: z.object({ project_id: IdParam, user_id: IdParam }),
+  body: z.object({ role: ProjectRoleSchema }).strict(),
+  response: z.object({ member: MemberResource }),
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params, body }, ctx) {
+    await requireProjectRole(ctx, params.project_id, "maintainer");
+    const user = await findUserById(ctx.db, params.user_id);
+    if (!user || !user.active) fail("not_found", "No active user with that id.");
+    await setMember(ctx.db, params.project_id, user.id, body.role, ctx.clock.now());
+    const member = (await listMembers(ctx.db, params.project_id)).find((m) => m.user_id === user.id)!;
+    return { member };
+  },
+});

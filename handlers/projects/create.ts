@@ -1,0 +1,49 @@
+// POST /v1/projects (instance maintainer or higher): a project builds one catalogue repository.
+// The creator becomes the project's maintainer.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { DisplayName } from "../../lib/schemas.ts";
+import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
+import { findRepository } from "../../lib/db/repositories.ts";
+import { findProject, insertProject, toPublicProject } from "../../lib/db/projects.ts";
+import { inTransaction } from "../../lib/db/client.ts";
+
+export const CreateProjectBody = z
+  .object({
+    repository_id: IdParam.describe("a repository from GET /v1/integration-repositories"),
+    name: DisplayName.optional().describe("default: the repository's full name"),
+    description: z.string().max(2000).default(""),
+    default_branch: BranchName.optional().describe("default: the repository's default branch"),
+    settings: ProjectSettings.default({}),
+  })
+  .strict();
+
+export const endpoint = defineEndpoint({
+  operationId: "create_project",
+  summary: "Create a project from a catalogue repository",
+  tag: "projects",
+  body: CreateProjectBody,
+  response: z.object({ project: ProjectResource }),
+  successStatus: 201,
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ body }, ctx) {
+    const repo = await findRepository(ctx.db, body.repository_id);
+    if (!repo) fail("not_found", "No catalogue repository with that id; see GET /v1/integration-repositories.");
+    const id = await inTransaction(ctx.db, (tx) =>
+      insertProject(
+        tx,
+        {
+          name: body.name ?? repo.full_name,
+          description: body.description,
+          repositoryId: repo.id,
+          defaultBranch: body.default_branch ?? repo.default_branch,
+          settings: body.settings,
+          createdBy: ctx.principal!.user.id,
+        },
+        ctx.clock.now(),
+      ),
+    );
+    return { project: toPublicProject((await findProject(ctx.db, id))!, "maintainer") };
+  },
+});

@@ -1,0 +1,20 @@
+// DELETE /v1/projects/{project_id} (project maintainer): removes the project with its pipelines and builds.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { deleteProject } from "../../lib/db/projects.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "delete_project",
+  summary: "Delete a project",
+  tag: "projects",
+  params: z.object({ project_id: IdParam }),
+  response: z.object({ deleted: z.boolean() }),
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    await requireProjectRole(ctx, params.project_id, "maintainer");
+    await deleteProject(ctx.db, params.project_id);
+    return { deleted: true };
+  },
+});

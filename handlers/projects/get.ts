@@ -1,0 +1,19 @@
+// GET /v1/projects/{project_id} (project viewer).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam, ProjectResource } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { toPublicProject } from "../../lib/db/projects.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "get_project",
+  summary: "Read a project",
+  tag: "projects",
+  params: z.object({ project_id: IdParam }),
+  response: z.object({ project: ProjectResource }),
+  errors: ["not_found", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const { project, role } = await requireProjectRole(ctx, params.project_id, "viewer");
+    return { project: toPublicProject(project, role) };
+  },
+});

@@ -1,0 +1,21 @@
+// GET /v1/projects: the projects the caller may see (all of them for admins and owners).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { Pagination, SearchQuery } from "../../lib/schemas.ts";
+import { ProjectResource } from "../../lib/schemas/ci.ts";
+import { listProjects, toPublicProject } from "../../lib/db/projects.ts";
+import { roleAtLeast } from "../../lib/auth/roles.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_projects",
+  summary: "List projects",
+  tag: "projects",
+  query: z.object({ q: SearchQuery.describe("matches the name or repository"), ...Pagination }),
+  response: z.object({ projects: z.array(ProjectResource), total: z.number().int() }),
+  errors: ["invalid_session", "invalid_token"],
+  async handle({ query }, ctx) {
+    const p = ctx.principal!;
+    const page = await listProjects(ctx.db, { userId: p.user.id, seesAll: roleAtLeast(p.role, "admin"), q: query.q || undefined, limit: query.limit, offset: query.offset });
+    return { projects: page.projects.map(({ project, role }) => toPublicProject(project, role)), total: page.total };
+  },
+});

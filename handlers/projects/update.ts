@@ -1,0 +1,33 @@
+// PATCH /v1/projects/{project_id} (spec §4 update_project; project maintainer). Updatable fields:
+// name, description, default_branch, settings (replaced as a whole). The repository is fixed.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { DisplayName } from "../../lib/schemas.ts";
+import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { findProject, toPublicProject, updateProject } from "../../lib/db/projects.ts";
+
+export const UpdateProjectBody = z
+  .object({
+    name: DisplayName.optional(),
+    description: z.string().max(2000).optional(),
+    default_branch: BranchName.optional(),
+    settings: ProjectSettings.optional(),
+  })
+  .strict()
+  .refine((b) => Object.keys(b).length > 0, { message: "send at least one of name, description, default_branch, settings" });
+
+export const endpoint = defineEndpoint({
+  operationId: "update_project",
+  summary: "Update a project",
+  tag: "projects",
+  params: z.object({ project_id: IdParam }),
+  body: UpdateProjectBody,
+  response: z.object({ project: ProjectResource }),
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params, body }, ctx) {
+    const { role } = await requireProjectRole(ctx, params.project_id, "maintainer");
+    await updateProject(ctx.db, params.project_id, body, ctx.clock.now());
+    return { project: toPublicProject((await findProject(ctx.db, params.project_id))!, role) };
+  },
+});

@@ -1,0 +1,158 @@
+// Wire schemas of the CI domain (spec §2): what projects, pipelines, builds, repositories,
+// integrations and incidents look like in responses. The OpenAPI document is generated from these.
+import { z } from "zod";
+import { Timestamp } from "../schemas.ts";
+import { PLATFORMS, TRIGGER_EVENTS } from "../pipelines/config.ts";
+import { BUILD_STATUSES } from "../builds/state-machine.ts";
+
+export const ProjectRoleSchema = z.enum(["maintainer", "developer", "viewer"]);
+
+export const RepositoryResource = z.object({
+  id: z.string(),
+  external_id: z.string().describe("the repository's id at the host"),
+  full_name: z.string(),
+  default_branch: z.string(),
+  is_private: z.boolean(),
+  avatar_url: z.string(),
+  installation_id: z.string(),
+  integration_id: z.string(),
+  host_url: z.string(),
+  clone_url: z.string(),
+  provider: z.enum(["github", "gitlab"]),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const IntegrationResource = z.object({
+  id: z.string(),
+  provider: z.enum(["github", "gitlab"]),
+  name: z.string(),
+  api_url: z.string(),
+  web_url: z.string(),
+  app_id: z.string().nullable(),
+  installation_id: z.string().nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  last_synced_at: Timestamp.nullable(),
+  last_sync_error: z.string().nullable(),
+});
+
+export const ProjectResource = z.object({
+  id: z.string(),
+  name: z.string(),
+  description: z.string(),
+  default_branch: z.string(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  created_by: z.string(),
+  current_user_role: ProjectRoleSchema,
+  repository_id: z.string(),
+  repository_full_name: z.string(),
+  repository_avatar_url: z.string(),
+  repository_provider: z.string().nullable(),
+  settings: z.record(z.string(), z.unknown()),
+});
+
+const EnvEntryOut = z.object({ key: z.string(), value: z.string().describe("empty for secret entries"), secret: z.boolean() });
+const Platform = z.enum(PLATFORMS);
+
+export const ExecutionConfigOut = z.object({
+  artifact_patterns: z.array(z.string()),
+  commands: z.object({ pre_build: z.array(z.string()), build: z.array(z.string()), post_build: z.array(z.string()) }),
+  env: z.array(EnvEntryOut),
+  flutter_version: z.string(),
+  platform_build_args: z.object({ android: z.array(z.string()), ios: z.array(z.string()), macos: z.array(z.string()) }),
+  platform_commands: z.object({ android: z.string().optional(), ios: z.string().optional(), macos: z.string().optional() }),
+  platforms: z.array(Platform),
+});
+
+export const Concurrency = z.object({ cancel_previous: z.boolean(), max_concurrent: z.number().int() });
+export const TriggerConfigOut = z.object({ branches: z.array(z.string()), events: z.array(z.enum(TRIGGER_EVENTS)) });
+
+export const PipelineResource = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  name: z.string(),
+  enabled: z.boolean(),
+  config_path: z.string(),
+  config_path_explicit: z.boolean().describe("whether config_path was set by a user rather than defaulted"),
+  concurrency: Concurrency,
+  trigger_config: TriggerConfigOut,
+  execution_config: ExecutionConfigOut,
+  created_at: Timestamp,
+  updated_at: Timestamp,
+});
+
+export const StepResult = z.object({
+  name: z.string(),
+  status: z.enum(["running", "succeeded", "failed", "canceled", "skipped"]),
+  exit_code: z.number().int().nullable(),
+  duration_ms: z.number().int(),
+  started_at: Timestamp,
+  finished_at: Timestamp.nullable(),
+});
+
+export const BuildResource = z.object({
+  id: z.string(),
+  build_number: z.number().int().describe("per project, from 1, no gaps"),
+  project_id: z.string(),
+  pipeline_id: z.string(),
+  runner_id: z.string().nullable(),
+  source_build_id: z.string().nullable().describe("set on a re-run: the build it was cloned from"),
+  branch: z.string(),
+  commit_sha: z.string(),
+  changelog: z.string(),
+  config_snapshot: z
+    .object({ pipeline_name: z.string(), config_path: z.string(), concurrency: Concurrency, trigger_config: TriggerConfigOut, execution_config: ExecutionConfigOut })
+    .describe("the pipeline configuration frozen when the build was created"),
+  context: z.unknown().nullable().describe("trigger details: pull request number, delivery id, …"),
+  runner_policy_block_reason: z.string().nullable().describe("why no runner can take this build (e.g. no macOS runner for ios)"),
+  status: z.enum(BUILD_STATUSES),
+  exit_code: z.number().int().nullable(),
+  failure_reason: z.string().nullable(),
+  queued_at: Timestamp,
+  started_at: Timestamp.nullable(),
+  finished_at: Timestamp.nullable(),
+  created_at: Timestamp,
+  updated_at: Timestamp,
+  trigger_type: z.enum(["manual", "rerun", "webhook"]),
+  trigger_event: z.string(),
+  trigger_ref: z.string(),
+  trigger_actor: z.string(),
+  step_results: z.array(StepResult),
+});
+
+export const IncidentResource = z.object({
+  id: z.string(),
+  severity: z.enum(["info", "warning", "critical"]),
+  status: z.enum(["open", "resolved"]),
+  reason: z.string(),
+  message: z.string(),
+  repair_action: z.string(),
+  repair_url: z.string(),
+  resource_id: z.string(),
+  resource_kind: z.string(),
+  resource_name: z.string(),
+  first_occurrence_at: Timestamp,
+  latest_occurrence_at: Timestamp,
+  occurrence_count: z.number().int(),
+  read_at: Timestamp.nullable(),
+  resolved_at: Timestamp.nullable(),
+});
+
+export const IdParam = z.string().min(1).max(64);
+
+export const MemberResource = z.object({ user_id: z.string(), email: z.string(), role: ProjectRoleSchema, created_at: Timestamp });
+
+/** A git branch name (git check-ref-format, simplified): no spaces, control characters, "..", "~^:?*[\". */
+export const BranchName = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^(?!\/|.*\/\/|.*\.\.|.*@\{|.*\/$|.*\.lock$)[^\s\p{Cc}~^:?*[\\]+$/u, "must be a valid branch name");
+
+/** Free-form project settings: a JSON object of at most 64 keys, 16 KiB serialized. */
+export const ProjectSettings = z
+  .record(z.string().max(100), z.unknown())
+  .refine((s) => Object.keys(s).length <= 64, "at most 64 settings")
+  .refine((s) => JSON.stringify(s).length <= 16_384, "at most 16 KiB");
