@@ -1,0 +1,204 @@
+// Builds (issue 4 "Builds"): manual creation, re-run, cancel, listings, numbering and the
+// concurrency rules.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, SHA_B, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { createBuild } from "../../lib/builds/create.ts";
+import { transitionBuild } from "../../lib/builds/transition.ts";
+import { listClaimableBuilds } from "../../lib/builds/queue.ts";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+beforeAll(async () => {
+  t = await createTestApp();
+  host = await startHostApiStandIn();
+  seedStandIn(host);
+  owner = await bootstrapOwner(t);
+  await createGithubIntegration(t, owner, host);
+});
+afterAll(async () => {
+  t.close();
+  await host.stop();
+});
+
+describe("manual builds", () => {
+  test("without a commit, the branch head is asked of the host; the build is queued with a frozen snapshot", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id, { execution_config: { env: [{ key: "TOKEN", value: "s3cr3t-value", secret: true }] } });
+    const res = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id } });
+    expect(res.status).toBe(201);
+    expect(res.body.build).toMatchObject({
+      build_number: 1,
+      project_id: project.id,
+      pipeline_id: pipeline.id,
+      status: "queued",
+      branch: "main",
+      commit_sha: SHA_A,
+      trigger_type: "manual",
+      trigger_event: "manual",
+      trigger_ref: "refs/heads/main",
+      trigger_actor: "owner@example.test",
+      source_build_id: null,
+      runner_id: null,
+      exit_code: null,
+      queued_at: t.clock.now(),
+      started_at: null,
+      finished_at: null,
+      step_results: [],
+    });
+    expect(res.body.build.config_snapshot.pipeline_name).toBe(pipeline.name);
+    expect(res.body.build.config_snapshot.execution_config.env).toEqual([{ key: "TOKEN", value: "", secret: true }]);
+    expect(res.text).not.toContain("s3cr3t-value");
+  });
+
+  test("a named branch and commit are used as given; an unknown branch is 404; an unreachable host is 502", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const given = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0", commit_sha: SHA_B } });
+    expect(given.body.build).toMatchObject({ branch: "release/1.0", commit_sha: SHA_B });
+    const head = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0" } });
+    expect(head.body.build.commit_sha).toBe(SHA_B);
+    const missing = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "nope" } });
+    expect(missing.status).toBe(404);
+    expect(missing.body).toEqual({ code: "not_found", message: "Branch nope does not exist in acme/app." });
+    host.failNext(1);
+    const down = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id } });
+    expect(down.status).toBe(502);
+    expect(down.body.code).toBe("source_host_error");
+    const bad = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "abc" } });
+    expect(bad.status).toBe(400);
+  });
+
+  test("a pipeline of another project is 404", async () => {
+    const a = await createProject(t, owner);
+    const b = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, b.id);
+    const res = await t.call("POST", `/v1/projects/${a.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    expect(res.status).toBe(404);
+  });
+
+  test("project viewers cannot start builds; developers can", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const user = await userWithRole(t, owner, "developer");
+    await t.call("PUT", `/v1/projects/${project.id}/members/${user.id}`, { token: owner, body: { role: "viewer" } });
+    const refused = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: user.token, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    expect(refused.status).toBe(403);
+    await t.call("PUT", `/v1/projects/${project.id}/members/${user.id}`, { token: owner, body: { role: "developer" } });
+    const ok = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: user.token, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    expect(ok.status).toBe(201);
+  });
+});
+
+describe("build numbers", () => {
+  test("50 parallel creations get 1..50 exactly once each", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, () => t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })),
+    );
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    const numbers = results.map((r) => r.body.build.build_number).sort((a, b) => a - b);
+    expect(numbers).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+});
+
+describe("re-run", () => {
+  test("copies the source's snapshot, branch and commit even after the pipeline changed", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id, { execution_config: { flutter_version: "3.22.0" } });
+    const source = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0", commit_sha: SHA_B } })).body.build;
+    await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { execution_config: { flutter_version: "3.24.5" } } });
+    const res = await t.call("POST", `/v1/builds/${source.id}/rerun`, { token: owner });
+    expect(res.status).toBe(201);
+    expect(res.body.build).toMatchObject({ source_build_id: source.id, branch: "release/1.0", commit_sha: SHA_B, trigger_type: "rerun", status: "queued", build_number: source.build_number + 1 });
+    expect(res.body.build.config_snapshot).toEqual(source.config_snapshot);
+    expect(res.body.build.config_snapshot.execution_config.flutter_version).toBe("3.22.0");
+    expect((await t.call("POST", "/v1/builds/nope/rerun", { token: owner })).status).toBe(404);
+  });
+});
+
+describe("cancel", () => {
+  test("queued and running builds are canceled with finished_at; anything else is 409 build_not_cancelable", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const queued = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const res = await t.call("POST", `/v1/builds/${queued.id}/cancel`, { token: owner });
+    expect(res.status).toBe(200);
+    expect(res.body.build).toMatchObject({ status: "canceled", finished_at: t.clock.now(), failure_reason: "canceled by owner@example.test" });
+    const again = await t.call("POST", `/v1/builds/${queued.id}/cancel`, { token: owner });
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({ code: "build_not_cancelable", message: `Build #${queued.build_number} is canceled; only queued or running builds can be canceled.` });
+
+    const running = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    t.clock.advance(5);
+    await transitionBuild(t.ctx, running.id, "start", { runner_id: "r1" });
+    const stopped = await t.call("POST", `/v1/builds/${running.id}/cancel`, { token: owner });
+    expect(stopped.body.build).toMatchObject({ status: "canceled", started_at: t.clock.now(), runner_id: "r1" });
+  });
+
+  test("illegal transitions are refused by the state machine", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const { build } = await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "manual" });
+    expect(await transitionBuild(t.ctx, build.id, "succeed")).toBeNull();
+    expect((await transitionBuild(t.ctx, build.id, "start"))!.status).toBe("running");
+    expect(await transitionBuild(t.ctx, build.id, "start")).toBeNull();
+    const done = await transitionBuild(t.ctx, build.id, "succeed", { exit_code: 0 });
+    expect(done).toMatchObject({ status: "succeeded", exit_code: 0, finished_at: t.clock.now() });
+    expect(await transitionBuild(t.ctx, build.id, "cancel")).toBeNull();
+  });
+});
+
+describe("concurrency", () => {
+  test("cancel_previous cancels older queued/running builds of the same branch, never other branches, tags or manual builds", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id, { concurrency: { cancel_previous: true, max_concurrent: 5 } });
+    const push = (branch: string) => createBuild(t.ctx, { pipelineId: pipeline.id, branch, commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", concurrencyKey: `branch:${branch}` });
+    const first = (await push("main")).build;
+    const other = (await push("dev")).build;
+    const tag = (await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "tag", concurrencyKey: null })).build;
+    const manual = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    await transitionBuild(t.ctx, first.id, "start", { runner_id: "r1" });
+    const newer = await push("main");
+    expect(newer.canceled.map((b) => b.id)).toEqual([first.id]);
+    const statuses = async (id: string) => (await t.call("GET", `/v1/builds/${id}`, { token: owner })).body.build;
+    expect(await statuses(first.id)).toMatchObject({ status: "canceled", failure_reason: `superseded by build #${newer.build.build_number}` });
+    for (const id of [other.id, tag.id, manual.id, newer.build.id]) expect((await statuses(id)).status).toBe("queued");
+  });
+
+  test("max_concurrent keeps extra builds queued until a slot frees", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id, { concurrency: { max_concurrent: 2 } });
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) ids.push((await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "manual" })).build.id);
+    const claimable = async () => (await listClaimableBuilds(t.db, 100)).filter((b) => b.pipeline_id === pipeline.id).map((b) => b.id);
+    expect(await claimable()).toEqual(ids);
+    await transitionBuild(t.ctx, ids[0]!, "start");
+    await transitionBuild(t.ctx, ids[1]!, "start");
+    expect(await claimable()).toEqual([]);
+    await transitionBuild(t.ctx, ids[0]!, "succeed", { exit_code: 0 });
+    expect(await claimable()).toEqual([ids[2], ids[3]]);
+  });
+});
+
+describe("listings", () => {
+  test("per project and per pipeline, newest first, filtered and paged", async () => {
+    const project = await createProject(t, owner);
+    const a = await createPipeline(t, owner, project.id);
+    const b = await createPipeline(t, owner, project.id);
+    for (const p of [a, b, a]) await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: p.id, commit_sha: SHA_A } });
+    const all = await t.call("GET", `/v1/projects/${project.id}/builds?limit=2`, { token: owner });
+    expect(all.body.total).toBe(3);
+    expect(all.body.builds.map((x: { build_number: number }) => x.build_number)).toEqual([3, 2]);
+    const ofA = await t.call("GET", `/v1/pipelines/${a.id}/builds`, { token: owner });
+    expect(ofA.body.builds.map((x: { build_number: number }) => x.build_number)).toEqual([3, 1]);
+    await t.call("POST", `/v1/builds/${ofA.body.builds[0].id}/cancel`, { token: owner });
+    const canceled = await t.call("GET", `/v1/projects/${project.id}/builds?status=canceled`, { token: owner });
+    expect(canceled.body.total).toBe(1);
+    expect((await t.call("GET", `/v1/projects/${project.id}/builds?status=exploded`, { token: owner })).status).toBe(400);
+    expect((await t.call("GET", `/v1/projects/${project.id}/builds?trigger_type=manual&branch=main`, { token: owner })).body.total).toBe(3);
+  });
+});

@@ -1,0 +1,189 @@
+// Projects, project roles and pipelines (issue 4 "Projects and pipelines").
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+beforeAll(async () => {
+  t = await createTestApp();
+  host = await startHostApiStandIn();
+  seedStandIn(host);
+  owner = await bootstrapOwner(t);
+  await createGithubIntegration(t, owner, host);
+});
+afterAll(async () => {
+  t.close();
+  await host.stop();
+});
+
+describe("projects", () => {
+  test("created from a catalogue repository, with the repository's name and default branch", async () => {
+    const maintainer = await userWithRole(t, owner, "maintainer");
+    const res = await t.call("POST", "/v1/projects", { token: maintainer.token, body: { repository_id: await repositoryId(t, owner, "acme/flutter-kit"), description: "the kit" } });
+    expect(res.status).toBe(201);
+    expect(res.body.project).toEqual({
+      id: expect.any(String),
+      name: "acme/flutter-kit",
+      description: "the kit",
+      default_branch: "develop",
+      created_at: t.clock.now(),
+      updated_at: t.clock.now(),
+      created_by: maintainer.id,
+      current_user_role: "maintainer",
+      repository_id: expect.any(String),
+      repository_full_name: "acme/flutter-kit",
+      repository_avatar_url: "https://avatars.example.test/1003",
+      repository_provider: "github",
+      settings: {},
+    });
+  });
+
+  test("an unknown repository is 404; a developer cannot create projects", async () => {
+    expect((await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: "nope" } })).body.code).toBe("not_found");
+    const dev = await userWithRole(t, owner, "developer");
+    expect((await t.call("POST", "/v1/projects", { token: dev.token, body: { repository_id: await repositoryId(t, owner, "acme/app") } })).status).toBe(403);
+  });
+
+  test("PATCH changes the documented fields and refuses others", async () => {
+    const project = await createProject(t, owner);
+    const res = await t.call("PATCH", `/v1/projects/${project.id}`, { token: owner, body: { name: "App", default_branch: "release/1.0", settings: { badge: true } } });
+    expect(res.status).toBe(200);
+    expect(res.body.project).toMatchObject({ name: "App", default_branch: "release/1.0", settings: { badge: true }, current_user_role: "maintainer" });
+    const bad = await t.call("PATCH", `/v1/projects/${project.id}`, { token: owner, body: { repository_id: "x" } });
+    expect(bad.status).toBe(400);
+    const branch = await t.call("PATCH", `/v1/projects/${project.id}`, { token: owner, body: { default_branch: "has space" } });
+    expect(branch.body.details[0].path).toBe("body.default_branch");
+  });
+
+  test("members see their projects with their role; others get 404; viewers cannot configure", async () => {
+    const project = await createProject(t, owner);
+    const dev = await userWithRole(t, owner, "developer");
+    expect((await t.call("GET", `/v1/projects/${project.id}`, { token: dev.token })).status).toBe(404);
+    expect((await t.call("GET", "/v1/projects", { token: dev.token })).body.total).toBe(0);
+    const set = await t.call("PUT", `/v1/projects/${project.id}/members/${dev.id}`, { token: owner, body: { role: "viewer" } });
+    expect(set.body.member).toMatchObject({ user_id: dev.id, role: "viewer" });
+    const seen = await t.call("GET", `/v1/projects/${project.id}`, { token: dev.token });
+    expect(seen.body.project.current_user_role).toBe("viewer");
+    const patch = await t.call("PATCH", `/v1/projects/${project.id}`, { token: dev.token, body: { name: "x" } });
+    expect(patch.status).toBe(403);
+    expect(patch.body).toEqual({ code: "forbidden", message: "This needs the maintainer role on the project; yours is viewer." });
+    expect((await t.call("GET", "/v1/projects", { token: dev.token })).body.projects.map((p: { id: string }) => p.id)).toEqual([project.id]);
+  });
+
+  test("deleting a project removes it", async () => {
+    const project = await createProject(t, owner);
+    expect((await t.call("DELETE", `/v1/projects/${project.id}`, { token: owner })).body).toEqual({ deleted: true });
+    expect((await t.call("GET", `/v1/projects/${project.id}`, { token: owner })).status).toBe(404);
+  });
+});
+
+describe("pipelines", () => {
+  test("a name alone gets the documented defaults", async () => {
+    const project = await createProject(t, owner);
+    const res = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "Android" } });
+    expect(res.status).toBe(201);
+    expect(res.body.pipeline).toEqual({
+      id: expect.any(String),
+      project_id: project.id,
+      name: "Android",
+      enabled: true,
+      config_path: "roost.yaml",
+      config_path_explicit: false,
+      concurrency: { cancel_previous: false, max_concurrent: 1 },
+      trigger_config: { branches: ["main"], events: ["push", "pull_request"] },
+      execution_config: {
+        artifact_patterns: expect.any(Array),
+        commands: { pre_build: [], build: [], post_build: [] },
+        env: [],
+        flutter_version: "stable",
+        platform_build_args: { android: [], ios: [], macos: [] },
+        platform_commands: {},
+        platforms: ["android"],
+      },
+      created_at: t.clock.now(),
+      updated_at: t.clock.now(),
+    });
+  });
+
+  test("the full configuration round-trips; secret env values are sealed and never returned", async () => {
+    const project = await createProject(t, owner);
+    const config = {
+      name: "Release",
+      enabled: false,
+      config_path: "ci/roost.yaml",
+      concurrency: { cancel_previous: true, max_concurrent: 2 },
+      trigger_config: { branches: ["main", "release/**", "!release/old-*"], events: ["push", "tag"] },
+      execution_config: {
+        artifact_patterns: ["build/**/*.apk"],
+        commands: { pre_build: ["flutter pub get"], build: ["flutter test"], post_build: ["echo done"] },
+        env: [
+          { key: "FLAVOR", value: "prod" },
+          { key: "KEYSTORE_PASSWORD", value: "hunter2-very-secret", secret: true },
+        ],
+        flutter_version: "3.24.5",
+        platform_build_args: { android: ["--release"], ios: ["--no-codesign"], macos: [] },
+        platform_commands: { macos: "make macos" },
+        platforms: ["android", "ios"],
+      },
+    };
+    const res = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: config });
+    expect(res.status).toBe(201);
+    const p = res.body.pipeline;
+    expect(p.config_path_explicit).toBe(true);
+    expect(p.trigger_config).toEqual(config.trigger_config);
+    expect(p.execution_config.env).toEqual([
+      { key: "FLAVOR", value: "prod", secret: false },
+      { key: "KEYSTORE_PASSWORD", value: "", secret: true },
+    ]);
+    expect(res.text).not.toContain("hunter2");
+    const stored = await t.db.execute({ sql: "SELECT execution_config FROM pipelines WHERE id = ?", args: [p.id] });
+    expect(String(stored.rows[0]!.execution_config)).not.toContain("hunter2");
+
+    // PATCH with the secret entry but no value keeps the stored secret.
+    const patched = await t.call("PATCH", `/v1/pipelines/${p.id}`, {
+      token: owner,
+      body: { execution_config: { ...config.execution_config, env: [{ key: "KEYSTORE_PASSWORD", secret: true }], flutter_version: "beta" } },
+    });
+    expect(patched.status).toBe(200);
+    expect(patched.body.pipeline.execution_config.flutter_version).toBe("beta");
+    const after = await t.db.execute({ sql: "SELECT execution_config FROM pipelines WHERE id = ?", args: [p.id] });
+    expect(String(after.rows[0]!.execution_config)).toContain("KEYSTORE_PASSWORD");
+    const missing = await t.call("PATCH", `/v1/pipelines/${p.id}`, { token: owner, body: { execution_config: { env: [{ key: "NEW_SECRET", secret: true }] } } });
+    expect(missing.status).toBe(400);
+  });
+
+  test.each([
+    [{ name: "x", trigger_config: { events: ["push", "push"] } }, "body.trigger_config.events"],
+    [{ name: "x", trigger_config: { events: ["deploy"] } }, "body.trigger_config.events.0"],
+    [{ name: "x", trigger_config: { branches: Array.from({ length: 51 }, (_, i) => `b${i}`) } }, "body.trigger_config.branches"],
+    [{ name: "x", concurrency: { max_concurrent: 0 } }, "body.concurrency.max_concurrent"],
+    [{ name: "x", execution_config: { platforms: ["windows"] } }, "body.execution_config.platforms.0"],
+    [{ name: "x", execution_config: { platforms: [] } }, "body.execution_config.platforms"],
+    [{ name: "x", execution_config: { env: [{ key: "ROOST_BUILD_NUMBER", value: "1" }] } }, "body.execution_config.env.0.key"],
+    [{ name: "x", execution_config: { env: [{ key: "A", value: "1" }, { key: "A", value: "2" }] } }, "body.execution_config.env"],
+    [{ name: "x", execution_config: { flutter_version: "latest; rm -rf /" } }, "body.execution_config.flutter_version"],
+    [{ name: "x", execution_config: { commands: { build: ["x".repeat(5000)] } } }, "body.execution_config.commands.build.0"],
+    [{ name: "x", config_path: "../../etc/passwd" }, "body.config_path"],
+    [{ name: "" }, "body.name"],
+  ])("invalid configuration %p is 400 at %s", async (body, path) => {
+    const project = await createProject(t, owner);
+    const res = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body });
+    expect(res.status).toBe(400);
+    expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
+  });
+
+  test("names are unique per project (409 pipeline_exists); list, read and delete", async () => {
+    const project = await createProject(t, owner);
+    const first = await createPipeline(t, owner, project.id, { name: "Same" });
+    const dup = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "Same" } });
+    expect(dup.status).toBe(409);
+    expect(dup.body.code).toBe("pipeline_exists");
+    expect((await t.call("GET", `/v1/projects/${project.id}/pipelines`, { token: owner })).body.pipelines.map((p: { id: string }) => p.id)).toEqual([first.id]);
+    expect((await t.call("GET", `/v1/pipelines/${first.id}`, { token: owner })).body.pipeline.name).toBe("Same");
+    expect((await t.call("DELETE", `/v1/pipelines/${first.id}`, { token: owner })).body).toEqual({ deleted: true });
+    expect((await t.call("GET", `/v1/pipelines/${first.id}`, { token: owner })).status).toBe(404);
+  });
+});

@@ -1,0 +1,56 @@
+// Setting up the CI domain for handler tests: a GitHub integration against the host API stand-in,
+// a project on one of its repositories, and pipelines.
+import type { TestApp } from "./app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+
+export const SHA_A = "a".repeat(40);
+export const SHA_B = "b".repeat(40);
+
+export function seedStandIn(host: HostApiStandIn): void {
+  host.github.repos.push(
+    { id: 1001, full_name: "acme/app", default_branch: "main", private: true },
+    { id: 1002, full_name: "acme/website", default_branch: "main", private: false },
+    { id: 1003, full_name: "acme/flutter-kit", default_branch: "develop", private: true },
+  );
+  host.gitlab.repos.push({ id: 77, full_name: "group/mobile", default_branch: "main", private: true }, { id: 78, full_name: "group/other", default_branch: "master", private: false });
+  host.heads.set("acme/app@main", SHA_A);
+  host.heads.set("acme/app@release/1.0", SHA_B);
+  host.heads.set("group/mobile@main", SHA_A);
+}
+
+export async function createGithubIntegration(t: TestApp, token: string, host: HostApiStandIn) {
+  const res = await t.call("POST", "/v1/integrations", {
+    token,
+    body: {
+      provider: "github",
+      name: "GitHub (stand-in)",
+      api_url: host.url,
+      web_url: "https://github.example.test",
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "a-webhook-secret-of-some-length",
+    },
+  });
+  if (res.status !== 201) throw new Error(`integration failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
+export async function repositoryId(t: TestApp, token: string, fullName: string): Promise<string> {
+  const res = await t.call("GET", `/v1/integration-repositories?q=${encodeURIComponent(fullName)}`, { token });
+  const repo = res.body.repositories.find((r: { full_name: string }) => r.full_name === fullName);
+  if (!repo) throw new Error(`no catalogue repository ${fullName}: ${res.text}`);
+  return repo.id;
+}
+
+export async function createProject(t: TestApp, token: string, fullName = "acme/app"): Promise<any> {
+  const res = await t.call("POST", "/v1/projects", { token, body: { repository_id: await repositoryId(t, token, fullName) } });
+  if (res.status !== 201) throw new Error(`project failed: ${res.status} ${res.text}`);
+  return res.body.project;
+}
+
+export async function createPipeline(t: TestApp, token: string, projectId: string, body: Record<string, unknown> = {}): Promise<any> {
+  const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body } });
+  if (res.status !== 201) throw new Error(`pipeline failed: ${res.status} ${res.text}`);
+  return res.body.pipeline;
+}

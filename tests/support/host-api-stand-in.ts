@@ -1,0 +1,143 @@
+// A STAND-IN for the GitHub and GitLab REST APIs, for tests only: the real hosts cannot be
+// reached from here. It answers the few endpoints Roost calls with the response shapes the hosts
+// document (GitHub: /app/installations/{id}/access_tokens, /installation/repositories with Link
+// pagination, /repos/{o}/{r}/branches/{b}, /repos/{o}/{r}/statuses/{sha}; GitLab: /api/v4/projects
+// with x-next-page pagination, /projects/{id}/repository/branches/{b}, /projects/{id}/statuses/{sha}),
+// checks the credentials Roost must send (a GitHub App JWT signed with the app's key, then the
+// installation token; GitLab's PRIVATE-TOKEN), and records every request.
+import { generateKeyPairSync } from "node:crypto";
+import { jwtVerify, importSPKI } from "jose";
+
+export interface StandInRepo {
+  id: number;
+  full_name: string;
+  default_branch: string;
+  private: boolean;
+}
+
+export interface RecordedRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+export interface HostApiStandIn {
+  url: string;
+  github: { appId: string; installationId: string; privateKeyPem: string; repos: StandInRepo[] };
+  gitlab: { token: string; repos: StandInRepo[] };
+  /** branch heads: "<full_name>@<branch>" → sha */
+  heads: Map<string, string>;
+  requests: RecordedRequest[];
+  /** The next `n` requests answer 500 (to test retries and incidents). */
+  failNext(n: number): void;
+  stop(): Promise<void>;
+}
+
+const PAGE = 2; // small pages so tests exercise pagination
+
+export async function startHostApiStandIn(): Promise<HostApiStandIn> {
+  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  // GitHub hands out PKCS#1 PEM keys; so does the stand-in.
+  const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
+  const verifyKey = await importSPKI(publicKey.export({ format: "pem", type: "spki" }).toString(), "RS256");
+  const state: Omit<HostApiStandIn, "url" | "failNext" | "stop"> = {
+    github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [] },
+    gitlab: { token: "glpat-standin-token", repos: [] },
+    heads: new Map(),
+    requests: [],
+  };
+  const installationToken = "ghs_standin_installation_token";
+  let failures = 0;
+  const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
+    new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
+
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      const url = new URL(request.url);
+      const text = request.method === "POST" ? await request.text() : "";
+      state.requests.push({ method: request.method, path: url.pathname + url.search, headers: Object.fromEntries(request.headers), body: text ? JSON.parse(text) : undefined });
+      if (failures > 0) {
+        failures--;
+        return json({ message: "Server Error (stand-in failure)" }, 500);
+      }
+      const base = `http://127.0.0.1:${server.port}`;
+      const page = Number(url.searchParams.get("page") ?? "1");
+
+      // ---- GitHub
+      let m = /^\/app\/installations\/(\d+)\/access_tokens$/.exec(url.pathname);
+      if (m && request.method === "POST") {
+        const auth = request.headers.get("authorization") ?? "";
+        try {
+          const { payload } = await jwtVerify(auth.replace(/^Bearer /, ""), verifyKey, { algorithms: ["RS256"] });
+          if (payload.iss !== state.github.appId) throw new Error("wrong issuer");
+        } catch {
+          return json({ message: "A JSON web token could not be decoded" }, 401);
+        }
+        if (m[1] !== state.github.installationId) return json({ message: "Not Found" }, 404);
+        return json({ token: installationToken, expires_at: new Date(Date.now() + 3600_000).toISOString() }, 201);
+      }
+      const githubAuthorized = request.headers.get("authorization") === `token ${installationToken}`;
+      if (url.pathname === "/installation/repositories") {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        const slice = state.github.repos.slice((page - 1) * PAGE, page * PAGE);
+        const headers: Record<string, string> = {};
+        if (page * PAGE < state.github.repos.length) headers.link = `<${base}/installation/repositories?per_page=100&page=${page + 1}>; rel="next", <${base}/installation/repositories?page=99>; rel="last"`;
+        return json(
+          {
+            total_count: state.github.repos.length,
+            repositories: slice.map((r) => ({ id: r.id, full_name: r.full_name, default_branch: r.default_branch, private: r.private, owner: { avatar_url: `https://avatars.example.test/${r.id}` }, clone_url: `https://github.example.test/${r.full_name}.git` })),
+          },
+          200,
+          headers,
+        );
+      }
+      m = /^\/repos\/([^/]+)\/([^/]+)\/branches\/(.+)$/.exec(url.pathname);
+      if (m && request.method === "GET") {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`);
+        return sha ? json({ name: decodeURIComponent(m[3]!), commit: { sha } }) : json({ message: "Branch not found" }, 404);
+      }
+      m = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
+      if (m && request.method === "POST") {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        return json({ id: state.requests.length, state: (JSON.parse(text) as { state: string }).state }, 201);
+      }
+
+      // ---- GitLab
+      if (url.pathname.startsWith("/api/v4/")) {
+        if (request.headers.get("private-token") !== state.gitlab.token) return json({ message: "401 Unauthorized" }, 401);
+        if (url.pathname === "/api/v4/projects") {
+          const slice = state.gitlab.repos.slice((page - 1) * PAGE, page * PAGE);
+          const next = page * PAGE < state.gitlab.repos.length ? String(page + 1) : "";
+          return json(
+            slice.map((r) => ({ id: r.id, path_with_namespace: r.full_name, default_branch: r.default_branch, visibility: r.private ? "private" : "public", avatar_url: null, http_url_to_repo: `https://gitlab.example.test/${r.full_name}.git` })),
+            200,
+            { "x-next-page": next, "x-page": String(page), "x-total": String(state.gitlab.repos.length) },
+          );
+        }
+        m = /^\/api\/v4\/projects\/(\d+)\/repository\/branches\/(.+)$/.exec(url.pathname);
+        if (m) {
+          const repo = state.gitlab.repos.find((r) => String(r.id) === m![1]);
+          const sha = repo ? state.heads.get(`${repo.full_name}@${decodeURIComponent(m[2]!)}`) : undefined;
+          return sha ? json({ name: decodeURIComponent(m[2]!), commit: { id: sha } }) : json({ message: "404 Branch Not Found" }, 404);
+        }
+        m = /^\/api\/v4\/projects\/(\d+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
+        if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
+      }
+      return json({ message: "Not Found (stand-in has no such endpoint)" }, 404);
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    ...state,
+    failNext(n) {
+      failures = n;
+    },
+    async stop() {
+      await server.stop(true);
+    },
+  };
+}
