@@ -21,8 +21,9 @@ export async function projectRoleOf(ctx: RequestContext, projectId: string): Pro
   const principal = ctx.principal!;
   if (roleAtLeast(principal.role, "admin")) return "maintainer";
   const member = await findMemberRole(ctx.db, projectId, principal.user.id);
-  // An API token acting as a developer cannot use a maintainer membership to configure.
-  if (member === "maintainer" && !roleAtLeast(principal.role, "maintainer")) return "developer";
+  // An API token never outranks its own role: a developer-role token cannot configure a project,
+  // even when its creator maintains it.
+  if (member === "maintainer" && principal.kind === "api_token" && !roleAtLeast(principal.role, "maintainer")) return "developer";
   return member;
 }
 
