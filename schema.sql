@@ -214,3 +214,50 @@ CREATE UNIQUE INDEX operator_incidents_open ON operator_incidents (resource_kind
 -- migration 4: runners, jobs and logs
 
 -- migration 5: webhook deliveries and commit statuses
+-- Every delivery, verified or not, with the decision for each pipeline (docs/webhooks.md).
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL CHECK (host IN ('github', 'gitlab')),
+  delivery_id TEXT NOT NULL DEFAULT '',
+  event TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL DEFAULT '',
+  verified INTEGER NOT NULL,
+  result TEXT NOT NULL CHECK (result IN ('built', 'ignored', 'duplicate', 'rejected')),
+  reason TEXT NOT NULL,
+  repository_external_id TEXT,
+  repository_full_name TEXT,
+  repository_id TEXT,
+  project_id TEXT,
+  commit_sha TEXT,
+  decisions TEXT NOT NULL DEFAULT '[]',
+  duplicate_of TEXT,
+  body TEXT,
+  received_at INTEGER NOT NULL,
+  body_expires_at INTEGER
+);
+CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, received_at);
+CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
+CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, verified, received_at);
+
+-- Delivery identities already acted on: the host's delivery ids and a digest of the content, so a
+-- redelivery, a concurrent copy or a replayed body under a new id creates nothing (unique key).
+CREATE TABLE webhook_dedupe_keys (
+  key TEXT PRIMARY KEY,
+  delivery_id TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX webhook_dedupe_keys_created ON webhook_dedupe_keys (created_at);
+
+-- GitLab sends a plain shared token: one per repository, stored hashed, rotated by a maintainer.
+ALTER TABLE repositories ADD COLUMN webhook_token_hash TEXT;
+
+-- Commit statuses reported to the host, per build: the reporter sends whatever differs from
+-- the build's status, retrying with backoff; works from any daemon process.
+CREATE TABLE commit_status_reports (
+  build_id TEXT PRIMARY KEY REFERENCES builds(id) ON DELETE CASCADE,
+  reported_status TEXT,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  updated_at INTEGER NOT NULL
+);

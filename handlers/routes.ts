@@ -48,6 +48,12 @@ import * as buildsRerun from "./builds/rerun.ts";
 import * as buildsCancel from "./builds/cancel.ts";
 import * as incidentsList from "./operator-incidents/list.ts";
 import * as incidentsRead from "./operator-incidents/read.ts";
+import * as webhookGithub from "./webhooks/github.ts";
+import * as webhookGitlab from "./webhooks/gitlab.ts";
+import * as webhookToken from "./projects/webhook-token.ts";
+import * as deliveriesForProject from "./webhook-deliveries/list.ts";
+import * as deliveriesAll from "./webhook-deliveries/list-all.ts";
+import * as deliveriesGet from "./webhook-deliveries/get.ts";
 
 const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
   method,
@@ -116,6 +122,14 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/builds/{build_id}", "user", buildsGet), // project viewer
   r("POST", "/v1/builds/{build_id}/rerun", "user", buildsRerun), // project developer
   r("POST", "/v1/builds/{build_id}/cancel", "user", buildsCancel), // project developer
+
+  // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
+  r("POST", "/v1/webhooks/github", "public", webhookGithub), // X-Hub-Signature-256
+  r("POST", "/v1/webhooks/gitlab", "public", webhookGitlab), // X-Gitlab-Token of the named repository
+  r("POST", "/v1/projects/{project_id}/webhook-token", "user", webhookToken), // project maintainer
+  r("GET", "/v1/projects/{project_id}/webhook-deliveries", "user", deliveriesForProject), // project maintainer
+  r("GET", "/v1/webhook-deliveries", "admin", deliveriesAll),
+  r("GET", "/v1/webhook-deliveries/{delivery_id}", "user", deliveriesGet), // project maintainer, or admin
 
   // operator incidents
   r("GET", "/v1/operator-incidents", "admin", incidentsList),

@@ -50,6 +50,12 @@ export const ERROR_STATUS = {
   pipeline_exists: 409,
   build_not_cancelable: 409,
   pipeline_disabled: 409,
+
+  // webhooks (docs/webhooks.md)
+  webhook_signature_missing: 401,
+  webhook_signature_invalid: 401,
+  webhook_token_missing: 401,
+  webhook_token_invalid: 401,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

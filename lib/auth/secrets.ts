@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { sha256 } from "@oslojs/crypto/sha2";
 import { constantTimeEqual } from "@oslojs/crypto/subtle";
 
-export type SecretKind = "sess" | "pat" | "setup" | "rcv" | "rt" | "st";
+export type SecretKind = "sess" | "pat" | "setup" | "rcv" | "rt" | "st" | "whk";
 
 const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 const ID_LENGTH = 20;
@@ -111,7 +111,7 @@ export function displayPrefix(kind: SecretKind, id: string): string {
 }
 
 /** Matches any Roost credential; used to redact logs (and documented for secret scanners). */
-export const ROOST_SECRET_PATTERN = /roost_(?:sess|pat|setup|rcv|rt|st)_[0-9A-Za-z]{58}/g;
+export const ROOST_SECRET_PATTERN = /roost_(?:sess|pat|setup|rcv|rt|st|whk)_[0-9A-Za-z]{58}/g;
 
 export function redactSecrets(text: string): string {
   return text.replace(ROOST_SECRET_PATTERN, (m) => `${m.slice(0, m.indexOf("_", 6) + 9)}…[redacted]`);

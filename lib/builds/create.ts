@@ -1,7 +1,8 @@
 // Creating a build: the one place that numbers builds, freezes the configuration and applies
 // cancel_previous (spec §3 "Build"; docs/api.md "Builds").
 import type { Db } from "../db/client.ts";
-import { inTransaction, one } from "../db/client.ts";
+import { inTransaction, one, all } from "../db/client.ts";
+import type { Transaction } from "@libsql/client";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../db/builds.ts";
 import { findPipeline, snapshotOf } from "../db/pipelines.ts";
@@ -9,7 +10,6 @@ import type { ConfigSnapshot } from "../pipelines/config.ts";
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
-import { all } from "../db/client.ts";
 
 export interface CreateBuildInput {
   pipelineId: string;
@@ -42,43 +42,51 @@ export interface BuildDeps {
 export class PipelineNotFoundError extends Error {}
 
 export async function createBuild(deps: BuildDeps, input: CreateBuildInput): Promise<{ build: Build; canceled: Build[] }> {
-  const now = deps.clock.now();
-  const result = await inTransaction(deps.db, async (tx) => {
-    const pipeline = await findPipeline(tx, input.pipelineId);
-    if (!pipeline) throw new PipelineNotFoundError(input.pipelineId);
-    // The number is taken in the same write transaction as the insert: no gap, no duplicate, across processes too.
-    const numbered = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [pipeline.project_id]);
-    const buildNumber = Number(numbered!.n);
-    const id = newId();
-    const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
-    const row = await one(
-      tx,
-      `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
-         status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      [
-        id, pipeline.project_id, pipeline.id, buildNumber, input.sourceBuildId ?? null, input.branch, input.commitSha, input.changelog ?? "",
-        JSON.stringify(snapshot), input.context === undefined ? null : JSON.stringify(input.context), input.concurrencyKey ?? null,
-        input.triggerType, input.triggerEvent ?? "", input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now,
-      ],
-    );
-    const build = toBuild(row!);
-    let canceled: Build[] = [];
-    if (pipeline.concurrency.cancel_previous && input.concurrencyKey) {
-      const rows = await all(
-        tx,
-        `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ?
-         WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ? RETURNING *`,
-        [now, now, `superseded by build #${buildNumber}`, pipeline.id, input.concurrencyKey, buildNumber],
-      );
-      canceled = rows.map(toBuild);
-    }
-    return { build, canceled };
-  });
-  deps.events.publish({ type: "build.queued", build_id: result.build.id, project_id: result.build.project_id });
-  for (const c of result.canceled) deps.events.publish({ type: "build.changed", build_id: c.id, project_id: c.project_id, status: c.status });
-  if (result.canceled.length) deps.log?.info("builds superseded", { by: result.build.id, canceled: result.canceled.map((c) => c.id) });
+  const result = await inTransaction(deps.db, (tx) => createBuildInTransaction(tx, deps.clock.now(), input));
+  publishCreated(deps, result);
   return result;
 }
 
+/** After the transaction that created builds commits: wake runners and streams. */
+export function publishCreated(deps: Pick<BuildDeps, "events" | "log">, result: { build: Build; canceled: Build[] }): void {
+  deps.events.publish({ type: "build.queued", build_id: result.build.id, project_id: result.build.project_id });
+  for (const c of result.canceled) deps.events.publish({ type: "build.changed", build_id: c.id, project_id: c.project_id, status: c.status });
+  if (result.canceled.length) deps.log?.info("builds superseded", { by: result.build.id, canceled: result.canceled.map((c) => c.id) });
+}
 
+/**
+ * Creates a build inside the caller's write transaction (a webhook delivery records itself and
+ * its builds atomically). The caller publishes with publishCreated after commit.
+ */
+export async function createBuildInTransaction(tx: Transaction, now: number, input: CreateBuildInput): Promise<{ build: Build; canceled: Build[] }> {
+  const pipeline = await findPipeline(tx, input.pipelineId);
+  if (!pipeline) throw new PipelineNotFoundError(input.pipelineId);
+  // The number is taken in the same write transaction as the insert: no gap, no duplicate, across processes too.
+  const numbered = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [pipeline.project_id]);
+  const buildNumber = Number(numbered!.n);
+  const id = newId();
+  const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
+  const row = await one(
+    tx,
+    `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
+       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    [
+      id, pipeline.project_id, pipeline.id, buildNumber, input.sourceBuildId ?? null, input.branch, input.commitSha, input.changelog ?? "",
+      JSON.stringify(snapshot), input.context === undefined ? null : JSON.stringify(input.context), input.concurrencyKey ?? null,
+      input.triggerType, input.triggerEvent ?? "", input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now,
+    ],
+  );
+  const build = toBuild(row!);
+  let canceled: Build[] = [];
+  if (pipeline.concurrency.cancel_previous && input.concurrencyKey) {
+    const rows = await all(
+      tx,
+      `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ?
+       WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ? RETURNING *`,
+      [now, now, `superseded by build #${buildNumber}`, pipeline.id, input.concurrencyKey, buildNumber],
+    );
+    canceled = rows.map(toBuild);
+  }
+  return { build, canceled };
+}

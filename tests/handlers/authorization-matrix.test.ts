@@ -7,6 +7,7 @@ import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-st
 import { SHA_A, createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
 import { routes } from "../../handlers/routes.ts";
 import { raiseIncident } from "../../lib/incidents.ts";
+import { insertDelivery } from "../../lib/webhooks/deliveries.ts";
 
 type Who = "none" | "developer" | "maintainer" | "admin" | "owner" | "project_viewer" | "project_developer" | "project_maintainer";
 const EVERYONE: Who[] = ["none", "developer", "maintainer", "admin", "owner", "project_viewer", "project_developer", "project_maintainer"];
@@ -117,6 +118,21 @@ beforeAll(async () => {
     ["GET /v1/builds/{build_id}", project("viewer"), async () => ({ path: `/v1/builds/${buildId}` })],
     ["POST /v1/builds/{build_id}/rerun", project("developer"), async () => ({ path: `/v1/builds/${buildId}/rerun` })],
     ["POST /v1/builds/{build_id}/cancel", project("developer"), async () => ({ path: `/v1/builds/${buildId}/cancel` })],
+    // The receivers authenticate by signature or per-repository token, never by bearer: without one, everybody is refused.
+    ["POST /v1/webhooks/github", [], async () => ({ path: "/v1/webhooks/github", body: { zen: "x" } })],
+    ["POST /v1/webhooks/gitlab", [], async () => ({ path: "/v1/webhooks/gitlab", body: { object_kind: "push", project: { id: 1 } } })],
+    ["POST /v1/projects/{project_id}/webhook-token", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}/webhook-token` })],
+    ["GET /v1/projects/{project_id}/webhook-deliveries", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}/webhook-deliveries` })],
+    ["GET /v1/webhook-deliveries", instance("admin"), async () => ({ path: "/v1/webhook-deliveries" })],
+    [
+      "GET /v1/webhook-deliveries/{delivery_id}",
+      project("maintainer"),
+      async () => {
+        const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
+        await insertDelivery(t.db, { id, host: "github", delivery_id: "d", event: "push", action: "", verified: true, result: "ignored", reason: "walk", repository_external_id: null, repository_full_name: null, repository_id: null, project_id: projectId, commit_sha: null, decisions: [], duplicate_of: null, received_at: 1, body: null });
+        return { path: `/v1/webhook-deliveries/${id}` };
+      },
+    ],
     ["GET /v1/operator-incidents", instance("admin"), async () => ({ path: "/v1/operator-incidents" })],
     ["POST /v1/operator-incidents/{id}/read", instance("admin"), async () => ({ path: `/v1/operator-incidents/${incidentId}/read` })],
   ];
@@ -144,7 +160,7 @@ describe("the authorization table", () => {
         const { path, body } = await rule.request();
         const token = who === "none" ? undefined : tokens[who];
         const res = await t.call(route.method, path, { token, body });
-        const projectScoped = route.path.includes("{project_id}") || route.path.includes("{pipeline_id}") || route.path.includes("{build_id}");
+        const projectScoped = /\{(project_id|pipeline_id|build_id|delivery_id)\}/.test(route.path);
         const refused = res.status === 401 || res.status === 403 || (projectScoped && res.status === 404 && who !== "admin" && who !== "owner") || (route.auth === "setup" && res.status === 409);
         const expected = rule.allowed.includes(who);
         if (refused === expected) mismatches.push(`${key} as ${who}: expected ${expected ? "allowed" : "refused"}, got ${res.status} ${res.text.slice(0, 120)}`);

@@ -1,0 +1,44 @@
+// One neutral shape for what a GitHub or GitLab delivery means to Roost, produced by
+// lib/forge/{github,gitlab}.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
+export type TriggerKind = "push" | "pull_request" | "tag";
+
+export interface TriggerEvent {
+  host: "github" | "gitlab";
+  /** The host's event name (X-GitHub-Event / object_kind) and action, for the delivery log. */
+  event: string;
+  action: string;
+  /** What this delivery can trigger; null when it proves no new revision (ignoredReason says why). */
+  kind: TriggerKind | null;
+  ignoredReason: string | null;
+  /** The repository as the payload names it (numeric host id). */
+  repository: { externalId: string | null; fullName: string | null };
+  /** Set when ids inside the payload disagree about which repository this is. */
+  identityConflict: string | null;
+  /** push: the branch; pull_request: the TARGET branch; tag: null. */
+  branch: string | null;
+  tag: string | null;
+  ref: string;
+  commitSha: string | null;
+  actor: string;
+  changelog: string;
+  prNumber: number | null;
+  /** Head commit message (push/tag) or title (pull request), for [skip ci]. */
+  message: string;
+}
+
+export const ZERO_SHA = /^0{40}$/;
+
+/** `[skip ci]` / `[ci skip]` (and `-` forms), case-insensitive, as GitHub, GitLab and Woodpecker honour it. */
+export function requestsSkipCi(message: string): boolean {
+  return /\[(skip[ -]ci|ci[ -]skip)\]/i.test(message);
+}
+
+/** One line per commit: "abc1234 subject (author)", newest last, at most 50 lines. */
+export function changelogOf(commits: { id?: string; message?: string; author?: { name?: string } }[]): string {
+  const lines = commits.slice(-50).map((c) => `${(c.id ?? "").slice(0, 7)} ${(c.message ?? "").split("\n")[0]}${c.author?.name ? ` (${c.author.name})` : ""}`);
+  return lines.join("\n");
+}
+
+export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reason: string): TriggerEvent {
+  return { ...base, kind: null, ignoredReason: reason };
+}

@@ -1,0 +1,201 @@
+// What happens to a delivery once its signature or token has been checked: deduplicated,
+// matched against the pipelines of the one project that builds the repository, recorded with a
+// reason for every decision, and its builds created, all in one write transaction, so a delivery
+// is either recorded with its builds or not at all (a retry after a crash then acts normally).
+import type { Db } from "../db/client.ts";
+import { all, inTransaction, isUniqueViolation } from "../db/client.ts";
+import { newId } from "../auth/secrets.ts";
+import type { Clock } from "../context.ts";
+import type { EventBus } from "../events.ts";
+import type { Logger } from "../log.ts";
+import type { TriggerEvent } from "../forge/event.ts";
+import type { Repository } from "../db/repositories.ts";
+import { listPipelinesForRepository } from "../db/pipelines.ts";
+import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
+import type { Build } from "../db/builds.ts";
+import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
+import { insertDelivery, recentRejections, type DeliveryResult } from "./deliveries.ts";
+import { raiseIncident } from "../incidents.ts";
+
+export interface Deps {
+  db: Db;
+  clock: Clock;
+  events: EventBus;
+  log: Logger;
+}
+
+export interface AcceptInput {
+  host: "github" | "gitlab";
+  /** X-GitHub-Delivery / X-Gitlab-Event-UUID, for the log. */
+  deliveryId: string;
+  /** Identities already acted on make this a duplicate: the host's ids, plus a digest of the content. */
+  dedupeKeys: string[];
+  event: TriggerEvent;
+  /** The catalogue entries the verified payload names (one per integration that sees the repository). */
+  repositories: Repository[];
+  body: string;
+}
+
+export interface AcceptResult {
+  deliveryId: string;
+  duplicate: boolean;
+  result: DeliveryResult;
+  reason: string;
+  builds: Build[];
+}
+
+class Duplicate extends Error {
+  constructor(readonly of: string) {
+    super("duplicate");
+  }
+}
+
+export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<AcceptResult> {
+  const now = deps.clock.now();
+  const id = newId();
+  const { event } = input;
+  const base = {
+    id,
+    host: input.host,
+    delivery_id: input.deliveryId,
+    event: event.event,
+    action: event.action,
+    verified: true,
+    repository_external_id: event.repository.externalId,
+    repository_full_name: event.repository.fullName,
+    commit_sha: event.commitSha,
+    received_at: now,
+  };
+  const created: { build: Build; canceled: Build[] }[] = [];
+  try {
+    const outcome = await inTransaction(deps.db, async (tx) => {
+      if (input.dedupeKeys.length) {
+        const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${input.dedupeKeys.map(() => "?").join(", ")}) LIMIT 1`, input.dedupeKeys);
+        if (seen[0]) throw new Duplicate(String(seen[0].delivery_id));
+        // Another process may insert the same key between our check and this insert: the
+        // primary key then fails this transaction, which is reported as a duplicate below.
+        for (const key of input.dedupeKeys) await tx.execute({ sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?)", args: [key, id, now] });
+      }
+
+      const decisions: PipelineDecision[] = [];
+      let reason = deliveryLevelReason(event);
+      let projectId: string | null = null;
+      const pipelines = [];
+      for (const repo of input.repositories) pipelines.push(...(await listPipelinesForRepository(tx, repo.id)));
+      const projectRows = await all(
+        tx,
+        `SELECT id FROM projects WHERE repository_id IN (${input.repositories.map(() => "?").join(", ") || "NULL"})`,
+        input.repositories.map((r) => r.id),
+      );
+      if (reason === null) {
+        if (input.repositories.length === 0) reason = `no catalogue repository has ${input.host} id ${event.repository.externalId}`;
+        else if (projectRows.length === 0) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
+        else if (projectRows.length > 1) reason = `ambiguous repository identity: ${projectRows.length} projects build ${event.repository.fullName ?? event.repository.externalId}`;
+      }
+      if (projectRows.length === 1) projectId = String(projectRows[0]!.id);
+      if (reason === null) {
+        for (const pipeline of pipelines) {
+          const decision = decideForPipeline(event, pipeline);
+          if (decision.build) {
+            const made = await createBuildInTransaction(tx, now, {
+              pipelineId: pipeline.id,
+              branch: event.branch ?? event.tag ?? "",
+              commitSha: event.commitSha!,
+              changelog: event.changelog,
+              triggerType: "webhook",
+              triggerEvent: event.kind!,
+              triggerRef: event.ref,
+              triggerActor: event.actor,
+              concurrencyKey: concurrencyKeyOf(event),
+              context: { host: input.host, delivery_id: input.deliveryId, roost_delivery_id: id, pull_request: event.prNumber, tag: event.tag },
+            });
+            created.push(made);
+            decision.build_id = made.build.id;
+            decision.build_number = made.build.build_number;
+            decision.reason = `${decision.reason}: build #${made.build.build_number}`;
+          }
+          decisions.push(decision);
+        }
+        if (pipelines.length === 0) reason = "the project has no pipeline";
+      }
+      const builtAny = decisions.some((d) => d.build);
+      const result: DeliveryResult = builtAny ? "built" : "ignored";
+      const summary = reason ?? (builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : "no pipeline matched");
+      await insertDelivery(tx, {
+        ...base,
+        result,
+        reason: summary,
+        repository_id: input.repositories[0]?.id ?? null,
+        project_id: projectId,
+        decisions,
+        duplicate_of: null,
+        body: input.body,
+      });
+      return { result, reason: summary };
+    });
+    for (const c of created) publishCreated(deps, c);
+    return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: created.map((c) => c.build) };
+  } catch (error) {
+    let of: string | null = null;
+    if (error instanceof Duplicate) of = error.of;
+    else if (isUniqueViolation(error)) of = "a concurrent delivery";
+    else throw error;
+    const reason = `duplicate of delivery ${of}`;
+    await insertDelivery(deps.db, {
+      ...base,
+      result: "duplicate",
+      reason,
+      repository_id: input.repositories[0]?.id ?? null,
+      project_id: null,
+      decisions: [],
+      duplicate_of: of,
+      body: null,
+    });
+    return { deliveryId: id, duplicate: true, result: "duplicate", reason, builds: [] };
+  }
+}
+
+/** Repeated verification failures for one repository within an hour raise an incident. */
+export const REJECTIONS_BEFORE_INCIDENT = 3;
+
+export async function recordRejected(
+  deps: Deps,
+  input: { host: "github" | "gitlab"; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null },
+): Promise<void> {
+  const now = deps.clock.now();
+  // Nothing from an unverified body is acted on; the claimed repository is kept only to explain the record.
+  await insertDelivery(deps.db, {
+    id: newId(),
+    host: input.host,
+    delivery_id: input.deliveryId,
+    event: input.event,
+    action: "",
+    verified: false,
+    result: "rejected",
+    reason: input.reason,
+    repository_external_id: input.claimed.externalId,
+    repository_full_name: input.claimed.fullName,
+    repository_id: input.repository?.id ?? null,
+    project_id: null,
+    commit_sha: null,
+    decisions: [],
+    duplicate_of: null,
+    received_at: now,
+    body: null,
+  });
+  deps.log.warn("webhook delivery rejected", { host: input.host, delivery_id: input.deliveryId, reason: input.reason });
+  if (input.repository && (await recentRejections(deps.db, input.repository.id, now - 3600)) >= REJECTIONS_BEFORE_INCIDENT) {
+    await raiseIncident(deps.db, now, {
+      severity: "warning",
+      reason: "webhook_verification_failed",
+      message: `${input.host} deliveries for ${input.repository.full_name} keep failing verification: ${input.reason}`,
+      repair_action:
+        input.host === "github"
+          ? "Set the GitHub App's webhook secret to the one stored in the integration (or re-create the integration)."
+          : "Copy the repository's current webhook token into the GitLab hook (rotate it with POST /v1/projects/{id}/webhook-token).",
+      resource_kind: "repository",
+      resource_id: input.repository.id,
+      resource_name: input.repository.full_name,
+    });
+  }
+}

@@ -1,0 +1,103 @@
+// The webhook delivery log (docs/webhooks.md "Delivery log"): every delivery, verified or not,
+// what it was, and what it did for each pipeline. Bodies are kept 7 days, records 30 days.
+import type { Row } from "@libsql/client";
+import type { Executor } from "../db/client.ts";
+import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import type { PipelineDecision } from "./triggers.ts";
+
+export const BODY_RETENTION_SECONDS = 7 * 86_400;
+export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
+
+export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected";
+
+export interface Delivery {
+  id: string;
+  host: "github" | "gitlab";
+  delivery_id: string;
+  event: string;
+  action: string;
+  verified: boolean;
+  result: DeliveryResult;
+  reason: string;
+  repository_external_id: string | null;
+  repository_full_name: string | null;
+  repository_id: string | null;
+  project_id: string | null;
+  commit_sha: string | null;
+  decisions: PipelineDecision[];
+  duplicate_of: string | null;
+  received_at: number;
+  body: string | null;
+}
+
+function toDelivery(row: Row): Delivery {
+  return {
+    id: str(row, "id"),
+    host: str(row, "host") as Delivery["host"],
+    delivery_id: str(row, "delivery_id"),
+    event: str(row, "event"),
+    action: str(row, "action"),
+    verified: bool(row, "verified"),
+    result: str(row, "result") as DeliveryResult,
+    reason: str(row, "reason"),
+    repository_external_id: strOrNull(row, "repository_external_id"),
+    repository_full_name: strOrNull(row, "repository_full_name"),
+    repository_id: strOrNull(row, "repository_id"),
+    project_id: strOrNull(row, "project_id"),
+    commit_sha: strOrNull(row, "commit_sha"),
+    decisions: JSON.parse(str(row, "decisions")) as PipelineDecision[],
+    duplicate_of: strOrNull(row, "duplicate_of"),
+    received_at: num(row, "received_at"),
+    body: numOrNull(row, "body_expires_at") !== null ? strOrNull(row, "body") : null,
+  };
+}
+
+export type NewDelivery = Omit<Delivery, "body"> & { body: string | null };
+
+export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void> {
+  await db.execute({
+    sql: `INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name,
+            repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    args: [
+      d.id, d.host, d.delivery_id, d.event, d.action, d.verified ? 1 : 0, d.result, d.reason, d.repository_external_id, d.repository_full_name,
+      d.repository_id, d.project_id, d.commit_sha, JSON.stringify(d.decisions), d.duplicate_of, d.body, d.received_at,
+      d.body === null ? null : d.received_at + BODY_RETENTION_SECONDS,
+    ],
+  });
+}
+
+export async function findDelivery(db: Executor, id: string): Promise<Delivery | null> {
+  const row = await one(db, "SELECT * FROM webhook_deliveries WHERE id = ?", [id]);
+  return row ? toDelivery(row) : null;
+}
+
+export async function listDeliveries(db: Executor, f: { projectId: string | null; limit: number; offset: number; result?: DeliveryResult | undefined }): Promise<{ deliveries: Delivery[]; total: number }> {
+  const where: string[] = [];
+  const args: (string | number)[] = [];
+  if (f.projectId !== null) (where.push("project_id = ?"), args.push(f.projectId));
+  if (f.result) (where.push("result = ?"), args.push(f.result));
+  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
+  const rows = await all(db, `SELECT * FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);
+  return { deliveries: rows.map(toDelivery), total: Number(total?.n ?? 0) };
+}
+
+/** Rejected deliveries for a repository in the last hour (repeated failures raise an incident). */
+export async function recentRejections(db: Executor, repositoryId: string, since: number): Promise<number> {
+  const row = await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND verified = 0 AND received_at >= ?", [repositoryId, since]);
+  return Number(row?.n ?? 0);
+}
+
+/** Housekeeping: bodies past their retention, records and dedupe keys past 30 days. */
+export async function pruneDeliveries(db: Executor, now: number): Promise<void> {
+  await db.execute({ sql: "UPDATE webhook_deliveries SET body = NULL, body_expires_at = NULL WHERE body_expires_at IS NOT NULL AND body_expires_at <= ?", args: [now] });
+  await db.execute({ sql: "DELETE FROM webhook_deliveries WHERE received_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
+  await db.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE created_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
+}
+
+/** The API shape. */
+export function toPublicDelivery(d: Delivery, includeBody: boolean) {
+  const { body, ...rest } = d;
+  return includeBody ? { ...rest, body } : rest;
+}

@@ -1,0 +1,24 @@
+// Webhook request limits and the receivers' answer (docs/webhooks.md).
+import { createHash } from "node:crypto";
+import { z } from "zod";
+
+
+/** GitHub and GitLab both stop at 25 MB; a larger body is refused before it is read. */
+export const WEBHOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
+
+/**
+ * The content key: a digest of the exact bytes. GitHub signs only the body, so a captured body
+ * replayed under a fresh X-GitHub-Delivery would otherwise trigger again (security.md §0 gap 8);
+ * a genuine new event never has byte-identical content.
+ */
+export function contentKey(host: string, body: Uint8Array): string {
+  return `${host}:content:${createHash("sha256").update(body).digest("hex")}`;
+}
+
+/** What both receivers answer to a verified delivery (spec §2 "webhook receivers": ok, duplicate). */
+export const WebhookResult = z.object({
+  ok: z.boolean(),
+  duplicate: z.boolean().describe("true when this delivery (same delivery id, or the same content) was already received; nothing was created"),
+  delivery_id: z.string().describe("Roost's record of this delivery (GET /v1/webhook-deliveries/{id})"),
+  builds: z.array(z.object({ id: z.string(), build_number: z.number().int(), pipeline_id: z.string() })),
+});

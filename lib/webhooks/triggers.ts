@@ -1,0 +1,42 @@
+// Which pipelines a verified delivery starts, and why each does or does not (spec §3 webhook
+// transition, §6): the decision is explained per pipeline for the delivery log.
+import type { TriggerEvent } from "../forge/event.ts";
+import { requestsSkipCi } from "../forge/event.ts";
+import type { Pipeline } from "../db/pipelines.ts";
+import { matchBranchPatterns } from "../branch-patterns.ts";
+
+export interface PipelineDecision {
+  pipeline_id: string;
+  pipeline_name: string;
+  build: boolean;
+  reason: string;
+  build_id?: string;
+  build_number?: number;
+}
+
+/** The reason a whole delivery builds nothing, before looking at pipelines; null when pipelines decide. */
+export function deliveryLevelReason(event: TriggerEvent): string | null {
+  if (event.kind === null) return event.ignoredReason ?? "the event brings no new commit";
+  if (event.identityConflict) return `ambiguous repository identity: ${event.identityConflict}`;
+  if (requestsSkipCi(event.message)) return `[skip ci] in the ${event.kind === "pull_request" ? "pull request title" : "head commit message"}`;
+  return null;
+}
+
+export function decideForPipeline(event: TriggerEvent, pipeline: Pipeline): PipelineDecision {
+  const d = (build: boolean, reason: string): PipelineDecision => ({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build, reason });
+  const kind = event.kind!;
+  if (!pipeline.enabled) return d(false, "pipeline is disabled");
+  if (!pipeline.trigger_config.events.includes(kind)) return d(false, `event ${kind} not in [${pipeline.trigger_config.events.join(", ")}]`);
+  // Tags match the tag event, never branch patterns.
+  if (kind === "tag") return d(true, `tag ${event.tag} matches event tag`);
+  const match = matchBranchPatterns(pipeline.trigger_config.branches, event.branch ?? "");
+  if (!match.matched) return d(false, kind === "pull_request" ? `target ${match.reason}` : match.reason);
+  return d(true, kind === "pull_request" ? `pull request #${event.prNumber} into ${event.branch}: ${match.reason}` : match.reason);
+}
+
+/** cancel_previous groups: a branch for pushes, the pull request for pull requests, none for tags. */
+export function concurrencyKeyOf(event: TriggerEvent): string | null {
+  if (event.kind === "push") return `branch:${event.branch}`;
+  if (event.kind === "pull_request") return `pr:${event.prNumber}`;
+  return null;
+}

@@ -1,0 +1,30 @@
+// The delivery log's wire shape.
+import { z } from "zod";
+
+export const DeliveryResource = z.object({
+  id: z.string(),
+  host: z.enum(["github", "gitlab"]),
+  delivery_id: z.string().describe("X-GitHub-Delivery or X-Gitlab-Event-UUID"),
+  event: z.string(),
+  action: z.string(),
+  verified: z.boolean(),
+  result: z.enum(["built", "ignored", "duplicate", "rejected"]),
+  reason: z.string().describe("why, in a sentence"),
+  repository_external_id: z.string().nullable(),
+  repository_full_name: z.string().nullable(),
+  repository_id: z.string().nullable(),
+  project_id: z.string().nullable(),
+  commit_sha: z.string().nullable(),
+  decisions: z.array(
+    z.object({
+      pipeline_id: z.string(),
+      pipeline_name: z.string(),
+      build: z.boolean(),
+      reason: z.string().describe('e.g. "branch feature/x not in [main, release/*]"'),
+      build_id: z.string().optional(),
+      build_number: z.number().int().optional(),
+    }),
+  ),
+  duplicate_of: z.string().nullable(),
+  received_at: z.number().int(),
+});

@@ -1,0 +1,338 @@
+// GitHub and GitLab webhook receivers over HTTP (issue 6): every published fixture replayed
+// with correct and incorrect credentials, dedupe, concurrency, per-repository GitLab tokens,
+// limits, and the delivery log.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
+import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { repositoryId } from "../helpers/ci.ts";
+
+const FIXTURES = resolve(import.meta.dir, "../../../shared/fixtures/webhooks");
+const fixture = (host: string, file: string) => readFileSync(join(FIXTURES, host, file), "utf8");
+const SECRET = "github-app-webhook-secret-for-tests";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+const projects = new Map<string, { id: string; pipeline: string }>();
+const gitlabTokens = new Map<string, string>();
+
+async function project(fullName: string, provider: "github" | "gitlab", pipelineBody: Record<string, unknown> = {}) {
+  const repos = (await t.call("GET", `/v1/integration-repositories?q=${encodeURIComponent(fullName)}&limit=200`, { token: owner })).body.repositories.filter(
+    (r: { full_name: string; provider: string }) => r.full_name === fullName && r.provider === provider,
+  );
+  const created = [];
+  for (const repo of repos) {
+    const p = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+    const pipeline = (await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] }, ...pipelineBody } })).body.pipeline;
+    projects.set(`${provider}:${repo.external_id}`, { id: p.id, pipeline: pipeline.id });
+    if (provider === "gitlab") gitlabTokens.set(repo.external_id, (await t.call("POST", `/v1/projects/${p.id}/webhook-token`, { token: owner })).body.token);
+    created.push(p);
+  }
+  return created;
+}
+
+async function github(event: string, body: string, options: { delivery?: string; signature?: string | null; contentType?: string } = {}) {
+  const headers: Record<string, string> = { "x-github-event": event, "x-github-delivery": options.delivery ?? crypto.randomUUID(), "user-agent": "GitHub-Hookshot/test" };
+  const signature = options.signature === undefined ? await sign(SECRET, body) : options.signature;
+  if (signature !== null) headers["x-hub-signature-256"] = signature;
+  return t.call("POST", "/v1/webhooks/github", { raw: body, contentType: options.contentType ?? "application/json", headers, peer: "140.82.112.1" });
+}
+
+async function gitlab(event: string, body: string, token: string | null, options: { uuid?: string; idempotency?: string } = {}) {
+  const headers: Record<string, string> = { "x-gitlab-event": event, "x-gitlab-event-uuid": options.uuid ?? crypto.randomUUID() };
+  if (token !== null) headers["x-gitlab-token"] = token;
+  if (options.idempotency) headers["idempotency-key"] = options.idempotency;
+  return t.call("POST", "/v1/webhooks/gitlab", { raw: body, contentType: "application/json", headers, peer: "34.74.90.64" });
+}
+
+const buildsOf = async (projectId: string) => (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  host = await startHostApiStandIn();
+  host.github.repos.push(
+    { id: 186853002, full_name: "Codertocat/Hello-World", default_branch: "master", private: false },
+    { id: 135493233, full_name: "Codertocat/Hello-World", default_branch: "master", private: false },
+    { id: 13933572, full_name: "bradrydzewski/drone-test-go", default_branch: "master", private: false },
+    { id: 186853261, full_name: "Octocoders/Hello-World", default_branch: "master", private: false },
+  );
+  for (const [id, name] of [[15, "mike/diaspora"], [1, "jsmith/example"], [32059612, "anbraten/woodpecker"], [72081820, "demoaccount2-commits-group/test_ci_tmp"], [4861503, "gitlab-org/hello-world"]] as const) {
+    host.gitlab.repos.push({ id, full_name: name, default_branch: "main", private: true });
+  }
+  owner = await bootstrapOwner(t);
+  const gh = await t.call("POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "GitHub", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: SECRET },
+  });
+  expect(gh.body.repositories_synced).toBe(4);
+  const gl = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab", api_url: host.url, access_token: host.gitlab.token } });
+  expect(gl.body.repositories_synced).toBe(5);
+  for (const name of ["Codertocat/Hello-World", "bradrydzewski/drone-test-go", "Octocoders/Hello-World"]) await project(name, "github");
+  for (const name of ["mike/diaspora", "jsmith/example", "anbraten/woodpecker", "demoaccount2-commits-group/test_ci_tmp", "gitlab-org/hello-world"]) await project(name, "gitlab");
+});
+afterAll(async () => {
+  t.close();
+  await host.stop();
+});
+
+describe("every GitHub fixture, correctly signed", () => {
+  test.each([
+    ["ping.json", "ping", 186853261, null, "ping: the hook is configured"],
+    ["push__branch_created.json", "push", 186853002, "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "branch master matches **"],
+    ["push__branch_updated.json", "push", 135493233, "199eddf46df50de8d02e99bf1c5fdb4101338224", "branch master matches **"],
+    ["push__branch_deleted.json", "push", 13933572, null, "refs/heads/feature-branch was deleted"],
+    ["push__tag_created.json", "push", 186853002, "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "tag simple-tag matches event tag"],
+    ["pull_request__opened.json", "pull_request", 186853002, "ec26c3e57ca3a959ca5aad62de7213c562f8c821", "pull request #2 into master"],
+    ["pull_request__synchronize.json", "pull_request", 186853002, "ec26c3e57ca3a959ca5aad62de7213c562f8c821", "pull request #2 into master"],
+    ["pull_request__labeled.json", "pull_request", 186853002, null, 'pull request action "labeled" brings no new commit'],
+    ["pull_request__closed.json", "pull_request", 186853002, null, 'pull request action "closed" brings no new commit'],
+  ])("%s → commit %p", async (file, event, repo, sha, reason) => {
+    const p = projects.get(`github:${repo}`)!;
+    const before = (await buildsOf(p.id)).length;
+    const res = await github(event, fixture("github", file));
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, duplicate: false });
+    const after = await buildsOf(p.id);
+    const delivery = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    if (sha) {
+      expect(after.length).toBe(before + 1);
+      expect(after[0]).toMatchObject({ commit_sha: sha, trigger_type: "webhook", trigger_event: event === "push" && file.includes("tag") ? "tag" : event });
+      expect(delivery.result).toBe("built");
+      expect(delivery.decisions[0].reason).toContain(reason);
+    } else {
+      expect(after.length).toBe(before);
+      expect(delivery).toMatchObject({ result: "ignored", reason });
+    }
+    expect(delivery.verified).toBe(true);
+  });
+
+  test("a pinned build carries trigger_ref, trigger_actor and the changelog", async () => {
+    const res = await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "Update README again"));
+    expect(res.body.builds).toHaveLength(1);
+    const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
+    expect(build).toMatchObject({ branch: "master", trigger_ref: "refs/heads/master", trigger_actor: "Codertocat", trigger_type: "webhook", trigger_event: "push" });
+    expect(build.changelog).toContain("199eddf Update README again");
+  });
+});
+
+describe("every GitHub fixture, wrongly signed", () => {
+  test.each(["ping.json", "push__branch_created.json", "push__branch_updated.json", "push__branch_deleted.json", "push__tag_created.json", "pull_request__opened.json", "pull_request__synchronize.json", "pull_request__labeled.json", "pull_request__closed.json"])(
+    "%s with another secret is 401 and builds nothing",
+    async (file) => {
+      const body = fixture("github", file);
+      const total = (await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total;
+      const res = await github(file.startsWith("pull") ? "pull_request" : "push", body, { signature: await sign("not the secret", body) });
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({ code: "webhook_signature_invalid", message: "X-Hub-Signature-256 does not match the webhook secret." });
+      expect((await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total).toBe(total);
+    },
+  );
+
+  test("no signature is 401 webhook_signature_missing; a signature over other bytes is refused", async () => {
+    const body = fixture("github", "push__branch_updated.json");
+    expect((await github("push", body, { signature: null })).body.code).toBe("webhook_signature_missing");
+    const other = await github("push", body.replace("master", "main"), { signature: await sign(SECRET, body) });
+    expect(other.status).toBe(401);
+    expect(other.body.code).toBe("webhook_signature_invalid");
+  });
+
+  test("rejected deliveries are in the log, unverified, with the reason", async () => {
+    const log = await t.call("GET", "/v1/webhook-deliveries?result=rejected&limit=200", { token: owner });
+    expect(log.body.total).toBeGreaterThanOrEqual(9);
+    expect(log.body.deliveries[0]).toMatchObject({ verified: false, result: "rejected", host: "github" });
+  });
+
+  test("repeated failures for a repository raise one operator incident", async () => {
+    const incidents = await t.call("GET", "/v1/operator-incidents?status=open", { token: owner });
+    const mine = incidents.body.incidents.filter((i: { reason: string; resource_name: string }) => i.reason === "webhook_verification_failed" && i.resource_name === "Codertocat/Hello-World");
+    expect(mine.length).toBeGreaterThan(0);
+    // One incident per repository, however many failures: the busiest one counts its repeats.
+    expect(Math.max(...mine.map((i: { occurrence_count: number }) => i.occurrence_count))).toBeGreaterThanOrEqual(2);
+    expect(new Set(mine.map((i: { resource_id: string }) => i.resource_id)).size).toBe(mine.length);
+  });
+});
+
+describe("GitHub delivery formats and dedupe", () => {
+  test("a form-encoded delivery (signed over the form body) builds", async () => {
+    const json = fixture("github", "push__branch_updated.json").replace("Update README", "form delivery");
+    const body = `payload=${encodeURIComponent(json)}`;
+    const res = await github("push", body, { contentType: "application/x-www-form-urlencoded" });
+    expect(res.status).toBe(200);
+    expect(res.body.builds).toHaveLength(1);
+  });
+
+  test("a redelivery with the same X-GitHub-Delivery is {ok: true, duplicate: true} and creates nothing", async () => {
+    const body = fixture("github", "push__branch_updated.json").replace("Update README", "redelivered");
+    const id = crypto.randomUUID();
+    const first = await github("push", body, { delivery: id });
+    expect(first.body.builds).toHaveLength(1);
+    const again = await github("push", body, { delivery: id });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ ok: true, duplicate: true, builds: [] });
+    const record = (await t.call("GET", `/v1/webhook-deliveries/${again.body.delivery_id}`, { token: owner })).body.delivery;
+    expect(record).toMatchObject({ result: "duplicate", duplicate_of: first.body.delivery_id, reason: `duplicate of delivery ${first.body.delivery_id}` });
+  });
+
+  test("the same signed body replayed under a new delivery id is a duplicate too", async () => {
+    const body = fixture("github", "push__branch_updated.json").replace("Update README", "replayed");
+    expect((await github("push", body)).body.builds).toHaveLength(1);
+    expect((await github("push", body)).body.duplicate).toBe(true);
+  });
+
+  test("20 identical deliveries at once create exactly one build", async () => {
+    const p = projects.get("github:135493233")!;
+    const before = (await buildsOf(p.id)).length;
+    const body = fixture("github", "push__branch_updated.json").replace("Update README", "concurrent");
+    const id = crypto.randomUUID();
+    const results = await Promise.all(Array.from({ length: 20 }, () => github("push", body, { delivery: id })));
+    expect(results.every((r) => r.status === 200)).toBe(true);
+    expect(results.filter((r) => !r.body.duplicate)).toHaveLength(1);
+    expect((await buildsOf(p.id)).length).toBe(before + 1);
+  });
+
+  test("[skip ci] in the head commit message builds nothing, and says so", async () => {
+    const res = await github("push", fixture("github", "push__branch_updated.json").replaceAll("Update README", "docs only [skip ci]"));
+    expect(res.body.builds).toEqual([]);
+    const record = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    expect(record.reason).toBe("[skip ci] in the head commit message");
+  });
+
+  test("a body over 25 MB is 413 before it is read", async () => {
+    const res = await t.call("POST", "/v1/webhooks/github", { raw: "x".repeat(25 * 1024 * 1024 + 1), contentType: "application/json", headers: { "x-github-event": "push", "x-hub-signature-256": "sha256=" + "0".repeat(64) } });
+    expect(res.status).toBe(413);
+    expect(res.body.code).toBe("payload_too_large");
+  });
+});
+
+describe("trigger rules per pipeline", () => {
+  test("several pipelines: each decides, with its reason, and one delivery can start several builds", async () => {
+    const p = projects.get("github:135493233")!;
+    await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "main only", trigger_config: { branches: ["main", "release/*"] } } });
+    await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "prs only", trigger_config: { events: ["pull_request"], branches: ["**"] } } });
+    await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "disabled", enabled: false, trigger_config: { branches: ["**"] } } });
+    await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "also master", trigger_config: { branches: ["master"] } } });
+    const res = await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "many pipelines"));
+    expect(res.body.builds).toHaveLength(2);
+    const record = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    const reasons = Object.fromEntries(record.decisions.map((d: { pipeline_name: string; reason: string }) => [d.pipeline_name, d.reason]));
+    expect(reasons["main only"]).toBe("branch master not in [main, release/*]");
+    expect(reasons["prs only"]).toBe("event push not in [pull_request]");
+    expect(reasons["disabled"]).toBe("pipeline is disabled");
+    expect(reasons["also master"]).toMatch(/^branch master matches master in \[master\]: build #\d+$/);
+    expect(reasons["all"]).toMatch(/^branch master matches \*\* in \[\*\*\]: build #\d+$/);
+  });
+
+  test("a repository two projects build is ambiguous: nothing is built", async () => {
+    const repo = await repositoryId(t, owner, "Octocoders/Hello-World");
+    await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo, name: "second project" } });
+    const res = await github("push", fixture("github", "push__branch_created.json").replace("186853002", "186853261").replace("Initial commit", "ambiguous"));
+    expect(res.status).toBe(200);
+    const record = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    expect(record).toMatchObject({ result: "ignored", reason: "ambiguous repository identity: 2 projects build Codertocat/Hello-World" });
+  });
+
+  test("a repository no project builds is ignored with a reason, and still 200", async () => {
+    const res = await github("push", fixture("github", "push__branch_created.json").replace(/186853002/g, "42").replace("Initial commit", "unknown repo"));
+    expect(res.status).toBe(200);
+    const record = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    expect(record.reason).toBe("no catalogue repository has github id 42");
+  });
+});
+
+describe("every GitLab fixture, with the repository's token", () => {
+  test.each([
+    ["push.json", "Push Hook", "15", "da1560886d4f094c3e6c9ef40349f7d38b5d27d7", "branch master matches **"],
+    ["push__branch_deleted.json", "Push Hook", "4861503", null, "refs/heads/feature was deleted"],
+    ["tag_push.json", "Tag Push Hook", "1", "82b3d5ae55f7080f1e6022629cdb57bfae7cccc7", "tag v1.0.0 matches event tag"],
+    ["merge_request__open.json", "Merge Request Hook", "1", null, "ambiguous repository identity: object_attributes.target_project_id 14 differs from project.id 1"],
+    ["merge_request__update_with_oldrev.json", "Merge Request Hook", "32059612", "c136499ec574e1034b24c5d306de9acda3005367", "pull request #"],
+    ["merge_request__update_without_oldrev.json", "Merge Request Hook", "32059612", null, "merge request update without new commits (no oldrev)"],
+    ["merge_request__update_labels.json", "Merge Request Hook", "72081820", null, "merge request update without new commits (no oldrev)"],
+    ["merge_request__merge.json", "Merge Request Hook", "32059612", null, 'merge request action "merge" brings no new commit'],
+  ])("%s → commit %p", async (file, event, repo, sha, reason) => {
+    const p = projects.get(`gitlab:${repo}`)!;
+    const before = (await buildsOf(p.id)).length;
+    const res = await gitlab(event, fixture("gitlab", file), gitlabTokens.get(repo)!);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, duplicate: false });
+    const after = await buildsOf(p.id);
+    const delivery = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    if (sha) {
+      expect(after.length).toBe(before + 1);
+      expect(after[0].commit_sha).toBe(sha);
+      expect(delivery.decisions[0].reason).toContain(reason);
+    } else {
+      expect(after.length).toBe(before);
+      expect(delivery.reason).toBe(reason);
+    }
+  });
+
+  test.each(["push.json", "tag_push.json", "merge_request__update_with_oldrev.json", "merge_request__merge.json"])("%s with a wrong token is 401 and builds nothing", async (file) => {
+    const res = await gitlab("Push Hook", fixture("gitlab", file), "roost_whk_" + "A".repeat(58));
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ code: "webhook_token_invalid", message: "X-Gitlab-Token is not the current webhook token of the repository this delivery names." });
+    expect((await gitlab("Push Hook", fixture("gitlab", file), null)).body.code).toBe("webhook_token_missing");
+  });
+});
+
+describe("GitLab tokens", () => {
+  test("the token of another project is refused, even from the same GitLab", async () => {
+    const res = await gitlab("Push Hook", fixture("gitlab", "push.json").replace("gitlab token", ""), gitlabTokens.get("32059612")!);
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe("webhook_token_invalid");
+  });
+
+  test("rotation: the new token works at once, the old one is refused at once", async () => {
+    const p = projects.get("gitlab:15")!;
+    const old = gitlabTokens.get("15")!;
+    const rotated = await t.call("POST", `/v1/projects/${p.id}/webhook-token`, { token: owner });
+    expect(rotated.status).toBe(201);
+    // (Read the token before toMatchObject, which replaces matched values with the matchers.)
+    const newToken: string = rotated.body.token;
+    expect({ ...rotated.body }).toMatchObject({ token: expect.stringMatching(/^roost_whk_/), webhook_url: "http://127.0.0.1:8080/v1/webhooks/gitlab", repository_full_name: "mike/diaspora" });
+    const body = fixture("gitlab", "push.json").replace("Update Catalan translation", "after rotation");
+    expect((await gitlab("Push Hook", body, old)).status).toBe(401);
+    const fresh = await gitlab("Push Hook", body, newToken);
+    expect(fresh.status).toBe(200);
+    expect(fresh.body.builds).toHaveLength(1);
+    gitlabTokens.set("15", newToken);
+  });
+
+  test("dedupe by X-Gitlab-Event-UUID and by Idempotency-Key", async () => {
+    const token = gitlabTokens.get("15")!;
+    const body = fixture("gitlab", "push.json").replace("Update Catalan translation", "dedupe me");
+    const uuid = crypto.randomUUID();
+    const first = await gitlab("Push Hook", body, token, { uuid, idempotency: "resend-key-1" });
+    expect(first.body.duplicate).toBe(false);
+    expect((await gitlab("Push Hook", body, token, { uuid })).body.duplicate).toBe(true);
+    // A manual "Resend" has a new event UUID but keeps the Idempotency-Key.
+    const resent = await gitlab("Push Hook", body.replace("dedupe me", "dedupe me (resent)"), token, { idempotency: "resend-key-1" });
+    expect(resent.body.duplicate).toBe(true);
+  });
+});
+
+describe("the delivery log", () => {
+  test("is listed per project, newest first, paged, with the decision of each pipeline", async () => {
+    const p = projects.get("github:135493233")!;
+    const page = await t.call("GET", `/v1/projects/${p.id}/webhook-deliveries?limit=3`, { token: owner });
+    expect(page.status).toBe(200);
+    expect(page.body.deliveries).toHaveLength(3);
+    expect(page.body.total).toBeGreaterThan(3);
+    expect(page.body.deliveries[0]).not.toHaveProperty("body");
+    const next = await t.call("GET", `/v1/projects/${p.id}/webhook-deliveries?limit=3&offset=3`, { token: owner });
+    expect(next.body.deliveries[0].id).not.toBe(page.body.deliveries[0].id);
+  });
+
+  test("a delivery's body is kept for the retention period", async () => {
+    const res = await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "kept body"));
+    const one = await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner });
+    expect(one.body.delivery.body).toContain("kept body");
+    const { pruneDeliveries } = await import("../../lib/webhooks/deliveries.ts");
+    await pruneDeliveries(t.db, t.clock.now() + 8 * 86400);
+    const later = await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner });
+    expect(later.body.delivery.body).toBeNull();
+  });
+});

@@ -1,0 +1,140 @@
+// Reading GitHub and GitLab deliveries (lib/forge): every published fixture in
+// shared/fixtures/webhooks, with the verdict, the pinned commit and the reason.
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
+import { decodeGithubBody, parseGithubDelivery, verifyGithubSignature } from "../../lib/forge/github.ts";
+import { parseGitlabDelivery } from "../../lib/forge/gitlab.ts";
+import { requestsSkipCi } from "../../lib/forge/event.ts";
+
+export const FIXTURES = resolve(import.meta.dir, "../../../shared/fixtures/webhooks");
+const load = (host: string, file: string) => JSON.parse(readFileSync(join(FIXTURES, host, file), "utf8"));
+
+describe("GitHub fixtures", () => {
+  test.each([
+    ["ping.json", "ping", null, null, null, "ping: the hook is configured"],
+    ["push__branch_created.json", "push", "push", "master", "6113728f27ae82c7b1a177c8d03f9e96e0adf246", null],
+    ["push__branch_updated.json", "push", "push", "master", "199eddf46df50de8d02e99bf1c5fdb4101338224", null],
+    ["push__branch_deleted.json", "push", null, null, null, "refs/heads/feature-branch was deleted"],
+    ["push__tag_created.json", "push", "tag", null, "6113728f27ae82c7b1a177c8d03f9e96e0adf246", null],
+    ["pull_request__opened.json", "pull_request", "pull_request", "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", null],
+    ["pull_request__synchronize.json", "pull_request", "pull_request", "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", null],
+    ["pull_request__labeled.json", "pull_request", null, "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 'pull request action "labeled" brings no new commit'],
+    ["pull_request__closed.json", "pull_request", null, "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 'pull request action "closed" brings no new commit'],
+  ])("%s (X-GitHub-Event %s) → %p on %p at %p", (file, eventName, kind, branch, sha, reason) => {
+    const event = parseGithubDelivery(eventName, load("github", file));
+    expect(event.kind).toBe(kind as never);
+    if (kind !== null) {
+      expect(event.branch).toBe(branch);
+      expect(event.commitSha).toBe(sha);
+    }
+    expect(event.ignoredReason).toBe(reason);
+    expect(event.identityConflict).toBeNull();
+  });
+
+  test("a tag push pins head_commit.id and names the tag", () => {
+    const event = parseGithubDelivery("push", load("github", "push__tag_created.json"));
+    expect(event).toMatchObject({ tag: "simple-tag", ref: "refs/tags/simple-tag", branch: null });
+  });
+
+  test("a pull request matches on its target branch and is grouped by its number", () => {
+    const event = parseGithubDelivery("pull_request", load("github", "pull_request__opened.json"));
+    expect(event).toMatchObject({ branch: "master", prNumber: 2, ref: "refs/pull/2/head", actor: "Codertocat", repository: { externalId: "186853002", fullName: "Codertocat/Hello-World" } });
+  });
+
+  // No published fork pull request exists (fixtures/webhooks/github/SOURCES.md): these change the fork fields of the opened fixture in memory.
+  test("a pull request whose head is another repository is a fork (fields changed in the test)", () => {
+    const payload = load("github", "pull_request__opened.json");
+    payload.pull_request.head.repo.id = 999;
+    expect(parseGithubDelivery("pull_request", payload)).toMatchObject({ kind: null, ignoredReason: "pull request from a fork" });
+  });
+
+  test("a pull request whose fork was deleted (head.repo null) is a fork (fields changed in the test)", () => {
+    const payload = load("github", "pull_request__opened.json");
+    payload.pull_request.head.repo = null;
+    expect(parseGithubDelivery("pull_request", payload).ignoredReason).toBe("pull request from a fork");
+  });
+
+  test("a base repository other than the delivery's repository is an identity conflict", () => {
+    const payload = load("github", "pull_request__opened.json");
+    payload.pull_request.base.repo.id = 5;
+    payload.pull_request.head.repo.id = 5;
+    expect(parseGithubDelivery("pull_request", payload).identityConflict).toBe("pull_request.base.repo.id 5 differs from repository.id 186853002");
+  });
+
+  test("form-encoded deliveries carry the JSON in `payload`", () => {
+    const json = readFileSync(join(FIXTURES, "github", "push__branch_updated.json"), "utf8");
+    const body = new TextEncoder().encode(`payload=${encodeURIComponent(json)}`);
+    expect(decodeGithubBody(body, "application/x-www-form-urlencoded")).toEqual(JSON.parse(json));
+  });
+});
+
+describe("GitHub signatures, checked against @octokit/webhooks-methods", () => {
+  const secret = "It's a Secret to Everybody";
+  test("GitHub's documented test vector", () => {
+    expect(verifyGithubSignature(secret, new TextEncoder().encode("Hello, World!"), "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")).toBe(true);
+  });
+
+  test("every fixture as signed by octokit verifies; one changed byte, another secret, or a malformed header does not", async () => {
+    for (const file of ["ping.json", "push__branch_updated.json", "pull_request__opened.json"]) {
+      const text = readFileSync(join(FIXTURES, "github", file), "utf8");
+      const signature = await sign(secret, text);
+      const bytes = new TextEncoder().encode(text);
+      expect(verifyGithubSignature(secret, bytes, signature)).toBe(true);
+      expect(verifyGithubSignature(secret, new TextEncoder().encode(text + " "), signature)).toBe(false);
+      expect(verifyGithubSignature("another secret", bytes, signature)).toBe(false);
+      expect(verifyGithubSignature(secret, bytes, signature.toUpperCase())).toBe(false);
+      expect(verifyGithubSignature(secret, bytes, signature.slice("sha256=".length))).toBe(false);
+      expect(verifyGithubSignature(secret, bytes, null)).toBe(false);
+    }
+  });
+});
+
+describe("GitLab fixtures", () => {
+  test.each([
+    ["push.json", "Push Hook", "push", "master", "da1560886d4f094c3e6c9ef40349f7d38b5d27d7", null, null],
+    ["push__branch_deleted.json", "Push Hook", null, null, null, "refs/heads/feature was deleted", null],
+    ["tag_push.json", "Tag Push Hook", "tag", null, "82b3d5ae55f7080f1e6022629cdb57bfae7cccc7", null, null],
+    ["merge_request__open.json", "Merge Request Hook", "pull_request", "master", "da1560886d4f094c3e6c9ef40349f7d38b5d27d7", null, "object_attributes.target_project_id 14 differs from project.id 1"],
+    ["merge_request__update_with_oldrev.json", "Merge Request Hook", "pull_request", "main", "c136499ec574e1034b24c5d306de9acda3005367", null, null],
+    ["merge_request__update_without_oldrev.json", "Merge Request Hook", null, null, null, "merge request update without new commits (no oldrev)", null],
+    ["merge_request__update_labels.json", "Merge Request Hook", null, null, null, "merge request update without new commits (no oldrev)", null],
+    ["merge_request__merge.json", "Merge Request Hook", null, null, null, 'merge request action "merge" brings no new commit', null],
+  ])("%s (%s) → %p on %p at %p", (file, header, kind, branch, sha, reason, conflict) => {
+    const event = parseGitlabDelivery(header, load("gitlab", file));
+    expect(event.kind).toBe(kind as never);
+    if (kind !== null) {
+      expect(event.branch).toBe(branch);
+      expect(event.commitSha).toBe(sha);
+    }
+    expect(event.ignoredReason).toBe(reason);
+    expect(event.identityConflict).toBe(conflict);
+  });
+
+  test("a tag push pins checkout_sha and names the tag", () => {
+    expect(parseGitlabDelivery("Tag Push Hook", load("gitlab", "tag_push.json"))).toMatchObject({ tag: "v1.0.0", ref: "refs/tags/v1.0.0" });
+  });
+
+  test("a merge request from another project is a fork (fields changed in the test)", () => {
+    const payload = load("gitlab", "merge_request__update_with_oldrev.json");
+    payload.object_attributes.source_project_id = 1234;
+    expect(parseGitlabDelivery("Merge Request Hook", payload)).toMatchObject({ kind: null, ignoredReason: "merge request from a fork" });
+  });
+
+  test("the push changelog lists the delivered commits", () => {
+    const event = parseGitlabDelivery("Push Hook", load("gitlab", "push.json"));
+    expect(event.changelog.split("\n")).toHaveLength(2);
+    expect(event.changelog).toContain("b6568db Update Catalan translation to e38cb41.");
+  });
+});
+
+describe("[skip ci]", () => {
+  test.each([
+    ["fix typo [skip ci]", true],
+    ["[CI SKIP] docs", true],
+    ["wip [skip-ci]", true],
+    ["skip ci without brackets", false],
+    ["[skip cd]", false],
+  ])("%p → %p", (message, expected) => expect(requestsSkipCi(message)).toBe(expected));
+});
