@@ -17,6 +17,7 @@ import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
 import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
+import { startBackgroundWork } from "./background.ts";
 import { SocketInUseError, startManagementSocket } from "../scripts/management-socket.ts";
 
 /**
@@ -92,6 +93,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
     },
   });
   const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
+  const stopBackground = startBackgroundWork(ctx, config.publicUrl ?? url);
   log.notice("roost listening", { url, data_dir: config.dataDir, management_socket: socket?.path ?? null });
 
   return {
@@ -102,6 +104,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
       // first, then the listener stops accepting and in-flight requests finish, then the
       // management socket and the database close. Anything still open after the grace period is cut.
       shutdown.abort();
+      await stopBackground();
       const drained = server.stop(false);
       const grace = new Promise<"timeout">((resolve) => setTimeout(() => resolve("timeout"), SHUTDOWN_GRACE_MS).unref());
       if ((await Promise.race([drained.then(() => "drained" as const), grace])) === "timeout") {

@@ -1,0 +1,29 @@
+// Periodic work of a daemon process: commit statuses to the hosts (every 2 s) and housekeeping
+// (every 10 minutes: expired sessions, webhook bodies and records past retention). Every task
+// works from the database, so several processes can run them side by side.
+import type { AppContext } from "./context.ts";
+import { reportCommitStatuses } from "./commit-statuses.ts";
+import { pruneDeliveries } from "./webhooks/deliveries.ts";
+import { deleteExpiredSessions } from "./db/sessions.ts";
+
+export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
+  let running = true;
+  let current: Promise<unknown> = Promise.resolve();
+  const every = (ms: number, task: () => Promise<unknown>) =>
+    setInterval(() => {
+      if (!running) return;
+      current = current.then(task).catch((error) => ctx.log.error("background task failed", { error }));
+    }, ms);
+  const timers = [
+    every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, log: ctx.log, now: ctx.clock.now(), baseUrl })),
+    every(600_000, async () => {
+      await deleteExpiredSessions(ctx.db, ctx.clock.now());
+      await pruneDeliveries(ctx.db, ctx.clock.now());
+    }),
+  ];
+  return async () => {
+    running = false;
+    timers.forEach(clearInterval);
+    await current;
+  };
+}
