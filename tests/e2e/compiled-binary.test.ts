@@ -9,13 +9,17 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { buildBinary } from "../../scripts/build.ts";
 import { REPO_ROOT, http } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-binary-"));
 const lonely = mkdtempSync(join(tmpdir(), "roost-binary-alone-"));
 let proc: Subprocess | undefined;
 let url = "";
+let host: HostApiStandIn;
 
 beforeAll(async () => {
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 7, full_name: "acme/app", default_branch: "main", private: true });
   const built = await buildBinary({ outfile: join(work, "roost") });
   copyFileSync(built, join(lonely, "roost"));
   const script = `mount -t tmpfs none '${REPO_ROOT}/node_modules' && cd '${lonely}' && exec ./roost serve`;
@@ -40,6 +44,7 @@ beforeAll(async () => {
 afterAll(async () => {
   proc?.kill("SIGTERM");
   await proc?.exited;
+  await host?.stop();
   rmSync(work, { recursive: true, force: true });
   rmSync(lonely, { recursive: true, force: true });
 });
@@ -52,13 +57,27 @@ describe("the compiled roost binary, alone in an empty directory", () => {
     expect(doc.body.openapi).toBe("3.1.0");
   });
 
-  test("completes first-run setup and creates an API token that works", async () => {
+  test("completes first-run setup, creates an API token, and creates a build", async () => {
     const login = await http(url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
     expect(login.status).toBe(200);
     expect(login.body.user.role).toBe("owner");
     const created = await http(url, "POST", "/v1/api-tokens", { token: login.body.session_token, body: { name: "smoke", role: "owner" } });
     expect(created.status).toBe(201);
-    const me = await http(url, "GET", "/v1/users/me", { token: created.body.token });
+    const token = created.body.token;
+    const me = await http(url, "GET", "/v1/users/me", { token });
     expect(me.body.user.email).toBe("owner@example.test");
+
+    // The GitHub App JWT is signed inside the binary (jose) and the catalogue synced from the host API stand-in.
+    const integration = await http(url, "POST", "/v1/integrations", {
+      token,
+      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    });
+    expect(integration.body.repositories_synced).toBe(1);
+    const repo = (await http(url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];
+    const project = (await http(url, "POST", "/v1/projects", { token, body: { repository_id: repo.id } })).body.project;
+    const pipeline = (await http(url, "POST", `/v1/projects/${project.id}/pipelines`, { token, body: { name: "Android" } })).body.pipeline;
+    const build = await http(url, "POST", `/v1/projects/${project.id}/builds`, { token, body: { pipeline_id: pipeline.id, commit_sha: "c".repeat(40) } });
+    expect(build.status).toBe(201);
+    expect(build.body.build).toMatchObject({ build_number: 1, status: "queued", commit_sha: "c".repeat(40) });
   });
 });

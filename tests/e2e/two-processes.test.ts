@@ -5,20 +5,28 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { sign } from "@octokit/webhooks-methods";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "roost-two-"));
+const WEBHOOK_SECRET = "two-processes-webhook-secret";
+let projectId = "";
 let a: Daemon;
 let b: Daemon;
 let owner = "";
+let host: HostApiStandIn;
 
 beforeAll(async () => {
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
   // Started together, as a service manager would: both migrate and prepare first run at once.
   [a, b] = await Promise.all([startDaemon({ dataDir, cleanup: false }), startDaemon({ dataDir, cleanup: false })]);
   owner = (await http(a.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
 });
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
+  await host?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -46,6 +54,35 @@ describe("two daemons, one database", () => {
     expect((await http(b.url, "GET", "/v1/users/me", { token: created.body.token })).status).toBe(200);
     await http(b.url, "DELETE", `/v1/api-tokens/${created.body.id}`, { token: owner });
     expect((await http(a.url, "GET", "/v1/users/me", { token: created.body.token })).body.code).toBe("invalid_token");
+  });
+
+  test("50 builds created through both processes at once are numbered 1..50, each once", async () => {
+    await http(a.url, "POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET },
+    });
+    const repo = (await http(b.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
+    const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+    const pipeline = (await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] } } })).body.pipeline;
+    projectId = project.id;
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "d".repeat(40) } })),
+    );
+    expect(results.every((r) => r.status === 201)).toBe(true);
+    expect(results.map((r) => r.body.build.build_number).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
+  });
+
+  test("the same webhook delivery sent to both processes at once creates one build", async () => {
+    const body = JSON.stringify({ ref: "refs/heads/main", deleted: false, after: "e".repeat(40), head_commit: { id: "e".repeat(40), message: "two processes" }, commits: [], repository: { id: 4242, full_name: "acme/app" }, pusher: { name: "dev" } });
+    const signature = await sign(WEBHOOK_SECRET, body);
+    const delivery = crypto.randomUUID();
+    const send = (url: string) => fetch(`${url}/v1/webhooks/github`, { method: "POST", headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": signature }, body }).then((r) => r.json() as Promise<{ duplicate: boolean }>);
+    const answers = await Promise.all([send(a.url), send(b.url), send(a.url), send(b.url)]);
+    expect(answers.filter((x) => !x.duplicate)).toHaveLength(1);
+    const builds = (await http(a.url, "GET", `/v1/projects/${projectId}/builds?trigger_type=webhook`, { token: owner })).body;
+    expect(builds.total).toBe(1);
+    // And a redelivery later, to the other process, is still a duplicate.
+    expect((await send(b.url)).duplicate).toBe(true);
   });
 
   test("one process serves the management socket; a capability it mints is valid for both", async () => {
