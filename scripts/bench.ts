@@ -98,6 +98,70 @@ async function apiTokensScenario(): Promise<void> {
   }
 }
 
+/** A daemon with a GitHub integration (against the host API stand-in), a project and a pipeline. */
+async function ciFixture(daemon: Daemon, token: string, webhookSecret: string): Promise<{ projectId: string; pipelineId: string; stop(): Promise<void> }> {
+  const { startHostApiStandIn } = await import("../tests/support/host-api-stand-in.ts");
+  const host = await startHostApiStandIn();
+  host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: webhookSecret },
+  });
+  const repo = (await http(daemon.url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];
+  const project = (await http(daemon.url, "POST", "/v1/projects", { token, body: { repository_id: repo.id } })).body.project;
+  const pipeline = (await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, { token, body: { name: "bench", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } } })).body.pipeline;
+  return { projectId: project.id, pipelineId: pipeline.id, stop: () => host.stop() };
+}
+
+async function buildsScenario(): Promise<void> {
+  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  try {
+    const token = await owner(daemon);
+    const ci = await ciFixture(daemon, token, "bench-webhook-secret-0123");
+    await compareWithBare("POST /v1/projects/{id}/builds (creates a build)", daemon, {
+      path: `/v1/projects/${ci.projectId}/builds`,
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify({ pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) }),
+    });
+    await ci.stop();
+  } finally {
+    await daemon.stop();
+  }
+}
+
+/** Verified GitHub push deliveries end to end: signature, dedupe, trigger match, build row. */
+async function webhooksScenario(): Promise<void> {
+  const { sign } = await import("@octokit/webhooks-methods");
+  const secret = "bench-webhook-secret-0123";
+  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  try {
+    const token = await owner(daemon);
+    const ci = await ciFixture(daemon, token, secret);
+    // Distinct deliveries (ids, commits, bodies), so none is a duplicate: each one creates a build.
+    const bodies: string[] = [];
+    const headerSets: Record<string, string>[] = [];
+    for (let i = 0; i < 30_000; i++) {
+      const sha = i.toString(16).padStart(40, "0");
+      const body = JSON.stringify({ ref: "refs/heads/main", deleted: false, after: sha, head_commit: { id: sha, message: `commit ${i}` }, commits: [{ id: sha, message: `commit ${i}` }], repository: { id: 4242, full_name: "acme/app" }, pusher: { name: "bench" } });
+      bodies.push(body);
+      headerSets.push({ "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(secret, body) });
+    }
+    await compareWithBare("POST /v1/webhooks/github (verified push → build)", daemon, {
+      path: "/v1/webhooks/github",
+      method: "POST",
+      headers: { "content-type": "application/json", "x-github-event": "push" },
+      body: bodies,
+      headerSets,
+    });
+    const built = (await http(daemon.url, "GET", `/v1/projects/${ci.projectId}/builds?trigger_type=webhook&limit=1`, { token })).body.total;
+    notes.push(`webhooks: ${built} builds created from distinct verified deliveries during the run.`);
+    await ci.stop();
+  } finally {
+    await daemon.stop();
+  }
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 async function binaryScenario(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "roost-bench-bin-"));
@@ -174,6 +238,8 @@ function writeReport(): void {
 
 export const scenarios: Record<string, () => Promise<void>> = {
   "api-tokens": apiTokensScenario,
+  builds: buildsScenario,
+  webhooks: webhooksScenario,
   binary: binaryScenario,
 };
 
