@@ -210,6 +210,41 @@ CREATE TABLE operator_incidents (
 CREATE UNIQUE INDEX operator_incidents_open ON operator_incidents (resource_kind, resource_id, reason) WHERE status = 'open';
 
 -- migration 3: external access sign-in
+-- External Access sign-in (docs/external-access.md). One row each: the OIDC provider (client
+-- secret sealed with the key outside the database, lib/crypto/secret-box.ts) and the trusted proxy
+-- (shared secret stored as SHA-256 hex only: it is a verifier, never sent anywhere).
+CREATE TABLE oidc_settings (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  issuer TEXT NOT NULL,
+  client_id TEXT NOT NULL,
+  client_secret_sealed TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  redirect_uris TEXT NOT NULL,
+  id_token_algs TEXT NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE TABLE trusted_proxy_settings (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  trusted_peers TEXT NOT NULL,
+  identity_header TEXT NOT NULL,
+  shared_secret_hash TEXT,
+  updated_at INTEGER NOT NULL
+);
+-- Pending OIDC authorizations (spec §3): in the database so any daemon process can finish a flow
+-- another started. The state and the browser binding are stored hashed; the PKCE verifier and the
+-- nonce never leave the server.
+CREATE TABLE oidc_pending (
+  state_hash TEXT PRIMARY KEY,
+  binding_hash TEXT NOT NULL,
+  nonce TEXT NOT NULL,
+  code_verifier TEXT NOT NULL,
+  redirect_uri TEXT NOT NULL,
+  peer TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+CREATE INDEX oidc_pending_peer ON oidc_pending (peer, created_at);
+CREATE INDEX oidc_pending_expiry ON oidc_pending (expires_at);
 
 -- migration 4: runners, jobs and logs
 

@@ -19,6 +19,15 @@ import * as setupOwner from "./setup/owner.ts";
 import * as setupComplete from "./setup/complete.ts";
 import * as localLogin from "./auth/local-login.ts";
 import * as logout from "./auth/logout.ts";
+import * as oidcStart from "./auth/oidc-start.ts";
+import * as oidcCallback from "./auth/oidc-callback.ts";
+import * as trustedProxyLogin from "./auth/trusted-proxy-login.ts";
+import * as setupOidc from "./setup/oidc.ts";
+import * as setupTrustedProxy from "./setup/trusted-proxy.ts";
+import * as oidcSettingsGet from "./settings/oidc-get.ts";
+import * as oidcSettingsUpdate from "./settings/oidc-update.ts";
+import * as trustedProxySettingsGet from "./settings/trusted-proxy-get.ts";
+import * as trustedProxySettingsUpdate from "./settings/trusted-proxy-update.ts";
 import * as usersMe from "./users/me.ts";
 import * as usersList from "./users/list.ts";
 import * as usersInvite from "./users/invite.ts";
@@ -78,11 +87,22 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/setup/status", "public", setupStatus),
   r("POST", "/v1/setup/preferences", "setup", setupPreferences),
   r("POST", "/v1/setup/owner", "setup", setupOwner),
+  r("PUT", "/v1/setup/oidc", "setup", setupOidc),
+  r("PUT", "/v1/setup/trusted-proxy", "setup", setupTrustedProxy),
   r("POST", "/v1/setup/complete", "setup", setupComplete),
 
   // authentication (spec §4 "Authentication endpoints")
   r("POST", "/v1/auth/local/login", "public", localLogin),
+  r("GET", "/v1/auth/oidc/start", "public", oidcStart),
+  r("POST", "/v1/auth/oidc/callback", "public", oidcCallback),
+  r("POST", "/v1/auth/trusted-proxy/login", "public", trustedProxyLogin), // trusted peer + proxy headers
   r("POST", "/v1/auth/logout", "session", logout),
+
+  // External Access sign-in settings (docs/external-access.md); secrets are never returned
+  r("GET", "/v1/settings/oidc", "admin", oidcSettingsGet),
+  r("PUT", "/v1/settings/oidc", "admin", oidcSettingsUpdate),
+  r("GET", "/v1/settings/trusted-proxy", "admin", trustedProxySettingsGet),
+  r("PUT", "/v1/settings/trusted-proxy", "admin", trustedProxySettingsUpdate),
 
   // users
   r("GET", "/v1/users/me", "user", usersMe),

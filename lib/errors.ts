@@ -37,6 +37,26 @@ export const ERROR_STATUS = {
   recovery_capability_required: 403,
   recovery_capability_invalid: 403,
 
+  // External Access sign-in (spec §7 OIDC and trusted-proxy; docs/external-access.md)
+  too_many_pending: 429,
+  oidc_not_configured: 500,
+  oidc_discovery_error: 502,
+  invalid_state: 400,
+  auth_expired: 400,
+  session_error: 500,
+  store_error: 500,
+  token_exchange_error: 502,
+  missing_id_token: 502,
+  id_token_verification_error: 502,
+  missing_email: 502,
+  email_not_verified: 403,
+  oidc_identity_mismatch: 403,
+  trusted_proxy_peer_not_allowed: 403,
+  trusted_proxy_shared_secret_missing: 401,
+  trusted_proxy_shared_secret_invalid: 401,
+  trusted_proxy_identity_missing: 401,
+  trusted_proxy_identity_invalid: 401,
+
   // users and tokens
   user_exists: 409,
   last_owner: 409,

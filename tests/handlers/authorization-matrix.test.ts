@@ -78,6 +78,17 @@ beforeAll(async () => {
     ["POST /v1/setup/complete", [], async () => ({ path: "/v1/setup/complete" })],
     ["POST /v1/auth/local/login", EVERYONE, async () => ({ path: "/v1/auth/local/login", body: { email: "owner@example.test" } })],
     ["POST /v1/auth/logout", instance("user"), async () => ({ path: "/v1/auth/logout" })],
+    // External Access sign-in on this Local Only instance: OIDC answers 500 oidc_not_configured to anyone
+    // (not a refusal); trusted-proxy login is 403 mode_restricted for everyone (tests/handlers/trusted-proxy-login.test.ts).
+    ["GET /v1/auth/oidc/start", EVERYONE, async () => ({ path: "/v1/auth/oidc/start" })],
+    ["POST /v1/auth/oidc/callback", EVERYONE, async () => ({ path: "/v1/auth/oidc/callback", body: { code: "c", state: "s" } })],
+    ["POST /v1/auth/trusted-proxy/login", [], async () => ({ path: "/v1/auth/trusted-proxy/login" })],
+    ["PUT /v1/setup/oidc", [], async () => ({ path: "/v1/setup/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
+    ["PUT /v1/setup/trusted-proxy", [], async () => ({ path: "/v1/setup/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
+    ["GET /v1/settings/oidc", instance("admin"), async () => ({ path: "/v1/settings/oidc" })],
+    ["PUT /v1/settings/oidc", instance("admin"), async () => ({ path: "/v1/settings/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
+    ["GET /v1/settings/trusted-proxy", instance("admin"), async () => ({ path: "/v1/settings/trusted-proxy" })],
+    ["PUT /v1/settings/trusted-proxy", instance("admin"), async () => ({ path: "/v1/settings/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
     ["GET /v1/users/me", instance("user"), async () => ({ path: "/v1/users/me" })],
     ["GET /v1/users", instance("admin"), async () => ({ path: "/v1/users" })],
     ["POST /v1/users", instance("admin"), async () => ({ path: "/v1/users", body: { email: `${crypto.randomUUID()}@example.test`, role: "developer" } })],

@@ -1,0 +1,118 @@
+// POST /v1/auth/oidc/callback (spec §4, §5 rules 1–2, §7 "OIDC callback"): finishes the flow that
+// GET /v1/auth/oidc/start began in this browser, verifies the ID token (OIDC Core §3.1.3.7) and
+// signs the invited user in. Each numbered step answers its own §7 code.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { ApiError, fail } from "../../lib/errors.ts";
+import { json } from "../../lib/http.ts";
+import { SessionResult } from "../../lib/schemas.ts";
+import { DecryptionError } from "../../lib/crypto/secret-box.ts";
+import { consumePending, type PendingAuthorization } from "../../lib/db/oidc-pending.ts";
+import { OIDC_CLIENT_SECRET_PURPOSE, getOidcSettings } from "../../lib/db/sign-in-settings.ts";
+import { bindOidcIdentity, findUserByEmail, type User } from "../../lib/db/users.ts";
+import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, hashToken, idTokenOf, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
+import { constantTimeEqualStrings } from "../../lib/auth/secrets.ts";
+import { completeLogin } from "../../lib/auth/login.ts";
+import { requireReadyInstance } from "../../lib/auth/ready.ts";
+
+export const OidcCallbackBody = z
+  .object({
+    code: z.string().min(1).max(2000).describe("the authorization code"),
+    state: z.string().min(1).max(200).describe("the state from start, as the provider returned it"),
+  })
+  .strict();
+
+export const endpoint = defineEndpoint({
+  operationId: "oidc_callback",
+  summary: "Finish signing in with the OpenID Provider",
+  description: "Requires the __Host-roost_oidc cookie set by start in the same browser (login CSRF defence).",
+  tag: "auth",
+  body: OidcCallbackBody,
+  response: SessionResult,
+  errors: [
+    "invalid_state",
+    "auth_expired",
+    "user_not_found",
+    "setup_incomplete",
+    "oidc_not_configured",
+    "decryption_error",
+    "session_error",
+    "store_error",
+    "oidc_discovery_error",
+    "token_exchange_error",
+    "missing_id_token",
+    "id_token_verification_error",
+    "missing_email",
+    "email_not_verified",
+    "oidc_identity_mismatch",
+  ],
+  async handle({ body }, ctx) {
+    // 1. Ready, in OIDC mode, with a provider.
+    const instance = await requireReadyInstance(ctx.db);
+    const settings = await getOidcSettings(ctx.db);
+    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured", "Sign-in with an identity provider is not configured on this instance.");
+
+    // 2. The state, taken out (single use), from the browser that started it, within 10 minutes.
+    const pending: PendingAuthorization | null = await store(() => consumePending(ctx.db, hashToken(body.state)));
+    if (!pending) fail("invalid_state", "This sign-in is unknown or was already used; start again.");
+    const binding = readBindingCookie(ctx.request);
+    if (!binding || !constantTimeEqualStrings(hashToken(binding), pending.binding_hash)) {
+      fail("invalid_state", "This sign-in was started in another browser; start again here.");
+    }
+    const now = ctx.clock.now();
+    if (now >= pending.expires_at) fail("auth_expired", "This sign-in is older than 10 minutes; start again.");
+
+    // 3. The client secret, before any request to the provider.
+    let clientSecret: string;
+    try {
+      clientSecret = await ctx.secrets.open(settings.client_secret_sealed, OIDC_CLIENT_SECRET_PURPOSE);
+    } catch (error) {
+      if (!(error instanceof DecryptionError)) throw error;
+      fail("decryption_error", "The stored client secret cannot be decrypted with this instance's key; set it again.");
+    }
+
+    // 4. Code for tokens (with the PKCE verifier), then the ID token verified; e-mail from it or UserInfo.
+    const discovery = await discover(settings.issuer);
+    const tokens = await exchangeCode(discovery, { client_id: settings.client_id, client_secret: clientSecret, redirect_uri: pending.redirect_uri }, body.code, pending.code_verifier);
+    const idToken = idTokenOf(tokens);
+    const verified = await verifyIdToken(idToken, discovery, { ...settings, client_secret: clientSecret }, pending.nonce, now);
+    const identity = await fillEmailFromUserInfo(verified, discovery, tokens);
+    if (identity.email === null) fail("missing_email", "The identity provider gave no e-mail address for this account.");
+    if (identity.email_verified !== true) fail("email_not_verified", "The identity provider has not verified this account's e-mail address.");
+
+    // 5. An invited, active user; bound to (iss, sub) at first login, refused under another subject later.
+    const email = identity.email;
+    const user: User | null = await store(() => findUserByEmail(ctx.db, email));
+    if (!user || !user.active) fail("user_not_found", "No active user has this e-mail address; ask an admin for an invitation.");
+    if (user.oidc_subject !== null && (user.oidc_subject !== identity.subject || user.oidc_issuer !== identity.issuer)) {
+      ctx.log.warn("oidc subject mismatch", { request_id: ctx.requestId, user_id: user.id });
+      fail("oidc_identity_mismatch", "This e-mail address is bound to another identity at the provider.");
+    }
+    if (user.oidc_subject === null) {
+      await store(() => bindOidcIdentity(ctx.db, user.id, identity.issuer, identity.subject, now));
+      user.oidc_issuer = identity.issuer;
+      user.oidc_subject = identity.subject;
+    }
+
+    // 6. A new session.
+    let result: Awaited<ReturnType<typeof completeLogin>>;
+    try {
+      result = await completeLogin(ctx, user, "oidc");
+    } catch (error) {
+      if (error instanceof ApiError) throw error;
+      ctx.log.error("oidc session creation failed", { request_id: ctx.requestId, error: String(error) });
+      fail("session_error", "The session could not be created; try again.");
+    }
+    return json(result, 200, { "set-cookie": `${BINDING_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`, "cache-control": "no-store" });
+  },
+});
+
+/** A database step of the callback: any failure is 500 store_error (spec §7). */
+async function store<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof ApiError) throw error;
+    fail("store_error", "A database operation failed during sign-in; try again.");
+  }
+}

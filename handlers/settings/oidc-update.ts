@@ -1,0 +1,17 @@
+// PUT /v1/settings/oidc: replaces the identity provider settings after setup (owner or admin).
+import { defineEndpoint } from "../../lib/route.ts";
+import { OidcSettingsBody, PublicOidcSettings } from "../../lib/auth/oidc.ts";
+import { storeOidcSettings } from "../../lib/auth/sign-in-settings.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "update_oidc_settings",
+  summary: "Replace the OpenID Provider settings",
+  tag: "settings",
+  body: OidcSettingsBody,
+  response: PublicOidcSettings,
+  errors: [],
+  async handle({ body }, ctx) {
+    ctx.log.info("oidc settings changed", { request_id: ctx.requestId, user_id: ctx.principal?.user.id ?? null, issuer: body.issuer });
+    return storeOidcSettings(ctx.db, ctx.secrets, body, ctx.clock.now());
+  },
+});

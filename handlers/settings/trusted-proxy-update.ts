@@ -1,0 +1,17 @@
+// PUT /v1/settings/trusted-proxy: replaces the trusted proxy settings after setup (owner or admin).
+import { defineEndpoint } from "../../lib/route.ts";
+import { PublicTrustedProxySettings, TrustedProxySettingsBody } from "../../lib/auth/trusted-proxy.ts";
+import { storeTrustedProxySettings } from "../../lib/auth/sign-in-settings.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "update_trusted_proxy_settings",
+  summary: "Replace the trusted proxy settings",
+  tag: "settings",
+  body: TrustedProxySettingsBody,
+  response: PublicTrustedProxySettings,
+  errors: [],
+  async handle({ body }, ctx) {
+    ctx.log.info("trusted proxy settings changed", { request_id: ctx.requestId, user_id: ctx.principal?.user.id ?? null, trusted_peers: body.trusted_peers });
+    return storeTrustedProxySettings(ctx.db, body, ctx.clock.now());
+  },
+});

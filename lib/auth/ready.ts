@@ -1,0 +1,11 @@
+// The cross-cutting rule of spec §7: the authentication endpoints answer 409 setup_incomplete
+// until the instance is ready.
+import type { Executor } from "../db/client.ts";
+import { getInstance, type Instance } from "../db/instance.ts";
+import { fail } from "../errors.ts";
+
+export async function requireReadyInstance(db: Executor): Promise<Instance> {
+  const instance = await getInstance(db);
+  if (instance.state !== "ready") fail("setup_incomplete", "Setup is not complete; finish it before signing in.");
+  return instance;
+}
