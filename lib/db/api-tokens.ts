@@ -1,7 +1,7 @@
 // API tokens (spec §2 ApiToken, §3 API token): shown once, stored hashed, revocable.
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
-import { all, num, numOrNull, one, run, str, strOrNull } from "./client.ts";
+import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "./client.ts";
 import type { Role } from "../auth/roles.ts";
 import { displayPrefix, mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
 
@@ -141,7 +141,7 @@ export async function listApiTokens(
   }
   if (options.q) {
     // `q` matches the name, the creator's e-mail or the listed prefix, case-insensitively.
-    const pattern = `%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+    const pattern = likePattern(options.q);
     where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR u.email LIKE ? ESCAPE '\\' OR lower('roost_pat_' || substr(t.id, 1, 8)) LIKE ? ESCAPE '\\')");
     args.push(pattern, pattern, pattern);
   }

@@ -85,3 +85,8 @@ export function isUniqueViolation(error: unknown): boolean {
   const e = error as { extendedCode?: string; code?: string; message?: string } | null;
   return e?.extendedCode === "SQLITE_CONSTRAINT_UNIQUE" || e?.extendedCode === "SQLITE_CONSTRAINT_PRIMARYKEY" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
+
+/** A case-insensitive substring pattern for `LIKE ? ESCAPE '\\'`, with %, _ and \\ in the search taken literally. */
+export function likePattern(q: string): string {
+  return `%${q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+}

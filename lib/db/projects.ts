@@ -1,7 +1,7 @@
 // Projects (spec §2 "Project") and their members (docs/authorization.md "Project roles").
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
-import { all, num, one, str, strOrNull } from "./client.ts";
+import { all, num, one, str, strOrNull, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 
 export type ProjectRole = "maintainer" | "developer" | "viewer";
@@ -110,7 +110,7 @@ export async function listProjects(
   if (!options.seesAll) where.push("m.role IS NOT NULL");
   if (options.q) {
     where.push("(lower(p.name) LIKE ? ESCAPE '\\' OR lower(r.full_name) LIKE ? ESCAPE '\\')");
-    const q = `%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`;
+    const q = likePattern(options.q);
     args.push(q, q);
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";

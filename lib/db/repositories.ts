@@ -1,7 +1,7 @@
 // The repository catalogue (spec §2 "Repository"), synced from each integration.
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
-import { all, bool, num, one, str } from "./client.ts";
+import { all, bool, num, one, str, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Provider } from "./integrations.ts";
 
@@ -84,7 +84,7 @@ export async function searchRepositories(db: Executor, options: { q: string | un
   let where = "";
   if (options.q) {
     where = "WHERE lower(full_name) LIKE ? ESCAPE '\\'";
-    args.push(`%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`);
+    args.push(likePattern(options.q));
   }
   const total = await one(db, `SELECT COUNT(*) AS n FROM repositories ${where}`, args);
   const rows = await all(db, `SELECT * FROM repositories ${where} ORDER BY full_name, id LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);

@@ -1,7 +1,7 @@
 // Users: invited by e-mail, each with one instance role (DECISIONS.md "Roles").
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
-import { all, bool, num, numOrNull, one, str, strOrNull } from "./client.ts";
+import { all, bool, num, numOrNull, one, str, strOrNull, likePattern } from "./client.ts";
 import type { Role } from "../auth/roles.ts";
 import { newId } from "../auth/secrets.ts";
 
@@ -87,7 +87,7 @@ export async function listUsers(
   if (!options.includeInactive) where.push("active = 1");
   if (options.q) {
     where.push("email LIKE ? ESCAPE '\\'");
-    args.push(`%${options.q.toLowerCase().replace(/[\\%_]/g, (c) => "\\" + c)}%`);
+    args.push(likePattern(options.q));
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM users ${clause}`, args);
