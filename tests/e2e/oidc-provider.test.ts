@@ -12,6 +12,9 @@ const CLIENT_ID = "roost-e2e";
 const CLIENT_SECRET = "e2e-client-secret-" + crypto.randomUUID();
 const CALLBACK = "https://ci.example.test/auth/callback";
 let daemon: Daemon;
+/** A second process on the same data dir (same key file), and a third given another ROOST_SECRET_KEY. */
+let second: Daemon;
+let otherKey: Daemon;
 let provider: Subprocess;
 let issuer = "";
 
@@ -41,8 +44,14 @@ beforeAll(async () => {
     await http(daemon.url, "POST", "/v1/setup/complete", { token }),
   ];
   for (const s of steps) if (s.status >= 300) throw new Error(`setup failed: ${s.status} ${JSON.stringify(s.body)}`);
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64");
+  [second, otherKey] = await Promise.all([
+    startDaemon({ dataDir: daemon.dataDir, cleanup: false }),
+    startDaemon({ dataDir: daemon.dataDir, cleanup: false, env: { ROOST_SECRET_KEY: key } }),
+  ]);
 });
 afterAll(async () => {
+  await Promise.all([second?.stop(), otherKey?.stop()]);
   await daemon?.stop();
   provider?.kill();
   await provider?.exited;
@@ -123,5 +132,24 @@ describe("OIDC sign-in through oidc-provider", () => {
     const res = await http(daemon.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: victim.headers.get("set-cookie")!.split(";")[0]! } });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "invalid_state", message: "This sign-in was started in another browser; start again here." });
+  });
+
+  test("a flow started on one daemon process finishes on another: pending authorizations live in the database", async () => {
+    const start = await http(daemon.url, "GET", "/v1/auth/oidc/start");
+    const returned = await browseProvider(start.body.authorization_url, "ada");
+    const res = await http(second.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! } });
+    expect(res.status).toBe(200);
+    expect(res.body.user.email).toBe("ada@example.test");
+  });
+
+  test("a process with another ROOST_SECRET_KEY cannot open the client secret: 500 decryption_error", async () => {
+    const start = await http(otherKey.url, "GET", "/v1/auth/oidc/start");
+    const returned = await browseProvider(start.body.authorization_url, "ada");
+    const res = await http(otherKey.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! } });
+    expect(res.status).toBe(500);
+    expect(res.body).toEqual({ code: "decryption_error", message: "The stored client secret cannot be decrypted with this instance's key; set it again." });
+    // The refused callback spent the state (single use); the process holding the right key still serves new flows.
+    const again = await http(daemon.url, "GET", "/v1/auth/oidc/start");
+    expect(again.status).toBe(200);
   });
 });
