@@ -43,11 +43,10 @@ export const endpoint = defineEndpoint({
     const presented = readBindingCookie(ctx.request);
     const binding = presented && /^[A-Za-z0-9_-]{43}$/.test(presented) ? presented : randomToken();
 
-    // 4. Caps: expired entries go first, then this peer's oldest beyond its own cap, then the global limit.
+    // 4. Caps: this peer's oldest beyond its own cap go, then everything expired, then the global limit.
     const now = ctx.clock.now();
     const peer = ctx.peer ?? "unknown";
     await inTransaction(ctx.db, async (tx) => {
-      await evictExpiredPending(tx, now);
       await trimPeerPending(tx, peer);
       const pending = await evictExpiredPending(tx, now);
       if (pending >= PENDING_LIMIT) fail("too_many_pending", "Too many sign-ins are in progress; try again in a few minutes.");

@@ -11,6 +11,8 @@ import type { TrustedProxySettings } from "../db/sign-in-settings.ts";
 
 export const DEFAULT_IDENTITY_HEADER = "X-Roost-User-Email";
 export const SHARED_SECRET_HEADER = "X-Roost-Trusted-Proxy-Secret";
+/** Headers that carry something else; naming one as the identity header would trust it for identity. */
+const RESERVED_HEADERS = new Set(["authorization", "cookie", "host", "origin", "content-type", "content-length", "x-forwarded-for", "forwarded", "x-real-ip", SHARED_SECRET_HEADER.toLowerCase()]);
 
 export const TrustedProxySettingsBody = z
   .object({
@@ -22,6 +24,7 @@ export const TrustedProxySettingsBody = z
     identity_header: z
       .string()
       .regex(/^[A-Za-z0-9-]{1,64}$/, "must be a header name of letters, digits and dashes")
+      .refine((h) => !RESERVED_HEADERS.has(h.toLowerCase()), "must not be a header clients or proxies set for other purposes")
       .optional()
       .describe(`default ${DEFAULT_IDENTITY_HEADER}`),
     shared_secret: z

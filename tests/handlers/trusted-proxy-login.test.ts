@@ -143,6 +143,9 @@ describe("trusted proxy settings", () => {
       expect(res.body).toEqual({ code: "invalid_request", message: "A shared secret is required when a trusted peer is a loopback address or a broad range.", details: [{ path: "shared_secret", message: `required for ${peers[0]}` }] });
     }
     expect((await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["not-an-ip"] } })).status).toBe(400);
+    for (const identity_header of ["Authorization", "x-forwarded-for", "X-Roost-Trusted-Proxy-Secret", "X_Email"]) {
+      expect([identity_header, (await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["10.0.0.5"], identity_header } })).status]).toEqual([identity_header, 400]);
+    }
     const put = await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["127.0.0.2"], shared_secret: SECRET } });
     expect(put.body).toEqual({ trusted_peers: ["127.0.0.2"], identity_header: "X-Roost-User-Email", shared_secret_set: true, updated_at: t.clock.now() });
     expect((await t.call("POST", "/v1/setup/complete", { token })).status).toBe(200);
