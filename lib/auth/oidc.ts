@@ -101,6 +101,12 @@ export async function discover(issuer: string): Promise<Discovery> {
   return discovery;
 }
 
+/** Forgets cached discovery documents and key sets (tests, whose providers come and go on reused ports). */
+export function clearOidcCaches(): void {
+  discoveryCache.clear();
+  jwksCache.clear();
+}
+
 function jwksFor(uri: string): JWTVerifyGetKey {
   let set = jwksCache.get(uri);
   if (!set) {

@@ -6,9 +6,11 @@ import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../help
 import { OTHER_CALLBACK, STANDARD_CALLBACK, invite, readyWithOidc } from "../helpers/external-access.ts";
 import { startTestOp, type IdTokenScenario, type TestOp } from "../support/test-op.ts";
 import { PENDING_PER_PEER } from "../../lib/db/oidc-pending.ts";
+import { clearOidcCaches } from "../../lib/auth/oidc.ts";
 
 const open: { t: TestApp; op: TestOp }[] = [];
 afterEach(() => {
+  clearOidcCaches();
   for (const { t, op } of open.splice(0)) {
     t.close();
     op.stop();
