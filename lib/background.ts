@@ -1,10 +1,12 @@
 // Periodic work of a daemon process: commit statuses to the hosts (every 2 s) and housekeeping
-// (every 10 minutes: expired sessions, webhook bodies and records past retention). Every task
+// (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
+// retention). Every task
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "./context.ts";
 import { reportCommitStatuses } from "./commit-statuses.ts";
 import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
+import { evictExpiredPending } from "./db/oidc-pending.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -18,6 +20,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, log: ctx.log, now: ctx.clock.now(), baseUrl })),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
+      await evictExpiredPending(ctx.db, ctx.clock.now());
       await pruneDeliveries(ctx.db, ctx.clock.now());
     }),
   ];
