@@ -247,6 +247,72 @@ CREATE INDEX oidc_pending_peer ON oidc_pending (peer, created_at);
 CREATE INDEX oidc_pending_expiry ON oidc_pending (expires_at);
 
 -- migration 4: runners, jobs and logs
+-- Runners are registered by an admin; the token (roost_rt_…) is stored hashed. Labels are the
+-- admin's plus what the runner advertises on connect; capabilities are what it reports
+-- (os, arch, flutter versions, Xcode).
+CREATE TABLE runners (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  secret_hash TEXT NOT NULL,
+  labels TEXT NOT NULL DEFAULT '[]',
+  advertised_labels TEXT NOT NULL DEFAULT '[]',
+  capabilities TEXT NOT NULL DEFAULT '{}',
+  version TEXT NOT NULL DEFAULT '',
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  last_seen_at INTEGER,
+  revoked_at INTEGER
+);
+
+-- A job is one runner's attempt at a build: claimed atomically (one running job per build),
+-- kept alive by heartbeats before lease_expires_at, fenced to its runner. next_line is the
+-- job-local index of the next log line it must send (idempotent appends).
+CREATE TABLE jobs (
+  id TEXT PRIMARY KEY,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  runner_id TEXT NOT NULL REFERENCES runners(id),
+  claim_id TEXT NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('running', 'finished', 'lost')),
+  lease_expires_at INTEGER NOT NULL,
+  next_line INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  UNIQUE (runner_id, claim_id)
+);
+CREATE UNIQUE INDEX jobs_one_running_per_build ON jobs (build_id) WHERE status = 'running';
+CREATE INDEX jobs_lease ON jobs (status, lease_expires_at);
+
+-- Build logs: one row a line, numbered per build (seq: the SSE event id, stable forever).
+CREATE TABLE build_logs (
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  job_id TEXT NOT NULL,
+  line INTEGER NOT NULL,
+  step TEXT NOT NULL DEFAULT '',
+  stream TEXT NOT NULL DEFAULT 'stdout',
+  ts INTEGER NOT NULL,
+  text TEXT NOT NULL,
+  PRIMARY KEY (build_id, seq)
+);
+-- Per-build log accounting: the last seq, bytes kept, and what the cap cut (head and tail kept).
+CREATE TABLE build_log_stats (
+  build_id TEXT PRIMARY KEY REFERENCES builds(id) ON DELETE CASCADE,
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  bytes INTEGER NOT NULL DEFAULT 0,
+  head_last_seq INTEGER,
+  cut_lines INTEGER NOT NULL DEFAULT 0,
+  cut_bytes INTEGER NOT NULL DEFAULT 0
+);
+
+-- Short-lived, read-only tokens for one build's log stream (EventSource cannot send headers).
+CREATE TABLE stream_tokens (
+  id TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  user_id TEXT NOT NULL REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
 
 -- migration 5: webhook deliveries and commit statuses
 -- Every delivery, verified or not, with the decision for each pipeline (docs/webhooks.md).

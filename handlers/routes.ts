@@ -60,6 +60,19 @@ import * as buildsRerun from "./builds/rerun.ts";
 import * as buildsCancel from "./builds/cancel.ts";
 import * as incidentsList from "./operator-incidents/list.ts";
 import * as incidentsRead from "./operator-incidents/read.ts";
+import * as runnersCreate from "./runners/create.ts";
+import * as runnersList from "./runners/list.ts";
+import * as runnersRotate from "./runners/rotate-token.ts";
+import * as runnersRevoke from "./runners/revoke.ts";
+import * as runnerConnect from "./runner-protocol/connect.ts";
+import * as runnerClaim from "./runner-protocol/claim.ts";
+import * as runnerHeartbeat from "./runner-protocol/heartbeat.ts";
+import * as runnerStep from "./runner-protocol/step.ts";
+import * as runnerLogs from "./runner-protocol/logs.ts";
+import * as runnerFinish from "./runner-protocol/finish.ts";
+import * as logsRead from "./logs/read.ts";
+import * as logsStreamToken from "./logs/stream-token.ts";
+import * as logsStream from "./logs/stream.ts";
 import * as webhookGithub from "./webhooks/github.ts";
 import * as webhookGitlab from "./webhooks/gitlab.ts";
 import * as webhookToken from "./projects/webhook-token.ts";
@@ -145,6 +158,23 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/builds/{build_id}", "user", buildsGet), // project viewer
   r("POST", "/v1/builds/{build_id}/rerun", "user", buildsRerun), // project developer
   r("POST", "/v1/builds/{build_id}/cancel", "user", buildsCancel), // project developer
+
+  // build logs
+  r("GET", "/v1/builds/{build_id}/logs", "user", logsRead), // project viewer
+  r("POST", "/v1/builds/{build_id}/stream-token", "user", logsStreamToken), // project viewer
+  r("GET", "/v1/builds/{build_id}/logs/stream", "stream", logsStream), // ?token= for this build only
+
+  // runners: registered by admins; the protocol is authenticated by the runner's own token
+  r("POST", "/v1/runners", "admin", runnersCreate),
+  r("GET", "/v1/runners", "admin", runnersList),
+  r("POST", "/v1/runners/{runner_id}/token", "admin", runnersRotate),
+  r("DELETE", "/v1/runners/{runner_id}", "admin", runnersRevoke),
+  r("POST", "/v1/runners/{runner_id}/connect", "runner", runnerConnect),
+  r("POST", "/v1/runners/{runner_id}/jobs/claim", "runner", runnerClaim),
+  r("POST", "/v1/runners/{runner_id}/heartbeat", "runner", runnerHeartbeat),
+  r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", "runner", runnerStep),
+  r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/logs", "runner", runnerLogs),
+  r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/finish", "runner", runnerFinish),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
   r("POST", "/v1/webhooks/github", "public", webhookGithub), // X-Hub-Signature-256

@@ -43,7 +43,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   for (const route of routes) {
     const { endpoint } = route;
     router[route.method.toLowerCase() as "get"](toIttyPath(route.path), async (request, meta: RequestMeta) => {
-      const auth = await authenticate(route.auth, request, ctx, meta.peer);
+      const rawParams: Record<string, string> = {};
+      for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
+      const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
       const rc: RequestContext = {
         ...ctx,
         request,
@@ -51,10 +53,10 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         requestId: meta.requestId,
         principal: auth.principal,
         setupToken: auth.setupToken,
+        runner: auth.runner ?? null,
+        streamBuildId: auth.streamBuildId ?? null,
         setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
       };
-      const rawParams: Record<string, string> = {};
-      for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
       const params = parseWith(endpoint.params ?? EMPTY, rawParams, "path");
       const query = parseWith(endpoint.query ?? EMPTY, queryObject(request), "query");
       const body = endpoint.body ? parseWith(endpoint.body, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES), "body") : undefined;

@@ -7,6 +7,7 @@ import { reportCommitStatuses } from "./commit-statuses.ts";
 import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
 import { evictExpiredPending } from "./db/oidc-pending.ts";
+import { flagUnroutableBuilds, reapLostJobs } from "./runners/reaper.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -18,6 +19,9 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     }, ms);
   const timers = [
     every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, log: ctx.log, now: ctx.clock.now(), baseUrl })),
+    // A lost runner is noticed within its lease plus this period.
+    every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), () => reapLostJobs(ctx)),
+    every(10_000, () => flagUnroutableBuilds(ctx)),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());

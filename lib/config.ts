@@ -19,6 +19,9 @@ const EnvSchema = z.object({
   ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
   ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
+  ROOST_RUNNER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
+  ROOST_RUNNER_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(45),
+  ROOST_MAX_BUILD_LOG_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(64 * 1024 * 1024),
   ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   ROOST_SECRET_KEY: z
     .string()
@@ -37,6 +40,14 @@ export interface Config {
   secretKey: string | undefined;
   /** Bearer token Prometheus presents to GET /metrics; without it, /metrics answers loopback peers only. */
   metricsToken: string | undefined;
+  runners: {
+    /** How often a runner should send heartbeats. */
+    heartbeatSeconds: number;
+    /** A job whose runner is silent this long is lost: its build fails and an incident is raised. */
+    leaseSeconds: number;
+    /** Per-build log cap: the head and the tail are kept, what lies between is cut (and says so). */
+    maxBuildLogBytes: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -66,5 +77,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
     metricsToken: e.ROOST_METRICS_TOKEN,
+    runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES },
   };
 }

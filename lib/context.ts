@@ -4,9 +4,11 @@ import type { Config } from "./config.ts";
 import type { Db } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import type { Principal } from "./auth/principal.ts";
+import type { Runner } from "./db/runners.ts";
 import type { SecretBox } from "./crypto/secret-box.ts";
 import type { EventBus } from "./events.ts";
 import type { MetricsRegistry } from "./metrics.ts";
+import type { LogHubNamespace } from "./log-hub.ts";
 
 export interface Clock {
   /** Unix epoch seconds (DECISIONS.md "Timestamps"). */
@@ -26,6 +28,8 @@ export interface AppContext {
   events: EventBus;
   /** Process-local counters and gauges for GET /metrics (lib/metrics.ts). */
   metrics: MetricsRegistry;
+  /** The per-build log hubs (lib/log-hub.ts), Durable-Object-shaped. */
+  logHubs: LogHubNamespace;
   /** Aborted when the daemon begins a graceful shutdown: long polls return, SSE streams end with a reconnect hint. */
   shutdown: AbortSignal;
 }
@@ -39,6 +43,10 @@ export interface RequestContext extends AppContext {
   principal: Principal | null;
   /** The setup token that authorized a `setup` route, with its expiry. */
   setupToken: { id: string; expires_at: number } | null;
+  /** The runner whose token authorized a `runner` route (its id matches the path's runner_id). */
+  runner: Runner | null;
+  /** The build a `stream` route's token grants read access to. */
+  streamBuildId: string | null;
   /**
    * Sets this connection's idle timeout in seconds (0 = none). Bun.serve closes connections idle
    * for longer than its idleTimeout, so SSE streams and long polls call this. A no-op in-process.

@@ -71,6 +71,12 @@ export const ERROR_STATUS = {
   build_not_cancelable: 409,
   pipeline_disabled: 409,
 
+  // runners and logs (docs/runners.md)
+  job_not_assigned: 409,
+  job_finished: 410,
+  log_gap: 416,
+  log_incomplete: 409,
+
   // webhooks (docs/webhooks.md)
   webhook_signature_missing: 401,
   webhook_signature_invalid: 401,

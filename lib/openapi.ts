@@ -28,6 +28,8 @@ const SECURITY: Record<string, Json[]> = {
   admin: [{ session: [] }, { apiToken: [] }],
   owner: [{ session: [] }, { apiToken: [] }],
   metrics: [{ metricsToken: [] }],
+  runner: [{ runnerToken: [] }],
+  stream: [{ streamToken: [] }],
 };
 
 function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, where: "path" | "query"): Json[] {
@@ -101,6 +103,8 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
         apiToken: { type: "http", scheme: "bearer", description: "API token (roost_pat_…)." },
         setupToken: { type: "http", scheme: "bearer", description: "One-time setup token (roost_setup_…), only before setup completes." },
         metricsToken: { type: "http", scheme: "bearer", description: "ROOST_METRICS_TOKEN; without it, /metrics answers loopback peers only." },
+        runnerToken: { type: "http", scheme: "bearer", description: "Runner token (roost_rt_…), valid only on its own runner's paths." },
+        streamToken: { type: "apiKey", in: "query", name: "token", description: "Stream token (roost_st_…), one build, read-only, 5 minutes to open." },
       },
     },
   };

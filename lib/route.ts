@@ -11,9 +11,11 @@ import type { RequestContext } from "./context.ts";
  * - setup: the one-time setup token, only while setup is incomplete;
  * - session: a user session (not an API token), e.g. logout;
  * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that;
- * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer.
+ * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer;
+ * - runner: a runner token (roost_rt_…) of the runner named by the path's {runner_id};
+ * - stream: a stream token (roost_st_…) in the `token` query parameter, for the path's {build_id} only.
  */
-export type AuthRule = "public" | "setup" | "session" | "user" | "maintainer" | "admin" | "owner" | "metrics";
+export type AuthRule = "public" | "setup" | "session" | "user" | "maintainer" | "admin" | "owner" | "metrics" | "runner" | "stream";
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 

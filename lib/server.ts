@@ -1,6 +1,7 @@
 // `roost serve`: opens the database, applies migrations, prepares first-run setup, and serves
 // the API over TCP and the management socket over a Unix socket.
 import { EventBus } from "./events.ts";
+import { LocalLogHubNamespace } from "./log-hub.ts";
 import { MetricsRegistry } from "./metrics.ts";
 import { mkdir, chmod } from "node:fs/promises";
 import type { Config } from "./config.ts";
@@ -64,7 +65,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
 
   const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
   const shutdown = new AbortController();
-  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), shutdown: shutdown.signal };
+  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: shutdown.signal };
   const app = createApp(ctx, routes);
   const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
     // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.

@@ -13,10 +13,14 @@ import { checkSetupToken } from "../db/one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
 import { constantTimeEqualStrings } from "./secrets.ts";
 import { isLoopbackAddress } from "../net.ts";
+import { runnerForToken, touchRunner, type Runner } from "../db/runners.ts";
+import { buildForStreamToken } from "../db/stream-tokens.ts";
 
 export interface Authentication {
   principal: Principal | null;
   setupToken: { id: string; expires_at: number } | null;
+  runner?: Runner | null;
+  streamBuildId?: string | null;
 }
 
 const MIN_ROLE: Partial<Record<AuthRule, Role>> = {
@@ -27,10 +31,28 @@ const MIN_ROLE: Partial<Record<AuthRule, Role>> = {
   owner: "owner",
 };
 
-export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null): Promise<Authentication> {
+export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null, params: Record<string, string> = {}): Promise<Authentication> {
   if (rule === "public") return { principal: null, setupToken: null };
 
   const token = bearerToken(request);
+  if (rule === "runner") {
+    // A runner token works only on its own runner's paths (type confusion and cross-runner calls refused).
+    if (token === null) fail("missing_auth", "Runner calls need 'Authorization: Bearer <runner token>'.");
+    const runner = await runnerForToken(ctx.db, token);
+    if (!runner) fail("invalid_token", "The runner token is not valid (rotated or revoked?).");
+    if (params.runner_id !== runner.id) fail("forbidden", "This runner token belongs to another runner.");
+    await touchRunner(ctx.db, runner.id, ctx.clock.now());
+    return { principal: null, setupToken: null, runner };
+  }
+  if (rule === "stream") {
+    // Stream tokens travel in the query string (EventSource sends no headers): scoped to one build, read-only, short-lived.
+    const presented = new URL(request.url).searchParams.get("token");
+    if (!presented) fail("missing_auth", "Pass the stream token as ?token= (POST /v1/builds/{build_id}/stream-token).");
+    const buildId = await buildForStreamToken(ctx.db, presented, ctx.clock.now());
+    if (!buildId) fail("invalid_token", "The stream token is unknown or expired; ask for a new one.");
+    if (buildId !== params.build_id) fail("forbidden", "This stream token is for another build.");
+    return { principal: null, setupToken: null, streamBuildId: buildId };
+  }
   if (rule === "metrics") {
     // Prometheus scrapes with a static bearer token; without one configured, only this host may scrape.
     if (ctx.config.metricsToken) {

@@ -81,6 +81,11 @@ export const ExecutionConfigInput = z
       .max(3)
       .default(["android"])
       .refine((p) => new Set(p).size === p.length, "platforms must be unique"),
+    runner_labels: z
+      .array(z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/))
+      .max(20)
+      .default([])
+      .describe("labels a runner must have to take this pipeline's builds (routing; docs/runners.md)"),
   })
   .strict();
 
@@ -106,6 +111,8 @@ export interface ExecutionConfig {
   platform_build_args: Record<Platform, string[]>;
   platform_commands: Partial<Record<Platform, string>>;
   platforms: Platform[];
+  /** Absent in builds created before runner labels existed. */
+  runner_labels?: string[];
 }
 
 export interface Concurrency {

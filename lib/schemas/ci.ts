@@ -64,6 +64,7 @@ export const ExecutionConfigOut = z.object({
   platform_build_args: z.object({ android: z.array(z.string()), ios: z.array(z.string()), macos: z.array(z.string()) }),
   platform_commands: z.object({ android: z.string().optional(), ios: z.string().optional(), macos: z.string().optional() }),
   platforms: z.array(Platform),
+  runner_labels: z.array(z.string()).optional(),
 });
 
 export const Concurrency = z.object({ cancel_previous: z.boolean(), max_concurrent: z.number().int() });

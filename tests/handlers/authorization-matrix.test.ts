@@ -144,6 +144,21 @@ beforeAll(async () => {
         return { path: `/v1/webhook-deliveries/${id}` };
       },
     ],
+    ["GET /v1/builds/{build_id}/logs", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/logs` })],
+    ["POST /v1/builds/{build_id}/stream-token", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/stream-token` })],
+    // Only a stream token (?token=) opens a stream; a bearer credential of any role does not.
+    ["GET /v1/builds/{build_id}/logs/stream", [], async () => ({ path: `/v1/builds/${buildId}/logs/stream` })],
+    ["POST /v1/runners", instance("admin"), async () => ({ path: "/v1/runners", body: { name: "walk" } })],
+    ["GET /v1/runners", instance("admin"), async () => ({ path: "/v1/runners" })],
+    ["POST /v1/runners/{runner_id}/token", instance("admin"), async () => ({ path: `/v1/runners/${await runnerId()}/token` })],
+    ["DELETE /v1/runners/{runner_id}", instance("admin"), async () => ({ path: `/v1/runners/${await runnerId()}` })],
+    // The runner protocol takes the runner's own token only: no user credential works.
+    ["POST /v1/runners/{runner_id}/connect", [], async () => ({ path: `/v1/runners/${await runnerId()}/connect`, body: { capabilities: { os: "linux", arch: "x64" } } })],
+    ["POST /v1/runners/{runner_id}/jobs/claim", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/claim`, body: { claim_id: "walk-claim-1", wait_seconds: 0 } })],
+    ["POST /v1/runners/{runner_id}/heartbeat", [], async () => ({ path: `/v1/runners/${await runnerId()}/heartbeat`, body: {} })],
+    ["PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/steps/build`, body: { status: "running", started_at: 1 } })],
+    ["POST /v1/runners/{runner_id}/jobs/{job_id}/logs", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/logs`, body: { first_line: 0, lines: [] } })],
+    ["POST /v1/runners/{runner_id}/jobs/{job_id}/finish", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/finish`, body: { status: "succeeded", exit_code: 0, line_count: 0 } })],
     ["GET /v1/operator-incidents", instance("admin"), async () => ({ path: "/v1/operator-incidents" })],
     ["POST /v1/operator-incidents/{id}/read", instance("admin"), async () => ({ path: `/v1/operator-incidents/${incidentId}/read` })],
   ];
@@ -199,6 +214,10 @@ describe("the authorization table", () => {
     expect(mismatches).toEqual([]);
   });
 });
+
+async function runnerId(): Promise<string> {
+  return (await t.call("POST", "/v1/runners", { token: owner, body: { name: "walk" } })).body.runner.id;
+}
 
 async function signIn(who: Who): Promise<void> {
   const res = await t.call("POST", "/v1/auth/local/login", { body: { email: emails[who] } });

@@ -1,6 +1,7 @@
 // In-process test harness: the real route table and pipeline on a temp-file libSQL database,
 // called through `app.fetch` the way Bun.serve calls it, with the peer address and clock injected.
 import { EventBus } from "../../lib/events.ts";
+import { LocalLogHubNamespace } from "../../lib/log-hub.ts";
 import { MetricsRegistry } from "../../lib/metrics.ts";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -60,7 +61,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const clock = testClock();
   await migrate(db, clock.now);
   const secrets = await createSecretBox(await loadSecretKey(dataDir, config.secretKey));
-  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events: new EventBus(), metrics: new MetricsRegistry(), shutdown: new AbortController().signal };
+  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: new AbortController().signal };
   const app = createApp(ctx, routes);
   return {
     app,

@@ -1,0 +1,25 @@
+// POST /v1/builds/{build_id}/stream-token (spec §4; project viewer): a read-only token for this
+// build's log stream only, valid 5 minutes to open it (an open stream lives on), stored hashed.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { findBuild } from "../../lib/db/builds.ts";
+import { mintStreamToken } from "../../lib/db/stream-tokens.ts";
+import { json } from "../../lib/http.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "create_stream_token",
+  summary: "A short-lived token for one build's log stream",
+  tag: "logs",
+  params: z.object({ build_id: IdParam }),
+  response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
+  errors: ["not_found", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const build = await findBuild(ctx.db, params.build_id);
+    if (!build) fail("not_found", "No build with that id.");
+    await requireProjectRole(ctx, build.project_id, "viewer");
+    return json(await mintStreamToken(ctx.db, build.id, ctx.principal!.user.id, ctx.clock.now()), 200, { "cache-control": "no-store" });
+  },
+});

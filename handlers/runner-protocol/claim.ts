@@ -1,0 +1,53 @@
+// POST /v1/runners/{runner_id}/jobs/claim (runner token): long poll for work. Answers 201 with a
+// job as soon as a build this runner may run is queued, or 204 after `wait_seconds`. Atomic
+// across runners and daemon processes; a retried claim_id returns the same job.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { claimJob } from "../../lib/db/jobs.ts";
+import { jobPayload } from "../../lib/runners/protocol.ts";
+
+/** While waiting, the database is also re-read this often, for builds queued through another process. */
+const RECHECK_MS = 1000;
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_claim_job",
+  summary: "Runner: claim a job (long poll)",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam }),
+  body: z
+    .object({
+      claim_id: z.string().min(8).max(64).describe("unique per claim attempt; retrying with the same id returns the same job"),
+      wait_seconds: z.number().int().min(0).max(30).default(25),
+    })
+    .strict(),
+  response: z.object({ job: z.record(z.string(), z.unknown()) }),
+  successStatus: 201,
+  errors: ["invalid_token", "forbidden"],
+  async handle({ body }, ctx) {
+    ctx.setIdleTimeout(body.wait_seconds + 10);
+    const deadline = Date.now() + body.wait_seconds * 1000;
+    for (;;) {
+      const claimed = await claimJob(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
+      if (claimed) {
+        ctx.events.publish({ type: "build.changed", build_id: claimed.build.id, project_id: claimed.build.project_id, status: claimed.build.status });
+        return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), { status: 201, headers: { "content-type": "application/json" } });
+      }
+      const left = deadline - Date.now();
+      if (left <= 0 || ctx.shutdown.aborted) return new Response(null, { status: 204, headers: { "x-roost-next-poll-ms": "0" } });
+      // Wake at once when a build is queued in this process; re-read the database regardless.
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, Math.min(left, RECHECK_MS));
+        const unsubscribe = ctx.events.subscribe((e) => e.type === "build.queued" && done());
+        const onAbort = () => done();
+        ctx.shutdown.addEventListener("abort", onAbort);
+        function done() {
+          clearTimeout(timer);
+          unsubscribe();
+          ctx.shutdown.removeEventListener("abort", onAbort);
+          resolve();
+        }
+      });
+    }
+  },
+});

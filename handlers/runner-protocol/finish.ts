@@ -1,0 +1,46 @@
+// POST /v1/runners/{runner_id}/jobs/{job_id}/finish (runner token): the job is done. Refused
+// with 409 log_incomplete while the runner says it produced more lines than Roost has (it sends
+// them, then finishes again), so a build never ends with a partial log. Idempotent: finishing
+// a finished job again answers the build as it is.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
+import { findJob, markJob } from "../../lib/db/jobs.ts";
+import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
+import { transitionBuild } from "../../lib/builds/transition.ts";
+import { statsOf } from "../../lib/db/build-logs.ts";
+import { notifyHub } from "../../lib/log-hub.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_finish_job",
+  summary: "Runner: finish a job",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  body: z
+    .object({
+      status: z.enum(["succeeded", "failed", "canceled"]),
+      exit_code: z.number().int(),
+      failure_reason: z.string().max(500).optional(),
+      line_count: z.number().int().min(0).describe("how many log lines the job produced in all"),
+    })
+    .strict(),
+  response: z.object({ build: BuildResource }),
+  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "log_incomplete"],
+  async handle({ params, body }, ctx) {
+    const job = await findJob(ctx.db, params.job_id);
+    if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This job is not assigned to this runner.");
+    if (job.status === "lost") fail("job_finished", "This job was lost (its lease expired); its build has already failed.");
+    if (job.status === "running") {
+      if (body.line_count > job.next_line) {
+        fail("log_incomplete", `Roost has ${job.next_line} of ${body.line_count} lines; send the rest, then finish.`, { headers: { "x-roost-log-next-line": String(job.next_line) } });
+      }
+      await markJob(ctx.db, job.id, "finished", ctx.clock.now());
+      const transition = body.status === "succeeded" ? "succeed" : body.status === "failed" ? "fail" : "cancel";
+      // A build canceled meanwhile stays canceled: the transition is refused and the build is answered as it is.
+      await transitionBuild(ctx, job.build_id, transition, { exit_code: body.exit_code, ...(body.failure_reason ? { failure_reason: body.failure_reason } : {}) });
+      await notifyHub(ctx.logHubs, job.build_id, (await statsOf(ctx.db, job.build_id)).last_seq);
+    }
+    return { build: toPublicBuild((await findBuild(ctx.db, job.build_id))!) };
+  },
+});

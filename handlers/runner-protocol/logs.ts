@@ -1,0 +1,38 @@
+// POST /v1/runners/{runner_id}/jobs/{job_id}/logs (spec §4; runner token): appends log lines.
+// Body {first_line, lines}: the job-local index of the first line and up to 1 MiB of lines.
+// Idempotent: lines Roost already has are skipped (202 with next_line), so a retried request
+// never duplicates; a request that starts past next_line stores nothing and answers
+// 416 log_gap with next_line, and the runner resends from there, so nothing is lost.
+// Every answer carries X-Roost-Job-Status (running | canceling).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { json } from "../../lib/http.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { LOG_REQUEST_LIMIT, LogLine } from "../../lib/runners/wire.ts";
+import { jobStatusHeader, ownedRunningJob } from "../../lib/runners/protocol.ts";
+import { appendLogLines } from "../../lib/db/build-logs.ts";
+import { notifyHub } from "../../lib/log-hub.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_append_logs",
+  summary: "Runner: append log lines (idempotent)",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  body: z.object({ first_line: z.number().int().min(0), lines: z.array(LogLine).max(10_000) }).strict(),
+  bodyLimitBytes: LOG_REQUEST_LIMIT,
+  response: z.object({ next_line: z.number().int(), last_seq: z.number().int(), accepted: z.number().int() }),
+  successStatus: 202,
+  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "log_gap"],
+  async handle({ params, body }, ctx) {
+    const job = await ownedRunningJob(ctx, params.job_id);
+    const result = await appendLogLines(ctx.db, job.id, job.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes);
+    const status = await jobStatusHeader(ctx, job.build_id);
+    if (result.kind === "gap") {
+      fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { ...status, "x-roost-log-next-line": String(result.next_line) } });
+    }
+    ctx.metrics.counter("roost_log_bytes_ingested_total", "Bytes of build log lines stored.").inc({}, body.lines.slice(Math.max(0, body.lines.length - result.accepted)).reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0));
+    if (result.accepted > 0) await notifyHub(ctx.logHubs, job.build_id, result.last_seq);
+    return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, { ...status, "x-roost-log-next-line": String(result.next_line) });
+  },
+});

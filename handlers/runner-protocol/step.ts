@@ -1,0 +1,29 @@
+// PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step} (runner token): records one step's
+// result in the build's step_results (spec §2), replacing an earlier report of the same step.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam, StepResult } from "../../lib/schemas/ci.ts";
+import { ownedRunningJob } from "../../lib/runners/protocol.ts";
+import { recordStepResult } from "../../lib/runners/steps.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_report_step",
+  summary: "Runner: report a step's result",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam, job_id: IdParam, step: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/) }),
+  body: z
+    .object({
+      status: z.enum(["running", "succeeded", "failed", "canceled", "skipped"]),
+      exit_code: z.number().int().nullable().default(null),
+      started_at: z.number().int(),
+      finished_at: z.number().int().nullable().default(null),
+      duration_ms: z.number().int().min(0).default(0),
+    })
+    .strict(),
+  response: z.object({ step_results: z.array(StepResult) }),
+  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished"],
+  async handle({ params, body }, ctx) {
+    const job = await ownedRunningJob(ctx, params.job_id);
+    return { step_results: await recordStepResult(ctx.db, job.build_id, { name: params.step, ...body }) };
+  },
+});

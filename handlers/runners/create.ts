@@ -1,0 +1,20 @@
+// POST /v1/runners (admin): registers a runner. The token (roost_rt_…) is in this answer only.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { DisplayName } from "../../lib/schemas.ts";
+import { RunnerResource, RunnerLabel } from "../../lib/runners/wire.ts";
+import { insertRunner, toPublicRunner } from "../../lib/db/runners.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "create_runner",
+  summary: "Register a runner",
+  tag: "runners",
+  body: z.object({ name: DisplayName, labels: z.array(RunnerLabel).max(20).default([]) }).strict(),
+  response: z.object({ runner: RunnerResource, token: z.string().describe("roost_rt_…, shown only here") }),
+  successStatus: 201,
+  errors: ["forbidden", "invalid_session", "invalid_token"],
+  async handle({ body }, ctx) {
+    const { runner, token } = await insertRunner(ctx.db, { name: body.name, labels: body.labels, createdBy: ctx.principal!.user.id }, ctx.clock.now());
+    return { runner: toPublicRunner(runner), token };
+  },
+});

@@ -1,0 +1,16 @@
+// GET /v1/runners (admin).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { RunnerResource } from "../../lib/runners/wire.ts";
+import { listRunners, toPublicRunner } from "../../lib/db/runners.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_runners",
+  summary: "List runners",
+  tag: "runners",
+  response: z.object({ runners: z.array(RunnerResource) }),
+  errors: ["forbidden", "invalid_session", "invalid_token"],
+  async handle(_input, ctx) {
+    return { runners: (await listRunners(ctx.db)).map(toPublicRunner) };
+  },
+});

@@ -1,0 +1,21 @@
+// POST /v1/runners/{runner_id}/token (admin): a new token; the old one stops working at once.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { findRunner, rotateRunnerToken } from "../../lib/db/runners.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "rotate_runner_token",
+  summary: "Rotate a runner's token",
+  tag: "runners",
+  params: z.object({ runner_id: IdParam }),
+  response: z.object({ token: z.string() }),
+  successStatus: 201,
+  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  async handle({ params }, ctx) {
+    const runner = await findRunner(ctx.db, params.runner_id);
+    if (!runner || runner.revoked_at !== null) fail("not_found", "No active runner with that id.");
+    return { token: await rotateRunnerToken(ctx.db, runner.id) };
+  },
+});

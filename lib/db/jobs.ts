@@ -1,0 +1,100 @@
+// Jobs: a runner's attempt at a build (docs/runners.md "Protocol"). The claim is one write
+// transaction: take the oldest queued build this runner may run (platform, labels, free
+// max_concurrent slot), move it to running through the state machine, and insert the job; the
+// unique index on running jobs per build refuses a second claimer in any process. A claim_id the
+// runner already used returns the same job, so a lost claim response strands nothing.
+import type { Row, Transaction } from "@libsql/client";
+import type { Db, Executor } from "./client.ts";
+import { all, inTransaction, num, numOrNull, one, str } from "./client.ts";
+import { newId } from "../auth/secrets.ts";
+import { toBuild, type Build } from "./builds.ts";
+import { PIPELINE_HAS_FREE_SLOT } from "../builds/queue.ts";
+import { allowedFrom } from "../builds/state-machine.ts";
+import type { Runner } from "./runners.ts";
+import { whyRunnerCannotTake } from "../runners/routing.ts";
+
+export interface Job {
+  id: string;
+  build_id: string;
+  runner_id: string;
+  claim_id: string;
+  status: "running" | "finished" | "lost";
+  lease_expires_at: number;
+  next_line: number;
+  created_at: number;
+  finished_at: number | null;
+}
+
+function toJob(row: Row): Job {
+  return {
+    id: str(row, "id"),
+    build_id: str(row, "build_id"),
+    runner_id: str(row, "runner_id"),
+    claim_id: str(row, "claim_id"),
+    status: str(row, "status") as Job["status"],
+    lease_expires_at: num(row, "lease_expires_at"),
+    next_line: num(row, "next_line"),
+    created_at: num(row, "created_at"),
+    finished_at: numOrNull(row, "finished_at"),
+  };
+}
+
+export async function findJob(db: Executor, id: string): Promise<Job | null> {
+  const row = await one(db, "SELECT * FROM jobs WHERE id = ?", [id]);
+  return row ? toJob(row) : null;
+}
+
+export async function claimJob(db: Db, runner: Runner, claimId: string, now: number, leaseSeconds: number): Promise<{ job: Job; build: Build } | null> {
+  return inTransaction(db, async (tx) => {
+    const existing = await one(tx, "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", [runner.id, claimId]);
+    if (existing) {
+      const job = toJob(existing);
+      const build = toBuild((await one(tx, "SELECT * FROM builds WHERE id = ?", [job.build_id]))!);
+      return { job, build };
+    }
+    const candidates = await all(tx, `SELECT b.* FROM builds b WHERE b.status = 'queued' AND ${PIPELINE_HAS_FREE_SLOT} ORDER BY b.queued_at, b.build_number LIMIT 50`);
+    for (const row of candidates) {
+      const candidate = toBuild(row);
+      if (whyRunnerCannotTake(runner, candidate.config_snapshot) !== null) continue;
+      return start(tx, runner, claimId, candidate, now, leaseSeconds);
+    }
+    return null;
+  });
+}
+
+async function start(tx: Transaction, runner: Runner, claimId: string, candidate: Build, now: number, leaseSeconds: number): Promise<{ job: Job; build: Build }> {
+  // The `start` transition of lib/builds/state-machine.ts, inside the claim's transaction.
+  const row = await one(
+    tx,
+    `UPDATE builds SET status = 'running', started_at = ?, runner_id = ?, runner_policy_block_reason = NULL, updated_at = ?
+     WHERE id = ? AND status IN (${allowedFrom("start").map(() => "?").join(", ")}) RETURNING *`,
+    [now, runner.id, now, candidate.id, ...allowedFrom("start")],
+  );
+  const job = toJob(
+    (await one(tx, "INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *", [
+      newId(), candidate.id, runner.id, claimId, now + leaseSeconds, now,
+    ]))!,
+  );
+  return { job, build: toBuild(row!) };
+}
+
+/** Renews the leases of the given running jobs of this runner; returns the ones whose build was canceled (or is gone). */
+export async function heartbeat(db: Executor, runnerId: string, jobIds: string[], now: number, leaseSeconds: number): Promise<{ renewed: string[]; cancel: string[] }> {
+  if (jobIds.length === 0) return { renewed: [], cancel: [] };
+  const marks = jobIds.map(() => "?").join(", ");
+  await db.execute({ sql: `UPDATE jobs SET lease_expires_at = ? WHERE runner_id = ? AND status = 'running' AND id IN (${marks})`, args: [now + leaseSeconds, runnerId, ...jobIds] });
+  const rows = await all(db, `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = ? AND j.id IN (${marks})`, [runnerId, ...jobIds]);
+  const known = new Set(rows.map((r) => String(r.id)));
+  const cancel = rows.filter((r) => r.job_status !== "running" || r.build_status !== "running").map((r) => String(r.id));
+  for (const id of jobIds) if (!known.has(id)) cancel.push(id);
+  return { renewed: rows.filter((r) => r.job_status === "running").map((r) => String(r.id)), cancel };
+}
+
+/** Jobs whose runner stopped renewing their lease. */
+export async function expiredJobs(db: Executor, now: number): Promise<Job[]> {
+  return (await all(db, "SELECT * FROM jobs WHERE status = 'running' AND lease_expires_at < ?", [now])).map(toJob);
+}
+
+export async function markJob(db: Executor, id: string, status: "finished" | "lost", now: number): Promise<boolean> {
+  return (await db.execute({ sql: "UPDATE jobs SET status = ?, finished_at = ? WHERE id = ? AND status = 'running'", args: [status, now, id] })).rowsAffected === 1;
+}

@@ -1,0 +1,52 @@
+// Shared steps of the runner protocol (docs/runners.md).
+import type { RequestContext } from "../context.ts";
+import { fail } from "../errors.ts";
+import { findJob, type Job } from "../db/jobs.ts";
+import { findBuild, type Build } from "../db/builds.ts";
+import { findRepository } from "../db/repositories.ts";
+import { findProject } from "../db/projects.ts";
+import { revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
+
+/**
+ * Fencing: the job must be this runner's and still running. Another runner's job is 409
+ * job_not_assigned; a finished or lost job is 410 job_finished (the runner stops working on it).
+ */
+export async function ownedRunningJob(ctx: RequestContext, jobId: string): Promise<Job> {
+  const job = await findJob(ctx.db, jobId);
+  if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This job is not assigned to this runner.");
+  if (job.status !== "running") fail("job_finished", `This job is ${job.status === "lost" ? "lost (its lease expired)" : "finished"}; stop working on it.`);
+  return job;
+}
+
+/** Response header telling a runner to stop: the build was canceled (or failed) meanwhile. */
+export async function jobStatusHeader(ctx: RequestContext, buildId: string): Promise<Record<string, string>> {
+  const build = await findBuild(ctx.db, buildId);
+  return { "x-roost-job-status": build && build.status === "running" ? "running" : "canceling" };
+}
+
+/** What a runner receives with a claimed job: the build, where to fetch it, and its frozen configuration with secrets revealed. */
+export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
+  const project = await findProject(ctx.db, build.project_id);
+  const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
+  const snapshot: ConfigSnapshot = build.config_snapshot;
+  return {
+    job_id: job.id,
+    lease_seconds: ctx.config.runners.leaseSeconds,
+    heartbeat_seconds: ctx.config.runners.heartbeatSeconds,
+    next_line: job.next_line,
+    build: {
+      id: build.id,
+      build_number: build.build_number,
+      project_id: build.project_id,
+      pipeline_id: build.pipeline_id,
+      branch: build.branch,
+      commit_sha: build.commit_sha,
+      trigger_type: build.trigger_type,
+      trigger_event: build.trigger_event,
+      trigger_ref: build.trigger_ref,
+      repository_full_name: repo?.full_name ?? "",
+      clone_url: repo?.clone_url ?? "",
+    },
+    config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: await revealEnv(snapshot.execution_config.env, ctx.secrets) } },
+  };
+}
