@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SseReader } from "../helpers/sse.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "roost-two-"));
 const WEBHOOK_SECRET = "two-processes-webhook-secret";
@@ -83,6 +84,28 @@ describe("two daemons, one database", () => {
     expect(builds.total).toBe(1);
     // And a redelivery later, to the other process, is still a duplicate.
     expect((await send(b.url)).duplicate).toBe(true);
+  });
+
+  test("a runner claims and appends through one process while a viewer on the other sees every line (within the documented ~1 s)", async () => {
+    const created = (await http(a.url, "POST", "/v1/runners", { token: owner, body: { name: "linux" } })).body;
+    const runner = { id: created.runner.id, token: created.token };
+    await http(a.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+    // Both processes race to hand out work: each build goes to one claim only.
+    const claims = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => http(i % 2 ? a.url : b.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })),
+    );
+    const claimed = claims.filter((c) => c.status === 201).map((c) => c.body.job);
+    expect(new Set(claimed.map((j) => j.build.id)).size).toBe(claimed.length);
+    const job = claimed[0];
+    const { token } = (await http(b.url, "POST", `/v1/builds/${job.build.id}/stream-token`, { token: owner })).body;
+    const viewer = new SseReader(await fetch(`${b.url}/v1/builds/${job.build.id}/logs/stream?token=${token}`));
+    await viewer.until((e) => e.some((x) => x.event === "status"));
+    const sentAt = Date.now();
+    await http(a.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, { token: runner.token, body: { first_line: 0, lines: [{ text: "from process A" }, { text: "second" }] } });
+    await viewer.until((e) => e.filter((x) => x.event === "log").length >= 2, 5000);
+    expect(Date.now() - sentAt).toBeLessThan(3000);
+    expect(viewer.logs().map((l) => l.text)).toEqual(["from process A", "second"]);
+    await viewer.cancel();
   });
 
   test("one process serves the management socket; a capability it mints is valid for both", async () => {
