@@ -15,7 +15,7 @@ export class SseReader {
   closed = false;
 
   constructor(readonly response: Response) {
-    this.#reader = response.body!.getReader();
+    this.#reader = response.body!.getReader() as ReadableStreamDefaultReader<Uint8Array>;
   }
 
   /** Reads until `predicate` holds for the events read so far, or `timeoutMs` passes. */

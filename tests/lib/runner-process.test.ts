@@ -1,0 +1,37 @@
+// The runner's pure parts: secret masking across line breaks, and stopping a whole process tree.
+import { describe, expect, test } from "bun:test";
+import { MASK, maskLine, maskNeedles } from "../../lib/runner/masking.ts";
+import { groupAlive, runCommand } from "../../lib/runner/process.ts";
+
+describe("masking", () => {
+  test("whole values and every line of a multi-line secret are masked; short pieces are not", () => {
+    const pem = "-----BEGIN KEY-----\nMIIEvQIBADANBgkq\nhkiG9w0BAQEFAASC\n-----END KEY-----";
+    const needles = maskNeedles(["hunter2-password", pem, "ab"]);
+    expect(maskLine("password is hunter2-password!", needles)).toBe(`password is ${MASK}!`);
+    for (const line of pem.split("\n")) expect(maskLine(line, needles)).toBe(MASK);
+    expect(maskLine("ab cd", needles)).toBe("ab cd");
+    expect(maskLine("cat key: MIIEvQIBADANBgkq (line 2)", needles)).toBe(`cat key: ${MASK} (line 2)`);
+  });
+});
+
+describe("process trees", () => {
+  test("output arrives line by line with its stream, and the exit code is kept", async () => {
+    const lines: string[] = [];
+    const cmd = runCommand("echo one; echo two >&2; printf 'no newline'; exit 3", { cwd: "/tmp", env: { PATH: process.env.PATH ?? "" }, onLine: (s, t) => lines.push(`${s}:${t}`) });
+    expect(await cmd.done).toEqual({ exitCode: 3, signal: null });
+    expect(lines.sort()).toEqual(["stderr:two", "stdout:no newline", "stdout:one"]);
+  });
+
+  test("stop ends the whole group: a child that ignores TERM is killed after the grace period", async () => {
+    const cmd = runCommand("trap '' TERM; (trap '' TERM; sleep 30) & sleep 30", { cwd: "/tmp", env: { PATH: process.env.PATH ?? "" }, onLine: () => {} });
+    await Bun.sleep(200);
+    expect(groupAlive(cmd.pid)).toBe(true);
+    const started = Date.now();
+    await cmd.stop(500);
+    const result = await cmd.done;
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(result.exitCode).not.toBe(0);
+    await Bun.sleep(100);
+    expect(groupAlive(cmd.pid)).toBe(false);
+  });
+});
