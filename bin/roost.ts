@@ -14,6 +14,7 @@ Commands:
   recover setup-token   mint a fresh first-run setup token over the management socket
   migrate               apply pending database migrations and exit
   backup <file>         write a consistent copy of the database to <file> (safe while serving)
+  runner                run builds for a Roost daemon (ROOST_URL, ROOST_RUNNER_ID, ROOST_RUNNER_TOKEN)
   user                  list, invite, change or deactivate users (works on the database directly)
   token                 list or revoke API tokens (works on the database directly)
   version               print the version
@@ -36,6 +37,18 @@ Stops gracefully on SIGTERM or SIGINT.`,
 Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
   migrate: `roost migrate: apply pending migrations from the embedded schema to the configured database, then exit.`,
   version: `roost version: print the version.`,
+  runner: `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
+
+Environment:
+  ROOST_URL                  the daemon (default http://127.0.0.1:8080)
+  ROOST_RUNNER_ID            from POST /v1/runners
+  ROOST_RUNNER_TOKEN         roost_rt_… from POST /v1/runners (or its rotation)
+  ROOST_RUNNER_WORKDIR       checkouts and the repository cache (default ./runner-work)
+  ROOST_FLUTTER_SDKS         a directory of Flutter SDKs, <dir>/<version>/bin/flutter, for pinned versions
+  ROOST_RUNNER_LABELS        extra labels, comma-separated
+  ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
+
+Stops on SIGTERM/SIGINT. Exit 2 on bad configuration, 1 when the daemon refuses the runner.`,
   backup: `roost backup <file>: write a consistent snapshot of the embedded database to <file> with VACUUM INTO.
 
 Safe while the daemon serves. Back up secret.key (or keep ROOST_SECRET_KEY) too: without it the
@@ -137,6 +150,36 @@ async function main(argv: string[]): Promise<number> {
       }
       process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
       process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
+      return 0;
+    }
+    case "runner": {
+      const id = process.env.ROOST_RUNNER_ID;
+      const token = process.env.ROOST_RUNNER_TOKEN;
+      if (!id || !token) {
+        process.stderr.write(`ROOST_RUNNER_ID and ROOST_RUNNER_TOKEN are required\n\n${HELP.runner}\n`);
+        return 2;
+      }
+      const { runRunner } = await import("../lib/runner/agent.ts");
+      const { resolve } = await import("node:path");
+      const stop = new AbortController();
+      process.on("SIGTERM", () => stop.abort());
+      process.on("SIGINT", () => stop.abort());
+      try {
+        await runRunner({
+          url: (process.env.ROOST_URL ?? "http://127.0.0.1:8080").replace(/\/+$/, ""),
+          runnerId: id,
+          token,
+          workDir: resolve(process.env.ROOST_RUNNER_WORKDIR ?? "./runner-work"),
+          flutterSdks: process.env.ROOST_FLUTTER_SDKS,
+          labels: (process.env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
+          graceMs: Number(process.env.ROOST_RUNNER_GRACE_SECONDS ?? "10") * 1000,
+          log: (msg, fields) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }) + "\n"),
+          stop: stop.signal,
+        });
+      } catch (error) {
+        process.stderr.write(`${(error as Error).message}\n`);
+        return 1;
+      }
       return 0;
     }
     case "backup": {

@@ -13,6 +13,8 @@ export interface StandInRepo {
   full_name: string;
   default_branch: string;
   private: boolean;
+  /** Where runners clone from (a local repository in runner tests). */
+  clone_url?: string;
 }
 
 export interface RecordedRequest {
@@ -88,7 +90,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         return json(
           {
             total_count: state.github.repos.length,
-            repositories: slice.map((r) => ({ id: r.id, full_name: r.full_name, default_branch: r.default_branch, private: r.private, owner: { avatar_url: `https://avatars.example.test/${r.id}` }, clone_url: `https://github.example.test/${r.full_name}.git` })),
+            repositories: slice.map((r) => ({ id: r.id, full_name: r.full_name, default_branch: r.default_branch, private: r.private, owner: { avatar_url: `https://avatars.example.test/${r.id}` }, clone_url: r.clone_url ?? `https://github.example.test/${r.full_name}.git` })),
           },
           200,
           headers,

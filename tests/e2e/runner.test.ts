@@ -1,0 +1,198 @@
+// A real runner process building a real git repository (issue 5 "Done when"): the daemon, the
+// `roost runner` process, a local repository, and a `flutter` stand-in on the runner's PATH (a
+// script that prints like flutter and writes an .apk; no Flutter SDK is installed here).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SseReader } from "../helpers/sse.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-runner-e2e-"));
+const repo = join(work, "app");
+const flutterDir = join(work, "flutter-stand-in");
+let daemon: Daemon;
+let host: HostApiStandIn;
+let runnerProc: Subprocess | undefined;
+let owner = "";
+let projectId = "";
+let commit = "";
+let runner = { id: "", token: "" };
+
+async function sh(cmd: string, cwd = work): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: ${err}`);
+  return out.trim();
+}
+
+function startRunner(): Subprocess {
+  return Bun.spawn([BUN, ROOST, "runner"], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: `${flutterDir}:${process.env.PATH}`,
+      HOME: work,
+      ROOST_URL: daemon.url,
+      ROOST_RUNNER_ID: runner.id,
+      ROOST_RUNNER_TOKEN: runner.token,
+      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
+      ROOST_RUNNER_GRACE_SECONDS: "1",
+    },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+}
+
+async function pipeline(body: Record<string, unknown>): Promise<string> {
+  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body } });
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.pipeline.id;
+}
+
+async function build(pipelineId: string): Promise<string> {
+  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } })).body.build.id;
+}
+
+async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const b = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+    if (predicate(b)) return b;
+    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
+    await Bun.sleep(100);
+  }
+}
+
+async function stream(buildId: string, lastEventId?: string): Promise<SseReader> {
+  const { token } = (await http(daemon.url, "POST", `/v1/builds/${buildId}/stream-token`, { token: owner })).body;
+  return new SseReader(await fetch(`${daemon.url}/v1/builds/${buildId}/logs/stream?token=${token}`, { headers: lastEventId ? { "last-event-id": lastEventId } : {} }));
+}
+
+beforeAll(async () => {
+  mkdirSync(repo, { recursive: true });
+  await sh("git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  commit = await sh("git rev-parse HEAD", repo);
+  mkdirSync(flutterDir);
+  writeFileSync(
+    join(flutterDir, "flutter"),
+    `#!/bin/bash
+# A stand-in for flutter in tests: prints like flutter and writes an .apk.
+echo "Flutter stand-in (tests): flutter $*"
+if [ "$1" = build ]; then
+  echo "Running Gradle task 'assembleRelease'..."
+  for i in 1 2 3; do echo "gradle progress $i"; sleep 0.05; done
+  mkdir -p build/app/outputs/flutter-apk
+  printf 'fake apk for %s' "$ROOST_COMMIT_SHA" > build/app/outputs/flutter-apk/app-release.apk
+  echo "Built build/app/outputs/flutter-apk/app-release.apk"
+fi
+`,
+  );
+  chmodSync(join(flutterDir, "flutter"), 0o755);
+
+  daemon = await startDaemon({ env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
+  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-e2e" } })).body;
+  runner = { id: created.runner.id, token: created.token };
+  runnerProc = startRunner();
+}, 60_000);
+
+afterAll(async () => {
+  runnerProc?.kill("SIGKILL");
+  await daemon?.stop();
+  await host?.stop();
+  await sh("pkill -f 'sleep 3133[0-9]' || true").catch(() => {});
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("a real runner", () => {
+  test("checks out the exact commit, runs every step, and an SSE viewer sees every line live, once, across a reconnect", async () => {
+    const id = await pipeline({
+      execution_config: {
+        env: [
+          { key: "FLAVOR", value: "prod" },
+          { key: "SIGNING_PASSWORD", value: "s3cr3t-signing-pass", secret: true },
+        ],
+        commands: { pre_build: ["echo pre-build for build $ROOST_BUILD_NUMBER at $ROOST_COMMIT_SHA", "sleep 1.5", "test -f lib/main.dart"], build: ["echo flavor $FLAVOR password $SIGNING_PASSWORD"], post_build: ["ls build/app/outputs/flutter-apk"] },
+      },
+    });
+    const buildId = await build(id);
+    const first = await stream(buildId);
+    // Disconnect while the build still runs (pre_build sleeps), then resume from the last id seen.
+    await first.until((e) => e.some((x) => x.event === "log" && x.data.includes("pre-build for build")), 30_000);
+    const seen = first.logs();
+    expect((await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build.status).toBe("running");
+    await first.cancel();
+    const second = await stream(buildId, String(seen[seen.length - 1]!.seq));
+    await second.until((e) => e.some((x) => x.event === "end"), 30_000);
+    const all = [...seen, ...second.logs()];
+    expect(all.map((l) => l.seq)).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
+    const text = all.map((l) => l.text).join("\n");
+    expect(text).toContain(`checked out ${commit} (first commit)`);
+    expect(text).toContain(`pre-build for build 1 at ${commit}`);
+    expect(text).toContain("Flutter stand-in (tests): flutter build apk");
+    expect(text).toContain("Built build/app/outputs/flutter-apk/app-release.apk");
+    expect(text).toContain("flavor prod password ********");
+    expect(text).not.toContain("s3cr3t-signing-pass");
+    expect(text).toContain("app-release.apk");
+
+    const done = await waitFor(buildId, (b) => b.status !== "running" && b.status !== "queued");
+    expect(done).toMatchObject({ status: "succeeded", exit_code: 0, runner_id: runner.id });
+    expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+      ["checkout", "succeeded"],
+      ["pre_build", "succeeded"],
+      ["build_android", "succeeded"],
+      ["build", "succeeded"],
+      ["post_build", "succeeded"],
+    ]);
+  }, 60_000);
+
+  test("a failing step fails the build with its exit code; later steps are skipped", async () => {
+    const buildId = await build(await pipeline({ execution_config: { commands: { build: ["echo about to fail", "exit 7"], post_build: ["echo never"] } } }));
+    const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
+    expect(done).toMatchObject({ status: "failed", exit_code: 7, failure_reason: "step build failed with exit code 7" });
+    expect(done.step_results.find((s: { name: string }) => s.name === "post_build").status).toBe("skipped");
+    const log = (await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text()));
+    expect(log).toContain("about to fail");
+    expect(log).not.toContain("never\n");
+  }, 40_000);
+
+  test("cancel mid-step stops the whole process tree and the build ends canceled", async () => {
+    const buildId = await build(await pipeline({ execution_config: { commands: { build: ["(sleep 31337; echo child) & sleep 31336; echo parent"] } } }));
+    await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
+    await Bun.sleep(300);
+    expect(await sh("pgrep -f 'sleep 3133[67]' | wc -l")).not.toBe("0");
+    const canceled = await http(daemon.url, "POST", `/v1/builds/${buildId}/cancel`, { token: owner });
+    expect(canceled.body.build.status).toBe("canceled");
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline && (await sh("pgrep -f 'sleep 3133[67]' | wc -l")) !== "0") await Bun.sleep(200);
+    expect(await sh("pgrep -f 'sleep 3133[67]' | wc -l")).toBe("0");
+    const after = await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "canceled"), 15_000);
+    expect(after.status).toBe("canceled");
+  }, 40_000);
+
+  test("a runner killed with SIGKILL mid-build: the build fails with the lost-runner reason within the lease, and an incident is raised", async () => {
+    const buildId = await build(await pipeline({ execution_config: { commands: { build: ["sleep 31338"] } } }));
+    await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
+    const killedAt = Date.now();
+    runnerProc!.kill("SIGKILL");
+    await runnerProc!.exited;
+    const failed = await waitFor(buildId, (b) => b.status === "failed", 15_000);
+    expect(Date.now() - killedAt).toBeLessThan(4000 + 2000 + 3000);
+    expect(failed).toMatchObject({ exit_code: -1 });
+    expect(failed.failure_reason).toBe("runner_lost: runner linux-e2e sent no heartbeat for 4 s");
+    const incidents = (await http(daemon.url, "GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
+    expect(incidents.some((i: { reason: string; resource_id: string }) => i.reason === "runner_lost" && i.resource_id === runner.id)).toBe(true);
+    await sh("pkill -f 'sleep 3133[8]' || true");
+    runnerProc = startRunner();
+  }, 40_000);
+});
