@@ -20,6 +20,7 @@ let owner = "";
 let projectId = "";
 let commit = "";
 let runner = { id: "", token: "" };
+const DAEMON_ENV = { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" };
 
 async function sh(cmd: string, cwd = work): Promise<string> {
   const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
@@ -91,7 +92,7 @@ fi
   );
   chmodSync(join(flutterDir, "flutter"), 0o755);
 
-  daemon = await startDaemon({ env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
+  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: DAEMON_ENV });
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
@@ -179,6 +180,20 @@ describe("a real runner", () => {
     const after = await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "canceled"), 15_000);
     expect(after.status).toBe("canceled");
   }, 40_000);
+
+  test("the daemon restarted mid-build: the runner keeps its job, no acknowledged line is lost or doubled, the build completes", async () => {
+    const buildId = await build(await pipeline({ execution_config: { commands: { build: ["for i in $(seq 1 80); do echo \"count $i\"; sleep 0.04; done"] } } }));
+    await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
+    await Bun.sleep(600);
+    const listen = daemon.url.replace("http://", "");
+    expect(await daemon.stop()).toBe(0);
+    daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, listen, env: DAEMON_ENV });
+    const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
+    expect(done.status).toBe("succeeded");
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+    const counts = log.split("\n").filter((l) => l.startsWith("count "));
+    expect(counts).toEqual(Array.from({ length: 80 }, (_, i) => `count ${i + 1}`));
+  }, 60_000);
 
   test("a runner killed with SIGKILL mid-build: the build fails with the lost-runner reason within the lease, and an incident is raised", async () => {
     const buildId = await build(await pipeline({ execution_config: { commands: { build: ["sleep 31338"] } } }));
