@@ -162,6 +162,147 @@ async function webhooksScenario(): Promise<void> {
   }
 }
 
+/** A daemon with one runner that has claimed `jobs` builds, ready to append logs. */
+async function runnerFixture(daemon: Daemon, token: string, jobs: number) {
+  const ci = await ciFixture(daemon, token, "bench-webhook-secret-0123");
+  for (let i = 0; i < jobs; i++) await http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } });
+  const created = (await http(daemon.url, "POST", "/v1/runners", { token, body: { name: "bench" } })).body;
+  const runner = { id: created.runner.id as string, token: created.token as string };
+  await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+  const claimed: { job_id: string; build: { id: string } }[] = [];
+  for (let i = 0; i < jobs; i++) claimed.push((await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job);
+  return { ci, runner, claimed };
+}
+
+const LINE = "I/flutter ( 4321): Running Gradle task 'assembleRelease'... [bench line padding to ~100 bytes]";
+
+/** Log ingest through the HTTP append path vs raw libSQL inserts of the same rows. */
+async function logsScenario(): Promise<void> {
+  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  try {
+    const token = await owner(daemon);
+    const { ci, runner, claimed } = await runnerFixture(daemon, token, 8);
+    const batch = 500;
+    let lines = 0;
+    const deadline = performance.now() + DURATION_MS;
+    const began = performance.now();
+    await Promise.all(
+      claimed.map(async (job) => {
+        let next = 0;
+        while (performance.now() < deadline) {
+          const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, {
+            method: "POST",
+            headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" },
+            body: JSON.stringify({ first_line: next, lines: Array.from({ length: batch }, (_, i) => ({ step: "build", text: `${LINE} ${next + i}` })) }),
+          });
+          const body = (await res.json()) as { next_line: number };
+          lines += body.next_line - next;
+          next = body.next_line;
+        }
+      }),
+    );
+    const seconds = (performance.now() - began) / 1000;
+    const bytes = lines * (LINE.length + 6);
+    // Baseline: the same rows straight into libSQL, 500 per transaction, through the same embedded client.
+    const { openDatabase, inTransaction } = await import("../lib/db/client.ts");
+    const { migrate } = await import("../lib/db/migrate.ts");
+    const dir = mkdtempSync(join(tmpdir(), "roost-bench-raw-"));
+    const raw = await openDatabase(`file:${join(dir, "raw.db")}`);
+    await migrate(raw, () => 1);
+    // The same columns and key as build_logs, without the foreign key to builds.
+    await raw.execute("CREATE TABLE raw_logs (build_id TEXT NOT NULL, seq INTEGER NOT NULL, job_id TEXT NOT NULL, line INTEGER NOT NULL, step TEXT NOT NULL, stream TEXT NOT NULL, ts INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (build_id, seq))");
+    let rawLines = 0;
+    const rawDeadline = performance.now() + DURATION_MS;
+    const rawBegan = performance.now();
+    while (performance.now() < rawDeadline) {
+      await inTransaction(raw, async (tx) => {
+        for (let i = 0; i < batch; i++, rawLines++) await tx.execute({ sql: "INSERT INTO raw_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", args: ["b", rawLines + 1, "j", rawLines, "build", "stdout", 1, `${LINE} ${rawLines}`] });
+      });
+    }
+    const rawSeconds = (performance.now() - rawBegan) / 1000;
+    raw.close();
+    rmSync(dir, { recursive: true, force: true });
+    record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "lines/s", roost: lines / seconds, baseline: rawLines / rawSeconds, baselineName: "raw libSQL inserts, 500 per transaction", higherIsBetter: true, unit: "lines/s" });
+    record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "MB/s", roost: bytes / seconds / 1e6, baseline: (rawLines * (LINE.length + 6)) / rawSeconds / 1e6, baselineName: "raw libSQL inserts", higherIsBetter: true, unit: "MB/s" });
+    await ci.stop();
+  } finally {
+    await daemon.stop();
+  }
+}
+
+/** Opens `n` SSE streams and measures append → receipt latency over `rounds` lines. */
+async function sseLatency(open: () => Promise<Response>, publish: (text: string) => Promise<void>, n: number, rounds: number): Promise<number[]> {
+  const responses = await Promise.all(Array.from({ length: n }, () => open()));
+  const refused = responses.filter((r) => r.status !== 200);
+  if (refused.length) throw new Error(`${refused.length} of ${n} streams refused: ${refused[0]!.status} ${await refused[0]!.text()}`);
+  const readers = responses.map((r) => r.body!.getReader());
+  const decoder = new TextDecoder();
+  const latencies: number[] = [];
+  for (let round = 0; round < rounds; round++) {
+    const marker = `bench-${round}-${crypto.randomUUID()}`;
+    const sent = performance.now();
+    const received = readers.map(async (reader) => {
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error("stream closed");
+        buffer += decoder.decode(value);
+        if (buffer.includes(marker)) return performance.now() - sent;
+      }
+    });
+    await publish(marker);
+    latencies.push(...(await Promise.all(received)));
+  }
+  await Promise.all(readers.map((r) => r.cancel()));
+  return latencies.sort((a, b) => a - b);
+}
+
+const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? 0;
+
+/** SSE delivery latency with 1, 100 and 1000 subscribers vs a bare Bun SSE fan-out; RSS with 1000 streams. */
+async function sseScenario(): Promise<void> {
+  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const bareDir = mkdtempSync(join(tmpdir(), "roost-bare-sse-"));
+  const bare = Bun.spawn([BUN, join(ROOT, "scripts/bench/bare-sse.ts")], { stdout: "pipe", stderr: "inherit" });
+  try {
+    const reader = (bare.stdout as ReadableStream<Uint8Array>).getReader();
+    const { url: bareUrl, pid: barePid } = JSON.parse(new TextDecoder().decode((await reader.read()).value).trim()) as { url: string; pid: number };
+    const token = await owner(daemon);
+    const { ci, runner, claimed } = await runnerFixture(daemon, token, 1);
+    const job = claimed[0]!;
+    let next = 0;
+    const append = async (text: string) => {
+      const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, { method: "POST", headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" }, body: JSON.stringify({ first_line: next, lines: [{ text }] }) });
+      next = ((await res.json()) as { next_line: number }).next_line;
+    };
+    const openRoost = async () => {
+      const { token: st } = (await http(daemon.url, "POST", `/v1/builds/${job.build.id}/stream-token`, { token })).body;
+      return fetch(`${daemon.url}/v1/builds/${job.build.id}/logs/stream?token=${st}&last_event_id=${next}`);
+    };
+    const openBare = () => fetch(`${bareUrl}/stream`);
+    const publishBare = async (text: string) => void (await fetch(`${bareUrl}/publish`, { method: "POST", body: text }));
+    for (const n of [1, 100, 1000]) {
+      const rounds = n === 1000 ? 5 : 20;
+      const ours = await sseLatency(openRoost, append, n, rounds);
+      const base = await sseLatency(openBare, publishBare, n, rounds);
+      record({ scenario: `SSE delivery, ${n} subscriber(s)`, metric: "p50 append → receipt", roost: pct(ours, 0.5), baseline: pct(base, 0.5), baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "ms" });
+      record({ scenario: `SSE delivery, ${n} subscriber(s)`, metric: "p99 append → receipt", roost: pct(ours, 0.99), baseline: pct(base, 0.99), baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "ms" });
+    }
+    // Memory with 1000 open streams, each process measured with its streams open.
+    const held = await Promise.all(Array.from({ length: 1000 }, openRoost));
+    const heldBare = await Promise.all(Array.from({ length: 1000 }, openBare));
+    await Bun.sleep(1500);
+    record({ scenario: "1000 open SSE streams", metric: "RSS of the serving process", roost: rssOf(daemon.process.pid) / 1024, baseline: rssOf(barePid) / 1024, baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "MiB" });
+    await Promise.all([...held, ...heldBare].map((r) => r.body?.cancel()));
+    await ci.stop();
+  } finally {
+    bare.kill();
+    await bare.exited;
+    rmSync(bareDir, { recursive: true, force: true });
+    await daemon.stop();
+  }
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 async function binaryScenario(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "roost-bench-bin-"));
@@ -240,10 +381,17 @@ export const scenarios: Record<string, () => Promise<void>> = {
   "api-tokens": apiTokensScenario,
   builds: buildsScenario,
   webhooks: webhooksScenario,
+  logs: logsScenario,
+  sse: sseScenario,
   binary: binaryScenario,
 };
 
 if (import.meta.main) {
+  // Bun's fetch opens at most 256 connections to a host by default; the 1000-stream figures need more.
+  if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
+    const again = Bun.spawn([BUN, import.meta.path, ...process.argv.slice(2)], { env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, stdout: "inherit", stderr: "inherit" });
+    process.exit(await again.exited);
+  }
   const only = process.argv.slice(2);
   const began = performance.now();
   for (const [name, run] of Object.entries(scenarios)) {
