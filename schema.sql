@@ -362,3 +362,17 @@ CREATE TABLE commit_status_reports (
   last_error TEXT,
   updated_at INTEGER NOT NULL
 );
+
+-- migration 6: build artifacts
+-- Files a runner uploads after a build (artifact_patterns), stored under the data dir
+-- (artifacts/<build id>/<artifact id>) with their size and SHA-256.
+CREATE TABLE artifacts (
+  id TEXT PRIMARY KEY,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  job_id TEXT NOT NULL,
+  path TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  UNIQUE (build_id, path)
+);

@@ -71,6 +71,9 @@ import * as runnerStep from "./runner-protocol/step.ts";
 import * as runnerLogs from "./runner-protocol/logs.ts";
 import * as runnerFinish from "./runner-protocol/finish.ts";
 import * as logsRead from "./logs/read.ts";
+import * as artifactUpload from "./runner-protocol/artifact-upload.ts";
+import * as artifactsList from "./builds/artifacts-list.ts";
+import * as artifactDownload from "./builds/artifact-download.ts";
 import * as logsStreamToken from "./logs/stream-token.ts";
 import * as logsStream from "./logs/stream.ts";
 import * as webhookGithub from "./webhooks/github.ts";
@@ -158,6 +161,8 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/builds/{build_id}", "user", buildsGet), // project viewer
   r("POST", "/v1/builds/{build_id}/rerun", "user", buildsRerun), // project developer
   r("POST", "/v1/builds/{build_id}/cancel", "user", buildsCancel), // project developer
+  r("GET", "/v1/builds/{build_id}/artifacts", "user", artifactsList), // project viewer
+  r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", "user", artifactDownload), // project viewer
 
   // build logs
   r("GET", "/v1/builds/{build_id}/logs", "user", logsRead), // project viewer
@@ -175,6 +180,7 @@ export const routes: RouteEntry[] = [
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", "runner", runnerStep),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/logs", "runner", runnerLogs),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/finish", "runner", runnerFinish),
+  r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
   r("POST", "/v1/webhooks/github", "public", webhookGithub), // X-Hub-Signature-256

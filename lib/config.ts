@@ -22,6 +22,7 @@ const EnvSchema = z.object({
   ROOST_RUNNER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
   ROOST_RUNNER_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(45),
   ROOST_MAX_BUILD_LOG_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(64 * 1024 * 1024),
+  ROOST_MAX_ARTIFACT_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(2 * 1024 ** 3),
   ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   ROOST_SECRET_KEY: z
     .string()
@@ -47,6 +48,8 @@ export interface Config {
     leaseSeconds: number;
     /** Per-build log cap: the head and the tail are kept, what lies between is cut (and says so). */
     maxBuildLogBytes: number;
+    /** Largest artifact a runner may upload. */
+    maxArtifactBytes: number;
   };
 }
 
@@ -77,6 +80,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
     metricsToken: e.ROOST_METRICS_TOKEN,
-    runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES },
+    runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
   };
 }

@@ -76,6 +76,8 @@ export const ERROR_STATUS = {
   job_finished: 410,
   log_gap: 416,
   log_incomplete: 409,
+  artifact_checksum_mismatch: 422,
+  artifact_exists: 409,
 
   // webhooks (docs/webhooks.md)
   webhook_signature_missing: 401,

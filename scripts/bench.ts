@@ -67,7 +67,8 @@ export async function bareServer(body: string): Promise<{ url: string; stop(): P
 
 /** Throughput and p99 of one Roost request against the bare server answering the same bytes. */
 export async function compareWithBare(scenario: string, daemon: Daemon, spec: Omit<LoadSpec, "url" | "connections" | "durationMs"> & { path: string }): Promise<void> {
-  const probe = await fetch(daemon.url + spec.path, { method: spec.method, headers: spec.headers, body: Array.isArray(spec.body) ? spec.body[0] : spec.body });
+  // The probe is the load's first request (so a signed delivery is probed signed); its status is what every request should answer.
+  const probe = await fetch(daemon.url + spec.path, { method: spec.method, headers: { ...spec.headers, ...spec.headerSets?.[0] }, body: Array.isArray(spec.body) ? spec.body[0] : spec.body });
   const body = await probe.text();
   const bare = await bareServer(body);
   try {

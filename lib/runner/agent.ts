@@ -140,6 +140,7 @@ async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: n
     await api.call("PUT", `/jobs/${job.job_id}/steps/${step.name}`, { status: stepStatus, exit_code: stepExit, started_at: startedAt, finished_at: finishedAt, duration_ms: Math.round(performance.now() - t0) });
   }
   if (canceled) system("", "[roost] build canceled: the running command's process tree was stopped");
+  else if (status === "succeeded") await uploadArtifacts(api, job.job_id, workspace, cfg.artifact_patterns as string[], system);
 
   // Finish only once the daemon has every line; a 409 log_incomplete means: resend, then again.
   await shipper.drain();
@@ -153,6 +154,35 @@ async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: n
   clearInterval(beat);
   rmSync(workspace, { recursive: true, force: true });
   o.log("job done", { job_id: job.job_id, build_id: build.id, status, exit_code: exitCode });
+}
+
+/** Uploads the files matching artifact_patterns (relative to the checkout), each with its SHA-256. */
+async function uploadArtifacts(api: RunnerApi, jobId: string, workspace: string, patterns: string[], system: (step: string, text: string) => void): Promise<void> {
+  const seen = new Set<string>();
+  for (const pattern of patterns) {
+    for await (const path of new Bun.Glob(pattern).scan({ cwd: workspace, onlyFiles: true })) {
+      if (seen.has(path)) continue;
+      seen.add(path);
+      const file = Bun.file(join(workspace, path));
+      const sha = createHash("sha256").update(new Uint8Array(await file.arrayBuffer())).digest("hex");
+      for (let attempt = 1; attempt <= 5; attempt++) {
+        const res = await fetch(`${api.baseUrl}/v1/runners/${api.runnerId}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, {
+          method: "PUT",
+          headers: { authorization: `Bearer ${api.token}`, "x-roost-artifact-sha256": sha, "content-type": "application/octet-stream" },
+          body: file,
+        }).catch(() => null);
+        if (res && (res.status === 201 || res.status === 409)) {
+          system("artifacts", `[roost] uploaded ${path} (${file.size} bytes, sha256 ${sha.slice(0, 12)}…)`);
+          break;
+        }
+        if (res && res.status < 500) {
+          system("artifacts", `[roost] artifact ${path} refused: ${res.status} ${await res.text()}`);
+          break;
+        }
+        await Bun.sleep(500 * attempt);
+      }
+    }
+  }
 }
 
 function plan(cfg: any, build: any, o: RunnerOptions, workspace: string): Step[] {

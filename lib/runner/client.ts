@@ -11,7 +11,7 @@ export class RunnerApi {
   constructor(
     readonly baseUrl: string,
     readonly runnerId: string,
-    private readonly token: string,
+    readonly token: string,
     private readonly stopping: AbortSignal,
   ) {}
 

@@ -27,3 +27,12 @@ export const LogLine = z
 
 /** Largest log append request (GitLab Runner and Woodpecker use the same 1 MiB). */
 export const LOG_REQUEST_LIMIT = 1024 * 1024;
+
+export const ArtifactResource = z.object({
+  id: z.string(),
+  build_id: z.string(),
+  path: z.string().describe("relative to the workspace"),
+  size: z.number().int(),
+  sha256: z.string(),
+  created_at: z.number().int(),
+});

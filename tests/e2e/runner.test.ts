@@ -155,6 +155,16 @@ describe("a real runner", () => {
       ["build", "succeeded"],
       ["post_build", "succeeded"],
     ]);
+
+    // The .apk the flutter stand-in wrote was uploaded, listed and downloads intact.
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+    const expected = `fake apk for ${commit}`;
+    const sha = new Bun.CryptoHasher("sha256").update(expected).digest("hex");
+    expect(artifacts).toEqual([{ id: expect.any(String), build_id: buildId, path: "build/app/outputs/flutter-apk/app-release.apk", size: expected.length, sha256: sha, created_at: expect.any(Number) }]);
+    const download = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } });
+    expect(download.headers.get("x-roost-artifact-sha256")).toBe(sha);
+    expect(download.headers.get("content-disposition")).toBe('attachment; filename="app-release.apk"');
+    expect(await download.text()).toBe(expected);
   }, 60_000);
 
   test("a failing step fails the build with its exit code; later steps are skipped", async () => {

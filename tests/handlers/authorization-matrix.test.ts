@@ -8,6 +8,9 @@ import { SHA_A, createGithubIntegration, createPipeline, createProject, reposito
 import { routes } from "../../handlers/routes.ts";
 import { raiseIncident } from "../../lib/incidents.ts";
 import { insertDelivery } from "../../lib/webhooks/deliveries.ts";
+import { artifactFile } from "../../lib/artifacts.ts";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 
 type Who = "none" | "developer" | "maintainer" | "admin" | "owner" | "project_viewer" | "project_developer" | "project_maintainer";
 const EVERYONE: Who[] = ["none", "developer", "maintainer", "admin", "owner", "project_viewer", "project_developer", "project_maintainer"];
@@ -145,6 +148,20 @@ beforeAll(async () => {
       },
     ],
     ["GET /v1/builds/{build_id}/logs", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/logs` })],
+    ["GET /v1/builds/{build_id}/artifacts", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/artifacts` })],
+    [
+      "GET /v1/builds/{build_id}/artifacts/{artifact_id}",
+      project("viewer"),
+      async () => {
+        // A stored artifact of the walk's build (row and file), so allowed callers get 200.
+        const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
+        await t.db.execute({ sql: "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, 'j', ?, 2, 'x', 1)", args: [id, buildId, `${id}.apk`] });
+        mkdirSync(join(t.dataDir, "artifacts", buildId), { recursive: true });
+        writeFileSync(artifactFile(t.dataDir, buildId, id), "ok");
+        return { path: `/v1/builds/${buildId}/artifacts/${id}` };
+      },
+    ],
+    ["PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/artifacts?path=a.apk` })],
     ["POST /v1/builds/{build_id}/stream-token", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/stream-token` })],
     // Only a stream token (?token=) opens a stream; a bearer credential of any role does not.
     ["GET /v1/builds/{build_id}/logs/stream", [], async () => ({ path: `/v1/builds/${buildId}/logs/stream` })],

@@ -12,7 +12,7 @@ let owner: string;
 let projectId: string;
 
 beforeAll(async () => {
-  t = await createTestApp({ ROOST_RUNNER_LEASE_SECONDS: "30", ROOST_MAX_BUILD_LOG_BYTES: "2048" });
+  t = await createTestApp({ ROOST_RUNNER_LEASE_SECONDS: "30", ROOST_MAX_BUILD_LOG_BYTES: "2048", ROOST_MAX_ARTIFACT_BYTES: "4096" });
   host = await startHostApiStandIn();
   seedStandIn(host);
   owner = await bootstrapOwner(t);
@@ -200,6 +200,37 @@ describe("logs, steps and finishing", () => {
     expect(text).toMatch(/\[roost\] \d+ lines \(\d+ bytes\) were cut here/);
     const json = (await t.call("GET", `/v1/builds/${build.id}/logs`, { token: owner })).body;
     expect(json.some((e: { stream: string; seq: number | null }) => e.stream === "system" && e.seq === null)).toBe(true);
+  });
+});
+
+describe("artifacts", () => {
+  test("uploaded with a checksum, listed and downloaded by project viewers; bad uploads are refused and not recorded", async () => {
+    await drainQueue();
+    const r = await runner();
+    const build = await queuedBuild();
+    const job = (await r.claim()).body.job;
+    const content = "PK\u0003\u0004 fake apk";
+    const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
+    const upload = (path: string, body: string, digest = sha) =>
+      t.call("PUT", `/v1/runners/${r.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, { token: r.token, raw: body, contentType: "application/octet-stream", headers: { "x-roost-artifact-sha256": digest } });
+    const ok = await upload("build/app/app-release.apk", content);
+    expect(ok.status).toBe(201);
+    expect(ok.body.artifact).toMatchObject({ path: "build/app/app-release.apk", size: Buffer.byteLength(content), sha256: sha });
+    expect((await upload("build/app/app-release.apk", content)).body.code).toBe("artifact_exists");
+    const wrong = await upload("other.apk", content, "0".repeat(64));
+    expect(wrong.status).toBe(422);
+    expect(wrong.body.code).toBe("artifact_checksum_mismatch");
+    expect((await upload("../../etc/passwd", content)).status).toBe(400);
+    const big = "x".repeat(5000);
+    expect((await upload("big.bin", big, new Bun.CryptoHasher("sha256").update(big).digest("hex"))).body.code).toBe("payload_too_large");
+    const listed = await t.call("GET", `/v1/builds/${build.id}/artifacts`, { token: owner });
+    expect(listed.body.artifacts.map((a: { path: string }) => a.path)).toEqual(["build/app/app-release.apk"]);
+    const download = await t.call("GET", `/v1/builds/${build.id}/artifacts/${ok.body.artifact.id}`, { token: owner });
+    expect(download.text).toBe(content);
+    expect(download.headers.get("x-roost-artifact-sha256")).toBe(sha);
+    const outsider = await userWithRole(t, owner, "developer");
+    expect((await t.call("GET", `/v1/builds/${build.id}/artifacts`, { token: outsider.token })).status).toBe(404);
+    expect((await t.call("GET", `/v1/builds/${build.id}/artifacts/${ok.body.artifact.id}`, { token: outsider.token })).status).toBe(404);
   });
 });
 

@@ -1,0 +1,40 @@
+// PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts?path=<relative path> (runner token): the
+// raw file as the body, its SHA-256 in X-Roost-Artifact-SHA256. Refused over
+// ROOST_MAX_ARTIFACT_BYTES (413, before reading when Content-Length says so) and when the digest
+// differs (422); nothing is recorded then.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { ownedRunningJob } from "../../lib/runners/protocol.ts";
+import { storeArtifact, validArtifactPath } from "../../lib/artifacts.ts";
+import { ArtifactResource } from "../../lib/runners/wire.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_upload_artifact",
+  summary: "Runner: upload one artifact",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
+  response: z.object({ artifact: ArtifactResource }),
+  successStatus: 201,
+  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists"],
+  async handle({ params, query }, ctx) {
+    const job = await ownedRunningJob(ctx, params.job_id);
+    const sha = ctx.request.headers.get("x-roost-artifact-sha256") ?? "";
+    if (!/^[0-9a-fA-F]{64}$/.test(sha)) fail("invalid_request", "Send the file's SHA-256 (hex) in X-Roost-Artifact-SHA256.");
+    const declared = ctx.request.headers.get("content-length");
+    const artifact = await storeArtifact(ctx.db, {
+      dataDir: ctx.config.dataDir,
+      buildId: job.build_id,
+      jobId: job.id,
+      path: query.path,
+      body: ctx.request.body,
+      expectedSha256: sha,
+      maxBytes: ctx.config.runners.maxArtifactBytes,
+      declaredLength: declared === null ? null : Number(declared),
+      now: ctx.clock.now(),
+    });
+    return { artifact };
+  },
+});
