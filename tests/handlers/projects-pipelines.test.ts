@@ -102,6 +102,7 @@ describe("pipelines", () => {
         platform_build_args: { android: [], ios: [], macos: [] },
         platform_commands: {},
         platforms: ["android"],
+        runner_labels: [],
       },
       created_at: t.clock.now(),
       updated_at: t.clock.now(),
