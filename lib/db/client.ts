@@ -17,10 +17,8 @@ export async function openDatabase(url: string, authToken?: string): Promise<Db>
     ? createEmbeddedClient(filePath(url), BUSY_TIMEOUT_MS)
     : createClient({ url, authToken, timeout: BUSY_TIMEOUT_MS, intMode: "number" });
   if (url.startsWith("file:")) {
-    // journal_mode is a property of the file and persists; foreign keys are on by default in libSQL
-    // connections, and are asserted here so a build of libSQL that changes that default fails loudly.
-    await db.execute("PRAGMA journal_mode = WAL");
-    await db.execute("PRAGMA synchronous = NORMAL");
+    // WAL, synchronous=FULL and foreign keys are set on each connection (lib/db/embedded-client.ts);
+    // asserted here so a libSQL build that ignored them fails loudly.
     const fk = await db.execute("PRAGMA foreign_keys");
     if (Number(fk.rows[0]?.[0]) !== 1) throw new Error("libSQL connection opened without foreign key enforcement");
   }

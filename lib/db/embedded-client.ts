@@ -44,6 +44,10 @@ class Connection {
     private readonly onSchemaChange: () => void = () => {},
   ) {
     this.native = new Database(path, { timeout: busyTimeoutMs } as never);
+    // Per-connection settings, on every connection: WAL (readers beside one writer), commits
+    // synced before they are acknowledged (an acknowledged write survives a power loss), and
+    // foreign keys enforced.
+    this.native.exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;");
   }
 
   prepare(sql: string): Prepared {
@@ -285,7 +289,7 @@ class EmbeddedTransaction implements Transaction {
 /** One lock per database file, shared by every client of this process that opens it. */
 const LOCKS = new Map<string, WriteLock>();
 
-export function createEmbeddedClient(path: string, busyTimeoutMs: number): Client {
+export function createEmbeddedClient(path: string, busyTimeoutMs: number): Client & { pragma(name: string): { reader: unknown; writer: unknown } } {
   const reader = new Connection(path, busyTimeoutMs);
   const writer = new Connection(path, busyTimeoutMs, () => reader.forget());
   let lock = LOCKS.get(path);
@@ -350,6 +354,11 @@ export function createEmbeddedClient(path: string, busyTimeoutMs: number): Clien
       writer.close();
       reader.close();
     },
+    /** A pragma's value on both connections (tests check the per-connection settings). */
+    pragma(name: string) {
+      const read = (c: Connection) => (c.native.prepare(`PRAGMA ${name.replace(/[^a-z_]/g, "")}`).raw(true).get() as unknown[])[0];
+      return { reader: read(reader), writer: read(writer) };
+    },
   };
-  return client as unknown as Client;
+  return client as unknown as Client & { pragma(name: string): { reader: unknown; writer: unknown } };
 }

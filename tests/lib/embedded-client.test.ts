@@ -104,3 +104,14 @@ describe("transactions", () => {
     expect((await db.execute("SELECT COUNT(*) AS c FROM t")).rows[0]!.c).toBe(0);
   });
 });
+
+describe("connection settings", () => {
+  test("both connections use WAL, synchronous=FULL (acknowledged writes survive a power loss) and foreign keys", async () => {
+    const { createEmbeddedClient } = await import("../../lib/db/embedded-client.ts");
+    const client = createEmbeddedClient(join(dir, "settings.db"), 1000);
+    expect(client.pragma("journal_mode")).toEqual({ reader: "wal", writer: "wal" });
+    expect(client.pragma("synchronous")).toEqual({ reader: 2, writer: 2 });
+    expect(client.pragma("foreign_keys")).toEqual({ reader: 1, writer: 1 });
+    client.close();
+  });
+});
