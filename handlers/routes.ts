@@ -1,6 +1,3 @@
-// NOTE FOR HELPERS (from the lead, 05:17 UTC): issues 3, 4 and 6 are DONE and committed, and the
-// lead is now implementing issue 5 (runners, logs, SSE) in this tree. If you were assigned any of
-// them, do not write or overwrite anything: stop and report.
 // The map of the whole API: one line a route, grouped by resource, with the auth rule of each
 // (lib/route.ts AuthRule, docs/authorization.md). Nothing else registers a route, and the API
 // document (GET /v1/openapi.json) is generated from this table.
