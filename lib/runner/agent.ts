@@ -99,8 +99,8 @@ async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: n
   let status: "succeeded" | "failed" | "canceled" = "succeeded";
   let exitCode = 0;
   let failureReason: string | undefined;
-  const steps = plan(cfg, build, o, workspace);
   const sdk = flutterSdk(cfg.flutter_version, o.flutterSdks);
+  const steps = plan(cfg, build, o, workspace, sdk.flutter);
   for (const step of steps) {
     const startedAt = Math.floor(Date.now() / 1000);
     if (status !== "succeeded" || canceled) {
@@ -185,7 +185,7 @@ async function uploadArtifacts(api: RunnerApi, jobId: string, workspace: string,
   }
 }
 
-function plan(cfg: any, build: any, o: RunnerOptions, workspace: string): Step[] {
+function plan(cfg: any, build: any, o: RunnerOptions, workspace: string, flutter: string): Step[] {
   const cache = join(o.workDir, "cache", createHash("sha256").update(build.clone_url).digest("hex").slice(0, 16));
   mkdirSync(join(o.workDir, "jobs"), { recursive: true });
   mkdirSync(join(o.workDir, "cache"), { recursive: true });
@@ -200,7 +200,7 @@ function plan(cfg: any, build: any, o: RunnerOptions, workspace: string): Step[]
     const args: string[] = cfg.platform_build_args?.[p] ?? [];
     const target = p === "android" ? (args[0] === "appbundle" ? "appbundle" : "apk") : p === "ios" ? "ipa" : "macos";
     const rest = p === "android" && args[0] === "appbundle" ? args.slice(1) : args;
-    return { name: `build_${p}`, commands: [["flutter", "build", target, ...rest.map(q)].join(" ")] };
+    return { name: `build_${p}`, commands: [[flutter, "build", target, ...rest.map(q)].join(" ")] };
   });
   const steps: Step[] = [{ name: "checkout", commands: checkout }];
   if (cfg.commands.pre_build.length) steps.push({ name: "pre_build", commands: cfg.commands.pre_build });
@@ -210,10 +210,18 @@ function plan(cfg: any, build: any, o: RunnerOptions, workspace: string): Step[]
   return steps;
 }
 
-/** A pinned version needs <sdks>/<version>/bin; channels and fvm use the flutter on PATH. */
-function flutterSdk(version: string, sdks: string | undefined): { path: string | null; error: string | null } {
-  if (!/^\d+\.\d+\.\d+/.test(version)) return { path: null, error: null };
+/**
+ * Which Flutter a build uses: a pinned X.Y.Z needs <ROOST_FLUTTER_SDKS>/<version>/bin/flutter;
+ * `fvm` runs `fvm flutter` (fvm reads the repository's .fvmrc) and needs fvm on PATH; channel
+ * names use the flutter on PATH. A missing SDK is a clear failure, before anything runs.
+ */
+export function flutterSdk(version: string, sdks: string | undefined, pathDirs: string[] = (process.env.PATH ?? "").split(":")): { path: string | null; flutter: string; error: string | null } {
+  if (version === "fvm") {
+    const fvm = pathDirs.some((d) => d && existsSync(join(d, "fvm")));
+    return { path: null, flutter: "fvm flutter", error: fvm ? null : "flutter_version is fvm, but fvm is not installed on this runner (not on PATH)" };
+  }
+  if (!/^\d+\.\d+\.\d+/.test(version)) return { path: null, flutter: "flutter", error: null };
   const bin = sdks ? join(sdks, version, "bin") : null;
-  if (bin && existsSync(join(bin, "flutter"))) return { path: bin, error: null };
-  return { path: null, error: `Flutter ${version} is not installed on this runner (looked for ${bin ?? "ROOST_FLUTTER_SDKS/<version>/bin/flutter"})` };
+  if (bin && existsSync(join(bin, "flutter"))) return { path: bin, flutter: "flutter", error: null };
+  return { path: null, flutter: "flutter", error: `Flutter ${version} is not installed on this runner (looked for ${bin ? join(bin, "flutter") : "ROOST_FLUTTER_SDKS/<version>/bin/flutter; ROOST_FLUTTER_SDKS is not set"})` };
 }

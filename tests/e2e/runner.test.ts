@@ -177,6 +177,15 @@ describe("a real runner", () => {
     expect(log).not.toContain("never\n");
   }, 40_000);
 
+  test("a pinned Flutter version the runner does not have fails the build clearly, before any build step runs", async () => {
+    const buildId = await build(await pipeline({ execution_config: { flutter_version: "3.99.0", commands: { pre_build: ["echo should not run"] } } }));
+    const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
+    expect(done.status).toBe("failed");
+    expect(done.failure_reason).toMatch(/^Flutter 3\.99\.0 is not installed on this runner/);
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+    expect(log).not.toContain("should not run\n");
+  }, 40_000);
+
   test("cancel mid-step stops the whole process tree and the build ends canceled", async () => {
     const buildId = await build(await pipeline({ execution_config: { commands: { build: ["(sleep 31337; echo child) & sleep 31336; echo parent"] } } }));
     await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);

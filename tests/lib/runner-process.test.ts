@@ -35,3 +35,27 @@ describe("process trees", () => {
     expect(groupAlive(cmd.pid)).toBe(false);
   });
 });
+
+describe("choosing the Flutter SDK", () => {
+  test("a pinned version uses its SDK directory, and a missing one is a clear failure", async () => {
+    const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { flutterSdk } = await import("../../lib/runner/agent.ts");
+    const sdks = mkdtempSync(join(tmpdir(), "roost-sdks-"));
+    try {
+      mkdirSync(join(sdks, "3.24.5", "bin"), { recursive: true });
+      writeFileSync(join(sdks, "3.24.5", "bin", "flutter"), "");
+      expect(flutterSdk("3.24.5", sdks)).toEqual({ path: join(sdks, "3.24.5", "bin"), flutter: "flutter", error: null });
+      expect(flutterSdk("3.99.0", sdks).error).toBe(`Flutter 3.99.0 is not installed on this runner (looked for ${join(sdks, "3.99.0", "bin", "flutter")})`);
+      expect(flutterSdk("3.99.0", undefined).error).toContain("ROOST_FLUTTER_SDKS is not set");
+      expect(flutterSdk("stable", undefined)).toEqual({ path: null, flutter: "flutter", error: null });
+      mkdirSync(join(sdks, "tools"));
+      writeFileSync(join(sdks, "tools", "fvm"), "");
+      expect(flutterSdk("fvm", undefined, [join(sdks, "tools")])).toEqual({ path: null, flutter: "fvm flutter", error: null });
+      expect(flutterSdk("fvm", undefined, ["/nonexistent"]).error).toBe("flutter_version is fvm, but fvm is not installed on this runner (not on PATH)");
+    } finally {
+      rmSync(sdks, { recursive: true, force: true });
+    }
+  });
+});
