@@ -76,7 +76,9 @@ async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: n
     }, () => {});
   }, heartbeatMs);
 
-  const secrets = maskNeedles((cfg.env as { value: string; secret: boolean }[]).filter((e) => e.secret).map((e) => e.value));
+  const credentials = job.clone_credentials as { username: string; password: string } | null;
+  const basic = credentials ? Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") : null;
+  const secrets = maskNeedles([...(cfg.env as { value: string; secret: boolean }[]).filter((e) => e.secret).map((e) => e.value), ...(credentials && basic ? [credentials.password, basic] : [])]);
   const system = (step: string, text: string) => shipper.add({ step, stream: "system", text });
   const workspace = join(o.workDir, "jobs", job.job_id);
   const env: Record<string, string> = {
@@ -100,7 +102,7 @@ async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: n
   let exitCode = 0;
   let failureReason: string | undefined;
   const sdk = flutterSdk(cfg.flutter_version, o.flutterSdks);
-  const steps = plan(cfg, build, o, workspace, sdk.flutter);
+  const steps = plan(cfg, build, o, workspace, sdk.flutter, basic);
   for (const step of steps) {
     const startedAt = Math.floor(Date.now() / 1000);
     if (status !== "succeeded" || canceled) {
@@ -185,13 +187,15 @@ async function uploadArtifacts(api: RunnerApi, jobId: string, workspace: string,
   }
 }
 
-function plan(cfg: any, build: any, o: RunnerOptions, workspace: string, flutter: string): Step[] {
+function plan(cfg: any, build: any, o: RunnerOptions, workspace: string, flutter: string, basicAuth: string | null): Step[] {
   const cache = join(o.workDir, "cache", createHash("sha256").update(build.clone_url).digest("hex").slice(0, 16));
   mkdirSync(join(o.workDir, "jobs"), { recursive: true });
   mkdirSync(join(o.workDir, "cache"), { recursive: true });
   const q = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+  // Credentials go in a per-command header, never into the cache's git config.
+  const auth = basicAuth ? `-c http.extraHeader=${q(`Authorization: Basic ${basicAuth}`)} ` : "";
   const checkout = [
-    existsSync(cache) ? `git -C ${q(cache)} fetch --prune --quiet origin '+refs/*:refs/*'` : `git clone --mirror --quiet ${q(build.clone_url)} ${q(cache)}`,
+    existsSync(cache) ? `git ${auth}-C ${q(cache)} fetch --prune --quiet origin '+refs/*:refs/*'` : `git ${auth}clone --mirror --quiet ${q(build.clone_url)} ${q(cache)}`,
     `git clone --quiet --no-checkout --shared ${q(cache)} ${q(workspace)}`,
     `git -C ${q(workspace)} -c advice.detachedHead=false checkout --quiet --detach ${q(build.commit_sha)} && git -C ${q(workspace)} log -1 --format='checked out %H (%s)'`,
   ];
