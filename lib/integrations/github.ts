@@ -54,6 +54,22 @@ export class GithubClient {
     return body.token;
   }
 
+  /**
+   * A token for runners to clone one repository: read-only (contents: read) and scoped to that
+   * repository, so a build script that reads it cannot push or touch other repositories.
+   */
+  async cloneToken(repositoryId: string): Promise<string> {
+    const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
+    const response = await hostRequest(this.fetchImpl, this.target.api_url, url, {
+      method: "POST",
+      headers: { ...this.headers(`Bearer ${await this.appJwt()}`), "content-type": "application/json" },
+      body: JSON.stringify({ repository_ids: [Number(repositoryId)], permissions: { contents: "read" } }),
+    });
+    const body = (await response.json()) as { token?: string };
+    if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
+    return body.token;
+  }
+
   async listRepositories(): Promise<RemoteRepository[]> {
     const token = await this.installationToken();
     const out: RemoteRepository[] = [];

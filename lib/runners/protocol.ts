@@ -59,8 +59,8 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
 }
 
 /**
- * Short-lived credentials to clone over https: a GitHub App installation token (valid one hour)
- * as x-access-token, or the GitLab token as oauth2. Null for other URLs (ssh, local paths) or
+ * Short-lived credentials to clone over https: a GitHub App installation token (valid one hour,
+ * read-only, this repository only) as x-access-token, or the GitLab token as oauth2. Null for other URLs (ssh, local paths) or
  * when the host cannot give one; the runner then relies on its own git credentials.
  */
 export async function cloneCredentials(db: Db, secrets: SecretBox, repo: Repository): Promise<{ username: string; password: string } | null> {
@@ -68,7 +68,7 @@ export async function cloneCredentials(db: Db, secrets: SecretBox, repo: Reposit
   const integration = await findIntegration(db, repo.integration_id);
   if (!integration) return null;
   try {
-    if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(secrets, integration)).installationToken() };
+    if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(secrets, integration)).cloneToken(repo.external_id) };
     return { username: "oauth2", password: (await openCredentials<GitlabCredentials>(secrets, integration)).access_token };
   } catch {
     return null;

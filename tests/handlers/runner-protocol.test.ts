@@ -84,8 +84,11 @@ describe("claiming", () => {
     expect(res.status).toBe(201);
     expect(res.body.job).toMatchObject({ lease_seconds: 30, next_line: 0, build: { id: build.id, commit_sha: SHA_A, branch: "main", repository_full_name: "acme/app" } });
     expect(res.body.job.config.execution_config.env).toEqual([{ key: "API_KEY", value: "top-secret-value", secret: true }]);
-    // A private https repository comes with short-lived clone credentials: the GitHub App's installation token.
+    // A private https repository comes with short-lived clone credentials: an installation token
+    // the runner may only read this repository with.
     expect(res.body.job.clone_credentials).toEqual({ username: "x-access-token", password: "ghs_standin_installation_token" });
+    const tokenRequest = host.requests.filter((r) => r.path.endsWith("/access_tokens")).pop()!;
+    expect(tokenRequest.body).toEqual({ repository_ids: [1001], permissions: { contents: "read" } });
     const now = (await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build;
     expect(now).toMatchObject({ status: "running", runner_id: r.id, started_at: t.clock.now() });
     expect(now.config_snapshot.execution_config.env[0].value).toBe("");
