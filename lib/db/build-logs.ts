@@ -95,6 +95,24 @@ export async function appendLogLines(db: Db, jobId: string, buildId: string, fir
   });
 }
 
+/**
+ * A line from Roost itself (stream "system", job "roost"), outside any job's line numbering:
+ * it takes the next seq, so viewers get it like any other line, and counts against the cap.
+ */
+export async function appendSystemLine(db: Db, buildId: string, text: string, now: number): Promise<number> {
+  return inTransaction(db, async (tx) => {
+    const stats = await statsOf(tx, buildId);
+    const seq = stats.last_seq + 1;
+    await tx.execute({ sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)", args: [buildId, seq, now, text] });
+    await tx.execute({
+      sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) VALUES (?, ?, ?)
+            ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes`,
+      args: [buildId, seq, stats.bytes + Buffer.byteLength(text) + 1],
+    });
+    return seq;
+  });
+}
+
 export async function statsOf(db: Executor, buildId: string): Promise<LogStats> {
   const row = await one(db, "SELECT * FROM build_log_stats WHERE build_id = ?", [buildId]);
   if (!row) return { last_seq: 0, bytes: 0, head_last_seq: null, cut_lines: 0, cut_bytes: 0 };

@@ -11,7 +11,7 @@ import { expiredJobs, markJob } from "../db/jobs.ts";
 import { findRunner, liveRunners } from "../db/runners.ts";
 import { transitionBuild } from "../builds/transition.ts";
 import { raiseIncident, resolveIncident } from "../incidents.ts";
-import { appendLogLines } from "../db/build-logs.ts";
+import { appendSystemLine } from "../db/build-logs.ts";
 import { notifyHub } from "../log-hub.ts";
 import { toBuild } from "../db/builds.ts";
 import { whyNobodyCanTake } from "./routing.ts";
@@ -27,9 +27,9 @@ export async function reapLostJobs(ctx: AppContext): Promise<number> {
     const runner = await findRunner(ctx.db, job.runner_id);
     const name = runner?.name ?? job.runner_id;
     const reason = `runner_lost: runner ${name} sent no heartbeat for ${ctx.config.runners.leaseSeconds} s`;
-    const { last_seq } = await systemLine(ctx, job.build_id, `[roost] ${reason}; the build failed.`);
+    const lastSeq = await appendSystemLine(ctx.db, job.build_id, `[roost] ${reason}; the build failed.`, now);
     const build = await transitionBuild(ctx, job.build_id, "fail", { exit_code: -1, failure_reason: reason });
-    await notifyHub(ctx.logHubs, job.build_id, last_seq);
+    await notifyHub(ctx.logHubs, job.build_id, lastSeq);
     ctx.log.warn("runner lost", { runner_id: job.runner_id, job_id: job.id, build_id: job.build_id, build_failed: build !== null });
     await raiseIncident(ctx.db, now, {
       severity: "critical",
@@ -42,19 +42,6 @@ export async function reapLostJobs(ctx: AppContext): Promise<number> {
     });
   }
   return lost;
-}
-
-/** A line from Roost itself in a build's log (stream "system"), outside any job's numbering. */
-async function systemLine(ctx: AppContext, buildId: string, text: string): Promise<{ last_seq: number }> {
-  const job = `system-${buildId}`.slice(0, 64);
-  await ctx.db.execute({
-    sql: "INSERT OR IGNORE INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at, finished_at) SELECT ?, ?, runner_id, ?, 'finished', 0, ?, ? FROM jobs WHERE build_id = ? LIMIT 1",
-    args: [job, buildId, job, ctx.clock.now(), ctx.clock.now(), buildId],
-  });
-  const next = await all(ctx.db, "SELECT next_line FROM jobs WHERE id = ?", [job]);
-  const first = Number(next[0]?.next_line ?? 0);
-  const result = await appendLogLines(ctx.db, job, buildId, first, [{ step: "", stream: "system", text }], ctx.clock.now(), ctx.config.runners.maxBuildLogBytes);
-  return { last_seq: result.kind === "ok" ? result.last_seq : 0 };
 }
 
 export async function flagUnroutableBuilds(ctx: AppContext): Promise<number> {
