@@ -11,7 +11,7 @@ import { openCredentials } from "../../lib/integrations/index.ts";
 import type { GithubCredentials } from "../../lib/integrations/github.ts";
 import { decodeGithubBody, parseGithubDelivery, verifyGithubSignature } from "../../lib/forge/github.ts";
 import { acceptDelivery, recordRejected } from "../../lib/webhooks/accept.ts";
-import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey } from "../../lib/webhooks/limits.ts";
+import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "../../lib/webhooks/limits.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "github_webhook",
@@ -63,7 +63,7 @@ export const endpoint = defineEndpoint({
       : [];
     const keys = [deliveryId ? `github:delivery:${deliveryId}` : null, contentKey("github", bytes)].filter((k): k is string => k !== null);
     const accepted = await acceptDelivery(ctx, { host: "github", deliveryId, dedupeKeys: keys, event, repositories, body: new TextDecoder().decode(bytes) });
-    return { ok: true, duplicate: accepted.duplicate, delivery_id: accepted.deliveryId, builds: accepted.builds.map((b) => ({ id: b.id, build_number: b.build_number, pipeline_id: b.pipeline_id })) };
+    return webhookAnswer(accepted);
   },
 });
 

@@ -8,7 +8,7 @@ import { readBodyBytes } from "../../lib/http.ts";
 import { findRepositoriesByExternalId } from "../../lib/db/repositories.ts";
 import { gitlabProjectId, parseGitlabDelivery } from "../../lib/forge/gitlab.ts";
 import { acceptDelivery, recordRejected } from "../../lib/webhooks/accept.ts";
-import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey } from "../../lib/webhooks/limits.ts";
+import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "../../lib/webhooks/limits.ts";
 import { repositoryForWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
 
 export const endpoint = defineEndpoint({
@@ -53,6 +53,6 @@ export const endpoint = defineEndpoint({
       contentKey("gitlab", bytes),
     ].filter((k): k is string => k !== null);
     const accepted = await acceptDelivery(ctx, { host: "gitlab", deliveryId: uuid, dedupeKeys: keys, event, repositories: [repository], body: new TextDecoder().decode(bytes) });
-    return { ok: true, duplicate: accepted.duplicate, delivery_id: accepted.deliveryId, builds: accepted.builds.map((b) => ({ id: b.id, build_number: b.build_number, pipeline_id: b.pipeline_id })) };
+    return webhookAnswer(accepted);
   },
 });

@@ -22,3 +22,8 @@ export const WebhookResult = z.object({
   delivery_id: z.string().describe("Roost's record of this delivery (GET /v1/webhook-deliveries/{id})"),
   builds: z.array(z.object({ id: z.string(), build_number: z.number().int(), pipeline_id: z.string() })),
 });
+
+/** The answer to a verified delivery, from what acceptDelivery did. */
+export function webhookAnswer(accepted: { deliveryId: string; duplicate: boolean; builds: { id: string; build_number: number; pipeline_id: string }[] }): z.output<typeof WebhookResult> {
+  return { ok: true, duplicate: accepted.duplicate, delivery_id: accepted.deliveryId, builds: accepted.builds.map((b) => ({ id: b.id, build_number: b.build_number, pipeline_id: b.pipeline_id })) };
+}
