@@ -9,7 +9,7 @@ import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { repositoryId } from "../helpers/ci.ts";
 
-const FIXTURES = resolve(import.meta.dir, "../../../shared/fixtures/webhooks");
+const FIXTURES = resolve(import.meta.dir, "../fixtures/webhooks");
 const fixture = (host: string, file: string) => readFileSync(join(FIXTURES, host, file), "utf8");
 const SECRET = "github-app-webhook-secret-for-tests";
 

@@ -1,5 +1,5 @@
 // Reading GitHub and GitLab deliveries (lib/forge): every published fixture in
-// shared/fixtures/webhooks, with the verdict, the pinned commit and the reason.
+// tests/fixtures/webhooks, with the verdict, the pinned commit and the reason.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -8,7 +8,7 @@ import { decodeGithubBody, parseGithubDelivery, verifyGithubSignature } from "..
 import { parseGitlabDelivery } from "../../lib/forge/gitlab.ts";
 import { requestsSkipCi } from "../../lib/forge/event.ts";
 
-export const FIXTURES = resolve(import.meta.dir, "../../../shared/fixtures/webhooks");
+export const FIXTURES = resolve(import.meta.dir, "../fixtures/webhooks");
 const load = (host: string, file: string) => JSON.parse(readFileSync(join(FIXTURES, host, file), "utf8"));
 
 describe("GitHub fixtures", () => {
@@ -43,7 +43,7 @@ describe("GitHub fixtures", () => {
     expect(event).toMatchObject({ branch: "master", prNumber: 2, ref: "refs/pull/2/head", actor: "Codertocat", repository: { externalId: "186853002", fullName: "Codertocat/Hello-World" } });
   });
 
-  // No published fork pull request exists (fixtures/webhooks/github/SOURCES.md): these change the fork fields of the opened fixture in memory.
+  // No published fork pull request exists (tests/fixtures/webhooks/github/SOURCES.md): these change the fork fields of the opened fixture in memory.
   test("a pull request whose head is another repository is a fork (fields changed in the test)", () => {
     const payload = load("github", "pull_request__opened.json");
     payload.pull_request.head.repo.id = 999;
