@@ -28,8 +28,9 @@ const FETCH_TIMEOUT_MS = 5000;
 const ProviderUrl = z
   .url()
   .refine((u) => {
-    const url = new URL(u);
-    return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHostHeader(url.host));
+    // zod runs this refinement even when .url() has already refused the value, so parse safely.
+    const url = URL.parse(u);
+    return url !== null && (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHostHeader(url.host)));
   }, "must be an https URL (http only for a loopback host)");
 
 export const OidcSettingsBody = z
