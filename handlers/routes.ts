@@ -102,7 +102,7 @@ export const routes: RouteEntry[] = [
   r("PUT", "/v1/setup/trusted-proxy", "setup", setupTrustedProxy),
   r("POST", "/v1/setup/complete", "setup", setupComplete),
 
-  // authentication (spec §4 "Authentication endpoints")
+  // authentication (docs/api.md "Authentication")
   r("POST", "/v1/auth/local/login", "public", localLogin),
   r("GET", "/v1/auth/oidc/start", "public", oidcStart),
   r("POST", "/v1/auth/oidc/callback", "public", oidcCallback),
@@ -122,7 +122,7 @@ export const routes: RouteEntry[] = [
   r("PATCH", "/v1/users/{user_id}", "admin", usersUpdate),
   r("DELETE", "/v1/users/{user_id}", "admin", usersDeactivate),
 
-  // API tokens (spec §4 "Tokens")
+  // API tokens (docs/api.md "API tokens")
   r("GET", "/v1/api-tokens", "user", tokensList),
   r("POST", "/v1/api-tokens", "user", tokensCreate),
   r("DELETE", "/v1/api-tokens/{token_id}", "user", tokensRevoke),

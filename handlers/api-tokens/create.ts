@@ -1,5 +1,5 @@
-// POST /v1/api-tokens (spec §4): the plaintext token is in this response and nowhere else.
-// A token never outranks or outlives its creator (DECISIONS.md "API tokens").
+// POST /v1/api-tokens (docs/api.md "API tokens"): the plaintext token is in this response and nowhere else.
+// A token never outranks or outlives its creator (docs/authorization.md "Roles").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";

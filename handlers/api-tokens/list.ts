@@ -1,4 +1,4 @@
-// GET /v1/api-tokens (spec §4): admins and owners see every token, others only their own.
+// GET /v1/api-tokens (docs/api.md "API tokens"): admins and owners see every token, others only their own.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { ApiToken, Pagination, SearchQuery } from "../../lib/schemas.ts";

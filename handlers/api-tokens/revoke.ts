@@ -1,4 +1,4 @@
-// DELETE /v1/api-tokens/{token_id} (spec §3 "API token", §4): admins and owners revoke any token,
+// DELETE /v1/api-tokens/{token_id} (docs/api.md "API tokens"): admins and owners revoke any token,
 // others only their own; a token the caller may not see answers 404 as if it did not exist.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";

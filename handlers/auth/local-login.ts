@@ -1,6 +1,6 @@
-// POST /v1/auth/local/login (spec §4, §5 rule 4, §7 "Local login").
+// POST /v1/auth/local/login (docs/api.md "Authentication").
 // Loopback only, decided by the socket peer. In Local Only mode the first login creates the owner
-// and makes the instance ready (DECISIONS.md "First run"); in Ready External Access mode every
+// and makes the instance ready (README "First run"); in Ready External Access mode every
 // login spends a recovery capability minted over the Unix management socket by `roost recover`.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
@@ -87,7 +87,7 @@ async function createOwner(db: Executor, email: string | undefined, now: number)
   return insertUser(db, { email, role: "owner", invitedBy: null, now });
 }
 
-/** `email` picks the user; without it there must be exactly one active user (spec §4). */
+/** `email` picks the user; without it there must be exactly one active user, so the choice is never a guess. */
 async function resolveUser(db: Executor, email: string | undefined, firstActive: User[]): Promise<User> {
   if (email) {
     const user = await findUserByEmail(db, email);

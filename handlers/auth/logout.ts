@@ -1,4 +1,4 @@
-// POST /v1/auth/logout (spec §4, §7 "Logout"): ends the presented user session.
+// POST /v1/auth/logout (docs/api.md "Authentication"): ends the presented user session.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { deleteSession } from "../../lib/db/sessions.ts";

@@ -1,6 +1,6 @@
-// POST /v1/auth/oidc/callback (spec §4, §5 rules 1–2, §7 "OIDC callback"): finishes the flow that
+// POST /v1/auth/oidc/callback (docs/external-access.md "The flow"): finishes the flow that
 // GET /v1/auth/oidc/start began in this browser, verifies the ID token (OIDC Core §3.1.3.7) and
-// signs the invited user in. Each numbered step answers its own §7 code.
+// signs the invited user in. Each numbered step answers its own code (docs/external-access.md "Errors").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { ApiError, fail } from "../../lib/errors.ts";
@@ -107,7 +107,7 @@ export const endpoint = defineEndpoint({
   },
 });
 
-/** A database step of the callback: any failure is 500 store_error (spec §7). */
+/** A database step of the callback: any failure is 500 store_error. */
 async function store<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();

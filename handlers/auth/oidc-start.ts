@@ -1,4 +1,4 @@
-// GET /v1/auth/oidc/start (spec §4, §7 "OIDC start", §8): begins an authorization-code flow with
+// GET /v1/auth/oidc/start (docs/external-access.md "The flow"): begins an authorization-code flow with
 // PKCE S256, a state and a nonce of 256 random bits each. The verifier and the nonce stay in the
 // database; the browser gets a __Host- cookie that binds the state to it (RFC 9700 §2.1.1).
 import { z } from "zod";

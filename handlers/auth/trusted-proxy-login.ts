@@ -1,4 +1,4 @@
-// POST /v1/auth/trusted-proxy/login (spec §4, §5 rule 3, §7 "Trusted-proxy login"): the proxy in
+// POST /v1/auth/trusted-proxy/login (docs/external-access.md, "With a trusted proxy"): the proxy in
 // front of Roost has authenticated the user and names them in one header. Trust comes from the
 // socket peer alone (ctx.peer), never from X-Forwarded-For; every login is a new session.
 import { defineEndpoint } from "../../lib/route.ts";

@@ -1,4 +1,4 @@
-// POST /v1/builds/{build_id}/cancel (spec §3, §4; project developer): queued or running →
+// POST /v1/builds/{build_id}/cancel (docs/api.md "Builds"; project developer): queued or running →
 // canceled at once. A runner working on it learns this at its next heartbeat or log append and
 // stops the process tree. A finished build answers 409 build_not_cancelable.
 import { z } from "zod";

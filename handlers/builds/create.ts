@@ -1,4 +1,4 @@
-// POST /v1/projects/{project_id}/builds (spec §4; project developer): a manual build of one
+// POST /v1/projects/{project_id}/builds (docs/api.md "Builds"; project developer): a manual build of one
 // pipeline. The branch defaults to the project's default branch; without a commit, the branch's
 // head is asked of the source host, so the build is always pinned to one commit.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// POST /v1/builds/{build_id}/rerun (spec §3, §4; project developer): a new build that copies
+// POST /v1/builds/{build_id}/rerun (docs/api.md "Builds"; project developer): a new build that copies
 // the source build's config_snapshot, branch and commit_sha, so it runs what the original ran
 // with, even if the pipeline changed since. Its trigger_type is "rerun" and it starts queued.
 import { z } from "zod";

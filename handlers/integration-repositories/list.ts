@@ -1,4 +1,4 @@
-// GET /v1/integration-repositories (spec §4 list_source_repositories; maintainer): searches the
+// GET /v1/integration-repositories (docs/api.md "Source integrations"; maintainer): searches the
 // repository catalogue of every integration.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";

@@ -1,4 +1,4 @@
-// GET /v1/builds/{build_id}/logs (spec §4; project viewer): the build's log so far, as a JSON
+// GET /v1/builds/{build_id}/logs (docs/runners.md "Logs"; project viewer): the build's log so far, as a JSON
 // array of entries {seq, job_id, line, step, stream, ts, text} or, with Accept: text/plain, as
 // text. Streamed from the database a page at a time, so a 100 MB log never sits in memory.
 // `after_seq` and `limit` page by sequence. Where the cap cut lines out, a marker says so.

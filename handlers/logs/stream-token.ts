@@ -1,4 +1,4 @@
-// POST /v1/builds/{build_id}/stream-token (spec §4; project viewer): a read-only token for this
+// POST /v1/builds/{build_id}/stream-token (project viewer): a read-only token for this
 // build's log stream only, valid 5 minutes to open it (an open stream lives on), stored hashed.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";

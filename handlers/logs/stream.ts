@@ -1,4 +1,4 @@
-// GET /v1/builds/{build_id}/logs/stream?token= (spec §4; stream token): Server-Sent Events.
+// GET /v1/builds/{build_id}/logs/stream?token= (stream token; docs/runners.md "Live logs"): Server-Sent Events.
 //   retry: 3000                                  first, the reconnect delay
 //   event: status  data: {"status", "exit_code"}  at once and on every change (no id)
 //   id: <seq>  event: log  data: {"seq","step","stream","ts","text"}   every line, once

@@ -1,4 +1,4 @@
-// POST /v1/operator-incidents/{id}/read (spec §4; admin): marks one incident read. Reading does
+// POST /v1/operator-incidents/{id}/read (docs/api.md "Operator incidents"; admin): marks one incident read. Reading does
 // not resolve it: status stays open until the condition is gone, and a new occurrence makes it
 // unread again.
 import { z } from "zod";

@@ -1,4 +1,4 @@
-// POST /v1/projects/{project_id}/pipelines (spec §4; project maintainer). Only `name` is
+// POST /v1/projects/{project_id}/pipelines (project maintainer). Only `name` is
 // required; every other field has a documented default (docs/api.md "Pipelines").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";

@@ -1,4 +1,4 @@
-// PATCH /v1/projects/{project_id} (spec §4 update_project; project maintainer). Updatable fields:
+// PATCH /v1/projects/{project_id} (docs/api.md "Projects"; project maintainer). Updatable fields:
 // name, description, default_branch, settings (replaced as a whole). The repository is fixed.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";

@@ -1,4 +1,4 @@
-// POST /v1/runners/{runner_id}/jobs/{job_id}/logs (spec §4; runner token): appends log lines.
+// POST /v1/runners/{runner_id}/jobs/{job_id}/logs (runner token; docs/runners.md "Protocol"): appends log lines.
 // Body {first_line, lines}: the job-local index of the first line and up to 1 MiB of lines.
 // Idempotent: lines Roost already has are skipped (202 with next_line), so a retried request
 // never duplicates; a request that starts past next_line stores nothing and answers

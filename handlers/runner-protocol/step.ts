@@ -1,5 +1,5 @@
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step} (runner token): records one step's
-// result in the build's step_results (spec §2), replacing an earlier report of the same step.
+// result in the build's step_results, replacing an earlier report of the same step.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam, StepResult } from "../../lib/schemas/ci.ts";

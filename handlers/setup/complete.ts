@@ -1,5 +1,5 @@
-// POST /v1/setup/complete: the step that makes the instance ready (spec §3 "Instance" left it
-// open). Needs an owner; after it, setup tokens stop working and setup endpoints answer 409.
+// POST /v1/setup/complete: the step that makes the instance ready (docs/api.md
+// "Setup"). Needs an owner; after it, setup tokens stop working and setup endpoints answer 409.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";

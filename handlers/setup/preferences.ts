@@ -1,6 +1,6 @@
-// POST /v1/setup/preferences (spec §4 setup_preferences): stores the runtime mode and, for
+// POST /v1/setup/preferences (docs/api.md "Setup"): stores the runtime mode and, for
 // External Access, the remote auth mode, before any owner exists. Authorized by the one-time
-// setup token (spec §5 rule 8 left it open; README "First run").
+// setup token, since no owner exists yet to authorize it (README "First run").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";

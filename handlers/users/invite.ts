@@ -1,5 +1,5 @@
-// POST /v1/users (admin): invites a user by e-mail. Users must be invited before any login works
-// (spec §5 rule 1); nobody invites above their own role (DECISIONS.md "Roles").
+// POST /v1/users (admin): invites a user by e-mail. Users must be invited before any login works;
+// nobody invites above their own role (docs/authorization.md "Roles").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";

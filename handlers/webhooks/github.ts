@@ -1,4 +1,5 @@
-// POST /v1/webhooks/github (spec §4; DECISIONS.md real header names). Authenticated by
+// POST /v1/webhooks/github (docs/webhooks.md; the header names GitHub sends, as listed in
+// https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers). Authenticated by
 // X-Hub-Signature-256: HMAC-SHA256 of the raw body with a GitHub integration's webhook secret,
 // checked before the body is parsed or anything is written. Verified deliveries always answer
 // 200 {ok, duplicate}, including the ones ignored on purpose (ping, labels, forks, deletions).

@@ -1,4 +1,4 @@
-// POST /v1/webhooks/gitlab (spec §4 gitlab_webhook). X-Gitlab-Token must be the current webhook
+// POST /v1/webhooks/gitlab (docs/webhooks.md). X-Gitlab-Token must be the current webhook
 // token of the repository the payload names (a token of another project is refused, even from
 // the same GitLab); it is a plain shared secret, compared in constant time. Deduplicated by
 // X-Gitlab-Event-UUID and Idempotency-Key (the one that survives a manual "Resend").
