@@ -3,7 +3,7 @@
 -- Each block starting with "-- migration N: name" is applied once, in order, inside one write
 -- transaction, and recorded in schema_migrations (lib/db/migrate.ts). A released block is never
 -- edited: a change to the schema is a new block at the end. Timestamps are Unix epoch seconds
--- (DECISIONS.md). Secrets are stored only as SHA-256 hex of their secret part (lib/auth/secrets.ts).
+-- (docs/api.md "Conventions"). Secrets are stored only as SHA-256 hex of their secret part (lib/auth/secrets.ts).
 
 -- migration 1: foundation
 CREATE TABLE instance (
@@ -230,7 +230,7 @@ CREATE TABLE trusted_proxy_settings (
   shared_secret_hash TEXT,
   updated_at INTEGER NOT NULL
 );
--- Pending OIDC authorizations (spec §3): in the database so any daemon process can finish a flow
+-- Pending OIDC authorizations: in the database so any daemon process can finish a flow
 -- another started. The state and the browser binding are stored hashed; the PKCE verifier and the
 -- nonce never leave the server.
 CREATE TABLE oidc_pending (

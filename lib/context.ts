@@ -11,7 +11,7 @@ import type { MetricsRegistry } from "./metrics.ts";
 import type { LogHubNamespace } from "./log-hub.ts";
 
 export interface Clock {
-  /** Unix epoch seconds (DECISIONS.md "Timestamps"). */
+  /** Unix epoch seconds (docs/api.md "Conventions"). */
   now(): number;
 }
 

@@ -1,4 +1,4 @@
-// The one catalogue of error codes Roost answers with (DECISIONS.md "Error body").
+// The one catalogue of error codes Roost answers with (docs/api.md "Errors").
 // Every error response is rendered from an ApiError by lib/http.ts#renderError, so a code
 // always carries the same HTTP status wherever it is raised.
 
@@ -13,13 +13,13 @@ export const ERROR_STATUS = {
   internal_error: 500,
   not_ready: 503,
 
-  // credentials (spec §5, §7)
+  // credentials
   missing_auth: 401,
   invalid_session: 401,
   invalid_token: 401,
   forbidden: 403,
 
-  // setup and instance state (spec §3 Instance, §7)
+  // setup and instance state
   setup_incomplete: 409,
   setup_already_complete: 409,
   invalid_setup_token: 401,
@@ -27,7 +27,7 @@ export const ERROR_STATUS = {
   owner_exists: 409,
   remote_auth_not_configured: 409,
 
-  // local login and recovery (spec §4, §7)
+  // local login and recovery
   email_required: 400,
   mode_restricted: 403,
   local_login_loopback_required: 403,
@@ -37,7 +37,7 @@ export const ERROR_STATUS = {
   recovery_capability_required: 403,
   recovery_capability_invalid: 403,
 
-  // External Access sign-in (spec §7 OIDC and trusted-proxy; docs/external-access.md)
+  // External Access sign-in (OIDC and trusted proxy; docs/external-access.md)
   too_many_pending: 429,
   oidc_not_configured: 500,
   oidc_discovery_error: 502,

@@ -1,5 +1,5 @@
 // Reading requests and writing responses: the only place that knows how a body is parsed
-// and how an error is rendered (DECISIONS.md "Error body").
+// and how an error is rendered (docs/api.md "Errors").
 import { z } from "zod";
 import { ApiError, fail, type ErrorDetail } from "./errors.ts";
 

@@ -1,4 +1,4 @@
-// Operator incidents (spec §2 "Operator incident"): conditions an operator must act on, raised
+// Operator incidents (docs/api.md "Operator incidents"): conditions an operator must act on, raised
 // by the service, deduplicated per resource and reason while open (occurrence_count grows).
 import type { Row } from "@libsql/client";
 import type { Executor } from "./db/client.ts";

@@ -1,5 +1,5 @@
 // Peer-address facts. Trust is decided from the socket's peer address only, never from Host,
-// X-Forwarded-For or Forwarded (spec §5 rule 4, shared/research/security.md §1.1).
+// X-Forwarded-For or Forwarded: any client can send those (RFC 7239 §8.1).
 
 /** Strips the IPv4-mapped IPv6 form (::ffff:127.0.0.1 → 127.0.0.1). */
 export function normalizeAddress(address: string): string {

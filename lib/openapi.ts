@@ -1,5 +1,5 @@
 // The API document, generated from the route table and the very zod schemas that validate
-// requests, so the document and the behaviour cannot drift apart (STYLE.md "The route table").
+// requests, so the document and the behaviour cannot drift apart (handlers/routes.ts).
 import { z } from "zod";
 import type { RouteEntry } from "./route.ts";
 import { ERROR_STATUS, type ErrorCode } from "./errors.ts";

@@ -4,7 +4,7 @@ import { RoleSchema } from "./auth/roles.ts";
 
 export const Timestamp = z.number().int().describe("Unix epoch seconds");
 
-/** Page size: default 50, at most 200; offsets up to 2^31 (spec §8: int64 on the wire, bounded here). */
+/** Page size: default 50, at most 200; offsets up to 2^31 (int64 on the wire, bounded here). */
 export const PAGE_LIMIT_DEFAULT = 50;
 export const PAGE_LIMIT_MAX = 200;
 export const PAGE_OFFSET_MAX = 2_147_483_647;
@@ -46,7 +46,7 @@ export const PublicUser = z.object({
   avatar_url: z.string(),
 });
 
-/** Spec §2 "Session result", returned by every login. */
+/** The session result, returned by every login (docs/api.md "Authentication"). */
 export const SessionResult = z.object({
   session_token: z.string().describe("roost_sess_…, valid 24 hours"),
   expires_at: Timestamp,

@@ -1,6 +1,6 @@
-// The companion that serves the Unix management socket (design card). Only someone who can open
+// The companion that serves the Unix management socket. Only someone who can open
 // this 0600 socket file (the daemon's user, or root) can mint a recovery capability or a setup
-// token: TCP, loopback and forwarding headers grant no such authority (spec §4 "Local login").
+// token: TCP, loopback and forwarding headers grant no such authority (docs/api.md "Authentication").
 //
 // The daemon starts it in-process (lib/server.ts); it also runs alone, beside a daemon in
 // another process on the same database: `bun scripts/management-socket.ts`.

@@ -98,7 +98,7 @@ async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Pr
   if (apiToken.revoked_at !== null) fail("invalid_token", "The API token has been revoked.");
   if (apiToken.expires_at <= now) fail("invalid_token", "The API token has expired.");
   const creator = await findUserById(ctx.db, apiToken.created_by);
-  // A token never outlives or outranks its creator (DECISIONS.md "API tokens").
+  // A token never outlives or outranks its creator (docs/authorization.md "Roles").
   if (!creator || !creator.active) fail("invalid_token", "The API token's creator is no longer active.");
   // A write (and the write lock) only when last_used_at is due, not on every request.
   if (apiToken.last_used_at === null || apiToken.last_used_at <= now - LAST_USED_RESOLUTION_SECONDS) await touchApiToken(ctx.db, apiToken.id, now);

@@ -71,8 +71,8 @@ export function cidrContains(cidr: Cidr, address: string | null): boolean {
 
 /**
  * Loopback ranges, and ranges wider than a /24 (IPv4) or /64 (IPv6), hold many possible callers
- * (any local process; a whole network), so a shared secret is mandatory for them
- * (shared/research/security.md §1.1 point 2).
+ * (any local process; a whole network), so a shared secret is mandatory for them:
+ * the peer address alone does not prove the request came through the proxy.
  */
 export function needsSharedSecret(cidr: Cidr): boolean {
   const loopback = cidr.family === 4 ? cidr.network >> 24n === 127n || cidr.prefix < 8 : (cidr.network === 1n && cidr.prefix === 128) || cidr.prefix === 0;

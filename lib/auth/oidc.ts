@@ -1,4 +1,4 @@
-// OpenID Connect sign-in as a Relying Party (spec §4, §7; docs/external-access.md).
+// OpenID Connect sign-in as a Relying Party (docs/external-access.md).
 //
 // Which library does what:
 // - arctic (OAuth2Client): the authorization URL with PKCE S256 and the code exchange at the token

@@ -1,4 +1,4 @@
-// The cross-cutting rule of spec §7: the authentication endpoints answer 409 setup_incomplete
+// A cross-cutting rule: the authentication endpoints answer 409 setup_incomplete
 // until the instance is ready.
 import type { Executor } from "../db/client.ts";
 import { getInstance, type Instance } from "../db/instance.ts";

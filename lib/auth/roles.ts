@@ -1,4 +1,4 @@
-// Instance roles, highest first (DECISIONS.md "Roles"): owner > admin > maintainer > developer.
+// Instance roles, highest first (docs/authorization.md "Roles"): owner > admin > maintainer > developer.
 import { z } from "zod";
 
 export const ROLES = ["owner", "admin", "maintainer", "developer"] as const;

@@ -1,6 +1,6 @@
 // Every bearer secret Roost issues (sessions, API tokens, setup tokens, recovery capabilities,
 // and later runner and stream tokens) has one shape, after GitHub's and GitLab's token formats
-// (shared/research/security.md §1.3–1.4):
+// (https://github.blog/engineering/platform-security/behind-githubs-new-authentication-token-formats/):
 //
 //   roost_<kind>_<id: 20 base62><secret: 32 base62><checksum: 6 base62>
 //
@@ -32,7 +32,7 @@ export function randomBase62(length: number): string {
   return out;
 }
 
-/** An opaque, unguessable identifier (DECISIONS.md "Identifiers"), about 119 bits. */
+/** An opaque, unguessable identifier (docs/api.md "Conventions"), about 119 bits. */
 export function newId(): string {
   return randomBase62(ID_LENGTH);
 }

@@ -1,4 +1,4 @@
-// Trusted-proxy sign-in (spec §4, §5 rule 3, §7; docs/external-access.md). A reverse proxy that
+// Trusted-proxy sign-in (docs/external-access.md). A reverse proxy that
 // has authenticated the user forwards the e-mail in one header; Roost believes it only when the
 // socket peer is on the allow-list (never X-Forwarded-For) and, when configured, the shared
 // secret header matches. The header is honoured by POST /v1/auth/trusted-proxy/login alone.

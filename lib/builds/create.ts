@@ -1,5 +1,5 @@
 // Creating a build: the one place that numbers builds, freezes the configuration and applies
-// cancel_previous (spec §3 "Build"; docs/api.md "Builds").
+// cancel_previous (docs/api.md "Builds").
 import type { Db } from "../db/client.ts";
 import { inTransaction, one, all } from "../db/client.ts";
 import type { Transaction } from "@libsql/client";

@@ -1,4 +1,4 @@
-// The build state machine, in one place (spec §3 "Build"; DECISIONS.md "Build statuses").
+// The build state machine, in one place (docs/api.md "Builds").
 //
 //   queued ──start──▶ running ──succeed──▶ succeeded
 //     │                 │ ──fail─────▶ failed

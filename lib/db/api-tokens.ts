@@ -1,4 +1,4 @@
-// API tokens (spec §2 ApiToken, §3 API token): shown once, stored hashed, revocable.
+// API tokens (docs/api.md "API tokens"): shown once, stored hashed, revocable.
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "./client.ts";
@@ -17,7 +17,7 @@ export interface ApiTokenRow {
   revoked_at: number | null;
 }
 
-/** The listed shape (spec §2 "ApiToken"); never carries the hash. */
+/** The listed shape; never carries the hash. */
 export interface PublicApiToken {
   id: string;
   name: string;

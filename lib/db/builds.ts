@@ -1,4 +1,4 @@
-// Builds (spec §2 "Build"). Status changes go only through lib/builds/transition.ts.
+// Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
@@ -77,7 +77,7 @@ export function toBuild(row: Row): Build {
   };
 }
 
-/** The API shape (spec §2 "Build"): secret env values in the snapshot are not returned. */
+/** The API shape: secret env values in the snapshot are not returned. */
 export function toPublicBuild(b: Build) {
   const { concurrency_key: _key, created_by: _by, ...rest } = b;
   return { ...rest, config_snapshot: publicSnapshot(b.config_snapshot) };

@@ -3,7 +3,7 @@
 //
 // Why not @libsql/client's own file driver: it prepares every statement on every call, which
 // costs 50–120 µs per query on Roost's schema against ~4 µs for a cached statement
-// (shared/research/performance.md; `npm run bench`). Every other module keeps using the Client
+// (`npm run bench` measures both). Every other module keeps using the Client
 // interface, and a remote libSQL server (ROOST_DATABASE_URL=libsql://…) still goes through
 // @libsql/client unchanged.
 //

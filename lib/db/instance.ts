@@ -1,4 +1,4 @@
-// The instance's setup state (spec §3 "Instance"): `incomplete` until an owner exists and the
+// The instance's setup state (docs/api.md "Setup"): `incomplete` until an owner exists and the
 // chosen modes are complete, then `ready` for good.
 import type { Executor } from "./client.ts";
 import { numOrNull, one, str, strOrNull } from "./client.ts";
@@ -9,7 +9,7 @@ export type RemoteAuthMode = "oidc" | "trusted_proxy";
 
 export interface Instance {
   state: InstanceState;
-  /** null until chosen; an unchosen instance behaves as Local Only (DECISIONS.md "First run"). */
+  /** null until chosen; an unchosen instance behaves as Local Only (README "First run"). */
   runtime_mode: RuntimeMode | null;
   remote_auth_mode: RemoteAuthMode | null;
   preferences_set_at: number | null;

@@ -1,5 +1,5 @@
-// Pending OIDC authorizations between start and callback (spec §3 "Pending OIDC authorization",
-// §8): at most 1000, each valid 10 minutes, kept in the database so that any daemon process can
+// Pending OIDC authorizations between start and callback (docs/external-access.md
+// "Limits on pending authorizations"): at most 1000, each valid 10 minutes, kept in the database so that any daemon process can
 // finish a flow another one started.
 import type { Executor } from "./client.ts";
 import { num, one, run, str } from "./client.ts";
@@ -8,8 +8,8 @@ export const PENDING_LIMIT = 1000;
 export const PENDING_LIFETIME_SECONDS = 600;
 /**
  * One peer address may hold at most this many pending authorizations; its oldest is evicted to
- * make room. Without it one client could fill the global 1000 and lock every user out
- * (shared/research/security.md §0 gap 4).
+ * make room. Without it one client could fill the global 1000 and lock every user out of
+ * sign-in.
  */
 export const PENDING_PER_PEER = 20;
 

@@ -1,4 +1,4 @@
-// Pipelines (spec §2 "Pipeline"): trigger, concurrency and execution configuration of a project.
+// Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str } from "./client.ts";

@@ -1,4 +1,4 @@
-// Projects (spec §2 "Project") and their members (docs/authorization.md "Project roles").
+// Projects (docs/api.md "Projects") and their members (docs/authorization.md "Project roles").
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
 import { all, num, one, str, strOrNull, likePattern } from "./client.ts";
@@ -42,7 +42,7 @@ function toProject(row: Row): Project {
   };
 }
 
-/** The API shape (spec §2), with the caller's role on it. */
+/** The API shape, with the caller's role on it. */
 export function toPublicProject(p: Project, currentUserRole: ProjectRole) {
   return {
     id: p.id,

@@ -1,4 +1,4 @@
-// The repository catalogue (spec §2 "Repository"), synced from each integration.
+// The repository catalogue (docs/api.md "Source integrations"), synced from each integration.
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str, likePattern } from "./client.ts";

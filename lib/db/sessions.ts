@@ -1,4 +1,4 @@
-// User sessions (spec §3 "User session"): 24 hours, stored as a hash, deleted on logout.
+// User sessions (docs/api.md "Authentication"): 24 hours, stored as a hash, deleted on logout.
 import type { Executor } from "./client.ts";
 import { num, one, run, str } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";

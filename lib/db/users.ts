@@ -1,4 +1,4 @@
-// Users: invited by e-mail, each with one instance role (DECISIONS.md "Roles").
+// Users: invited by e-mail, each with one instance role (docs/authorization.md "Roles").
 import type { Row } from "@libsql/client";
 import type { Executor } from "./client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull, likePattern } from "./client.ts";
@@ -134,7 +134,7 @@ export async function bindOidcIdentity(db: Executor, id: string, issuer: string,
   });
 }
 
-/** The user object of the session result (spec §2 "Session result"). */
+/** The user object of the session result (SessionResult in lib/schemas.ts). */
 export function toPublicUser(user: User): { user_id: string; email: string; oidc_subject: string; role: Role | null; avatar_url: string } {
   return {
     user_id: user.id,

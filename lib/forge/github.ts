@@ -1,5 +1,6 @@
 // GitHub deliveries: verify the signature over the raw bytes, then read the payload into a
-// TriggerEvent (shared/research/webhooks.md §1, §3, §4).
+// TriggerEvent (docs/webhooks.md; headers and payloads as documented at
+// https://docs.github.com/en/webhooks/webhook-events-and-payloads).
 import { createHmac, timingSafeEqual } from "node:crypto";
 import { changelogOf, ignored, type TriggerEvent } from "./event.ts";
 

@@ -1,6 +1,7 @@
 // GitLab deliveries: the payload names the project; its current webhook token must match
 // X-Gitlab-Token (checked by the receiver against that repository). Read into a TriggerEvent
-// (shared/research/webhooks.md §2, §3, §4).
+// (docs/webhooks.md; headers and payloads as documented at
+// https://docs.gitlab.com/user/project/integrations/webhook_events/).
 import { changelogOf, ignored, type TriggerEvent } from "./event.ts";
 
 type Json = Record<string, any>;

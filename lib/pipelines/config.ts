@@ -1,4 +1,4 @@
-// A pipeline's configuration (spec §2 "Pipeline"): the zod schemas that validate it, with the
+// A pipeline's configuration: the zod schemas that validate it, with the
 // documented defaults and limits (docs/api.md "Pipelines"), and how secret env values are kept.
 import { z } from "zod";
 import type { SecretBox } from "../crypto/secret-box.ts";

@@ -1,4 +1,4 @@
-// step_results of a build (spec §2): one entry per step name, in the order steps first reported.
+// step_results of a build: one entry per step name, in the order steps first reported.
 import type { Db } from "../db/client.ts";
 import { inTransaction, one } from "../db/client.ts";
 import type { StepResult } from "../db/builds.ts";

@@ -1,4 +1,4 @@
-// Wire schemas of the CI domain (spec §2): what projects, pipelines, builds, repositories,
+// Wire schemas of the CI domain: what projects, pipelines, builds, repositories,
 // integrations and incidents look like in responses. The OpenAPI document is generated from these.
 import { z } from "zod";
 import { Timestamp } from "../schemas.ts";

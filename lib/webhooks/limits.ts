@@ -8,14 +8,15 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
 
 /**
  * The content key: a digest of the exact bytes. GitHub signs only the body, so a captured body
- * replayed under a fresh X-GitHub-Delivery would otherwise trigger again (security.md §0 gap 8);
+ * replayed under a fresh X-GitHub-Delivery would otherwise trigger again (the signature does not cover the headers:
+ * https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries);
  * a genuine new event never has byte-identical content.
  */
 export function contentKey(host: string, body: Uint8Array): string {
   return `${host}:content:${createHash("sha256").update(body).digest("hex")}`;
 }
 
-/** What both receivers answer to a verified delivery (spec §2 "webhook receivers": ok, duplicate). */
+/** What both receivers answer to a verified delivery (docs/webhooks.md: ok, duplicate). */
 export const WebhookResult = z.object({
   ok: z.boolean(),
   duplicate: z.boolean().describe("true when this delivery (same delivery id, or the same content) was already received; nothing was created"),

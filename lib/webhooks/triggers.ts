@@ -1,5 +1,5 @@
-// Which pipelines a verified delivery starts, and why each does or does not (spec §3 webhook
-// transition, §6): the decision is explained per pipeline for the delivery log.
+// Which pipelines a verified delivery starts, and why each does or does not (docs/webhooks.md
+// "What builds"): the decision is explained per pipeline for the delivery log.
 import type { TriggerEvent } from "../forge/event.ts";
 import { requestsSkipCi } from "../forge/event.ts";
 import type { Pipeline } from "../db/pipelines.ts";
