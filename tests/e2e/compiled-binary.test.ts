@@ -1,4 +1,4 @@
-// The single compiled binary (issue 7 "The binary"): built with `bun build --compile`, copied
+// The single compiled binary (docs/operations.md "The binary"): built with `bun build --compile`, copied
 // alone to an empty directory, and run where node_modules cannot be seen: a private mount
 // namespace hides this checkout's node_modules behind an empty tmpfs, so the libSQL native addon
 // can only come from inside the executable.

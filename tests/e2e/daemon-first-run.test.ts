@@ -1,5 +1,5 @@
 // A real daemon process: first run in Local Only mode, state kept across restarts, the files it
-// writes, and the CLI's exit codes (issue 2 "Done when").
+// writes, and the CLI's exit codes (README "First run").
 import { afterAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";

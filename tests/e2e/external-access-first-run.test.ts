@@ -1,4 +1,4 @@
-// External Access first run end to end on a real daemon (issue 2 "First-run setup"), and the
+// External Access first run end to end on a real daemon (README "External Access"), and the
 // recovery flow through the real Unix management socket: setup token from the 0600 file →
 // preferences → sign-in configuration → owner → complete; then a locked-out operator on the host
 // mints a recovery capability with `roost recover` and signs in locally with it, once.

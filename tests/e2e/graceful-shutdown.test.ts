@@ -1,4 +1,4 @@
-// Graceful shutdown (issue 7): SIGTERM while clients are writing. Every write the daemon
+// Graceful shutdown (docs/operations.md "systemd"): SIGTERM while clients are writing. Every write the daemon
 // acknowledged (201) must be there after a restart; requests it never answered may be lost,
 // which is what a client that retries on a connection error expects.
 import { afterAll, describe, expect, test } from "bun:test";

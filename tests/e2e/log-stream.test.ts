@@ -1,4 +1,4 @@
-// The live log stream over a real socket (issue 5 "Reading and streaming logs"): every line
+// The live log stream over a real socket (docs/runners.md "Live logs"): every line
 // live and exactly once, resume with Last-Event-ID with no gap or duplicate, a connection that
 // outlives Bun's 10 s idle timeout, the final event, 204 after the end, and the stream token's scope.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

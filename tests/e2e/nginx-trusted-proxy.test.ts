@@ -1,7 +1,7 @@
-// Trusted-proxy sign-in through a real nginx in front of a real daemon (issue 3 "Done when"):
+// Trusted-proxy sign-in through a real nginx in front of a real daemon:
 // nginx authenticates with HTTP Basic, replaces any client copy of the identity and secret
 // headers and connects from 127.0.0.2, the only trusted peer. Direct requests from other loopback
-// sources with spoofed headers (X-Forwarded-For included) are refused with spec §7's codes.
+// sources with spoofed headers (X-Forwarded-For included) are refused with the codes of docs/external-access.md.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,4 +1,4 @@
-// Local login from a real non-loopback socket peer (issue 2 "Done when"): the test makes its own
+// Local login from a real non-loopback socket peer: the test makes its own
 // network namespace joined to this host by a veth pair, so the client has an address of its own,
 // and calls the daemon from inside it. Needs root (CI and this machine run as root); it fails
 // rather than skips when it cannot create the namespace.

@@ -1,4 +1,4 @@
-// OIDC sign-in end to end (issue 3 "Done when"): a real daemon and a real OpenID Provider
+// OIDC sign-in end to end: a real daemon and a real OpenID Provider
 // (npm `oidc-provider` under node, tests/support/oidc-provider.mjs) with PKCE required and an
 // e-mail claim. The test plays the browser: start, the provider's login and consent forms over
 // plain HTTP with a cookie jar, the redirect to the frontend callback, then Roost's callback.

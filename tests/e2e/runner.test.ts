@@ -1,4 +1,4 @@
-// A real runner process building a real git repository (issue 5 "Done when"): the daemon, the
+// A real runner process building a real git repository: the daemon, the
 // `roost runner` process, a local repository, and a `flutter` stand-in on the runner's PATH (a
 // script that prints like flutter and writes an .apk; no Flutter SDK is installed here).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// Two `roost serve` processes on one database file behave as one (issue 7 "Operating it"): state
+// Two `roost serve` processes on one database file behave as one (docs/operations.md "Several processes"): state
 // written through either is visible through the other, and concurrent writes through both lose
 // nothing. Later sections add builds, job claims, webhook dedupe and logs.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

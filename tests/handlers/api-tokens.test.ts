@@ -1,4 +1,4 @@
-// API tokens (spec §2 ApiToken, §3 "API token", §4 "Tokens"; DECISIONS.md "API tokens").
+// API tokens (docs/api.md "API tokens"; docs/authorization.md "Roles").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 

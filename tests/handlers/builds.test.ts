@@ -1,4 +1,4 @@
-// Builds (issue 4 "Builds"): manual creation, re-run, cancel, listings, numbering and the
+// Builds (docs/api.md "Builds"): manual creation, re-run, cancel, listings, numbering and the
 // concurrency rules.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";

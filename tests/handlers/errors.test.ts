@@ -1,4 +1,4 @@
-// Cross-cutting error behaviour of the pipeline (DECISIONS.md "Error body", issue: Errors).
+// Cross-cutting error behaviour of the pipeline (docs/api.md "Errors").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 

@@ -1,4 +1,4 @@
-// Source integrations and the repository catalogue (issue 4), against the host API stand-in.
+// Source integrations and the repository catalogue (docs/api.md "Source integrations"), against the host API stand-in.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";

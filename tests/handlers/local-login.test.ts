@@ -1,4 +1,4 @@
-// POST /v1/auth/local/login (spec §4, §5 rule 4, §7 "Local login") and the recovery capability.
+// POST /v1/auth/local/login (docs/api.md "Authentication") and the recovery capability.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
 import { mintRecoveryCapability } from "../../lib/db/one-time-credentials.ts";

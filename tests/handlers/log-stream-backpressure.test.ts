@@ -1,4 +1,4 @@
-// A slow SSE client lags but never makes the server buffer without bound or drop lines (issue 5):
+// A slow SSE client lags but never makes the server buffer without bound or drop lines:
 // the stream is pulled, so while the client does not read, the server stops reading log pages.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";

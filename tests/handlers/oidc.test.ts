@@ -1,6 +1,7 @@
 // OIDC sign-in in-process against a test stand-in provider (tests/support/test-op.ts): every
-// code of spec §7 "OIDC start" and "OIDC callback", the ID token checks of OIDC Core §3.1.3.7, and
-// the gaps closed beyond the spec (shared/research/security.md §0 gaps 1–4).
+// code of docs/external-access.md "Errors", the ID token checks of OIDC Core §3.1.3.7, the
+// browser binding of RFC 9700 §2.1.1, e-mail from UserInfo (OIDC Core §5.3), email_verified and
+// the (iss, sub) binding (OIDC Core §5.7), and the per-peer cap on pending authorizations.
 import { afterEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
 import { OTHER_CALLBACK, STANDARD_CALLBACK, invite, readyWithOidc } from "../helpers/external-access.ts";

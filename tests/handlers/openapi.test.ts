@@ -1,4 +1,4 @@
-// The API document is generated from the route table and the handlers' schemas (issue 2, STYLE.md).
+// The API document is generated from the route table and the handlers' schemas (lib/openapi.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { routes } from "../../handlers/routes.ts";

@@ -1,4 +1,4 @@
-// Operator endpoints (issue 7 "Operating it"): /healthz, /readyz, /metrics and request logs.
+// Operator endpoints (docs/operations.md "Health and metrics"): /healthz, /readyz, /metrics and request logs.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { createApp } from "../../lib/app.ts";

@@ -1,4 +1,4 @@
-// Operator incidents (issue 4 "Operator incidents"; spec §4 POST /v1/operator-incidents/{id}/read).
+// Operator incidents (docs/api.md "Operator incidents").
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { raiseIncident, resolveIncident } from "../../lib/incidents.ts";

@@ -1,4 +1,4 @@
-// Projects, project roles and pipelines (issue 4 "Projects and pipelines").
+// Projects, project roles and pipelines (docs/api.md "Projects", "Pipelines").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";

@@ -1,4 +1,4 @@
-// The runner protocol over HTTP (issue 5 "Runner protocol"): registration, claim and routing,
+// The runner protocol over HTTP (docs/runners.md "Protocol"): registration, claim and routing,
 // fencing, idempotent log appends, step results, finishing, cancel, lost runners.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";

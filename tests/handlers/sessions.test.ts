@@ -1,4 +1,4 @@
-// Sessions (spec §3 "User session", §7 "Logout"): 24 hours, hashed, ended by logout.
+// Sessions (docs/api.md "Authentication"): 24 hours, hashed, ended by logout.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { hashSecret, parseSecret } from "../../lib/auth/secrets.ts";

@@ -1,4 +1,4 @@
-// First-run setup (issue 2 "First-run setup and the instance state"; DECISIONS.md "First run").
+// First-run setup (README "First run"; docs/api.md "Setup").
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { createTestApp, setupToken, type TestApp } from "../helpers/app.ts";

@@ -1,4 +1,4 @@
-// Graceful shutdown of long-lived responses and the runner/log/SSE metrics (issue 7).
+// Graceful shutdown of long-lived responses and the runner/log/SSE metrics (docs/operations.md "Health and metrics").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";

@@ -1,6 +1,7 @@
-// Trusted-proxy sign-in in-process with injected socket peers: every code of spec §7
-// "Trusted-proxy login", trust from the peer only (never X-Forwarded-For), one identity only,
-// and the identity header honoured on this route alone (shared/research/security.md §1.1).
+// Trusted-proxy sign-in in-process with injected socket peers: every code of
+// docs/external-access.md "With a trusted proxy", trust from the peer only (never X-Forwarded-For), one identity only,
+// and the identity header honoured on this route alone
+// (RFC 9700 §4.13: a proxy must sanitize the headers it passes on).
 import { afterEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
 import { invite, readyWithOidc, readyWithTrustedProxy } from "../helpers/external-access.ts";

@@ -1,4 +1,4 @@
-// User management (issue 2 "Users, sessions"): invite, list, change role, deactivate.
+// User management (docs/api.md "Users"): invite, list, change role, deactivate.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 

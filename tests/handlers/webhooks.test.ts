@@ -1,4 +1,4 @@
-// GitHub and GitLab webhook receivers over HTTP (issue 6): every published fixture replayed
+// GitHub and GitLab webhook receivers over HTTP (docs/webhooks.md): every published fixture replayed
 // with correct and incorrect credentials, dedupe, concurrency, per-repository GitLab tokens,
 // limits, and the delivery log.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// Commit statuses back to the hosts (issue 6 "Commit statuses back to the host"), against the
+// Commit statuses back to the hosts (docs/webhooks.md "Commit statuses"), against the
 // host API stand-in.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";

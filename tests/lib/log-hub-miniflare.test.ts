@@ -1,4 +1,4 @@
-// The per-build log hub is Durable-Object-shaped (design card): the very class Roost runs
+// The per-build log hub is Durable-Object-shaped (lib/log-hub.ts): the very class Roost runs
 // in-process runs here as a real Durable Object in workerd, through miniflare. It is bundled
 // from lib/log-hub.ts as is; a tiny worker routes /<build>/… to the hub named by the build id.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

@@ -1,4 +1,4 @@
-// Token format and comparison (lib/auth/secrets.ts; shared/research/security.md §1.3–1.4).
+// Token format and comparison (lib/auth/secrets.ts).
 import { describe, expect, test } from "bun:test";
 import { constantTimeEqualStrings, hashSecret, mintSecret, parseSecret, randomBase62, redactSecrets, secretMatches } from "../../lib/auth/secrets.ts";
 

@@ -1,5 +1,5 @@
 // A real nginx (the Debian package) started by a test on loopback as the trusted proxy in front
-// of a daemon (shared/research/security.md §3.3): daemon off, its pid, logs and temp paths in a
+// of a daemon: daemon off, its pid, logs and temp paths in a
 // temp dir, HTTP Basic authentication from an htpasswd file, and `proxy_bind` so the daemon sees
 // the chosen loopback address as the peer. docs/external-access.md shows the same snippet.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

@@ -1,7 +1,7 @@
 // A TEST STAND-IN for an OpenID Provider, not a real one: it issues whatever ID token a test asks
 // for (wrong nonce, audience or issuer, expired, alg:none, HS256 with the client secret, an unknown
-// key, no or unverified e-mail, another subject), which a real provider never would
-// (shared/research/security.md §3.2). It serves discovery, JWKS, /token and /userinfo over
+// key, no or unverified e-mail, another subject), which a real provider never would,
+// so the relying party's refusals can be tested. It serves discovery, JWKS, /token and /userinfo over
 // loopback HTTP, signs with jose, checks PKCE S256 and client_secret_basic, and counts /token calls.
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from "jose";
 import { sha256 } from "@oslojs/crypto/sha2";
