@@ -6,11 +6,9 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { findJob, markJob } from "../../lib/db/jobs.ts";
+import { findJob } from "../../lib/db/jobs.ts";
 import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
-import { transitionBuild } from "../../lib/builds/transition.ts";
-import { statsOf } from "../../lib/db/build-logs.ts";
-import { notifyHub } from "../../lib/log-hub.ts";
+import { finishJob } from "../../lib/builds/job-lifecycle.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",
@@ -35,11 +33,8 @@ export const endpoint = defineEndpoint({
       if (body.line_count > job.next_line) {
         fail("log_incomplete", `Roost has ${job.next_line} of ${body.line_count} lines; send the rest, then finish.`, { headers: { "x-roost-log-next-line": String(job.next_line) } });
       }
-      await markJob(ctx.db, job.id, "finished", ctx.clock.now());
-      const transition = body.status === "succeeded" ? "succeed" : body.status === "failed" ? "fail" : "cancel";
-      // A build canceled meanwhile stays canceled: the transition is refused and the build is answered as it is.
-      await transitionBuild(ctx, job.build_id, transition, { exit_code: body.exit_code, ...(body.failure_reason ? { failure_reason: body.failure_reason } : {}) });
-      await notifyHub(ctx.logHubs, job.build_id, (await statsOf(ctx.db, job.build_id)).last_seq);
+      // Job and build in one transaction; a build canceled meanwhile stays canceled and is answered as it is.
+      await finishJob(ctx, job, body);
     }
     return { build: toPublicBuild((await findBuild(ctx.db, job.build_id))!) };
   },

@@ -1,6 +1,11 @@
 // The only way a build's status changes after creation (lib/builds/state-machine.ts). A
 // conditional UPDATE makes the move atomic: of two racing transitions (a runner finishing, a user
 // canceling) exactly one wins, and the loser gets null.
+//
+// A state change that writes more than the build row (a job finished *and* its build finished; a
+// lost job, its log line, its build and an incident) runs transitionBuildIn inside one transaction
+// and publishes only after the commit (lib/builds/job-lifecycle.ts): listeners never hear of a
+// change that a rollback then undoes.
 import type { Db, Executor } from "../db/client.ts";
 import { one } from "../db/client.ts";
 import { toBuild, type Build } from "../db/builds.ts";
@@ -15,17 +20,35 @@ export interface TransitionFields {
   runner_policy_block_reason?: string | null;
 }
 
+/** A one-statement transition, published at once (a cancel, a test moving a build along). */
 export async function transitionBuild(
   deps: { db: Db | Executor; clock: Clock; events: EventBus },
   buildId: string,
   transition: BuildTransition,
   fields: TransitionFields = {},
 ): Promise<Build | null> {
-  const now = deps.clock.now();
+  const build = await transitionBuildIn(deps.db, deps.clock.now(), buildId, transition, fields);
+  if (build) publishBuildChanged(deps.events, build);
+  return build;
+}
+
+/** Tell this process's listeners (SSE, commit statuses, runners) that a build moved; call after commit. */
+export function publishBuildChanged(events: EventBus, build: Build): void {
+  events.publish({ type: "build.changed", build_id: build.id, project_id: build.project_id, status: build.status });
+}
+
+/** The transition's UPDATE on the caller's executor (a transaction), without publishing. */
+export async function transitionBuildIn(
+  db: Db | Executor,
+  now: number,
+  buildId: string,
+  transition: BuildTransition,
+  fields: TransitionFields = {},
+): Promise<Build | null> {
   const from = allowedFrom(transition);
   const to = nextStatus(from[0]!, transition)!;
   const row = await one(
-    deps.db,
+    db,
     `UPDATE builds SET
        status = ?,
        started_at = CASE WHEN ? = 'start' THEN ? ELSE started_at END,
@@ -44,8 +67,5 @@ export async function transitionBuild(
       now, buildId, ...from,
     ],
   );
-  if (!row) return null;
-  const build = toBuild(row);
-  deps.events.publish({ type: "build.changed", build_id: build.id, project_id: build.project_id, status: build.status });
-  return build;
+  return row ? toBuild(row) : null;
 }

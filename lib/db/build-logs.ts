@@ -100,17 +100,20 @@ export async function appendLogLines(db: Db, jobId: string, buildId: string, fir
  * it takes the next seq, so viewers get it like any other line, and counts against the cap.
  */
 export async function appendSystemLine(db: Db, buildId: string, text: string, now: number): Promise<number> {
-  return inTransaction(db, async (tx) => {
-    const stats = await statsOf(tx, buildId);
-    const seq = stats.last_seq + 1;
-    await tx.execute({ sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)", args: [buildId, seq, now, text] });
-    await tx.execute({
-      sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) VALUES (?, ?, ?)
-            ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes`,
-      args: [buildId, seq, stats.bytes + Buffer.byteLength(text) + 1],
-    });
-    return seq;
+  return inTransaction(db, (tx) => appendSystemLineIn(tx, buildId, text, now));
+}
+
+/** appendSystemLine inside the caller's transaction (a state change that also writes a log line). */
+export async function appendSystemLineIn(tx: Executor, buildId: string, text: string, now: number): Promise<number> {
+  const stats = await statsOf(tx, buildId);
+  const seq = stats.last_seq + 1;
+  await tx.execute({ sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)", args: [buildId, seq, now, text] });
+  await tx.execute({
+    sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) VALUES (?, ?, ?)
+          ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes`,
+    args: [buildId, seq, stats.bytes + Buffer.byteLength(text) + 1],
   });
+  return seq;
 }
 
 export async function statsOf(db: Executor, buildId: string): Promise<LogStats> {

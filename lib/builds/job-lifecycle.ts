@@ -1,0 +1,79 @@
+// The state changes of a job and its build that write more than one row. Each is one
+// transaction: it happens whole or not at all, so a crash, a full disk or a lost connection
+// between two writes can never leave a finished job beside a running build (whose pipeline's
+// next build would then wait forever for a concurrency slot). Listeners (SSE viewers, commit
+// statuses) and the log hub hear of a change only after its commit.
+import type { AppContext } from "../context.ts";
+import { inTransaction } from "../db/client.ts";
+import { markJob, type Job } from "../db/jobs.ts";
+import { appendSystemLineIn, statsOf } from "../db/build-logs.ts";
+import { findRunner } from "../db/runners.ts";
+import { raiseIncident } from "../incidents.ts";
+import { notifyHub } from "../log-hub.ts";
+import type { Build } from "../db/builds.ts";
+import { publishBuildChanged, transitionBuildIn } from "./transition.ts";
+
+export interface JobOutcome {
+  status: "succeeded" | "failed" | "canceled";
+  exit_code: number;
+  failure_reason?: string | undefined;
+}
+
+type Deps = Pick<AppContext, "db" | "clock" | "events" | "logHubs">;
+
+/**
+ * A runner reports its job done: the job is marked finished and its build takes the outcome, in
+ * one transaction. A build canceled meanwhile stays canceled (its transition is refused). Returns
+ * false when the job was no longer running (another request finished it first).
+ */
+export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Promise<boolean> {
+  const now = deps.clock.now();
+  const transition = outcome.status === "succeeded" ? "succeed" : outcome.status === "failed" ? "fail" : "cancel";
+  const result = await inTransaction(deps.db, async (tx) => {
+    if (!(await markJob(tx, job.id, "finished", now))) return null;
+    const build = await transitionBuildIn(tx, now, job.build_id, transition, {
+      exit_code: outcome.exit_code,
+      ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),
+    });
+    return { build, lastSeq: (await statsOf(tx, job.build_id)).last_seq };
+  });
+  if (!result) return false;
+  await afterCommit(deps, job.build_id, result.build, result.lastSeq);
+  return true;
+}
+
+/**
+ * A job whose lease expired: the job is lost, a system line says why, the build fails with exit
+ * code -1 and an operator incident names the runner, in one transaction. Returns false when
+ * another process (or the runner's own finish) got there first.
+ */
+export async function loseJob(deps: Deps & Pick<AppContext, "config" | "log">, job: Job): Promise<boolean> {
+  const now = deps.clock.now();
+  const runner = await findRunner(deps.db, job.runner_id);
+  const name = runner?.name ?? job.runner_id;
+  const reason = `runner_lost: runner ${name} sent no heartbeat for ${deps.config.runners.leaseSeconds} s`;
+  const result = await inTransaction(deps.db, async (tx) => {
+    if (!(await markJob(tx, job.id, "lost", now))) return null;
+    const lastSeq = await appendSystemLineIn(tx, job.build_id, `[roost] ${reason}; the build failed.`, now);
+    const build = await transitionBuildIn(tx, now, job.build_id, "fail", { exit_code: -1, failure_reason: reason });
+    await raiseIncident(tx, now, {
+      severity: "critical",
+      reason: "runner_lost",
+      message: `Runner ${name} stopped sending heartbeats while running a build; the build failed.`,
+      repair_action: "Check the runner host (process, network, disk); restart `roost runner` there.",
+      resource_kind: "runner",
+      resource_id: job.runner_id,
+      resource_name: name,
+    });
+    return { build, lastSeq };
+  });
+  if (!result) return false;
+  deps.log.warn("runner lost", { runner_id: job.runner_id, job_id: job.id, build_id: job.build_id, build_failed: result.build !== null });
+  await afterCommit(deps, job.build_id, result.build, result.lastSeq);
+  return true;
+}
+
+async function afterCommit(deps: Deps, buildId: string, build: Build | null, lastSeq: number): Promise<void> {
+  if (build) publishBuildChanged(deps.events, build);
+  await notifyHub(deps.logHubs, buildId, lastSeq);
+}

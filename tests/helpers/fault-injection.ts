@@ -1,0 +1,44 @@
+// Fault injection for state-change tests: a database whose transactions fail at their n-th
+// statement, the way a crash, a full disk or a lost libSQL connection would interrupt them between
+// two writes. Everything else passes through to the real database.
+import type { Db } from "../../lib/db/client.ts";
+
+export class InjectedFault extends Error {}
+
+/** `db`, except that inside each write transaction the `failAt`-th statement throws InjectedFault. */
+export function failingAtStatement(db: Db, failAt: number): Db {
+  return new Proxy(db, {
+    get(target, key, receiver) {
+      if (key !== "transaction") {
+        const value = Reflect.get(target, key, receiver);
+        return typeof value === "function" ? value.bind(target) : value;
+      }
+      return async (...args: unknown[]) => {
+        const tx = await (target.transaction as (...a: unknown[]) => Promise<object>)(...args);
+        let statements = 0;
+        return new Proxy(tx, {
+          get(txTarget, txKey) {
+            const value = Reflect.get(txTarget, txKey);
+            if (typeof value !== "function") return value;
+            if (txKey !== "execute" && txKey !== "batch") return value.bind(txTarget);
+            return (...a: unknown[]) => {
+              if (++statements === failAt) return Promise.reject(new InjectedFault(`injected failure at statement ${failAt}`));
+              return value.apply(txTarget, a);
+            };
+          },
+        });
+      };
+    },
+  });
+}
+
+/** Every row of the tables a build's life touches, for "nothing changed" comparisons. */
+export async function snapshotState(db: Db): Promise<Record<string, unknown[]>> {
+  const tables = ["builds", "jobs", "build_logs", "build_log_stats", "operator_incidents", "projects"];
+  const out: Record<string, unknown[]> = {};
+  for (const table of tables) {
+    const result = await db.execute(`SELECT * FROM ${table} ORDER BY rowid`);
+    out[table] = result.rows.map((r) => ({ ...r }));
+  }
+  return out;
+}

@@ -1,0 +1,161 @@
+// Every state change of a build or job is one transaction: interrupted at any of its statements
+// it leaves the database exactly as it was, and run again it completes. Before this held, a job
+// finish interrupted between its two writes left a finished job beside a build `running` for good.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { InjectedFault, failingAtStatement, snapshotState } from "../helpers/fault-injection.ts";
+import { finishJob, loseJob } from "../../lib/builds/job-lifecycle.ts";
+import { claimJob, findJob } from "../../lib/db/jobs.ts";
+import { findRunner } from "../../lib/db/runners.ts";
+import { findBuild } from "../../lib/db/builds.ts";
+import { recordStepResult } from "../../lib/runners/steps.ts";
+import { createBuild } from "../../lib/builds/create.ts";
+import { transitionBuild } from "../../lib/builds/transition.ts";
+import type { Db } from "../../lib/db/client.ts";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+let projectId: string;
+let runnerId: string;
+
+beforeAll(async () => {
+  t = await createTestApp({ ROOST_RUNNER_LEASE_SECONDS: "30" });
+  host = await startHostApiStandIn();
+  seedStandIn(host);
+  owner = await bootstrapOwner(t);
+  await createGithubIntegration(t, owner, host);
+  projectId = (await createProject(t, owner)).id;
+  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "r-faults" } });
+  runnerId = created.body.runner.id;
+  await t.call("POST", `/v1/runners/${runnerId}/connect`, {
+    token: created.body.token,
+    body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
+  });
+});
+afterAll(async () => {
+  t.close();
+  await host.stop();
+});
+
+async function queuedBuild(): Promise<string> {
+  const pipeline = await createPipeline(t, owner, projectId);
+  const res = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+  return res.body.build.id;
+}
+
+/** Builds that an interrupted claim left queued would be claimed first: cancel them. */
+async function drainQueue(): Promise<void> {
+  const queued = await t.db.execute("SELECT id FROM builds WHERE status = 'queued'");
+  for (const row of queued.rows) await transitionBuild(t.ctx, String(row.id), "cancel");
+}
+
+async function runningJob() {
+  await drainQueue();
+  const buildId = await queuedBuild();
+  const claimed = await claimJob(t.db, (await findRunner(t.db, runnerId))!, crypto.randomUUID(), t.clock.now(), 30);
+  expect(claimed?.build.id).toBe(buildId);
+  return claimed!.job;
+}
+
+/**
+ * Runs `change` against a database that fails at statement 1, 2, 3, … of its transaction, each on
+ * a fresh `prepare()`d scenario, until the change gets through. Every interrupted attempt must
+ * leave the database exactly as it was. Returns how many statements the change has.
+ */
+async function interruptAtEveryStatement<S>(prepare: () => Promise<S>, change: (db: Db, s: S) => Promise<unknown>, completed: (s: S) => Promise<void>): Promise<number> {
+  for (let failAt = 1; failAt < 50; failAt++) {
+    const scenario = await prepare();
+    const before = await snapshotState(t.db);
+    let interrupted = false;
+    try {
+      await change(failingAtStatement(t.db, failAt), scenario);
+    } catch (error) {
+      if (!(error instanceof InjectedFault)) throw error;
+      interrupted = true;
+    }
+    if (!interrupted) {
+      await completed(scenario);
+      return failAt - 1;
+    }
+    expect(await snapshotState(t.db)).toEqual(before);
+  }
+  throw new Error("the change never completed");
+}
+
+describe("one transaction per state change", () => {
+  test("a job finish interrupted between its writes leaves job and build running; retried, both finish", async () => {
+    const statements = await interruptAtEveryStatement(
+      runningJob,
+      (db, job) => finishJob({ ...t.ctx, db }, job, { status: "succeeded", exit_code: 0 }),
+      async (job) => {
+        expect((await findJob(t.db, job.id))!.status).toBe("finished");
+        expect((await findBuild(t.db, job.build_id))!.status).toBe("succeeded");
+      },
+    );
+    expect(statements).toBeGreaterThanOrEqual(2);
+  });
+
+  test("a lost runner interrupted anywhere changes nothing; completed, the job is lost, the build failed, the log and an incident say so", async () => {
+    const statements = await interruptAtEveryStatement(
+      async () => {
+        const job = await runningJob();
+        t.clock.advance(31);
+        return job;
+      },
+      (db, job) => loseJob({ ...t.ctx, db }, job),
+      async (job) => {
+        expect((await findJob(t.db, job.id))!.status).toBe("lost");
+        expect((await findBuild(t.db, job.build_id))!).toMatchObject({ status: "failed", exit_code: -1 });
+        const log = await t.db.execute({ sql: "SELECT text FROM build_logs WHERE build_id = ?", args: [job.build_id] });
+        expect(String(log.rows.at(-1)!.text)).toContain("runner_lost");
+        const incident = await t.db.execute({ sql: "SELECT * FROM operator_incidents WHERE resource_id = ? AND reason = 'runner_lost' AND status = 'open'", args: [runnerId] });
+        expect(incident.rows.length).toBe(1);
+      },
+    );
+    expect(statements).toBeGreaterThanOrEqual(4);
+  });
+
+  test("a claim interrupted anywhere leaves the build queued and no job; completed, the build runs its one job", async () => {
+    await interruptAtEveryStatement(
+      async () => {
+        await drainQueue();
+        return { buildId: await queuedBuild(), claimId: crypto.randomUUID() };
+      },
+      async (db, s) => claimJob(db, (await findRunner(t.db, runnerId))!, s.claimId, t.clock.now(), 30),
+      async (s) => {
+        expect((await findBuild(t.db, s.buildId))!.status).toBe("running");
+        const jobs = await t.db.execute({ sql: "SELECT status FROM jobs WHERE build_id = ?", args: [s.buildId] });
+        expect(jobs.rows.map((r) => r.status)).toEqual(["running"]);
+      },
+    );
+  });
+
+  test("a step report interrupted anywhere records nothing; completed, the step is in step_results", async () => {
+    await interruptAtEveryStatement(
+      runningJob,
+      (db, job) => recordStepResult(db, job.build_id, { name: "build", status: "succeeded", exit_code: 0, started_at: 1, finished_at: 2, duration_ms: 1000 }),
+      async (job) => {
+        expect((await findBuild(t.db, job.build_id))!.step_results.map((s) => s.name)).toEqual(["build"]);
+      },
+    );
+  });
+
+  test("a re-run interrupted anywhere creates no build and takes no number; completed, it gets the next number", async () => {
+    await interruptAtEveryStatement(
+      async () => {
+        const job = await runningJob();
+        await finishJob(t.ctx, job, { status: "failed", exit_code: 1 });
+        return (await findBuild(t.db, job.build_id))!;
+      },
+      (db, source) =>
+        createBuild({ ...t.ctx, db }, { pipelineId: source.pipeline_id, branch: source.branch, commitSha: source.commit_sha, triggerType: "rerun", sourceBuildId: source.id, configSnapshot: source.config_snapshot }),
+      async (source) => {
+        const reruns = await t.db.execute({ sql: "SELECT build_number FROM builds WHERE source_build_id = ?", args: [source.id] });
+        expect(reruns.rows.length).toBe(1);
+      },
+    );
+  });
+});
