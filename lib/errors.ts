@@ -35,6 +35,7 @@ export const ERROR_STATUS = {
   local_login_origin_not_allowed: 403,
   user_not_found: 403,
   recovery_capability_required: 403,
+  local_capability_required: 403,
   recovery_capability_invalid: 403,
 
   // External Access sign-in (OIDC and trusted proxy; docs/external-access.md)

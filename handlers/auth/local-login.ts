@@ -1,7 +1,9 @@
 // POST /v1/auth/local/login (docs/api.md "Authentication").
 // Loopback only, decided by the socket peer. In Local Only mode the first login creates the owner
-// and makes the instance ready (README "First run"); in Ready External Access mode every
-// login spends a recovery capability minted over the Unix management socket by `roost recover`.
+// and makes the instance ready. Once the instance is ready, in either mode, every login spends a
+// one-time capability minted over the Unix management socket (`roost login` or `roost recover`):
+// loopback alone proves nothing, because every process on this host is loopback, build steps on
+// a runner included (docs/runners.md "Build code and the daemon's host").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
@@ -17,7 +19,7 @@ import { removeSetupTokenFile } from "../../lib/setup-token-file.ts";
 export const LocalLoginBody = z
   .object({
     email: Email.optional().describe("optional when exactly one active user exists"),
-    recovery_capability: z.string().max(200).optional().describe("roost_rcv_… from `roost recover`; required in Ready External Access mode"),
+    recovery_capability: z.string().max(200).optional().describe("roost_rcv_… from `roost login` or `roost recover` on the host; required once the instance is ready"),
   })
   .strict();
 
@@ -35,6 +37,7 @@ export const endpoint = defineEndpoint({
     "local_login_origin_not_allowed",
     "user_not_found",
     "recovery_capability_required",
+    "local_capability_required",
     "recovery_capability_invalid",
   ],
   async handle({ body }, ctx) {
@@ -66,15 +69,17 @@ export const endpoint = defineEndpoint({
       return completeLogin(ctx, user, "local");
     }
 
-    // 3. Ready, External Access: loopback alone is not enough (a reverse proxy on this host makes
-    //    everything loopback); the caller must prove access to the management socket.
-    if (mode === "remote") {
-      if (!body.recovery_capability) {
-        fail("recovery_capability_required", "In External Access mode, local login needs a recovery capability from `roost recover`.");
-      }
-      if (!(await consumeRecoveryCapability(ctx.db, body.recovery_capability, now))) {
-        fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
-      }
+    // 3. Ready: loopback alone is not enough. In External Access a reverse proxy on this host makes
+    //    everything loopback; in Local Only any process on this host is loopback, including a build
+    //    step that a pull request's code controls. The caller must prove access to the 0600
+    //    management socket in the data directory, which only the operator has.
+    if (!body.recovery_capability) {
+      if (mode === "remote") fail("recovery_capability_required", "In External Access mode, local login needs a recovery capability from `roost recover`.");
+      fail("local_capability_required", "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user.");
+    }
+    if (!(await consumeRecoveryCapability(ctx.db, body.recovery_capability, now))) {
+      if (mode === "remote") fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
+      fail("recovery_capability_invalid", "The capability is unknown, expired or already used; run `roost login` on this host for a new one.");
     }
 
     const user = await resolveUser(ctx.db, body.email, await listActiveUsers(ctx.db, 2));

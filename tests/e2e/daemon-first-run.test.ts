@@ -137,7 +137,9 @@ describe("managing the instance without the API", () => {
       const invited = await daemon.cli(["user", "invite", "Ops@Example.test", "--role", "admin"]);
       expect(invited.code).toBe(0);
       expect(invited.stdout).toContain("ops@example.test\tadmin");
-      const ops = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "ops@example.test" } });
+      // After the first login, a local login needs a capability from the management socket.
+      const capability = (await daemon.cli(["recover"])).stdout.trim();
+      const ops = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "ops@example.test", recovery_capability: capability } });
       expect(ops.status).toBe(200);
       expect(ops.body.user.role).toBe("admin");
 

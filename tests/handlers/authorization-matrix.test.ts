@@ -2,7 +2,7 @@
 // no credential and with every instance role and project role, each expected to be allowed or
 // refused. A route missing from RULES fails the test, so no endpoint ships without a rule.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
 import { routes } from "../../handlers/routes.ts";
@@ -79,7 +79,7 @@ beforeAll(async () => {
     ["POST /v1/setup/preferences", [], async () => ({ path: "/v1/setup/preferences", body: { runtime_mode: "local" } })],
     ["POST /v1/setup/owner", [], async () => ({ path: "/v1/setup/owner", body: { email: "x@example.test" } })],
     ["POST /v1/setup/complete", [], async () => ({ path: "/v1/setup/complete" })],
-    ["POST /v1/auth/local/login", EVERYONE, async () => ({ path: "/v1/auth/local/login", body: { email: "owner@example.test" } })],
+    ["POST /v1/auth/local/login", EVERYONE, async () => ({ path: "/v1/auth/local/login", body: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })],
     ["POST /v1/auth/logout", instance("user"), async () => ({ path: "/v1/auth/logout" })],
     // External Access sign-in on this Local Only instance: OIDC answers 500 oidc_not_configured to anyone
     // (not a refusal); trusted-proxy login is 403 mode_restricted for everyone (tests/handlers/trusted-proxy-login.test.ts).
@@ -237,7 +237,7 @@ async function runnerId(): Promise<string> {
 }
 
 async function signIn(who: Who): Promise<void> {
-  const res = await t.call("POST", "/v1/auth/local/login", { body: { email: emails[who] } });
+  const res = await t.call("POST", "/v1/auth/local/login", { body: { email: emails[who], recovery_capability: await loginCapability(t) } });
   tokens[who] = res.body.session_token;
   if (who === "owner") owner = res.body.session_token;
 }

@@ -1,6 +1,6 @@
 // POST /v1/auth/local/login (docs/api.md "Authentication") and the recovery capability.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, loginCapability, setupToken, type TestApp } from "../helpers/app.ts";
 import { mintRecoveryCapability } from "../../lib/db/one-time-credentials.ts";
 
 let t: TestApp;
@@ -54,7 +54,7 @@ describe("a browser page cannot use the victim's loopback (CSRF, DNS rebinding)"
 describe("choosing the user (Ready, Local Only)", () => {
   test("without an e-mail, the only active user is signed in", async () => {
     await bootstrapOwner(t, "solo@example.test");
-    const res = await t.call("POST", "/v1/auth/local/login", { body: {} });
+    const res = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: await loginCapability(t) } });
     expect(res.status).toBe(200);
     expect(res.body.user.email).toBe("solo@example.test");
   });
@@ -62,30 +62,64 @@ describe("choosing the user (Ready, Local Only)", () => {
   test("with several active users, a missing e-mail is 400 email_required", async () => {
     const owner = await bootstrapOwner(t);
     await t.call("POST", "/v1/users", { token: owner, body: { email: "dev@example.test", role: "developer" } });
-    const res = await t.call("POST", "/v1/auth/local/login", { body: {} });
+    const res = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: await loginCapability(t) } });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "email_required", message: "Several users exist: send the e-mail address to sign in as." });
   });
 
   test("an unknown or deactivated e-mail is 403 user_not_found", async () => {
     const owner = await bootstrapOwner(t);
-    const unknown = await t.call("POST", "/v1/auth/local/login", { body: { email: "nobody@example.test" } });
+    const unknown = await t.call("POST", "/v1/auth/local/login", { body: { email: "nobody@example.test", recovery_capability: await loginCapability(t) } });
     expect(unknown.status).toBe(403);
     expect(unknown.body).toEqual({ code: "user_not_found", message: "No active user has that e-mail address; ask an admin for an invitation." });
 
     const invited = await t.call("POST", "/v1/users", { token: owner, body: { email: "gone@example.test", role: "developer" } });
     await t.call("DELETE", `/v1/users/${invited.body.user.id}`, { token: owner });
-    const gone = await t.call("POST", "/v1/auth/local/login", { body: { email: "gone@example.test" } });
+    const gone = await t.call("POST", "/v1/auth/local/login", { body: { email: "gone@example.test", recovery_capability: await loginCapability(t) } });
     expect(gone.body.code).toBe("user_not_found");
   });
 
   test("every login is a new session, and a session presented with it ends", async () => {
     const first = await bootstrapOwner(t);
-    const second = await t.call("POST", "/v1/auth/local/login", { token: first, body: {} });
+    const second = await t.call("POST", "/v1/auth/local/login", { token: first, body: { recovery_capability: await loginCapability(t) } });
     expect(second.body.session_token).not.toBe(first);
     const old = await t.call("GET", "/v1/users/me", { token: first });
     expect(old.status).toBe(401);
     expect(old.body.code).toBe("invalid_session");
+  });
+});
+
+describe("Ready Local Only: loopback alone signs nobody in (build code on a runner is loopback too)", () => {
+  const sessions = async () => Number((await t.db.execute("SELECT count(*) AS n FROM sessions")).rows[0]!.n);
+
+  test("without a capability: 403 local_capability_required, and no session is created", async () => {
+    await bootstrapOwner(t);
+    const before = await sessions();
+    const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual({
+      code: "local_capability_required",
+      message: "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user.",
+    });
+    expect(await sessions()).toBe(before);
+  });
+
+  test("a capability signs in once; reused, it is 403 recovery_capability_invalid", async () => {
+    await bootstrapOwner(t);
+    const capability = await loginCapability(t);
+    const ok = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: capability } });
+    expect(ok.status).toBe(200);
+    expect(ok.body.user).toMatchObject({ email: "owner@example.test", role: "owner" });
+    const reused = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: capability } });
+    expect(reused.status).toBe(403);
+    expect(reused.body).toEqual({ code: "recovery_capability_invalid", message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one." });
+  });
+
+  test("a made-up capability is 403 recovery_capability_invalid", async () => {
+    await bootstrapOwner(t);
+    const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: "roost_rcv_guess" } });
+    expect(res.status).toBe(403);
+    expect(res.body.code).toBe("recovery_capability_invalid");
   });
 });
 

@@ -1,6 +1,6 @@
 // User management (docs/api.md "Users"): invite, list, change role, deactivate.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 
 let t: TestApp;
 let owner: string;
@@ -15,7 +15,7 @@ describe("inviting", () => {
     const res = await t.call("POST", "/v1/users", { token: owner, body: { email: "New@Example.test", role: "maintainer" } });
     expect(res.status).toBe(201);
     expect(res.body.user).toMatchObject({ email: "new@example.test", role: "maintainer", active: true, oidc_subject: null, deactivated_at: null });
-    const login = await t.call("POST", "/v1/auth/local/login", { body: { email: "new@example.test" } });
+    const login = await t.call("POST", "/v1/auth/local/login", { body: { email: "new@example.test", recovery_capability: await loginCapability(t) } });
     expect(login.status).toBe(200);
     expect(login.body.user.role).toBe("maintainer");
   });
@@ -115,7 +115,7 @@ describe("changing role and deactivating", () => {
     expect(res.body.user).toMatchObject({ active: false, deactivated_at: t.clock.now() });
     expect((await t.call("GET", "/v1/users/me", { token: dev.token })).status).toBe(401);
     await t.call("PATCH", `/v1/users/${dev.id}`, { token: owner, body: { active: true } });
-    expect((await t.call("POST", "/v1/auth/local/login", { body: { email: dev.email } })).status).toBe(200);
+    expect((await t.call("POST", "/v1/auth/local/login", { body: { email: dev.email, recovery_capability: await loginCapability(t) } })).status).toBe(200);
   });
 
   test("an unknown user id is 404 not_found; an empty change is 400", async () => {

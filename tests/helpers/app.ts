@@ -13,7 +13,7 @@ import { openDatabase, type Db } from "../../lib/db/client.ts";
 import { migrate } from "../../lib/db/migrate.ts";
 import { silentLogger } from "../../lib/log.ts";
 import { routes } from "../../handlers/routes.ts";
-import { mintSetupToken } from "../../lib/db/one-time-credentials.ts";
+import { mintRecoveryCapability, mintSetupToken } from "../../lib/db/one-time-credentials.ts";
 import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
 
 export interface TestClock extends Clock {
@@ -109,9 +109,19 @@ export async function bootstrapOwner(t: TestApp, email = "owner@example.test"): 
 export async function userWithRole(t: TestApp, ownerToken: string, role: string, email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.test`): Promise<{ token: string; id: string; email: string }> {
   const invited = await t.call("POST", "/v1/users", { token: ownerToken, body: { email, role } });
   if (invited.status !== 201) throw new Error(`invite failed: ${invited.status} ${invited.text}`);
-  const login = await t.call("POST", "/v1/auth/local/login", { body: { email } });
+  return { token: await localLogin(t, email), id: invited.body.user.id, email };
+}
+
+/** A one-time capability as `roost login` mints it over the management socket. */
+export async function loginCapability(t: TestApp): Promise<string> {
+  return (await mintRecoveryCapability(t.db, t.clock.now())).token;
+}
+
+/** Local login on a ready instance, with a fresh capability (as the operator at the host would); returns the session token. */
+export async function localLogin(t: TestApp, email: string): Promise<string> {
+  const login = await t.call("POST", "/v1/auth/local/login", { body: { email, recovery_capability: await loginCapability(t) } });
   if (login.status !== 200) throw new Error(`login failed: ${login.status} ${login.text}`);
-  return { token: login.body.session_token, id: invited.body.user.id, email };
+  return login.body.session_token;
 }
 
 /** A setup token as the daemon would mint at first start. */
