@@ -9,6 +9,7 @@ import type { SecretBox } from "./crypto/secret-box.ts";
 import type { EventBus } from "./events.ts";
 import type { MetricsRegistry } from "./metrics.ts";
 import type { LogHubNamespace } from "./log-hub.ts";
+import type { OidcCache } from "./auth/oidc.ts";
 
 export interface Clock {
   /** Unix epoch seconds (docs/api.md "Conventions"). */
@@ -32,6 +33,8 @@ export interface AppContext {
   logHubs: LogHubNamespace;
   /** Aborted when the daemon begins a graceful shutdown: long polls return, SSE streams end with a reconnect hint. */
   shutdown: AbortSignal;
+  /** The identity provider's discovery document and key set, per app rather than per process (lib/auth/oidc.ts). */
+  oidc: OidcCache;
 }
 
 export interface RequestContext extends AppContext {

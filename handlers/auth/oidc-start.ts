@@ -36,8 +36,8 @@ export const endpoint = defineEndpoint({
 
     // 2. The redirect URI only from the allow-list (exact match, RFC 9700 §2.1): no open redirect.
     const redirectUri = query.redirect_uri !== undefined && settings.redirect_uris.includes(query.redirect_uri) ? query.redirect_uri : settings.redirect_uris[0]!;
-    const discovery = await discover(settings.issuer);
-    const started = buildAuthorizationUrl(discovery, settings.client_id, redirectUri, settings.scopes);
+    const discovery = await discover(ctx, settings.issuer);
+    const started = await buildAuthorizationUrl(discovery, settings.client_id, redirectUri, settings.scopes);
 
     // 3. One browser keeps one binding across tabs; a new browser gets a new one.
     const presented = readBindingCookie(ctx.request);

@@ -1,19 +1,21 @@
-// OpenID Connect sign-in as a Relying Party (docs/external-access.md).
+// OpenID Connect sign-in as a Relying Party (spec §4, §7; docs/external-access.md).
 //
 // Which library does what:
-// - arctic (OAuth2Client): the authorization URL with PKCE S256 and the code exchange at the token
-//   endpoint (client_secret_basic). It does not verify ID tokens.
-// - jose: the ID token's signature against the issuer's JWKS with an algorithm allow-list, and its
-//   iss/aud/exp/iat claims (OIDC Core §3.1.3.7). No JWT is parsed by hand here.
+// - oauth4webapi (OpenID Certified, by the author of jose and oidc-provider): discovery, the PKCE
+//   S256 challenge, state and nonce values, the code exchange at the token endpoint
+//   (client_secret_basic), the ID token's claims and its signature against the issuer's JWKS
+//   (OIDC Core §3.1.3.7), and UserInfo (§5.3). No JWT is parsed by hand here.
+// - jose: only HS* ID tokens, verified with the client secret (oauth4webapi verifies digital
+//   signatures only), and only when the operator listed them.
 // - @oslojs/crypto and @oslojs/encoding: SHA-256 of state and browser binding, base64url.
 import { z } from "zod";
-import { CodeChallengeMethod, OAuth2Client, OAuth2RequestError, generateCodeVerifier, type OAuth2Tokens } from "arctic";
-import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import * as oauth from "oauth4webapi";
+import { compactVerify, decodeProtectedHeader } from "jose";
 import { sha256 } from "@oslojs/crypto/sha2";
 import { encodeBase64urlNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
+import type { Clock } from "../context.ts";
 import { fail } from "../errors.ts";
 import { isLoopbackHostHeader } from "../net.ts";
-import { constantTimeEqualStrings } from "./secrets.ts";
 
 /** Asymmetric algorithms accepted by default; `none` never, HS* only when an operator lists them. */
 export const DEFAULT_ID_TOKEN_ALGS = ["RS256", "PS256", "ES256", "EdDSA"];
@@ -21,8 +23,10 @@ const ALLOWED_ALGS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES2
 /** Clock skew tolerated on exp/iat, and the oldest iat accepted. */
 const CLOCK_SKEW_SECONDS = 60;
 const MAX_ID_TOKEN_AGE_SECONDS = 600;
-const DISCOVERY_TTL_MS = 10 * 60 * 1000;
+const DISCOVERY_TTL_SECONDS = 10 * 60;
 const FETCH_TIMEOUT_MS = 5000;
+/** At most one JWKS refetch forced by a failed signature per issuer in this many seconds. */
+export const JWKS_REFETCH_COOLDOWN_SECONDS = 30;
 
 /** https, or http to a loopback host (a provider on the same machine, and the test suite). */
 const ProviderUrl = z
@@ -59,67 +63,66 @@ export function normalizeScopes(scopes: string[] | undefined): string[] {
   return ["openid", ...list.filter((s) => s !== "openid")];
 }
 
-// --- discovery ---------------------------------------------------------------------------------
+// --- discovery and caches ------------------------------------------------------------------------
 
-export interface Discovery {
-  issuer: string;
-  authorization_endpoint: string;
-  token_endpoint: string;
-  jwks_uri: string;
-  userinfo_endpoint: string | null;
+/** The provider's metadata, with the endpoints Roost needs checked present. */
+export type Discovery = oauth.AuthorizationServer & { authorization_endpoint: string; token_endpoint: string; jwks_uri: string };
+
+/**
+ * What one app remembers about identity providers (on AppContext, so each app and each test has
+ * its own): discovery documents for 10 minutes, and per issuer its key set in oauth4webapi's
+ * exported form with the time of the last refetch a failed signature forced. Failures are never cached.
+ */
+export interface OidcCache {
+  discovery: Map<string, { discovery: Discovery; until: number }>;
+  keys: Map<string, { jwks_uri: string; jwks: oauth.JWKSCacheInput; forced_refetch_at: number | null }>;
 }
 
-const DiscoveryDocument = z.object({
-  issuer: z.string(),
-  authorization_endpoint: z.url(),
-  token_endpoint: z.url(),
-  jwks_uri: z.url(),
-  userinfo_endpoint: z.url().optional(),
-});
+export function createOidcCache(): OidcCache {
+  return { discovery: new Map(), keys: new Map() };
+}
 
-// Process-local caches: discovery documents (10 minutes) and jose's JWKS sets (jose refetches on
-// an unknown kid, with its own cooldown). Failures are never cached.
-const discoveryCache = new Map<string, { discovery: Discovery; until: number }>();
-const jwksCache = new Map<string, JWTVerifyGetKey>();
+/** The oauth4webapi request options: a timeout, and plain http only for a loopback issuer (ProviderUrl). */
+function requestOptions(issuer: string): { signal: AbortSignal; [oauth.allowInsecureRequests]: boolean } {
+  return { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), [oauth.allowInsecureRequests]: new URL(issuer).protocol === "http:" };
+}
 
 /** The provider's discovery document (OIDC Discovery §4); 502 oidc_discovery_error when unusable. */
-export async function discover(issuer: string): Promise<Discovery> {
-  const cached = discoveryCache.get(issuer);
-  if (cached && cached.until > Date.now()) return cached.discovery;
-  const url = issuer.replace(/\/$/, "") + "/.well-known/openid-configuration";
-  let document: z.infer<typeof DiscoveryDocument>;
+export async function discover(ctx: { oidc: OidcCache; clock: Clock }, issuer: string): Promise<Discovery> {
+  const now = ctx.clock.now();
+  const cached = ctx.oidc.discovery.get(issuer);
+  if (cached && cached.until > now) return cached.discovery;
+  let metadata: oauth.AuthorizationServer;
   try {
-    const response = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), redirect: "error" });
-    if (!response.ok) throw new Error(`status ${response.status}`);
-    document = DiscoveryDocument.parse(await response.json());
-  } catch {
+    const expected = new URL(issuer);
+    metadata = await oauth.processDiscoveryResponse(expected, await oauth.discoveryRequest(expected, requestOptions(issuer)));
+  } catch (error) {
+    if (error instanceof oauth.OperationProcessingError && error.code === oauth.JSON_ATTRIBUTE_COMPARISON) otherIssuer();
     fail("oidc_discovery_error", "The identity provider's discovery document could not be fetched or is not valid.");
   }
-  // OIDC Discovery §4.3: the issuer in the document must equal the configured one exactly.
-  if (document.issuer !== issuer) fail("oidc_discovery_error", "The identity provider's discovery document names another issuer.");
-  const discovery = { ...document, userinfo_endpoint: document.userinfo_endpoint ?? null };
-  discoveryCache.set(issuer, { discovery, until: Date.now() + DISCOVERY_TTL_MS });
+  // OIDC Discovery §4.3: the issuer in the document must equal the configured one exactly
+  // (oauth4webapi compares them as URLs, which forgives a trailing slash).
+  if (metadata.issuer !== issuer) otherIssuer();
+  const { authorization_endpoint, token_endpoint, jwks_uri } = metadata;
+  if (!isUrl(authorization_endpoint) || !isUrl(token_endpoint) || !isUrl(jwks_uri)) {
+    fail("oidc_discovery_error", "The identity provider's discovery document could not be fetched or is not valid.");
+  }
+  const discovery: Discovery = { ...metadata, authorization_endpoint, token_endpoint, jwks_uri };
+  ctx.oidc.discovery.set(issuer, { discovery, until: now + DISCOVERY_TTL_SECONDS });
   return discovery;
 }
 
-/** Forgets cached discovery documents and key sets (tests, whose providers come and go on reused ports). */
-export function clearOidcCaches(): void {
-  discoveryCache.clear();
-  jwksCache.clear();
+function otherIssuer(): never {
+  fail("oidc_discovery_error", "The identity provider's discovery document names another issuer.");
 }
 
-function jwksFor(uri: string): JWTVerifyGetKey {
-  let set = jwksCache.get(uri);
-  if (!set) {
-    set = createRemoteJWKSet(new URL(uri), { timeoutDuration: FETCH_TIMEOUT_MS });
-    jwksCache.set(uri, set);
-  }
-  return set;
+function isUrl(value: unknown): value is string {
+  return typeof value === "string" && URL.canParse(value);
 }
 
 // --- start ---------------------------------------------------------------------------------------
 
-/** 256 random bits, base64url: states, nonces and browser bindings. */
+/** 256 random bits, base64url: browser bindings. */
 export function randomToken(): string {
   return encodeBase64urlNoPadding(crypto.getRandomValues(new Uint8Array(32)));
 }
@@ -155,12 +158,19 @@ export interface StartedAuthorization {
   code_verifier: string;
 }
 
-export function buildAuthorizationUrl(discovery: Discovery, clientId: string, redirectUri: string, scopes: string[]): StartedAuthorization {
-  const state = randomToken();
-  const nonce = randomToken();
-  const codeVerifier = generateCodeVerifier();
-  const client = new OAuth2Client(clientId, null, redirectUri);
-  const url = client.createAuthorizationURLWithPKCE(discovery.authorization_endpoint, state, CodeChallengeMethod.S256, codeVerifier, scopes);
+/** The authorization request (OIDC Core §3.1.2.1) with PKCE S256 (RFC 7636), a state and a nonce of 256 random bits each. */
+export async function buildAuthorizationUrl(discovery: Discovery, clientId: string, redirectUri: string, scopes: string[]): Promise<StartedAuthorization> {
+  const state = oauth.generateRandomState();
+  const nonce = oauth.generateRandomNonce();
+  const codeVerifier = oauth.generateRandomCodeVerifier();
+  const url = new URL(discovery.authorization_endpoint);
+  url.searchParams.set("response_type", "code");
+  url.searchParams.set("client_id", clientId);
+  url.searchParams.set("redirect_uri", redirectUri);
+  url.searchParams.set("scope", scopes.join(" "));
+  url.searchParams.set("state", state);
+  url.searchParams.set("code_challenge", await oauth.calculatePKCECodeChallenge(codeVerifier));
+  url.searchParams.set("code_challenge_method", "S256");
   url.searchParams.set("nonce", nonce);
   url.searchParams.set("claims", CLAIMS_REQUEST);
   return { authorization_url: url.toString(), state, nonce, code_verifier: codeVerifier };
@@ -168,26 +178,53 @@ export function buildAuthorizationUrl(discovery: Discovery, clientId: string, re
 
 // --- callback ------------------------------------------------------------------------------------
 
-/** Exchanges the code (with the PKCE verifier) for tokens; 502 token_exchange_error on any failure. */
+export interface OidcClientSettings {
+  client_id: string;
+  client_secret: string;
+  id_token_algs: string[];
+}
+
+/**
+ * Exchanges the code (with the PKCE verifier) at the token endpoint; 502 token_exchange_error when
+ * the provider refuses or cannot be reached, 502 missing_id_token when it answers without an ID
+ * token. Returns the token response for verifyIdToken.
+ */
 export async function exchangeCode(
   discovery: Discovery,
   client: { client_id: string; client_secret: string; redirect_uri: string },
-  code: string,
+  callback: { code: string; state: string },
   codeVerifier: string,
-): Promise<OAuth2Tokens> {
-  const oauth = new OAuth2Client(client.client_id, client.client_secret, client.redirect_uri);
+): Promise<Response> {
+  const oauthClient: oauth.Client = { client_id: client.client_id };
+  // The frontend posts code and state, not the `iss` response parameter. RFC 9207 defends a
+  // client that talks to several providers against mix-up; Roost talks to exactly one, and the
+  // ID token's iss is checked against it below. The state was matched by the caller.
+  const parameters = oauth.validateAuthResponse(
+    { ...discovery, authorization_response_iss_parameter_supported: false },
+    oauthClient,
+    new URLSearchParams(callback),
+    callback.state,
+  );
+  let response: Response;
   try {
-    return await oauth.validateAuthorizationCode(discovery.token_endpoint, code, codeVerifier);
-  } catch (error) {
-    const reason = error instanceof OAuth2RequestError ? `: ${error.code}` : "";
+    response = await oauth.authorizationCodeGrantRequest(discovery, oauthClient, oauth.ClientSecretBasic(client.client_secret), parameters, client.redirect_uri, codeVerifier, requestOptions(discovery.issuer));
+  } catch {
+    fail("token_exchange_error", "The identity provider refused the authorization code.");
+  }
+  if (response.status !== 200) {
+    let reason = "";
+    try {
+      await oauth.processAuthorizationCodeResponse(discovery, oauthClient, response);
+    } catch (error) {
+      if (error instanceof oauth.ResponseBodyError) reason = `: ${error.error}`;
+    }
     fail("token_exchange_error", `The identity provider refused the authorization code${reason}.`);
   }
-}
-
-export function idTokenOf(tokens: OAuth2Tokens): string {
-  const data = tokens.data as Record<string, unknown>;
-  if (typeof data.id_token !== "string" || data.id_token === "") fail("missing_id_token", "The identity provider returned no ID token.");
-  return data.id_token;
+  const body: unknown = await response.clone().json().catch(() => null);
+  if (typeof body !== "object" || body === null) fail("token_exchange_error", "The identity provider refused the authorization code.");
+  const idToken = (body as Record<string, unknown>).id_token;
+  if (typeof idToken !== "string" || idToken === "") fail("missing_id_token", "The identity provider returned no ID token.");
+  return response;
 }
 
 export interface VerifiedIdentity {
@@ -197,65 +234,134 @@ export interface VerifiedIdentity {
   email_verified: boolean | null;
 }
 
-/** OIDC Core §3.1.3.7, steps 2–11; 502 id_token_verification_error on any failure. */
+const UNTRUSTED_AUDIENCE = "The ID token names an audience this client does not trust (aud).";
+
+/**
+ * OIDC Core §3.1.3.7, steps 2–11, on the token response from exchangeCode; 502
+ * id_token_verification_error on any failure. Returns the identity and the access token for UserInfo.
+ */
 export async function verifyIdToken(
-  idToken: string,
+  ctx: { oidc: OidcCache },
   discovery: Discovery,
-  settings: { issuer: string; client_id: string; client_secret: string; id_token_algs: string[] },
+  settings: OidcClientSettings,
+  tokenResponse: Response,
   expectedNonce: string,
   nowSeconds: number,
-): Promise<VerifiedIdentity> {
-  const jwks = jwksFor(discovery.jwks_uri);
-  const secretKey = new TextEncoder().encode(settings.client_secret);
-  // HS* verify with the client secret, and only when the operator listed them (step 8).
-  const key: JWTVerifyGetKey = (header, token) => (header.alg?.startsWith("HS") ? secretKey : jwks(header, token));
-  let payload: JWTPayload;
+): Promise<{ identity: VerifiedIdentity; access_token: string }> {
+  // Step 7: the operator's algorithm allow-list, not what the provider advertises ("none" is never in it).
+  const as: Discovery = { ...discovery, id_token_signing_alg_values_supported: settings.id_token_algs };
+  const client: oauth.Client = {
+    client_id: settings.client_id,
+    // oauth4webapi reads the wall clock; this shifts it to the instance's clock (tests set their own).
+    [oauth.clockSkew]: nowSeconds - Math.floor(Date.now() / 1000),
+    [oauth.clockTolerance]: CLOCK_SKEW_SECONDS,
+  };
+  let result: oauth.TokenEndpointResponse;
   try {
-    ({ payload } = await jwtVerify(idToken, key, {
-      algorithms: settings.id_token_algs, // step 7: allow-list; jose never accepts "none" here
-      issuer: settings.issuer, // step 2: exact match
-      audience: settings.client_id, // step 3
-      clockTolerance: CLOCK_SKEW_SECONDS, // step 9
-      maxTokenAge: MAX_ID_TOKEN_AGE_SECONDS, // step 10
-      currentDate: new Date(nowSeconds * 1000),
-      requiredClaims: ["sub", "iat", "exp", "nonce"],
-    }));
+    // Steps 2–5, 9 and 11: iss, aud, azp when several audiences, exp, the nonce we sent.
+    result = await oauth.processAuthorizationCodeResponse(as, client, tokenResponse, { expectedNonce, requireIdToken: true });
   } catch (error) {
-    const reason = error instanceof joseErrors.JOSEError ? ` (${error.code})` : "";
-    fail("id_token_verification_error", `The ID token failed verification${reason}.`);
+    fail("id_token_verification_error", idTokenFailure(error));
   }
-  // Steps 4–5: an authorized party, when present, must be us.
-  if (payload.azp !== undefined && payload.azp !== settings.client_id) fail("id_token_verification_error", "The ID token was issued to another client (azp).");
-  // Step 11: the nonce we sent, compared in constant time.
-  if (typeof payload.nonce !== "string" || !constantTimeEqualStrings(payload.nonce, expectedNonce)) {
-    fail("id_token_verification_error", "The ID token's nonce does not match this sign-in.");
-  }
+  const claims = oauth.getValidatedIdTokenClaims(result)!;
+  // Step 3: "MUST be rejected if ... it contains additional audiences not trusted by the Client".
+  // Roost trusts only itself, so every audience must be its client id, with or without an azp.
+  const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
+  if (audiences.some((audience) => audience !== settings.client_id)) fail("id_token_verification_error", UNTRUSTED_AUDIENCE);
+  // Step 10: iat neither in the future nor too old, with the same skew.
+  if (claims.iat > nowSeconds + CLOCK_SKEW_SECONDS) fail("id_token_verification_error", "The ID token was issued in the future (iat).");
+  if (nowSeconds - claims.iat - CLOCK_SKEW_SECONDS > MAX_ID_TOKEN_AGE_SECONDS) fail("id_token_verification_error", "The ID token is too old (iat).");
+  // Step 6: the signature. Roost received the token straight from the token endpoint, but checks it
+  // anyway, so a compromised or misconfigured transport cannot forge an identity.
+  await verifySignature(ctx.oidc, as, tokenResponse, result.id_token!, settings.client_secret, nowSeconds);
   return {
-    issuer: settings.issuer,
-    subject: String(payload.sub),
-    email: typeof payload.email === "string" ? payload.email : null,
-    email_verified: typeof payload.email_verified === "boolean" ? payload.email_verified : null,
+    identity: {
+      issuer: claims.iss,
+      subject: claims.sub,
+      email: typeof claims.email === "string" ? claims.email : null,
+      email_verified: typeof claims.email_verified === "boolean" ? claims.email_verified : null,
+    },
+    access_token: result.access_token,
   };
 }
 
-const UserInfo = z.object({ sub: z.string(), email: z.string().optional(), email_verified: z.boolean().optional() });
+/** Our own message for each claim oauth4webapi refuses, so a body never depends on its wording. */
+function idTokenFailure(error: unknown): string {
+  if (error instanceof oauth.OperationProcessingError) {
+    const claim = (error.cause as { claim?: unknown } | undefined)?.claim;
+    if (claim === "aud") return UNTRUSTED_AUDIENCE;
+    if (claim === "azp") return "The ID token was issued to another client (azp).";
+    if (claim === "iss") return "The ID token was issued by another issuer (iss).";
+    if (claim === "exp") return "The ID token has expired (exp).";
+    if (claim === "nonce") return "The ID token's nonce does not match this sign-in.";
+    if (/"alg"/.test(error.message)) return "The ID token is signed with an algorithm this instance does not accept (alg).";
+  }
+  return "The ID token failed verification.";
+}
+
+const BAD_SIGNATURE = "The ID token's signature does not verify with the identity provider's keys.";
+
+/**
+ * HS* with the client secret; anything else against the issuer's JWKS. A provider may replace its
+ * key under the same kid (oauth4webapi refetches by itself only for an unknown kid), so a failure
+ * with a cached key set refetches it once and retries, at most once per
+ * JWKS_REFETCH_COOLDOWN_SECONDS per issuer, so that a flood of bad tokens cannot hammer the provider.
+ */
+async function verifySignature(cache: OidcCache, as: Discovery, tokenResponse: Response, idToken: string, clientSecret: string, nowSeconds: number): Promise<void> {
+  const { alg } = decodeProtectedHeader(idToken); // already checked against the allow-list
+  if (alg?.startsWith("HS")) {
+    try {
+      await compactVerify(idToken, new TextEncoder().encode(clientSecret), { algorithms: [alg] });
+      return;
+    } catch {
+      fail("id_token_verification_error", BAD_SIGNATURE);
+    }
+  }
+  let keys = cache.keys.get(as.issuer);
+  if (!keys || keys.jwks_uri !== as.jwks_uri) {
+    keys = { jwks_uri: as.jwks_uri, jwks: {}, forced_refetch_at: null };
+    cache.keys.set(as.issuer, keys);
+  }
+  const entry = keys;
+  // A fresh metadata object per attempt: oauth4webapi keeps its own key cache per object, so this
+  // one (entry.jwks) is the only one that lasts.
+  const attempt = () => oauth.validateApplicationLevelSignature({ ...as }, tokenResponse, { ...requestOptions(as.issuer), [oauth.jwksCache]: entry.jwks });
+  const fetchedAt = entry.jwks.uat;
+  try {
+    await attempt();
+    return;
+  } catch {
+    // A key set fetched during this attempt is already current: nothing to retry.
+    const fromCache = fetchedAt !== undefined && entry.jwks.uat === fetchedAt;
+    const cooling = entry.forced_refetch_at !== null && nowSeconds - entry.forced_refetch_at < JWKS_REFETCH_COOLDOWN_SECONDS;
+    if (!fromCache || cooling) fail("id_token_verification_error", BAD_SIGNATURE);
+  }
+  entry.forced_refetch_at = nowSeconds;
+  entry.jwks = {};
+  try {
+    await attempt();
+  } catch {
+    fail("id_token_verification_error", BAD_SIGNATURE);
+  }
+}
 
 /** UserInfo (OIDC Core §5.3) when the ID token carries no e-mail; its sub must equal the ID token's (§5.3.2). */
-export async function fillEmailFromUserInfo(identity: VerifiedIdentity, discovery: Discovery, tokens: OAuth2Tokens): Promise<VerifiedIdentity> {
-  if (identity.email !== null || discovery.userinfo_endpoint === null) return identity;
-  const data = tokens.data as Record<string, unknown>;
-  if (typeof data.access_token !== "string") return identity;
-  let info: z.infer<typeof UserInfo>;
+export async function fillEmailFromUserInfo(identity: VerifiedIdentity, discovery: Discovery, clientId: string, accessToken: string): Promise<VerifiedIdentity> {
+  if (identity.email !== null || discovery.userinfo_endpoint === undefined) return identity;
+  const client: oauth.Client = { client_id: clientId };
+  let info: oauth.UserInfoResponse;
   try {
-    const response = await fetch(discovery.userinfo_endpoint, {
-      headers: { authorization: `Bearer ${data.access_token}`, accept: "application/json" },
-      signal: AbortSignal.timeout(FETCH_TIMEOUT_MS),
-    });
-    if (!response.ok) return identity;
-    info = UserInfo.parse(await response.json());
-  } catch {
+    const response = await oauth.userInfoRequest(discovery, client, accessToken, requestOptions(discovery.issuer));
+    info = await oauth.processUserInfoResponse(discovery, client, identity.subject, response);
+  } catch (error) {
+    if (error instanceof oauth.OperationProcessingError && error.code === oauth.JSON_ATTRIBUTE_COMPARISON) {
+      fail("id_token_verification_error", "The UserInfo response names another subject than the ID token.");
+    }
     return identity;
   }
-  if (info.sub !== identity.subject) fail("id_token_verification_error", "The UserInfo response names another subject than the ID token.");
-  return { ...identity, email: info.email ?? null, email_verified: info.email_verified ?? null };
+  return {
+    ...identity,
+    email: typeof info.email === "string" ? info.email : null,
+    email_verified: typeof info.email_verified === "boolean" ? info.email_verified : null,
+  };
 }

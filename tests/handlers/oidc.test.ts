@@ -7,11 +7,10 @@ import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../help
 import { OTHER_CALLBACK, STANDARD_CALLBACK, invite, readyWithOidc } from "../helpers/external-access.ts";
 import { startTestOp, type IdTokenScenario, type TestOp } from "../support/test-op.ts";
 import { PENDING_PER_PEER } from "../../lib/db/oidc-pending.ts";
-import { clearOidcCaches } from "../../lib/auth/oidc.ts";
+import { JWKS_REFETCH_COOLDOWN_SECONDS } from "../../lib/auth/oidc.ts";
 
 const open: { t: TestApp; op: TestOp }[] = [];
 afterEach(() => {
-  clearOidcCaches();
   for (const { t, op } of open.splice(0)) {
     t.close();
     op.stop();
@@ -172,27 +171,79 @@ describe("POST /v1/auth/oidc/callback", () => {
     expect((await signIn(t, op, { alg: "RS256" })).body.code).toBe("id_token_verification_error");
   });
 
-  const rejected: [string, IdTokenScenario][] = [
-    ["a wrong nonce", { nonce: "not-the-nonce-we-sent" }],
-    ["another audience", { aud: "someone-else" }],
-    ["an extra audience is fine but a foreign azp is not", { aud: ["roost-test-client", "other"], azp: "other" }],
-    ["another issuer", { iss: "http://127.0.0.1:1/evil" }],
-    ["an expired token", { iatOffset: -1000, lifetime: 300 }],
-    ["an iat in the future", { iatOffset: 600 }],
-    ["alg none", { alg: "none" }],
-    ["HS256 signed with the client secret", { alg: "HS256" }],
-    ["a key the JWKS does not hold", { unknownKey: true }],
+  const rejected: [string, IdTokenScenario, string][] = [
+    ["a wrong nonce", { nonce: "not-the-nonce-we-sent" }, "The ID token's nonce does not match this sign-in."],
+    ["another audience", { aud: "someone-else" }, "The ID token names an audience this client does not trust (aud)."],
+    ["two audiences with a foreign azp", { aud: ["roost-test-client", "other"], azp: "other" }, "The ID token was issued to another client (azp)."],
+    ["another issuer", { iss: "http://127.0.0.1:1/evil" }, "The ID token was issued by another issuer (iss)."],
+    ["an expired token", { iatOffset: -1000, lifetime: 300 }, "The ID token has expired (exp)."],
+    ["an iat in the future", { iatOffset: 600 }, "The ID token was issued in the future (iat)."],
+    ["an iat older than 10 minutes", { iatOffset: -700, lifetime: 3600 }, "The ID token is too old (iat)."],
+    ["alg none", { alg: "none" }, "The ID token is signed with an algorithm this instance does not accept (alg)."],
+    ["HS256 signed with the client secret", { alg: "HS256" }, "The ID token is signed with an algorithm this instance does not accept (alg)."],
+    ["a key the JWKS does not hold", { unknownKey: true }, "The ID token's signature does not verify with the identity provider's keys."],
   ];
-  for (const [name, scenario] of rejected) {
+  for (const [name, scenario, message] of rejected) {
     test(`502 id_token_verification_error for ${name}`, async () => {
       const { t, op } = await instance();
       const res = await signIn(t, op, scenario);
       expect(res.status).toBe(502);
-      expect(res.body.code).toBe("id_token_verification_error");
-      expect(res.body.message).toStartWith("The ID token");
-      expect(res.body.session_token).toBeUndefined();
+      expect(res.body).toEqual({ code: "id_token_verification_error", message });
     });
   }
+
+  // OIDC Core §3.1.3.7 step 3: "The ID Token MUST be rejected if [...] it contains additional
+  // audiences not trusted by the Client." Roost trusts only its own client id.
+  test("an ID token also addressed to another audience is refused, with or without azp; our client id alone passes", async () => {
+    const { t, op } = await instance();
+    const untrusted = { code: "id_token_verification_error", message: "The ID token names an audience this client does not trust (aud)." };
+    for (const scenario of [{ aud: ["roost-test-client", "evil"] }, { aud: ["roost-test-client", "evil"], azp: "roost-test-client" }] as IdTokenScenario[]) {
+      const res = await signIn(t, op, scenario);
+      expect(res.status).toBe(502);
+      expect(res.body).toEqual(untrusted);
+    }
+    for (const aud of ["roost-test-client", ["roost-test-client"]]) {
+      const res = await signIn(t, op, { aud });
+      expect(res.status).toBe(200);
+      expect(res.body.user.email).toBe("ada@example.test");
+    }
+  });
+
+  test(`a key replaced under the same kid is refetched once; further refetches wait ${JWKS_REFETCH_COOLDOWN_SECONDS} s`, async () => {
+    const { t, op } = await instance();
+    expect((await signIn(t, op)).status).toBe(200);
+    expect(op.jwksCalls).toBe(1);
+    // The provider rotates its key but keeps the kid: the cached key no longer verifies; one refetch does.
+    await op.rotateKey();
+    expect((await signIn(t, op)).status).toBe(200);
+    expect(op.jwksCalls).toBe(2);
+    // Cached keys serve the next sign-ins without a request.
+    expect((await signIn(t, op)).status).toBe(200);
+    expect(op.jwksCalls).toBe(2);
+    // Within the cooldown, neither a rotation nor a flood of bad signatures reaches the provider's JWKS.
+    await op.rotateKey();
+    for (const scenario of [{}, { unknownKey: true }, { unknownKey: true }] as IdTokenScenario[]) {
+      const res = await signIn(t, op, scenario);
+      expect(res.status).toBe(502);
+      expect(res.body).toEqual({ code: "id_token_verification_error", message: "The ID token's signature does not verify with the identity provider's keys." });
+    }
+    expect(op.jwksCalls).toBe(2);
+    // After it, the next failure refetches again.
+    t.clock.advance(JWKS_REFETCH_COOLDOWN_SECONDS);
+    expect((await signIn(t, op)).status).toBe(200);
+    expect(op.jwksCalls).toBe(3);
+  });
+
+  test("discovery and keys are cached per app: another app with the same provider fetches its own", async () => {
+    const { t, op } = await instance();
+    expect((await signIn(t, op)).status).toBe(200);
+    const other = await createTestApp();
+    open.push({ t: other, op: await startTestOp() });
+    await readyWithOidc(other, op);
+    await invite(other, "ada@example.test");
+    expect((await signIn(other, op)).status).toBe(200);
+    expect(op.jwksCalls).toBe(2);
+  });
 
   test("502 missing_email when neither the ID token nor UserInfo has an e-mail", async () => {
     const { t, op } = await instance();

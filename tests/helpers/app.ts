@@ -15,6 +15,7 @@ import { silentLogger } from "../../lib/log.ts";
 import { routes } from "../../handlers/routes.ts";
 import { mintRecoveryCapability, mintSetupToken } from "../../lib/db/one-time-credentials.ts";
 import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
+import { createOidcCache } from "../../lib/auth/oidc.ts";
 
 export interface TestClock extends Clock {
   advance(seconds: number): void;
@@ -61,7 +62,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const clock = testClock();
   await migrate(db, clock.now);
   const secrets = await createSecretBox(await loadSecretKey(dataDir, config.secretKey));
-  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: new AbortController().signal };
+  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: new AbortController().signal, oidc: createOidcCache() };
   const app = createApp(ctx, routes);
   return {
     app,

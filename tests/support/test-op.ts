@@ -36,6 +36,10 @@ export interface TestOp {
   clientSecret: string;
   /** Calls to /token so far. */
   tokenCalls: number;
+  /** Calls to /jwks so far. */
+  jwksCalls: number;
+  /** Replaces the signing key under the same kid, as a provider that rotates carelessly would. */
+  rotateKey(): Promise<void>;
   /** The authorization step: reads the URL Roost built and returns the code a browser would carry back. */
   authorize(authorizationUrl: string, scenario?: IdTokenScenario): { code: string; state: string; nonce: string; params: URLSearchParams };
   /** Makes discovery fail (500) until set back. */
@@ -47,9 +51,10 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
   const clientId = options.clientId ?? "roost-test-client";
   const clientSecret = options.clientSecret ?? "test-client-secret-0123456789";
   const now = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
-  const { publicKey, privateKey } = await generateKeyPair("RS256");
+  let { publicKey, privateKey } = await generateKeyPair("RS256");
   const stranger = await generateKeyPair("RS256");
-  const jwk: JWK = { ...(await exportJWK(publicKey)), kid: "test-op-key", alg: "RS256", use: "sig" };
+  const published = async (key: CryptoKey): Promise<JWK> => ({ ...(await exportJWK(key)), kid: "test-op-key", alg: "RS256", use: "sig" });
+  let jwk = await published(publicKey);
   const codes = new Map<string, { nonce: string; challenge: string; redirectUri: string; scenario: IdTokenScenario }>();
   const accessTokens = new Map<string, IdTokenScenario>();
 
@@ -71,12 +76,14 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
           id_token_signing_alg_values_supported: ["RS256"],
         });
       }
-      if (url.pathname === "/jwks") return Response.json({ keys: [jwk] });
+      if (url.pathname === "/jwks") {
+        op.jwksCalls++;
+        return Response.json({ keys: [jwk] });
+      }
       if (url.pathname === "/token" && request.method === "POST") {
         op.tokenCalls++;
         const form = new URLSearchParams(await request.text());
-        const basic = request.headers.get("authorization") ?? "";
-        if (basic !== `Basic ${btoa(`${clientId}:${clientSecret}`)}`) return Response.json({ error: "invalid_client" }, { status: 401 });
+        if (!clientAuthenticated(request.headers.get("authorization") ?? "")) return Response.json({ error: "invalid_client" }, { status: 401 });
         const grant = codes.get(form.get("code") ?? "");
         codes.delete(form.get("code") ?? "");
         if (!grant || grant.redirectUri !== form.get("redirect_uri")) return Response.json({ error: "invalid_grant" }, { status: 400 });
@@ -100,6 +107,15 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
     },
   });
   const issuer: string = `http://127.0.0.1:${server.port}`;
+
+  /** client_secret_basic: both halves form-urlencoded before base64 (RFC 6749 §2.3.1). */
+  function clientAuthenticated(header: string): boolean {
+    if (!header.startsWith("Basic ")) return false;
+    const decoded = atob(header.slice(6));
+    const colon = decoded.indexOf(":");
+    const formDecode = (value: string) => decodeURIComponent(value.replace(/\+/g, " "));
+    return colon > 0 && formDecode(decoded.slice(0, colon)) === clientId && formDecode(decoded.slice(colon + 1)) === clientSecret;
+  }
 
   async function idToken(s: IdTokenScenario, nonce: string): Promise<string> {
     const iat = now() + (s.iatOffset ?? 0);
@@ -125,7 +141,12 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
     clientId,
     clientSecret,
     tokenCalls: 0,
+    jwksCalls: 0,
     discoveryBroken: false,
+    async rotateKey() {
+      ({ publicKey, privateKey } = await generateKeyPair("RS256"));
+      jwk = await published(publicKey);
+    },
     authorize(authorizationUrl, scenario = {}) {
       const params = new URL(authorizationUrl).searchParams;
       if (params.get("code_challenge_method") !== "S256") throw new Error("the test OP requires PKCE S256");
