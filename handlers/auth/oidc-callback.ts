@@ -10,7 +10,7 @@ import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 import { consumePending, type PendingAuthorization } from "../../lib/db/oidc-pending.ts";
 import { OIDC_CLIENT_SECRET_PURPOSE, getOidcSettings } from "../../lib/db/sign-in-settings.ts";
 import { bindOidcIdentity, findUserByEmail, type User } from "../../lib/db/users.ts";
-import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, hashToken, idTokenOf, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
+import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, hashToken, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
 import { constantTimeEqualStrings } from "../../lib/auth/secrets.ts";
 import { completeLogin } from "../../lib/auth/login.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";
@@ -47,12 +47,12 @@ export const endpoint = defineEndpoint({
     "oidc_identity_mismatch",
   ],
   async handle({ body }, ctx) {
-    // 1. Ready, in OIDC mode, with a provider.
+    // 1. Ready.
     const instance = await requireReadyInstance(ctx.db);
-    const settings = await getOidcSettings(ctx.db);
-    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured", "Sign-in with an identity provider is not configured on this instance.");
 
     // 2. The state, taken out (single use), from the browser that started it, within 10 minutes.
+    // Checked before the provider settings: a state this instance never issued is the caller's
+    // mistake (400), whatever the instance is configured for, never a server error.
     const pending: PendingAuthorization | null = await store(() => consumePending(ctx.db, hashToken(body.state)));
     if (!pending) fail("invalid_state", "This sign-in is unknown or was already used; start again.");
     const binding = readBindingCookie(ctx.request);
@@ -61,6 +61,10 @@ export const endpoint = defineEndpoint({
     }
     const now = ctx.clock.now();
     if (now >= pending.expires_at) fail("auth_expired", "This sign-in is older than 10 minutes; start again.");
+
+    // Still in OIDC mode with a provider (an admin may have changed it since start).
+    const settings = await getOidcSettings(ctx.db);
+    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured", "Sign-in with an identity provider is not configured on this instance.");
 
     // 3. The client secret, before any request to the provider.
     let clientSecret: string;
@@ -72,11 +76,10 @@ export const endpoint = defineEndpoint({
     }
 
     // 4. Code for tokens (with the PKCE verifier), then the ID token verified; e-mail from it or UserInfo.
-    const discovery = await discover(settings.issuer);
-    const tokens = await exchangeCode(discovery, { client_id: settings.client_id, client_secret: clientSecret, redirect_uri: pending.redirect_uri }, body.code, pending.code_verifier);
-    const idToken = idTokenOf(tokens);
-    const verified = await verifyIdToken(idToken, discovery, { ...settings, client_secret: clientSecret }, pending.nonce, now);
-    const identity = await fillEmailFromUserInfo(verified, discovery, tokens);
+    const discovery = await discover(ctx, settings.issuer);
+    const tokens = await exchangeCode(discovery, { client_id: settings.client_id, client_secret: clientSecret, redirect_uri: pending.redirect_uri }, body, pending.code_verifier);
+    const verified = await verifyIdToken(ctx, discovery, { ...settings, client_secret: clientSecret }, tokens, pending.nonce, now);
+    const identity = await fillEmailFromUserInfo(verified.identity, discovery, settings.client_id, verified.access_token);
     if (identity.email === null) fail("missing_email", "The identity provider gave no e-mail address for this account.");
     if (identity.email_verified !== true) fail("email_not_verified", "The identity provider has not verified this account's e-mail address.");
 
