@@ -3,6 +3,8 @@
 //   *   any characters except "/"          main, release-*
 //   **  any characters, "/" included       release/**, **
 //   ?   one character except "/"           v?
+//   [ ] one character of a set or range     v[0-9]*
+//   { } one of several alternatives         {main,develop}
 //   !   at the start: a negative pattern   !release/old-*
 // Patterns are evaluated in order; the last one that matches decides, so a positive after a
 // negative re-includes ("release/**", "!release/**-alpha", "release/1.0-alpha"). A branch that
@@ -15,32 +17,16 @@ export interface BranchMatch {
   reason: string;
 }
 
-const cache = new Map<string, RegExp>();
+const cache = new Map<string, Bun.Glob>();
 
-export function globToRegExp(glob: string): RegExp {
-  let re = cache.get(glob);
-  if (re) return re;
-  let out = "^";
-  for (let i = 0; i < glob.length; i++) {
-    const c = glob[i]!;
-    if (c === "*") {
-      if (glob[i + 1] === "*") {
-        // "**/" also matches nothing, so "release/**/rc" matches "release/rc".
-        if (glob[i + 2] === "/") {
-          out += "(?:.*/)?";
-          i += 2;
-        } else {
-          out += ".*";
-          i += 1;
-        }
-      } else out += "[^/]*";
-    } else if (c === "?") out += "[^/]";
-    else out += c.replace(/[.+^${}()|[\]\\]/g, "\\$&");
+/** Bun's built-in glob matcher: `*` stops at "/", `**` crosses it, `[0-9]` and `{a,b}` work as in a shell. */
+function compiled(glob: string): Bun.Glob {
+  let g = cache.get(glob);
+  if (!g) {
+    if (cache.size > 1000) cache.clear();
+    cache.set(glob, (g = new Bun.Glob(glob)));
   }
-  re = new RegExp(out + "$");
-  if (cache.size > 1000) cache.clear();
-  cache.set(glob, re);
-  return re;
+  return g;
 }
 
 export function matchBranchPatterns(patterns: string[], branch: string): BranchMatch {
@@ -49,7 +35,7 @@ export function matchBranchPatterns(patterns: string[], branch: string): BranchM
   for (const pattern of patterns) {
     const negative = pattern.startsWith("!");
     const glob = negative ? pattern.slice(1) : pattern;
-    if (globToRegExp(glob).test(branch)) {
+    if (compiled(glob).match(branch)) {
       matched = !negative;
       decidedBy = pattern;
     }

@@ -29,6 +29,9 @@ describe("matchBranchPatterns", () => {
     [[], "main", false],
     [["feat+fix"], "feat+fix", true],
     [["(x)"], "(x)", true],
+    [["v[0-9]*"], "v1.2.3", true],
+    [["v[0-9]*"], "vnext", false],
+    [["{main,develop}"], "develop", true],
   ])("%p on %p → %p", (patterns, branch, expected) => {
     expect(matchBranchPatterns(patterns, branch).matched).toBe(expected);
   });
