@@ -68,11 +68,80 @@ export async function readJson(request: Request, limit = DEFAULT_BODY_LIMIT_BYTE
   }
   const bytes = await readBodyBytes(request, limit);
   if (bytes.byteLength === 0) fail("malformed_json", "The request body is empty; send a JSON object.");
+  let text: string;
   try {
-    return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
     fail("malformed_json", "The request body is not valid JSON.");
   }
+  if (nestingExceeds(text, MAX_JSON_DEPTH)) {
+    fail("invalid_request", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    fail("malformed_json", "The request body is not valid JSON.");
+  }
+  const illFormed = illFormedStringPath(value);
+  if (illFormed !== null) {
+    const path = ["body", ...illFormed].join(".");
+    const message = "must be valid Unicode text (a lone UTF-16 surrogate such as \\ud800 is not a character)";
+    fail("invalid_request", `The body is not valid: ${path}: ${message}`, { details: [{ path, message }] });
+  }
+  return value;
+}
+
+/**
+ * Deepest nesting of arrays and objects accepted in any JSON body, checked on the text before
+ * parsing, so a body nested 50,000 deep costs one linear scan instead of a parse and a stack
+ * overflow in whatever walks it next. Routes bound their free-form fields further (lib/schemas.ts).
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Whether `[` and `{` outside strings nest deeper than `max` anywhere in `text`. */
+function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // a backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return false;
+}
+
+/**
+ * Matches a lone surrogate only: with the u flag a proper surrogate pair is one code point, so
+ * this is the negation of String.prototype.isWellFormed (ES2024).
+ */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * The path to the first string (value or key) that is not well-formed UTF-16, or null. JSON text
+ * can carry a lone surrogate as an escape ("\ud800"); stored as TEXT it would silently become
+ * U+FFFD, so such a body is refused whatever the route (RFC 8259 section 8.2 calls the behaviour
+ * of such strings unpredictable). Iterative; the depth is already bounded by MAX_JSON_DEPTH.
+ */
+function illFormedStringPath(value: unknown): string[] | null {
+  const stack: Array<[unknown, string[]]> = [[value, []]];
+  while (stack.length > 0) {
+    const [current, path] = stack.pop()!;
+    if (typeof current === "string") {
+      if (LONE_SURROGATE.test(current)) return path;
+    } else if (current !== null && typeof current === "object") {
+      for (const [key, child] of Object.entries(current)) {
+        if (LONE_SURROGATE.test(key)) return [...path, key];
+        stack.push([child, [...path, key]]);
+      }
+    }
+  }
+  return null;
 }
 
 /** Validates `value` with `schema`, answering 400 invalid_request with one detail per issue. */

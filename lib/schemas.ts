@@ -89,3 +89,46 @@ export const ApiTokenCreated = z.object({
   expires_at: Timestamp,
   token: z.string().describe("the plaintext token, returned only in this response"),
 });
+
+/** How deep a value nests: 0 for a scalar, 1 for a flat object or array. Iterative, so never a stack overflow. */
+export function jsonDepth(value: unknown, stopAbove = Infinity): number {
+  let deepest = 0;
+  const stack: Array<[unknown, number]> = [[value, 0]];
+  while (stack.length > 0) {
+    const [current, depth] = stack.pop()!;
+    if (current === null || typeof current !== "object") continue;
+    const here = depth + 1;
+    if (here > deepest) deepest = here;
+    if (deepest > stopAbove) return deepest;
+    for (const child of Object.values(current)) stack.push([child, here]);
+  }
+  return deepest;
+}
+
+/**
+ * A free-form JSON object (settings and the like) with bounds: at most `maxKeys` top-level keys,
+ * nesting at most `maxDepth` levels (the object itself is level 1), at most `maxBytes` as JSON.
+ * The depth is checked first and iteratively, so a value nested 50,000 deep is a 400, not a stack
+ * overflow in JSON.stringify.
+ */
+export function boundedJsonObject(bounds: { maxDepth?: number; maxBytes?: number; maxKeys?: number } = {}) {
+  const maxDepth = bounds.maxDepth ?? 16;
+  const maxBytes = bounds.maxBytes ?? 16_384;
+  const maxKeys = bounds.maxKeys ?? 64;
+  return z
+    .record(z.string().max(100), z.unknown())
+    .superRefine((value, ctx) => {
+      if (Object.keys(value).length > maxKeys) {
+        ctx.addIssue({ code: "custom", message: `at most ${maxKeys} keys` });
+        return;
+      }
+      if (jsonDepth(value, maxDepth) > maxDepth) {
+        ctx.addIssue({ code: "custom", message: `must nest at most ${maxDepth} levels deep` });
+        return;
+      }
+      if (Buffer.byteLength(JSON.stringify(value)) > maxBytes) {
+        ctx.addIssue({ code: "custom", message: `must be at most ${maxBytes} bytes as JSON` });
+      }
+    })
+    .describe(`free-form JSON object: at most ${maxKeys} keys, ${maxDepth} levels deep, ${maxBytes} bytes`);
+}

@@ -1,7 +1,7 @@
 // Wire schemas of the CI domain: what projects, pipelines, builds, repositories,
 // integrations and incidents look like in responses. The OpenAPI document is generated from these.
 import { z } from "zod";
-import { Timestamp } from "../schemas.ts";
+import { Timestamp, boundedJsonObject } from "../schemas.ts";
 import { PLATFORMS, TRIGGER_EVENTS } from "../pipelines/config.ts";
 import { BUILD_STATUSES } from "../builds/state-machine.ts";
 
@@ -152,8 +152,5 @@ export const BranchName = z
   .max(255)
   .regex(/^(?!\/|.*\/\/|.*\.\.|.*@\{|.*\/$|.*\.lock$)[^\s\p{Cc}~^:?*[\\]+$/u, "must be a valid branch name");
 
-/** Free-form project settings: a JSON object of at most 64 keys, 16 KiB serialized. */
-export const ProjectSettings = z
-  .record(z.string().max(100), z.unknown())
-  .refine((s) => Object.keys(s).length <= 64, "at most 64 settings")
-  .refine((s) => JSON.stringify(s).length <= 16_384, "at most 16 KiB");
+/** Free-form project settings: a JSON object of at most 64 keys, 16 levels deep, 16 KiB serialized. */
+export const ProjectSettings = boundedJsonObject({ maxKeys: 64, maxDepth: 16, maxBytes: 16_384 });
