@@ -376,3 +376,28 @@ CREATE TABLE artifacts (
   created_at INTEGER NOT NULL,
   UNIQUE (build_id, path)
 );
+
+-- migration 7: one project per repository, webhook tokens per project
+-- A repository is built by exactly one project, so nobody can change how a project builds by
+-- linking its repository a second time. Databases made before this rule may hold several projects
+-- on one repository: the oldest keeps it; the others are unlinked (they keep their pipelines and
+-- build history, but no delivery reaches them) and an operator incident names each.
+ALTER TABLE projects ADD COLUMN unlinked_at INTEGER;
+UPDATE projects SET unlinked_at = unixepoch() WHERE EXISTS (
+  SELECT 1 FROM projects older WHERE older.repository_id = projects.repository_id
+    AND (older.created_at < projects.created_at OR (older.created_at = projects.created_at AND older.id < projects.id))
+);
+CREATE UNIQUE INDEX projects_one_per_repository ON projects (repository_id) WHERE unlinked_at IS NULL;
+INSERT INTO operator_incidents (id, severity, status, reason, message, repair_action, resource_id, resource_kind, resource_name, first_occurrence_at, latest_occurrence_at)
+  SELECT lower(hex(randomblob(16))), 'warning', 'open', 'project_unlinked',
+    'Project ' || p.name || ' was unlinked from ' || r.full_name || ': an older project builds that repository, and a repository is built by exactly one project.',
+    'Move what this project needs into the project that builds the repository, then delete this project.',
+    p.id, 'project', p.name, p.unlinked_at, p.unlinked_at
+  FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.unlinked_at IS NOT NULL;
+
+-- The GitLab webhook token belongs to the project (roost_whk_<project id>…, stored hashed) and is
+-- deleted with it. Tokens minted per repository are not carried over: any maintainer of any
+-- project on the repository could have minted the current one, so every GitLab project mints a
+-- new token after this upgrade.
+ALTER TABLE projects ADD COLUMN webhook_token_hash TEXT;
+UPDATE repositories SET webhook_token_hash = NULL;

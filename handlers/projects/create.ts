@@ -1,13 +1,18 @@
-// POST /v1/projects (instance maintainer or higher): a project builds one catalogue repository.
-// The creator becomes the project's maintainer.
+// POST /v1/projects (instance maintainer or higher): a project builds one catalogue repository,
+// and a repository is built by exactly one project (docs/webhooks.md "Who builds a repository"):
+// a second project on it would change how the first one builds. The creator becomes the
+// project's maintainer.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
-import { findProject, insertProject, toPublicProject } from "../../lib/db/projects.ts";
-import { inTransaction } from "../../lib/db/client.ts";
+import { findProject, hostRepositoryIsLinked, insertProject, toPublicProject } from "../../lib/db/projects.ts";
+import { inTransaction, isUniqueViolation } from "../../lib/db/client.ts";
+
+// Says nothing about the project that builds it: the caller may not be allowed to see it.
+const ALREADY_LINKED = "Another project already builds this repository; a repository is built by exactly one project. Ask its maintainers to add you.";
 
 export const CreateProjectBody = z
   .object({
@@ -26,12 +31,15 @@ export const endpoint = defineEndpoint({
   body: CreateProjectBody,
   response: z.object({ project: ProjectResource }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found", "forbidden", "repository_already_linked", "invalid_session", "invalid_token"],
   async handle({ body }, ctx) {
     const repo = await findRepository(ctx.db, body.repository_id);
     if (!repo) fail("not_found", "No catalogue repository with that id; see GET /v1/integration-repositories.");
-    const id = await inTransaction(ctx.db, (tx) =>
-      insertProject(
+    // Checked and inserted in one write transaction; the unique index (schema.sql migration 7)
+    // settles two concurrent creations on the same catalogue entry.
+    const id = await inTransaction(ctx.db, async (tx) => {
+      if (await hostRepositoryIsLinked(tx, repo)) fail("repository_already_linked", ALREADY_LINKED);
+      return insertProject(
         tx,
         {
           name: body.name ?? repo.full_name,
@@ -42,8 +50,11 @@ export const endpoint = defineEndpoint({
           createdBy: ctx.principal!.user.id,
         },
         ctx.clock.now(),
-      ),
-    );
+      );
+    }).catch((error: unknown) => {
+      if (isUniqueViolation(error)) fail("repository_already_linked", ALREADY_LINKED);
+      throw error;
+    });
     return { project: toPublicProject((await findProject(ctx.db, id))!, "maintainer") };
   },
 });

@@ -1,7 +1,8 @@
 // POST /v1/projects/{project_id}/webhook-token (project maintainer): mints a new GitLab webhook
-// token for the project's repository and returns it once, with the URL to configure in GitLab.
-// The previous token stops working at once. GitHub deliveries are verified with the GitHub App's
-// webhook secret instead, so GitHub projects need no token.
+// token for the project and returns it once, with the URL to configure in GitLab. The token
+// belongs to the project (deleted with it); the previous one stops working at once. GitHub
+// deliveries are verified with the GitHub App's webhook secret instead, so GitHub projects need
+// no token.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
@@ -9,10 +10,11 @@ import { IdParam } from "../../lib/schemas/ci.ts";
 import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { rotateWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
+import { findProjectBuildingRepository } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "rotate_webhook_token",
-  summary: "Mint (or rotate) the GitLab webhook token of a project's repository",
+  summary: "Mint (or rotate) the GitLab webhook token of a project",
   tag: "webhooks",
   params: z.object({ project_id: IdParam }),
   response: z.object({
@@ -21,14 +23,18 @@ export const endpoint = defineEndpoint({
     repository_full_name: z.string(),
   }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found", "forbidden", "invalid_request", "repository_already_linked", "invalid_session", "invalid_token"],
   async handle({ params }, ctx) {
     const { project } = await requireProjectRole(ctx, params.project_id, "maintainer");
     const repo = await findRepository(ctx.db, project.repository_id);
     if (!repo) fail("not_found", "The project's repository is no longer in the catalogue.");
     if (repo.provider !== "gitlab") fail("invalid_request", "GitHub deliveries are verified with the GitHub App's webhook secret; no per-repository token is needed.");
-    const token = await rotateWebhookToken(ctx.db, repo.id);
-    ctx.log.info("gitlab webhook token rotated", { request_id: ctx.requestId, repository_id: repo.id });
+    // A project unlinked by the one-project-per-repository upgrade builds nothing, so it gets no token.
+    if ((await findProjectBuildingRepository(ctx.db, repo.id)) !== project.id) {
+      fail("repository_already_linked", "Another project builds this project's repository; a repository is built by exactly one project, so this one needs no webhook token.");
+    }
+    const token = await rotateWebhookToken(ctx.db, project.id);
+    ctx.log.info("gitlab webhook token rotated", { request_id: ctx.requestId, project_id: project.id });
     const base = ctx.config.publicUrl ?? new URL(ctx.request.url).origin;
     return { token, webhook_url: `${base}/v1/webhooks/gitlab`, repository_full_name: repo.full_name };
   },

@@ -1,15 +1,19 @@
 // POST /v1/webhooks/gitlab (docs/webhooks.md). X-Gitlab-Token must be the current webhook
-// token of the repository the payload names (a token of another project is refused, even from
-// the same GitLab); it is a plain shared secret, compared in constant time. Deduplicated by
-// X-Gitlab-Event-UUID and Idempotency-Key (the one that survives a manual "Resend").
+// token of the project that builds the repository the payload names (a token of another project
+// is refused, even from the same GitLab); it is a plain shared secret, compared in constant time.
+// Deduplicated by X-Gitlab-Event-UUID and Idempotency-Key (the one that survives a manual
+// "Resend") only. A body that is not what GitLab sends answers 400 and is logged.
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { readBodyBytes } from "../../lib/http.ts";
-import { findRepositoriesByExternalId } from "../../lib/db/repositories.ts";
+import { findRepositoriesByExternalId, findRepository } from "../../lib/db/repositories.ts";
 import { gitlabProjectId, parseGitlabDelivery } from "../../lib/forge/gitlab.ts";
-import { acceptDelivery, recordRejected } from "../../lib/webhooks/accept.ts";
-import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "../../lib/webhooks/limits.ts";
-import { repositoryForWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
+import { InvalidPayload, type PayloadIssue, type TriggerEvent } from "../../lib/forge/event.ts";
+import { acceptDelivery, recordInvalid, recordRejected } from "../../lib/webhooks/accept.ts";
+import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, webhookAnswer } from "../../lib/webhooks/limits.ts";
+import { projectForWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
+
+const TOKEN_INVALID = "X-Gitlab-Token is not the current webhook token of the repository this delivery names.";
 
 export const endpoint = defineEndpoint({
   operationId: "gitlab_webhook",
@@ -18,7 +22,7 @@ export const endpoint = defineEndpoint({
   tag: "webhooks",
   bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES,
   response: WebhookResult,
-  errors: ["webhook_token_missing", "webhook_token_invalid", "payload_too_large", "malformed_json"],
+  errors: ["webhook_token_missing", "webhook_token_invalid", "payload_too_large", "malformed_json", "invalid_payload"],
   async handle(_input, ctx) {
     const headers = ctx.request.headers;
     const bytes = await readBodyBytes(ctx.request, WEBHOOK_BODY_LIMIT_BYTES);
@@ -27,32 +31,64 @@ export const endpoint = defineEndpoint({
     const idempotencyKey = (headers.get("idempotency-key") ?? "").slice(0, 200);
     const token = headers.get("x-gitlab-token");
 
-    // 1. The token can only be checked against the repository the payload names, so the JSON is read first; nothing is written before the check.
-    let payload: Record<string, unknown>;
+    // 1. The token names its project (roost_whk_<project id>…) and is checked before the body is
+    // read; the body is decoded without trusting it only to explain a rejection.
+    let payload: unknown;
+    let decoded = true;
     try {
-      payload = JSON.parse(new TextDecoder().decode(bytes)) as Record<string, unknown>;
+      payload = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
     } catch {
-      fail("malformed_json", "The delivery body is not JSON.");
+      decoded = false;
     }
-    const projectId = gitlabProjectId(payload);
-    const claimed = { externalId: projectId, fullName: ((payload.project as { path_with_namespace?: string } | undefined)?.path_with_namespace ?? null) };
-    const candidates = projectId ? await findRepositoriesByExternalId(ctx.db, "gitlab", projectId) : [];
-    const repository = token ? await repositoryForWebhookToken(ctx.db, candidates, token) : null;
-    if (!repository) {
-      const reason = !token ? "X-Gitlab-Token is missing" : projectId ? `X-Gitlab-Token is not the current token of GitLab project ${projectId}` : "the payload names no project";
-      await recordRejected(ctx, { host: "gitlab", deliveryId: uuid, event: eventHeader, reason, claimed, repository: candidates[0] ?? null });
-      if (!token) fail("webhook_token_missing", "GitLab deliveries must carry X-Gitlab-Token; set the repository's webhook token as the hook's secret token.");
-      fail("webhook_token_invalid", "X-Gitlab-Token is not the current webhook token of the repository this delivery names.");
+    const claimed = claimedProject(payload);
+    const owner = token ? await projectForWebhookToken(ctx.db, token) : null;
+    const repository = owner ? await findRepository(ctx.db, owner.repositoryId) : null;
+    const reject = async (reason: string) => {
+      const known = claimed.externalId ? ((await findRepositoriesByExternalId(ctx.db, "gitlab", claimed.externalId))[0] ?? null) : null;
+      await recordRejected(ctx, { host: "gitlab", deliveryId: uuid, event: eventHeader, reason, claimed, repository: known });
+    };
+    if (!token) {
+      await reject("X-Gitlab-Token is missing");
+      fail("webhook_token_missing", "GitLab deliveries must carry X-Gitlab-Token; set the project's webhook token as the hook's secret token.");
+    }
+    if (!owner || !repository) {
+      await reject(claimed.externalId ? `X-Gitlab-Token is not the current token of GitLab project ${claimed.externalId}` : "X-Gitlab-Token is not the current token of any project");
+      fail("webhook_token_invalid", TOKEN_INVALID);
     }
 
-    // 2. Parse into one neutral event and act on the verified repository only.
-    const event = parseGitlabDelivery(eventHeader, payload);
-    const keys = [
-      uuid ? `gitlab:delivery:${uuid}` : null,
-      idempotencyKey ? `gitlab:idempotency:${idempotencyKey}` : null,
-      contentKey("gitlab", bytes),
-    ].filter((k): k is string => k !== null);
-    const accepted = await acceptDelivery(ctx, { host: "gitlab", deliveryId: uuid, dedupeKeys: keys, event, repositories: [repository], body: new TextDecoder().decode(bytes) });
+    // 2. The sender holds the project's token: a body that is not what GitLab sends is a 400, recorded for that project.
+    const invalid = async (code: "malformed_json" | "invalid_payload", reason: string, message: string, details?: PayloadIssue[]): Promise<never> => {
+      await recordInvalid(ctx, { host: "gitlab", deliveryId: uuid, event: eventHeader, reason, repository, projectId: owner.projectId, body: new TextDecoder().decode(bytes) });
+      fail(code, message, details ? { details: details.map((d) => ({ path: `body.${d.path}`.replace(/\.$/, ""), message: d.message })) } : undefined);
+    };
+    if (!decoded) await invalid("malformed_json", "the body is not JSON", "The delivery body is not JSON.");
+    let event: TriggerEvent;
+    try {
+      event = parseGitlabDelivery(eventHeader, payload);
+    } catch (error) {
+      if (!(error instanceof InvalidPayload)) throw error;
+      return invalid("invalid_payload", `invalid payload: ${error.message}`, `The delivery body is not a GitLab webhook payload: ${error.message}.`, error.issues);
+    }
+
+    // 3. The token is refused for any repository but its project's (even on the same GitLab).
+    if (event.repository.externalId !== repository.external_id || repository.provider !== "gitlab") {
+      await reject(event.repository.externalId ? `X-Gitlab-Token is not the current token of GitLab project ${event.repository.externalId}` : "the payload names no project");
+      fail("webhook_token_invalid", TOKEN_INVALID);
+    }
+
+    // 4. Deduplicated only by GitLab's event identities: GitLab sends byte-identical bodies for
+    // distinct events (a tag deleted and pushed again at the same commit), so the body is no identity.
+    const keys = [uuid ? `gitlab:delivery:${uuid}` : null, idempotencyKey ? `gitlab:idempotency:${idempotencyKey}` : null].filter((k): k is string => k !== null);
+    const accepted = await acceptDelivery(ctx, { host: "gitlab", deliveryId: uuid, dedupeKeys: keys, event, repository, body: new TextDecoder().decode(bytes) });
     return webhookAnswer(accepted);
   },
 });
+
+/** The project an unverified body claims, only to explain a rejection in the log. */
+function claimedProject(payload: unknown): { externalId: string | null; fullName: string | null } {
+  if (typeof payload !== "object" || payload === null || Array.isArray(payload)) return { externalId: null, fullName: null };
+  const p = payload as { project?: { path_with_namespace?: unknown } | null };
+  const externalId = gitlabProjectId(payload as Record<string, unknown>)?.slice(0, 40) ?? null;
+  const name = p.project && typeof p.project === "object" ? p.project.path_with_namespace : undefined;
+  return { externalId, fullName: typeof name === "string" ? name.slice(0, 200) : null };
+}

@@ -93,8 +93,32 @@ export async function updateProject(
   });
 }
 
+/** Deleting a project deletes its webhook token with it (a column of the row), so nothing it minted outlives it. */
 export async function deleteProject(db: Executor, id: string): Promise<void> {
   await db.execute({ sql: "DELETE FROM projects WHERE id = ?", args: [id] });
+}
+
+/**
+ * The one project that builds this catalogue repository, or null. Projects unlinked by the
+ * one-project-per-repository migration (schema.sql migration 7) build nothing.
+ */
+export async function findProjectBuildingRepository(db: Executor, repositoryId: string): Promise<string | null> {
+  const row = await one(db, "SELECT id FROM projects WHERE repository_id = ? AND unlinked_at IS NULL", [repositoryId]);
+  return row ? str(row, "id") : null;
+}
+
+/**
+ * Whether some project already builds this host repository, through this catalogue entry or
+ * another integration's entry for the same repository (same host, same numeric id).
+ */
+export async function hostRepositoryIsLinked(db: Executor, repo: { provider: string; host_url: string; external_id: string }): Promise<boolean> {
+  const row = await one(
+    db,
+    `SELECT 1 FROM projects p JOIN repositories r ON r.id = p.repository_id
+     WHERE r.provider = ? AND r.host_url = ? AND r.external_id = ? AND p.unlinked_at IS NULL LIMIT 1`,
+    [repo.provider, repo.host_url, repo.external_id],
+  );
+  return row !== null;
 }
 
 /**

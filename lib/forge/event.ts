@@ -1,5 +1,6 @@
 // One neutral shape for what a GitHub or GitLab delivery means to Roost, produced by
 // lib/forge/{github,gitlab}.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
+import { z } from "zod";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {
@@ -42,3 +43,36 @@ export function changelogOf(commits: { id?: string; message?: string; author?: {
 export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reason: string): TriggerEvent {
   return { ...base, kind: null, ignoredReason: reason };
 }
+
+/** One way a payload differs from what the host sends, e.g. {path: "commits.0", message: "expected object, received null"}. */
+export interface PayloadIssue {
+  path: string;
+  message: string;
+}
+
+/** A verified payload that is not what the host sends: the receiver answers 400 invalid_payload. */
+export class InvalidPayload extends Error {
+  constructor(readonly issues: PayloadIssue[]) {
+    super(`${issues[0]?.path || "(body)"}: ${issues[0]?.message ?? "invalid"}`);
+  }
+}
+
+/**
+ * Checks the fields Roost reads against `schema`; unknown fields pass untouched (the hosts add
+ * fields over time). Throws InvalidPayload with one issue per problem.
+ */
+export function checkPayload<S extends z.ZodType>(schema: S, payload: unknown): z.output<S> {
+  const result = schema.safeParse(payload);
+  if (result.success) return result.data;
+  throw new InvalidPayload(result.error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message })));
+}
+
+/** Numeric host ids; some payloads (and older GitLab versions) send them as strings. */
+export const HostId = z.union([z.number().int(), z.string().regex(/^\d{1,20}$/)]);
+
+/** A commit as both hosts list it in push payloads. */
+export const PayloadCommit = z.looseObject({
+  id: z.string(),
+  message: z.string().optional(),
+  author: z.looseObject({ name: z.string().nullish() }).nullish(),
+});

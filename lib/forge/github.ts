@@ -2,7 +2,8 @@
 // TriggerEvent (docs/webhooks.md; headers and payloads as documented at
 // https://docs.github.com/en/webhooks/webhook-events-and-payloads).
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { changelogOf, ignored, type TriggerEvent } from "./event.ts";
+import { z } from "zod";
+import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
 
 /** X-Hub-Signature-256 = "sha256=" + hex HMAC-SHA256(secret, raw body); constant-time compare. */
 export function verifyGithubSignature(secret: string, body: Uint8Array, header: string | null): boolean {
@@ -25,9 +26,54 @@ export function decodeGithubBody(body: Uint8Array, contentType: string | null): 
 
 type Json = Record<string, any>;
 
+// The fields Roost reads, typed as GitHub sends them (docs linked above); anything else passes.
+const Repository = z.looseObject({ id: HostId, full_name: z.string().optional() });
+const Common = z.looseObject({
+  action: z.string().optional(),
+  repository: Repository.optional(),
+  installation: z.looseObject({ id: HostId }).optional(),
+  sender: z.looseObject({ login: z.string().optional() }).nullish(),
+});
+const Push = Common.extend({
+  repository: Repository,
+  ref: z.string(),
+  after: z.string().optional(),
+  deleted: z.boolean().optional(),
+  pusher: z.looseObject({ name: z.string().optional() }).nullish(),
+  // null when the push deletes a ref
+  head_commit: PayloadCommit.nullish(),
+  commits: z.array(PayloadCommit).optional(),
+});
+const PullRequestRepo = z.looseObject({ id: HostId });
+const PullRequest = Common.extend({
+  repository: Repository,
+  action: z.string(),
+  number: z.number().int().optional(),
+  pull_request: z.looseObject({
+    number: z.number().int(),
+    title: z.string().optional(),
+    base: z.looseObject({ ref: z.string(), repo: PullRequestRepo }),
+    // head.repo is null when the fork was deleted
+    head: z.looseObject({ sha: z.string(), repo: PullRequestRepo.nullable() }),
+  }),
+});
+
+/** The payload checked for the event (push and pull_request in full, others only where Roost reads them); throws InvalidPayload. */
+export function checkGithubPayload(eventName: string, payload: unknown): Json {
+  return checkPayload(eventName === "push" ? Push : eventName === "pull_request" ? PullRequest : Common, payload) as Json;
+}
+
+/** The App installation a delivery comes from (GitHub App deliveries carry `installation.id`), or null. */
+export function githubInstallationId(payload: Json): string | null {
+  const id = payload.installation?.id;
+  return id === undefined || id === null ? null : String(id);
+}
+
 const NEW_CODE_ACTIONS = new Set(["opened", "synchronize", "reopened"]);
 
-export function parseGithubDelivery(eventName: string, payload: Json): TriggerEvent {
+/** Reads a delivery into one TriggerEvent; throws InvalidPayload when the payload is not what GitHub sends. */
+export function parseGithubDelivery(eventName: string, body: unknown): TriggerEvent {
+  const payload = checkGithubPayload(eventName, body);
   const repo = payload.repository ?? {};
   const base = {
     host: "github" as const,

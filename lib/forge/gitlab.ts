@@ -2,9 +2,50 @@
 // X-Gitlab-Token (checked by the receiver against that repository). Read into a TriggerEvent
 // (docs/webhooks.md; headers and payloads as documented at
 // https://docs.gitlab.com/user/project/integrations/webhook_events/).
-import { changelogOf, ignored, type TriggerEvent } from "./event.ts";
+import { z } from "zod";
+import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
 
 type Json = Record<string, any>;
+
+// The fields Roost reads, typed as GitLab sends them (docs linked above); anything else passes.
+const Project = z.looseObject({ id: HostId, path_with_namespace: z.string().optional() });
+const Common = z.looseObject({
+  object_kind: z.string().optional(),
+  project: Project.optional(),
+  project_id: HostId.optional(),
+  user_username: z.string().nullish(),
+  user_name: z.string().nullish(),
+  user: z.looseObject({ username: z.string().nullish() }).nullish(),
+  object_attributes: z.looseObject({ action: z.string().nullish() }).optional(),
+});
+const Push = Common.extend({
+  project: Project,
+  ref: z.string(),
+  after: z.string().optional(),
+  // null when the push deletes the ref
+  checkout_sha: z.string().nullish(),
+  commits: z.array(PayloadCommit).optional(),
+});
+const MergeRequest = Common.extend({
+  project: Project,
+  object_attributes: z.looseObject({
+    action: z.string().nullish(),
+    iid: z.number().int(),
+    title: z.string().optional(),
+    target_branch: z.string(),
+    target_project_id: HostId,
+    source_project_id: HostId,
+    oldrev: z.string().nullish(),
+    last_commit: z.looseObject({ id: z.string() }).nullish(),
+  }),
+});
+
+/** The payload checked for its object_kind (push, tag_push and merge_request in full); throws InvalidPayload. */
+export function checkGitlabPayload(eventHeader: string, payload: unknown): Json {
+  const common = checkPayload(Common, payload) as Json;
+  const kind = common.object_kind ?? eventHeader;
+  return checkPayload(kind === "push" || kind === "tag_push" ? Push : kind === "merge_request" ? MergeRequest : Common, payload) as Json;
+}
 
 /** The project id the payload names (what the token is checked against), or null. */
 export function gitlabProjectId(payload: Json): string | null {
@@ -12,7 +53,9 @@ export function gitlabProjectId(payload: Json): string | null {
   return id === undefined || id === null ? null : String(id);
 }
 
-export function parseGitlabDelivery(eventHeader: string, payload: Json): TriggerEvent {
+/** Reads a delivery into one TriggerEvent; throws InvalidPayload when the payload is not what GitLab sends. */
+export function parseGitlabDelivery(eventHeader: string, body: unknown): TriggerEvent {
+  const payload = checkGitlabPayload(eventHeader, body);
   const kindName: string = payload.object_kind ?? eventHeader;
   const attrs = payload.object_attributes ?? {};
   const base = {

@@ -10,11 +10,12 @@ import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
 import type { TriggerEvent } from "../forge/event.ts";
 import type { Repository } from "../db/repositories.ts";
-import { listPipelinesForRepository } from "../db/pipelines.ts";
+import { listPipelines } from "../db/pipelines.ts";
+import { findProjectBuildingRepository } from "../db/projects.ts";
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
 import type { Build } from "../db/builds.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
-import { insertDelivery, recentRejections, type DeliveryResult } from "./deliveries.ts";
+import { BODY_RETENTION_SECONDS, insertDelivery, recentRejections, type DeliveryResult } from "./deliveries.ts";
 import { raiseIncident } from "../incidents.ts";
 
 export interface Deps {
@@ -28,13 +29,23 @@ export interface AcceptInput {
   host: "github" | "gitlab";
   /** X-GitHub-Delivery / X-Gitlab-Event-UUID, for the log. */
   deliveryId: string;
-  /** Identities already acted on make this a duplicate: the host's ids, plus a digest of the content. */
+  /** The host's delivery identities: one already acted on (within the 30 days keys are kept) makes this a duplicate. */
   dedupeKeys: string[];
+  /**
+   * A digest of the body, only where the host guarantees that distinct events have distinct
+   * bodies (GitHub); a duplicate within CONTENT_KEY_WINDOW_SECONDS. Never for GitLab, which sends
+   * identical bytes for distinct events.
+   */
+  contentKey?: string | null;
   event: TriggerEvent;
-  /** The catalogue entries the verified payload names (one per integration that sees the repository). */
-  repositories: Repository[];
+  /** The one catalogue entry the verified delivery is for, or null with the reason nothing matched. */
+  repository: Repository | null;
+  unroutedReason?: string;
   body: string;
 }
+
+/** How long an identical GitHub body counts as a replay: as long as Roost keeps bodies. */
+export const CONTENT_KEY_WINDOW_SECONDS = BODY_RETENTION_SECONDS;
 
 export interface AcceptResult {
   deliveryId: string;
@@ -69,30 +80,26 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
   const created: { build: Build; canceled: Build[] }[] = [];
   try {
     const outcome = await inTransaction(deps.db, async (tx) => {
-      if (input.dedupeKeys.length) {
-        const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${input.dedupeKeys.map(() => "?").join(", ")}) LIMIT 1`, input.dedupeKeys);
+      // A content digest older than its window no longer counts: drop it so this delivery can take the key.
+      if (input.contentKey) await tx.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?", args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS] });
+      const keys = input.contentKey ? [...input.dedupeKeys, input.contentKey] : input.dedupeKeys;
+      if (keys.length) {
+        const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${keys.map(() => "?").join(", ")}) LIMIT 1`, keys);
         if (seen[0]) throw new Duplicate(String(seen[0].delivery_id));
         // Another process may insert the same key between our check and this insert: the
         // primary key then fails this transaction, which is reported as a duplicate below.
-        for (const key of input.dedupeKeys) await tx.execute({ sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?)", args: [key, id, now] });
+        for (const key of keys) await tx.execute({ sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?)", args: [key, id, now] });
       }
 
       const decisions: PipelineDecision[] = [];
       let reason = deliveryLevelReason(event);
-      let projectId: string | null = null;
-      const pipelines = [];
-      for (const repo of input.repositories) pipelines.push(...(await listPipelinesForRepository(tx, repo.id)));
-      const projectRows = await all(
-        tx,
-        `SELECT id FROM projects WHERE repository_id IN (${input.repositories.map(() => "?").join(", ") || "NULL"})`,
-        input.repositories.map((r) => r.id),
-      );
+      // A repository is built by exactly one project (schema.sql migration 7), so there is no choice to make here.
+      const projectId = input.repository ? await findProjectBuildingRepository(tx, input.repository.id) : null;
+      const pipelines = projectId ? await listPipelines(tx, projectId) : [];
       if (reason === null) {
-        if (input.repositories.length === 0) reason = `no catalogue repository has ${input.host} id ${event.repository.externalId}`;
-        else if (projectRows.length === 0) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
-        else if (projectRows.length > 1) reason = `ambiguous repository identity: ${projectRows.length} projects build ${event.repository.fullName ?? event.repository.externalId}`;
+        if (!input.repository) reason = input.unroutedReason ?? `no catalogue repository has ${input.host} id ${event.repository.externalId}`;
+        else if (!projectId) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
       }
-      if (projectRows.length === 1) projectId = String(projectRows[0]!.id);
       if (reason === null) {
         for (const pipeline of pipelines) {
           const decision = decideForPipeline(event, pipeline);
@@ -125,7 +132,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
         ...base,
         result,
         reason: summary,
-        repository_id: input.repositories[0]?.id ?? null,
+        repository_id: input.repository?.id ?? null,
         project_id: projectId,
         decisions,
         duplicate_of: null,
@@ -145,7 +152,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       ...base,
       result: "duplicate",
       reason,
-      repository_id: input.repositories[0]?.id ?? null,
+      repository_id: input.repository?.id ?? null,
       project_id: null,
       decisions: [],
       duplicate_of: of,
@@ -192,10 +199,42 @@ export async function recordRejected(
       repair_action:
         input.host === "github"
           ? "Set the GitHub App's webhook secret to the one stored in the integration (or re-create the integration)."
-          : "Copy the repository's current webhook token into the GitLab hook (rotate it with POST /v1/projects/{id}/webhook-token).",
+          : "Copy the current webhook token of the project that builds this repository into the GitLab hook (mint a new one with POST /v1/projects/{id}/webhook-token).",
       resource_kind: "repository",
       resource_id: input.repository.id,
       resource_name: input.repository.full_name,
     });
   }
+}
+
+/**
+ * A delivery whose sender proved who it is but whose body is not what the host sends (not JSON,
+ * null, an array, fields of the wrong type): recorded with the reason, nothing acted on. The
+ * receiver answers 400 so the host's delivery log shows the failure too.
+ */
+export async function recordInvalid(
+  deps: Deps,
+  input: { host: "github" | "gitlab"; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
+): Promise<void> {
+  const now = deps.clock.now();
+  await insertDelivery(deps.db, {
+    id: newId(),
+    host: input.host,
+    delivery_id: input.deliveryId,
+    event: input.event,
+    action: "",
+    verified: true,
+    result: "rejected",
+    reason: input.reason,
+    repository_external_id: input.repository?.external_id ?? null,
+    repository_full_name: input.repository?.full_name ?? null,
+    repository_id: input.repository?.id ?? null,
+    project_id: input.projectId,
+    commit_sha: null,
+    decisions: [],
+    duplicate_of: null,
+    received_at: now,
+    body: input.body,
+  });
+  deps.log.warn("webhook delivery invalid", { host: input.host, delivery_id: input.deliveryId, reason: input.reason });
 }

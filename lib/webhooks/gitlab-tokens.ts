@@ -1,24 +1,23 @@
-// GitLab webhook tokens: one per repository, `roost_whk_<repository id><secret>`, stored as a
-// hash, shown once when minted. Rotating replaces the hash, so the new token works at once and
-// the old one is refused at once.
+// GitLab webhook tokens: one per project, `roost_whk_<project id><secret>`, stored as a hash on
+// the project row (so deleting the project deletes it), shown once when minted. Rotating replaces
+// the hash, so the new token works at once and the old one is refused at once. Only the project
+// that builds the repository can hold one, so nobody outside it can mint a token that builds it.
 import type { Executor } from "../db/client.ts";
-import { one } from "../db/client.ts";
+import { one, str } from "../db/client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
-import type { Repository } from "../db/repositories.ts";
 
-export async function rotateWebhookToken(db: Executor, repositoryId: string): Promise<string> {
-  const minted = mintSecret("whk", repositoryId);
-  await db.execute({ sql: "UPDATE repositories SET webhook_token_hash = ? WHERE id = ?", args: [minted.hash, repositoryId] });
+export async function rotateWebhookToken(db: Executor, projectId: string): Promise<string> {
+  const minted = mintSecret("whk", projectId);
+  await db.execute({ sql: "UPDATE projects SET webhook_token_hash = ? WHERE id = ?", args: [minted.hash, projectId] });
   return minted.token;
 }
 
-/** The candidate repository whose current token this is; a token of any other repository matches none. */
-export async function repositoryForWebhookToken(db: Executor, candidates: Repository[], token: string): Promise<Repository | null> {
+/** The project whose current token this is, with the catalogue repository it builds; null for any other token. */
+export async function projectForWebhookToken(db: Executor, token: string): Promise<{ projectId: string; repositoryId: string } | null> {
   const parsed = parseSecret("whk", token.trim());
   if (!parsed) return null;
-  const repo = candidates.find((r) => r.id === parsed.id);
-  if (!repo) return null;
-  const row = await one(db, "SELECT webhook_token_hash FROM repositories WHERE id = ?", [repo.id]);
+  const row = await one(db, "SELECT id, repository_id, webhook_token_hash FROM projects WHERE id = ? AND unlinked_at IS NULL", [parsed.id]);
   const hash = row?.webhook_token_hash;
-  return typeof hash === "string" && secretMatches(parsed.secret, hash) ? repo : null;
+  if (!row || typeof hash !== "string" || !secretMatches(parsed.secret, hash)) return null;
+  return { projectId: str(row, "id"), repositoryId: str(row, "repository_id") };
 }

@@ -5,13 +5,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { repositoryId } from "../helpers/ci.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../fixtures/webhooks");
 const fixture = (host: string, file: string) => readFileSync(join(FIXTURES, host, file), "utf8");
 const SECRET = "github-app-webhook-secret-for-tests";
+const ALREADY_LINKED = "Another project already builds this repository; a repository is built by exactly one project. Ask its maintainers to add you.";
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -59,9 +60,11 @@ beforeAll(async () => {
     { id: 13933572, full_name: "bradrydzewski/drone-test-go", default_branch: "master", private: false },
     { id: 186853261, full_name: "Octocoders/Hello-World", default_branch: "master", private: false },
   );
-  for (const [id, name] of [[15, "mike/diaspora"], [1, "jsmith/example"], [32059612, "anbraten/woodpecker"], [72081820, "demoaccount2-commits-group/test_ci_tmp"], [4861503, "gitlab-org/hello-world"]] as const) {
+  for (const [id, name] of [[15, "mike/diaspora"], [1, "jsmith/example"], [32059612, "anbraten/woodpecker"], [72081820, "demoaccount2-commits-group/test_ci_tmp"], [4861503, "gitlab-org/hello-world"], [99, "victim/app"], [98, "mallory/own"]] as const) {
     host.gitlab.repos.push({ id, full_name: name, default_branch: "main", private: true });
   }
+  // The published App payloads come from installation 1 (their `installation.id`).
+  host.github.installationId = "1";
   owner = await bootstrapOwner(t);
   const gh = await t.call("POST", "/v1/integrations", {
     token: owner,
@@ -69,7 +72,7 @@ beforeAll(async () => {
   });
   expect(gh.body.repositories_synced).toBe(4);
   const gl = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab", api_url: host.url, access_token: host.gitlab.token } });
-  expect(gl.body.repositories_synced).toBe(5);
+  expect(gl.body.repositories_synced).toBe(7);
   for (const name of ["Codertocat/Hello-World", "bradrydzewski/drone-test-go", "Octocoders/Hello-World"]) await project(name, "github");
   for (const name of ["mike/diaspora", "jsmith/example", "anbraten/woodpecker", "demoaccount2-commits-group/test_ci_tmp", "gitlab-org/hello-world"]) await project(name, "gitlab");
 });
@@ -225,13 +228,14 @@ describe("trigger rules per pipeline", () => {
     expect(reasons["all"]).toMatch(/^branch master matches \*\* in \[\*\*\]: build #\d+$/);
   });
 
-  test("a repository two projects build is ambiguous: nothing is built", async () => {
+  test("a second project on a repository is refused, and the first keeps building", async () => {
     const repo = await repositoryId(t, owner, "Octocoders/Hello-World");
-    await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo, name: "second project" } });
-    const res = await github("push", fixture("github", "push__branch_created.json").replace("186853002", "186853261").replace("Initial commit", "ambiguous"));
-    expect(res.status).toBe(200);
-    const record = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
-    expect(record).toMatchObject({ result: "ignored", reason: "ambiguous repository identity: 2 projects build Codertocat/Hello-World" });
+    const second = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo, name: "second project" } });
+    expect(second.status).toBe(409);
+    expect(second.body).toEqual({ code: "repository_already_linked", message: ALREADY_LINKED });
+    const res = await github("push", fixture("github", "push__branch_created.json").replace("186853002", "186853261").replace("Initial commit", "still one project"));
+    expect(res.body.builds).toHaveLength(1);
+    expect(res.body.builds[0].pipeline_id).toBe(projects.get("github:186853261")!.pipeline);
   });
 
   test("a repository no project builds is ignored with a reason, and still 200", async () => {
@@ -334,5 +338,83 @@ describe("the delivery log", () => {
     await pruneDeliveries(t.db, t.clock.now() + 8 * 86400);
     const later = await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner });
     expect(later.body.delivery.body).toBeNull();
+  });
+});
+
+describe("who builds a repository (a repository is built by exactly one project)", () => {
+  /** GitLab's published push payload, as if sent for another GitLab project. */
+  const pushFor = (projectId: number, path: string, message: string) => {
+    const payload = JSON.parse(fixture("gitlab", "push.json"));
+    payload.project_id = projectId;
+    payload.project.id = projectId;
+    payload.project.path_with_namespace = path;
+    payload.commits.at(-1).message = message;
+    return JSON.stringify(payload);
+  };
+
+  test("an instance maintainer who cannot see a project cannot take over its CI: every step is refused or without effect", async () => {
+    // The real project, run by alice, with its GitLab hook configured.
+    const alice = await userWithRole(t, owner, "maintainer");
+    const victimRepo = await repositoryId(t, owner, "victim/app");
+    const real = (await t.call("POST", "/v1/projects", { token: alice.token, body: { repository_id: victimRepo, name: "real" } })).body.project;
+    await t.call("POST", `/v1/projects/${real.id}/pipelines`, { token: alice.token, body: { name: "all", trigger_config: { events: ["push"], branches: ["**"] } } });
+    const realToken: string = (await t.call("POST", `/v1/projects/${real.id}/webhook-token`, { token: alice.token })).body.token;
+    const realBuilds = async () => (await t.call("GET", `/v1/projects/${real.id}/builds?limit=200`, { token: alice.token })).body.builds.length;
+    expect((await gitlab("Push Hook", pushFor(99, "victim/app", "before the attack"), realToken)).body.builds).toHaveLength(1);
+
+    // mallory: an instance maintainer who is no member of the real project.
+    const mallory = await userWithRole(t, owner, "maintainer");
+    const notFound = { code: "not_found", message: "No project with that id." };
+    expect((await t.call("GET", `/v1/projects/${real.id}`, { token: mallory.token })).body).toEqual(notFound);
+
+    // 1. A second project on the same repository is refused, naming nothing about the real one.
+    const second = await t.call("POST", "/v1/projects", { token: mallory.token, body: { repository_id: victimRepo, name: "takeover" } });
+    expect(second.status).toBe(409);
+    expect(second.body).toEqual({ code: "repository_already_linked", message: ALREADY_LINKED });
+    expect((await t.call("GET", "/v1/projects", { token: mallory.token })).body.total).toBe(0);
+
+    // 2. The real project's token cannot be minted, rotated or the project deleted from outside it.
+    const mint = await t.call("POST", `/v1/projects/${real.id}/webhook-token`, { token: mallory.token });
+    expect(mint.status).toBe(404);
+    expect(mint.body).toEqual(notFound);
+    expect((await t.call("DELETE", `/v1/projects/${real.id}`, { token: mallory.token })).body).toEqual(notFound);
+
+    // 3. A token mallory mints on a project of her own does not build the real repository.
+    const own = (await t.call("POST", "/v1/projects", { token: mallory.token, body: { repository_id: await repositoryId(t, owner, "mallory/own"), name: "own" } })).body.project;
+    const minted = await t.call("POST", `/v1/projects/${own.id}/webhook-token`, { token: mallory.token });
+    expect(minted.status).toBe(201);
+    const malloryToken: string = minted.body.token;
+    const refused = { code: "webhook_token_invalid", message: "X-Gitlab-Token is not the current webhook token of the repository this delivery names." };
+    const attempt = await gitlab("Push Hook", pushFor(99, "victim/app", "with mallory's token"), malloryToken);
+    expect(attempt.status).toBe(401);
+    expect(attempt.body).toEqual(refused);
+
+    // 4. Deleting her project deletes its token with it; the real token was never touched.
+    expect((await t.call("DELETE", `/v1/projects/${own.id}`, { token: mallory.token })).body).toEqual({ deleted: true });
+    expect((await gitlab("Push Hook", pushFor(99, "victim/app", "after the delete"), malloryToken)).body).toEqual(refused);
+    expect((await gitlab("Push Hook", pushFor(98, "mallory/own", "own repository"), malloryToken)).body).toEqual(refused);
+
+    // The real project's token keeps working, and only its deliveries built there.
+    const after = await gitlab("Push Hook", pushFor(99, "victim/app", "after the attack"), realToken);
+    expect(after.status).toBe(200);
+    expect(after.body.builds).toHaveLength(1);
+    expect(await realBuilds()).toBe(2);
+    const log = (await t.call("GET", `/v1/projects/${real.id}/webhook-deliveries?limit=50`, { token: alice.token })).body.deliveries;
+    expect(log.map((d: { result: string }) => d.result)).toEqual(["built", "built"]);
+  });
+
+  test("deleting a project deletes its webhook token; a new project on the repository mints its own", async () => {
+    const repo = await repositoryId(t, owner, "gitlab-org/hello-world");
+    const old = projects.get("gitlab:4861503")!;
+    const oldToken = gitlabTokens.get("4861503")!;
+    const body = pushFor(4861503, "gitlab-org/hello-world", "token of a deleted project");
+    expect((await gitlab("Push Hook", body, oldToken)).status).toBe(200);
+    expect((await t.call("DELETE", `/v1/projects/${old.id}`, { token: owner })).status).toBe(200);
+    expect((await gitlab("Push Hook", body, oldToken)).status).toBe(401);
+    const next = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo } })).body.project;
+    await t.call("POST", `/v1/projects/${next.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] } } });
+    expect((await gitlab("Push Hook", body, oldToken)).status).toBe(401);
+    const fresh: string = (await t.call("POST", `/v1/projects/${next.id}/webhook-token`, { token: owner })).body.token;
+    expect((await gitlab("Push Hook", body, fresh)).body.builds).toHaveLength(1);
   });
 });

@@ -44,9 +44,24 @@ export async function repositoryId(t: TestApp, token: string, fullName: string):
 }
 
 export async function createProject(t: TestApp, token: string, fullName = "acme/app"): Promise<any> {
-  const res = await t.call("POST", "/v1/projects", { token, body: { repository_id: await repositoryId(t, token, fullName) } });
+  const repository = await repositoryId(t, token, fullName);
+  let res = await t.call("POST", "/v1/projects", { token, body: { repository_id: repository } });
+  // A repository is built by exactly one project; tests that want several independent projects
+  // on one repository name get a twin catalogue entry (same name, another host id) for each.
+  if (res.status === 409 && res.body?.code === "repository_already_linked") res = await t.call("POST", "/v1/projects", { token, body: { repository_id: await twinRepository(t, repository) } });
   if (res.status !== 201) throw new Error(`project failed: ${res.status} ${res.text}`);
   return res.body.project;
+}
+
+async function twinRepository(t: TestApp, repositoryId: string): Promise<string> {
+  const id = crypto.randomUUID();
+  await t.db.execute({
+    sql: `INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at)
+          SELECT ?, integration_id, provider, external_id || (SELECT COUNT(*) FROM repositories), full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at
+          FROM repositories WHERE id = ?`,
+    args: [id, repositoryId],
+  });
+  return id;
 }
 
 export async function createPipeline(t: TestApp, token: string, projectId: string, body: Record<string, unknown> = {}): Promise<any> {
