@@ -69,10 +69,10 @@ export const ERROR_STATUS = {
   source_host_error: 502,
   integration_in_use: 409,
   pipeline_exists: 409,
-  build_not_cancelable: 409,
-  pipeline_disabled: 409,
   // a repository is built by exactly one project (docs/webhooks.md "Who builds a repository")
   repository_already_linked: 409,
+  build_not_cancelable: 409,
+  pipeline_disabled: 409,
 
   // runners and logs (docs/runners.md)
   job_not_assigned: 409,
@@ -87,10 +87,10 @@ export const ERROR_STATUS = {
   webhook_signature_invalid: 401,
   webhook_token_missing: 401,
   webhook_token_invalid: 401,
-} as const;
-
   // a verified delivery whose payload is not what the host sends (wrong types, null, an array)
   invalid_payload: 400,
+} as const;
+
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
 export interface ErrorDetail {
