@@ -10,6 +10,7 @@ Usage: roost <command> [options]
 
 Commands:
   serve                 start the daemon (ROOST_LISTEN, ROOST_DATA_DIR, ...; see README)
+  login [--email E]     sign in from this host: mints a one-time capability over the management socket
   recover               mint a one-time recovery capability over the management socket
   recover setup-token   mint a fresh first-run setup token over the management socket
   migrate               apply pending database migrations and exit
@@ -27,6 +28,18 @@ const HELP: Record<string, string> = {
 Listens on ROOST_LISTEN (default 127.0.0.1:8080), keeps state under ROOST_DATA_DIR (default ./data),
 and serves the management socket at ROOST_MANAGEMENT_SOCKET (default <data dir>/roost.sock).
 Stops gracefully on SIGTERM or SIGINT.`,
+  login: `roost login [--email E]: sign in to this Roost from its host.
+
+Once setup is complete, loopback alone signs nobody in (any process on this host is loopback,
+build code on a runner included): a local login needs a one-time capability that only someone
+who can open the daemon's Unix management socket (<data dir>/roost.sock, mode 0600) can mint.
+This command mints one (valid 5 minutes, single use) and prints the command that signs in with it:
+
+  curl -sS -X POST http://127.0.0.1:8080/v1/auth/local/login -H 'content-type: application/json' \
+       -d '{"email":"E","recovery_capability":"roost_rcv_…"}'
+
+Without --email, the login signs in the only active user (with several users, --email is needed).
+Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
   recover: `roost recover [setup-token]: talk to the running daemon over its Unix management socket.
 
   roost recover              prints a recovery capability (roost_rcv_…), valid 5 minutes, single use.
@@ -48,7 +61,13 @@ Environment:
   ROOST_RUNNER_LABELS        extra labels, comma-separated
   ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
 
-Stops on SIGTERM/SIGINT. Exit 2 on bad configuration, 1 when the daemon refuses the runner.`,
+Build steps run as the runner's OS user. On the daemon's host, run the runner as another user
+(e.g. sudo -u roost-runner roost runner): it refuses to start as the daemon's own user or as root
+there, since build code could then read Roost's database and secret key (docs/runners.md).
+  --unsafe-allow-same-user   start anyway, warning in its log and in every build log;
+                             for tests and single-user trials only
+
+Stops on SIGTERM/SIGINT. Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses the runner.`,
   backup: `roost backup <file>: write a consistent snapshot of the embedded database to <file> with VACUUM INTO.
 
 Safe while the daemon serves. Back up secret.key (or keep ROOST_SECRET_KEY) too: without it the
@@ -69,6 +88,35 @@ The last owner cannot be demoted or deactivated. Exit 1 when the operation is re
 
 Exit 1 when the token does not exist, 2 on bad usage.`,
 };
+
+function flagValue(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  return i >= 0 ? (args[i + 1] ?? "") : undefined;
+}
+
+/** POSTs to the daemon's Unix management socket; the JSON answer, or the exit code after saying why not. */
+async function mintOverSocket(config: Config, path: string): Promise<Record<string, unknown> | number> {
+  let response: Response;
+  try {
+    response = await fetch(`http://roost${path}`, { method: "POST", unix: config.managementSocketPath } as RequestInit);
+  } catch {
+    process.stderr.write(`cannot reach the management socket at ${config.managementSocketPath}; is 'roost serve' running, and are you its user?\n`);
+    return 1;
+  }
+  const body = (await response.json()) as Record<string, unknown>;
+  if (!response.ok) {
+    process.stderr.write(`${body.code}: ${body.message}\n`);
+    return 1;
+  }
+  return body;
+}
+
+/** The daemon's address as a loopback client on this host dials it (ROOST_LISTEN; a wildcard listen means loopback). */
+function loginBaseUrl(config: Config): string {
+  const { hostname, port } = config.listen;
+  const host = hostname === "0.0.0.0" || hostname === "" ? "127.0.0.1" : hostname === "::" ? "[::1]" : hostname.includes(":") ? `[${hostname}]` : hostname;
+  return `http://${host}:${port}`;
+}
 
 function configOrExit(): Config {
   try {
@@ -152,7 +200,28 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
       return 0;
     }
+    case "login": {
+      const config = configOrExit();
+      const email = flagValue(rest, "--email");
+      if (rest.length !== (email === undefined ? 0 : 2) || email === "") {
+        process.stderr.write(`${HELP.login}\n`);
+        return 2;
+      }
+      const minted = await mintOverSocket(config, "/recovery-capabilities");
+      if (typeof minted === "number") return minted;
+      const capability = String(minted.recovery_capability);
+      const body = JSON.stringify({ ...(email === undefined ? {} : { email }), recovery_capability: capability });
+      process.stdout.write(`curl -sS -X POST ${loginBaseUrl(config)}/v1/auth/local/login -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'\n`);
+      process.stderr.write(`one-time capability, valid until ${new Date(Number(minted.expires_at) * 1000).toISOString()}, single use; run the command above on this host to sign in\n`);
+      return 0;
+    }
     case "runner": {
+      const { SameUserRefusal, UNSAFE_FLAG } = await import("../lib/runner/host-user.ts");
+      const unknown = rest.filter((a) => a !== UNSAFE_FLAG);
+      if (unknown.length > 0) {
+        process.stderr.write(`unknown runner option: ${unknown[0]}\n\n${HELP.runner}\n`);
+        return 2;
+      }
       const id = process.env.ROOST_RUNNER_ID;
       const token = process.env.ROOST_RUNNER_TOKEN;
       if (!id || !token) {
@@ -175,10 +244,11 @@ async function main(argv: string[]): Promise<number> {
           graceMs: Number(process.env.ROOST_RUNNER_GRACE_SECONDS ?? "10") * 1000,
           log: (msg, fields) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }) + "\n"),
           stop: stop.signal,
+          unsafeAllowSameUser: rest.includes(UNSAFE_FLAG),
         });
       } catch (error) {
         process.stderr.write(`${(error as Error).message}\n`);
-        return 1;
+        return error instanceof SameUserRefusal ? 2 : 1;
       }
       return 0;
     }

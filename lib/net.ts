@@ -1,5 +1,6 @@
 // Peer-address facts. Trust is decided from the socket's peer address only, never from Host,
 // X-Forwarded-For or Forwarded: any client can send those (RFC 7239 §8.1).
+import { networkInterfaces } from "node:os";
 
 /** Strips the IPv4-mapped IPv6 form (::ffff:127.0.0.1 → 127.0.0.1). */
 export function normalizeAddress(address: string): string {
@@ -34,4 +35,15 @@ export function isLoopbackOrigin(origin: string | null): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether a peer address is this machine: loopback, or an address of one of this host's own
+ * network interfaces (a client on this host that dials the host's LAN or public address).
+ */
+export function isThisHostAddress(address: string | null): boolean {
+  if (!address) return false;
+  if (isLoopbackAddress(address)) return true;
+  const a = normalizeAddress(address);
+  return Object.values(networkInterfaces()).some((list) => (list ?? []).some((i) => normalizeAddress(i.address.split("%")[0]!) === a));
 }

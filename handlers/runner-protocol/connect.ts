@@ -1,10 +1,14 @@
 // POST /v1/runners/{runner_id}/connect (runner token): the runner says what it is and what it
 // can build; Roost answers the intervals it expects (the server sets them, as Buildkite does).
+// To a runner on this host, it also says which OS user the daemon runs as, so that a runner started
+// as that same user refuses to run builds: build code running as the daemon's user could read the
+// database, the secret key and the management socket (docs/runners.md "Build code and the daemon's host").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { LOG_REQUEST_LIMIT, RunnerLabel } from "../../lib/runners/wire.ts";
 import { recordConnect } from "../../lib/db/runners.ts";
+import { isThisHostAddress } from "../../lib/net.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_connect",
@@ -25,10 +29,21 @@ export const endpoint = defineEndpoint({
       version: z.string().max(40).default(""),
     })
     .strict(),
-  response: z.object({ heartbeat_seconds: z.number().int(), lease_seconds: z.number().int(), max_log_request_bytes: z.number().int() }),
+  response: z.object({
+    heartbeat_seconds: z.number().int(),
+    lease_seconds: z.number().int(),
+    max_log_request_bytes: z.number().int(),
+    daemon_uid: z.number().int().optional().describe("the daemon's OS user id; only to a runner connecting from this host (its socket peer is loopback or one of this host's addresses)"),
+  }),
   errors: ["invalid_token", "forbidden"],
   async handle({ body }, ctx) {
     await recordConnect(ctx.db, ctx.runner!.id, body, ctx.clock.now());
-    return { heartbeat_seconds: ctx.config.runners.heartbeatSeconds, lease_seconds: ctx.config.runners.leaseSeconds, max_log_request_bytes: LOG_REQUEST_LIMIT };
+    const uid = isThisHostAddress(ctx.peer) ? process.getuid?.() : undefined;
+    return {
+      heartbeat_seconds: ctx.config.runners.heartbeatSeconds,
+      lease_seconds: ctx.config.runners.leaseSeconds,
+      max_log_request_bytes: LOG_REQUEST_LIMIT,
+      ...(uid === undefined ? {} : { daemon_uid: uid }),
+    };
   },
 });

@@ -15,6 +15,7 @@ import { RunnerApi } from "./client.ts";
 import { LogShipper } from "./shipper.ts";
 import { maskLine, maskNeedles } from "./masking.ts";
 import { runCommand, type RunningCommand } from "./process.ts";
+import { SameUserRefusal, UNSAFE_FLAG, refusalMessage, sameUserProblem } from "./host-user.ts";
 
 export interface RunnerOptions {
   url: string;
@@ -28,6 +29,8 @@ export interface RunnerOptions {
   graceMs: number;
   log: (msg: string, fields?: Record<string, unknown>) => void;
   stop: AbortSignal;
+  /** Run build steps even as the daemon's user on its host (lib/runner/host-user.ts): tests and single-user trials only. */
+  unsafeAllowSameUser?: boolean;
 }
 
 interface Step {
@@ -40,6 +43,10 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
   const connected = await api.call("POST", "/connect", { labels: o.labels, capabilities: capabilities(o), version: "roost-runner/0.1" });
   if (connected.status !== 200) throw new Error(`connect refused: ${connected.status} ${JSON.stringify(connected.body)}`);
   const heartbeatMs = Number(connected.body.heartbeat_seconds) * 1000;
+  const problem = await sameUserProblem(o.url, connected.body.daemon_uid, process.getuid?.());
+  if (problem && !o.unsafeAllowSameUser) throw new SameUserRefusal(refusalMessage(problem));
+  const unsafe = problem ? `WARNING (${UNSAFE_FLAG}): ${problem}` : null;
+  if (unsafe) o.log(unsafe, { level: "warn" });
   o.log("runner connected", { url: o.url, runner_id: o.runnerId });
   while (!o.stop.aborted) {
     let claim;
@@ -48,7 +55,7 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
     } catch {
       break; // stopping
     }
-    if (claim.status === 201) await runJob(api, claim.body.job, o, heartbeatMs);
+    if (claim.status === 201) await runJob(api, claim.body.job, o, heartbeatMs, unsafe);
     else if (claim.status === 401 || claim.status === 403) throw new Error(`the daemon refused this runner: ${claim.body?.code}`);
   }
 }
@@ -59,7 +66,7 @@ function capabilities(o: RunnerOptions) {
   return { os, arch: process.arch, flutter_versions: versions, xcode: os === "macos" ? "installed" : null };
 }
 
-async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: number): Promise<void> {
+async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: number, unsafe: string | null): Promise<void> {
   const build = job.build;
   const cfg = job.config.execution_config;
   let canceled = false;
@@ -80,6 +87,8 @@ async function runJob(api: RunnerApi, job: any, o: RunnerOptions, heartbeatMs: n
   const basic = credentials ? Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") : null;
   const secrets = maskNeedles([...(cfg.env as { value: string; secret: boolean }[]).filter((e) => e.secret).map((e) => e.value), ...(credentials && basic ? [credentials.password, basic] : [])]);
   const system = (step: string, text: string) => shipper.add({ step, stream: "system", text });
+  // Every build log of an unsafe runner says so, where the project's people will see it.
+  if (unsafe) system("", `[roost] ${unsafe}`);
   const workspace = join(o.workDir, "jobs", job.job_id);
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",

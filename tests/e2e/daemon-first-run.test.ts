@@ -105,7 +105,7 @@ describe("the roost command", () => {
   });
 
   test("every command has --help; unknown commands exit 2", async () => {
-    for (const command of ["serve", "recover", "runner", "migrate", "version", "user", "token", "backup"]) {
+    for (const command of ["serve", "login", "recover", "runner", "migrate", "version", "user", "token", "backup"]) {
       const res = await roost([command, "--help"]);
       expect(res.code).toBe(0);
       expect(res.stdout).toContain(`roost ${command}`);

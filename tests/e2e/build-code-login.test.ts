@@ -1,0 +1,204 @@
+// Build code must never act as a Roost user (issue 10). A real daemon in Local Only mode, a real
+// `roost runner` as another OS user on the same host (the documented setup), and a build whose
+// step tries what a pull request's code would: a loopback local login as the owner, and minting a
+// capability over the management socket. Both fail; no session is created. Also: `roost login`
+// over the real Unix socket, and the runner's refusal to run builds as the daemon's own user.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { openDatabase } from "../../lib/db/client.ts";
+
+// The tests run as root; the runner runs as `nobody`, as `sudo -u roost-runner roost runner` would.
+const OTHER_UID = 65534;
+const work = mkdtempSync(join(tmpdir(), "roost-build-code-login-"));
+const repo = join(work, "app");
+const runnerHome = join(work, "runner-home");
+let daemon: Daemon;
+let host: HostApiStandIn;
+let owner = "";
+let projectId = "";
+let commit = "";
+// Two registered runners, each with its own label, so that each build goes to the runner meant for it.
+const runners: Record<"other" | "same", { id: string; token: string }> = { other: { id: "", token: "" }, same: { id: "", token: "" } };
+const running: Subprocess[] = [];
+
+async function sh(cmd: string, cwd = work): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: ${err}`);
+  return out.trim();
+}
+
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+/** `roost <args>` as another OS user (setpriv, util-linux), with the daemon's configuration. */
+function asOtherUser(args: string[], env: Record<string, string>): Subprocess<"ignore", "pipe", "pipe"> {
+  return Bun.spawn(["setpriv", `--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, "--clear-groups", BUN, ROOST, ...args], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+}
+
+function runnerEnv(which: "other" | "same"): Record<string, string> {
+  const home = which === "other" ? runnerHome : work;
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, ROOST_URL: daemon.url, ROOST_RUNNER_ID: runners[which].id, ROOST_RUNNER_TOKEN: runners[which].token, ROOST_RUNNER_WORKDIR: join(home, "runner-work") };
+}
+
+async function sessions(): Promise<number> {
+  const db = await openDatabase(`file:${join(daemon.dataDir, "roost.db")}`);
+  try {
+    return Number((await db.execute("SELECT count(*) AS n FROM sessions")).rows[0]!.n);
+  } finally {
+    db.close();
+  }
+}
+
+async function finishedBuild(which: "other" | "same", commands: string[], env: { key: string; value: string }[] = []): Promise<{ build: any; log: string }> {
+  const created = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+    token: owner,
+    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: { env, runner_labels: [which], platform_commands: { android: "echo no flutter needed" }, commands: { build: commands } } },
+  });
+  if (created.status !== 201) throw new Error(JSON.stringify(created.body));
+  const buildId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: created.body.pipeline.id, commit_sha: commit } })).body.build.id;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+    if (["succeeded", "failed", "canceled"].includes(build.status)) {
+      const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+      return { build, log };
+    }
+    if (Date.now() > deadline) throw new Error(`build did not finish: ${JSON.stringify(build)}`);
+    await Bun.sleep(100);
+  }
+}
+
+/** SIGKILL: a runner stopping with SIGTERM finishes its current long poll first (up to 20 s). */
+async function stopRunners(): Promise<void> {
+  for (const p of running.splice(0)) {
+    p.kill("SIGKILL");
+    await p.exited;
+  }
+}
+
+beforeAll(async () => {
+  // The repository and the runner's home must be reachable by the other user; the data dir is not.
+  chmodSync(work, 0o755);
+  mkdirSync(repo);
+  await sh("git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  commit = await sh("git rev-parse HEAD", repo);
+  mkdirSync(runnerHome);
+  // git refuses repositories owned by another user unless told otherwise (git-config safe.directory).
+  writeFileSync(join(runnerHome, ".gitconfig"), "[safe]\n\tdirectory = *\n");
+  await sh(`chown -R ${OTHER_UID}:${OTHER_UID} ${runnerHome}`);
+
+  daemon = await startDaemon({ listen: `127.0.0.1:${freePort()}` });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 10, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
+  // The Local Only contract for the person at the host: the first loopback login creates the owner.
+  const first = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
+  expect(first.status).toBe(200);
+  owner = first.body.session_token;
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  for (const which of ["other", "same"] as const) {
+    const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: `${which}-user`, labels: [which] } })).body;
+    runners[which] = { id: created.runner.id, token: created.token };
+  }
+}, 60_000);
+
+afterAll(async () => {
+  await stopRunners();
+  await daemon?.stop();
+  await host?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("build code on a runner on the daemon's host", () => {
+  test("cannot sign in over loopback (403, no session) nor mint a capability over the management socket", async () => {
+    running.push(asOtherUser(["runner"], runnerEnv("other")));
+    const before = await sessions();
+    const loginsBefore = daemon.logs.filter((l) => l.msg === "login").length;
+    const { build, log } = await finishedBuild(
+      "other",
+      [
+        `curl -sS -w '\\nlogin HTTP %{http_code}\\n' -X POST "$ATTACK_URL/v1/auth/local/login" -H 'content-type: application/json' -d '{"email":"owner@example.test"}'`,
+        `curl -sS -w '\\nsocket HTTP %{http_code}\\n' --unix-socket "$ATTACK_SOCKET" -X POST http://roost/recovery-capabilities || echo "management socket refused this build (curl exit $?)"`,
+        "id -u",
+      ],
+      [
+        { key: "ATTACK_URL", value: daemon.url },
+        { key: "ATTACK_SOCKET", value: join(daemon.dataDir, "roost.sock") },
+      ],
+    );
+    expect(build.status).toBe("succeeded");
+    expect(log).toContain(
+      JSON.stringify({ code: "local_capability_required", message: "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user." }),
+    );
+    expect(log).toContain("login HTTP 403");
+    expect(log).toContain("management socket refused this build (curl exit 7)");
+    expect(log).not.toContain("roost_rcv_");
+    expect(log).toContain(`\n${OTHER_UID}\n`);
+    expect(log).not.toContain("WARNING");
+    expect(await sessions()).toBe(before);
+    expect(daemon.logs.filter((l) => l.msg === "login").length).toBe(loginsBefore);
+    await stopRunners();
+  }, 60_000);
+
+  test("a runner as the daemon's own user refuses to start, in one line, with exit code 2", async () => {
+    const proc = Bun.spawn([BUN, ROOST, "runner"], { cwd: REPO_ROOT, env: runnerEnv("same"), stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      `roost runner refuses to start: build steps would run as the Roost daemon's own user (uid ${process.getuid!()}) on the daemon's host, where build code can read Roost's database and secret key and sign in as any user. Run the runner as another OS user, e.g. sudo -u roost-runner roost runner (docs/runners.md), or on another machine; --unsafe-allow-same-user overrides this for tests and single-user trials only.\n`,
+    );
+  }, 30_000);
+
+  test("--unsafe-allow-same-user starts it anyway, and says so in the runner's log and in every build log", async () => {
+    const proc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], { cwd: REPO_ROOT, env: runnerEnv("same"), stdout: "ignore", stderr: "pipe" });
+    running.push(proc);
+    const { build, log } = await finishedBuild("same", ["echo hello"]);
+    expect(build.status).toBe("succeeded");
+    expect(log).toContain(`[roost] WARNING (--unsafe-allow-same-user): build steps would run as the Roost daemon's own user (uid ${process.getuid!()}) on the daemon's host`);
+    await stopRunners();
+    const stderr = await new Response(proc.stderr).text();
+    expect(stderr).toContain(`"msg":"WARNING (--unsafe-allow-same-user): build steps would run as the Roost daemon's own user`);
+  }, 60_000);
+});
+
+describe("roost login", () => {
+  test("prints a command that signs in once, and only once, with a capability from the real Unix socket", async () => {
+    const minted = await daemon.cli(["login", "--email", "owner@example.test"]);
+    expect(minted.code).toBe(0);
+    const command = minted.stdout.trim();
+    const capability = /roost_rcv_[0-9A-Za-z]{58}/.exec(command)?.[0];
+    expect(command).toBe(
+      `curl -sS -X POST ${daemon.url}/v1/auth/local/login -H 'content-type: application/json' -d '{"email":"owner@example.test","recovery_capability":"${capability}"}'`,
+    );
+    expect(minted.stderr).toMatch(/^one-time capability, valid until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, single use; run the command above on this host to sign in\n$/);
+    expect(JSON.stringify(daemon.logs)).not.toContain(capability!);
+
+    const first = JSON.parse(await sh(command));
+    expect(first.user).toMatchObject({ email: "owner@example.test", role: "owner" });
+    expect((await http(daemon.url, "GET", "/v1/users/me", { token: first.session_token })).status).toBe(200);
+    const again = JSON.parse(await sh(command));
+    expect(again).toEqual({ code: "recovery_capability_invalid", message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one." });
+  }, 30_000);
+
+  test("someone who cannot open the socket gets no capability", async () => {
+    const proc = asOtherUser(["login"], daemon.env);
+    const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(1);
+    expect(stdout).toBe("");
+    expect(stderr).toBe(`cannot reach the management socket at ${join(daemon.dataDir, "roost.sock")}; is 'roost serve' running, and are you its user?\n`);
+  }, 30_000);
+});
