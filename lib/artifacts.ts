@@ -4,7 +4,7 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { Row } from "@libsql/client";
+import type { Row } from "./db/database.ts";
 import type { Executor } from "./db/client.ts";
 import { all, num, one, str } from "./db/client.ts";
 import { newId } from "./auth/secrets.ts";

@@ -1,6 +1,6 @@
 // Operator incidents (docs/api.md "Operator incidents"): conditions an operator must act on, raised
 // by the service, deduplicated per resource and reason while open (occurrence_count grows).
-import type { Row } from "@libsql/client";
+import type { Row } from "./db/database.ts";
 import type { Executor } from "./db/client.ts";
 import { all, num, numOrNull, one, str } from "./db/client.ts";
 import { newId } from "./auth/secrets.ts";

@@ -2,7 +2,7 @@
 // cancel_previous (docs/api.md "Builds").
 import type { Db } from "../db/client.ts";
 import { inTransaction, one, all } from "../db/client.ts";
-import type { Transaction } from "@libsql/client";
+import type { Transaction } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../db/builds.ts";
 import { findPipeline, snapshotOf } from "../db/pipelines.ts";

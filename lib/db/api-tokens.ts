@@ -1,5 +1,5 @@
 // API tokens (docs/api.md "API tokens"): shown once, stored hashed, revocable.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "./client.ts";
 import type { Role } from "../auth/roles.ts";

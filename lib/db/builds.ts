@@ -1,5 +1,5 @@
 // Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";

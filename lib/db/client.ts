@@ -1,26 +1,39 @@
-// Opening the database: an embedded libSQL file under ROOST_DATA_DIR by default, or any libSQL
-// database named by ROOST_DATABASE_URL (sqld, Turso). Every process that opens the same file
-// shares it safely: WAL lets readers run beside one writer, and the busy timeout makes a second
-// process's writer wait instead of failing with SQLITE_BUSY (two `roost serve` on one file).
-import { createClient, type Client, type InArgs, type Row, type Transaction } from "@libsql/client";
-import { createEmbeddedClient } from "./embedded-client.ts";
+// Opening the database, and the small helpers every module reads and writes with.
+// A `file:` URL (the default: <ROOST_DATA_DIR>/roost.db) opens through Bun's built-in SQLite
+// (lib/db/bun-sqlite.ts); any other libSQL URL (sqld, Turso) through @libsql/client
+// (lib/db/libsql.ts). Both sit behind Roost's own interface (lib/db/database.ts): WAL, so readers
+// run beside one writer and two `roost serve` can share a file; this process's writers queue on
+// promises and share commits; another process's write lock is waited out on a timer, never by
+// sleeping inside SQLite.
+import { openBunSqlite } from "./bun-sqlite.ts";
+import type { Args, Db, Executor, Row, Transaction } from "./database.ts";
+import { openLibsql } from "./libsql.ts";
 
-export type Db = Client;
-export type Executor = Client | Transaction;
+export type { Args, Db, DriverName, Executor, ResultSet, Row, Statement, Transaction, Value } from "./database.ts";
+export { BUSY_TIMEOUT_MS } from "./database.ts";
 
-export const BUSY_TIMEOUT_MS = 10_000;
+/**
+ * ROOST_DB_DRIVER=libsql opens `file:` URLs through @libsql/client too, the code path a remote
+ * server uses; the test script runs the suite a second time with it. Not meant for production.
+ */
+export type DriverChoice = "bun:sqlite" | "libsql";
 
-export async function openDatabase(url: string, authToken?: string): Promise<Db> {
-  // The embedded file goes through our Client with cached statements and in-process write
-  // serialization (lib/db/embedded-client.ts); any other libSQL URL through @libsql/client.
-  const db = url.startsWith("file:")
-    ? createEmbeddedClient(filePath(url), BUSY_TIMEOUT_MS)
-    : createClient({ url, authToken, timeout: BUSY_TIMEOUT_MS, intMode: "number" });
+export function driverFromEnv(env: Record<string, string | undefined> = process.env): DriverChoice {
+  const v = env.ROOST_DB_DRIVER;
+  if (v === undefined || v === "" || v === "bun" || v === "bun:sqlite") return "bun:sqlite";
+  if (v === "libsql") return "libsql";
+  throw new Error(`ROOST_DB_DRIVER must be bun:sqlite or libsql, not ${JSON.stringify(v)}`);
+}
+
+export async function openDatabase(url: string, authToken?: string, driver: DriverChoice = driverFromEnv()): Promise<Db> {
+  const db = url.startsWith("file:") && driver === "bun:sqlite" ? await openBunSqlite(filePath(url)) : await openLibsql(url, authToken);
   if (url.startsWith("file:")) {
-    // WAL, synchronous=FULL and foreign keys are set on each connection (lib/db/embedded-client.ts);
-    // asserted here so a libSQL build that ignored them fails loudly.
+    // Set on each connection by the driver; asserted here so a build that ignored it fails loudly.
     const fk = await db.execute("PRAGMA foreign_keys");
-    if (Number(fk.rows[0]?.[0]) !== 1) throw new Error("libSQL connection opened without foreign key enforcement");
+    if (Number(Object.values(fk.rows[0] ?? {})[0]) !== 1) {
+      db.close();
+      throw new Error("database connection opened without foreign key enforcement");
+    }
   }
   return db;
 }
@@ -31,35 +44,29 @@ function filePath(url: string): string {
   return rest.startsWith("///") ? rest.slice(2) : rest;
 }
 
-export async function one(db: Executor, sql: string, args: InArgs = []): Promise<Row | null> {
+export async function one(db: Executor, sql: string, args: Args = []): Promise<Row | null> {
   const result = await db.execute({ sql, args });
   return result.rows[0] ?? null;
 }
 
-export async function all(db: Executor, sql: string, args: InArgs = []): Promise<Row[]> {
+export async function all(db: Executor, sql: string, args: Args = []): Promise<Row[]> {
   return (await db.execute({ sql, args })).rows;
 }
 
-export async function run(db: Executor, sql: string, args: InArgs = []): Promise<number> {
+export async function run(db: Executor, sql: string, args: Args = []): Promise<number> {
   return (await db.execute({ sql, args })).rowsAffected;
 }
 
-/** Runs `work` in one write transaction (BEGIN IMMEDIATE on a file), committing on success. */
+/**
+ * Runs `work` in one write transaction, answering after the commit that holds it (possibly shared
+ * with other transactions started at the same time; a failure rolls back only this one's writes).
+ * Inside `work`, write through `tx`: a write through `db` would wait for this very commit.
+ */
 export async function inTransaction<T>(db: Db, work: (tx: Transaction) => Promise<T>): Promise<T> {
-  const tx = await db.transaction("write");
-  try {
-    const result = await work(tx);
-    await tx.commit();
-    return result;
-  } catch (error) {
-    await tx.rollback().catch(() => {});
-    throw error;
-  } finally {
-    tx.close();
-  }
+  return db.transaction(work);
 }
 
-// Row readers: libSQL rows are loosely typed; these say what a column must hold.
+// Row readers: rows are loosely typed; these say what a column must hold.
 export function str(row: Row, column: string): string {
   return String(row[column]);
 }
@@ -80,8 +87,10 @@ export function bool(row: Row, column: string): boolean {
 
 /** Whether a database error is a UNIQUE constraint violation (for a clean 409). */
 export function isUniqueViolation(error: unknown): boolean {
+  // bun:sqlite names the extended code in `code`; @libsql/client in `extendedCode`.
   const e = error as { extendedCode?: string; code?: string; message?: string } | null;
-  return e?.extendedCode === "SQLITE_CONSTRAINT_UNIQUE" || e?.extendedCode === "SQLITE_CONSTRAINT_PRIMARYKEY" || /UNIQUE constraint failed/.test(e?.message ?? "");
+  const code = e?.extendedCode ?? e?.code;
+  return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY" || /UNIQUE constraint failed/.test(e?.message ?? "");
 }
 
 /** A case-insensitive substring pattern for `LIKE ? ESCAPE '\\'`, with %, _ and \\ in the search taken literally. */

@@ -1,6 +1,6 @@
 // Source integrations (GitHub App installations, GitLab connections). Credentials are sealed
 // with the secret box; only lib/integrations/* opens them, and nothing returns them.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { newId } from "../auth/secrets.ts";

@@ -3,7 +3,7 @@
 // max_concurrent slot), move it to running through the state machine, and insert the job; the
 // unique index on running jobs per build refuses a second claimer in any process. A claim_id the
 // runner already used returns the same job, so a lost claim response strands nothing.
-import type { Row, Transaction } from "@libsql/client";
+import type { Row, Transaction } from "./database.ts";
 import type { Db, Executor } from "./client.ts";
 import { all, inTransaction, num, numOrNull, one, str } from "./client.ts";
 import { newId } from "../auth/secrets.ts";

@@ -1,5 +1,5 @@
 // Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str } from "./client.ts";
 import { newId } from "../auth/secrets.ts";

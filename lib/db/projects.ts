@@ -1,5 +1,5 @@
 // Projects (docs/api.md "Projects") and their members (docs/authorization.md "Project roles").
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, one, str, strOrNull, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";

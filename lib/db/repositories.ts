@@ -1,5 +1,5 @@
 // The repository catalogue (docs/api.md "Source integrations"), synced from each integration.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";

@@ -1,5 +1,5 @@
 // Runners (docs/runners.md): registered by an admin, authenticated by roost_rt_ tokens stored hashed.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";

@@ -1,7 +1,7 @@
 // External Access sign-in settings (docs/external-access.md): the OIDC provider and the trusted
 // proxy, one row each. Neither secret leaves through an encoder: the client secret is sealed
 // (lib/crypto/secret-box.ts), the proxy's shared secret is kept only as SHA-256 hex.
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { num, one, str, strOrNull } from "./client.ts";
 

@@ -1,5 +1,5 @@
 // Users: invited by e-mail, each with one instance role (docs/authorization.md "Roles").
-import type { Row } from "@libsql/client";
+import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull, likePattern } from "./client.ts";
 import type { Role } from "../auth/roles.ts";

@@ -1,6 +1,6 @@
 // The webhook delivery log (docs/webhooks.md "Delivery log"): every delivery, verified or not,
 // what it was, and what it did for each pipeline. Bodies are kept 7 days, records 30 days.
-import type { Row } from "@libsql/client";
+import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";

@@ -1,0 +1,137 @@
+// A local database file through Bun's built-in SQLite (https://bun.sh/docs/api/sqlite): no native
+// addon to ship, so the compiled binary needs no build plugin, and db.query() keeps each
+// statement compiled between calls.
+//
+// Two connections per database:
+//   - the writer, used only by the write queue (lib/db/write-queue.ts): every write, batch and
+//     transaction, grouped into shared commits;
+//   - the reader, for reads outside transactions: in WAL mode it never waits for the writer and
+//     sees only committed data.
+// Both set busy_timeout = 0, so no call ever sleeps inside SQLite; a busy database (another
+// process writing) is retried on a timer instead (retryBusy in lib/db/database.ts).
+import { Database } from "bun:sqlite";
+import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db, type NormalizedStatement, type ResultSet, type Row, type Statement, type Transaction } from "./database.ts";
+import { WriteQueue, type WriteSession } from "./write-queue.ts";
+
+/**
+ * Per-connection settings, on every connection: no sleeping busy handler; WAL (readers beside one
+ * writer; persistent in the file, set again harmlessly); commits synced before they are
+ * acknowledged (an acknowledged write survives a power loss); foreign keys enforced.
+ * https://www.sqlite.org/pragma.html
+ */
+const CONNECTION_SETTINGS = "PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
+
+class Connection {
+  readonly native: Database;
+
+  constructor(path: string) {
+    // strict: named arguments are bound without their prefix, and a missing one is an error.
+    this.native = new Database(path, { create: true, strict: true });
+  }
+
+  async configure(): Promise<void> {
+    // journal_mode needs a lock another process may hold for a moment.
+    await retryBusy(() => this.native.exec(CONNECTION_SETTINGS));
+  }
+
+  run({ sql, args }: NormalizedStatement): ResultSet {
+    const statement = this.native.query(sql);
+    const params = (Array.isArray(args) ? args : [args]) as never[];
+    const columns = statement.columnNames;
+    if (columns.length > 0) {
+      const rows = statement.all(...params) as Row[];
+      // INSERT ... RETURNING and the like still report what they changed.
+      const rowsAffected = isRead(sql) ? 0 : Number((this.native.query("SELECT changes() AS n").get() as { n: number }).n);
+      return { columns, rows, rowsAffected, lastInsertRowid: undefined };
+    }
+    const info = statement.run(...params);
+    return { columns: [], rows: [], rowsAffected: info.changes, lastInsertRowid: info.lastInsertRowid };
+  }
+
+  pragma(name: string): unknown {
+    const row = this.native.query(`PRAGMA ${name.replace(/[^a-z_]/g, "")}`).values()[0];
+    return row?.[0];
+  }
+
+  close(): void {
+    this.native.close(false);
+  }
+}
+
+export interface BunSqliteDb extends Db {
+  /** A pragma's value on both connections (tests check the per-connection settings). */
+  pragma(name: string): { reader: unknown; writer: unknown };
+}
+
+export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
+  const writer = new Connection(path);
+  const reader = new Connection(path);
+  try {
+    await writer.configure();
+    await reader.configure();
+  } catch (error) {
+    writer.close();
+    reader.close();
+    throw error;
+  }
+
+  const session: WriteSession = {
+    execute: (stmt) => writer.run(stmt),
+    commit: () => void writer.native.exec("COMMIT"),
+    rollback: () => {
+      if (writer.native.inTransaction) writer.native.exec("ROLLBACK");
+    },
+  };
+  const queue = new WriteQueue({
+    begin: () => {
+      writer.native.exec("BEGIN IMMEDIATE");
+      return session;
+    },
+    alone: (stmt) => writer.run(stmt),
+  });
+
+  let closed = false;
+  const read = (stmt: NormalizedStatement): ResultSet | Promise<ResultSet> => {
+    try {
+      return reader.run(stmt);
+    } catch (error) {
+      // A reader waits only while another process recovers or checkpoints the WAL.
+      if (!isBusy(error)) throw error;
+      return retryBusy(() => reader.run(stmt));
+    }
+  };
+
+  const db: BunSqliteDb = {
+    driver: "bun:sqlite",
+    get closed() {
+      return closed;
+    },
+    get commits() {
+      return queue.commits;
+    },
+    async execute(stmt: Statement, args?: Args): Promise<ResultSet> {
+      const statement = normalize(stmt, args);
+      if (isRead(statement.sql)) return read(statement);
+      if (mustRunAlone(statement.sql)) return queue.alone(statement);
+      return queue.transaction(async () => writer.run(statement));
+    },
+    async batch(stmts: Statement[]): Promise<ResultSet[]> {
+      const statements = stmts.map((s) => normalize(s));
+      return queue.transaction(async () => statements.map((s) => writer.run(s)));
+    },
+    transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+      return queue.transaction(work);
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      queue.close();
+      writer.close();
+      reader.close();
+    },
+    pragma(name: string) {
+      return { reader: reader.pragma(name), writer: writer.pragma(name) };
+    },
+  };
+  return db;
+}

@@ -1,0 +1,125 @@
+// Roost's own database interface, the one every module uses, whatever the driver behind it:
+//   - a local file (`file:` URL, the default under ROOST_DATA_DIR) through Bun's built-in
+//     bun:sqlite (lib/db/bun-sqlite.ts);
+//   - a remote libSQL server (`libsql://`, `https://`, `http://`, `ws(s)://`) through
+//     @libsql/client (lib/db/libsql.ts).
+// Rows are plain objects keyed by column name. Writes from one process go through one async
+// queue that commits concurrent write transactions together (lib/db/write-queue.ts).
+
+/** A value as a row holds it. Integers come back as numbers; BLOBs as bytes. */
+export type Value = null | string | number | bigint | Uint8Array;
+/** A value a statement may be given: booleans are stored as 1 and 0. */
+export type InValue = Value | boolean | ArrayBuffer;
+/** Positional (`?`) or named (`:name`, `@name`, `$name`) arguments. */
+export type Args = readonly InValue[] | Readonly<Record<string, InValue>>;
+export type Statement = string | { sql: string; args?: Args };
+export type Row = Record<string, Value>;
+
+export interface ResultSet {
+  columns: string[];
+  rows: Row[];
+  rowsAffected: number;
+  lastInsertRowid: number | bigint | undefined;
+}
+
+export interface Executor {
+  execute(stmt: Statement, args?: Args): Promise<ResultSet>;
+}
+
+/** The handle a transaction's work gets; valid until that work's promise settles. */
+export interface Transaction extends Executor {
+  readonly closed: boolean;
+}
+
+export type DriverName = "bun:sqlite" | "libsql";
+
+export interface Db extends Executor {
+  readonly driver: DriverName;
+  /** The statements in order, in one write transaction: all of them or none. */
+  batch(stmts: Statement[], mode?: "write" | "deferred"): Promise<ResultSet[]>;
+  /**
+   * Runs `work` in a write transaction and answers after the commit that holds it. Concurrent
+   * transactions may share one commit; each runs in its own savepoint, so one that throws rolls
+   * back only its own writes.
+   */
+  transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** Commits made by this process's write queue so far (each may hold several transactions). */
+  readonly commits: number;
+  readonly closed: boolean;
+  close(): void;
+}
+
+export interface NormalizedStatement {
+  sql: string;
+  /** Positional values, or named values keyed without their prefix. */
+  args: InValue[] | Record<string, InValue>;
+}
+
+export function normalize(stmt: Statement, args?: Args): NormalizedStatement {
+  if (typeof stmt === "string") return { sql: stmt, args: checkArgs(args ?? []) };
+  return { sql: stmt.sql, args: checkArgs(stmt.args ?? []) };
+}
+
+function checkArgs(given: Args): InValue[] | Record<string, InValue> {
+  if (Array.isArray(given)) {
+    const out = given.slice() as InValue[];
+    for (let i = 0; i < out.length; i++) out[i] = checkValue(out[i]);
+    return out;
+  }
+  const named: Record<string, InValue> = {};
+  for (const [name, value] of Object.entries(given as Record<string, InValue>)) named[/^[:@$]/.test(name) ? name.slice(1) : name] = checkValue(value);
+  return named;
+}
+
+/** The same rules on every driver: undefined and non-finite numbers are programming errors, not NULL. */
+function checkValue(value: InValue | undefined): InValue {
+  if (value === undefined) throw new TypeError("undefined cannot be passed as argument to the database");
+  if (typeof value === "number" && !Number.isFinite(value)) throw new RangeError("Only finite numbers can be passed as arguments");
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  return value;
+}
+
+/** Statements that only read, sent to the reader connection outside transactions. */
+export function isRead(sql: string): boolean {
+  const head = sql.trimStart().slice(0, 8).toUpperCase();
+  return head.startsWith("SELECT") || head.startsWith("PRAGMA") || head.startsWith("EXPLAIN");
+}
+
+/** Statements SQLite refuses inside a transaction; the write queue runs them alone. */
+export function mustRunAlone(sql: string): boolean {
+  return /^\s*VACUUM\b/i.test(sql);
+}
+
+/** SQLITE_BUSY (any extended form): another connection holds the lock this call needs. */
+export function isBusy(error: unknown): boolean {
+  const e = error as { code?: unknown; errno?: unknown; rawCode?: unknown } | null;
+  if (!e || typeof e !== "object") return false;
+  if (typeof e.code === "string" && e.code.startsWith("SQLITE_BUSY")) return true;
+  if (typeof e.errno === "number" && (e.errno & 0xff) === 5) return true;
+  return typeof e.rawCode === "number" && (e.rawCode & 0xff) === 5;
+}
+
+/** How long a call keeps retrying a busy database before it reports SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 10_000;
+const BUSY_FIRST_DELAY_MS = 1;
+const BUSY_MAX_DELAY_MS = 25;
+
+/**
+ * Runs `attempt` until it does not fail with SQLITE_BUSY, waiting between tries on a timer with
+ * exponential backoff and jitter (1 ms doubling to 25 ms). SQLite's own busy handler would sleep
+ * inside the call and stall the event loop, so every connection sets busy_timeout = 0 and waits
+ * here instead (https://www.sqlite.org/c3ref/busy_timeout.html).
+ */
+export async function retryBusy<T>(attempt: () => T | Promise<T>, timeoutMs = BUSY_TIMEOUT_MS): Promise<T> {
+  const started = performance.now();
+  let delay = BUSY_FIRST_DELAY_MS;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isBusy(error) || performance.now() - started + delay > timeoutMs) throw error;
+    }
+    await Bun.sleep(delay * (0.5 + Math.random()));
+    delay = Math.min(delay * 2, BUSY_MAX_DELAY_MS);
+  }
+}

@@ -1,0 +1,166 @@
+// A remote libSQL database (sqld, Turso: `libsql://`, `https://`, `http://`, `ws(s)://`) through
+// @libsql/client, behind Roost's own interface (lib/db/database.ts). Writes go through the same
+// write queue as a local file, so concurrent transactions share one remote transaction and commit.
+//
+// Tests also run the whole suite through this driver against a local file
+// (ROOST_DB_DRIVER=libsql, @libsql/client's `file:` mode), so the adapter a remote server uses is
+// exercised by every test. The @libsql/client modules are imported only when used: the file mode
+// loads libSQL's native addon, which the compiled binary does not carry.
+import type { Client, InArgs, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
+import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db, type NormalizedStatement, type ResultSet, type Row, type Statement, type Transaction, type Value } from "./database.ts";
+import { WriteQueue } from "./write-queue.ts";
+
+/** The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode. */
+const FILE_CONNECTION_SETTINGS = ["PRAGMA busy_timeout = 0", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"];
+
+export async function openLibsql(url: string, authToken?: string): Promise<Db> {
+  const file = url.startsWith("file:");
+  let reader: Client;
+  let writer: Client;
+  let fresh: () => Promise<Client>;
+  if (file) {
+    const { createClient } = await import("@libsql/client/sqlite3");
+    // One connection per client, kept for the client's life, so the settings made on it hold:
+    // the writer is used by the write queue alone, the reader serves reads outside transactions.
+    fresh = async () => {
+      const client = createClient({ url, intMode: "number", concurrency: 1 });
+      try {
+        for (const sql of FILE_CONNECTION_SETTINGS) await client.execute(sql);
+      } catch (error) {
+        client.close();
+        throw error;
+      }
+      return client;
+    };
+    writer = await fresh();
+    try {
+      await retryBusy(() => writer.execute("PRAGMA journal_mode = WAL"));
+      reader = await fresh();
+    } catch (error) {
+      writer.close();
+      throw error;
+    }
+  } else {
+    const { createClient } = await import("@libsql/client/web");
+    reader = writer = createClient({ url, authToken, intMode: "number" });
+    fresh = async () => writer;
+  }
+
+  /**
+   * In `file:` mode a statement that failed with SQLITE_BUSY stays active inside libSQL until
+   * garbage collection finalizes it, and an active statement makes the next COMMIT fail ("SQL
+   * statements in progress"); libSQL also keeps a statement's column names from before a schema
+   * change. Either way the connection is replaced by a fresh one.
+   */
+  const replace = async (which: "reader" | "writer"): Promise<void> => {
+    if (!file) return;
+    const old = which === "reader" ? reader : writer;
+    const next = await fresh();
+    if (which === "reader") reader = next;
+    else writer = next;
+    old.close();
+  };
+
+  const queue = new WriteQueue({
+    async begin() {
+      let tx: LibsqlTransaction;
+      try {
+        tx = await writer.transaction("write");
+      } catch (error) {
+        if (isBusy(error)) await replace("writer");
+        throw error;
+      }
+      return {
+        execute: async (stmt) => toResult(await tx.execute(toLibsql(stmt))),
+        commit: async () => {
+          await tx.commit();
+          tx.close();
+        },
+        rollback: async () => {
+          try {
+            await tx.rollback();
+          } finally {
+            tx.close();
+          }
+        },
+      };
+    },
+    alone: async (stmt) => {
+      try {
+        return toResult(await writer.execute(toLibsql(stmt)));
+      } catch (error) {
+        if (isBusy(error)) await replace("writer");
+        throw error;
+      }
+    },
+  });
+
+  const read = async (statement: NormalizedStatement): Promise<ResultSet> => {
+    try {
+      const rs = await reader.execute(toLibsql(statement));
+      if (file && rs.rows.length > 0 && rs.rows[0]!.length !== rs.columns.length) {
+        await replace("reader");
+        return toResult(await reader.execute(toLibsql(statement)));
+      }
+      return toResult(rs);
+    } catch (error) {
+      if (isBusy(error)) await replace("reader");
+      throw error;
+    }
+  };
+
+  let closed = false;
+  return {
+    driver: "libsql",
+    get closed() {
+      return closed;
+    },
+    get commits() {
+      return queue.commits;
+    },
+    async execute(stmt: Statement, args?: Args): Promise<ResultSet> {
+      const statement = normalize(stmt, args);
+      if (isRead(statement.sql)) return retryBusy(() => read(statement));
+      if (mustRunAlone(statement.sql)) return queue.alone(statement);
+      return queue.transaction((tx) => tx.execute(statement));
+    },
+    async batch(stmts: Statement[]): Promise<ResultSet[]> {
+      const statements = stmts.map((s) => normalize(s));
+      return queue.transaction(async (tx) => {
+        const results: ResultSet[] = [];
+        for (const s of statements) results.push(await tx.execute(s));
+        return results;
+      });
+    },
+    transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+      return queue.transaction(work);
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      queue.close();
+      writer.close();
+      if (reader !== writer) reader.close();
+    },
+  };
+}
+
+function toLibsql(stmt: NormalizedStatement): { sql: string; args: InArgs } {
+  return { sql: stmt.sql, args: stmt.args as InArgs };
+}
+
+/** @libsql/client's rows (values by name and by index) as plain objects; BLOBs as bytes. */
+function toResult(rs: LibsqlResultSet): ResultSet {
+  const columns = rs.columns;
+  const rows = rs.rows.map((source) => {
+    const row: Row = {};
+    for (let i = 0; i < columns.length; i++) {
+      const name = columns[i]!;
+      if (Object.hasOwn(row, name)) continue; // duplicate names: the first column wins
+      const value = source[i] as Value | ArrayBuffer;
+      row[name] = value instanceof ArrayBuffer ? new Uint8Array(value) : value;
+    }
+    return row;
+  });
+  return { columns, rows, rowsAffected: rs.rowsAffected, lastInsertRowid: rs.lastInsertRowid };
+}

@@ -1,0 +1,280 @@
+// The database layer (lib/db/client.ts and the drivers behind it): the same behaviour through
+// bun:sqlite and through @libsql/client, one async write queue with group commit, and a busy
+// database (another process writing) waited out without blocking the event loop.
+import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { driverFromEnv, inTransaction, isUniqueViolation, openDatabase, type Db, type DriverChoice } from "../../lib/db/client.ts";
+import type { BunSqliteDb } from "../../lib/db/bun-sqlite.ts";
+
+const DRIVERS: DriverChoice[] = ["bun:sqlite", "libsql"];
+
+describe.each(DRIVERS)("through %s", (driver) => {
+  let dir: string;
+  let file: string;
+  let db: Db;
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), "roost-db-"));
+    file = join(dir, "t.db");
+    db = await openDatabase(`file:${file}`, undefined, driver);
+    await db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER)");
+  });
+  afterEach(() => {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Names in t as a second, independent connection sees them: only what is committed. Opened
+   * through the same SQLite library as the driver's: two SQLite copies in one process must not
+   * open one file (their POSIX locks do not see each other; https://www.sqlite.org/howtocorrupt.html).
+   */
+  async function committedNames(): Promise<string[]> {
+    const other = await openDatabase(`file:${file}`, undefined, driver);
+    try {
+      return (await other.execute("SELECT name FROM t ORDER BY id")).rows.map((r) => String(r.name));
+    } finally {
+      other.close();
+    }
+  }
+
+  describe("results", () => {
+    test("rows are plain objects by column name, with rowsAffected and lastInsertRowid", async () => {
+      const insert = await db.execute({ sql: "INSERT INTO t (name, n) VALUES (?, ?)", args: ["a", 1] });
+      expect(insert.rowsAffected).toBe(1);
+      expect(Number(insert.lastInsertRowid)).toBe(1);
+      const rs = await db.execute({ sql: "SELECT name, n FROM t WHERE name = ?", args: ["a"] });
+      expect(rs.columns).toEqual(["name", "n"]);
+      expect(rs.rows).toEqual([{ name: "a", n: 1 }]);
+      expect(Object.keys(rs.rows[0]!)).toEqual(["name", "n"]);
+      expect(JSON.stringify(rs.rows)).toBe('[{"name":"a","n":1}]');
+    });
+
+    test("named arguments, booleans as 1, BLOBs as bytes; undefined is refused, not stored as NULL", async () => {
+      await db.execute({ sql: "INSERT INTO t (name, n) VALUES (:name, :n)", args: { name: "b", n: true } });
+      expect((await db.execute("SELECT n FROM t WHERE name = 'b'")).rows).toEqual([{ n: 1 }]);
+      expect((await db.execute("SELECT x'0102' AS b")).rows[0]!.b).toEqual(new Uint8Array([1, 2]));
+      await expect(db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [undefined as never] })).rejects.toThrow("undefined");
+      expect(await committedNames()).toEqual(["b"]);
+    });
+
+    test("a UNIQUE violation is recognised (for a clean 409)", async () => {
+      await db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: ["dup"] });
+      const error = await db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: ["dup"] }).catch((e) => e);
+      expect(isUniqueViolation(error)).toBe(true);
+      expect(isUniqueViolation(new Error("something else"))).toBe(false);
+    });
+
+    test("a cached statement still sees a column added later", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('c')");
+      expect(Object.keys((await db.execute("SELECT * FROM t")).rows[0]!)).toEqual(["id", "name", "n"]);
+      await db.execute("ALTER TABLE t ADD COLUMN extra TEXT DEFAULT 'x'");
+      expect((await db.execute("SELECT * FROM t")).rows[0]!.extra).toBe("x");
+    });
+
+    test("VACUUM INTO (roost backup) runs outside any transaction", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('kept')");
+      const copy = join(dir, "copy.db");
+      await db.execute({ sql: "VACUUM INTO ?", args: [copy] });
+      expect(existsSync(copy)).toBe(true);
+      const other = await openDatabase(`file:${copy}`, undefined, driver);
+      expect((await other.execute("SELECT name FROM t")).rows).toEqual([{ name: "kept" }]);
+      other.close();
+    });
+  });
+
+  describe("connection settings", () => {
+    test("reader and writer both use WAL, synchronous=FULL, foreign keys and no sleeping busy handler", async () => {
+      const settings = ["journal_mode", "synchronous", "foreign_keys", "busy_timeout"];
+      const read = async (ex: { execute: Db["execute"] }) => Promise.all(settings.map(async (p) => Object.values((await ex.execute(`PRAGMA ${p}`)).rows[0]!)[0]));
+      expect(await read(db)).toEqual(["wal", 2, 1, 0]);
+      expect(await inTransaction(db, (tx) => read(tx))).toEqual(["wal", 2, 1, 0]);
+    });
+  });
+
+  describe("transactions", () => {
+    test("a failed transaction leaves nothing behind", async () => {
+      await expect(
+        inTransaction(db, async (tx) => {
+          await tx.execute("INSERT INTO t (name) VALUES ('gone')");
+          throw new Error("abort");
+        }),
+      ).rejects.toThrow("abort");
+      expect(await committedNames()).toEqual([]);
+    });
+
+    test("reads outside a transaction see only committed data, and do not wait for it", async () => {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      let inserted!: () => void;
+      const insertedYet = new Promise<void>((r) => (inserted = r));
+      const pending = inTransaction(db, async (tx) => {
+        await tx.execute("INSERT INTO t (name) VALUES ('pending')");
+        inserted();
+        await gate;
+      });
+      await insertedYet;
+      expect((await db.execute("SELECT COUNT(*) AS c FROM t")).rows).toEqual([{ c: 0 }]);
+      open();
+      await pending;
+      expect((await db.execute("SELECT COUNT(*) AS c FROM t")).rows).toEqual([{ c: 1 }]);
+    });
+
+    test("50 concurrent read-modify-write transactions lose no update", async () => {
+      await db.execute("INSERT INTO t (name, n) VALUES ('counter', 0)");
+      await Promise.all(
+        Array.from({ length: 50 }, () =>
+          inTransaction(db, async (tx) => {
+            const n = Number((await tx.execute("SELECT n FROM t WHERE name = 'counter'")).rows[0]!.n);
+            await Bun.sleep(1);
+            await tx.execute({ sql: "UPDATE t SET n = ? WHERE name = 'counter'", args: [n + 1] });
+          }),
+        ),
+      );
+      expect((await db.execute("SELECT n FROM t WHERE name = 'counter'")).rows).toEqual([{ n: 50 }]);
+    });
+
+    test("a single write waits for an open transaction instead of failing", async () => {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      const first = inTransaction(db, async (tx) => {
+        await gate;
+        await tx.execute("INSERT INTO t (name) VALUES ('first')");
+      });
+      await Bun.sleep(5);
+      const write = db.execute("INSERT INTO t (name) VALUES ('after')");
+      open();
+      await Promise.all([first, write]);
+      expect(await committedNames()).toEqual(["first", "after"]);
+    });
+
+    test("batches are atomic", async () => {
+      await expect(db.batch(["INSERT INTO t (name) VALUES ('x')", "INSERT INTO t (name) VALUES ('x')"])).rejects.toThrow();
+      expect(await committedNames()).toEqual([]);
+      expect((await db.batch(["INSERT INTO t (name) VALUES ('y')", "SELECT name FROM t"])).map((r) => r.rows)).toEqual([[], [{ name: "y" }]]);
+    });
+  });
+
+  describe("group commit", () => {
+    test("concurrent write transactions share one commit, and each caller is answered only after it", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('warm-up')");
+      const before = db.commits;
+      const seenAtAnswer: string[][] = [];
+      const names = Array.from({ length: 10 }, (_, i) => `w${i}`);
+      const results = await Promise.all(
+        names.map((name) =>
+          inTransaction(db, async (tx) => {
+            await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [name] });
+            return name;
+          }).then(async (value) => {
+            // The moment this caller hears back, its write is visible to any other connection.
+            seenAtAnswer.push(await committedNames());
+            return value;
+          }),
+        ),
+      );
+      expect(results).toEqual(names);
+      expect(db.commits - before).toBe(1);
+      for (const seen of seenAtAnswer) expect(seen).toEqual(["warm-up", ...names]);
+    });
+
+    test("plain writes started together share a commit too", async () => {
+      const before = db.commits;
+      await Promise.all(["p", "q", "r"].map((name) => db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [name] })));
+      expect(db.commits - before).toBe(1);
+      expect(await committedNames()).toEqual(["p", "q", "r"]);
+    });
+
+    test("a failing transaction rolls back only its own writes; the others in its commit are kept", async () => {
+      const before = db.commits;
+      const outcomes = await Promise.allSettled(
+        ["a", "b", "c", "d"].map((name) =>
+          inTransaction(db, async (tx) => {
+            await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [name] });
+            if (name === "b") {
+              await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: ["b2"] });
+              throw new Error("b fails");
+            }
+            // A constraint error the caller catches keeps the rest of its work.
+            if (name === "c") await tx.execute("INSERT INTO t (name) VALUES ('a')").catch(() => {});
+            return name;
+          }),
+        ),
+      );
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : (o.reason as Error).message))).toEqual(["a", "b fails", "c", "d"]);
+      expect(db.commits - before).toBe(1);
+      expect(await committedNames()).toEqual(["a", "c", "d"]);
+    });
+
+    test("a failure that ends the whole transaction fails only its caller; the others run again and commit", async () => {
+      await db.execute("CREATE TRIGGER no_boom BEFORE INSERT ON t WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom refused'); END");
+      const outcomes = await Promise.allSettled(
+        ["a", "boom", "c"].map((name) => inTransaction(db, async (tx) => (await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [name] }), name))),
+      );
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : String((o.reason as Error).message)))).toEqual(["a", expect.stringContaining("boom refused"), "c"]);
+      expect(await committedNames()).toEqual(["a", "c"]);
+    });
+  });
+
+  describe("another process holding the write lock", () => {
+    test("a write waits for it on a timer: the event loop never stalls (longest gap < 50 ms)", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('before')");
+      // A second process takes the write lock and keeps it for 500 ms.
+      const holder = Bun.spawn(
+        [
+          process.execPath,
+          "-e",
+          `const { Database } = require("bun:sqlite");
+           const db = new Database(${JSON.stringify(file)});
+           db.exec("BEGIN IMMEDIATE; INSERT INTO t (name) VALUES ('other process')");
+           console.log("locked");
+           setTimeout(() => { db.exec("COMMIT"); db.close(); }, 500);`,
+        ],
+        { stdout: "pipe", stderr: "inherit" },
+      );
+      const reader = (holder.stdout as ReadableStream<Uint8Array>).getReader();
+      const { value } = await reader.read();
+      expect(new TextDecoder().decode(value)).toContain("locked");
+
+      let last = performance.now();
+      let longestGap = 0;
+      const probe = setInterval(() => {
+        const now = performance.now();
+        longestGap = Math.max(longestGap, now - last);
+        last = now;
+      }, 2);
+      const started = performance.now();
+      try {
+        await db.execute("INSERT INTO t (name) VALUES ('this process')");
+        // A read meanwhile never waited: WAL readers run beside the writer.
+      } finally {
+        clearInterval(probe);
+      }
+      const waited = performance.now() - started;
+      await holder.exited;
+      expect(waited).toBeGreaterThan(300);
+      expect(longestGap).toBeLessThan(50);
+      expect(await committedNames()).toEqual(["before", "other process", "this process"]);
+    });
+  });
+});
+
+describe("the driver switch", () => {
+  test("ROOST_DB_DRIVER picks bun:sqlite by default, libsql when asked, and refuses anything else", async () => {
+    expect(driverFromEnv({})).toBe("bun:sqlite");
+    expect(driverFromEnv({ ROOST_DB_DRIVER: "libsql" })).toBe("libsql");
+    expect(() => driverFromEnv({ ROOST_DB_DRIVER: "sqlite3" })).toThrow("ROOST_DB_DRIVER");
+    const dir = mkdtempSync(join(tmpdir(), "roost-db-"));
+    try {
+      const local = await openDatabase(`file:${join(dir, "a.db")}`, undefined, "bun:sqlite");
+      const viaLibsql = await openDatabase(`file:${join(dir, "a.db")}`, undefined, "libsql");
+      expect([local.driver, viaLibsql.driver]).toEqual(["bun:sqlite", "libsql"]);
+      expect((local as BunSqliteDb).pragma("foreign_keys")).toEqual({ reader: 1, writer: 1 });
+      local.close();
+      viaLibsql.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
