@@ -1,7 +1,8 @@
 // The single compiled binary (docs/operations.md "The binary"): built with `bun build --compile`, copied
 // alone to an empty directory, and run where node_modules cannot be seen: a private mount
-// namespace hides this checkout's node_modules behind an empty tmpfs, so the libSQL native addon
-// can only come from inside the executable.
+// namespace hides this checkout's node_modules behind an empty tmpfs, so everything it runs,
+// the database included (Bun's built-in SQLite, no native addon, no build plugin), comes from
+// inside the executable.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
