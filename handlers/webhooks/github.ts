@@ -54,7 +54,7 @@ export const endpoint = defineEndpoint({
     // 2. Parse the verified bytes into one neutral event; a body that is not what GitHub sends is a 400, logged.
     const invalid = async (code: "malformed_json" | "invalid_payload", reason: string, message: string, details?: PayloadIssue[]): Promise<never> => {
       await recordInvalid(ctx, { host: "github", deliveryId, event: eventName, reason, repository: null, projectId: null, body: new TextDecoder().decode(bytes) });
-      fail(code, message, details ? { details: details.map((d) => ({ path: `body.${d.path}`.replace(/\.$/, ""), message: d.message })) } : undefined);
+      fail(code, message, details ? { details } : undefined);
     };
     let payload: unknown;
     try {

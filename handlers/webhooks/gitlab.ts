@@ -59,7 +59,7 @@ export const endpoint = defineEndpoint({
     // 2. The sender holds the project's token: a body that is not what GitLab sends is a 400, recorded for that project.
     const invalid = async (code: "malformed_json" | "invalid_payload", reason: string, message: string, details?: PayloadIssue[]): Promise<never> => {
       await recordInvalid(ctx, { host: "gitlab", deliveryId: uuid, event: eventHeader, reason, repository, projectId: owner.projectId, body: new TextDecoder().decode(bytes) });
-      fail(code, message, details ? { details: details.map((d) => ({ path: `body.${d.path}`.replace(/\.$/, ""), message: d.message })) } : undefined);
+      fail(code, message, details ? { details } : undefined);
     };
     if (!decoded) await invalid("malformed_json", "the body is not JSON", "The delivery body is not JSON.");
     let event: TriggerEvent;

@@ -44,7 +44,7 @@ export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reas
   return { ...base, kind: null, ignoredReason: reason };
 }
 
-/** One way a payload differs from what the host sends, e.g. {path: "commits.0", message: "expected object, received null"}. */
+/** One way a payload differs from what the host sends, e.g. {path: "body.commits.0", message: "Invalid input: expected object, received null"}. */
 export interface PayloadIssue {
   path: string;
   message: string;
@@ -53,7 +53,7 @@ export interface PayloadIssue {
 /** A verified payload that is not what the host sends: the receiver answers 400 invalid_payload. */
 export class InvalidPayload extends Error {
   constructor(readonly issues: PayloadIssue[]) {
-    super(`${issues[0]?.path || "(body)"}: ${issues[0]?.message ?? "invalid"}`);
+    super(`${issues[0]?.path ?? "body"}: ${issues[0]?.message ?? "invalid"}`);
   }
 }
 
@@ -64,7 +64,7 @@ export class InvalidPayload extends Error {
 export function checkPayload<S extends z.ZodType>(schema: S, payload: unknown): z.output<S> {
   const result = schema.safeParse(payload);
   if (result.success) return result.data;
-  throw new InvalidPayload(result.error.issues.map((issue) => ({ path: issue.path.map(String).join("."), message: issue.message })));
+  throw new InvalidPayload(result.error.issues.map((issue) => ({ path: ["body", ...issue.path.map(String)].join("."), message: issue.message })));
 }
 
 /** Numeric host ids; some payloads (and older GitLab versions) send them as strings. */

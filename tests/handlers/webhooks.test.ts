@@ -418,3 +418,167 @@ describe("who builds a repository (a repository is built by exactly one project)
     expect((await gitlab("Push Hook", body, fresh)).body.builds).toHaveLength(1);
   });
 });
+
+describe("GitLab deliveries are deduplicated by GitLab's event identities only", () => {
+  test("the same body with two event UUIDs builds twice (GitLab sends identical bytes for distinct events); the same UUID twice is a duplicate", async () => {
+    // Deleting a tag and pushing it again at the same commit, or a branch pushed back to where it was, repeat the bytes.
+    const token = gitlabTokens.get("1")!;
+    const body = fixture("gitlab", "tag_push.json");
+    const first = await gitlab("Tag Push Hook", body, token);
+    const second = await gitlab("Tag Push Hook", body, token);
+    expect(first.body).toMatchObject({ ok: true, duplicate: false, builds: [{ build_number: expect.any(Number) }] });
+    expect(second.body).toMatchObject({ ok: true, duplicate: false, builds: [{ build_number: expect.any(Number) }] });
+    expect(second.body.builds[0].id).not.toBe(first.body.builds[0].id);
+    const uuid = crypto.randomUUID();
+    expect((await gitlab("Tag Push Hook", body, token, { uuid })).body).toMatchObject({ duplicate: false });
+    expect((await gitlab("Tag Push Hook", body, token, { uuid })).body).toMatchObject({ ok: true, duplicate: true, builds: [] });
+  });
+});
+
+describe("malformed deliveries, even when correctly signed, answer 400 and are logged", () => {
+  const logged = async (deliveryId: string) =>
+    (await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries.find((d: { delivery_id: string }) => d.delivery_id === deliveryId);
+  const githubPush = (change: (p: any) => void) => {
+    const payload = JSON.parse(fixture("github", "push__branch_updated.json"));
+    change(payload);
+    return JSON.stringify(payload);
+  };
+  const gitlabPush = (change: (p: any) => void) => {
+    const payload = JSON.parse(fixture("gitlab", "push.json"));
+    change(payload);
+    return JSON.stringify(payload);
+  };
+
+  const invalid = (host: "GitHub" | "GitLab", path: string, issue: string) => ({
+    code: "invalid_payload",
+    message: `The delivery body is not a ${host} webhook payload: ${path}: ${issue}.`,
+    details: [{ path, message: issue }],
+  });
+
+  test.each([
+    ["null", "push", "null", "body", "Invalid input: expected object, received null"],
+    ["an array", "push", "[]", "body", "Invalid input: expected object, received array"],
+    ["a number", "push", "42", "body", "Invalid input: expected object, received number"],
+    ["a numeric ref", "push", githubPush((p) => (p.ref = 1)), "body.ref", "Invalid input: expected string, received number"],
+    ["commits: [null]", "push", githubPush((p) => (p.commits = [null])), "body.commits.0", "Invalid input: expected object, received null"],
+    ["head_commit a string", "push", githubPush((p) => (p.head_commit = "abc")), "body.head_commit", "Invalid input: expected object, received string"],
+    ["repository.id an object", "push", githubPush((p) => (p.repository.id = { id: 1 })), "body.repository.id", "Invalid input"],
+    ["pull_request null", "pull_request", JSON.stringify({ ...JSON.parse(fixture("github", "pull_request__opened.json")), pull_request: null }), "body.pull_request", "Invalid input: expected object, received null"],
+  ])("GitHub, signed: %s → 400 invalid_payload, logged with the reason", async (_name, event, body, path, issue) => {
+    const delivery = crypto.randomUUID();
+    const res = await github(event, body, { delivery });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(invalid("GitHub", path, issue));
+    expect(await logged(delivery)).toMatchObject({ host: "github", verified: true, result: "rejected", reason: `invalid payload: ${path}: ${issue}` });
+  });
+
+  test.each([
+    ["null", "null", "body", "Invalid input: expected object, received null"],
+    ["an array", "[]", "body", "Invalid input: expected object, received array"],
+    ["a numeric ref", gitlabPush((p) => (p.ref = 1)), "body.ref", "Invalid input: expected string, received number"],
+    ["commits: [null]", gitlabPush((p) => (p.commits = [null])), "body.commits.0", "Invalid input: expected object, received null"],
+    ["checkout_sha a number", gitlabPush((p) => (p.checkout_sha = 7)), "body.checkout_sha", "Invalid input: expected string, received number"],
+    ["a merge request iid as a string", JSON.stringify({ ...JSON.parse(fixture("gitlab", "merge_request__open.json")), object_attributes: { ...JSON.parse(fixture("gitlab", "merge_request__open.json")).object_attributes, iid: "1" } }), "body.object_attributes.iid", "Invalid input: expected number, received string"],
+  ])("GitLab, with the project's token: %s → 400 invalid_payload, logged with the reason", async (_name, body, path, issue) => {
+    const uuid = crypto.randomUUID();
+    const res = await gitlab("Push Hook", body, gitlabTokens.get("15")!, { uuid });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual(invalid("GitLab", path, issue));
+    expect(await logged(uuid)).toMatchObject({ host: "gitlab", verified: true, result: "rejected", reason: `invalid payload: ${path}: ${issue}`, project_id: projects.get("gitlab:15")!.id });
+  });
+
+  test("a body that is not JSON is 400 malformed_json on both hosts, logged", async () => {
+    const delivery = crypto.randomUUID();
+    const gh = await github("push", "{not json", { delivery });
+    expect(gh.status).toBe(400);
+    expect(gh.body).toEqual({ code: "malformed_json", message: "The delivery body is not JSON (or a form with a JSON payload field)." });
+    expect(await logged(delivery)).toMatchObject({ verified: true, result: "rejected", reason: "the body is not JSON" });
+    const uuid = crypto.randomUUID();
+    const gl = await gitlab("Push Hook", "{not json", gitlabTokens.get("15")!, { uuid });
+    expect(gl.status).toBe(400);
+    expect(gl.body).toEqual({ code: "malformed_json", message: "The delivery body is not JSON." });
+    expect(await logged(uuid)).toMatchObject({ verified: true, result: "rejected", reason: "the body is not JSON" });
+  });
+
+  test("a malformed body with a wrong token is still 401 webhook_token_invalid", async () => {
+    const res = await gitlab("Push Hook", "null", "roost_whk_" + "A".repeat(58));
+    expect(res.status).toBe(401);
+    expect(res.body.code).toBe("webhook_token_invalid");
+  });
+});
+
+describe("one GitHub App installed on two organisations (one webhook secret, two integrations)", () => {
+  let app: TestApp;
+  let admin: string;
+  let orgA: HostApiStandIn;
+  let orgB: HostApiStandIn;
+  const projectOf = new Map<string, string>();
+
+  const pushFrom = (installation: number, repo: { id: number; full_name: string }, message: string) => {
+    const payload = JSON.parse(fixture("github", "push__branch_updated.json"));
+    payload.installation = { id: installation };
+    payload.repository.id = repo.id;
+    payload.repository.full_name = repo.full_name;
+    payload.head_commit.message = message;
+    return JSON.stringify(payload);
+  };
+  const deliver = async (body: string) => {
+    const headers = { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(SECRET, body) };
+    return app.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers, peer: "140.82.112.1" });
+  };
+  const record = async (id: string) => (await app.call("GET", `/v1/webhook-deliveries/${id}`, { token: admin })).body.delivery;
+
+  beforeAll(async () => {
+    app = await createTestApp();
+    admin = await bootstrapOwner(app);
+    [orgA, orgB] = [await startHostApiStandIn(), await startHostApiStandIn()];
+    orgA.github.installationId = "1001";
+    orgB.github.installationId = "2002";
+    orgA.github.repos.push({ id: 5001, full_name: "org-a/app", default_branch: "master", private: true }, { id: 5003, full_name: "org-a/shared", default_branch: "master", private: true });
+    orgB.github.repos.push({ id: 5002, full_name: "org-b/app", default_branch: "master", private: true }, { id: 5003, full_name: "org-a/shared", default_branch: "master", private: true });
+    for (const [name, host] of [["org A", orgA], ["org B", orgB]] as const) {
+      const res = await app.call("POST", "/v1/integrations", {
+        token: admin,
+        body: { provider: "github", name, api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: SECRET },
+      });
+      expect(res.status).toBe(201);
+    }
+    for (const name of ["org-a/app", "org-b/app"]) {
+      const project = (await app.call("POST", "/v1/projects", { token: admin, body: { repository_id: await repositoryId(app, admin, name) } })).body.project;
+      await app.call("POST", `/v1/projects/${project.id}/pipelines`, { token: admin, body: { name: "all", trigger_config: { branches: ["**"] } } });
+      projectOf.set(name, project.id);
+    }
+  });
+  afterAll(async () => {
+    app.close();
+    await orgA.stop();
+    await orgB.stop();
+  });
+
+  test("each organisation's pushes build in its own project, routed by installation.id", async () => {
+    const fromB = await deliver(pushFrom(2002, { id: 5002, full_name: "org-b/app" }, "from org B"));
+    expect(fromB.status).toBe(200);
+    expect(fromB.body.builds).toHaveLength(1);
+    expect(await record(fromB.body.delivery_id)).toMatchObject({ result: "built", project_id: projectOf.get("org-b/app") });
+    const fromA = await deliver(pushFrom(1001, { id: 5001, full_name: "org-a/app" }, "from org A"));
+    expect(fromA.body.builds).toHaveLength(1);
+    expect(await record(fromA.body.delivery_id)).toMatchObject({ result: "built", project_id: projectOf.get("org-a/app") });
+  });
+
+  test("a delivery is matched only against its installation's repositories", async () => {
+    const crossed = await deliver(pushFrom(1001, { id: 5002, full_name: "org-b/app" }, "org B's repository named by installation 1001"));
+    expect(crossed.body.builds).toEqual([]);
+    expect(await record(crossed.body.delivery_id)).toMatchObject({ result: "ignored", reason: "no catalogue repository has github id 5002" });
+    const unknown = await deliver(pushFrom(3003, { id: 5001, full_name: "org-a/app" }, "an installation with no integration"));
+    expect(unknown.body.builds).toEqual([]);
+    expect(await record(unknown.body.delivery_id)).toMatchObject({ result: "ignored", reason: "no GitHub integration with this webhook secret is for installation 3003" });
+  });
+
+  test("a repository both installations see is still built by exactly one project", async () => {
+    const [first, second] = (await app.call("GET", "/v1/integration-repositories?q=org-a/shared", { token: admin })).body.repositories;
+    expect((await app.call("POST", "/v1/projects", { token: admin, body: { repository_id: first.id } })).status).toBe(201);
+    const again = await app.call("POST", "/v1/projects", { token: admin, body: { repository_id: second.id } });
+    expect(again.status).toBe(409);
+    expect(again.body).toEqual({ code: "repository_already_linked", message: ALREADY_LINKED });
+  });
+});
