@@ -1,12 +1,13 @@
 // Build artifacts (docs/runners.md "Artifacts"): streamed from the runner to a file under the
-// data dir while their size is counted against the limit and their SHA-256 computed, then
-// recorded only when the digest matches the one the runner announced. Downloads stream the file.
+// data dir while their size is counted against the limit and their SHA-256 computed, fsynced,
+// and recorded only when the digest matches the one the runner announced. Downloads stream the file.
 import { createHash } from "node:crypto";
-import { mkdirSync, rmSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { mkdir, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { Row } from "./db/database.ts";
 import type { Executor } from "./db/client.ts";
-import { all, num, one, str } from "./db/client.ts";
+import { all, isUniqueViolation, num, one, str } from "./db/client.ts";
 import { newId } from "./auth/secrets.ts";
 import { fail } from "./errors.ts";
 
@@ -32,6 +33,21 @@ export function validArtifactPath(path: string): boolean {
   return path.length > 0 && path.length <= 500 && !path.startsWith("/") && !path.split("/").includes("..") && !/[\p{Cc}\\]/u.test(path);
 }
 
+/** Uploads in progress are written beside their final name with this suffix, then renamed. */
+export const PARTIAL_SUFFIX = ".partial";
+
+/**
+ * Stores one upload durably before it is acknowledged:
+ * 1. stream the body to `<id>.partial` in the build's directory, counting and hashing as it goes
+ *    (never more than one chunk in memory);
+ * 2. fsync the file and check that it holds every byte received;
+ * 3. check the SHA-256 against the announced one;
+ * 4. rename it to its final name and fsync the directory, so the name survives a crash
+ *    (rename(2) is atomic; the directory entry is durable only once the directory is synced);
+ * 5. record the row.
+ * Any failure on the way (a full disk, a dropped connection, a mismatch, the database refusing the
+ * row) removes whatever file it left, so nothing is left on disk that no row describes.
+ */
 export async function storeArtifact(
   db: Executor,
   o: { dataDir: string; buildId: string; jobId: string; path: string; body: ReadableStream<Uint8Array> | null; expectedSha256: string; maxBytes: number; declaredLength: number | null; now: number },
@@ -39,33 +55,61 @@ export async function storeArtifact(
   if (o.declaredLength !== null && o.declaredLength > o.maxBytes) fail("payload_too_large", `Artifacts are at most ${o.maxBytes} bytes.`);
   if (await one(db, "SELECT 1 FROM artifacts WHERE build_id = ? AND path = ?", [o.buildId, o.path])) fail("artifact_exists", `This build already has an artifact ${o.path}.`);
   const id = newId();
+  const dir = join(o.dataDir, "artifacts", o.buildId);
   const file = artifactFile(o.dataDir, o.buildId, id);
-  mkdirSync(join(o.dataDir, "artifacts", o.buildId), { recursive: true, mode: 0o700 });
-  const writer = Bun.file(file).writer();
+  const partial = file + PARTIAL_SUFFIX;
+  let renamed = false;
+  try {
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const { size, digest } = await writeSynced(partial, o.body, o.maxBytes);
+    if (digest !== o.expectedSha256.toLowerCase()) {
+      fail("artifact_checksum_mismatch", `The upload's SHA-256 is ${digest}, not the announced ${o.expectedSha256}; upload again.`);
+    }
+    await rename(partial, file);
+    renamed = true;
+    await syncDirectory(dir);
+    const row = await one(db, "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *", [id, o.buildId, o.jobId, o.path, size, digest, o.now]);
+    return toArtifact(row!);
+  } catch (error) {
+    await rm(partial, { force: true }).catch(() => {});
+    if (renamed) await rm(file, { force: true }).catch(() => {});
+    if (isUniqueViolation(error)) fail("artifact_exists", `This build already has an artifact ${o.path}.`);
+    // A full disk propagates as it is: lib/app.ts answers 507 and /readyz learns of it.
+    throw error;
+  }
+}
+
+/** Writes `body` to a new file and fsyncs it; its size on disk must equal the bytes received. */
+async function writeSynced(path: string, body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<{ size: number; digest: string }> {
+  const handle = await open(path, "wx", 0o600);
   const hash = createHash("sha256");
   let size = 0;
   try {
-    if (o.body) {
-      for await (const chunk of o.body) {
+    if (body) {
+      for await (const chunk of body) {
         size += chunk.byteLength;
-        if (size > o.maxBytes) fail("payload_too_large", `Artifacts are at most ${o.maxBytes} bytes.`);
+        if (size > maxBytes) fail("payload_too_large", `Artifacts are at most ${maxBytes} bytes.`);
         hash.update(chunk);
-        writer.write(chunk);
+        // write(2) may take fewer bytes than offered; a full disk then fails with ENOSPC.
+        for (let offset = 0; offset < chunk.byteLength; ) offset += (await handle.write(chunk, offset, chunk.byteLength - offset)).bytesWritten;
       }
     }
-    await writer.end();
-  } catch (error) {
-    await Promise.resolve(writer.end()).catch(() => {});
-    rmSync(file, { force: true });
-    throw error;
+    await handle.sync();
+    const onDisk = (await handle.stat()).size;
+    if (onDisk !== size) throw new Error(`artifact file holds ${onDisk} bytes after fsync, ${size} were received`);
+  } finally {
+    await handle.close();
   }
-  const digest = hash.digest("hex");
-  if (digest !== o.expectedSha256.toLowerCase()) {
-    rmSync(file, { force: true });
-    fail("artifact_checksum_mismatch", `The upload's SHA-256 is ${digest}, not the announced ${o.expectedSha256}; upload again.`);
+  return { size, digest: hash.digest("hex") };
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const handle = await open(dir, "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
   }
-  const row = await one(db, "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *", [id, o.buildId, o.jobId, o.path, size, digest, o.now]);
-  return toArtifact(row!);
 }
 
 export async function listArtifacts(db: Executor, buildId: string): Promise<Artifact[]> {

@@ -12,6 +12,8 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   internal_error: 500,
   not_ready: 503,
+  // the data directory's disk or quota is full (lib/disk.ts; RFC 4918 §11.5)
+  insufficient_storage: 507,
 
   // credentials
   missing_auth: 401,

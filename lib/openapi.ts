@@ -56,7 +56,8 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
     for (const type of endpoint.produces ?? []) content[type] = { schema: { type: "string" } };
     responses[success] = { description: "Success", ...(Object.keys(content).length ? { content } : {}) };
     const byStatus = new Map<number, ErrorCode[]>();
-    const codes = new Set<ErrorCode>([...endpoint.errors, "internal_error"]);
+    // Any request may fail unexpectedly, and any that writes (most do, if only a last-used time) may find the disk full.
+    const codes = new Set<ErrorCode>([...endpoint.errors, "internal_error", "insufficient_storage"]);
     if (endpoint.body) ["invalid_request", "malformed_json", "unsupported_media_type", "payload_too_large"].forEach((c) => codes.add(c as ErrorCode));
     if (endpoint.params || endpoint.query) codes.add("invalid_request");
     if (auth !== "public") ["missing_auth"].forEach((c) => codes.add(c as ErrorCode));

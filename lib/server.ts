@@ -16,6 +16,7 @@ import { writeSetupTokenFile } from "./setup-token-file.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
+import { diskFullError, isDiskFullError } from "./disk.ts";
 import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
@@ -89,6 +90,10 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
     },
     // The last safety net: never an HTML page or a stack trace.
     error(error) {
+      if (isDiskFullError(error)) {
+        log.error("data directory disk full", { error });
+        return renderError(diskFullError());
+      }
       log.error("unhandled server error", { error });
       return renderError(new ApiError("internal_error", "An unexpected error occurred."));
     },

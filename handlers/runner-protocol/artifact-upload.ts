@@ -1,7 +1,8 @@
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts?path=<relative path> (runner token): the
 // raw file as the body, its SHA-256 in X-Roost-Artifact-SHA256. Refused over
-// ROOST_MAX_ARTIFACT_BYTES (413, before reading when Content-Length says so) and when the digest
-// differs (422); nothing is recorded then.
+// ROOST_MAX_ARTIFACT_BYTES (413, before reading when Content-Length says so), when the digest
+// differs (422) and when the data directory's disk is full (507); nothing is recorded and no file
+// is left then. 201 means the bytes are on disk and fsynced (lib/artifacts.ts).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
@@ -18,7 +19,7 @@ export const endpoint = defineEndpoint({
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
   response: z.object({ artifact: ArtifactResource }),
   successStatus: 201,
-  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists"],
+  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists", "insufficient_storage"],
   async handle({ params, query }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const sha = ctx.request.headers.get("x-roost-artifact-sha256") ?? "";

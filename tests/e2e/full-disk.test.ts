@@ -1,0 +1,140 @@
+// A real daemon whose data directory is a 4 MiB tmpfs, filled to the last byte: writes answer 507
+// insufficient_storage (RFC 4918 §11.5), /readyz answers 503, an artifact upload leaves no file
+// behind, and everything works again once space is freed. Mounting needs root (the CI container
+// runs tests as root); the test says so instead of passing silently when it cannot mount.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { DISK_FULL_MESSAGE } from "../../lib/disk.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-full-disk-"));
+const mountPoint = join(work, "fs");
+const dataDir = join(mountPoint, "data");
+const fill = join(mountPoint, "fill");
+let daemon: Daemon;
+let host: HostApiStandIn;
+let owner = "";
+let runner = { id: "", token: "" };
+let job = { job_id: "", build_id: "" };
+
+const DISK_FULL = { code: "insufficient_storage", message: DISK_FULL_MESSAGE };
+
+function sh(args: string[]): void {
+  const done = Bun.spawnSync(args, { stderr: "pipe" });
+  if (done.exitCode !== 0) throw new Error(`${args.join(" ")} failed (this test needs root to mount a tmpfs): ${done.stderr.toString()}`);
+}
+
+/** Fills the file system to the last byte, the way a runaway log or backup would. */
+function fillDisk(): void {
+  const fd = openSync(fill, "a");
+  try {
+    for (const size of [1024 * 1024, 64 * 1024, 4096, 512, 1]) {
+      const chunk = Buffer.alloc(size, 0x61);
+      try {
+        for (;;) writeSync(fd, chunk);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOSPC") throw error;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+async function upload(path: string, content: Uint8Array): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/octet-stream", "x-roost-artifact-sha256": createHash("sha256").update(content).digest("hex") },
+    body: content,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+function artifactFiles(): string[] {
+  const dir = join(dataDir, "artifacts", job.build_id);
+  return existsSync(dir) ? readdirSync(dir) : [];
+}
+
+beforeAll(async () => {
+  mkdirSync(mountPoint);
+  sh(["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", mountPoint]);
+  daemon = await startDaemon({ dataDir, cleanup: false });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true });
+  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  const pipelineId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "release" } })).body.pipeline.id;
+  await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: "a".repeat(40) } });
+  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
+  runner = { id: created.runner.id, token: created.token };
+  await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" } });
+  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } });
+  if (claimed.status !== 201) throw new Error(`no job to upload to: ${claimed.status} ${JSON.stringify(claimed.body)}`);
+  job = { job_id: claimed.body.job.job_id, build_id: claimed.body.job.build.id };
+}, 60_000);
+
+afterAll(async () => {
+  await daemon?.stop();
+  await host?.stop();
+  Bun.spawnSync(["umount", mountPoint]);
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("a full data directory", () => {
+  test("with room to spare the daemon is ready", async () => {
+    const res = await http(daemon.url, "GET", "/readyz");
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("ready");
+  });
+
+  test("once the disk is full /readyz answers 503 not_ready with the reason", async () => {
+    fillDisk();
+    const res = await http(daemon.url, "GET", "/readyz");
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({
+      code: "not_ready",
+      message: "The data directory's disk is full: fewer than 209715 bytes are free. Free space there (docs/operations.md, Full disk).",
+    });
+  });
+
+  test("an artifact upload answers 507 insufficient_storage and leaves no file and no row", async () => {
+    const res = await upload("build/app-release.apk", randomBytes(256 * 1024));
+    expect(res.status).toBe(507);
+    expect(res.body).toEqual(DISK_FULL);
+    expect(artifactFiles()).toEqual([]);
+    expect((await http(daemon.url, "GET", `/v1/builds/${job.build_id}/artifacts`, { token: owner })).body.artifacts).toEqual([]);
+  });
+
+  test("a request that writes to the database answers 507 insufficient_storage, not 500", async () => {
+    // Enough rows to outgrow whatever room the database's write-ahead log already had.
+    const lines = Array.from({ length: 2000 }, (_, i) => ({ step: "build", stream: "stdout", text: `line ${i + 1} ${"x".repeat(200)}` }));
+    const res = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, { token: runner.token, body: { first_line: 0, lines } });
+    expect(res.status).toBe(507);
+    expect(res.body).toEqual(DISK_FULL);
+  });
+
+  test("after the operator frees space, the daemon is ready again and the upload is stored whole", async () => {
+    rmSync(fill);
+    const deadline = Date.now() + 20_000;
+    let ready = await http(daemon.url, "GET", "/readyz");
+    while (ready.status !== 200 && Date.now() < deadline) {
+      await Bun.sleep(250);
+      ready = await http(daemon.url, "GET", "/readyz");
+    }
+    expect(ready.status).toBe(200);
+    const content = randomBytes(256 * 1024);
+    const res = await upload("build/app-release.apk", content);
+    expect(res.status).toBe(201);
+    expect(artifactFiles()).toEqual([res.body.artifact.id]);
+    expect(statSync(join(dataDir, "artifacts", job.build_id, res.body.artifact.id)).size).toBe(content.length);
+  }, 30_000);
+});
