@@ -90,16 +90,30 @@ async function fromSession(token: string, ctx: AppContext, sessionOnly: boolean)
   return { kind: "session", user, role: user.role, sessionId: session.id, tokenId: null, credentialExpiresAt: session.expires_at };
 }
 
+/** Every refused API token gets the same answer. */
+export const INVALID_API_TOKEN_MESSAGE = "The API token is not valid.";
+
+/**
+ * Refuses an API token with one body whatever the reason: telling a caller that a token was
+ * revoked, expired or belongs to a deactivated user confirms that a leaked string was once a real
+ * token and whose it was (OWASP Authentication Cheat Sheet, "Authentication and Error Messages").
+ * The reason goes to the server's log only, with the token's id, never its secret.
+ */
+function refuseApiToken(ctx: AppContext, tokenId: string | null, reason: "unknown" | "revoked" | "expired" | "creator_inactive"): never {
+  ctx.log.info("api token refused", { token_id: tokenId, reason });
+  fail("invalid_token", INVALID_API_TOKEN_MESSAGE);
+}
+
 async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Principal> {
   if (!token.startsWith("roost_pat_")) return fromSession(token, ctx, false);
   const now = ctx.clock.now();
   const apiToken = await findApiTokenBySecret(ctx.db, token);
-  if (!apiToken) fail("invalid_token", "The API token is not valid.");
-  if (apiToken.revoked_at !== null) fail("invalid_token", "The API token has been revoked.");
-  if (apiToken.expires_at <= now) fail("invalid_token", "The API token has expired.");
+  if (!apiToken) refuseApiToken(ctx, null, "unknown");
+  if (apiToken.revoked_at !== null) refuseApiToken(ctx, apiToken.id, "revoked");
+  if (apiToken.expires_at <= now) refuseApiToken(ctx, apiToken.id, "expired");
   const creator = await findUserById(ctx.db, apiToken.created_by);
   // A token never outlives or outranks its creator (docs/authorization.md "Roles").
-  if (!creator || !creator.active) fail("invalid_token", "The API token's creator is no longer active.");
+  if (!creator || !creator.active) refuseApiToken(ctx, apiToken.id, "creator_inactive");
   // A write (and the write lock) only when last_used_at is due, not on every request.
   if (apiToken.last_used_at === null || apiToken.last_used_at <= now - LAST_USED_RESOLUTION_SECONDS) await touchApiToken(ctx.db, apiToken.id, now);
   return {

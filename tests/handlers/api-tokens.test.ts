@@ -1,6 +1,7 @@
 // API tokens (docs/api.md "API tokens"; docs/authorization.md "Roles").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { createLogger } from "../../lib/log.ts";
 
 let t: TestApp;
 let owner: string;
@@ -82,7 +83,7 @@ describe("creating a token", () => {
     await t.call("DELETE", `/v1/users/${dev.id}`, { token: owner });
     const res = await t.call("GET", "/v1/api-tokens", { token: created.body.token });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "invalid_token", message: "The API token's creator is no longer active." });
+    expect(res.body).toEqual({ code: "invalid_token", message: "The API token is not valid." });
   });
 
   test("a token minted with a token cannot outlive it", async () => {
@@ -170,7 +171,7 @@ describe("listing tokens", () => {
       listed = await t.call("GET", `/v1/api-tokens?q=short`, { token: lister });
       expect(listed.body.tokens[0].is_expired).toBe(true);
       const used = await t.call("GET", "/v1/users/me", { token: created.body.token });
-      expect(used.body).toEqual({ code: "invalid_token", message: "The API token has expired." });
+      expect(used.body).toEqual({ code: "invalid_token", message: "The API token is not valid." });
     } finally {
       t.clock.advance(-86400);
     }
@@ -185,7 +186,7 @@ describe("revoking tokens", () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ revoked: true });
     const use = await t.call("GET", "/v1/users/me", { token: created.body.token });
-    expect(use.body).toEqual({ code: "invalid_token", message: "The API token has been revoked." });
+    expect(use.body).toEqual({ code: "invalid_token", message: "The API token is not valid." });
     const listed = await t.call("GET", "/v1/api-tokens", { token: dev.token });
     expect(listed.body.tokens[0].is_revoked).toBe(true);
   });
@@ -216,6 +217,39 @@ describe("revoking tokens", () => {
 });
 
 describe("credentials", () => {
+  test("every refused API token answers the same 401 body; only the server log says why", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const quiet = t.ctx.log;
+    t.ctx.log = createLogger("debug", (line) => lines.push(JSON.parse(line)));
+    try {
+      const lister = (await create(owner, { name: "refusal-lister", role: "owner", expires_in_days: 365 })).body.token;
+      const revoked = await create(owner, { name: "refusal-revoked", role: "developer" });
+      await t.call("DELETE", `/v1/api-tokens/${revoked.body.id}`, { token: owner });
+      const expiring = await create(lister, { name: "refusal-expired", role: "developer", expires_in_days: 1 });
+      const dev = await userWithRole(t, owner, "developer");
+      const orphaned = await create(dev.token, { name: "refusal-orphaned", role: "developer" });
+      await t.call("DELETE", `/v1/users/${dev.id}`, { token: owner });
+      const unknown = "roost_pat_" + "A".repeat(58);
+      t.clock.advance(86400);
+      try {
+        const cases = { unknown, revoked: revoked.body.token, expired: expiring.body.token, creator_inactive: orphaned.body.token };
+        for (const token of Object.values(cases)) {
+          const answer = await t.call("GET", "/v1/users/me", { token });
+          expect(answer.status).toBe(401);
+          expect(answer.text).toBe(JSON.stringify({ code: "invalid_token", message: "The API token is not valid." }));
+        }
+        const reasons = lines.filter((l) => l.msg === "api token refused").map((l) => l.reason);
+        expect(reasons).toEqual(Object.keys(cases));
+        expect(lines.some((l) => l.msg === "api token refused" && l.reason === "revoked" && l.token_id === revoked.body.id)).toBe(true);
+        expect(JSON.stringify(lines)).not.toContain(revoked.body.token);
+      } finally {
+        t.clock.advance(-86400);
+      }
+    } finally {
+      t.ctx.log = quiet;
+    }
+  });
+
   test.each([
     ["GET", "/v1/api-tokens"],
     ["POST", "/v1/api-tokens"],
