@@ -1,7 +1,7 @@
 // Fault injection for state-change tests: a database whose transactions fail at their n-th
 // statement, the way a crash, a full disk or a lost libSQL connection would interrupt them between
 // two writes. Everything else passes through to the real database.
-import type { Db } from "../../lib/db/client.ts";
+import type { Db, Transaction } from "../../lib/db/client.ts";
 
 export class InjectedFault extends Error {}
 
@@ -13,21 +13,20 @@ export function failingAtStatement(db: Db, failAt: number): Db {
         const value = Reflect.get(target, key, receiver);
         return typeof value === "function" ? value.bind(target) : value;
       }
-      return async (...args: unknown[]) => {
-        const tx = await (target.transaction as (...a: unknown[]) => Promise<object>)(...args);
-        let statements = 0;
-        return new Proxy(tx, {
-          get(txTarget, txKey) {
-            const value = Reflect.get(txTarget, txKey);
-            if (typeof value !== "function") return value;
-            if (txKey !== "execute" && txKey !== "batch") return value.bind(txTarget);
-            return (...a: unknown[]) => {
+      return (work: (tx: Transaction) => Promise<unknown>) =>
+        target.transaction((tx) => {
+          let statements = 0;
+          const failing: Transaction = {
+            get closed() {
+              return tx.closed;
+            },
+            execute(...a: Parameters<Transaction["execute"]>) {
               if (++statements === failAt) return Promise.reject(new InjectedFault(`injected failure at statement ${failAt}`));
-              return value.apply(txTarget, a);
-            };
-          },
+              return tx.execute(...a);
+            },
+          };
+          return work(failing);
         });
-      };
     },
   });
 }
