@@ -10,7 +10,8 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
  * The content key: a digest of the exact bytes. GitHub signs only the body, so a captured body
  * replayed under a fresh X-GitHub-Delivery would otherwise trigger again (the signature does not cover the headers:
  * https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries);
- * a genuine new event never has byte-identical content.
+ * a genuine new GitHub event never has byte-identical content. For GitHub only: GitLab sends
+ * identical bytes for distinct events (a tag deleted and pushed again at the same commit).
  */
 export function contentKey(host: string, body: Uint8Array): string {
   return `${host}:content:${createHash("sha256").update(body).digest("hex")}`;
@@ -19,7 +20,7 @@ export function contentKey(host: string, body: Uint8Array): string {
 /** What both receivers answer to a verified delivery (docs/webhooks.md: ok, duplicate). */
 export const WebhookResult = z.object({
   ok: z.boolean(),
-  duplicate: z.boolean().describe("true when this delivery (same delivery id, or the same content) was already received; nothing was created"),
+  duplicate: z.boolean().describe("true when this delivery (same delivery id or GitLab Idempotency-Key, or for GitHub the same body within 7 days) was already received; nothing was created"),
   delivery_id: z.string().describe("Roost's record of this delivery (GET /v1/webhook-deliveries/{id})"),
   builds: z.array(z.object({ id: z.string(), build_number: z.number().int(), pipeline_id: z.string() })),
 });
