@@ -1,6 +1,15 @@
 // Credentials that prove access to the host rather than to an account: the setup token and the
 // recovery capability. Both are minted only where a local operator can read them (a 0600 file in
 // the data dir, or the 0600 Unix management socket), stored hashed, and expire.
+//
+// Neither outlives the moment it was made for (docs/operations.md "One-time credentials"):
+// - only the newest setup token works: minting one (at every start while setup is incomplete, or
+//   with `roost recover setup-token`) deletes every earlier one, and a token with a newer one
+//   beside it is refused anyway;
+// - a capability belongs to the process that minted it: when a process starts serving the
+//   management socket, every capability minted before is deleted, so none survives a restart.
+//   The rows stay in the database (not in memory) so that a second daemon process on the same
+//   database, whose socket the first one serves, accepts them too.
 import type { Executor } from "./client.ts";
 import { num, one, run, str } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
@@ -17,14 +26,16 @@ export async function mintSetupToken(db: Executor, now: number): Promise<{ token
     sql: "INSERT INTO setup_tokens (id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
     args: [minted.id, minted.hash, now, expiresAt],
   });
+  // "Newest" is the insertion order (rowid), so of two mints at once exactly the later one survives.
+  await run(db, "DELETE FROM setup_tokens WHERE rowid < (SELECT rowid FROM setup_tokens WHERE id = ?)", [minted.id]);
   return { token: minted.token, expires_at: expiresAt };
 }
 
-/** The expiry of a valid setup token, or null. Setup tokens stay valid for every setup step until setup completes. */
+/** The expiry of a valid setup token, or null. The newest setup token stays valid for every setup step until setup completes. */
 export async function checkSetupToken(db: Executor, token: string, now: number): Promise<{ id: string; expires_at: number } | null> {
   const parsed = parseSecret("setup", token);
   if (!parsed) return null;
-  const row = await one(db, "SELECT * FROM setup_tokens WHERE id = ?", [parsed.id]);
+  const row = await one(db, "SELECT * FROM setup_tokens s WHERE id = ? AND NOT EXISTS (SELECT 1 FROM setup_tokens n WHERE n.rowid > s.rowid)", [parsed.id]);
   if (!row || !secretMatches(parsed.secret, str(row, "secret_hash"))) return null;
   if (num(row, "expires_at") <= now) return null;
   return { id: parsed.id, expires_at: num(row, "expires_at") };
@@ -37,6 +48,11 @@ export async function hasValidSetupToken(db: Executor, now: number): Promise<boo
 /** Setup is over: no setup token works again. */
 export async function deleteSetupTokens(db: Executor): Promise<void> {
   await run(db, "DELETE FROM setup_tokens");
+}
+
+/** A process starts serving the management socket: capabilities minted by earlier processes stop working. */
+export async function forgetEarlierCapabilities(db: Executor): Promise<number> {
+  return run(db, "DELETE FROM recovery_capabilities");
 }
 
 export async function mintRecoveryCapability(db: Executor, now: number): Promise<{ token: string; expires_at: number }> {
