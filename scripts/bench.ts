@@ -204,7 +204,7 @@ async function logsScenario(): Promise<void> {
     );
     const seconds = (performance.now() - began) / 1000;
     const bytes = lines * (LINE.length + 6);
-    // Baseline: the same rows straight into libSQL, 500 per transaction, through the same embedded client.
+    // Baseline: the same rows straight into the database, 500 per transaction, through the same Db (bun:sqlite).
     const { openDatabase, inTransaction } = await import("../lib/db/client.ts");
     const { migrate } = await import("../lib/db/migrate.ts");
     const dir = mkdtempSync(join(tmpdir(), "roost-bench-raw-"));
@@ -223,7 +223,7 @@ async function logsScenario(): Promise<void> {
     const rawSeconds = (performance.now() - rawBegan) / 1000;
     raw.close();
     rmSync(dir, { recursive: true, force: true });
-    record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "lines/s", roost: lines / seconds, baseline: rawLines / rawSeconds, baselineName: "raw libSQL inserts, 500 per transaction", higherIsBetter: true, unit: "lines/s" });
+    record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "lines/s", roost: lines / seconds, baseline: rawLines / rawSeconds, baselineName: "raw SQLite inserts, 500 per transaction", higherIsBetter: true, unit: "lines/s" });
     record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "MB/s", roost: bytes / seconds / 1e6, baseline: (rawLines * (LINE.length + 6)) / rawSeconds / 1e6, baselineName: "raw libSQL inserts", higherIsBetter: true, unit: "MB/s" });
     await ci.stop();
   } finally {
