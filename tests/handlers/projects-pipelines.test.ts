@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
+import { migrate } from "../../lib/db/migrate.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -186,5 +187,63 @@ describe("pipelines", () => {
     expect((await t.call("GET", `/v1/pipelines/${first.id}`, { token: owner })).body.pipeline.name).toBe("Same");
     expect((await t.call("DELETE", `/v1/pipelines/${first.id}`, { token: owner })).body).toEqual({ deleted: true });
     expect((await t.call("GET", `/v1/pipelines/${first.id}`, { token: owner })).status).toBe(404);
+  });
+});
+
+describe("a repository is built by exactly one project", () => {
+  test("a second project on a repository is 409 repository_already_linked, naming nothing about the first", async () => {
+    const repo = await repositoryId(t, owner, "acme/website");
+    const first = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo, name: "the website" } })).body.project;
+    const outsider = await userWithRole(t, owner, "maintainer");
+    const second = await t.call("POST", "/v1/projects", { token: outsider.token, body: { repository_id: repo } });
+    expect(second.status).toBe(409);
+    expect(second.body).toEqual({
+      code: "repository_already_linked",
+      message: "Another project already builds this repository; a repository is built by exactly one project. Ask its maintainers to add you.",
+    });
+    expect((await t.call("GET", `/v1/projects/${first.id}`, { token: owner })).body.project.repository_id).toBe(repo);
+    // Once the project is deleted, the repository can be linked again.
+    await t.call("DELETE", `/v1/projects/${first.id}`, { token: owner });
+    expect((await t.call("POST", "/v1/projects", { token: outsider.token, body: { repository_id: repo } })).status).toBe(201);
+  });
+
+  test("upgrading a database where two projects build one repository: the oldest keeps it, the other is unlinked with an incident, and old tokens are dropped", async () => {
+    const app = await createTestApp();
+    try {
+      const admin = await bootstrapOwner(app);
+      // The schema as it was before migration 7, with two projects on one GitLab repository.
+      for (const sql of [
+        "DROP INDEX projects_one_per_repository",
+        "ALTER TABLE projects DROP COLUMN unlinked_at",
+        "ALTER TABLE projects DROP COLUMN webhook_token_hash",
+        "DELETE FROM schema_migrations WHERE version = 7",
+        "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('int1', 'gitlab', 'GitLab', 'https://gitlab.example', 'https://gitlab.example', 'sealed', 1, 1)",
+        "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at, webhook_token_hash) VALUES ('repo1', 'int1', 'gitlab', '7', 'team/app', 'main', 'https://gitlab.example', 1, 1, 'hash-minted-by-anyone')",
+        "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('older', 'Real', 'repo1', 'main', 100, 100)",
+        "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('newer', 'Takeover', 'repo1', 'main', 200, 200)",
+      ]) await app.db.execute(sql);
+      await migrate(app.db, app.clock.now);
+
+      const rows = (await app.db.execute("SELECT id, unlinked_at FROM projects ORDER BY id")).rows.map((r) => [r.id, r.unlinked_at === null]);
+      expect(rows).toEqual([["newer", false], ["older", true]]);
+      expect((await app.db.execute("SELECT webhook_token_hash FROM repositories")).rows[0]!.webhook_token_hash).toBeNull();
+      const incidents = (await app.call("GET", "/v1/operator-incidents?status=open", { token: admin })).body.incidents;
+      expect(incidents).toEqual([
+        expect.objectContaining({
+          reason: "project_unlinked",
+          resource_kind: "project",
+          resource_id: "newer",
+          message: "Project Takeover was unlinked from team/app: an older project builds that repository, and a repository is built by exactly one project.",
+        }),
+      ]);
+      // The unlinked project gets no webhook token; the linked one does, and the unique rule now holds.
+      const refused = await app.call("POST", "/v1/projects/newer/webhook-token", { token: admin });
+      expect(refused.status).toBe(409);
+      expect(refused.body.code).toBe("repository_already_linked");
+      expect((await app.call("POST", "/v1/projects/older/webhook-token", { token: admin })).status).toBe(201);
+      expect((await app.call("POST", "/v1/projects", { token: admin, body: { repository_id: "repo1" } })).status).toBe(409);
+    } finally {
+      app.close();
+    }
   });
 });
