@@ -31,8 +31,8 @@ export const endpoint = defineEndpoint({
     const idempotencyKey = (headers.get("idempotency-key") ?? "").slice(0, 200);
     const token = headers.get("x-gitlab-token");
 
-    // 1. The token names its project (roost_whk_<project id>…) and is checked before the body is
-    // read; the body is decoded without trusting it only to explain a rejection.
+    // 1. The token names its project (roost_whk_<project id>…) and is checked before anything in
+    // the body is acted on; the body is decoded here only to explain a rejection in the log.
     let payload: unknown;
     let decoded = true;
     try {
