@@ -20,6 +20,7 @@ import { diskFullError, isDiskFullError } from "./disk.ts";
 import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
+import { createOidcCache } from "./auth/oidc.ts";
 import { SocketInUseError, startManagementSocket } from "../scripts/management-socket.ts";
 
 /**
@@ -66,7 +67,7 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
 
   const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
   const shutdown = new AbortController();
-  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: shutdown.signal };
+  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: shutdown.signal, oidc: createOidcCache() };
   const app = createApp(ctx, routes);
   const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
     // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
