@@ -13,7 +13,8 @@ import type { RequestContext } from "./context.ts";
  * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that;
  * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer;
  * - runner: a runner token (roost_rt_…) of the runner named by the path's {runner_id};
- * - stream: a stream token (roost_st_…) in the `token` query parameter, for the path's {build_id} only.
+ * - stream: a stream token (roost_st_…) in the `token` query parameter, for the path's {build_id} only,
+ *   whose user still sees the build's project when the stream opens.
  */
 export type AuthRule = "public" | "setup" | "session" | "user" | "maintainer" | "admin" | "owner" | "metrics" | "runner" | "stream";
 

@@ -1,5 +1,6 @@
 // POST /v1/builds/{build_id}/stream-token (project viewer): a read-only token for this
-// build's log stream only, valid 5 minutes to open it (an open stream lives on), stored hashed.
+// build's log stream, bound to the caller, valid 60 seconds to open it (an open stream lives on),
+// stored hashed. The stream re-checks that the caller still sees the project when it opens.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";

@@ -14,7 +14,9 @@ import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
 import { constantTimeEqualStrings } from "./secrets.ts";
 import { isLoopbackAddress } from "../net.ts";
 import { runnerForToken, touchRunner, type Runner } from "../db/runners.ts";
-import { buildForStreamToken } from "../db/stream-tokens.ts";
+import { findStreamGrant } from "../db/stream-tokens.ts";
+import { findBuild } from "../db/builds.ts";
+import { userMaySeeProject } from "./project-access.ts";
 
 export interface Authentication {
   principal: Principal | null;
@@ -48,10 +50,16 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
     // Stream tokens travel in the query string (EventSource sends no headers): scoped to one build, read-only, short-lived.
     const presented = new URL(request.url).searchParams.get("token");
     if (!presented) fail("missing_auth", "Pass the stream token as ?token= (POST /v1/builds/{build_id}/stream-token).");
-    const buildId = await buildForStreamToken(ctx.db, presented, ctx.clock.now());
-    if (!buildId) fail("invalid_token", "The stream token is unknown or expired; ask for a new one.");
-    if (buildId !== params.build_id) fail("forbidden", "This stream token is for another build.");
-    return { principal: null, setupToken: null, streamBuildId: buildId };
+    const grant = await findStreamGrant(ctx.db, presented, ctx.clock.now());
+    if (!grant) fail("invalid_token", "The stream token is unknown or expired; ask for a new one.");
+    if (grant.build_id !== params.build_id) fail("forbidden", "This stream token is for another build.");
+    // The token is the user's, not a bearer pass: whoever it was issued to must still see the
+    // project when the stream opens (deactivated, or removed from the project: refused).
+    const build = await findBuild(ctx.db, grant.build_id);
+    if (!build || !(await userMaySeeProject(ctx.db, await findUserById(ctx.db, grant.user_id), build.project_id))) {
+      fail("forbidden", "The user this stream token was issued to can no longer see this build.");
+    }
+    return { principal: null, setupToken: null, streamBuildId: grant.build_id };
   }
   if (rule === "metrics") {
     // Prometheus scrapes with a static bearer token; without one configured, only this host may scrape.

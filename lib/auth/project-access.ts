@@ -9,6 +9,8 @@ import type { RequestContext } from "../context.ts";
 import { fail } from "../errors.ts";
 import { roleAtLeast } from "./roles.ts";
 import { findMemberRole, findProject, type Project, type ProjectRole } from "../db/projects.ts";
+import type { Executor } from "../db/client.ts";
+import type { User } from "../db/users.ts";
 
 const RANK: Record<ProjectRole, number> = { maintainer: 3, developer: 2, viewer: 1 };
 
@@ -25,6 +27,16 @@ export async function projectRoleOf(ctx: RequestContext, projectId: string): Pro
   // even when its creator maintains it.
   if (member === "maintainer" && principal.kind === "api_token" && !roleAtLeast(principal.role, "maintainer")) return "developer";
   return member;
+}
+
+/**
+ * Whether `user` may see the project now (an active admin or owner, or a member): what a stream
+ * token's holder is re-checked against when the stream opens, since the token outlives the request
+ * that minted it.
+ */
+export async function userMaySeeProject(db: Executor, user: User | null, projectId: string): Promise<boolean> {
+  if (!user || !user.active) return false;
+  return roleAtLeast(user.role, "admin") || (await findMemberRole(db, projectId, user.id)) !== null;
 }
 
 /** Loads the project and checks the caller has at least `minimum` on it: 404 when invisible, 403 when too low. */

@@ -1,10 +1,12 @@
-// Stream tokens: read-only, one build, short-lived, hashed (docs/runners.md "Live logs").
+// Stream tokens: read-only, bound to one build and the user who asked for it, short-lived, hashed
+// (docs/runners.md "Live logs"). They travel in the URL (EventSource sends no headers), so they
+// may end up in a proxy's or browser's history: the short life bounds what a copy is worth.
 import type { Executor } from "./client.ts";
 import { num, one, str } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
 
-/** A stream token must be used to open a stream within 5 minutes; an open stream lives on. */
-export const STREAM_TOKEN_TTL_SECONDS = 300;
+/** A stream token must be used to open a stream within a minute; an open stream lives on. */
+export const STREAM_TOKEN_TTL_SECONDS = 60;
 
 export async function mintStreamToken(db: Executor, buildId: string, userId: string, now: number): Promise<{ token: string; expires_at: number }> {
   const minted = mintSecret("st");
@@ -17,10 +19,11 @@ export async function mintStreamToken(db: Executor, buildId: string, userId: str
   return { token: minted.token, expires_at: expiresAt };
 }
 
-export async function buildForStreamToken(db: Executor, token: string, now: number): Promise<string | null> {
+/** The build and the user a valid, unexpired stream token was issued for, or null. */
+export async function findStreamGrant(db: Executor, token: string, now: number): Promise<{ build_id: string; user_id: string } | null> {
   const parsed = parseSecret("st", token);
   if (!parsed) return null;
   const row = await one(db, "SELECT * FROM stream_tokens WHERE id = ?", [parsed.id]);
   if (!row || !secretMatches(parsed.secret, str(row, "secret_hash")) || num(row, "expires_at") <= now) return null;
-  return str(row, "build_id");
+  return { build_id: str(row, "build_id"), user_id: str(row, "user_id") };
 }

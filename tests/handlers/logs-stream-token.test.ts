@@ -1,0 +1,122 @@
+// Stream tokens (docs/runners.md "Live logs"): bound to one build and the user who asked for it,
+// 60 seconds to open the stream, and the user's access to the project checked again when it opens.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner = "";
+let projectId = "";
+let buildId = "";
+
+const EXPIRED = { code: "invalid_token", message: "The stream token is unknown or expired; ask for a new one." };
+const NO_LONGER_ALLOWED = { code: "forbidden", message: "The user this stream token was issued to can no longer see this build." };
+
+beforeAll(async () => {
+  t = await createTestApp();
+  host = await startHostApiStandIn();
+  seedStandIn(host);
+  owner = await bootstrapOwner(t);
+  await createGithubIntegration(t, owner, host);
+  projectId = (await createProject(t, owner)).id;
+  const pipeline = await createPipeline(t, owner, projectId);
+  buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build.id;
+});
+afterAll(async () => {
+  t.close();
+  await host.stop();
+});
+
+/** The part of a body reader these tests use. */
+interface Reader {
+  read(): Promise<{ value?: Uint8Array }>;
+  cancel(): Promise<void>;
+}
+
+/** A developer who is a viewer of the project. */
+async function viewer() {
+  const user = await userWithRole(t, owner, "developer");
+  const added = await t.call("PUT", `/v1/projects/${projectId}/members/${user.id}`, { token: owner, body: { role: "viewer" } });
+  if (added.status >= 300) throw new Error(added.text);
+  return user;
+}
+
+async function streamToken(session: string): Promise<{ token: string; expires_at: number }> {
+  const res = await t.call("POST", `/v1/builds/${buildId}/stream-token`, { token: session });
+  if (res.status !== 200) throw new Error(res.text);
+  return res.body;
+}
+
+/** Opens the stream; a refusal is read whole, an open stream is handed back unread. */
+async function open(token: string): Promise<{ status: number; body: unknown; reader: Reader | null }> {
+  const res = await t.app.fetch(new Request(`http://127.0.0.1:8080/v1/builds/${buildId}/logs/stream?token=${token}`), "127.0.0.1");
+  if (res.status !== 200) return { status: res.status, body: await res.json(), reader: null };
+  return { status: 200, body: null, reader: res.body!.getReader() };
+}
+
+async function readText(reader: Reader): Promise<string> {
+  const { value } = await reader.read();
+  return new TextDecoder().decode(value);
+}
+
+describe("stream tokens", () => {
+  test("a token must open its stream within 60 seconds", async () => {
+    const user = await viewer();
+    const minted = await streamToken(user.token);
+    expect(minted.expires_at).toBe(t.clock.now() + 60);
+    const inTime = await open(minted.token);
+    expect(inTime.status).toBe(200);
+    await inTime.reader!.cancel();
+    const late = await streamToken(user.token);
+    t.clock.advance(60);
+    try {
+      const res = await open(late.token);
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual(EXPIRED);
+    } finally {
+      t.clock.advance(-60);
+    }
+  });
+
+  test("a user removed from the project cannot open a stream with a token minted before", async () => {
+    const user = await viewer();
+    const { token } = await streamToken(user.token);
+    await t.call("DELETE", `/v1/projects/${projectId}/members/${user.id}`, { token: owner });
+    const res = await open(token);
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual(NO_LONGER_ALLOWED);
+  });
+
+  test("a deactivated user cannot open a stream with a token minted before", async () => {
+    const user = await viewer();
+    const { token } = await streamToken(user.token);
+    expect((await t.call("DELETE", `/v1/users/${user.id}`, { token: owner })).status).toBe(200);
+    const res = await open(token);
+    expect(res.status).toBe(403);
+    expect(res.body).toEqual(NO_LONGER_ALLOWED);
+  });
+
+  test("an instance admin needs no membership; a token for one build opens no other", async () => {
+    const admin = await userWithRole(t, owner, "admin");
+    const { token } = await streamToken(admin.token);
+    const ok = await open(token);
+    expect(ok.status).toBe(200);
+    await ok.reader!.cancel();
+    const other = await t.app.fetch(new Request(`http://127.0.0.1:8080/v1/builds/someotherbuild/logs/stream?token=${token}`), "127.0.0.1");
+    expect(other.status).toBe(403);
+    expect(await other.json()).toEqual({ code: "forbidden", message: "This stream token is for another build." });
+  });
+
+  test("a stream already open is not cut when its user loses access", async () => {
+    const user = await viewer();
+    const { token } = await streamToken(user.token);
+    const stream = await open(token);
+    expect(stream.status).toBe(200);
+    expect(await readText(stream.reader!)).toContain("retry: 3000");
+    await t.call("DELETE", `/v1/projects/${projectId}/members/${user.id}`, { token: owner });
+    expect(await readText(stream.reader!)).toContain("event: status");
+    await stream.reader!.cancel();
+  });
+});
