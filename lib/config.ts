@@ -24,6 +24,7 @@ const EnvSchema = z.object({
   ROOST_MAX_BUILD_LOG_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(64 * 1024 * 1024),
   ROOST_MAX_ARTIFACT_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(2 * 1024 ** 3),
   ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+  ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
   ROOST_SECRET_KEY: z
     .string()
     .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
@@ -41,6 +42,10 @@ export interface Config {
   secretKey: string | undefined;
   /** Bearer token Prometheus presents to GET /metrics; without it, /metrics answers loopback peers only. */
   metricsToken: string | undefined;
+  integrations: {
+    /** Whether an integration's api_url may be, or resolve to, a link-local or cloud metadata address. */
+    allowLinkLocal: boolean;
+  };
   runners: {
     /** How often a runner should send heartbeats. */
     heartbeatSeconds: number;
@@ -80,6 +85,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
     metricsToken: e.ROOST_METRICS_TOKEN,
+    integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true" },
     runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
   };
 }

@@ -5,8 +5,10 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { IntegrationResource } from "../../lib/schemas/ci.ts";
-import { findIntegration, insertIntegration, toPublicIntegration } from "../../lib/db/integrations.ts";
-import { sealCredentials, syncRepositories } from "../../lib/integrations/index.ts";
+import { fail } from "../../lib/errors.ts";
+import { findIntegration, insertIntegration } from "../../lib/db/integrations.ts";
+import { integrationView, sealCredentials, syncRepositories } from "../../lib/integrations/index.ts";
+import { refusedHostReason } from "../../lib/integrations/address-policy.ts";
 import { HostApiError } from "../../lib/integrations/http.ts";
 
 const HostUrl = z
@@ -44,8 +46,15 @@ export const endpoint = defineEndpoint({
   body: CreateIntegrationBody,
   response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
   successStatus: 201,
-  errors: ["forbidden", "invalid_session", "invalid_token"],
+  errors: ["invalid_request", "forbidden", "invalid_session", "invalid_token"],
   async handle({ body }, ctx) {
+    // Link-local and cloud metadata hosts are refused here by their literal address or name; the
+    // address a name resolves to is checked again before every request (lib/integrations/http.ts).
+    const refused = ctx.config.integrations.allowLinkLocal ? null : refusedHostReason(new URL(body.api_url).hostname);
+    if (refused) {
+      const message = `must not be ${refused} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true`;
+      fail("invalid_request", `The body is not valid: body.api_url: ${message}`, { details: [{ path: "body.api_url", message }] });
+    }
     const now = ctx.clock.now();
     const credentials = body.provider === "github" ? { private_key: body.private_key, webhook_secret: body.webhook_secret } : { access_token: body.access_token };
     const integration = await insertIntegration(
@@ -71,6 +80,6 @@ export const endpoint = defineEndpoint({
       if (!(error instanceof HostApiError)) throw error;
       syncError = error.message;
     }
-    return { integration: toPublicIntegration((await findIntegration(ctx.db, integration.id))!), repositories_synced: synced, sync_error: syncError };
+    return { integration: integrationView((await findIntegration(ctx.db, integration.id))!, true), repositories_synced: synced, sync_error: syncError };
   },
 });

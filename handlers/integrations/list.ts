@@ -1,8 +1,11 @@
-// GET /v1/integrations (maintainer): the connected hosts, without credentials.
+// GET /v1/integrations (maintainer): the connected hosts, without credentials; why a sync failed
+// only for admins.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IntegrationResource } from "../../lib/schemas/ci.ts";
-import { listIntegrations, toPublicIntegration } from "../../lib/db/integrations.ts";
+import { listIntegrations } from "../../lib/db/integrations.ts";
+import { integrationView } from "../../lib/integrations/index.ts";
+import { roleAtLeast } from "../../lib/auth/roles.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_integrations",
@@ -11,6 +14,7 @@ export const endpoint = defineEndpoint({
   response: z.object({ integrations: z.array(IntegrationResource) }),
   errors: ["forbidden", "invalid_session", "invalid_token"],
   async handle(_input, ctx) {
-    return { integrations: (await listIntegrations(ctx.db)).map(toPublicIntegration) };
+    const isAdmin = ctx.principal !== null && roleAtLeast(ctx.principal.role, "admin");
+    return { integrations: (await listIntegrations(ctx.db)).map((i) => integrationView(i, isAdmin)) };
   },
 });

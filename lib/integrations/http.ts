@@ -1,6 +1,10 @@
 // Outbound requests to a source host. Only the integration's configured API origin is ever
 // contacted: pagination links that point anywhere else are refused, and no URL from a webhook
-// payload is fetched (GitLab CVE-2021-22214 was SSRF through such URLs).
+// payload is fetched (GitLab CVE-2021-22214 was SSRF through such URLs). Link-local and cloud
+// metadata addresses are refused (address-policy.ts). What users see of a failure is a status and
+// a fixed phrase, never the host's body.
+import { hostRefusal } from "./address-policy.ts";
+
 export class HostApiError extends Error {
   constructor(
     message: string,
@@ -25,24 +29,38 @@ export function sameOrigin(base: string, url: string): boolean {
 }
 
 export async function hostRequest(fetchImpl: FetchLike, base: string, url: string, init: RequestInit): Promise<Response> {
-  if (!sameOrigin(base, url)) throw new HostApiError(`refusing to contact ${url}: not the configured host ${base}`, null);
+  if (!sameOrigin(base, url)) throw new HostApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
+  const refusal = await hostRefusal(new URL(url).hostname);
+  if (refusal) throw new HostApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
   let response: Response;
   try {
     response = await fetchImpl(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(HOST_TIMEOUT_MS) });
   } catch (error) {
-    throw new HostApiError(`cannot reach ${new URL(base).host}: ${(error as Error).message}`, null);
+    const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
+    throw new HostApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${HOST_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
   }
   if (!response.ok) {
-    const text = await response.text().catch(() => "");
-    let detail = text.slice(0, 200);
-    try {
-      detail = (JSON.parse(text) as { message?: string }).message ?? detail;
-    } catch {
-      // not JSON
-    }
-    throw new HostApiError(`${new URL(base).host} answered ${response.status}: ${detail}`, response.status);
+    // Only the status reaches users: the host's own body may be anything (an internal service's
+    // page, a token echoed back), so it is read and dropped, never passed on.
+    await response.body?.cancel().catch(() => {});
+    throw new HostApiError(`${hostOf(base)} answered HTTP ${response.status}${statusMeaning(response.status)}`, response.status);
   }
   return response;
+}
+
+function hostOf(base: string): string {
+  return URL.parse(base)?.host ?? "the configured host";
+}
+
+/** A short, fixed explanation of a host's refusal (RFC 9110 section 15). */
+function statusMeaning(status: number): string {
+  if (status >= 300 && status < 400) return " (a redirect, which Roost does not follow: check the API URL)";
+  if (status === 401) return " (the credentials were refused)";
+  if (status === 403) return " (the credentials lack access)";
+  if (status === 404) return " (not found: check the API URL and the repository)";
+  if (status === 429) return " (rate limited: try again later)";
+  if (status >= 500) return " (the host had an error)";
+  return "";
 }
 
 /** The rel="next" URL of an RFC 8288 Link header, if any. */

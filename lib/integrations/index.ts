@@ -4,7 +4,7 @@
 import type { Db } from "../db/client.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import type { Integration } from "../db/integrations.ts";
-import { recordSync } from "../db/integrations.ts";
+import { recordSync, toPublicIntegration } from "../db/integrations.ts";
 import { upsertRepositories } from "../db/repositories.ts";
 import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { GithubClient, type GithubCredentials } from "./github.ts";
@@ -41,6 +41,19 @@ export async function branchHead(secrets: SecretBox, integration: Integration, r
 
 export const SYNC_FAILED = "integration_sync_failed";
 
+/**
+ * An integration as the API shows it. Why a sync failed names hosts and statuses of the
+ * instance's network, so only admins (who configure integrations) see it; every role sees
+ * whether it failed.
+ */
+export function integrationView(integration: Integration, viewerIsAdmin: boolean) {
+  return {
+    ...toPublicIntegration(integration),
+    last_sync_error: viewerIsAdmin ? integration.last_sync_error : null,
+    last_sync_failed: integration.last_sync_error !== null,
+  };
+}
+
 /** Syncs the catalogue; returns how many repositories the host listed, or throws HostApiError. */
 export async function syncRepositories(deps: { db: Db; secrets: SecretBox; now: number }, integration: Integration): Promise<number> {
   try {
@@ -51,7 +64,9 @@ export async function syncRepositories(deps: { db: Db; secrets: SecretBox; now: 
     await resolveIncident(deps.db, deps.now, "integration", integration.id, SYNC_FAILED);
     return count;
   } catch (error) {
-    const message = error instanceof HostApiError ? error.message : `sync failed: ${(error as Error).message}`;
+    // A host's malformed answer can put its own text in a parser's message, so only HostApiError's
+    // fixed phrases are kept; anything else becomes one sentence.
+    const message = error instanceof HostApiError ? error.message : error instanceof DecryptionError ? "sync failed: the credentials cannot be decrypted with this instance's secret key" : "sync failed: the host's answer was not what Roost expected";
     await recordSync(deps.db, integration.id, deps.now, message);
     await raiseIncident(deps.db, deps.now, {
       severity: "warning",

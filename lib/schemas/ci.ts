@@ -34,7 +34,8 @@ export const IntegrationResource = z.object({
   created_at: Timestamp,
   updated_at: Timestamp,
   last_synced_at: Timestamp.nullable(),
-  last_sync_error: z.string().nullable(),
+  last_sync_error: z.string().nullable().describe("why the last sync failed (a status and a short reason); admins only, null for other roles"),
+  last_sync_failed: z.boolean().describe("whether the last sync failed; shown to every role"),
 });
 
 export const ProjectResource = z.object({

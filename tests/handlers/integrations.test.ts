@@ -4,6 +4,11 @@ import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../he
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createProject, seedStandIn } from "../helpers/ci.ts";
 import { GithubClient } from "../../lib/integrations/github.ts";
+import { hostRefusal, refusedHostReason } from "../../lib/integrations/address-policy.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BUN, REPO_ROOT } from "../helpers/daemon.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -115,5 +120,94 @@ describe("outbound requests", () => {
     const client = new GithubClient({ api_url: "https://api.github.example.test", app_id: "1", installation_id: "9" }, { private_key: host.github.privateKeyPem, webhook_secret: "x" }, fetchImpl as never);
     await expect(client.listRepositories()).rejects.toThrow("not the configured host");
     expect(calls).toBe(2);
+  });
+});
+
+describe("what a host's failure shows, and to whom", () => {
+  // A host that answers every request with an error page full of things users must not see.
+  let leaky: ReturnType<typeof Bun.serve>;
+  beforeAll(() => {
+    leaky = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response('{"message":"db=postgres://admin:hunter2@10.0.0.9 AKIAEXAMPLESECRET"}', { status: 500, headers: { "content-type": "application/json" } }) });
+  });
+  afterAll(() => leaky.stop(true));
+
+  test("sync_error, the sync answer and the incident carry a status and a short reason, never the host's body", async () => {
+    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Leaky", api_url: `http://127.0.0.1:${leaky.port}`, access_token: "t" } });
+    expect(res.status).toBe(201);
+    expect(res.body.sync_error).toBe(`127.0.0.1:${leaky.port} answered HTTP 500 (the host had an error)`);
+    const again = await t.call("POST", `/v1/integrations/${res.body.integration.id}/sync`, { token: owner });
+    expect(again.body).toEqual({ code: "source_host_error", message: `127.0.0.1:${leaky.port} answered HTTP 500 (the host had an error)` });
+    const incidents = await t.call("GET", "/v1/operator-incidents", { token: owner });
+    expect(incidents.text).not.toContain("hunter2");
+    expect(incidents.text).not.toContain("AKIA");
+  });
+
+  test("an unreachable host says so without the connection error's text", async () => {
+    const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
+    const port = closed.port;
+    await closed.stop(true);
+    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Gone", api_url: `http://127.0.0.1:${port}`, access_token: "t" } });
+    expect(res.body.sync_error).toBe(`cannot reach 127.0.0.1:${port}: the connection failed`);
+  });
+
+  test("only admins see why a sync failed; maintainers see that it failed", async () => {
+    const maintainer = await userWithRole(t, owner, "maintainer");
+    const asMaintainer = await t.call("GET", "/v1/integrations", { token: maintainer.token });
+    const leakyForMaintainer = asMaintainer.body.integrations.find((i: { name: string }) => i.name === "Leaky");
+    expect(leakyForMaintainer).toMatchObject({ last_sync_error: null, last_sync_failed: true });
+    expect(asMaintainer.text).not.toContain("answered HTTP");
+    const asOwner = await t.call("GET", "/v1/integrations", { token: owner });
+    const leakyForOwner = asOwner.body.integrations.find((i: { name: string }) => i.name === "Leaky");
+    expect(leakyForOwner).toMatchObject({ last_sync_error: `127.0.0.1:${leaky.port} answered HTTP 500 (the host had an error)`, last_sync_failed: true });
+    const healthy = asMaintainer.body.integrations.find((i: { provider: string }) => i.provider === "github");
+    expect(healthy).toMatchObject({ last_sync_error: null, last_sync_failed: false });
+  });
+});
+
+describe("link-local and cloud metadata addresses", () => {
+  for (const apiUrl of ["http://169.254.169.254", "http://169.254.10.1:8080/api", "http://2852039166", "http://[::ffff:169.254.169.254]", "http://[fe80::1]", "http://[fd00:ec2::254]", "http://metadata.google.internal", "http://METADATA.google.internal./computeMetadata/v1"]) {
+    test(`api_url ${apiUrl} is refused with 400 and nothing is stored`, async () => {
+      const before = (await t.call("GET", "/v1/integrations", { token: owner })).body.integrations.length;
+      const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Metadata", api_url: apiUrl, access_token: "t" } });
+      expect(res.status).toBe(400);
+      expect(res.body.code).toBe("invalid_request");
+      expect(res.body.details).toHaveLength(1);
+      expect(res.body.details[0].path).toBe("body.api_url");
+      expect(res.body.details[0].message).toEndWith("unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true");
+      expect((await t.call("GET", "/v1/integrations", { token: owner })).body.integrations.length).toBe(before);
+    });
+  }
+
+  // Needs root for its own network and mount namespaces (CI and this machine run as root); it
+  // fails rather than skips when it cannot create them.
+  test("a name that resolves to the metadata address is refused at request time; ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true lets both through", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "roost-hosts-"));
+    const hostsFile = join(dir, "hosts");
+    writeFileSync(hostsFile, "127.0.0.1 localhost\n169.254.169.254 meta-alias.roost.test\n");
+    const script = `ip link set lo up && ip addr add 169.254.169.254/32 dev lo && mount --bind ${hostsFile} /etc/hosts && exec ${BUN} tests/support/metadata-probe.ts`;
+    const child = Bun.spawn(["unshare", "--net", "--mount", "sh", "-c", script], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    rmSync(dir, { recursive: true, force: true });
+    if (code !== 0) throw new Error(`metadata probe failed (${code}): ${err}`);
+    const unexpected = "sync failed: the host's answer was not what Roost expected";
+    expect(JSON.parse(out.trim().split("\n").pop()!)).toEqual({
+      allow_false: {
+        // The name passes the literal check at creation; the sync resolves it and refuses before any request.
+        by_name: { status: 201, sync_error: "refusing to contact meta-alias.roost.test: it is a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)", code: null, reached: 0 },
+        by_address: { status: 400, sync_error: null, code: "invalid_request", reached: 0 },
+      },
+      allow_true: {
+        // Allowed, the host is reached; its body (not a project list) still never reaches the user.
+        by_name: { status: 201, sync_error: unexpected, code: null, reached: 1 },
+        by_address: { status: 201, sync_error: unexpected, code: null, reached: 1 },
+      },
+    });
+  }, 30_000);
+
+  test("private networks and loopback stay allowed (self-hosted GitLab)", async () => {
+    for (const host of ["10.0.0.5", "172.16.3.4", "192.168.1.20", "[fd12:3456::1]", "127.0.0.1", "gitlab.internal.example.test"]) {
+      expect(refusedHostReason(new URL(`http://${host}`).hostname)).toBeNull();
+      expect(await hostRefusal(new URL(`http://${host}`).hostname)).toBeNull();
+    }
   });
 });
