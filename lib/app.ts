@@ -5,7 +5,7 @@ import { Router } from "itty-router";
 import { z } from "zod";
 import type { AppContext, RequestContext } from "./context.ts";
 import type { RouteEntry } from "./route.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, fail } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
 import { authenticate } from "./auth/authenticate.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
@@ -73,6 +73,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
     allowed.set(key, entry);
   }
 
+  // Where a request without a Host header (HTTP/1.0) is taken to have been sent.
+  const fallbackOrigin = ctx.config.publicUrl ?? `http://${ctx.config.listen.hostname.includes(":") ? `[${ctx.config.listen.hostname}]` : ctx.config.listen.hostname}:${ctx.config.listen.port}`;
+
   return {
     openapi,
     async fetch(request: Request, peer: string | null, connection: ConnectionControl = NO_CONNECTION_CONTROL): Promise<Response> {
@@ -80,12 +83,13 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const started = performance.now();
       let response: Response;
       try {
+        request = withAbsoluteUrl(request, fallbackOrigin);
         response = (await router.fetch(request as never, { peer, requestId, connection })) ?? notMatched(request, allowed);
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);
         } else {
-          ctx.log.error("unhandled error", { request_id: requestId, method: request.method, path: new URL(request.url).pathname, error });
+          ctx.log.error("unhandled error", { request_id: requestId, method: request.method, path: URL.parse(request.url)?.pathname ?? null, error });
           response = renderError(new ApiError("internal_error", `An unexpected error occurred; quote request id ${requestId} to the operator.`));
         }
       }
@@ -105,6 +109,23 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       return response;
     },
   };
+}
+
+/**
+ * Bun builds request.url from the Host header, so a Host such as `127.0.0.1:99999` or `[::1` gives
+ * a URL that does not parse, and a request without Host (HTTP/1.0) gives a bare path. The first is
+ * refused with 400, as RFC 9112 §3.2 requires for an invalid Host; the second is read against
+ * this server's own origin. Every later `new URL(request.url)` can then rely on it parsing.
+ */
+function withAbsoluteUrl(request: Request, fallbackOrigin: string): Request {
+  if (URL.canParse(request.url)) return request;
+  const host = request.headers.get("host");
+  if (host !== null && host.trim() !== "") {
+    fail("invalid_request", "The Host header is not a valid host[:port] (RFC 9112 section 3.2).");
+  }
+  const url = URL.parse(request.url, fallbackOrigin);
+  if (url === null) fail("invalid_request", "The request target is not a valid path.");
+  return new Request(url.href, request);
 }
 
 /** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */
