@@ -10,6 +10,7 @@ import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from
 import { authenticate } from "./auth/authenticate.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { setLinkLocalAllowed } from "./integrations/address-policy.ts";
+import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
 
 export interface App {
   fetch(request: Request, peer: string | null, connection?: ConnectionControl): Promise<Response>;
@@ -88,6 +89,11 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);
+        } else if (isDiskFullError(error)) {
+          // SQLITE_FULL, ENOSPC or EDQUOT: the operator's problem, said as such (lib/disk.ts).
+          recordDiskFull(ctx.metrics, ctx.clock.now());
+          ctx.log.error("data directory disk full", { request_id: requestId, method: request.method, error });
+          response = renderError(diskFullError());
         } else {
           ctx.log.error("unhandled error", { request_id: requestId, method: request.method, path: URL.parse(request.url)?.pathname ?? null, error });
           response = renderError(new ApiError("internal_error", `An unexpected error occurred; quote request id ${requestId} to the operator.`));
