@@ -82,3 +82,19 @@ describe("trusted-proxy login behind nginx", () => {
     expect(twice.body.code).toBe("trusted_proxy_identity_invalid");
   });
 });
+
+describe("nginx access log", () => {
+  test("the log stream's route is logged without its query string, where the stream token travels", async () => {
+    const streamToken = "roost_st_" + "Q".repeat(58);
+    const stream = await fetch(`${nginx.url}/v1/builds/b1/logs/stream?token=${streamToken}`);
+    expect(stream.status).toBe(401);
+    expect(await stream.json()).toEqual({ code: "invalid_token", message: "The stream token is unknown or expired; ask for a new one." });
+    await fetch(`${nginx.url}/v1/openapi.json?probe=logged`, { headers: { authorization: basic("ada", "wonderland") } });
+    const log = nginx.accessLog();
+    expect(log).toContain('"GET /v1/builds/b1/logs/stream HTTP/1.1" 401');
+    expect(log).not.toContain(streamToken);
+    expect(log).not.toContain("token=");
+    // Every other route keeps its query string in the log.
+    expect(log).toContain('"GET /v1/openapi.json?probe=logged HTTP/1.1" 200');
+  });
+});

@@ -2,13 +2,15 @@
 // of a daemon: daemon off, its pid, logs and temp paths in a
 // temp dir, HTTP Basic authentication from an htpasswd file, and `proxy_bind` so the daemon sees
 // the chosen loopback address as the peer. docs/external-access.md shows the same snippet.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 
 export interface Nginx {
   url: string;
+  /** What nginx wrote to its access log so far. */
+  accessLog(): string;
   stop(): Promise<void>;
 }
 
@@ -41,7 +43,10 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 64; }
 http {
-  access_log off;
+  # As in docs/external-access.md: the log stream's route is logged without its query string,
+  # where its stream token travels (EventSource cannot send headers).
+  log_format roost_no_query '$remote_addr - $remote_user [$time_local] "$request_method $uri $server_protocol" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
+  access_log ${dir}/access.log combined;
   client_body_temp_path ${dir}/client_body;
   proxy_temp_path ${dir}/proxy;
   fastcgi_temp_path ${dir}/fastcgi;
@@ -49,6 +54,14 @@ http {
   scgi_temp_path ${dir}/scgi;
   server {
     listen 127.0.0.1:${port};
+    location ~ ^/v1/builds/[^/]+/logs/stream$ {
+      access_log ${dir}/access.log roost_no_query;
+      proxy_pass ${o.upstream};
+      proxy_bind ${o.bindAddress};
+      proxy_set_header X-Roost-User-Email "";
+      proxy_set_header X-Roost-Trusted-Proxy-Secret "";
+      proxy_buffering off;
+    }
     location / {
       auth_basic "Roost";
       auth_basic_user_file ${dir}/htpasswd;
@@ -82,6 +95,7 @@ http {
   }
   return {
     url,
+    accessLog: () => readFileSync(join(dir, "access.log"), "utf8"),
     async stop() {
       proc.kill("SIGQUIT");
       await proc.exited;
