@@ -12,7 +12,7 @@ import { IdParam } from "../../lib/schemas/ci.ts";
 import { LOG_REQUEST_LIMIT, LogLine } from "../../lib/runners/wire.ts";
 import { jobStatusHeader, ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { appendLogLines } from "../../lib/db/build-logs.ts";
-import { notifyHub } from "../../lib/log-hub.ts";
+import { publishLogs } from "../../lib/logs/live.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_append_logs",
@@ -32,7 +32,8 @@ export const endpoint = defineEndpoint({
       fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { ...status, "x-roost-log-next-line": String(result.next_line) } });
     }
     ctx.metrics.counter("roost_log_bytes_ingested_total", "Bytes of build log lines stored.").inc({}, body.lines.slice(Math.max(0, body.lines.length - result.accepted)).reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0));
-    if (result.accepted > 0) await notifyHub(ctx.logHubs, job.build_id, result.last_seq);
+    // After the commit, the stored lines themselves go to the build's live streams (no re-read).
+    if (result.entries.length > 0) await publishLogs(ctx, job.build_id, result.entries);
     return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, { ...status, "x-roost-log-next-line": String(result.next_line) });
   },
 });

@@ -6,10 +6,9 @@
 import type { AppContext } from "../context.ts";
 import { inTransaction } from "../db/client.ts";
 import { markJob, type Job } from "../db/jobs.ts";
-import { appendSystemLineIn, statsOf } from "../db/build-logs.ts";
+import { appendSystemLineIn } from "../db/build-logs.ts";
 import { findRunner } from "../db/runners.ts";
 import { raiseIncident } from "../incidents.ts";
-import { notifyHub } from "../log-hub.ts";
 import type { Build } from "../db/builds.ts";
 import { publishBuildChanged, transitionBuildIn } from "./transition.ts";
 
@@ -35,10 +34,10 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
       exit_code: outcome.exit_code,
       ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),
     });
-    return { build, lastSeq: (await statsOf(tx, job.build_id)).last_seq };
+    return { build };
   });
   if (!result) return false;
-  await afterCommit(deps, job.build_id, result.build, result.lastSeq);
+  await afterCommit(deps, job, result.build);
   return true;
 }
 
@@ -54,7 +53,7 @@ export async function loseJob(deps: Deps & Pick<AppContext, "config" | "log">, j
   const reason = `runner_lost: runner ${name} sent no heartbeat for ${deps.config.runners.leaseSeconds} s`;
   const result = await inTransaction(deps.db, async (tx) => {
     if (!(await markJob(tx, job.id, "lost", now))) return null;
-    const lastSeq = await appendSystemLineIn(tx, job.build_id, `[roost] ${reason}; the build failed.`, now);
+    await appendSystemLineIn(tx, job.build_id, `[roost] ${reason}; the build failed.`, now);
     const build = await transitionBuildIn(tx, now, job.build_id, "fail", { exit_code: -1, failure_reason: reason });
     await raiseIncident(tx, now, {
       severity: "critical",
@@ -65,15 +64,17 @@ export async function loseJob(deps: Deps & Pick<AppContext, "config" | "log">, j
       resource_id: job.runner_id,
       resource_name: name,
     });
-    return { build, lastSeq };
+    return { build };
   });
   if (!result) return false;
   deps.log.warn("runner lost", { runner_id: job.runner_id, job_id: job.id, build_id: job.build_id, build_failed: result.build !== null });
-  await afterCommit(deps, job.build_id, result.build, result.lastSeq);
+  await afterCommit(deps, job, result.build);
   return true;
 }
 
-async function afterCommit(deps: Deps, buildId: string, build: Build | null, lastSeq: number): Promise<void> {
+async function afterCommit(deps: Deps, job: Job, build: Build | null): Promise<void> {
   if (build) publishBuildChanged(deps.events, build);
-  await notifyHub(deps.logHubs, buildId, lastSeq);
+  // Also when the build did not move (canceled before its job ended): live streams end once no
+  // runner is sending, and learn it from this event (lib/logs/live.ts).
+  deps.events.publish({ type: "job.finished", build_id: job.build_id, job_id: job.id });
 }

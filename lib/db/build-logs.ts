@@ -30,7 +30,16 @@ export interface LogStats {
   cut_bytes: number;
 }
 
-export type AppendResult = { kind: "ok"; next_line: number; last_seq: number; accepted: number } | { kind: "gap"; next_line: number };
+/** A stored line as live readers get it (lib/log-hub.ts publishes these without reading them back). */
+export interface StoredLine {
+  seq: number;
+  step: string;
+  stream: string;
+  ts: number;
+  text: string;
+}
+
+export type AppendResult = { kind: "ok"; next_line: number; last_seq: number; accepted: number; entries: StoredLine[] } | { kind: "gap"; next_line: number };
 
 const lineBytes = (l: { text: string }) => Buffer.byteLength(l.text) + 1;
 
@@ -46,7 +55,8 @@ export async function appendLogLines(db: Db, jobId: string, buildId: string, fir
     if (firstLine > next) return { kind: "gap", next_line: next };
     const fresh = lines.slice(next - firstLine);
     const stats = await statsOf(tx, buildId);
-    if (fresh.length === 0) return { kind: "ok", next_line: next, last_seq: stats.last_seq, accepted: 0 };
+    if (fresh.length === 0) return { kind: "ok", next_line: next, last_seq: stats.last_seq, accepted: 0, entries: [] };
+    const entries: StoredLine[] = [];
 
     let { last_seq, bytes, head_last_seq, cut_lines, cut_bytes } = stats;
     const headCap = Math.floor(capBytes / 2);
@@ -81,6 +91,7 @@ export async function appendLogLines(db: Db, jobId: string, buildId: string, fir
         sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         args: [buildId, last_seq, jobId, line, l.step, l.stream, l.ts ?? now, l.text],
       });
+      entries.push({ seq: last_seq, step: l.step, stream: l.stream, ts: l.ts ?? now, text: l.text });
       bytes += size;
       line++;
     }
@@ -91,7 +102,7 @@ export async function appendLogLines(db: Db, jobId: string, buildId: string, fir
       args: [buildId, last_seq, bytes, head_last_seq, cut_lines, cut_bytes],
     });
     await tx.execute({ sql: "UPDATE jobs SET next_line = ? WHERE id = ?", args: [line, jobId] });
-    return { kind: "ok", next_line: line, last_seq, accepted: fresh.length };
+    return { kind: "ok", next_line: line, last_seq, accepted: fresh.length, entries };
   });
 }
 
