@@ -90,10 +90,16 @@ afterAll(async () => {
 });
 
 describe("a full data directory", () => {
-  test("with room to spare the daemon is ready", async () => {
+  let first = "";
+
+  test("with room to spare the daemon is ready and stores an artifact", async () => {
     const res = await http(daemon.url, "GET", "/readyz");
     expect(res.status).toBe(200);
     expect(res.body.status).toBe("ready");
+    const stored = await upload("build/mapping.txt", randomBytes(2000));
+    expect(stored.status).toBe(201);
+    first = stored.body.artifact.id;
+    expect(artifactFiles()).toEqual([first]);
   });
 
   test("once the disk is full /readyz answers 503 not_ready with the reason", async () => {
@@ -106,12 +112,16 @@ describe("a full data directory", () => {
     });
   });
 
-  test("an artifact upload answers 507 insufficient_storage and leaves no file and no row", async () => {
-    const res = await upload("build/app-release.apk", randomBytes(256 * 1024));
+  test.each([
+    ["a small", 2000],
+    ["a large", 256 * 1024],
+  ])("%s artifact upload answers 507 insufficient_storage and leaves no file and no row", async (_, size) => {
+    const res = await upload("build/app-release.apk", randomBytes(size));
     expect(res.status).toBe(507);
     expect(res.body).toEqual(DISK_FULL);
-    expect(artifactFiles()).toEqual([]);
-    expect((await http(daemon.url, "GET", `/v1/builds/${job.build_id}/artifacts`, { token: owner })).body.artifacts).toEqual([]);
+    expect(artifactFiles()).toEqual([first]);
+    const listed = (await http(daemon.url, "GET", `/v1/builds/${job.build_id}/artifacts`, { token: owner })).body.artifacts;
+    expect(listed.map((a: { path: string }) => a.path)).toEqual(["build/mapping.txt"]);
   });
 
   test("a request that writes to the database answers 507 insufficient_storage, not 500", async () => {
@@ -134,7 +144,7 @@ describe("a full data directory", () => {
     const content = randomBytes(256 * 1024);
     const res = await upload("build/app-release.apk", content);
     expect(res.status).toBe(201);
-    expect(artifactFiles()).toEqual([res.body.artifact.id]);
+    expect(artifactFiles().sort()).toEqual([first, res.body.artifact.id].sort());
     expect(statSync(join(dataDir, "artifacts", job.build_id, res.body.artifact.id)).size).toBe(content.length);
   }, 30_000);
 });
