@@ -1,7 +1,7 @@
 // The map of the whole API: one line a route, grouped by resource, with the auth rule of each
 // (lib/route.ts AuthRule, docs/authorization.md). Nothing else registers a route, and the API
 // document (GET /v1/openapi.json) is generated from this table.
-import type { RouteEntry } from "../lib/route.ts";
+import { projectRole, type RouteEntry } from "../lib/route.ts";
 import { buildOpenApiDocument } from "../lib/openapi.ts";
 
 import * as openapi from "./meta/openapi.ts";
@@ -134,36 +134,36 @@ export const routes: RouteEntry[] = [
   r("DELETE", "/v1/integrations/{integration_id}", "admin", integrationsDelete),
   r("GET", "/v1/integration-repositories", "maintainer", repositoriesList),
 
-  // projects: "user" routes check the project role in the handler (lib/auth/project-access.ts)
+  // projects: projectRole(minimum, param) is checked on the project the param names (lib/auth/project-access.ts)
   r("POST", "/v1/projects", "maintainer", projectsCreate),
   r("GET", "/v1/projects", "user", projectsList),
-  r("GET", "/v1/projects/{project_id}", "user", projectsGet), // project viewer
-  r("PATCH", "/v1/projects/{project_id}", "user", projectsUpdate), // project maintainer
-  r("DELETE", "/v1/projects/{project_id}", "user", projectsDelete), // project maintainer
-  r("GET", "/v1/projects/{project_id}/members", "user", membersList), // project viewer
-  r("PUT", "/v1/projects/{project_id}/members/{user_id}", "user", membersSet), // project maintainer
-  r("DELETE", "/v1/projects/{project_id}/members/{user_id}", "user", membersRemove), // project maintainer
+  r("GET", "/v1/projects/{project_id}", projectRole("viewer", "project_id"), projectsGet),
+  r("PATCH", "/v1/projects/{project_id}", projectRole("maintainer", "project_id"), projectsUpdate),
+  r("DELETE", "/v1/projects/{project_id}", projectRole("maintainer", "project_id"), projectsDelete),
+  r("GET", "/v1/projects/{project_id}/members", projectRole("viewer", "project_id"), membersList),
+  r("PUT", "/v1/projects/{project_id}/members/{user_id}", projectRole("maintainer", "project_id"), membersSet),
+  r("DELETE", "/v1/projects/{project_id}/members/{user_id}", projectRole("maintainer", "project_id"), membersRemove),
 
   // pipelines
-  r("POST", "/v1/projects/{project_id}/pipelines", "user", pipelinesCreate), // project maintainer
-  r("GET", "/v1/projects/{project_id}/pipelines", "user", pipelinesList), // project viewer
-  r("GET", "/v1/pipelines/{pipeline_id}", "user", pipelinesGet), // project viewer
-  r("PATCH", "/v1/pipelines/{pipeline_id}", "user", pipelinesUpdate), // project maintainer
-  r("DELETE", "/v1/pipelines/{pipeline_id}", "user", pipelinesDelete), // project maintainer
+  r("POST", "/v1/projects/{project_id}/pipelines", projectRole("maintainer", "project_id"), pipelinesCreate),
+  r("GET", "/v1/projects/{project_id}/pipelines", projectRole("viewer", "project_id"), pipelinesList),
+  r("GET", "/v1/pipelines/{pipeline_id}", projectRole("viewer", "pipeline_id"), pipelinesGet),
+  r("PATCH", "/v1/pipelines/{pipeline_id}", projectRole("maintainer", "pipeline_id"), pipelinesUpdate),
+  r("DELETE", "/v1/pipelines/{pipeline_id}", projectRole("maintainer", "pipeline_id"), pipelinesDelete),
 
   // builds
-  r("POST", "/v1/projects/{project_id}/builds", "user", buildsCreate), // project developer
-  r("GET", "/v1/projects/{project_id}/builds", "user", buildsList), // project viewer
-  r("GET", "/v1/pipelines/{pipeline_id}/builds", "user", buildsListForPipeline), // project viewer
-  r("GET", "/v1/builds/{build_id}", "user", buildsGet), // project viewer
-  r("POST", "/v1/builds/{build_id}/rerun", "user", buildsRerun), // project developer
-  r("POST", "/v1/builds/{build_id}/cancel", "user", buildsCancel), // project developer
-  r("GET", "/v1/builds/{build_id}/artifacts", "user", artifactsList), // project viewer
-  r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", "user", artifactDownload), // project viewer
+  r("POST", "/v1/projects/{project_id}/builds", projectRole("developer", "project_id"), buildsCreate),
+  r("GET", "/v1/projects/{project_id}/builds", projectRole("viewer", "project_id"), buildsList),
+  r("GET", "/v1/pipelines/{pipeline_id}/builds", projectRole("viewer", "pipeline_id"), buildsListForPipeline),
+  r("GET", "/v1/builds/{build_id}", projectRole("viewer", "build_id"), buildsGet),
+  r("POST", "/v1/builds/{build_id}/rerun", projectRole("developer", "build_id"), buildsRerun),
+  r("POST", "/v1/builds/{build_id}/cancel", projectRole("developer", "build_id"), buildsCancel),
+  r("GET", "/v1/builds/{build_id}/artifacts", projectRole("viewer", "build_id"), artifactsList),
+  r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", projectRole("viewer", "build_id"), artifactDownload),
 
   // build logs
-  r("GET", "/v1/builds/{build_id}/logs", "user", logsRead), // project viewer
-  r("POST", "/v1/builds/{build_id}/stream-token", "user", logsStreamToken), // project viewer
+  r("GET", "/v1/builds/{build_id}/logs", projectRole("viewer", "build_id"), logsRead),
+  r("POST", "/v1/builds/{build_id}/stream-token", projectRole("viewer", "build_id"), logsStreamToken),
   r("GET", "/v1/builds/{build_id}/logs/stream", "stream", logsStream), // ?token= for this build only
 
   // runners: registered by admins; the protocol is authenticated by the runner's own token
@@ -180,12 +180,12 @@ export const routes: RouteEntry[] = [
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
-  r("POST", "/v1/webhooks/github", "public", webhookGithub), // X-Hub-Signature-256
-  r("POST", "/v1/webhooks/gitlab", "public", webhookGitlab), // X-Gitlab-Token of the named repository
-  r("POST", "/v1/projects/{project_id}/webhook-token", "user", webhookToken), // project maintainer
-  r("GET", "/v1/projects/{project_id}/webhook-deliveries", "user", deliveriesForProject), // project maintainer
+  r("POST", "/v1/webhooks/github", "webhook", webhookGithub), // X-Hub-Signature-256 over the raw body
+  r("POST", "/v1/webhooks/gitlab", "webhook", webhookGitlab), // X-Gitlab-Token of the named repository
+  r("POST", "/v1/projects/{project_id}/webhook-token", projectRole("maintainer", "project_id"), webhookToken),
+  r("GET", "/v1/projects/{project_id}/webhook-deliveries", projectRole("maintainer", "project_id"), deliveriesForProject),
   r("GET", "/v1/webhook-deliveries", "admin", deliveriesAll),
-  r("GET", "/v1/webhook-deliveries/{delivery_id}", "user", deliveriesGet), // project maintainer, or admin
+  r("GET", "/v1/webhook-deliveries/{delivery_id}", projectRole("maintainer", "delivery_id"), deliveriesGet),
 
   // operator incidents
   r("GET", "/v1/operator-incidents", "admin", incidentsList),

@@ -59,6 +59,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         setupToken: auth.setupToken,
         runner: auth.runner ?? null,
         streamBuildId: auth.streamBuildId ?? null,
+        scope: auth.scope ?? null,
         setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
       };
       const params = parseWith(endpoint.params ?? EMPTY, rawParams, "path");

@@ -9,6 +9,7 @@ import type { SecretBox } from "./crypto/secret-box.ts";
 import type { EventBus } from "./events.ts";
 import type { MetricsRegistry } from "./metrics.ts";
 import type { LogHubNamespace } from "./log-hub.ts";
+import type { ProjectScope } from "./auth/project-access.ts";
 import type { OidcCache } from "./auth/oidc.ts";
 
 export interface Clock {
@@ -48,6 +49,8 @@ export interface RequestContext extends AppContext {
   setupToken: { id: string; expires_at: number } | null;
   /** The runner whose token authorized a `runner` route (its id matches the path's runner_id). */
   runner: Runner | null;
+  /** What a projectRole(...) rule loaded and authorized: the project, the caller's role, the named resource. */
+  scope: ProjectScope | null;
   /** The build a `stream` route's token grants read access to. */
   streamBuildId: string | null;
   /**

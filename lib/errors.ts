@@ -95,6 +95,23 @@ export const ERROR_STATUS = {
 
 export type ErrorCode = keyof typeof ERROR_STATUS;
 
+/** The sentence a code carries wherever it is raised without a more specific one. */
+export const DEFAULT_MESSAGE: Partial<Record<ErrorCode, string>> = {
+  malformed_json: "The request body is not valid JSON.",
+  unsupported_media_type: "The request body must be JSON (Content-Type: application/json).",
+  internal_error: "An unexpected error occurred.",
+  missing_auth: "This endpoint needs 'Authorization: Bearer <token>'.",
+  invalid_session: "The session is invalid or has expired; sign in again.",
+  invalid_token: "The token is not valid.",
+  forbidden: "You may not do this.",
+  setup_already_complete: "Setup is complete; setup endpoints accept no more changes.",
+  oidc_not_configured: "Sign-in with an identity provider is not configured on this instance.",
+  oidc_discovery_error: "The identity provider's discovery document could not be fetched or is not valid.",
+  token_exchange_error: "The identity provider refused the authorization code.",
+  decryption_error: "The integration's credentials cannot be decrypted with this instance's secret key.",
+  job_not_assigned: "This job is not assigned to this runner.",
+};
+
 export interface ErrorDetail {
   path: string;
   message: string;
@@ -106,8 +123,8 @@ export class ApiError extends Error {
   readonly details: ErrorDetail[] | undefined;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
-    super(message);
+  constructor(code: ErrorCode, message?: string, options: { details?: ErrorDetail[]; headers?: Record<string, string> } = {}) {
+    super(message ?? DEFAULT_MESSAGE[code] ?? code.replace(/_/g, " "));
     this.code = code;
     this.status = ERROR_STATUS[code];
     this.details = options.details;
@@ -116,6 +133,6 @@ export class ApiError extends Error {
 }
 
 /** Throws the catalogue error `code`; reads as one line at the point of refusal. */
-export function fail(code: ErrorCode, message: string, options?: { details?: ErrorDetail[]; headers?: Record<string, string> }): never {
+export function fail(code: ErrorCode, message?: string, options?: { details?: ErrorDetail[]; headers?: Record<string, string> }): never {
   throw new ApiError(code, message, options);
 }

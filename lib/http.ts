@@ -64,7 +64,7 @@ export function isJsonContentType(value: string | null): boolean {
 /** Parses a JSON body: 415 for another media type, 413 over the limit, 400 for bad JSON. */
 export async function readJson(request: Request, limit = DEFAULT_BODY_LIMIT_BYTES): Promise<unknown> {
   if (!isJsonContentType(request.headers.get("content-type"))) {
-    fail("unsupported_media_type", "The request body must be JSON (Content-Type: application/json).");
+    fail("unsupported_media_type");
   }
   const bytes = await readBodyBytes(request, limit);
   if (bytes.byteLength === 0) fail("malformed_json", "The request body is empty; send a JSON object.");
@@ -72,7 +72,7 @@ export async function readJson(request: Request, limit = DEFAULT_BODY_LIMIT_BYTE
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   } catch {
-    fail("malformed_json", "The request body is not valid JSON.");
+    fail("malformed_json");
   }
   if (nestingExceeds(text, MAX_JSON_DEPTH)) {
     fail("invalid_request", `The request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`);
@@ -81,7 +81,7 @@ export async function readJson(request: Request, limit = DEFAULT_BODY_LIMIT_BYTE
   try {
     value = JSON.parse(text);
   } catch {
-    fail("malformed_json", "The request body is not valid JSON.");
+    fail("malformed_json");
   }
   const illFormed = illFormedStringPath(value);
   if (illFormed !== null) {

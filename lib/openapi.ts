@@ -1,7 +1,7 @@
 // The API document, generated from the route table and the very zod schemas that validate
 // requests, so the document and the behaviour cannot drift apart (handlers/routes.ts).
 import { z } from "zod";
-import type { RouteEntry } from "./route.ts";
+import { describeRule, isProjectRule, ruleErrors, type AuthRule, type RouteEntry } from "./route.ts";
 import { ERROR_STATUS, type ErrorCode } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "./http.ts";
 
@@ -19,8 +19,9 @@ const ErrorBody = z.object({
   details: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe("validation failures, one per field"),
 });
 
-const SECURITY: Record<string, Json[]> = {
+const SECURITY: Record<Exclude<AuthRule, object>, Json[]> = {
   public: [],
+  webhook: [{ githubSignature: [] }, { gitlabToken: [] }],
   setup: [{ setupToken: [] }],
   session: [{ session: [] }],
   user: [{ session: [] }, { apiToken: [] }],
@@ -31,6 +32,10 @@ const SECURITY: Record<string, Json[]> = {
   runner: [{ runnerToken: [] }],
   stream: [{ streamToken: [] }],
 };
+
+function securityOf(rule: AuthRule): Json[] {
+  return isProjectRule(rule) ? SECURITY.user : SECURITY[rule];
+}
 
 function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, where: "path" | "query"): Json[] {
   if (!schema) return [];
@@ -57,10 +62,10 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
     responses[success] = { description: "Success", ...(Object.keys(content).length ? { content } : {}) };
     const byStatus = new Map<number, ErrorCode[]>();
     // Any request may fail unexpectedly, and any that writes (most do, if only a last-used time) may find the disk full.
-    const codes = new Set<ErrorCode>([...endpoint.errors, "internal_error", "insufficient_storage"]);
+    // The route's auth rule adds its own refusals (401/403, and 404 for a project the caller may not see).
+    const codes = new Set<ErrorCode>([...ruleErrors(auth), ...endpoint.errors, "internal_error", "insufficient_storage"]);
     if (endpoint.body) ["invalid_request", "malformed_json", "unsupported_media_type", "payload_too_large"].forEach((c) => codes.add(c as ErrorCode));
     if (endpoint.params || endpoint.query) codes.add("invalid_request");
-    if (auth !== "public") ["missing_auth"].forEach((c) => codes.add(c as ErrorCode));
     for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
     for (const [status, list] of [...byStatus.entries()].sort((a, b) => a[0] - b[0])) {
       responses[String(status)] = {
@@ -73,8 +78,8 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
       summary: endpoint.summary,
       ...(endpoint.description ? { description: endpoint.description } : {}),
       tags: [endpoint.tag],
-      "x-roost-auth": auth,
-      security: SECURITY[auth],
+      "x-roost-auth": describeRule(auth),
+      security: securityOf(auth),
       parameters: [...parameters(endpoint.params, "path"), ...parameters(endpoint.query, "query")],
       responses,
     };
@@ -105,6 +110,8 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
         setupToken: { type: "http", scheme: "bearer", description: "One-time setup token (roost_setup_…), only before setup completes." },
         metricsToken: { type: "http", scheme: "bearer", description: "ROOST_METRICS_TOKEN; without it, /metrics answers loopback peers only." },
         runnerToken: { type: "http", scheme: "bearer", description: "Runner token (roost_rt_…), valid only on its own runner's paths." },
+        githubSignature: { type: "apiKey", in: "header", name: "X-Hub-Signature-256", description: "HMAC-SHA256 of the raw body with the integration's webhook secret (GitHub)." },
+        gitlabToken: { type: "apiKey", in: "header", name: "X-Gitlab-Token", description: "The project's webhook token (GitLab)." },
         streamToken: { type: "apiKey", in: "query", name: "token", description: "Stream token (roost_st_…), one build, read-only, 5 minutes to open." },
       },
     },

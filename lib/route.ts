@@ -6,17 +6,73 @@ import type { ErrorCode } from "./errors.ts";
 import type { RequestContext } from "./context.ts";
 
 /**
- * Who may call a route (docs/authorization.md):
+ * Who may call a route: the whole rule, on the route's line in handlers/routes.ts. The request
+ * pipeline (lib/auth/authenticate.ts) enforces it before the handler runs; the API document's
+ * security and 401/403/404 answers, docs/authorization.md and the authorization walk
+ * (tests/handlers/authorization-matrix.test.ts) are all generated from it.
  * - public: anyone; the handler applies its own rule (e.g. loopback for local login);
+ * - webhook: anyone may send; the receiver verifies the host's signature or token over the raw body;
  * - setup: the one-time setup token, only while setup is incomplete;
  * - session: a user session (not an API token), e.g. logout;
  * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that;
+ * - projectRole(minimum, via): a session or API token whose role on the project named (directly or
+ *   through its pipeline, build or delivery) by the path parameter `via` is at least `minimum`;
  * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer;
  * - runner: a runner token (roost_rt_…) of the runner named by the path's {runner_id};
  * - stream: a stream token (roost_st_…) in the `token` query parameter, for the path's {build_id} only,
  *   whose user still sees the build's project when the stream opens.
  */
-export type AuthRule = "public" | "setup" | "session" | "user" | "maintainer" | "admin" | "owner" | "metrics" | "runner" | "stream";
+export type InstanceRule = "user" | "maintainer" | "admin" | "owner";
+export type AuthRule = "public" | "webhook" | "setup" | "session" | InstanceRule | "metrics" | "runner" | "stream" | ProjectRule;
+
+export type ProjectRoleName = "viewer" | "developer" | "maintainer";
+/** The path parameter that names the project, itself or through one of its resources. */
+export type ProjectScopeParam = "project_id" | "pipeline_id" | "build_id" | "delivery_id";
+
+export interface ProjectRule {
+  kind: "project";
+  minimum: ProjectRoleName;
+  via: ProjectScopeParam;
+}
+
+/** The caller's project role must be at least `minimum` on the project `via` names. */
+export function projectRole(minimum: ProjectRoleName, via: ProjectScopeParam): ProjectRule {
+  return { kind: "project", minimum, via };
+}
+
+export function isProjectRule(rule: AuthRule): rule is ProjectRule {
+  return typeof rule === "object";
+}
+
+/** The rule as one short phrase, for the API document and docs/authorization.md. */
+export function describeRule(rule: AuthRule): string {
+  if (isProjectRule(rule)) return `project ${rule.minimum}${rule.via === "project_id" ? "" : ` (of the ${rule.via.replace("_id", "")}'s project)`}`;
+  return rule;
+}
+
+/** The error codes a rule itself may answer with, before the handler runs. */
+export function ruleErrors(rule: AuthRule): ErrorCode[] {
+  if (isProjectRule(rule)) return ["missing_auth", "invalid_session", "invalid_token", "forbidden", "not_found"];
+  switch (rule) {
+    case "public":
+    case "webhook":
+      return [];
+    case "setup":
+      return ["missing_auth", "invalid_setup_token", "setup_already_complete"];
+    case "session":
+      return ["missing_auth", "invalid_session"];
+    case "user":
+      return ["missing_auth", "invalid_session", "invalid_token"];
+    case "maintainer":
+    case "admin":
+    case "owner":
+      return ["missing_auth", "invalid_session", "invalid_token", "forbidden"];
+    case "metrics":
+    case "runner":
+    case "stream":
+      return ["missing_auth", "invalid_token", "forbidden"];
+  }
+}
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 
@@ -29,6 +85,8 @@ export interface Endpoint<
   summary: string;
   description?: string;
   tag: string;
+  /** What the handler checks beyond the route's rule (a loopback peer, a token's owner), for docs/authorization.md. */
+  authNote?: string;
   params?: P;
   query?: Q;
   /** When set, the body must be JSON of this shape (415/413/400 otherwise). */

@@ -29,10 +29,11 @@ export const endpoint = defineEndpoint({
   operationId: "create_api_token",
   summary: "Create an API token",
   tag: "api-tokens",
+  authNote: "never above the caller's role or past the credential's expiry",
   body: CreateTokenBody,
   response: ApiTokenCreated,
   successStatus: 201,
-  errors: ["role_not_allowed", "invalid_session", "invalid_token"],
+  errors: ["role_not_allowed"],
   async handle({ body }, ctx) {
     const caller = ctx.principal!;
     if (!roleAtLeast(caller.role, body.role)) fail("role_not_allowed", `You cannot create a ${body.role} token; your role is ${caller.role}.`);

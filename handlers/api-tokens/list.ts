@@ -16,9 +16,10 @@ export const endpoint = defineEndpoint({
   operationId: "list_api_tokens",
   summary: "List API tokens",
   tag: "api-tokens",
+  authNote: "admins and owners see every token, others their own",
   query: ListTokensQuery,
   response: z.object({ tokens: z.array(ApiToken), total: z.number().int() }),
-  errors: ["invalid_session", "invalid_token"],
+  errors: [],
   async handle({ query }, ctx) {
     const caller = ctx.principal!;
     const seesAll = roleAtLeast(caller.role, "admin");

@@ -10,9 +10,10 @@ export const endpoint = defineEndpoint({
   operationId: "revoke_api_token",
   summary: "Revoke an API token",
   tag: "api-tokens",
+  authNote: "admins and owners revoke any token, others their own",
   params: z.object({ token_id: z.string().min(1).max(64) }),
   response: z.object({ revoked: z.boolean() }),
-  errors: ["token_not_found", "invalid_session", "invalid_token"],
+  errors: ["token_not_found"],
   async handle({ params }, ctx) {
     const caller = ctx.principal!;
     const token = await findApiToken(ctx.db, params.token_id);

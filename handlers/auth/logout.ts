@@ -8,7 +8,7 @@ export const endpoint = defineEndpoint({
   summary: "End the current session",
   tag: "auth",
   response: z.object({ ok: z.boolean() }),
-  errors: ["missing_auth", "invalid_session"],
+  errors: [],
   async handle(_input, ctx) {
     await deleteSession(ctx.db, ctx.principal!.sessionId!);
     return { ok: true };

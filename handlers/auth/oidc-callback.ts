@@ -27,6 +27,7 @@ export const endpoint = defineEndpoint({
   summary: "Finish signing in with the OpenID Provider",
   description: "Requires the __Host-roost_oidc cookie set by start in the same browser (login CSRF defence).",
   tag: "auth",
+  authNote: "needs the browser-binding cookie set by start",
   body: OidcCallbackBody,
   response: SessionResult,
   errors: [
@@ -64,7 +65,7 @@ export const endpoint = defineEndpoint({
 
     // Still in OIDC mode with a provider (an admin may have changed it since start).
     const settings = await getOidcSettings(ctx.db);
-    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured", "Sign-in with an identity provider is not configured on this instance.");
+    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured");
 
     // 3. The client secret, before any request to the provider.
     let clientSecret: string;

@@ -25,6 +25,7 @@ export const endpoint = defineEndpoint({
   summary: "Begin signing in with the OpenID Provider",
   description: "Also sets the __Host-roost_oidc cookie (HttpOnly, SameSite=Lax) that the callback requires.",
   tag: "auth",
+  authNote: "only when OIDC is the configured sign-in",
   query: OidcStartQuery,
   response: OidcStartResult,
   errors: ["setup_incomplete", "too_many_pending", "oidc_not_configured", "oidc_discovery_error"],
@@ -32,7 +33,7 @@ export const endpoint = defineEndpoint({
     // 1. Ready, in OIDC mode, with a provider.
     const instance = await requireReadyInstance(ctx.db);
     const settings = await getOidcSettings(ctx.db);
-    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured", "Sign-in with an identity provider is not configured on this instance.");
+    if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured");
 
     // 2. The redirect URI only from the allow-list (exact match, RFC 9700 §2.1): no open redirect.
     const redirectUri = query.redirect_uri !== undefined && settings.redirect_uris.includes(query.redirect_uri) ? query.redirect_uri : settings.redirect_uris[0]!;

@@ -15,6 +15,7 @@ export const endpoint = defineEndpoint({
   summary: "Sign in as the user named by the trusted proxy",
   description: "Headers: the identity header (default X-Roost-User-Email) and, when configured, X-Roost-Trusted-Proxy-Secret.",
   tag: "auth",
+  authNote: "only from a trusted proxy socket peer with its shared secret",
   response: SessionResult,
   errors: [
     "setup_incomplete",

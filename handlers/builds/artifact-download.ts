@@ -4,7 +4,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { artifactExists, artifactFile, findArtifact } from "../../lib/artifacts.ts";
 
@@ -14,11 +14,9 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   params: z.object({ build_id: IdParam, artifact_id: IdParam }),
   produces: ["application/octet-stream"],
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    const build = await findBuild(ctx.db, params.build_id);
-    if (!build) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, build.project_id, "viewer");
+    const build = scopedBuild(ctx);
     const artifact = await findArtifact(ctx.db, build.id, params.artifact_id);
     if (!artifact || !artifactExists(ctx.config.dataDir, artifact)) fail("not_found", "No artifact with that id in this build.");
     const name = artifact.path.split("/").pop()!.replace(/[^\w.-]/g, "_");

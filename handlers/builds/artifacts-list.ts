@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { listArtifacts } from "../../lib/artifacts.ts";
 import { ArtifactResource } from "../../lib/runners/wire.ts";
@@ -14,11 +14,9 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ artifacts: z.array(ArtifactResource) }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    const build = await findBuild(ctx.db, params.build_id);
-    if (!build) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, build.project_id, "viewer");
+    const build = scopedBuild(ctx);
     return { artifacts: await listArtifacts(ctx.db, build.id) };
   },
 });

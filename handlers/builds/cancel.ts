@@ -5,7 +5,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
@@ -15,11 +15,9 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
-  errors: ["not_found", "forbidden", "build_not_cancelable", "invalid_session", "invalid_token"],
+  errors: ["build_not_cancelable"],
   async handle({ params }, ctx) {
-    const build = await findBuild(ctx.db, params.build_id);
-    if (!build) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, build.project_id, "developer");
+    const build = scopedBuild(ctx);
     const canceled = await transitionBuild(ctx, build.id, "cancel", { failure_reason: `canceled by ${ctx.principal!.user.email}` });
     if (!canceled) {
       const now = await findBuild(ctx.db, build.id);

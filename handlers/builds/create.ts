@@ -5,7 +5,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BranchName, BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findPipeline } from "../../lib/db/pipelines.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
@@ -33,9 +33,9 @@ export const endpoint = defineEndpoint({
   body: CreateBuildBody,
   response: z.object({ build: BuildResource }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "source_host_error", "decryption_error", "invalid_session", "invalid_token"],
+  errors: ["source_host_error", "decryption_error"],
   async handle({ params, body }, ctx) {
-    const { project } = await requireProjectRole(ctx, params.project_id, "developer");
+    const project = scopedProject(ctx);
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);
     if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
     const branch = body.branch ?? project.default_branch;
@@ -62,7 +62,7 @@ async function resolveHead(secrets: Parameters<typeof branchHead>[0], db: Parame
   try {
     return await branchHead(secrets, integration, repo, branch);
   } catch (error) {
-    if (error instanceof DecryptionError) fail("decryption_error", "The integration's credentials cannot be decrypted with this instance's secret key.");
+    if (error instanceof DecryptionError) fail("decryption_error");
     if (error instanceof HostApiError) {
       if (error.status === 404) fail("not_found", `Branch ${branch} does not exist in ${repo.full_name}.`);
       fail("source_host_error", `Could not resolve the head of ${branch}: ${error.message}. Pass commit_sha to build without asking the host.`);

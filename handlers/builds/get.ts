@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,11 +12,9 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    const build = await findBuild(ctx.db, params.build_id);
-    if (!build) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, build.project_id, "viewer");
+    const build = scopedBuild(ctx);
     return { build: toPublicBuild(build) };
   },
 });

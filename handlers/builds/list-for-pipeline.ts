@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { listBuilds, toPublicBuild } from "../../lib/db/builds.ts";
 import { findPipeline } from "../../lib/db/pipelines.ts";
 import { ListBuildsQuery } from "../../lib/builds/listing.ts";
@@ -15,11 +15,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   query: ListBuildsQuery,
   response: z.object({ builds: z.array(BuildResource), total: z.number().int() }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params, query }, ctx) {
-    const pipeline = await findPipeline(ctx.db, params.pipeline_id);
-    if (!pipeline) fail("not_found", "No pipeline with that id.");
-    await requireProjectRole(ctx, pipeline.project_id, "viewer");
+    const pipeline = scopedPipeline(ctx);
     const page = await listBuilds(ctx.db, { projectId: pipeline.project_id, pipelineId: pipeline.id, status: query.status, branch: query.branch, triggerType: query.trigger_type, limit: query.limit, offset: query.offset });
     return { builds: page.builds.map(toPublicBuild), total: page.total };
   },

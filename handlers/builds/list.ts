@@ -2,7 +2,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { listBuilds, toPublicBuild } from "../../lib/db/builds.ts";
 import { ListBuildsQuery } from "../../lib/builds/listing.ts";
 
@@ -13,9 +12,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   query: ListBuildsQuery,
   response: z.object({ builds: z.array(BuildResource), total: z.number().int() }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params, query }, ctx) {
-    await requireProjectRole(ctx, params.project_id, "viewer");
     const page = await listBuilds(ctx.db, { projectId: params.project_id, status: query.status, branch: query.branch, triggerType: query.trigger_type, limit: query.limit, offset: query.offset });
     return { builds: page.builds.map(toPublicBuild), total: page.total };
   },

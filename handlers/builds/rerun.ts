@@ -5,7 +5,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
 import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
 
@@ -16,11 +16,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    const source = await findBuild(ctx.db, params.build_id);
-    if (!source) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, source.project_id, "developer");
+    const source = scopedBuild(ctx);
     try {
       const { build } = await createBuild(ctx, {
         pipelineId: source.pipeline_id,

@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   tag: "integrations",
   query: z.object({ q: SearchQuery.describe("matches full_name"), ...Pagination }),
   response: z.object({ repositories: z.array(RepositoryResource), total: z.number().int() }),
-  errors: ["forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ query }, ctx) {
     return searchRepositories(ctx.db, { q: query.q || undefined, limit: query.limit, offset: query.offset });
   },

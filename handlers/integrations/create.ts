@@ -46,7 +46,7 @@ export const endpoint = defineEndpoint({
   body: CreateIntegrationBody,
   response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
   successStatus: 201,
-  errors: ["invalid_request", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["invalid_request"],
   async handle({ body }, ctx) {
     // Link-local and cloud metadata hosts are refused here by their literal address or name; the
     // address a name resolves to is checked again before every request (lib/integrations/http.ts).

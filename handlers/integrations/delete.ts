@@ -13,7 +13,7 @@ export const endpoint = defineEndpoint({
   tag: "integrations",
   params: z.object({ integration_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
-  errors: ["not_found", "integration_in_use", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found", "integration_in_use"],
   async handle({ params }, ctx) {
     const integration = await findIntegration(ctx.db, params.integration_id);
     if (!integration) fail("not_found", "No integration with that id.");

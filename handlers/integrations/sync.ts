@@ -14,7 +14,7 @@ export const endpoint = defineEndpoint({
   tag: "integrations",
   params: z.object({ integration_id: IdParam }),
   response: z.object({ repositories_synced: z.number().int() }),
-  errors: ["not_found", "source_host_error", "decryption_error", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found", "source_host_error", "decryption_error"],
   async handle({ params }, ctx) {
     const integration = await findIntegration(ctx.db, params.integration_id);
     if (!integration) fail("not_found", "No integration with that id.");
@@ -22,7 +22,7 @@ export const endpoint = defineEndpoint({
       return { repositories_synced: await syncRepositories({ db: ctx.db, secrets: ctx.secrets, now: ctx.clock.now() }, integration) };
     } catch (error) {
       if (error instanceof HostApiError) fail("source_host_error", error.message);
-      if (error instanceof DecryptionError) fail("decryption_error", "The integration's credentials cannot be decrypted with this instance's secret key.");
+      if (error instanceof DecryptionError) fail("decryption_error");
       throw error;
     }
   },

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { cutNotice, readLogPage, statsOf } from "../../lib/db/build-logs.ts";
 
@@ -21,11 +21,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   query: z.object({ after_seq: intParam.default(0).describe("only lines after this seq"), limit: intParam.pipe(z.number().min(1)).optional().describe("at most this many lines; default all") }),
   produces: ["application/json", "text/plain"],
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params, query }, ctx) {
-    const build = await findBuild(ctx.db, params.build_id);
-    if (!build) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, build.project_id, "viewer");
+    const build = scopedBuild(ctx);
     const text = (ctx.request.headers.get("accept") ?? "").includes("text/plain");
     const stats = await statsOf(ctx.db, build.id);
     const encoder = new TextEncoder();

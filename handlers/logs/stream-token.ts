@@ -5,7 +5,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { mintStreamToken } from "../../lib/db/stream-tokens.ts";
 import { json } from "../../lib/http.ts";
@@ -16,11 +16,9 @@ export const endpoint = defineEndpoint({
   tag: "logs",
   params: z.object({ build_id: IdParam }),
   response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    const build = await findBuild(ctx.db, params.build_id);
-    if (!build) fail("not_found", "No build with that id.");
-    await requireProjectRole(ctx, build.project_id, "viewer");
+    const build = scopedBuild(ctx);
     return json(await mintStreamToken(ctx.db, build.id, ctx.principal!.user.id, ctx.clock.now()), 200, { "cache-control": "no-store" });
   },
 });

@@ -37,7 +37,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   query: z.object({ token: z.string().max(200), last_event_id: z.string().regex(/^\d{1,15}$/).optional() }),
   produces: ["text/event-stream"],
-  errors: ["not_found", "forbidden", "invalid_token"],
+  errors: ["not_found"],
   async handle({ params, query }, ctx) {
     const build = await findBuild(ctx.db, params.build_id);
     if (!build) fail("not_found", "No build with that id.");

@@ -11,7 +11,7 @@ export const endpoint = defineEndpoint({
   tag: "operator-incidents",
   query: z.object({ status: z.enum(["open", "resolved"]).optional(), unread: z.enum(["true", "false"]).optional(), ...Pagination }),
   response: z.object({ incidents: z.array(IncidentResource), total: z.number().int() }),
-  errors: ["forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ query }, ctx) {
     return listIncidents(ctx.db, { status: query.status, unread: query.unread === "true", limit: query.limit, offset: query.offset });
   },

@@ -13,7 +13,7 @@ export const endpoint = defineEndpoint({
   tag: "operator-incidents",
   params: z.object({ id: IdParam }),
   response: IncidentResource,
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found"],
   async handle({ params }, ctx) {
     const incident = await markIncidentRead(ctx.db, params.id, ctx.clock.now());
     if (!incident) fail("not_found", "No incident with that id.");

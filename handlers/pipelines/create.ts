@@ -5,7 +5,7 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
 import { insertPipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
 import { pipelineFields } from "../../lib/pipelines/store.ts";
@@ -30,9 +30,9 @@ export const endpoint = defineEndpoint({
   body: CreatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "pipeline_exists", "invalid_session", "invalid_token"],
+  errors: ["pipeline_exists"],
   async handle({ params, body }, ctx) {
-    const { project } = await requireProjectRole(ctx, params.project_id, "maintainer");
+    const project = scopedProject(ctx);
     const fields = await pipelineFields(body, null, project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {

@@ -2,7 +2,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { listPipelines, toPublicPipeline } from "../../lib/db/pipelines.ts";
 
 export const endpoint = defineEndpoint({
@@ -11,9 +10,8 @@ export const endpoint = defineEndpoint({
   tag: "pipelines",
   params: z.object({ project_id: IdParam }),
   response: z.object({ pipelines: z.array(PipelineResource) }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    await requireProjectRole(ctx, params.project_id, "viewer");
     return { pipelines: (await listPipelines(ctx.db, params.project_id)).map(toPublicPipeline) };
   },
 });

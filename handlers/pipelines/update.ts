@@ -5,7 +5,7 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedPipeline, scopedProject } from "../../lib/auth/project-access.ts";
 import { findPipeline, replacePipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
 import { pipelineFields } from "../../lib/pipelines/store.ts";
@@ -30,11 +30,10 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   body: UpdatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),
-  errors: ["not_found", "forbidden", "pipeline_exists", "invalid_session", "invalid_token"],
+  errors: ["pipeline_exists"],
   async handle({ params, body }, ctx) {
-    const pipeline = await findPipeline(ctx.db, params.pipeline_id);
-    if (!pipeline) fail("not_found", "No pipeline with that id.");
-    const { project } = await requireProjectRole(ctx, pipeline.project_id, "maintainer");
+    const pipeline = scopedPipeline(ctx);
+    const project = scopedProject(ctx);
     const fields = await pipelineFields(body, pipeline, project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {

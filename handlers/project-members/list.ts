@@ -2,7 +2,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam, MemberResource } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { listMembers } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({
@@ -11,9 +10,8 @@ export const endpoint = defineEndpoint({
   tag: "projects",
   params: z.object({ project_id: IdParam }),
   response: z.object({ members: z.array(MemberResource) }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    await requireProjectRole(ctx, params.project_id, "viewer");
     return { members: await listMembers(ctx.db, params.project_id) };
   },
 });

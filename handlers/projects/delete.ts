@@ -2,7 +2,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { deleteProject } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({
@@ -11,9 +10,8 @@ export const endpoint = defineEndpoint({
   tag: "projects",
   params: z.object({ project_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    await requireProjectRole(ctx, params.project_id, "maintainer");
     await deleteProject(ctx.db, params.project_id);
     return { deleted: true };
   },

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam, ProjectResource } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
 import { toPublicProject } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({
@@ -11,9 +11,10 @@ export const endpoint = defineEndpoint({
   tag: "projects",
   params: z.object({ project_id: IdParam }),
   response: z.object({ project: ProjectResource }),
-  errors: ["not_found", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params }, ctx) {
-    const { project, role } = await requireProjectRole(ctx, params.project_id, "viewer");
+    const project = scopedProject(ctx);
+    const role = ctx.scope!.role;
     return { project: toPublicProject(project, role) };
   },
 });

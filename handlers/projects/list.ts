@@ -10,9 +10,10 @@ export const endpoint = defineEndpoint({
   operationId: "list_projects",
   summary: "List projects",
   tag: "projects",
+  authNote: "lists the projects the caller may see",
   query: z.object({ q: SearchQuery.describe("matches the name or repository"), ...Pagination }),
   response: z.object({ projects: z.array(ProjectResource), total: z.number().int() }),
-  errors: ["invalid_session", "invalid_token"],
+  errors: [],
   async handle({ query }, ctx) {
     const p = ctx.principal!;
     const page = await listProjects(ctx.db, { userId: p.user.id, seesAll: roleAtLeast(p.role, "admin"), q: query.q || undefined, limit: query.limit, offset: query.offset });

@@ -4,7 +4,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
 import { findProject, toPublicProject, updateProject } from "../../lib/db/projects.ts";
 
 export const UpdateProjectBody = z
@@ -24,9 +23,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   body: UpdateProjectBody,
   response: z.object({ project: ProjectResource }),
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ params, body }, ctx) {
-    const { role } = await requireProjectRole(ctx, params.project_id, "maintainer");
+    const role = ctx.scope!.role;
     await updateProject(ctx.db, params.project_id, body, ctx.clock.now());
     return { project: toPublicProject((await findProject(ctx.db, params.project_id))!, role) };
   },

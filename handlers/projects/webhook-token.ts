@@ -7,7 +7,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { requireProjectRole } from "../../lib/auth/project-access.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { rotateWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
 import { findProjectBuildingRepository } from "../../lib/db/projects.ts";
@@ -23,9 +23,9 @@ export const endpoint = defineEndpoint({
     repository_full_name: z.string(),
   }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "invalid_request", "repository_already_linked", "invalid_session", "invalid_token"],
+  errors: ["invalid_request", "repository_already_linked"],
   async handle({ params }, ctx) {
-    const { project } = await requireProjectRole(ctx, params.project_id, "maintainer");
+    const project = scopedProject(ctx);
     const repo = await findRepository(ctx.db, project.repository_id);
     if (!repo) fail("not_found", "The project's repository is no longer in the catalogue.");
     if (repo.provider !== "gitlab") fail("invalid_request", "GitHub deliveries are verified with the GitHub App's webhook secret; no per-repository token is needed.");

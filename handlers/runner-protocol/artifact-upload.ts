@@ -19,7 +19,7 @@ export const endpoint = defineEndpoint({
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
   response: z.object({ artifact: ArtifactResource }),
   successStatus: 201,
-  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists", "insufficient_storage"],
+  errors: ["job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists", "insufficient_storage"],
   async handle({ params, query }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const sha = ctx.request.headers.get("x-roost-artifact-sha256") ?? "";

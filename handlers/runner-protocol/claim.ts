@@ -23,7 +23,7 @@ export const endpoint = defineEndpoint({
     .strict(),
   response: z.object({ job: z.record(z.string(), z.unknown()) }),
   successStatus: 201,
-  errors: ["invalid_token", "forbidden"],
+  errors: [],
   async handle({ body }, ctx) {
     ctx.setIdleTimeout(body.wait_seconds + 10);
     const deadline = Date.now() + body.wait_seconds * 1000;

@@ -35,7 +35,7 @@ export const endpoint = defineEndpoint({
     max_log_request_bytes: z.number().int(),
     daemon_uid: z.number().int().optional().describe("the daemon's OS user id; only to a runner connecting from this host (its socket peer is loopback or one of this host's addresses)"),
   }),
-  errors: ["invalid_token", "forbidden"],
+  errors: [],
   async handle({ body }, ctx) {
     await recordConnect(ctx.db, ctx.runner!.id, body, ctx.clock.now());
     const uid = isThisHostAddress(ctx.peer) ? process.getuid?.() : undefined;

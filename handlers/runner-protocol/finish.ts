@@ -24,10 +24,10 @@ export const endpoint = defineEndpoint({
     })
     .strict(),
   response: z.object({ build: BuildResource }),
-  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "log_incomplete"],
+  errors: ["job_not_assigned", "job_finished", "log_incomplete"],
   async handle({ params, body }, ctx) {
     const job = await findJob(ctx.db, params.job_id);
-    if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This job is not assigned to this runner.");
+    if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned");
     if (job.status === "lost") fail("job_finished", "This job was lost (its lease expired); its build has already failed.");
     if (job.status === "running") {
       if (body.line_count > job.next_line) {

@@ -13,7 +13,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ runner_id: IdParam }),
   body: z.object({ job_ids: z.array(IdParam).max(50).default([]) }).strict(),
   response: z.object({ renewed: z.array(z.string()), cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"), lease_seconds: z.number().int() }),
-  errors: ["invalid_token", "forbidden"],
+  errors: [],
   async handle({ body }, ctx) {
     const result = await heartbeat(ctx.db, ctx.runner!.id, body.job_ids, ctx.clock.now(), ctx.config.runners.leaseSeconds);
     return { ...result, lease_seconds: ctx.config.runners.leaseSeconds };

@@ -23,7 +23,7 @@ export const endpoint = defineEndpoint({
   bodyLimitBytes: LOG_REQUEST_LIMIT,
   response: z.object({ next_line: z.number().int(), last_seq: z.number().int(), accepted: z.number().int() }),
   successStatus: 202,
-  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished", "log_gap"],
+  errors: ["job_not_assigned", "job_finished", "log_gap"],
   async handle({ params, body }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const result = await appendLogLines(ctx.db, job.id, job.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes);

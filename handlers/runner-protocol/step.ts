@@ -21,7 +21,7 @@ export const endpoint = defineEndpoint({
     })
     .strict(),
   response: z.object({ step_results: z.array(StepResult) }),
-  errors: ["invalid_token", "forbidden", "job_not_assigned", "job_finished"],
+  errors: ["job_not_assigned", "job_finished"],
   async handle({ params, body }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     return { step_results: await recordStepResult(ctx.db, job.build_id, { name: params.step, ...body }) };

@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   body: z.object({ name: DisplayName, labels: z.array(RunnerLabel).max(20).default([]) }).strict(),
   response: z.object({ runner: RunnerResource, token: z.string().describe("roost_rt_…, shown only here") }),
   successStatus: 201,
-  errors: ["forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ body }, ctx) {
     const { runner, token } = await insertRunner(ctx.db, { name: body.name, labels: body.labels, createdBy: ctx.principal!.user.id }, ctx.clock.now());
     return { runner: toPublicRunner(runner), token };

@@ -9,7 +9,7 @@ export const endpoint = defineEndpoint({
   summary: "List runners",
   tag: "runners",
   response: z.object({ runners: z.array(RunnerResource) }),
-  errors: ["forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle(_input, ctx) {
     return { runners: (await listRunners(ctx.db)).map(toPublicRunner) };
   },

@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   tag: "runners",
   params: z.object({ runner_id: IdParam }),
   response: z.object({ revoked: z.boolean() }),
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found"],
   async handle({ params }, ctx) {
     const runner = await findRunner(ctx.db, params.runner_id);
     if (!runner) fail("not_found", "No runner with that id.");

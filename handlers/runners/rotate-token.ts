@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ runner_id: IdParam }),
   response: z.object({ token: z.string() }),
   successStatus: 201,
-  errors: ["not_found", "forbidden", "invalid_session", "invalid_token"],
+  errors: ["not_found"],
   async handle({ params }, ctx) {
     const runner = await findRunner(ctx.db, params.runner_id);
     if (!runner || runner.revoked_at !== null) fail("not_found", "No active runner with that id.");

@@ -15,14 +15,14 @@ export const endpoint = defineEndpoint({
   summary: "Finish first-run setup and make the instance ready",
   tag: "setup",
   response: z.object({ state: z.literal("ready"), runtime_mode: z.enum(["local", "remote"]), remote_auth_mode: z.enum(["oidc", "trusted_proxy"]).nullable() }),
-  errors: ["setup_already_complete", "invalid_setup_token", "owner_required", "remote_auth_not_configured"],
+  errors: ["owner_required", "remote_auth_not_configured"],
   async handle(_input, ctx) {
     const instance = await inTransaction(ctx.db, async (tx) => {
       const current = await getInstance(tx);
       if ((await countActiveOwners(tx)) === 0) fail("owner_required", "Create the owner first with POST /v1/setup/owner.");
       const missing = await remoteAuthReadiness(tx, current);
       if (missing) fail("remote_auth_not_configured", missing);
-      if (!(await markReady(tx, ctx.clock.now()))) fail("setup_already_complete", "Setup is complete; setup endpoints accept no more changes.");
+      if (!(await markReady(tx, ctx.clock.now()))) fail("setup_already_complete");
       await deleteSetupTokens(tx);
       return current;
     });

@@ -10,7 +10,7 @@ export const endpoint = defineEndpoint({
   tag: "setup",
   body: OidcSettingsBody,
   response: PublicOidcSettings,
-  errors: ["setup_already_complete", "invalid_setup_token"],
+  errors: [],
   async handle({ body }, ctx) {
     return storeOidcSettings(ctx.db, ctx.secrets, body, ctx.clock.now());
   },

@@ -17,7 +17,7 @@ export const endpoint = defineEndpoint({
   body: OwnerBody,
   response: z.object({ user: UserResource }),
   successStatus: 201,
-  errors: ["setup_already_complete", "invalid_setup_token", "owner_exists"],
+  errors: ["owner_exists"],
   async handle({ body }, ctx) {
     const user = await inTransaction(ctx.db, async (tx) => {
       if ((await countActiveOwners(tx)) > 0) fail("owner_exists", "An owner already exists; complete setup with POST /v1/setup/complete.");

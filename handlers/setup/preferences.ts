@@ -29,11 +29,11 @@ export const endpoint = defineEndpoint({
   tag: "setup",
   body: PreferencesBody,
   response: PreferencesResult,
-  errors: ["setup_already_complete", "invalid_setup_token"],
+  errors: [],
   async handle({ body }, ctx) {
     const remoteAuth = body.runtime_mode === "remote" ? body.remote_auth_mode! : null;
     const stored = await setPreferences(ctx.db, body.runtime_mode, remoteAuth, ctx.clock.now());
-    if (!stored) fail("setup_already_complete", "Setup is complete; setup endpoints accept no more changes.");
+    if (!stored) fail("setup_already_complete");
     return { runtime_mode: body.runtime_mode, remote_auth_mode: remoteAuth, session_expires_at: ctx.setupToken!.expires_at };
   },
 });

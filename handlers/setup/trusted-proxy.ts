@@ -10,7 +10,7 @@ export const endpoint = defineEndpoint({
   tag: "setup",
   body: TrustedProxySettingsBody,
   response: PublicTrustedProxySettings,
-  errors: ["setup_already_complete", "invalid_setup_token"],
+  errors: [],
   async handle({ body }, ctx) {
     return storeTrustedProxySettings(ctx.db, body, ctx.clock.now());
   },

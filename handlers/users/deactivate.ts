@@ -10,9 +10,10 @@ export const endpoint = defineEndpoint({
   operationId: "deactivate_user",
   summary: "Deactivate a user",
   tag: "users",
+  authNote: "nobody deactivates a user ranked above them",
   params: z.object({ user_id: z.string().min(1).max(64) }),
   response: z.object({ user: UserResource }),
-  errors: ["forbidden", "last_owner", "not_found", "invalid_session", "invalid_token"],
+  errors: ["last_owner", "not_found"],
   async handle({ params }, ctx) {
     const user = await changeUser(ctx.db, ctx.principal!, params.user_id, { active: false }, ctx.clock.now());
     return { user: toUserResource(user) };

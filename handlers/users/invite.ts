@@ -13,10 +13,11 @@ export const endpoint = defineEndpoint({
   operationId: "invite_user",
   summary: "Invite a user",
   tag: "users",
+  authNote: "nobody invites above their own role",
   body: InviteBody,
   response: z.object({ user: UserResource }),
   successStatus: 201,
-  errors: ["forbidden", "role_not_allowed", "user_exists", "invalid_session", "invalid_token"],
+  errors: ["role_not_allowed", "user_exists"],
   async handle({ body }, ctx) {
     const caller = ctx.principal!;
     if (!roleAtLeast(caller.role, body.role)) fail("role_not_allowed", `You cannot grant ${body.role}, which is above your own role.`);

@@ -14,7 +14,7 @@ export const endpoint = defineEndpoint({
     ...Pagination,
   }),
   response: z.object({ users: z.array(UserResource), total: z.number().int() }),
-  errors: ["forbidden", "invalid_session", "invalid_token"],
+  errors: [],
   async handle({ query }, ctx) {
     const page = await listUsers(ctx.db, {
       q: query.q || undefined,

@@ -17,7 +17,7 @@ export const endpoint = defineEndpoint({
       expires_at: z.number().int(),
     }),
   }),
-  errors: ["invalid_session", "invalid_token"],
+  errors: [],
   async handle(_input, ctx) {
     const p = ctx.principal!;
     return { user: toUserResource(p.user), credential: { kind: p.kind, effective_role: p.role, expires_at: p.credentialExpiresAt } };

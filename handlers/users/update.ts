@@ -15,10 +15,11 @@ export const endpoint = defineEndpoint({
   operationId: "update_user",
   summary: "Change a user's role or active flag",
   tag: "users",
+  authNote: "nobody changes a user ranked above them",
   params: z.object({ user_id: z.string().min(1).max(64) }),
   body: UpdateUserBody,
   response: z.object({ user: UserResource }),
-  errors: ["forbidden", "role_not_allowed", "last_owner", "not_found", "invalid_session", "invalid_token"],
+  errors: ["role_not_allowed", "last_owner", "not_found"],
   async handle({ params, body }, ctx) {
     const user = await changeUser(ctx.db, ctx.principal!, params.user_id, body, ctx.clock.now());
     return { user: toUserResource(user) };

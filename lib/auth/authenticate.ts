@@ -1,6 +1,7 @@
 // One mechanism that enforces every route's auth rule (lib/route.ts AuthRule). Handlers never
 // look at the Authorization header themselves.
-import type { AuthRule } from "../route.ts";
+import { isProjectRule, type AuthRule } from "../route.ts";
+import { authorizeProject, type ProjectScope } from "./project-access.ts";
 import type { AppContext } from "../context.ts";
 import type { Principal } from "./principal.ts";
 import { fail } from "../errors.ts";
@@ -23,9 +24,10 @@ export interface Authentication {
   setupToken: { id: string; expires_at: number } | null;
   runner?: Runner | null;
   streamBuildId?: string | null;
+  scope?: ProjectScope | null;
 }
 
-const MIN_ROLE: Partial<Record<AuthRule, Role>> = {
+const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {
   user: "developer",
   session: "developer",
   maintainer: "maintainer",
@@ -34,7 +36,7 @@ const MIN_ROLE: Partial<Record<AuthRule, Role>> = {
 };
 
 export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null, params: Record<string, string> = {}): Promise<Authentication> {
-  if (rule === "public") return { principal: null, setupToken: null };
+  if (rule === "public" || rule === "webhook") return { principal: null, setupToken: null };
 
   const token = bearerToken(request);
   if (rule === "runner") {
@@ -73,15 +75,16 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
   }
   if (rule === "setup") {
     const instance = await getInstance(ctx.db);
-    if (instance.state === "ready") fail("setup_already_complete", "Setup is complete; setup endpoints accept no more changes.");
+    if (instance.state === "ready") fail("setup_already_complete");
     if (token === null) fail("missing_auth", "Send the setup token as 'Authorization: Bearer <token>' (see README, first run).");
     const setupToken = await checkSetupToken(ctx.db, token, ctx.clock.now());
     if (!setupToken) fail("invalid_setup_token", "The setup token is unknown or expired; mint a new one with `roost recover setup-token`.");
     return { principal: null, setupToken };
   }
 
-  if (token === null) fail("missing_auth", "This endpoint needs 'Authorization: Bearer <token>'.");
+  if (token === null) fail("missing_auth");
   const principal = rule === "session" ? await fromSession(token, ctx, true) : await fromSessionOrApiToken(token, ctx);
+  if (isProjectRule(rule)) return { principal, setupToken: null, scope: await authorizeProject(ctx.db, principal, rule, params) };
   const minimum = MIN_ROLE[rule]!;
   if (!roleAtLeast(principal.role, minimum)) fail("forbidden", `This endpoint needs the ${minimum} role or higher.`);
   return { principal, setupToken: null };
@@ -92,9 +95,9 @@ async function fromSession(token: string, ctx: AppContext, sessionOnly: boolean)
     fail("invalid_session", "This endpoint takes a user session; API tokens are revoked with DELETE /v1/api-tokens/{token_id}.");
   }
   const session = await validateSessionToken(ctx.db, token, ctx.clock.now());
-  if (!session) fail("invalid_session", "The session is invalid or has expired; sign in again.");
+  if (!session) fail("invalid_session");
   const user = await findUserById(ctx.db, session.user_id);
-  if (!user || !user.active) fail("invalid_session", "The session is invalid or has expired; sign in again.");
+  if (!user || !user.active) fail("invalid_session");
   return { kind: "session", user, role: user.role, sessionId: session.id, tokenId: null, credentialExpiresAt: session.expires_at };
 }
 

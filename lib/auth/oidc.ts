@@ -98,14 +98,14 @@ export async function discover(ctx: { oidc: OidcCache; clock: Clock }, issuer: s
     metadata = await oauth.processDiscoveryResponse(expected, await oauth.discoveryRequest(expected, requestOptions(issuer)));
   } catch (error) {
     if (error instanceof oauth.OperationProcessingError && error.code === oauth.JSON_ATTRIBUTE_COMPARISON) otherIssuer();
-    fail("oidc_discovery_error", "The identity provider's discovery document could not be fetched or is not valid.");
+    fail("oidc_discovery_error");
   }
   // OIDC Discovery §4.3: the issuer in the document must equal the configured one exactly
   // (oauth4webapi compares them as URLs, which forgives a trailing slash).
   if (metadata.issuer !== issuer) otherIssuer();
   const { authorization_endpoint, token_endpoint, jwks_uri } = metadata;
   if (!isUrl(authorization_endpoint) || !isUrl(token_endpoint) || !isUrl(jwks_uri)) {
-    fail("oidc_discovery_error", "The identity provider's discovery document could not be fetched or is not valid.");
+    fail("oidc_discovery_error");
   }
   const discovery: Discovery = { ...metadata, authorization_endpoint, token_endpoint, jwks_uri };
   ctx.oidc.discovery.set(issuer, { discovery, until: now + DISCOVERY_TTL_SECONDS });
@@ -209,7 +209,7 @@ export async function exchangeCode(
   try {
     response = await oauth.authorizationCodeGrantRequest(discovery, oauthClient, oauth.ClientSecretBasic(client.client_secret), parameters, client.redirect_uri, codeVerifier, requestOptions(discovery.issuer));
   } catch {
-    fail("token_exchange_error", "The identity provider refused the authorization code.");
+    fail("token_exchange_error");
   }
   if (response.status !== 200) {
     let reason = "";
@@ -221,7 +221,7 @@ export async function exchangeCode(
     fail("token_exchange_error", `The identity provider refused the authorization code${reason}.`);
   }
   const body: unknown = await response.clone().json().catch(() => null);
-  if (typeof body !== "object" || body === null) fail("token_exchange_error", "The identity provider refused the authorization code.");
+  if (typeof body !== "object" || body === null) fail("token_exchange_error");
   const idToken = (body as Record<string, unknown>).id_token;
   if (typeof idToken !== "string" || idToken === "") fail("missing_id_token", "The identity provider returned no ID token.");
   return response;

@@ -19,7 +19,7 @@ import type { Db } from "../db/client.ts";
  */
 export async function ownedRunningJob(ctx: RequestContext, jobId: string): Promise<Job> {
   const job = await findJob(ctx.db, jobId);
-  if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This job is not assigned to this runner.");
+  if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned");
   if (job.status !== "running") fail("job_finished", `This job is ${job.status === "lost" ? "lost (its lease expired)" : "finished"}; stop working on it.`);
   return job;
 }

@@ -1,11 +1,16 @@
-// The authorization table (docs/authorization.md) walked against every route: each route with
-// no credential and with every instance role and project role, each expected to be allowed or
-// refused. A route missing from RULES fails the test, so no endpoint ships without a rule.
+// The authorization walk: every route of the route table, called with no credential and as every
+// instance role and every project membership. What each caller should get is derived from the
+// route's own rule (handlers/routes.ts), so the walk cannot drift from the table: a refusal must
+// be exactly 401 (no credential), 403 (too low) or, for a project the caller may not see, 404; an
+// allowed call must succeed. Any other answer (a 400, a 404 for someone allowed, a 500) is reported
+// as a failure, never counted as "allowed". Routes whose rule is public, a setup token, a runner,
+// stream or metrics token, or a webhook signature say here what a bearer caller gets.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
 import { routes } from "../../handlers/routes.ts";
+import { isProjectRule, type AuthRule } from "../../lib/route.ts";
 import { raiseIncident } from "../../lib/incidents.ts";
 import { insertDelivery } from "../../lib/webhooks/deliveries.ts";
 import { artifactFile } from "../../lib/artifacts.ts";
@@ -15,21 +20,19 @@ import { join } from "node:path";
 type Who = "none" | "developer" | "maintainer" | "admin" | "owner" | "project_viewer" | "project_developer" | "project_maintainer";
 const EVERYONE: Who[] = ["none", "developer", "maintainer", "admin", "owner", "project_viewer", "project_developer", "project_maintainer"];
 
-/** Who may call each route. Project members hold the instance role developer (project_maintainer holds maintainer). */
-const RULES: Record<string, { allowed: Who[]; request: () => Promise<{ path: string; body?: unknown }> }> = {};
-const instance = (min: "user" | "maintainer" | "admin"): Who[] =>
-  ({
-    user: ["developer", "maintainer", "admin", "owner", "project_viewer", "project_developer", "project_maintainer"] as Who[],
-    maintainer: ["maintainer", "admin", "owner", "project_maintainer"] as Who[],
-    admin: ["admin", "owner"] as Who[],
-  })[min];
-const project = (min: "viewer" | "developer" | "maintainer"): Who[] =>
-  ({
-    viewer: ["admin", "owner", "project_viewer", "project_developer", "project_maintainer"] as Who[],
-    developer: ["admin", "owner", "project_developer", "project_maintainer"] as Who[],
-    maintainer: ["admin", "owner", "project_maintainer"] as Who[],
-  })[min];
-
+// Project members hold the instance role developer (project_maintainer holds maintainer).
+type Request = (token: string | undefined) => Promise<{ path: string; body?: unknown }>;
+/**
+ * What callers get on a route whose rule the walk cannot derive from roles alone: the callers let
+ * through (refusals then must be 401/403, or 409 setup_already_complete on a ready instance), or
+ * one status every caller gets (e.g. a public endpoint answering a bad request for what it is).
+ */
+type Special = Who[] | { everyone: number };
+const RULES: Record<string, { special: Special | null; request: Request }> = {};
+/** The marker for routes whose expectations come from their rule in handlers/routes.ts. */
+const BY_RULE = null;
+/** The API contract's answer to OIDC start on an instance without OIDC configured (docs/api.md "Errors"). */
+const OIDC_START_STATUS = 500;
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
@@ -40,6 +43,7 @@ let pipelineId = "";
 let buildId = "";
 let incidentId = "";
 let developerId = "";
+let gitlabProjectId = "";
 
 beforeAll(async () => {
   t = await createTestApp();
@@ -47,6 +51,10 @@ beforeAll(async () => {
   seedStandIn(host);
   owner = await bootstrapOwner(t);
   await createGithubIntegration(t, owner, host);
+  // GitLab webhook tokens exist only for GitLab projects: a second project there, with the same members.
+  const gitlab = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token } });
+  if (gitlab.status !== 201) throw new Error(gitlab.text);
+  gitlabProjectId = (await createProject(t, owner, "group/mobile")).id;
   const p = await createProject(t, owner);
   projectId = p.id;
   pipelineId = (await createPipeline(t, owner, projectId)).id;
@@ -68,9 +76,10 @@ beforeAll(async () => {
     tokens[who] = u.token;
     emails[who] = u.email;
     if (who === "project_developer") developerId = u.id;
+    await t.call("PUT", `/v1/projects/${gitlabProjectId}/members/${u.id}`, { token: owner, body: { role: projectRole } });
   }
 
-  const rules: [string, Who[], () => Promise<{ path: string; body?: unknown }>][] = [
+  const rules: [string, Special | null, Request][] = [
     ["GET /v1/openapi.json", EVERYONE, async () => ({ path: "/v1/openapi.json" })],
     ["GET /healthz", EVERYONE, async () => ({ path: "/healthz" })],
     ["GET /readyz", EVERYONE, async () => ({ path: "/readyz" })],
@@ -80,78 +89,78 @@ beforeAll(async () => {
     ["POST /v1/setup/owner", [], async () => ({ path: "/v1/setup/owner", body: { email: "x@example.test" } })],
     ["POST /v1/setup/complete", [], async () => ({ path: "/v1/setup/complete" })],
     ["POST /v1/auth/local/login", EVERYONE, async () => ({ path: "/v1/auth/local/login", body: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })],
-    ["POST /v1/auth/logout", instance("user"), async () => ({ path: "/v1/auth/logout" })],
-    // External Access sign-in on this Local Only instance: OIDC answers 500 oidc_not_configured to anyone
+    ["POST /v1/auth/logout", BY_RULE, async () => ({ path: "/v1/auth/logout" })],
+    // External Access sign-in on this Local Only instance: OIDC start and callback answer what they answer anyone
     // (not a refusal); trusted-proxy login is 403 mode_restricted for everyone (tests/handlers/trusted-proxy-login.test.ts).
-    ["GET /v1/auth/oidc/start", EVERYONE, async () => ({ path: "/v1/auth/oidc/start" })],
-    ["POST /v1/auth/oidc/callback", EVERYONE, async () => ({ path: "/v1/auth/oidc/callback", body: { code: "c", state: "s" } })],
+    ["GET /v1/auth/oidc/start", { everyone: OIDC_START_STATUS }, async () => ({ path: "/v1/auth/oidc/start" })],
+    ["POST /v1/auth/oidc/callback", { everyone: 400 }, async () => ({ path: "/v1/auth/oidc/callback", body: { code: "c", state: "s" } })], // invalid_state
     ["POST /v1/auth/trusted-proxy/login", [], async () => ({ path: "/v1/auth/trusted-proxy/login" })],
     ["PUT /v1/setup/oidc", [], async () => ({ path: "/v1/setup/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
     ["PUT /v1/setup/trusted-proxy", [], async () => ({ path: "/v1/setup/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
-    ["GET /v1/settings/oidc", instance("admin"), async () => ({ path: "/v1/settings/oidc" })],
-    ["PUT /v1/settings/oidc", instance("admin"), async () => ({ path: "/v1/settings/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
-    ["GET /v1/settings/trusted-proxy", instance("admin"), async () => ({ path: "/v1/settings/trusted-proxy" })],
-    ["PUT /v1/settings/trusted-proxy", instance("admin"), async () => ({ path: "/v1/settings/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
-    ["GET /v1/users/me", instance("user"), async () => ({ path: "/v1/users/me" })],
-    ["GET /v1/users", instance("admin"), async () => ({ path: "/v1/users" })],
-    ["POST /v1/users", instance("admin"), async () => ({ path: "/v1/users", body: { email: `${crypto.randomUUID()}@example.test`, role: "developer" } })],
-    ["PATCH /v1/users/{user_id}", instance("admin"), async () => ({ path: `/v1/users/${(await userWithRole(t, owner, "developer")).id}`, body: { role: "developer" } })],
-    ["DELETE /v1/users/{user_id}", instance("admin"), async () => ({ path: `/v1/users/${(await userWithRole(t, owner, "developer")).id}` })],
-    ["GET /v1/api-tokens", instance("user"), async () => ({ path: "/v1/api-tokens" })],
-    ["POST /v1/api-tokens", instance("user"), async () => ({ path: "/v1/api-tokens", body: { name: "walk", role: "developer" } })],
-    ["DELETE /v1/api-tokens/{token_id}", instance("user"), async () => ({ path: "/v1/api-tokens/unknown" })],
-    ["POST /v1/integrations", instance("admin"), async () => ({ path: "/v1/integrations", body: { provider: "gitlab", name: "walk", api_url: host.url, access_token: host.gitlab.token } })],
-    ["GET /v1/integrations", instance("maintainer"), async () => ({ path: "/v1/integrations" })],
-    ["POST /v1/integrations/{integration_id}/sync", instance("admin"), async () => ({ path: "/v1/integrations/unknown/sync" })],
-    ["DELETE /v1/integrations/{integration_id}", instance("admin"), async () => ({ path: "/v1/integrations/unknown" })],
-    ["GET /v1/integration-repositories", instance("maintainer"), async () => ({ path: "/v1/integration-repositories" })],
-    ["POST /v1/projects", instance("maintainer"), async () => ({ path: "/v1/projects", body: { repository_id: await repositoryId(t, owner, "acme/website") } })],
-    ["GET /v1/projects", instance("user"), async () => ({ path: "/v1/projects" })],
-    ["GET /v1/projects/{project_id}", project("viewer"), async () => ({ path: `/v1/projects/${projectId}` })],
-    ["PATCH /v1/projects/{project_id}", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}`, body: { description: "walked" } })],
-    ["DELETE /v1/projects/{project_id}", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}` })],
-    ["GET /v1/projects/{project_id}/members", project("viewer"), async () => ({ path: `/v1/projects/${projectId}/members` })],
-    ["PUT /v1/projects/{project_id}/members/{user_id}", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}/members/${developerId}`, body: { role: "developer" } })],
+    ["GET /v1/settings/oidc", BY_RULE, async () => ({ path: "/v1/settings/oidc" })],
+    ["PUT /v1/settings/oidc", BY_RULE, async () => ({ path: "/v1/settings/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
+    ["GET /v1/settings/trusted-proxy", BY_RULE, async () => ({ path: "/v1/settings/trusted-proxy" })],
+    ["PUT /v1/settings/trusted-proxy", BY_RULE, async () => ({ path: "/v1/settings/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
+    ["GET /v1/users/me", BY_RULE, async () => ({ path: "/v1/users/me" })],
+    ["GET /v1/users", BY_RULE, async () => ({ path: "/v1/users" })],
+    ["POST /v1/users", BY_RULE, async () => ({ path: "/v1/users", body: { email: `${crypto.randomUUID()}@example.test`, role: "developer" } })],
+    ["PATCH /v1/users/{user_id}", BY_RULE, async () => ({ path: `/v1/users/${(await userWithRole(t, owner, "developer")).id}`, body: { role: "developer" } })],
+    ["DELETE /v1/users/{user_id}", BY_RULE, async () => ({ path: `/v1/users/${(await userWithRole(t, owner, "developer")).id}` })],
+    ["GET /v1/api-tokens", BY_RULE, async () => ({ path: "/v1/api-tokens" })],
+    ["POST /v1/api-tokens", BY_RULE, async () => ({ path: "/v1/api-tokens", body: { name: "walk", role: "developer" } })],
+    ["DELETE /v1/api-tokens/{token_id}", BY_RULE, async (token) => ({ path: `/v1/api-tokens/${token ? (await t.call("POST", "/v1/api-tokens", { token, body: { name: "walk", role: "developer" } })).body.token_info?.id ?? (await t.call("GET", "/v1/api-tokens", { token })).body.tokens?.[0]?.id : "unknown"}` })],
+    ["POST /v1/integrations", BY_RULE, async () => ({ path: "/v1/integrations", body: { provider: "gitlab", name: "walk", api_url: host.url, access_token: host.gitlab.token } })],
+    ["GET /v1/integrations", BY_RULE, async () => ({ path: "/v1/integrations" })],
+    ["POST /v1/integrations/{integration_id}/sync", BY_RULE, async () => ({ path: `/v1/integrations/${await integrationId()}/sync` })],
+    ["DELETE /v1/integrations/{integration_id}", BY_RULE, async () => ({ path: `/v1/integrations/${await integrationId()}` })],
+    ["GET /v1/integration-repositories", BY_RULE, async () => ({ path: "/v1/integration-repositories" })],
+    ["POST /v1/projects", BY_RULE, async () => ({ path: "/v1/projects", body: { repository_id: await repositoryId(t, owner, "acme/website") } })],
+    ["GET /v1/projects", BY_RULE, async () => ({ path: "/v1/projects" })],
+    ["GET /v1/projects/{project_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}` })],
+    ["PATCH /v1/projects/{project_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}`, body: { description: "walked" } })],
+    ["DELETE /v1/projects/{project_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}` })],
+    ["GET /v1/projects/{project_id}/members", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/members` })],
+    ["PUT /v1/projects/{project_id}/members/{user_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/members/${developerId}`, body: { role: "developer" } })],
     [
       "DELETE /v1/projects/{project_id}/members/{user_id}",
-      project("maintainer"),
+      BY_RULE,
       async () => {
         const member = await userWithRole(t, owner, "developer");
         await t.call("PUT", `/v1/projects/${projectId}/members/${member.id}`, { token: owner, body: { role: "viewer" } });
         return { path: `/v1/projects/${projectId}/members/${member.id}` };
       },
     ],
-    ["POST /v1/projects/{project_id}/pipelines", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}/pipelines`, body: { name: `walk-${crypto.randomUUID()}` } })],
-    ["GET /v1/projects/{project_id}/pipelines", project("viewer"), async () => ({ path: `/v1/projects/${projectId}/pipelines` })],
-    ["GET /v1/pipelines/{pipeline_id}", project("viewer"), async () => ({ path: `/v1/pipelines/${pipelineId}` })],
-    ["PATCH /v1/pipelines/{pipeline_id}", project("maintainer"), async () => ({ path: `/v1/pipelines/${pipelineId}`, body: { enabled: true } })],
-    ["DELETE /v1/pipelines/{pipeline_id}", project("maintainer"), async () => ({ path: `/v1/pipelines/${pipelineId}` })],
-    ["POST /v1/projects/{project_id}/builds", project("developer"), async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })],
-    ["GET /v1/projects/{project_id}/builds", project("viewer"), async () => ({ path: `/v1/projects/${projectId}/builds` })],
-    ["GET /v1/pipelines/{pipeline_id}/builds", project("viewer"), async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
-    ["GET /v1/builds/{build_id}", project("viewer"), async () => ({ path: `/v1/builds/${buildId}` })],
-    ["POST /v1/builds/{build_id}/rerun", project("developer"), async () => ({ path: `/v1/builds/${buildId}/rerun` })],
-    ["POST /v1/builds/{build_id}/cancel", project("developer"), async () => ({ path: `/v1/builds/${buildId}/cancel` })],
+    ["POST /v1/projects/{project_id}/pipelines", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipelines`, body: { name: `walk-${crypto.randomUUID()}` } })],
+    ["GET /v1/projects/{project_id}/pipelines", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipelines` })],
+    ["GET /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}` })],
+    ["PATCH /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}`, body: { enabled: true } })],
+    ["DELETE /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}` })],
+    ["POST /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })],
+    ["GET /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds` })],
+    ["GET /v1/pipelines/{pipeline_id}/builds", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
+    ["GET /v1/builds/{build_id}", BY_RULE, async () => ({ path: `/v1/builds/${buildId}` })],
+    ["POST /v1/builds/{build_id}/rerun", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/rerun` })],
+    ["POST /v1/builds/{build_id}/cancel", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/cancel` })],
     // The receivers authenticate by signature or per-repository token, never by bearer: without one, everybody is refused.
     ["POST /v1/webhooks/github", [], async () => ({ path: "/v1/webhooks/github", body: { zen: "x" } })],
     ["POST /v1/webhooks/gitlab", [], async () => ({ path: "/v1/webhooks/gitlab", body: { object_kind: "push", project: { id: 1 } } })],
-    ["POST /v1/projects/{project_id}/webhook-token", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}/webhook-token` })],
-    ["GET /v1/projects/{project_id}/webhook-deliveries", project("maintainer"), async () => ({ path: `/v1/projects/${projectId}/webhook-deliveries` })],
-    ["GET /v1/webhook-deliveries", instance("admin"), async () => ({ path: "/v1/webhook-deliveries" })],
+    ["POST /v1/projects/{project_id}/webhook-token", BY_RULE, async () => ({ path: `/v1/projects/${gitlabProjectId}/webhook-token` })],
+    ["GET /v1/projects/{project_id}/webhook-deliveries", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/webhook-deliveries` })],
+    ["GET /v1/webhook-deliveries", BY_RULE, async () => ({ path: "/v1/webhook-deliveries" })],
     [
       "GET /v1/webhook-deliveries/{delivery_id}",
-      project("maintainer"),
+      BY_RULE,
       async () => {
         const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
         await insertDelivery(t.db, { id, host: "github", delivery_id: "d", event: "push", action: "", verified: true, result: "ignored", reason: "walk", repository_external_id: null, repository_full_name: null, repository_id: null, project_id: projectId, commit_sha: null, decisions: [], duplicate_of: null, received_at: 1, body: null });
         return { path: `/v1/webhook-deliveries/${id}` };
       },
     ],
-    ["GET /v1/builds/{build_id}/logs", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/logs` })],
-    ["GET /v1/builds/{build_id}/artifacts", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/artifacts` })],
+    ["GET /v1/builds/{build_id}/logs", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/logs` })],
+    ["GET /v1/builds/{build_id}/artifacts", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/artifacts` })],
     [
       "GET /v1/builds/{build_id}/artifacts/{artifact_id}",
-      project("viewer"),
+      BY_RULE,
       async () => {
         // A stored artifact of the walk's build (row and file), so allowed callers get 200.
         const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
@@ -162,13 +171,13 @@ beforeAll(async () => {
       },
     ],
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/artifacts?path=a.apk` })],
-    ["POST /v1/builds/{build_id}/stream-token", project("viewer"), async () => ({ path: `/v1/builds/${buildId}/stream-token` })],
+    ["POST /v1/builds/{build_id}/stream-token", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/stream-token` })],
     // Only a stream token (?token=) opens a stream; a bearer credential of any role does not.
     ["GET /v1/builds/{build_id}/logs/stream", [], async () => ({ path: `/v1/builds/${buildId}/logs/stream` })],
-    ["POST /v1/runners", instance("admin"), async () => ({ path: "/v1/runners", body: { name: "walk" } })],
-    ["GET /v1/runners", instance("admin"), async () => ({ path: "/v1/runners" })],
-    ["POST /v1/runners/{runner_id}/token", instance("admin"), async () => ({ path: `/v1/runners/${await runnerId()}/token` })],
-    ["DELETE /v1/runners/{runner_id}", instance("admin"), async () => ({ path: `/v1/runners/${await runnerId()}` })],
+    ["POST /v1/runners", BY_RULE, async () => ({ path: "/v1/runners", body: { name: "walk" } })],
+    ["GET /v1/runners", BY_RULE, async () => ({ path: "/v1/runners" })],
+    ["POST /v1/runners/{runner_id}/token", BY_RULE, async () => ({ path: `/v1/runners/${await runnerId()}/token` })],
+    ["DELETE /v1/runners/{runner_id}", BY_RULE, async () => ({ path: `/v1/runners/${await runnerId()}` })],
     // The runner protocol takes the runner's own token only: no user credential works.
     ["POST /v1/runners/{runner_id}/connect", [], async () => ({ path: `/v1/runners/${await runnerId()}/connect`, body: { capabilities: { os: "linux", arch: "x64" } } })],
     ["POST /v1/runners/{runner_id}/jobs/claim", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/claim`, body: { claim_id: "walk-claim-1", wait_seconds: 0 } })],
@@ -176,39 +185,73 @@ beforeAll(async () => {
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/steps/build`, body: { status: "running", started_at: 1 } })],
     ["POST /v1/runners/{runner_id}/jobs/{job_id}/logs", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/logs`, body: { first_line: 0, lines: [] } })],
     ["POST /v1/runners/{runner_id}/jobs/{job_id}/finish", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/finish`, body: { status: "succeeded", exit_code: 0, line_count: 0 } })],
-    ["GET /v1/operator-incidents", instance("admin"), async () => ({ path: "/v1/operator-incidents" })],
-    ["POST /v1/operator-incidents/{id}/read", instance("admin"), async () => ({ path: `/v1/operator-incidents/${incidentId}/read` })],
+    ["GET /v1/operator-incidents", BY_RULE, async () => ({ path: "/v1/operator-incidents" })],
+    ["POST /v1/operator-incidents/{id}/read", BY_RULE, async () => ({ path: `/v1/operator-incidents/${incidentId}/read` })],
   ];
-  for (const [key, allowed, request] of rules) RULES[key] = { allowed, request };
+  for (const [key, special, request] of rules) RULES[key] = { special, request };
 });
 afterAll(async () => {
   t.close();
   await host.stop();
 });
 
-describe("the authorization table", () => {
-  test("every route in the route table has a rule here", () => {
+type Expected = { allowed: true } | { allowed: false; status: number[] };
+
+/** What `who` should get on a route, from the route's rule; null when the walk cannot derive it. */
+function fromRule(auth: AuthRule, who: Who): Expected | null {
+  if (who === "none") return ["public", "webhook", "metrics"].includes(auth as string) ? null : { allowed: false, status: [401] };
+  const instanceRole = who.startsWith("project_") ? (who === "project_maintainer" ? "maintainer" : "developer") : who;
+  const rank = { developer: 1, maintainer: 2, admin: 3, owner: 4 }[instanceRole as "developer"];
+  if (isProjectRule(auth)) {
+    if (rank >= 3) return { allowed: true };
+    if (!who.startsWith("project_")) return { allowed: false, status: [404] }; // a project they may not see
+    const mine = { viewer: 1, developer: 2, maintainer: 3 }[who.slice("project_".length) as "viewer"];
+    return mine >= { viewer: 1, developer: 2, maintainer: 3 }[auth.minimum] ? { allowed: true } : { allowed: false, status: [403] };
+  }
+  const minimum = ({ user: 1, session: 1, maintainer: 2, admin: 3, owner: 4 } as Record<string, number>)[auth as string];
+  if (minimum === undefined) return null;
+  return rank >= minimum ? { allowed: true } : { allowed: false, status: [403] };
+}
+
+function expected(route: (typeof routes)[number], who: Who): Expected {
+  const special = RULES[`${route.method} ${route.path}`]!.special;
+  if (special === null) return fromRule(route.auth, who) ?? { allowed: false, status: [401, 403] };
+  if (!Array.isArray(special)) return { allowed: false, status: [special.everyone] };
+  if (special.includes(who)) return { allowed: true };
+  return { allowed: false, status: route.auth === "setup" ? [401, 409] : [401, 403] };
+}
+
+describe("the authorization walk", () => {
+  test("every route in the route table is walked", () => {
     const missing = routes.map((r) => `${r.method} ${r.path}`).filter((k) => !RULES[k]);
     expect(missing).toEqual([]);
   });
 
-  test("every route, every caller: allowed or refused as the table says", async () => {
+  test("every route, every caller: refused with exactly 401/403 (404 for an invisible project), or allowed and successful", async () => {
     const mismatches: string[] = [];
     for (const route of routes) {
       const key = `${route.method} ${route.path}`;
       const rule = RULES[key];
       if (!rule) continue;
       for (const who of EVERYONE) {
-        // Destructive calls run on their own fixtures so later callers still find something to act on.
-        const { path, body } = await rule.request();
         const token = who === "none" ? undefined : tokens[who];
+        // Destructive calls run on their own fixtures so later callers still find something to act on.
+        const { path, body } = await rule.request(token);
         const res = await t.call(route.method, path, { token, body });
-        const projectScoped = /\{(project_id|pipeline_id|build_id|delivery_id)\}/.test(route.path);
-        const refused = res.status === 401 || res.status === 403 || (projectScoped && res.status === 404 && who !== "admin" && who !== "owner") || (route.auth === "setup" && res.status === 409);
-        const expected = rule.allowed.includes(who);
-        if (refused === expected) mismatches.push(`${key} as ${who}: expected ${expected ? "allowed" : "refused"}, got ${res.status} ${res.text.slice(0, 120)}`);
+        const want = expected(route, who);
+        const got = `${res.status} ${res.text.slice(0, 120)}`;
+        if (want.allowed) {
+          // Allowed means it worked: a 400, a 404 or a 5xx is a broken fixture or a broken route, not "allowed".
+          if (res.status >= 400) mismatches.push(`${key} as ${who}: expected success, got ${got}`);
+        } else if (!want.status.includes(res.status)) {
+          mismatches.push(`${key} as ${who}: expected ${want.status.join(" or ")}, got ${got}`);
+        }
+        const succeeded = res.status < 400;
         // Re-create what a destructive call removed, and sessions that logout ended.
-        if (!refused && route.method === "DELETE" && route.path === "/v1/projects/{project_id}") {
+        if (succeeded && route.method === "POST" && route.path === "/v1/projects") {
+          await t.call("DELETE", `/v1/projects/${res.body.project.id}`, { token: owner });
+        }
+        if (succeeded && route.method === "DELETE" && route.path === "/v1/projects/{project_id}") {
           projectId = (await createProject(t, owner)).id;
           pipelineId = (await createPipeline(t, owner, projectId)).id;
           buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
@@ -217,20 +260,25 @@ describe("the authorization table", () => {
             await t.call("PUT", `/v1/projects/${projectId}/members/${me.body.user.id}`, { token: owner, body: { role } });
           }
         }
-        if (!refused && route.method === "DELETE" && route.path === "/v1/pipelines/{pipeline_id}") {
+        if (succeeded && route.method === "DELETE" && route.path === "/v1/pipelines/{pipeline_id}") {
           pipelineId = (await createPipeline(t, owner, projectId)).id;
           buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
         }
-        if (!refused && route.path === "/v1/builds/{build_id}/cancel") {
+        if (succeeded && route.path === "/v1/builds/{build_id}/cancel") {
           buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
         }
         // Logout ends the caller's session, and a login ends the session presented with it: sign in again.
-        if (!refused && (route.path === "/v1/auth/logout" || route.path === "/v1/auth/local/login") && who !== "none") await signIn(who);
+        if (succeeded && (route.path === "/v1/auth/logout" || route.path === "/v1/auth/local/login") && who !== "none") await signIn(who);
       }
     }
     expect(mismatches).toEqual([]);
   });
 });
+
+async function integrationId(): Promise<string> {
+  const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: `walk-${crypto.randomUUID().slice(0, 6)}`, api_url: host.url, access_token: host.gitlab.token } });
+  return res.body.integration.id;
+}
 
 async function runnerId(): Promise<string> {
   return (await t.call("POST", "/v1/runners", { token: owner, body: { name: "walk" } })).body.runner.id;

@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { routes } from "../../handlers/routes.ts";
+import { describeRule } from "../../lib/route.ts";
 
 let t: TestApp;
 beforeAll(async () => (t = await createTestApp()));
@@ -15,7 +16,7 @@ describe("GET /v1/openapi.json", () => {
     for (const route of routes) {
       const op = res.body.paths[route.path]?.[route.method.toLowerCase()];
       expect(op, `${route.method} ${route.path}`).toBeDefined();
-      expect(op["x-roost-auth"]).toBe(route.auth);
+      expect(op["x-roost-auth"]).toBe(describeRule(route.auth));
       expect(op.operationId).toBe(route.endpoint.operationId);
     }
   });

@@ -160,7 +160,7 @@ describe("trusted proxy settings", () => {
     expect((await t.call("GET", "/v1/settings/trusted-proxy", { token: developer })).status).toBe(403);
     const put = await t.call("PUT", "/v1/settings/trusted-proxy", { token: owner, body: { trusted_peers: ["127.0.0.2"] } });
     expect(put.body).toEqual({ trusted_peers: ["127.0.0.2"], identity_header: "X-Roost-User-Email", shared_secret_set: true, updated_at: t.clock.now() });
-    expect((await t.call("GET", "/v1/settings/trusted-proxy", { token: owner })).body).toEqual(put.body);
+    expect((await t.call("GET", "/v1/settings/trusted-proxy", { token: owner })).body).toEqual({ configured: true, ...put.body });
     expect((await t.call("POST", PATH, { peer: "127.0.0.2", headers: good })).status).toBe(200);
     expect((await t.call("POST", PATH, { peer: "10.0.0.5", headers: good })).body.code).toBe("trusted_proxy_peer_not_allowed");
   });

@@ -1,0 +1,9 @@
+// `npm run docs`: regenerates the parts of docs/ that come from the code (the authorization table).
+import { readFileSync, writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { routes } from "../handlers/routes.ts";
+import { withFreshTable } from "../lib/authorization-table.ts";
+
+const file = resolve(import.meta.dir, "../docs/authorization.md");
+writeFileSync(file, withFreshTable(readFileSync(file, "utf8"), routes));
+console.log(`wrote ${file}`);
