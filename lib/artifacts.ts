@@ -3,7 +3,7 @@
 // and recorded only when the digest matches the one the runner announced. Downloads stream the file.
 import { createHash } from "node:crypto";
 import { statSync } from "node:fs";
-import { mkdir, open, rename, rm } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Row } from "./db/database.ts";
 import type { Executor } from "./db/client.ts";
@@ -77,6 +77,30 @@ export async function storeArtifact(
     // A full disk propagates as it is: lib/app.ts answers 507 and /readyz learns of it.
     throw error;
   }
+}
+
+/** A .partial file this old belongs to no upload still running: its daemon stopped mid-upload. */
+export const ABANDONED_UPLOAD_SECONDS = 24 * 60 * 60;
+
+/**
+ * Removes the .partial files that uploads cut short by a crash or a kill left behind. Only old
+ * ones: another daemon process on the same data dir may be writing a young one right now.
+ */
+export async function removeAbandonedUploads(dataDir: string, nowSeconds: number): Promise<number> {
+  const root = join(dataDir, "artifacts");
+  let removed = 0;
+  for (const build of await readdir(root).catch(() => [] as string[])) {
+    for (const name of await readdir(join(root, build)).catch(() => [] as string[])) {
+      if (!name.endsWith(PARTIAL_SUFFIX)) continue;
+      const path = join(root, build, name);
+      const info = await stat(path).catch(() => null);
+      if (info && info.mtimeMs / 1000 <= nowSeconds - ABANDONED_UPLOAD_SECONDS) {
+        await rm(path, { force: true });
+        removed++;
+      }
+    }
+  }
+  return removed;
 }
 
 /** Writes `body` to a new file and fsyncs it; its size on disk must equal the bytes received. */

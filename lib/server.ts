@@ -17,6 +17,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
 import { diskFullError, isDiskFullError } from "./disk.ts";
+import { removeAbandonedUploads } from "./artifacts.ts";
 import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
@@ -60,6 +61,8 @@ export async function prepareFirstRun(db: Db, config: Config, log: Logger): Prom
 
 export async function startDaemon(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningDaemon> {
   await prepareDataDir(config);
+  const abandoned = await removeAbandonedUploads(config.dataDir, systemClock.now());
+  if (abandoned > 0) log.info("removed artifact uploads a stopped daemon left unfinished", { files: abandoned });
   const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
   const migrated = await migrate(db, systemClock.now);
   if (migrated.from !== migrated.to) log.info("database migrated", migrated);
