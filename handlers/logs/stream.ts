@@ -232,7 +232,10 @@ export const endpoint = defineEndpoint({
       // Pushes arriving from here on are buffered; older buffered ones are re-read below.
       pending = [];
       pendingBytes = 0;
-      const window = cursor >= initialStats.last_seq && !readDatabase ? await hub.since(cursor) : null;
+      // The window serves only when it reaches back to the cursor and up to what the database held
+      // at open (a hub that has not seen lines appended elsewhere, or none yet, does not).
+      let window = readDatabase ? null : await hub.since(cursor);
+      if (window && Math.max(window.last, cursor) < initialStats.last_seq) window = null;
       let databaseDone = false;
       if (window) {
         if (window.last > cursor) {
