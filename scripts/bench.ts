@@ -16,6 +16,14 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WEBHOOK_CONNECTIONS = 64;
 const WRK_THREADS = 2;
 const STALL_PROBE = join(ROOT, "scripts/bench/stall-probe.ts");
+/** BENCH_CPU_PROF=<dir> runs each daemon under `bun --cpu-prof` (summarise with scripts/bench/profile-top.ts). */
+const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
+
+/** A daemon's environment for the bench: quiet logs, and `extra` Bun options (plus the CPU profiler when asked). */
+function daemonEnv(name: string, bunOptions: string[] = [], env: Record<string, string> = {}): Record<string, string> {
+  const options = [...bunOptions, ...(CPU_PROF_DIR ? ["--cpu-prof", `--cpu-prof-dir=${CPU_PROF_DIR}`, `--cpu-prof-name=${name}.cpuprofile`] : [])];
+  return { ROOST_LOG_LEVEL: "warn", ...(options.length ? { BUN_OPTIONS: options.join(" ") } : {}), ...env };
+}
 
 interface Row {
   scenario: string;
@@ -88,7 +96,9 @@ export async function compareWithBare(
   try {
     const base = await wrk(bare.url, "cycle");
     const before = (await spec.countBuilds?.()) ?? 0;
+    const from = Date.now();
     const ours = await wrk(daemon.url, spec.distinct ? "once" : "cycle");
+    if (CPU_PROF_DIR) console.log(`profile window of ${scenario}: ${from}-${Date.now()}`);
     const builds = ((await spec.countBuilds?.()) ?? 0) - before;
     if (ours.errors > 0) notes.push(`${scenario}: ${ours.errors} of ${ours.requests} Roost requests failed (${ours.statusErrors} answered 4xx/5xx; the rest socket errors or timeouts).`);
     if (ours.exhaustedThreads > 0) notes.push(`${scenario}: wrk sent all ${spec.requests.length} distinct requests in ${ours.seconds.toFixed(2)} s, before the ${DURATION_MS / 1000} s were up; the rate is over the time it sent.`);
@@ -109,7 +119,7 @@ async function owner(daemon: Daemon): Promise<string> {
 }
 
 async function apiTokensScenario(): Promise<void> {
-  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const daemon = await startDaemon({ env: daemonEnv("api-tokens") });
   try {
     const token = await owner(daemon);
     for (let i = 0; i < 20; i++) await http(daemon.url, "POST", "/v1/api-tokens", { token, body: { name: `listed-${i}`, role: "developer" } });
@@ -141,7 +151,7 @@ function buildCounter(daemon: Daemon, token: string, projectId: string, query = 
 }
 
 async function buildsScenario(): Promise<void> {
-  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const daemon = await startDaemon({ env: daemonEnv("builds") });
   try {
     const token = await owner(daemon);
     const ci = await ciFixture(daemon, token, "bench-webhook-secret-0123");
@@ -193,7 +203,7 @@ function pushDeliveries(secret: string, n: number, tag: string): RequestSpec[] {
 /** Verified GitHub push deliveries end to end: signature, dedupe, trigger match, build row. */
 async function webhooksScenario(): Promise<void> {
   const secret = "bench-webhook-secret-0123";
-  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const daemon = await startDaemon({ env: daemonEnv("webhooks") });
   try {
     const token = await owner(daemon);
     const ci = await ciFixture(daemon, token, secret);
@@ -215,20 +225,27 @@ async function webhooksScenario(): Promise<void> {
   }
 }
 
+interface Stall {
+  max_ms: number;
+  /** The longest single synchronous SQLite call, and its statement. */
+  sql_max_ms: number;
+  sql: string;
+}
+
 /** Asks a process running scripts/bench/stall-probe.ts for its longest stall since the last ask. */
-async function askStall(pid: number, file: string): Promise<number> {
+async function askStall(pid: number, file: string): Promise<Stall> {
   const seq = () => {
     try {
-      return JSON.parse(readFileSync(file, "utf8")) as { seq: number; max_ms: number };
+      return JSON.parse(readFileSync(file, "utf8")) as Stall & { seq: number };
     } catch {
-      return { seq: 0, max_ms: 0 };
+      return { seq: 0, max_ms: 0, sql_max_ms: 0, sql: "" };
     }
   };
   const before = seq().seq;
   process.kill(pid, "SIGUSR2");
   for (let i = 0; i < 500; i++) {
     const now = seq();
-    if (now.seq > before) return now.max_ms;
+    if (now.seq > before) return now;
     await Bun.sleep(10);
   }
   throw new Error(`process ${pid} did not report its event-loop stall`);
@@ -244,7 +261,7 @@ async function twoProcessesScenario(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "roost-bench-two-"));
   const dataDir = join(dir, "data");
   const probeEnv = (name: string) => ({ BUN_OPTIONS: `--preload ${STALL_PROBE}`, ROOST_BENCH_STALL_FILE: join(dir, `${name}.stall.json`) });
-  const [a, b] = await Promise.all(["a", "b"].map((name) => startDaemon({ dataDir, cleanup: false, env: { ROOST_LOG_LEVEL: "warn", ...probeEnv(name) } })));
+  const [a, b] = await Promise.all(["a", "b"].map((name) => startDaemon({ dataDir, cleanup: false, env: daemonEnv(`two-processes-${name}`, [`--preload ${STALL_PROBE}`], { ROOST_BENCH_STALL_FILE: probeEnv(name).ROOST_BENCH_STALL_FILE }) })));
   try {
     const token = await owner(a!);
     const ci = await ciFixture(a!, token, "bench-webhook-secret-0123");
@@ -259,27 +276,33 @@ async function twoProcessesScenario(): Promise<void> {
     try {
       await Promise.all(bares.map((s, i) => askStall(s.pid, bareEnv[i]!.ROOST_BENCH_STALL_FILE)));
       await Promise.all(bares.map((s) => load(s.url)));
-      baseStall = Math.max(...(await Promise.all(bares.map((s, i) => askStall(s.pid, bareEnv[i]!.ROOST_BENCH_STALL_FILE)))));
+      baseStall = Math.max(...(await Promise.all(bares.map((s, i) => askStall(s.pid, bareEnv[i]!.ROOST_BENCH_STALL_FILE)))).map((s) => s.max_ms));
     } finally {
       await Promise.all(bares.map((s) => s.stop()));
     }
     const daemons = [a!, b!];
     const files = ["a", "b"].map((name) => probeEnv(name).ROOST_BENCH_STALL_FILE);
+    const scenario = "two processes, one database file (wrk creating builds through both, 16 connections each)";
     const count = buildCounter(a!, token, ci.projectId);
     const before = await count();
     await Promise.all(daemons.map((d, i) => askStall(d.process.pid, files[i]!)));
+    const from = Date.now();
     const results = await Promise.all(daemons.map((d) => load(d.url)));
+    if (CPU_PROF_DIR) console.log(`profile window of ${scenario}: ${from}-${Date.now()}`);
     const stalls = await Promise.all(daemons.map((d, i) => askStall(d.process.pid, files[i]!)));
     const builds = (await count()) - before;
-    const scenario = "two processes, one database file (wrk creating builds through both, 16 connections each)";
-    record({ scenario, metric: "longest event-loop stall in either process", roost: Math.max(...stalls), baseline: baseStall, baselineName: "two bare Bun.serve processes under the same load", higherIsBetter: false, unit: "ms" });
+    const longest = Math.max(...stalls.map((s) => s.max_ms));
+    record({ scenario, metric: "longest event-loop stall in either process", roost: longest, baseline: baseStall, baselineName: "two bare Bun.serve processes under the same load", higherIsBetter: false, unit: "ms" });
     const seconds = Math.max(...results.map((r) => r.seconds));
     const ok = results.reduce((n, r) => n + r.requests - r.statusErrors, 0);
     record({ scenario, metric: "builds committed/s, both processes together", roost: builds / seconds, baseline: ok / seconds, baselineName: "Roost's 2xx answers/s", higherIsBetter: true, unit: "/s" });
     const errors = results.reduce((n, r) => n + r.errors, 0);
     if (errors > 0) notes.push(`two processes: ${errors} requests failed (4xx/5xx, socket errors or timeouts) of ${results.reduce((n, r) => n + r.requests, 0)}.`);
-    notes.push(`two processes: longest stall ${stalls.map((s) => s.toFixed(1)).join(" ms and ")} ms in the two daemons.`);
-    measured.set("two processes stall", Math.max(...stalls));
+    notes.push(
+      `two processes: longest stall ${stalls.map((s) => s.max_ms.toFixed(1)).join(" ms and ")} ms in the two daemons; their longest single SQLite call (synchronous, on the event loop) ` +
+        stalls.map((s) => `${s.sql_max_ms.toFixed(1)} ms (\`${s.sql.replace(/`/g, "'")}\`)`).join(" and ") + ".",
+    );
+    measured.set("two processes stall", longest);
     await ci.stop();
   } finally {
     await Promise.all([a!.stop(), b!.stop()]);
@@ -303,7 +326,7 @@ const LINE = "I/flutter ( 4321): Running Gradle task 'assembleRelease'... [bench
 
 /** Log ingest through the HTTP append path vs raw libSQL inserts of the same rows. */
 async function logsScenario(): Promise<void> {
-  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const daemon = await startDaemon({ env: daemonEnv("logs") });
   try {
     const token = await owner(daemon);
     const { ci, runner, claimed } = await runnerFixture(daemon, token, 8);
@@ -387,7 +410,7 @@ const pct = (sorted: number[], q: number) => sorted[Math.min(sorted.length - 1, 
 
 /** SSE delivery latency with 1, 100 and 1000 subscribers vs a bare Bun SSE fan-out; RSS with 1000 streams. */
 async function sseScenario(): Promise<void> {
-  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const daemon = await startDaemon({ env: daemonEnv("sse") });
   const bareDir = mkdtempSync(join(tmpdir(), "roost-bare-sse-"));
   const bare = Bun.spawn([BUN, join(ROOT, "scripts/bench/bare-sse.ts")], { stdout: "pipe", stderr: "inherit" });
   try {
