@@ -27,13 +27,13 @@ export const endpoint = defineEndpoint({
   async handle({ params, body }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const result = await appendLogLines(ctx.db, job.id, job.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes);
+    // Committed: the stored lines themselves go to the build's live streams at once (no re-read).
+    if (result.kind === "ok" && result.entries.length > 0) await publishLogs(ctx, job.build_id, result.entries);
     const status = await jobStatusHeader(ctx, job.build_id);
     if (result.kind === "gap") {
       fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { ...status, "x-roost-log-next-line": String(result.next_line) } });
     }
     ctx.metrics.counter("roost_log_bytes_ingested_total", "Bytes of build log lines stored.").inc({}, body.lines.slice(Math.max(0, body.lines.length - result.accepted)).reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0));
-    // After the commit, the stored lines themselves go to the build's live streams (no re-read).
-    if (result.entries.length > 0) await publishLogs(ctx, job.build_id, result.entries);
     return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, { ...status, "x-roost-log-next-line": String(result.next_line) });
   },
 });
