@@ -228,7 +228,10 @@ describe("fan-out from the log hub", () => {
     await stream.until(() => stream.text.includes('"status":"canceled"') && stream.ids().length === 3);
     expect(stream.text).not.toContain("event: end");
     expect((await finish()).status).toBe(200);
+    const finishedAt = Date.now();
     await stream.until(() => stream.done, 5_000);
+    // Told by the finish itself (an in-process event), not by a periodic re-read.
+    expect(Date.now() - finishedAt).toBeLessThan(250);
     expect(stream.ids()).toEqual([1, 2, 3]);
     expect(stream.text.endsWith(`event: end\ndata: ${JSON.stringify({ status: "canceled", exit_code: null, last_seq: 3 })}\n\n`)).toBe(true);
   });
