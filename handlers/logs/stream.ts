@@ -68,6 +68,8 @@ export const endpoint = defineEndpoint({
     let pendingBytes = 0;
     /** Set when the buffered pushes had a gap the window did not fill: the next step reads the database. */
     let readDatabase = false;
+    /** The cursor at which an ended build's missing last lines were last looked for in the database. */
+    let lookedAt = -1;
     let open = true;
     let wake: (() => void) | null = null;
     let wroteWhileWaiting = false;
@@ -109,6 +111,19 @@ export const endpoint = defineEndpoint({
       if (statusRank(s) >= statusRank(known)) known = { ...s, last_seq: Math.max(s.last_seq, known.last_seq) };
     };
     /**
+     * The build ended with lines this live stream was never pushed (not expected: the hub gets
+     * lines before the status that ends them): look for them in the database, once per cursor.
+     */
+    const missingLast = (): boolean => {
+      if (mode !== "live" || !known.ended || cursor >= known.last_seq || lookedAt === cursor) return false;
+      lookedAt = cursor;
+      mode = "catchup";
+      readDatabase = true;
+      pending = [];
+      pendingBytes = 0;
+      return true;
+    };
+    /**
      * The buffered batches after the cursor; false at a gap (read again). `acrossGaps` when the
      * database has nothing after the cursor: the missing lines are not there to wait for.
      */
@@ -131,10 +146,9 @@ export const endpoint = defineEndpoint({
           if (mode === "live") {
             const s = statusText();
             if (s) send(s);
-            endIfDone();
-          } else {
-            wake?.();
+            if (endIfDone() || !missingLast()) return;
           }
+          wake?.();
           return;
         }
         if (frame.last <= cursor) return;
@@ -176,43 +190,12 @@ export const endpoint = defineEndpoint({
           if (!open) unsubscribe();
         },
         async pull(c) {
-          // Runs when the client has taken everything queued; produces at least one chunk or waits.
-          while (open) {
-            if (ctx.shutdown.aborted) {
-              c.enqueue(encoder.encode('retry: 1000\nevent: shutdown\ndata: {"reconnect":true}\n\n'));
-              if (finish()) c.close();
-              return;
-            }
-            if (queued() > 0) return; // pushes filled the queue meanwhile; pull runs again when it drains
-            let out: string | Uint8Array = statusText();
-            if (mode === "catchup") {
-              const chunk = await catchUp();
-              if (!open) return;
-              if (typeof out === "string" && out && chunk.byteLength) out = concatBytes(encoder.encode(out), chunk);
-              else if (chunk.byteLength) out = chunk;
-            }
-            if (typeof out === "string" ? out.length > 0 : out.byteLength > 0) {
-              send(out);
-              endIfDone();
-              return;
-            }
-            if (endIfDone()) return;
-            if (mode === "catchup") continue;
-            // Live and idle: wait for a gap, a status, the shutdown or the keepalive.
-            wroteWhileWaiting = false;
-            let timer: ReturnType<typeof setTimeout> | undefined;
-            await new Promise<void>((resolve) => {
-              wake = resolve;
-              timer = setTimeout(resolve, KEEPALIVE_MS);
-            });
-            wake = null;
-            clearTimeout(timer);
-            if (!open) return;
-            if (mode === "live" && !ctx.shutdown.aborted && !wroteWhileWaiting && queued() <= 0) {
-              send(": ping\n\n");
-              return;
-            }
-            if (wroteWhileWaiting) return;
+          try {
+            await produce(c);
+          } catch (error) {
+            // A failed read ends this stream (EventSource reconnects with Last-Event-ID); stop pushes to it.
+            finish();
+            throw error;
           }
         },
         cancel() {
@@ -221,6 +204,47 @@ export const endpoint = defineEndpoint({
       },
       { highWaterMark: 1, size: (chunk) => chunk?.byteLength ?? 0 },
     );
+
+    /** One pull: runs when the client has taken everything queued; produces at least one chunk or waits. */
+    async function produce(c: ReadableStreamDefaultController<Uint8Array>): Promise<void> {
+      while (open) {
+        if (ctx.shutdown.aborted) {
+          c.enqueue(encoder.encode('retry: 1000\nevent: shutdown\ndata: {"reconnect":true}\n\n'));
+          if (finish()) c.close();
+          return;
+        }
+        if (queued() > 0) return; // pushes filled the queue meanwhile; pull runs again when it drains
+        let out: string | Uint8Array = statusText();
+        if (mode === "catchup") {
+          const chunk = await catchUp();
+          if (!open) return;
+          if (typeof out === "string" && out && chunk.byteLength) out = concatBytes(encoder.encode(out), chunk);
+          else if (chunk.byteLength) out = chunk;
+        }
+        if (typeof out === "string" ? out.length > 0 : out.byteLength > 0) {
+          send(out);
+          endIfDone();
+          return;
+        }
+        if (endIfDone()) return;
+        if (mode === "catchup" || missingLast()) continue;
+        // Live and idle: wait for a gap, a status, the shutdown or the keepalive.
+        wroteWhileWaiting = false;
+        let timer: ReturnType<typeof setTimeout> | undefined;
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          timer = setTimeout(resolve, KEEPALIVE_MS);
+        });
+        wake = null;
+        clearTimeout(timer);
+        if (!open) return;
+        if (mode === "live" && !ctx.shutdown.aborted && !wroteWhileWaiting && queued() <= 0) {
+          send(": ping\n\n");
+          return;
+        }
+        if (wroteWhileWaiting) return;
+    }
+    }
 
     /**
      * One step of catching up: frames after the cursor from the hub's window when it reaches back
