@@ -33,7 +33,7 @@ export const endpoint = defineEndpoint({
   errors: ["pipeline_exists"],
   async handle({ params, body }, ctx) {
     const project = scopedProject(ctx);
-    const fields = await pipelineFields(body, null, project.default_branch, ctx.secrets);
+    const fields = await pipelineFields(body, [], project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {
       return { pipeline: toPublicPipeline(await insertPipeline(ctx.db, project.id, fields, ctx.clock.now())) };

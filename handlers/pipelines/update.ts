@@ -1,27 +1,35 @@
-// PATCH /v1/pipelines/{pipeline_id} (project maintainer): every top-level field sent replaces
-// the stored one as a whole; a secret env entry sent without a value keeps its stored value.
+// PATCH /v1/pipelines/{pipeline_id} (project maintainer): the body is a JSON Merge Patch
+// (RFC 7396) of the pipeline as GET shows it: objects merge member by member, a member set to null
+// returns to its default, and a list (commands, env, branches, ...) is replaced whole. A secret
+// env entry sent without a value keeps its stored value.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
+import { parseWith } from "../../lib/http.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
 import { scopedPipeline, scopedProject } from "../../lib/auth/project-access.ts";
-import { findPipeline, replacePipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { replacePipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
-import { pipelineFields } from "../../lib/pipelines/store.ts";
+import { pipelineDocument, pipelineFields } from "../../lib/pipelines/store.ts";
+import { applyMergePatch, mergePatchSchema } from "../../lib/merge-patch.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";
 
-export const UpdatePipelineBody = z
+/** The whole pipeline as a client writes it; the merged result must be one of these. */
+const PipelineDocument = z
   .object({
-    name: DisplayName.optional(),
+    name: DisplayName,
     enabled: PipelineFieldsInput.enabled.optional(),
     config_path: PipelineFieldsInput.config_path.optional(),
     concurrency: PipelineFieldsInput.concurrency.optional(),
     trigger_config: PipelineFieldsInput.trigger_config.optional(),
     execution_config: PipelineFieldsInput.execution_config.optional(),
   })
-  .strict()
-  .refine((b) => Object.keys(b).length > 0, { message: "send at least one field to change" });
+  .strict();
+
+export const UpdatePipelineBody = mergePatchSchema(PipelineDocument)
+  .refine((b) => Object.keys(b).length > 0, { message: "send at least one field to change" })
+  .describe("JSON Merge Patch (RFC 7396): members sent change, null resets a member to its default, lists are replaced whole");
 
 export const endpoint = defineEndpoint({
   operationId: "update_pipeline",
@@ -34,7 +42,8 @@ export const endpoint = defineEndpoint({
   async handle({ params, body }, ctx) {
     const pipeline = scopedPipeline(ctx);
     const project = scopedProject(ctx);
-    const fields = await pipelineFields(body, pipeline, project.default_branch, ctx.secrets);
+    const merged = parseWith(PipelineDocument, applyMergePatch(pipelineDocument(pipeline), body), "body");
+    const fields = await pipelineFields(merged, pipeline.execution_config.env, project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {
       return { pipeline: toPublicPipeline((await replacePipeline(ctx.db, pipeline.id, fields, ctx.clock.now()))!) };

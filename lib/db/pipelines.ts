@@ -3,7 +3,7 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
-import { publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "../pipelines/config.ts";
+import { normalizeExecutionConfig, publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "../pipelines/config.ts";
 
 export interface Pipeline {
   id: string;
@@ -29,7 +29,7 @@ function toPipeline(row: Row): Pipeline {
     config_path_explicit: bool(row, "config_path_explicit"),
     concurrency: { cancel_previous: bool(row, "cancel_previous"), max_concurrent: num(row, "max_concurrent") },
     trigger_config: JSON.parse(str(row, "trigger_config")) as TriggerConfig,
-    execution_config: JSON.parse(str(row, "execution_config")) as ExecutionConfig,
+    execution_config: normalizeExecutionConfig(JSON.parse(str(row, "execution_config")) as ExecutionConfig),
     created_at: num(row, "created_at"),
     updated_at: num(row, "updated_at"),
   };

@@ -49,6 +49,12 @@ export const TriggerConfigInput = z
   .strict();
 
 const platformArgs = z.array(shortText(1024)).max(50);
+// A list like every other command field; a single string (the form before lists) is still
+// accepted and read as a list of one command.
+const platformCommands = z
+  .union([command.transform((c) => [c]), commandList])
+  .default([])
+  .describe("a list of commands; a single string is accepted as a list of one");
 
 export const ExecutionConfigInput = z
   .object({
@@ -71,10 +77,10 @@ export const ExecutionConfigInput = z
       .strict()
       .default({ android: [], ios: [], macos: [] }),
     platform_commands: z
-      .object({ android: command.optional(), ios: command.optional(), macos: command.optional() })
+      .object({ android: platformCommands, ios: platformCommands, macos: platformCommands })
       .strict()
-      .default({})
-      .describe("replaces `flutter build …` for that platform"),
+      .default({ android: [], ios: [], macos: [] })
+      .describe("commands that replace `flutter build …` for that platform; an empty list keeps `flutter build`"),
     platforms: z
       .array(z.enum(PLATFORMS))
       .min(1)
@@ -109,7 +115,7 @@ export interface ExecutionConfig {
   env: StoredEnvEntry[];
   flutter_version: string;
   platform_build_args: Record<Platform, string[]>;
-  platform_commands: Partial<Record<Platform, string>>;
+  platform_commands: Record<Platform, string[]>;
   platforms: Platform[];
   /** Absent in builds created before runner labels existed. */
   runner_labels?: string[];
@@ -152,6 +158,16 @@ export async function storeEnv(
   return out;
 }
 
+/**
+ * An execution config as read back from storage: pipelines and build snapshots stored before
+ * platform_commands became lists hold a string (or nothing) per platform.
+ */
+export function normalizeExecutionConfig(config: ExecutionConfig): ExecutionConfig {
+  const stored = (config.platform_commands ?? {}) as Partial<Record<Platform, string | string[]>>;
+  const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : typeof v === "string" ? [v] : v);
+  return { ...config, platform_commands: { android: list(stored.android), ios: list(stored.ios), macos: list(stored.macos) } };
+}
+
 /** The env as the API shows it: secret values are never returned. */
 export function publicEnv(env: StoredEnvEntry[]): { key: string; value: string; secret: boolean }[] {
   return env.map((e) => ({ key: e.key, value: e.secret ? "" : e.value, secret: e.secret }));
@@ -164,7 +180,8 @@ export async function revealEnv(env: StoredEnvEntry[], secrets: SecretBox): Prom
 
 /** The snapshot as the API shows it (inside a build). */
 export function publicSnapshot(snapshot: ConfigSnapshot): ConfigSnapshot {
-  return { ...snapshot, execution_config: { ...snapshot.execution_config, env: publicEnv(snapshot.execution_config.env) } };
+  const execution = normalizeExecutionConfig(snapshot.execution_config);
+  return { ...snapshot, execution_config: { ...execution, env: publicEnv(execution.env) } };
 }
 
 /** The writable fields of a pipeline (POST and PATCH bodies share them). */

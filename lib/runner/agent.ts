@@ -2,7 +2,7 @@
 //   checkout   the repository at the build's exact commit, from a per-runner mirror cache
 //   pre_build  the pipeline's pre_build commands
 //   build_<p>  per platform: `flutter build apk|appbundle|ipa|macos` + platform_build_args,
-//              or platform_commands[p] when set
+//              or the commands of platform_commands[p] when it lists any
 //   build      the pipeline's build commands
 //   post_build the pipeline's post_build commands
 // Each step is reported; output is shipped line by line (secrets masked); the first failing
@@ -209,7 +209,9 @@ function plan(cfg: any, build: any, o: RunnerOptions, workspace: string, flutter
     `git -C ${q(workspace)} -c advice.detachedHead=false checkout --quiet --detach ${q(build.commit_sha)} && git -C ${q(workspace)} log -1 --format='checked out %H (%s)'`,
   ];
   const platformSteps: Step[] = (cfg.platforms as string[]).map((p) => {
-    if (cfg.platform_commands?.[p]) return { name: `build_${p}`, commands: [cfg.platform_commands[p]] };
+    // A list since platform_commands became one; a daemon from before sends a single string.
+    const own: string[] = [cfg.platform_commands?.[p] ?? []].flat();
+    if (own.length > 0) return { name: `build_${p}`, commands: own };
     const args: string[] = cfg.platform_build_args?.[p] ?? [];
     const target = p === "android" ? (args[0] === "appbundle" ? "appbundle" : "apk") : p === "ios" ? "ipa" : "macos";
     const rest = p === "android" && args[0] === "appbundle" ? args.slice(1) : args;

@@ -5,7 +5,7 @@ import { findJob, type Job } from "../db/jobs.ts";
 import { findBuild, type Build } from "../db/builds.ts";
 import { findRepository } from "../db/repositories.ts";
 import { findProject } from "../db/projects.ts";
-import { revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
+import { normalizeExecutionConfig, revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { findIntegration } from "../db/integrations.ts";
 import { githubClientFor, openCredentials } from "../integrations/index.ts";
 import type { GitlabCredentials } from "../integrations/gitlab.ts";
@@ -34,7 +34,8 @@ export async function jobStatusHeader(ctx: RequestContext, buildId: string): Pro
 export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
   const project = await findProject(ctx.db, build.project_id);
   const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
-  const snapshot: ConfigSnapshot = build.config_snapshot;
+  const frozen: ConfigSnapshot = build.config_snapshot;
+  const snapshot: ConfigSnapshot = { ...frozen, execution_config: normalizeExecutionConfig(frozen.execution_config) };
   return {
     job_id: job.id,
     lease_seconds: ctx.config.runners.leaseSeconds,

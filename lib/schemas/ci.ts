@@ -63,7 +63,9 @@ export const ExecutionConfigOut = z.object({
   env: z.array(EnvEntryOut),
   flutter_version: z.string(),
   platform_build_args: z.object({ android: z.array(z.string()), ios: z.array(z.string()), macos: z.array(z.string()) }),
-  platform_commands: z.object({ android: z.string().optional(), ios: z.string().optional(), macos: z.string().optional() }),
+  platform_commands: z
+    .object({ android: z.array(z.string()), ios: z.array(z.string()), macos: z.array(z.string()) })
+    .describe("commands that replace `flutter build …` per platform; empty: `flutter build`"),
   platforms: z.array(Platform),
   runner_labels: z.array(z.string()).optional(),
 });

@@ -101,7 +101,7 @@ describe("pipelines", () => {
         env: [],
         flutter_version: "stable",
         platform_build_args: { android: [], ios: [], macos: [] },
-        platform_commands: {},
+        platform_commands: { android: [], ios: [], macos: [] },
         platforms: ["android"],
         runner_labels: [],
       },
