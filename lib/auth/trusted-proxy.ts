@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { fail } from "../errors.ts";
 import { Email } from "../schemas.ts";
-import { cidrContains, needsSharedSecret, parseCidr } from "./cidr.ts";
+import { AddressSet, needsSharedSecret, parseCidr, type Cidr } from "../net.ts";
 import { hashSecret, secretMatches } from "./secrets.ts";
 import type { TrustedProxySettings } from "../db/sign-in-settings.ts";
 
@@ -60,10 +60,7 @@ export function resolveTrustedProxySettings(
 }
 
 export function isTrustedPeer(settings: TrustedProxySettings, peer: string | null): boolean {
-  return settings.trusted_peers.some((p) => {
-    const cidr = parseCidr(p);
-    return cidr !== null && cidrContains(cidr, peer);
-  });
+  return new AddressSet(settings.trusted_peers.map(parseCidr).filter((c): c is Cidr => c !== null)).has(peer);
 }
 
 /** Steps 2–4 of the login: secret, then identity; returns the forwarded e-mail. */

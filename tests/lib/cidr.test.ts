@@ -1,6 +1,8 @@
-// The trusted-proxy allow-list's address matching (lib/auth/cidr.ts).
+// The trusted-proxy allow-list's address matching (lib/net.ts).
 import { describe, expect, test } from "bun:test";
-import { cidrContains, needsSharedSecret, parseAddress, parseCidr } from "../../lib/auth/cidr.ts";
+import { AddressSet, needsSharedSecret, parseAddress, parseCidr } from "../../lib/net.ts";
+
+const cidrContains = (cidr: NonNullable<ReturnType<typeof parseCidr>>, address: string | null) => new AddressSet([cidr]).has(address);
 
 describe("CIDR matching", () => {
   const cases: [string, string, boolean][] = [
@@ -19,6 +21,11 @@ describe("CIDR matching", () => {
     ["0.0.0.0/0", "8.8.8.8", true],
     ["::/0", "10.0.0.1", false],
     ["fe80::1/128", "FE80:0:0:0:0:0:0:1", true],
+    ["fe80::/64", "fe80::1%eth0", true],
+    ["10.0.0.0/8", "::ffff:a01:203", true],
+    ["::ffff:a00:0/104", "10.1.2.3", true],
+    ["[2001:db8::1]", "2001:db8:0:0::1", true],
+    ["::/0", "::ffff:10.0.0.1", false],
   ];
   for (const [cidr, address, expected] of cases) {
     test(`${cidr} ${expected ? "contains" : "does not contain"} ${address}`, () => {
