@@ -218,7 +218,9 @@ describe.each(DRIVERS)("through %s", (driver) => {
   });
 
   describe("another process holding the write lock", () => {
-    test("a write waits for it on a timer: the event loop never stalls (longest gap < 50 ms)", async () => {
+    // Not a latency assertion (that lives in `npm run bench`): a write that slept inside SQLite's busy
+    // handler would freeze the event loop for the whole 500 ms, so no timer would fire at all.
+    test("a write waits for it on a timer: the event loop keeps running meanwhile", async () => {
       await db.execute("INSERT INTO t (name) VALUES ('before')");
       // A second process takes the write lock and keeps it for 500 ms.
       const holder = Bun.spawn(
@@ -237,13 +239,8 @@ describe.each(DRIVERS)("through %s", (driver) => {
       const { value } = await reader.read();
       expect(new TextDecoder().decode(value)).toContain("locked");
 
-      let last = performance.now();
-      let longestGap = 0;
-      const probe = setInterval(() => {
-        const now = performance.now();
-        longestGap = Math.max(longestGap, now - last);
-        last = now;
-      }, 2);
+      let ticks = 0;
+      const probe = setInterval(() => ticks++, 5);
       const started = performance.now();
       try {
         await db.execute("INSERT INTO t (name) VALUES ('this process')");
@@ -254,7 +251,8 @@ describe.each(DRIVERS)("through %s", (driver) => {
       const waited = performance.now() - started;
       await holder.exited;
       expect(waited).toBeGreaterThan(300);
-      expect(longestGap).toBeLessThan(50);
+      // ~100 at 5 ms intervals on an idle machine; a blocked loop gets 0 or 1. 10 leaves room for a loaded CI host.
+      expect(ticks).toBeGreaterThan(10);
       expect(await committedNames()).toEqual(["before", "other process", "this process"]);
     });
   });
