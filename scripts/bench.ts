@@ -557,7 +557,7 @@ function writeReport(loadAtStart: number[]): void {
     `HTTP load: wrk (${WRK_THREADS} threads, ${CONNECTIONS} connections; ${WEBHOOK_CONNECTIONS} for webhooks) for ${DURATION_MS / 1000} s per measurement,`,
     "on the same host as the server, so wrk and the server share its CPUs; the bare Bun.serve baseline is loaded by the same wrk script.",
     "",
-    `Machine: ${cpus().length} × ${cpu}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB RAM, ${process.platform}-${process.arch}, Bun ${Bun.version}. Run at ${new Date().toISOString()};`,
+    `Machine: ${cpus().length} × ${cpu}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB RAM, ${process.platform}-${process.arch}, Bun ${Bun.version}. Finished at ${new Date().toISOString()};`,
     `load average ${loadAtStart.map((n) => n.toFixed(2)).join(", ")} (1, 5, 15 min) when it started.`,
     "",
     ...(targets.length
