@@ -520,7 +520,7 @@ interface Target {
   show(value: number): string;
 }
 
-/** The performance targets Roost is held to (the "Performance" issue), checked against this run. */
+/** The performance targets Roost is held to, checked against this run (the Targets table of docs/benchmarks.md). */
 const TARGETS: Target[] = [
   { what: "authenticated GET /v1/api-tokens, ratio to bare Bun.serve (wrk, 32 connections)", target: "≥ 0.15", key: "api-tokens ratio", met: (v) => v >= 0.15, show: (v) => v.toFixed(3) },
   { what: "verified GitHub push → build committed before the 2xx, 64 connections, distinct pushes", target: "≥ 1,800/s", key: "webhook builds/s", met: (v) => v >= 1800, show: (v) => `${fmt(v)}/s` },
