@@ -9,7 +9,6 @@ import { ApiError, fail } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
 import { authenticate } from "./auth/authenticate.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
-import { setLinkLocalAllowed } from "./integrations/address-policy.ts";
 import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
 
 export interface App {
@@ -38,8 +37,6 @@ export function toIttyPath(path: string): string {
 
 export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   const openapi = buildOpenApiDocument(routes);
-  // Outbound requests to source hosts read this policy; it is process-wide, like the config.
-  setLinkLocalAllowed(ctx.config.integrations.allowLinkLocal);
   const requests = ctx.metrics.counter("roost_http_requests_total", "HTTP requests by method, route template and status.");
   const router = Router<Request & { params: Record<string, string> }, [RequestMeta]>();
   const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();

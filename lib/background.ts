@@ -18,7 +18,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       current = current.then(task).catch((error) => ctx.log.error("background task failed", { error }));
     }, ms);
   const timers = [
-    every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, log: ctx.log, now: ctx.clock.now(), baseUrl })),
+    every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
     // A lost runner is noticed within its lease plus this period.
     every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), () => reapLostJobs(ctx)),
     every(10_000, () => flagUnroutableBuilds(ctx)),

@@ -5,10 +5,9 @@
 // incident for the integration after REPORT_ATTEMPTS_BEFORE_INCIDENT consecutive failures.
 import type { Db } from "./db/client.ts";
 import { all } from "./db/client.ts";
-import type { SecretBox } from "./crypto/secret-box.ts";
 import type { Logger } from "./log.ts";
 import { findIntegration } from "./db/integrations.ts";
-import { githubClientFor, gitlabClientFor } from "./integrations/index.ts";
+import { githubClientFor, gitlabClientFor, type IntegrationDeps } from "./integrations/index.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { BuildStatus } from "./builds/state-machine.ts";
 
@@ -29,9 +28,8 @@ export function backoffSeconds(attempts: number, random: () => number = Math.ran
   return Math.round(base * (0.75 + random() * 0.5));
 }
 
-export interface ReporterDeps {
+export interface ReporterDeps extends IntegrationDeps {
   db: Db;
-  secrets: SecretBox;
   log: Logger;
   now: number;
   /** Base of the link in each status (ROOST_PUBLIC_URL, or the listening address). */
@@ -63,9 +61,9 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
       const targetUrl = `${deps.baseUrl}/v1/builds/${row.id}`;
       const context = `roost/${row.pipeline_name}`;
       if (row.provider === "github") {
-        await (await githubClientFor(deps.secrets, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITHUB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
+        await (await githubClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITHUB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
       } else {
-        await (await gitlabClientFor(deps.secrets, integration)).createCommitStatus(String(row.external_id), String(row.commit_sha), { state: GITLAB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), name: context });
+        await (await gitlabClientFor(deps, integration)).createCommitStatus(String(row.external_id), String(row.commit_sha), { state: GITLAB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), name: context });
       }
       await deps.db.execute({
         sql: `INSERT INTO commit_status_reports (build_id, reported_status, attempts, next_attempt_at, last_error, updated_at) VALUES (?, ?, 0, 0, NULL, ?)

@@ -11,7 +11,8 @@ import { findRepository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
 import { createBuild } from "../../lib/builds/create.ts";
-import { branchHead } from "../../lib/integrations/index.ts";
+import { branchHead, type IntegrationDeps } from "../../lib/integrations/index.ts";
+import type { AppContext } from "../../lib/context.ts";
 import { HostApiError } from "../../lib/integrations/http.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 
@@ -39,7 +40,7 @@ export const endpoint = defineEndpoint({
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);
     if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
     const branch = body.branch ?? project.default_branch;
-    const commitSha = body.commit_sha ?? (await resolveHead(ctx.secrets, ctx.db, project.repository_id, branch));
+    const commitSha = body.commit_sha ?? (await resolveHead(ctx, project.repository_id, branch));
     const { build } = await createBuild(ctx, {
       pipelineId: pipeline.id,
       branch,
@@ -55,12 +56,12 @@ export const endpoint = defineEndpoint({
   },
 });
 
-async function resolveHead(secrets: Parameters<typeof branchHead>[0], db: Parameters<typeof findRepository>[0], repositoryId: string, branch: string): Promise<string> {
-  const repo = await findRepository(db, repositoryId);
-  const integration = repo ? await findIntegration(db, repo.integration_id) : null;
+async function resolveHead(ctx: IntegrationDeps & Pick<AppContext, "db">, repositoryId: string, branch: string): Promise<string> {
+  const repo = await findRepository(ctx.db, repositoryId);
+  const integration = repo ? await findIntegration(ctx.db, repo.integration_id) : null;
   if (!repo || !integration) fail("source_host_error", "The project's repository is no longer in the catalogue; pass commit_sha.");
   try {
-    return await branchHead(secrets, integration, repo, branch);
+    return await branchHead(ctx, integration, repo, branch);
   } catch (error) {
     if (error instanceof DecryptionError) fail("decryption_error");
     if (error instanceof HostApiError) {

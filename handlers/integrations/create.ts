@@ -75,7 +75,7 @@ export const endpoint = defineEndpoint({
     let synced = 0;
     let syncError: string | null = null;
     try {
-      synced = await syncRepositories({ db: ctx.db, secrets: ctx.secrets, now }, integration);
+      synced = await syncRepositories(ctx, integration);
     } catch (error) {
       if (!(error instanceof HostApiError)) throw error;
       syncError = error.message;

@@ -19,7 +19,7 @@ export const endpoint = defineEndpoint({
     const integration = await findIntegration(ctx.db, params.integration_id);
     if (!integration) fail("not_found", "No integration with that id.");
     try {
-      return { repositories_synced: await syncRepositories({ db: ctx.db, secrets: ctx.secrets, now: ctx.clock.now() }, integration) };
+      return { repositories_synced: await syncRepositories(ctx, integration) };
     } catch (error) {
       if (error instanceof HostApiError) fail("source_host_error", error.message);
       if (error instanceof DecryptionError) fail("decryption_error");

@@ -17,17 +17,6 @@ import { AddressSet, parseAddress } from "../net.ts";
 /** Names of metadata services that are not written as an address. */
 const METADATA_NAMES = new Set(["metadata.google.internal", "metadata.goog", "metadata"]);
 
-let allowLinkLocal = false;
-
-/** Set once from the configuration (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL) when the app is created. */
-export function setLinkLocalAllowed(allowed: boolean): void {
-  allowLinkLocal = allowed;
-}
-
-export function linkLocalAllowed(): boolean {
-  return allowLinkLocal;
-}
-
 const LINK_LOCAL_V4 = "a link-local address (169.254.0.0/16, where cloud metadata services answer)";
 
 /**
@@ -57,12 +46,11 @@ export function refusedHostReason(hostname: string): string | null {
 }
 
 /**
- * Refuses `hostname` (unless link-local is allowed) when it is, or resolves to, a refused
- * address. Returns the reason, or null when every address is allowed. A name that does not
- * resolve is left to fetch, which then fails as the host being unreachable.
+ * Refuses `hostname` when it is, or resolves to, a refused address (callers skip this when the
+ * app allows link-local). Returns the reason, or null when every address is allowed. A name that
+ * does not resolve is left to fetch, which then fails as the host being unreachable.
  */
 export async function hostRefusal(hostname: string): Promise<string | null> {
-  if (allowLinkLocal) return null;
   const literal = refusedHostReason(hostname);
   if (literal) return literal;
   const bare = hostname.replace(/^\[|\]$/g, "");

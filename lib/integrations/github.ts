@@ -4,7 +4,7 @@
 import { createPrivateKey } from "node:crypto";
 import { SignJWT, importPKCS8 } from "jose";
 import type { RemoteRepository } from "../db/repositories.ts";
-import { HostApiError, MAX_PAGES, hostRequest, nextLink, type FetchLike } from "./http.ts";
+import { HostApiError, MAX_PAGES, hostRequest, nextLink, type HostAccess } from "./http.ts";
 
 export interface GithubCredentials {
   private_key: string;
@@ -23,8 +23,7 @@ export class GithubClient {
   constructor(
     private readonly target: GithubTarget,
     private readonly credentials: GithubCredentials,
-    private readonly fetchImpl: FetchLike = fetch,
-    private readonly now: () => number = () => Math.floor(Date.now() / 1000),
+    private readonly access: HostAccess,
   ) {}
 
   /** The app's own JWT: valid 9 minutes, backdated a minute for clock drift (GitHub's guidance). */
@@ -37,19 +36,19 @@ export class GithubClient {
       throw new HostApiError("the GitHub App private key is not a valid PEM key", null);
     }
     const key = await importPKCS8(pkcs8, "RS256");
-    const now = this.now();
+    const now = this.access.now();
     return new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuedAt(now - 60).setExpirationTime(now + 540).setIssuer(this.target.app_id).sign(key);
   }
 
   async installationToken(): Promise<string> {
     const cacheKey = `${this.target.api_url}|${this.target.installation_id}`;
     const cached = tokenCache.get(cacheKey);
-    if (cached && cached.expiresAt - 60 > this.now()) return cached.token;
+    if (cached && cached.expiresAt - 60 > this.access.now()) return cached.token;
     const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
-    const response = await hostRequest(this.fetchImpl, this.target.api_url, url, { method: "POST", headers: this.headers(`Bearer ${await this.appJwt()}`) });
+    const response = await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: this.headers(`Bearer ${await this.appJwt()}`) });
     const body = (await response.json()) as { token?: string; expires_at?: string };
     if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
-    const expiresAt = body.expires_at ? Math.floor(Date.parse(body.expires_at) / 1000) : this.now() + 3000;
+    const expiresAt = body.expires_at ? Math.floor(Date.parse(body.expires_at) / 1000) : this.access.now() + 3000;
     tokenCache.set(cacheKey, { token: body.token, expiresAt });
     return body.token;
   }
@@ -60,7 +59,7 @@ export class GithubClient {
    */
   async cloneToken(repositoryId: string): Promise<string> {
     const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
-    const response = await hostRequest(this.fetchImpl, this.target.api_url, url, {
+    const response = await hostRequest(this.access, this.target.api_url, url, {
       method: "POST",
       headers: { ...this.headers(`Bearer ${await this.appJwt()}`), "content-type": "application/json" },
       body: JSON.stringify({ repository_ids: [Number(repositoryId)], permissions: { contents: "read" } }),
@@ -75,7 +74,7 @@ export class GithubClient {
     const out: RemoteRepository[] = [];
     let url: string | null = `${this.target.api_url}/installation/repositories?per_page=100`;
     for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await hostRequest(this.fetchImpl, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+      const response: Response = await hostRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
       const body = (await response.json()) as { repositories?: GithubRepo[] };
       for (const r of body.repositories ?? []) out.push(toRemote(r));
       url = nextLink(response.headers.get("link"));
@@ -87,7 +86,7 @@ export class GithubClient {
   async getBranchHead(fullName: string, branch: string): Promise<string> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/branches/${encodeURIComponent(branch)}`;
-    const response = await hostRequest(this.fetchImpl, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+    const response = await hostRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
     const body = (await response.json()) as { commit?: { sha?: string } };
     if (!body.commit?.sha) throw new HostApiError(`GitHub returned no commit for ${fullName}@${branch}`, response.status);
     return body.commit.sha;
@@ -97,7 +96,7 @@ export class GithubClient {
   async createCommitStatus(fullName: string, sha: string, status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string }): Promise<void> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/statuses/${encodeURIComponent(sha)}`;
-    await hostRequest(this.fetchImpl, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
   private headers(authorization: string): Record<string, string> {

@@ -1,7 +1,7 @@
 // GitLab through an access token (personal, group or project token with read_api, plus api for
 // commit statuses), against gitlab.com or a self-managed instance URL.
 import type { RemoteRepository } from "../db/repositories.ts";
-import { HostApiError, MAX_PAGES, hostRequest, type FetchLike } from "./http.ts";
+import { HostApiError, MAX_PAGES, hostRequest, type HostAccess } from "./http.ts";
 
 export interface GitlabCredentials {
   access_token: string;
@@ -11,7 +11,7 @@ export class GitlabClient {
   constructor(
     private readonly instanceUrl: string,
     private readonly credentials: GitlabCredentials,
-    private readonly fetchImpl: FetchLike = fetch,
+    private readonly access: HostAccess,
   ) {}
 
   async listRepositories(): Promise<RemoteRepository[]> {
@@ -19,7 +19,7 @@ export class GitlabClient {
     let page: string | null = "1";
     for (let n = 0; page && n < MAX_PAGES; n++) {
       const url = `${this.instanceUrl}/api/v4/projects?membership=true&simple=false&per_page=100&page=${encodeURIComponent(page)}`;
-      const response = await hostRequest(this.fetchImpl, this.instanceUrl, url, { headers: this.headers() });
+      const response = await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
       const body = (await response.json()) as GitlabProject[];
       if (!Array.isArray(body)) throw new HostApiError("GitLab returned something other than a project list", response.status);
       for (const p of body) out.push(toRemote(p));
@@ -31,7 +31,7 @@ export class GitlabClient {
 
   async getBranchHead(projectId: string, branch: string): Promise<string> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/repository/branches/${encodeURIComponent(branch)}`;
-    const response = await hostRequest(this.fetchImpl, this.instanceUrl, url, { headers: this.headers() });
+    const response = await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
     const body = (await response.json()) as { commit?: { id?: string } };
     if (!body.commit?.id) throw new HostApiError(`GitLab returned no commit for project ${projectId}@${branch}`, response.status);
     return body.commit.id;
@@ -40,7 +40,7 @@ export class GitlabClient {
   /** A commit status (POST /projects/:id/statuses/:sha), one name per pipeline. */
   async createCommitStatus(projectId: string, sha: string, status: { state: "pending" | "running" | "success" | "failed" | "canceled"; target_url: string; description: string; name: string }): Promise<void> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/statuses/${encodeURIComponent(sha)}`;
-    await hostRequest(this.fetchImpl, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await hostRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
   private headers(): Record<string, string> {

@@ -16,6 +16,15 @@ export class HostApiError extends Error {
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
 
+/** How one app reaches source hosts, from its context (lib/integrations/index.ts hostAccess). */
+export interface HostAccess {
+  fetch: FetchLike;
+  /** ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: link-local and metadata addresses are reachable. */
+  allowLinkLocal: boolean;
+  /** Unix epoch seconds. */
+  now(): number;
+}
+
 export const HOST_TIMEOUT_MS = 10_000;
 /** Catalogue sync stops after this many pages (10,000 repositories at 100 a page). */
 export const MAX_PAGES = 100;
@@ -28,13 +37,13 @@ export function sameOrigin(base: string, url: string): boolean {
   }
 }
 
-export async function hostRequest(fetchImpl: FetchLike, base: string, url: string, init: RequestInit): Promise<Response> {
+export async function hostRequest(access: HostAccess, base: string, url: string, init: RequestInit): Promise<Response> {
   if (!sameOrigin(base, url)) throw new HostApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
-  const refusal = await hostRefusal(new URL(url).hostname);
+  const refusal = access.allowLinkLocal ? null : await hostRefusal(new URL(url).hostname);
   if (refusal) throw new HostApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
   let response: Response;
   try {
-    response = await fetchImpl(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(HOST_TIMEOUT_MS) });
+    response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(HOST_TIMEOUT_MS) });
   } catch (error) {
     const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
     throw new HostApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${HOST_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);

@@ -1,7 +1,7 @@
 // Integrations as the rest of Roost sees them: credentials sealed at rest and opened only to
 // talk to the host, a client per provider, and the catalogue sync (which raises an operator
 // incident when a host keeps refusing, and resolves it when sync works again).
-import type { Db } from "../db/client.ts";
+import type { AppContext } from "../context.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import type { Integration } from "../db/integrations.ts";
 import { recordSync, toPublicIntegration } from "../db/integrations.ts";
@@ -9,7 +9,7 @@ import { upsertRepositories } from "../db/repositories.ts";
 import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { GithubClient, type GithubCredentials } from "./github.ts";
 import { GitlabClient, type GitlabCredentials } from "./gitlab.ts";
-import { HostApiError } from "./http.ts";
+import { HostApiError, type HostAccess } from "./http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 
 const PURPOSE = "integration-credentials";
@@ -22,21 +22,30 @@ export async function openCredentials<T extends GithubCredentials | GitlabCreden
   return JSON.parse(await secrets.open(integration.credentials_sealed, PURPOSE)) as T;
 }
 
-export async function githubClientFor(secrets: SecretBox, integration: Integration): Promise<GithubClient> {
+/** What talking to a source host takes from the app: its secret key, its configuration and its clock. */
+export type IntegrationDeps = Pick<AppContext, "secrets" | "config" | "clock">;
+
+/** This app's way to source hosts: its own link-local policy (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL) and clock. */
+export function hostAccess(deps: IntegrationDeps): HostAccess {
+  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now() };
+}
+
+export async function githubClientFor(deps: IntegrationDeps, integration: Integration): Promise<GithubClient> {
   return new GithubClient(
     { api_url: integration.api_url, app_id: integration.app_id ?? "", installation_id: integration.installation_id ?? "" },
-    await openCredentials<GithubCredentials>(secrets, integration),
+    await openCredentials<GithubCredentials>(deps.secrets, integration),
+    hostAccess(deps),
   );
 }
 
-export async function gitlabClientFor(secrets: SecretBox, integration: Integration): Promise<GitlabClient> {
-  return new GitlabClient(integration.api_url, await openCredentials<GitlabCredentials>(secrets, integration));
+export async function gitlabClientFor(deps: IntegrationDeps, integration: Integration): Promise<GitlabClient> {
+  return new GitlabClient(integration.api_url, await openCredentials<GitlabCredentials>(deps.secrets, integration), hostAccess(deps));
 }
 
 /** The head commit of `branch` in a repository of this integration. */
-export async function branchHead(secrets: SecretBox, integration: Integration, repo: { external_id: string; full_name: string }, branch: string): Promise<string> {
-  if (integration.provider === "github") return (await githubClientFor(secrets, integration)).getBranchHead(repo.full_name, branch);
-  return (await gitlabClientFor(secrets, integration)).getBranchHead(repo.external_id, branch);
+export async function branchHead(deps: IntegrationDeps, integration: Integration, repo: { external_id: string; full_name: string }, branch: string): Promise<string> {
+  if (integration.provider === "github") return (await githubClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
+  return (await gitlabClientFor(deps, integration)).getBranchHead(repo.external_id, branch);
 }
 
 export const SYNC_FAILED = "integration_sync_failed";
@@ -55,20 +64,21 @@ export function integrationView(integration: Integration, viewerIsAdmin: boolean
 }
 
 /** Syncs the catalogue; returns how many repositories the host listed, or throws HostApiError. */
-export async function syncRepositories(deps: { db: Db; secrets: SecretBox; now: number }, integration: Integration): Promise<number> {
+export async function syncRepositories(deps: IntegrationDeps & Pick<AppContext, "db">, integration: Integration): Promise<number> {
+  const now = deps.clock.now();
   try {
-    const client = integration.provider === "github" ? await githubClientFor(deps.secrets, integration) : await gitlabClientFor(deps.secrets, integration);
+    const client = integration.provider === "github" ? await githubClientFor(deps, integration) : await gitlabClientFor(deps, integration);
     const remote = await client.listRepositories();
-    const count = await upsertRepositories(deps.db, integration, remote, deps.now);
-    await recordSync(deps.db, integration.id, deps.now, null);
-    await resolveIncident(deps.db, deps.now, "integration", integration.id, SYNC_FAILED);
+    const count = await upsertRepositories(deps.db, integration, remote, now);
+    await recordSync(deps.db, integration.id, now, null);
+    await resolveIncident(deps.db, now, "integration", integration.id, SYNC_FAILED);
     return count;
   } catch (error) {
     // A host's malformed answer can put its own text in a parser's message, so only HostApiError's
     // fixed phrases are kept; anything else becomes one sentence.
     const message = error instanceof HostApiError ? error.message : error instanceof DecryptionError ? "sync failed: the credentials cannot be decrypted with this instance's secret key" : "sync failed: the host's answer was not what Roost expected";
-    await recordSync(deps.db, integration.id, deps.now, message);
-    await raiseIncident(deps.db, deps.now, {
+    await recordSync(deps.db, integration.id, now, message);
+    await raiseIncident(deps.db, now, {
       severity: "warning",
       reason: SYNC_FAILED,
       message,

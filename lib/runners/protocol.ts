@@ -1,5 +1,5 @@
 // Shared steps of the runner protocol (docs/runners.md).
-import type { RequestContext } from "../context.ts";
+import type { AppContext, RequestContext } from "../context.ts";
 import { fail } from "../errors.ts";
 import { findJob, type Job } from "../db/jobs.ts";
 import { findBuild, type Build } from "../db/builds.ts";
@@ -7,11 +7,9 @@ import { findRepository } from "../db/repositories.ts";
 import { findProject } from "../db/projects.ts";
 import { normalizeExecutionConfig, revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { findIntegration } from "../db/integrations.ts";
-import { githubClientFor, openCredentials } from "../integrations/index.ts";
+import { githubClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
 import type { GitlabCredentials } from "../integrations/gitlab.ts";
 import type { Repository } from "../db/repositories.ts";
-import type { SecretBox } from "../crypto/secret-box.ts";
-import type { Db } from "../db/client.ts";
 
 /**
  * Fencing: the job must be this runner's and still running. Another runner's job is 409
@@ -54,7 +52,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
       repository_full_name: repo?.full_name ?? "",
       clone_url: repo?.clone_url ?? "",
     },
-    clone_credentials: repo ? await cloneCredentials(ctx.db, ctx.secrets, repo) : null,
+    clone_credentials: repo ? await cloneCredentials(ctx, repo) : null,
     config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: await revealEnv(snapshot.execution_config.env, ctx.secrets) } },
   };
 }
@@ -64,13 +62,13 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
  * read-only, this repository only) as x-access-token, or the GitLab token as oauth2. Null for other URLs (ssh, local paths) or
  * when the host cannot give one; the runner then relies on its own git credentials.
  */
-export async function cloneCredentials(db: Db, secrets: SecretBox, repo: Repository): Promise<{ username: string; password: string } | null> {
+export async function cloneCredentials(ctx: IntegrationDeps & Pick<AppContext, "db">, repo: Repository): Promise<{ username: string; password: string } | null> {
   if (!/^https:\/\//.test(repo.clone_url)) return null;
-  const integration = await findIntegration(db, repo.integration_id);
+  const integration = await findIntegration(ctx.db, repo.integration_id);
   if (!integration) return null;
   try {
-    if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(secrets, integration)).cloneToken(repo.external_id) };
-    return { username: "oauth2", password: (await openCredentials<GitlabCredentials>(secrets, integration)).access_token };
+    if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(ctx, integration)).cloneToken(repo.external_id) };
+    return { username: "oauth2", password: (await openCredentials<GitlabCredentials>(ctx.secrets, integration)).access_token };
   } catch {
     return null;
   }

@@ -10,7 +10,7 @@ import { transitionBuild } from "../../lib/builds/transition.ts";
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
-const report = () => reportCommitStatuses({ db: t.db, secrets: t.ctx.secrets, log: t.ctx.log, now: t.clock.now(), baseUrl: "https://ci.example.test" });
+const report = () => reportCommitStatuses({ db: t.db, secrets: t.ctx.secrets, config: t.ctx.config, clock: t.clock, log: t.ctx.log, now: t.clock.now(), baseUrl: "https://ci.example.test" });
 const statusCalls = () => host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
 
 beforeAll(async () => {

@@ -2,7 +2,8 @@
 // (unshare -n -m), where 169.254.169.254 is an address of lo with a stand-in metadata service on
 // port 80, and /etc/hosts maps meta-alias.roost.test to it. Creates a GitLab integration by that
 // name and by the literal address, with ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL false then true, and
-// prints what came back and how many requests reached the stand-in, as one JSON line.
+// prints what came back and how many requests reached the stand-in, as one JSON line. The two
+// apps run side by side, so a policy held process-wide instead of per app shows as a leak.
 import { bootstrapOwner, createTestApp } from "../helpers/app.ts";
 
 let hits = 0;
@@ -15,10 +16,13 @@ const metadata = Bun.serve({
   },
 });
 
+// Both apps live in this one process at once, the refusing one created first: each follows its
+// own configuration, not whichever app was created last.
+const apps = { false: await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "false" }), true: await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" }) };
 const results: Record<string, unknown> = {};
-for (const allow of ["false", "true"]) {
-  const t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: allow });
-  try {
+try {
+  for (const allow of ["false", "true"] as const) {
+    const t = apps[allow];
     const owner = await bootstrapOwner(t);
     const seen: Record<string, unknown> = {};
     for (const [label, apiUrl] of [["by_name", "http://meta-alias.roost.test"], ["by_address", "http://169.254.169.254"]] as const) {
@@ -27,9 +31,10 @@ for (const allow of ["false", "true"]) {
       seen[label] = { status: res.status, sync_error: res.body?.sync_error ?? null, code: res.body?.code ?? null, reached: hits - before };
     }
     results[`allow_${allow}`] = seen;
-  } finally {
-    t.close();
   }
+} finally {
+  apps.false.close();
+  apps.true.close();
 }
 await metadata.stop(true);
 console.log(JSON.stringify(results));
