@@ -3,6 +3,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { getInstance, runtimeMode } from "../../lib/db/instance.ts";
 import { countActiveOwners } from "../../lib/db/users.ts";
+import { getOidcSettings, getTrustedProxySettings } from "../../lib/db/sign-in-settings.ts";
 
 export const SetupStatus = z.object({
   state: z.enum(["incomplete", "ready"]),
@@ -11,8 +12,11 @@ export const SetupStatus = z.object({
   remote_auth_mode: z.enum(["oidc", "trusted_proxy"]).nullable(),
   owner_exists: z.boolean(),
   next_step: z
-    .enum(["local_login", "preferences", "owner", "complete", "sign_in"])
-    .describe("what the first-run flow expects next (README, First run)"),
+    .enum(["local_login", "preferences", "owner", "configure_oidc", "configure_trusted_proxy", "complete", "sign_in"])
+    .describe(
+      "the request the first-run flow needs next (README, First run): local_login (POST /v1/auth/local/login), preferences (POST /v1/setup/preferences), " +
+        "owner (POST /v1/setup/owner), configure_oidc (PUT /v1/setup/oidc), configure_trusted_proxy (PUT /v1/setup/trusted-proxy), complete (POST /v1/setup/complete), sign_in (setup is done)",
+    ),
 });
 
 export const endpoint = defineEndpoint({
@@ -28,6 +32,9 @@ export const endpoint = defineEndpoint({
     let next: z.infer<typeof SetupStatus>["next_step"] = "sign_in";
     if (instance.state === "incomplete") {
       if (mode === "local") next = "local_login";
+      else if (instance.remote_auth_mode === null) next = "preferences";
+      else if (instance.remote_auth_mode === "oidc" && !(await getOidcSettings(ctx.db))) next = "configure_oidc";
+      else if (instance.remote_auth_mode === "trusted_proxy" && !(await getTrustedProxySettings(ctx.db))) next = "configure_trusted_proxy";
       else if (!ownerExists) next = "owner";
       else next = "complete";
     }

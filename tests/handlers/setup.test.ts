@@ -70,7 +70,39 @@ describe("External Access first run", () => {
     expect(again.status).toBe(409);
     expect(again.body.code).toBe("owner_exists");
 
-    expect((await t.call("GET", "/v1/setup/status")).body.next_step).toBe("complete");
+    expect((await t.call("GET", "/v1/setup/status")).body.next_step).toBe("configure_trusted_proxy");
+  });
+
+  test("an owner created before the sign-in method is configured: the next step is the configuration", async () => {
+    const token = await setupToken(t);
+    await t.call("POST", "/v1/setup/preferences", { token, body: { runtime_mode: "remote", remote_auth_mode: "trusted_proxy" } });
+    expect((await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["10.0.0.5"] } })).status).toBe(200);
+    expect((await t.call("GET", "/v1/setup/status")).body.next_step).toBe("owner");
+  });
+
+  test.each([
+    ["oidc", "configure_oidc"],
+    ["trusted_proxy", "configure_trusted_proxy"],
+  ] as const)("with %s, status names each real next step until complete", async (remoteAuth, configure) => {
+    const next = async () => (await t.call("GET", "/v1/setup/status")).body.next_step;
+    const token = await setupToken(t);
+    expect(await next()).toBe("local_login");
+    await t.call("POST", "/v1/setup/preferences", { token, body: { runtime_mode: "remote", remote_auth_mode: remoteAuth } });
+    expect(await next()).toBe(configure);
+    await t.call("POST", "/v1/setup/owner", { token, body: { email: "grace@example.test" } });
+    // With the owner created, the sign-in method is still what "complete" would refuse for.
+    expect(await next()).toBe(configure);
+    expect((await t.call("POST", "/v1/setup/complete", { token })).body.code).toBe("remote_auth_not_configured");
+    if (remoteAuth === "trusted_proxy") {
+      expect((await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["10.0.0.5"] } })).status).toBe(200);
+    } else {
+      await t.db.execute({
+        sql: "INSERT INTO oidc_settings (id, issuer, client_id, client_secret_sealed, scopes, redirect_uris, id_token_algs, updated_at) VALUES (1, 'https://idp.example.test', 'c', 'x', '[]', '[]', '[]', 0)",
+      });
+    }
+    expect(await next()).toBe("complete");
+    expect((await t.call("POST", "/v1/setup/complete", { token })).status).toBe(200);
+    expect(await next()).toBe("sign_in");
   });
 
   test("local login while setup is incomplete in remote mode is 403 mode_restricted", async () => {
