@@ -88,8 +88,9 @@ export class WriteQueue {
       this.#queue.push(job);
       if (!this.#draining) {
         this.#draining = true;
-        // Start after the current synchronous run, so transactions started together share a commit.
-        queueMicrotask(() => void this.#drain());
+        // Start after the I/O callbacks of this turn of the event loop have run, so writes from
+        // requests that arrived together (and anything they await without I/O) share a commit.
+        setImmediate(() => void this.#drain());
       }
     });
   }
@@ -121,6 +122,10 @@ export class WriteQueue {
           continue;
         }
         await this.#commitGroup();
+        // A commit blocks the event loop for its fsync; requests that arrived meanwhile are read
+        // only when the loop turns. Let them enqueue before taking the next group, or each would
+        // get a commit (and an fsync) of its own.
+        if (this.#queue.length === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } finally {
       this.#draining = false;
