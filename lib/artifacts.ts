@@ -1,7 +1,7 @@
 // Build artifacts (docs/runners.md "Artifacts"): streamed from the runner to a file under the
 // data dir while their size is counted against the limit and their SHA-256 computed, fsynced,
 // and recorded only when the digest matches the one the runner announced. Downloads stream the file.
-import { createHash } from "node:crypto";
+import { sha256Stream } from "./crypto/hash.ts";
 import { statSync } from "node:fs";
 import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -106,7 +106,7 @@ export async function removeAbandonedUploads(dataDir: string, nowSeconds: number
 /** Writes `body` to a new file and fsyncs it; its size on disk must equal the bytes received. */
 async function writeSynced(path: string, body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<{ size: number; digest: string }> {
   const handle = await open(path, "wx", 0o600);
-  const hash = createHash("sha256");
+  const hash = sha256Stream();
   let size = 0;
   try {
     if (body) {
@@ -124,7 +124,7 @@ async function writeSynced(path: string, body: ReadableStream<Uint8Array> | null
   } finally {
     await handle.close();
   }
-  return { size, digest: hash.digest("hex") };
+  return { size, digest: hash.hex() };
 }
 
 async function syncDirectory(dir: string): Promise<void> {

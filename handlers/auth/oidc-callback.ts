@@ -10,7 +10,8 @@ import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 import { consumePending, type PendingAuthorization } from "../../lib/db/oidc-pending.ts";
 import { OIDC_CLIENT_SECRET_PURPOSE, getOidcSettings } from "../../lib/db/sign-in-settings.ts";
 import { bindOidcIdentity, findUserByEmail, type User } from "../../lib/db/users.ts";
-import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, hashToken, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
+import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
+import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { constantTimeEqualStrings } from "../../lib/auth/secrets.ts";
 import { completeLogin } from "../../lib/auth/login.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";
@@ -54,10 +55,10 @@ export const endpoint = defineEndpoint({
     // 2. The state, taken out (single use), from the browser that started it, within 10 minutes.
     // Checked before the provider settings: a state this instance never issued is the caller's
     // mistake (400), whatever the instance is configured for, never a server error.
-    const pending: PendingAuthorization | null = await store(() => consumePending(ctx.db, hashToken(body.state)));
+    const pending: PendingAuthorization | null = await store(() => consumePending(ctx.db, sha256Hex(body.state)));
     if (!pending) fail("invalid_state", "This sign-in is unknown or was already used; start again.");
     const binding = readBindingCookie(ctx.request);
-    if (!binding || !constantTimeEqualStrings(hashToken(binding), pending.binding_hash)) {
+    if (!binding || !constantTimeEqualStrings(sha256Hex(binding), pending.binding_hash)) {
       fail("invalid_state", "This sign-in was started in another browser; start again here.");
     }
     const now = ctx.clock.now();

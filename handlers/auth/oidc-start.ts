@@ -8,7 +8,8 @@ import { json } from "../../lib/http.ts";
 import { inTransaction } from "../../lib/db/client.ts";
 import { getOidcSettings } from "../../lib/db/sign-in-settings.ts";
 import { PENDING_LIFETIME_SECONDS, PENDING_LIMIT, evictExpiredPending, insertPending, trimPeerPending } from "../../lib/db/oidc-pending.ts";
-import { bindingCookie, buildAuthorizationUrl, discover, hashToken, randomToken, readBindingCookie } from "../../lib/auth/oidc.ts";
+import { bindingCookie, buildAuthorizationUrl, discover, randomToken, readBindingCookie } from "../../lib/auth/oidc.ts";
+import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";
 
 export const OidcStartQuery = z.object({
@@ -52,8 +53,8 @@ export const endpoint = defineEndpoint({
       const pending = await evictExpiredPending(tx, now);
       if (pending >= PENDING_LIMIT) fail("too_many_pending", "Too many sign-ins are in progress; try again in a few minutes.");
       await insertPending(tx, {
-        state_hash: hashToken(started.state),
-        binding_hash: hashToken(binding),
+        state_hash: sha256Hex(started.state),
+        binding_hash: sha256Hex(binding),
         nonce: started.nonce,
         code_verifier: started.code_verifier,
         redirect_uri: redirectUri,

@@ -7,12 +7,11 @@
 //   (OIDC Core §3.1.3.7), and UserInfo (§5.3). No JWT is parsed by hand here.
 // - jose: only HS* ID tokens, verified with the client secret (oauth4webapi verifies digital
 //   signatures only), and only when the operator listed them.
-// - @oslojs/crypto and @oslojs/encoding: SHA-256 of state and browser binding, base64url.
+// - @oslojs/encoding: base64url.
 import { z } from "zod";
 import * as oauth from "oauth4webapi";
 import { compactVerify, decodeProtectedHeader } from "jose";
-import { sha256 } from "@oslojs/crypto/sha2";
-import { encodeBase64urlNoPadding, encodeHexLowerCase } from "@oslojs/encoding";
+import { encodeBase64urlNoPadding } from "@oslojs/encoding";
 import type { Clock } from "../context.ts";
 import { fail } from "../errors.ts";
 import { isLoopbackHostHeader } from "../net.ts";
@@ -125,10 +124,6 @@ function isUrl(value: unknown): value is string {
 /** 256 random bits, base64url: browser bindings. */
 export function randomToken(): string {
   return encodeBase64urlNoPadding(crypto.getRandomValues(new Uint8Array(32)));
-}
-
-export function hashToken(value: string): string {
-  return encodeHexLowerCase(sha256(new TextEncoder().encode(value)));
 }
 
 /** The cookie binding a pending authorization to the browser that started it (RFC 9700 §2.1.1). */

@@ -1,5 +1,5 @@
 // Webhook request limits and the receivers' answer (docs/webhooks.md).
-import { createHash } from "node:crypto";
+import { sha256Hex } from "../crypto/hash.ts";
 import { z } from "zod";
 
 
@@ -14,7 +14,7 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
  * identical bytes for distinct events (a tag deleted and pushed again at the same commit).
  */
 export function contentKey(host: string, body: Uint8Array): string {
-  return `${host}:content:${createHash("sha256").update(body).digest("hex")}`;
+  return `${host}:content:${sha256Hex(body)}`;
 }
 
 /** What both receivers answer to a verified delivery (docs/webhooks.md: ok, duplicate). */

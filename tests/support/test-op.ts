@@ -4,7 +4,7 @@
 // so the relying party's refusals can be tested. It serves discovery, JWKS, /token and /userinfo over
 // loopback HTTP, signs with jose, checks PKCE S256 and client_secret_basic, and counts /token calls.
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from "jose";
-import { sha256 } from "@oslojs/crypto/sha2";
+import { sha256Bytes } from "../../lib/crypto/hash.ts";
 import { encodeBase64urlNoPadding } from "@oslojs/encoding";
 
 export interface IdTokenScenario {
@@ -88,7 +88,7 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
         codes.delete(form.get("code") ?? "");
         if (!grant || grant.redirectUri !== form.get("redirect_uri")) return Response.json({ error: "invalid_grant" }, { status: 400 });
         const verifier = form.get("code_verifier") ?? "";
-        if (encodeBase64urlNoPadding(sha256(new TextEncoder().encode(verifier))) !== grant.challenge) return Response.json({ error: "invalid_grant", error_description: "PKCE" }, { status: 400 });
+        if (encodeBase64urlNoPadding(sha256Bytes(verifier)) !== grant.challenge) return Response.json({ error: "invalid_grant", error_description: "PKCE" }, { status: 400 });
         const s = grant.scenario;
         if (s.tokenError) return Response.json({ error: "invalid_grant" }, { status: 400 });
         const accessToken = crypto.randomUUID();
