@@ -19,6 +19,8 @@ export const ERROR_STATUS = {
   missing_auth: 401,
   invalid_session: 401,
   invalid_token: 401,
+  // a credential of a kind the endpoint never takes (a runner token on a user endpoint), told by its prefix alone
+  wrong_credential: 401,
   forbidden: 403,
 
   // setup and instance state

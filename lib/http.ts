@@ -2,6 +2,7 @@
 // and how an error is rendered (docs/api.md "Errors").
 import { z } from "zod";
 import { ApiError, fail, type ErrorDetail } from "./errors.ts";
+import { bearerChallenge } from "./auth/credential-kind.ts";
 
 /** Default cap for JSON request bodies; routes may lower or raise it (documented in docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -13,10 +14,23 @@ export function json(body: unknown, status = 200, headers: Record<string, string
   });
 }
 
+/**
+ * The WWW-Authenticate challenge a 401 must carry (RFC 9110 section 15.5.2): Bearer for every
+ * token-protected endpoint (RFC 6750 section 3), and for the receivers and the trusted-proxy login,
+ * which take no bearer token, a scheme named after what they do take.
+ */
+function challengeFor(error: ApiError): string {
+  if (error.code === "webhook_signature_missing" || error.code === "webhook_signature_invalid") return 'HMAC-SHA256 realm="roost", header="X-Hub-Signature-256"';
+  if (error.code === "webhook_token_missing" || error.code === "webhook_token_invalid") return 'Token realm="roost", header="X-Gitlab-Token"';
+  if (error.code.startsWith("trusted_proxy_")) return 'Trusted-Proxy realm="roost"';
+  return bearerChallenge(error.code === "missing_auth" ? undefined : error.message);
+}
+
 export function renderError(error: ApiError, requestId?: string): Response {
   const body: { code: string; message: string; details?: ErrorDetail[] } = { code: error.code, message: error.message };
   if (error.details) body.details = error.details;
   const headers: Record<string, string> = { ...error.headers };
+  if (error.status === 401 && !Object.keys(headers).some((h) => h.toLowerCase() === "www-authenticate")) headers["www-authenticate"] = challengeFor(error);
   if (requestId) headers["x-request-id"] = requestId;
   return json(body, error.status, headers);
 }

@@ -52,25 +52,26 @@ export function describeRule(rule: AuthRule): string {
 
 /** The error codes a rule itself may answer with, before the handler runs. */
 export function ruleErrors(rule: AuthRule): ErrorCode[] {
-  if (isProjectRule(rule)) return ["missing_auth", "invalid_session", "invalid_token", "forbidden", "not_found"];
+  if (isProjectRule(rule)) return ["missing_auth", "wrong_credential", "invalid_session", "invalid_token", "forbidden", "not_found"];
   switch (rule) {
     case "public":
     case "webhook":
       return [];
     case "setup":
-      return ["missing_auth", "invalid_setup_token", "setup_already_complete"];
+      return ["missing_auth", "wrong_credential", "invalid_setup_token", "setup_already_complete"];
     case "session":
-      return ["missing_auth", "invalid_session"];
+      return ["missing_auth", "wrong_credential", "invalid_session"];
     case "user":
-      return ["missing_auth", "invalid_session", "invalid_token"];
+      return ["missing_auth", "wrong_credential", "invalid_session", "invalid_token"];
     case "maintainer":
     case "admin":
     case "owner":
-      return ["missing_auth", "invalid_session", "invalid_token", "forbidden"];
+      return ["missing_auth", "wrong_credential", "invalid_session", "invalid_token", "forbidden"];
     case "metrics":
+      return ["missing_auth", "invalid_token", "forbidden"];
     case "runner":
     case "stream":
-      return ["missing_auth", "invalid_token", "forbidden"];
+      return ["missing_auth", "wrong_credential", "invalid_token", "forbidden"];
   }
 }
 

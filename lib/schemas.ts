@@ -39,7 +39,8 @@ export const Email = z
   .pipe(z.email("must be a valid e-mail address"));
 
 export const PublicUser = z.object({
-  user_id: z.string(),
+  id: z.string().describe("the user's id, as in every user object"),
+  user_id: z.string().describe("the same value as id, kept for clients of the first release; read id"),
   email: z.string(),
   oidc_subject: z.string().describe("identity provider subject; empty until the first OIDC login"),
   role: RoleSchema.nullable(),

@@ -18,6 +18,8 @@ import { runnerForToken, touchRunner, type Runner } from "../db/runners.ts";
 import { findStreamGrant } from "../db/stream-tokens.ts";
 import { findBuild } from "../db/builds.ts";
 import { userMaySeeProject } from "./project-access.ts";
+import { credentialKind, describeCredential } from "./credential-kind.ts";
+import type { SecretKind } from "./secrets.ts";
 
 export interface Authentication {
   principal: Principal | null;
@@ -35,14 +37,47 @@ const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {
   owner: "owner",
 };
 
+/** What a rule takes, which credential kinds that is, and what its endpoints are called, for the 401 sentences. */
+function expectedCredential(rule: AuthRule): { takes: string; kinds: SecretKind[]; endpoints: string } {
+  if (isProjectRule(rule)) return { takes: "a user session or an API token", kinds: ["sess", "pat"], endpoints: "user endpoints" };
+  switch (rule) {
+    case "runner":
+      return { takes: "the runner's own token", kinds: ["rt"], endpoints: "runner protocol endpoints" };
+    case "stream":
+      return { takes: "a stream token", kinds: ["st"], endpoints: "the log stream" };
+    case "setup":
+      return { takes: "the setup token", kinds: ["setup"], endpoints: "setup endpoints" };
+    case "session":
+      return { takes: "a user session", kinds: ["sess"], endpoints: "session-only endpoints (such as logout)" };
+    default:
+      return { takes: "a user session or an API token", kinds: ["sess", "pat"], endpoints: "user endpoints" };
+  }
+}
+
+/**
+ * 401 when no credential was sent, or one of a kind this rule never takes. Only the prefix is
+ * read, so the sentence is the same for a valid, revoked or invented token of that kind.
+ */
+function requireCredential(rule: AuthRule, token: string | null, where = "'Authorization: Bearer <token>'"): string {
+  const expected = expectedCredential(rule);
+  if (token === null) fail("missing_auth", `This endpoint takes ${expected.takes} as ${where}; the request has none.`);
+  if (token === "") fail("missing_auth", `This endpoint takes ${expected.takes} as ${where}; the Authorization header does not use the Bearer scheme.`);
+  const kind = credentialKind(token);
+  if (kind === null || !expected.kinds.includes(kind)) {
+    const hint = kind === "pat" && rule === "session" ? " API tokens are revoked with DELETE /v1/api-tokens/{token_id}." : "";
+    const received = describeCredential(token);
+    fail("wrong_credential", `${received[0]!.toUpperCase()}${received.slice(1)} cannot call ${expected.endpoints}: this endpoint takes ${expected.takes}.${hint}`);
+  }
+  return token;
+}
+
 export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null, params: Record<string, string> = {}): Promise<Authentication> {
   if (rule === "public" || rule === "webhook") return { principal: null, setupToken: null };
 
   const token = bearerToken(request);
   if (rule === "runner") {
     // A runner token works only on its own runner's paths (type confusion and cross-runner calls refused).
-    if (token === null) fail("missing_auth", "Runner calls need 'Authorization: Bearer <runner token>'.");
-    const runner = await runnerForToken(ctx.db, token);
+    const runner = await runnerForToken(ctx.db, requireCredential(rule, token));
     if (!runner) fail("invalid_token", "The runner token is not valid (rotated or revoked?).");
     if (params.runner_id !== runner.id) fail("forbidden", "This runner token belongs to another runner.");
     await touchRunner(ctx.db, runner.id, ctx.clock.now());
@@ -51,8 +86,8 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
   if (rule === "stream") {
     // Stream tokens travel in the query string (EventSource sends no headers): scoped to one build, read-only, short-lived.
     const presented = new URL(request.url).searchParams.get("token");
-    if (!presented) fail("missing_auth", "Pass the stream token as ?token= (POST /v1/builds/{build_id}/stream-token).");
-    const grant = await findStreamGrant(ctx.db, presented, ctx.clock.now());
+    const where = "?token= (POST /v1/builds/{build_id}/stream-token)";
+    const grant = await findStreamGrant(ctx.db, requireCredential(rule, presented || null, where), ctx.clock.now());
     if (!grant) fail("invalid_token", "The stream token is unknown or expired; ask for a new one.");
     if (grant.build_id !== params.build_id) fail("forbidden", "This stream token is for another build.");
     // The token is the user's, not a bearer pass: whoever it was issued to must still see the
@@ -76,24 +111,20 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
   if (rule === "setup") {
     const instance = await getInstance(ctx.db);
     if (instance.state === "ready") fail("setup_already_complete");
-    if (token === null) fail("missing_auth", "Send the setup token as 'Authorization: Bearer <token>' (see README, first run).");
-    const setupToken = await checkSetupToken(ctx.db, token, ctx.clock.now());
+    const setupToken = await checkSetupToken(ctx.db, requireCredential(rule, token), ctx.clock.now());
     if (!setupToken) fail("invalid_setup_token", "The setup token is unknown or expired; mint a new one with `roost recover setup-token`.");
     return { principal: null, setupToken };
   }
 
-  if (token === null) fail("missing_auth");
-  const principal = rule === "session" ? await fromSession(token, ctx, true) : await fromSessionOrApiToken(token, ctx);
+  const presented = requireCredential(rule, token);
+  const principal = rule === "session" ? await fromSession(presented, ctx) : await fromSessionOrApiToken(presented, ctx);
   if (isProjectRule(rule)) return { principal, setupToken: null, scope: await authorizeProject(ctx.db, principal, rule, params) };
   const minimum = MIN_ROLE[rule]!;
   if (!roleAtLeast(principal.role, minimum)) fail("forbidden", `This endpoint needs the ${minimum} role or higher.`);
   return { principal, setupToken: null };
 }
 
-async function fromSession(token: string, ctx: AppContext, sessionOnly: boolean): Promise<Principal> {
-  if (sessionOnly && token.startsWith("roost_pat_")) {
-    fail("invalid_session", "This endpoint takes a user session; API tokens are revoked with DELETE /v1/api-tokens/{token_id}.");
-  }
+async function fromSession(token: string, ctx: AppContext): Promise<Principal> {
   const session = await validateSessionToken(ctx.db, token, ctx.clock.now());
   if (!session) fail("invalid_session");
   const user = await findUserById(ctx.db, session.user_id);
@@ -116,7 +147,7 @@ function refuseApiToken(ctx: AppContext, tokenId: string | null, reason: "unknow
 }
 
 async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Principal> {
-  if (!token.startsWith("roost_pat_")) return fromSession(token, ctx, false);
+  if (!token.startsWith("roost_pat_")) return fromSession(token, ctx);
   const now = ctx.clock.now();
   const apiToken = await findApiTokenBySecret(ctx.db, token);
   if (!apiToken) refuseApiToken(ctx, null, "unknown");

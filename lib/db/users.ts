@@ -134,9 +134,13 @@ export async function bindOidcIdentity(db: Executor, id: string, issuer: string,
   });
 }
 
-/** The user object of the session result (SessionResult in lib/schemas.ts). */
-export function toPublicUser(user: User): { user_id: string; email: string; oidc_subject: string; role: Role | null; avatar_url: string } {
+/**
+ * The user object of the session result (SessionResult in lib/schemas.ts): `id` as in every other
+ * user object, and `user_id`, the same value, for clients written against the first release.
+ */
+export function toPublicUser(user: User): { id: string; user_id: string; email: string; oidc_subject: string; role: Role | null; avatar_url: string } {
   return {
+    id: user.id,
     user_id: user.id,
     email: user.email,
     oidc_subject: user.oidc_subject ?? "",

@@ -107,7 +107,7 @@ describe("OIDC sign-in through oidc-provider", () => {
 
     const callback = await http(daemon.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: binding } });
     expect(callback.status).toBe(200);
-    expect(callback.body.user).toEqual({ user_id: expect.any(String), email: "ada@example.test", oidc_subject: "ada", role: "owner", avatar_url: "" });
+    expect(callback.body.user).toEqual({ id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "ada", role: "owner", avatar_url: "" });
     const me = await http(daemon.url, "GET", "/v1/users/me", { token: callback.body.session_token });
     expect(me.status).toBe(200);
 

@@ -144,7 +144,7 @@ describe("POST /v1/auth/oidc/callback", () => {
     expect(res.body).toEqual({
       session_token: expect.stringMatching(/^roost_sess_/),
       expires_at: t.clock.now() + 24 * 3600,
-      user: { user_id: expect.any(String), email: "ada@example.test", oidc_subject: "sub-ada", role: "developer", avatar_url: "" },
+      user: { id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "sub-ada", role: "developer", avatar_url: "" },
     });
     expect(res.headers.get("set-cookie")).toContain("__Host-roost_oidc=; ");
     const me = await t.call("GET", "/v1/users/me", { token: res.body.session_token });

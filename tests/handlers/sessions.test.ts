@@ -21,7 +21,7 @@ describe("logout", () => {
   test("without Authorization it is 401 missing_auth", async () => {
     const res = await t.call("POST", "/v1/auth/logout");
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "missing_auth", message: "This endpoint needs 'Authorization: Bearer <token>'." });
+    expect(res.body).toEqual({ code: "missing_auth", message: "This endpoint takes a user session as 'Authorization: Bearer <token>'; the request has none." });
   });
 
   test("an API token cannot log out (it is revoked instead)", async () => {
@@ -29,7 +29,10 @@ describe("logout", () => {
     const created = await t.call("POST", "/v1/api-tokens", { token: owner, body: { name: "x", role: "owner" } });
     const res = await t.call("POST", "/v1/auth/logout", { token: created.body.token });
     expect(res.status).toBe(401);
-    expect(res.body.code).toBe("invalid_session");
+    expect(res.body).toEqual({
+      code: "wrong_credential",
+      message: "An API token (roost_pat_…) cannot call session-only endpoints (such as logout): this endpoint takes a user session. API tokens are revoked with DELETE /v1/api-tokens/{token_id}.",
+    });
   });
 });
 
@@ -52,9 +55,9 @@ describe("lifetime and storage", () => {
     expect(rows.rows[0]!.secret_hash).toBe(hashSecret(parsed.secret));
   });
 
-  test("a malformed Authorization header is 401 invalid_session", async () => {
+  test("an Authorization header of another scheme is 401 missing_auth, saying so", async () => {
     const res = await t.call("GET", "/v1/users/me", { headers: { authorization: "Basic abc" } });
     expect(res.status).toBe(401);
-    expect(res.body.code).toBe("invalid_session");
+    expect(res.body).toEqual({ code: "missing_auth", message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the Authorization header does not use the Bearer scheme." });
   });
 });

@@ -27,7 +27,7 @@ describe("Local Only first run", () => {
   test("the first loopback login creates the owner, makes the instance ready and returns a session", async () => {
     const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "Ada@Example.test" } });
     expect(res.status).toBe(200);
-    expect(res.body.user).toEqual({ user_id: expect.any(String), email: "ada@example.test", oidc_subject: "", role: "owner", avatar_url: "" });
+    expect(res.body.user).toEqual({ id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "", role: "owner", avatar_url: "" });
     expect(res.body.session_token).toMatch(/^roost_sess_[0-9A-Za-z]{58}$/);
     expect(res.body.expires_at).toBe(t.clock.now() + 24 * 3600);
     const status = await t.call("GET", "/v1/setup/status");

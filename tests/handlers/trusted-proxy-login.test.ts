@@ -36,7 +36,7 @@ describe("POST /v1/auth/trusted-proxy/login", () => {
     expect(first.body).toEqual({
       session_token: expect.stringMatching(/^roost_sess_/),
       expires_at: t.clock.now() + 24 * 3600,
-      user: { user_id: expect.any(String), email: "ada@example.test", oidc_subject: "", role: "developer", avatar_url: "" },
+      user: { id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "", role: "developer", avatar_url: "" },
     });
     const second = await t.call("POST", PATH, { peer: "10.0.0.5", headers: good });
     expect(second.body.session_token).not.toBe(first.body.session_token);
