@@ -3,6 +3,7 @@
 //   0 success · 1 the operation failed (e.g. daemon unreachable) · 2 usage or configuration error.
 import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
 import pkg from "../package.json" with { type: "json" };
+import { UsageError, parseCommandArgs } from "../lib/cli/args.ts";
 
 const USAGE = `roost ${pkg.version}: self-hosted CI for Flutter apps
 
@@ -89,11 +90,6 @@ The last owner cannot be demoted or deactivated. Exit 1 when the operation is re
 Exit 1 when the token does not exist, 2 on bad usage.`,
 };
 
-function flagValue(args: string[], name: string): string | undefined {
-  const i = args.indexOf(name);
-  return i >= 0 ? (args[i + 1] ?? "") : undefined;
-}
-
 /** POSTs to the daemon's Unix management socket; the JSON answer, or the exit code after saying why not. */
 async function mintOverSocket(config: Config, path: string): Promise<Record<string, unknown> | number> {
   let response: Response;
@@ -133,26 +129,30 @@ function configOrExit(): Config {
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === "help" || command === "--help" || command === "-h") {
-    process.stdout.write(USAGE + "\n");
+    (command ? process.stdout : process.stderr).write(USAGE + "\n");
     return command ? 0 : 2;
   }
+  if (!HELP[command]) throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
   if (rest.includes("--help") || rest.includes("-h")) {
-    const help = HELP[command];
-    if (!help) {
-      process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
-      return 2;
-    }
-    process.stdout.write(help + "\n");
+    process.stdout.write(HELP[command] + "\n");
     return 0;
   }
   switch (command) {
     case "version":
+      parseCommandArgs("roost version", rest, {});
       process.stdout.write(`roost ${pkg.version}\n`);
       return 0;
     case "serve": {
+      parseCommandArgs("roost serve", rest, {});
       const config = configOrExit();
-      const { startDaemon } = await import("../lib/server.ts");
-      const daemon = await startDaemon(config);
+      const { startDaemon, StartupError, describeSystemError } = await import("../lib/server.ts");
+      const { routes } = await import("../handlers/routes.ts");
+      const daemon = await startDaemon(config, routes).catch((error: unknown) => {
+        // A start-up problem is one line naming its cause, never a stack trace; exit 2 (configuration).
+        const cause = error instanceof StartupError ? error.message : `cannot start: ${describeSystemError(error)}`;
+        process.stderr.write(`roost serve: ${cause}\n`);
+        process.exit(2);
+      });
       let stopping = false;
       const stop = async () => {
         if (stopping) return;
@@ -165,11 +165,15 @@ async function main(argv: string[]): Promise<number> {
       return new Promise<number>(() => {});
     }
     case "migrate": {
+      // The one admin command that may create the database: it prepares an instance before its first start.
+      parseCommandArgs("roost migrate", rest, {});
       const config = configOrExit();
       const { openDatabase } = await import("../lib/db/client.ts");
       const { migrate } = await import("../lib/db/migrate.ts");
-      const { prepareDataDir } = await import("../lib/server.ts");
-      await prepareDataDir(config);
+      const { prepareDataDir, StartupError } = await import("../lib/server.ts");
+      await prepareDataDir(config).catch((error: unknown) => {
+        throw error instanceof StartupError ? new UsageError(`roost migrate: ${error.message}`) : error;
+      });
       const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
       const result = await migrate(db, () => Math.floor(Date.now() / 1000));
       process.stdout.write(`schema version ${result.from} -> ${result.to}\n`);
@@ -177,12 +181,11 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "recover": {
-      const config = configOrExit();
-      const what = rest[0];
+      const what = parseCommandArgs("roost recover", rest, {}, ["[setup-token]"]).positionals[0];
       if (what !== undefined && what !== "setup-token") {
-        process.stderr.write(`unknown recover target: ${what}\n\n${HELP.recover}\n`);
-        return 2;
+        throw new UsageError(`roost recover: unknown target '${what}' (only setup-token); see 'roost recover --help'`);
       }
+      const config = configOrExit();
       const path = what === "setup-token" ? "/setup-tokens" : "/recovery-capabilities";
       let response: Response;
       try {
@@ -201,12 +204,8 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "login": {
+      const email = parseCommandArgs("roost login", rest, { email: { type: "string" } }).values.email as string | undefined;
       const config = configOrExit();
-      const email = flagValue(rest, "--email");
-      if (rest.length !== (email === undefined ? 0 : 2) || email === "") {
-        process.stderr.write(`${HELP.login}\n`);
-        return 2;
-      }
       const minted = await mintOverSocket(config, "/recovery-capabilities");
       if (typeof minted === "number") return minted;
       const capability = String(minted.recovery_capability);
@@ -253,23 +252,23 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case "backup": {
+      const target = parseCommandArgs("roost backup", rest, {}, ["<file>"]).positionals[0]!;
       const config = configOrExit();
-      const target = rest[0];
-      if (!target) {
-        process.stderr.write(HELP.backup + "\n");
-        return 2;
-      }
-      const { openDatabase } = await import("../lib/db/client.ts");
+      const { openExistingDatabase } = await import("../lib/cli/database.ts");
       const { resolve } = await import("node:path");
       const { existsSync } = await import("node:fs");
+      const { chmod } = await import("node:fs/promises");
       const path = resolve(target);
       if (existsSync(path)) {
         process.stderr.write(`${path} exists; choose a new file\n`);
         return 1;
       }
-      const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+      const db = await openExistingDatabase(config, "roost backup");
       try {
+        // The copy holds everything the database does (password-equivalent token hashes, encrypted
+        // secrets): 0600 like the data directory's files (the umask is 077; chmod says it again).
         await db.execute({ sql: "VACUUM INTO ?", args: [path] });
+        await chmod(path, 0o600);
       } catch (error) {
         process.stderr.write(`backup failed: ${(error as Error).message}\n`);
         return 1;
@@ -281,23 +280,26 @@ async function main(argv: string[]): Promise<number> {
     }
     case "user":
     case "token": {
+      const { parseAdminCommand, runAdminCommand } = await import("../lib/cli/admin.ts");
+      const parsed = parseAdminCommand(command, rest);
       const config = configOrExit();
-      const { openDatabase } = await import("../lib/db/client.ts");
       const { migrate } = await import("../lib/db/migrate.ts");
-      const { prepareDataDir } = await import("../lib/server.ts");
-      const { runAdminCommand } = await import("../lib/cli/admin.ts");
-      await prepareDataDir(config);
-      const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+      const { openExistingDatabase } = await import("../lib/cli/database.ts");
+      const db = await openExistingDatabase(config, `roost ${command}`);
       await migrate(db, () => Math.floor(Date.now() / 1000));
-      const result = await runAdminCommand(db, command, rest);
+      const result = await runAdminCommand(db, parsed);
       db.close();
       (result.code === 0 ? process.stdout : process.stderr).write(result.out + (result.out ? "\n" : ""));
       return result.code;
     }
     default:
-      process.stderr.write(`unknown command: ${command}\n\n${USAGE}\n`);
-      return 2;
+      throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+process.exitCode = await main(process.argv.slice(2)).catch((error: unknown) => {
+  // Usage errors (and admin commands pointed at no Roost database): one line on stderr, exit 2.
+  if (!(error instanceof UsageError)) throw error;
+  process.stderr.write(error.message + "\n");
+  return 2;
+});

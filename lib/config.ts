@@ -29,6 +29,10 @@ const EnvSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
     .optional(),
+}).refine((e) => e.ROOST_RUNNER_HEARTBEAT_SECONDS < e.ROOST_RUNNER_LEASE_SECONDS, {
+  // A runner that beats only once per lease (or less often) loses its job between two heartbeats.
+  path: ["ROOST_RUNNER_HEARTBEAT_SECONDS"],
+  message: "must be shorter than ROOST_RUNNER_LEASE_SECONDS",
 });
 
 export interface Config {
@@ -70,8 +74,9 @@ export function parseListen(value: string): { hostname: string; port: number } {
 export function loadConfig(env: Record<string, string | undefined>): Config {
   const result = EnvSchema.safeParse(env);
   if (!result.success) {
-    const lines = result.error.issues.map((issue) => `  ${issue.path.join(".")}: ${issue.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join("\n")}`);
+    // One line, naming every variable at fault: start-up problems are told in one line (exit 2).
+    const causes = result.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration: ${causes.join("; ")}`);
   }
   const e = result.data;
   const dataDir = resolve(e.ROOST_DATA_DIR);
@@ -88,4 +93,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true" },
     runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
   };
+}
+
+/** The database URL as it may be printed: no credentials, no query string (it may carry an auth token). */
+export function displayDatabaseUrl(url: string): string {
+  if (url.startsWith("file:")) return url.split("?")[0]!;
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname === "/" ? "" : u.pathname}`;
+  } catch {
+    return "(the configured ROOST_DATABASE_URL)";
+  }
 }

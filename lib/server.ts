@@ -1,13 +1,16 @@
 // `roost serve`: opens the database, applies migrations, prepares first-run setup, and serves
-// the API over TCP and the management socket over a Unix socket.
+// the API over TCP and the management socket over a Unix socket. The route table comes from the
+// caller (bin/roost.ts hands in handlers/routes.ts): lib/ holds mechanisms, never the endpoints.
 import { EventBus } from "./events.ts";
 import { LocalLogHubNamespace } from "./log-hub.ts";
 import { MetricsRegistry } from "./metrics.ts";
-import { mkdir, chmod } from "node:fs/promises";
-import type { Config } from "./config.ts";
+import { access, chmod, constants, mkdir, stat } from "node:fs/promises";
+import { join } from "node:path";
+import type { Server } from "bun";
+import { displayDatabaseUrl, type Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { systemClock } from "./context.ts";
-import { createApp } from "./app.ts";
+import { createApp, type App } from "./app.ts";
 import { openDatabase, type Db } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import { getInstance } from "./db/instance.ts";
@@ -18,11 +21,11 @@ import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
 import { diskFullError, isDiskFullError } from "./disk.ts";
 import { removeAbandonedUploads } from "./artifacts.ts";
-import { routes } from "../handlers/routes.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
 import { createOidcCache } from "./auth/oidc.ts";
-import { SocketInUseError, startManagementSocket } from "../scripts/management-socket.ts";
+import { SocketInUseError, startManagementSocket, type ManagementSocket } from "./management-socket.ts";
+import type { RouteEntry } from "./route.ts";
 
 /**
  * Bun's own cap on a request body. Above it Bun answers an empty 413 itself, so it is set far
@@ -40,11 +43,75 @@ export interface RunningDaemon {
   stop(): Promise<void>;
 }
 
+/**
+ * A reason the daemon cannot start, said in one line that names the cause; `roost serve` prints
+ * it and exits 2 (a configuration problem, not a crash: no stack trace).
+ */
+export class StartupError extends Error {}
+
+/** Files in the data directory that hold secrets; a restored copy may arrive with a looser mode. */
+const PRIVATE_FILES = ["roost.db", "roost.db-wal", "roost.db-shm", "secret.key", "setup-token"];
+
+const FS_REASONS: Record<string, string> = {
+  EACCES: "permission denied",
+  EPERM: "permission denied",
+  EROFS: "read-only file system",
+  ENOTDIR: "a part of the path is a file, not a directory",
+  EEXIST: "a file, not a directory, is in the way",
+  ENOSPC: "no space left on the device",
+};
+
+/** One line for a failed system call: its reason (without the stack or a repeated path). */
+export function describeSystemError(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  const reason = typeof code === "string" ? FS_REASONS[code] : undefined;
+  return reason ?? oneLine(error instanceof Error ? error.message : String(error));
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s*\n\s*/g, " ").trim();
+}
+
+/**
+ * Creates the data directory (0700) and checks that this user can write to it, so a wrong owner
+ * or a read-only mount stops the start with one line instead of a database error later.
+ */
 export async function prepareDataDir(config: Config): Promise<void> {
-  // Everything the daemon writes (database, setup token, socket) is for its own user only.
+  // Everything the daemon writes (database, setup token, socket, backups) is for its own user only.
   process.umask(0o077);
-  await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+  try {
+    await mkdir(config.dataDir, { recursive: true, mode: 0o700 });
+    await access(config.dataDir, constants.W_OK | constants.X_OK);
+  } catch (error) {
+    throw new StartupError(`data directory ${config.dataDir} is not writable: ${describeSystemError(error)}`);
+  }
   await chmod(config.dataDir, 0o700).catch(() => {});
+  await tightenPrivateFiles(config.dataDir);
+}
+
+/** A database or key restored with cp keeps the copy's mode; bring it back to 0600 like everything Roost writes. */
+export async function tightenPrivateFiles(dataDir: string): Promise<void> {
+  for (const name of PRIVATE_FILES) {
+    const path = join(dataDir, name);
+    const info = await stat(path).catch(() => null);
+    if (info?.isFile() && (info.mode & 0o077) !== 0) await chmod(path, 0o600).catch(() => {});
+  }
+}
+
+/** Runs the bind of ROOST_LISTEN; a failure becomes one line naming the address and the reason. */
+function listenOrFail<T>(config: Config, bind: () => T): T {
+  const address = `${config.listen.hostname.includes(":") ? `[${config.listen.hostname}]` : config.listen.hostname}:${config.listen.port}`;
+  try {
+    return bind();
+  } catch (error) {
+    const code = (error as { code?: unknown }).code;
+    const reason =
+      code === "EADDRINUSE" ? "the address is already in use (another roost or another program listens there)"
+      : code === "EACCES" ? "permission denied (ports below 1024 need privileges)"
+      : code === "EADDRNOTAVAIL" ? "this host has no such address"
+      : describeSystemError(error);
+    throw new StartupError(`cannot listen on ROOST_LISTEN ${address}: ${reason}`);
+  }
 }
 
 /** While setup is incomplete, every start writes a fresh setup token to a 0600 file and logs its path. */
@@ -59,36 +126,24 @@ export async function prepareFirstRun(db: Db, config: Config, log: Logger): Prom
   });
 }
 
-export async function startDaemon(config: Config, log: Logger = createLogger(config.logLevel)): Promise<RunningDaemon> {
-  await prepareDataDir(config);
-  const abandoned = await removeAbandonedUploads(config.dataDir, systemClock.now());
-  if (abandoned > 0) log.info("removed artifact uploads a stopped daemon left unfinished", { files: abandoned });
-  const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
-  const migrated = await migrate(db, systemClock.now);
-  if (migrated.from !== migrated.to) log.info("database migrated", migrated);
-  await prepareFirstRun(db, config, log);
-
-  const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
-  const shutdown = new AbortController();
-  const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: shutdown.signal, oidc: createOidcCache() };
-  const app = createApp(ctx, routes);
-  const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
-    // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
-    if (error instanceof SocketInUseError) {
-      log.info("management socket served by another roost process on this host", { path: config.managementSocketPath });
-      return null;
-    }
-    throw error;
-  });
-
-  const server = Bun.serve({
+export async function startDaemon(config: Config, routes: RouteEntry[], log: Logger = createLogger(config.logLevel)): Promise<RunningDaemon> {
+  // 1. The port first: a second daemon on a taken port stops here, before it migrates, mints a
+  //    setup token or takes over the management socket of the one already serving.
+  let app: App | null = null;
+  const server = listenOrFail(config, () => Bun.serve({
     hostname: config.listen.hostname,
     port: config.listen.port,
+    // Off, as is Bun's default, and said here so nobody turns it on: with SO_REUSEPORT a second
+    // daemon on a taken port would silently share it and the kernel would split connections
+    // between two processes; without it the bind fails and the second daemon stops.
+    reusePort: false,
     development: false,
     maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
     // Long-lived responses (SSE, long polls) call server.timeout(request, …) themselves.
     idleTimeout: 30,
     fetch(request, srv) {
+      // Between the bind and the end of start-up (migrations, first run): not ready yet.
+      if (!app) return renderError(new ApiError("not_ready", "Roost is starting; try again in a moment."));
       const peer = srv.requestIP(request)?.address ?? null;
       return app.fetch(request, peer, { setIdleTimeout: (seconds) => srv.timeout(request, seconds) });
     },
@@ -101,7 +156,52 @@ export async function startDaemon(config: Config, log: Logger = createLogger(con
       log.error("unhandled server error", { error });
       return renderError(new ApiError("internal_error", "An unexpected error occurred."));
     },
-  });
+  }));
+  let db: Db | null = null;
+  try {
+    // 2. The data directory, then the database: each failure is one line naming what failed.
+    await prepareDataDir(config);
+    const abandoned = await removeAbandonedUploads(config.dataDir, systemClock.now());
+    if (abandoned > 0) log.info("removed artifact uploads a stopped daemon left unfinished", { files: abandoned });
+    db = await openAndMigrate(config, log);
+    await prepareFirstRun(db, config, log);
+
+    const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
+    const shutdown = new AbortController();
+    const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: shutdown.signal, oidc: createOidcCache() };
+    const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
+      // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
+      if (error instanceof SocketInUseError) {
+        log.info("management socket served by another roost process on this host", { path: config.managementSocketPath });
+        return null;
+      }
+      throw new StartupError(`cannot serve the management socket ${config.managementSocketPath}: ${describeSystemError(error)}`);
+    });
+    app = createApp(ctx, routes);
+    return running(ctx, server, shutdown, socket);
+  } catch (error) {
+    await server.stop(true);
+    db?.close();
+    throw error;
+  }
+}
+
+async function openAndMigrate(config: Config, log: Logger): Promise<Db> {
+  let db: Db | null = null;
+  try {
+    db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+    const migrated = await migrate(db, systemClock.now);
+    if (migrated.from !== migrated.to) log.info("database migrated", migrated);
+    return db;
+  } catch (error) {
+    db?.close();
+    throw new StartupError(`cannot use the database ${displayDatabaseUrl(config.databaseUrl)}: ${describeSystemError(error)}`);
+  }
+}
+
+/** 3. Serving: background work starts, "roost listening" is logged, and stop() shuts down in order. */
+function running(ctx: AppContext, server: Server<undefined>, shutdown: AbortController, socket: ManagementSocket | null): RunningDaemon {
+  const { config, log, db } = ctx;
   const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
   const stopBackground = startBackgroundWork(ctx, config.publicUrl ?? url);
   log.notice("roost listening", { url, data_dir: config.dataDir, management_socket: socket?.path ?? null });

@@ -10,6 +10,7 @@ import { changeUser } from "../user-admin.ts";
 import type { Principal } from "../auth/principal.ts";
 import { ApiError } from "../errors.ts";
 import { Email } from "../schemas.ts";
+import { UsageError, parseCommandArgs } from "./args.ts";
 
 export interface CliResult {
   code: number;
@@ -28,75 +29,108 @@ const HOST_OPERATOR: Principal = {
   credentialExpiresAt: Number.MAX_SAFE_INTEGER,
 };
 
-export const USER_USAGE = "usage: roost user list | invite <email> [--role owner|admin|maintainer|developer] | set-role <email> <role> | deactivate <email> | reactivate <email>";
-export const TOKEN_USAGE = "usage: roost token list | revoke <token_id>";
+export type AdminCommand =
+  | { group: "user"; action: "list" }
+  | { group: "user"; action: "invite"; email: string; role: Role }
+  | { group: "user"; action: "set-role"; email: string; role: Role }
+  | { group: "user"; action: "deactivate" | "reactivate"; email: string }
+  | { group: "token"; action: "list" }
+  | { group: "token"; action: "revoke"; tokenId: string };
 
-export async function runAdminCommand(db: Db, group: "user" | "token", args: string[]): Promise<CliResult> {
+const USER_ACTIONS = ["list", "invite", "set-role", "deactivate", "reactivate"] as const;
+const TOKEN_ACTIONS = ["list", "revoke"] as const;
+
+/**
+ * Reads `roost user …` / `roost token …` before anything is opened: a usage error (exit 2, one
+ * line naming the option or argument) leaves the database untouched.
+ */
+export function parseAdminCommand(group: "user" | "token", args: string[]): AdminCommand {
+  const [action, ...rest] = args;
+  const actions: readonly string[] = group === "user" ? USER_ACTIONS : TOKEN_ACTIONS;
+  if (action === undefined || action.startsWith("-")) {
+    throw new UsageError(`roost ${group}: missing action (${actions.join(", ")}); see 'roost ${group} --help'`);
+  }
+  if (!actions.includes(action)) {
+    throw new UsageError(`roost ${group}: unknown action '${action}' (${actions.join(", ")}); see 'roost ${group} --help'`);
+  }
+  const command = `roost ${group} ${action}`;
+  switch (action) {
+    case "list":
+      parseCommandArgs(command, rest, {});
+      return group === "user" ? { group, action } : { group: "token", action };
+    case "invite": {
+      const { values, positionals } = parseCommandArgs(command, rest, { role: { type: "string" } }, ["<email>"]);
+      return { group: "user", action, email: email(command, positionals[0]!), role: role(command, "--role", values.role ?? "developer") };
+    }
+    case "set-role": {
+      const { positionals } = parseCommandArgs(command, rest, {}, ["<email>", "<role>"]);
+      return { group: "user", action, email: email(command, positionals[0]!), role: role(command, "<role>", positionals[1]!) };
+    }
+    case "deactivate":
+    case "reactivate": {
+      const { positionals } = parseCommandArgs(command, rest, {}, ["<email>"]);
+      return { group: "user", action, email: email(command, positionals[0]!) };
+    }
+    default: {
+      const { positionals } = parseCommandArgs(command, rest, {}, ["<token_id>"]);
+      return { group: "token", action: "revoke", tokenId: positionals[0]! };
+    }
+  }
+}
+
+function email(command: string, value: string): string {
+  const parsed = Email.safeParse(value);
+  if (!parsed.success) throw new UsageError(`${command}: '${value}' is not an e-mail address`);
+  return parsed.data;
+}
+
+function role(command: string, name: string, value: unknown): Role {
+  const parsed = RoleSchema.safeParse(value);
+  if (!parsed.success) throw new UsageError(`${command}: ${name} must be one of ${RoleSchema.options.join(", ")}, not '${String(value)}'`);
+  return parsed.data;
+}
+
+export async function runAdminCommand(db: Db, command: AdminCommand): Promise<CliResult> {
   try {
-    return group === "user" ? await userCommand(db, args) : await tokenCommand(db, args);
+    return command.group === "user" ? await userCommand(db, command) : await tokenCommand(db, command);
   } catch (error) {
     if (error instanceof ApiError) return { code: 1, out: `${error.code}: ${error.message}` };
     throw error;
   }
 }
 
-function flag(args: string[], name: string): string | undefined {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? args[i + 1] : undefined;
-}
-
-async function userCommand(db: Db, args: string[]): Promise<CliResult> {
-  const [action, subject] = args;
-  switch (action) {
+async function userCommand(db: Db, command: Extract<AdminCommand, { group: "user" }>): Promise<CliResult> {
+  switch (command.action) {
     case "list": {
       const page = await listUsers(db, { q: undefined, includeInactive: true, limit: 200, offset: 0 });
       return { code: 0, out: page.users.map((u) => `${u.id}\t${u.email}\t${u.role}\t${u.active ? "active" : "deactivated"}`).join("\n") };
     }
     case "invite": {
-      const email = Email.safeParse(subject ?? "");
-      const role = RoleSchema.safeParse(flag(args, "role") ?? "developer");
-      if (!email.success || !role.success) return { code: 2, out: USER_USAGE };
-      if (await findUserByEmail(db, email.data)) return { code: 1, out: `user_exists: ${normalizeEmail(email.data)} already exists` };
-      const user = await insertUser(db, { email: email.data, role: role.data, invitedBy: null, now: now() });
+      if (await findUserByEmail(db, command.email)) return { code: 1, out: `user_exists: ${normalizeEmail(command.email)} already exists` };
+      const user = await insertUser(db, { email: command.email, role: command.role, invitedBy: null, now: now() });
       return { code: 0, out: `${user.id}\t${user.email}\t${user.role}` };
     }
-    case "set-role":
-    case "deactivate":
-    case "reactivate": {
-      let change: { role?: Role; active?: boolean } = { active: action === "reactivate" };
-      if (action === "set-role") {
-        const role = RoleSchema.safeParse(args[2]);
-        if (!role.success) return { code: 2, out: USER_USAGE };
-        change = { role: role.data };
-      }
-      const user = subject ? await findUserByEmail(db, subject) : null;
-      if (!user) return { code: 1, out: `user_not_found: no user ${subject ?? ""}` };
+    default: {
+      const change = command.action === "set-role" ? { role: command.role } : { active: command.action === "reactivate" };
+      const user = await findUserByEmail(db, command.email);
+      if (!user) return { code: 1, out: `user_not_found: no user ${command.email}` };
       const updated = await changeUser(db, HOST_OPERATOR, user.id, change, now());
       return { code: 0, out: `${updated.id}\t${updated.email}\t${updated.role}\t${updated.active ? "active" : "deactivated"}` };
     }
-    default:
-      return { code: 2, out: USER_USAGE };
   }
 }
 
-async function tokenCommand(db: Db, args: string[]): Promise<CliResult> {
-  const [action, subject] = args;
-  switch (action) {
-    case "list": {
-      const page = await listApiTokens(db, { createdBy: null, q: undefined, sort: "created_at", direction: "desc", limit: 200, offset: 0 });
-      const t = now();
-      return {
-        code: 0,
-        out: page.rows.map((r) => `${r.id}\t${r.name}\t${r.role}\t${r.created_by_email}\t${r.revoked_at ? "revoked" : r.expires_at <= t ? "expired" : "active"}`).join("\n"),
-      };
-    }
-    case "revoke": {
-      const token = subject ? await findApiToken(db, subject) : null;
-      if (!token) return { code: 1, out: `token_not_found: no API token ${subject ?? ""}` };
-      await revokeApiToken(db, token.id, now());
-      return { code: 0, out: `revoked ${token.id}` };
-    }
-    default:
-      return { code: 2, out: TOKEN_USAGE };
+async function tokenCommand(db: Db, command: Extract<AdminCommand, { group: "token" }>): Promise<CliResult> {
+  if (command.action === "list") {
+    const page = await listApiTokens(db, { createdBy: null, q: undefined, sort: "created_at", direction: "desc", limit: 200, offset: 0 });
+    const t = now();
+    return {
+      code: 0,
+      out: page.rows.map((r) => `${r.id}\t${r.name}\t${r.role}\t${r.created_by_email}\t${r.revoked_at ? "revoked" : r.expires_at <= t ? "expired" : "active"}`).join("\n"),
+    };
   }
+  const token = await findApiToken(db, command.tokenId);
+  if (!token) return { code: 1, out: `token_not_found: no API token ${command.tokenId}` };
+  await revokeApiToken(db, token.id, now());
+  return { code: 0, out: `revoked ${token.id}` };
 }

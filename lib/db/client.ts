@@ -39,7 +39,7 @@ export async function openDatabase(url: string, authToken?: string, driver: Driv
 }
 
 /** file:/abs/path, file:///abs/path or file:relative → a filesystem path. */
-function filePath(url: string): string {
+export function filePath(url: string): string {
   const rest = url.slice("file:".length).split("?")[0]!;
   return rest.startsWith("///") ? rest.slice(2) : rest;
 }
