@@ -23,6 +23,7 @@ import * as oidcSettingsGet from "./settings/oidc-get.ts";
 import * as oidcSettingsUpdate from "./settings/oidc-update.ts";
 import * as trustedProxySettingsGet from "./settings/trusted-proxy-get.ts";
 import * as trustedProxySettingsUpdate from "./settings/trusted-proxy-update.ts";
+import * as runtimeModeUpdate from "./settings/runtime-mode-update.ts";
 import * as usersMe from "./users/me.ts";
 import * as usersList from "./users/list.ts";
 import * as usersInvite from "./users/invite.ts";
@@ -114,6 +115,7 @@ export const routes: RouteEntry[] = [
   r("PUT", "/v1/settings/oidc", "admin", oidcSettingsUpdate),
   r("GET", "/v1/settings/trusted-proxy", "admin", trustedProxySettingsGet),
   r("PUT", "/v1/settings/trusted-proxy", "admin", trustedProxySettingsUpdate),
+  r("PUT", "/v1/settings/runtime-mode", "owner", runtimeModeUpdate), // after setup: Local Only <-> External Access
 
   // users
   r("GET", "/v1/users/me", "user", usersMe),

@@ -54,3 +54,8 @@ export async function markReady(db: Executor, now: number): Promise<boolean> {
   });
   return result.rowsAffected === 1;
 }
+
+/** After setup: the owner moves a ready instance between Local Only and External Access (docs/external-access.md). */
+export async function setRuntimeMode(db: Executor, runtime: RuntimeMode, remoteAuth: RemoteAuthMode | null): Promise<void> {
+  await db.execute({ sql: "UPDATE instance SET runtime_mode = ?, remote_auth_mode = ? WHERE id = 1 AND state = 'ready'", args: [runtime, remoteAuth] });
+}

@@ -101,6 +101,7 @@ beforeAll(async () => {
     ["PUT /v1/settings/oidc", BY_RULE, async () => ({ path: "/v1/settings/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
     ["GET /v1/settings/trusted-proxy", BY_RULE, async () => ({ path: "/v1/settings/trusted-proxy" })],
     ["PUT /v1/settings/trusted-proxy", BY_RULE, async () => ({ path: "/v1/settings/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
+    ["PUT /v1/settings/runtime-mode", BY_RULE, async () => ({ path: "/v1/settings/runtime-mode", body: { runtime_mode: "local" } })],
     ["GET /v1/users/me", BY_RULE, async () => ({ path: "/v1/users/me" })],
     ["GET /v1/users", BY_RULE, async () => ({ path: "/v1/users" })],
     ["POST /v1/users", BY_RULE, async () => ({ path: "/v1/users", body: { email: `${crypto.randomUUID()}@example.test`, role: "developer" } })],
