@@ -5,7 +5,6 @@
 export type RoostEvent =
   | { type: "build.changed"; build_id: string; project_id: string; status: string }
   | { type: "build.queued"; build_id: string; project_id: string }
-  | { type: "logs.appended"; build_id: string; last_seq: number }
   | { type: "job.finished"; build_id: string; job_id: string };
 
 type Listener = (event: RoostEvent) => void;
@@ -26,9 +25,5 @@ export class EventBus {
         // A failing listener must not stop the others or the publisher.
       }
     }
-  }
-
-  get size(): number {
-    return this.#listeners.size;
   }
 }

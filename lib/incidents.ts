@@ -85,11 +85,6 @@ export async function resolveIncident(db: Executor, now: number, resourceKind: s
   });
 }
 
-export async function findIncident(db: Executor, id: string): Promise<Incident | null> {
-  const row = await one(db, "SELECT * FROM operator_incidents WHERE id = ?", [id]);
-  return row ? toIncident(row) : null;
-}
-
 export async function markIncidentRead(db: Executor, id: string, now: number): Promise<Incident | null> {
   const row = await one(db, "UPDATE operator_incidents SET read_at = COALESCE(read_at, ?) WHERE id = ? RETURNING *", [now, id]);
   return row ? toIncident(row) : null;

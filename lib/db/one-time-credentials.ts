@@ -41,10 +41,6 @@ export async function checkSetupToken(db: Executor, token: string, now: number):
   return { id: parsed.id, expires_at: num(row, "expires_at") };
 }
 
-export async function hasValidSetupToken(db: Executor, now: number): Promise<boolean> {
-  return (await one(db, "SELECT 1 FROM setup_tokens WHERE expires_at > ?", [now])) !== null;
-}
-
 /** Setup is over: no setup token works again. */
 export async function deleteSetupTokens(db: Executor): Promise<void> {
   await run(db, "DELETE FROM setup_tokens");

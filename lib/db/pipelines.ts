@@ -81,16 +81,6 @@ export async function listPipelines(db: Executor, projectId: string): Promise<Pi
   return (await all(db, "SELECT * FROM pipelines WHERE project_id = ? ORDER BY name, id", [projectId])).map(toPipeline);
 }
 
-/** Every pipeline of every project linked to this repository, with its project's default branch. */
-export async function listPipelinesForRepository(db: Executor, repositoryId: string): Promise<(Pipeline & { project_default_branch: string })[]> {
-  const rows = await all(
-    db,
-    `SELECT pl.*, p.default_branch AS project_default_branch FROM pipelines pl JOIN projects p ON p.id = pl.project_id WHERE p.repository_id = ? ORDER BY p.id, pl.name`,
-    [repositoryId],
-  );
-  return rows.map((r) => ({ ...toPipeline(r), project_default_branch: str(r, "project_default_branch") }));
-}
-
 export async function deletePipeline(db: Executor, id: string): Promise<void> {
   await db.execute({ sql: "DELETE FROM pipelines WHERE id = ?", args: [id] });
 }

@@ -5,8 +5,6 @@ import { all, num, one, str, strOrNull, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 
 export type ProjectRole = "maintainer" | "developer" | "viewer";
-export const PROJECT_ROLES: readonly ProjectRole[] = ["maintainer", "developer", "viewer"];
-
 export interface Project {
   id: string;
   name: string;

@@ -27,8 +27,6 @@ export interface TriggerEvent {
   message: string;
 }
 
-export const ZERO_SHA = /^0{40}$/;
-
 /** `[skip ci]` / `[ci skip]` (and `-` forms), case-insensitive, as GitHub, GitLab and Woodpecker honour it. */
 export function requestsSkipCi(message: string): boolean {
   return /\[(skip[ -]ci|ci[ -]skip)\]/i.test(message);

@@ -123,8 +123,3 @@ function toRemote(r: GithubRepo): RemoteRepository {
     clone_url: r.clone_url ?? "",
   };
 }
-
-/** Forget cached installation tokens (tests; a changed private key). */
-export function clearGithubTokenCache(): void {
-  tokenCache.clear();
-}

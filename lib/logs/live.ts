@@ -69,7 +69,7 @@ export class LogWatcher {
   }
 
   #onEvent(event: RoostEvent): void {
-    if ((event.type === "build.changed" || event.type === "logs.appended" || event.type === "job.finished") && this.#builds.has(event.build_id)) void this.check(event.build_id);
+    if ((event.type === "build.changed" || event.type === "job.finished") && this.#builds.has(event.build_id)) void this.check(event.build_id);
   }
 
   /** One check of a watched build; concurrent calls share it (and one more runs after, if asked meanwhile). */

@@ -95,8 +95,6 @@ export const ExecutionConfigInput = z
   })
   .strict();
 
-export type ExecutionConfigParsed = z.output<typeof ExecutionConfigInput>;
-
 /** An env entry as stored: a secret's value is sealed. */
 export interface StoredEnvEntry {
   key: string;
