@@ -71,8 +71,9 @@ there, since build code could then read Roost's database and secret key (docs/ru
 Stops on SIGTERM/SIGINT. Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses the runner.`,
   backup: `roost backup <file>: write a consistent snapshot of the embedded database to <file> with VACUUM INTO.
 
-Safe while the daemon serves. Back up secret.key (or keep ROOST_SECRET_KEY) too: without it the
-encrypted secrets in the database cannot be read. Exit 1 if <file> exists or cannot be written.`,
+Safe while the daemon serves. The file is 0600. Back up secret.key (or keep ROOST_SECRET_KEY) too:
+without it the encrypted secrets in the database cannot be read. Exit 1 if <file> exists or cannot be
+written, 2 when the configured data directory holds no Roost database.`,
   user: `roost user <action>: manage users without the API, on the configured database.
 
   roost user list
@@ -81,7 +82,8 @@ encrypted secrets in the database cannot be read. Exit 1 if <file> exists or can
   roost user deactivate <email>        ends their sessions; their API tokens stop working
   roost user reactivate <email>
 
-The last owner cannot be demoted or deactivated. Exit 1 when the operation is refused, 2 on bad usage.`,
+The last owner cannot be demoted or deactivated. Exit 1 when the operation is refused, 2 on bad usage
+or when the configured data directory holds no Roost database (nothing is created).`,
   token: `roost token <action>: manage API tokens without the API, on the configured database.
 
   roost token list                 id, name, role, creator, state
