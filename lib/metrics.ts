@@ -30,13 +30,33 @@ class Family {
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
     for (const [k, v] of this.values) lines.push(`${this.name}${k ? `{${k}}` : ""} ${v}`);
-    if (this.values.size === 0 && this.type === "gauge") lines.push(`${this.name} 0`);
+    // Present from the first scrape: a family nothing has touched yet reads 0, so a dashboard or
+    // an alert on it works before the first build, the first full disk or the first stream.
+    if (this.values.size === 0) lines.push(`${this.name} 0`);
     return lines.join("\n");
   }
 }
 
+/**
+ * The in-process families docs/operations.md and docs/runners.md list, declared when a registry is
+ * made so /metrics shows each of them from the start; the code that updates one asks for it by
+ * name and gets this family (the first help text wins).
+ */
+const DOCUMENTED_FAMILIES: [name: string, help: string, type: "counter" | "gauge"][] = [
+  ["roost_http_requests_total", "HTTP requests by method, route template and status.", "counter"],
+  ["roost_log_bytes_ingested_total", "Bytes of build log lines stored.", "counter"],
+  ["roost_sse_subscribers", "Open log streams in this process.", "gauge"],
+  ["roost_sse_catchup_reads_total", "Log pages read from the database by streams catching up (joining late or fallen behind).", "counter"],
+  ["roost_disk_full_errors_total", "Writes refused because the data directory's disk was full.", "counter"],
+  ["roost_disk_full_at_seconds", "When a write last failed because the data directory's disk was full (Unix seconds; 0 = never).", "gauge"],
+];
+
 export class MetricsRegistry {
   readonly #families = new Map<string, Family>();
+
+  constructor() {
+    for (const [name, help, type] of DOCUMENTED_FAMILIES) this.#family(name, help, type);
+  }
 
   counter(name: string, help: string): Family {
     return this.#family(name, help, "counter");
