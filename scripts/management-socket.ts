@@ -4,14 +4,22 @@
 import { startManagementSocket } from "../lib/management-socket.ts";
 
 if (import.meta.main) {
-  const { loadConfig } = await import("../lib/config.ts");
-  const { openDatabase } = await import("../lib/db/client.ts");
+  const { ConfigError, loadConfig } = await import("../lib/config.ts");
+  const { UsageError } = await import("../lib/cli/args.ts");
+  const { openExistingDatabase } = await import("../lib/cli/database.ts");
   const { createLogger } = await import("../lib/log.ts");
   const { systemClock } = await import("../lib/context.ts");
-  const config = loadConfig(process.env);
-  const log = createLogger(config.logLevel);
-  const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
-  const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
-  log.info("management socket listening", { path: socket.path });
-  for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void socket.stop().then(() => process.exit(0)));
+  try {
+    const config = loadConfig(process.env);
+    const log = createLogger(config.logLevel);
+    // It serves a daemon's database: one that is not there is a wrong ROOST_DATA_DIR, not one to create.
+    const db = await openExistingDatabase(config, "management-socket");
+    const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath });
+    log.info("management socket listening", { path: socket.path });
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, () => void socket.stop().then(() => process.exit(0)));
+  } catch (error) {
+    if (!(error instanceof ConfigError || error instanceof UsageError)) throw error;
+    process.stderr.write(error.message + "\n");
+    process.exit(2);
+  }
 }

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { BUN, ROOST, http, startDaemon } from "../helpers/daemon.ts";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon } from "../helpers/daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-cli-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -92,6 +92,14 @@ describe("admin commands refuse a data directory without a Roost database", () =
     const res = await roost(["user", "list"], { ROOST_DATA_DIR: join(cwd, "typo") }, cwd);
     expect(res.code).toBe(2);
     expect(res.stderr).toStartWith(`roost user: no Roost database in ${join(cwd, "typo")} `);
+    expect(readdirSync(cwd)).toEqual([]);
+  });
+
+  test("the management-socket companion refuses too, and serves no socket", async () => {
+    const cwd = scratch("companion-empty");
+    const child = Bun.spawn([BUN, join(REPO_ROOT, "scripts/management-socket.ts")], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ROOST_DATA_DIR: cwd }, cwd, stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    expect({ code, stderr }).toEqual({ code: 2, stderr: `management-socket: no Roost database in ${cwd} (looked for ${join(cwd, "roost.db")}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one\n` });
     expect(readdirSync(cwd)).toEqual([]);
   });
 
