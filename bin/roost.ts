@@ -4,6 +4,7 @@
 import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
 import pkg from "../package.json" with { type: "json" };
 import { UsageError, parseCommandArgs } from "../lib/cli/args.ts";
+import { runnerMain } from "../runner/main.ts";
 
 const USAGE = `roost ${pkg.version}: self-hosted CI for Flutter apps
 
@@ -216,43 +217,8 @@ async function main(argv: string[]): Promise<number> {
       process.stderr.write(`one-time capability, valid until ${new Date(Number(minted.expires_at) * 1000).toISOString()}, single use; run the command above on this host to sign in\n`);
       return 0;
     }
-    case "runner": {
-      const { SameUserRefusal, UNSAFE_FLAG } = await import("../lib/runner/host-user.ts");
-      const unknown = rest.filter((a) => a !== UNSAFE_FLAG);
-      if (unknown.length > 0) {
-        process.stderr.write(`unknown runner option: ${unknown[0]}\n\n${HELP.runner}\n`);
-        return 2;
-      }
-      const id = process.env.ROOST_RUNNER_ID;
-      const token = process.env.ROOST_RUNNER_TOKEN;
-      if (!id || !token) {
-        process.stderr.write(`ROOST_RUNNER_ID and ROOST_RUNNER_TOKEN are required\n\n${HELP.runner}\n`);
-        return 2;
-      }
-      const { runRunner } = await import("../lib/runner/agent.ts");
-      const { resolve } = await import("node:path");
-      const stop = new AbortController();
-      process.on("SIGTERM", () => stop.abort());
-      process.on("SIGINT", () => stop.abort());
-      try {
-        await runRunner({
-          url: (process.env.ROOST_URL ?? "http://127.0.0.1:8080").replace(/\/+$/, ""),
-          runnerId: id,
-          token,
-          workDir: resolve(process.env.ROOST_RUNNER_WORKDIR ?? "./runner-work"),
-          flutterSdks: process.env.ROOST_FLUTTER_SDKS,
-          labels: (process.env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
-          graceMs: Number(process.env.ROOST_RUNNER_GRACE_SECONDS ?? "10") * 1000,
-          log: (msg, fields) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }) + "\n"),
-          stop: stop.signal,
-          unsafeAllowSameUser: rest.includes(UNSAFE_FLAG),
-        });
-      } catch (error) {
-        process.stderr.write(`${(error as Error).message}\n`);
-        return error instanceof SameUserRefusal ? 2 : 1;
-      }
-      return 0;
-    }
+    case "runner":
+      return runnerMain(rest);
     case "backup": {
       const target = parseCommandArgs("roost backup", rest, {}, ["<file>"]).positionals[0]!;
       const config = configOrExit();

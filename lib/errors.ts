@@ -83,6 +83,7 @@ export const ERROR_STATUS = {
   job_finished: 410,
   log_gap: 416,
   log_incomplete: 409,
+  job_started: 409,
   artifact_checksum_mismatch: 422,
   artifact_exists: 409,
 
@@ -112,6 +113,7 @@ export const DEFAULT_MESSAGE: Partial<Record<ErrorCode, string>> = {
   token_exchange_error: "The identity provider refused the authorization code.",
   decryption_error: "The integration's credentials cannot be decrypted with this instance's secret key.",
   job_not_assigned: "This job is not assigned to this runner.",
+  job_started: "This job has started (it reported a step or a log line); finish it instead of releasing it.",
 };
 
 export interface ErrorDetail {

@@ -9,7 +9,7 @@ import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { storeArtifact, validArtifactPath } from "../../lib/artifacts.ts";
-import { ArtifactResource } from "../../lib/runners/wire.ts";
+import { ArtifactAnswer } from "../../lib/runner-protocol/wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_artifact",
@@ -17,7 +17,7 @@ export const endpoint = defineEndpoint({
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
-  response: z.object({ artifact: ArtifactResource }),
+  response: ArtifactAnswer,
   successStatus: 201,
   errors: ["job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists", "insufficient_storage"],
   async handle({ params, query }, ctx) {

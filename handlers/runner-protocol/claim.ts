@@ -6,6 +6,7 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { claimJob } from "../../lib/db/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
+import { ClaimAnswer, ClaimRequest } from "../../lib/runner-protocol/wire.ts";
 
 /** While waiting, the database is also re-read this often, for builds queued through another process. */
 const RECHECK_MS = 1000;
@@ -15,13 +16,8 @@ export const endpoint = defineEndpoint({
   summary: "Runner: claim a job (long poll)",
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam }),
-  body: z
-    .object({
-      claim_id: z.string().min(8).max(64).describe("unique per claim attempt; retrying with the same id returns the same job"),
-      wait_seconds: z.number().int().min(0).max(30).default(25),
-    })
-    .strict(),
-  response: z.object({ job: z.record(z.string(), z.unknown()) }),
+  body: ClaimRequest,
+  response: ClaimAnswer,
   successStatus: 201,
   errors: [],
   async handle({ body }, ctx) {
@@ -34,17 +30,20 @@ export const endpoint = defineEndpoint({
         return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), { status: 201, headers: { "content-type": "application/json" } });
       }
       const left = deadline - Date.now();
-      if (left <= 0 || ctx.shutdown.aborted) return new Response(null, { status: 204, headers: { "x-roost-next-poll-ms": "0" } });
+      // A runner that hung up (it is stopping) is not handed a job it would never hear of.
+      if (left <= 0 || ctx.shutdown.aborted || ctx.request.signal.aborted) return new Response(null, { status: 204, headers: { "x-roost-next-poll-ms": "0" } });
       // Wake at once when a build is queued in this process; re-read the database regardless.
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.min(left, RECHECK_MS));
         const unsubscribe = ctx.events.subscribe((e) => e.type === "build.queued" && done());
         const onAbort = () => done();
         ctx.shutdown.addEventListener("abort", onAbort);
+        ctx.request.signal.addEventListener("abort", onAbort);
         function done() {
           clearTimeout(timer);
           unsubscribe();
           ctx.shutdown.removeEventListener("abort", onAbort);
+          ctx.request.signal.removeEventListener("abort", onAbort);
           resolve();
         }
       });

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { LOG_REQUEST_LIMIT, RunnerLabel } from "../../lib/runners/wire.ts";
+import { ConnectAnswer, ConnectRequest, LOG_REQUEST_LIMIT } from "../../lib/runner-protocol/wire.ts";
 import { recordConnect } from "../../lib/db/runners.ts";
 import { isThisHostAddress } from "../../lib/net.ts";
 
@@ -15,26 +15,8 @@ export const endpoint = defineEndpoint({
   summary: "Runner: connect and advertise labels and capabilities",
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam }),
-  body: z
-    .object({
-      labels: z.array(RunnerLabel).max(20).default([]),
-      capabilities: z
-        .object({
-          os: z.enum(["linux", "macos", "windows"]),
-          arch: z.string().max(20),
-          flutter_versions: z.array(z.string().max(40)).max(50).default([]),
-          xcode: z.string().max(40).nullable().default(null),
-        })
-        .strict(),
-      version: z.string().max(40).default(""),
-    })
-    .strict(),
-  response: z.object({
-    heartbeat_seconds: z.number().int(),
-    lease_seconds: z.number().int(),
-    max_log_request_bytes: z.number().int(),
-    daemon_uid: z.number().int().optional().describe("the daemon's OS user id; only to a runner connecting from this host (its socket peer is loopback or one of this host's addresses)"),
-  }),
+  body: ConnectRequest,
+  response: ConnectAnswer,
   errors: [],
   async handle({ body }, ctx) {
     await recordConnect(ctx.db, ctx.runner!.id, body, ctx.clock.now());

@@ -9,20 +9,14 @@ import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { findJob } from "../../lib/db/jobs.ts";
 import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
 import { finishJob } from "../../lib/builds/job-lifecycle.ts";
+import { FinishRequest } from "../../lib/runner-protocol/wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",
   summary: "Runner: finish a job",
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
-  body: z
-    .object({
-      status: z.enum(["succeeded", "failed", "canceled"]),
-      exit_code: z.number().int(),
-      failure_reason: z.string().max(500).optional(),
-      line_count: z.number().int().min(0).describe("how many log lines the job produced in all"),
-    })
-    .strict(),
+  body: FinishRequest,
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],
   async handle({ params, body }, ctx) {

@@ -5,14 +5,15 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { heartbeat } from "../../lib/db/jobs.ts";
+import { HeartbeatAnswer, HeartbeatRequest } from "../../lib/runner-protocol/wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_heartbeat",
   summary: "Runner: heartbeat",
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam }),
-  body: z.object({ job_ids: z.array(IdParam).max(50).default([]) }).strict(),
-  response: z.object({ renewed: z.array(z.string()), cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"), lease_seconds: z.number().int() }),
+  body: HeartbeatRequest,
+  response: HeartbeatAnswer,
   errors: [],
   async handle({ body }, ctx) {
     const result = await heartbeat(ctx.db, ctx.runner!.id, body.job_ids, ctx.clock.now(), ctx.config.runners.leaseSeconds);

@@ -9,7 +9,7 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { json } from "../../lib/http.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { LOG_REQUEST_LIMIT, LogLine } from "../../lib/runners/wire.ts";
+import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runner-protocol/wire.ts";
 import { jobStatusHeader, ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { appendLogLines } from "../../lib/db/build-logs.ts";
 import { publishLogs } from "../../lib/logs/live.ts";
@@ -19,9 +19,9 @@ export const endpoint = defineEndpoint({
   summary: "Runner: append log lines (idempotent)",
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
-  body: z.object({ first_line: z.number().int().min(0), lines: z.array(LogLine).max(10_000) }).strict(),
+  body: LogAppendRequest,
   bodyLimitBytes: LOG_REQUEST_LIMIT,
-  response: z.object({ next_line: z.number().int(), last_seq: z.number().int(), accepted: z.number().int() }),
+  response: LogAppendAnswer,
   successStatus: 202,
   errors: ["job_not_assigned", "job_finished", "log_gap"],
   async handle({ params, body }, ctx) {

@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam, StepResult } from "../../lib/schemas/ci.ts";
+import { StepName, StepReport } from "../../lib/runner-protocol/wire.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { recordStepResult } from "../../lib/runners/steps.ts";
 
@@ -10,16 +11,8 @@ export const endpoint = defineEndpoint({
   operationId: "runner_report_step",
   summary: "Runner: report a step's result",
   tag: "runner-protocol",
-  params: z.object({ runner_id: IdParam, job_id: IdParam, step: z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/) }),
-  body: z
-    .object({
-      status: z.enum(["running", "succeeded", "failed", "canceled", "skipped"]),
-      exit_code: z.number().int().nullable().default(null),
-      started_at: z.number().int(),
-      finished_at: z.number().int().nullable().default(null),
-      duration_ms: z.number().int().min(0).default(0),
-    })
-    .strict(),
+  params: z.object({ runner_id: IdParam, job_id: IdParam, step: StepName }),
+  body: StepReport,
   response: z.object({ step_results: z.array(StepResult) }),
   errors: ["job_not_assigned", "job_finished"],
   async handle({ params, body }, ctx) {

@@ -42,6 +42,24 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
 }
 
 /**
+ * A stopping runner hands back a job it has not started: the job ends and its build is queued
+ * again for any runner (no started_at, no runner), in one transaction. Returns false when the job
+ * was no longer running or its build had moved on (canceled meanwhile).
+ */
+export async function releaseJob(deps: Deps, job: Job): Promise<boolean> {
+  const now = deps.clock.now();
+  const result = await inTransaction(deps.db, async (tx) => {
+    if (!(await markJob(tx, job.id, "finished", now))) return null;
+    return { build: await transitionBuildIn(tx, now, job.build_id, "release") };
+  });
+  if (!result) return false;
+  await afterCommit(deps, job, result.build);
+  // Wakes the claims waiting in this process, as a new build does.
+  if (result.build) deps.events.publish({ type: "build.queued", build_id: result.build.id, project_id: result.build.project_id });
+  return result.build !== null;
+}
+
+/**
  * A job whose lease expired: the job is lost, a system line says why, the build fails with exit
  * code -1 and an operator incident names the runner, in one transaction. Returns false when
  * another process (or the runner's own finish) got there first.

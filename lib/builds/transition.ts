@@ -51,9 +51,9 @@ export async function transitionBuildIn(
     db,
     `UPDATE builds SET
        status = ?,
-       started_at = CASE WHEN ? = 'start' THEN ? ELSE started_at END,
+       started_at = CASE ? WHEN 'start' THEN ? WHEN 'release' THEN NULL ELSE started_at END,
        finished_at = CASE WHEN ? IN ('succeed', 'fail', 'cancel') THEN ? ELSE finished_at END,
-       runner_id = COALESCE(?, runner_id),
+       runner_id = CASE WHEN ? = 'release' THEN NULL ELSE COALESCE(?, runner_id) END,
        exit_code = COALESCE(?, exit_code),
        failure_reason = COALESCE(?, failure_reason),
        runner_policy_block_reason = CASE WHEN ? THEN ? ELSE runner_policy_block_reason END,
@@ -62,7 +62,7 @@ export async function transitionBuildIn(
      RETURNING *`,
     [
       to, transition, now, transition, now,
-      fields.runner_id ?? null, fields.exit_code ?? null, fields.failure_reason ?? null,
+      transition, fields.runner_id ?? null, fields.exit_code ?? null, fields.failure_reason ?? null,
       fields.runner_policy_block_reason !== undefined ? 1 : 0, fields.runner_policy_block_reason ?? null,
       now, buildId, ...from,
     ],

@@ -1,7 +1,7 @@
-// Wire schemas of the runner protocol and the runner resource.
+// The runner resource (admin API). The runner protocol's own shapes live in
+// lib/runner-protocol/wire.ts, shared with the runner program; re-exported here for the admin handlers.
 import { z } from "zod";
-
-export const RunnerLabel = z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/, "letters, digits and _.:=- (at most 64)");
+export { ArtifactResource, LOG_REQUEST_LIMIT, LogLine, RunnerLabel } from "../runner-protocol/wire.ts";
 
 export const RunnerResource = z.object({
   id: z.string(),
@@ -14,25 +14,4 @@ export const RunnerResource = z.object({
   created_at: z.number().int(),
   last_seen_at: z.number().int().nullable(),
   revoked_at: z.number().int().nullable(),
-});
-
-export const LogLine = z
-  .object({
-    step: z.string().max(100).default(""),
-    stream: z.enum(["stdout", "stderr", "system"]).default("stdout"),
-    ts: z.number().int().optional().describe("Unix seconds; default: when Roost received it"),
-    text: z.string().max(65_536, "a line is at most 64 KiB; split longer output"),
-  })
-  .strict();
-
-/** Largest log append request (GitLab Runner and Woodpecker use the same 1 MiB). */
-export const LOG_REQUEST_LIMIT = 1024 * 1024;
-
-export const ArtifactResource = z.object({
-  id: z.string(),
-  build_id: z.string(),
-  path: z.string().describe("relative to the workspace"),
-  size: z.number().int(),
-  sha256: z.string(),
-  created_at: z.number().int(),
 });

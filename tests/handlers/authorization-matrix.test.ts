@@ -186,6 +186,7 @@ beforeAll(async () => {
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/steps/build`, body: { status: "running", started_at: 1 } })],
     ["POST /v1/runners/{runner_id}/jobs/{job_id}/logs", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/logs`, body: { first_line: 0, lines: [] } })],
     ["POST /v1/runners/{runner_id}/jobs/{job_id}/finish", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/finish`, body: { status: "succeeded", exit_code: 0, line_count: 0 } })],
+    ["POST /v1/runners/{runner_id}/jobs/{job_id}/release", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/release` })],
     ["GET /v1/operator-incidents", BY_RULE, async () => ({ path: "/v1/operator-incidents" })],
     ["POST /v1/operator-incidents/{id}/read", BY_RULE, async () => ({ path: `/v1/operator-incidents/${incidentId}/read` })],
   ];

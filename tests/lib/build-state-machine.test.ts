@@ -4,7 +4,7 @@ import { BUILD_STATUSES, nextStatus, type BuildStatus, type BuildTransition } fr
 
 const expected: Record<BuildStatus, Partial<Record<BuildTransition, BuildStatus>>> = {
   queued: { start: "running", fail: "failed", cancel: "canceled" },
-  running: { succeed: "succeeded", fail: "failed", cancel: "canceled" },
+  running: { succeed: "succeeded", fail: "failed", cancel: "canceled", release: "queued" },
   succeeded: {},
   failed: {},
   canceled: {},
@@ -12,7 +12,7 @@ const expected: Record<BuildStatus, Partial<Record<BuildTransition, BuildStatus>
 
 describe("nextStatus", () => {
   for (const from of BUILD_STATUSES) {
-    for (const t of ["start", "succeed", "fail", "cancel"] as const) {
+    for (const t of ["start", "succeed", "fail", "cancel", "release"] as const) {
       const to = expected[from][t] ?? null;
       test(`${from} --${t}--> ${to ?? "refused"}`, () => expect(nextStatus(from, t)).toBe(to));
     }

@@ -2,6 +2,7 @@
 // from the daemon's own next_line (so retries and gaps resolve themselves: 202 and 416 both say
 // where to continue), in batches of at most ~256 KiB, at least every half second.
 import type { RunnerApi } from "./client.ts";
+import { HEADER } from "../lib/runner-protocol/wire.ts";
 
 export interface ShippedLine {
   step: string;
@@ -38,7 +39,10 @@ export class LogShipper {
   }
 
   flush(): Promise<void> {
-    this.#sending ??= this.#send().finally(() => (this.#sending = null));
+    // A runner that stopped and could not hand its lines back in time gives up on them.
+    this.#sending ??= this.#send()
+      .catch(() => void (this.gone = true))
+      .finally(() => (this.#sending = null));
     return this.#sending;
   }
 
@@ -50,12 +54,13 @@ export class LogShipper {
         batch.push(this.#lines[i]!);
         bytes += this.#lines[i]!.text.length + 64;
       }
-      const answer = await this.api.call("POST", `/jobs/${this.jobId}/logs`, { first_line: this.#acked, lines: batch });
-      if (answer.status === 202 || answer.status === 416) {
-        this.#acked = Number(answer.headers.get("x-roost-log-next-line") ?? answer.body?.next_line ?? this.#acked);
-        const status = answer.headers.get("x-roost-job-status");
+      const answer = await this.api.appendLogs(this.jobId, this.#acked, batch);
+      if (answer.ok || answer.status === 416) {
+        this.#acked = answer.ok ? answer.body.next_line : Number(answer.headers.get(HEADER.logNextLine) ?? this.#acked);
+        const status = answer.headers.get(HEADER.jobStatus);
         if (status) this.onStatus(status);
-      } else if (answer.status === 409 || answer.status === 410 || answer.status === 401 || answer.status === 403) {
+      } else {
+        // 409 job_not_assigned, 410 job_finished, 401/403: the daemon will take no more lines.
         this.gone = true;
       }
     }

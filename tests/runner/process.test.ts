@@ -1,7 +1,7 @@
 // The runner's pure parts: secret masking across line breaks, and stopping a whole process tree.
 import { describe, expect, test } from "bun:test";
-import { MASK, maskLine, maskNeedles } from "../../lib/runner/masking.ts";
-import { groupAlive, runCommand } from "../../lib/runner/process.ts";
+import { MASK, maskLine, maskNeedles } from "../../runner/masking.ts";
+import { groupAlive, runCommand } from "../../runner/process.ts";
 
 describe("masking", () => {
   test("whole values and every line of a multi-line secret are masked; short pieces are not", () => {
@@ -41,7 +41,7 @@ describe("choosing the Flutter SDK", () => {
     const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { flutterSdk } = await import("../../lib/runner/agent.ts");
+    const { flutterSdk } = await import("../../runner/job/flutter.ts");
     const sdks = mkdtempSync(join(tmpdir(), "roost-sdks-"));
     try {
       mkdirSync(join(sdks, "3.24.5", "bin"), { recursive: true });

@@ -1,7 +1,7 @@
-// When `roost runner` refuses to run builds (lib/runner/host-user.ts): as the daemon's user or as
+// When `roost runner` refuses to run builds (runner/host-user.ts): as the daemon's user or as
 // root, on the daemon's host. The refusal itself, end to end: tests/e2e/build-code-login.test.ts.
 import { describe, expect, test } from "bun:test";
-import { sameUserProblem, urlIsThisHost } from "../../lib/runner/host-user.ts";
+import { sameUserProblem, urlIsThisHost } from "../../runner/host-user.ts";
 
 describe("urlIsThisHost", () => {
   test.each([["http://127.0.0.1:8080", true], ["http://[::1]:8080", true], ["http://localhost:8080", true], ["https://192.0.2.10", false]])(

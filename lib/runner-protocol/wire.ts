@@ -1,0 +1,155 @@
+// The runner protocol on the wire (docs/runners.md "Protocol"): one zod schema per request body
+// and per answer, imported by both programs. The daemon's handlers validate requests with them
+// (and the API document is generated from them); the runner parses every answer with them, so a
+// field either side renames breaks the type check, not a build at run time.
+//
+// The runner reads answers leniently (unknown fields pass through): a newer daemon may add
+// fields, and an older runner must keep working.
+import { z } from "zod";
+
+export const RunnerLabel = z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/, "letters, digits and _.:=- (at most 64)");
+
+/** Largest log append request (GitLab Runner and Woodpecker use the same 1 MiB). */
+export const LOG_REQUEST_LIMIT = 1024 * 1024;
+
+// POST /v1/runners/{runner_id}/connect
+export const ConnectRequest = z
+  .object({
+    labels: z.array(RunnerLabel).max(20).default([]),
+    capabilities: z
+      .object({
+        os: z.enum(["linux", "macos", "windows"]),
+        arch: z.string().max(20),
+        flutter_versions: z.array(z.string().max(40)).max(50).default([]),
+        xcode: z.string().max(40).nullable().default(null),
+      })
+      .strict(),
+    version: z.string().max(40).default(""),
+  })
+  .strict();
+export const ConnectAnswer = z.object({
+  heartbeat_seconds: z.number().int(),
+  lease_seconds: z.number().int(),
+  max_log_request_bytes: z.number().int(),
+  daemon_uid: z.number().int().optional().describe("the daemon's OS user id; only to a runner connecting from this host (its socket peer is loopback or one of this host's addresses)"),
+});
+
+// POST /v1/runners/{runner_id}/jobs/claim
+export const ClaimRequest = z
+  .object({
+    claim_id: z.string().min(8).max(64).describe("unique per claim attempt; retrying with the same id returns the same job"),
+    wait_seconds: z.number().int().min(0).max(30).default(25),
+  })
+  .strict();
+
+const platformCommands = z
+  .union([z.string().transform((c) => [c]), z.array(z.string())])
+  .optional()
+  .transform((c) => c ?? [])
+  .describe("a list of commands; builds frozen before lists hold one string");
+
+/** The frozen configuration a job runs, with secret env values revealed for the runner only. */
+export const JobConfig = z.looseObject({
+  pipeline_name: z.string(),
+  execution_config: z.looseObject({
+    artifact_patterns: z.array(z.string()),
+    commands: z.object({ pre_build: z.array(z.string()), build: z.array(z.string()), post_build: z.array(z.string()) }),
+    env: z.array(z.object({ key: z.string(), value: z.string(), secret: z.boolean() })),
+    flutter_version: z.string(),
+    platform_build_args: z.looseObject({ android: z.array(z.string()).optional(), ios: z.array(z.string()).optional(), macos: z.array(z.string()).optional() }),
+    platform_commands: z.looseObject({ android: platformCommands, ios: platformCommands, macos: platformCommands }).default({ android: [], ios: [], macos: [] }),
+    platforms: z.array(z.enum(["android", "ios", "macos"])),
+  }),
+});
+
+export const JobBuild = z.object({
+  id: z.string(),
+  build_number: z.number().int(),
+  project_id: z.string(),
+  pipeline_id: z.string(),
+  branch: z.string(),
+  commit_sha: z.string(),
+  trigger_type: z.string(),
+  trigger_event: z.string(),
+  trigger_ref: z.string(),
+  repository_full_name: z.string(),
+  clone_url: z.string(),
+});
+
+export const ClaimedJob = z.object({
+  job_id: z.string(),
+  lease_seconds: z.number().int(),
+  heartbeat_seconds: z.number().int(),
+  next_line: z.number().int(),
+  build: JobBuild,
+  clone_credentials: z.object({ username: z.string(), password: z.string() }).nullable(),
+  config: JobConfig,
+});
+export type ClaimedJob = z.output<typeof ClaimedJob>;
+export const ClaimAnswer = z.object({ job: ClaimedJob });
+
+// POST /v1/runners/{runner_id}/heartbeat
+export const HeartbeatRequest = z.object({ job_ids: z.array(z.string().min(1).max(64)).max(50).default([]) }).strict();
+export const HeartbeatAnswer = z.object({ renewed: z.array(z.string()), cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"), lease_seconds: z.number().int() });
+
+// PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}
+export const StepName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/);
+export const StepReport = z
+  .object({
+    status: z.enum(["running", "succeeded", "failed", "canceled", "skipped"]),
+    exit_code: z.number().int().nullable().default(null),
+    started_at: z.number().int(),
+    finished_at: z.number().int().nullable().default(null),
+    duration_ms: z.number().int().min(0).default(0),
+  })
+  .strict();
+export type StepReport = z.input<typeof StepReport>;
+
+// POST /v1/runners/{runner_id}/jobs/{job_id}/logs
+export const LogLine = z
+  .object({
+    step: z.string().max(100).default(""),
+    stream: z.enum(["stdout", "stderr", "system"]).default("stdout"),
+    ts: z.number().int().optional().describe("Unix seconds; default: when Roost received it"),
+    text: z.string().max(65_536, "a line is at most 64 KiB; split longer output"),
+  })
+  .strict();
+export const LogAppendRequest = z.object({ first_line: z.number().int().min(0), lines: z.array(LogLine).max(10_000) }).strict();
+export const LogAppendAnswer = z.object({ next_line: z.number().int(), last_seq: z.number().int(), accepted: z.number().int() });
+/** A 416 log_gap answer also carries next_line (in the header too). */
+export const LogGapAnswer = z.looseObject({ code: z.literal("log_gap"), next_line: z.number().int().optional() });
+
+// POST /v1/runners/{runner_id}/jobs/{job_id}/finish
+export const FinishRequest = z
+  .object({
+    status: z.enum(["succeeded", "failed", "canceled"]),
+    exit_code: z.number().int(),
+    failure_reason: z.string().max(500).optional(),
+    line_count: z.number().int().min(0).describe("how many log lines the job produced in all"),
+  })
+  .strict();
+export type FinishRequest = z.input<typeof FinishRequest>;
+
+// POST /v1/runners/{runner_id}/jobs/{job_id}/release
+export const ReleaseAnswer = z.object({ released: z.literal(true), build_status: z.literal("queued") });
+
+// PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts?path=…
+export const ArtifactResource = z.object({
+  id: z.string(),
+  build_id: z.string(),
+  path: z.string().describe("relative to the workspace"),
+  size: z.number().int(),
+  sha256: z.string(),
+  created_at: z.number().int(),
+});
+export const ArtifactAnswer = z.object({ artifact: ArtifactResource });
+
+/** Every error answer of the API: {code, message} (validation adds details). */
+export const ErrorAnswer = z.looseObject({ code: z.string(), message: z.string() });
+
+/** Response headers of the protocol. */
+export const HEADER = {
+  jobStatus: "x-roost-job-status",
+  logNextLine: "x-roost-log-next-line",
+  artifactSha256: "x-roost-artifact-sha256",
+} as const;

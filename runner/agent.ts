@@ -1,0 +1,89 @@
+// The runner's loop (docs/runners.md): connect, then claim jobs by long poll and run each one
+// (job/run-job.ts) until told to stop. Stopping (SIGTERM/SIGINT) ends a waiting claim at once;
+// a job the daemon handed out meanwhile is handed back, a running job is canceled and finished.
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { RunnerApi, Stopping, backoffMs, type Log } from "./client.ts";
+import { SameUserRefusal, UNSAFE_FLAG, refusalMessage, sameUserProblem } from "./host-user.ts";
+import { releaseJob, runJob } from "./job/run-job.ts";
+
+export interface RunnerOptions {
+  url: string;
+  runnerId: string;
+  token: string;
+  workDir: string;
+  /** A directory of Flutter SDKs, one per version: <dir>/<version>/bin/flutter. */
+  flutterSdks: string | undefined;
+  labels: string[];
+  /** TERM → KILL grace when a build is canceled. */
+  graceMs: number;
+  log: Log;
+  stop: AbortSignal;
+  /** Run build steps even as the daemon's user on its host (runner/host-user.ts): tests and single-user trials only. */
+  unsafeAllowSameUser?: boolean;
+}
+
+/** The daemon refused this runner (revoked, wrong token): `roost runner` exits 1. */
+export class RunnerRefused extends Error {}
+
+const CLAIM_WAIT_SECONDS = 20;
+
+export async function runRunner(o: RunnerOptions): Promise<void> {
+  const api = new RunnerApi(o.url, o.runnerId, o.token, o.stop, o.log);
+  let connected;
+  try {
+    connected = await api.connect({ labels: o.labels, capabilities: capabilities(o), version: "roost-runner/0.1" });
+  } catch (error) {
+    if (error instanceof Stopping) return;
+    throw error;
+  }
+  if (!connected.ok) throw new RunnerRefused(`Roost refused this runner: ${connected.status} ${connected.code}: ${connected.message}`);
+  const heartbeatMs = connected.body.heartbeat_seconds * 1000;
+  const problem = await sameUserProblem(o.url, connected.body.daemon_uid, process.getuid?.());
+  if (problem && !o.unsafeAllowSameUser) throw new SameUserRefusal(refusalMessage(problem));
+  const unsafe = problem ? `WARNING (${UNSAFE_FLAG}): ${problem}` : null;
+  if (unsafe) o.log(unsafe, { level: "warn" });
+  o.log("runner connected", { url: o.url, runner_id: o.runnerId });
+  try {
+    for (let refusals = 0; !o.stop.aborted; ) {
+      const claimId = crypto.randomUUID();
+      let claim;
+      try {
+        claim = await api.claim(claimId, CLAIM_WAIT_SECONDS, o.stop);
+      } catch (error) {
+        if (!(error instanceof Stopping)) throw error;
+        await handBackClaim(api, claimId, o);
+        break;
+      }
+      if (claim.ok) {
+        refusals = 0;
+        if (claim.body) await runJob(api, claim.body, o, heartbeatMs, unsafe);
+      } else if (claim.status === 401 || claim.status === 403) {
+        throw new RunnerRefused(`Roost refused this runner: ${claim.status} ${claim.code}: ${claim.message}`);
+      } else {
+        o.log("claim refused", { level: "warn", status: claim.status, code: claim.code, message: claim.message });
+        await Bun.sleep(backoffMs(++refusals));
+      }
+    }
+  } catch (error) {
+    if (!(error instanceof Stopping)) throw error;
+    o.log("stopped without handing everything back: Roost could not be reached in time", { level: "warn" });
+  }
+  o.log("runner stopped");
+}
+
+/**
+ * The runner stopped during a claim's long poll: the daemon may have handed it a job just then.
+ * A claim retried with the same claim_id answers that same job (and one that waits 0 s claims
+ * at most once); whatever it answers is handed back.
+ */
+async function handBackClaim(api: RunnerApi, claimId: string, o: RunnerOptions): Promise<void> {
+  const again = await api.claim(claimId, 0);
+  if (again.ok && again.body) await releaseJob(api, again.body, o);
+}
+
+function capabilities(o: RunnerOptions) {
+  const os = process.platform === "darwin" ? "macos" : process.platform === "win32" ? "windows" : "linux";
+  const versions = o.flutterSdks && existsSync(o.flutterSdks) ? readdirSync(o.flutterSdks).filter((v) => existsSync(join(o.flutterSdks!, v, "bin", "flutter"))) : [];
+  return { os, arch: process.arch, flutter_versions: versions, xcode: os === "macos" ? "installed" : null };
+}

@@ -1,0 +1,170 @@
+// The runner's side of the protocol (docs/runners.md "Protocol"). Every answer is parsed with the
+// schema both programs share (lib/runner-protocol/wire.ts). Network errors and 5xx are retried
+// with exponential backoff and jitter, so a restarting daemon loses nothing and a fleet of
+// runners does not retry in step; the runner says once when it loses Roost and once when it has
+// it back, not on every attempt.
+import type { z } from "zod";
+import {
+  ArtifactAnswer,
+  ClaimAnswer,
+  ConnectAnswer,
+  ErrorAnswer,
+  HEADER,
+  HeartbeatAnswer,
+  LogAppendAnswer,
+  ReleaseAnswer,
+  type ClaimedJob,
+  type FinishRequest,
+  type StepReport,
+} from "../lib/runner-protocol/wire.ts";
+import type { ShippedLine } from "./shipper.ts";
+
+export type Log = (msg: string, fields?: Record<string, unknown>) => void;
+
+/** An answer that is not the call's success: its status and {code, message}. */
+export interface Refusal {
+  ok: false;
+  status: number;
+  code: string;
+  message: string;
+  headers: Headers;
+}
+export type Answer<T> = { ok: true; status: number; body: T; headers: Headers } | Refusal;
+
+/** The runner is stopping and its time to hand back is over (or the call was aborted). */
+export class Stopping extends Error {}
+
+/** How long a stopping runner keeps trying to hand its job back before it exits anyway. */
+export const HAND_BACK_MS = 3000;
+
+export class RunnerApi {
+  #unreachableSince: number | null = null;
+  #failedAttempts = 0;
+  #handBackUntil = Infinity;
+
+  constructor(
+    readonly baseUrl: string,
+    readonly runnerId: string,
+    readonly token: string,
+    private readonly stopping: AbortSignal,
+    private readonly log: Log,
+  ) {
+    stopping.addEventListener("abort", () => (this.#handBackUntil = Date.now() + HAND_BACK_MS), { once: true });
+  }
+
+  connect(body: unknown): Promise<Answer<z.output<typeof ConnectAnswer>>> {
+    return this.#json("POST", "/connect", body, ConnectAnswer, 200);
+  }
+
+  /** A long poll; `abort` ends it at once (the runner is stopping). 204 answers null. */
+  async claim(claimId: string, waitSeconds: number, abort?: AbortSignal): Promise<Answer<ClaimedJob | null>> {
+    const answer = await this.#json("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: waitSeconds }, ClaimAnswer.nullable(), 201, { timeoutMs: (waitSeconds + 20) * 1000, abort });
+    return answer.ok ? { ...answer, body: answer.body?.job ?? null } : answer;
+  }
+
+  heartbeat(jobIds: string[]): Promise<Answer<z.output<typeof HeartbeatAnswer>>> {
+    return this.#json("POST", "/heartbeat", { job_ids: jobIds }, HeartbeatAnswer, 200);
+  }
+
+  reportStep(jobId: string, step: string, report: StepReport): Promise<Answer<unknown>> {
+    return this.#json("PUT", `/jobs/${jobId}/steps/${step}`, report, null, 200);
+  }
+
+  appendLogs(jobId: string, firstLine: number, lines: ShippedLine[]): Promise<Answer<z.output<typeof LogAppendAnswer>>> {
+    return this.#json("POST", `/jobs/${jobId}/logs`, { first_line: firstLine, lines }, LogAppendAnswer, 202);
+  }
+
+  finish(jobId: string, body: FinishRequest): Promise<Answer<unknown>> {
+    return this.#json("POST", `/jobs/${jobId}/finish`, body, null, 200);
+  }
+
+  release(jobId: string): Promise<Answer<z.output<typeof ReleaseAnswer>>> {
+    return this.#json("POST", `/jobs/${jobId}/release`, undefined, ReleaseAnswer, 200);
+  }
+
+  /** Streams a file to the daemon; the body is made again for each attempt by `body()`. */
+  uploadArtifact(jobId: string, path: string, sha256: string, size: number, body: () => ReadableStream<Uint8Array>): Promise<Answer<z.output<typeof ArtifactAnswer>>> {
+    return this.#call("PUT", `/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers: { [HEADER.artifactSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }), ArtifactAnswer, 201, { timeoutMs: 30 * 60_000, finalOn507: true });
+  }
+
+  #json<T>(method: string, path: string, body: unknown, schema: z.ZodType<T> | null, success: number, options: { timeoutMs?: number; abort?: AbortSignal } = {}): Promise<Answer<T>> {
+    const init = (): { body?: string; headers: Record<string, string> } => (body === undefined ? { headers: {} } : { body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+    return this.#call(method, path, init, schema, success, options);
+  }
+
+  async #call<T>(
+    method: string,
+    path: string,
+    init: () => { body?: string | ReadableStream<Uint8Array>; headers: Record<string, string> },
+    schema: z.ZodType<T> | null,
+    success: number,
+    options: { timeoutMs?: number; abort?: AbortSignal; finalOn507?: boolean },
+  ): Promise<Answer<T>> {
+    for (let attempt = 1; ; attempt++) {
+      const signals = [AbortSignal.timeout(options.timeoutMs ?? 60_000), ...(options.abort ? [options.abort] : [])];
+      let response: Response;
+      let text: string;
+      try {
+        const { body, headers } = init();
+        response = await fetch(`${this.baseUrl}/v1/runners/${this.runnerId}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${this.token}`, ...headers },
+          body,
+          signal: AbortSignal.any(signals),
+          // A streamed request body (artifacts) needs half-duplex (Fetch standard, "duplex").
+          ...(body instanceof ReadableStream ? { duplex: "half" } : {}),
+        } as RequestInit);
+        text = await response.text();
+        // A full disk (507) on an upload is the server's final word on that file; other 5xx are retried.
+        if (response.status >= 500 && !(options.finalOn507 && response.status === 507)) throw new Error(`HTTP ${response.status}`);
+      } catch (error) {
+        if (options.abort?.aborted) throw new Stopping("aborted");
+        this.#lost(error, attempt);
+        if (Date.now() > this.#handBackUntil) throw new Stopping("the runner is stopping");
+        await Bun.sleep(Math.min(backoffMs(attempt), Math.max(0, this.#handBackUntil - Date.now())));
+        continue;
+      }
+      this.#reached();
+      const json = text ? safeJson(text) : null;
+      if (response.status === success || (success === 201 && response.status === 204 && path === "/jobs/claim")) {
+        if (response.status === 204) return { ok: true, status: 204, body: null as T, headers: response.headers };
+        const parsed = schema ? schema.safeParse(json) : { success: true as const, data: json as T };
+        if (!parsed.success) throw new Error(`Roost answered ${method} ${path} with a body this runner does not understand: ${parsed.error.message}`);
+        return { ok: true, status: response.status, body: parsed.data, headers: response.headers };
+      }
+      const error = ErrorAnswer.safeParse(json);
+      return { ok: false, status: response.status, code: error.success ? error.data.code : "unknown", message: error.success ? error.data.message : text.slice(0, 200), headers: response.headers };
+    }
+  }
+
+  /** One line when Roost becomes unreachable, not one per attempt. */
+  #lost(error: unknown, attempt: number): void {
+    this.#failedAttempts++;
+    if (this.#unreachableSince !== null) return;
+    this.#unreachableSince = Date.now();
+    this.log(`cannot reach Roost at ${this.baseUrl}; retrying with backoff (up to ${MAX_BACKOFF_MS / 1000} s between attempts)`, { level: "warn", error: (error as Error).message, attempt });
+  }
+
+  #reached(): void {
+    if (this.#unreachableSince === null) return;
+    this.log(`reached Roost again at ${this.baseUrl}`, { unreachable_seconds: Math.round((Date.now() - this.#unreachableSince) / 1000), failed_attempts: this.#failedAttempts });
+    this.#unreachableSince = null;
+    this.#failedAttempts = 0;
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+const MAX_BACKOFF_MS = 10_000;
+
+/** 200 ms doubling to 10 s, with ±50 % jitter. */
+export function backoffMs(attempt: number): number {
+  const base = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(attempt - 1, 10));
+  return Math.round(base * (0.5 + Math.random()));
+}

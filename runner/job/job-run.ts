@@ -1,0 +1,143 @@
+// One claimed job while it runs: its log shipper, its environment, the command running now, and
+// the outcome so far. The steps (steps.ts) run commands through `runStep`; the first failing
+// step fails the build with its exit code and every later step is reported skipped. A cancel
+// (heartbeat answer, an append's X-Roost-Job-Status, or the runner stopping) stops the running
+// command's process tree and reports the rest canceled.
+import { join } from "node:path";
+import type { ClaimedJob } from "../../lib/runner-protocol/wire.ts";
+import type { RunnerApi } from "../client.ts";
+import type { RunnerOptions } from "../agent.ts";
+import { LogShipper } from "../shipper.ts";
+import { maskLine, maskNeedles } from "../masking.ts";
+import { runCommand, type RunningCommand } from "../process.ts";
+import type { FlutterSdk } from "./flutter.ts";
+
+export type JobStatus = "succeeded" | "failed" | "canceled";
+
+/** TERM → KILL grace when the runner itself is stopping: it must be gone within a second or two. */
+const STOPPING_GRACE_MS = 1000;
+
+export class JobRun {
+  readonly id: string;
+  readonly workspace: string;
+  readonly shipper: LogShipper;
+  readonly secrets: string[];
+  readonly basicAuth: string | null;
+  readonly env: Record<string, string>;
+  status: JobStatus = "succeeded";
+  exitCode = 0;
+  failureReason: string | undefined;
+  canceled = false;
+  /** Set when the runner's own stop canceled the job (not a user's cancel). */
+  stoppedByRunner = false;
+  sdk: FlutterSdk = { path: null, flutter: "flutter", error: null };
+  #current: RunningCommand | null = null;
+
+  constructor(
+    readonly api: RunnerApi,
+    readonly job: ClaimedJob,
+    readonly options: RunnerOptions,
+  ) {
+    this.id = job.job_id;
+    this.workspace = join(options.workDir, "jobs", job.job_id);
+    this.shipper = new LogShipper(api, job.job_id, (status) => status === "canceling" && this.cancel());
+    const credentials = job.clone_credentials;
+    this.basicAuth = credentials ? Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") : null;
+    const cfg = job.config.execution_config;
+    this.secrets = maskNeedles([...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : [])]);
+    this.env = jobEnv(job, this.workspace);
+  }
+
+  get config(): ClaimedJob["config"]["execution_config"] {
+    return this.job.config.execution_config;
+  }
+
+  system(step: string, text: string): void {
+    this.shipper.add({ step, stream: "system", text });
+  }
+
+  cancel(graceMs = this.options.graceMs): void {
+    if (this.canceled) return;
+    this.canceled = true;
+    void this.#current?.stop(graceMs);
+  }
+
+  /** The runner is stopping: the job is canceled at once, with a short grace for its commands. */
+  stopForRunner(): void {
+    this.stoppedByRunner = true;
+    this.cancel(Math.min(this.options.graceMs, STOPPING_GRACE_MS));
+  }
+
+  /** Runs one reported step: skipped or canceled when the build is already over, else its commands in order. */
+  async runStep(name: string, commands: string[], options: { cwd?: string; needsFlutter?: boolean } = {}): Promise<void> {
+    const startedAt = unixNow();
+    if (this.status !== "succeeded" || this.canceled) {
+      await this.api.reportStep(this.id, name, { status: this.canceled ? "canceled" : "skipped", started_at: startedAt, finished_at: startedAt });
+      return;
+    }
+    await this.api.reportStep(this.id, name, { status: "running", started_at: startedAt });
+    const t0 = performance.now();
+    const stepExit = options.needsFlutter && this.sdk.error ? this.#flutterMissing(name) : await this.#commands(name, commands, options.cwd ?? this.workspace);
+    if (this.canceled) {
+      this.status = "canceled";
+      this.exitCode = stepExit || 130;
+    } else if (stepExit !== 0) {
+      this.status = "failed";
+      this.exitCode = stepExit;
+      this.failureReason ??= `step ${name} failed with exit code ${stepExit}`;
+    }
+    const stepStatus = this.canceled ? "canceled" : stepExit === 0 ? "succeeded" : "failed";
+    await this.api.reportStep(this.id, name, { status: stepStatus, exit_code: stepExit, started_at: startedAt, finished_at: unixNow(), duration_ms: Math.round(performance.now() - t0) });
+  }
+
+  /** The build fails after its steps (e.g. an artifact refused): the outcome the job finishes with. */
+  failAfterSteps(reason: string): void {
+    if (this.status !== "succeeded") return;
+    this.status = "failed";
+    this.exitCode = 1;
+    this.failureReason = reason;
+  }
+
+  #flutterMissing(step: string): number {
+    this.system(step, `[roost] ${this.sdk.error}`);
+    this.failureReason = this.sdk.error!;
+    return 127;
+  }
+
+  async #commands(step: string, commands: string[], cwd: string): Promise<number> {
+    const env = this.sdk.path ? { ...this.env, PATH: `${this.sdk.path}:${this.env.PATH}` } : this.env;
+    for (const command of commands) {
+      this.system(step, `$ ${maskLine(command, this.secrets)}`);
+      this.#current = runCommand(command, { cwd, env, onLine: (stream, text) => this.shipper.add({ step, stream, text: maskLine(text, this.secrets) }) });
+      const result = await this.#current.done;
+      this.#current = null;
+      if (this.canceled || result.exitCode !== 0) return result.exitCode;
+    }
+    return 0;
+  }
+}
+
+function jobEnv(job: ClaimedJob, workspace: string): Record<string, string> {
+  const build = job.build;
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/tmp",
+    LANG: process.env.LANG ?? "C.UTF-8",
+    CI: "true",
+    ROOST: "true",
+    ROOST_BUILD_ID: build.id,
+    ROOST_BUILD_NUMBER: String(build.build_number),
+    ROOST_COMMIT_SHA: build.commit_sha,
+    ROOST_BRANCH: build.branch,
+    ROOST_PIPELINE: job.config.pipeline_name,
+    ROOST_PROJECT_ID: build.project_id,
+    ROOST_TRIGGER_EVENT: build.trigger_event,
+    ROOST_WORKSPACE: workspace,
+  };
+  for (const e of job.config.execution_config.env) env[e.key] = e.value;
+  return env;
+}
+
+export function unixNow(): number {
+  return Math.floor(Date.now() / 1000);
+}

@@ -1,0 +1,45 @@
+// Running one claimed job, step by step (steps.ts), with a heartbeat that renews its lease and
+// carries cancels. A runner told to stop before the job's first step hands the job back (the
+// build is queued again for another runner); once a step has run, the job is canceled and
+// finished as canceled (docs/runners.md "Stopping a runner").
+import type { ClaimedJob } from "../../lib/runner-protocol/wire.ts";
+import type { RunnerApi } from "../client.ts";
+import type { RunnerOptions } from "../agent.ts";
+import { JobRun } from "./job-run.ts";
+import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
+import { uploadArtifacts } from "./artifacts.ts";
+import { cleanUp, finish } from "./finish.ts";
+
+export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, heartbeatMs: number, unsafe: string | null): Promise<void> {
+  if (o.stop.aborted) return releaseJob(api, job, o);
+  const run = new JobRun(api, job, o);
+  const onStop = () => run.stopForRunner();
+  o.stop.addEventListener("abort", onStop, { once: true });
+  const beat = setInterval(() => {
+    void api.heartbeat([job.job_id]).then((a) => a.ok && a.body.cancel.includes(job.job_id) && run.cancel(), () => {});
+  }, heartbeatMs);
+  try {
+    // Every build log of an unsafe runner says so, where the project's people will see it.
+    if (unsafe) run.system("", `[roost] ${unsafe}`);
+    await checkout(run);
+    setUpFlutter(run);
+    await preBuild(run);
+    for (const platform of run.config.platforms) await buildPlatform(run, platform);
+    await build(run);
+    await postBuild(run);
+    await uploadArtifacts(run);
+    await finish(run);
+    o.log("job done", { job_id: job.job_id, build_id: job.build.id, status: run.status, exit_code: run.exitCode });
+  } finally {
+    clearInterval(beat);
+    o.stop.removeEventListener("abort", onStop);
+    cleanUp(run);
+  }
+}
+
+/** Hands back a job the runner will not start. */
+export async function releaseJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions): Promise<void> {
+  const answer = await api.release(job.job_id);
+  if (answer.ok) o.log("job handed back: the runner is stopping", { job_id: job.job_id, build_id: job.build.id });
+  else o.log("could not hand back a job", { level: "warn", job_id: job.job_id, status: answer.status, code: answer.code });
+}

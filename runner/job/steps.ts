@@ -1,0 +1,69 @@
+// The steps of a job, in the order run-job.ts runs them (docs/runners.md "What a job runs"):
+//   checkout    the repository at the build's exact commit, from a per-runner mirror cache
+//   (flutter)   choosing the Flutter SDK; not a reported step, a missing one fails the next step
+//   pre_build   the pipeline's pre_build commands
+//   build_<p>   per platform: `flutter build apk|appbundle|ipa|macos` + platform_build_args,
+//               or the commands of platform_commands[p] when it lists any
+//   build       the pipeline's build commands
+//   post_build  the pipeline's post_build commands
+// Artifacts and finishing are artifacts.ts and finish.ts.
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { flutterSdk } from "./flutter.ts";
+import type { JobRun } from "./job-run.ts";
+
+type Platform = "android" | "ios" | "macos";
+
+/** A single-quoted shell word. */
+const q = (s: string) => `'${s.replace(/'/g, "'\\''")}'`;
+
+export async function checkout(run: JobRun): Promise<void> {
+  const { workDir } = run.options;
+  const build = run.job.build;
+  const cache = join(workDir, "cache", createHash("sha256").update(build.clone_url).digest("hex").slice(0, 16));
+  mkdirSync(join(workDir, "jobs"), { recursive: true });
+  mkdirSync(join(workDir, "cache"), { recursive: true });
+  // Credentials go in a per-command header, never into the cache's git config.
+  const auth = run.basicAuth ? `-c http.extraHeader=${q(`Authorization: Basic ${run.basicAuth}`)} ` : "";
+  const ws = q(run.workspace);
+  await run.runStep(
+    "checkout",
+    [
+      existsSync(cache) ? `git ${auth}-C ${q(cache)} fetch --prune --quiet origin '+refs/*:refs/*'` : `git ${auth}clone --mirror --quiet ${q(build.clone_url)} ${q(cache)}`,
+      `git clone --quiet --no-checkout --shared ${q(cache)} ${ws}`,
+      `git -C ${ws} -c advice.detachedHead=false checkout --quiet --detach ${q(build.commit_sha)} && git -C ${ws} log -1 --format='checked out %H (%s)'`,
+    ],
+    { cwd: workDir },
+  );
+}
+
+export function setUpFlutter(run: JobRun): void {
+  run.sdk = flutterSdk(run.config.flutter_version, run.options.flutterSdks);
+}
+
+export async function preBuild(run: JobRun): Promise<void> {
+  if (run.config.commands.pre_build.length) await run.runStep("pre_build", run.config.commands.pre_build, { needsFlutter: true });
+}
+
+export async function buildPlatform(run: JobRun, platform: Platform): Promise<void> {
+  await run.runStep(`build_${platform}`, platformCommands(run, platform), { needsFlutter: true });
+}
+
+export async function build(run: JobRun): Promise<void> {
+  if (run.config.commands.build.length) await run.runStep("build", run.config.commands.build, { needsFlutter: true });
+}
+
+export async function postBuild(run: JobRun): Promise<void> {
+  if (run.config.commands.post_build.length) await run.runStep("post_build", run.config.commands.post_build, { needsFlutter: true });
+}
+
+/** The pipeline's own commands for the platform, or `flutter build <target>` with its arguments. */
+export function platformCommands(run: Pick<JobRun, "config" | "sdk">, platform: Platform): string[] {
+  const own = run.config.platform_commands[platform] ?? [];
+  if (own.length > 0) return own;
+  const args = run.config.platform_build_args[platform] ?? [];
+  const target = platform === "android" ? (args[0] === "appbundle" ? "appbundle" : "apk") : platform === "ios" ? "ipa" : "macos";
+  const rest = platform === "android" && args[0] === "appbundle" ? args.slice(1) : args;
+  return [[run.sdk.flutter, "build", target, ...rest.map(q)].join(" ")];
+}

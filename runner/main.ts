@@ -1,0 +1,102 @@
+// `roost runner`: the runner program's entry (bin/roost.ts dispatches here). It reads its flags
+// and environment, then runs the loop in agent.ts until SIGTERM or SIGINT.
+// Exit codes: 0 stopped · 1 the daemon refused the runner · 2 usage or configuration error
+// (an unknown flag, a missing or invalid setting, the same-user refusal).
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { RunnerRefused, runRunner } from "./agent.ts";
+import { SameUserRefusal, UNSAFE_FLAG } from "./host-user.ts";
+
+export const RUNNER_HELP = `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
+
+Environment:
+  ROOST_URL                  the daemon, http:// or https:// (default http://127.0.0.1:8080)
+  ROOST_RUNNER_ID            from POST /v1/runners
+  ROOST_RUNNER_TOKEN         roost_rt_… from POST /v1/runners (or its rotation)
+  ROOST_RUNNER_WORKDIR       checkouts and the repository cache (default ./runner-work)
+  ROOST_FLUTTER_SDKS         a directory of Flutter SDKs, <dir>/<version>/bin/flutter, for pinned versions
+  ROOST_RUNNER_LABELS        extra labels, comma-separated
+  ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
+
+Build steps run as the runner's OS user. On the daemon's host, run the runner as another user
+(e.g. sudo -u roost-runner roost runner): it refuses to start as the daemon's own user or as root
+there, since build code could then read Roost's database and secret key (docs/runners.md).
+  ${UNSAFE_FLAG}   start anyway, warning in its log and in every build log;
+                             for tests and single-user trials only
+
+While Roost cannot be reached, the runner says so once and keeps retrying with backoff.
+On SIGTERM/SIGINT it stops within a second or two: a job it has not started is handed back
+(queued again), a running job is canceled and finished as canceled.
+Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses the runner.`;
+
+export async function runnerMain(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
+  let flags;
+  try {
+    flags = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { help: { type: "boolean", short: "h" }, [UNSAFE_FLAG.slice(2)]: { type: "boolean" } } }).values;
+  } catch (error) {
+    process.stderr.write(`roost runner: ${(error as Error).message.split("\n")[0]} (see roost runner --help)\n`);
+    return 2;
+  }
+  if (flags.help) {
+    process.stdout.write(RUNNER_HELP + "\n");
+    return 0;
+  }
+  const settings = readSettings(env);
+  if (typeof settings === "string") {
+    process.stderr.write(`roost runner: ${settings} (see roost runner --help)\n`);
+    return 2;
+  }
+  const stop = new AbortController();
+  const onSignal = () => stop.abort();
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+  try {
+    await runRunner({
+      ...settings,
+      log: (msg, fields) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }) + "\n"),
+      stop: stop.signal,
+      unsafeAllowSameUser: flags[UNSAFE_FLAG.slice(2)] === true,
+    });
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    return error instanceof SameUserRefusal ? 2 : error instanceof RunnerRefused ? 1 : 1;
+  } finally {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+  }
+  return 0;
+}
+
+type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "labels" | "graceMs">;
+
+/** The runner's environment, checked; a sentence saying what is wrong otherwise. */
+export function readSettings(env: Record<string, string | undefined>): Settings | string {
+  const url = parseRoostUrl(env.ROOST_URL ?? "http://127.0.0.1:8080");
+  if (url === null) return `ROOST_URL is not an http:// or https:// URL: ${JSON.stringify(env.ROOST_URL)}`;
+  const runnerId = env.ROOST_RUNNER_ID;
+  const token = env.ROOST_RUNNER_TOKEN;
+  if (!runnerId || !token) return "ROOST_RUNNER_ID and ROOST_RUNNER_TOKEN are required";
+  const grace = Number(env.ROOST_RUNNER_GRACE_SECONDS ?? "10");
+  if (!Number.isFinite(grace) || grace < 0) return `ROOST_RUNNER_GRACE_SECONDS is not a number of seconds: ${JSON.stringify(env.ROOST_RUNNER_GRACE_SECONDS)}`;
+  return {
+    url,
+    runnerId,
+    token,
+    workDir: resolve(env.ROOST_RUNNER_WORKDIR ?? "./runner-work"),
+    flutterSdks: env.ROOST_FLUTTER_SDKS,
+    labels: (env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
+    graceMs: grace * 1000,
+  };
+}
+
+/** The daemon's base URL without a trailing slash, or null when it is not an http(s) URL with a host. */
+export function parseRoostUrl(value: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return null;
+  }
+  if ((url.protocol !== "http:" && url.protocol !== "https:") || !url.hostname || url.search || url.hash || url.username || url.password) return null;
+  return url.href.replace(/\/+$/, "");
+}

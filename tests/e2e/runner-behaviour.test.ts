@@ -1,0 +1,268 @@
+// The runner program's own behaviour, as an operator sees it (docs/runners.md "Running a runner",
+// "Stopping a runner"): its flags and ROOST_URL checked (exit 2), one line when Roost cannot be
+// reached and one when it is back, SIGTERM handing back or canceling its job within about a
+// second, and an artifact the daemon refuses failing the build. Real `roost runner` and
+// `roost serve` processes.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-runner-behaviour-"));
+const repo = join(work, "app");
+let daemon: Daemon;
+let host: HostApiStandIn;
+let owner = "";
+let projectId = "";
+let commit = "";
+const running: Subprocess[] = [];
+
+async function sh(cmd: string, cwd = work): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: ${err}`);
+  return out.trim();
+}
+
+function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
+/** A `roost runner` process whose stderr lines are collected as they come. */
+function startRunner(env: Record<string, string>, args: string[] = ["--unsafe-allow-same-user"]) {
+  const proc = Bun.spawn([BUN, ROOST, "runner", ...args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_WORKDIR: join(work, `runner-work-${crypto.randomUUID().slice(0, 6)}`), ROOST_RUNNER_GRACE_SECONDS: "10", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  running.push(proc);
+  const lines: string[] = [];
+  const done = (async () => {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        lines.push(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+      }
+    }
+    if (buffer) lines.push(buffer);
+  })();
+  const msgs = () => lines.map((l) => (l.startsWith("{") ? String(JSON.parse(l).msg) : l));
+  return {
+    proc,
+    lines,
+    msgs,
+    async until(predicate: (msgs: string[]) => boolean, timeoutMs = 15_000): Promise<void> {
+      const deadline = Date.now() + timeoutMs;
+      while (!predicate(msgs())) {
+        if (Date.now() > deadline) throw new Error(`runner did not get there; stderr: ${lines.join("\n")}`);
+        await Bun.sleep(50);
+      }
+    },
+    async exit(): Promise<{ code: number; stderr: string }> {
+      const code = await proc.exited;
+      await done;
+      return { code, stderr: lines.join("\n") };
+    },
+  };
+}
+
+async function registerRunner(): Promise<Record<string, string>> {
+  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } })).body;
+  return { ROOST_URL: daemon.url, ROOST_RUNNER_ID: created.runner.id, ROOST_RUNNER_TOKEN: created.token };
+}
+
+async function queueBuild(executionConfig: Record<string, unknown>): Promise<string> {
+  const pipeline = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig } });
+  if (pipeline.status !== 201) throw new Error(JSON.stringify(pipeline.body));
+  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit } })).body.build.id;
+}
+
+async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const b = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+    if (predicate(b)) return b;
+    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
+    await Bun.sleep(100);
+  }
+}
+
+const finished = (b: { status: string }) => ["succeeded", "failed", "canceled"].includes(b.status);
+
+beforeAll(async () => {
+  mkdirSync(repo, { recursive: true });
+  await sh("git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  commit = await sh("git rev-parse HEAD", repo);
+  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_MAX_ARTIFACT_BYTES: "1024", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 78, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
+  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+}, 60_000);
+
+afterAll(async () => {
+  for (const p of running) p.kill("SIGKILL");
+  await daemon?.stop();
+  await host?.stop();
+  await sh("pkill -f 'sleep 3134[0-9]' || true").catch(() => {});
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("configuration", () => {
+  test.each([["ftp://ci.example.test"], ["not a url"], ["http://ci.example.test/?x=1"]])("ROOST_URL=%p: exit 2 with one line saying so", async (url) => {
+    const r = startRunner({ ROOST_URL: url, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t" });
+    const { code, stderr } = await r.exit();
+    expect(code).toBe(2);
+    expect(stderr.trim()).toBe(`roost runner: ROOST_URL is not an http:// or https:// URL: ${JSON.stringify(url)} (see roost runner --help)`);
+  });
+
+  test("an unknown flag: exit 2 with one line naming it", async () => {
+    const r = startRunner({ ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t" }, ["--unsafe-allow-same-usr"]);
+    const { code, stderr } = await r.exit();
+    expect(code).toBe(2);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toContain("'--unsafe-allow-same-usr'");
+  });
+});
+
+describe("an unreachable Roost", () => {
+  test("the runner says once that it cannot reach Roost, keeps retrying, and says once when Roost is back", async () => {
+    const env = await registerRunner();
+    const port = freePort();
+    const r = startRunner({ ...env, ROOST_URL: `http://127.0.0.1:${port}` });
+    await r.until((m) => m.some((x) => x.startsWith("cannot reach Roost")));
+    // Several attempts fail meanwhile (backoff from 200 ms); still a single line.
+    await Bun.sleep(2500);
+    expect(r.msgs().filter((x) => x.startsWith("cannot reach Roost"))).toEqual([`cannot reach Roost at http://127.0.0.1:${port}; retrying with backoff (up to 10 s between attempts)`]);
+    // Roost comes up on that address: the runner connects.
+    const second = await startDaemon({ dataDir: join(work, "data"), cleanup: false, listen: `127.0.0.1:${port}` });
+    try {
+      await r.until((m) => m.includes("runner connected"), 20_000);
+      const back = r.lines.map((l) => JSON.parse(l)).find((l) => l.msg === `reached Roost again at http://127.0.0.1:${port}`);
+      expect(typeof back.unreachable_seconds).toBe("number");
+      expect(back.failed_attempts).toBeGreaterThan(2);
+      expect(r.msgs().filter((x) => x.startsWith("cannot reach Roost") || x.startsWith("reached Roost again"))).toHaveLength(2);
+      r.proc.kill("SIGTERM");
+      expect((await r.exit()).code).toBe(0);
+    } finally {
+      await second.stop();
+    }
+  }, 60_000);
+});
+
+describe("SIGTERM", () => {
+  test("an idle runner stops within a second or two", async () => {
+    const r = startRunner(await registerRunner());
+    await r.until((m) => m.includes("runner connected"));
+    await Bun.sleep(300);
+    const t0 = Date.now();
+    r.proc.kill("SIGTERM");
+    expect((await r.exit()).code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(2000);
+  }, 30_000);
+
+  test("a running build is canceled and finished as canceled, its process tree stopped, within a second or two", async () => {
+    const r = startRunner(await registerRunner());
+    await r.until((m) => m.includes("runner connected"));
+    const buildId = await queueBuild({ platform_commands: { android: "true" }, commands: { build: ["(trap '' TERM; sleep 31341) & sleep 31340"] } });
+    await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
+    await Bun.sleep(300);
+    const t0 = Date.now();
+    r.proc.kill("SIGTERM");
+    expect((await r.exit()).code).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(2500);
+    const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+    expect(build).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
+    expect(build.step_results.find((s: { name: string }) => s.name === "build").status).toBe("canceled");
+    expect(await sh("pgrep -f 'sleep 3134[01]' | wc -l")).toBe("0");
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+    expect(log).toContain("[roost] the runner is stopping: the build was canceled and its process tree stopped");
+  }, 40_000);
+
+  test("a job the daemon hands out as the runner stops is handed back, not run", async () => {
+    // Which comes first, a job or the signal, cannot be arranged with a real daemon; a stand-in
+    // for the protocol holds the claim open until the runner gives up on it, then answers the
+    // runner's retry of that same claim_id with a job, as the daemon would had it claimed one.
+    const calls: string[] = [];
+    const claimIds: string[] = [];
+    let held: (() => void) | null = null;
+    const stub = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const path = new URL(req.url).pathname.replace(/^\/v1\/runners\/r1/, "");
+        calls.push(`${req.method} ${path}`);
+        if (path === "/connect") return Response.json({ heartbeat_seconds: 10, lease_seconds: 45, max_log_request_bytes: 1048576 });
+        if (path === "/jobs/release" || path.endsWith("/release")) return Response.json({ released: true, build_status: "queued" });
+        if (path === "/jobs/claim") {
+          const body = (await req.json()) as { claim_id: string; wait_seconds: number };
+          claimIds.push(body.claim_id);
+          if (body.wait_seconds > 0) {
+            await new Promise<void>((resolve) => ((held = resolve), req.signal.addEventListener("abort", () => resolve())));
+            return new Response(null, { status: 204 });
+          }
+          return Response.json({ job: stubJob }, { status: 201 });
+        }
+        return Response.json({ code: "not_found", message: "no" }, { status: 404 });
+      },
+    });
+    try {
+      const r = startRunner({ ROOST_URL: `http://127.0.0.1:${stub.port}`, ROOST_RUNNER_ID: "r1", ROOST_RUNNER_TOKEN: "roost_rt_x" });
+      await r.until((m) => m.includes("runner connected"));
+      while (!held) await Bun.sleep(20);
+      const t0 = Date.now();
+      r.proc.kill("SIGTERM");
+      const { code } = await r.exit();
+      expect(code).toBe(0);
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(calls).toEqual(["POST /connect", "POST /jobs/claim", "POST /jobs/claim", "POST /jobs/job-1/release"]);
+      expect(claimIds[1]).toBe(claimIds[0]!);
+      expect(r.msgs()).toContain("job handed back: the runner is stopping");
+    } finally {
+      stub.stop(true);
+    }
+  }, 30_000);
+});
+
+const stubJob = {
+  job_id: "job-1",
+  lease_seconds: 45,
+  heartbeat_seconds: 10,
+  next_line: 0,
+  build: { id: "b1", build_number: 1, project_id: "p1", pipeline_id: "pl1", branch: "main", commit_sha: "a".repeat(40), trigger_type: "manual", trigger_event: "push", trigger_ref: "", repository_full_name: "acme/app", clone_url: "/nonexistent" },
+  clone_credentials: null,
+  config: {
+    pipeline_name: "p",
+    execution_config: { artifact_patterns: [], commands: { pre_build: [], build: ["echo must not run"], post_build: [] }, env: [], flutter_version: "stable", platform_build_args: {}, platform_commands: {}, platforms: ["android"] },
+  },
+};
+
+describe("artifacts", () => {
+  test("an artifact the daemon refuses fails the build, saying which file and why", async () => {
+    const r = startRunner(await registerRunner());
+    await r.until((m) => m.includes("runner connected"));
+    const buildId = await queueBuild({ platform_commands: { android: "true" }, artifact_patterns: ["out/*.apk"], commands: { build: ["mkdir -p out && head -c 4096 /dev/zero > out/app.apk"] } });
+    const build = await waitFor(buildId, finished, 30_000);
+    expect(build).toMatchObject({ status: "failed", exit_code: 1 });
+    expect(build.failure_reason).toMatch(/^artifact out\/app\.apk was refused by Roost: 413 payload_too_large: /);
+    expect((await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts).toEqual([]);
+    r.proc.kill("SIGTERM");
+    await r.exit();
+  }, 40_000);
+});
