@@ -401,3 +401,101 @@ INSERT INTO operator_incidents (id, severity, status, reason, message, repair_ac
 -- new token after this upgrade.
 ALTER TABLE projects ADD COLUMN webhook_token_hash TEXT;
 UPDATE repositories SET webhook_token_hash = NULL;
+
+-- migration 8: any git repository
+-- Integrations and catalogue entries may also be a Gitea/Forgejo instance ('gitea') or a plain git
+-- remote ('git'), and deliveries may come from them. SQLite cannot change a CHECK constraint in
+-- place, so the three tables are rebuilt through copies (https://www.sqlite.org/lang_altertable.html
+-- section 7). Foreign keys cannot be switched off inside the migration's transaction; instead their
+-- checks are deferred to its commit: dropping `repositories` leaves projects pointing at ids that
+-- are back, unchanged, when the copy is inserted, and `repositories` is dropped before
+-- `integrations`, so its ON DELETE CASCADE has no rows to act on.
+PRAGMA defer_foreign_keys = ON;
+CREATE TABLE integrations_copy AS SELECT * FROM integrations;
+CREATE TABLE repositories_copy AS SELECT * FROM repositories;
+CREATE TABLE webhook_deliveries_copy AS SELECT * FROM webhook_deliveries;
+DROP TABLE repositories;
+DROP TABLE integrations;
+DROP TABLE webhook_deliveries;
+CREATE TABLE integrations (
+  id TEXT PRIMARY KEY,
+  provider TEXT NOT NULL CHECK (provider IN ('github', 'gitlab', 'gitea', 'git')),
+  name TEXT NOT NULL,
+  api_url TEXT NOT NULL,
+  web_url TEXT NOT NULL,
+  app_id TEXT,
+  installation_id TEXT,
+  credentials_sealed TEXT NOT NULL,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  last_synced_at INTEGER,
+  last_sync_error TEXT
+);
+INSERT INTO integrations (id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at, last_synced_at, last_sync_error)
+  SELECT id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at, last_synced_at, last_sync_error FROM integrations_copy;
+CREATE TABLE repositories (
+  id TEXT PRIMARY KEY,
+  integration_id TEXT NOT NULL REFERENCES integrations(id) ON DELETE CASCADE,
+  provider TEXT NOT NULL CHECK (provider IN ('github', 'gitlab', 'gitea', 'git')),
+  external_id TEXT NOT NULL,
+  full_name TEXT NOT NULL,
+  default_branch TEXT NOT NULL,
+  is_private INTEGER NOT NULL DEFAULT 1,
+  avatar_url TEXT NOT NULL DEFAULT '',
+  installation_id TEXT NOT NULL DEFAULT '',
+  host_url TEXT NOT NULL,
+  clone_url TEXT NOT NULL DEFAULT '',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  webhook_token_hash TEXT,
+  UNIQUE (integration_id, external_id)
+);
+INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash)
+  SELECT id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash FROM repositories_copy;
+CREATE INDEX repositories_full_name ON repositories (full_name);
+CREATE INDEX repositories_external ON repositories (provider, external_id);
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL CHECK (host IN ('github', 'gitlab', 'gitea', 'git')),
+  delivery_id TEXT NOT NULL DEFAULT '',
+  event TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL DEFAULT '',
+  verified INTEGER NOT NULL,
+  result TEXT NOT NULL CHECK (result IN ('built', 'ignored', 'duplicate', 'rejected')),
+  reason TEXT NOT NULL,
+  repository_external_id TEXT,
+  repository_full_name TEXT,
+  repository_id TEXT,
+  project_id TEXT,
+  commit_sha TEXT,
+  decisions TEXT NOT NULL DEFAULT '[]',
+  duplicate_of TEXT,
+  body TEXT,
+  received_at INTEGER NOT NULL,
+  body_expires_at INTEGER
+);
+INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
+  SELECT id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at FROM webhook_deliveries_copy;
+CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, received_at);
+CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
+CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, verified, received_at);
+DROP TABLE integrations_copy;
+DROP TABLE repositories_copy;
+DROP TABLE webhook_deliveries_copy;
+
+-- Polling of plain git remotes (docs/any-git.md): one row per polled repository. A process takes
+-- a due repository by moving lease_until forward in one UPDATE that only succeeds while no other
+-- lease is live, so each repository is polled by one process at a time however many daemons run.
+-- heads is the JSON {ref: sha} seen by the last successful poll (NULL before the first); failures
+-- count consecutive errors, which push next_poll_at back exponentially.
+CREATE TABLE git_polls (
+  repository_id TEXT PRIMARY KEY REFERENCES repositories(id) ON DELETE CASCADE,
+  heads TEXT,
+  next_poll_at INTEGER NOT NULL DEFAULT 0,
+  lease_owner TEXT,
+  lease_until INTEGER NOT NULL DEFAULT 0,
+  failures INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  last_polled_at INTEGER
+);

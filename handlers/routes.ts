@@ -68,7 +68,6 @@ import * as runnerHeartbeat from "./runner-protocol/heartbeat.ts";
 import * as runnerStep from "./runner-protocol/step.ts";
 import * as runnerLogs from "./runner-protocol/logs.ts";
 import * as runnerFinish from "./runner-protocol/finish.ts";
-import * as runnerRelease from "./runner-protocol/release.ts";
 import * as logsRead from "./logs/read.ts";
 import * as artifactUpload from "./runner-protocol/artifact-upload.ts";
 import * as artifactsList from "./builds/artifacts-list.ts";
@@ -77,6 +76,8 @@ import * as logsStreamToken from "./logs/stream-token.ts";
 import * as logsStream from "./logs/stream.ts";
 import * as webhookGithub from "./webhooks/github.ts";
 import * as webhookGitlab from "./webhooks/gitlab.ts";
+import * as webhookGitea from "./webhooks/gitea.ts";
+import * as webhookGit from "./webhooks/git.ts";
 import * as webhookToken from "./projects/webhook-token.ts";
 import * as deliveriesForProject from "./webhook-deliveries/list.ts";
 import * as deliveriesAll from "./webhook-deliveries/list-all.ts";
@@ -180,12 +181,13 @@ export const routes: RouteEntry[] = [
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", "runner", runnerStep),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/logs", "runner", runnerLogs),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/finish", "runner", runnerFinish),
-  r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/release", "runner", runnerRelease),
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
   r("POST", "/v1/webhooks/github", "webhook", webhookGithub), // X-Hub-Signature-256 over the raw body
   r("POST", "/v1/webhooks/gitlab", "webhook", webhookGitlab), // X-Gitlab-Token of the named repository
+  r("POST", "/v1/webhooks/gitea", "webhook", webhookGitea), // X-Gitea-Signature / X-Forgejo-Signature over the raw body
+  r("POST", "/v1/webhooks/git", "webhook", webhookGit), // X-Roost-Signature-256 with the named project's secret
   r("POST", "/v1/projects/{project_id}/webhook-token", projectRole("maintainer", "project_id"), webhookToken),
   r("GET", "/v1/projects/{project_id}/webhook-deliveries", projectRole("maintainer", "project_id"), deliveriesForProject),
   r("GET", "/v1/webhook-deliveries", "admin", deliveriesAll),

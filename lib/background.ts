@@ -1,4 +1,5 @@
-// Periodic work of a daemon process: commit statuses to the hosts (every 2 s) and housekeeping
+// Periodic work of a daemon process: commit statuses to the hosts (every 2 s), polls of plain git
+// remotes (lib/git-poll.ts) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention). Every task
 // works from the database, so several processes can run them side by side.
@@ -8,10 +9,14 @@ import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
 import { evictExpiredPending } from "./db/oidc-pending.ts";
 import { flagUnroutableBuilds, reapLostJobs } from "./runners/reaper.ts";
+import { pollGitRemotes } from "./git-poll.ts";
+import { newId } from "./auth/secrets.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
   let current: Promise<unknown> = Promise.resolve();
+  let polling: Promise<unknown> | null = null;
+  const pollOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
       if (!running) return;
@@ -22,6 +27,13 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // A lost runner is noticed within its lease plus this period.
     every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), () => reapLostJobs(ctx)),
     every(10_000, () => flagUnroutableBuilds(ctx)),
+    // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS; its own chain, so a slow remote delays no other task.
+    setInterval(() => {
+      if (!running || polling) return;
+      polling = pollGitRemotes(ctx, pollOwner)
+        .catch((error) => ctx.log.error("git poll pass failed", { error }))
+        .finally(() => (polling = null));
+    }, Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500)),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());
@@ -32,5 +44,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     running = false;
     timers.forEach(clearInterval);
     await current;
+    await polling;
   };
 }

@@ -1,4 +1,4 @@
-// Commit statuses back to GitHub and GitLab (docs/webhooks.md "Commit statuses"). The reporter
+// Commit statuses back to GitHub, GitLab and Gitea/Forgejo (docs/webhooks.md "Commit statuses"; plain git remotes have none). The reporter
 // compares each recent build's status with the one last reported and sends the difference, so
 // it needs no queue that a crash could lose, and any daemon process can run it. A failure is
 // retried with exponential backoff and jitter, never touches the build, and raises an operator
@@ -8,6 +8,8 @@ import { all } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import { findIntegration } from "./db/integrations.ts";
 import { githubClientFor, gitlabClientFor, type IntegrationDeps } from "./integrations/index.ts";
+import { giteaClientFor } from "./integrations/any-git.ts";
+import type { GiteaState } from "./integrations/gitea.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { BuildStatus } from "./builds/state-machine.ts";
 
@@ -18,6 +20,7 @@ const REPORT_WINDOW_SECONDS = 24 * 3600;
 
 const GITHUB_STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
 const GITLAB_STATE: Record<BuildStatus, "pending" | "running" | "success" | "failed" | "canceled"> = { queued: "pending", running: "running", succeeded: "success", failed: "failed", canceled: "canceled" };
+const GITEA_STATE: Record<BuildStatus, GiteaState> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
 
 function description(status: BuildStatus, number: number): string {
   return { queued: `Build #${number} is queued`, running: `Build #${number} is running`, succeeded: `Build #${number} succeeded`, failed: `Build #${number} failed`, canceled: `Build #${number} was canceled` }[status];
@@ -47,7 +50,7 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
      JOIN projects p ON p.id = b.project_id
      JOIN repositories r ON r.id = p.repository_id
      LEFT JOIN commit_status_reports c ON c.build_id = b.id
-     WHERE (c.build_id IS NULL OR c.reported_status IS NOT b.status) AND COALESCE(c.next_attempt_at, 0) <= ? AND b.updated_at >= ?
+     WHERE r.provider != 'git' AND (c.build_id IS NULL OR c.reported_status IS NOT b.status) AND COALESCE(c.next_attempt_at, 0) <= ? AND b.updated_at >= ?
      ORDER BY b.updated_at LIMIT ?`,
     [deps.now, deps.now - REPORT_WINDOW_SECONDS, limit],
   );
@@ -62,6 +65,8 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
       const context = `roost/${row.pipeline_name}`;
       if (row.provider === "github") {
         await (await githubClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITHUB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
+      } else if (row.provider === "gitea") {
+        await (await giteaClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITEA_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
       } else {
         await (await gitlabClientFor(deps, integration)).createCommitStatus(String(row.external_id), String(row.commit_sha), { state: GITLAB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), name: context });
       }
@@ -86,7 +91,7 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
           severity: "warning",
           reason: "commit_status_failed",
           message: `Commit statuses for ${row.full_name} cannot be reported: ${message}`,
-          repair_action: "Check the integration's credentials and permissions (GitHub: commit statuses read/write; GitLab: api scope).",
+          repair_action: "Check the integration's credentials and permissions (GitHub: commit statuses read/write; GitLab: api scope; Gitea: write:repository).",
           resource_kind: "integration",
           resource_id: integrationId,
           resource_name: String(row.full_name),

@@ -25,6 +25,8 @@ const EnvSchema = z.object({
   ROOST_MAX_ARTIFACT_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(2 * 1024 ** 3),
   ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
+  ROOST_GIT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+  ROOST_GIT_ALLOW_LOCAL_REMOTES: z.enum(["true", "false"], "must be true or false").default("false"),
   ROOST_SECRET_KEY: z
     .string()
     .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
@@ -49,6 +51,10 @@ export interface Config {
   integrations: {
     /** Whether an integration's api_url may be, or resolve to, a link-local or cloud metadata address. */
     allowLinkLocal: boolean;
+    /** How often each plain git remote is read with git ls-remote (docs/any-git.md). */
+    gitPollIntervalSeconds: number;
+    /** Whether a plain git integration may name a path or file:// URL on this machine. */
+    allowLocalGitRemotes: boolean;
   };
   runners: {
     /** How often a runner should send heartbeats. */
@@ -90,7 +96,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
     metricsToken: e.ROOST_METRICS_TOKEN,
-    integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true" },
+    integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true", gitPollIntervalSeconds: e.ROOST_GIT_POLL_INTERVAL_SECONDS, allowLocalGitRemotes: e.ROOST_GIT_ALLOW_LOCAL_REMOTES === "true" },
     runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
   };
 }

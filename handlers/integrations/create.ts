@@ -1,5 +1,5 @@
-// POST /v1/integrations (admin): connects GitHub (a GitHub App installation) or GitLab (an
-// instance URL and access token), then syncs its repository catalogue. Credentials are sealed
+// POST /v1/integrations (admin): connects GitHub (a GitHub App installation), GitLab or
+// Gitea/Forgejo (an instance URL and access token) or one plain git repository (docs/any-git.md), then syncs its repository catalogue. Credentials are sealed
 // at rest and never returned.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
@@ -10,6 +10,7 @@ import { findIntegration, insertIntegration } from "../../lib/db/integrations.ts
 import { integrationView, sealCredentials, syncRepositories } from "../../lib/integrations/index.ts";
 import { refusedHostReason } from "../../lib/integrations/address-policy.ts";
 import { HostApiError } from "../../lib/integrations/http.ts";
+import { classifyRemote, type GitCredentials } from "../../lib/integrations/git-remote.ts";
 
 const HostUrl = z
   .url({ protocol: /^https?$/ })
@@ -37,11 +38,32 @@ export const CreateIntegrationBody = z.discriminatedUnion("provider", [
       access_token: z.string().min(1).max(255).describe("a token with read_api (and api for commit statuses)"),
     })
     .strict(),
+  z
+    .object({
+      provider: z.literal("gitea"),
+      name: DisplayName,
+      api_url: HostUrl.describe("the Gitea or Forgejo instance URL, e.g. https://codeberg.org"),
+      access_token: z.string().min(1).max(255).describe("a token with read:repository (and write:repository for commit statuses)"),
+      webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).describe("the secret set on the repositories' webhooks"),
+    })
+    .strict(),
+  z
+    .object({
+      provider: z.literal("git"),
+      name: DisplayName,
+      url: z.string().min(1).max(500).describe("https://, ssh://, user@host:path, or (with ROOST_GIT_ALLOW_LOCAL_REMOTES=true) a path or file:// URL: one integration is one repository"),
+      username: z.string().min(1).max(255).optional().describe("https: the user name sent with password"),
+      password: z.string().min(1).max(1000).optional().describe("https: a password or access token"),
+      ssh_private_key: z.string().min(1).max(20_000).optional().describe("ssh: a deploy key (OpenSSH PEM), read-only on the remote"),
+      ssh_known_hosts: z.string().min(1).max(20_000).optional().describe("ssh: known_hosts lines for the host; without them the first key seen is trusted"),
+      webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).optional().describe("signs POST /v1/webhooks/git deliveries; without it only polling triggers builds"),
+    })
+    .strict(),
 ]);
 
 export const endpoint = defineEndpoint({
   operationId: "create_integration",
-  summary: "Connect a GitHub App installation or a GitLab instance",
+  summary: "Connect a GitHub App installation, a GitLab or Gitea/Forgejo instance, or a plain git repository",
   tag: "integrations",
   body: CreateIntegrationBody,
   response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
@@ -50,20 +72,26 @@ export const endpoint = defineEndpoint({
   async handle({ body }, ctx) {
     // Link-local and cloud metadata hosts are refused here by their literal address or name; the
     // address a name resolves to is checked again before every request (lib/integrations/http.ts).
-    const refused = ctx.config.integrations.allowLinkLocal ? null : refusedHostReason(new URL(body.api_url).hostname);
-    if (refused) {
-      const message = `must not be ${refused} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true`;
-      fail("invalid_request", `The body is not valid: body.api_url: ${message}`, { details: [{ path: "body.api_url", message }] });
-    }
+    const field = body.provider === "git" ? "url" : "api_url";
+    const remote = body.provider === "git" ? classifyRemote(body.url, ctx.config.integrations.allowLocalGitRemotes) : null;
+    if (remote && "refused" in remote) invalidField(field, remote.refused);
+    const hostname = body.provider === "git" ? remoteHostname(body.url) : new URL(body.api_url).hostname;
+    const refused = ctx.config.integrations.allowLinkLocal || hostname === null ? null : refusedHostReason(hostname);
+    if (refused) invalidField(field, `must not be ${refused} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true`);
     const now = ctx.clock.now();
-    const credentials = body.provider === "github" ? { private_key: body.private_key, webhook_secret: body.webhook_secret } : { access_token: body.access_token };
+    const credentials =
+      body.provider === "github" ? { private_key: body.private_key, webhook_secret: body.webhook_secret }
+      : body.provider === "gitea" ? { access_token: body.access_token, webhook_secret: body.webhook_secret }
+      : body.provider === "git" ? gitCredentials(body)
+      : { access_token: body.access_token };
+    const apiUrl = body.provider === "git" ? body.url : body.api_url;
     const integration = await insertIntegration(
       ctx.db,
       {
         provider: body.provider,
         name: body.name,
-        api_url: body.api_url,
-        web_url: body.provider === "github" ? body.web_url : body.api_url,
+        api_url: apiUrl,
+        web_url: body.provider === "github" ? body.web_url : apiUrl,
         app_id: body.provider === "github" ? body.app_id : null,
         installation_id: body.provider === "github" ? body.installation_id : null,
         credentials_sealed: await sealCredentials(ctx.secrets, credentials),
@@ -83,3 +111,23 @@ export const endpoint = defineEndpoint({
     return { integration: integrationView((await findIntegration(ctx.db, integration.id))!, true), repositories_synced: synced, sync_error: syncError };
   },
 });
+
+function invalidField(field: string, message: string): never {
+  fail("invalid_request", `The body is not valid: body.${field}: ${message}`, { details: [{ path: `body.${field}`, message }] });
+}
+
+/** The host an https or ssh remote names (checked against the link-local policy); null for local paths. */
+function remoteHostname(url: string): string | null {
+  const parsed = URL.parse(url);
+  if (parsed && /^(https?|ssh):$/.test(parsed.protocol)) return parsed.hostname;
+  return /^(?:[^@/]+@)?([^:/]+):/.exec(url)?.[1] ?? null;
+}
+
+/** Only the fields the remote's kind uses are sealed: a password for https, a key for ssh. */
+function gitCredentials(body: { url: string; username?: string | undefined; password?: string | undefined; ssh_private_key?: string | undefined; ssh_known_hosts?: string | undefined; webhook_secret?: string | undefined }): GitCredentials {
+  const out: GitCredentials = {};
+  if (body.password) Object.assign(out, { username: body.username ?? "git", password: body.password });
+  if (body.ssh_private_key) Object.assign(out, { ssh_private_key: body.ssh_private_key, ...(body.ssh_known_hosts ? { ssh_known_hosts: body.ssh_known_hosts } : {}) });
+  if (body.webhook_secret) out.webhook_secret = body.webhook_secret;
+  return out;
+}

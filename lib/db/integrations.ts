@@ -5,7 +5,8 @@ import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 
-export type Provider = "github" | "gitlab";
+/** gitea covers Forgejo (the same API and webhooks); git is a plain remote read with git ls-remote. */
+export type Provider = "github" | "gitlab" | "gitea" | "git";
 
 export interface Integration {
   id: string;

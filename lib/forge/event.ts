@@ -1,10 +1,11 @@
-// One neutral shape for what a GitHub or GitLab delivery means to Roost, produced by
-// lib/forge/{github,gitlab}.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
+// One neutral shape for what a delivery (or a poll that saw a ref move) means to Roost, produced by
+// lib/forge/{github,gitlab,gitea,git}.ts and lib/git-poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
 import { z } from "zod";
+import type { Provider } from "../db/integrations.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {
-  host: "github" | "gitlab";
+  host: Provider;
   /** The host's event name (X-GitHub-Event / object_kind) and action, for the delivery log. */
   event: string;
   action: string;

@@ -9,6 +9,7 @@ import { normalizeExecutionConfig, revealEnv, type ConfigSnapshot } from "../pip
 import { findIntegration } from "../db/integrations.ts";
 import { githubClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
 import type { GitlabCredentials } from "../integrations/gitlab.ts";
+import { anyGitCloneCredentials } from "../integrations/any-git.ts";
 import type { Repository } from "../db/repositories.ts";
 
 /**
@@ -68,6 +69,7 @@ export async function cloneCredentials(ctx: IntegrationDeps & Pick<AppContext, "
   if (!integration) return null;
   try {
     if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(ctx, integration)).cloneToken(repo.external_id) };
+    if (integration.provider === "gitea" || integration.provider === "git") return await anyGitCloneCredentials(ctx, integration);
     return { username: "oauth2", password: (await openCredentials<GitlabCredentials>(ctx.secrets, integration)).access_token };
   } catch {
     return null;

@@ -18,14 +18,14 @@ export const RepositoryResource = z.object({
   integration_id: z.string(),
   host_url: z.string(),
   clone_url: z.string(),
-  provider: z.enum(["github", "gitlab"]),
+  provider: z.enum(["github", "gitlab", "gitea", "git"]),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 
 export const IntegrationResource = z.object({
   id: z.string(),
-  provider: z.enum(["github", "gitlab"]),
+  provider: z.enum(["github", "gitlab", "gitea", "git"]),
   name: z.string(),
   api_url: z.string(),
   web_url: z.string(),

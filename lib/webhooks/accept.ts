@@ -10,6 +10,7 @@ import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
 import type { TriggerEvent } from "../forge/event.ts";
 import type { Repository } from "../db/repositories.ts";
+import type { Provider } from "../db/integrations.ts";
 import { listPipelines } from "../db/pipelines.ts";
 import { findProjectBuildingRepository } from "../db/projects.ts";
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
@@ -26,7 +27,7 @@ export interface Deps {
 }
 
 export interface AcceptInput {
-  host: "github" | "gitlab";
+  host: Provider;
   /** X-GitHub-Delivery / X-Gitlab-Event-UUID, for the log. */
   deliveryId: string;
   /** The host's delivery identities: one already acted on (within the 30 days keys are kept) makes this a duplicate. */
@@ -167,7 +168,7 @@ export const REJECTIONS_BEFORE_INCIDENT = 3;
 
 export async function recordRejected(
   deps: Deps,
-  input: { host: "github" | "gitlab"; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null },
+  input: { host: Provider; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null },
 ): Promise<void> {
   const now = deps.clock.now();
   // Nothing from an unverified body is acted on; the claimed repository is kept only to explain the record.
@@ -197,8 +198,8 @@ export async function recordRejected(
       reason: "webhook_verification_failed",
       message: `${input.host} deliveries for ${input.repository.full_name} keep failing verification: ${input.reason}`,
       repair_action:
-        input.host === "github"
-          ? "Set the GitHub App's webhook secret to the one stored in the integration (or re-create the integration)."
+        input.host === "github" || input.host === "gitea" || input.host === "git"
+          ? "Set the hook's secret to the webhook secret stored in the integration (or re-create the integration)."
           : "Copy the current webhook token of the project that builds this repository into the GitLab hook (mint a new one with POST /v1/projects/{id}/webhook-token).",
       resource_kind: "repository",
       resource_id: input.repository.id,
@@ -214,7 +215,7 @@ export async function recordRejected(
  */
 export async function recordInvalid(
   deps: Deps,
-  input: { host: "github" | "gitlab"; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
+  input: { host: Provider; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
 ): Promise<void> {
   const now = deps.clock.now();
   await insertDelivery(deps.db, {

@@ -4,6 +4,7 @@ import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
+import type { Provider } from "../db/integrations.ts";
 
 export const BODY_RETENTION_SECONDS = 7 * 86_400;
 export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
@@ -12,7 +13,7 @@ export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected";
 
 export interface Delivery {
   id: string;
-  host: "github" | "gitlab";
+  host: Provider;
   delivery_id: string;
   event: string;
   action: string;

@@ -3,8 +3,8 @@ import { z } from "zod";
 
 export const DeliveryResource = z.object({
   id: z.string(),
-  host: z.enum(["github", "gitlab"]),
-  delivery_id: z.string().describe("X-GitHub-Delivery or X-Gitlab-Event-UUID"),
+  host: z.enum(["github", "gitlab", "gitea", "git"]).describe("git: the generic push webhook or a poll of a plain git remote"),
+  delivery_id: z.string().describe("X-GitHub-Delivery, X-Gitlab-Event-UUID, X-Gitea-Delivery, the generic webhook's X-Roost-Delivery, or poll:<ref>@<commit> for a poll"),
   event: z.string(),
   action: z.string(),
   verified: z.boolean(),

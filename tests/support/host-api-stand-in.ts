@@ -1,8 +1,9 @@
-// A STAND-IN for the GitHub and GitLab REST APIs, for tests only: the real hosts cannot be
+// A STAND-IN for the GitHub, GitLab and Gitea/Forgejo REST APIs, for tests only: the real hosts cannot be
 // reached from here. It answers the few endpoints Roost calls with the response shapes the hosts
 // document (GitHub: /app/installations/{id}/access_tokens, /installation/repositories with Link
 // pagination, /repos/{o}/{r}/branches/{b}, /repos/{o}/{r}/statuses/{sha}; GitLab: /api/v4/projects
-// with x-next-page pagination, /projects/{id}/repository/branches/{b}, /projects/{id}/statuses/{sha}),
+// with x-next-page pagination, /projects/{id}/repository/branches/{b}, /projects/{id}/statuses/{sha}; Gitea: /api/v1/user/repos with Link
+// pagination, /api/v1/repos/{o}/{r}/branches/{b}, /api/v1/repos/{o}/{r}/statuses/{sha}),
 // checks the credentials Roost must send (a GitHub App JWT signed with the app's key, then the
 // installation token; GitLab's PRIVATE-TOKEN), and records every request.
 import { generateKeyPairSync } from "node:crypto";
@@ -28,6 +29,7 @@ export interface HostApiStandIn {
   url: string;
   github: { appId: string; installationId: string; privateKeyPem: string; repos: StandInRepo[] };
   gitlab: { token: string; repos: StandInRepo[] };
+  gitea: { token: string; repos: StandInRepo[] };
   /** branch heads: "<full_name>@<branch>" → sha */
   heads: Map<string, string>;
   requests: RecordedRequest[];
@@ -46,6 +48,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
   const state: Omit<HostApiStandIn, "url" | "failNext" | "stop"> = {
     github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [] },
     gitlab: { token: "glpat-standin-token", repos: [] },
+    gitea: { token: "gitea-standin-token", repos: [] },
     heads: new Map(),
     requests: [],
   };
@@ -127,6 +130,28 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
           return sha ? json({ name: decodeURIComponent(m[2]!), commit: { id: sha } }) : json({ message: "404 Branch Not Found" }, 404);
         }
         m = /^\/api\/v4\/projects\/(\d+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
+        if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
+      }
+      // ---- Gitea / Forgejo (https://docs.gitea.com/api/): /api/v1/user/repos paged by a Link header,
+      // branches, commit statuses; `Authorization: token <token>`.
+      if (url.pathname.startsWith("/api/v1/")) {
+        if (request.headers.get("authorization") !== `token ${state.gitea.token}`) return json({ message: "token is required" }, 401);
+        if (url.pathname === "/api/v1/user/repos") {
+          const slice = state.gitea.repos.slice((page - 1) * PAGE, page * PAGE);
+          const headers: Record<string, string> = { "x-total-count": String(state.gitea.repos.length) };
+          if (page * PAGE < state.gitea.repos.length) headers.link = `<${base}/api/v1/user/repos?limit=50&page=${page + 1}>; rel="next"`;
+          return json(
+            slice.map((r) => ({ id: r.id, full_name: r.full_name, default_branch: r.default_branch, private: r.private, avatar_url: "", owner: { avatar_url: `https://gitea.example.test/avatars/${r.id}` }, clone_url: r.clone_url ?? `https://gitea.example.test/${r.full_name}.git` })),
+            200,
+            headers,
+          );
+        }
+        m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/branches\/(.+)$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`);
+          return sha ? json({ name: decodeURIComponent(m[3]!), commit: { id: sha } }) : json({ message: "branch does not exist" }, 404);
+        }
+        m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
       }
       return json({ message: "Not Found (stand-in has no such endpoint)" }, 404);

@@ -1,0 +1,108 @@
+// Gitea and Forgejo deliveries (docs/webhooks.md "Gitea and Forgejo"): X-Gitea-Signature (Forgejo
+// also sends X-Forgejo-Signature) is the hex HMAC-SHA256 of the raw body with the hook's secret;
+// the payloads follow GitHub's shape (https://docs.gitea.com/usage/webhooks, Gitea's
+// modules/structs/hook.go PushPayload and PullRequestPayload), with pull request branches naming
+// their repository by repo_id.
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { z } from "zod";
+import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
+
+/** The delivery headers, Gitea's or Forgejo's (a Forgejo instance sends both spellings). */
+export function giteaHeaders(headers: Headers): { event: string; deliveryId: string; signature: string | null } {
+  return {
+    event: headers.get("x-forgejo-event") ?? headers.get("x-gitea-event") ?? "",
+    deliveryId: (headers.get("x-forgejo-delivery") ?? headers.get("x-gitea-delivery") ?? "").slice(0, 100),
+    signature: headers.get("x-forgejo-signature") ?? headers.get("x-gitea-signature"),
+  };
+}
+
+/** Hex HMAC-SHA256(secret, raw body), compared in constant time. */
+export function verifyGiteaSignature(secret: string, body: Uint8Array, signature: string | null): boolean {
+  if (!signature || !/^[0-9a-f]{64}$/i.test(signature)) return false;
+  const expected = createHmac("sha256", secret).update(body).digest();
+  const given = Buffer.from(signature, "hex");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+type Json = Record<string, any>;
+
+const User = z.looseObject({ login: z.string().optional(), username: z.string().optional() }).nullish();
+const Repository = z.looseObject({ id: HostId, full_name: z.string().optional() });
+const Common = z.looseObject({ action: z.string().optional(), repository: Repository.optional(), sender: User });
+const Push = Common.extend({
+  repository: Repository,
+  ref: z.string(),
+  after: z.string().optional(),
+  commits: z.array(PayloadCommit).nullish(),
+  head_commit: PayloadCommit.nullish(),
+  pusher: User,
+});
+const Branch = z.looseObject({ ref: z.string(), sha: z.string().optional(), repo_id: HostId });
+const PullRequest = Common.extend({
+  repository: Repository,
+  action: z.string(),
+  number: z.number().int().optional(),
+  pull_request: z.looseObject({ number: z.number().int(), title: z.string().optional(), base: Branch, head: Branch.extend({ sha: z.string() }) }),
+});
+
+/** The repository id an unverified payload names (to find whose secret to check), or null. */
+export function giteaRepositoryId(payload: unknown): string | null {
+  const id = (payload as Json | null)?.repository?.id;
+  return typeof id === "number" || (typeof id === "string" && /^\d{1,20}$/.test(id)) ? String(id) : null;
+}
+
+const NEW_CODE_ACTIONS = new Set(["opened", "reopened", "synchronized"]);
+
+/** Reads a delivery into one TriggerEvent; throws InvalidPayload when the payload is not what Gitea sends. */
+export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEvent {
+  const payload = checkPayload(eventName === "push" ? Push : eventName === "pull_request" ? PullRequest : Common, body) as Json;
+  const repo = payload.repository ?? {};
+  const base = {
+    host: "gitea" as const,
+    event: eventName,
+    action: typeof payload.action === "string" ? payload.action : "",
+    repository: { externalId: repo.id === undefined ? null : String(repo.id), fullName: typeof repo.full_name === "string" ? repo.full_name : null },
+    identityConflict: null as string | null,
+    branch: null as string | null,
+    tag: null as string | null,
+    ref: "",
+    commitSha: null as string | null,
+    actor: payload.sender?.login ?? payload.sender?.username ?? "",
+    changelog: "",
+    prNumber: null as number | null,
+    message: "",
+  };
+
+  if (eventName === "push") {
+    const ref: string = payload.ref;
+    base.ref = ref;
+    base.actor = payload.pusher?.login ?? payload.pusher?.username ?? base.actor;
+    if (/^0+$/.test(payload.after ?? "")) return ignored(base, `${ref} was deleted`);
+    // head_commit.id, not `after`: for an annotated tag `after` is the tag object.
+    const head = payload.head_commit ?? null;
+    if (!head?.id) return ignored(base, `push to ${ref} names no head commit`);
+    base.commitSha = head.id;
+    base.message = head.message ?? "";
+    base.changelog = changelogOf(Array.isArray(payload.commits) && payload.commits.length ? payload.commits : [head]);
+    if (ref.startsWith("refs/heads/")) return { ...base, branch: ref.slice("refs/heads/".length), kind: "push", ignoredReason: null };
+    if (ref.startsWith("refs/tags/")) return { ...base, tag: ref.slice("refs/tags/".length), kind: "tag", ignoredReason: null };
+    return ignored(base, `push to ${ref} is neither a branch nor a tag`);
+  }
+
+  if (eventName === "pull_request") {
+    const pr = payload.pull_request;
+    base.prNumber = pr.number;
+    base.ref = `refs/pull/${pr.number}/head`;
+    base.branch = pr.base.ref;
+    base.commitSha = pr.head.sha;
+    base.message = pr.title ?? "";
+    base.changelog = pr.title ? `#${pr.number} ${pr.title}` : "";
+    if (String(pr.base.repo_id) !== base.repository.externalId) base.identityConflict = `pull_request.base.repo_id ${pr.base.repo_id} differs from repository.id ${base.repository.externalId}`;
+    if (!NEW_CODE_ACTIONS.has(base.action)) return ignored(base, `pull request action "${base.action}" brings no new commit`);
+    // Code from another repository never runs with this project's secrets.
+    if (String(pr.head.repo_id) !== String(pr.base.repo_id)) return ignored(base, "pull request from a fork");
+    return { ...base, kind: "pull_request", ignoredReason: null };
+  }
+
+  return ignored(base, `Gitea event "${eventName}" does not trigger builds`);
+}

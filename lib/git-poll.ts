@@ -1,0 +1,126 @@
+// Polling plain git remotes (docs/any-git.md "Polling"): every ROOST_GIT_POLL_INTERVAL_SECONDS each
+// repository a project builds is read with git ls-remote, and every branch or tag that moved since
+// the last poll is handed to the same trigger evaluation and delivery log as a webhook delivery.
+// Several daemon processes may run this side by side: a process polls a repository only after
+// taking its lease row (schema.sql git_polls) in one conditional UPDATE, so each repository is
+// polled by one process at a time. Errors push the next poll back exponentially (up to an hour)
+// and raise an operator incident after POLL_FAILURES_BEFORE_INCIDENT in a row.
+import type { AppContext } from "./context.ts";
+import { all, one } from "./db/client.ts";
+import { findIntegration } from "./db/integrations.ts";
+import { findRepository, type Repository } from "./db/repositories.ts";
+import { openCredentials } from "./integrations/index.ts";
+import { lsRemote, type GitCredentials } from "./integrations/git-remote.ts";
+import { HostApiError } from "./integrations/http.ts";
+import { refMoved } from "./forge/git.ts";
+import { acceptDelivery } from "./webhooks/accept.ts";
+import { raiseIncident, resolveIncident } from "./incidents.ts";
+import { newId } from "./auth/secrets.ts";
+
+export type PollDeps = Pick<AppContext, "db" | "secrets" | "config" | "clock" | "events" | "log">;
+
+/** How long a lease holds: longer than ls-remote may take, so a live poll is never taken over. */
+export const POLL_LEASE_SECONDS = 120;
+export const POLL_FAILURES_BEFORE_INCIDENT = 3;
+const MAX_BACKOFF_SECONDS = 3600;
+export const POLL_FAILED = "git_poll_failed";
+
+/** The wait before the next poll after `failures` consecutive errors (none: the interval). */
+export function pollDelaySeconds(interval: number, failures: number): number {
+  return failures === 0 ? interval : Math.min(MAX_BACKOFF_SECONDS, interval * 2 ** failures);
+}
+
+/** One pass: takes every due repository no other process holds and polls it. Returns how many this process polled. */
+export async function pollGitRemotes(deps: PollDeps, owner: string = newId()): Promise<number> {
+  const now = deps.clock.now();
+  // Every repository a project builds through a plain git integration has a row; rows of unlinked repositories go with them (ON DELETE CASCADE) or stay idle.
+  await deps.db.execute({
+    sql: `INSERT INTO git_polls (repository_id) SELECT r.id FROM repositories r JOIN projects p ON p.repository_id = r.id AND p.unlinked_at IS NULL
+          WHERE r.provider = 'git' ON CONFLICT (repository_id) DO NOTHING`,
+  });
+  const due = await all(deps.db, "SELECT repository_id FROM git_polls WHERE next_poll_at <= ? AND lease_until <= ? ORDER BY next_poll_at LIMIT 20", [now, now]);
+  let polled = 0;
+  for (const row of due) {
+    const repositoryId = String(row.repository_id);
+    const taken = await deps.db.execute({
+      sql: "UPDATE git_polls SET lease_owner = ?, lease_until = ? WHERE repository_id = ? AND next_poll_at <= ? AND lease_until <= ?",
+      args: [owner, now + POLL_LEASE_SECONDS, repositoryId, now, now],
+    });
+    if (taken.rowsAffected !== 1) continue; // another process took it first
+    await pollOne(deps, repositoryId, owner);
+    polled++;
+  }
+  return polled;
+}
+
+async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Promise<void> {
+  const repository = await findRepository(deps.db, repositoryId);
+  const integration = repository ? await findIntegration(deps.db, repository.integration_id) : null;
+  const state = await one(deps.db, "SELECT heads, failures FROM git_polls WHERE repository_id = ?", [repositoryId]);
+  const interval = deps.config.integrations.gitPollIntervalSeconds;
+  if (!repository || !integration || !state) return;
+  const now = deps.clock.now();
+  try {
+    const credentials = await openCredentials<GitCredentials>(deps.secrets, integration);
+    const heads = await lsRemote(integration.api_url, credentials);
+    const previous = typeof state.heads === "string" ? (JSON.parse(state.heads) as Record<string, string>) : null;
+    for (const moved of movedRefs(previous, heads.refs, heads.defaultBranch ?? repository.default_branch)) {
+      await triggerFromPoll(deps, repository, moved.ref, moved.before, moved.after);
+    }
+    await deps.db.execute({
+      sql: `UPDATE git_polls SET heads = ?, failures = 0, last_error = NULL, last_polled_at = ?, next_poll_at = ?, lease_owner = NULL, lease_until = 0
+            WHERE repository_id = ? AND lease_owner = ?`,
+      args: [JSON.stringify(Object.fromEntries(heads.refs)), now, now + interval, repositoryId, owner],
+    });
+    await resolveIncident(deps.db, now, "repository", repositoryId, POLL_FAILED);
+  } catch (error) {
+    const failures = Number(state.failures ?? 0) + 1;
+    const message = error instanceof HostApiError ? error.message : "the poll failed: the remote's answer was not what Roost expected";
+    await deps.db.execute({
+      sql: "UPDATE git_polls SET failures = ?, last_error = ?, last_polled_at = ?, next_poll_at = ?, lease_owner = NULL, lease_until = 0 WHERE repository_id = ? AND lease_owner = ?",
+      args: [failures, message, now, now + pollDelaySeconds(interval, failures), repositoryId, owner],
+    });
+    deps.log.warn("git poll failed; will retry", { repository_id: repositoryId, failures, error: message });
+    if (failures >= POLL_FAILURES_BEFORE_INCIDENT) {
+      await raiseIncident(deps.db, now, {
+        severity: "warning",
+        reason: POLL_FAILED,
+        message: `${repository.full_name} cannot be polled: ${message}`,
+        repair_action: "Check the git integration's URL and credentials (git ls-remote must work from the daemon's host); polling retries with backoff.",
+        resource_kind: "repository",
+        resource_id: repositoryId,
+        resource_name: repository.full_name,
+      });
+    }
+  }
+}
+
+/**
+ * The refs to build. The first poll of a repository builds only its default branch (a repository
+ * with a hundred branches should not start a hundred builds when it is connected); later polls
+ * build every branch or tag that is new or points elsewhere. Deleted refs build nothing.
+ */
+export function movedRefs(previous: Record<string, string> | null, current: Map<string, string>, defaultBranch: string): { ref: string; before: string; after: string }[] {
+  if (previous === null) {
+    const ref = `refs/heads/${defaultBranch}`;
+    const sha = current.get(ref);
+    return sha ? [{ ref, before: "", after: sha }] : [];
+  }
+  const out: { ref: string; before: string; after: string }[] = [];
+  for (const [ref, sha] of current) if (previous[ref] !== sha) out.push({ ref, before: previous[ref] ?? "", after: sha });
+  return out;
+}
+
+async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<void> {
+  const event = refMoved({ repository: { id: repository.external_id, fullName: repository.full_name }, event: ref.startsWith("refs/tags/") ? "tag" : "push", action: "poll", ref, after, actor: "", message: "" });
+  // The move itself is the identity: if a lease ever lapsed mid-poll and two processes saw the
+  // same move, the second is recorded as a duplicate and builds nothing.
+  await acceptDelivery(deps, {
+    host: "git",
+    deliveryId: `poll:${ref}@${after.slice(0, 12)}`,
+    dedupeKeys: [`git:poll:${repository.id}:${ref}:${before}..${after}`],
+    event,
+    repository,
+    body: JSON.stringify({ ref, before, after, source: "poll" }),
+  });
+}
