@@ -68,6 +68,7 @@ import * as runnerHeartbeat from "./runner-protocol/heartbeat.ts";
 import * as runnerStep from "./runner-protocol/step.ts";
 import * as runnerLogs from "./runner-protocol/logs.ts";
 import * as runnerFinish from "./runner-protocol/finish.ts";
+import * as runnerRelease from "./runner-protocol/release.ts";
 import * as logsRead from "./logs/read.ts";
 import * as artifactUpload from "./runner-protocol/artifact-upload.ts";
 import * as artifactsList from "./builds/artifacts-list.ts";
@@ -181,6 +182,7 @@ export const routes: RouteEntry[] = [
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", "runner", runnerStep),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/logs", "runner", runnerLogs),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/finish", "runner", runnerFinish),
+  r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/release", "runner", runnerRelease),
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
