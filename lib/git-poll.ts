@@ -111,14 +111,20 @@ export function movedRefs(previous: Record<string, string> | null, current: Map<
   return out;
 }
 
+/** The delivery identity of "this ref now points at this commit" in a repository. */
+export function refKey(repositoryId: string, ref: string, sha: string): string {
+  return `git:ref:${repositoryId}:${ref}:${sha}`;
+}
+
 async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<void> {
   const event = refMoved({ repository: { id: repository.external_id, fullName: repository.full_name }, event: ref.startsWith("refs/tags/") ? "tag" : "push", action: "poll", ref, after, actor: "", message: "" });
-  // The move itself is the identity: if a lease ever lapsed mid-poll and two processes saw the
-  // same move, the second is recorded as a duplicate and builds nothing.
+  // The ref at its new commit is the identity, shared with the push webhook (handlers/webhooks/git.ts):
+  // a push the webhook already built, or a move a second process saw after a lapsed lease, is
+  // recorded as a duplicate and builds nothing.
   await acceptDelivery(deps, {
     host: "git",
     deliveryId: `poll:${ref}@${after.slice(0, 12)}`,
-    dedupeKeys: [`git:poll:${repository.id}:${ref}:${before}..${after}`],
+    dedupeKeys: [refKey(repository.id, ref, after)],
     event,
     repository,
     body: JSON.stringify({ ref, before, after, source: "poll" }),

@@ -16,6 +16,7 @@ import { verifyGithubSignature } from "../../lib/forge/github.ts";
 import { gitPushProjectId, parseGitPush } from "../../lib/forge/git.ts";
 import { InvalidPayload, type TriggerEvent } from "../../lib/forge/event.ts";
 import { acceptDelivery, recordInvalid, recordRejected } from "../../lib/webhooks/accept.ts";
+import { refKey } from "../../lib/git-poll.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "../../lib/webhooks/limits.ts";
 
 const SIGNATURE_INVALID = "X-Roost-Signature-256 does not match the webhook secret of the project the body names.";
@@ -83,7 +84,8 @@ export const endpoint = defineEndpoint({
     const accepted = await acceptDelivery(ctx, {
       host: "git",
       deliveryId,
-      dedupeKeys: deliveryId ? [`git:delivery:${repository.id}:${deliveryId}`] : [],
+      // The ref at its new commit is shared with polling (lib/git-poll.ts), so the next poll does not build the same push again.
+      dedupeKeys: [...(deliveryId ? [`git:delivery:${repository.id}:${deliveryId}`] : []), ...(event.commitSha ? [refKey(repository.id, event.ref, event.commitSha)] : [])],
       contentKey: contentKey("git", bytes),
       event,
       repository,
