@@ -72,7 +72,12 @@ describe("first run, restart, and the files on disk", () => {
     try {
       const res = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer x" }, body: "{" });
       expect(res.status).toBe(401);
-      expect(await res.json()).toEqual({ code: "invalid_session", message: "The session is invalid or has expired; sign in again." });
+      // "x" is no Roost credential at all: the answer says what the endpoint takes, nothing about any token.
+      expect(await res.json()).toEqual({
+        code: "wrong_credential",
+        message: "A bearer value that is not a Roost credential (those start with roost_) cannot call user endpoints: this endpoint takes a user session or an API token.",
+      });
+      expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
       expect(res.headers.get("x-request-id")).toBeTruthy();
     } finally {
       await daemon.stop();
