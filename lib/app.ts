@@ -10,6 +10,8 @@ import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from
 import { authenticate } from "./auth/authenticate.ts";
 import { buildOpenApiDocument } from "./openapi.ts";
 import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
+import { applyBrowserSession } from "./auth/browser-session.ts";
+import { serveWebApp } from "./web/serve.ts";
 
 export interface App {
   fetch(request: Request, peer: string | null, connection?: ConnectionControl): Promise<Response>;
@@ -64,7 +66,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const body = endpoint.body ? parseWith(endpoint.body, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES), "body") : undefined;
       const result = await endpoint.handle({ params, query, body }, rc);
       if (result instanceof Response) return result;
-      return json(result, endpoint.successStatus ?? 200);
+      const response = json(result, endpoint.successStatus ?? 200);
+      if (endpoint.browserSession) applyBrowserSession(endpoint.browserSession, result, request, ctx, response);
+      return response;
     });
     const key = route.path;
     const entry = allowed.get(key) ?? { pattern: pathPattern(route.path), methods: [] };
@@ -83,7 +87,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       let response: Response;
       try {
         request = withAbsoluteUrl(request, fallbackOrigin);
-        response = (await router.fetch(request as never, { peer, requestId, connection })) ?? notMatched(request, allowed);
+        response = (await router.fetch(request as never, { peer, requestId, connection })) ?? (await serveWebApp(request)) ?? notMatched(request, allowed);
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);

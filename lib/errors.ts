@@ -22,6 +22,8 @@ export const ERROR_STATUS = {
   // a credential of a kind the endpoint never takes (a runner token on a user endpoint), told by its prefix alone
   wrong_credential: 401,
   forbidden: 403,
+  // a state-changing request signed in by the browser session cookie without X-Roost-CSRF: 1, or from another origin
+  csrf_refused: 403,
 
   // setup and instance state
   setup_incomplete: 409,

@@ -96,6 +96,8 @@ export interface Endpoint<
   /** JSON response schema for the success status; omitted for streams and raw bodies. */
   response?: z.ZodType;
   successStatus?: number;
+  /** Sign-in routes also set the session as the browser's HttpOnly cookie; logout clears it (lib/auth/browser-session.ts). */
+  browserSession?: "set" | "clear";
   /** Extra response media types (e.g. text/plain logs, text/event-stream), documented as such. */
   produces?: string[];
   errors: ErrorCode[];

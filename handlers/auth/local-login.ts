@@ -30,6 +30,7 @@ export const endpoint = defineEndpoint({
   authNote: "loopback socket peers only; after the first run a one-time capability from `roost login` (Local Only) or `roost recover` (External Access)",
   body: LocalLoginBody,
   response: SessionResult,
+  browserSession: "set",
   errors: [
     "email_required",
     "mode_restricted",

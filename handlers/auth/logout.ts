@@ -8,6 +8,7 @@ export const endpoint = defineEndpoint({
   summary: "End the current session",
   tag: "auth",
   response: z.object({ ok: z.boolean() }),
+  browserSession: "clear",
   errors: [],
   async handle(_input, ctx) {
     await deleteSession(ctx.db, ctx.principal!.sessionId!);

@@ -31,6 +31,7 @@ export const endpoint = defineEndpoint({
   authNote: "needs the browser-binding cookie set by start",
   body: OidcCallbackBody,
   response: SessionResult,
+  browserSession: "set",
   errors: [
     "invalid_state",
     "auth_expired",

@@ -17,6 +17,7 @@ export const endpoint = defineEndpoint({
   tag: "auth",
   authNote: "only from a trusted proxy socket peer with its shared secret",
   response: SessionResult,
+  browserSession: "set",
   errors: [
     "setup_incomplete",
     "mode_restricted",

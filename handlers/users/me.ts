@@ -5,18 +5,20 @@ import { UserResource } from "../../lib/schemas.ts";
 import { RoleSchema } from "../../lib/auth/roles.ts";
 import { toUserResource } from "../../lib/db/users.ts";
 
+export const MeResult = z.object({
+  user: UserResource,
+  credential: z.object({
+    kind: z.enum(["session", "api_token"]),
+    effective_role: RoleSchema.describe("an API token acts with the lower of its role and its creator's"),
+    expires_at: z.number().int(),
+  }),
+});
+
 export const endpoint = defineEndpoint({
   operationId: "get_current_user",
   summary: "The signed-in user",
   tag: "users",
-  response: z.object({
-    user: UserResource,
-    credential: z.object({
-      kind: z.enum(["session", "api_token"]),
-      effective_role: RoleSchema.describe("an API token acts with the lower of its role and its creator's"),
-      expires_at: z.number().int(),
-    }),
-  }),
+  response: MeResult,
   errors: [],
   async handle(_input, ctx) {
     const p = ctx.principal!;

@@ -18,6 +18,7 @@ import { runnerForToken, touchRunner, type Runner } from "../db/runners.ts";
 import { findStreamGrant } from "../db/stream-tokens.ts";
 import { findBuild } from "../db/builds.ts";
 import { userMaySeeProject } from "./project-access.ts";
+import { cookieSessionToken } from "./browser-session.ts";
 import { credentialKind, describeCredential } from "./credential-kind.ts";
 import type { SecretKind } from "./secrets.ts";
 
@@ -74,7 +75,9 @@ function requireCredential(rule: AuthRule, token: string | null, where = "'Autho
 export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null, params: Record<string, string> = {}): Promise<Authentication> {
   if (rule === "public" || rule === "webhook") return { principal: null, setupToken: null };
 
-  const token = bearerToken(request);
+  // Rules that take a user session also read it from the browser's HttpOnly cookie when no
+  // Authorization header is sent (lib/auth/browser-session.ts, with its CSRF check).
+  const token = bearerToken(request) ?? (isProjectRule(rule) || rule in MIN_ROLE ? cookieSessionToken(request, ctx) : null);
   if (rule === "runner") {
     // A runner token works only on its own runner's paths (type confusion and cross-runner calls refused).
     const runner = await runnerForToken(ctx.db, requireCredential(rule, token));

@@ -1,0 +1,191 @@
+// Small shared pieces: status badges (a word and a shape, never colour alone), form fields with
+// their error next to them, notices, copy buttons, and data loading with a visible state.
+import type { ComponentChildren, JSX } from "preact";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ApiFailure } from "./api.ts";
+
+const STATUS_ICON: Record<string, string> = {
+  queued: "◷",
+  running: "▶",
+  succeeded: "✓",
+  failed: "✕",
+  canceled: "⊘",
+  skipped: "–",
+  online: "●",
+  offline: "○",
+  open: "!",
+  resolved: "✓",
+  built: "✓",
+  ignored: "–",
+  duplicate: "=",
+  rejected: "✕",
+};
+
+export function StatusBadge({ status }: { status: string }) {
+  return (
+    <span class={`badge badge-${status}`}>
+      <span aria-hidden="true">{STATUS_ICON[status] ?? "•"}</span> {status}
+    </span>
+  );
+}
+
+export function Field(props: { label: string; name: string; error?: ApiFailure | null; hint?: ComponentChildren; children: (id: string, describedBy: string | undefined, invalid: boolean) => JSX.Element }) {
+  const id = `f-${props.name}`;
+  const message = props.error?.forField(props.name);
+  const describedBy = [props.hint ? `${id}-hint` : "", message ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
+  return (
+    <div class="field">
+      <label for={id}>{props.label}</label>
+      {props.children(id, describedBy, Boolean(message))}
+      {props.hint && (
+        <p class="hint" id={`${id}-hint`}>
+          {props.hint}
+        </p>
+      )}
+      {message && (
+        <p class="field-error" id={`${id}-error`} role="alert">
+          {message}
+        </p>
+      )}
+    </div>
+  );
+}
+
+/** A text input with its label and its own error from the API's details. */
+export function TextField(props: { label: string; name: string; value: string; onInput: (v: string) => void; error?: ApiFailure | null; type?: string; hint?: ComponentChildren; required?: boolean; placeholder?: string; autoComplete?: string }) {
+  return (
+    <Field label={props.label} name={props.name} error={props.error} hint={props.hint}>
+      {(id, describedBy, invalid) => (
+        <input
+          id={id}
+          name={props.name}
+          type={props.type ?? "text"}
+          value={props.value}
+          required={props.required}
+          placeholder={props.placeholder}
+          autoComplete={props.autoComplete}
+          aria-describedby={describedBy}
+          aria-invalid={invalid || undefined}
+          onInput={(e) => props.onInput((e.currentTarget as HTMLInputElement).value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** The sentence of an error that no field claims (or of any error, when no field matched). */
+export function FormError({ error, fields = [] }: { error: ApiFailure | Error | null; fields?: string[] }) {
+  if (!error) return null;
+  if (error instanceof ApiFailure && error.details.length > 0 && fields.some((f) => error.forField(f))) return null;
+  return (
+    <p class="notice notice-error" role="alert">
+      {error.message}
+    </p>
+  );
+}
+
+export function Notice({ kind = "info", children }: { kind?: "info" | "error" | "success" | "warning"; children: ComponentChildren }) {
+  return (
+    <div class={`notice notice-${kind}`} role={kind === "error" ? "alert" : "status"}>
+      {children}
+    </div>
+  );
+}
+
+export function CopyButton({ text, label = "Copy" }: { text: string; label?: string }) {
+  const [copied, setCopied] = useState(false);
+  return (
+    <button
+      type="button"
+      class="secondary small"
+      onClick={async () => {
+        try {
+          await navigator.clipboard.writeText(text);
+        } catch {
+          const area = document.createElement("textarea");
+          area.value = text;
+          document.body.append(area);
+          area.select();
+          document.execCommand("copy");
+          area.remove();
+        }
+        setCopied(true);
+        setTimeout(() => setCopied(false), 2000);
+      }}
+    >
+      {copied ? "Copied" : label}
+    </button>
+  );
+}
+
+/** Shown once: a secret with a copy button, and what to do with it. */
+export function SecretOnce({ title, secret, children }: { title: string; secret: string; children?: ComponentChildren }) {
+  return (
+    <div class="notice notice-success secret-once" role="status">
+      <p>
+        <strong>{title}</strong> It is shown only now; copy it before you leave this page.
+      </p>
+      <div class="secret-row">
+        <code class="secret">{secret}</code>
+        <CopyButton text={secret} />
+      </div>
+      {children}
+    </div>
+  );
+}
+
+export interface Loaded<T> {
+  data: T | undefined;
+  error: Error | null;
+  loading: boolean;
+  reload: () => Promise<void>;
+}
+
+/** Loads `load()` when `deps` change, and every `pollMs` when given (pages that update live). */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: number): Loaded<T> {
+  const [data, setData] = useState<T | undefined>(undefined);
+  const [error, setError] = useState<Error | null>(null);
+  const [loading, setLoading] = useState(true);
+  const current = useRef(load);
+  current.current = load;
+  const run = async () => {
+    try {
+      const value = await current.current();
+      setData(value);
+      setError(null);
+    } catch (e) {
+      setError(e as Error);
+    } finally {
+      setLoading(false);
+    }
+  };
+  useEffect(() => {
+    setLoading(true);
+    setData(undefined);
+    void run();
+    if (!pollMs) return;
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible") void run();
+    }, pollMs);
+    return () => clearInterval(timer);
+  }, deps);
+  return { data, error, loading, reload: run };
+}
+
+export function LoadState({ state, what }: { state: Loaded<unknown>; what: string }) {
+  if (state.error) return <Notice kind="error">{`Could not load ${what}: ${state.error.message}`}</Notice>;
+  if (state.loading && state.data === undefined) return <p class="muted" role="status">Loading {what}…</p>;
+  return null;
+}
+
+export function PageTitle({ title, children }: { title: string; children?: ComponentChildren }) {
+  useEffect(() => {
+    document.title = `${title} · Roost`;
+  }, [title]);
+  return (
+    <div class="page-head">
+      <h1>{title}</h1>
+      {children && <div class="page-actions">{children}</div>}
+    </div>
+  );
+}

@@ -1,0 +1,96 @@
+// The signed-in person: who they are, and their API tokens (create: shown once; list; revoke).
+import { useState } from "preact/hooks";
+import { ApiFailure, del, get, post } from "../api.ts";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { ago, dateTime } from "../format.ts";
+import { me } from "../session.ts";
+import type { Token, TokenCreated } from "../types.ts";
+
+export function Account() {
+  const tokens = useLoad(() => get<{ tokens: Token[] }>("/v1/api-tokens"), []);
+  const [name, setName] = useState("");
+  const [days, setDays] = useState("30");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [created, setCreated] = useState<TokenCreated | null>(null);
+  const user = me.value!.user;
+  return (
+    <section>
+      <PageTitle title="Your account" />
+      <p>
+        {user.email} · role {user.role} · session until {dateTime(me.value!.credential.expires_at)}
+      </p>
+      <form
+        class="panel"
+        aria-label="Create an API token"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            setCreated(await post<TokenCreated>("/v1/api-tokens", { name, role: me.value!.credential.effective_role, expires_in_days: Number(days) }));
+            setName("");
+            await tokens.reload();
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
+        }}
+      >
+        <h2>API tokens</h2>
+        <div class="row">
+          <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
+          <TextField label="Valid for (days)" name="expires_in_days" type="number" value={days} onInput={setDays} error={error} />
+        </div>
+        <FormError error={error} fields={["name", "expires_in_days"]} />
+        <button type="submit">Create token</button>
+      </form>
+      {created && <SecretOnce title={`API token ${created.name}.`} secret={created.token} />}
+      <LoadState state={tokens} what="tokens" />
+      {tokens.data && (
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">API tokens</caption>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Prefix</th>
+                <th scope="col">Role</th>
+                <th scope="col">State</th>
+                <th scope="col">Last used</th>
+                <th scope="col">Expires</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tokens.data.tokens.map((t) => (
+                <tr key={t.id}>
+                  <td>{t.name}</td>
+                  <td>
+                    <code>{t.prefix}…</code>
+                  </td>
+                  <td>{t.role}</td>
+                  <td>{t.is_revoked ? <StatusBadge status="canceled" /> : t.is_expired ? <StatusBadge status="offline" /> : <StatusBadge status="online" />}</td>
+                  <td>{ago(t.last_used_at)}</td>
+                  <td>{dateTime(t.expires_at)}</td>
+                  <td>
+                    {!t.is_revoked && (
+                      <button
+                        type="button"
+                        class="danger small"
+                        aria-label={`Revoke ${t.name}`}
+                        onClick={async () => {
+                          await del(`/v1/api-tokens/${encodeURIComponent(t.id)}`);
+                          await tokens.reload();
+                        }}
+                      >
+                        Revoke
+                      </button>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,335 @@
+// Administration (admins and the owner): users (invite, roles, deactivate), source integrations,
+// sign-in settings (OIDC, trusted proxy), operator incidents, and every webhook delivery.
+import { useState } from "preact/hooks";
+import { ApiFailure, del, get, patch, post, put } from "../api.ts";
+import { FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { ago, dateTime } from "../format.ts";
+import { location } from "../router.ts";
+import { me, roleAtLeast } from "../session.ts";
+import type { Delivery, Incident, Integration, OidcSettings, Role, TrustedProxySettings, User } from "../types.ts";
+import { DeliveryList } from "./project.tsx";
+
+const ROLES: Role[] = ["developer", "maintainer", "admin", "owner"];
+
+export function Admin() {
+  const tab = new URLSearchParams(location.value.search).get("tab") ?? "users";
+  const tabs: Array<[string, string]> = [
+    ["users", "Users"],
+    ["integrations", "Integrations"],
+    ["sign-in", "Sign-in"],
+    ["incidents", "Incidents"],
+    ["deliveries", "Deliveries"],
+  ];
+  return (
+    <section>
+      <PageTitle title="Administration" />
+      <nav class="tabs" aria-label="Administration sections">
+        {tabs.map(([key, label]) => (
+          <a key={key} href={`?tab=${key}`} aria-current={tab === key ? "page" : undefined}>
+            {label}
+          </a>
+        ))}
+      </nav>
+      {tab === "users" && <Users />}
+      {tab === "integrations" && <Integrations />}
+      {tab === "sign-in" && <SignInSettings />}
+      {tab === "incidents" && <Incidents />}
+      {tab === "deliveries" && <AllDeliveries />}
+    </section>
+  );
+}
+
+function Users() {
+  const state = useLoad(() => get<{ users: User[] }>("/v1/users?limit=200"), []);
+  const [email, setEmail] = useState("");
+  const [role, setRole] = useState<Role>("developer");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const mine = me.value!.credential.effective_role;
+  const act = async (work: () => Promise<unknown>) => {
+    setError(null);
+    try {
+      await work();
+      await state.reload();
+    } catch (err) {
+      setError(err as ApiFailure);
+    }
+  };
+  return (
+    <>
+      <form
+        class="panel"
+        aria-label="Invite a user"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void act(async () => {
+            await post("/v1/users", { email, role });
+            setEmail("");
+          });
+        }}
+      >
+        <h2>Invite a user</h2>
+        <div class="row">
+          <TextField label="E-mail address" name="email" type="email" value={email} onInput={setEmail} error={error} required />
+          <div class="field">
+            <label for="invite-role">Role</label>
+            <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
+              {ROLES.filter((r) => roleAtLeast(mine, r)).map((r) => (
+                <option value={r}>{r}</option>
+              ))}
+            </select>
+          </div>
+        </div>
+        <FormError error={error} fields={["email"]} />
+        <button type="submit">Invite</button>
+      </form>
+      <LoadState state={state} what="users" />
+      {state.data && (
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">Users</caption>
+            <thead>
+              <tr>
+                <th scope="col">E-mail</th>
+                <th scope="col">Id</th>
+                <th scope="col">Role</th>
+                <th scope="col">State</th>
+                <th scope="col">Since</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {state.data.users.map((u) => {
+                const editable = roleAtLeast(mine, u.role) && u.id !== me.value!.user.id;
+                return (
+                  <tr key={u.id}>
+                    <td>{u.email}</td>
+                    <td>
+                      <code>{u.id}</code>
+                    </td>
+                    <td>
+                      <label class="sr-only" for={`role-${u.id}`}>
+                        Role of {u.email}
+                      </label>
+                      <select id={`role-${u.id}`} value={u.role} disabled={!editable || !u.active} onChange={(e) => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { role: e.currentTarget.value }))}>
+                        {ROLES.filter((r) => roleAtLeast(mine, r) || r === u.role).map((r) => (
+                          <option value={r}>{r}</option>
+                        ))}
+                      </select>
+                    </td>
+                    <td>{u.active ? <StatusBadge status="online" /> : <StatusBadge status="offline" />}</td>
+                    <td title={dateTime(u.created_at)}>{ago(u.created_at)}</td>
+                    <td>
+                      {editable && u.active && (
+                        <button type="button" class="danger small" aria-label={`Deactivate ${u.email}`} onClick={() => confirm(`Deactivate ${u.email}?`) && void act(() => del(`/v1/users/${encodeURIComponent(u.id)}`))}>
+                          Deactivate
+                        </button>
+                      )}
+                      {editable && !u.active && (
+                        <button type="button" class="secondary small" aria-label={`Reactivate ${u.email}`} onClick={() => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { active: true }))}>
+                          Reactivate
+                        </button>
+                      )}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </>
+  );
+}
+
+function Integrations() {
+  const state = useLoad(() => get<{ integrations: Integration[] }>("/v1/integrations"), []);
+  const [provider, setProvider] = useState<"gitlab" | "gitea" | "github" | "git">("gitlab");
+  const [fields, setFields] = useState<Record<string, string>>({});
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const f = (name: string, label: string, type = "text") => <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />;
+  return (
+    <>
+      <form
+        class="panel"
+        aria-label="Connect a source host"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          const body: Record<string, string> = { provider };
+          for (const [k, v] of Object.entries(fields)) if (v) body[k] = v;
+          try {
+            await post("/v1/integrations", body);
+            setFields({});
+            await state.reload();
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
+        }}
+      >
+        <h2>Connect a source host</h2>
+        <div class="field">
+          <label for="provider">Host</label>
+          <select id="provider" value={provider} onChange={(e) => setProvider(e.currentTarget.value as typeof provider)}>
+            <option value="gitlab">GitLab</option>
+            <option value="github">GitHub (App)</option>
+            <option value="gitea">Gitea / Forgejo</option>
+            <option value="git">Plain git remote</option>
+          </select>
+        </div>
+        {f("name", "Name")}
+        {provider === "git" ? f("url", "Repository URL") : f("api_url", provider === "github" ? "API URL (default https://api.github.com)" : "Instance URL")}
+        {(provider === "gitlab" || provider === "gitea") && f("access_token", "Access token", "password")}
+        {provider === "github" && (
+          <>
+            {f("app_id", "App id")}
+            {f("installation_id", "Installation id")}
+            {f("private_key", "Private key (PEM)", "password")}
+          </>
+        )}
+        {provider !== "gitlab" && f("webhook_secret", "Webhook secret", "password")}
+        <FormError error={error} fields={["name", "url", "api_url", "access_token", "app_id", "installation_id", "private_key", "webhook_secret"]} />
+        <button type="submit">Connect</button>
+      </form>
+      <LoadState state={state} what="integrations" />
+      <ul class="cards">
+        {state.data?.integrations.map((i) => (
+          <li key={i.id} class="project-card">
+            <strong>{i.name}</strong>
+            <span class="muted">
+              {i.provider} · {i.web_url || i.api_url} · synced {ago(i.last_synced_at)}
+            </span>
+            {i.last_sync_failed && <Notice kind="error">{i.last_sync_error ?? "The last sync failed."}</Notice>}
+            <div class="row">
+              <button type="button" class="secondary small" onClick={async () => void (await post(`/v1/integrations/${encodeURIComponent(i.id)}/sync`).catch((e: ApiFailure) => setError(e)), await state.reload())}>
+                Sync now
+              </button>
+              <button type="button" class="danger small" onClick={async () => confirm(`Remove ${i.name}?`) && (await del(`/v1/integrations/${encodeURIComponent(i.id)}`).catch((e: ApiFailure) => setError(e)), await state.reload())}>
+                Remove
+              </button>
+            </div>
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+function SignInSettings() {
+  const oidc = useLoad(() => get<OidcSettings | { configured: false }>("/v1/settings/oidc").catch((e: ApiFailure) => (e.status === 404 ? null : Promise.reject(e))), []);
+  const proxy = useLoad(() => get<TrustedProxySettings | { configured: false }>("/v1/settings/trusted-proxy"), []);
+  const o = oidc.data && "issuer" in oidc.data ? oidc.data : null;
+  const p = proxy.data && "trusted_peers" in proxy.data ? proxy.data : null;
+  const [issuer, setIssuer] = useState("");
+  const [clientId, setClientId] = useState("");
+  const [secret, setSecret] = useState("");
+  const [redirects, setRedirects] = useState(`${window.location.origin}/auth/callback`);
+  const [peers, setPeers] = useState("");
+  const [header, setHeader] = useState("");
+  const [proxySecret, setProxySecret] = useState("");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [proxyError, setProxyError] = useState<ApiFailure | null>(null);
+  const [saved, setSaved] = useState("");
+  return (
+    <>
+      <form
+        class="panel"
+        aria-label="OpenID Connect"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            await put("/v1/settings/oidc", { issuer: issuer || o?.issuer, client_id: clientId || o?.client_id, client_secret: secret, redirect_uris: redirects.split(/\s+/).filter(Boolean) });
+            setSaved("OIDC settings saved.");
+            await oidc.reload();
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
+        }}
+      >
+        <h2>OpenID Connect</h2>
+        {o ? (
+          <p>
+            Issuer <code>{o.issuer}</code>, client <code>{o.client_id}</code>, callbacks {o.redirect_uris.join(", ")}; updated {ago(o.updated_at)}.
+          </p>
+        ) : (
+          <p class="muted">Not configured.</p>
+        )}
+        <TextField label="Issuer URL" name="issuer" value={issuer} onInput={setIssuer} error={error} placeholder={o?.issuer} />
+        <TextField label="Client ID" name="client_id" value={clientId} onInput={setClientId} error={error} placeholder={o?.client_id} />
+        <TextField label="Client secret" name="client_secret" type="password" value={secret} onInput={setSecret} error={error} required />
+        <TextField label="Callback URLs (space-separated)" name="redirect_uris" value={redirects} onInput={setRedirects} error={error} />
+        <FormError error={error} fields={["issuer", "client_id", "client_secret", "redirect_uris"]} />
+        <button type="submit">Save OIDC settings</button>
+      </form>
+      <form
+        class="panel"
+        aria-label="Trusted proxy"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setProxyError(null);
+          try {
+            await put("/v1/settings/trusted-proxy", { trusted_peers: (peers || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean), identity_header: header || undefined, shared_secret: proxySecret || undefined });
+            setSaved("Trusted proxy settings saved.");
+            await proxy.reload();
+          } catch (err) {
+            setProxyError(err as ApiFailure);
+          }
+        }}
+      >
+        <h2>Trusted proxy</h2>
+        {p ? (
+          <p>
+            Peers {p.trusted_peers.join(", ")}, identity header <code>{p.identity_header}</code>, shared secret {p.shared_secret_set ? "set" : "not set"}.
+          </p>
+        ) : (
+          <p class="muted">Not configured.</p>
+        )}
+        <TextField label="Proxy addresses (IPs or CIDRs)" name="trusted_peers" value={peers} onInput={setPeers} error={proxyError} placeholder={p?.trusted_peers.join(", ")} />
+        <TextField label="Identity header" name="identity_header" value={header} onInput={setHeader} error={proxyError} placeholder={p?.identity_header ?? "X-Roost-User-Email"} />
+        <TextField label="Shared secret (empty: keep)" name="shared_secret" type="password" value={proxySecret} onInput={setProxySecret} error={proxyError} />
+        <FormError error={proxyError} fields={["trusted_peers", "identity_header", "shared_secret"]} />
+        <button type="submit">Save trusted proxy settings</button>
+      </form>
+      {saved && <Notice kind="success">{saved}</Notice>}
+    </>
+  );
+}
+
+function Incidents() {
+  const state = useLoad(() => get<{ incidents: Incident[] }>("/v1/operator-incidents?limit=100"), [], 10000);
+  return (
+    <>
+      <LoadState state={state} what="incidents" />
+      {state.data?.incidents.length === 0 && <p class="muted">No incidents.</p>}
+      <ul class="deliveries">
+        {state.data?.incidents.map((i) => (
+          <li key={i.id} class="panel">
+            <div>
+              <StatusBadge status={i.status} /> <strong>{i.severity}</strong> · {i.resource_kind} {i.resource_name} · {i.occurrence_count}× · last {ago(i.latest_occurrence_at)}
+              {i.read_at === null && <span class="badge badge-queued">unread</span>}
+            </div>
+            <p>{i.message}</p>
+            <p>
+              <strong>What to do:</strong> {i.repair_action}
+            </p>
+            {i.read_at === null && (
+              <button type="button" class="secondary small" onClick={async () => void (await post(`/v1/operator-incidents/${encodeURIComponent(i.id)}/read`), await state.reload())}>
+                Mark as read
+              </button>
+            )}
+          </li>
+        ))}
+      </ul>
+    </>
+  );
+}
+
+function AllDeliveries() {
+  const state = useLoad(() => get<{ deliveries: Delivery[] }>("/v1/webhook-deliveries?limit=100"), [], 10000);
+  return (
+    <>
+      <LoadState state={state} what="deliveries" />
+      <DeliveryList deliveries={state.data?.deliveries ?? []} />
+    </>
+  );
+}

@@ -1,0 +1,525 @@
+// One project: its builds (with filters, a manual build, cancel and re-run on the build page), its
+// pipelines (create and edit every field, the API's validation messages next to each), and for
+// maintainers the webhook URL and token, members, and the webhook deliveries with each pipeline's
+// decision ("why didn't my push build?").
+import { useState } from "preact/hooks";
+import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
+import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { ago, dateTime, shortSha } from "../format.ts";
+import { location, navigate } from "../router.ts";
+import type { Build, Delivery, Member, Pipeline, Project } from "../types.ts";
+import { BuildTable } from "./dashboard.tsx";
+
+const ROLE_RANK = { viewer: 0, developer: 1, maintainer: 2 } as const;
+type ProjectRole = keyof typeof ROLE_RANK;
+const may = (project: Project, minimum: ProjectRole) => ROLE_RANK[project.current_user_role] >= ROLE_RANK[minimum];
+
+export function ProjectPage({ project_id }: Record<string, string>) {
+  const state = useLoad(() => get<{ project: Project }>(`/v1/projects/${encodeURIComponent(project_id!)}`), [project_id]);
+  const pipelines = useLoad(() => get<{ pipelines: Pipeline[] }>(`/v1/projects/${encodeURIComponent(project_id!)}/pipelines`), [project_id]);
+  const tab = new URLSearchParams(location.value.search).get("tab") ?? "builds";
+  const project = state.data?.project;
+  if (!project) return <LoadState state={state} what="the project" />;
+  const tabs: Array<[string, string, boolean]> = [
+    ["builds", "Builds", true],
+    ["pipelines", "Pipelines", true],
+    ["deliveries", "Webhook deliveries", may(project, "maintainer")],
+    ["settings", "Settings", may(project, "maintainer")],
+  ];
+  return (
+    <section>
+      <PageTitle title={project.name} />
+      <p class="muted">
+        {project.repository_full_name} · default branch <span class="branch">{project.default_branch}</span> · your role: {project.current_user_role}
+      </p>
+      <nav class="tabs" aria-label="Project sections">
+        {tabs
+          .filter(([, , shown]) => shown)
+          .map(([key, label]) => (
+            <a key={key} href={`?tab=${key}`} aria-current={tab === key ? "page" : undefined}>
+              {label}
+            </a>
+          ))}
+      </nav>
+      {tab === "builds" && <Builds project={project} pipelines={pipelines.data?.pipelines ?? []} />}
+      {tab === "pipelines" && <Pipelines project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} />}
+      {tab === "deliveries" && may(project, "maintainer") && <Deliveries project={project} />}
+      {tab === "settings" && may(project, "maintainer") && <Settings project={project} reload={state.reload} />}
+    </section>
+  );
+}
+
+function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[] }) {
+  const [status, setStatus] = useState("");
+  const [branch, setBranch] = useState("");
+  const [trigger, setTrigger] = useState("");
+  const [pipelineId, setPipelineId] = useState("");
+  const base = pipelineId ? `/v1/pipelines/${encodeURIComponent(pipelineId)}/builds` : `/v1/projects/${encodeURIComponent(project.id)}/builds`;
+  const builds = useLoad(() => get<{ builds: Build[]; total: number }>(base + query({ status, branch, trigger_type: trigger, limit: 50 })), [base, status, branch, trigger], 5000);
+  return (
+    <>
+      {may(project, "developer") && pipelines.length > 0 && <ManualBuild project={project} pipelines={pipelines} />}
+      {pipelines.length === 0 && <Notice>This project has no pipeline yet. {may(project, "maintainer") ? <a href="?tab=pipelines">Create one</a> : "A maintainer creates one."}</Notice>}
+      <form class="filters" aria-label="Filter builds" onSubmit={(e) => e.preventDefault()}>
+        <div class="field">
+          <label for="filter-pipeline">Pipeline</label>
+          <select id="filter-pipeline" value={pipelineId} onChange={(e) => setPipelineId(e.currentTarget.value)}>
+            <option value="">All</option>
+            {pipelines.map((p) => (
+              <option value={p.id}>{p.name}</option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="filter-status">Status</label>
+          <select id="filter-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
+            <option value="">All</option>
+            {["queued", "running", "succeeded", "failed", "canceled"].map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="filter-trigger">Trigger</label>
+          <select id="filter-trigger" value={trigger} onChange={(e) => setTrigger(e.currentTarget.value)}>
+            <option value="">All</option>
+            {["webhook", "manual", "rerun"].map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="filter-branch">Branch</label>
+          <input id="filter-branch" type="search" value={branch} onChange={(e) => setBranch(e.currentTarget.value)} />
+        </div>
+      </form>
+      <LoadState state={builds} what="builds" />
+      {builds.data && (
+        <>
+          <p class="muted">{builds.data.total} builds</p>
+          <BuildTable builds={builds.data.builds} showProject={false} caption="Builds" />
+        </>
+      )}
+    </>
+  );
+}
+
+function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipeline[] }) {
+  const [pipelineId, setPipelineId] = useState(pipelines[0]?.id ?? "");
+  const [branch, setBranch] = useState("");
+  const [sha, setSha] = useState("");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [busy, setBusy] = useState(false);
+  return (
+    <details class="panel">
+      <summary>Start a build</summary>
+      <form
+        aria-label="Start a build"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setBusy(true);
+          setError(null);
+          try {
+            const { build } = await post<{ build: Build }>(`/v1/projects/${encodeURIComponent(project.id)}/builds`, { pipeline_id: pipelineId, branch: branch || undefined, commit_sha: sha || undefined });
+            navigate(`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(build.id)}`);
+          } catch (err) {
+            setError(err as ApiFailure);
+          } finally {
+            setBusy(false);
+          }
+        }}
+      >
+        <Field label="Pipeline" name="pipeline_id" error={error}>
+          {(id, describedBy) => (
+            <select id={id} aria-describedby={describedBy} value={pipelineId} onChange={(e) => setPipelineId(e.currentTarget.value)}>
+              {pipelines.map((p) => (
+                <option value={p.id}>{p.name}</option>
+              ))}
+            </select>
+          )}
+        </Field>
+        <TextField label="Branch" name="branch" value={branch} onInput={setBranch} error={error} placeholder={project.default_branch} />
+        <TextField label="Commit (full id; empty: the branch's head)" name="commit_sha" value={sha} onInput={setSha} error={error} />
+        <FormError error={error} fields={["pipeline_id", "branch", "commit_sha"]} />
+        <button type="submit" disabled={busy}>
+          Start build
+        </button>
+      </form>
+    </details>
+  );
+}
+
+const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter(Boolean);
+
+/** The pipeline editor: every field of the pipeline's configuration; the API validates. */
+function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?: Pipeline; done: () => void }) {
+  const x = pipeline?.execution_config;
+  const [name, setName] = useState(pipeline?.name ?? "build");
+  const [enabled, setEnabled] = useState(pipeline?.enabled ?? true);
+  const [configPath, setConfigPath] = useState(pipeline?.config_path_explicit ? pipeline.config_path : "");
+  const [branches, setBranches] = useState((pipeline?.trigger_config.branches ?? [project.default_branch]).join("\n"));
+  const [events, setEvents] = useState<string[]>(pipeline?.trigger_config.events ?? ["push"]);
+  const [cancelPrevious, setCancelPrevious] = useState(pipeline?.concurrency.cancel_previous ?? false);
+  const [maxConcurrent, setMaxConcurrent] = useState(String(pipeline?.concurrency.max_concurrent ?? 1));
+  const [platforms, setPlatforms] = useState<string[]>(x?.platforms ?? ["android"]);
+  const [flutter, setFlutter] = useState(x?.flutter_version ?? "stable");
+  const [pre, setPre] = useState((x?.commands.pre_build ?? []).join("\n"));
+  const [buildCmds, setBuildCmds] = useState((x?.commands.build ?? []).join("\n"));
+  const [post_, setPost] = useState((x?.commands.post_build ?? []).join("\n"));
+  const [artifacts, setArtifacts] = useState((x?.artifact_patterns ?? []).join("\n"));
+  const [labels, setLabels] = useState((x?.runner_labels ?? []).join(" "));
+  const [env, setEnv] = useState((x?.env ?? []).filter((e) => !e.secret).map((e) => `${e.key}=${e.value}`).join("\n"));
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const toggle = (list: string[], value: string, on: boolean) => (on ? [...new Set([...list, value])] : list.filter((v) => v !== value));
+  const area = (label: string, name: string, value: string, set: (v: string) => void, hint?: string) => (
+    <Field label={label} name={name} error={error} hint={hint}>
+      {(id, describedBy, invalid) => <textarea id={id} rows={3} value={value} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => set(e.currentTarget.value)} />}
+    </Field>
+  );
+  return (
+    <form
+      class="panel pipeline-form"
+      aria-label={pipeline ? `Edit pipeline ${pipeline.name}` : "New pipeline"}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(null);
+        const body = {
+          name,
+          enabled,
+          config_path: configPath || (pipeline ? null : undefined),
+          concurrency: { cancel_previous: cancelPrevious, max_concurrent: Number(maxConcurrent) },
+          trigger_config: { branches: lines(branches), events },
+          execution_config: {
+            platforms,
+            flutter_version: flutter,
+            commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
+            artifact_patterns: lines(artifacts),
+            runner_labels: labels.split(/\s+/).filter(Boolean),
+            // Secret entries are never returned; only plain ones are edited here.
+            ...(pipeline && x?.env.some((e) => e.secret) ? {} : { env: lines(env).map((l) => ({ key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")), value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "" })) }),
+          },
+        };
+        try {
+          if (pipeline) await patch(`/v1/pipelines/${encodeURIComponent(pipeline.id)}`, body);
+          else await post(`/v1/projects/${encodeURIComponent(project.id)}/pipelines`, body);
+          done();
+        } catch (err) {
+          setError(err as ApiFailure);
+        }
+      }}
+    >
+      <h3>{pipeline ? `Edit ${pipeline.name}` : "New pipeline"}</h3>
+      <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
+      <label class="inline">
+        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled (a disabled pipeline is never triggered by webhooks)
+      </label>
+      <TextField label="Config file path (empty: roost.yaml)" name="config_path" value={configPath} onInput={setConfigPath} error={error} />
+      {area("Branches (one pattern a line)", "branches", branches, setBranches, "e.g. main, release/*")}
+      <fieldset>
+        <legend>Trigger events</legend>
+        {["push", "pull_request", "tag"].map((ev) => (
+          <label class="inline">
+            <input type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(toggle(events, ev, e.currentTarget.checked))} /> {ev}
+          </label>
+        ))}
+        {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
+      </fieldset>
+      <fieldset>
+        <legend>Platforms</legend>
+        {["android", "ios", "macos"].map((p) => (
+          <label class="inline">
+            <input type="checkbox" checked={platforms.includes(p)} onChange={(e) => setPlatforms(toggle(platforms, p, e.currentTarget.checked))} /> {p}
+          </label>
+        ))}
+        {error?.forField("platforms") && <p class="field-error">{error.forField("platforms")}</p>}
+      </fieldset>
+      <TextField label="Flutter version" name="flutter_version" value={flutter} onInput={setFlutter} error={error} hint="stable, beta, main, fvm or a version like 3.24.5" />
+      {area("Commands before the build (one a line)", "pre_build", pre, setPre)}
+      {area("Build commands (one a line; empty: flutter build)", "build", buildCmds, setBuildCmds)}
+      {area("Commands after the build", "post_build", post_, setPost)}
+      {area("Artifact patterns (one a line)", "artifact_patterns", artifacts, setArtifacts)}
+      {!(pipeline && x?.env.some((e) => e.secret)) && area("Environment (KEY=value, one a line)", "env", env, setEnv)}
+      <TextField label="Runner labels (space-separated)" name="runner_labels" value={labels} onInput={setLabels} error={error} />
+      <label class="inline">
+        <input type="checkbox" checked={cancelPrevious} onChange={(e) => setCancelPrevious(e.currentTarget.checked)} /> A newer build of the same branch cancels older ones
+      </label>
+      <TextField label="Builds at once" name="max_concurrent" type="number" value={maxConcurrent} onInput={setMaxConcurrent} error={error} />
+      <FormError error={error} fields={["name", "config_path", "branches", "events", "platforms", "flutter_version", "pre_build", "build", "post_build", "artifact_patterns", "env", "runner_labels", "max_concurrent"]} />
+      {error && error.details.length > 0 && (
+        <ul class="field-error" aria-label="Problems">
+          {error.details.map((d) => (
+            <li>
+              {d.path}: {d.message}
+            </li>
+          ))}
+        </ul>
+      )}
+      <div class="row">
+        <button type="submit">{pipeline ? "Save pipeline" : "Create pipeline"}</button>
+        <button type="button" class="secondary" onClick={done}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function Pipelines({ project, pipelines, reload }: { project: Project; pipelines: Pipeline[]; reload: () => Promise<void> }) {
+  const [editing, setEditing] = useState<string | null>(null);
+  const maintainer = may(project, "maintainer");
+  return (
+    <>
+      {maintainer && editing === null && (
+        <button type="button" onClick={() => setEditing("new")}>
+          New pipeline
+        </button>
+      )}
+      {editing === "new" && <PipelineForm project={project} done={() => void reload().then(() => setEditing(null))} />}
+      {pipelines.length === 0 && <p class="muted">No pipelines.</p>}
+      <ul class="cards">
+        {pipelines.map((p) =>
+          editing === p.id ? (
+            <li key={p.id}>
+              <PipelineForm project={project} pipeline={p} done={() => void reload().then(() => setEditing(null))} />
+            </li>
+          ) : (
+            <li key={p.id} class="project-card">
+              <strong>{p.name}</strong>
+              <span>
+                <StatusBadge status={p.enabled ? "online" : "offline"} /> {p.enabled ? "enabled" : "disabled"}
+              </span>
+              <span class="muted">
+                {p.trigger_config.events.join(", ")} on {p.trigger_config.branches.join(", ")} · {p.execution_config.platforms.join(", ")} · Flutter {p.execution_config.flutter_version}
+              </span>
+              {maintainer && (
+                <div class="row">
+                  <button type="button" class="secondary small" onClick={() => setEditing(p.id)}>
+                    Edit
+                  </button>
+                  <button
+                    type="button"
+                    class="danger small"
+                    onClick={async () => {
+                      if (!confirm(`Delete the pipeline ${p.name}?`)) return;
+                      await del(`/v1/pipelines/${encodeURIComponent(p.id)}`);
+                      await reload();
+                    }}
+                  >
+                    Delete
+                  </button>
+                </div>
+              )}
+            </li>
+          ),
+        )}
+      </ul>
+    </>
+  );
+}
+
+function Deliveries({ project }: { project: Project }) {
+  const [result, setResult] = useState("");
+  const state = useLoad(() => get<{ deliveries: Delivery[]; total: number }>(`/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries${query({ result, limit: 50 })}`), [project.id, result], 10000);
+  return (
+    <>
+      <div class="field inline-field">
+        <label for="delivery-result">Result</label>
+        <select id="delivery-result" value={result} onChange={(e) => setResult(e.currentTarget.value)}>
+          <option value="">All</option>
+          {["built", "ignored", "duplicate", "rejected"].map((r) => (
+            <option value={r}>{r}</option>
+          ))}
+        </select>
+      </div>
+      <LoadState state={state} what="deliveries" />
+      <DeliveryList deliveries={state.data?.deliveries ?? []} />
+    </>
+  );
+}
+
+export function DeliveryList({ deliveries }: { deliveries: Delivery[] }) {
+  if (deliveries.length === 0) return <p class="muted">No deliveries.</p>;
+  return (
+    <ul class="deliveries">
+      {deliveries.map((d) => (
+        <li key={d.id} class="panel">
+          <div>
+            <StatusBadge status={d.result} /> <strong>{d.event}</strong>
+            {d.action ? ` (${d.action})` : ""} from {d.host} · {d.repository_full_name ?? "unknown repository"} · {d.commit_sha ? <code>{shortSha(d.commit_sha)}</code> : "no commit"} · <span title={dateTime(d.received_at)}>{ago(d.received_at)}</span>
+          </div>
+          <p>{d.reason}</p>
+          {d.decisions.length > 0 && (
+            <ul>
+              {d.decisions.map((c) => (
+                <li>
+                  {c.pipeline_name}: {c.build ? "built" : "not built"} — {c.reason}
+                  {c.build_id && d.project_id && (
+                    <>
+                      {" "}
+                      <a href={`/projects/${encodeURIComponent(d.project_id)}/builds/${encodeURIComponent(c.build_id)}`}>build #{c.build_number}</a>
+                    </>
+                  )}
+                </li>
+              ))}
+            </ul>
+          )}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function Settings({ project, reload }: { project: Project; reload: () => Promise<void> }) {
+  const [name, setName] = useState(project.name);
+  const [description, setDescription] = useState(project.description);
+  const [branch, setBranch] = useState(project.default_branch);
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [saved, setSaved] = useState(false);
+  const [hook, setHook] = useState<{ token: string; webhook_url: string } | null>(null);
+  const [hookError, setHookError] = useState<ApiFailure | null>(null);
+  const githubUrl = `${window.location.origin}/v1/webhooks/github`;
+  return (
+    <>
+      <form
+        class="panel"
+        aria-label="Project settings"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          setSaved(false);
+          try {
+            await patch(`/v1/projects/${encodeURIComponent(project.id)}`, { name, description, default_branch: branch });
+            setSaved(true);
+            await reload();
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
+        }}
+      >
+        <h2>Settings</h2>
+        <TextField label="Name" name="name" value={name} onInput={setName} error={error} />
+        <TextField label="Description" name="description" value={description} onInput={setDescription} error={error} />
+        <TextField label="Default branch" name="default_branch" value={branch} onInput={setBranch} error={error} />
+        <FormError error={error} fields={["name", "description", "default_branch"]} />
+        {saved && <Notice kind="success">Saved.</Notice>}
+        <button type="submit">Save settings</button>
+      </form>
+      <section class="panel" aria-labelledby="h-webhook">
+        <h2 id="h-webhook">Webhook</h2>
+        {project.repository_provider === "github" ? (
+          <p>
+            GitHub: the integration's app delivers to <code>{githubUrl}</code> <CopyButton text={githubUrl} />, signed with the app's webhook secret.
+          </p>
+        ) : (
+          <>
+            <p>Paste the URL and the secret token into the repository's webhook settings (GitLab: Settings → Webhooks; push and merge request events).</p>
+            {hook && (
+              <SecretOnce title="Webhook secret token." secret={hook.token}>
+                <p>
+                  URL: <code>{hook.webhook_url}</code> <CopyButton text={hook.webhook_url} label="Copy URL" />
+                </p>
+              </SecretOnce>
+            )}
+            <FormError error={hookError} />
+            <button
+              type="button"
+              class="secondary"
+              onClick={async () => {
+                setHookError(null);
+                try {
+                  setHook(await post(`/v1/projects/${encodeURIComponent(project.id)}/webhook-token`));
+                } catch (err) {
+                  setHookError(err as ApiFailure);
+                }
+              }}
+            >
+              {hook ? "Rotate the token again" : "Create or rotate the webhook token"}
+            </button>
+          </>
+        )}
+      </section>
+      <Members project={project} />
+      <section class="panel" aria-labelledby="h-danger">
+        <h2 id="h-danger">Delete project</h2>
+        <button
+          type="button"
+          class="danger"
+          onClick={async () => {
+            if (!confirm(`Delete ${project.name} with all its pipelines and builds?`)) return;
+            await del(`/v1/projects/${encodeURIComponent(project.id)}`);
+            navigate("/projects");
+          }}
+        >
+          Delete {project.name}
+        </button>
+      </section>
+    </>
+  );
+}
+
+function Members({ project }: { project: Project }) {
+  const state = useLoad(() => get<{ members: Member[] }>(`/v1/projects/${encodeURIComponent(project.id)}/members`), [project.id]);
+  const [userId, setUserId] = useState("");
+  const [role, setRole] = useState("developer");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const set = async (id: string, r: string) => {
+    setError(null);
+    try {
+      await put(`/v1/projects/${encodeURIComponent(project.id)}/members/${encodeURIComponent(id)}`, { role: r });
+      await state.reload();
+    } catch (err) {
+      setError(err as ApiFailure);
+    }
+  };
+  return (
+    <section class="panel" aria-labelledby="h-members">
+      <h2 id="h-members">Members</h2>
+      <LoadState state={state} what="members" />
+      <ul class="plain">
+        {state.data?.members.map((m) => (
+          <li key={m.user_id} class="row">
+            <span>{m.email}</span>
+            <label class="sr-only" for={`role-${m.user_id}`}>
+              Role of {m.email}
+            </label>
+            <select id={`role-${m.user_id}`} value={m.role} onChange={(e) => void set(m.user_id, e.currentTarget.value)}>
+              {["viewer", "developer", "maintainer"].map((r) => (
+                <option value={r}>{r}</option>
+              ))}
+            </select>
+            <button
+              type="button"
+              class="secondary small"
+              onClick={async () => {
+                await del(`/v1/projects/${encodeURIComponent(project.id)}/members/${encodeURIComponent(m.user_id)}`).catch((e: ApiFailure) => setError(e));
+                await state.reload();
+              }}
+            >
+              Remove
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        class="row"
+        aria-label="Add a member"
+        onSubmit={(e) => {
+          e.preventDefault();
+          void set(userId, role);
+        }}
+      >
+        <TextField label="User id" name="user_id" value={userId} onInput={setUserId} error={error} hint="Admins see ids under Administration → Users." />
+        <div class="field">
+          <label for="member-role">Role</label>
+          <select id="member-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
+            {["viewer", "developer", "maintainer"].map((r) => (
+              <option value={r}>{r}</option>
+            ))}
+          </select>
+        </div>
+        <button type="submit">Add</button>
+      </form>
+      <FormError error={error} fields={["user_id", "role"]} />
+    </section>
+  );
+}

@@ -1,0 +1,127 @@
+// Runners (admins): register one (its token shown once, with the exact command that runs it),
+// the list with online/offline, labels, capabilities and last contact, token rotation, revocation.
+import { useState } from "preact/hooks";
+import { ApiFailure, del, get, post } from "../api.ts";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { ago } from "../format.ts";
+import type { Runner } from "../types.ts";
+
+/** A runner heartbeats while it runs (docs/runners.md); one unseen for 90 seconds is offline. */
+export function runnerOnline(runner: Runner): boolean {
+  return runner.last_seen_at !== null && Date.now() / 1000 - runner.last_seen_at < 90;
+}
+
+export function runnerCommand(id: string, token: string): string {
+  return `ROOST_URL=${window.location.origin} ROOST_RUNNER_ID=${id} ROOST_RUNNER_TOKEN=${token} roost runner`;
+}
+
+export function Runners() {
+  const state = useLoad(() => get<{ runners: Runner[] }>("/v1/runners"), [], 5000);
+  const [name, setName] = useState("");
+  const [labels, setLabels] = useState("");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [secret, setSecret] = useState<{ id: string; name: string; token: string } | null>(null);
+  return (
+    <section>
+      <PageTitle title="Runners" />
+      <form
+        class="panel"
+        aria-label="Register a runner"
+        onSubmit={async (e) => {
+          e.preventDefault();
+          setError(null);
+          try {
+            const created = await post<{ runner: Runner; token: string }>("/v1/runners", { name, labels: labels.split(/[\s,]+/).filter(Boolean) });
+            setSecret({ id: created.runner.id, name: created.runner.name, token: created.token });
+            setName("");
+            setLabels("");
+            await state.reload();
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
+        }}
+      >
+        <h2>Register a runner</h2>
+        <div class="row">
+          <TextField label="Name" name="name" value={name} onInput={setName} error={error} required placeholder="mac-mini-1" />
+          <TextField label="Labels (space-separated)" name="labels" value={labels} onInput={setLabels} error={error} placeholder="macos xcode-16" />
+        </div>
+        <FormError error={error} fields={["name", "labels"]} />
+        <button type="submit">Register runner</button>
+      </form>
+      {secret && (
+        <SecretOnce title={`Token of ${secret.name}.`} secret={secret.token}>
+          <p>Run this on the machine that builds (as a user of its own, docs/runners.md):</p>
+          <div class="secret-row">
+            <code class="secret command">{runnerCommand(secret.id, secret.token)}</code>
+          </div>
+        </SecretOnce>
+      )}
+      <LoadState state={state} what="runners" />
+      {state.data && (
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">Runners</caption>
+            <thead>
+              <tr>
+                <th scope="col">Runner</th>
+                <th scope="col">State</th>
+                <th scope="col">Labels</th>
+                <th scope="col">Capabilities</th>
+                <th scope="col">Last contact</th>
+                <th scope="col">Actions</th>
+              </tr>
+            </thead>
+            <tbody>
+              {state.data.runners.map((r) => (
+                <tr key={r.id}>
+                  <td>
+                    <strong>{r.name}</strong>
+                    <br />
+                    <code class="muted">{r.id}</code>
+                  </td>
+                  <td>{r.revoked_at ? <StatusBadge status="canceled" /> : <StatusBadge status={runnerOnline(r) ? "online" : "offline"} />}</td>
+                  <td>{r.all_labels.join(", ") || "—"}</td>
+                  <td>
+                    {[r.capabilities.os, r.capabilities.arch, r.capabilities.flutter_versions?.length ? `Flutter ${r.capabilities.flutter_versions.join(", ")}` : "", r.capabilities.xcode ? `Xcode ${r.capabilities.xcode}` : "", r.version ? `roost ${r.version}` : ""].filter(Boolean).join(" · ") || "—"}
+                  </td>
+                  <td>{ago(r.last_seen_at)}</td>
+                  <td>
+                    {!r.revoked_at && (
+                      <div class="row">
+                        <button
+                          type="button"
+                          class="secondary small"
+                          aria-label={`Rotate the token of ${r.name}`}
+                          onClick={async () => {
+                            if (!confirm(`Rotate the token of ${r.name}? The runner stops until it gets the new one.`)) return;
+                            const { token } = await post<{ token: string }>(`/v1/runners/${encodeURIComponent(r.id)}/token`);
+                            setSecret({ id: r.id, name: r.name, token });
+                          }}
+                        >
+                          Rotate token
+                        </button>
+                        <button
+                          type="button"
+                          class="danger small"
+                          aria-label={`Revoke ${r.name}`}
+                          onClick={async () => {
+                            if (!confirm(`Revoke ${r.name}? It can no longer take jobs.`)) return;
+                            await del(`/v1/runners/${encodeURIComponent(r.id)}`);
+                            await state.reload();
+                          }}
+                        >
+                          Revoke
+                        </button>
+                      </div>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}

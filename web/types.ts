@@ -1,0 +1,43 @@
+// The API's shapes, taken from the daemon's own zod schemas as types only: nothing of zod or the
+// handlers is bundled, and a change of a schema is a type error here, not a silent drift.
+import type { z } from "zod";
+import type { BuildResource, IncidentResource, IntegrationResource, MemberResource, PipelineResource, ProjectResource, RepositoryResource, StepResult } from "../lib/schemas/ci.ts";
+import type { ApiToken, ApiTokenCreated, SessionResult, UserResource } from "../lib/schemas.ts";
+import type { SetupStatus as SetupStatusSchema } from "../handlers/setup/status.ts";
+import type { RunnerResource } from "../lib/runners/wire.ts";
+import type { ArtifactResource } from "../lib/runner-protocol/wire.ts";
+import type { DeliveryResource } from "../lib/webhooks/wire.ts";
+import type { PublicOidcSettings } from "../lib/auth/oidc.ts";
+import type { PublicTrustedProxySettings } from "../lib/auth/trusted-proxy.ts";
+import type { MeResult } from "../handlers/users/me.ts";
+
+export type Build = z.infer<typeof BuildResource>;
+export type BuildStatus = Build["status"];
+export type Step = z.infer<typeof StepResult>;
+export type Project = z.infer<typeof ProjectResource>;
+export type Pipeline = z.infer<typeof PipelineResource>;
+export type Repository = z.infer<typeof RepositoryResource>;
+export type Integration = z.infer<typeof IntegrationResource>;
+export type Incident = z.infer<typeof IncidentResource>;
+export type Member = z.infer<typeof MemberResource>;
+export type User = z.infer<typeof UserResource>;
+export type Role = User["role"];
+export type Token = z.infer<typeof ApiToken>;
+export type TokenCreated = z.infer<typeof ApiTokenCreated>;
+export type Session = z.infer<typeof SessionResult>;
+export type SetupStatus = z.infer<typeof SetupStatusSchema>;
+export type Runner = z.infer<typeof RunnerResource>;
+export type Artifact = z.infer<typeof ArtifactResource>;
+export type Delivery = z.infer<typeof DeliveryResource>;
+export type OidcSettings = z.infer<typeof PublicOidcSettings>;
+export type TrustedProxySettings = z.infer<typeof PublicTrustedProxySettings>;
+export type Me = z.infer<typeof MeResult>;
+
+/** One line of a build's log, as GET /v1/builds/{id}/logs and the SSE stream's `log` event send it. */
+export interface LogLine {
+  seq: number | null;
+  step: string;
+  stream: string;
+  ts: number;
+  text: string;
+}
