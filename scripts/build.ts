@@ -2,8 +2,11 @@
 // companion) into one executable, dist/roost. A local database goes through Bun's built-in SQLite,
 // so there is no native addon to embed; @libsql/client is loaded only for a remote database URL
 // (its pure-JavaScript web client) or the tests' ROOST_DB_DRIVER=libsql.
-import { chmod, mkdir, stat } from "node:fs/promises";
+// The web app (web/, scripts/build-web.ts) is embedded as a map of its files that a generated entry
+// registers before bin/roost.ts runs, so the binary serves it with nothing beside it.
+import { chmod, mkdir, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { buildWebAssets } from "./build-web.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 
@@ -11,8 +14,9 @@ export async function buildBinary(options: { target?: string; outfile?: string }
   const target = options.target ?? `bun-${process.platform}-${process.arch}`;
   const outfile = options.outfile ?? join(ROOT, "dist", "roost");
   await mkdir(join(ROOT, "dist"), { recursive: true });
+  const entry = await writeEmbeddingEntry();
   const result = await Bun.build({
-    entrypoints: [join(ROOT, "bin", "roost.ts")],
+    entrypoints: [entry],
     compile: { target: target as "bun-linux-x64", outfile },
     minify: true,
     sourcemap: "linked",
@@ -23,6 +27,18 @@ export async function buildBinary(options: { target?: string; outfile?: string }
   }
   await chmod(outfile, 0o755);
   return outfile;
+}
+
+/** dist/.embed/entry.ts: registers the web app's files, then runs the CLI. */
+async function writeEmbeddingEntry(): Promise<string> {
+  const dir = join(ROOT, "dist", ".embed");
+  await mkdir(dir, { recursive: true });
+  const files: Record<string, { type: string; base64: string }> = {};
+  for (const [path, asset] of await buildWebAssets()) files[path] = { type: asset.type, base64: Buffer.from(asset.body).toString("base64") };
+  await writeFile(join(dir, "web-assets.ts"), `import { registerEmbeddedWebAssets } from ${JSON.stringify(join(ROOT, "lib", "web", "assets.ts"))};\nregisterEmbeddedWebAssets(${JSON.stringify(files)});\n`);
+  const entry = join(dir, "entry.ts");
+  await writeFile(entry, `import "./web-assets.ts";\nimport ${JSON.stringify(join(ROOT, "bin", "roost.ts"))};\n`);
+  return entry;
 }
 
 if (import.meta.main) {

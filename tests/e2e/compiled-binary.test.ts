@@ -58,6 +58,19 @@ describe("the compiled roost binary, alone in an empty directory", () => {
     expect(doc.body.openapi).toBe("3.1.0");
   });
 
+  test("serves the web app from inside itself: / and a deep link answer the app, its script is served", async () => {
+    const page = await fetch(`${url}/projects/p/builds/b`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+    const html = await page.text();
+    const src = /<script type="module" src="(\/assets\/[^"]+\.js)"><\/script>/.exec(html)?.[1];
+    expect(src).toBeDefined();
+    const js = await fetch(url + src);
+    expect(js.status).toBe(200);
+    expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
+    expect((await js.text()).length).toBeGreaterThan(10_000);
+  });
+
   test("completes first-run setup, creates an API token, and creates a build", async () => {
     const login = await http(url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
     expect(login.status).toBe(200);
