@@ -499,3 +499,106 @@ CREATE TABLE git_polls (
   last_error TEXT,
   last_polled_at INTEGER
 );
+
+-- migration 9: schedules, notifications, badges and retention
+-- Scheduled builds (docs/operations.md "Scheduled builds"). next_slot_at is the next time the
+-- schedule is due; a daemon that finds it due builds the latest slot at or before now (one build
+-- after downtime, however many slots were missed) and records the slot in schedule_runs, whose
+-- primary key lets exactly one process fire each slot.
+CREATE TABLE pipeline_schedules (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  cron TEXT NOT NULL,
+  timezone TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  build_when_unchanged INTEGER NOT NULL DEFAULT 1,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  next_slot_at INTEGER NOT NULL,
+  last_built_sha TEXT,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX pipeline_schedules_pipeline ON pipeline_schedules (pipeline_id);
+CREATE INDEX pipeline_schedules_due ON pipeline_schedules (enabled, next_slot_at);
+CREATE TABLE schedule_runs (
+  schedule_id TEXT NOT NULL REFERENCES pipeline_schedules(id) ON DELETE CASCADE,
+  slot_at INTEGER NOT NULL,
+  result TEXT NOT NULL CHECK (result IN ('built', 'unchanged', 'failed')),
+  build_id TEXT REFERENCES builds(id) ON DELETE SET NULL,
+  commit_sha TEXT,
+  error TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (schedule_id, slot_at)
+);
+-- SQLite cannot widen the trigger_type CHECK in place, and rebuilding builds inside a migration's
+-- transaction would let DROP TABLE cascade into its jobs, logs and artifacts (foreign keys cannot
+-- be switched off inside a transaction: https://www.sqlite.org/foreignkeys.html section 2). So a
+-- scheduled build is stored with trigger_type 'manual' and trigger_event 'schedule', and the API
+-- reports trigger_type 'schedule' (lib/db/builds.ts); schedule_id names the schedule.
+ALTER TABLE builds ADD COLUMN schedule_id TEXT REFERENCES pipeline_schedules(id) ON DELETE SET NULL;
+
+-- Notifications (docs/notifications.md). Non-secret channel settings are plain JSON; the secret
+-- ones (webhook URLs, signing secrets, SMTP passwords) are sealed with the secret box.
+CREATE TABLE notifications (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  channel TEXT NOT NULL CHECK (channel IN ('slack', 'webhook', 'email')),
+  events TEXT NOT NULL,
+  branches TEXT NOT NULL DEFAULT '[]',
+  config TEXT NOT NULL DEFAULT '{}',
+  secrets_sealed TEXT NOT NULL,
+  enabled INTEGER NOT NULL DEFAULT 1,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX notifications_project ON notifications (project_id);
+-- The outbox: a row for every build that reaches a final status, written by this trigger in the
+-- same transaction as the status change, whatever code path made it. previous_status is the
+-- status of the pipeline's previous finished (succeeded or failed) build on the same branch, which
+-- tells a fix from a plain success.
+CREATE TABLE notification_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  status TEXT NOT NULL,
+  previous_status TEXT,
+  created_at INTEGER NOT NULL
+);
+CREATE TRIGGER builds_notification_outbox AFTER UPDATE OF status ON builds
+  WHEN NEW.status IN ('succeeded', 'failed', 'canceled') AND OLD.status IS NOT NEW.status
+  BEGIN INSERT INTO notification_outbox (build_id, status, previous_status, created_at) VALUES (NEW.id, NEW.status, (SELECT b.status FROM builds b WHERE b.pipeline_id = NEW.pipeline_id AND b.branch = NEW.branch AND b.build_number < NEW.build_number AND b.status IN ('succeeded', 'failed') ORDER BY b.build_number DESC LIMIT 1), NEW.updated_at); END;
+CREATE TABLE notification_deliveries (
+  id TEXT PRIMARY KEY,
+  notification_id TEXT NOT NULL REFERENCES notifications(id) ON DELETE CASCADE,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  event TEXT NOT NULL CHECK (event IN ('failed', 'fixed', 'succeeded', 'canceled')),
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (notification_id, build_id, event)
+);
+CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at);
+CREATE INDEX notification_deliveries_notification ON notification_deliveries (notification_id, created_at);
+
+-- Per-project operation settings: public status badges (off by default) and retention overrides
+-- (NULL: the instance default, README "Configuration").
+CREATE TABLE project_operation_settings (
+  project_id TEXT PRIMARY KEY REFERENCES projects(id) ON DELETE CASCADE,
+  public_badges INTEGER NOT NULL DEFAULT 0,
+  log_retention_days INTEGER,
+  artifact_retention_days INTEGER,
+  keep_builds INTEGER,
+  updated_at INTEGER NOT NULL
+);
+-- Retention (docs/operations.md "Retention"): when a build's logs and artifacts were deleted.
+ALTER TABLE builds ADD COLUMN logs_deleted_at INTEGER;
+ALTER TABLE builds ADD COLUMN artifacts_deleted_at INTEGER;
+CREATE INDEX builds_pipeline_number ON builds (pipeline_id, build_number);
+CREATE INDEX builds_pipeline_branch_status ON builds (pipeline_id, branch, status, build_number);

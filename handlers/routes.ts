@@ -50,6 +50,11 @@ import * as pipelinesList from "./pipelines/list.ts";
 import * as pipelinesGet from "./pipelines/get.ts";
 import * as pipelinesUpdate from "./pipelines/update.ts";
 import * as pipelinesDelete from "./pipelines/delete.ts";
+import * as schedulesCreate from "./schedules/create.ts";
+import * as schedulesList from "./schedules/list.ts";
+import * as schedulesGet from "./schedules/get.ts";
+import * as schedulesUpdate from "./schedules/update.ts";
+import * as schedulesDelete from "./schedules/delete.ts";
 import * as buildsCreate from "./builds/create.ts";
 import * as buildsList from "./builds/list.ts";
 import * as buildsListForPipeline from "./builds/list-for-pipeline.ts";
@@ -155,6 +160,13 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/pipelines/{pipeline_id}", projectRole("viewer", "pipeline_id"), pipelinesGet),
   r("PATCH", "/v1/pipelines/{pipeline_id}", projectRole("maintainer", "pipeline_id"), pipelinesUpdate),
   r("DELETE", "/v1/pipelines/{pipeline_id}", projectRole("maintainer", "pipeline_id"), pipelinesDelete),
+
+  // build schedules (docs/operations.md "Scheduled builds")
+  r("POST", "/v1/pipelines/{pipeline_id}/schedules", projectRole("maintainer", "pipeline_id"), schedulesCreate),
+  r("GET", "/v1/pipelines/{pipeline_id}/schedules", projectRole("viewer", "pipeline_id"), schedulesList),
+  r("GET", "/v1/pipelines/{pipeline_id}/schedules/{schedule_id}", projectRole("viewer", "pipeline_id"), schedulesGet),
+  r("PATCH", "/v1/pipelines/{pipeline_id}/schedules/{schedule_id}", projectRole("maintainer", "pipeline_id"), schedulesUpdate),
+  r("DELETE", "/v1/pipelines/{pipeline_id}/schedules/{schedule_id}", projectRole("maintainer", "pipeline_id"), schedulesDelete),
 
   // builds
   r("POST", "/v1/projects/{project_id}/builds", projectRole("developer", "project_id"), buildsCreate),

@@ -11,6 +11,7 @@ import { evictExpiredPending } from "./db/oidc-pending.ts";
 import { flagUnroutableBuilds, reapLostJobs } from "./runners/reaper.ts";
 import { pollGitRemotes } from "./git-poll.ts";
 import { newId } from "./auth/secrets.ts";
+import { runDueSchedules } from "./schedules.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -34,6 +35,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
         .catch((error) => ctx.log.error("git poll pass failed", { error }))
         .finally(() => (polling = null));
     }, Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500)),
+    // Schedules have minute resolution; a slot fires within this period of its time.
+    every(15_000, () => runDueSchedules(ctx)),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());

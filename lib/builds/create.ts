@@ -16,7 +16,9 @@ export interface CreateBuildInput {
   branch: string;
   commitSha: string;
   changelog?: string;
-  triggerType: "manual" | "rerun" | "webhook";
+  triggerType: "manual" | "rerun" | "webhook" | "schedule";
+  /** The schedule that started the build (triggerType "schedule"). */
+  scheduleId?: string | null;
   triggerEvent?: string;
   triggerRef?: string;
   triggerActor?: string;
@@ -69,12 +71,14 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   const row = await one(
     tx,
     `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
-       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     [
       id, pipeline.project_id, pipeline.id, buildNumber, input.sourceBuildId ?? null, input.branch, input.commitSha, input.changelog ?? "",
       JSON.stringify(snapshot), input.context === undefined ? null : JSON.stringify(input.context), input.concurrencyKey ?? null,
-      input.triggerType, input.triggerEvent ?? "", input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now,
+      // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
+      input.triggerType === "schedule" ? "manual" : input.triggerType, input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
+      input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now, input.scheduleId ?? null,
     ],
   );
   const build = toBuild(row!);

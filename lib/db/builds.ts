@@ -37,7 +37,9 @@ export interface Build {
   created_at: number;
   updated_at: number;
   created_by: string | null;
-  trigger_type: "manual" | "rerun" | "webhook";
+  trigger_type: "manual" | "rerun" | "webhook" | "schedule";
+  /** The schedule that started this build (null when it was not scheduled, or the schedule is gone). */
+  schedule_id: string | null;
   trigger_event: string;
   trigger_ref: string;
   trigger_actor: string;
@@ -69,7 +71,9 @@ export function toBuild(row: Row): Build {
     created_at: num(row, "created_at"),
     updated_at: num(row, "updated_at"),
     created_by: strOrNull(row, "created_by"),
-    trigger_type: str(row, "trigger_type") as Build["trigger_type"],
+    // Scheduled builds are stored as manual ones with trigger_event "schedule" (schema.sql migration 9).
+    trigger_type: str(row, "trigger_event") === "schedule" ? "schedule" : (str(row, "trigger_type") as Build["trigger_type"]),
+    schedule_id: row.schedule_id === undefined ? null : strOrNull(row, "schedule_id"),
     trigger_event: str(row, "trigger_event"),
     trigger_ref: str(row, "trigger_ref"),
     trigger_actor: str(row, "trigger_actor"),
@@ -105,7 +109,8 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<{ builds
   if (f.pipelineId) (where.push("pipeline_id = ?"), args.push(f.pipelineId));
   if (f.status) (where.push("status = ?"), args.push(f.status));
   if (f.branch) (where.push("branch = ?"), args.push(f.branch));
-  if (f.triggerType) (where.push("trigger_type = ?"), args.push(f.triggerType));
+  if (f.triggerType === "schedule") where.push("trigger_event = 'schedule'");
+  else if (f.triggerType) (where.push("trigger_type = ? AND trigger_event != 'schedule'"), args.push(f.triggerType));
   const clause = `WHERE ${where.join(" AND ")}`;
   const total = await one(db, `SELECT COUNT(*) AS n FROM builds ${clause}`, args);
   const rows = await all(db, `SELECT * FROM builds ${clause} ORDER BY build_number DESC LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);

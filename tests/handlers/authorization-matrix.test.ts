@@ -139,6 +139,11 @@ beforeAll(async () => {
     ["POST /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })],
     ["GET /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds` })],
     ["GET /v1/pipelines/{pipeline_id}/builds", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
+    ["POST /v1/pipelines/{pipeline_id}/schedules", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules`, body: { cron: "@daily" } })],
+    ["GET /v1/pipelines/{pipeline_id}/schedules", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules` })],
+    ["GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
+    ["PATCH /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}`, body: { enabled: false } })],
+    ["DELETE /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
     ["GET /v1/builds/{build_id}", BY_RULE, async () => ({ path: `/v1/builds/${buildId}` })],
     ["POST /v1/builds/{build_id}/rerun", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/rerun` })],
     ["POST /v1/builds/{build_id}/cancel", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/cancel` })],
@@ -276,6 +281,11 @@ describe("the authorization walk", () => {
     expect(mismatches).toEqual([]);
   });
 });
+
+async function scheduleId(): Promise<string> {
+  const res = await t.call("POST", `/v1/pipelines/${pipelineId}/schedules`, { token: owner, body: { cron: "@daily" } });
+  return res.body.schedule.id;
+}
 
 async function integrationId(): Promise<string> {
   const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: `walk-${crypto.randomUUID().slice(0, 6)}`, api_url: host.url, access_token: host.gitlab.token } });

@@ -1,0 +1,22 @@
+// DELETE /v1/pipelines/{pipeline_id}/schedules/{schedule_id} (project maintainer). Builds it
+// started stay; their schedule_id becomes null.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedPipeline } from "../../lib/auth/project-access.ts";
+import { deleteSchedule } from "../../lib/schedules.ts";
+import { scheduleOfPipeline } from "./update.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "delete_schedule",
+  summary: "Delete a build schedule",
+  tag: "schedules",
+  params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
+  response: z.object({ deleted: z.boolean() }),
+  errors: [],
+  async handle({ params }, ctx) {
+    const schedule = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+    await deleteSchedule(ctx.db, schedule.id);
+    return { deleted: true };
+  },
+});

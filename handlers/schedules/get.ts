@@ -1,0 +1,21 @@
+// GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id} (project viewer).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { ScheduleResource } from "../../lib/schemas/operations.ts";
+import { scopedPipeline } from "../../lib/auth/project-access.ts";
+import { lastRun, toPublicSchedule } from "../../lib/schedules.ts";
+import { scheduleOfPipeline } from "./update.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "get_schedule",
+  summary: "Read a build schedule",
+  tag: "schedules",
+  params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
+  response: z.object({ schedule: ScheduleResource }),
+  errors: [],
+  async handle({ params }, ctx) {
+    const schedule = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+    return { schedule: toPublicSchedule(schedule, await lastRun(ctx.db, schedule.id)) };
+  },
+});

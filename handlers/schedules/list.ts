@@ -1,0 +1,21 @@
+// GET /v1/pipelines/{pipeline_id}/schedules (project viewer): the pipeline's schedules with their last run.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { ScheduleResource } from "../../lib/schemas/operations.ts";
+import { scopedPipeline } from "../../lib/auth/project-access.ts";
+import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_schedules",
+  summary: "List a pipeline's build schedules",
+  tag: "schedules",
+  params: z.object({ pipeline_id: IdParam }),
+  response: z.object({ schedules: z.array(ScheduleResource) }),
+  errors: [],
+  async handle(_input, ctx) {
+    const pipeline = scopedPipeline(ctx);
+    const schedules = await listSchedules(ctx.db, pipeline.id);
+    return { schedules: await Promise.all(schedules.map(async (s) => toPublicSchedule(s, await lastRun(ctx.db, s.id)))) };
+  },
+});

@@ -1,0 +1,271 @@
+// Scheduled builds (docs/operations.md "Scheduled builds"): cron expressions with a time zone,
+// parsed by croner (https://croner.56k.guru), per pipeline and branch.
+//
+// Firing works from the database so several daemon processes can tick side by side:
+//   - a schedule is due when next_slot_at <= now; the slot built is the latest one at or before
+//     now, so after downtime the missed slots are built once, not once each;
+//   - the slot is claimed by inserting (schedule_id, slot_at) into schedule_runs in the same write
+//     transaction as the build: of two processes firing the same slot, the primary key lets one
+//     insert and the other's transaction builds nothing;
+//   - the branch head is asked of the source host before the transaction, and a schedule set not
+//     to build unchanged code records the slot as `unchanged` when the head is the commit its
+//     last scheduled build used.
+import { Cron } from "croner";
+import type { Executor, Row } from "./db/client.ts";
+import { all, inTransaction, num, one, str, strOrNull } from "./db/client.ts";
+import type { AppContext } from "./context.ts";
+import { newId } from "./auth/secrets.ts";
+import { createBuildInTransaction, publishCreated } from "./builds/create.ts";
+import { findPipeline } from "./db/pipelines.ts";
+import { findProject } from "./db/projects.ts";
+import { findRepository } from "./db/repositories.ts";
+import { findIntegration } from "./db/integrations.ts";
+import { branchHead } from "./integrations/index.ts";
+
+export interface Schedule {
+  id: string;
+  project_id: string;
+  pipeline_id: string;
+  cron: string;
+  timezone: string;
+  branch: string;
+  build_when_unchanged: boolean;
+  enabled: boolean;
+  next_slot_at: number;
+  last_built_sha: string | null;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface ScheduleRun {
+  slot_at: number;
+  result: "built" | "unchanged" | "failed";
+  build_id: string | null;
+  commit_sha: string | null;
+  error: string | null;
+  created_at: number;
+}
+
+/** Five fields (minute hour day-of-month month day-of-week) or a nickname such as @daily. */
+export function cronProblem(expression: string): string | null {
+  const trimmed = expression.trim();
+  if (!trimmed.startsWith("@") && trimmed.split(/\s+/).length !== 5) return "must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)";
+  try {
+    new Cron(trimmed, { paused: true });
+    return null;
+  } catch (error) {
+    return (error as Error).message.replace(/^CronPattern: /, "");
+  }
+}
+
+export function timezoneProblem(timezone: string): string | null {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
+    return null;
+  } catch {
+    return "must be an IANA time zone name, e.g. UTC or Europe/Berlin";
+  }
+}
+
+function cronOf(expression: string, timezone: string): Cron {
+  return new Cron(expression.trim(), { timezone, paused: true });
+}
+
+/** The first slot strictly after `after` (epoch seconds), or null when the expression never fires again. */
+export function nextSlot(expression: string, timezone: string, after: number): number | null {
+  const next = cronOf(expression, timezone).nextRun(new Date(after * 1000));
+  return next ? Math.floor(next.getTime() / 1000) : null;
+}
+
+/** The latest slot at or before `now`. */
+export function latestSlot(expression: string, timezone: string, now: number): number | null {
+  const [previous] = cronOf(expression, timezone).previousRuns(1, new Date((now + 1) * 1000));
+  return previous ? Math.floor(previous.getTime() / 1000) : null;
+}
+
+/** Stored when a schedule will never fire again (e.g. "0 0 30 2 *"). */
+const NEVER = Number.MAX_SAFE_INTEGER;
+
+function toSchedule(row: Row): Schedule {
+  return {
+    id: str(row, "id"),
+    project_id: str(row, "project_id"),
+    pipeline_id: str(row, "pipeline_id"),
+    cron: str(row, "cron"),
+    timezone: str(row, "timezone"),
+    branch: str(row, "branch"),
+    build_when_unchanged: num(row, "build_when_unchanged") === 1,
+    enabled: num(row, "enabled") === 1,
+    next_slot_at: num(row, "next_slot_at"),
+    last_built_sha: strOrNull(row, "last_built_sha"),
+    created_by: strOrNull(row, "created_by"),
+    created_at: num(row, "created_at"),
+    updated_at: num(row, "updated_at"),
+  };
+}
+
+function toRun(row: Row): ScheduleRun {
+  return {
+    slot_at: num(row, "slot_at"),
+    result: str(row, "result") as ScheduleRun["result"],
+    build_id: strOrNull(row, "build_id"),
+    commit_sha: strOrNull(row, "commit_sha"),
+    error: strOrNull(row, "error"),
+    created_at: num(row, "created_at"),
+  };
+}
+
+export interface ScheduleFields {
+  cron: string;
+  timezone: string;
+  branch: string;
+  build_when_unchanged: boolean;
+  enabled: boolean;
+}
+
+export async function insertSchedule(db: Executor, f: ScheduleFields & { projectId: string; pipelineId: string; createdBy: string | null }, now: number): Promise<Schedule> {
+  const row = await one(
+    db,
+    `INSERT INTO pipeline_schedules (id, project_id, pipeline_id, cron, timezone, branch, build_when_unchanged, enabled, next_slot_at, created_by, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    [newId(), f.projectId, f.pipelineId, f.cron.trim(), f.timezone, f.branch, f.build_when_unchanged ? 1 : 0, f.enabled ? 1 : 0, nextSlot(f.cron, f.timezone, now) ?? NEVER, f.createdBy, now, now],
+  );
+  return toSchedule(row!);
+}
+
+/** Applies changed fields; a new expression or time zone starts counting from now (no slot in the past fires). */
+export async function updateSchedule(db: Executor, current: Schedule, changes: Partial<ScheduleFields>, now: number): Promise<Schedule> {
+  const next = { ...current, ...changes };
+  const timingChanged = next.cron !== current.cron || next.timezone !== current.timezone || (next.enabled && !current.enabled);
+  const nextSlotAt = timingChanged ? (nextSlot(next.cron, next.timezone, now) ?? NEVER) : current.next_slot_at;
+  const row = await one(
+    db,
+    `UPDATE pipeline_schedules SET cron = ?, timezone = ?, branch = ?, build_when_unchanged = ?, enabled = ?, next_slot_at = ?, updated_at = ? WHERE id = ? RETURNING *`,
+    [next.cron.trim(), next.timezone, next.branch, next.build_when_unchanged ? 1 : 0, next.enabled ? 1 : 0, nextSlotAt, now, current.id],
+  );
+  return toSchedule(row!);
+}
+
+export async function findSchedule(db: Executor, id: string): Promise<Schedule | null> {
+  const row = await one(db, "SELECT * FROM pipeline_schedules WHERE id = ?", [id]);
+  return row ? toSchedule(row) : null;
+}
+
+export async function listSchedules(db: Executor, pipelineId: string): Promise<Schedule[]> {
+  return (await all(db, "SELECT * FROM pipeline_schedules WHERE pipeline_id = ? ORDER BY created_at, id", [pipelineId])).map(toSchedule);
+}
+
+export async function deleteSchedule(db: Executor, id: string): Promise<void> {
+  await db.execute({ sql: "DELETE FROM pipeline_schedules WHERE id = ?", args: [id] });
+}
+
+export async function lastRun(db: Executor, scheduleId: string): Promise<ScheduleRun | null> {
+  const row = await one(db, "SELECT * FROM schedule_runs WHERE schedule_id = ? ORDER BY slot_at DESC LIMIT 1", [scheduleId]);
+  return row ? toRun(row) : null;
+}
+
+/** The API shape. */
+export function toPublicSchedule(s: Schedule, last: ScheduleRun | null) {
+  return {
+    id: s.id,
+    pipeline_id: s.pipeline_id,
+    cron: s.cron,
+    timezone: s.timezone,
+    branch: s.branch,
+    build_when_unchanged: s.build_when_unchanged,
+    enabled: s.enabled,
+    next_run_at: s.enabled && s.next_slot_at !== NEVER ? s.next_slot_at : null,
+    last_run: last,
+    created_at: s.created_at,
+    updated_at: s.updated_at,
+  };
+}
+
+export interface TickResult {
+  built: number;
+  unchanged: number;
+  failed: number;
+  /** Slots another process fired first. */
+  skipped: number;
+}
+
+/**
+ * One scheduler pass: fires every due schedule (at most `limit`) once, for its latest slot.
+ * `resolveHead` asks the source host for a branch's head (replaceable in the bench).
+ */
+export async function runDueSchedules(
+  ctx: Pick<AppContext, "db" | "clock" | "events" | "log" | "secrets" | "config">,
+  limit = 50,
+  resolveHead: (projectId: string, branch: string) => Promise<string> = (projectId, branch) => hostHead(ctx, projectId, branch),
+): Promise<TickResult> {
+  const now = ctx.clock.now();
+  const result: TickResult = { built: 0, unchanged: 0, failed: 0, skipped: 0 };
+  const due = (await all(ctx.db, "SELECT * FROM pipeline_schedules WHERE enabled = 1 AND next_slot_at <= ? ORDER BY next_slot_at LIMIT ?", [now, limit])).map(toSchedule);
+  for (const schedule of due) {
+    const slot = latestSlot(schedule.cron, schedule.timezone, now) ?? schedule.next_slot_at;
+    const following = nextSlot(schedule.cron, schedule.timezone, Math.max(slot, now)) ?? NEVER;
+    let sha: string | null = null;
+    let error: string | null = null;
+    const pipeline = await findPipeline(ctx.db, schedule.pipeline_id);
+    if (!pipeline) continue;
+    if (!pipeline.enabled) error = "the pipeline is disabled";
+    else {
+      try {
+        sha = await resolveHead(schedule.project_id, schedule.branch);
+      } catch (e) {
+        error = `could not resolve the head of ${schedule.branch}: ${(e as Error).message}`;
+      }
+    }
+    const outcome = await inTransaction(ctx.db, async (tx) => {
+      const claimed = await one(
+        tx,
+        `INSERT INTO schedule_runs (schedule_id, slot_at, result, created_at) VALUES (?, ?, 'failed', ?) ON CONFLICT (schedule_id, slot_at) DO NOTHING RETURNING slot_at`,
+        [schedule.id, slot, now],
+      );
+      if (!claimed) return { kind: "skipped" as const };
+      // Re-read inside the transaction: another process may have built this schedule's last slot a moment ago.
+      const fresh = await one(tx, "SELECT last_built_sha FROM pipeline_schedules WHERE id = ?", [schedule.id]);
+      if (!fresh) return { kind: "skipped" as const };
+      await tx.execute({ sql: "UPDATE pipeline_schedules SET next_slot_at = MAX(next_slot_at, ?) WHERE id = ?", args: [following, schedule.id] });
+      if (error || !sha) {
+        await tx.execute({ sql: "UPDATE schedule_runs SET error = ? WHERE schedule_id = ? AND slot_at = ?", args: [error, schedule.id, slot] });
+        return { kind: "failed" as const };
+      }
+      if (!schedule.build_when_unchanged && strOrNull(fresh, "last_built_sha") === sha) {
+        await tx.execute({ sql: "UPDATE schedule_runs SET result = 'unchanged', commit_sha = ? WHERE schedule_id = ? AND slot_at = ?", args: [sha, schedule.id, slot] });
+        return { kind: "unchanged" as const };
+      }
+      const created = await createBuildInTransaction(tx, now, {
+        pipelineId: schedule.pipeline_id,
+        branch: schedule.branch,
+        commitSha: sha,
+        triggerType: "schedule",
+        triggerRef: `refs/heads/${schedule.branch}`,
+        triggerActor: `schedule ${schedule.cron} (${schedule.timezone})`,
+        concurrencyKey: null,
+        scheduleId: schedule.id,
+        context: { schedule_id: schedule.id, slot_at: slot },
+      });
+      await tx.execute({ sql: "UPDATE schedule_runs SET result = 'built', build_id = ?, commit_sha = ? WHERE schedule_id = ? AND slot_at = ?", args: [created.build.id, sha, schedule.id, slot] });
+      await tx.execute({ sql: "UPDATE pipeline_schedules SET last_built_sha = ? WHERE id = ?", args: [sha, schedule.id] });
+      return { kind: "built" as const, created };
+    });
+    if (outcome.kind === "built") {
+      publishCreated(ctx, outcome.created);
+      ctx.log.info("scheduled build created", { schedule_id: schedule.id, slot_at: slot, build_id: outcome.created.build.id });
+    } else if (outcome.kind === "failed") {
+      ctx.log.warn("scheduled build not created", { schedule_id: schedule.id, slot_at: slot, error });
+    }
+    result[outcome.kind]++;
+  }
+  return result;
+}
+
+async function hostHead(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">, projectId: string, branch: string): Promise<string> {
+  const project = await findProject(ctx.db, projectId);
+  const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
+  const integration = repo ? await findIntegration(ctx.db, repo.integration_id) : null;
+  if (!repo || !integration) throw new Error("the project's repository is no longer in the catalogue");
+  return branchHead(ctx, integration, repo, branch);
+}
