@@ -55,6 +55,12 @@ import * as schedulesList from "./schedules/list.ts";
 import * as schedulesGet from "./schedules/get.ts";
 import * as schedulesUpdate from "./schedules/update.ts";
 import * as schedulesDelete from "./schedules/delete.ts";
+import * as notificationsCreate from "./notifications/create.ts";
+import * as notificationsList from "./notifications/list.ts";
+import * as notificationsGet from "./notifications/get.ts";
+import * as notificationsUpdate from "./notifications/update.ts";
+import * as notificationsDelete from "./notifications/delete.ts";
+import * as notificationDeliveries from "./notifications/deliveries.ts";
 import * as buildsCreate from "./builds/create.ts";
 import * as buildsList from "./builds/list.ts";
 import * as buildsListForPipeline from "./builds/list-for-pipeline.ts";
@@ -177,6 +183,14 @@ export const routes: RouteEntry[] = [
   r("POST", "/v1/builds/{build_id}/cancel", projectRole("developer", "build_id"), buildsCancel),
   r("GET", "/v1/builds/{build_id}/artifacts", projectRole("viewer", "build_id"), artifactsList),
   r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", projectRole("viewer", "build_id"), artifactDownload),
+
+  // build notifications (docs/notifications.md); channel secrets are never returned
+  r("POST", "/v1/projects/{project_id}/notifications", projectRole("maintainer", "project_id"), notificationsCreate),
+  r("GET", "/v1/projects/{project_id}/notifications", projectRole("maintainer", "project_id"), notificationsList),
+  r("GET", "/v1/projects/{project_id}/notifications/{notification_id}", projectRole("maintainer", "project_id"), notificationsGet),
+  r("PATCH", "/v1/projects/{project_id}/notifications/{notification_id}", projectRole("maintainer", "project_id"), notificationsUpdate),
+  r("DELETE", "/v1/projects/{project_id}/notifications/{notification_id}", projectRole("maintainer", "project_id"), notificationsDelete),
+  r("GET", "/v1/projects/{project_id}/notifications/{notification_id}/deliveries", projectRole("maintainer", "project_id"), notificationDeliveries),
 
   // build logs
   r("GET", "/v1/builds/{build_id}/logs", projectRole("viewer", "build_id"), logsRead),

@@ -1,5 +1,5 @@
 // Periodic work of a daemon process: commit statuses to the hosts (every 2 s), polls of plain git
-// remotes (lib/git-poll.ts) and housekeeping
+// remotes (lib/git-poll.ts), scheduled builds (every 15 s), notifications (every 2 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention). Every task
 // works from the database, so several processes can run them side by side.
@@ -12,11 +12,13 @@ import { flagUnroutableBuilds, reapLostJobs } from "./runners/reaper.ts";
 import { pollGitRemotes } from "./git-poll.ts";
 import { newId } from "./auth/secrets.ts";
 import { runDueSchedules } from "./schedules.ts";
+import { dispatchNotifications } from "./notifications.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
   let current: Promise<unknown> = Promise.resolve();
   let polling: Promise<unknown> | null = null;
+  let sending: Promise<unknown> | null = null;
   const pollOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
@@ -37,6 +39,14 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     }, Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500)),
     // Schedules have minute resolution; a slot fires within this period of its time.
     every(15_000, () => runDueSchedules(ctx)),
+    // Notifications leave within this period of a build's finish (docs/notifications.md); their own
+    // chain, so a slow receiver (up to its send timeout) delays no other task.
+    setInterval(() => {
+      if (!running || sending) return;
+      sending = dispatchNotifications(ctx, baseUrl)
+        .catch((error) => ctx.log.error("notification pass failed", { error }))
+        .finally(() => (sending = null));
+    }, 2000),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());
@@ -48,5 +58,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     timers.forEach(clearInterval);
     await current;
     await polling;
+    await sending;
   };
 }

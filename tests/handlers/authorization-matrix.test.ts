@@ -139,6 +139,12 @@ beforeAll(async () => {
     ["POST /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })],
     ["GET /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds` })],
     ["GET /v1/pipelines/{pipeline_id}/builds", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
+    ["POST /v1/projects/{project_id}/notifications", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications`, body: NOTIFICATION })],
+    ["GET /v1/projects/{project_id}/notifications", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications` })],
+    ["GET /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` })],
+    ["PATCH /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}`, body: { enabled: false } })],
+    ["DELETE /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` })],
+    ["GET /v1/projects/{project_id}/notifications/{notification_id}/deliveries", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}/deliveries` })],
     ["POST /v1/pipelines/{pipeline_id}/schedules", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules`, body: { cron: "@daily" } })],
     ["GET /v1/pipelines/{pipeline_id}/schedules", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules` })],
     ["GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
@@ -281,6 +287,12 @@ describe("the authorization walk", () => {
     expect(mismatches).toEqual([]);
   });
 });
+
+const NOTIFICATION = { name: "walk", channel: "slack", events: ["failed"], slack: { url: "https://hooks.example.test/services/x" } };
+async function notificationId(): Promise<string> {
+  const res = await t.call("POST", `/v1/projects/${projectId}/notifications`, { token: owner, body: NOTIFICATION });
+  return res.body.notification.id;
+}
 
 async function scheduleId(): Promise<string> {
   const res = await t.call("POST", `/v1/pipelines/${pipelineId}/schedules`, { token: owner, body: { cron: "@daily" } });

@@ -1,0 +1,38 @@
+// POST /v1/projects/{project_id}/notifications (project maintainer): a notification channel for
+// the project's builds (docs/notifications.md). Secrets (URLs, signing secret, SMTP password) are
+// sealed with the secret box and never returned.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { CreateNotificationBody, NotificationResource } from "../../lib/schemas/operations.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { insertNotification, toPublicNotification, type ChannelSecrets } from "../../lib/notifications.ts";
+
+/** Splits a channel's settings into what the API shows and what is sealed. */
+export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?: string; secret?: string }; email?: Record<string, unknown> }): { config: Record<string, unknown>; secrets: ChannelSecrets } {
+  if (body.slack) return { config: { url_host: new URL(body.slack.url!).host }, secrets: { url: body.slack.url! } };
+  if (body.webhook) return { config: { url_host: new URL(body.webhook.url!).host }, secrets: { url: body.webhook.url!, secret: body.webhook.secret! } };
+  const { password, ...config } = body.email ?? {};
+  return { config, secrets: password === undefined ? {} : { password: String(password) } };
+}
+
+export const endpoint = defineEndpoint({
+  operationId: "create_notification",
+  summary: "Create a build notification",
+  tag: "notifications",
+  params: z.object({ project_id: IdParam }),
+  body: CreateNotificationBody,
+  response: z.object({ notification: NotificationResource }),
+  successStatus: 201,
+  errors: [],
+  async handle({ body }, ctx) {
+    const project = scopedProject(ctx);
+    const { config, secrets } = splitSettings(body);
+    const n = await insertNotification(
+      ctx,
+      { name: body.name, channel: body.channel, events: body.events, branches: body.branches, enabled: body.enabled, config, secrets, projectId: project.id, createdBy: ctx.principal?.user.id ?? null },
+      ctx.clock.now(),
+    );
+    return { notification: await toPublicNotification(ctx.db, n) };
+  },
+});

@@ -1,0 +1,22 @@
+// DELETE /v1/projects/{project_id}/notifications/{notification_id} (project maintainer): its
+// pending deliveries go with it.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { deleteNotification } from "../../lib/notifications.ts";
+import { notificationOfProject } from "./get.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "delete_notification",
+  summary: "Delete a build notification",
+  tag: "notifications",
+  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  response: z.object({ deleted: z.boolean() }),
+  errors: [],
+  async handle({ params }, ctx) {
+    const n = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+    await deleteNotification(ctx.db, n.id);
+    return { deleted: true };
+  },
+});

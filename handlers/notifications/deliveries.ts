@@ -1,0 +1,23 @@
+// GET /v1/projects/{project_id}/notifications/{notification_id}/deliveries (project maintainer):
+// the latest deliveries, newest first, with attempts and the last error.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { NotificationDeliveryResource } from "../../lib/schemas/operations.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { listDeliveries } from "../../lib/notifications.ts";
+import { notificationOfProject } from "./get.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_notification_deliveries",
+  summary: "List a notification's deliveries",
+  tag: "notifications",
+  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
+  response: z.object({ deliveries: z.array(NotificationDeliveryResource) }),
+  errors: [],
+  async handle({ params, query }, ctx) {
+    const n = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+    return { deliveries: await listDeliveries(ctx.db, n.id, query.limit) };
+  },
+});

@@ -1,0 +1,29 @@
+// GET /v1/projects/{project_id}/notifications/{notification_id} (project maintainer).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { NotificationResource } from "../../lib/schemas/operations.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { findNotification, toPublicNotification, type Notification } from "../../lib/notifications.ts";
+import type { Executor } from "../../lib/db/client.ts";
+
+/** The notification, when it belongs to the project the route authorized; 404 otherwise. */
+export async function notificationOfProject(db: Executor, projectId: string, id: string): Promise<Notification> {
+  const n = await findNotification(db, id);
+  if (!n || n.project_id !== projectId) fail("not_found", "No notification with that id in this project.");
+  return n;
+}
+
+export const endpoint = defineEndpoint({
+  operationId: "get_notification",
+  summary: "Read a build notification",
+  tag: "notifications",
+  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  response: z.object({ notification: NotificationResource }),
+  errors: [],
+  async handle({ params }, ctx) {
+    const n = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+    return { notification: await toPublicNotification(ctx.db, n) };
+  },
+});

@@ -1,0 +1,20 @@
+// GET /v1/projects/{project_id}/notifications (project maintainer): with each one's delivery health.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { NotificationResource } from "../../lib/schemas/operations.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { listNotifications, toPublicNotification } from "../../lib/notifications.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_notifications",
+  summary: "List a project's build notifications",
+  tag: "notifications",
+  params: z.object({ project_id: IdParam }),
+  response: z.object({ notifications: z.array(NotificationResource) }),
+  errors: [],
+  async handle(_input, ctx) {
+    const list = await listNotifications(ctx.db, scopedProject(ctx).id);
+    return { notifications: await Promise.all(list.map((n) => toPublicNotification(ctx.db, n))) };
+  },
+});
