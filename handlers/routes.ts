@@ -61,6 +61,9 @@ import * as notificationsGet from "./notifications/get.ts";
 import * as notificationsUpdate from "./notifications/update.ts";
 import * as notificationsDelete from "./notifications/delete.ts";
 import * as notificationDeliveries from "./notifications/deliveries.ts";
+import * as badgeSvg from "./badges/svg.ts";
+import * as badgeSettingsGet from "./badges/get-settings.ts";
+import * as badgeSettingsPut from "./badges/put-settings.ts";
 import * as buildsCreate from "./builds/create.ts";
 import * as buildsList from "./builds/list.ts";
 import * as buildsListForPipeline from "./builds/list-for-pipeline.ts";
@@ -183,6 +186,11 @@ export const routes: RouteEntry[] = [
   r("POST", "/v1/builds/{build_id}/cancel", projectRole("developer", "build_id"), buildsCancel),
   r("GET", "/v1/builds/{build_id}/artifacts", projectRole("viewer", "build_id"), artifactsList),
   r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", projectRole("viewer", "build_id"), artifactDownload),
+
+  // status badges: public only when the project allows it (the handler checks)
+  r("GET", "/v1/pipelines/{pipeline_id}/badge.svg", "public", badgeSvg),
+  r("GET", "/v1/projects/{project_id}/badges", projectRole("viewer", "project_id"), badgeSettingsGet),
+  r("PUT", "/v1/projects/{project_id}/badges", projectRole("maintainer", "project_id"), badgeSettingsPut),
 
   // build notifications (docs/notifications.md); channel secrets are never returned
   r("POST", "/v1/projects/{project_id}/notifications", projectRole("maintainer", "project_id"), notificationsCreate),

@@ -139,6 +139,17 @@ beforeAll(async () => {
     ["POST /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })],
     ["GET /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds` })],
     ["GET /v1/pipelines/{pipeline_id}/builds", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
+    ["GET /v1/projects/{project_id}/badges", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/badges` })],
+    ["PUT /v1/projects/{project_id}/badges", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/badges`, body: { public: true } })],
+    // Public once the project allows it: anyone may then read it.
+    [
+      "GET /v1/pipelines/{pipeline_id}/badge.svg",
+      EVERYONE,
+      async () => {
+        await t.call("PUT", `/v1/projects/${projectId}/badges`, { token: owner, body: { public: true } });
+        return { path: `/v1/pipelines/${pipelineId}/badge.svg` };
+      },
+    ],
     ["POST /v1/projects/{project_id}/notifications", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications`, body: NOTIFICATION })],
     ["GET /v1/projects/{project_id}/notifications", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications` })],
     ["GET /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` })],

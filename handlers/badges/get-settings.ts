@@ -1,0 +1,34 @@
+// GET /v1/projects/{project_id}/badges (project viewer): whether the project's badges are public,
+// and each pipeline's badge URL.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { all, str } from "../../lib/db/client.ts";
+import { badgesArePublic } from "../../lib/badges.ts";
+
+export const BadgeSettings = z.object({
+  public: z.boolean().describe("badges readable without sign-in (default false)"),
+  badges: z.array(z.object({ pipeline_id: z.string(), pipeline_name: z.string(), url: z.string().describe("add ?branch= for another branch than the default") })),
+});
+
+export async function badgeSettings(ctx: Parameters<typeof scopedProject>[0] & { db: Parameters<typeof all>[0]; config: { publicUrl: string | undefined }; request: Request }, projectId: string) {
+  const base = ctx.config.publicUrl ?? new URL(ctx.request.url).origin;
+  const pipelines = await all(ctx.db, "SELECT id, name FROM pipelines WHERE project_id = ? ORDER BY name", [projectId]);
+  return {
+    public: await badgesArePublic(ctx.db, projectId),
+    badges: pipelines.map((p) => ({ pipeline_id: str(p, "id"), pipeline_name: str(p, "name"), url: `${base}/v1/pipelines/${str(p, "id")}/badge.svg` })),
+  };
+}
+
+export const endpoint = defineEndpoint({
+  operationId: "get_badge_settings",
+  summary: "Read a project's badge setting",
+  tag: "badges",
+  params: z.object({ project_id: IdParam }),
+  response: BadgeSettings,
+  errors: [],
+  async handle(_input, ctx) {
+    return badgeSettings(ctx, scopedProject(ctx).id);
+  },
+});

@@ -1,0 +1,23 @@
+// PUT /v1/projects/{project_id}/badges (project maintainer): {public: true} lets anyone read the
+// project's status badges (for a README); off by default.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { setBadgesPublic } from "../../lib/badges.ts";
+import { BadgeSettings, badgeSettings } from "./get-settings.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "put_badge_settings",
+  summary: "Make a project's badges public or private",
+  tag: "badges",
+  params: z.object({ project_id: IdParam }),
+  body: z.object({ public: z.boolean() }).strict(),
+  response: BadgeSettings,
+  errors: [],
+  async handle({ body }, ctx) {
+    const project = scopedProject(ctx);
+    await setBadgesPublic(ctx.db, project.id, body.public, ctx.clock.now());
+    return badgeSettings(ctx, project.id);
+  },
+});
