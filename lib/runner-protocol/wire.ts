@@ -116,8 +116,7 @@ export const LogLine = z
   .strict();
 export const LogAppendRequest = z.object({ first_line: z.number().int().min(0), lines: z.array(LogLine).max(10_000) }).strict();
 export const LogAppendAnswer = z.object({ next_line: z.number().int(), last_seq: z.number().int(), accepted: z.number().int() });
-/** A 416 log_gap answer also carries next_line (in the header too). */
-export const LogGapAnswer = z.looseObject({ code: z.literal("log_gap"), next_line: z.number().int().optional() });
+// A 416 log_gap answer carries next_line in X-Roost-Log-Next-Line, which the runner reads.
 
 // POST /v1/runners/{runner_id}/jobs/{job_id}/finish
 export const FinishRequest = z
