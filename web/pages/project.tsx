@@ -193,7 +193,8 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
             platforms,
             flutter_version: flutter,
             commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
-            artifact_patterns: lines(artifacts),
+            // Empty on a new pipeline: the server's defaults (APK, AAB, IPA, macOS app).
+            ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
             runner_labels: labels.split(/\s+/).filter(Boolean),
             // Secret entries are never returned; only plain ones are edited here.
             ...(pipeline && x?.env.some((e) => e.secret) ? {} : { env: lines(env).map((l) => ({ key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")), value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "" })) }),
@@ -237,7 +238,7 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
       {area("Commands before the build (one a line)", "pre_build", pre, setPre)}
       {area("Build commands (one a line; empty: flutter build)", "build", buildCmds, setBuildCmds)}
       {area("Commands after the build", "post_build", post_, setPost)}
-      {area("Artifact patterns (one a line)", "artifact_patterns", artifacts, setArtifacts)}
+      {area("Artifact patterns (one a line)", "artifact_patterns", artifacts, setArtifacts, pipeline ? undefined : "empty: the APK, AAB, IPA and macOS app Flutter builds")}
       {!(pipeline && x?.env.some((e) => e.secret)) && area("Environment (KEY=value, one a line)", "env", env, setEnv)}
       <TextField label="Runner labels (space-separated)" name="runner_labels" value={labels} onInput={setLabels} error={error} />
       <label class="inline">

@@ -63,7 +63,7 @@ export function NewProject() {
             <button
               type="button"
               class="small"
-              aria-label={`Create a project for ${r.full_name}`}
+              aria-label={`Create project for ${r.full_name}`}
               onClick={async () => {
                 setError(null);
                 try {

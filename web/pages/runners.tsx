@@ -92,7 +92,7 @@ export function Runners() {
                         <button
                           type="button"
                           class="secondary small"
-                          aria-label={`Rotate the token of ${r.name}`}
+                          aria-label={`Rotate token of ${r.name}`}
                           onClick={async () => {
                             if (!confirm(`Rotate the token of ${r.name}? The runner stops until it gets the new one.`)) return;
                             const { token } = await post<{ token: string }>(`/v1/runners/${encodeURIComponent(r.id)}/token`);

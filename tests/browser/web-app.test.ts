@@ -1,0 +1,300 @@
+// The web app end to end in a real Chromium against a real daemon and a real `roost runner`:
+// first-run wizard (Local Only) → a project from the catalogue (host-API stand-in) → a pipeline
+// (with the API's validation message shown next to its field) → a runner registered in the app →
+// a signed push delivery → the build page shows the live log, every line once → artifact download
+// → cancel and re-run; a developer sees no admin pages and a forged admin request is refused;
+// a hostile branch name and a log line full of escape sequences are shown as text; axe-core finds
+// no serious or critical violation on the main pages. docs/web-app.md describes what is tested.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { sign } from "@octokit/webhooks-methods";
+import type { BrowserContext, Page } from "playwright-core";
+import { BUN, REPO_ROOT, ROOST, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-browser-e2e-"));
+const repo = join(work, "app");
+const flutterDir = join(work, "flutter-stand-in");
+const WEBHOOK_SECRET = "0123456789abcdef-browser-secret";
+const XSS_BRANCH = "<img src=x onerror=alert(1)>";
+const OWNER = "owner@example.test";
+
+let daemon: Daemon;
+let host: HostApiStandIn;
+let tb: TestBrowser;
+let context: BrowserContext;
+let page: Page;
+let runnerProc: Subprocess | undefined;
+let commit = "";
+let projectId = "";
+const errors: string[] = [];
+const dialogs: string[] = [];
+const a11y: Record<string, unknown[]> = {};
+
+async function sh(cmd: string, cwd = work): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: ${err}`);
+  return out.trim();
+}
+
+/** A push as GitHub sends it (recorded fixture, retargeted), signed with the integration's secret. */
+async function push(branch: string): Promise<{ status: number; body: any }> {
+  const payload = JSON.parse(readFileSync(join(REPO_ROOT, "tests/fixtures/webhooks/github/push__branch_updated.json"), "utf8"));
+  payload.ref = `refs/heads/${branch}`;
+  payload.after = commit;
+  payload.head_commit.id = commit;
+  payload.commits = [{ ...payload.head_commit, id: commit }];
+  payload.repository.id = 77;
+  payload.repository.full_name = "acme/app";
+  payload.repository.name = "app";
+  payload.repository.owner.login = "acme";
+  const body = JSON.stringify(payload);
+  const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
+    body,
+  });
+  return { status: res.status, body: await res.json() };
+}
+
+/** The API as the signed-in browser calls it: the session cookie, plus the CSRF header on writes. */
+async function api(method: string, path: string, data?: unknown, ctx: BrowserContext = context): Promise<{ status: number; body: any }> {
+  const res = await ctx.request.fetch(daemon.url + path, { method, headers: { "x-roost-csrf": "1" }, data });
+  return { status: res.status(), body: await res.json().catch(() => null) };
+}
+
+async function checkA11y(name: string): Promise<void> {
+  a11y[name] = await axeViolations(page);
+}
+
+beforeAll(async () => {
+  mkdirSync(repo, { recursive: true });
+  await sh("git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  commit = await sh("git rev-parse HEAD", repo);
+  mkdirSync(flutterDir);
+  writeFileSync(
+    join(flutterDir, "flutter"),
+    `#!/bin/bash
+echo "Flutter stand-in (tests): flutter $*"
+if [ "$1" = build ]; then
+  mkdir -p build/app/outputs/flutter-apk
+  printf 'fake apk for %s' "$ROOST_COMMIT_SHA" > build/app/outputs/flutter-apk/app-release.apk
+  echo "Built build/app/outputs/flutter-apk/app-release.apk"
+fi
+`,
+  );
+  chmodSync(join(flutterDir, "flutter"), 0o755);
+  daemon = await startDaemon({ env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
+  host.heads.set("acme/app@main", commit);
+  tb = await launchBrowser();
+  context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  page = await newPage(context, errors);
+  page.on("dialog", (d) => {
+    dialogs.push(d.message());
+    // confirm() of the app's own buttons is accepted; anything else (an alert) is recorded as a failure.
+    void (d.type() === "confirm" ? d.accept() : d.dismiss());
+  });
+}, 60_000);
+
+afterAll(async () => {
+  runnerProc?.kill("SIGKILL");
+  await tb?.close();
+  await daemon?.stop();
+  await host?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("the web app in Chromium", () => {
+  test("first run, Local Only: the wizard creates the owner, who lands on the dashboard", async () => {
+    await page.goto(daemon.url + "/");
+    await page.getByRole("heading", { name: "Set up Roost" }).waitFor();
+    await checkA11y("setup wizard");
+    // An error of the API is shown next to its field.
+    await page.getByLabel("Your e-mail address").fill("not-an-email");
+    await page.getByLabel("Your e-mail address").evaluate((el) => el.removeAttribute("type"));
+    await page.getByRole("button", { name: "Create owner and sign in" }).click();
+    await expect(page.locator("#f-email-error").textContent()).resolves.toBe("must be a valid e-mail address");
+    await page.getByLabel("Your e-mail address").fill(OWNER);
+    await page.getByRole("button", { name: "Create owner and sign in" }).click();
+    await page.getByRole("heading", { name: "Dashboard" }).waitFor();
+    expect(await page.locator("header .who").textContent()).toContain(OWNER);
+    // The session is a cookie page scripts cannot read.
+    const cookies = await context.cookies();
+    expect(cookies.find((c) => c.name === "roost_session")).toMatchObject({ httpOnly: true, sameSite: "Strict" });
+    expect(await page.evaluate("document.cookie")).toBe("");
+    await checkA11y("dashboard (empty)");
+  }, 60_000);
+
+  test("a project from the catalogue, with search", async () => {
+    const integration = await api("POST", "/v1/integrations", { provider: "github", name: "GitHub", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET });
+    expect(integration.status).toBe(201);
+    await page.getByRole("link", { name: "Projects", exact: true }).click();
+    await page.getByRole("link", { name: "New project" }).click();
+    await page.getByLabel("Search repositories").fill("acme/ap");
+    await page.getByRole("button", { name: "Create project for acme/app" }).click();
+    await page.getByRole("heading", { name: "acme/app" }).waitFor();
+    projectId = decodeURIComponent(/\/projects\/([^/?]+)/.exec(page.url())![1]!);
+    await checkA11y("new project / project page");
+  }, 30_000);
+
+  test("a pipeline: the API's validation message is shown next to the field, then it is created", async () => {
+    await page.getByRole("button", { name: "New pipeline" }).click();
+    const form = page.getByRole("form", { name: "New pipeline" });
+    await form.getByLabel("Name").fill("android");
+    await form.getByLabel("Flutter version").fill("banana");
+    await form.getByLabel("Commands before the build (one a line)").fill(["echo preparing", "sleep 2", "printf '\\033[31mred text\\033[0m <img src=x onerror=alert(3)> \\033]0;evil-title\\007end\\n'"].join("\n"));
+    await form.getByLabel("Build commands (one a line; empty: flutter build)").fill("flutter build apk");
+    await form.getByRole("button", { name: "Create pipeline" }).click();
+    expect(await form.locator("#f-flutter_version-error").textContent()).toContain("must be stable, beta, main, fvm");
+    await form.getByLabel("Flutter version").fill("stable");
+    await form.getByRole("button", { name: "Create pipeline" }).click();
+    await page.getByText("push on main").waitFor();
+  }, 30_000);
+
+  test("a runner registered in the app: its token is shown once with the command; it comes online", async () => {
+    await page.getByRole("link", { name: "Runners" }).click();
+    await page.getByLabel("Name").fill("linux-e2e");
+    await page.getByRole("button", { name: "Register runner" }).click();
+    const command = await page.locator("code.command").textContent();
+    const match = /ROOST_URL=(\S+) ROOST_RUNNER_ID=(\S+) ROOST_RUNNER_TOKEN=(\S+) roost runner/.exec(command ?? "");
+    expect(match?.[1]).toBe(daemon.url);
+    expect(match?.[3]).toStartWith("roost_rt_");
+    expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(1);
+    await checkA11y("runners");
+    runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
+      cwd: REPO_ROOT,
+      env: { PATH: `${flutterDir}:${process.env.PATH}`, HOME: work, ROOST_URL: daemon.url, ROOST_RUNNER_ID: match![2]!, ROOST_RUNNER_TOKEN: match![3]!, ROOST_RUNNER_WORKDIR: join(work, "runner-work"), ROOST_RUNNER_GRACE_SECONDS: "1" },
+      stdout: "ignore",
+      stderr: "ignore",
+    });
+    await page.locator("tbody .badge-online").waitFor({ timeout: 20_000 });
+  }, 40_000);
+
+  test("a signed push builds; the build page follows the live log, every line once; the artifact downloads", async () => {
+    const delivered = await push("main");
+    expect(delivered.status).toBe(200);
+    await page.getByRole("link", { name: "Dashboard" }).click();
+    const link = page.locator("table a", { hasText: "#1" }).first();
+    await link.waitFor({ timeout: 10_000 });
+    await link.click();
+    await page.getByRole("heading", { name: "Build #1" }).waitFor();
+    // Live: the status goes running while the log streams, then succeeded.
+    await page.locator(".facts .badge-running").waitFor({ timeout: 20_000 });
+    await page.locator(".log .log-line .text", { hasText: /^preparing$/ }).waitFor({ timeout: 20_000 });
+    expect(await page.locator(".log").getAttribute("data-complete")).toBe("false");
+    await page.locator(".facts .badge-succeeded").waitFor({ timeout: 30_000 });
+    await page.locator('.log[data-complete="true"]').waitFor({ timeout: 10_000 });
+    await checkA11y("build page");
+
+    // Every line of the API's log once, in order: the viewport is tall enough to render them all.
+    const build = (await api("GET", `/v1/projects/${projectId}/builds?limit=5`)).body.builds.find((b: { build_number: number }) => b.build_number === 1);
+    const apiLines = (await api("GET", `/v1/builds/${build.id}/logs`)).body as Array<{ seq: number; text: string }>;
+    await page.setViewportSize({ width: 1280, height: 4000 });
+    await page.locator(".log").evaluate((el) => ((el as unknown as { style: { height: string } }).style.height = "3000px"));
+    await page.waitForTimeout(300);
+    const shown = await page.locator(".log .log-line .ln").allTextContents();
+    expect(shown.map(Number)).toEqual(apiLines.map((l) => l.seq));
+    expect(apiLines.length).toBeGreaterThan(8);
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // The escape sequences are colours and nothing else; the HTML in the line is text.
+    const red = page.locator(".log .ansi-red-fg", { hasText: "red text" });
+    expect(await red.count()).toBe(1);
+    const line = page.locator(".log .log-line .text", { hasText: /^red text / });
+    expect(await line.textContent()).toBe("red text <img src=x onerror=alert(3)> end");
+    expect(await page.locator(".log img").count()).toBe(0);
+    expect(await page.title()).toBe("Build #1 · Roost");
+
+    // A link to a line survives a reload.
+    const target = apiLines[3]!.seq;
+    await page.goto(`${page.url().split("#")[0]}#L${target}`);
+    await page.reload();
+    await page.locator(`.log .log-line.target#L${target}`).waitFor();
+
+    // The artifact: size and SHA-256 shown, the download is the file.
+    const expected = `fake apk for ${commit}`;
+    const sha = new Bun.CryptoHasher("sha256").update(expected).digest("hex");
+    await page.getByText(sha).waitFor();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "build/app/outputs/flutter-apk/app-release.apk" }).click()]);
+    expect(readFileSync((await download.path())!, "utf8")).toBe(expected);
+  }, 90_000);
+
+  test("cancel a running build, then re-run it", async () => {
+    // A second pipeline for any branch, slow enough to cancel.
+    const slow = await api("POST", `/v1/projects/${projectId}/pipelines`, { name: "slow", trigger_config: { branches: ["**"], events: ["push"] }, execution_config: { commands: { pre_build: ["echo slow pipeline", "sleep 20"] } } });
+    expect(slow.status).toBe(201);
+    await page.goto(`${daemon.url}/projects/${projectId}`);
+    await page.getByText("Start a build").click();
+    await page.getByLabel("Pipeline").first().selectOption({ label: "slow" });
+    await page.getByLabel("Commit (full id; empty: the branch's head)").fill(commit);
+    await page.getByRole("button", { name: "Start build" }).click();
+    await page.getByRole("heading", { name: "Build #2" }).waitFor();
+    await page.locator(".log .log-line .text", { hasText: /^slow pipeline$/ }).waitFor({ timeout: 30_000 });
+    await page.getByRole("button", { name: "Cancel build" }).click();
+    await page.locator(".facts .badge-canceled").waitFor({ timeout: 10_000 });
+    await page.getByRole("button", { name: "Re-run" }).click();
+    await page.getByRole("heading", { name: "Build #3" }).waitFor();
+    expect(await page.locator(".facts").textContent()).toContain("rerun");
+    await page.getByRole("button", { name: "Cancel build" }).click();
+    await page.locator(".facts .badge-canceled").waitFor({ timeout: 10_000 });
+  }, 60_000);
+
+  test("a branch named like HTML is shown as text, in the list and on its build page", async () => {
+    const delivered = await push(XSS_BRANCH);
+    expect(delivered.status).toBe(200);
+    await page.goto(`${daemon.url}/projects/${projectId}`);
+    const cell = page.locator("td.branch", { hasText: XSS_BRANCH });
+    await cell.waitFor({ timeout: 10_000 });
+    expect(await page.locator("main img").count()).toBe(0);
+    await page.locator("tr", { has: cell }).getByRole("link").click();
+    expect(await page.locator(".facts .branch").textContent()).toBe(XSS_BRANCH);
+    await page.getByRole("button", { name: "Cancel build" }).click().catch(() => {});
+    await checkA11y("project builds");
+    // Deliveries explain every decision.
+    await page.goto(`${daemon.url}/projects/${projectId}?tab=deliveries`);
+    await page.locator(".deliveries li").first().waitFor();
+    expect(await page.locator(".deliveries").textContent()).toContain("android: not built");
+    await checkA11y("deliveries");
+    expect(dialogs.filter((d) => d.includes("1") || d.includes("3"))).toEqual([]);
+  }, 40_000);
+
+  test("administration: users are invited in the app; a developer sees no admin page and a forged admin request is refused", async () => {
+    await page.getByRole("link", { name: "Administration" }).click();
+    await page.getByLabel("E-mail address").fill("dev@example.test");
+    await page.getByRole("button", { name: "Invite" }).click();
+    await page.getByRole("cell", { name: "dev@example.test", exact: true }).waitFor();
+    await checkA11y("administration");
+    const capability = /roost_rcv_[A-Za-z0-9_-]+/.exec((await daemon.cli(["login", "--email", "dev@example.test"])).stdout)?.[0];
+    expect(capability).toBeDefined();
+
+    const devContext = await tb.browser.newContext({ viewport: { width: 390, height: 844 } });
+    const dev = await newPage(devContext, errors);
+    await dev.goto(`${daemon.url}/runners`);
+    await dev.getByRole("heading", { name: "Sign in to Roost" }).waitFor();
+    await dev.getByLabel("E-mail address (optional with one user)").fill("dev@example.test");
+    await dev.getByLabel("One-time capability").fill(capability!);
+    await dev.getByRole("button", { name: "Sign in" }).click();
+    // Back to the page asked for, which is not for a developer.
+    await dev.getByRole("heading", { name: "Not for your role" }).waitFor();
+    expect(await dev.locator("header nav").textContent()).not.toContain("Administration");
+    expect(await dev.locator("header nav").textContent()).not.toContain("Runners");
+    const forged = await api("POST", "/v1/runners", { name: "sneaky" }, devContext);
+    expect(forged).toEqual({ status: 403, body: { code: "forbidden", message: "This endpoint needs the admin role or higher." } });
+    const noCsrf = await devContext.request.fetch(`${daemon.url}/v1/api-tokens`, { method: "POST", data: { name: "x", role: "developer" } });
+    expect(noCsrf.status()).toBe(403);
+    await devContext.close();
+  }, 40_000);
+
+  test("no serious or critical accessibility violation, no script error, no CSP violation", () => {
+    expect(a11y).toEqual(Object.fromEntries(Object.keys(a11y).map((k) => [k, []])));
+    expect(Object.keys(a11y).length).toBeGreaterThanOrEqual(7);
+    expect(errors).toEqual([]);
+  });
+});
