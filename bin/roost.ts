@@ -4,7 +4,7 @@
 import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
 import pkg from "../package.json" with { type: "json" };
 import { UsageError, parseCommandArgs } from "../lib/cli/args.ts";
-import { runnerMain } from "../runner/main.ts";
+import { RUNNER_HELP, runnerMain } from "../runner/main.ts";
 
 const USAGE = `roost ${pkg.version}: self-hosted CI for Flutter apps
 
@@ -52,24 +52,8 @@ Needs read/write access to the socket file (the daemon's user). Exit 1 when the 
 Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
   migrate: `roost migrate: apply pending migrations from the embedded schema to the configured database, then exit.`,
   version: `roost version: print the version.`,
-  runner: `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
-
-Environment:
-  ROOST_URL                  the daemon (default http://127.0.0.1:8080)
-  ROOST_RUNNER_ID            from POST /v1/runners
-  ROOST_RUNNER_TOKEN         roost_rt_… from POST /v1/runners (or its rotation)
-  ROOST_RUNNER_WORKDIR       checkouts and the repository cache (default ./runner-work)
-  ROOST_FLUTTER_SDKS         a directory of Flutter SDKs, <dir>/<version>/bin/flutter, for pinned versions
-  ROOST_RUNNER_LABELS        extra labels, comma-separated
-  ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
-
-Build steps run as the runner's OS user. On the daemon's host, run the runner as another user
-(e.g. sudo -u roost-runner roost runner): it refuses to start as the daemon's own user or as root
-there, since build code could then read Roost's database and secret key (docs/runners.md).
-  --unsafe-allow-same-user   start anyway, warning in its log and in every build log;
-                             for tests and single-user trials only
-
-Stops on SIGTERM/SIGINT. Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses the runner.`,
+  // One text, kept beside the runner program it describes.
+  runner: RUNNER_HELP,
   backup: `roost backup <file>: write a consistent snapshot of the embedded database to <file> with VACUUM INTO.
 
 Safe while the daemon serves. The file is 0600. Back up secret.key (or keep ROOST_SECRET_KEY) too:
