@@ -89,8 +89,14 @@ describe("nginx access log", () => {
     const stream = await fetch(`${nginx.url}/v1/builds/b1/logs/stream?token=${streamToken}`);
     expect(stream.status).toBe(401);
     expect(await stream.json()).toEqual({ code: "invalid_token", message: "The stream token is unknown or expired; ask for a new one." });
-    await fetch(`${nginx.url}/v1/openapi.json?probe=logged`, { headers: { authorization: basic("ada", "wonderland") } });
-    const log = nginx.accessLog();
+    await (await fetch(`${nginx.url}/v1/openapi.json?probe=logged`, { headers: { authorization: basic("ada", "wonderland") } })).text();
+    // nginx writes a request's log line once it has finished the request, not before its client sees
+    // the answer: wait (briefly) until both lines are there.
+    let log = nginx.accessLog();
+    for (let i = 0; i < 50 && !log.includes("probe=logged"); i++) {
+      await Bun.sleep(20);
+      log = nginx.accessLog();
+    }
     expect(log).toContain('"GET /v1/builds/b1/logs/stream HTTP/1.1" 401');
     expect(log).not.toContain(streamToken);
     expect(log).not.toContain("token=");
