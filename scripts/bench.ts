@@ -460,6 +460,14 @@ async function sseScenario(): Promise<void> {
 }
 
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
+/** The web app's shipped size (lib/web/build.ts), against its budget of 100 KB of gzipped JavaScript. */
+async function webScenario(): Promise<void> {
+  const { JS_BUDGET_GZIP_BYTES, buildWebAssets, measure } = await import("../lib/web/build.ts");
+  const sizes = measure(await buildWebAssets());
+  record({ scenario: "web app", metric: "JavaScript shipped, gzipped", roost: sizes.jsGzip / 1024, baseline: JS_BUDGET_GZIP_BYTES / 1024, baselineName: "budget", higherIsBetter: false, unit: "KB" });
+  record({ scenario: "web app", metric: "all files (HTML, JS, CSS), gzipped", roost: sizes.totalGzip / 1024, baseline: JS_BUDGET_GZIP_BYTES / 1024, baselineName: "budget", higherIsBetter: false, unit: "KB" });
+}
+
 async function binaryScenario(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "roost-bench-bin-"));
   try {
@@ -590,6 +598,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   logs: logsScenario,
   sse: sseScenario,
   binary: binaryScenario,
+  web: webScenario,
 };
 
 if (import.meta.main) {

@@ -2,11 +2,11 @@
 // companion) into one executable, dist/roost. A local database goes through Bun's built-in SQLite,
 // so there is no native addon to embed; @libsql/client is loaded only for a remote database URL
 // (its pure-JavaScript web client) or the tests' ROOST_DB_DRIVER=libsql.
-// The web app (web/, scripts/build-web.ts) is embedded as a map of its files that a generated entry
+// The web app (web/, lib/web/build.ts) is embedded as a map of its files that a generated entry
 // registers before bin/roost.ts runs, so the binary serves it with nothing beside it.
 import { chmod, mkdir, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { buildWebAssets } from "./build-web.ts";
+import { buildWebAssets } from "../lib/web/build.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 

@@ -38,6 +38,13 @@ export function buildDuration(build: { started_at: number | null; finished_at: n
   return ((build.finished_at ?? Date.now() / 1000) - build.started_at) * 1000;
 }
 
+/** A build's duration for people: its timestamps are whole seconds, so a quick build is "under 1 s", not "0 ms". */
+export function buildDurationText(build: { started_at: number | null; finished_at: number | null }): string {
+  const ms = buildDuration(build);
+  if (ms == null) return "";
+  return ms < 1000 ? "under 1 s" : duration(ms);
+}
+
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;

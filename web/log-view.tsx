@@ -271,7 +271,7 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
                         setFolded(next);
                       }}
                     >
-                      <span aria-hidden="true">{open ? "▾" : "▸"}</span> {g.name || "Roost"} <span class="muted">({g.count} lines)</span>
+                      <span aria-hidden="true">{open ? "▾" : "▸"}</span> {g.name || "Roost"} <span class="muted">({g.count} {g.count === 1 ? "line" : "lines"})</span>
                     </button>
                     {result && (
                       <span class="step-meta">

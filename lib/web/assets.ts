@@ -1,4 +1,4 @@
-// The web app's files (docs/web-app.md): built from web/ by scripts/build-web.ts. The compiled
+// The web app's files (docs/web-app.md): built from web/ by lib/web/build.ts. The compiled
 // binary carries them in an embedded map that scripts/build.ts generates and registers before the
 // daemon starts, so it serves them with no file beside it and no network. Run from a checkout
 // (`npm start`, the tests), the first request for the app builds them in memory once per process.
@@ -35,7 +35,7 @@ export function webAssets(): Promise<WebAssets> {
 
 async function buildFromSource(): Promise<WebAssets> {
   // A variable specifier: the bundler of the compiled binary must not pull the web build in.
-  const builder = "../../scripts/build-web.ts";
-  const { buildWebAssets } = (await import(builder)) as typeof import("../../scripts/build-web.ts");
+  const builder = "./build.ts";
+  const { buildWebAssets } = (await import(builder)) as typeof import("./build.ts");
   return buildWebAssets();
 }

@@ -4,7 +4,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, get, post, query } from "../api.ts";
 import { FormError, LoadState, Notice, PageTitle, StatusBadge, useLoad } from "../components.tsx";
-import { ago, buildDuration, bytes, dateTime, duration } from "../format.ts";
+import { ago, buildDurationText, bytes, dateTime, duration } from "../format.ts";
 import { LogStore, LogView } from "../log-view.tsx";
 import { location, navigate } from "../router.ts";
 import type { Artifact, Build, LogLine, Project } from "../types.ts";
@@ -227,7 +227,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
         </div>
         <div>
           <dt>Duration</dt>
-          <dd>{duration(buildDuration(build)) || "not started"}</dd>
+          <dd>{buildDurationText(build) || "not started"}</dd>
         </div>
       </dl>
       {build.failure_reason && <Notice kind="error">{build.failure_reason}</Notice>}

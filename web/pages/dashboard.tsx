@@ -2,7 +2,7 @@
 // failures, runners online/offline and open incidents (admins). Refreshed every 5 seconds.
 import { get } from "../api.ts";
 import { LoadState, PageTitle, StatusBadge, useLoad } from "../components.tsx";
-import { ago, buildDuration, duration, shortSha } from "../format.ts";
+import { ago, buildDurationText, shortSha } from "../format.ts";
 import { isAdmin } from "../session.ts";
 import type { Build, Incident, Project, Runner } from "../types.ts";
 import { runnerOnline } from "./runners.tsx";
@@ -76,7 +76,7 @@ export function BuildTable({ builds, showProject = true, caption }: { builds: Ar
                 {b.trigger_type}
                 {b.trigger_actor ? ` by ${b.trigger_actor}` : ""}
               </td>
-              <td>{duration(buildDuration(b))}</td>
+              <td>{buildDurationText(b)}</td>
               <td>{ago(b.queued_at)}</td>
             </tr>
           ))}
