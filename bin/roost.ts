@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
 import pkg from "../package.json" with { type: "json" };
 import { UsageError, parseCommandArgs } from "../lib/cli/args.ts";
 import { RUNNER_HELP, runnerMain } from "../runner/main.ts";
+import { CLIENT_GROUPS, runClientCommand } from "../lib/cli/client/commands.ts";
 
 const USAGE = `roost ${pkg.version}: self-hosted CI for Flutter apps
 
@@ -21,6 +22,11 @@ Commands:
   user                  list, invite, change or deactivate users (works on the database directly)
   token                 list or revoke API tokens (works on the database directly)
   version               print the version
+
+Commands for users of a Roost instance, over its API (ROOST_URL, ROOST_TOKEN; see docs/cli.md):
+  project list          the projects you can see
+  pipeline list         a project's pipelines
+  build <action>        list, show, start, follow, cancel, rerun, artifacts, download
 
 Run 'roost <command> --help' for a command's details.`;
 
@@ -119,6 +125,7 @@ async function main(argv: string[]): Promise<number> {
     (command ? process.stdout : process.stderr).write(USAGE + "\n");
     return command ? 0 : 2;
   }
+  if ((CLIENT_GROUPS as readonly string[]).includes(command)) return runClientCommand(command as (typeof CLIENT_GROUPS)[number], rest);
   if (!HELP[command]) throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(HELP[command] + "\n");
