@@ -602,3 +602,41 @@ ALTER TABLE builds ADD COLUMN logs_deleted_at INTEGER;
 ALTER TABLE builds ADD COLUMN artifacts_deleted_at INTEGER;
 CREATE INDEX builds_pipeline_number ON builds (pipeline_id, build_number);
 CREATE INDEX builds_pipeline_branch_status ON builds (pipeline_id, branch, status, build_number);
+
+-- migration 10: project and pipeline variables and secrets
+-- Variables a build receives (docs/secrets.md): a project's (pipeline_id NULL) or one pipeline's,
+-- plain or secret, a value or a file (base64 of its bytes). A secret's value is sealed with the
+-- secret box and never returned. protected_refs (JSON list of branch/tag patterns, empty for
+-- all) limits a variable to builds of matching refs that are not pull requests. The empty
+-- string stands for "the project" in scope_key, so UNIQUE holds for project variables too.
+CREATE TABLE variables (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  pipeline_id TEXT REFERENCES pipelines(id) ON DELETE CASCADE,
+  scope_key TEXT NOT NULL,
+  key TEXT NOT NULL,
+  value TEXT NOT NULL,
+  secret INTEGER NOT NULL DEFAULT 0,
+  file INTEGER NOT NULL DEFAULT 0,
+  protected_refs TEXT NOT NULL DEFAULT '[]',
+  created_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+  updated_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (project_id, scope_key, key)
+);
+-- Who changed which variable, when (never its value). Kept when the variable is deleted; goes
+-- with its project.
+CREATE TABLE variable_changes (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  pipeline_id TEXT,
+  key TEXT NOT NULL,
+  action TEXT NOT NULL CHECK (action IN ('created', 'updated', 'deleted')),
+  secret INTEGER NOT NULL,
+  file INTEGER NOT NULL,
+  actor_id TEXT REFERENCES users(id) ON DELETE SET NULL,
+  actor TEXT NOT NULL DEFAULT '',
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX variable_changes_project ON variable_changes (project_id, created_at);

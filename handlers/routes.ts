@@ -99,6 +99,13 @@ import * as deliveriesAll from "./webhook-deliveries/list-all.ts";
 import * as deliveriesGet from "./webhook-deliveries/get.ts";
 
 const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
+import * as projectVariablesList from "./variables/project-list.ts";
+import * as projectVariablesPut from "./variables/project-put.ts";
+import * as projectVariablesDelete from "./variables/project-delete.ts";
+import * as pipelineVariablesList from "./variables/pipeline-list.ts";
+import * as pipelineVariablesPut from "./variables/pipeline-put.ts";
+import * as pipelineVariablesDelete from "./variables/pipeline-delete.ts";
+import * as variableChanges from "./variables/changes.ts";
   method,
   path,
   auth,
@@ -179,6 +186,15 @@ export const routes: RouteEntry[] = [
 
   // builds
   r("POST", "/v1/projects/{project_id}/builds", projectRole("developer", "project_id"), buildsCreate),
+  // variables and secrets (docs/secrets.md): secret values are write-only, changes are recorded
+  r("GET", "/v1/projects/{project_id}/variables", projectRole("maintainer", "project_id"), projectVariablesList),
+  r("PUT", "/v1/projects/{project_id}/variables/{key}", projectRole("maintainer", "project_id"), projectVariablesPut),
+  r("DELETE", "/v1/projects/{project_id}/variables/{key}", projectRole("maintainer", "project_id"), projectVariablesDelete),
+  r("GET", "/v1/pipelines/{pipeline_id}/variables", projectRole("maintainer", "pipeline_id"), pipelineVariablesList),
+  r("PUT", "/v1/pipelines/{pipeline_id}/variables/{key}", projectRole("maintainer", "pipeline_id"), pipelineVariablesPut),
+  r("DELETE", "/v1/pipelines/{pipeline_id}/variables/{key}", projectRole("maintainer", "pipeline_id"), pipelineVariablesDelete),
+  r("GET", "/v1/projects/{project_id}/variable-changes", projectRole("maintainer", "project_id"), variableChanges),
+
   r("GET", "/v1/projects/{project_id}/builds", projectRole("viewer", "project_id"), buildsList),
   r("GET", "/v1/pipelines/{pipeline_id}/builds", projectRole("viewer", "pipeline_id"), buildsListForPipeline),
   r("GET", "/v1/builds/{build_id}", projectRole("viewer", "build_id"), buildsGet),

@@ -24,6 +24,8 @@ export interface TriggerEvent {
   actor: string;
   changelog: string;
   prNumber: number | null;
+  /** A pull request whose head is another repository: its build never receives secrets (lib/variables.ts). */
+  fromFork?: boolean;
   /** Head commit message (push/tag) or title (pull request), for [skip ci]. */
   message: string;
 }

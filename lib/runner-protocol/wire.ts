@@ -92,6 +92,12 @@ export const ClaimAnswer = z.object({ job: ClaimedJob });
 export const HeartbeatRequest = z.object({ job_ids: z.array(z.string().min(1).max(64)).max(50).default([]) }).strict();
 export const HeartbeatAnswer = z.object({ renewed: z.array(z.string()), cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"), lease_seconds: z.number().int() });
 
+  files: z
+    .array(z.object({ key: z.string(), content_base64: z.string(), secret: z.boolean() }))
+    .default([])
+    .describe("file variables: the runner writes each to a private file (0600) and sets its key to the path; removed when the job ends"),
+  withheld_secrets: z.array(z.string()).default([]).describe("keys of secrets this build does not receive (a fork pull request, or protected_refs)"),
+  withheld_reason: z.string().nullable().default(null),
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}
 export const StepName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/);
 export const StepReport = z

@@ -11,6 +11,7 @@ import { githubClientFor, openCredentials, type IntegrationDeps } from "../integ
 import type { GitlabCredentials } from "../integrations/gitlab.ts";
 import { anyGitCloneCredentials } from "../integrations/any-git.ts";
 import type { Repository } from "../db/repositories.ts";
+import { variablesForBuild } from "../variables.ts";
 
 /**
  * Fencing: the job must be this runner's and still running. Another runner's job is 409
@@ -35,6 +36,9 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
   const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
   const frozen: ConfigSnapshot = build.config_snapshot;
   const snapshot: ConfigSnapshot = { ...frozen, execution_config: normalizeExecutionConfig(frozen.execution_config) };
+  // Variables are read when the job is claimed, not frozen with the build: a re-run after a
+  // rotated password uses the new one. Secrets only reach builds the project trusts.
+  const variables = await variablesForBuild(ctx.db, ctx.secrets, build, await revealEnv(snapshot.execution_config.env, ctx.secrets));
   return {
     job_id: job.id,
     lease_seconds: ctx.config.runners.leaseSeconds,
@@ -54,7 +58,10 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
       clone_url: repo?.clone_url ?? "",
     },
     clone_credentials: repo ? await cloneCredentials(ctx, repo) : null,
-    config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: await revealEnv(snapshot.execution_config.env, ctx.secrets) } },
+    config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: variables.env } },
+    files: variables.files,
+    withheld_secrets: variables.withheld,
+    withheld_reason: variables.withheldReason,
   };
 }
 

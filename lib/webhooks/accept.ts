@@ -115,7 +115,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
               triggerRef: event.ref,
               triggerActor: event.actor,
               concurrencyKey: concurrencyKeyOf(event),
-              context: { host: input.host, delivery_id: input.deliveryId, roost_delivery_id: id, pull_request: event.prNumber, tag: event.tag },
+              context: { host: input.host, delivery_id: input.deliveryId, roost_delivery_id: id, pull_request: event.prNumber, tag: event.tag, fork: event.fromFork === true },
             });
             created.push(made);
             decision.build_id = made.build.id;

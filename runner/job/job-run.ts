@@ -31,7 +31,15 @@ export class JobRun {
   /** Set when the runner's own stop canceled the job (not a user's cancel). */
   stoppedByRunner = false;
   sdk: FlutterSdk = { path: null, flutter: "flutter", error: null };
+  /** The private directory of this job's file variables (secret-files.ts), while they exist. */
+  secretDir: string | null = null;
+  /** Other files holding secrets (android/key.properties), removed with the secret files. */
+  cleanupPaths: string[] = [];
+  /** Set ("timeout: …") when the build or a step ran past its timeout: the build fails with it. */
+  timedOut: string | null = null;
   #current: RunningCommand | null = null;
+  /** Every command this job ran, by step: their process groups are stopped when the job ends. */
+  readonly #started: { step: string; command: RunningCommand }[] = [];
 
   constructor(
     readonly api: RunnerApi,
@@ -44,7 +52,10 @@ export class JobRun {
     const credentials = job.clone_credentials;
     this.basicAuth = credentials ? Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") : null;
     const cfg = job.config.execution_config;
-    this.secrets = maskNeedles([...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : [])]);
+    this.secrets = maskNeedles(
+      [...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : [])],
+      job.files.filter((f) => f.secret).map((f) => Buffer.from(f.content_base64, "base64")),
+    );
     this.env = jobEnv(job, this.workspace);
   }
 

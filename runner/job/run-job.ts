@@ -9,6 +9,8 @@ import { JobRun } from "./job-run.ts";
 import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
 import { uploadArtifacts } from "./artifacts.ts";
 import { cleanUp, finish } from "./finish.ts";
+import { removeSecretFiles, writeSecretFiles } from "./secret-files.ts";
+import { writeKeyProperties } from "./android-signing.ts";
 
 export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, heartbeatMs: number, unsafe: string | null): Promise<void> {
   if (o.stop.aborted) return releaseJob(api, job, o);
@@ -21,18 +23,24 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
   try {
     // Every build log of an unsafe runner says so, where the project's people will see it.
     if (unsafe) run.system("", `[roost] ${unsafe}`);
+    if (job.withheld_secrets.length) run.system("", `[roost] secrets not given to this build (${job.withheld_reason ?? "not trusted"}): ${job.withheld_secrets.join(", ")}`);
+    writeSecretFiles(run);
     await checkout(run);
+    if (run.status === "succeeded" && !run.canceled) writeKeyProperties(run);
     setUpFlutter(run);
     await preBuild(run);
     for (const platform of run.config.platforms) await buildPlatform(run, platform);
     await build(run);
     await postBuild(run);
     await uploadArtifacts(run);
+    // Secret files are gone before the build is reported finished.
+    removeSecretFiles(run);
     await finish(run);
     o.log("job done", { job_id: job.job_id, build_id: job.build.id, status: run.status, exit_code: run.exitCode });
   } finally {
     clearInterval(beat);
     o.stop.removeEventListener("abort", onStop);
+    removeSecretFiles(run);
     cleanUp(run);
   }
 }

@@ -161,6 +161,13 @@ beforeAll(async () => {
     ["GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
     ["PATCH /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}`, body: { enabled: false } })],
     ["DELETE /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
+    ["GET /v1/projects/{project_id}/variables", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variables` })],
+    ["PUT /v1/projects/{project_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variables/WALK`, body: { value: "walk-secret", secret: true } })],
+    ["DELETE /v1/projects/{project_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variables/${await variableKey(`/v1/projects/${projectId}`)}` })],
+    ["GET /v1/pipelines/{pipeline_id}/variables", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/variables` })],
+    ["PUT /v1/pipelines/{pipeline_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/variables/WALK`, body: { value: "walk" } })],
+    ["DELETE /v1/pipelines/{pipeline_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/variables/${await variableKey(`/v1/pipelines/${pipelineId}`)}` })],
+    ["GET /v1/projects/{project_id}/variable-changes", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variable-changes` })],
     ["GET /v1/builds/{build_id}", BY_RULE, async () => ({ path: `/v1/builds/${buildId}` })],
     ["POST /v1/builds/{build_id}/rerun", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/rerun` })],
     ["POST /v1/builds/{build_id}/cancel", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/cancel` })],
@@ -327,3 +334,10 @@ async function signIn(who: Who): Promise<void> {
   if (who === "owner") owner = res.body.session_token;
 }
 
+
+/** A fresh variable under `scope` (a project or pipeline path), so each caller's DELETE finds one. */
+async function variableKey(scope: string): Promise<string> {
+  const key = `WALK_${crypto.randomUUID().slice(0, 8).replace(/-/g, "_")}`;
+  await t.call("PUT", `${scope}/variables/${key}`, { token: owner, body: { value: "walk-secret", secret: true } });
+  return key;
+}

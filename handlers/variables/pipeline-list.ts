@@ -1,0 +1,20 @@
+// GET /v1/pipelines/{pipeline_id}/variables (project maintainer): the pipeline's own variables
+// (its project's are listed under the project). Secrets are listed by name only (value null).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedPipeline } from "../../lib/auth/project-access.ts";
+import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_pipeline_variables",
+  summary: "List a pipeline's variables and secrets (secret values are never returned)",
+  tag: "variables",
+  params: z.object({ pipeline_id: IdParam }),
+  response: z.object({ variables: z.array(VariableResource) }),
+  errors: [],
+  async handle(_input, ctx) {
+    const pipeline = scopedPipeline(ctx);
+    return { variables: (await listVariables(ctx.db, pipeline.project_id, pipeline.id)).map(toPublicVariable) };
+  },
+});

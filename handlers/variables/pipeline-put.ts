@@ -1,0 +1,24 @@
+// PUT /v1/pipelines/{pipeline_id}/variables/{key} (project maintainer): creates or replaces a
+// pipeline variable; it replaces a project variable of the same key in this pipeline's builds.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedPipeline } from "../../lib/auth/project-access.ts";
+import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "put_pipeline_variable",
+  summary: "Create or replace a pipeline variable or secret",
+  tag: "variables",
+  params: z.object({ pipeline_id: IdParam, key: VariableKey }),
+  body: PutVariableBody,
+  bodyLimitBytes: 2 * MAX_FILE_BYTES,
+  response: z.object({ variable: VariableResource, created: z.boolean() }),
+  errors: [],
+  async handle({ params, body }, ctx) {
+    const pipeline = scopedPipeline(ctx);
+    const user = ctx.principal?.user;
+    const { variable, created } = await putVariable(ctx.db, ctx.secrets, { projectId: pipeline.project_id, pipelineId: pipeline.id }, params.key, body, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    return { variable: toPublicVariable(variable), created };
+  },
+});

@@ -1,0 +1,19 @@
+// GET /v1/projects/{project_id}/variables (project maintainer): the project's own variables.
+// Secrets are listed by name only (value null).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_project_variables",
+  summary: "List a project's variables and secrets (secret values are never returned)",
+  tag: "variables",
+  params: z.object({ project_id: IdParam }),
+  response: z.object({ variables: z.array(VariableResource) }),
+  errors: [],
+  async handle(_input, ctx) {
+    return { variables: (await listVariables(ctx.db, scopedProject(ctx).id, null)).map(toPublicVariable) };
+  },
+});

@@ -1,0 +1,23 @@
+// PUT /v1/projects/{project_id}/variables/{key} (project maintainer): creates or replaces a
+// project variable; every build of the project's pipelines receives it (docs/secrets.md).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "put_project_variable",
+  summary: "Create or replace a project variable or secret",
+  tag: "variables",
+  params: z.object({ project_id: IdParam, key: VariableKey }),
+  body: PutVariableBody,
+  bodyLimitBytes: 2 * MAX_FILE_BYTES,
+  response: z.object({ variable: VariableResource, created: z.boolean() }),
+  errors: [],
+  async handle({ params, body }, ctx) {
+    const user = ctx.principal?.user;
+    const { variable, created } = await putVariable(ctx.db, ctx.secrets, { projectId: scopedProject(ctx).id, pipelineId: null }, params.key, body, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    return { variable: toPublicVariable(variable), created };
+  },
+});

@@ -1,0 +1,162 @@
+// Project and pipeline variables and secrets (docs/secrets.md): write-only secrets encrypted at
+// rest, maintainers only, every change recorded without its value, and what a runner's claim
+// carries: secrets for trusted builds, none for a pull request from a fork (nor its re-run), and
+// protected_refs honoured.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { createBuild } from "../../lib/builds/create.ts";
+
+const SECRET = "s3cr3t-Keystore-Pa55";
+const FILE_BYTES = Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8]);
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+let ownerEmail = "owner@example.test";
+let projectId: string;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  host = await startHostApiStandIn();
+  seedStandIn(host);
+  owner = await bootstrapOwner(t, ownerEmail);
+  await createGithubIntegration(t, owner, host);
+  projectId = (await createProject(t, owner)).id;
+});
+afterAll(async () => {
+  t.close();
+  await host.stop();
+});
+
+async function runner() {
+  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
+  const { id } = created.body.runner;
+  const token: string = created.body.token;
+  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  return { claim: () => t.call("POST", `/v1/runners/${id}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }) };
+}
+
+async function drainQueue() {
+  // Each test claims its own build: what earlier ones left queued or running (a pipeline runs one build at a time) is canceled.
+  for (const status of ["queued", "running"]) {
+    const builds = (await t.call("GET", `/v1/projects/${projectId}/builds?status=${status}&limit=200`, { token: owner })).body.builds;
+    for (const b of builds) await t.call("POST", `/v1/builds/${b.id}/cancel`, { token: owner });
+  }
+}
+
+describe("the API", () => {
+  test("a secret is write-only: the answers and listings name it and never show the value, and the database holds it sealed", async () => {
+    const put = await t.call("PUT", `/v1/projects/${projectId}/variables/KEYSTORE_PASSWORD`, { token: owner, body: { value: SECRET, secret: true } });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ created: true, variable: { key: "KEYSTORE_PASSWORD", value: null, secret: true, file: false, pipeline_id: null, protected_refs: [] } });
+    const plain = await t.call("PUT", `/v1/projects/${projectId}/variables/APP_FLAVOR`, { token: owner, body: { value: "production" } });
+    expect(plain.body.variable).toMatchObject({ key: "APP_FLAVOR", value: "production", secret: false });
+    const listed = await t.call("GET", `/v1/projects/${projectId}/variables`, { token: owner });
+    expect(listed.body.variables.map((v: any) => [v.key, v.value])).toEqual([
+      ["APP_FLAVOR", "production"],
+      ["KEYSTORE_PASSWORD", null],
+    ]);
+    for (const text of [put.text, listed.text, (await t.call("GET", `/v1/openapi.json`)).text]) expect(text).not.toContain(SECRET);
+    const stored = await t.db.execute({ sql: "SELECT value FROM variables WHERE key = 'KEYSTORE_PASSWORD'", args: [] });
+    expect(String(stored.rows[0]!.value)).toStartWith("v1.");
+    expect(String(stored.rows[0]!.value)).not.toContain(SECRET);
+  });
+
+  test("only maintainers see or change variables", async () => {
+    const dev = await userWithRole(t, owner, "developer");
+    await t.call("PUT", `/v1/projects/${projectId}/members/${dev.id}`, { token: owner, body: { role: "developer" } });
+    const list = await t.call("GET", `/v1/projects/${projectId}/variables`, { token: dev.token });
+    expect(list.status).toBe(403);
+    expect(list.body).toEqual({ code: "forbidden", message: "This needs the maintainer role on the project; yours is developer." });
+    expect((await t.call("PUT", `/v1/projects/${projectId}/variables/X`, { token: dev.token, body: { value: "1" } })).status).toBe(403);
+  });
+
+  test("a file variable must be base64; an unknown key answers 404; ROOST_ names are refused", async () => {
+    const bad = await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, { token: owner, body: { value: "not base64!", secret: true, file: true } });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ code: "invalid_request", details: [{ path: "body.value", message: "a file variable's value must be base64" }] });
+    const gone = await t.call("DELETE", `/v1/projects/${projectId}/variables/NOPE`, { token: owner });
+    expect(gone.status).toBe(404);
+    expect(gone.body).toEqual({ code: "not_found", message: "No project variable NOPE." });
+    const roost = await t.call("PUT", `/v1/projects/${projectId}/variables/ROOST_X`, { token: owner, body: { value: "1" } });
+    expect(roost.status).toBe(400);
+    expect(roost.body.code).toBe("invalid_request");
+  });
+
+  test("every change is recorded with who and when, never the value", async () => {
+    const pipeline = await createPipeline(t, owner, projectId);
+    t.clock.advance(10);
+    await t.call("PUT", `/v1/pipelines/${pipeline.id}/variables/DEPLOY_TOKEN`, { token: owner, body: { value: "first-token-value", secret: true } });
+    t.clock.advance(10);
+    await t.call("PUT", `/v1/pipelines/${pipeline.id}/variables/DEPLOY_TOKEN`, { token: owner, body: { value: "second-token-value", secret: true } });
+    t.clock.advance(10);
+    expect((await t.call("DELETE", `/v1/pipelines/${pipeline.id}/variables/DEPLOY_TOKEN`, { token: owner })).body).toEqual({ deleted: true });
+    const changes = await t.call("GET", `/v1/projects/${projectId}/variable-changes?pipeline_id=${pipeline.id}`, { token: owner });
+    expect(changes.status).toBe(200);
+    expect(changes.body.changes.map((c: any) => [c.key, c.action, c.secret, c.actor, c.pipeline_id, c.created_at])).toEqual([
+      ["DEPLOY_TOKEN", "deleted", true, ownerEmail, pipeline.id, t.clock.now()],
+      ["DEPLOY_TOKEN", "updated", true, ownerEmail, pipeline.id, t.clock.now() - 10],
+      ["DEPLOY_TOKEN", "created", true, ownerEmail, pipeline.id, t.clock.now() - 20],
+    ]);
+    expect(changes.text).not.toContain("token-value");
+    const all = await t.call("GET", `/v1/projects/${projectId}/variable-changes`, { token: owner });
+    expect(all.body.changes.map((c: any) => c.key)).toContain("KEYSTORE_PASSWORD");
+  });
+});
+
+describe("what a build receives", () => {
+  let pipelineId = "";
+  beforeAll(async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { env: [{ key: "PIPELINE_ENV_SECRET", value: "pipeline-env-secret-value", secret: true }, { key: "MODE", value: "ci" }] } });
+    pipelineId = pipeline.id;
+    await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, { token: owner, body: { value: FILE_BYTES.toString("base64"), secret: true, file: true } });
+    await t.call("PUT", `/v1/pipelines/${pipelineId}/variables/APP_FLAVOR`, { token: owner, body: { value: "staging" } });
+    await t.call("PUT", `/v1/projects/${projectId}/variables/RELEASE_ONLY`, { token: owner, body: { value: "release-only-secret", secret: true, protected_refs: ["release/*", "v*"] } });
+  });
+
+  const envOf = (job: any) => Object.fromEntries(job.config.execution_config.env.map((e: any) => [e.key, e.value]));
+
+  test("a trusted build gets every secret, decrypted, and file variables; the pipeline's variable replaces the project's", async () => {
+    await drainQueue();
+    await createBuild(t.ctx, { pipelineId, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/main", context: { pull_request: null, fork: false } });
+    const job = (await (await runner()).claim()).body.job;
+    expect(envOf(job)).toEqual({ MODE: "ci", PIPELINE_ENV_SECRET: "pipeline-env-secret-value", KEYSTORE_PASSWORD: SECRET, APP_FLAVOR: "staging" });
+    expect(job.files).toEqual([{ key: "ANDROID_KEYSTORE", content_base64: FILE_BYTES.toString("base64"), secret: true }]);
+    expect(job.withheld_secrets).toEqual(["RELEASE_ONLY"]);
+    expect(job.withheld_reason).toBe("their protected_refs do not match this build's ref");
+  });
+
+  test("a build of a protected ref gets the protected secret; a pull request into it does not", async () => {
+    await drainQueue();
+    await createBuild(t.ctx, { pipelineId, branch: "release/1.0", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/release/1.0" });
+    expect(envOf((await (await runner()).claim()).body.job).RELEASE_ONLY).toBe("release-only-secret");
+    await drainQueue();
+    await createBuild(t.ctx, { pipelineId, branch: "release/1.0", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "pull_request", triggerRef: "refs/pull/3/head", context: { pull_request: 3, fork: false } });
+    const pr = (await (await runner()).claim()).body.job;
+    expect(envOf(pr).RELEASE_ONLY).toBeUndefined();
+    expect(envOf(pr).KEYSTORE_PASSWORD).toBe(SECRET);
+  });
+
+  test("a pull request from a fork, and its re-run, get no secret at all: plain variables only, and the claim says which were withheld", async () => {
+    await drainQueue();
+    const { build } = await createBuild(t.ctx, { pipelineId, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "pull_request", triggerRef: "refs/pull/7/head", context: { pull_request: 7, fork: true } });
+    const claimed = await (await runner()).claim();
+    const job = claimed.body.job;
+    expect(job.build.id).toBe(build.id);
+    expect(envOf(job)).toEqual({ MODE: "ci", APP_FLAVOR: "staging" });
+    expect(job.files).toEqual([]);
+    expect(job.withheld_secrets).toEqual(["ANDROID_KEYSTORE", "KEYSTORE_PASSWORD", "PIPELINE_ENV_SECRET", "RELEASE_ONLY"]);
+    expect(job.withheld_reason).toBe("this build is of a pull request from a fork");
+    for (const value of [SECRET, "pipeline-env-secret-value", "release-only-secret", FILE_BYTES.toString("base64")]) expect(claimed.text).not.toContain(value);
+
+    await t.call("POST", `/v1/builds/${build.id}/cancel`, { token: owner });
+    const rerun = await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner });
+    expect(rerun.status).toBe(201);
+    const again = await (await runner()).claim();
+    expect(again.body.job.build.id).toBe(rerun.body.build.id);
+    expect(again.text).not.toContain(SECRET);
+    expect(again.body.job.withheld_reason).toBe("this build is of a pull request from a fork");
+  });
+});
