@@ -291,7 +291,12 @@ async function follow(api: Api, build: any, values: Json): Promise<number> {
       process.stderr.write(`roost: the log stream dropped (${reason}); reconnecting (attempt ${attempt})\n`);
     },
   });
-  const { build: final } = await api.json("GET", `/v1/builds/${enc(build.id)}`);
+  // The stream already told the result; the build's other final fields are a courtesy that a
+  // connection lost just now must not turn into exit 5.
+  const final = await api.json("GET", `/v1/builds/${enc(build.id)}`).then(
+    (body) => body.build,
+    () => ({ ...build, status: ended.status, exit_code: ended.exit_code, failure_reason: null }),
+  );
   if (values.json) printLine({ event: "end", build: final });
   else {
     const why = final.status === "failed" && final.failure_reason ? `: ${final.failure_reason}` : "";
