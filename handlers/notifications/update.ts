@@ -23,6 +23,7 @@ export const endpoint = defineEndpoint({
     const settings = body.slack ?? body.webhook ?? body.email;
     const other = (["slack", "webhook", "email"] as const).find((c) => c !== current.channel && body[c] !== undefined);
     if (other) fail("invalid_request", `This notification's channel is ${current.channel}; send ${current.channel} settings (the channel cannot change).`, { details: [{ path: `body.${other}`, message: `not a ${current.channel} setting` }] });
+    if (current.channel === "email" && body.email) refuseServerChangeWithoutPassword(current.config, body.email);
     let config: Record<string, unknown> | undefined;
     let secrets: ChannelSecrets | undefined;
     if (settings) {
@@ -34,3 +35,20 @@ export const endpoint = defineEndpoint({
     return { notification: await toPublicNotification(ctx.db, n) };
   },
 });
+
+/** Where the stored SMTP password goes: changing any of these without sending it again would hand it to another server. */
+const SMTP_SERVER_FIELDS = ["host", "port", "security", "tls_ca"] as const;
+
+/**
+ * A stored password is kept only while the server stays the same. Otherwise anyone who may edit
+ * the notification could point it at a server of their own (or turn encryption off) and receive
+ * the password the API never returns; so a new server needs the password sent again.
+ */
+function refuseServerChangeWithoutPassword(current: Record<string, unknown>, patch: Record<string, unknown>): void {
+  const username = patch.username !== undefined ? patch.username : current.username;
+  if (patch.password !== undefined || !username) return;
+  const changed = SMTP_SERVER_FIELDS.filter((k) => patch[k] !== undefined && patch[k] !== current[k]);
+  if (changed.length === 0) return;
+  const message = `required when changing ${changed.join(", ")}: the stored password is sent only to the server it was given for`;
+  fail("invalid_request", `The body is not valid: body.email.password: ${message}`, { details: [{ path: "body.email.password", message }] });
+}
