@@ -64,6 +64,8 @@ import * as notificationDeliveries from "./notifications/deliveries.ts";
 import * as badgeSvg from "./badges/svg.ts";
 import * as badgeSettingsGet from "./badges/get-settings.ts";
 import * as badgeSettingsPut from "./badges/put-settings.ts";
+import * as retentionGet from "./retention/get-settings.ts";
+import * as retentionPut from "./retention/put-settings.ts";
 import * as buildsCreate from "./builds/create.ts";
 import * as buildsList from "./builds/list.ts";
 import * as buildsListForPipeline from "./builds/list-for-pipeline.ts";
@@ -207,6 +209,10 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/pipelines/{pipeline_id}/badge.svg", "public", badgeSvg),
   r("GET", "/v1/projects/{project_id}/badges", projectRole("viewer", "project_id"), badgeSettingsGet),
   r("PUT", "/v1/projects/{project_id}/badges", projectRole("maintainer", "project_id"), badgeSettingsPut),
+
+  // retention of build logs and artifacts (docs/operations.md "Retention"); enforced in the background
+  r("GET", "/v1/projects/{project_id}/retention", projectRole("viewer", "project_id"), retentionGet),
+  r("PUT", "/v1/projects/{project_id}/retention", projectRole("maintainer", "project_id"), retentionPut),
 
   // build notifications (docs/notifications.md); channel secrets are never returned
   r("POST", "/v1/projects/{project_id}/notifications", projectRole("maintainer", "project_id"), notificationsCreate),

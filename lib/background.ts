@@ -1,7 +1,8 @@
 // Periodic work of a daemon process: commit statuses to the hosts (every 2 s), polls of plain git
-// remotes (lib/git-poll.ts), scheduled builds (every 15 s), notifications (every 2 s) and housekeeping
+// remotes (lib/git-poll.ts), scheduled builds (every 15 s), notifications (every 2 s), retention of
+// build logs and artifacts (lib/retention.ts, a batch every 10 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
-// retention). Every task
+// retention, the data directory's size). Every task
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "./context.ts";
 import { reportCommitStatuses } from "./commit-statuses.ts";
@@ -13,12 +14,14 @@ import { pollGitRemotes } from "./git-poll.ts";
 import { newId } from "./auth/secrets.ts";
 import { runDueSchedules } from "./schedules.ts";
 import { dispatchNotifications } from "./notifications.ts";
+import { checkDataDirGrowth, enforceRetention } from "./retention.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
   let current: Promise<unknown> = Promise.resolve();
   let polling: Promise<unknown> | null = null;
   let sending: Promise<unknown> | null = null;
+  let retaining: Promise<unknown> | null = null;
   const pollOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
@@ -47,10 +50,20 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
         .catch((error) => ctx.log.error("notification pass failed", { error }))
         .finally(() => (sending = null));
     }, 2000),
+    // Retention: one bounded batch (one transaction, at most 500 builds) per period, its own
+    // chain, so a first pass over years of history delays no other task (it catches up at up to
+    // 180,000 builds an hour).
+    setInterval(() => {
+      if (!running || retaining) return;
+      retaining = enforceRetention(ctx)
+        .catch((error) => ctx.log.error("retention pass failed", { error }))
+        .finally(() => (retaining = null));
+    }, 10_000),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());
       await pruneDeliveries(ctx.db, ctx.clock.now());
+      await checkDataDirGrowth(ctx);
     }),
   ];
   return async () => {
@@ -59,5 +72,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     await current;
     await polling;
     await sending;
+    await retaining;
   };
 }

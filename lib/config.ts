@@ -27,6 +27,10 @@ const EnvSchema = z.object({
   ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
   ROOST_GIT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   ROOST_GIT_ALLOW_LOCAL_REMOTES: z.enum(["true", "false"], "must be true or false").default("false"),
+  ROOST_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
+  ROOST_ARTIFACT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
+  ROOST_KEEP_BUILDS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  ROOST_DATA_DIR_WARN_BYTES: z.coerce.number().int().min(0).default(10 * 1024 ** 3),
   ROOST_SECRET_KEY: z
     .string()
     .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
@@ -66,6 +70,15 @@ export interface Config {
     /** Largest artifact a runner may upload. */
     maxArtifactBytes: number;
   };
+  /** Instance defaults for how long finished builds keep their logs and artifacts (0: no limit); a project may override each (docs/operations.md "Retention"). */
+  retention: {
+    logDays: number;
+    artifactDays: number;
+    /** Per pipeline, the newest this many builds keep logs and artifacts. */
+    keepBuilds: number;
+    /** An operator incident warns when the data directory holds more than this while retention is off for some project (0: never). */
+    warnDataDirBytes: number;
+  };
 }
 
 export class ConfigError extends Error {}
@@ -98,6 +111,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     metricsToken: e.ROOST_METRICS_TOKEN,
     integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true", gitPollIntervalSeconds: e.ROOST_GIT_POLL_INTERVAL_SECONDS, allowLocalGitRemotes: e.ROOST_GIT_ALLOW_LOCAL_REMOTES === "true" },
     runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
+    retention: { logDays: e.ROOST_LOG_RETENTION_DAYS, artifactDays: e.ROOST_ARTIFACT_RETENTION_DAYS, keepBuilds: e.ROOST_KEEP_BUILDS, warnDataDirBytes: e.ROOST_DATA_DIR_WARN_BYTES },
   };
 }
 

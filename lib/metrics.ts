@@ -49,6 +49,9 @@ const DOCUMENTED_FAMILIES: [name: string, help: string, type: "counter" | "gauge
   ["roost_sse_catchup_reads_total", "Log pages read from the database by streams catching up (joining late or fallen behind).", "counter"],
   ["roost_disk_full_errors_total", "Writes refused because the data directory's disk was full.", "counter"],
   ["roost_disk_full_at_seconds", "When a write last failed because the data directory's disk was full (Unix seconds; 0 = never).", "gauge"],
+  ["roost_retention_deleted_total", "Deleted by retention: kind=logs counts builds whose log was deleted, kind=artifacts artifact files.", "counter"],
+  ["roost_retention_reclaimed_bytes_total", "Bytes of build logs and artifact files deleted by retention, by kind.", "counter"],
+  ["roost_data_dir_bytes", "Bytes in the data directory: the database files and the stored artifacts.", "gauge"],
 ];
 
 export class MetricsRegistry {

@@ -44,6 +44,10 @@ export interface Build {
   trigger_ref: string;
   trigger_actor: string;
   step_results: StepResult[];
+  /** When retention deleted the build's log lines (lib/retention.ts); null while they are kept. */
+  logs_deleted_at: number | null;
+  /** When retention deleted the build's artifacts; null while they are kept. */
+  artifacts_deleted_at: number | null;
 }
 
 export function toBuild(row: Row): Build {
@@ -78,6 +82,8 @@ export function toBuild(row: Row): Build {
     trigger_ref: str(row, "trigger_ref"),
     trigger_actor: str(row, "trigger_actor"),
     step_results: JSON.parse(str(row, "step_results")) as StepResult[],
+    logs_deleted_at: row.logs_deleted_at === undefined ? null : numOrNull(row, "logs_deleted_at"),
+    artifacts_deleted_at: row.artifacts_deleted_at === undefined ? null : numOrNull(row, "artifacts_deleted_at"),
   };
 }
 

@@ -17,9 +17,12 @@ import { WriteQueue, type WriteSession } from "./write-queue.ts";
  * Per-connection settings, on every connection: no sleeping busy handler; WAL (readers beside one
  * writer; persistent in the file, set again harmlessly); commits synced before they are
  * acknowledged (an acknowledged write survives a power loss); foreign keys enforced.
+ * auto_vacuum = INCREMENTAL takes effect only on a new file (before its first table), so that
+ * retention can give freed pages back to the file system (lib/retention.ts); on an existing
+ * file it changes nothing.
  * https://www.sqlite.org/pragma.html
  */
-const CONNECTION_SETTINGS = "PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
+const CONNECTION_SETTINGS = "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
 
 class Connection {
   readonly native: Database;

@@ -11,7 +11,7 @@ import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db,
 import { WriteQueue } from "./write-queue.ts";
 
 /** The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode. */
-const FILE_CONNECTION_SETTINGS = ["PRAGMA busy_timeout = 0", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"];
+const FILE_CONNECTION_SETTINGS = ["PRAGMA auto_vacuum = INCREMENTAL", "PRAGMA busy_timeout = 0", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"];
 
 export async function openLibsql(url: string, authToken?: string): Promise<Db> {
   const file = url.startsWith("file:");

@@ -125,6 +125,8 @@ export const BuildResource = z.object({
   trigger_ref: z.string(),
   trigger_actor: z.string(),
   step_results: z.array(StepResult),
+  logs_deleted_at: Timestamp.nullable().describe("when retention deleted the build's log (docs/operations.md \"Retention\"); null while it is kept"),
+  artifacts_deleted_at: Timestamp.nullable().describe("when retention deleted the build's artifacts; null while they are kept"),
 });
 
 export const IncidentResource = z.object({

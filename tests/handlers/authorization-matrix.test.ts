@@ -141,6 +141,8 @@ beforeAll(async () => {
     ["GET /v1/pipelines/{pipeline_id}/builds", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
     ["GET /v1/projects/{project_id}/badges", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/badges` })],
     ["PUT /v1/projects/{project_id}/badges", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/badges`, body: { public: true } })],
+    ["GET /v1/projects/{project_id}/retention", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/retention` })],
+    ["PUT /v1/projects/{project_id}/retention", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/retention`, body: { keep_builds: 50 } })],
     // Public once the project allows it: anyone may then read it.
     [
       "GET /v1/pipelines/{pipeline_id}/badge.svg",
