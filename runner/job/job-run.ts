@@ -12,6 +12,7 @@ import { maskLine, maskNeedles } from "../masking.ts";
 import { runCommand, type RunningCommand } from "../process.ts";
 import type { FlutterSdk } from "./flutter.ts";
 
+import type { KeychainSession } from "./ios-signing.ts";
 export type JobStatus = "succeeded" | "failed" | "canceled";
 
 /** TERM → KILL grace when the runner itself is stopping: it must be gone within a second or two. */
@@ -36,6 +37,8 @@ export class JobRun {
   /** Other files holding secrets (android/key.properties), removed with the secret files. */
   cleanupPaths: string[] = [];
   /** Set ("timeout: …") when the build or a step ran past its timeout: the build fails with it. */
+  /** The build's temporary keychain on macOS (ios-signing.ts), while it exists. */
+  keychain: KeychainSession | null = null;
   timedOut: string | null = null;
   #current: RunningCommand | null = null;
   /** Every command this job ran, by step: their process groups are stopped when the job ends. */

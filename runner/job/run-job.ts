@@ -9,7 +9,7 @@ import { JobRun } from "./job-run.ts";
 import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
 import { uploadArtifacts } from "./artifacts.ts";
 import { cleanUp, finish } from "./finish.ts";
-import { removeSecretFiles, writeSecretFiles } from "./secret-files.ts";
+import { removeSecretFiles, setUpAppleSigning, writeSecretFiles } from "./secret-files.ts";
 import { writeKeyProperties } from "./android-signing.ts";
 
 export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, heartbeatMs: number, unsafe: string | null): Promise<void> {
@@ -30,6 +30,7 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     setUpFlutter(run);
     await preBuild(run);
     for (const platform of run.config.platforms) await buildPlatform(run, platform);
+    if (run.status === "succeeded" && !run.canceled) setUpAppleSigning(run);
     await build(run);
     await postBuild(run);
     await uploadArtifacts(run);

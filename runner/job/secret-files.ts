@@ -7,6 +7,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { JobRun } from "./job-run.ts";
+import { iosSigningInputs, setUpKeychain, SigningError, tearDownKeychain } from "./ios-signing.ts";
 
 export function writeSecretFiles(run: JobRun): void {
   if (run.job.files.length === 0) return;
@@ -22,7 +23,31 @@ export function writeSecretFiles(run: JobRun): void {
 }
 
 export function removeSecretFiles(run: JobRun): void {
+  if (run.keychain) {
+    const problems = tearDownKeychain(run.keychain, run.env);
+    run.keychain = null;
+    run.system("", problems.length ? `[roost] removing the build's keychain: ${problems.join("; ")}` : "[roost] the build's keychain was deleted and its provisioning profiles removed");
+  }
   for (const path of run.cleanupPaths.splice(0)) rmSync(path, { recursive: true, force: true });
   if (run.secretDir) rmSync(run.secretDir, { recursive: true, force: true });
   run.secretDir = null;
+}
+
+/**
+ * On a macOS runner, for a build of iOS or macOS with the signing variables: the build's own
+ * keychain and profiles (ios-signing.ts). A failure fails the build before its steps.
+ */
+export function setUpAppleSigning(run: JobRun): void {
+  if (process.platform !== "darwin" || !run.config.platforms.some((p) => p === "ios" || p === "macos")) return;
+  const inputs = iosSigningInputs(run.env, run.job.files.map((f) => f.key));
+  if (!inputs || !run.secretDir) return;
+  try {
+    run.keychain = setUpKeychain({ security: "security", dir: run.secretDir, home: run.env.HOME ?? process.env.HOME ?? "/tmp", env: run.env, inputs });
+    run.secrets.unshift(run.keychain.password);
+    run.system("", `[roost] certificate imported into a keychain for this build; ${inputs.profiles.length} provisioning profile(s) installed (removed when the job ends)`);
+  } catch (error) {
+    if (!(error instanceof SigningError)) throw error;
+    run.system("", `[roost] iOS/macOS signing: ${error.message}`);
+    run.failAfterSteps(`iOS/macOS signing could not be set up: ${error.message}`);
+  }
 }
