@@ -640,3 +640,9 @@ CREATE TABLE variable_changes (
   created_at INTEGER NOT NULL
 );
 CREATE INDEX variable_changes_project ON variable_changes (project_id, created_at);
+
+-- migration 11: pipeline definition source
+-- Which definition a build used (docs/pipelines.md): {"source":"api"}, or {"source":"file","path":
+-- "roost.yaml","commit_sha":"…"} (plus "branch" when a fork's pull request used its target
+-- branch's file). Builds from before the pipeline file was read used the API's definition.
+ALTER TABLE builds ADD COLUMN definition_source TEXT NOT NULL DEFAULT '{"source":"api"}';

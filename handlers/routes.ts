@@ -5,6 +5,7 @@ import { projectRole, type RouteEntry } from "../lib/route.ts";
 import { buildOpenApiDocument } from "../lib/openapi.ts";
 
 import * as openapi from "./meta/openapi.ts";
+import * as pipelineFileSchema from "./schemas/pipeline-file.ts";
 import * as healthz from "./meta/healthz.ts";
 import * as readyz from "./meta/readyz.ts";
 import * as metrics from "./meta/metrics.ts";
@@ -117,6 +118,7 @@ import * as variableChanges from "./variables/changes.ts";
 export const routes: RouteEntry[] = [
   // meta
   r("GET", "/v1/openapi.json", "public", openapi),
+  r("GET", "/v1/schemas/pipeline-file.json", "public", pipelineFileSchema),
   r("GET", "/healthz", "public", healthz),
   r("GET", "/readyz", "public", readyz),
   r("GET", "/metrics", "metrics", metrics),

@@ -79,6 +79,8 @@ export const ERROR_STATUS = {
   repository_already_linked: 409,
   build_not_cancelable: 409,
   pipeline_disabled: 409,
+  // the pipeline file (roost.yaml) at the build's commit is invalid or does not define the pipeline (docs/pipelines.md)
+  invalid_pipeline_file: 400,
 
   // runners and logs (docs/runners.md)
   job_not_assigned: 409,
@@ -121,6 +123,9 @@ export const DEFAULT_MESSAGE: Partial<Record<ErrorCode, string>> = {
 export interface ErrorDetail {
   path: string;
   message: string;
+  /** Where in a file the problem is (invalid_pipeline_file), 1-based. */
+  line?: number;
+  column?: number;
 }
 
 export class ApiError extends Error {

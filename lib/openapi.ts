@@ -16,7 +16,10 @@ function schemaOf(schema: z.ZodType, io: "input" | "output"): Json {
 const ErrorBody = z.object({
   code: z.string().describe("snake_case error code from the catalogue"),
   message: z.string().describe("a sentence for a person"),
-  details: z.array(z.object({ path: z.string(), message: z.string() })).optional().describe("validation failures, one per field"),
+  details: z
+    .array(z.object({ path: z.string(), message: z.string(), line: z.number().int().optional(), column: z.number().int().optional() }))
+    .optional()
+    .describe("validation failures, one per field (invalid_pipeline_file: with the line and column in the file)"),
 });
 
 const SECURITY: Record<Exclude<AuthRule, object>, Json[]> = {

@@ -1,12 +1,17 @@
 // POST /v1/projects/{project_id}/builds (docs/api.md "Builds"; project developer): a manual build of one
 // pipeline. The branch defaults to the project's default branch; without a commit, the branch's
-// head is asked of the source host, so the build is always pinned to one commit.
+// head is asked of the source host, so the build is always pinned to one commit. The pipeline's
+// definition is read from the pipeline file at that commit when the repository has one there
+// (docs/pipelines.md).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BranchName, BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { scopedProject } from "../../lib/auth/project-access.ts";
-import { findPipeline } from "../../lib/db/pipelines.ts";
+import { findPipeline, type Pipeline } from "../../lib/db/pipelines.ts";
+import type { ConfigSnapshot } from "../../lib/pipelines/config.ts";
+import type { DefinitionSource } from "../../lib/pipelines/definition.ts";
+import { definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile } from "../../lib/pipelines/source.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
@@ -34,14 +39,16 @@ export const endpoint = defineEndpoint({
   body: CreateBuildBody,
   response: z.object({ build: BuildResource }),
   successStatus: 201,
-  errors: ["source_host_error", "decryption_error"],
+  errors: ["source_host_error", "decryption_error", "invalid_pipeline_file"],
   async handle({ params, body }, ctx) {
     const project = scopedProject(ctx);
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);
     if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
     const branch = body.branch ?? project.default_branch;
     const commitSha = body.commit_sha ?? (await resolveHead(ctx, project.repository_id, branch));
+    const definition = await definitionAt(ctx, project, pipeline, commitSha, branch);
     const { build } = await createBuild(ctx, {
+      ...definition,
       pipelineId: pipeline.id,
       branch,
       commitSha,
@@ -55,6 +62,32 @@ export const endpoint = defineEndpoint({
     return { build: toPublicBuild(build) };
   },
 });
+
+/**
+ * The pipeline's definition at the commit: from the pipeline file when the repository has it
+ * there (400 invalid_pipeline_file with every problem and its line when it is invalid, or does not
+ * define this pipeline), otherwise the pipeline as configured through the API.
+ */
+async function definitionAt(
+  ctx: IntegrationDeps & Pick<AppContext, "db">,
+  project: { repository_id: string; default_branch: string },
+  pipeline: Pipeline,
+  commitSha: string,
+  branch: string,
+): Promise<{ configSnapshot?: ConfigSnapshot; definitionSource?: DefinitionSource }> {
+  const repository = await findRepository(ctx.db, project.repository_id);
+  const integration = repository ? await findIntegration(ctx.db, repository.integration_id) : null;
+  if (!repository || !integration) return {};
+  const read = await readPipelineFile(ctx, { integration, repository, commitSha, ref: `refs/heads/${branch}` }, pipeline.config_path);
+  if (read.status === "missing") return {};
+  if (read.status === "unreadable") fail("source_host_error", `Could not read ${fileLabel(read)}: ${read.message}.`);
+  if (read.status === "invalid") {
+    fail("invalid_pipeline_file", invalidFileSentence(read), { details: read.problems.map((p) => ({ path: p.path, message: p.message, line: p.line, column: p.column })) });
+  }
+  const defined = read.pipelines.get(pipeline.name);
+  if (!defined) fail("invalid_pipeline_file", `${fileLabel(read)} defines no pipeline named ${pipeline.name} (it defines ${[...read.pipelines.keys()].join(", ")}).`);
+  return { configSnapshot: fileSnapshot(pipeline.name, read.path, defined, project.default_branch), definitionSource: definitionOf(read) };
+}
 
 async function resolveHead(ctx: IntegrationDeps & Pick<AppContext, "db">, repositoryId: string, branch: string): Promise<string> {
   const repo = await findRepository(ctx.db, repositoryId);

@@ -32,6 +32,7 @@ export const endpoint = defineEndpoint({
         concurrencyKey: null,
         sourceBuildId: source.id,
         configSnapshot: source.config_snapshot,
+        definitionSource: source.definition_source,
         createdBy: ctx.principal!.user.id,
         context: source.context,
       });

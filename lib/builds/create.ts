@@ -7,6 +7,7 @@ import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../db/builds.ts";
 import { findPipeline, snapshotOf } from "../db/pipelines.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
+import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
@@ -30,6 +31,8 @@ export interface CreateBuildInput {
   sourceBuildId?: string | null;
   /** A re-run passes its source's snapshot; otherwise the pipeline's current configuration is frozen. */
   configSnapshot?: ConfigSnapshot;
+  /** Where configSnapshot comes from (the pipeline file at a commit); default: the API. */
+  definitionSource?: DefinitionSource;
   createdBy?: string | null;
   context?: unknown;
 }
@@ -71,19 +74,20 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   const row = await one(
     tx,
     `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
-       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     [
       id, pipeline.project_id, pipeline.id, buildNumber, input.sourceBuildId ?? null, input.branch, input.commitSha, input.changelog ?? "",
       JSON.stringify(snapshot), input.context === undefined ? null : JSON.stringify(input.context), input.concurrencyKey ?? null,
       // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
       input.triggerType === "schedule" ? "manual" : input.triggerType, input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
       input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now, input.scheduleId ?? null,
+      JSON.stringify(input.definitionSource ?? API_DEFINITION),
     ],
   );
   const build = toBuild(row!);
   let canceled: Build[] = [];
-  if (pipeline.concurrency.cancel_previous && input.concurrencyKey) {
+  if (snapshot.concurrency.cancel_previous && input.concurrencyKey) {
     const rows = await all(
       tx,
       `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ?

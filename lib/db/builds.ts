@@ -4,6 +4,7 @@ import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";
 import { publicSnapshot, type ConfigSnapshot } from "../pipelines/config.ts";
+import { parseDefinitionSource, type DefinitionSource } from "../pipelines/definition.ts";
 
 export interface StepResult {
   name: string;
@@ -25,6 +26,8 @@ export interface Build {
   commit_sha: string;
   changelog: string;
   config_snapshot: ConfigSnapshot;
+  /** Where config_snapshot came from: the pipeline file at a commit, or the API (docs/pipelines.md). */
+  definition_source: DefinitionSource;
   context: unknown;
   runner_policy_block_reason: string | null;
   status: BuildStatus;
@@ -63,6 +66,7 @@ export function toBuild(row: Row): Build {
     commit_sha: str(row, "commit_sha"),
     changelog: str(row, "changelog"),
     config_snapshot: JSON.parse(str(row, "config_snapshot")) as ConfigSnapshot,
+    definition_source: parseDefinitionSource(row.definition_source),
     context: context === null ? null : JSON.parse(context),
     runner_policy_block_reason: strOrNull(row, "runner_policy_block_reason"),
     status: str(row, "status") as BuildStatus,

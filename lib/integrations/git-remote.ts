@@ -58,8 +58,8 @@ export interface RemoteHeads {
 
 export const LS_REMOTE_TIMEOUT_MS = 30_000;
 
-/** Runs `git ls-remote --symref` against the remote; throws HostApiError with git's first line of complaint. */
-export async function lsRemote(url: string, credentials: GitCredentials): Promise<RemoteHeads> {
+/** The environment git runs with against a remote: no prompts, no system config, credentials outside the command line. keyDir (if any) is removed by the caller. */
+function gitEnvironment(credentials: GitCredentials): { env: Record<string, string>; keyDir: string | null } {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? tmpdir(),
@@ -84,6 +84,12 @@ export async function lsRemote(url: string, credentials: GitCredentials): Promis
     const strict = credentials.ssh_known_hosts ? "yes" : "accept-new";
     env.GIT_SSH_COMMAND = `ssh -i '${keyFile}' -o IdentitiesOnly=yes -o BatchMode=yes -o StrictHostKeyChecking=${strict} -o UserKnownHostsFile='${knownHosts}'`;
   }
+  return { env, keyDir };
+}
+
+/** Runs `git ls-remote --symref` against the remote; throws HostApiError with git's first line of complaint. */
+export async function lsRemote(url: string, credentials: GitCredentials): Promise<RemoteHeads> {
+  const { env, keyDir } = gitEnvironment(credentials);
   try {
     const proc = Bun.spawn(["git", "ls-remote", "--symref", url], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
     const timer = setTimeout(() => proc.kill(), LS_REMOTE_TIMEOUT_MS);
@@ -95,6 +101,42 @@ export async function lsRemote(url: string, credentials: GitCredentials): Promis
     }
     return parseLsRemote(out);
   } finally {
+    if (keyDir) rmSync(keyDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A file's bytes at a commit of the remote, or null when the commit has no such file: the commit
+ * alone is fetched (depth 1) into a private temporary bare repository, read with `git cat-file`,
+ * and the repository removed. A server that refuses to hand out a commit by id
+ * (uploadpack.allowReachableSHA1InWant off) is asked for `ref` instead.
+ */
+export async function showRemoteFile(url: string, credentials: GitCredentials, sha: string, path: string, ref: string | null): Promise<string | null> {
+  if (!/^[0-9a-f]{40,64}$/.test(sha)) throw new HostApiError("a file is read at a full commit id", null);
+  const { env, keyDir } = gitEnvironment(credentials);
+  const dir = mkdtempSync(join(tmpdir(), "roost-file-"));
+  const git = async (args: string[], timeoutMs = LS_REMOTE_TIMEOUT_MS) => {
+    const proc = Bun.spawn(["git", `--git-dir=${dir}`, ...args], { env, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+    const timer = setTimeout(() => proc.kill(), timeoutMs);
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    clearTimeout(timer);
+    return { out, err, code };
+  };
+  try {
+    await git(["init", "--bare", "-q"]);
+    let fetched = await git(["fetch", "--depth=1", "--no-tags", "-q", "--", url, sha]);
+    if (fetched.code !== 0 && ref && !ref.startsWith("-")) fetched = await git(["fetch", "--no-tags", "-q", "--", url, ref]);
+    if (fetched.code !== 0) {
+      const line = fetched.err.split("\n").find((l) => l.trim() !== "") ?? `exit ${fetched.code}`;
+      throw new HostApiError(`git fetch failed: ${maskSecrets(line, credentials).slice(0, 300)}`, null);
+    }
+    if ((await git(["cat-file", "-e", `${sha}^{commit}`])).code !== 0) throw new HostApiError(`the remote has no commit ${sha.slice(0, 12)}`, null);
+    if ((await git(["cat-file", "-e", `${sha}:${path}`])).code !== 0) return null;
+    const blob = await git(["cat-file", "blob", `${sha}:${path}`]);
+    if (blob.code !== 0) throw new HostApiError(`${path} at ${sha.slice(0, 12)} is not a file`, null);
+    return blob.out;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
     if (keyDir) rmSync(keyDir, { recursive: true, force: true });
   }
 }

@@ -40,6 +40,17 @@ export class GiteaClient {
     return body.commit.id;
   }
 
+  /** A file's bytes at a commit or branch (GET /api/v1/repos/{owner}/{repo}/raw/{filepath}?ref=), or null when there is no such file there. */
+  async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
+    const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/raw/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
+    try {
+      return await (await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
+    } catch (error) {
+      if (error instanceof HostApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
   /** POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, one context per pipeline. */
   async createCommitStatus(fullName: string, sha: string, status: { state: GiteaState; target_url: string; description: string; context: string }): Promise<void> {
     const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/statuses/${encodeURIComponent(sha)}`;

@@ -92,6 +92,23 @@ export class GithubClient {
     return body.commit.sha;
   }
 
+  /**
+   * A file's bytes at a commit or branch (the contents API with the raw media type,
+   * https://docs.github.com/en/rest/repos/contents#get-repository-content), or null when the
+   * repository has no such file there.
+   */
+  async getFileContent(fullName: string, path: string, ref: string): Promise<string | null> {
+    const token = await this.installationToken();
+    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/contents/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
+    try {
+      const response = await hostRequest(this.access, this.target.api_url, url, { headers: { ...this.headers(`token ${token}`), accept: "application/vnd.github.raw+json" } });
+      return await response.text();
+    } catch (error) {
+      if (error instanceof HostApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
   /** A commit status (the Statuses API), one context per pipeline. */
   async createCommitStatus(fullName: string, sha: string, status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string }): Promise<void> {
     const token = await this.installationToken();

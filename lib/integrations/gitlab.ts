@@ -37,6 +37,20 @@ export class GitlabClient {
     return body.commit.id;
   }
 
+  /**
+   * A file's bytes at a commit or branch (GET /projects/:id/repository/files/:file_path/raw,
+   * https://docs.gitlab.com/api/repository_files/), or null when there is no such file there.
+   */
+  async getFileRaw(projectId: string, path: string, ref: string): Promise<string | null> {
+    const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/repository/files/${encodeURIComponent(path)}/raw?ref=${encodeURIComponent(ref)}`;
+    try {
+      return await (await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
+    } catch (error) {
+      if (error instanceof HostApiError && error.status === 404) return null;
+      throw error;
+    }
+  }
+
   /** A commit status (POST /projects/:id/statuses/:sha), one name per pipeline. */
   async createCommitStatus(projectId: string, sha: string, status: { state: "pending" | "running" | "success" | "failed" | "canceled"; target_url: string; description: string; name: string }): Promise<void> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/statuses/${encodeURIComponent(sha)}`;

@@ -109,6 +109,17 @@ export const BuildResource = z.object({
   config_snapshot: z
     .object({ pipeline_name: z.string(), config_path: z.string(), concurrency: Concurrency, trigger_config: TriggerConfigOut, execution_config: ExecutionConfigOut })
     .describe("the pipeline configuration frozen when the build was created"),
+  definition_source: z
+    .union([
+      z.object({ source: z.literal("api") }),
+      z.object({
+        source: z.literal("file"),
+        path: z.string(),
+        commit_sha: z.string().describe("the commit the pipeline file was read at"),
+        branch: z.string().optional().describe("for a pull request from a fork: the target branch whose file was used"),
+      }),
+    ])
+    .describe("where config_snapshot came from: the pipeline file in the repository, or the pipeline as configured through the API (docs/pipelines.md)"),
   context: z.unknown().nullable().describe("trigger details: pull request number, delivery id, …"),
   runner_policy_block_reason: z.string().nullable().describe("why no runner can take this build (e.g. no macOS runner for ios)"),
   status: z.enum(BUILD_STATUSES),

@@ -11,15 +11,21 @@ import type { Logger } from "../log.ts";
 import type { TriggerEvent } from "../forge/event.ts";
 import type { Repository } from "../db/repositories.ts";
 import type { Provider } from "../db/integrations.ts";
-import { listPipelines } from "../db/pipelines.ts";
-import { findProjectBuildingRepository } from "../db/projects.ts";
+import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../db/pipelines.ts";
+import { findProject, findProjectBuildingRepository } from "../db/projects.ts";
+import { findIntegration } from "../db/integrations.ts";
+import type { IntegrationDeps } from "../integrations/index.ts";
+import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts";
+import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
+import { fileDefinition } from "../pipelines/file.ts";
+import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile, type PipelineFileRead } from "../pipelines/source.ts";
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
 import type { Build } from "../db/builds.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
 import { BODY_RETENTION_SECONDS, insertDelivery, recentRejections, type DeliveryResult } from "./deliveries.ts";
 import { raiseIncident } from "../incidents.ts";
 
-export interface Deps {
+export interface Deps extends IntegrationDeps {
   db: Db;
   clock: Clock;
   events: EventBus;
@@ -79,6 +85,8 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     received_at: now,
   };
   const created: { build: Build; canceled: Build[] }[] = [];
+  // The pipeline files are read before the write transaction (a host call must not hold it).
+  const files = await readPipelineFiles(deps, input);
   try {
     const outcome = await inTransaction(deps.db, async (tx) => {
       // A content digest older than its window no longer counts: drop it so this delivery can take the key.
@@ -101,11 +109,45 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
         if (!input.repository) reason = input.unroutedReason ?? `no catalogue repository has ${input.host} id ${event.repository.externalId}`;
         else if (!projectId) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
       }
-      if (reason === null) {
-        for (const pipeline of pipelines) {
+      const fileReasons: string[] = [];
+      if (reason === null && projectId) {
+        // Each pipeline file decides for the pipelines it names; without the file, the pipelines
+        // configured through the API that read it decide (docs/pipelines.md).
+        const candidates: { pipeline: Pipeline; snapshot: ConfigSnapshot; source: DefinitionSource }[] = [];
+        for (const path of configPathsOf(pipelines)) {
+          const read = files.get(path);
+          const reading = pipelines.filter((p) => p.config_path === path);
+          if (!read || read.status === "missing") {
+            for (const pipeline of reading) candidates.push({ pipeline, snapshot: snapshotOf(pipeline), source: API_DEFINITION });
+          } else if (read.status === "valid") {
+            for (const [name, definition] of read.pipelines) {
+              let pipeline = pipelines.find((p) => p.name === name);
+              if (pipeline && pipeline.config_path !== path) {
+                decisions.push({ pipeline_id: pipeline.id, pipeline_name: name, build: false, reason: `${fileLabel(read)} defines ${name}, but the pipeline reads ${pipeline.config_path}` });
+                continue;
+              }
+              // A pipeline the file names for the first time is created, so its builds, badge and history have a home.
+              pipeline ??= await insertPipeline(tx, projectId, { name, enabled: true, config_path: path, config_path_explicit: path !== DEFAULT_CONFIG_PATH, ...fileDefinition(definition, files.defaultBranch) }, now);
+              const snapshot = fileSnapshot(name, path, definition, files.defaultBranch);
+              candidates.push({ pipeline: { ...pipeline, concurrency: snapshot.concurrency, trigger_config: snapshot.trigger_config }, snapshot, source: definitionOf(read) });
+            }
+            for (const pipeline of reading) {
+              if (!read.pipelines.has(pipeline.name)) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: `not defined in ${fileLabel(read)} (it defines ${[...read.pipelines.keys()].join(", ")})` });
+            }
+          } else {
+            // An invalid or unreadable file builds nothing from it, and says why: never a silent fallback.
+            const sentence = read.status === "invalid" ? invalidFileSentence(read) : `could not read ${fileLabel(read)}: ${read.message}`;
+            fileReasons.push(sentence);
+            for (const pipeline of reading) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: sentence });
+          }
+        }
+        for (const { pipeline, snapshot, source } of candidates) {
           const decision = decideForPipeline(event, pipeline);
+          if (source.source === "file") decision.reason = `${decision.reason} (${fileLabel(source)})`;
           if (decision.build) {
             const made = await createBuildInTransaction(tx, now, {
+              configSnapshot: snapshot,
+              definitionSource: source,
               pipelineId: pipeline.id,
               branch: event.branch ?? event.tag ?? "",
               commitSha: event.commitSha!,
@@ -124,11 +166,12 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
           }
           decisions.push(decision);
         }
-        if (pipelines.length === 0) reason = "the project has no pipeline";
+        if (candidates.length === 0 && decisions.length === 0) reason = "the project has no pipeline";
       }
       const builtAny = decisions.some((d) => d.build);
       const result: DeliveryResult = builtAny ? "built" : "ignored";
-      const summary = reason ?? (builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : "no pipeline matched");
+      const summary =
+        reason ?? [builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : fileReasons.length ? null : "no pipeline matched", ...fileReasons].filter((r) => r !== null).join("; ");
       await insertDelivery(tx, {
         ...base,
         result,
@@ -161,6 +204,26 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     });
     return { deliveryId: id, duplicate: true, result: "duplicate", reason, builds: [] };
   }
+}
+
+/**
+ * The pipeline files of the project that builds the delivery's repository, read at the event's
+ * commit (a pull request from a fork: at its target branch's head). Empty when nothing will be
+ * evaluated, or the repository's integration is gone (then the API's pipelines decide).
+ */
+async function readPipelineFiles(deps: Deps, input: AcceptInput): Promise<Map<string, PipelineFileRead> & { defaultBranch: string }> {
+  const out = Object.assign(new Map<string, PipelineFileRead>(), { defaultBranch: "main" });
+  const { event, repository } = input;
+  if (deliveryLevelReason(event) !== null || !repository || !event.commitSha) return out;
+  const projectId = await findProjectBuildingRepository(deps.db, repository.id);
+  const project = projectId ? await findProject(deps.db, projectId) : null;
+  const integration = await findIntegration(deps.db, repository.integration_id);
+  if (!project || !integration) return out;
+  out.defaultBranch = project.default_branch;
+  const fork = event.kind === "pull_request" && event.fromFork === true && event.branch ? event.branch : null;
+  const target = { integration, repository, commitSha: event.commitSha, ref: event.kind === "pull_request" ? null : event.ref, forkTargetBranch: fork };
+  for (const path of configPathsOf(await listPipelines(deps.db, project.id))) out.set(path, await readPipelineFile(deps, target, path));
+  return out;
 }
 
 /** Repeated verification failures for one repository within an hour raise an incident. */

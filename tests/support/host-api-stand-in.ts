@@ -4,6 +4,10 @@
 // pagination, /repos/{o}/{r}/branches/{b}, /repos/{o}/{r}/statuses/{sha}; GitLab: /api/v4/projects
 // with x-next-page pagination, /projects/{id}/repository/branches/{b}, /projects/{id}/statuses/{sha}; Gitea: /api/v1/user/repos with Link
 // pagination, /api/v1/repos/{o}/{r}/branches/{b}, /api/v1/repos/{o}/{r}/statuses/{sha}),
+// File contents come from real git repositories registered in `repositories` (GitHub:
+// /repos/{o}/{r}/contents/{path}?ref= with the raw media type; GitLab:
+// /projects/{id}/repository/files/{path}/raw?ref=; Gitea: /api/v1/repos/{o}/{r}/raw/{path}?ref=),
+// read with `git show <ref>:<path>` and 404 when the repository has no such file there. It
 // checks the credentials Roost must send (a GitHub App JWT signed with the app's key, then the
 // installation token; GitLab's PRIVATE-TOKEN), and records every request.
 import { generateKeyPairSync } from "node:crypto";
@@ -32,6 +36,8 @@ export interface HostApiStandIn {
   gitea: { token: string; repos: StandInRepo[] };
   /** branch heads: "<full_name>@<branch>" → sha */
   heads: Map<string, string>;
+  /** "<full_name>" → a local git repository whose files the contents endpoints serve. */
+  repositories: Map<string, string>;
   requests: RecordedRequest[];
   /** The next `n` requests answer 500 (to test retries and incidents). */
   failNext(n: number): void;
@@ -50,9 +56,17 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     gitlab: { token: "glpat-standin-token", repos: [] },
     gitea: { token: "gitea-standin-token", repos: [] },
     heads: new Map(),
+    repositories: new Map(),
     requests: [],
   };
   const installationToken = "ghs_standin_installation_token";
+  /** A file at a ref of a registered repository, or null (no repository, ref or file). */
+  const fileAt = (fullName: string, ref: string | null, path: string): string | null => {
+    const dir = state.repositories.get(fullName);
+    if (!dir || !ref || ref.startsWith("-") || path.startsWith("-")) return null;
+    const shown = Bun.spawnSync(["git", "-C", dir, "show", `${ref}:${path}`], { stdout: "pipe", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
+    return shown.exitCode === 0 ? shown.stdout.toString() : null;
+  };
   let failures = 0;
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -105,6 +119,14 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`);
         return sha ? json({ name: decodeURIComponent(m[3]!), commit: { sha } }) : json({ message: "Branch not found" }, 404);
       }
+      m = /^\/repos\/([^/]+)\/([^/]+)\/contents\/(.+)$/.exec(url.pathname);
+      if (m && request.method === "GET") {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        const bytes = fileAt(`${m[1]}/${m[2]}`, url.searchParams.get("ref"), decodeURIComponent(m[3]!));
+        if (bytes === null) return json({ message: "Not Found", documentation_url: "https://docs.github.com/rest/repos/contents#get-repository-content" }, 404);
+        if (request.headers.get("accept") === "application/vnd.github.raw+json") return new Response(bytes, { headers: { "content-type": "application/vnd.github.raw+json" } });
+        return json({ type: "file", encoding: "base64", content: Buffer.from(bytes).toString("base64"), path: decodeURIComponent(m[3]!) });
+      }
       m = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
       if (m && request.method === "POST") {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
@@ -129,6 +151,12 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
           const sha = repo ? state.heads.get(`${repo.full_name}@${decodeURIComponent(m[2]!)}`) : undefined;
           return sha ? json({ name: decodeURIComponent(m[2]!), commit: { id: sha } }) : json({ message: "404 Branch Not Found" }, 404);
         }
+        m = /^\/api\/v4\/projects\/(\d+)\/repository\/files\/([^/]+)\/raw$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const repo = state.gitlab.repos.find((r) => String(r.id) === m![1]);
+          const bytes = repo ? fileAt(repo.full_name, url.searchParams.get("ref"), decodeURIComponent(m[2]!)) : null;
+          return bytes === null ? json({ message: "404 File Not Found" }, 404) : new Response(bytes, { headers: { "content-type": "text/plain; charset=utf-8" } });
+        }
         m = /^\/api\/v4\/projects\/(\d+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
       }
@@ -150,6 +178,11 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         if (m && request.method === "GET") {
           const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`);
           return sha ? json({ name: decodeURIComponent(m[3]!), commit: { id: sha } }) : json({ message: "branch does not exist" }, 404);
+        }
+        m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/raw\/(.+)$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const bytes = fileAt(`${m[1]}/${m[2]}`, url.searchParams.get("ref"), decodeURIComponent(m[3]!));
+          return bytes === null ? json({ message: "GetBlobByPath", errors: ["object does not exist"] }, 404) : new Response(bytes, { headers: { "content-type": "text/plain; charset=utf-8" } });
         }
         m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);

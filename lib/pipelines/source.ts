@@ -1,0 +1,90 @@
+// Where a build's pipeline definition comes from (docs/pipelines.md): the pipeline file read from
+// the repository at the build's commit through the host's API (GitHub contents API, GitLab
+// repository files API, Gitea raw file API, or the plain git remote itself), or, when the
+// repository has no such file, the pipelines configured through Roost's API.
+import type { Integration } from "../db/integrations.ts";
+import type { Repository } from "../db/repositories.ts";
+import type { Pipeline } from "../db/pipelines.ts";
+import type { ConfigSnapshot } from "./config.ts";
+import { DEFAULT_CONFIG_PATH } from "./config.ts";
+import { branchHead, githubClientFor, gitlabClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
+import { giteaClientFor } from "../integrations/any-git.ts";
+import { showRemoteFile, type GitCredentials } from "../integrations/git-remote.ts";
+import { HostApiError } from "../integrations/http.ts";
+import { DecryptionError } from "../crypto/secret-box.ts";
+import type { DefinitionSource } from "./definition.ts";
+import { describeProblem, fileDefinition, parsePipelineFile, type FilePipelineOutput, type FileProblem } from "./file.ts";
+
+/** A pipeline file as read for one event. */
+export type PipelineFileRead =
+  | { status: "missing"; path: string; commit_sha: string }
+  | { status: "valid"; path: string; commit_sha: string; branch?: string; pipelines: Map<string, FilePipelineOutput> }
+  | { status: "invalid"; path: string; commit_sha: string; branch?: string; problems: FileProblem[] }
+  | { status: "unreadable"; path: string; commit_sha: string; message: string };
+
+/** Bytes of `path` at `sha` in the repository, or null when there is no such file there; throws HostApiError or DecryptionError. */
+export async function readRepositoryFile(deps: IntegrationDeps, integration: Integration, repo: Repository, path: string, sha: string, ref: string | null): Promise<string | null> {
+  if (integration.provider === "github") return (await githubClientFor(deps, integration)).getFileContent(repo.full_name, path, sha);
+  if (integration.provider === "gitlab") return (await gitlabClientFor(deps, integration)).getFileRaw(repo.external_id, path, sha);
+  if (integration.provider === "gitea") return (await giteaClientFor(deps, integration)).getFileRaw(repo.full_name, path, sha);
+  return showRemoteFile(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration), sha, path, ref);
+}
+
+export interface ReadTarget {
+  integration: Integration;
+  repository: Repository;
+  /** The build's commit. */
+  commitSha: string;
+  /** The ref the commit was pushed to (a fallback for git servers that refuse fetching by id). */
+  ref: string | null;
+  /**
+   * For a pull request from a fork: its target branch. The file is then read at the target
+   * branch's head, so a fork cannot change its own triggers or steps.
+   */
+  forkTargetBranch?: string | null;
+}
+
+/** Reads and validates the pipeline file at `path` for one event; never throws for the host's answers. */
+export async function readPipelineFile(deps: IntegrationDeps, target: ReadTarget, path: string): Promise<PipelineFileRead> {
+  let sha = target.commitSha;
+  const branch = target.forkTargetBranch ?? undefined;
+  try {
+    if (branch) sha = await branchHead(deps, target.integration, target.repository, branch);
+    const text = await readRepositoryFile(deps, target.integration, target.repository, path, sha, branch ? `refs/heads/${branch}` : target.ref);
+    if (text === null) return { status: "missing", path, commit_sha: sha };
+    const parsed = parsePipelineFile(text);
+    if (!parsed.ok) return { status: "invalid", path, commit_sha: sha, problems: parsed.problems, ...(branch ? { branch } : {}) };
+    return { status: "valid", path, commit_sha: sha, pipelines: parsed.pipelines, ...(branch ? { branch } : {}) };
+  } catch (error) {
+    if (error instanceof HostApiError) return { status: "unreadable", path, commit_sha: sha, message: error.message };
+    if (error instanceof DecryptionError) return { status: "unreadable", path, commit_sha: sha, message: "the integration's credentials cannot be decrypted with this instance's secret key" };
+    throw error;
+  }
+}
+
+/** The paths a project's pipelines read (each pipeline's config_path; roost.yaml for a project with none yet). */
+export function configPathsOf(pipelines: Pipeline[]): string[] {
+  const paths = [...new Set(pipelines.map((p) => p.config_path))];
+  return paths.length ? paths : [DEFAULT_CONFIG_PATH];
+}
+
+/** "roost.yaml at 1a2b3c4d5e6f" (or "… on main at …" for a fork's target branch). */
+export function fileLabel(read: { path: string; commit_sha: string; branch?: string }): string {
+  return `${read.path}${read.branch ? ` of ${read.branch}` : ""} at ${read.commit_sha.slice(0, 12)}`;
+}
+
+/** One sentence naming every problem of an invalid file (the first few), for the delivery log. */
+export function invalidFileSentence(read: { path: string; commit_sha: string; branch?: string; problems: FileProblem[] }): string {
+  const shown = read.problems.slice(0, 5).map(describeProblem).join("; ");
+  const more = read.problems.length > 5 ? `; and ${read.problems.length - 5} more` : "";
+  return `${fileLabel(read)} is invalid: ${shown}${more}`;
+}
+
+export function definitionOf(read: { path: string; commit_sha: string; branch?: string }): DefinitionSource {
+  return { source: "file", path: read.path, commit_sha: read.commit_sha, ...(read.branch ? { branch: read.branch } : {}) };
+}
+
+/** The snapshot a build of `name` freezes from a valid file. */
+export function fileSnapshot(name: string, path: string, p: FilePipelineOutput, projectDefaultBranch: string): ConfigSnapshot {
+  return { pipeline_name: name, config_path: path, ...fileDefinition(p, projectDefaultBranch) };
+}
