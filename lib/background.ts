@@ -9,7 +9,7 @@ import { reportCommitStatuses } from "./commit-statuses.ts";
 import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
 import { evictExpiredPending } from "./db/oidc-pending.ts";
-import { flagUnroutableBuilds, reapLostJobs } from "./runners/reaper.ts";
+import { flagUnroutableBuilds, reapLostJobs, reapTimedOutBuilds } from "./runners/reaper.ts";
 import { pollGitRemotes } from "./git-poll.ts";
 import { newId } from "./auth/secrets.ts";
 import { runDueSchedules } from "./schedules.ts";
@@ -33,6 +33,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // A lost runner is noticed within its lease plus this period.
     every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), () => reapLostJobs(ctx)),
     every(10_000, () => flagUnroutableBuilds(ctx)),
+    // A build past its timeout that its runner did not stop fails within this period (docs/runners.md "Timeouts").
+    every(5000, () => reapTimedOutBuilds(ctx)),
     // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS; its own chain, so a slow remote delays no other task.
     setInterval(() => {
       if (!running || polling) return;

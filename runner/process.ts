@@ -1,5 +1,11 @@
 // Running one build command: in its own process group, so a cancel stops the whole tree
 // (TERM, then KILL after a grace period), with stdout and stderr read line by line.
+//
+// A command is over when its shell exits. Background processes it started (`emulator &`, a mock
+// server) keep its output pipes open, so waiting for the pipes to close would wait for them:
+// once the shell has exited, the output is drained for at most OUTPUT_DRAIN_MS and the command is
+// done. Those processes keep running (and their output keeps arriving) until the job stops its
+// commands' process groups when it ends (job-run.ts stopLeftovers).
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 
@@ -7,6 +13,11 @@ export interface CommandResult {
   exitCode: number;
   signal: NodeJS.Signals | null;
 }
+
+/** How long output is still awaited after the shell exited while background processes hold the pipes. */
+const OUTPUT_DRAIN_MS = 250;
+/** … and when nothing of the group is left (the pipes close at once, unless a process left the group). */
+const OUTPUT_DRAIN_ALONE_MS = 2000;
 
 export interface RunningCommand {
   pid: number;
@@ -36,8 +47,13 @@ export function runCommand(command: string, options: { cwd: string; env: Record<
       });
     });
   const output = Promise.all([pump("stdout", child.stdout), pump("stderr", child.stderr)]);
-  const exited = new Promise<CommandResult>((resolve) => child.on("close", (code, signal) => resolve({ exitCode: code ?? (signal ? 128 + signalNumber(signal) : 1), signal })));
-  const done = Promise.all([exited, output]).then(([r]) => r);
+  // "exit", not "close": close waits for the pipes, which a background process may hold forever.
+  const exited = new Promise<CommandResult>((resolve) => child.on("exit", (code, signal) => resolve({ exitCode: code ?? (signal ? 128 + signalNumber(signal) : 1), signal })));
+  const done = exited.then(async (r) => {
+    const drainMs = child.pid !== undefined && groupAlive(child.pid) ? OUTPUT_DRAIN_MS : OUTPUT_DRAIN_ALONE_MS;
+    await Promise.race([output, Bun.sleep(drainMs)]);
+    return r;
+  });
   return {
     pid: child.pid ?? -1,
     done,

@@ -11,6 +11,7 @@ import { findRunner } from "../db/runners.ts";
 import { raiseIncident } from "../incidents.ts";
 import type { Build } from "../db/builds.ts";
 import { publishBuildChanged, transitionBuildIn } from "./transition.ts";
+import { formatTimeout } from "../pipelines/config.ts";
 
 export interface JobOutcome {
   status: "succeeded" | "failed" | "canceled";
@@ -87,6 +88,26 @@ export async function loseJob(deps: Deps & Pick<AppContext, "config" | "log">, j
   if (!result) return false;
   deps.log.warn("runner lost", { runner_id: job.runner_id, job_id: job.id, build_id: job.build_id, build_failed: result.build !== null });
   await afterCommit(deps, job, result.build);
+  return true;
+}
+
+/**
+ * A running build past its timeout (docs/runners.md "Timeouts"), its runner silent about it: the
+ * build fails with reason timeout and a system line says so, in one transaction. As with a cancel,
+ * the job stays running: the runner hears at its next heartbeat that the build is over, stops the
+ * job's process trees and finishes the job (its finish no longer moves the build); a runner that
+ * is gone loses the job when its lease expires. Returns false when the build had already moved on.
+ */
+export async function timeOutBuild(deps: Deps, job: Job, timeoutSeconds: number): Promise<boolean> {
+  const now = deps.clock.now();
+  const reason = `timeout: the build ran past its timeout of ${formatTimeout(timeoutSeconds)}`;
+  const build = await inTransaction(deps.db, async (tx) => {
+    const failed = await transitionBuildIn(tx, now, job.build_id, "fail", { exit_code: 124, failure_reason: reason });
+    if (failed) await appendSystemLineIn(tx, job.build_id, `[roost] ${reason}; Roost failed it and its runner stops it.`, now);
+    return failed;
+  });
+  if (!build) return false;
+  publishBuildChanged(deps.events, build);
   return true;
 }
 

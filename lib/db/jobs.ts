@@ -25,7 +25,7 @@ export interface Job {
   finished_at: number | null;
 }
 
-function toJob(row: Row): Job {
+export function toJob(row: Row): Job {
   return {
     id: str(row, "id"),
     build_id: str(row, "build_id"),

@@ -10,6 +10,17 @@ export type TriggerEvent = (typeof TRIGGER_EVENTS)[number];
 
 export const DEFAULT_CONFIG_PATH = "roost.yaml";
 export const DEFAULT_FLUTTER_VERSION = "stable";
+/** A build that runs longer fails with reason timeout (Codemagic's max_build_duration defaults to 60 minutes too). */
+export const DEFAULT_TIMEOUT_SECONDS = 3600;
+/** Steps a pipeline can give their own timeout (the runner's reported steps, runner/job/steps.ts). */
+export const TIMED_STEPS = ["checkout", "pre_build", "build_android", "build_ios", "build_macos", "build", "post_build"] as const;
+/**
+ * What a build caches by default: the pub cache, Gradle's caches and wrapper downloads, and
+ * CocoaPods' download cache (the runner points PUB_CACHE, GRADLE_USER_HOME and CP_HOME_DIR at a
+ * per-job directory), keyed by the lock files that decide what those hold.
+ */
+export const DEFAULT_CACHE_PATHS = ["$PUB_CACHE", "$GRADLE_USER_HOME/caches", "$GRADLE_USER_HOME/wrapper", "$CP_HOME_DIR"];
+export const DEFAULT_CACHE_KEY_FILES = ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"];
 export const DEFAULT_ARTIFACT_PATTERNS = ["build/app/outputs/flutter-apk/*.apk", "build/app/outputs/bundle/**/*.aab", "build/ios/ipa/*.ipa", "build/macos/Build/Products/Release/*.app"];
 
 const SECRET_PURPOSE = "pipeline-env";
@@ -45,6 +56,23 @@ export const TriggerConfigInput = z
       .max(3)
       .default(["push", "pull_request"])
       .refine((e) => new Set(e).size === e.length, "events must be unique"),
+  })
+  .strict();
+
+// A path under one of the cache homes the runner sets, or relative to the checkout; never
+// absolute or outside it.
+const cachePath = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^(?:\$(?:PUB_CACHE|GRADLE_USER_HOME|CP_HOME_DIR)(?:\/[^\p{Cc}]*)?|(?!\/)(?!\$)[^\p{Cc}]+)$/u, "must start with $PUB_CACHE, $GRADLE_USER_HOME or $CP_HOME_DIR, or be relative to the checkout")
+  .refine((p) => !p.split("/").includes(".."), "must not contain ..");
+
+export const CacheConfigInput = z
+  .object({
+    enabled: z.boolean().default(true),
+    paths: z.array(cachePath).min(1).max(20).default(DEFAULT_CACHE_PATHS).describe("what is cached: $PUB_CACHE, $GRADLE_USER_HOME/…, $CP_HOME_DIR/… or paths relative to the checkout (e.g. ios/Pods)"),
+    key_files: z.array(pattern).min(1).max(20).default(DEFAULT_CACHE_KEY_FILES).describe("glob patterns of the files whose contents key the cache (lock files)"),
   })
   .strict();
 
@@ -92,8 +120,25 @@ export const ExecutionConfigInput = z
       .max(20)
       .default([])
       .describe("labels a runner must have to take this pipeline's builds (routing; docs/runners.md)"),
+    timeout_seconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(DEFAULT_TIMEOUT_SECONDS)
+      .describe("a build running longer is stopped like a cancel and fails with reason timeout (docs/runners.md \"Timeouts\")"),
+    step_timeout_seconds: z
+      .partialRecord(z.enum(TIMED_STEPS), z.number().int().min(1).max(86_400))
+      .default({})
+      .describe("per step (checkout, pre_build, build_android, build_ios, build_macos, build, post_build): a step running longer fails the build with reason timeout"),
+    cache: CacheConfigInput.default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
   })
   .strict();
+
+/** A timeout as people write it: "90 s", "60 min". */
+export function formatTimeout(seconds: number): string {
+  return seconds % 60 === 0 ? `${seconds / 60} min` : `${seconds} s`;
+}
 
 /** An env entry as stored: a secret's value is sealed. */
 export interface StoredEnvEntry {
@@ -117,6 +162,17 @@ export interface ExecutionConfig {
   platforms: Platform[];
   /** Absent in builds created before runner labels existed. */
   runner_labels?: string[];
+  /** Absent in builds created before timeouts existed: DEFAULT_TIMEOUT_SECONDS. */
+  timeout_seconds?: number;
+  step_timeout_seconds?: Partial<Record<(typeof TIMED_STEPS)[number], number>>;
+  /** Absent in builds created before caches existed: the defaults. */
+  cache?: CacheConfig;
+}
+
+export interface CacheConfig {
+  enabled: boolean;
+  paths: string[];
+  key_files: string[];
 }
 
 export interface Concurrency {

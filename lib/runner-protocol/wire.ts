@@ -6,6 +6,7 @@
 // The runner reads answers leniently (unknown fields pass through): a newer daemon may add
 // fields, and an older runner must keep working.
 import { z } from "zod";
+import { DEFAULT_CACHE_KEY_FILES, DEFAULT_CACHE_PATHS, DEFAULT_TIMEOUT_SECONDS } from "../pipelines/config.ts";
 
 export const RunnerLabel = z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/, "letters, digits and _.:=- (at most 64)");
 
@@ -59,6 +60,12 @@ export const JobConfig = z.looseObject({
     platform_build_args: z.looseObject({ android: z.array(z.string()).optional(), ios: z.array(z.string()).optional(), macos: z.array(z.string()).optional() }),
     platform_commands: z.looseObject({ android: platformCommands, ios: platformCommands, macos: platformCommands }).default({ android: [], ios: [], macos: [] }),
     platforms: z.array(z.enum(["android", "ios", "macos"])),
+    // Builds frozen before timeouts and caches existed get the defaults.
+    timeout_seconds: z.number().int().default(DEFAULT_TIMEOUT_SECONDS),
+    step_timeout_seconds: z.record(z.string(), z.number().int()).default({}),
+    cache: z
+      .object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) })
+      .default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
   }),
 });
 
@@ -74,6 +81,7 @@ export const JobBuild = z.object({
   trigger_ref: z.string(),
   repository_full_name: z.string(),
   clone_url: z.string(),
+  default_branch: z.string().default("").describe("the project's default branch: a cache falls back to its newest one"),
 });
 
 export const ClaimedJob = z.object({
@@ -84,6 +92,12 @@ export const ClaimedJob = z.object({
   build: JobBuild,
   clone_credentials: z.object({ username: z.string(), password: z.string() }).nullable(),
   config: JobConfig,
+  files: z
+    .array(z.object({ key: z.string(), content_base64: z.string(), secret: z.boolean() }))
+    .default([])
+    .describe("file variables: the runner writes each to a private file (0600) and sets its key to the path; removed when the job ends"),
+  withheld_secrets: z.array(z.string()).default([]).describe("keys of secrets this build does not receive (a fork pull request, or protected_refs)"),
+  withheld_reason: z.string().nullable().default(null),
 });
 export type ClaimedJob = z.output<typeof ClaimedJob>;
 export const ClaimAnswer = z.object({ job: ClaimedJob });
@@ -92,12 +106,6 @@ export const ClaimAnswer = z.object({ job: ClaimedJob });
 export const HeartbeatRequest = z.object({ job_ids: z.array(z.string().min(1).max(64)).max(50).default([]) }).strict();
 export const HeartbeatAnswer = z.object({ renewed: z.array(z.string()), cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"), lease_seconds: z.number().int() });
 
-  files: z
-    .array(z.object({ key: z.string(), content_base64: z.string(), secret: z.boolean() }))
-    .default([])
-    .describe("file variables: the runner writes each to a private file (0600) and sets its key to the path; removed when the job ends"),
-  withheld_secrets: z.array(z.string()).default([]).describe("keys of secrets this build does not receive (a fork pull request, or protected_refs)"),
-  withheld_reason: z.string().nullable().default(null),
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}
 export const StepName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/);
 export const StepReport = z
@@ -124,12 +132,24 @@ export const LogAppendRequest = z.object({ first_line: z.number().int().min(0), 
 export const LogAppendAnswer = z.object({ next_line: z.number().int(), last_seq: z.number().int(), accepted: z.number().int() });
 // A 416 log_gap answer carries next_line in X-Roost-Log-Next-Line, which the runner reads.
 
+/** Which Flutter SDK a build used, as the runner reports it and the build shows it. */
+export const FlutterSdkUsed = z
+  .object({
+    requested: z.string().max(40).describe("the pipeline's flutter_version, or what .fvmrc names"),
+    version: z.string().max(200).describe("what `flutter --version` reported, or the requested version"),
+    source: z.enum(["installed", "reused", "path", "sdks_dir"]).describe("installed for this build from the Flutter git repository, reused from an earlier install, the flutter on PATH, or ROOST_FLUTTER_SDKS"),
+    revision: z.string().max(64).nullable().describe("the SDK's git commit, when it is a git checkout"),
+  })
+  .strict();
+export type FlutterSdkUsed = z.output<typeof FlutterSdkUsed>;
+
 // POST /v1/runners/{runner_id}/jobs/{job_id}/finish
 export const FinishRequest = z
   .object({
     status: z.enum(["succeeded", "failed", "canceled"]),
     exit_code: z.number().int(),
     failure_reason: z.string().max(500).optional(),
+    flutter_sdk: FlutterSdkUsed.optional().describe("the Flutter SDK the build ran with"),
     line_count: z.number().int().min(0).describe("how many log lines the job produced in all"),
   })
   .strict();

@@ -56,6 +56,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
       trigger_ref: build.trigger_ref,
       repository_full_name: repo?.full_name ?? "",
       clone_url: repo?.clone_url ?? "",
+      default_branch: project?.default_branch ?? "",
     },
     clone_credentials: repo ? await cloneCredentials(ctx, repo) : null,
     config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: variables.env } },

@@ -6,11 +6,14 @@
 // - a build queued longer than UNROUTABLE_AFTER_SECONDS that no live runner may take gets a
 //   runner_policy_block_reason and an operator incident for its pipeline; it stays queued and
 //   starts as soon as a suitable runner connects.
+// - a running build past its timeout plus one lease period fails with reason timeout
+//   (lib/builds/job-lifecycle.ts timeOutBuild); its runner stops it at its next heartbeat.
 import type { AppContext } from "../context.ts";
 import { all } from "../db/client.ts";
-import { expiredJobs } from "../db/jobs.ts";
+import { expiredJobs, toJob } from "../db/jobs.ts";
 import { liveRunners } from "../db/runners.ts";
-import { loseJob } from "../builds/job-lifecycle.ts";
+import { loseJob, timeOutBuild } from "../builds/job-lifecycle.ts";
+import { DEFAULT_TIMEOUT_SECONDS, type ConfigSnapshot } from "../pipelines/config.ts";
 import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { toBuild } from "../db/builds.ts";
 import { whyNobodyCanTake } from "./routing.ts";
@@ -23,6 +26,25 @@ export async function reapLostJobs(ctx: AppContext): Promise<number> {
     if (await loseJob(ctx, job)) lost++; // false: another process or the runner's finish got there first
   }
   return lost;
+}
+
+/**
+ * Running builds past their timeout (execution_config.timeout_seconds; DEFAULT_TIMEOUT_SECONDS for
+ * builds frozen before timeouts existed) plus one lease period fail with reason timeout. The
+ * runner enforces the timeout itself, on time and with its own log lines; this is for a runner
+ * that keeps sending heartbeats but no longer does (hung, or too old to know timeouts).
+ */
+export async function reapTimedOutBuilds(ctx: AppContext): Promise<number> {
+  const now = ctx.clock.now();
+  const rows = await all(ctx.db, "SELECT j.*, b.started_at AS build_started_at, b.config_snapshot FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.status = 'running' AND b.status = 'running'");
+  let failed = 0;
+  for (const row of rows) {
+    const snapshot = JSON.parse(String(row.config_snapshot)) as ConfigSnapshot;
+    const timeout = snapshot.execution_config.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS;
+    if (Number(row.build_started_at) + timeout + ctx.config.runners.leaseSeconds > now) continue;
+    if (await timeOutBuild(ctx, toJob(row), timeout)) failed++;
+  }
+  return failed;
 }
 
 export async function flagUnroutableBuilds(ctx: AppContext): Promise<number> {

@@ -9,10 +9,11 @@ import type { RunnerApi } from "../client.ts";
 import type { RunnerOptions } from "../agent.ts";
 import { LogShipper } from "../shipper.ts";
 import { maskLine, maskNeedles } from "../masking.ts";
-import { runCommand, type RunningCommand } from "../process.ts";
+import { groupAlive, runCommand, type RunningCommand } from "../process.ts";
+import { formatTimeout } from "../../lib/pipelines/config.ts";
 import type { FlutterSdk } from "./flutter.ts";
-
 import type { KeychainSession } from "./ios-signing.ts";
+
 export type JobStatus = "succeeded" | "failed" | "canceled";
 
 /** TERM → KILL grace when the runner itself is stopping: it must be gone within a second or two. */
@@ -36,9 +37,9 @@ export class JobRun {
   secretDir: string | null = null;
   /** Other files holding secrets (android/key.properties), removed with the secret files. */
   cleanupPaths: string[] = [];
-  /** Set ("timeout: …") when the build or a step ran past its timeout: the build fails with it. */
   /** The build's temporary keychain on macOS (ios-signing.ts), while it exists. */
   keychain: KeychainSession | null = null;
+  /** Set ("timeout: …") when the build or a step ran past its timeout: the build fails with it. */
   timedOut: string | null = null;
   #current: RunningCommand | null = null;
   /** Every command this job ran, by step: their process groups are stopped when the job ends. */
@@ -71,7 +72,8 @@ export class JobRun {
   }
 
   cancel(graceMs = this.options.graceMs): void {
-    if (this.canceled) return;
+    // A build that timed out is already being stopped, and ends failed (timeout), not canceled.
+    if (this.canceled || this.timedOut) return;
     this.canceled = true;
     void this.#current?.stop(graceMs);
   }
@@ -80,6 +82,33 @@ export class JobRun {
   stopForRunner(): void {
     this.stoppedByRunner = true;
     this.cancel(Math.min(this.options.graceMs, STOPPING_GRACE_MS));
+  }
+
+  /**
+   * The build or a step ran past its timeout (docs/runners.md "Timeouts"): stopped like a cancel
+   * (the running command's process tree gets TERM, then KILL after the grace period), but the
+   * build fails with reason timeout and exit code 124, as coreutils timeout(1) exits.
+   */
+  timeOut(what: string): void {
+    if (this.timedOut || this.canceled || this.status !== "succeeded") return;
+    this.timedOut = `timeout: ${what}`;
+    this.status = "failed";
+    this.exitCode = 124;
+    this.failureReason = this.timedOut;
+    this.system("", `[roost] ${this.timedOut}; stopping the running command's process tree`);
+    void this.#current?.stop(this.options.graceMs);
+  }
+
+  /**
+   * The job is ending: process groups its commands left running (`sleep 3600 &`, an emulator, a
+   * mock server) get TERM, then KILL after the grace period; the log says which step left them.
+   */
+  async stopLeftovers(): Promise<void> {
+    const left = this.#started.filter((s) => groupAlive(s.command.pid));
+    if (left.length === 0) return;
+    const steps = [...new Set(left.map((s) => s.step))].join(", ");
+    this.system("", `[roost] stopping processes left running by step ${steps} (process group${left.length > 1 ? "s" : ""} ${left.map((s) => s.command.pid).join(", ")}): the job is over`);
+    await Promise.all(left.map((s) => s.command.stop(this.stoppedByRunner ? Math.min(this.options.graceMs, STOPPING_GRACE_MS) : this.options.graceMs)));
   }
 
   /** Runs one reported step: skipped or canceled when the build is already over, else its commands in order. */
@@ -91,8 +120,13 @@ export class JobRun {
     }
     await this.api.reportStep(this.id, name, { status: "running", started_at: startedAt });
     const t0 = performance.now();
+    const limit = (this.config.step_timeout_seconds as Record<string, number | undefined>)[name];
+    const timer = limit ? setTimeout(() => this.timeOut(`step ${name} ran past its timeout of ${formatTimeout(limit)}`), limit * 1000) : null;
     const stepExit = options.needsFlutter && this.sdk.error ? this.#flutterMissing(name) : await this.#commands(name, commands, options.cwd ?? this.workspace);
-    if (this.canceled) {
+    if (timer) clearTimeout(timer);
+    if (this.timedOut) {
+      // timeOut() set the build's outcome; the step that was stopped failed.
+    } else if (this.canceled) {
       this.status = "canceled";
       this.exitCode = stepExit || 130;
     } else if (stepExit !== 0) {
@@ -100,7 +134,7 @@ export class JobRun {
       this.exitCode = stepExit;
       this.failureReason ??= `step ${name} failed with exit code ${stepExit}`;
     }
-    const stepStatus = this.canceled ? "canceled" : stepExit === 0 ? "succeeded" : "failed";
+    const stepStatus = this.canceled ? "canceled" : stepExit === 0 && !this.timedOut ? "succeeded" : "failed";
     await this.api.reportStep(this.id, name, { status: stepStatus, exit_code: stepExit, started_at: startedAt, finished_at: unixNow(), duration_ms: Math.round(performance.now() - t0) });
   }
 
@@ -123,9 +157,10 @@ export class JobRun {
     for (const command of commands) {
       this.system(step, `$ ${maskLine(command, this.secrets)}`);
       this.#current = runCommand(command, { cwd, env, onLine: (stream, text) => this.shipper.add({ step, stream, text: maskLine(text, this.secrets) }) });
+      this.#started.push({ step, command: this.#current });
       const result = await this.#current.done;
       this.#current = null;
-      if (this.canceled || result.exitCode !== 0) return result.exitCode;
+      if (this.canceled || this.timedOut || result.exitCode !== 0) return result.exitCode;
     }
     return 0;
   }

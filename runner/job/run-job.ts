@@ -6,6 +6,7 @@ import type { ClaimedJob } from "../../lib/runner-protocol/wire.ts";
 import type { RunnerApi } from "../client.ts";
 import type { RunnerOptions } from "../agent.ts";
 import { JobRun } from "./job-run.ts";
+import { formatTimeout } from "../../lib/pipelines/config.ts";
 import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
 import { uploadArtifacts } from "./artifacts.ts";
 import { cleanUp, finish } from "./finish.ts";
@@ -15,6 +16,8 @@ import { writeKeyProperties } from "./android-signing.ts";
 export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, heartbeatMs: number, unsafe: string | null): Promise<void> {
   if (o.stop.aborted) return releaseJob(api, job, o);
   const run = new JobRun(api, job, o);
+  const limit = run.config.timeout_seconds;
+  const deadline = setTimeout(() => run.timeOut(`the build ran past its timeout of ${formatTimeout(limit)}`), limit * 1000);
   const onStop = () => run.stopForRunner();
   o.stop.addEventListener("abort", onStop, { once: true });
   const beat = setInterval(() => {
@@ -27,12 +30,14 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     writeSecretFiles(run);
     await checkout(run);
     if (run.status === "succeeded" && !run.canceled) writeKeyProperties(run);
+    if (run.status === "succeeded" && !run.canceled) setUpAppleSigning(run);
     setUpFlutter(run);
     await preBuild(run);
     for (const platform of run.config.platforms) await buildPlatform(run, platform);
-    if (run.status === "succeeded" && !run.canceled) setUpAppleSigning(run);
     await build(run);
     await postBuild(run);
+    // The steps are over: what they left running in the background is stopped now, and logged.
+    await run.stopLeftovers();
     await uploadArtifacts(run);
     // Secret files are gone before the build is reported finished.
     removeSecretFiles(run);
@@ -40,6 +45,8 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     o.log("job done", { job_id: job.job_id, build_id: job.build.id, status: run.status, exit_code: run.exitCode });
   } finally {
     clearInterval(beat);
+    clearTimeout(deadline);
+    await run.stopLeftovers().catch(() => {});
     o.stop.removeEventListener("abort", onStop);
     removeSecretFiles(run);
     cleanUp(run);

@@ -104,6 +104,13 @@ describe("pipelines", () => {
         platform_commands: { android: [], ios: [], macos: [] },
         platforms: ["android"],
         runner_labels: [],
+        timeout_seconds: 3600,
+        step_timeout_seconds: {},
+        cache: {
+          enabled: true,
+          paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/caches", "$GRADLE_USER_HOME/wrapper", "$CP_HOME_DIR"],
+          key_files: ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"],
+        },
       },
       created_at: t.clock.now(),
       updated_at: t.clock.now(),
@@ -169,6 +176,10 @@ describe("pipelines", () => {
     [{ name: "x", execution_config: { flutter_version: "latest; rm -rf /" } }, "body.execution_config.flutter_version"],
     [{ name: "x", execution_config: { commands: { build: ["x".repeat(5000)] } } }, "body.execution_config.commands.build.0"],
     [{ name: "x", config_path: "../../etc/passwd" }, "body.config_path"],
+    [{ name: "x", execution_config: { timeout_seconds: 0 } }, "body.execution_config.timeout_seconds"],
+    [{ name: "x", execution_config: { step_timeout_seconds: { deploy: 60 } } }, "body.execution_config.step_timeout_seconds"],
+    [{ name: "x", execution_config: { cache: { paths: ["/etc"] } } }, "body.execution_config.cache.paths.0"],
+    [{ name: "x", execution_config: { cache: { paths: ["$PUB_CACHE/../.."] } } }, "body.execution_config.cache.paths.0"],
     [{ name: "" }, "body.name"],
   ])("invalid configuration %p is 400 at %s", async (body, path) => {
     const project = await createProject(t, owner);

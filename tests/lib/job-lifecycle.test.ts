@@ -6,8 +6,9 @@ import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { InjectedFault, failingAtStatement, snapshotState } from "../helpers/fault-injection.ts";
-import { finishJob, loseJob } from "../../lib/builds/job-lifecycle.ts";
-import { claimJob, findJob } from "../../lib/db/jobs.ts";
+import { finishJob, loseJob, timeOutBuild } from "../../lib/builds/job-lifecycle.ts";
+import { claimJob, findJob, heartbeat } from "../../lib/db/jobs.ts";
+import { reapTimedOutBuilds } from "../../lib/runners/reaper.ts";
 import { findRunner } from "../../lib/db/runners.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { recordStepResult } from "../../lib/runners/steps.ts";
@@ -116,6 +117,47 @@ describe("one transaction per state change", () => {
       },
     );
     expect(statements).toBeGreaterThanOrEqual(4);
+  });
+
+  test("a timeout interrupted anywhere changes nothing; completed, the build failed with reason timeout, the log says so, and the runner hears to stop", async () => {
+    const statements = await interruptAtEveryStatement(
+      async () => {
+        const job = await runningJob();
+        t.clock.advance(3600 + 30);
+        return job;
+      },
+      (db, job) => timeOutBuild({ ...t.ctx, db }, job, 3600),
+      async (job) => {
+        const build = (await findBuild(t.db, job.build_id))!;
+        expect(build).toMatchObject({ status: "failed", exit_code: 124, failure_reason: "timeout: the build ran past its timeout of 60 min" });
+        const log = await t.db.execute({ sql: "SELECT text FROM build_logs WHERE build_id = ?", args: [job.build_id] });
+        expect(String(log.rows.at(-1)!.text)).toBe("[roost] timeout: the build ran past its timeout of 60 min; Roost failed it and its runner stops it.");
+        // As after a cancel, the job runs on until its runner stops it; its finish no longer moves the build.
+        expect((await findJob(t.db, job.id))!.status).toBe("running");
+        expect((await heartbeat(t.db, runnerId, [job.id], t.clock.now(), 30)).cancel).toEqual([job.id]);
+        await finishJob(t.ctx, job, { status: "canceled", exit_code: 130 });
+        expect((await findBuild(t.db, job.build_id))!.status).toBe("failed");
+      },
+    );
+    expect(statements).toBeGreaterThanOrEqual(2);
+  });
+
+  test("the background check fails a build only once it is past its timeout plus one lease", async () => {
+    await drainQueue();
+    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { timeout_seconds: 120 } });
+    const res = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    const claimed = (await claimJob(t.db, (await findRunner(t.db, runnerId))!, crypto.randomUUID(), t.clock.now(), 30))!;
+    expect(claimed.build.id).toBe(res.body.build.id);
+    t.clock.advance(120 + 29);
+    await heartbeat(t.db, runnerId, [claimed.job.id], t.clock.now(), 30);
+    // (Builds the tests above left running are long past the default 60 minutes: they fail here.)
+    await reapTimedOutBuilds(t.ctx);
+    expect((await findBuild(t.db, claimed.build.id))!.status).toBe("running");
+    t.clock.advance(1);
+    expect(await reapTimedOutBuilds(t.ctx)).toBe(1);
+    const body = (await t.call("GET", `/v1/builds/${claimed.build.id}`, { token: owner })).body.build;
+    expect(body).toMatchObject({ status: "failed", exit_code: 124, failure_reason: "timeout: the build ran past its timeout of 2 min" });
+    expect(await reapTimedOutBuilds(t.ctx)).toBe(0);
   });
 
   test("a claim interrupted anywhere leaves the build queued and no job; completed, the build runs its one job", async () => {

@@ -36,6 +36,23 @@ describe("process trees", () => {
   });
 });
 
+describe("background processes", () => {
+  test("a command that leaves `sleep 3600 &` behind is done when its shell exits; its output keeps arriving; stop ends the leftover", async () => {
+    const lines: string[] = [];
+    const started = Date.now();
+    const cmd = runCommand("(sleep 0.4; echo from-background; exec sleep 3600) & echo foreground done", { cwd: "/tmp", env: { PATH: process.env.PATH ?? "" }, onLine: (_s, t) => lines.push(t) });
+    expect(await cmd.done).toEqual({ exitCode: 0, signal: null });
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(lines).toEqual(["foreground done"]);
+    expect(groupAlive(cmd.pid)).toBe(true);
+    await Bun.sleep(700);
+    expect(lines).toEqual(["foreground done", "from-background"]);
+    await cmd.stop(500);
+    await Bun.sleep(100);
+    expect(groupAlive(cmd.pid)).toBe(false);
+  });
+});
+
 describe("choosing the Flutter SDK", () => {
   test("a pinned version uses its SDK directory, and a missing one is a clear failure", async () => {
     const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import("node:fs");
