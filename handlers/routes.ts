@@ -100,8 +100,6 @@ import * as webhookToken from "./projects/webhook-token.ts";
 import * as deliveriesForProject from "./webhook-deliveries/list.ts";
 import * as deliveriesAll from "./webhook-deliveries/list-all.ts";
 import * as deliveriesGet from "./webhook-deliveries/get.ts";
-
-const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
 import * as projectVariablesList from "./variables/project-list.ts";
 import * as projectVariablesPut from "./variables/project-put.ts";
 import * as projectVariablesDelete from "./variables/project-delete.ts";
@@ -109,6 +107,8 @@ import * as pipelineVariablesList from "./variables/pipeline-list.ts";
 import * as pipelineVariablesPut from "./variables/pipeline-put.ts";
 import * as pipelineVariablesDelete from "./variables/pipeline-delete.ts";
 import * as variableChanges from "./variables/changes.ts";
+
+const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
   method,
   path,
   auth,
@@ -188,8 +188,6 @@ export const routes: RouteEntry[] = [
   r("PATCH", "/v1/pipelines/{pipeline_id}/schedules/{schedule_id}", projectRole("maintainer", "pipeline_id"), schedulesUpdate),
   r("DELETE", "/v1/pipelines/{pipeline_id}/schedules/{schedule_id}", projectRole("maintainer", "pipeline_id"), schedulesDelete),
 
-  // builds
-  r("POST", "/v1/projects/{project_id}/builds", projectRole("developer", "project_id"), buildsCreate),
   // variables and secrets (docs/secrets.md): secret values are write-only, changes are recorded
   r("GET", "/v1/projects/{project_id}/variables", projectRole("maintainer", "project_id"), projectVariablesList),
   r("PUT", "/v1/projects/{project_id}/variables/{key}", projectRole("maintainer", "project_id"), projectVariablesPut),
@@ -199,6 +197,8 @@ export const routes: RouteEntry[] = [
   r("DELETE", "/v1/pipelines/{pipeline_id}/variables/{key}", projectRole("maintainer", "pipeline_id"), pipelineVariablesDelete),
   r("GET", "/v1/projects/{project_id}/variable-changes", projectRole("maintainer", "project_id"), variableChanges),
 
+  // builds
+  r("POST", "/v1/projects/{project_id}/builds", projectRole("developer", "project_id"), buildsCreate),
   r("GET", "/v1/projects/{project_id}/builds", projectRole("viewer", "project_id"), buildsList),
   r("GET", "/v1/pipelines/{pipeline_id}/builds", projectRole("viewer", "pipeline_id"), buildsListForPipeline),
   r("GET", "/v1/builds/{build_id}", projectRole("viewer", "build_id"), buildsGet),
