@@ -15,6 +15,9 @@ import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-st
 import { parseGithubDelivery } from "../../lib/forge/github.ts";
 import { acceptDelivery } from "../../lib/webhooks/accept.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
+import { parsePipelineFile } from "../../lib/pipelines/file.ts";
+import { fencedBlocks } from "../helpers/markdown.ts";
+import { readFileSync } from "node:fs";
 
 const SECRET = "a-webhook-secret-of-some-length";
 const REPO = { id: 4242, full_name: "acme/flutter-shop" };
@@ -250,6 +253,14 @@ describe("roost.yaml in the repository decides what builds", () => {
     const pipeline = res.body.properties.pipelines.additionalProperties;
     expect(Object.keys(pipeline.properties)).toEqual(expect.arrayContaining(["triggers", "concurrency", "flutter_version", "platforms", "platform_build_args", "commands", "artifact_patterns", "env"]));
     expect(pipeline.additionalProperties).toBe(false);
+  });
+});
+
+describe("docs/pipelines.md", () => {
+  test("its complete example (Android and iOS releases, a pull-request check) is a valid pipeline file", () => {
+    const yaml = fencedBlocks(readFileSync(join(import.meta.dir, "../../docs/pipelines.md"), "utf8")).find((b) => b.info[0] === "yaml")!;
+    const parsed = parsePipelineFile(yaml.code);
+    expect(parsed.ok ? [...parsed.pipelines.keys()] : parsed.problems).toEqual(["android-release", "ios-release", "pr-check"]);
   });
 });
 
