@@ -81,6 +81,7 @@ beforeAll(async () => {
 
   const rules: [string, Special | null, Request][] = [
     ["GET /v1/openapi.json", EVERYONE, async () => ({ path: "/v1/openapi.json" })],
+    ["GET /v1/schemas/pipeline-file.json", EVERYONE, async () => ({ path: "/v1/schemas/pipeline-file.json" })],
     ["GET /healthz", EVERYONE, async () => ({ path: "/healthz" })],
     ["GET /readyz", EVERYONE, async () => ({ path: "/readyz" })],
     ["GET /metrics", EVERYONE, async () => ({ path: "/metrics" })], // loopback peer without ROOST_METRICS_TOKEN (tests/handlers/operations.test.ts covers the rest)
