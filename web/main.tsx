@@ -79,7 +79,7 @@ function Header() {
           class="secondary small"
           onClick={async () => {
             await signOut();
-            navigate("/sign-in", { replace: true });
+            navigate("/sign-in?signed_out=1", { replace: true });
           }}
         >
           Sign out

@@ -15,6 +15,7 @@ import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { constantTimeEqualStrings } from "../../lib/auth/secrets.ts";
 import { completeLogin } from "../../lib/auth/login.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";
+import { applyBrowserSession } from "../../lib/auth/browser-session.ts";
 
 export const OidcCallbackBody = z
   .object({
@@ -109,7 +110,11 @@ export const endpoint = defineEndpoint({
       ctx.log.error("oidc session creation failed", { request_id: ctx.requestId, error: String(error) });
       fail("session_error", "The session could not be created; try again.");
     }
-    return json(result, 200, { "set-cookie": `${BINDING_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`, "cache-control": "no-store" });
+    const response = json(result, 200, { "set-cookie": `${BINDING_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`, "cache-control": "no-store" });
+    // The route answers its own Response (to clear the binding cookie), so the browser session
+    // cookie that lib/app.ts adds to the other sign-in routes' answers is added here.
+    applyBrowserSession("set", result, ctx.request, ctx, response);
+    return response;
   },
 });
 

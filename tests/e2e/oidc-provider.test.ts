@@ -107,6 +107,10 @@ describe("OIDC sign-in through oidc-provider", () => {
 
     const callback = await http(daemon.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: binding } });
     expect(callback.status).toBe(200);
+    // Both cookies: the binding is cleared, and the browser gets its session (docs/web-app.md "Security").
+    const setCookies = callback.headers.getSetCookie();
+    expect(setCookies.find((c) => c.startsWith("__Host-roost_oidc="))).toContain("Max-Age=0");
+    expect(setCookies.find((c) => c.startsWith("roost_session="))).toMatch(/^roost_session=[^;]+;.*HttpOnly.*SameSite=Strict/i);
     expect(callback.body.user).toEqual({ id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "ada", role: "owner", avatar_url: "" });
     const me = await http(daemon.url, "GET", "/v1/users/me", { token: callback.body.session_token });
     expect(me.status).toBe(200);

@@ -21,9 +21,11 @@ export interface NginxOptions {
   /** htpasswd lines, e.g. "ada:{PLAIN}wonderland". */
   users: string[];
   emailDomain: string;
+  /** The port to listen on (when the daemon must know its public URL first); a free one otherwise. */
+  port?: number;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
   const port = probe.port;
   probe.stop(true);
@@ -32,7 +34,7 @@ async function freePort(): Promise<number> {
 
 export async function startNginx(o: NginxOptions): Promise<Nginx> {
   const dir = mkdtempSync(join(tmpdir(), "roost-nginx-"));
-  const port = await freePort();
+  const port = o.port ?? (await freePort());
   writeFileSync(join(dir, "htpasswd"), o.users.join("\n") + "\n");
   const config = `
 ${process.getuid?.() === 0 ? "user root;" : ""}

@@ -87,7 +87,6 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
   const [authMode, setAuthMode] = useState<"oidc" | "trusted_proxy">(status.remote_auth_mode ?? "oidc");
   const [error, setError] = useState<ApiFailure | null>(null);
   const [busy, setBusy] = useState(false);
-  const [configured, setConfigured] = useState(false);
   const [ownerEmail, setOwnerEmail] = useState("");
   // OIDC
   const [issuer, setIssuer] = useState("");
@@ -99,7 +98,9 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
   const [header, setHeader] = useState("X-Roost-User-Email");
   const [secret, setSecret] = useState("");
 
-  const step = !status.runtime_mode_chosen ? "preferences" : !configured && !status.owner_exists ? "configure" : status.next_step === "owner" ? "owner" : "complete";
+  // The server says what comes next (GET /v1/setup/status next_step), so a reload mid-way resumes
+  // at the right step and a step that failed is asked again.
+  const step = !status.runtime_mode_chosen || status.next_step === "preferences" ? "preferences" : status.next_step === "configure_oidc" || status.next_step === "configure_trusted_proxy" ? "configure" : status.next_step === "owner" ? "owner" : "complete";
   const run = async (work: () => Promise<void>, byCode: Record<string, string> = {}) => {
     setBusy(true);
     setError(null);
@@ -126,7 +127,7 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
         else if (step === "configure") void run(async () => {
           if (authMode === "oidc") await call("PUT", "/v1/setup/oidc", { issuer, client_id: clientId, client_secret: clientSecret, redirect_uris: [redirect] });
           else await call("PUT", "/v1/setup/trusted-proxy", { trusted_peers: peers.split(/[\s,]+/).filter(Boolean), identity_header: header, shared_secret: secret || undefined });
-          setConfigured(true);
+          await loadSetupStatus();
         }, { oidc_discovery_error: "issuer" });
         else if (step === "owner") void run(async () => {
           await call("POST", "/v1/setup/owner", { email: ownerEmail });

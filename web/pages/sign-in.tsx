@@ -25,6 +25,7 @@ async function finish(next: string): Promise<void> {
 export function SignIn({ expired }: { expired: boolean }) {
   const status = setupStatus.value!;
   const next = nextPath();
+  const signedOut = new URLSearchParams(location.value.search).has("signed_out");
   useEffect(() => {
     document.title = "Sign in · Roost";
   }, []);
@@ -32,6 +33,7 @@ export function SignIn({ expired }: { expired: boolean }) {
     <section class="sign-in">
       <h1>Sign in to Roost</h1>
       {expired && <Notice kind="warning">Your session ended. Sign in again to go back to the page you were on.</Notice>}
+      {signedOut && <Notice>You signed out.</Notice>}
       {status.runtime_mode === "remote" && status.remote_auth_mode === "oidc" && <OidcSignIn next={next} />}
       {status.runtime_mode === "remote" && status.remote_auth_mode === "trusted_proxy" && <ProxySignIn next={next} />}
       {status.runtime_mode === "local" ? <LocalSignIn next={next} /> : (
@@ -152,7 +154,8 @@ function ProxySignIn({ next }: { next: string }) {
     }
   };
   useEffect(() => {
-    void signIn();
+    // Behind the proxy the person is always known: sign in at once, except right after signing out.
+    if (!new URLSearchParams(location.value.search).has("signed_out")) void signIn();
   }, []);
   return (
     <div class="card-form">
