@@ -10,8 +10,13 @@ import type { Client, InArgs, ResultSet as LibsqlResultSet, Transaction as Libsq
 import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db, type NormalizedStatement, type ResultSet, type Row, type Statement, type Transaction, type Value } from "./database.ts";
 import { WriteQueue } from "./write-queue.ts";
 
-/** The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode. */
-const FILE_CONNECTION_SETTINGS = ["PRAGMA auto_vacuum = INCREMENTAL", "PRAGMA busy_timeout = 0", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"];
+/**
+ * The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode.
+ * auto_vacuum is set once, on the first writer (it matters only for a new file): set again on a
+ * connection that replaces a writer after SQLITE_BUSY, while another process holds the write lock,
+ * it leaves a statement open and the next COMMIT fails with "SQL statements in progress".
+ */
+const FILE_CONNECTION_SETTINGS = ["PRAGMA busy_timeout = 0", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"];
 
 export async function openLibsql(url: string, authToken?: string): Promise<Db> {
   const file = url.startsWith("file:");
@@ -34,6 +39,7 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
     };
     writer = await fresh();
     try {
+      await retryBusy(() => writer.execute("PRAGMA auto_vacuum = INCREMENTAL"));
       await retryBusy(() => writer.execute("PRAGMA journal_mode = WAL"));
       reader = await fresh();
     } catch (error) {
