@@ -208,7 +208,8 @@ export async function enforceRetention(ctx: Pick<AppContext, "db" | "clock" | "c
       : [];
     pass.artifacts = removed.length;
     pass.artifact_bytes = removed.reduce((sum, r) => sum + num(r, "size"), 0);
-    return { rows: removed.map((r) => ({ id: str(r, "id"), build_id: str(r, "build_id") })), builds: markedArtifacts };
+    const rows = removed.map((r) => ({ id: str(r, "id"), build_id: str(r, "build_id") }));
+    return { rows, builds: [...new Set(rows.map((r) => r.build_id))] };
   });
 
   // The rows are gone: now the files (a crash here leaves files no row names, never the reverse).

@@ -459,6 +459,12 @@ async function sseScenario(): Promise<void> {
   }
 }
 
+/** A scheduler tick and a full retention pass over 100,000 builds (scripts/bench/schedules-retention.ts). */
+async function schedulesRetentionScenario(): Promise<void> {
+  const { schedulesRetentionRows } = await import("./bench/schedules-retention.ts");
+  for (const row of await schedulesRetentionRows()) record(row);
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 /** The web app's shipped size (lib/web/build.ts), against its budget of 100 KB of gzipped JavaScript. */
 async function webScenario(): Promise<void> {
@@ -599,6 +605,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   sse: sseScenario,
   binary: binaryScenario,
   web: webScenario,
+  "schedules-retention": schedulesRetentionScenario,
 };
 
 if (import.meta.main) {
