@@ -73,6 +73,15 @@ export async function insertProject(
   return id;
 }
 
+/**
+ * Whether the project builds pull requests from forks: off unless its settings say
+ * `build_fork_pull_requests: true`. Such builds get no secret and read the target branch's pipeline
+ * file (docs/pipelines.md, docs/secrets.md).
+ */
+export function buildsForkPullRequests(project: Project | null): boolean {
+  return project?.settings.build_fork_pull_requests === true;
+}
+
 export async function findProject(db: Executor, id: string): Promise<Project | null> {
   const row = await one(db, `${SELECT} WHERE p.id = ?`, [id]);
   return row ? toProject(row) : null;

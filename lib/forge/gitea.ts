@@ -71,6 +71,7 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
     changelog: "",
     prNumber: null as number | null,
     message: "",
+    fromFork: false,
   };
 
   if (eventName === "push") {
@@ -99,8 +100,8 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
     base.changelog = pr.title ? `#${pr.number} ${pr.title}` : "";
     if (String(pr.base.repo_id) !== base.repository.externalId) base.identityConflict = `pull_request.base.repo_id ${pr.base.repo_id} differs from repository.id ${base.repository.externalId}`;
     if (!NEW_CODE_ACTIONS.has(base.action)) return ignored(base, `pull request action "${base.action}" brings no new commit`);
-    // Code from another repository never runs with this project's secrets.
-    if (String(pr.head.repo_id) !== String(pr.base.repo_id)) return ignored(base, "pull request from a fork");
+    // From another repository: a fork, built only when the project opts in (lib/webhooks/accept.ts).
+    if (String(pr.head.repo_id) !== String(pr.base.repo_id)) base.fromFork = true;
     return { ...base, kind: "pull_request", ignoredReason: null };
   }
 

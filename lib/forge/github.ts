@@ -89,6 +89,7 @@ export function parseGithubDelivery(eventName: string, body: unknown): TriggerEv
     changelog: "",
     prNumber: null as number | null,
     message: "",
+    fromFork: false,
   };
 
   if (eventName === "ping") return ignored(base, "ping: the hook is configured");
@@ -122,8 +123,10 @@ export function parseGithubDelivery(eventName: string, body: unknown): TriggerEv
       base.identityConflict = `pull_request.base.repo.id ${baseRepoId} differs from repository.id ${base.repository.externalId}`;
     }
     if (!NEW_CODE_ACTIONS.has(base.action)) return ignored(base, `pull request action "${base.action}" brings no new commit`);
-    // A deleted fork (head.repo null) or another repository: never run untrusted code with this project's secrets.
-    if (!pr.head?.repo || String(pr.head.repo.id) !== String(pr.base?.repo?.id)) return ignored(base, "pull request from a fork");
+    // A deleted fork (head.repo null): its code can no longer be fetched. Another repository: a fork,
+    // built only when the project opts in, with no secret and the target branch's pipeline file.
+    if (!pr.head?.repo) return ignored(base, "pull request from a deleted fork");
+    if (String(pr.head.repo.id) !== String(pr.base?.repo?.id)) base.fromFork = true;
     if (!base.commitSha) return ignored(base, "pull request names no head commit");
     return { ...base, kind: "pull_request", ignoredReason: null };
   }

@@ -72,6 +72,7 @@ export function parseGitlabDelivery(eventHeader: string, body: unknown): Trigger
     changelog: "",
     prNumber: null as number | null,
     message: "",
+    fromFork: false,
   };
   if (payload.project_id !== undefined && payload.project?.id !== undefined && String(payload.project_id) !== String(payload.project.id)) {
     base.identityConflict = `project_id ${payload.project_id} differs from project.id ${payload.project.id}`;
@@ -106,7 +107,8 @@ export function parseGitlabDelivery(eventHeader: string, body: unknown): Trigger
     if (!newCode) {
       return ignored(base, action === "update" ? "merge request update without new commits (no oldrev)" : `merge request action "${action}" brings no new commit`);
     }
-    if (String(attrs.source_project_id) !== String(attrs.target_project_id)) return ignored(base, "merge request from a fork");
+    // From another project: a fork, built only when the project opts in (lib/webhooks/accept.ts).
+    if (String(attrs.source_project_id) !== String(attrs.target_project_id)) base.fromFork = true;
     if (!base.commitSha) return ignored(base, "merge request names no last commit");
     return { ...base, kind: "pull_request", ignoredReason: null };
   }

@@ -12,7 +12,7 @@ import type { TriggerEvent } from "../forge/event.ts";
 import type { Repository } from "../db/repositories.ts";
 import type { Provider } from "../db/integrations.ts";
 import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../db/pipelines.ts";
-import { findProject, findProjectBuildingRepository } from "../db/projects.ts";
+import { buildsForkPullRequests, findProject, findProjectBuildingRepository } from "../db/projects.ts";
 import { findIntegration } from "../db/integrations.ts";
 import type { IntegrationDeps } from "../integrations/index.ts";
 import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts";
@@ -108,6 +108,10 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       if (reason === null) {
         if (!input.repository) reason = input.unroutedReason ?? `no catalogue repository has ${input.host} id ${event.repository.externalId}`;
         else if (!projectId) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
+        else if (event.fromFork === true && !buildsForkPullRequests(await findProject(tx, projectId))) {
+          // As the hosts' own CI does by default: code from a fork does not run unless the project says so.
+          reason = "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)";
+        }
       }
       const fileReasons: string[] = [];
       if (reason === null && projectId) {

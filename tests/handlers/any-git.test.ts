@@ -100,7 +100,7 @@ describe("Gitea and Forgejo", () => {
     ["pull_request", "pull_request__opened.json", 1, null],
     ["pull_request", "pull_request__synchronized.json", 1, null],
     ["pull_request", "pull_request__closed.json", 0, 'pull request action "closed" brings no new commit'],
-    ["pull_request", "pull_request__opened_from_fork.json", 0, "pull request from a fork"],
+    ["pull_request", "pull_request__opened_from_fork.json", 0, "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)"],
   ] as const)("%s %s builds %d", async (event, file, builds, reason) => {
     const res = await gitea(event, fixture(file));
     expect(res.status).toBe(200);

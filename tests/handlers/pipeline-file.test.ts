@@ -269,6 +269,8 @@ describe("pull requests from forks", () => {
     // main's file again: pr-check runs flutter analyze and flutter test.
     const mainSha = commit({ "roost.yaml": ROOST_YAML }, "pipeline file back");
     host.heads.set(`${REPO.full_name}@main`, mainSha);
+    // The project builds fork pull requests (they are ignored otherwise: tests/handlers/fork-pull-requests.test.ts).
+    await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, body: { settings: { build_fork_pull_requests: true } } });
     // The fork's head rewrites pr-check's steps to print the environment.
     git("checkout", "-q", "-b", "fork-head");
     const forkSha = commit({ "roost.yaml": ROOST_YAML.replace("build: [flutter analyze, flutter test]", "build: [env]") }, "fork rewrites the steps");

@@ -44,16 +44,17 @@ describe("GitHub fixtures", () => {
   });
 
   // No published fork pull request exists (tests/fixtures/webhooks/github/SOURCES.md): these change the fork fields of the opened fixture in memory.
-  test("a pull request whose head is another repository is a fork (fields changed in the test)", () => {
+  test("a pull request whose head is another repository is marked as from a fork (fields changed in the test)", () => {
     const payload = load("github", "pull_request__opened.json");
     payload.pull_request.head.repo.id = 999;
-    expect(parseGithubDelivery("pull_request", payload)).toMatchObject({ kind: null, ignoredReason: "pull request from a fork" });
+    expect(parseGithubDelivery("pull_request", payload)).toMatchObject({ kind: "pull_request", fromFork: true, ignoredReason: null });
+    expect(parseGithubDelivery("pull_request", load("github", "pull_request__opened.json")).fromFork).toBeFalsy();
   });
 
-  test("a pull request whose fork was deleted (head.repo null) is a fork (fields changed in the test)", () => {
+  test("a pull request whose fork was deleted (head.repo null) is ignored: its code is gone (fields changed in the test)", () => {
     const payload = load("github", "pull_request__opened.json");
     payload.pull_request.head.repo = null;
-    expect(parseGithubDelivery("pull_request", payload).ignoredReason).toBe("pull request from a fork");
+    expect(parseGithubDelivery("pull_request", payload)).toMatchObject({ kind: null, ignoredReason: "pull request from a deleted fork" });
   });
 
   test("a base repository other than the delivery's repository is an identity conflict", () => {
@@ -116,10 +117,10 @@ describe("GitLab fixtures", () => {
     expect(parseGitlabDelivery("Tag Push Hook", load("gitlab", "tag_push.json"))).toMatchObject({ tag: "v1.0.0", ref: "refs/tags/v1.0.0" });
   });
 
-  test("a merge request from another project is a fork (fields changed in the test)", () => {
+  test("a merge request from another project is marked as from a fork (fields changed in the test)", () => {
     const payload = load("gitlab", "merge_request__update_with_oldrev.json");
     payload.object_attributes.source_project_id = 1234;
-    expect(parseGitlabDelivery("Merge Request Hook", payload)).toMatchObject({ kind: null, ignoredReason: "merge request from a fork" });
+    expect(parseGitlabDelivery("Merge Request Hook", payload)).toMatchObject({ kind: "pull_request", fromFork: true, ignoredReason: null });
   });
 
   test("the push changelog lists the delivered commits", () => {
