@@ -133,8 +133,23 @@ describe("the web app in Chromium", () => {
   }, 60_000);
 
   test("a project from the catalogue, with search", async () => {
-    const integration = await api("POST", "/v1/integrations", { provider: "github", name: "GitHub", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET });
-    expect(integration.status).toBe(201);
+    // The GitHub App is connected in the app: its PEM pasted into a textarea keeps its newlines.
+    await page.getByRole("link", { name: "Administration" }).click();
+    await page.getByRole("link", { name: "Integrations" }).click();
+    const connect = page.getByRole("form", { name: "Connect a source host" });
+    await connect.getByLabel("Host").selectOption({ label: "GitHub (App)" });
+    await connect.getByLabel("Name").fill("GitHub");
+    await connect.getByLabel("API URL (default https://api.github.com)").fill(host.url);
+    await connect.getByLabel("App id").fill(String(host.github.appId));
+    await connect.getByLabel("Installation id").fill(String(host.github.installationId));
+    const pem = connect.getByLabel("Private key (PEM)");
+    await pem.fill(host.github.privateKeyPem);
+    expect(await pem.inputValue()).toBe(host.github.privateKeyPem);
+    expect(await pem.evaluate((el) => el.tagName)).toBe("TEXTAREA");
+    await connect.getByLabel("Webhook secret").fill(WEBHOOK_SECRET);
+    await connect.getByRole("button", { name: "Connect" }).click();
+    await page.locator(".project-card", { hasText: "GitHub" }).waitFor();
+    await checkA11y("administration: integrations");
     await page.getByRole("link", { name: "Projects", exact: true }).click();
     await page.getByRole("link", { name: "New project" }).click();
     await page.getByLabel("Search repositories").fill("acme/ap");
@@ -271,6 +286,20 @@ describe("the web app in Chromium", () => {
     await page.getByRole("button", { name: "Invite" }).click();
     await page.getByRole("cell", { name: "dev@example.test", exact: true }).waitFor();
     await checkA11y("administration");
+    // A project member is picked by e-mail (admins look people up in GET /v1/users).
+    await page.goto(`${daemon.url}/projects/${projectId}?tab=settings`);
+    const add = page.getByRole("form", { name: "Add a member" });
+    await add.getByLabel("Member's e-mail address").fill("nobody@example.test");
+    await add.getByRole("button", { name: "Add" }).click();
+    expect(await add.locator("#f-email-error").textContent()).toBe("No active user has this e-mail address; invite them under Administration → Users first.");
+    await add.getByLabel("Member's e-mail address").fill("dev@");
+    await page.locator('#member-candidates option[value="dev@example.test"]').waitFor({ state: "attached" });
+    await add.getByLabel("Member's e-mail address").fill("dev@example.test");
+    await add.getByLabel("Role").selectOption("viewer");
+    await add.getByRole("button", { name: "Add" }).click();
+    await page.getByLabel("Role of dev@example.test").waitFor();
+    expect(await page.getByLabel("Role of dev@example.test").inputValue()).toBe("viewer");
+    await checkA11y("project settings and members");
     const capability = /roost_rcv_[A-Za-z0-9_-]+/.exec((await daemon.cli(["login", "--email", "dev@example.test"])).stdout)?.[0];
     expect(capability).toBeDefined();
 

@@ -2,7 +2,7 @@
 // sign-in settings (OIDC, trusted proxy), operator incidents, and every webhook delivery.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put } from "../api.ts";
-import { FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
 import { me, roleAtLeast } from "../session.ts";
@@ -147,6 +147,14 @@ function Integrations() {
   const [fields, setFields] = useState<Record<string, string>>({});
   const [error, setError] = useState<ApiFailure | null>(null);
   const f = (name: string, label: string, type = "text") => <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />;
+  // A key is pasted as several lines: a textarea keeps its newlines (an <input> drops them, and the PEM breaks).
+  const key = (name: string, label: string, hint: string) => (
+    <Field label={label} name={name} error={error} hint={hint}>
+      {(id, describedBy, invalid) => (
+        <textarea id={id} name={name} class="pem" rows={6} spellcheck={false} autoComplete="off" value={fields[name] ?? ""} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setFields({ ...fields, [name]: e.currentTarget.value })} />
+      )}
+    </Field>
+  );
   return (
     <>
       <form
@@ -179,15 +187,22 @@ function Integrations() {
         {f("name", "Name")}
         {provider === "git" ? f("url", "Repository URL") : f("api_url", provider === "github" ? "API URL (default https://api.github.com)" : "Instance URL")}
         {(provider === "gitlab" || provider === "gitea") && f("access_token", "Access token", "password")}
+        {provider === "git" && (
+          <>
+            {f("username", "User name (https, optional)")}
+            {f("password", "Password or token (https, optional)", "password")}
+            {key("ssh_private_key", "Deploy key (ssh, optional)", "A read-only deploy key in OpenSSH format, pasted whole.")}
+          </>
+        )}
         {provider === "github" && (
           <>
             {f("app_id", "App id")}
             {f("installation_id", "Installation id")}
-            {f("private_key", "Private key (PEM)", "password")}
+            {key("private_key", "Private key (PEM)", "The whole file GitHub gave you, from -----BEGIN to END-----.")}
           </>
         )}
         {provider !== "gitlab" && f("webhook_secret", "Webhook secret", "password")}
-        <FormError error={error} fields={["name", "url", "api_url", "access_token", "app_id", "installation_id", "private_key", "webhook_secret"]} />
+        <FormError error={error} fields={["name", "url", "api_url", "access_token", "username", "password", "ssh_private_key", "app_id", "installation_id", "private_key", "webhook_secret"]} />
         <button type="submit">Connect</button>
       </form>
       <LoadState state={state} what="integrations" />

@@ -2,12 +2,13 @@
 // pipelines (create and edit every field, the API's validation messages next to each), and for
 // maintainers the webhook URL and token, members, and the webhook deliveries with each pipeline's
 // decision ("why didn't my push build?").
-import { useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
 import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
-import type { Build, Delivery, Member, Pipeline, Project } from "../types.ts";
+import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
+import { isAdmin } from "../session.ts";
 import { BuildTable } from "./dashboard.tsx";
 
 const ROLE_RANK = { viewer: 0, developer: 1, maintainer: 2 } as const;
@@ -461,7 +462,20 @@ function Settings({ project, reload }: { project: Project; reload: () => Promise
 function Members({ project }: { project: Project }) {
   const state = useLoad(() => get<{ members: Member[] }>(`/v1/projects/${encodeURIComponent(project.id)}/members`), [project.id]);
   const [userId, setUserId] = useState("");
+  const [email, setEmail] = useState("");
+  const [candidates, setCandidates] = useState<User[]>([]);
   const [role, setRole] = useState("developer");
+  const admin = isAdmin.value;
+  // Admins pick people by e-mail from GET /v1/users (admin only), searched as they type.
+  useEffect(() => {
+    if (!admin) return;
+    const timer = setTimeout(() => {
+      get<{ users: User[] }>(`/v1/users${query({ q: email.trim(), limit: 20 })}`)
+        .then((r) => setCandidates(r.users))
+        .catch(() => setCandidates([]));
+    }, 150);
+    return () => clearTimeout(timer);
+  }, [email, admin]);
   const [error, setError] = useState<ApiFailure | null>(null);
   const set = async (id: string, r: string) => {
     setError(null);
@@ -504,12 +518,38 @@ function Members({ project }: { project: Project }) {
       <form
         class="row"
         aria-label="Add a member"
-        onSubmit={(e) => {
+        onSubmit={async (e) => {
           e.preventDefault();
-          void set(userId, role);
+          if (!admin) return void set(userId, role);
+          // The picker names people by e-mail; the API takes the user's id.
+          const wanted = email.trim().toLowerCase();
+          try {
+            const found = (await get<{ users: User[] }>(`/v1/users${query({ q: wanted, limit: 50 })}`)).users.find((u) => u.email.toLowerCase() === wanted);
+            if (found) return void (await set(found.id, role));
+            setError(new ApiFailure(0, "not_found", "No active user has this e-mail address; invite them under Administration → Users first.", [{ path: "email", message: "No active user has this e-mail address; invite them under Administration → Users first." }]));
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
         }}
       >
-        <TextField label="User id" name="user_id" value={userId} onInput={setUserId} error={error} hint="Admins see ids under Administration → Users." />
+        {admin ? (
+          <Field label="Member's e-mail address" name="email" error={error} hint="Pick a user; invite new people under Administration → Users.">
+            {(id, describedBy, invalid) => (
+              <>
+                <input id={id} name="email" type="email" list="member-candidates" autoComplete="off" value={email} required aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setEmail(e.currentTarget.value)} />
+                <datalist id="member-candidates">
+                  {candidates.map((u) => (
+                    <option key={u.id} value={u.email}>
+                      {u.role}
+                    </option>
+                  ))}
+                </datalist>
+              </>
+            )}
+          </Field>
+        ) : (
+          <TextField label="User id" name="user_id" value={userId} onInput={setUserId} error={error} hint="Only admins can look people up by e-mail; ask one for the id." />
+        )}
         <div class="field">
           <label for="member-role">Role</label>
           <select id="member-role" value={role} onChange={(e) => setRole(e.currentTarget.value)}>
@@ -520,7 +560,7 @@ function Members({ project }: { project: Project }) {
         </div>
         <button type="submit">Add</button>
       </form>
-      <FormError error={error} fields={["user_id", "role"]} />
+      <FormError error={error} fields={["user_id", "email", "role"]} />
     </section>
   );
 }
