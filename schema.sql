@@ -646,3 +646,9 @@ CREATE INDEX variable_changes_project ON variable_changes (project_id, created_a
 -- "roost.yaml","commit_sha":"…"} (plus "branch" when a fork's pull request used its target
 -- branch's file). Builds from before the pipeline file was read used the API's definition.
 ALTER TABLE builds ADD COLUMN definition_source TEXT NOT NULL DEFAULT '{"source":"api"}';
+
+-- migration 12: the Flutter SDK a build used
+-- As its runner reported it with the job's finish (docs/runners.md "Flutter versions"):
+-- {"requested":"3.27.1","version":"3.27.1","source":"installed|reused|path|sdks_dir","revision":"…"};
+-- NULL for builds that never reached it, and for builds from before.
+ALTER TABLE builds ADD COLUMN flutter_sdk TEXT;

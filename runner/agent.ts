@@ -12,8 +12,12 @@ export interface RunnerOptions {
   runnerId: string;
   token: string;
   workDir: string;
-  /** A directory of Flutter SDKs, one per version: <dir>/<version>/bin/flutter. */
-  flutterSdks: string | undefined;
+  /** A directory of Flutter SDKs, one per version: <dir>/<version>/bin/flutter; missing ones are installed there (job/flutter.ts). */
+  flutterSdks: string;
+  /** The Flutter SDK's git repository that versions are installed from. */
+  flutterGitUrl: string;
+  /** All dependency caches together (job/cache.ts); least recently used ones are evicted beyond it. */
+  cacheMaxBytes: number;
   labels: string[];
   /** TERM → KILL grace when a build is canceled. */
   graceMs: number;
@@ -84,6 +88,6 @@ async function handBackClaim(api: RunnerApi, claimId: string, o: RunnerOptions):
 
 function capabilities(o: RunnerOptions) {
   const os = process.platform === "darwin" ? "macos" : process.platform === "win32" ? "windows" : "linux";
-  const versions = o.flutterSdks && existsSync(o.flutterSdks) ? readdirSync(o.flutterSdks).filter((v) => existsSync(join(o.flutterSdks!, v, "bin", "flutter"))) : [];
+  const versions = existsSync(o.flutterSdks) ? readdirSync(o.flutterSdks).filter((v) => existsSync(join(o.flutterSdks, v, "bin", "flutter"))) : [];
   return { os, arch: process.arch, flutter_versions: versions, xcode: os === "macos" ? "installed" : null };
 }

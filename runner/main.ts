@@ -6,6 +6,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { RunnerRefused, runRunner } from "./agent.ts";
 import { SameUserRefusal, UNSAFE_FLAG } from "./host-user.ts";
+import { DEFAULT_FLUTTER_GIT_URL } from "./job/flutter.ts";
 
 export const RUNNER_HELP = `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
 
@@ -14,7 +15,12 @@ Environment:
   ROOST_RUNNER_ID            from POST /v1/runners
   ROOST_RUNNER_TOKEN         roost_rt_… from POST /v1/runners (or its rotation)
   ROOST_RUNNER_WORKDIR       checkouts and the repository cache (default ./runner-work)
-  ROOST_FLUTTER_SDKS         a directory of Flutter SDKs, <dir>/<version>/bin/flutter, for pinned versions
+  ROOST_FLUTTER_SDKS         Flutter SDKs, <dir>/<version>/bin/flutter; a pinned version that is missing
+                             is installed there (default <workdir>/flutter)
+  ROOST_FLUTTER_GIT_URL      the Flutter SDK's git repository to install from (default
+                             https://github.com/flutter/flutter.git; a mirror's URL)
+  ROOST_CACHE_MAX_MB         dependency caches kept in <workdir>/caches, least recently used
+                             evicted beyond this (default 10240)
   ROOST_RUNNER_LABELS        extra labels, comma-separated
   ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
 
@@ -67,7 +73,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
   return 0;
 }
 
-type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "labels" | "graceMs">;
+type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "cacheMaxBytes" | "labels" | "graceMs">;
 
 /** The runner's environment, checked; a sentence saying what is wrong otherwise. */
 export function readSettings(env: Record<string, string | undefined>): Settings | string {
@@ -78,12 +84,17 @@ export function readSettings(env: Record<string, string | undefined>): Settings 
   if (!runnerId || !token) return "ROOST_RUNNER_ID and ROOST_RUNNER_TOKEN are required";
   const grace = Number(env.ROOST_RUNNER_GRACE_SECONDS ?? "10");
   if (!Number.isFinite(grace) || grace < 0) return `ROOST_RUNNER_GRACE_SECONDS is not a number of seconds: ${JSON.stringify(env.ROOST_RUNNER_GRACE_SECONDS)}`;
+  const cacheMb = Number(env.ROOST_CACHE_MAX_MB ?? "10240");
+  if (!Number.isFinite(cacheMb) || cacheMb < 0) return `ROOST_CACHE_MAX_MB is not a number of MiB: ${JSON.stringify(env.ROOST_CACHE_MAX_MB)}`;
+  const workDir = resolve(env.ROOST_RUNNER_WORKDIR ?? "./runner-work");
   return {
     url,
     runnerId,
     token,
-    workDir: resolve(env.ROOST_RUNNER_WORKDIR ?? "./runner-work"),
-    flutterSdks: env.ROOST_FLUTTER_SDKS,
+    workDir,
+    flutterSdks: resolve(workDir, env.ROOST_FLUTTER_SDKS ?? "flutter"),
+    flutterGitUrl: env.ROOST_FLUTTER_GIT_URL || DEFAULT_FLUTTER_GIT_URL,
+    cacheMaxBytes: cacheMb * 1024 * 1024,
     labels: (env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
     graceMs: grace * 1000,
   };

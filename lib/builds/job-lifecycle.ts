@@ -12,11 +12,13 @@ import { raiseIncident } from "../incidents.ts";
 import type { Build } from "../db/builds.ts";
 import { publishBuildChanged, transitionBuildIn } from "./transition.ts";
 import { formatTimeout } from "../pipelines/config.ts";
+import type { FlutterSdkUsed } from "../runner-protocol/wire.ts";
 
 export interface JobOutcome {
   status: "succeeded" | "failed" | "canceled";
   exit_code: number;
   failure_reason?: string | undefined;
+  flutter_sdk?: FlutterSdkUsed | undefined;
 }
 
 type Deps = Pick<AppContext, "db" | "clock" | "events" | "logHubs">;
@@ -31,6 +33,8 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
   const transition = outcome.status === "succeeded" ? "succeed" : outcome.status === "failed" ? "fail" : "cancel";
   const result = await inTransaction(deps.db, async (tx) => {
     if (!(await markJob(tx, job.id, "finished", now))) return null;
+    // Recorded also when the build had already ended (canceled, timed out): it did run with it.
+    if (outcome.flutter_sdk) await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(outcome.flutter_sdk), job.build_id] });
     const build = await transitionBuildIn(tx, now, job.build_id, transition, {
       exit_code: outcome.exit_code,
       ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),

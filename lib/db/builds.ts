@@ -3,6 +3,7 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";
+import type { FlutterSdkUsed } from "../runner-protocol/wire.ts";
 import { publicSnapshot, type ConfigSnapshot } from "../pipelines/config.ts";
 import { parseDefinitionSource, type DefinitionSource } from "../pipelines/definition.ts";
 
@@ -51,6 +52,8 @@ export interface Build {
   logs_deleted_at: number | null;
   /** When retention deleted the build's artifacts; null while they are kept. */
   artifacts_deleted_at: number | null;
+  /** The Flutter SDK the build used, as its runner reported it; null before that (schema.sql migration 12). */
+  flutter_sdk: FlutterSdkUsed | null;
 }
 
 export function toBuild(row: Row): Build {
@@ -88,6 +91,7 @@ export function toBuild(row: Row): Build {
     step_results: JSON.parse(str(row, "step_results")) as StepResult[],
     logs_deleted_at: row.logs_deleted_at === undefined ? null : numOrNull(row, "logs_deleted_at"),
     artifacts_deleted_at: row.artifacts_deleted_at === undefined ? null : numOrNull(row, "artifacts_deleted_at"),
+    flutter_sdk: typeof row.flutter_sdk === "string" ? (JSON.parse(row.flutter_sdk) as FlutterSdkUsed) : null,
   };
 }
 

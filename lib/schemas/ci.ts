@@ -4,6 +4,7 @@ import { z } from "zod";
 import { Timestamp, boundedJsonObject } from "../schemas.ts";
 import { PLATFORMS, TRIGGER_EVENTS } from "../pipelines/config.ts";
 import { BUILD_STATUSES } from "../builds/state-machine.ts";
+import { FlutterSdkUsed } from "../runner-protocol/wire.ts";
 
 export const ProjectRoleSchema = z.enum(["maintainer", "developer", "viewer"]);
 
@@ -138,6 +139,7 @@ export const BuildResource = z.object({
   step_results: z.array(StepResult),
   logs_deleted_at: Timestamp.nullable().describe("when retention deleted the build's log (docs/operations.md \"Retention\"); null while it is kept"),
   artifacts_deleted_at: Timestamp.nullable().describe("when retention deleted the build's artifacts; null while they are kept"),
+  flutter_sdk: FlutterSdkUsed.nullable().describe("the Flutter SDK the build used, as its runner reported it when the job finished (docs/runners.md \"Flutter versions\")"),
 });
 
 export const IncidentResource = z.object({

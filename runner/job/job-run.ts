@@ -12,6 +12,7 @@ import { maskLine, maskNeedles } from "../masking.ts";
 import { groupAlive, runCommand, type RunningCommand } from "../process.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
 import type { FlutterSdk } from "./flutter.ts";
+import type { FlutterSdkUsed } from "../../lib/runner-protocol/wire.ts";
 import type { KeychainSession } from "./ios-signing.ts";
 
 export type JobStatus = "succeeded" | "failed" | "canceled";
@@ -33,6 +34,11 @@ export class JobRun {
   /** Set when the runner's own stop canceled the job (not a user's cancel). */
   stoppedByRunner = false;
   sdk: FlutterSdk = { path: null, flutter: "flutter", error: null };
+  /** The build's cache key (cache.ts) once computed, and whether an entry had exactly it. */
+  cacheKey: string | null = null;
+  cacheHit = false;
+  /** The SDK the build used, reported with its finish; null until chosen. */
+  sdkUsed: FlutterSdkUsed | null = null;
   /** The private directory of this job's file variables (secret-files.ts), while they exist. */
   secretDir: string | null = null;
   /** Other files holding secrets (android/key.properties), removed with the secret files. */

@@ -6,6 +6,7 @@ import type { ClaimedJob } from "../../lib/runner-protocol/wire.ts";
 import type { RunnerApi } from "../client.ts";
 import type { RunnerOptions } from "../agent.ts";
 import { JobRun } from "./job-run.ts";
+import { removeCacheHomes, restoreCache, saveCache } from "./cache.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
 import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
 import { uploadArtifacts } from "./artifacts.ts";
@@ -31,13 +32,15 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     await checkout(run);
     if (run.status === "succeeded" && !run.canceled) writeKeyProperties(run);
     if (run.status === "succeeded" && !run.canceled) setUpAppleSigning(run);
-    setUpFlutter(run);
+    await setUpFlutter(run);
+    await restoreCache(run);
     await preBuild(run);
     for (const platform of run.config.platforms) await buildPlatform(run, platform);
     await build(run);
     await postBuild(run);
     // The steps are over: what they left running in the background is stopped now, and logged.
     await run.stopLeftovers();
+    await saveCache(run);
     await uploadArtifacts(run);
     // Secret files are gone before the build is reported finished.
     removeSecretFiles(run);
@@ -47,6 +50,7 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     clearInterval(beat);
     clearTimeout(deadline);
     await run.stopLeftovers().catch(() => {});
+    removeCacheHomes(run);
     o.stop.removeEventListener("abort", onStop);
     removeSecretFiles(run);
     cleanUp(run);

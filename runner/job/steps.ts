@@ -1,6 +1,7 @@
 // The steps of a job, in the order run-job.ts runs them (docs/runners.md "What a job runs"):
 //   checkout    the repository at the build's exact commit, from a per-runner mirror cache
-//   (flutter)   choosing the Flutter SDK; not a reported step, a missing one fails the next step
+//   (flutter)   choosing the Flutter SDK (flutter.ts); reported as flutter_install only when it
+//               installs one; a version it cannot have fails the next step
 //   pre_build   the pipeline's pre_build commands
 //   build_<p>   per platform: `flutter build apk|appbundle|ipa|macos` + platform_build_args,
 //               or the commands of platform_commands[p] when it lists any
@@ -10,7 +11,7 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { flutterSdk } from "./flutter.ts";
+import { installCommands, planSdk, requestedVersion, sdkUsed } from "./flutter.ts";
 import type { JobRun } from "./job-run.ts";
 
 type Platform = "android" | "ios" | "macos";
@@ -38,8 +39,40 @@ export async function checkout(run: JobRun): Promise<void> {
   );
 }
 
-export function setUpFlutter(run: JobRun): void {
-  run.sdk = flutterSdk(run.config.flutter_version, run.options.flutterSdks);
+/**
+ * Chooses the build's Flutter SDK (flutter.ts), installing it as the reported step
+ * flutter_install when the runner lacks it. A version it cannot have fails the build before any
+ * command runs (the next step says why).
+ */
+export async function setUpFlutter(run: JobRun): Promise<void> {
+  if (run.status !== "succeeded" || run.canceled) return;
+  const { flutterSdks, flutterGitUrl } = run.options;
+  const requested = requestedVersion(run.config.flutter_version, run.workspace);
+  if ("error" in requested) {
+    run.sdk = { path: null, flutter: "flutter", error: requested.error };
+    return;
+  }
+  let plan = planSdk(requested.version, flutterSdks);
+  if (plan.kind === "install") {
+    run.system("flutter_install", `[roost] Flutter ${requested.version} (${requested.from}) is not installed on this runner: installing it from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")}`);
+    await run.runStep("flutter_install", installCommands(plan, flutterSdks, flutterGitUrl), { cwd: run.options.workDir });
+    if (run.status !== "succeeded" || run.canceled) return;
+    plan = { kind: "dir", dir: plan.dir, source: "reused" };
+    run.sdkUsed = sdkUsed(requested.version, plan.dir, "installed");
+  }
+  if (plan.kind === "error") {
+    run.sdk = { path: null, flutter: "flutter", error: plan.error };
+    return;
+  }
+  if (plan.kind === "path") {
+    run.sdk = { path: null, flutter: "flutter", error: null };
+    run.sdkUsed = sdkUsed(requested.version, null, "path");
+    run.system("", `[roost] Flutter ${requested.version} (${requested.from}): the flutter on PATH`);
+    return;
+  }
+  run.sdk = { path: join(plan.dir, "bin"), flutter: "flutter", error: null };
+  run.sdkUsed ??= sdkUsed(requested.version, plan.dir, plan.source);
+  run.system("", `[roost] Flutter ${requested.version} (${requested.from}): ${plan.dir}, ${run.sdkUsed.version} at ${run.sdkUsed.revision?.slice(0, 12) ?? "?"} (${run.sdkUsed.source})`);
 }
 
 export async function preBuild(run: JobRun): Promise<void> {

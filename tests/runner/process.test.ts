@@ -54,23 +54,32 @@ describe("background processes", () => {
 });
 
 describe("choosing the Flutter SDK", () => {
-  test("a pinned version uses its SDK directory, and a missing one is a clear failure", async () => {
+  test("a version in the SDK directory is used; a missing one is installed; a channel uses the flutter on PATH; fvm reads .fvmrc", async () => {
     const { mkdtempSync, mkdirSync, writeFileSync, rmSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
-    const { flutterSdk } = await import("../../runner/job/flutter.ts");
+    const { planSdk, requestedVersion } = await import("../../runner/job/flutter.ts");
     const sdks = mkdtempSync(join(tmpdir(), "roost-sdks-"));
     try {
       mkdirSync(join(sdks, "3.24.5", "bin"), { recursive: true });
       writeFileSync(join(sdks, "3.24.5", "bin", "flutter"), "");
-      expect(flutterSdk("3.24.5", sdks)).toEqual({ path: join(sdks, "3.24.5", "bin"), flutter: "flutter", error: null });
-      expect(flutterSdk("3.99.0", sdks).error).toBe(`Flutter 3.99.0 is not installed on this runner (looked for ${join(sdks, "3.99.0", "bin", "flutter")})`);
-      expect(flutterSdk("3.99.0", undefined).error).toContain("ROOST_FLUTTER_SDKS is not set");
-      expect(flutterSdk("stable", undefined)).toEqual({ path: null, flutter: "flutter", error: null });
+      expect(planSdk("3.24.5", sdks)).toEqual({ kind: "dir", dir: join(sdks, "3.24.5"), source: "sdks_dir" });
+      expect(planSdk("3.99.0", sdks)).toEqual({ kind: "install", dir: join(sdks, "3.99.0"), ref: "3.99.0", channel: false });
       mkdirSync(join(sdks, "tools"));
-      writeFileSync(join(sdks, "tools", "fvm"), "");
-      expect(flutterSdk("fvm", undefined, [join(sdks, "tools")])).toEqual({ path: null, flutter: "fvm flutter", error: null });
-      expect(flutterSdk("fvm", undefined, ["/nonexistent"]).error).toBe("flutter_version is fvm, but fvm is not installed on this runner (not on PATH)");
+      writeFileSync(join(sdks, "tools", "flutter"), "");
+      expect(planSdk("stable", sdks, [join(sdks, "tools")])).toEqual({ kind: "path" });
+      expect(planSdk("beta", sdks, ["/nonexistent"])).toEqual({ kind: "install", dir: join(sdks, "beta"), ref: "beta", channel: true });
+
+      const repo = join(sdks, "repo");
+      mkdirSync(join(repo, ".fvm"), { recursive: true });
+      expect(requestedVersion("3.24.5", repo)).toEqual({ version: "3.24.5", from: "the pipeline's flutter_version" });
+      expect(requestedVersion("fvm", repo)).toEqual({ version: "stable", from: "no .fvmrc in the repository: stable" });
+      writeFileSync(join(repo, ".fvm", "fvm_config.json"), JSON.stringify({ flutterSdkVersion: "3.22.0" }));
+      expect(requestedVersion("fvm", repo)).toEqual({ version: "3.22.0", from: ".fvm/fvm_config.json" });
+      writeFileSync(join(repo, ".fvmrc"), JSON.stringify({ flutter: "3.27.1" }));
+      expect(requestedVersion("fvm", repo)).toEqual({ version: "3.27.1", from: ".fvmrc" });
+      writeFileSync(join(repo, ".fvmrc"), JSON.stringify({ flutter: "latest; rm -rf /" }));
+      expect(requestedVersion("fvm", repo)).toEqual({ error: 'flutter_version is fvm, but .fvmrc names no Flutter version or channel in "flutter" (found "latest; rm -rf /")' });
     } finally {
       rmSync(sdks, { recursive: true, force: true });
     }

@@ -229,6 +229,16 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           <dt>Duration</dt>
           <dd>{buildDurationText(build) || "not started"}</dd>
         </div>
+        {build.flutter_sdk && (
+          <div>
+            <dt>Flutter</dt>
+            <dd title={build.flutter_sdk.revision ?? undefined}>
+              {build.flutter_sdk.version}
+              {build.flutter_sdk.version !== build.flutter_sdk.requested ? ` (asked for ${build.flutter_sdk.requested})` : ""}
+              {{ installed: ", installed for this build", reused: ", installed earlier", path: ", from PATH", sdks_dir: ", from the runner's SDK directory" }[build.flutter_sdk.source]}
+            </dd>
+          </div>
+        )}
       </dl>
       {build.failure_reason && <Notice kind="error">{build.failure_reason}</Notice>}
       {build.runner_policy_block_reason && build.status === "queued" && <Notice kind="warning">{build.runner_policy_block_reason}</Notice>}

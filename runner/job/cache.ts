@@ -1,0 +1,189 @@
+// Dependency caches, runner-local (docs/runners.md "Caches"): the pub cache, Gradle's caches and
+// wrapper, CocoaPods' cache and any paths a pipeline adds, kept per pipeline in
+// <workdir>/caches/<pipeline_id>/<key>/ and keyed by the lock files, as GitLab's `cache:key:files`
+// and GitHub's actions/cache key on hashFiles() of them.
+//
+// - Before the steps, after the checkout: the job's PUB_CACHE, GRADLE_USER_HOME and CP_HOME_DIR
+//   point into a directory of its own, and the entry with the build's key is restored into it,
+//   else the newest entry of the build's branch, else the newest of the default branch (the
+//   fallback order of GitLab's cache:fallback_keys and actions/cache restore-keys).
+// - A build reads and writes its own scope (its branch; a pull request's own ref, never the
+//   branch name a fork chose) and only reads the default branch's, as GitHub scopes caches: a
+//   pull request cannot plant a cache that a build of the default branch restores.
+// - After a successful build, when no entry had the exact key, one is saved. Entries are never
+//   overwritten (a key names its contents), and the least recently used ones are evicted once
+//   all of them together exceed ROOST_CACHE_MAX_MB.
+//
+// Restoring and saving are log lines ([roost] cache: …), not reported steps; a cache that cannot be
+// read or written is said in the log and never fails a build.
+import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { JobRun } from "./job-run.ts";
+
+/** The variables a cache path may start with, and their directory under the job's cache homes. */
+const HOMES = ["PUB_CACHE", "GRADLE_USER_HOME", "CP_HOME_DIR"] as const;
+
+export interface CacheEntry {
+  key: string;
+  /** The scope that saved it: a branch name, or pull_request:<ref>. */
+  branch: string;
+  created_at: number;
+  last_used_at: number;
+  bytes: number;
+}
+
+export function cacheHomes(run: Pick<JobRun, "options" | "id">): string {
+  return join(run.options.workDir, "homes", run.id);
+}
+
+function pipelineDir(run: JobRun): string {
+  return join(run.options.workDir, "caches", run.job.build.pipeline_id);
+}
+
+/** Where one configured path lives on disk: [the archive it goes in, its root, the path below it]. */
+function locate(spec: string): ["homes" | "workspace", string] {
+  const home = HOMES.find((h) => spec === `$${h}` || spec.startsWith(`$${h}/`));
+  return home ? ["homes", home + spec.slice(home.length + 1)] : ["workspace", spec];
+}
+
+/** The key: the cache paths, the platform, and the path and contents of every file the key_files patterns match. */
+export async function cacheKey(run: JobRun): Promise<string> {
+  const hash = createHash("sha256").update(JSON.stringify({ paths: run.config.cache.paths, os: process.platform, arch: process.arch }));
+  const files = new Set<string>();
+  for (const pattern of run.config.cache.key_files) {
+    for await (const path of new Bun.Glob(pattern).scan({ cwd: run.workspace, onlyFiles: true })) files.add(path);
+  }
+  for (const path of [...files].sort()) hash.update(`\0${path}\0`).update(readFileSync(join(run.workspace, path)));
+  return hash.digest("hex").slice(0, 32);
+}
+
+export function listEntries(dir: string): CacheEntry[] {
+  if (!existsSync(dir)) return [];
+  const entries: CacheEntry[] = [];
+  for (const name of readdirSync(dir)) {
+    try {
+      entries.push(JSON.parse(readFileSync(join(dir, name, "entry.json"), "utf8")) as CacheEntry);
+    } catch {
+      // an entry being written (no entry.json yet) or a stray file
+    }
+  }
+  return entries;
+}
+
+/** The build's scope: its branch, or for a pull request its own ref. */
+export function cacheScope(build: JobRun["job"]["build"]): string {
+  return build.trigger_event === "pull_request" ? `pull_request:${build.trigger_ref}` : build.branch;
+}
+
+/** An entry's directory name: its scope and its key. */
+function entryName(scope: string, key: string): string {
+  return `${createHash("sha256").update(scope).digest("hex").slice(0, 8)}-${key}`;
+}
+
+/** The entry to restore: the exact key (own scope, then the default branch), else the newest of the branch, else the newest of the default branch. */
+export function chooseEntry(entries: CacheEntry[], key: string, branch: string, defaultBranch: string): { entry: CacheEntry; match: string } | null {
+  const exact = entries.find((e) => e.key === key && e.branch === branch) ?? entries.find((e) => e.key === key && e.branch === defaultBranch);
+  if (exact) return { entry: exact, match: "exact key" };
+  const newest = (b: string) => entries.filter((e) => e.branch === b).sort((x, y) => y.created_at - x.created_at)[0];
+  const ofBranch = newest(branch);
+  if (ofBranch) return { entry: ofBranch, match: `newest of branch ${branch}` };
+  const ofDefault = defaultBranch && defaultBranch !== branch ? newest(defaultBranch) : undefined;
+  return ofDefault ? { entry: ofDefault, match: `newest of the default branch ${defaultBranch}` } : null;
+}
+
+/** Points the job's cache variables at its own directories and restores the best entry into them. */
+export async function restoreCache(run: JobRun): Promise<void> {
+  if (!run.config.cache.enabled || run.status !== "succeeded" || run.canceled) return;
+  const homes = cacheHomes(run);
+  for (const home of HOMES) {
+    mkdirSync(join(homes, home), { recursive: true });
+    run.env[home] = join(homes, home);
+  }
+  try {
+    run.cacheKey = await cacheKey(run);
+    const t0 = performance.now();
+    const scope = cacheScope(run.job.build);
+    const found = chooseEntry(listEntries(pipelineDir(run)), run.cacheKey, scope, run.job.build.default_branch);
+    if (!found) {
+      run.system("", `[roost] cache: no cache for key ${run.cacheKey.slice(0, 12)}, ${scope} or the default branch yet; it is saved after a successful build`);
+      return;
+    }
+    const dir = join(pipelineDir(run), entryName(found.entry.branch, found.entry.key));
+    for (const [archive, target] of [["homes.tar", homes], ["workspace.tar", run.workspace]] as const) {
+      if (existsSync(join(dir, archive))) await tar(["-xf", join(dir, archive), "-C", target]);
+    }
+    writeFileSync(join(dir, "entry.json"), JSON.stringify({ ...found.entry, last_used_at: Math.floor(Date.now() / 1000) }));
+    if (found.match === "exact key") run.cacheHit = true;
+    run.system("", `[roost] cache: restored ${found.entry.key.slice(0, 12)} of ${found.entry.branch} (${found.match}, ${mib(found.entry.bytes)}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  } catch (error) {
+    run.system("", `[roost] cache: not restored: ${(error as Error).message}`);
+  }
+}
+
+/** After a successful build with no exact hit: saves the cache paths as a new entry, then evicts beyond the bound. */
+export async function saveCache(run: JobRun): Promise<void> {
+  if (!run.config.cache.enabled || run.status !== "succeeded" || run.canceled || run.cacheHit || !run.cacheKey) return;
+  const t0 = performance.now();
+  const scope = cacheScope(run.job.build);
+  const dir = join(pipelineDir(run), entryName(scope, run.cacheKey));
+  const partial = `${dir}.saving-${run.id}`;
+  try {
+    mkdirSync(partial, { recursive: true });
+    const members = { homes: [] as string[], workspace: [] as string[] };
+    for (const spec of run.config.cache.paths) {
+      const [archive, path] = locate(spec);
+      const full = join(archive === "homes" ? cacheHomes(run) : run.workspace, path);
+      // An empty directory (CocoaPods' on Linux) is not worth an entry.
+      if (existsSync(full) && !(statSync(full).isDirectory() && readdirSync(full).length === 0)) members[archive].push(path);
+    }
+    if (members.homes.length + members.workspace.length === 0) {
+      run.system("", "[roost] cache: nothing to save (none of the cache paths exists)");
+      return;
+    }
+    if (members.homes.length) await tar(["-cf", join(partial, "homes.tar"), "-C", cacheHomes(run), ...members.homes]);
+    if (members.workspace.length) await tar(["-cf", join(partial, "workspace.tar"), "-C", run.workspace, ...members.workspace]);
+    const bytes = readdirSync(partial).reduce((n, f) => n + statSync(join(partial, f)).size, 0);
+    const now = Math.floor(Date.now() / 1000);
+    const entry: CacheEntry = { key: run.cacheKey, branch: scope, created_at: now, last_used_at: now, bytes };
+    writeFileSync(join(partial, "entry.json"), JSON.stringify(entry));
+    if (existsSync(dir)) return; // another job saved this key meanwhile: its contents are the same
+    renameSync(partial, dir);
+    run.system("", `[roost] cache: saved ${run.cacheKey.slice(0, 12)} (${mib(bytes)}: ${[...members.homes.map((m) => `$${m}`), ...members.workspace].join(", ")}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const evicted = evictCaches(join(run.options.workDir, "caches"), run.options.cacheMaxBytes);
+    if (evicted.length) run.system("", `[roost] cache: evicted ${evicted.length} least recently used entr${evicted.length > 1 ? "ies" : "y"} to stay within ${mib(run.options.cacheMaxBytes)}`);
+  } catch (error) {
+    run.system("", `[roost] cache: not saved: ${(error as Error).message}`);
+  } finally {
+    rmSync(partial, { recursive: true, force: true });
+  }
+}
+
+/** Deletes the least recently used entries of every pipeline until all of them fit in maxBytes; returns the deleted keys. */
+export function evictCaches(root: string, maxBytes: number): string[] {
+  if (!existsSync(root)) return [];
+  const all = readdirSync(root).flatMap((pipeline) => listEntries(join(root, pipeline)).map((e) => ({ ...e, dir: join(root, pipeline, entryName(e.branch, e.key)) })));
+  let total = all.reduce((n, e) => n + e.bytes, 0);
+  const evicted: string[] = [];
+  for (const e of all.sort((a, b) => a.last_used_at - b.last_used_at || a.created_at - b.created_at)) {
+    if (total <= maxBytes) break;
+    rmSync(e.dir, { recursive: true, force: true });
+    total -= e.bytes;
+    evicted.push(e.key);
+  }
+  return evicted;
+}
+
+export function removeCacheHomes(run: Pick<JobRun, "options" | "id">): void {
+  rmSync(cacheHomes(run), { recursive: true, force: true });
+}
+
+async function tar(args: string[]): Promise<void> {
+  const p = Bun.spawn(["tar", ...args], { stdout: "ignore", stderr: "pipe" });
+  const [err, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`tar ${args[0]} exited with ${code}: ${err.trim().split("\n")[0]}`);
+}
+
+function mib(bytes: number): string {
+  return bytes >= 1024 * 1024 ? `${(bytes / 1024 / 1024).toFixed(1)} MiB` : `${Math.ceil(bytes / 1024)} KiB`;
+}
