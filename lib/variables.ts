@@ -224,10 +224,15 @@ export function buildIsTrusted(build: Pick<Build, "context">): boolean {
   return !(context && context.fork === true);
 }
 
-/** Whether a variable limited to protected_refs reaches this build: its ref matches and it is not a pull request. */
-function refAllowed(v: Variable, build: Pick<Build, "branch" | "trigger_event">): boolean {
+/**
+ * Whether a variable limited to protected_refs reaches this build: its ref matches, it is not a
+ * pull request, and its commit is the ref's own (a manual build that named its commit_sha could
+ * pair a protected branch's name with any commit, e.g. one pushed to a feature branch).
+ */
+function refAllowed(v: Variable, build: Pick<Build, "branch" | "trigger_event" | "context">): boolean {
   if (v.protected_refs.length === 0) return true;
   if (build.trigger_event === "pull_request") return false;
+  if ((build.context as { commit_pinned?: boolean } | null)?.commit_pinned === true) return false;
   return matchBranchPatterns(v.protected_refs, build.branch).matched;
 }
 
@@ -281,6 +286,13 @@ export async function variablesForBuild(db: Executor, secrets: SecretBox, build:
     env: [...env.values()],
     files: [...files.values()],
     withheld: [...withheld].sort(),
-    withheldReason: withheld.size === 0 ? null : trusted ? "their protected_refs do not match this build's ref" : "this build is of a pull request from a fork",
+    withheldReason:
+      withheld.size === 0
+        ? null
+        : !trusted
+          ? "this build is of a pull request from a fork"
+          : (build.context as { commit_pinned?: boolean } | null)?.commit_pinned === true
+            ? "their protected_refs are not given to a build whose commit was named by hand"
+            : "their protected_refs do not match this build's ref",
   };
 }

@@ -58,6 +58,8 @@ export const endpoint = defineEndpoint({
       triggerActor: ctx.principal!.user.email,
       concurrencyKey: null,
       createdBy: ctx.principal!.user.id,
+      // A named commit is not known to be the branch's: such a build gets no protected_refs secret.
+      ...(body.commit_sha ? { context: { commit_pinned: true } } : {}),
     });
     return { build: toPublicBuild(build) };
   },

@@ -139,6 +139,23 @@ describe("what a build receives", () => {
     expect(envOf(pr).KEYSTORE_PASSWORD).toBe(SECRET);
   });
 
+  test("a manual build of a protected branch gets the protected secret at the branch's head, not at a commit named by hand", async () => {
+    // Otherwise a developer could push any commit to a feature branch and build it under the name release/1.0.
+    await drainQueue();
+    const atHead = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, branch: "release/1.0" } });
+    expect(atHead.status).toBe(201);
+    expect(envOf((await (await runner()).claim()).body.job).RELEASE_ONLY).toBe("release-only-secret");
+    await drainQueue();
+    const pinned = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, branch: "release/1.0", commit_sha: SHA_A } });
+    expect(pinned.status).toBe(201);
+    const job = (await (await runner()).claim()).body.job;
+    expect(job.build.id).toBe(pinned.body.build.id);
+    expect(envOf(job).RELEASE_ONLY).toBeUndefined();
+    expect(envOf(job).KEYSTORE_PASSWORD).toBe(SECRET);
+    expect(job.withheld_secrets).toEqual(["RELEASE_ONLY"]);
+    expect(job.withheld_reason).toBe("their protected_refs are not given to a build whose commit was named by hand");
+  });
+
   test("a pull request from a fork, and its re-run, get no secret at all: plain variables only, and the claim says which were withheld", async () => {
     await drainQueue();
     const { build } = await createBuild(t.ctx, { pipelineId, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "pull_request", triggerRef: "refs/pull/7/head", context: { pull_request: 7, fork: true } });
