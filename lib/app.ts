@@ -102,6 +102,8 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         }
       }
       response.headers.set("x-request-id", requestId);
+      // Every answer is what its Content-Type says (JSON, SVG, text, an artifact): no browser sniffing.
+      if (!response.headers.has("x-content-type-options")) response.headers.set("x-content-type-options", "nosniff");
       // The route template, not the path, so ids and tokens never become metric labels or log fields.
       const route = (request as Request & { route?: string }).route ?? "unmatched";
       const status = String(response.status);

@@ -54,6 +54,12 @@ describe("errors are JSON {code, message}", () => {
     const res = await t.call("GET", "/v1/setup/status");
     expect(res.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
   });
+
+  test("every API answer, success or error, tells browsers not to sniff its type", async () => {
+    for (const res of [await t.call("GET", "/v1/setup/status"), await t.call("GET", "/v1/nope"), await t.call("GET", "/v1/users/me")]) {
+      expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    }
+  });
 });
 
 describe("an unexpected exception", () => {
