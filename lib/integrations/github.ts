@@ -17,8 +17,6 @@ export interface GithubTarget {
   installation_id: string;
 }
 
-const tokenCache = new Map<string, { token: string; expiresAt: number }>();
-
 export class GithubClient {
   constructor(
     private readonly target: GithubTarget,
@@ -42,14 +40,14 @@ export class GithubClient {
 
   async installationToken(): Promise<string> {
     const cacheKey = `${this.target.api_url}|${this.target.installation_id}`;
-    const cached = tokenCache.get(cacheKey);
+    const cached = this.access.tokens.get(cacheKey);
     if (cached && cached.expiresAt - 60 > this.access.now()) return cached.token;
     const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
     const response = await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: this.headers(`Bearer ${await this.appJwt()}`) });
     const body = (await response.json()) as { token?: string; expires_at?: string };
     if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
     const expiresAt = body.expires_at ? Math.floor(Date.parse(body.expires_at) / 1000) : this.access.now() + 3000;
-    tokenCache.set(cacheKey, { token: body.token, expiresAt });
+    this.access.tokens.set(cacheKey, { token: body.token, expiresAt });
     return body.token;
   }
 

@@ -23,6 +23,8 @@ export interface HostAccess {
   allowLinkLocal: boolean;
   /** Unix epoch seconds. */
   now(): number;
+  /** This app's short-lived host credentials (GitHub installation tokens), by API URL and installation. */
+  tokens: Map<string, { token: string; expiresAt: number }>;
 }
 
 export const HOST_TIMEOUT_MS = 10_000;

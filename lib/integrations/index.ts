@@ -30,7 +30,16 @@ export type IntegrationDeps = Pick<AppContext, "secrets" | "config" | "clock">;
 
 /** This app's way to source hosts: its own link-local policy (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL) and clock. */
 export function hostAccess(deps: IntegrationDeps): HostAccess {
-  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now() };
+  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now(), tokens: tokenCacheOf(deps.secrets) };
+}
+
+// Installation tokens live for an hour; each app (daemon, or test app) keeps its own, beside its
+// secret box, so two apps in one process never share credentials.
+const tokenCaches = new WeakMap<object, HostAccess["tokens"]>();
+function tokenCacheOf(owner: object): HostAccess["tokens"] {
+  let cache = tokenCaches.get(owner);
+  if (!cache) tokenCaches.set(owner, (cache = new Map()));
+  return cache;
 }
 
 export async function githubClientFor(deps: IntegrationDeps, integration: Integration): Promise<GithubClient> {

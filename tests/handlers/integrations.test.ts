@@ -117,7 +117,7 @@ describe("outbound requests", () => {
       if (url.includes("access_tokens")) return new Response(JSON.stringify({ token: "x", expires_at: new Date(Date.now() + 3600_000).toISOString() }), { status: 201 });
       return new Response(JSON.stringify({ repositories: [] }), { headers: { link: '<http://169.254.169.254/latest/meta-data>; rel="next"' } });
     };
-    const client = new GithubClient({ api_url: "https://api.github.example.test", app_id: "1", installation_id: "9" }, { private_key: host.github.privateKeyPem, webhook_secret: "x" }, { fetch: fetchImpl as never, allowLinkLocal: false, now: () => t.clock.now() });
+    const client = new GithubClient({ api_url: "https://api.github.example.test", app_id: "1", installation_id: "9" }, { private_key: host.github.privateKeyPem, webhook_secret: "x" }, { fetch: fetchImpl as never, allowLinkLocal: false, now: () => t.clock.now(), tokens: new Map() });
     await expect(client.listRepositories()).rejects.toThrow("not the configured host");
     expect(calls).toBe(2);
   });
