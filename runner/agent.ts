@@ -16,6 +16,8 @@ export interface RunnerOptions {
   flutterSdks: string;
   /** The Flutter SDK's git repository that versions are installed from. */
   flutterGitUrl: string;
+  /** ROOST_FLUTTER_GIT_URL was set: channels are installed too when missing (job/flutter.ts). */
+  flutterGitUrlSet: boolean;
   /** All dependency caches together (job/cache.ts); least recently used ones are evicted beyond it. */
   cacheMaxBytes: number;
   labels: string[];

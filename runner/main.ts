@@ -18,7 +18,8 @@ Environment:
   ROOST_FLUTTER_SDKS         Flutter SDKs, <dir>/<version>/bin/flutter; a pinned version that is missing
                              is installed there (default <workdir>/flutter)
   ROOST_FLUTTER_GIT_URL      the Flutter SDK's git repository to install from (default
-                             https://github.com/flutter/flutter.git; a mirror's URL)
+                             https://github.com/flutter/flutter.git); when set, a channel
+                             (stable, beta) missing from PATH and the SDKs is installed too
   ROOST_CACHE_MAX_MB         dependency caches kept in <workdir>/caches, least recently used
                              evicted beyond this (default 10240)
   ROOST_RUNNER_LABELS        extra labels, comma-separated
@@ -73,7 +74,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
   return 0;
 }
 
-type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "cacheMaxBytes" | "labels" | "graceMs">;
+type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "flutterGitUrlSet" | "cacheMaxBytes" | "labels" | "graceMs">;
 
 /** The runner's environment, checked; a sentence saying what is wrong otherwise. */
 export function readSettings(env: Record<string, string | undefined>): Settings | string {
@@ -94,6 +95,7 @@ export function readSettings(env: Record<string, string | undefined>): Settings 
     workDir,
     flutterSdks: resolve(workDir, env.ROOST_FLUTTER_SDKS ?? "flutter"),
     flutterGitUrl: env.ROOST_FLUTTER_GIT_URL || DEFAULT_FLUTTER_GIT_URL,
+    flutterGitUrlSet: Boolean(env.ROOST_FLUTTER_GIT_URL),
     cacheMaxBytes: cacheMb * 1024 * 1024,
     labels: (env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
     graceMs: grace * 1000,

@@ -5,7 +5,10 @@
 //    names (fvm 3's `{"flutter": "3.27.1"}`, or the older .fvm/fvm_config.json
 //    `{"flutterSdkVersion": …}`), read by the runner itself (fvm need not be installed).
 // 2. The SDK: <sdks>/<version> when it is there (installed earlier, or put there by hand); for a
-//    channel without one, the flutter on PATH when there is one; otherwise it is installed.
+//    channel without one, the flutter on PATH; otherwise it is installed. A channel is installed
+//    only where the operator named a Flutter repository (ROOST_FLUTTER_GIT_URL): every pipeline
+//    has `stable` unless it says otherwise, and a runner must not download a whole Flutter SDK
+//    for pipelines that never asked for one. A version (X.Y.Z) is always an explicit ask.
 // 3. Installing: from the Flutter SDK's git repository (ROOST_FLUTTER_GIT_URL, for mirrors), the
 //    way Flutter's own manual install does (a clone at the version's tag, or the channel's
 //    branch). One bare mirror, <sdks>/.flutter.git, holds the objects of every version: each SDK
@@ -59,7 +62,7 @@ export type SdkPlan =
   | { kind: "error"; error: string };
 
 /** Where a version comes from on this runner (pure: it looks, installs nothing). */
-export function planSdk(version: string, sdks: string, pathDirs: string[] = (process.env.PATH ?? "").split(":")): SdkPlan {
+export function planSdk(version: string, sdks: string, installChannels: boolean, pathDirs: string[] = (process.env.PATH ?? "").split(":")): SdkPlan {
   const channel = CHANNEL.test(version);
   if (!channel && !VERSION.test(version)) return { kind: "error", error: `flutter_version ${JSON.stringify(version)} is neither a version like 3.27.1 nor a channel` };
   const dir = join(sdks, version);
@@ -67,7 +70,7 @@ export function planSdk(version: string, sdks: string, pathDirs: string[] = (pro
     return { kind: "dir", dir, source: existsSync(join(dir, ".git", "objects", "info", "alternates")) ? "reused" : "sdks_dir" };
   }
   // A channel keeps today's meaning on a runner with Flutter installed: the flutter on PATH.
-  if (channel && pathDirs.some((d) => d && existsSync(join(d, "flutter")))) return { kind: "path" };
+  if (channel && (!installChannels || pathDirs.some((d) => d && existsSync(join(d, "flutter"))))) return { kind: "path" };
   return { kind: "install", dir, ref: version, channel };
 }
 

@@ -52,10 +52,12 @@ export async function setUpFlutter(run: JobRun): Promise<void> {
     run.sdk = { path: null, flutter: "flutter", error: requested.error };
     return;
   }
-  let plan = planSdk(requested.version, flutterSdks);
+  let plan = planSdk(requested.version, flutterSdks, run.options.flutterGitUrlSet);
   if (plan.kind === "install") {
     run.system("flutter_install", `[roost] Flutter ${requested.version} (${requested.from}) is not installed on this runner: installing it from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")}`);
     await run.runStep("flutter_install", installCommands(plan, flutterSdks, flutterGitUrl), { cwd: run.options.workDir });
+    // (run.status is read again: runStep changed it.)
+    if ((run.status as string) === "failed" && !run.timedOut) run.failureReason = `Flutter ${requested.version} could not be installed on this runner from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")} (${run.failureReason})`;
     if (run.status !== "succeeded" || run.canceled) return;
     plan = { kind: "dir", dir: plan.dir, source: "reused" };
     run.sdkUsed = sdkUsed(requested.version, plan.dir, "installed");

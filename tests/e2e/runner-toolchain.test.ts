@@ -144,7 +144,7 @@ describe("Flutter SDK provisioning", () => {
 
   test("a version the Flutter repository does not have fails the build, saying so", async () => {
     const { build, log } = await runBuild(await pipeline({ flutter_version: "3.99.0", commands: { pre_build: ["echo must not run"] } }));
-    expect(build).toMatchObject({ status: "failed", failure_reason: "step flutter_install failed with exit code 1" });
+    expect(build).toMatchObject({ status: "failed", failure_reason: `Flutter 3.99.0 could not be installed on this runner from file://${flutterRepo} (step flutter_install failed with exit code 1)` });
     expect(steps(build)).toEqual([
       ["checkout", "succeeded"],
       ["flutter_install", "failed"],

@@ -41,6 +41,7 @@ function startRunner(): Subprocess {
       ROOST_RUNNER_TOKEN: runner.token,
       ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
       ROOST_RUNNER_GRACE_SECONDS: "1",
+      ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
     },
     stdout: "ignore",
     stderr: "ignore",
@@ -182,7 +183,8 @@ describe("a real runner", () => {
     const buildId = await build(await pipeline({ execution_config: { flutter_version: "3.99.0", commands: { pre_build: ["echo should not run"] } } }));
     const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
     expect(done.status).toBe("failed");
-    expect(done.failure_reason).toMatch(/^Flutter 3\.99\.0 is not installed on this runner/);
+    // The runner installs a missing version from ROOST_FLUTTER_GIT_URL, which here has no Flutter.
+    expect(done.failure_reason).toMatch(/^Flutter 3\.99\.0 could not be installed on this runner from file:\/\/\/nonexistent\/flutter.git \(step flutter_install failed with exit code \d+\)$/);
     const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
     expect(log).not.toContain("should not run\n");
   }, 40_000);

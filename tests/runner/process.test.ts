@@ -63,12 +63,14 @@ describe("choosing the Flutter SDK", () => {
     try {
       mkdirSync(join(sdks, "3.24.5", "bin"), { recursive: true });
       writeFileSync(join(sdks, "3.24.5", "bin", "flutter"), "");
-      expect(planSdk("3.24.5", sdks)).toEqual({ kind: "dir", dir: join(sdks, "3.24.5"), source: "sdks_dir" });
-      expect(planSdk("3.99.0", sdks)).toEqual({ kind: "install", dir: join(sdks, "3.99.0"), ref: "3.99.0", channel: false });
+      expect(planSdk("3.24.5", sdks, false)).toEqual({ kind: "dir", dir: join(sdks, "3.24.5"), source: "sdks_dir" });
+      expect(planSdk("3.99.0", sdks, false)).toEqual({ kind: "install", dir: join(sdks, "3.99.0"), ref: "3.99.0", channel: false });
       mkdirSync(join(sdks, "tools"));
       writeFileSync(join(sdks, "tools", "flutter"), "");
-      expect(planSdk("stable", sdks, [join(sdks, "tools")])).toEqual({ kind: "path" });
-      expect(planSdk("beta", sdks, ["/nonexistent"])).toEqual({ kind: "install", dir: join(sdks, "beta"), ref: "beta", channel: true });
+      expect(planSdk("stable", sdks, true, [join(sdks, "tools")])).toEqual({ kind: "path" });
+      expect(planSdk("beta", sdks, true, ["/nonexistent"])).toEqual({ kind: "install", dir: join(sdks, "beta"), ref: "beta", channel: true });
+      // Without ROOST_FLUTTER_GIT_URL, a channel (every pipeline's default) is never downloaded.
+      expect(planSdk("beta", sdks, false, ["/nonexistent"])).toEqual({ kind: "path" });
 
       const repo = join(sdks, "repo");
       mkdirSync(join(repo, ".fvm"), { recursive: true });
