@@ -21,9 +21,16 @@ const SLOW_MS = 2000;
 /**
  * 5xx answers the API documents for a state of the server, not for what the client sent: OIDC
  * start on an instance without an identity provider is 500 oidc_not_configured
- * (docs/external-access.md, "Errors").
+ * (docs/external-access.md, "Errors"); and once the fuzz itself, as the owner, has configured an
+ * identity provider at an address where none answers (and switched the instance to External
+ * Access), OIDC start and the switch to External Access report that upstream with 502
+ * oidc_discovery_error, as they must.
  */
-const DOCUMENTED_SERVER_STATES = new Set(["GET /v1/auth/oidc/start oidc_not_configured"]);
+const DOCUMENTED_SERVER_STATES = new Set([
+  "GET /v1/auth/oidc/start oidc_not_configured",
+  "GET /v1/auth/oidc/start oidc_discovery_error",
+  "PUT /v1/settings/runtime-mode oidc_discovery_error",
+]);
 
 // --- a seeded PRNG (mulberry32) -------------------------------------------------------------
 
