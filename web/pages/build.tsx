@@ -8,6 +8,7 @@ import { ago, buildDurationText, bytes, dateTime, duration } from "../format.ts"
 import { LogStore, LogView } from "../log-view.tsx";
 import { location, navigate } from "../router.ts";
 import type { Artifact, Build, LogLine, Project } from "../types.ts";
+import { BuildOriginFacts, RetentionNotice } from "./build-origin.tsx";
 
 const FINISHED = new Set(["succeeded", "failed", "canceled"]);
 const PAGE = 5000;
@@ -229,6 +230,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           <dt>Duration</dt>
           <dd>{buildDurationText(build) || "not started"}</dd>
         </div>
+        <BuildOriginFacts build={build} />
         {build.flutter_sdk && (
           <div>
             <dt>Flutter</dt>
@@ -268,10 +270,12 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           )}
           {log.connection === "reconnecting" && <span class="badge badge-queued">reconnecting…</span>}
         </h2>
+        <RetentionNotice build={build} what="log" />
         <LogView store={log.store} version={log.version} steps={build.step_results} live={!finished} target={target ? Number(target) : null} complete={log.complete} />
       </section>
       <section aria-labelledby="h-artifacts">
         <h2 id="h-artifacts">Artifacts</h2>
+        <RetentionNotice build={build} what="artifacts" />
         <LoadState state={artifacts} what="artifacts" />
         {artifacts.data && artifacts.data.artifacts.length === 0 && <p class="muted">{finished ? "No artifacts." : "Artifacts appear when the build uploads them."}</p>}
         {artifacts.data && artifacts.data.artifacts.length > 0 && (

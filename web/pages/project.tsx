@@ -10,6 +10,10 @@ import { location, navigate } from "../router.ts";
 import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
 import { isAdmin } from "../session.ts";
 import { BuildTable } from "./dashboard.tsx";
+import { VariablesTab } from "./project-variables.tsx";
+import { SchedulesTab } from "./project-schedules.tsx";
+import { NotificationsTab } from "./project-notifications.tsx";
+import { BadgesRetentionTab } from "./project-badges-retention.tsx";
 
 const ROLE_RANK = { viewer: 0, developer: 1, maintainer: 2 } as const;
 type ProjectRole = keyof typeof ROLE_RANK;
@@ -25,6 +29,10 @@ export function ProjectPage({ project_id }: Record<string, string>) {
     ["builds", "Builds", true],
     ["pipelines", "Pipelines", true],
     ["deliveries", "Webhook deliveries", may(project, "maintainer")],
+    ["schedules", "Schedules", true],
+    ["variables", "Variables and secrets", may(project, "maintainer")],
+    ["notifications", "Notifications", may(project, "maintainer")],
+    ["badges", "Badges and retention", true],
     ["settings", "Settings", may(project, "maintainer")],
   ];
   return (
@@ -45,6 +53,10 @@ export function ProjectPage({ project_id }: Record<string, string>) {
       {tab === "builds" && <Builds project={project} pipelines={pipelines.data?.pipelines ?? []} />}
       {tab === "pipelines" && <Pipelines project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} />}
       {tab === "deliveries" && may(project, "maintainer") && <Deliveries project={project} />}
+      {tab === "schedules" && <SchedulesTab project={project} pipelines={pipelines.data?.pipelines ?? []} maintainer={may(project, "maintainer")} />}
+      {tab === "variables" && may(project, "maintainer") && <VariablesTab project={project} pipelines={pipelines.data?.pipelines ?? []} />}
+      {tab === "notifications" && may(project, "maintainer") && <NotificationsTab project={project} />}
+      {tab === "badges" && <BadgesRetentionTab project={project} maintainer={may(project, "maintainer")} />}
       {tab === "settings" && may(project, "maintainer") && <Settings project={project} reload={state.reload} />}
     </section>
   );
@@ -84,7 +96,7 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
           <label for="filter-trigger">Trigger</label>
           <select id="filter-trigger" value={trigger} onChange={(e) => setTrigger(e.currentTarget.value)}>
             <option value="">All</option>
-            {["webhook", "manual", "rerun"].map((s) => (
+            {["webhook", "manual", "rerun", "schedule"].map((s) => (
               <option value={s}>{s}</option>
             ))}
           </select>

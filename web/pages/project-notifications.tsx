@@ -1,0 +1,255 @@
+// Build notifications of a project (docs/notifications.md), for its maintainers: the list with
+// each one's health, create and edit (Slack-compatible webhook, signed webhook, e-mail over SMTP)
+// with write-only secret fields (a webhook URL, a signing secret, an SMTP password are never
+// returned; left empty on an edit, the stored one is kept), and each one's recent deliveries.
+import { useState } from "preact/hooks";
+import { ApiFailure, del, get, patch, post } from "../api.ts";
+import { Field, FormError, LoadState, Notice, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { ago, dateTime } from "../format.ts";
+import type { Project } from "../types.ts";
+import type { Notification, NotificationDelivery } from "../settings-types.ts";
+
+const EVENTS = ["failed", "fixed", "succeeded", "canceled"] as const;
+const CHANNELS = { slack: "Slack-compatible webhook", webhook: "Signed webhook (JSON)", email: "E-mail (SMTP)" } as const;
+type Channel = keyof typeof CHANNELS;
+const lines = (text: string) => text.split(/[\n,]/).map((l) => l.trim()).filter(Boolean);
+
+export function NotificationsTab({ project }: { project: Project }) {
+  const base = `/v1/projects/${encodeURIComponent(project.id)}/notifications`;
+  const list = useLoad(() => get<{ notifications: Notification[] }>(base), [base], 15_000);
+  const [editing, setEditing] = useState<string | null>(null);
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const done = async () => {
+    await list.reload();
+    setEditing(null);
+  };
+  return (
+    <>
+      <p class="muted">Tell a team about finished builds in a chat channel, over a signed webhook or by e-mail. URLs, signing secrets and passwords are stored encrypted and never shown again.</p>
+      <LoadState state={list} what="notifications" />
+      {list.data && list.data.notifications.length === 0 && editing !== "new" && <p class="muted">No notifications yet.</p>}
+      <ul class="plain notifications">
+        {list.data?.notifications.map((n) =>
+          editing === n.id ? (
+            <li key={n.id}>
+              <NotificationForm base={base} notification={n} done={done} />
+            </li>
+          ) : (
+            <li key={n.id} class="panel notification">
+              <div>
+                <strong>{n.name}</strong> · {CHANNELS[n.channel]} {summary(n)} · <Health n={n} />
+              </div>
+              <div class="muted">
+                {n.enabled ? "enabled" : "disabled"} · on {n.events.join(", ")} · {n.branches.length > 0 ? `branches ${n.branches.join(", ")}` : "every branch"}
+              </div>
+              {n.health.failing && n.health.last_error && <Notice kind="warning">{`Last delivery failed: ${n.health.last_error}`}</Notice>}
+              <Deliveries base={base} notification={n} />
+              {editing === null && (
+                <div class="row">
+                  <button type="button" class="secondary small" aria-label={`Edit ${n.name}`} onClick={() => setEditing(n.id)}>
+                    Edit
+                  </button>
+                  <button
+                    type="button"
+                    class="danger small"
+                    aria-label={`Delete ${n.name}`}
+                    onClick={async () => {
+                      if (!confirm(`Delete the notification ${n.name}?`)) return;
+                      setError(null);
+                      try {
+                        await del(`${base}/${encodeURIComponent(n.id)}`);
+                      } catch (err) {
+                        setError(err as ApiFailure);
+                      }
+                      await list.reload();
+                    }}
+                  >
+                    Delete
+                  </button>
+                </div>
+              )}
+            </li>
+          ),
+        )}
+      </ul>
+      <FormError error={error} />
+      {editing === null && (
+        <button type="button" onClick={() => setEditing("new")}>
+          New notification
+        </button>
+      )}
+      {editing === "new" && <NotificationForm base={base} done={done} />}
+    </>
+  );
+}
+
+function summary(n: Notification): string {
+  const c = n.config as Record<string, unknown>;
+  if (n.channel === "email") return `via ${String(c.host)}:${String(c.port)} to ${Array.isArray(c.to) ? c.to.join(", ") : ""}`;
+  return c.url_host ? `to ${String(c.url_host)}` : "";
+}
+
+function Health({ n }: { n: Notification }) {
+  if (n.health.failing) return <StatusBadge status="failed" />;
+  if (n.health.last_delivered_at !== null)
+    return (
+      <span title={dateTime(n.health.last_delivered_at)}>
+        <StatusBadge status="succeeded" /> delivered {ago(n.health.last_delivered_at)}
+      </span>
+    );
+  return <span class="muted">nothing sent yet</span>;
+}
+
+function Deliveries({ base, notification }: { base: string; notification: Notification }) {
+  const [open, setOpen] = useState(false);
+  return (
+    <details class="notification-deliveries" onToggle={(e) => setOpen(e.currentTarget.open)}>
+      <summary>Recent deliveries of {notification.name}</summary>
+      {open && <DeliveryList url={`${base}/${encodeURIComponent(notification.id)}/deliveries?limit=20`} />}
+    </details>
+  );
+}
+
+function DeliveryList({ url }: { url: string }) {
+  const list = useLoad(() => get<{ deliveries: NotificationDelivery[] }>(url), [url], 5000);
+  if (!list.data) return <LoadState state={list} what="deliveries" />;
+  if (list.data.deliveries.length === 0) return <p class="muted">No deliveries yet.</p>;
+  const statusWord = { pending: "queued", delivered: "succeeded", failed: "failed" } as const;
+  return (
+    <ul class="plain">
+      {list.data.deliveries.map((d) => (
+        <li key={d.id}>
+          <StatusBadge status={statusWord[d.status]} /> {d.status} · build {d.event} · <span title={dateTime(d.created_at)}>{ago(d.created_at)}</span> · {d.attempts} {d.attempts === 1 ? "attempt" : "attempts"}
+          {d.status === "pending" && d.next_attempt_at !== null && ` · next attempt ${dateTime(d.next_attempt_at)}`}
+          {d.last_error && ` · ${d.last_error}`}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+function NotificationForm({ base, notification, done }: { base: string; notification?: Notification; done: () => Promise<void> }) {
+  const c = (notification?.config ?? {}) as Record<string, unknown>;
+  const editing = notification !== undefined;
+  const [name, setName] = useState(notification?.name ?? "");
+  const [channel, setChannel] = useState<Channel>(notification?.channel ?? "slack");
+  const [events, setEvents] = useState<string[]>(notification?.events ?? ["failed", "fixed"]);
+  const [branches, setBranches] = useState((notification?.branches ?? []).join("\n"));
+  const [enabled, setEnabled] = useState(notification?.enabled ?? true);
+  const [url, setUrl] = useState("");
+  const [secret, setSecret] = useState("");
+  const [host, setHost] = useState(String(c.host ?? ""));
+  const [port, setPort] = useState(String(c.port ?? 587));
+  const [security, setSecurity] = useState(String(c.security ?? "starttls"));
+  const [username, setUsername] = useState(c.username == null ? "" : String(c.username));
+  const [password, setPassword] = useState("");
+  const [from, setFrom] = useState(String(c.from ?? ""));
+  const [to, setTo] = useState(Array.isArray(c.to) ? c.to.join("\n") : "");
+  const [tlsCa, setTlsCa] = useState(c.tls_ca == null ? "" : String(c.tls_ca));
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const keep = editing ? "Leave empty to keep the stored one." : undefined;
+
+  const channelBody = (): Record<string, unknown> => {
+    if (channel === "slack") return editing && !url ? {} : { slack: { url } };
+    if (channel === "webhook") {
+      const w: Record<string, string> = {};
+      if (url || !editing) w.url = url;
+      if (secret || !editing) w.secret = secret;
+      return editing && Object.keys(w).length === 0 ? {} : { webhook: w };
+    }
+    const email: Record<string, unknown> = { host, port: Number(port), security, username: username || null, from, to: lines(to), tls_ca: tlsCa.trim() ? tlsCa : null };
+    if (password) email.password = password;
+    return { email };
+  };
+  const label = editing ? `Edit notification ${notification.name}` : "New notification";
+  return (
+    <form
+      class="panel"
+      aria-label={label}
+      onSubmit={async (e) => {
+        e.preventDefault();
+        setError(null);
+        const body = { name, events, branches: lines(branches), enabled, ...channelBody() };
+        try {
+          if (editing) await patch(`${base}/${encodeURIComponent(notification.id)}`, body);
+          else await post(base, { ...body, channel });
+          await done();
+        } catch (err) {
+          setError(err as ApiFailure);
+        }
+      }}
+    >
+      <h3>{label}</h3>
+      <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
+      {!editing && (
+        <div class="field">
+          <label for="notification-channel">Channel</label>
+          <select id="notification-channel" value={channel} onChange={(e) => setChannel(e.currentTarget.value as Channel)}>
+            {Object.entries(CHANNELS).map(([value, text]) => (
+              <option value={value}>{text}</option>
+            ))}
+          </select>
+        </div>
+      )}
+      <fieldset>
+        <legend>Events</legend>
+        {EVENTS.map((ev) => (
+          <label class="inline">
+            <input type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))} /> {ev}
+          </label>
+        ))}
+        <p class="hint">fixed: the first success after a failure of the same pipeline and branch.</p>
+        {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
+      </fieldset>
+      <Field label="Branches (one pattern a line; empty: every branch)" name="branches" error={error}>
+        {(id, describedBy, invalid) => <textarea id={id} rows={2} value={branches} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setBranches(e.currentTarget.value)} />}
+      </Field>
+      <label class="inline">
+        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
+      </label>
+      {channel === "slack" && (
+        <TextField label="Incoming webhook URL (write-only)" name="url" type="password" autoComplete="off" value={url} onInput={setUrl} error={error} required={!editing} hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : "Slack, Mattermost, Rocket.Chat or Discord's …/slack URL; it is its own credential."} />
+      )}
+      {channel === "webhook" && (
+        <>
+          <TextField label="URL (write-only)" name="url" type="password" autoComplete="off" value={url} onInput={setUrl} error={error} required={!editing} hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : "Roost POSTs JSON signed with X-Roost-Signature-256."} />
+          <TextField label="Signing secret (write-only, at least 16 characters)" name="secret" type="password" autoComplete="new-password" value={secret} onInput={setSecret} error={error} required={!editing} hint={keep} />
+        </>
+      )}
+      {channel === "email" && (
+        <>
+          <div class="row">
+            <TextField label="SMTP server" name="host" value={host} onInput={setHost} error={error} required />
+            <TextField label="Port" name="port" type="number" value={port} onInput={setPort} error={error} required />
+            <div class="field">
+              <label for="notification-security">Security</label>
+              <select id="notification-security" value={security} onChange={(e) => setSecurity(e.currentTarget.value)}>
+                <option value="starttls">STARTTLS (587)</option>
+                <option value="tls">TLS (465)</option>
+                <option value="none">none (unencrypted)</option>
+              </select>
+            </div>
+          </div>
+          <div class="row">
+            <TextField label="User name (empty: no authentication)" name="username" value={username} onInput={setUsername} error={error} autoComplete="off" />
+            <TextField label="Password (write-only)" name="password" type="password" autoComplete="new-password" value={password} onInput={setPassword} error={error} hint={editing ? "Leave empty to keep the stored one; a changed server needs it again." : undefined} />
+          </div>
+          <TextField label="From" name="from" type="email" value={from} onInput={setFrom} error={error} required />
+          <Field label="To (one address a line)" name="to" error={error}>
+            {(id, describedBy, invalid) => <textarea id={id} rows={2} value={to} required aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setTo(e.currentTarget.value)} />}
+          </Field>
+          <Field label="Trusted CA certificates (PEM; empty: the system's)" name="tls_ca" error={error}>
+            {(id, describedBy, invalid) => <textarea id={id} rows={2} value={tlsCa} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setTlsCa(e.currentTarget.value)} />}
+          </Field>
+        </>
+      )}
+      <FormError error={error} fields={["name", "events", "branches", "url", "secret", "host", "port", "username", "password", "from", "to", "tls_ca"]} />
+      <div class="row">
+        <button type="submit">{editing ? "Save notification" : "Create notification"}</button>
+        <button type="button" class="secondary" onClick={() => void done()}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
