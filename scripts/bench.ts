@@ -465,6 +465,12 @@ async function schedulesRetentionScenario(): Promise<void> {
   for (const row of await schedulesRetentionRows()) record(row);
 }
 
+/** The runner's dependency cache: the second build of a commit against the first (scripts/bench/cache.ts). */
+async function cacheScenario(): Promise<void> {
+  const { cacheRows } = await import("./bench/cache.ts");
+  for (const row of await cacheRows()) record(row);
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 /** The web app's shipped size (lib/web/build.ts), against its budget of 100 KB of gzipped JavaScript. */
 async function webScenario(): Promise<void> {
@@ -606,6 +612,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   binary: binaryScenario,
   web: webScenario,
   "schedules-retention": schedulesRetentionScenario,
+  cache: cacheScenario,
 };
 
 if (import.meta.main) {
