@@ -1,6 +1,6 @@
 // Which runner may take which build (docs/runners.md "Routing"): ios and macos builds need a
 // macOS runner (and Xcode); a pipeline's execution_config.runner_labels must all be among the
-// runner's labels; a pinned flutter_version must be installed unless the runner manages SDKs (fvm).
+// runner's labels; the Flutter version is not a routing rule: a runner installs a version it lacks (runner/job/flutter.ts).
 import type { Runner } from "../db/runners.ts";
 import { allLabels } from "../db/runners.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
