@@ -69,6 +69,10 @@ export const ExecutionConfigOut = z.object({
     .describe("commands that replace `flutter build …` per platform; empty: `flutter build`"),
   platforms: z.array(Platform),
   runner_labels: z.array(z.string()).optional(),
+  // Absent in builds frozen before timeouts and caches existed.
+  timeout_seconds: z.number().int().optional().describe("a build running longer fails with reason timeout"),
+  step_timeout_seconds: z.record(z.string(), z.number().int()).optional().describe("seconds per step"),
+  cache: z.object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) }).optional().describe("the runner's dependency cache"),
 });
 
 export const Concurrency = z.object({ cancel_previous: z.boolean(), max_concurrent: z.number().int() });

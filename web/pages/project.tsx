@@ -176,6 +176,8 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
   const [maxConcurrent, setMaxConcurrent] = useState(String(pipeline?.concurrency.max_concurrent ?? 1));
   const [platforms, setPlatforms] = useState<string[]>(x?.platforms ?? ["android"]);
   const [flutter, setFlutter] = useState(x?.flutter_version ?? "stable");
+  const [timeoutMinutes, setTimeoutMinutes] = useState(String((x?.timeout_seconds ?? 3600) / 60));
+  const [cacheOn, setCacheOn] = useState(x?.cache?.enabled ?? true);
   const [pre, setPre] = useState((x?.commands.pre_build ?? []).join("\n"));
   const [buildCmds, setBuildCmds] = useState((x?.commands.build ?? []).join("\n"));
   const [post_, setPost] = useState((x?.commands.post_build ?? []).join("\n"));
@@ -205,6 +207,9 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
           execution_config: {
             platforms,
             flutter_version: flutter,
+            timeout_seconds: Math.round(Number(timeoutMinutes) * 60),
+            // Only the switch: paths and key files keep what the pipeline has (the defaults on a new one).
+            cache: { ...(x?.cache ?? {}), enabled: cacheOn },
             commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
             // Empty on a new pipeline: the server's defaults (APK, AAB, IPA, macOS app).
             ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
@@ -247,7 +252,11 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
         ))}
         {error?.forField("platforms") && <p class="field-error">{error.forField("platforms")}</p>}
       </fieldset>
-      <TextField label="Flutter version" name="flutter_version" value={flutter} onInput={setFlutter} error={error} hint="stable, beta, main, fvm or a version like 3.24.5" />
+      <TextField label="Flutter version" name="flutter_version" value={flutter} onInput={setFlutter} error={error} hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it" />
+      <TextField label="Build timeout (minutes)" name="timeout_seconds" type="number" value={timeoutMinutes} onInput={setTimeoutMinutes} error={error} hint="a build running longer is stopped and fails with reason timeout" />
+      <label class="inline">
+        <input type="checkbox" checked={cacheOn} onChange={(e) => setCacheOn(e.currentTarget.checked)} /> Cache pub, Gradle and CocoaPods downloads on the runner (keyed by the lock files)
+      </label>
       {area("Commands before the build (one a line)", "pre_build", pre, setPre)}
       {area("Build commands (one a line; empty: flutter build)", "build", buildCmds, setBuildCmds)}
       {area("Commands after the build", "post_build", post_, setPost)}
@@ -258,7 +267,7 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
         <input type="checkbox" checked={cancelPrevious} onChange={(e) => setCancelPrevious(e.currentTarget.checked)} /> A newer build of the same branch cancels older ones
       </label>
       <TextField label="Builds at once" name="max_concurrent" type="number" value={maxConcurrent} onInput={setMaxConcurrent} error={error} />
-      <FormError error={error} fields={["name", "config_path", "branches", "events", "platforms", "flutter_version", "pre_build", "build", "post_build", "artifact_patterns", "env", "runner_labels", "max_concurrent"]} />
+      <FormError error={error} fields={["name", "config_path", "branches", "events", "platforms", "flutter_version", "timeout_seconds", "pre_build", "build", "post_build", "artifact_patterns", "env", "runner_labels", "max_concurrent"]} />
       {error && error.details.length > 0 && (
         <ul class="field-error" aria-label="Problems">
           {error.details.map((d) => (
