@@ -73,6 +73,8 @@ export function runCommand(command: string, options: { cwd: string; env: Record<
           // gone meanwhile
         }
       }
+      // The group's last lines (a background process's) reach the log before the job finishes.
+      await Promise.race([output, Bun.sleep(OUTPUT_DRAIN_MS)]);
     },
   };
 }

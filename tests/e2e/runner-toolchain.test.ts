@@ -142,6 +142,14 @@ describe("Flutter SDK provisioning", () => {
     expect(await sh(`git -C ${join(sdks, "3.28.0")} remote get-url origin`)).toBe(`file://${flutterRepo}`);
   }, 60_000);
 
+  test("with ROOST_FLUTTER_GIT_URL set and no flutter on PATH, a channel is installed from its branch", async () => {
+    const { build, log } = await runBuild(await pipeline({ flutter_version: "stable", platforms: ["android"], platform_commands: { android: ["flutter --version"] } }));
+    expect(build.status).toBe("succeeded");
+    expect(build.flutter_sdk).toEqual({ requested: "stable", version: "3.28.0", source: "installed", revision: await sh("git rev-parse stable", flutterRepo) });
+    expect(await sh(`git -C ${join(sdks, "stable")} rev-parse --abbrev-ref HEAD`)).toBe("stable");
+    expect(log).toContain("flutter stand-in: Flutter 0.0.0-stand-in");
+  }, 60_000);
+
   test("a version the Flutter repository does not have fails the build, saying so", async () => {
     const { build, log } = await runBuild(await pipeline({ flutter_version: "3.99.0", commands: { pre_build: ["echo must not run"] } }));
     expect(build).toMatchObject({ status: "failed", failure_reason: `Flutter 3.99.0 could not be installed on this runner from file://${flutterRepo} (step flutter_install failed with exit code 1)` });
