@@ -652,3 +652,9 @@ ALTER TABLE builds ADD COLUMN definition_source TEXT NOT NULL DEFAULT '{"source"
 -- {"requested":"3.27.1","version":"3.27.1","source":"installed|reused|path|sdks_dir","revision":"…"};
 -- NULL for builds that never reached it, and for builds from before.
 ALTER TABLE builds ADD COLUMN flutter_sdk TEXT;
+
+-- migration 13: retention finds what is left to clean without reading what it cleaned
+-- Each retention batch asks a pipeline for its finished builds whose logs or artifacts are still
+-- kept; without this index it read every build of the pipeline again, cleaned or not, so a full
+-- pass slowed down with the square of the build count (docs/benchmarks.md).
+CREATE INDEX builds_retention_pending ON builds (pipeline_id, build_number) WHERE logs_deleted_at IS NULL OR artifacts_deleted_at IS NULL;
