@@ -60,8 +60,8 @@ function Badges({ project, maintainer }: { project: Project; maintainer: boolean
               const markdown = badgeMarkdown(b.pipeline_name, b.url, project.id);
               return (
                 <li key={b.pipeline_id} class="badge-row">
-                  {/* Same-origin path: the page's CSP allows images from this Roost only. */}
-                  <img src={`/v1/pipelines/${encodeURIComponent(b.pipeline_id)}/badge.svg`} alt={`Status of ${b.pipeline_name}`} height={20} />
+                  {/* Same-origin path: the page's CSP allows images from this Roost only. A private badge answers 404 to everyone. */}
+                  {settings.public && <img src={`/v1/pipelines/${encodeURIComponent(b.pipeline_id)}/badge.svg`} alt={`Status of ${b.pipeline_name}`} height={20} />}
                   <label for={`badge-md-${b.pipeline_id}`}>Markdown for {b.pipeline_name}</label>
                   <div class="secret-row">
                     <input id={`badge-md-${b.pipeline_id}`} class="code" readOnly value={markdown} onFocus={(e) => e.currentTarget.select()} />

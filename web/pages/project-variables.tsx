@@ -27,6 +27,8 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
   const changes = useLoad(() => get<{ changes: VariableChange[] }>(`/v1/projects/${encodeURIComponent(project.id)}/variable-changes${query({ limit: 50 })}`), [project.id]);
   const [error, setError] = useState<ApiFailure | null>(null);
   const [message, setMessage] = useState("");
+  // "Replace" fills the form with a variable's settings (its value is write-only: typed again).
+  const [preset, setPreset] = useState<Variable | null>(null);
   const pipelineName = (id: string | null) => (id === null ? "project" : (pipelines.find((p) => p.id === id)?.name ?? id));
   const reload = async () => {
     await Promise.all([list.reload(), changes.reload()]);
@@ -76,7 +78,10 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
                     <td>{[v.secret ? "secret" : "plain", v.file ? "file" : ""].filter(Boolean).join(", ")}</td>
                     <td>{v.protected_refs.length > 0 ? v.protected_refs.join(", ") : <span class="muted">every ref</span>}</td>
                     <td title={dateTime(v.updated_at)}>{ago(v.updated_at)}</td>
-                    <td>
+                    <td class="row">
+                      <button type="button" class="secondary small" aria-label={`Replace ${v.key}`} onClick={() => setPreset(v)}>
+                        Replace
+                      </button>
                       <button
                         type="button"
                         class="danger small"
@@ -87,11 +92,12 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
                           setMessage("");
                           try {
                             await del(`${base}/${encodeURIComponent(v.key)}`);
+                            await reload();
                             setMessage(`${v.key} deleted.`);
                           } catch (err) {
                             setError(err as ApiFailure);
+                            await reload();
                           }
-                          await reload();
                         }}
                       >
                         Delete
@@ -106,11 +112,13 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
         <FormError error={error} />
       </section>
       <VariableForm
-        key={base}
+        key={`${base} ${preset?.key ?? ""} ${preset?.updated_at ?? ""}`}
         base={base}
+        preset={preset}
         saved={async (text) => {
-          setMessage(text);
+          setPreset(null);
           await reload();
+          setMessage(text);
         }}
       />
       <section class="panel" aria-labelledby="h-variable-changes">
@@ -131,13 +139,13 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
   );
 }
 
-function VariableForm({ base, saved }: { base: string; saved: (message: string) => Promise<void> }) {
-  const [key, setKey] = useState("");
+function VariableForm({ base, preset, saved }: { base: string; preset: Variable | null; saved: (message: string) => Promise<void> }) {
+  const [key, setKey] = useState(preset?.key ?? "");
   const [value, setValue] = useState("");
-  const [secret, setSecret] = useState(false);
-  const [asFile, setAsFile] = useState(false);
+  const [secret, setSecret] = useState(preset?.secret ?? false);
+  const [asFile, setAsFile] = useState(preset?.file ?? false);
   const [file, setFile] = useState<File | null>(null);
-  const [refs, setRefs] = useState("");
+  const [refs, setRefs] = useState((preset?.protected_refs ?? []).join("\n"));
   const [error, setError] = useState<ApiFailure | null>(null);
   const [busy, setBusy] = useState(false);
   return (
@@ -175,6 +183,7 @@ function VariableForm({ base, saved }: { base: string; saved: (message: string) 
       }}
     >
       <h2>Add or replace a variable</h2>
+      {preset && <p class="hint">Replacing {preset.key}: its settings are filled in; type the {preset.file ? "file" : "value"} again (values are write-only).</p>}
       <TextField label="Name" name="key" value={key} onInput={setKey} error={error} required hint="Letters, digits and _; an existing name is replaced." autoComplete="off" />
       <label class="inline">
         <input type="checkbox" checked={secret} onChange={(e) => setSecret(e.currentTarget.checked)} /> Secret (write-only: never shown again, masked in logs)
