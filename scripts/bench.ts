@@ -478,6 +478,9 @@ async function webScenario(): Promise<void> {
   const sizes = measure(await buildWebAssets());
   record({ scenario: "web app", metric: "JavaScript shipped, gzipped", roost: sizes.jsGzip / 1024, baseline: JS_BUDGET_GZIP_BYTES / 1024, baselineName: "budget", higherIsBetter: false, unit: "KB" });
   record({ scenario: "web app", metric: "all files (HTML, JS, CSS), gzipped", roost: sizes.totalGzip / 1024, baseline: JS_BUDGET_GZIP_BYTES / 1024, baselineName: "budget", higherIsBetter: false, unit: "KB" });
+  // The first and the last line of a finished 100,000-line build in Chromium (scripts/bench/web-log.ts).
+  const { webLogRows } = await import("./bench/web-log.ts");
+  for (const row of await webLogRows(notes)) record(row);
 }
 
 async function binaryScenario(): Promise<void> {

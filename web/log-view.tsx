@@ -166,6 +166,8 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
     }
   }, [rows, follow]);
 
+  const revealInWindow = useRef<number | null>(null);
+  const lastMatchRevealed = useRef<number | null>(null);
   // #L<seq>: show that line once it has arrived.
   const [targetShown, setTargetShown] = useState<number | null>(null);
   useLayoutEffect(() => {
@@ -176,6 +178,7 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
     setFollow(false);
     scrollToRow(rowOfLine(index));
     setTargetShown(target);
+    revealInWindow.current = target;
   }, [target, rows, complete]);
 
   const current = matches.length > 0 ? matches[Math.min(matchIndex, matches.length - 1)]! : -1;
@@ -184,7 +187,21 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
     if (reveal(current)) return;
     setFollow(false);
     scrollToRow(rowOfLine(current));
+    // Into the window only when the person moved to another match (not on every new batch of a live log).
+    const seq = lines[current]?.seq;
+    if (seq != null && seq !== lastMatchRevealed.current) revealInWindow.current = lastMatchRevealed.current = seq;
   }, [current, search, rows]);
+
+  // The line scrolled to inside the log (a #L link, a search match) must be in the window too: the
+  // log box may reach below the fold, and the browser's own #fragment scroll found no element at load.
+  useLayoutEffect(() => {
+    if (revealInWindow.current === null) return;
+    const row = box.current?.querySelector(`#L${revealInWindow.current}`);
+    if (!row) return;
+    revealInWindow.current = null;
+    programmatic.current = true;
+    row.scrollIntoView({ block: "nearest" });
+  });
 
   const first = Math.max(0, Math.floor(scrollTop / LINE_HEIGHT) - OVERSCAN);
   const last = Math.min(rows.length, Math.ceil((scrollTop + height) / LINE_HEIGHT) + OVERSCAN);

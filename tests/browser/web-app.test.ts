@@ -232,6 +232,22 @@ describe("the web app in Chromium", () => {
     await page.goto(`${page.url().split("#")[0]}#L${target}`);
     await page.reload();
     await page.locator(`.log .log-line.target#L${target}`).waitFor();
+    // On a short window the log box reaches below the fold: a link to its last line scrolls the
+    // window too, so the line is in sight (not only inside the box).
+    const lastSeq = apiLines[apiLines.length - 1]!.seq;
+    await page.setViewportSize({ width: 1280, height: 500 });
+    await page.goto(`${page.url().split("#")[0]}#L${lastSeq}`);
+    await page.reload();
+    const last = page.locator(`.log .log-line.target#L${lastSeq}`);
+    await last.waitFor();
+    let inSight = false;
+    for (let i = 0; i < 20 && !inSight; i++) {
+      const box = await last.boundingBox();
+      inSight = box !== null && box.y >= 0 && box.y + box.height <= 501;
+      if (!inSight) await page.waitForTimeout(100);
+    }
+    expect(inSight).toBe(true);
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     // The artifact: size and SHA-256 shown, the download is the file.
     const expected = `fake apk for ${commit}`;
