@@ -11,7 +11,8 @@ import { startHostApiStandIn } from "../tests/support/host-api-stand-in.ts";
 import { launchBrowser } from "../tests/browser/browser.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
-const OUT = join(ROOT, "docs", "screenshots");
+// ROOST_SCREENSHOTS_DIR: write elsewhere (e.g. to compare or pick some without touching the others).
+const OUT = process.env.ROOST_SCREENSHOTS_DIR ?? join(ROOT, "docs", "screenshots");
 const work = mkdtempSync(join(tmpdir(), "roost-screenshots-"));
 const SECRET = "0123456789abcdef-screenshots";
 
@@ -119,6 +120,29 @@ try {
   await page.goto(`${daemon.url}/admin`);
   await page.locator("tbody tr").first().waitFor();
   await shot("administration");
+
+  // Project settings: variables and secrets, schedules, notifications, badges and retention.
+  await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE`, { value: Buffer.from("keystore bytes").toString("base64"), secret: true, file: true, protected_refs: ["main", "release/*"] });
+  await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE_PASSWORD`, { value: "correct horse", secret: true, protected_refs: ["main", "release/*"] });
+  await api("PUT", `/v1/projects/${project.id}/variables/FLAVOR`, { value: "production" });
+  await api("PUT", `/v1/projects/${project.id}/variables/FLAVOR`, { value: "staging" });
+  await api("POST", `/v1/pipelines/${failing.id}/schedules`, { cron: "0 3 * * 1-5", timezone: "Europe/Berlin", branch: "main", build_when_unchanged: false });
+  await api("POST", `/v1/projects/${project.id}/notifications`, { name: "#mobile-builds", channel: "slack", events: ["failed", "fixed"], slack: { url: "https://hooks.slack.example/services/T000/B000/XXXX" } });
+  await api("POST", `/v1/projects/${project.id}/notifications`, { name: "Release managers", channel: "email", events: ["failed"], branches: ["release/*"], email: { host: "smtp.example.com", from: "roost@example.com", to: ["releases@example.com"], username: "roost", password: "app-password" } });
+  await api("PUT", `/v1/projects/${project.id}/badges`, { public: true });
+  await api("PUT", `/v1/projects/${project.id}/retention`, { log_retention_days: 30, keep_builds: 200 });
+  await page.goto(`${daemon.url}/projects/${project.id}?tab=variables`);
+  await page.locator(".variable-changes li").first().waitFor();
+  await shot("project-variables");
+  await page.goto(`${daemon.url}/projects/${project.id}?tab=schedules`);
+  await page.locator(".schedule").first().waitFor();
+  await shot("project-schedules");
+  await page.goto(`${daemon.url}/projects/${project.id}?tab=notifications`);
+  await page.locator(".notification").first().waitFor();
+  await shot("project-notifications");
+  await page.goto(`${daemon.url}/projects/${project.id}?tab=badges`);
+  await page.locator(".retention-effective").waitFor();
+  await shot("project-badges-retention");
 
   const dark = await tb.browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "dark", storageState: await desktop.storageState() });
   const darkPage = await dark.newPage();

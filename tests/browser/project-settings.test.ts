@@ -236,11 +236,11 @@ describe("project settings in the web app", () => {
     await form.getByLabel("Cron expression").fill("every day");
     await form.getByLabel("Time zone").fill("UTC");
     await form.getByRole("button", { name: "Create schedule" }).click();
-    expect(await form.locator("#f-cron-error").textContent()).toBeTruthy();
+    expect(await form.locator("#f-cron-error").textContent()).toBe("must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)");
     await form.getByLabel("Cron expression").fill("*/15 * * * *");
     await form.getByLabel("Time zone").fill("Mars/Olympus");
     await form.getByRole("button", { name: "Create schedule" }).click();
-    expect(await form.locator("#f-timezone-error").textContent()).toBeTruthy();
+    expect(await form.locator("#f-timezone-error").textContent()).toBe("must be an IANA time zone name, e.g. UTC or Europe/Berlin");
     await form.getByLabel("Time zone").fill("UTC");
     await form.getByRole("button", { name: "Create schedule" }).click();
     const item = page.locator(".schedule", { hasText: "*/15 * * * *" });
@@ -266,6 +266,8 @@ describe("project settings in the web app", () => {
     await page.reload();
     await page.locator(".schedule", { hasText: "last run" }).getByRole("link", { name: "the build" }).click();
     await page.getByRole("heading", { name: "Build #3" }).waitFor();
+    // The schedule's own settings, once loaded.
+    await page.locator(".build-schedule", { hasText: "0 * * * * (Europe/Berlin) on main" }).waitFor();
     expect(await page.locator(".build-schedule").textContent()).toBe("0 * * * * (Europe/Berlin) on main");
     // The manual build after the file was committed was defined by it; the first by the API.
     await page.goto(`${base}/projects/${projectId}/builds/${builds[1]}`);
@@ -310,7 +312,7 @@ describe("project settings in the web app", () => {
     const form = page.getByRole("form", { name: "Retention" });
     await form.getByLabel("Keep logs (days)").fill("-1");
     await form.getByRole("button", { name: "Save retention" }).click();
-    expect(await form.locator("#f-log_retention_days-error").textContent()).toBeTruthy();
+    expect(await form.locator("#f-log_retention_days-error").textContent()).toBe("Too small: expected number to be >=0");
     await form.getByLabel("Keep logs (days)").fill("");
     await form.getByLabel("Keep artifacts (days)").fill("0");
     await form.getByLabel("Keep the logs and artifacts of the newest builds (per pipeline)").fill("1");

@@ -3,7 +3,7 @@
 // expression is read in the schedule's IANA time zone.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Schedule } from "../settings-types.ts";
@@ -44,11 +44,11 @@ function PipelineSchedules({ project, pipeline, maintainer }: { project: Project
           ) : (
             <li key={s.id} class="schedule">
               <div>
-                <code>{s.cron}</code> ({s.timezone}) on <span class="branch">{s.branch}</span> · <StatusBadge status={s.enabled ? "online" : "offline"} /> {s.enabled ? "enabled" : "disabled"}
+                <code>{s.cron}</code> ({s.timezone}) on <span class="branch">{s.branch}</span> · {s.enabled ? "enabled" : "disabled (never fires)"}
                 {s.build_when_unchanged ? "" : " · skips a commit it already built"}
               </div>
               <div class="muted">
-                Next run: {s.next_run_at === null ? "none" : <time dateTime={new Date(s.next_run_at * 1000).toISOString()}>{dateTime(s.next_run_at)}</time>}
+                Next run: {s.next_run_at === null ? "none" : <time dateTime={new Date(s.next_run_at * 1000).toISOString()}>{dateTime(s.next_run_at)}</time>} (your time)
                 {s.last_run && (
                   <>
                     {" "}
