@@ -109,14 +109,16 @@ async function writeSynced(path: string, body: ReadableStream<Uint8Array> | null
   const hash = sha256Stream();
   let size = 0;
   try {
-    if (body) {
-      for await (const chunk of body) {
-        size += chunk.byteLength;
-        if (size > maxBytes) fail("payload_too_large", `Artifacts are at most ${maxBytes} bytes.`);
-        hash.update(chunk);
-        // write(2) may take fewer bytes than offered; a full disk then fails with ENOSPC.
-        for (let offset = 0; offset < chunk.byteLength; ) offset += (await handle.write(chunk, offset, chunk.byteLength - offset)).bytesWritten;
-      }
+    // A reader, not `for await`: the DOM typings the web app's type check also reads this file with
+    // do not make a ReadableStream async-iterable.
+    const reader = body?.getReader();
+    for (let next = await reader?.read(); next && !next.done; next = await reader!.read()) {
+      const chunk = next.value;
+      size += chunk.byteLength;
+      if (size > maxBytes) fail("payload_too_large", `Artifacts are at most ${maxBytes} bytes.`);
+      hash.update(chunk);
+      // write(2) may take fewer bytes than offered; a full disk then fails with ENOSPC.
+      for (let offset = 0; offset < chunk.byteLength; ) offset += (await handle.write(chunk, offset, chunk.byteLength - offset)).bytesWritten;
     }
     await handle.sync();
     const onDisk = (await handle.stat()).size;
