@@ -658,3 +658,9 @@ ALTER TABLE builds ADD COLUMN flutter_sdk TEXT;
 -- kept; without this index it read every build of the pipeline again, cleaned or not, so a full
 -- pass slowed down with the square of the build count (docs/benchmarks.md).
 CREATE INDEX builds_retention_pending ON builds (pipeline_id, build_number) WHERE logs_deleted_at IS NULL OR artifacts_deleted_at IS NULL;
+
+-- migration 14: the newest build change, found without reading every build
+-- GET /v1/events asks each daemon process, while any event stream is open there, every second or
+-- two for the builds changed since its last look (changes made through another process on the
+-- same database); without this index each look read the whole builds table.
+CREATE INDEX builds_updated_at ON builds (updated_at);

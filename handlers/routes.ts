@@ -92,6 +92,7 @@ import * as artifactsList from "./builds/artifacts-list.ts";
 import * as artifactDownload from "./builds/artifact-download.ts";
 import * as logsStreamToken from "./logs/stream-token.ts";
 import * as logsStream from "./logs/stream.ts";
+import * as eventsStream from "./events/stream.ts";
 import * as webhookGithub from "./webhooks/github.ts";
 import * as webhookGitlab from "./webhooks/gitlab.ts";
 import * as webhookGitea from "./webhooks/gitea.ts";
@@ -228,6 +229,9 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/builds/{build_id}/logs", projectRole("viewer", "build_id"), logsRead),
   r("POST", "/v1/builds/{build_id}/stream-token", projectRole("viewer", "build_id"), logsStreamToken),
   r("GET", "/v1/builds/{build_id}/logs/stream", "stream", logsStream), // ?token= for this build only
+
+  // build changes of the caller's projects, live (the dashboard)
+  r("GET", "/v1/events", "user", eventsStream),
 
   // runners: registered by admins; the protocol is authenticated by the runner's own token
   r("POST", "/v1/runners", "admin", runnersCreate),

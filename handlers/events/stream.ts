@@ -1,0 +1,28 @@
+// GET /v1/events (any signed-in user; the browser's session cookie, which EventSource sends
+// same-origin, or a bearer token): Server-Sent Events of build changes in the projects the caller
+// may see.
+//   retry: 3000                         first, the reconnect delay
+//   event: ready  data: {}              once the stream follows every change: read your lists now
+//   event: build  data: <build>         a build was queued or changed (status, runner, steps…),
+//                                       as GET /v1/builds/{build_id} answers it
+//   : ping                              every 15 s, so proxies keep the connection
+//   retry: 1000 / event: shutdown  data: {"reconnect":true}   the daemon is stopping; reconnect
+// Nothing is replayed on reconnect (there are no ids): a client reloads what it shows on `ready`.
+// A client that does not read is dropped and reconnects. The stream itself is
+// lib/builds/event-stream.ts; the changes, from this process and from others on the same
+// database, lib/builds/feed.ts.
+import { defineEndpoint } from "../../lib/route.ts";
+import { openBuildEventStream } from "../../lib/builds/event-stream.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "stream_events",
+  summary: "Build changes of the caller's projects (Server-Sent Events)",
+  description: "event: build for every build queued or changed in a project the caller may see; event: ready once following; : ping every 15 s.",
+  tag: "builds",
+  produces: ["text/event-stream"],
+  errors: [],
+  async handle(_input, ctx) {
+    // The "user" rule ran before: a principal is set.
+    return openBuildEventStream(ctx, ctx.principal!);
+  },
+});

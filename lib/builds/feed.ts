@@ -1,0 +1,166 @@
+// The build changes of this daemon process, for the event streams of GET /v1/events
+// (lib/builds/event-stream.ts). One feed per process (per event bus), whatever the number of
+// streams:
+// - an in-process event (lib/events.ts "build.changed", "build.queued") reads that build once and
+//   hands it, encoded once, to every stream here;
+// - builds changed through another daemon process on the same database are found by ONE query
+//   every CHECK_MS while any stream is open: the builds whose updated_at is at or after the newest
+//   one seen (an index, schema.sql migration 14, keeps it cheap). Nothing runs while no stream is open.
+// A build is handed out once per version (its updated_at, status, exit code and runner), so the
+// check does not repeat what an in-process event already sent.
+import type { Db } from "../db/client.ts";
+import { all, one } from "../db/client.ts";
+import { findBuild, toBuild, toPublicBuild, type Build } from "../db/builds.ts";
+import type { EventBus, RoostEvent } from "../events.ts";
+
+/** How often the database is checked for builds changed through another process (the latency of those). */
+export const CHECK_MS = 1_000;
+/** The most changed builds one check hands out; a burst beyond it is picked up by the next checks. */
+const CHECK_PAGE = 200;
+
+export interface BuildChange {
+  project_id: string;
+  build_id: string;
+  /** The whole SSE frame, `event: build` and the build as GET /v1/builds/{id} answers it. */
+  frame: string;
+}
+
+export interface FeedDeps {
+  db: Db;
+  events: EventBus;
+}
+
+type Listener = (change: BuildChange) => void;
+
+export class BuildFeed {
+  readonly #listeners = new Set<Listener>();
+  #timer: ReturnType<typeof setInterval> | null = null;
+  #unsubscribe: (() => void) | null = null;
+  /** The newest updated_at the checks have seen (null until the first check of this run). */
+  #since: number | null = null;
+  /** Versions already handed out, by build id. */
+  readonly #sent = new Map<string, { updated_at: number; version: string }>();
+  #checking: Promise<void> | null = null;
+  #again = false;
+  #ready: Promise<void> | null = null;
+  /** Checks run, for tests. */
+  checks = 0;
+
+  constructor(readonly deps: FeedDeps) {}
+
+  get listeners(): number {
+    return this.#listeners.size;
+  }
+
+  /**
+   * A stream opened here; the returned function removes it. The promise resolves once the feed
+   * knows where the database stands, so no change after it is missed.
+   */
+  subscribe(listener: Listener): { ready: Promise<void>; unsubscribe: () => void } {
+    this.#listeners.add(listener);
+    if (!this.#timer) {
+      this.#timer = setInterval(() => void this.check(), CHECK_MS);
+      (this.#timer as { unref?: () => void }).unref?.();
+      this.#unsubscribe = this.deps.events.subscribe((event) => this.#onEvent(event));
+      this.#since = null;
+      this.#ready = this.check();
+    }
+    let removed = false;
+    return {
+      ready: this.#ready ?? Promise.resolve(),
+      unsubscribe: () => {
+        if (removed) return;
+        removed = true;
+        this.#listeners.delete(listener);
+        if (this.#listeners.size > 0) return;
+        clearInterval(this.#timer!);
+        this.#timer = null;
+        this.#unsubscribe?.();
+        this.#unsubscribe = null;
+        this.#ready = null;
+        this.#sent.clear();
+      },
+    };
+  }
+
+  #onEvent(event: RoostEvent): void {
+    if (event.type !== "build.changed" && event.type !== "build.queued") return;
+    void findBuild(this.deps.db, event.build_id)
+      .then((build) => build && this.#emit(build))
+      .catch(() => {
+        // The next check finds it.
+      });
+  }
+
+  /** One check; concurrent calls share it (and one more runs after, if asked meanwhile). */
+  check(): Promise<void> {
+    if (this.#checking) {
+      this.#again = true;
+      return this.#checking;
+    }
+    const run = async (): Promise<void> => {
+      do {
+        this.#again = false;
+        try {
+          await this.#checkOnce();
+        } catch {
+          // The next tick tries again; a stream never depends on one check.
+        }
+      } while (this.#again && this.#timer);
+      this.#checking = null;
+    };
+    return (this.#checking = run());
+  }
+
+  async #checkOnce(): Promise<void> {
+    this.checks++;
+    if (this.#since === null) {
+      // Where the database stands now: builds changed at the newest second are taken as seen.
+      const row = await one(this.deps.db, "SELECT MAX(updated_at) AS at FROM builds");
+      const at = row?.at === null || row?.at === undefined ? 0 : Number(row.at);
+      for (const r of await all(this.deps.db, "SELECT * FROM builds WHERE updated_at >= ?", [at])) this.#remember(toBuild(r));
+      this.#since = at;
+      return;
+    }
+    // updated_at has a resolution of one second: the builds of the newest second are read again
+    // (and skipped by version) so one changed later in that same second is not missed.
+    const rows = await all(this.deps.db, "SELECT * FROM builds WHERE updated_at >= ? ORDER BY updated_at LIMIT ?", [this.#since, CHECK_PAGE]);
+    for (const r of rows) {
+      const build = toBuild(r);
+      this.#emit(build);
+      if (build.updated_at > this.#since) this.#since = build.updated_at;
+    }
+    // Versions older than the window are never read again by a check.
+    if (this.#sent.size > 10_000) for (const [id, v] of this.#sent) if (v.updated_at < this.#since) this.#sent.delete(id);
+  }
+
+  /** Records the build's version; false when it was already handed out. */
+  #remember(build: Build): boolean {
+    const version = `${build.updated_at}|${build.status}|${build.exit_code}|${build.runner_id}|${build.started_at}|${build.finished_at}`;
+    const sent = this.#sent.get(build.id);
+    if (sent && (sent.version === version || sent.updated_at > build.updated_at)) return false;
+    this.#sent.set(build.id, { updated_at: build.updated_at, version });
+    return true;
+  }
+
+  #emit(build: Build): void {
+    if (this.#listeners.size === 0 || !this.#remember(build)) return;
+    const change: BuildChange = { project_id: build.project_id, build_id: build.id, frame: `event: build\ndata: ${JSON.stringify(toPublicBuild(build))}\n\n` };
+    for (const listener of this.#listeners) {
+      try {
+        listener(change);
+      } catch {
+        // One stream's failure must not stop the others.
+      }
+    }
+  }
+}
+
+const feeds = new WeakMap<EventBus, BuildFeed>();
+
+/** The feed of this process (its event bus), created on first use. */
+export function buildFeed(deps: FeedDeps): BuildFeed {
+  let feed = feeds.get(deps.events);
+  if (!feed) feeds.set(deps.events, (feed = new BuildFeed(deps)));
+  return feed;
+}

@@ -1,0 +1,161 @@
+// GET /v1/events (docs/api.md "Build events"): build changes of the caller's projects as
+// Server-Sent Events, over a real socket (Bun.serve in front of the app, as the daemon runs it).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { SseReader, type SseEvent } from "../helpers/sse.ts";
+import { createApp } from "../../lib/app.ts";
+import { routes } from "../../handlers/routes.ts";
+import { EventBus } from "../../lib/events.ts";
+import { LocalLogHubNamespace } from "../../lib/log-hub.ts";
+import { openDatabase, type Db } from "../../lib/db/client.ts";
+import { buildFeed } from "../../lib/builds/feed.ts";
+import { SESSION_COOKIE } from "../../lib/auth/browser-session.ts";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+let server: ReturnType<typeof Bun.serve>;
+let second: Db;
+let secondServer: ReturnType<typeof Bun.serve>;
+const abort = new AbortController();
+
+/** Bun.serve in front of an app, the way lib/server.ts calls it. */
+function serve(app: ReturnType<typeof createApp>) {
+  return Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch(request, srv) {
+      return app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds) });
+    },
+  });
+}
+
+beforeAll(async () => {
+  t = await createTestApp();
+  host = await startHostApiStandIn();
+  seedStandIn(host);
+  owner = await bootstrapOwner(t);
+  await createGithubIntegration(t, owner, host);
+  server = serve(t.app);
+  // A second daemon process on the same database file: its own connection, event bus and hubs.
+  second = await openDatabase(t.config.databaseUrl);
+  secondServer = serve(createApp({ ...t.ctx, db: second, events: new EventBus(), logHubs: new LocalLogHubNamespace(), shutdown: abort.signal }, routes));
+});
+afterAll(async () => {
+  server.stop(true);
+  secondServer.stop(true);
+  second.close();
+  t.close();
+  await host.stop();
+});
+
+async function open(headers: Record<string, string>, base = server): Promise<SseReader> {
+  const response = await fetch(`http://127.0.0.1:${base.port}/v1/events`, { headers });
+  expect(response.status).toBe(200);
+  expect(response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8");
+  const reader = new SseReader(response);
+  await reader.until((events) => events.some((e) => e.event === "ready"));
+  return reader;
+}
+
+const builds = (events: SseEvent[]) => events.filter((e) => e.event === "build").map((e) => JSON.parse(e.data));
+const has = (id: string, status: string) => (events: SseEvent[]) => builds(events).some((b) => b.id === id && b.status === status);
+
+describe("GET /v1/events", () => {
+  test("a build queued and canceled in the caller's project arrives as it happens, whole, with retry first", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const stream = await open({ authorization: `Bearer ${owner}` });
+    try {
+      expect(stream.events[0]!.event).toBe("retry");
+      const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+      await stream.until(has(build.id, "queued"), 3000);
+      const canceled = (await t.call("POST", `/v1/builds/${build.id}/cancel`, { token: owner })).body.build;
+      await stream.until(has(build.id, "canceled"), 3000);
+      // The same document GET /v1/builds/{id} answers.
+      expect(builds(stream.events).at(-1)).toEqual(canceled);
+      // Each version once, though the per-process check also reads it.
+      await Bun.sleep(1500);
+      expect(builds(stream.events).map((b) => `${b.id}:${b.status}`)).toEqual([`${build.id}:queued`, `${build.id}:canceled`]);
+    } finally {
+      await stream.cancel();
+    }
+  });
+
+  test("with the browser's session cookie (EventSource sends no Authorization header)", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const stream = await open({ cookie: `${SESSION_COOKIE}=${owner}` });
+    try {
+      const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+      await stream.until(has(build.id, "queued"), 3000);
+    } finally {
+      await stream.cancel();
+    }
+  });
+
+  test("a build in a project the caller may not see never arrives; one they are a member of does", async () => {
+    const dev = await userWithRole(t, owner, "developer");
+    const hidden = await createProject(t, owner);
+    const hiddenPipeline = await createPipeline(t, owner, hidden.id);
+    const mine = await createProject(t, owner);
+    const minePipeline = await createPipeline(t, owner, mine.id);
+    expect((await t.call("PUT", `/v1/projects/${mine.id}/members/${dev.id}`, { token: owner, body: { role: "viewer" } })).status).toBe(200);
+    const stream = await open({ authorization: `Bearer ${dev.token}` });
+    try {
+      const secret = (await t.call("POST", `/v1/projects/${hidden.id}/builds`, { token: owner, body: { pipeline_id: hiddenPipeline.id, commit_sha: SHA_A } })).body.build;
+      await t.call("POST", `/v1/builds/${secret.id}/cancel`, { token: owner });
+      const visible = (await t.call("POST", `/v1/projects/${mine.id}/builds`, { token: owner, body: { pipeline_id: minePipeline.id, commit_sha: SHA_A } })).body.build;
+      await stream.until(has(visible.id, "queued"), 3000);
+      // Past a check of the database too.
+      await Bun.sleep(1500);
+      expect(builds(stream.events).map((b) => b.project_id)).not.toContain(hidden.id);
+      expect(builds(stream.events).map((b) => b.id)).not.toContain(secret.id);
+    } finally {
+      await stream.cancel();
+    }
+  });
+
+  test("unauthenticated is 401 {code, message}", async () => {
+    const response = await fetch(`http://127.0.0.1:${server.port}/v1/events`);
+    expect(response.status).toBe(401);
+    expect(await response.json()).toEqual({ code: "missing_auth", message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the request has none." });
+  });
+
+  test("a build queued and canceled through another daemon process on the same database arrives, with one check per process", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const streams = await Promise.all([open({ authorization: `Bearer ${owner}` }), open({ authorization: `Bearer ${owner}` }), open({ authorization: `Bearer ${owner}` })]);
+    try {
+      const feed = buildFeed(t.ctx);
+      expect(feed.listeners).toBe(3);
+      const before = feed.checks;
+      const through = (method: string, path: string, body?: unknown) =>
+        fetch(`http://127.0.0.1:${secondServer.port}${path}`, { method, headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => r.json() as Promise<any>);
+      const build = (await through("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: pipeline.id, commit_sha: SHA_A })).build;
+      for (const s of streams) await s.until(has(build.id, "queued"), 4000);
+      await through("POST", `/v1/builds/${build.id}/cancel`);
+      for (const s of streams) await s.until(has(build.id, "canceled"), 4000);
+      // Three streams, one process: about one check a second, not three.
+      const elapsed = feed.checks - before;
+      expect(elapsed).toBeGreaterThan(0);
+      expect(elapsed).toBeLessThanOrEqual(6);
+    } finally {
+      for (const s of streams) await s.cancel();
+    }
+    // The last stream closed: the feed stops checking.
+    await Bun.sleep(50);
+    expect(buildFeed(t.ctx).listeners).toBe(0);
+  });
+
+  test("a shutting-down daemon ends the stream with a reconnect hint", async () => {
+    const stream = await open({ authorization: `Bearer ${owner}` }, secondServer);
+    abort.abort();
+    await stream.until((events) => events.some((e) => e.event === "shutdown"), 3000);
+    expect(stream.events.at(-1)).toMatchObject({ event: "shutdown", data: '{"reconnect":true}' });
+    await stream.until(() => stream.closed, 3000).catch(() => {});
+    expect(stream.closed).toBe(true);
+  });
+});
