@@ -209,6 +209,8 @@ beforeAll(async () => {
     ["POST /v1/builds/{build_id}/stream-token", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/stream-token` })],
     // Only a stream token (?token=) opens a stream; a bearer credential of any role does not.
     ["GET /v1/builds/{build_id}/logs/stream", [], async () => ({ path: `/v1/builds/${buildId}/logs/stream` })],
+    // Opens an endless stream when allowed: the walk reads its status and closes it (STREAMS).
+    ["GET /v1/events", BY_RULE, async () => ({ path: "/v1/events" })],
     ["POST /v1/runners", BY_RULE, async () => ({ path: "/v1/runners", body: { name: "walk" } })],
     ["GET /v1/runners", BY_RULE, async () => ({ path: "/v1/runners" })],
     ["POST /v1/runners/{runner_id}/token", BY_RULE, async () => ({ path: `/v1/runners/${await runnerId()}/token` })],
@@ -257,6 +259,20 @@ function expected(route: (typeof routes)[number], who: Who): Expected {
   return { allowed: false, status: route.auth === "setup" ? [401, 409] : [401, 403] };
 }
 
+/** Routes whose success is a stream that stays open: read the status, then close it. */
+const STREAMS = new Set(["GET /v1/events"]);
+async function openStream(path: string, token: string | undefined): Promise<{ status: number; text: string; body: any }> {
+  const headers: Record<string, string> = { host: "127.0.0.1:8080" };
+  if (token) headers.authorization = `Bearer ${token}`;
+  const response = await t.app.fetch(new Request(`http://127.0.0.1:8080${path}`, { headers }), "127.0.0.1");
+  if (response.status < 400) {
+    await response.body?.cancel();
+    return { status: response.status, text: "", body: undefined };
+  }
+  const text = await response.text();
+  return { status: response.status, text, body: JSON.parse(text) };
+}
+
 describe("the authorization walk", () => {
   test("every route in the route table is walked", () => {
     const missing = routes.map((r) => `${r.method} ${r.path}`).filter((k) => !RULES[k]);
@@ -273,7 +289,7 @@ describe("the authorization walk", () => {
         const token = who === "none" ? undefined : tokens[who];
         // Destructive calls run on their own fixtures so later callers still find something to act on.
         const { path, body } = await rule.request(token);
-        const res = await t.call(route.method, path, { token, body });
+        const res = STREAMS.has(key) ? await openStream(path, token) : await t.call(route.method, path, { token, body });
         const want = expected(route, who);
         const got = `${res.status} ${res.text.slice(0, 120)}`;
         if (want.allowed) {
