@@ -139,10 +139,15 @@ export interface Loaded<T> {
   error: Error | null;
   loading: boolean;
   reload: () => Promise<void>;
+  /** Changes the loaded data in place (a pushed change), without a request. */
+  update(change: (data: T) => T): void;
 }
 
-/** Loads `load()` when `deps` change, and every `pollMs` when given (pages that update live). */
-export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: number): Loaded<T> {
+/**
+ * Loads `load()` when `deps` change, and every `pollMs` when given (pages that update live);
+ * a poll is skipped while `pushed()` says changes arrive by push (web/live.ts).
+ */
+export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: number, pushed?: () => boolean): Loaded<T> {
   const [data, setData] = useState<T | undefined>(undefined);
   const [error, setError] = useState<Error | null>(null);
   const [loading, setLoading] = useState(true);
@@ -165,11 +170,11 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: num
     void run();
     if (!pollMs) return;
     const timer = setInterval(() => {
-      if (document.visibilityState === "visible") void run();
+      if (document.visibilityState === "visible" && !pushed?.()) void run();
     }, pollMs);
     return () => clearInterval(timer);
   }, deps);
-  return { data, error, loading, reload: run };
+  return { data, error, loading, reload: run, update: (change) => setData((d) => (d === undefined ? d : change(d))) };
 }
 
 export function LoadState({ state, what }: { state: Loaded<unknown>; what: string }) {

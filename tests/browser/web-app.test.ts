@@ -277,6 +277,52 @@ describe("the web app in Chromium", () => {
     await page.locator(".facts .badge-canceled").waitFor({ timeout: 10_000 });
   }, 60_000);
 
+  test("the dashboard shows a new build and its cancel without reload, pushed by GET /v1/events; polls when the push fails", async () => {
+    const slowId = (await api("GET", `/v1/projects/${projectId}/pipelines`)).body.pipelines.find((p: { name: string }) => p.name === "slow").id;
+    // The dashboard loads its overview, opens the stream, and loads the overview again on the
+    // stream's `ready` (nothing is replayed); wait for both loads to finish.
+    const inflight = new Set<unknown>();
+    let overviewLoads = 0;
+    const onRequest = (r: { url(): string }) => void (r.url().includes("/v1/") && !r.url().endsWith("/v1/events") && inflight.add(r));
+    const onFinished = (r: { url(): string }) => {
+      inflight.delete(r);
+      if (r.url().includes("/v1/projects?limit=200")) overviewLoads++;
+    };
+    page.on("request", onRequest);
+    page.on("requestfinished", onFinished);
+    page.on("requestfailed", onFinished);
+    const stream = page.waitForResponse((r) => r.url().endsWith("/v1/events") && r.status() === 200);
+    await page.getByRole("link", { name: "Dashboard" }).click();
+    await page.getByRole("heading", { name: /^Running and queued/ }).waitFor();
+    await stream;
+    for (let i = 0; i < 100 && (overviewLoads < 2 || inflight.size > 0); i++) await Bun.sleep(50);
+    expect(overviewLoads).toBe(2);
+    // From here the dashboard neither reloads nor polls: the build arrives by push, well within
+    // one poll period (5 s), and its row is updated in place.
+    const started = Date.now();
+    const build = (await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: slowId, commit_sha: commit })).body.build;
+    const row = page.locator("section[aria-labelledby=h-active] tr", { has: page.locator("a", { hasText: `#${build.build_number}` }) });
+    await row.waitFor({ timeout: 3000 });
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(await page.locator("#h-active").textContent()).toContain("Running and queued");
+    expect((await api("POST", `/v1/builds/${build.id}/cancel`)).status).toBe(200);
+    await row.waitFor({ state: "detached", timeout: 3000 });
+    page.off("request", onRequest);
+    page.off("requestfinished", onFinished);
+    page.off("requestfailed", onFinished);
+    expect(overviewLoads).toBe(2);
+
+    // The push refused (a proxy that cuts it): the dashboard polls every 5 seconds as before.
+    const fallback = await context.newPage();
+    await fallback.route("**/v1/events", (route) => route.fulfill({ status: 502, contentType: "application/json", body: '{"code":"bad_gateway","message":"no"}' }));
+    await fallback.goto(`${daemon.url}/`);
+    await fallback.getByRole("heading", { name: /^Running and queued/ }).waitFor();
+    const polled = (await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: slowId, commit_sha: commit })).body.build;
+    await fallback.locator("section[aria-labelledby=h-active] a", { hasText: `#${polled.build_number}` }).waitFor({ timeout: 8000 });
+    await api("POST", `/v1/builds/${polled.id}/cancel`);
+    await fallback.close();
+  }, 40_000);
+
   test("a branch named like HTML is shown as text, in the list and on its build page", async () => {
     const delivered = await push(XSS_BRANCH);
     expect(delivered.status).toBe(200);

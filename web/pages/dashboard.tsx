@@ -1,11 +1,14 @@
 // The dashboard: builds running and queued across the projects this person can see, recent
-// failures, runners online/offline and open incidents (admins). Refreshed every 5 seconds.
+// failures, runners online/offline and open incidents (admins). Builds update as the daemon pushes
+// their changes (web/live.ts); everything is reloaded every 5 seconds while the push is down.
 import { get } from "../api.ts";
 import { LoadState, PageTitle, StatusBadge, useLoad } from "../components.tsx";
 import { ago, buildDurationText, shortSha } from "../format.ts";
 import { isAdmin } from "../session.ts";
 import type { Build, Incident, Project, Runner } from "../types.ts";
 import { runnerOnline } from "./runners.tsx";
+import { useBuildEvents } from "../live.ts";
+import { useRef } from "preact/hooks";
 
 interface Overview {
   projects: Project[];
@@ -86,9 +89,35 @@ export function BuildTable({ builds, showProject = true, caption }: { builds: Ar
   );
 }
 
+/** The overview with one pushed build change applied; null when it needs a reload (a project it does not know). */
+export function applyBuild(overview: Overview, build: Build): Overview | null {
+  const project = overview.projects.find((p) => p.id === build.project_id);
+  if (!project) return null;
+  const tagged = { ...build, project };
+  const active = overview.active.filter((b) => b.id !== build.id);
+  if (build.status === "running" || build.status === "queued") active.push(tagged);
+  const failures = overview.failures.filter((b) => b.id !== build.id);
+  if (build.status === "failed") failures.push(tagged);
+  return {
+    ...overview,
+    active: active.sort((a, b) => b.queued_at - a.queued_at),
+    failures: failures.sort((a, b) => (b.finished_at ?? 0) - (a.finished_at ?? 0)).slice(0, 10),
+  };
+}
+
 export function Dashboard() {
   const admin = isAdmin.value;
-  const state = useLoad(() => loadOverview(admin), [admin], 5000);
+  // Pushed build changes update the lists in place. While the push is up, the whole overview
+  // (runners, incidents) is reloaded every 30 seconds instead of every 5.
+  const skipped = useRef(0);
+  const state = useLoad(() => loadOverview(admin), [admin], 5000, () => events.live() && ++skipped.current % 6 !== 0);
+  const events = useBuildEvents(
+    (build) => {
+      if (state.data && !state.data.projects.some((p) => p.id === build.project_id)) void state.reload();
+      else state.update((overview) => applyBuild(overview, build) ?? overview);
+    },
+    () => void state.reload(),
+  );
   const data = state.data;
   return (
     <section>

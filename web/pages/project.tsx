@@ -2,7 +2,7 @@
 // pipelines (create and edit every field, the API's validation messages next to each), and for
 // maintainers the webhook URL and token, members, and the webhook deliveries with each pipeline's
 // decision ("why didn't my push build?").
-import { useEffect, useState } from "preact/hooks";
+import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
 import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
@@ -10,6 +10,7 @@ import { location, navigate } from "../router.ts";
 import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
 import { isAdmin } from "../session.ts";
 import { BuildTable } from "./dashboard.tsx";
+import { useBuildEvents } from "../live.ts";
 import { VariablesTab } from "./project-variables.tsx";
 import { SchedulesTab } from "./project-schedules.tsx";
 import { NotificationsTab } from "./project-notifications.tsx";
@@ -68,7 +69,20 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
   const [trigger, setTrigger] = useState("");
   const [pipelineId, setPipelineId] = useState("");
   const base = pipelineId ? `/v1/pipelines/${encodeURIComponent(pipelineId)}/builds` : `/v1/projects/${encodeURIComponent(project.id)}/builds`;
-  const builds = useLoad(() => get<{ builds: Build[]; total: number }>(base + query({ status, branch, trigger_type: trigger, limit: 50 })), [base, status, branch, trigger], 5000);
+  const builds = useLoad(() => get<{ builds: Build[]; total: number }>(base + query({ status, branch, trigger_type: trigger, limit: 50 })), [base, status, branch, trigger], 5000, () => events.live());
+  // A pushed change of this project's builds reloads the filtered page (one request, at most every half second).
+  const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
+  const events = useBuildEvents(
+    (build) => {
+      if (build.project_id !== project.id || pending.current) return;
+      pending.current = setTimeout(() => {
+        pending.current = null;
+        void builds.reload();
+      }, 500);
+    },
+    () => void builds.reload(),
+  );
+  useEffect(() => () => clearTimeout(pending.current ?? undefined), []);
   return (
     <>
       {may(project, "developer") && pipelines.length > 0 && <ManualBuild project={project} pipelines={pipelines} />}
