@@ -150,6 +150,34 @@ describe("GET /v1/events", () => {
     expect(buildFeed(t.ctx).listeners).toBe(0);
   });
 
+  test("a client that stops reading is dropped once 256 KB wait for it; the others keep their stream", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const request = () => new Request("http://127.0.0.1:8080/v1/events", { headers: { authorization: `Bearer ${owner}` } });
+    const slow = new SseReader(await t.app.fetch(request(), "127.0.0.1"));
+    await slow.until((events) => events.some((e) => e.event === "ready"));
+    const reading = await open({ authorization: `Bearer ${owner}` });
+    try {
+      const feed = buildFeed(t.ctx);
+      expect(feed.listeners).toBe(2);
+      // The slow client reads nothing more; each build frame is about 1.5 KB.
+      let last = "";
+      for (let i = 0; i < 250 && feed.listeners === 2; i++) {
+        last = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build.id;
+      }
+      await Bun.sleep(50);
+      expect(feed.listeners).toBe(1);
+      expect(t.ctx.metrics.gauge("roost_event_streams", "").values.get("")).toBe(1);
+      // Its stream ended with an error (the connection closes; EventSource reconnects).
+      await expect(slow.until(() => false, 1000)).rejects.toThrow();
+      // The reader that keeps up got every build.
+      await reading.until(has(last, "queued"), 3000);
+    } finally {
+      await reading.cancel();
+      await slow.cancel();
+    }
+  });
+
   test("a shutting-down daemon ends the stream with a reconnect hint", async () => {
     const stream = await open({ authorization: `Bearer ${owner}` }, secondServer);
     abort.abort();
