@@ -664,3 +664,10 @@ CREATE INDEX builds_retention_pending ON builds (pipeline_id, build_number) WHER
 -- two for the builds changed since its last look (changes made through another process on the
 -- same database); without this index each look read the whole builds table.
 CREATE INDEX builds_updated_at ON builds (updated_at);
+
+-- migration 15: schedules from the pipeline file
+-- Where a schedule comes from (docs/pipelines.md "Schedules"): 'api' (created through the API) or
+-- 'file' (a pipeline file's `schedules`, synced from each valid file pushed to the project's default
+-- branch; read-only through the API). config_path names the file a file schedule came from.
+ALTER TABLE pipeline_schedules ADD COLUMN source TEXT NOT NULL DEFAULT 'api' CHECK (source IN ('api', 'file'));
+ALTER TABLE pipeline_schedules ADD COLUMN config_path TEXT;

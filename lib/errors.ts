@@ -79,6 +79,8 @@ export const ERROR_STATUS = {
   repository_already_linked: 409,
   build_not_cancelable: 409,
   pipeline_disabled: 409,
+  // a schedule synced from the pipeline file: only a push of the file to the default branch changes it
+  schedule_from_file: 409,
   // the pipeline file (roost.yaml) at the build's commit is invalid or does not define the pipeline (docs/pipelines.md)
   invalid_pipeline_file: 400,
 

@@ -21,6 +21,8 @@ import { findProject } from "./db/projects.ts";
 import { findRepository } from "./db/repositories.ts";
 import { findIntegration } from "./db/integrations.ts";
 import { branchHead } from "./integrations/index.ts";
+import { definitionAt, type BuildDefinition } from "./pipelines/source.ts";
+import type { Pipeline } from "./db/pipelines.ts";
 
 export interface Schedule {
   id: string;
@@ -33,6 +35,9 @@ export interface Schedule {
   enabled: boolean;
   next_slot_at: number;
   last_built_sha: string | null;
+  /** 'file': synced from the pipeline file on the default branch, read-only through the API. */
+  source: "api" | "file";
+  config_path: string | null;
   created_by: string | null;
   created_at: number;
   updated_at: number;
@@ -47,26 +52,7 @@ export interface ScheduleRun {
   created_at: number;
 }
 
-/** Five fields (minute hour day-of-month month day-of-week) or a nickname such as @daily. */
-export function cronProblem(expression: string): string | null {
-  const trimmed = expression.trim();
-  if (!trimmed.startsWith("@") && trimmed.split(/\s+/).length !== 5) return "must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)";
-  try {
-    new Cron(trimmed, { paused: true });
-    return null;
-  } catch (error) {
-    return (error as Error).message.replace(/^CronPattern: /, "");
-  }
-}
-
-export function timezoneProblem(timezone: string): string | null {
-  try {
-    new Intl.DateTimeFormat("en-US", { timeZone: timezone });
-    return null;
-  } catch {
-    return "must be an IANA time zone name, e.g. UTC or Europe/Berlin";
-  }
-}
+export { cronProblem, timezoneProblem } from "./pipelines/cron.ts";
 
 function cronOf(expression: string, timezone: string): Cron {
   return new Cron(expression.trim(), { timezone, paused: true });
@@ -99,6 +85,8 @@ function toSchedule(row: Row): Schedule {
     enabled: num(row, "enabled") === 1,
     next_slot_at: num(row, "next_slot_at"),
     last_built_sha: strOrNull(row, "last_built_sha"),
+    source: str(row, "source") === "file" ? "file" : "api",
+    config_path: strOrNull(row, "config_path"),
     created_by: strOrNull(row, "created_by"),
     created_at: num(row, "created_at"),
     updated_at: num(row, "updated_at"),
@@ -175,6 +163,8 @@ export function toPublicSchedule(s: Schedule, last: ScheduleRun | null) {
     branch: s.branch,
     build_when_unchanged: s.build_when_unchanged,
     enabled: s.enabled,
+    source: s.source,
+    config_path: s.config_path,
     next_run_at: s.enabled && s.next_slot_at !== NEVER ? s.next_slot_at : null,
     last_run: last,
     created_at: s.created_at,
@@ -192,12 +182,15 @@ export interface TickResult {
 
 /**
  * One scheduler pass: fires every due schedule (at most `limit`) once, for its latest slot.
- * `resolveHead` asks the source host for a branch's head (replaceable in the bench).
+ * `resolveHead` asks the source host for a branch's head and `readDefinition` reads the pipeline
+ * file at that head, as a manual build does (both replaceable in the bench). A file that is invalid
+ * at the head fails the slot with the file's problems as the run's error, never a silent fallback.
  */
 export async function runDueSchedules(
   ctx: Pick<AppContext, "db" | "clock" | "events" | "log" | "secrets" | "config">,
   limit = 50,
   resolveHead: (projectId: string, branch: string) => Promise<string> = (projectId, branch) => hostHead(ctx, projectId, branch),
+  readDefinition: (pipeline: Pipeline, sha: string, branch: string) => Promise<BuildDefinition> = (pipeline, sha, branch) => fileDefinitionAt(ctx, pipeline, sha, branch),
 ): Promise<TickResult> {
   const now = ctx.clock.now();
   const result: TickResult = { built: 0, unchanged: 0, failed: 0, skipped: 0 };
@@ -207,6 +200,7 @@ export async function runDueSchedules(
     const following = nextSlot(schedule.cron, schedule.timezone, Math.max(slot, now)) ?? NEVER;
     let sha: string | null = null;
     let error: string | null = null;
+    let definition: BuildDefinition = { kind: "definition" };
     const pipeline = await findPipeline(ctx.db, schedule.pipeline_id);
     if (!pipeline) continue;
     if (!pipeline.enabled) error = "the pipeline is disabled";
@@ -215,6 +209,10 @@ export async function runDueSchedules(
         sha = await resolveHead(schedule.project_id, schedule.branch);
       } catch (e) {
         error = `could not resolve the head of ${schedule.branch}: ${(e as Error).message}`;
+      }
+      if (sha) {
+        definition = await readDefinition(pipeline, sha, schedule.branch);
+        if (definition.kind !== "definition") error = definition.message;
       }
     }
     const outcome = await inTransaction(ctx.db, async (tx) => {
@@ -237,6 +235,7 @@ export async function runDueSchedules(
         return { kind: "unchanged" as const };
       }
       const created = await createBuildInTransaction(tx, now, {
+        ...(definition.kind === "definition" ? { configSnapshot: definition.configSnapshot, definitionSource: definition.definitionSource } : {}),
         pipelineId: schedule.pipeline_id,
         branch: schedule.branch,
         commitSha: sha,
@@ -262,10 +261,68 @@ export async function runDueSchedules(
   return result;
 }
 
+async function fileDefinitionAt(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">, pipeline: Pipeline, sha: string, branch: string): Promise<BuildDefinition> {
+  const project = await findProject(ctx.db, pipeline.project_id);
+  if (!project) return { kind: "definition" };
+  return definitionAt(ctx, project, pipeline, sha, branch);
+}
+
 async function hostHead(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">, projectId: string, branch: string): Promise<string> {
   const project = await findProject(ctx.db, projectId);
   const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
   const integration = repo ? await findIntegration(ctx.db, repo.integration_id) : null;
   if (!repo || !integration) throw new Error("the project's repository is no longer in the catalogue");
   return branchHead(ctx, integration, repo, branch);
+}
+
+/** A schedule as a pipeline file gives it (lib/pipelines/file.ts FileSchedule, defaults applied). */
+export interface FileScheduleFields {
+  cron: string;
+  timezone: string;
+  branch?: string | undefined;
+  build_when_unchanged: boolean;
+}
+
+/**
+ * Makes a pipeline's file schedules match `wanted` (the pipeline's `schedules` in the file at
+ * `configPath` on the default branch; [] when the file no longer defines the pipeline or is gone).
+ * A schedule is known by its expression, time zone and branch: one still in the file keeps its id,
+ * next slot and run history (a changed build_when_unchanged is updated in place); one no longer
+ * there is deleted; a new one starts counting from now. Schedules created through the API are left
+ * alone. Runs in the caller's transaction (the webhook delivery's). Returns what changed.
+ */
+export async function syncFileSchedules(
+  tx: Executor,
+  target: { projectId: string; pipelineId: string; configPath: string; defaultBranch: string },
+  wanted: FileScheduleFields[],
+  now: number,
+): Promise<{ added: number; changed: number; removed: number }> {
+  const keyOf = (cron: string, timezone: string, branch: string) => JSON.stringify([cron.trim(), timezone, branch]);
+  const current = (await all(tx, "SELECT * FROM pipeline_schedules WHERE pipeline_id = ? AND source = 'file' ORDER BY created_at, id", [target.pipelineId])).map(toSchedule);
+  const existing = new Map(current.map((s) => [keyOf(s.cron, s.timezone, s.branch), s]));
+  const counts = { added: 0, changed: 0, removed: 0 };
+  for (const w of wanted) {
+    const branch = w.branch ?? target.defaultBranch;
+    const key = keyOf(w.cron, w.timezone, branch);
+    const have = existing.get(key);
+    if (have) {
+      existing.delete(key);
+      if (have.build_when_unchanged !== w.build_when_unchanged || have.config_path !== target.configPath) {
+        await tx.execute({ sql: "UPDATE pipeline_schedules SET build_when_unchanged = ?, config_path = ?, updated_at = ? WHERE id = ?", args: [w.build_when_unchanged ? 1 : 0, target.configPath, now, have.id] });
+        counts.changed++;
+      }
+      continue;
+    }
+    await tx.execute({
+      sql: `INSERT INTO pipeline_schedules (id, project_id, pipeline_id, cron, timezone, branch, build_when_unchanged, enabled, next_slot_at, source, config_path, created_by, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, 'file', ?, NULL, ?, ?)`,
+      args: [newId(), target.projectId, target.pipelineId, w.cron.trim(), w.timezone, branch, w.build_when_unchanged ? 1 : 0, nextSlot(w.cron, w.timezone, now) ?? NEVER, target.configPath, now, now],
+    });
+    counts.added++;
+  }
+  for (const gone of existing.values()) {
+    await tx.execute({ sql: "DELETE FROM pipeline_schedules WHERE id = ?", args: [gone.id] });
+    counts.removed++;
+  }
+  return counts;
 }

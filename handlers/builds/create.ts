@@ -11,7 +11,7 @@ import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findPipeline, type Pipeline } from "../../lib/db/pipelines.ts";
 import type { ConfigSnapshot } from "../../lib/pipelines/config.ts";
 import type { DefinitionSource } from "../../lib/pipelines/definition.ts";
-import { definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile } from "../../lib/pipelines/source.ts";
+import { definitionAt } from "../../lib/pipelines/source.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
@@ -46,7 +46,7 @@ export const endpoint = defineEndpoint({
     if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
     const branch = body.branch ?? project.default_branch;
     const commitSha = body.commit_sha ?? (await resolveHead(ctx, project.repository_id, branch));
-    const definition = await definitionAt(ctx, project, pipeline, commitSha, branch);
+    const definition = await definitionFor(ctx, project, pipeline, commitSha, branch);
     const { build } = await createBuild(ctx, {
       ...definition,
       pipelineId: pipeline.id,
@@ -65,30 +65,21 @@ export const endpoint = defineEndpoint({
   },
 });
 
-/**
- * The pipeline's definition at the commit: from the pipeline file when the repository has it
- * there (400 invalid_pipeline_file with every problem and its line when it is invalid, or does not
- * define this pipeline), otherwise the pipeline as configured through the API.
- */
-async function definitionAt(
+/** The pipeline's definition at the commit (lib/pipelines/source.ts): 400 invalid_pipeline_file with every problem and its line when the file is invalid or does not define this pipeline. */
+async function definitionFor(
   ctx: IntegrationDeps & Pick<AppContext, "db">,
   project: { repository_id: string; default_branch: string },
   pipeline: Pipeline,
   commitSha: string,
   branch: string,
 ): Promise<{ configSnapshot?: ConfigSnapshot; definitionSource?: DefinitionSource }> {
-  const repository = await findRepository(ctx.db, project.repository_id);
-  const integration = repository ? await findIntegration(ctx.db, repository.integration_id) : null;
-  if (!repository || !integration) return {};
-  const read = await readPipelineFile(ctx, { integration, repository, commitSha, ref: `refs/heads/${branch}` }, pipeline.config_path);
-  if (read.status === "missing") return {};
-  if (read.status === "unreadable") fail("source_host_error", `Could not read ${fileLabel(read)}: ${read.message}.`);
-  if (read.status === "invalid") {
-    fail("invalid_pipeline_file", invalidFileSentence(read), { details: read.problems.map((p) => ({ path: p.path, message: p.message, line: p.line, column: p.column })) });
+  const found = await definitionAt(ctx, project, pipeline, commitSha, branch);
+  if (found.kind === "unreadable") fail("source_host_error", found.message);
+  if (found.kind === "invalid") {
+    if (found.problems.length === 0) fail("invalid_pipeline_file", found.message);
+    fail("invalid_pipeline_file", found.message, { details: found.problems.map((p) => ({ path: p.path, message: p.message, line: p.line, column: p.column })) });
   }
-  const defined = read.pipelines.get(pipeline.name);
-  if (!defined) fail("invalid_pipeline_file", `${fileLabel(read)} defines no pipeline named ${pipeline.name} (it defines ${[...read.pipelines.keys()].join(", ")}).`);
-  return { configSnapshot: fileSnapshot(pipeline.name, read.path, defined, project.default_branch), definitionSource: definitionOf(read) };
+  return { configSnapshot: found.configSnapshot, definitionSource: found.definitionSource };
 }
 
 async function resolveHead(ctx: IntegrationDeps & Pick<AppContext, "db">, repositoryId: string, branch: string): Promise<string> {

@@ -5,7 +5,7 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { deleteSchedule } from "../../lib/schedules.ts";
-import { scheduleOfPipeline } from "./update.ts";
+import { refuseFileSchedule, scheduleOfPipeline } from "./update.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_schedule",
@@ -13,9 +13,10 @@ export const endpoint = defineEndpoint({
   tag: "schedules",
   params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
+  errors: ["schedule_from_file"],
   async handle({ params }, ctx) {
     const schedule = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+    refuseFileSchedule(schedule);
     await deleteSchedule(ctx.db, schedule.id);
     return { deleted: true };
   },

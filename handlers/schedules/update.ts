@@ -16,6 +16,13 @@ export async function scheduleOfPipeline(db: Executor, pipelineId: string, sched
   return schedule;
 }
 
+/** 409 for a schedule the pipeline file defines: the next push of the file would undo an edit made here. */
+export function refuseFileSchedule(schedule: Schedule): void {
+  if (schedule.source === "file") {
+    fail("schedule_from_file", `This schedule is defined in ${schedule.config_path ?? "the pipeline file"}; change its schedules there and push to the default branch.`);
+  }
+}
+
 export const endpoint = defineEndpoint({
   operationId: "update_schedule",
   summary: "Update a build schedule",
@@ -23,9 +30,10 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
   body: UpdateScheduleBody,
   response: z.object({ schedule: ScheduleResource }),
-  errors: [],
+  errors: ["schedule_from_file"],
   async handle({ params, body }, ctx) {
     const current = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+    refuseFileSchedule(current);
     const changes = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
     const schedule = await updateSchedule(ctx.db, current, changes, ctx.clock.now());
     return { schedule: toPublicSchedule(schedule, await lastRun(ctx.db, schedule.id)) };

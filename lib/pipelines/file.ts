@@ -8,6 +8,8 @@
 import { z } from "zod";
 import { LineCounter, isMap, isScalar, isNode, parseDocument, type Document } from "yaml";
 import { ConcurrencyInput, ExecutionConfigInput, TriggerConfigInput, type Concurrency, type ExecutionConfig, type TriggerConfig } from "./config.ts";
+import { CronExpression, TimeZone } from "./cron.ts";
+import { BranchName } from "../schemas/ci.ts";
 
 /** A pipeline file larger than this is refused before parsing. */
 export const MAX_PIPELINE_FILE_BYTES = 256 * 1024;
@@ -28,10 +30,37 @@ const FileEnv = z
   .default({})
   .describe("plain environment variables (NAME: value); secrets are set through the API, never in the file");
 
+// Scheduled builds of the pipeline, with the API's validation. They take effect when the file is
+// pushed to the project's default branch (lib/pipelines/file-schedules.ts); a schedule is known by
+// its expression, time zone and branch, so the file may not name the same one twice.
+export const FileSchedule = z
+  .object({
+    cron: CronExpression,
+    timezone: TimeZone.default("UTC"),
+    branch: BranchName.optional().describe("default: the project's default branch"),
+    build_when_unchanged: z.boolean().default(true).describe("false: a slot whose branch head is the commit of the last scheduled build builds nothing"),
+  })
+  .strict();
+
+const FileSchedules = z
+  .array(FileSchedule)
+  .max(20, "at most 20 schedules per pipeline")
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((s, i) => {
+      const key = JSON.stringify([s.cron.trim(), s.timezone, s.branch ?? null]);
+      if (seen.has(key)) ctx.addIssue({ code: "custom", path: [i], message: "repeats an earlier schedule (same cron, timezone and branch)" });
+      seen.add(key);
+    });
+  })
+  .default([])
+  .describe("scheduled builds (cron in a time zone, of a branch); read from the default branch's file only");
+
 export const FilePipeline = ExecutionConfigInput.extend({
   triggers: TriggerConfigInput.default({ events: ["push", "pull_request"] }).describe("which events and branches start this pipeline; branches default to the project's default branch"),
   concurrency: ConcurrencyInput.default({ cancel_previous: false, max_concurrent: 1 }),
   env: FileEnv,
+  schedules: FileSchedules,
 }).strict();
 
 export const PipelineFileSchema = z
@@ -132,7 +161,7 @@ function firstLine(message: string): string {
 
 /** What a file pipeline means as a pipeline's stored fields (branches default to the project's default branch). */
 export function fileDefinition(p: FilePipelineOutput, projectDefaultBranch: string): { concurrency: Concurrency; trigger_config: TriggerConfig; execution_config: ExecutionConfig } {
-  const { triggers, concurrency, env, ...execution } = p;
+  const { triggers, concurrency, env, schedules: _schedules, ...execution } = p;
   return {
     concurrency,
     trigger_config: { branches: triggers.branches ?? [projectDefaultBranch], events: triggers.events },

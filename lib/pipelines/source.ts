@@ -5,6 +5,9 @@
 import type { Integration } from "../db/integrations.ts";
 import type { Repository } from "../db/repositories.ts";
 import type { Pipeline } from "../db/pipelines.ts";
+import type { Executor } from "../db/client.ts";
+import { findRepository } from "../db/repositories.ts";
+import { findIntegration } from "../db/integrations.ts";
 import type { ConfigSnapshot } from "./config.ts";
 import { DEFAULT_CONFIG_PATH } from "./config.ts";
 import { branchHead, githubClientFor, gitlabClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
@@ -87,4 +90,35 @@ export function definitionOf(read: { path: string; commit_sha: string; branch?: 
 /** The snapshot a build of `name` freezes from a valid file. */
 export function fileSnapshot(name: string, path: string, p: FilePipelineOutput, projectDefaultBranch: string): ConfigSnapshot {
   return { pipeline_name: name, config_path: path, ...fileDefinition(p, projectDefaultBranch) };
+}
+
+/** What a build of one pipeline at one commit is built from, outside a webhook delivery (a manual or scheduled build). */
+export type BuildDefinition =
+  | { kind: "definition"; configSnapshot?: ConfigSnapshot; definitionSource?: DefinitionSource }
+  | { kind: "unreadable"; message: string }
+  | { kind: "invalid"; message: string; problems: FileProblem[] };
+
+/**
+ * The pipeline's definition at the commit: from the pipeline file when the repository has it
+ * there, otherwise the pipeline as configured through the API (no snapshot: the stored one). An
+ * invalid file, or one that does not define this pipeline, is never silently replaced by the API's
+ * definition.
+ */
+export async function definitionAt(
+  deps: IntegrationDeps & { db: Executor },
+  project: { repository_id: string; default_branch: string },
+  pipeline: Pipeline,
+  commitSha: string,
+  branch: string,
+): Promise<BuildDefinition> {
+  const repository = await findRepository(deps.db, project.repository_id);
+  const integration = repository ? await findIntegration(deps.db, repository.integration_id) : null;
+  if (!repository || !integration) return { kind: "definition" };
+  const read = await readPipelineFile(deps, { integration, repository, commitSha, ref: `refs/heads/${branch}` }, pipeline.config_path);
+  if (read.status === "missing") return { kind: "definition" };
+  if (read.status === "unreadable") return { kind: "unreadable", message: `Could not read ${fileLabel(read)}: ${read.message}.` };
+  if (read.status === "invalid") return { kind: "invalid", message: invalidFileSentence(read), problems: read.problems };
+  const defined = read.pipelines.get(pipeline.name);
+  if (!defined) return { kind: "invalid", message: `${fileLabel(read)} defines no pipeline named ${pipeline.name} (it defines ${[...read.pipelines.keys()].join(", ")}).`, problems: [] };
+  return { kind: "definition", configSnapshot: fileSnapshot(pipeline.name, read.path, defined, project.default_branch), definitionSource: definitionOf(read) };
 }

@@ -2,28 +2,10 @@
 import { z } from "zod";
 import { DisplayName, Email, Timestamp } from "../schemas.ts";
 import { BranchName } from "./ci.ts";
-import { cronProblem, timezoneProblem } from "../schedules.ts";
+import { CronExpression, TimeZone } from "../pipelines/cron.ts";
 import { CHANNELS, NOTIFICATION_EVENTS } from "../notifications.ts";
 
-export const CronExpression = z
-  .string()
-  .min(1)
-  .max(200)
-  .superRefine((value, ctx) => {
-    const problem = cronProblem(value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  })
-  .describe("standard five-field cron expression (minute hour day-of-month month day-of-week) or @hourly/@daily/@weekly/@monthly/@yearly");
-
-export const TimeZone = z
-  .string()
-  .min(1)
-  .max(64)
-  .superRefine((value, ctx) => {
-    const problem = timezoneProblem(value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  })
-  .describe("IANA time zone the expression is read in");
+export { CronExpression, TimeZone };
 
 export const ScheduleRunResource = z.object({
   slot_at: Timestamp.describe("the slot this run fired for"),
@@ -42,6 +24,8 @@ export const ScheduleResource = z.object({
   branch: z.string(),
   build_when_unchanged: z.boolean().describe("false: a slot whose branch head is the commit of the last scheduled build builds nothing"),
   enabled: z.boolean(),
+  source: z.enum(["api", "file"]).describe("file: defined in the pipeline file's `schedules` on the default branch and read-only here (change the file)"),
+  config_path: z.string().nullable().describe("the pipeline file a file schedule comes from; null for api"),
   next_run_at: Timestamp.nullable().describe("null when disabled or the expression never fires again"),
   last_run: ScheduleRunResource.nullable(),
   created_at: Timestamp,

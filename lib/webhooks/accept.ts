@@ -24,6 +24,7 @@ import type { Build } from "../db/builds.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
 import { BODY_RETENTION_SECONDS, insertDelivery, recentRejections, type DeliveryResult } from "./deliveries.ts";
 import { raiseIncident } from "../incidents.ts";
+import { syncFileSchedules, type FileScheduleFields } from "../schedules.ts";
 
 export interface Deps extends IntegrationDeps {
   db: Db;
@@ -114,6 +115,16 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
         }
       }
       const fileReasons: string[] = [];
+      const scheduleNotes: string[] = [];
+      // The file's schedules take effect from the default branch only (docs/pipelines.md
+      // "Schedules"): a push there with a valid file (or none) makes the file schedules match it.
+      const syncsSchedules = event.kind === "push" && event.branch !== null && event.branch === files.defaultBranch;
+      const syncSchedules = async (pipeline: Pipeline, path: string, wanted: FileScheduleFields[], label: string) => {
+        if (!syncsSchedules || !projectId) return;
+        const c = await syncFileSchedules(tx, { projectId, pipelineId: pipeline.id, configPath: path, defaultBranch: files.defaultBranch }, wanted, now);
+        const parts = [c.added && `${c.added} added`, c.changed && `${c.changed} changed`, c.removed && `${c.removed} removed`].filter(Boolean);
+        if (parts.length) scheduleNotes.push(`schedules of ${pipeline.name} from ${label}: ${parts.join(", ")}`);
+      };
       if (reason === null && projectId) {
         // Each pipeline file decides for the pipelines it names; without the file, the pipelines
         // configured through the API that read it decide (docs/pipelines.md).
@@ -122,7 +133,10 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
           const read = files.get(path);
           const reading = pipelines.filter((p) => p.config_path === path);
           if (!read || read.status === "missing") {
-            for (const pipeline of reading) candidates.push({ pipeline, snapshot: snapshotOf(pipeline), source: API_DEFINITION });
+            for (const pipeline of reading) {
+              candidates.push({ pipeline, snapshot: snapshotOf(pipeline), source: API_DEFINITION });
+              if (read) await syncSchedules(pipeline, path, [], fileLabel(read));
+            }
           } else if (read.status === "valid") {
             for (const [name, definition] of read.pipelines) {
               let pipeline = pipelines.find((p) => p.name === name);
@@ -132,10 +146,12 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
               }
               // A pipeline the file names for the first time is created, so its builds, badge and history have a home.
               pipeline ??= await insertPipeline(tx, projectId, { name, enabled: true, config_path: path, config_path_explicit: path !== DEFAULT_CONFIG_PATH, ...fileDefinition(definition, files.defaultBranch) }, now);
+              await syncSchedules(pipeline, path, definition.schedules, fileLabel(read));
               const snapshot = fileSnapshot(name, path, definition, files.defaultBranch);
               candidates.push({ pipeline: { ...pipeline, concurrency: snapshot.concurrency, trigger_config: snapshot.trigger_config }, snapshot, source: definitionOf(read) });
             }
             for (const pipeline of reading) {
+              if (!read.pipelines.has(pipeline.name)) await syncSchedules(pipeline, path, [], fileLabel(read));
               if (!read.pipelines.has(pipeline.name)) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: `not defined in ${fileLabel(read)} (it defines ${[...read.pipelines.keys()].join(", ")})` });
             }
           } else {
@@ -175,7 +191,8 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       const builtAny = decisions.some((d) => d.build);
       const result: DeliveryResult = builtAny ? "built" : "ignored";
       const summary =
-        reason ?? [builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : fileReasons.length ? null : "no pipeline matched", ...fileReasons].filter((r) => r !== null).join("; ");
+        reason ??
+        [builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : fileReasons.length ? null : "no pipeline matched", ...fileReasons, ...scheduleNotes].filter((r) => r !== null).join("; ");
       await insertDelivery(tx, {
         ...base,
         result,

@@ -120,14 +120,14 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
     clock = NOW;
     await db.execute({ sql: "UPDATE pipeline_schedules SET next_slot_at = ?", args: [NOW - 60] });
     let tickStarted = performance.now();
-    const tick = await runDueSchedules(ctx, SCHEDULES, async () => "c".repeat(40));
+    const tick = await runDueSchedules(ctx, SCHEDULES, async () => "c".repeat(40), async () => ({ kind: "definition" }));
     const tickMs = performance.now() - tickStarted;
     if (tick.built !== SCHEDULES) throw new Error(`the tick built ${tick.built} of ${SCHEDULES} schedules`);
     // An idle tick (nothing due), the one a daemon runs every 15 s almost always.
     const idle: number[] = [];
     for (let i = 0; i < 200; i++) {
       tickStarted = performance.now();
-      await runDueSchedules(ctx, SCHEDULES, async () => "c".repeat(40));
+      await runDueSchedules(ctx, SCHEDULES, async () => "c".repeat(40), async () => ({ kind: "definition" }));
       idle.push(performance.now() - tickStarted);
     }
     const raw = new Database(join(dir, "baseline.db"), { readonly: true });

@@ -52,6 +52,8 @@ describe("schedule API", () => {
       branch: "main",
       build_when_unchanged: false,
       enabled: true,
+      source: "api",
+      config_path: null,
       next_run_at: Date.parse("2027-01-16T01:30:00Z") / 1000,
       last_run: null,
       created_at: START,
