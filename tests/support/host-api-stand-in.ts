@@ -7,7 +7,8 @@
 // File contents come from real git repositories registered in `repositories` (GitHub:
 // /repos/{o}/{r}/contents/{path}?ref= with the raw media type; GitLab:
 // /projects/{id}/repository/files/{path}/raw?ref=; Gitea: /api/v1/repos/{o}/{r}/raw/{path}?ref=),
-// read with `git show <ref>:<path>` and 404 when the repository has no such file there. It
+// read with `git show <ref>:<path>` and 404 when the repository has no such file there; GitHub's
+// branch endpoint answers a registered repository's real branch head when `heads` does not name it. It
 // checks the credentials Roost must send (a GitHub App JWT signed with the app's key, then the
 // installation token; GitLab's PRIVATE-TOKEN), and records every request.
 import { generateKeyPairSync } from "node:crypto";
@@ -67,6 +68,13 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     const shown = Bun.spawnSync(["git", "-C", dir, "show", `${ref}:${path}`], { stdout: "pipe", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
     return shown.exitCode === 0 ? shown.stdout.toString() : null;
   };
+  /** A branch's head in a registered repository (when `heads` does not name it), or null. */
+  const headOf = (fullName: string, branch: string): string | null => {
+    const dir = state.repositories.get(fullName);
+    if (!dir || branch.startsWith("-")) return null;
+    const parsed = Bun.spawnSync(["git", "-C", dir, "rev-parse", "--verify", "-q", `refs/heads/${branch}`], { stdout: "pipe", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
+    return parsed.exitCode === 0 ? parsed.stdout.toString().trim() : null;
+  };
   let failures = 0;
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
@@ -116,7 +124,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
       m = /^\/repos\/([^/]+)\/([^/]+)\/branches\/(.+)$/.exec(url.pathname);
       if (m && request.method === "GET") {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
-        const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`);
+        const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`) ?? headOf(`${m[1]}/${m[2]}`, decodeURIComponent(m[3]!));
         return sha ? json({ name: decodeURIComponent(m[3]!), commit: { sha } }) : json({ message: "Branch not found" }, 404);
       }
       m = /^\/repos\/([^/]+)\/([^/]+)\/contents\/(.+)$/.exec(url.pathname);
