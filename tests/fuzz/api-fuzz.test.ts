@@ -284,8 +284,12 @@ function describeRequest(r: FuzzRequest): string {
 
 /** What is wrong with an answer, or null when it is acceptable. */
 async function judge(op: Operation, response: Response): Promise<string | null> {
+  if (response.status < 400) {
+    // A successful event stream (GET /v1/events, a build's log) never ends by itself: close it.
+    await response.body?.cancel();
+    return null;
+  }
   const text = await response.text();
-  if (response.status < 400) return null;
   let body: any;
   try {
     body = JSON.parse(text);
