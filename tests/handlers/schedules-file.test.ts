@@ -125,7 +125,7 @@ afterAll(async () => {
 
 describe("schedules in roost.yaml", () => {
   let pipeline: string;
-  let fileSchedule: { id: string };
+  let fileSchedule: { id: string } & Record<string, unknown>;
   let apiSchedule: { id: string };
 
   test("a push to the default branch adds the file's schedule, listed with source file beside one created through the API", async () => {
@@ -203,6 +203,28 @@ describe("schedules in roost.yaml", () => {
     const sha = commit("main", fileWith(""), "no nightly");
     const delivery = await push("main", sha);
     expect(delivery.reason).toBe(`no pipeline matched; schedules of nightly from roost.yaml at ${sha.slice(0, 12)}: 1 removed`);
+    expect(delivery.decisions).toEqual([expect.objectContaining({ pipeline_name: "nightly", build: false })]);
     expect((await schedules(pipeline)).map((s: { id: string; source: string }) => [s.id, s.source])).toEqual([[apiSchedule.id, "api"]]);
+  });
+
+  test("a schedule the file gets wrong makes the file invalid, with its line, and changes nothing", async () => {
+    const before = await schedules(pipeline);
+    const sha = commit("main", fileWith(`    schedules:
+      - cron: "61 * * * *"
+        timezone: Mars/Olympus
+`), "bad schedule");
+    const delivery = await push("main", sha);
+    expect(delivery.reason).toBe(
+      `roost.yaml at ${sha.slice(0, 12)} is invalid: line 10, column 15: pipelines.nightly.schedules.0.cron: Invalid value for minute: 61; ` +
+        "line 11, column 19: pipelines.nightly.schedules.0.timezone: must be an IANA time zone name, e.g. UTC or Europe/Berlin",
+    );
+    expect(await schedules(pipeline)).toEqual(before);
+  });
+
+  test("the file's JSON Schema describes schedules", async () => {
+    const res = await t.call("GET", "/v1/schemas/pipeline-file.json");
+    expect(res.status).toBe(200);
+    const pipelineSchema = res.body.properties.pipelines.additionalProperties;
+    expect(Object.keys(pipelineSchema.properties.schedules.items.properties).sort()).toEqual(["branch", "build_when_unchanged", "cron", "timezone"]);
   });
 });
