@@ -46,6 +46,7 @@ function PipelineSchedules({ project, pipeline, maintainer }: { project: Project
               <div>
                 <code>{s.cron}</code> ({s.timezone}) on <span class="branch">{s.branch}</span> · {s.enabled ? "enabled" : "disabled (never fires)"}
                 {s.build_when_unchanged ? "" : " · skips a commit it already built"}
+                {s.source === "file" && <> · from {s.config_path ?? "the pipeline file"} (change it there)</>}
               </div>
               <div class="muted">
                 Next run: {s.next_run_at === null ? "none" : <time dateTime={new Date(s.next_run_at * 1000).toISOString()}>{dateTime(s.next_run_at)}</time>} (your time)
@@ -64,7 +65,7 @@ function PipelineSchedules({ project, pipeline, maintainer }: { project: Project
                   </>
                 )}
               </div>
-              {maintainer && editing === null && (
+              {maintainer && editing === null && s.source === "api" && (
                 <div class="row">
                   <button type="button" class="secondary small" aria-label={`Edit schedule ${s.cron} on ${s.branch}`} onClick={() => setEditing(s.id)}>
                     Edit
