@@ -671,3 +671,87 @@ CREATE INDEX builds_updated_at ON builds (updated_at);
 -- branch; read-only through the API). config_path names the file a file schedule came from.
 ALTER TABLE pipeline_schedules ADD COLUMN source TEXT NOT NULL DEFAULT 'api' CHECK (source IN ('api', 'file'));
 ALTER TABLE pipeline_schedules ADD COLUMN config_path TEXT;
+
+-- migration 16: Bitbucket Cloud
+-- Integrations, catalogue entries and deliveries may also be Bitbucket Cloud ('bitbucket',
+-- docs/any-git.md). The CHECKs are widened by rebuilding the three tables as migration 8 did.
+-- Dropping `repositories` now also cascades into git_polls (ON DELETE CASCADE,
+-- https://www.sqlite.org/lang_droptable.html: the implicit DELETE runs the foreign key actions), so
+-- its rows are copied first and put back once the repositories they name are back.
+PRAGMA defer_foreign_keys = ON;
+CREATE TABLE integrations_copy AS SELECT * FROM integrations;
+CREATE TABLE repositories_copy AS SELECT * FROM repositories;
+CREATE TABLE webhook_deliveries_copy AS SELECT * FROM webhook_deliveries;
+CREATE TABLE git_polls_copy AS SELECT * FROM git_polls;
+DROP TABLE repositories;
+DROP TABLE integrations;
+DROP TABLE webhook_deliveries;
+CREATE TABLE integrations (
+  id TEXT PRIMARY KEY,
+  provider TEXT NOT NULL CHECK (provider IN ('github', 'gitlab', 'gitea', 'git', 'bitbucket')),
+  name TEXT NOT NULL,
+  api_url TEXT NOT NULL,
+  web_url TEXT NOT NULL,
+  app_id TEXT,
+  installation_id TEXT,
+  credentials_sealed TEXT NOT NULL,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  last_synced_at INTEGER,
+  last_sync_error TEXT
+);
+INSERT INTO integrations (id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at, last_synced_at, last_sync_error)
+  SELECT id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at, last_synced_at, last_sync_error FROM integrations_copy;
+CREATE TABLE repositories (
+  id TEXT PRIMARY KEY,
+  integration_id TEXT NOT NULL REFERENCES integrations(id) ON DELETE CASCADE,
+  provider TEXT NOT NULL CHECK (provider IN ('github', 'gitlab', 'gitea', 'git', 'bitbucket')),
+  external_id TEXT NOT NULL,
+  full_name TEXT NOT NULL,
+  default_branch TEXT NOT NULL,
+  is_private INTEGER NOT NULL DEFAULT 1,
+  avatar_url TEXT NOT NULL DEFAULT '',
+  installation_id TEXT NOT NULL DEFAULT '',
+  host_url TEXT NOT NULL,
+  clone_url TEXT NOT NULL DEFAULT '',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  webhook_token_hash TEXT,
+  UNIQUE (integration_id, external_id)
+);
+INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash)
+  SELECT id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash FROM repositories_copy;
+CREATE INDEX repositories_full_name ON repositories (full_name);
+CREATE INDEX repositories_external ON repositories (provider, external_id);
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL CHECK (host IN ('github', 'gitlab', 'gitea', 'git', 'bitbucket')),
+  delivery_id TEXT NOT NULL DEFAULT '',
+  event TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL DEFAULT '',
+  verified INTEGER NOT NULL,
+  result TEXT NOT NULL CHECK (result IN ('built', 'ignored', 'duplicate', 'rejected')),
+  reason TEXT NOT NULL,
+  repository_external_id TEXT,
+  repository_full_name TEXT,
+  repository_id TEXT,
+  project_id TEXT,
+  commit_sha TEXT,
+  decisions TEXT NOT NULL DEFAULT '[]',
+  duplicate_of TEXT,
+  body TEXT,
+  received_at INTEGER NOT NULL,
+  body_expires_at INTEGER
+);
+INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
+  SELECT id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at FROM webhook_deliveries_copy;
+CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, received_at);
+CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
+CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, verified, received_at);
+DROP TABLE integrations_copy;
+DROP TABLE repositories_copy;
+DROP TABLE webhook_deliveries_copy;
+INSERT INTO git_polls (repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at)
+  SELECT repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at FROM git_polls_copy;
+DROP TABLE git_polls_copy;

@@ -96,6 +96,7 @@ import * as eventsStream from "./events/stream.ts";
 import * as webhookGithub from "./webhooks/github.ts";
 import * as webhookGitlab from "./webhooks/gitlab.ts";
 import * as webhookGitea from "./webhooks/gitea.ts";
+import * as webhookBitbucket from "./webhooks/bitbucket.ts";
 import * as webhookGit from "./webhooks/git.ts";
 import * as webhookToken from "./projects/webhook-token.ts";
 import * as deliveriesForProject from "./webhook-deliveries/list.ts";
@@ -251,6 +252,7 @@ export const routes: RouteEntry[] = [
   r("POST", "/v1/webhooks/github", "webhook", webhookGithub), // X-Hub-Signature-256 over the raw body
   r("POST", "/v1/webhooks/gitlab", "webhook", webhookGitlab), // X-Gitlab-Token of the named repository
   r("POST", "/v1/webhooks/gitea", "webhook", webhookGitea), // X-Gitea-Signature / X-Forgejo-Signature over the raw body
+  r("POST", "/v1/webhooks/bitbucket", "webhook", webhookBitbucket), // X-Hub-Signature (sha256=) over the raw body
   r("POST", "/v1/webhooks/git", "webhook", webhookGit), // X-Roost-Signature-256 with the named project's secret
   r("POST", "/v1/projects/{project_id}/webhook-token", projectRole("maintainer", "project_id"), webhookToken),
   r("GET", "/v1/projects/{project_id}/webhook-deliveries", projectRole("maintainer", "project_id"), deliveriesForProject),

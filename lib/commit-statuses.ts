@@ -1,4 +1,4 @@
-// Commit statuses back to GitHub, GitLab and Gitea/Forgejo (docs/webhooks.md "Commit statuses"; plain git remotes have none). The reporter
+// Commit statuses back to GitHub, GitLab, Gitea/Forgejo and Bitbucket Cloud (docs/webhooks.md "Commit statuses"; plain git remotes have none). The reporter
 // compares each recent build's status with the one last reported and sends the difference, so
 // it needs no queue that a crash could lose, and any daemon process can run it. A failure is
 // retried with exponential backoff and jitter, never touches the build, and raises an operator
@@ -8,8 +8,9 @@ import { all } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import { findIntegration } from "./db/integrations.ts";
 import { githubClientFor, gitlabClientFor, type IntegrationDeps } from "./integrations/index.ts";
-import { giteaClientFor } from "./integrations/any-git.ts";
+import { bitbucketClientFor, giteaClientFor } from "./integrations/any-git.ts";
 import type { GiteaState } from "./integrations/gitea.ts";
+import type { BitbucketState } from "./integrations/bitbucket.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { BuildStatus } from "./builds/state-machine.ts";
 
@@ -21,6 +22,7 @@ const REPORT_WINDOW_SECONDS = 24 * 3600;
 const GITHUB_STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
 const GITLAB_STATE: Record<BuildStatus, "pending" | "running" | "success" | "failed" | "canceled"> = { queued: "pending", running: "running", succeeded: "success", failed: "failed", canceled: "canceled" };
 const GITEA_STATE: Record<BuildStatus, GiteaState> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
+const BITBUCKET_STATE: Record<BuildStatus, BitbucketState> = { queued: "INPROGRESS", running: "INPROGRESS", succeeded: "SUCCESSFUL", failed: "FAILED", canceled: "STOPPED" };
 
 function description(status: BuildStatus, number: number): string {
   return { queued: `Build #${number} is queued`, running: `Build #${number} is running`, succeeded: `Build #${number} succeeded`, failed: `Build #${number} failed`, canceled: `Build #${number} was canceled` }[status];
@@ -67,6 +69,9 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
         await (await githubClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITHUB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
       } else if (row.provider === "gitea") {
         await (await giteaClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITEA_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
+      } else if (row.provider === "bitbucket") {
+        // Bitbucket keeps one status per `key` on a commit: the pipeline's context, as elsewhere.
+        await (await bitbucketClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: BITBUCKET_STATE[status], key: context, name: context, url: targetUrl, description: description(status, Number(row.build_number)) });
       } else {
         await (await gitlabClientFor(deps, integration)).createCommitStatus(String(row.external_id), String(row.commit_sha), { state: GITLAB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), name: context });
       }
@@ -91,7 +96,7 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
           severity: "warning",
           reason: "commit_status_failed",
           message: `Commit statuses for ${row.full_name} cannot be reported: ${message}`,
-          repair_action: "Check the integration's credentials and permissions (GitHub: commit statuses read/write; GitLab: api scope; Gitea: write:repository).",
+          repair_action: "Check the integration's credentials and permissions (GitHub: commit statuses read/write; GitLab: api scope; Gitea: write:repository; Bitbucket: repository:write).",
           resource_kind: "integration",
           resource_id: integrationId,
           resource_name: String(row.full_name),

@@ -1,5 +1,5 @@
 // POST /v1/integrations (admin): connects GitHub (a GitHub App installation), GitLab or
-// Gitea/Forgejo (an instance URL and access token) or one plain git repository (docs/any-git.md), then syncs its repository catalogue. Credentials are sealed
+// Gitea/Forgejo (an instance URL and access token), a Bitbucket Cloud workspace or one plain git repository (docs/any-git.md), then syncs its repository catalogue. Credentials are sealed
 // at rest and never returned.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
@@ -11,6 +11,7 @@ import { integrationView, sealCredentials, syncRepositories } from "../../lib/in
 import { refusedHostReason } from "../../lib/integrations/address-policy.ts";
 import { HostApiError } from "../../lib/integrations/http.ts";
 import { classifyRemote, type GitCredentials } from "../../lib/integrations/git-remote.ts";
+import type { BitbucketCredentials } from "../../lib/integrations/bitbucket.ts";
 
 const HostUrl = z
   .url({ protocol: /^https?$/ })
@@ -49,6 +50,19 @@ export const CreateIntegrationBody = z.discriminatedUnion("provider", [
     .strict(),
   z
     .object({
+      provider: z.literal("bitbucket"),
+      name: DisplayName,
+      api_url: HostUrl.default("https://api.bitbucket.org/2.0").describe("Bitbucket Cloud's REST API"),
+      workspace: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be the workspace ID as in bitbucket.org/{workspace}").describe("the workspace whose repositories the catalogue lists (role=member)"),
+      access_token: z.string().min(1).max(1000).optional().describe("a workspace access token with repository (and repository:write for commit statuses); or username and app_password"),
+      username: z.string().min(1).max(255).optional().describe("with app_password: the account's username"),
+      app_password: z.string().min(1).max(255).optional().describe("an app password with Repositories read (and write for commit statuses)"),
+      webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).describe("the secret set on the repositories' webhooks"),
+    })
+    .strict()
+    .refine((b) => Boolean(b.access_token) !== Boolean(b.username && b.app_password), { message: "give either access_token, or username and app_password", path: ["access_token"] }),
+  z
+    .object({
       provider: z.literal("git"),
       name: DisplayName,
       url: z.string().min(1).max(500).describe("https://, ssh://, user@host:path, or (with ROOST_GIT_ALLOW_LOCAL_REMOTES=true) a path or file:// URL: one integration is one repository"),
@@ -63,7 +77,7 @@ export const CreateIntegrationBody = z.discriminatedUnion("provider", [
 
 export const endpoint = defineEndpoint({
   operationId: "create_integration",
-  summary: "Connect a GitHub App installation, a GitLab or Gitea/Forgejo instance, or a plain git repository",
+  summary: "Connect a GitHub App installation, a GitLab or Gitea/Forgejo instance, a Bitbucket Cloud workspace, or a plain git repository",
   tag: "integrations",
   body: CreateIntegrationBody,
   response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
@@ -82,6 +96,7 @@ export const endpoint = defineEndpoint({
     const credentials =
       body.provider === "github" ? { private_key: body.private_key, webhook_secret: body.webhook_secret }
       : body.provider === "gitea" ? { access_token: body.access_token, webhook_secret: body.webhook_secret }
+      : body.provider === "bitbucket" ? bitbucketCredentials(body)
       : body.provider === "git" ? gitCredentials(body)
       : { access_token: body.access_token };
     const apiUrl = body.provider === "git" ? body.url : body.api_url;
@@ -91,7 +106,7 @@ export const endpoint = defineEndpoint({
         provider: body.provider,
         name: body.name,
         api_url: apiUrl,
-        web_url: body.provider === "github" ? body.web_url : apiUrl,
+        web_url: body.provider === "github" ? body.web_url : body.provider === "bitbucket" ? `https://bitbucket.org/${body.workspace}` : apiUrl,
         app_id: body.provider === "github" ? body.app_id : null,
         installation_id: body.provider === "github" ? body.installation_id : null,
         credentials_sealed: await sealCredentials(ctx.secrets, credentials),
@@ -121,6 +136,13 @@ function remoteHostname(url: string): string | null {
   const parsed = URL.parse(url);
   if (parsed && /^(https?|ssh):$/.test(parsed.protocol)) return parsed.hostname;
   return /^(?:[^@/]+@)?([^:/]+):/.exec(url)?.[1] ?? null;
+}
+
+/** The workspace, the one way of signing in that was given, and the webhook secret. */
+function bitbucketCredentials(body: { workspace: string; access_token?: string | undefined; username?: string | undefined; app_password?: string | undefined; webhook_secret: string }): BitbucketCredentials {
+  return body.access_token
+    ? { workspace: body.workspace, access_token: body.access_token, webhook_secret: body.webhook_secret }
+    : { workspace: body.workspace, username: body.username!, app_password: body.app_password!, webhook_secret: body.webhook_secret };
 }
 
 /** Only the fields the remote's kind uses are sealed: a password for https, a key for ssh. */

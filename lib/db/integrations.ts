@@ -6,7 +6,7 @@ import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 
 /** gitea covers Forgejo (the same API and webhooks); git is a plain remote read with git ls-remote. */
-export type Provider = "github" | "gitlab" | "gitea" | "git";
+export type Provider = "github" | "gitlab" | "gitea" | "git" | "bitbucket";
 
 export interface Integration {
   id: string;

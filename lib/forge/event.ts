@@ -1,5 +1,5 @@
 // One neutral shape for what a delivery (or a poll that saw a ref move) means to Roost, produced by
-// lib/forge/{github,gitlab,gitea,git}.ts and lib/git-poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
+// lib/forge/{github,gitlab,gitea,bitbucket,git}.ts and lib/git-poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
 import { z } from "zod";
 import type { Provider } from "../db/integrations.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";

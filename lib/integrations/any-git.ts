@@ -1,16 +1,22 @@
-// The two integration kinds beyond GitHub and GitLab (docs/any-git.md): a Gitea or Forgejo
-// instance (provider "gitea", its REST API), and a plain git remote (provider "git"): one
+// The integration kinds beyond GitHub and GitLab (docs/any-git.md): a Gitea or Forgejo
+// instance (provider "gitea", its REST API), a Bitbucket Cloud workspace (provider "bitbucket"),
+// and a plain git remote (provider "git"): one
 // integration is one repository, whose catalogue entry is the remote itself and whose branch heads
 // come from git ls-remote.
 import type { Integration } from "../db/integrations.ts";
 import type { RemoteRepository } from "../db/repositories.ts";
 import { GiteaClient, type GiteaCredentials } from "./gitea.ts";
+import { BitbucketClient, bitbucketCloneCredentials, type BitbucketCredentials } from "./bitbucket.ts";
 import { lsRemote, repositoryNameOf, type GitCredentials } from "./git-remote.ts";
 import { HostApiError } from "./http.ts";
 import { hostAccess, openCredentials, type IntegrationDeps } from "./index.ts";
 
 export async function giteaClientFor(deps: IntegrationDeps, integration: Integration): Promise<GiteaClient> {
   return new GiteaClient(integration.api_url, await openCredentials<GiteaCredentials>(deps.secrets, integration), hostAccess(deps));
+}
+
+export async function bitbucketClientFor(deps: IntegrationDeps, integration: Integration): Promise<BitbucketClient> {
+  return new BitbucketClient(integration.api_url, await openCredentials<BitbucketCredentials>(deps.secrets, integration), hostAccess(deps));
 }
 
 /** A plain git remote read like a host API: the catalogue is the one repository, heads come from ls-remote. */
@@ -39,12 +45,14 @@ export async function gitRemoteClientFor(deps: Pick<IntegrationDeps, "secrets">,
 }
 
 /**
- * What a runner needs to clone a Gitea or plain git repository over https: the Gitea token (any
- * user name is accepted with a token as the password), or the remote's own username/password.
+ * What a runner needs to clone a Gitea, Bitbucket or plain git repository over https: the Gitea
+ * token (any user name is accepted with a token as the password), Bitbucket's token or app
+ * password, or the remote's own username/password.
  * Null for ssh and local remotes (the runner uses its own keys, or reads the path).
  */
 export async function anyGitCloneCredentials(deps: Pick<IntegrationDeps, "secrets">, integration: Integration): Promise<{ username: string; password: string } | null> {
   if (integration.provider === "gitea") return { username: "roost", password: (await openCredentials<GiteaCredentials>(deps.secrets, integration)).access_token };
+  if (integration.provider === "bitbucket") return bitbucketCloneCredentials(await openCredentials<BitbucketCredentials>(deps.secrets, integration));
   const credentials = await openCredentials<GitCredentials>(deps.secrets, integration);
   return credentials.password ? { username: credentials.username || "git", password: credentials.password } : null;
 }

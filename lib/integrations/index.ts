@@ -10,18 +10,19 @@ import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { GithubClient, type GithubCredentials } from "./github.ts";
 import { GitlabClient, type GitlabCredentials } from "./gitlab.ts";
 import type { GiteaCredentials } from "./gitea.ts";
+import type { BitbucketCredentials } from "./bitbucket.ts";
 import type { GitCredentials } from "./git-remote.ts";
-import { giteaClientFor, gitRemoteClientFor } from "./any-git.ts";
+import { bitbucketClientFor, giteaClientFor, gitRemoteClientFor } from "./any-git.ts";
 import { HostApiError, type HostAccess } from "./http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 
 const PURPOSE = "integration-credentials";
 
-export async function sealCredentials(secrets: SecretBox, credentials: GithubCredentials | GitlabCredentials | GiteaCredentials | GitCredentials): Promise<string> {
+export async function sealCredentials(secrets: SecretBox, credentials: GithubCredentials | GitlabCredentials | GiteaCredentials | BitbucketCredentials | GitCredentials): Promise<string> {
   return secrets.seal(JSON.stringify(credentials), PURPOSE);
 }
 
-export async function openCredentials<T extends GithubCredentials | GitlabCredentials | GiteaCredentials | GitCredentials>(secrets: SecretBox, integration: Integration): Promise<T> {
+export async function openCredentials<T extends GithubCredentials | GitlabCredentials | GiteaCredentials | BitbucketCredentials | GitCredentials>(secrets: SecretBox, integration: Integration): Promise<T> {
   return JSON.parse(await secrets.open(integration.credentials_sealed, PURPOSE)) as T;
 }
 
@@ -58,6 +59,7 @@ export async function gitlabClientFor(deps: IntegrationDeps, integration: Integr
 export async function branchHead(deps: IntegrationDeps, integration: Integration, repo: { external_id: string; full_name: string }, branch: string): Promise<string> {
   if (integration.provider === "github") return (await githubClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
   if (integration.provider === "gitea") return (await giteaClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
+  if (integration.provider === "bitbucket") return (await bitbucketClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
   if (integration.provider === "git") return (await gitRemoteClientFor(deps, integration)).getBranchHead(branch);
   return (await gitlabClientFor(deps, integration)).getBranchHead(repo.external_id, branch);
 }
@@ -84,6 +86,7 @@ export async function syncRepositories(deps: IntegrationDeps & Pick<AppContext, 
     const client =
       integration.provider === "github" ? await githubClientFor(deps, integration)
       : integration.provider === "gitea" ? await giteaClientFor(deps, integration)
+      : integration.provider === "bitbucket" ? await bitbucketClientFor(deps, integration)
       : integration.provider === "git" ? await gitRemoteClientFor(deps, integration)
       : await gitlabClientFor(deps, integration);
     const remote = await client.listRepositories();

@@ -11,7 +11,7 @@ import { findIntegration } from "../db/integrations.ts";
 import type { ConfigSnapshot } from "./config.ts";
 import { DEFAULT_CONFIG_PATH } from "./config.ts";
 import { branchHead, githubClientFor, gitlabClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
-import { giteaClientFor } from "../integrations/any-git.ts";
+import { bitbucketClientFor, giteaClientFor } from "../integrations/any-git.ts";
 import { showRemoteFile, type GitCredentials } from "../integrations/git-remote.ts";
 import { HostApiError } from "../integrations/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
@@ -30,6 +30,7 @@ export async function readRepositoryFile(deps: IntegrationDeps, integration: Int
   if (integration.provider === "github") return (await githubClientFor(deps, integration)).getFileContent(repo.full_name, path, sha);
   if (integration.provider === "gitlab") return (await gitlabClientFor(deps, integration)).getFileRaw(repo.external_id, path, sha);
   if (integration.provider === "gitea") return (await giteaClientFor(deps, integration)).getFileRaw(repo.full_name, path, sha);
+  if (integration.provider === "bitbucket") return (await bitbucketClientFor(deps, integration)).getFileRaw(repo.full_name, path, sha);
   return showRemoteFile(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration), sha, path, ref);
 }
 

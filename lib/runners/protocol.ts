@@ -77,7 +77,7 @@ export async function cloneCredentials(ctx: IntegrationDeps & Pick<AppContext, "
   if (!integration) return null;
   try {
     if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(ctx, integration)).cloneToken(repo.external_id) };
-    if (integration.provider === "gitea" || integration.provider === "git") return await anyGitCloneCredentials(ctx, integration);
+    if (integration.provider === "gitea" || integration.provider === "bitbucket" || integration.provider === "git") return await anyGitCloneCredentials(ctx, integration);
     return { username: "oauth2", password: (await openCredentials<GitlabCredentials>(ctx.secrets, integration)).access_token };
   } catch {
     return null;

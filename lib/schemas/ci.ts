@@ -19,14 +19,14 @@ export const RepositoryResource = z.object({
   integration_id: z.string(),
   host_url: z.string(),
   clone_url: z.string(),
-  provider: z.enum(["github", "gitlab", "gitea", "git"]),
+  provider: z.enum(["github", "gitlab", "gitea", "git", "bitbucket"]),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 
 export const IntegrationResource = z.object({
   id: z.string(),
-  provider: z.enum(["github", "gitlab", "gitea", "git"]),
+  provider: z.enum(["github", "gitlab", "gitea", "git", "bitbucket"]),
   name: z.string(),
   api_url: z.string(),
   web_url: z.string(),

@@ -282,7 +282,7 @@ export async function recordRejected(
       reason: "webhook_verification_failed",
       message: `${input.host} deliveries for ${input.repository.full_name} keep failing verification: ${input.reason}`,
       repair_action:
-        input.host === "github" || input.host === "gitea" || input.host === "git"
+        input.host === "github" || input.host === "gitea" || input.host === "git" || input.host === "bitbucket"
           ? "Set the hook's secret to the webhook secret stored in the integration (or re-create the integration)."
           : "Copy the current webhook token of the project that builds this repository into the GitLab hook (mint a new one with POST /v1/projects/{id}/webhook-token).",
       resource_kind: "repository",

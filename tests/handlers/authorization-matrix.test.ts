@@ -178,6 +178,7 @@ beforeAll(async () => {
     ["POST /v1/webhooks/github", [], async () => ({ path: "/v1/webhooks/github", body: { zen: "x" } })],
     ["POST /v1/webhooks/gitlab", [], async () => ({ path: "/v1/webhooks/gitlab", body: { object_kind: "push", project: { id: 1 } } })],
     ["POST /v1/webhooks/gitea", [], async () => ({ path: "/v1/webhooks/gitea", body: { ref: "refs/heads/main" } })],
+    ["POST /v1/webhooks/bitbucket", [], async () => ({ path: "/v1/webhooks/bitbucket", body: { push: { changes: [] } } })],
     ["POST /v1/webhooks/git", [], async () => ({ path: "/v1/webhooks/git", body: { project_id: projectId, ref: "refs/heads/main", before: SHA_A, after: SHA_A } })],
     ["POST /v1/projects/{project_id}/webhook-token", BY_RULE, async () => ({ path: `/v1/projects/${gitlabProjectId}/webhook-token` })],
     ["GET /v1/projects/{project_id}/webhook-deliveries", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/webhook-deliveries` })],

@@ -6,7 +6,10 @@
 // pagination, /api/v1/repos/{o}/{r}/branches/{b}, /api/v1/repos/{o}/{r}/statuses/{sha}),
 // File contents come from real git repositories registered in `repositories` (GitHub:
 // /repos/{o}/{r}/contents/{path}?ref= with the raw media type; GitLab:
-// /projects/{id}/repository/files/{path}/raw?ref=; Gitea: /api/v1/repos/{o}/{r}/raw/{path}?ref=),
+// /projects/{id}/repository/files/{path}/raw?ref=; Gitea: /api/v1/repos/{o}/{r}/raw/{path}?ref=;
+// Bitbucket Cloud: /2.0/repositories/{workspace}?role=member paged by `next`,
+// /2.0/repositories/{w}/{r}/refs/branches/{b}, /2.0/repositories/{w}/{r}/src/{commit}/{path} and
+// POST /2.0/repositories/{w}/{r}/commit/{sha}/statuses/build, with a Bearer token or Basic app password),
 // read with `git show <ref>:<path>` and 404 when the repository has no such file there; GitHub's
 // branch endpoint answers a registered repository's real branch head when `heads` does not name it. It
 // checks the credentials Roost must send (a GitHub App JWT signed with the app's key, then the
@@ -35,6 +38,8 @@ export interface HostApiStandIn {
   github: { appId: string; installationId: string; privateKeyPem: string; repos: StandInRepo[] };
   gitlab: { token: string; repos: StandInRepo[] };
   gitea: { token: string; repos: StandInRepo[] };
+  /** Bitbucket Cloud: repositories carry their UUID ("{…}") in `uuid`; full_name starts with the workspace. */
+  bitbucket: { token: string; username: string; appPassword: string; repos: (StandInRepo & { uuid: string })[] };
   /** branch heads: "<full_name>@<branch>" → sha */
   heads: Map<string, string>;
   /** "<full_name>" → a local git repository whose files the contents endpoints serve. */
@@ -56,6 +61,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [] },
     gitlab: { token: "glpat-standin-token", repos: [] },
     gitea: { token: "gitea-standin-token", repos: [] },
+    bitbucket: { token: "bitbucket-standin-access-token", username: "roost-bot", appPassword: "bitbucket-standin-app-password", repos: [] },
     heads: new Map(),
     repositories: new Map(),
     requests: [],
@@ -90,7 +96,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         failures--;
         return json({ message: "Server Error (stand-in failure)" }, 500);
       }
-      const base = `http://127.0.0.1:${server.port}`;
+      const base: string = `http://127.0.0.1:${server.port}`;
       const page = Number(url.searchParams.get("page") ?? "1");
 
       // ---- GitHub
@@ -194,6 +200,45 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         }
         m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
+      }
+      // ---- Bitbucket Cloud (https://developer.atlassian.com/cloud/bitbucket/rest/): pages carry the
+      // next page's URL in `next`; errors are {type: "error", error: {message}}.
+      if (url.pathname.startsWith("/2.0/")) {
+        const auth = request.headers.get("authorization");
+        const basic = `Basic ${Buffer.from(`${state.bitbucket.username}:${state.bitbucket.appPassword}`).toString("base64")}`;
+        if (auth !== `Bearer ${state.bitbucket.token}` && auth !== basic) return json({ type: "error", error: { message: "Unauthorized" } }, 401);
+        m = /^\/2\.0\/repositories\/([^/]+)$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const mine = state.bitbucket.repos.filter((r) => r.full_name.startsWith(`${decodeURIComponent(m![1]!)}/`));
+          const slice = mine.slice((page - 1) * PAGE, page * PAGE);
+          const next: string | undefined = page * PAGE < mine.length ? `${base}${url.pathname}?role=member&pagelen=100&page=${page + 1}` : undefined;
+          return json({
+            pagelen: PAGE,
+            page,
+            size: mine.length,
+            ...(next ? { next } : {}),
+            values: slice.map((r) => ({
+              type: "repository",
+              uuid: r.uuid,
+              full_name: r.full_name,
+              is_private: r.private,
+              mainbranch: { type: "branch", name: r.default_branch },
+              links: { avatar: { href: `https://bytebucket.example.test/${r.id}.png` }, clone: [{ name: "https", href: `https://roost-bot@bitbucket.example.test/${r.full_name}.git` }, { name: "ssh", href: `git@bitbucket.example.test:${r.full_name}.git` }] },
+            })),
+          });
+        }
+        m = /^\/2\.0\/repositories\/([^/]+)\/([^/]+)\/refs\/branches\/(.+)$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`) ?? headOf(`${m[1]}/${m[2]}`, decodeURIComponent(m[3]!));
+          return sha ? json({ type: "branch", name: decodeURIComponent(m[3]!), target: { type: "commit", hash: sha } }) : json({ type: "error", error: { message: "Branch not found" } }, 404);
+        }
+        m = /^\/2\.0\/repositories\/([^/]+)\/([^/]+)\/src\/([^/]+)\/(.+)$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const bytes = fileAt(`${m[1]}/${m[2]}`, decodeURIComponent(m[3]!), decodeURIComponent(m[4]!));
+          return bytes === null ? json({ type: "error", error: { message: "No such file or directory" } }, 404) : new Response(bytes, { headers: { "content-type": "text/plain" } });
+        }
+        m = /^\/2\.0\/repositories\/([^/]+)\/([^/]+)\/commit\/([0-9a-f]+)\/statuses\/build$/.exec(url.pathname);
+        if (m && request.method === "POST") return json({ type: "build", ...(JSON.parse(text) as object) }, 201);
       }
       return json({ message: "Not Found (stand-in has no such endpoint)" }, 404);
     },

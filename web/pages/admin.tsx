@@ -143,7 +143,7 @@ function Users() {
 
 function Integrations() {
   const state = useLoad(() => get<{ integrations: Integration[] }>("/v1/integrations"), []);
-  const [provider, setProvider] = useState<"gitlab" | "gitea" | "github" | "git">("gitlab");
+  const [provider, setProvider] = useState<"gitlab" | "gitea" | "bitbucket" | "github" | "git">("gitlab");
   const [fields, setFields] = useState<Record<string, string>>({});
   const [error, setError] = useState<ApiFailure | null>(null);
   const f = (name: string, label: string, type = "text") => <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />;
@@ -181,12 +181,20 @@ function Integrations() {
             <option value="gitlab">GitLab</option>
             <option value="github">GitHub (App)</option>
             <option value="gitea">Gitea / Forgejo</option>
+            <option value="bitbucket">Bitbucket Cloud</option>
             <option value="git">Plain git remote</option>
           </select>
         </div>
         {f("name", "Name")}
-        {provider === "git" ? f("url", "Repository URL") : f("api_url", provider === "github" ? "API URL (default https://api.github.com)" : "Instance URL")}
-        {(provider === "gitlab" || provider === "gitea") && f("access_token", "Access token", "password")}
+        {provider === "git" ? f("url", "Repository URL") : f("api_url", provider === "github" ? "API URL (default https://api.github.com)" : provider === "bitbucket" ? "API URL (default https://api.bitbucket.org/2.0)" : "Instance URL")}
+        {provider === "bitbucket" && f("workspace", "Workspace")}
+        {(provider === "gitlab" || provider === "gitea" || provider === "bitbucket") && f("access_token", provider === "bitbucket" ? "Workspace access token (or an app password below)" : "Access token", "password")}
+        {provider === "bitbucket" && (
+          <>
+            {f("username", "User name (with an app password)")}
+            {f("app_password", "App password (optional)", "password")}
+          </>
+        )}
         {provider === "git" && (
           <>
             {f("username", "User name (https, optional)")}
@@ -202,7 +210,7 @@ function Integrations() {
           </>
         )}
         {provider !== "gitlab" && f("webhook_secret", "Webhook secret", "password")}
-        <FormError error={error} fields={["name", "url", "api_url", "access_token", "username", "password", "ssh_private_key", "app_id", "installation_id", "private_key", "webhook_secret"]} />
+        <FormError error={error} fields={["name", "url", "api_url", "workspace", "access_token", "username", "app_password", "password", "ssh_private_key", "app_id", "installation_id", "private_key", "webhook_secret"]} />
         <button type="submit">Connect</button>
       </form>
       <LoadState state={state} what="integrations" />
