@@ -1,7 +1,7 @@
 // SHA-256, the one digest Roost computes itself: stored secrets, browser bindings, webhook content
 // keys, artifacts. node:crypto is native (hashing runs on every authenticated request: about 2 µs
 // against 30 µs in pure JavaScript).
-import { createHash } from "node:crypto";
+import { createHash, createHmac, timingSafeEqual } from "node:crypto";
 
 /** Lower-case hex SHA-256 of a string (as UTF-8) or of bytes. */
 export function sha256Hex(data: string | Uint8Array): string {
@@ -19,3 +19,14 @@ export function sha256Stream(): { update(chunk: Uint8Array): void; hex(): string
   return { update: (chunk) => void hash.update(chunk), hex: () => hash.digest("hex") };
 }
 
+
+/**
+ * Whether `hex` is the HMAC-SHA256 of `body` with `secret`, compared in constant time: the
+ * signature every webhook host Roost receives from uses, in its own header format.
+ */
+export function hmacSha256Matches(secret: string, body: Uint8Array, hex: string): boolean {
+  if (!/^[0-9a-f]{64}$/i.test(hex)) return false;
+  const expected = createHmac("sha256", secret).update(body).digest();
+  const given = Buffer.from(hex, "hex");
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}

@@ -4,7 +4,7 @@
 // "Secure webhooks"). The payloads are those of the "Event payloads" page
 // (https://support.atlassian.com/bitbucket-cloud/docs/event-payloads/): repositories are named by
 // their UUID, pushes list one entry per changed ref in push.changes with its `new` state.
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { hmacSha256Matches } from "../crypto/hash.ts";
 import { z } from "zod";
 import { changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
 
@@ -18,11 +18,7 @@ export function bitbucketHeaders(headers: Headers): { event: string; deliveryId:
 
 /** `sha256=` + hex HMAC-SHA256(secret, raw body), compared in constant time. */
 export function verifyBitbucketSignature(secret: string, body: Uint8Array, signature: string | null): boolean {
-  const m = /^sha256=([0-9a-f]{64})$/i.exec(signature ?? "");
-  if (!m) return false;
-  const expected = createHmac("sha256", secret).update(body).digest();
-  const given = Buffer.from(m[1]!, "hex");
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return signature !== null && /^sha256=/i.test(signature) && hmacSha256Matches(secret, body, signature.slice("sha256=".length));
 }
 
 type Json = Record<string, any>;

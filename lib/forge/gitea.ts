@@ -3,7 +3,7 @@
 // the payloads follow GitHub's shape (https://docs.gitea.com/usage/webhooks, Gitea's
 // modules/structs/hook.go PushPayload and PullRequestPayload), with pull request branches naming
 // their repository by repo_id.
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { hmacSha256Matches } from "../crypto/hash.ts";
 import { z } from "zod";
 import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
 
@@ -18,10 +18,7 @@ export function giteaHeaders(headers: Headers): { event: string; deliveryId: str
 
 /** Hex HMAC-SHA256(secret, raw body), compared in constant time. */
 export function verifyGiteaSignature(secret: string, body: Uint8Array, signature: string | null): boolean {
-  if (!signature || !/^[0-9a-f]{64}$/i.test(signature)) return false;
-  const expected = createHmac("sha256", secret).update(body).digest();
-  const given = Buffer.from(signature, "hex");
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return signature !== null && hmacSha256Matches(secret, body, signature);
 }
 
 type Json = Record<string, any>;

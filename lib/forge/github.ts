@@ -1,16 +1,13 @@
 // GitHub deliveries: verify the signature over the raw bytes, then read the payload into a
 // TriggerEvent (docs/webhooks.md; headers and payloads as documented at
 // https://docs.github.com/en/webhooks/webhook-events-and-payloads).
-import { createHmac, timingSafeEqual } from "node:crypto";
+import { hmacSha256Matches } from "../crypto/hash.ts";
 import { z } from "zod";
 import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
 
 /** X-Hub-Signature-256 = "sha256=" + hex HMAC-SHA256(secret, raw body); constant-time compare. */
 export function verifyGithubSignature(secret: string, body: Uint8Array, header: string | null): boolean {
-  if (!header || !/^sha256=[0-9a-f]{64}$/.test(header)) return false;
-  const expected = createHmac("sha256", secret).update(body).digest();
-  const given = Buffer.from(header.slice("sha256=".length), "hex");
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return header !== null && header.startsWith("sha256=") && hmacSha256Matches(secret, body, header.slice("sha256=".length));
 }
 
 /** JSON deliveries, or form deliveries whose `payload` field holds the JSON. */
