@@ -2,9 +2,9 @@
 // each appended batch is encoded once and pushed to every stream of the build in this process;
 // the database is read only to catch up, and an idle stream makes no query of its own.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { type TestApp } from "../helpers/app.ts";
+import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { createApp, type App } from "../../lib/app.ts";
 import { routes } from "../../handlers/routes.ts";
 import { LocalLogHubNamespace, type HubLimits } from "../../lib/log-hub.ts";
@@ -14,18 +14,12 @@ let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
 let projectId: string;
+let fixture: CiFixture;
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-  projectId = (await createProject(t, owner)).id;
+  fixture = await startCiFixture();
+  ({ t, host, owner, projectId } = fixture);
 });
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+afterAll(() => fixture.stop());
 
 /** Every statement the app runs, by kind. */
 interface Counts {

@@ -1,26 +1,20 @@
 // PATCH /v1/pipelines/{id} is a JSON Merge Patch (RFC 7396), and platform_commands is a list like
 // every other command field (docs/api.md "Pipelines").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { createGithubIntegration, createProject, seedStandIn } from "../helpers/ci.ts";
+import { type TestApp } from "../helpers/app.ts";
+import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
 let projectId: string;
+let fixture: CiFixture;
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-  projectId = (await createProject(t, owner)).id;
+  fixture = await startCiFixture();
+  ({ t, host, owner, projectId } = fixture);
 });
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+afterAll(() => fixture.stop());
 
 const release = {
   config_path: "ci/roost.yaml",

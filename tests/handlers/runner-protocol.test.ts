@@ -1,28 +1,21 @@
 // The runner protocol over HTTP (docs/runners.md "Protocol"): registration, claim and routing,
 // fencing, idempotent log appends, step results, finishing, cancel, lost runners.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { flagUnroutableBuilds, reapLostJobs } from "../../lib/runners/reaper.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
 let projectId: string;
-
+let fixture: CiFixture;
 beforeAll(async () => {
-  t = await createTestApp({ ROOST_RUNNER_LEASE_SECONDS: "30", ROOST_MAX_BUILD_LOG_BYTES: "2048", ROOST_MAX_ARTIFACT_BYTES: "4096" });
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-  projectId = (await createProject(t, owner)).id;
+  fixture = await startCiFixture({ ROOST_RUNNER_LEASE_SECONDS: "30", ROOST_MAX_BUILD_LOG_BYTES: "2048", ROOST_MAX_ARTIFACT_BYTES: "4096" });
+  ({ t, host, owner, projectId } = fixture);
 });
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+afterAll(() => fixture.stop());
 
 async function runner(os: "linux" | "macos" = "linux", labels: string[] = [], xcode: string | null = null) {
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}`, labels } });

@@ -1,27 +1,20 @@
 // POST /v1/runners/{runner_id}/jobs/{job_id}/release: a stopping runner hands back a job it has
 // not started (docs/runners.md "Stopping a runner"), through the router in-process.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { type TestApp } from "../helpers/app.ts";
+import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
 let projectId: string;
-
+let fixture: CiFixture;
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-  projectId = (await createProject(t, owner)).id;
+  fixture = await startCiFixture();
+  ({ t, host, owner, projectId } = fixture);
 });
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+afterAll(() => fixture.stop());
 
 async function runner() {
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });

@@ -1,7 +1,7 @@
 // Setting up the CI domain for handler tests: a GitHub integration against the host API stand-in,
 // a project on one of its repositories, and pipelines.
-import type { TestApp } from "./app.ts";
-import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { bootstrapOwner, createTestApp, type TestApp } from "./app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 export const SHA_A = "a".repeat(40);
 export const SHA_B = "b".repeat(40);
@@ -68,4 +68,35 @@ export async function createPipeline(t: TestApp, token: string, projectId: strin
   const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body } });
   if (res.status !== 201) throw new Error(`pipeline failed: ${res.status} ${res.text}`);
   return res.body.pipeline;
+}
+
+export interface CiFixture {
+  t: TestApp;
+  host: HostApiStandIn;
+  owner: string;
+  projectId: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The usual handler-test world: an in-process app (with `env`), the host-API stand-in seeded with
+ * seedStandIn, the owner, a GitHub integration and a project on acme/app.
+ */
+export async function startCiFixture(env: Record<string, string> = {}): Promise<CiFixture> {
+  const t = await createTestApp(env);
+  const host = await startHostApiStandIn();
+  seedStandIn(host);
+  const owner = await bootstrapOwner(t);
+  await createGithubIntegration(t, owner, host);
+  const projectId = (await createProject(t, owner)).id as string;
+  return {
+    t,
+    host,
+    owner,
+    projectId,
+    async stop() {
+      t.close();
+      await host.stop();
+    },
+  };
 }
