@@ -248,9 +248,9 @@ export const routes: RouteEntry[] = [
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/release", "runner", runnerRelease),
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
 
-  // webhooks: the receivers authenticate each delivery themselves (signature / per-repository token)
+  // webhooks: the receivers authenticate each delivery themselves (signature / per-project token)
   r("POST", "/v1/webhooks/github", "webhook", webhookGithub), // X-Hub-Signature-256 over the raw body
-  r("POST", "/v1/webhooks/gitlab", "webhook", webhookGitlab), // X-Gitlab-Token of the named repository
+  r("POST", "/v1/webhooks/gitlab", "webhook", webhookGitlab), // X-Gitlab-Token of the project that builds the repository
   r("POST", "/v1/webhooks/gitea", "webhook", webhookGitea), // X-Gitea-Signature / X-Forgejo-Signature over the raw body
   r("POST", "/v1/webhooks/bitbucket", "webhook", webhookBitbucket), // X-Hub-Signature (sha256=) over the raw body
   r("POST", "/v1/webhooks/git", "webhook", webhookGit), // X-Roost-Signature-256 with the named project's secret
