@@ -230,6 +230,7 @@ export interface VerifiedIdentity {
 }
 
 const UNTRUSTED_AUDIENCE = "The ID token names an audience this client does not trust (aud).";
+const AZP_MISMATCH = "The ID token was issued to another client (azp).";
 
 /**
  * OIDC Core §3.1.3.7, steps 2–11, on the token response from exchangeCode; 502
@@ -263,6 +264,10 @@ export async function verifyIdToken(
   // Roost trusts only itself, so every audience must be its client id, with or without an azp.
   const audiences = Array.isArray(claims.aud) ? claims.aud : [claims.aud];
   if (audiences.some((audience) => audience !== settings.client_id)) fail("id_token_verification_error", UNTRUSTED_AUDIENCE);
+  // Step 5: "If an azp (authorized party) Claim is present, the Client SHOULD verify that its
+  // client_id is the Claim Value". oauth4webapi checks azp only beside several audiences; a token
+  // issued to another client and addressed to us alone is not ours to accept either.
+  if (claims.azp !== undefined && claims.azp !== settings.client_id) fail("id_token_verification_error", AZP_MISMATCH);
   // Step 10: iat neither in the future nor too old, with the same skew.
   if (claims.iat > nowSeconds + CLOCK_SKEW_SECONDS) fail("id_token_verification_error", "The ID token was issued in the future (iat).");
   if (nowSeconds - claims.iat - CLOCK_SKEW_SECONDS > MAX_ID_TOKEN_AGE_SECONDS) fail("id_token_verification_error", "The ID token is too old (iat).");
@@ -285,7 +290,7 @@ function idTokenFailure(error: unknown): string {
   if (error instanceof oauth.OperationProcessingError) {
     const claim = (error.cause as { claim?: unknown } | undefined)?.claim;
     if (claim === "aud") return UNTRUSTED_AUDIENCE;
-    if (claim === "azp") return "The ID token was issued to another client (azp).";
+    if (claim === "azp") return AZP_MISMATCH;
     if (claim === "iss") return "The ID token was issued by another issuer (iss).";
     if (claim === "exp") return "The ID token has expired (exp).";
     if (claim === "nonce") return "The ID token's nonce does not match this sign-in.";

@@ -175,6 +175,9 @@ describe("POST /v1/auth/oidc/callback", () => {
     ["a wrong nonce", { nonce: "not-the-nonce-we-sent" }, "The ID token's nonce does not match this sign-in."],
     ["another audience", { aud: "someone-else" }, "The ID token names an audience this client does not trust (aud)."],
     ["two audiences with a foreign azp", { aud: ["roost-test-client", "other"], azp: "other" }, "The ID token was issued to another client (azp)."],
+    // OIDC Core §3.1.3.7 step 5: when azp is present the Client verifies that it is its own client id, whatever the audiences.
+    ["our client id as the only audience with a foreign azp", { aud: "roost-test-client", azp: "evil" }, "The ID token was issued to another client (azp)."],
+    ["our client id as a one-element audience with a foreign azp", { aud: ["roost-test-client"], azp: "evil" }, "The ID token was issued to another client (azp)."],
     ["another issuer", { iss: "http://127.0.0.1:1/evil" }, "The ID token was issued by another issuer (iss)."],
     ["an expired token", { iatOffset: -1000, lifetime: 300 }, "The ID token has expired (exp)."],
     ["an iat in the future", { iatOffset: 600 }, "The ID token was issued in the future (iat)."],
@@ -202,8 +205,8 @@ describe("POST /v1/auth/oidc/callback", () => {
       expect(res.status).toBe(502);
       expect(res.body).toEqual(untrusted);
     }
-    for (const aud of ["roost-test-client", ["roost-test-client"]]) {
-      const res = await signIn(t, op, { aud });
+    for (const scenario of [{ aud: "roost-test-client" }, { aud: ["roost-test-client"] }, { aud: "roost-test-client", azp: "roost-test-client" }] as IdTokenScenario[]) {
+      const res = await signIn(t, op, scenario);
       expect(res.status).toBe(200);
       expect(res.body.user.email).toBe("ada@example.test");
     }
