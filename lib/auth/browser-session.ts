@@ -11,6 +11,7 @@
 // (OWASP CSRF Prevention Cheat Sheet, "Custom Request Headers" and "Verifying Origin").
 import type { AppContext } from "../context.ts";
 import { fail } from "../errors.ts";
+import { credentialKind, describeCredential } from "./credential-kind.ts";
 
 export const SESSION_COOKIE = "roost_session";
 export const CSRF_HEADER = "x-roost-csrf";
@@ -23,6 +24,11 @@ export function cookieSessionToken(request: Request, ctx: AppContext): string | 
   if (header === null) return null;
   const token = new Bun.CookieMap(header).get(SESSION_COOKIE);
   if (!token) return null;
+  // The cookie is set by sign-in only, so it carries a session and nothing else: an API token
+  // planted in it (by a script on a sibling subdomain, or pasted by hand) is refused, never used.
+  if (credentialKind(token) !== "sess") {
+    fail("wrong_credential", `The ${SESSION_COOKIE} cookie carries a user session only, not ${describeCredential(token)}; send other credentials as 'Authorization: Bearer <token>'.`);
+  }
   if (!SAFE_METHODS.has(request.method)) checkCsrf(request, ctx);
   return token;
 }

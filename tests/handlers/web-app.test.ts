@@ -128,6 +128,22 @@ describe("the browser session cookie", () => {
     expect(wrong.body.code).toBe("invalid_session");
   });
 
+  test("an API token in the session cookie is refused: the cookie carries sessions only", async () => {
+    const owner = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: await loginCapability(t) } });
+    const pat = (await t.call("POST", "/v1/api-tokens", { token: owner.body.session_token, body: { name: "in a cookie", role: "developer" } })).body.token as string;
+    expect((await t.call("GET", "/v1/users/me", { token: pat })).status).toBe(200);
+    const refused = {
+      code: "wrong_credential",
+      message: "The roost_session cookie carries a user session only, not an API token (roost_pat_…); send other credentials as 'Authorization: Bearer <token>'.",
+    };
+    const read = await t.call("GET", "/v1/users/me", { headers: { cookie: `roost_session=${pat}` } });
+    expect(read.status).toBe(401);
+    expect(read.body).toEqual(refused);
+    const write = await t.call("POST", "/v1/api-tokens", { headers: { cookie: `roost_session=${pat}`, "x-roost-csrf": "1", origin: "http://127.0.0.1:8080" }, body: { name: "via cookie", role: "developer" } });
+    expect(write.status).toBe(401);
+    expect(write.body).toEqual(refused);
+  });
+
   test("logout through the cookie clears it, and the old cookie no longer signs in", async () => {
     const refused = await t.call("POST", "/v1/auth/logout", { headers: { cookie } });
     expect(refused.status).toBe(403);
