@@ -3,7 +3,7 @@
 // a job the daemon handed out meanwhile is handed back, a running job is canceled and finished.
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { RunnerApi, Stopping, backoffMs, type Log } from "./client.ts";
+import { RunnerApi, Stopping, backoffMs, sleepUnless, type Log } from "./client.ts";
 import { SameUserRefusal, UNSAFE_FLAG, refusalMessage, sameUserProblem } from "./host-user.ts";
 import { releaseJob, runJob } from "./job/run-job.ts";
 
@@ -40,8 +40,9 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
   try {
     connected = await api.connect({ labels: o.labels, capabilities: capabilities(o), version: "roost-runner/0.1" });
   } catch (error) {
-    if (error instanceof Stopping) return;
-    throw error;
+    if (!(error instanceof Stopping)) throw error;
+    o.log("runner stopped");
+    return;
   }
   if (!connected.ok) throw new RunnerRefused(`Roost refused this runner: ${connected.status} ${connected.code}: ${connected.message}`);
   const heartbeatMs = connected.body.heartbeat_seconds * 1000;
@@ -68,7 +69,7 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
         throw new RunnerRefused(`Roost refused this runner: ${claim.status} ${claim.code}: ${claim.message}`);
       } else {
         o.log("claim refused", { level: "warn", status: claim.status, code: claim.code, message: claim.message });
-        await Bun.sleep(backoffMs(++refusals));
+        await sleepUnless(backoffMs(++refusals), o.stop);
       }
     }
   } catch (error) {

@@ -36,6 +36,11 @@ export class Stopping extends Error {}
 
 /** How long a stopping runner keeps trying to hand its job back before it exits anyway. */
 export const HAND_BACK_MS = 3000;
+/**
+ * The same, when Roost was already unreachable as the stop came: one prompt attempt, no 3 s of
+ * retries against a daemon that is not there (docs/runners.md "Stopping a runner").
+ */
+export const HAND_BACK_UNREACHABLE_MS = 1000;
 
 export class RunnerApi {
   #unreachableSince: number | null = null;
@@ -49,11 +54,12 @@ export class RunnerApi {
     private readonly stopping: AbortSignal,
     private readonly log: Log,
   ) {
-    stopping.addEventListener("abort", () => (this.#handBackUntil = Date.now() + HAND_BACK_MS), { once: true });
+    stopping.addEventListener("abort", () => (this.#handBackUntil = Date.now() + (this.#unreachableSince === null ? HAND_BACK_MS : HAND_BACK_UNREACHABLE_MS)), { once: true });
   }
 
+  /** Ends at once when the runner stops: there is nothing to hand back before it is connected. */
   connect(body: unknown): Promise<Answer<z.output<typeof ConnectAnswer>>> {
-    return this.#json("POST", "/connect", body, ConnectAnswer, 200);
+    return this.#json("POST", "/connect", body, ConnectAnswer, 200, { abort: this.stopping });
   }
 
   /** A long poll; `abort` ends it at once (the runner is stopping). 204 answers null. */
@@ -101,7 +107,9 @@ export class RunnerApi {
     options: { timeoutMs?: number; abort?: AbortSignal; finalOn507?: boolean },
   ): Promise<Answer<T>> {
     for (let attempt = 1; ; attempt++) {
-      const signals = [AbortSignal.timeout(options.timeoutMs ?? 60_000), ...(options.abort ? [options.abort] : [])];
+      // A stopping runner's calls (handing back, finishing) end with its hand-back time.
+      const timeoutMs = Math.min(options.timeoutMs ?? 60_000, Math.max(1, this.#handBackUntil - Date.now()));
+      const signals = [AbortSignal.timeout(timeoutMs), ...(options.abort ? [options.abort] : [])];
       let response: Response;
       let text: string;
       try {
@@ -120,8 +128,12 @@ export class RunnerApi {
       } catch (error) {
         if (options.abort?.aborted) throw new Stopping("aborted");
         this.#lost(error, attempt);
-        if (Date.now() > this.#handBackUntil) throw new Stopping("the runner is stopping");
-        await Bun.sleep(Math.min(backoffMs(attempt), Math.max(0, this.#handBackUntil - Date.now())));
+        if (Date.now() >= this.#handBackUntil) throw new Stopping("the runner is stopping");
+        // The wait between attempts ends early when the runner stops: the call then ends at once
+        // (options.abort) or retries within the hand-back time.
+        const wasStopping = this.stopping.aborted;
+        await sleepUnless(Math.min(backoffMs(attempt), Math.max(0, this.#handBackUntil - Date.now())), wasStopping ? null : this.stopping);
+        if (options.abort?.aborted) throw new Stopping("aborted");
         continue;
       }
       this.#reached();
@@ -159,6 +171,20 @@ function safeJson(text: string): unknown {
   } catch {
     return null;
   }
+}
+
+/** Sleeps `ms`, or less when `signal` aborts first; leaves no timer behind. */
+export function sleepUnless(ms: number, signal: AbortSignal | null): Promise<void> {
+  if (signal?.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }
 
 const MAX_BACKOFF_MS = 10_000;

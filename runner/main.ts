@@ -32,8 +32,9 @@ there, since build code could then read Roost's database and secret key (docs/ru
                              for tests and single-user trials only
 
 While Roost cannot be reached, the runner says so once and keeps retrying with backoff.
-On SIGTERM/SIGINT it stops within a second or two: a job it has not started is handed back
-(queued again), a running job is canceled and finished as canceled.
+On SIGTERM/SIGINT it stops within a second or two, also while retrying, and says "runner stopped":
+a job it has not started is handed back (queued again), a running job is canceled and finished
+as canceled.
 Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses the runner.`;
 
 export async function runnerMain(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {

@@ -177,6 +177,45 @@ describe("SIGTERM", () => {
     expect(Date.now() - t0).toBeLessThan(2000);
   }, 30_000);
 
+  test("a runner that has never reached Roost stops within a second or two, mid-backoff, and says runner stopped", async () => {
+    const r = startRunner({ ROOST_URL: `http://127.0.0.1:${freePort()}`, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "roost_rt_x" });
+    await r.until((m) => m.some((x) => x.startsWith("cannot reach Roost")));
+    // Past the first attempts: the backoff between attempts is seconds now.
+    await Bun.sleep(2500);
+    const t0 = Date.now();
+    r.proc.kill("SIGTERM");
+    const { code } = await r.exit();
+    expect({ code, last: r.msgs().at(-1) }).toEqual({ code: 0, last: "runner stopped" });
+    expect(Date.now() - t0).toBeLessThan(2000);
+  }, 30_000);
+
+  test("a connected runner that lost Roost stops within a second or two, mid-backoff, and says runner stopped", async () => {
+    // A stand-in for the protocol that connects the runner, holds its claim, then goes away.
+    let held = false;
+    const stub = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const path = new URL(req.url).pathname.replace(/^\/v1\/runners\/r1/, "");
+        if (path === "/connect") return Response.json({ heartbeat_seconds: 10, lease_seconds: 45, max_log_request_bytes: 1048576 });
+        held = true;
+        await new Promise<void>((resolve) => req.signal.addEventListener("abort", () => resolve()));
+        return new Response(null, { status: 204 });
+      },
+    });
+    const r = startRunner({ ROOST_URL: `http://127.0.0.1:${stub.port}`, ROOST_RUNNER_ID: "r1", ROOST_RUNNER_TOKEN: "roost_rt_x" });
+    await r.until((m) => m.includes("runner connected"));
+    while (!held) await Bun.sleep(20);
+    stub.stop(true);
+    await r.until((m) => m.some((x) => x.startsWith("cannot reach Roost")));
+    await Bun.sleep(2500);
+    const t0 = Date.now();
+    r.proc.kill("SIGTERM");
+    const { code } = await r.exit();
+    expect({ code, last: r.msgs().at(-1) }).toEqual({ code: 0, last: "runner stopped" });
+    expect(Date.now() - t0).toBeLessThan(2000);
+  }, 30_000);
+
   test("a running build is canceled and finished as canceled, its process tree stopped, within a second or two", async () => {
     const r = startRunner(await registerRunner());
     await r.until((m) => m.includes("runner connected"));
