@@ -23,6 +23,8 @@ export interface RunnerOptions {
   labels: string[];
   /** TERM → KILL grace when a build is canceled. */
   graceMs: number;
+  /** What build steps get of the runner's own environment: PATH, HOME, LANG and the passed variables (host-env.ts). */
+  stepEnv: Record<string, string>;
   log: Log;
   stop: AbortSignal;
   /** Run build steps even as the daemon's user on its host (runner/host-user.ts): tests and single-user trials only. */
@@ -50,7 +52,7 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
   if (problem && !o.unsafeAllowSameUser) throw new SameUserRefusal(refusalMessage(problem));
   const unsafe = problem ? `WARNING (${UNSAFE_FLAG}): ${problem}` : null;
   if (unsafe) o.log(unsafe, { level: "warn" });
-  o.log("runner connected", { url: o.url, runner_id: o.runnerId });
+  o.log("runner connected", { url: o.url, runner_id: o.runnerId, build_steps_get: Object.keys(o.stepEnv) });
   try {
     for (let refusals = 0; !o.stop.aborted; ) {
       const claimId = crypto.randomUUID();

@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { RunnerRefused, runRunner } from "./agent.ts";
 import { SameUserRefusal, UNSAFE_FLAG } from "./host-user.ts";
 import { DEFAULT_FLUTTER_GIT_URL } from "./job/flutter.ts";
+import { DEFAULT_PASSED_ENV, passedEnvNames, passedEnvProblem, pickPassedEnv } from "./host-env.ts";
 
 export const RUNNER_HELP = `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
 
@@ -24,6 +25,13 @@ Environment:
                              evicted beyond this (default 10240)
   ROOST_RUNNER_LABELS        extra labels, comma-separated
   ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
+  ROOST_RUNNER_ENV           more of the runner's variables to pass to build steps, comma-separated
+                             (as --env NAME)
+
+Build steps get PATH, HOME, LANG, Roost's variables, the pipeline's env and, when set here:
+${wrapWords(DEFAULT_PASSED_ENV, "  ", 96)}
+  --env NAME                 pass the runner's NAME too (repeatable); never a ROOST_ variable
+                             (the runner's token is one)
 
 Build steps run as the runner's OS user. On the daemon's host, run the runner as another user
 (e.g. sudo -u roost-runner roost runner): it refuses to start as the daemon's own user or as root
@@ -40,7 +48,7 @@ Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses 
 export async function runnerMain(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   let flags;
   try {
-    flags = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { help: { type: "boolean", short: "h" }, [UNSAFE_FLAG.slice(2)]: { type: "boolean" } } }).values;
+    flags = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { help: { type: "boolean", short: "h" }, env: { type: "string", multiple: true }, [UNSAFE_FLAG.slice(2)]: { type: "boolean" } } }).values;
   } catch (error) {
     process.stderr.write(`roost runner: ${(error as Error).message.split("\n")[0]} (see roost runner --help)\n`);
     return 2;
@@ -49,7 +57,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
     process.stdout.write(RUNNER_HELP + "\n");
     return 0;
   }
-  const settings = readSettings(env);
+  const settings = readSettings(env, (flags.env as string[] | undefined) ?? []);
   if (typeof settings === "string") {
     process.stderr.write(`roost runner: ${settings} (see roost runner --help)\n`);
     return 2;
@@ -75,10 +83,10 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
   return 0;
 }
 
-type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "flutterGitUrlSet" | "cacheMaxBytes" | "labels" | "graceMs">;
+type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "flutterGitUrlSet" | "cacheMaxBytes" | "labels" | "graceMs" | "stepEnv">;
 
-/** The runner's environment, checked; a sentence saying what is wrong otherwise. */
-export function readSettings(env: Record<string, string | undefined>): Settings | string {
+/** The runner's environment and its --env names, checked; a sentence saying what is wrong otherwise. */
+export function readSettings(env: Record<string, string | undefined>, envFlags: string[] = []): Settings | string {
   const url = parseRoostUrl(env.ROOST_URL ?? "http://127.0.0.1:8080");
   if (url === null) return `ROOST_URL is not an http:// or https:// URL: ${JSON.stringify(env.ROOST_URL)}`;
   const runnerId = env.ROOST_RUNNER_ID;
@@ -89,6 +97,9 @@ export function readSettings(env: Record<string, string | undefined>): Settings 
   const cacheMb = Number(env.ROOST_CACHE_MAX_MB ?? "10240");
   if (!Number.isFinite(cacheMb) || cacheMb < 0) return `ROOST_CACHE_MAX_MB is not a number of MiB: ${JSON.stringify(env.ROOST_CACHE_MAX_MB)}`;
   const workDir = resolve(env.ROOST_RUNNER_WORKDIR ?? "./runner-work");
+  const extra = [...envFlags, ...(env.ROOST_RUNNER_ENV ?? "").split(/[\s,]+/).filter(Boolean)];
+  const problem = extra.map(passedEnvProblem).find((p) => p !== null);
+  if (problem) return problem;
   return {
     url,
     runnerId,
@@ -100,7 +111,19 @@ export function readSettings(env: Record<string, string | undefined>): Settings 
     cacheMaxBytes: cacheMb * 1024 * 1024,
     labels: (env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
     graceMs: grace * 1000,
+    stepEnv: { PATH: env.PATH ?? "/usr/bin:/bin", HOME: env.HOME ?? "/tmp", LANG: env.LANG ?? "C.UTF-8", ...pickPassedEnv(env, passedEnvNames(extra)) },
   };
+}
+
+/** Words in lines of at most `width` characters, each line indented. */
+function wrapWords(words: readonly string[], indent: string, width: number): string {
+  const lines: string[] = [];
+  for (const word of words) {
+    const last = lines.at(-1);
+    if (last !== undefined && last.length + 1 + word.length <= width) lines[lines.length - 1] = `${last} ${word}`;
+    else lines.push(indent + word);
+  }
+  return lines.join("\n");
 }
 
 /** The daemon's base URL without a trailing slash, or null when it is not an http(s) URL with a host. */

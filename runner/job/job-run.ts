@@ -9,6 +9,7 @@ import type { RunnerApi } from "../client.ts";
 import type { RunnerOptions } from "../agent.ts";
 import { LogShipper } from "../shipper.ts";
 import { maskLine, maskNeedles } from "../masking.ts";
+import { proxyPasswords } from "../host-env.ts";
 import { groupAlive, runCommand, type RunningCommand } from "../process.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
 import type { FlutterSdk } from "./flutter.ts";
@@ -63,10 +64,10 @@ export class JobRun {
     this.basicAuth = credentials ? Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") : null;
     const cfg = job.config.execution_config;
     this.secrets = maskNeedles(
-      [...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : [])],
+      [...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : []), ...proxyPasswords(options.stepEnv)],
       job.files.filter((f) => f.secret).map((f) => Buffer.from(f.content_base64, "base64")),
     );
-    this.env = jobEnv(job, this.workspace);
+    this.env = jobEnv(job, this.workspace, options.stepEnv);
   }
 
   get config(): ClaimedJob["config"]["execution_config"] {
@@ -172,12 +173,11 @@ export class JobRun {
   }
 }
 
-function jobEnv(job: ClaimedJob, workspace: string): Record<string, string> {
+/** The runner's passed variables, then Roost's, then the pipeline's env (docs/runners.md "The build's environment"). */
+function jobEnv(job: ClaimedJob, workspace: string, stepEnv: Record<string, string>): Record<string, string> {
   const build = job.build;
   const env: Record<string, string> = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: process.env.HOME ?? "/tmp",
-    LANG: process.env.LANG ?? "C.UTF-8",
+    ...stepEnv,
     CI: "true",
     ROOST: "true",
     ROOST_BUILD_ID: build.id,

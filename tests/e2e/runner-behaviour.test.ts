@@ -141,6 +141,62 @@ describe("configuration", () => {
   });
 });
 
+describe("the build's environment", () => {
+  test("build steps get the toolchain variables set on the runner host and the --env names, never the runner's token", async () => {
+    const env = await registerRunner();
+    const r = startRunner(
+      {
+        ...env,
+        ANDROID_HOME: "/opt/android-sdk",
+        ANDROID_SDK_ROOT: "/opt/android-sdk",
+        JAVA_HOME: "/usr/lib/jvm/java-17",
+        PUB_HOSTED_URL: "https://pub.example.test",
+        https_proxy: "http://ci:proxy-pass-31337@proxy.example.test:3128",
+        no_proxy: "127.0.0.1,localhost",
+        MY_TOOL_HOME: "/opt/my-tool",
+        ANOTHER_TOOL: "/opt/another",
+        NOT_PASSED: "host only",
+        ROOST_RUNNER_ENV: "ANOTHER_TOOL",
+      },
+      ["--unsafe-allow-same-user", "--env", "MY_TOOL_HOME"],
+    );
+    await r.until((m) => m.includes("runner connected"));
+    const buildId = await queueBuild({
+      platform_commands: { android: "true" },
+      commands: { build: ['for v in ANDROID_HOME ANDROID_SDK_ROOT JAVA_HOME PUB_HOSTED_URL https_proxy no_proxy MY_TOOL_HOME ANOTHER_TOOL NOT_PASSED ROOST_RUNNER_TOKEN ROOST_RUNNER_ID ROOST_URL; do echo "$v=${!v-unset}"; done'] },
+    });
+    const build = await waitFor(buildId, finished, 30_000);
+    expect(build.status).toBe("succeeded");
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+    const seen = log.split("\n").filter((l) => /^[A-Za-z_]+=/.test(l));
+    expect(seen).toEqual([
+      "ANDROID_HOME=/opt/android-sdk",
+      "ANDROID_SDK_ROOT=/opt/android-sdk",
+      "JAVA_HOME=/usr/lib/jvm/java-17",
+      "PUB_HOSTED_URL=https://pub.example.test",
+      // A proxy's password is masked in the log like a secret.
+      "https_proxy=http://ci:********@proxy.example.test:3128",
+      "no_proxy=127.0.0.1,localhost",
+      "MY_TOOL_HOME=/opt/my-tool",
+      "ANOTHER_TOOL=/opt/another",
+      "NOT_PASSED=unset",
+      "ROOST_RUNNER_TOKEN=unset",
+      "ROOST_RUNNER_ID=unset",
+      "ROOST_URL=unset",
+    ]);
+    r.proc.kill("SIGTERM");
+    expect((await r.exit()).code).toBe(0);
+  }, 40_000);
+
+  test.each([["ROOST_RUNNER_TOKEN"], ["not-a-name"]])("--env %p: exit 2 with one line saying why", async (name) => {
+    const r = startRunner({ ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "roost_rt_x" }, ["--env", name]);
+    const { code, stderr } = await r.exit();
+    expect(code).toBe(2);
+    expect(stderr.trim().split("\n")).toHaveLength(1);
+    expect(stderr).toStartWith(`roost runner: cannot pass ${name.startsWith("ROOST") ? name : JSON.stringify(name)} to build steps (--env, ROOST_RUNNER_ENV): `);
+  });
+});
+
 describe("an unreachable Roost", () => {
   test("the runner says once that it cannot reach Roost, keeps retrying, and says once when Roost is back", async () => {
     const env = await registerRunner();
