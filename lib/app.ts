@@ -8,14 +8,12 @@ import type { RouteEntry } from "./route.ts";
 import { ApiError, fail } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
 import { authenticate } from "./auth/authenticate.ts";
-import { buildOpenApiDocument } from "./openapi.ts";
 import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
 import { applyBrowserSession } from "./auth/browser-session.ts";
 import { serveWebApp } from "./web/serve.ts";
 
 export interface App {
   fetch(request: Request, peer: string | null, connection?: ConnectionControl): Promise<Response>;
-  openapi: Record<string, unknown>;
 }
 
 /** What the server lets a request change about its own connection (Bun.serve's server.timeout). */
@@ -38,7 +36,6 @@ export function toIttyPath(path: string): string {
 }
 
 export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
-  const openapi = buildOpenApiDocument(routes);
   const requests = ctx.metrics.counter("roost_http_requests_total", "HTTP requests by method, route template and status.");
   const router = Router<Request & { params: Record<string, string> }, [RequestMeta]>();
   const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();
@@ -80,7 +77,6 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   const fallbackOrigin = ctx.config.publicUrl ?? `http://${ctx.config.listen.hostname.includes(":") ? `[${ctx.config.listen.hostname}]` : ctx.config.listen.hostname}:${ctx.config.listen.port}`;
 
   return {
-    openapi,
     async fetch(request: Request, peer: string | null, connection: ConnectionControl = NO_CONNECTION_CONTROL): Promise<Response> {
       const requestId = crypto.randomUUID();
       const started = performance.now();
