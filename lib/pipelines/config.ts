@@ -76,6 +76,13 @@ export const CacheConfigInput = z
   })
   .strict();
 
+// An artifact comes from inside the checkout (the runner also resolves links: docs/runners.md
+// "Artifacts"), so a pattern may not start at / nor climb out with a .. segment, however it is
+// spelled to a glob (\.\. or {..,x} are .. too).
+const artifactPattern = pattern
+  .refine((p) => !p.replace(/\\/g, "").startsWith("/"), "must be relative to the checkout, not an absolute path")
+  .refine((p) => !p.replace(/\\/g, "").split(/[/{},]/).includes(".."), "must not contain .. (artifacts come only from inside the checkout)");
+
 const platformArgs = z.array(shortText(1024)).max(50);
 // A list like every other command field; a single string (the form before lists) is still
 // accepted and read as a list of one command.
@@ -86,7 +93,7 @@ const platformCommands = z
 
 export const ExecutionConfigInput = z
   .object({
-    artifact_patterns: z.array(pattern).max(50).default(DEFAULT_ARTIFACT_PATTERNS),
+    artifact_patterns: z.array(artifactPattern).max(50).default(DEFAULT_ARTIFACT_PATTERNS),
     commands: z
       .object({ pre_build: commandList.default([]), build: commandList.default([]), post_build: commandList.default([]) })
       .strict()

@@ -1,7 +1,8 @@
 // The runner program's own behaviour, as an operator sees it (docs/runners.md "Running a runner",
 // "Stopping a runner"): its flags and ROOST_URL checked (exit 2), one line when Roost cannot be
 // reached and one when it is back, SIGTERM handing back or canceling its job within about a
-// second, and an artifact the daemon refuses failing the build. Real `roost runner` and
+// second, an artifact the daemon refuses failing the build, and committed links that leave the
+// workspace never uploaded. Real `roost runner` and
 // `roost serve` processes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
@@ -82,10 +83,10 @@ async function registerRunner(): Promise<Record<string, string>> {
   return { ROOST_URL: daemon.url, ROOST_RUNNER_ID: created.runner.id, ROOST_RUNNER_TOKEN: created.token };
 }
 
-async function queueBuild(executionConfig: Record<string, unknown>): Promise<string> {
+async function queueBuild(executionConfig: Record<string, unknown>, commitSha = commit): Promise<string> {
   const pipeline = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig } });
   if (pipeline.status !== 201) throw new Error(JSON.stringify(pipeline.body));
-  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit } })).body.build.id;
+  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commitSha } })).body.build.id;
 }
 
 async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
@@ -357,6 +358,44 @@ describe("artifacts", () => {
     expect(build).toMatchObject({ status: "failed", exit_code: 1 });
     expect(build.failure_reason).toMatch(/^artifact out\/app\.apk was refused by Roost: 413 payload_too_large: /);
     expect((await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts).toEqual([]);
+    r.proc.kill("SIGTERM");
+    await r.exit();
+  }, 40_000);
+
+  test("committed links that leave the workspace are skipped with a line each; only files inside it are uploaded", async () => {
+    const outside = join(work, "outside-secret.txt");
+    await Bun.write(outside, "a file of the runner's host, outside the workspace\n");
+    // Links as an attacker would commit them: to /etc/passwd, to an absolute path on the runner,
+    // climbing out with .., and a directory link a wildcard runs through; one link stays inside.
+    await sh(
+      [
+        "mkdir -p out && printf 'apk bytes' > out/real.apk",
+        "ln -s /etc/passwd out/passwd.apk",
+        `ln -s ${outside} out/outside.apk`,
+        "ln -s ../../../../outside-secret.txt out/climb.apk",
+        `ln -s ${work} linked`,
+        "ln -s real.apk out/inside.apk",
+        "git add -A && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'links'",
+      ].join(" && "),
+      repo,
+    );
+    const withLinks = await sh("git rev-parse HEAD", repo);
+    const r = startRunner(await registerRunner());
+    await r.until((m) => m.includes("runner connected"));
+    const patterns = ["out/passwd.apk", "out/outside.apk", "out/climb.apk", "linked/*.txt", "out/inside.apk", "out/real.apk"];
+    const buildId = await queueBuild({ platform_commands: { android: "true" }, artifact_patterns: patterns }, withLinks);
+    const build = await waitFor(buildId, finished, 30_000);
+    expect(build).toMatchObject({ status: "succeeded", exit_code: 0 });
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+    expect(artifacts.map((a: { path: string; size: number }) => [a.path, a.size])).toEqual([
+      ["out/inside.apk", 9],
+      ["out/real.apk", 9],
+    ]);
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+    for (const path of ["out/passwd.apk", "out/outside.apk", "out/climb.apk", "linked/outside-secret.txt"]) {
+      expect(log).toContain(`[roost] skipped ${path}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are uploaded`);
+    }
+    expect(log).not.toContain("root:x:0:0");
     r.proc.kill("SIGTERM");
     await r.exit();
   }, 40_000);

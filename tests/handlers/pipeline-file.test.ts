@@ -308,3 +308,21 @@ describe("pull requests from forks", () => {
     expect(ownBuild.config_snapshot.execution_config.commands.build).toEqual(["env"]);
   });
 });
+
+describe("artifact patterns in the file", () => {
+  test("a pattern that leaves the checkout makes the file invalid, naming the pattern's line and the problem", async () => {
+    const yaml = ROOST_YAML.replace("    env:\n      FLAVOR: production\n", "    env:\n      FLAVOR: production\n    artifact_patterns:\n      - build/app/outputs/flutter-apk/*.apk\n      - ../../.ssh/id_*\n      - /etc/passwd\n");
+    const sha = commit({ "roost.yaml": yaml }, "artifacts from outside the checkout");
+    const android = await pipelineByName("android-release");
+    const res = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: android.id, commit_sha: sha } });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      code: "invalid_pipeline_file",
+      message: `roost.yaml at ${sha.slice(0, 12)} is invalid: line 18, column 9: pipelines.android-release.artifact_patterns.1: must not contain .. (artifacts come only from inside the checkout); line 19, column 9: pipelines.android-release.artifact_patterns.2: must be relative to the checkout, not an absolute path`,
+      details: [
+        { path: "pipelines.android-release.artifact_patterns.1", message: "must not contain .. (artifacts come only from inside the checkout)", line: 18, column: 9 },
+        { path: "pipelines.android-release.artifact_patterns.2", message: "must be relative to the checkout, not an absolute path", line: 19, column: 9 },
+      ],
+    });
+  });
+});

@@ -188,6 +188,28 @@ describe("pipelines", () => {
     expect(res.body.details.map((d: { path: string }) => d.path)).toContain(path);
   });
 
+  test.each([
+    ["/etc/passwd", "must be relative to the checkout, not an absolute path"],
+    ["/home/runner/.ssh/*", "must be relative to the checkout, not an absolute path"],
+    ["../secrets/*.json", "must not contain .. (artifacts come only from inside the checkout)"],
+    ["build/../../outside/*", "must not contain .. (artifacts come only from inside the checkout)"],
+    ["build/{..,app}/*.apk", "must not contain .. (artifacts come only from inside the checkout)"],
+  ])("artifact pattern %p is refused with 400 on create and on update, naming the pattern's problem", async (pattern, message) => {
+    const project = await createProject(t, owner);
+    const path = "body.execution_config.artifact_patterns.1";
+    const expected = { code: "invalid_request", message: `The body is not valid: ${path}: ${message}`, details: [{ path, message }] };
+    const created = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "x", execution_config: { artifact_patterns: ["build/app/*.apk", pattern] } } });
+    expect(created.status).toBe(400);
+    expect(created.body).toEqual(expected);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const updated = await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { execution_config: { artifact_patterns: ["build/app/*.apk", pattern] } } });
+    expect(updated.status).toBe(400);
+    expect(updated.body).toEqual(expected);
+    // Names with dots that do not climb stay allowed.
+    const fine = await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { execution_config: { artifact_patterns: ["build/app..old/*.apk", ".dart_tool/*.json"] } } });
+    expect(fine.status).toBe(200);
+  });
+
   test("names are unique per project (409 pipeline_exists); list, read and delete", async () => {
     const project = await createProject(t, owner);
     const first = await createPipeline(t, owner, project.id, { name: "Same" });
