@@ -13,7 +13,7 @@ import { all, bool, inTransaction, num, one, str, strOrNull } from "./db/client.
 import type { Db } from "./db/client.ts";
 import type { SecretBox } from "./crypto/secret-box.ts";
 import { newId } from "./auth/secrets.ts";
-import { matchBranchPatterns } from "./branch-patterns.ts";
+import { matchRefPatterns, refPatternProblem } from "./branch-patterns.ts";
 import type { Build } from "./db/builds.ts";
 import type { StoredEnvEntry } from "./pipelines/config.ts";
 
@@ -26,14 +26,23 @@ export const VariableKey = z
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be a shell variable name (letters, digits, _; at most 128)")
   .refine((k) => !k.startsWith("ROOST_"), "ROOST_ variables are set by the runner");
 
-const refPattern = z.string().trim().min(1).max(255).regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+const refPattern = z
+  .string()
+  .trim()
+  .min(1)
+  .max(255)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
+  .superRefine((p, ctx) => {
+    const problem = refPatternProblem(p);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  });
 
 export const PutVariableBody = z
   .object({
     value: z.string().describe("the value; for a file variable, the file's bytes in base64. Always required: values are write-only"),
     secret: z.boolean().default(false).describe("encrypted at rest, never returned, masked in logs, withheld from fork pull requests"),
     file: z.boolean().default(false).describe("the runner writes the value to a private file and sets the variable to its path"),
-    protected_refs: z.array(refPattern).max(50).default([]).describe("branch or tag patterns; when set, only builds of a matching ref that are not pull requests receive the variable"),
+    protected_refs: z.array(refPattern).max(50).default([]).describe("branch patterns (main, release/*) and tag patterns written refs/tags/… (refs/tags/v*); a plain pattern never matches a tag. When set, only builds of a matching ref that are not pull requests receive the variable"),
   })
   .strict()
   .superRefine((body, ctx) => {
@@ -225,7 +234,8 @@ export function buildIsTrusted(build: Pick<Build, "context">): boolean {
 }
 
 /**
- * Whether a variable limited to protected_refs reaches this build: its ref matches, it is not a
+ * Whether a variable limited to protected_refs reaches this build: its ref matches (a tag build,
+ * whose branch column holds the tag's name, only by a refs/tags/ pattern), it is not a
  * pull request, and its commit is the ref's own (a manual build that named its commit_sha could
  * pair a protected branch's name with any commit, e.g. one pushed to a feature branch).
  */
@@ -233,7 +243,7 @@ function refAllowed(v: Variable, build: Pick<Build, "branch" | "trigger_event" |
   if (v.protected_refs.length === 0) return true;
   if (build.trigger_event === "pull_request") return false;
   if ((build.context as { commit_pinned?: boolean } | null)?.commit_pinned === true) return false;
-  return matchBranchPatterns(v.protected_refs, build.branch).matched;
+  return matchRefPatterns(v.protected_refs, { kind: build.trigger_event === "tag" ? "tag" : "branch", name: build.branch }).matched;
 }
 
 export interface SecretFile {

@@ -7,6 +7,7 @@ import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../he
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
+import { sign } from "@octokit/webhooks-methods";
 
 const SECRET = "s3cr3t-Keystore-Pa55";
 const FILE_BYTES = Buffer.from([0xfe, 0xed, 0xfe, 0xed, 0, 0, 0, 2, 1, 2, 3, 4, 5, 6, 7, 8]);
@@ -113,7 +114,7 @@ describe("what a build receives", () => {
     pipelineId = pipeline.id;
     await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, { token: owner, body: { value: FILE_BYTES.toString("base64"), secret: true, file: true } });
     await t.call("PUT", `/v1/pipelines/${pipelineId}/variables/APP_FLAVOR`, { token: owner, body: { value: "staging" } });
-    await t.call("PUT", `/v1/projects/${projectId}/variables/RELEASE_ONLY`, { token: owner, body: { value: "release-only-secret", secret: true, protected_refs: ["release/*", "v*"] } });
+    await t.call("PUT", `/v1/projects/${projectId}/variables/RELEASE_ONLY`, { token: owner, body: { value: "release-only-secret", secret: true, protected_refs: ["release/*", "refs/tags/v*"] } });
   });
 
   const envOf = (job: any) => Object.fromEntries(job.config.execution_config.env.map((e: any) => [e.key, e.value]));
@@ -154,6 +155,51 @@ describe("what a build receives", () => {
     expect(envOf(job).KEYSTORE_PASSWORD).toBe(SECRET);
     expect(job.withheld_secrets).toEqual(["RELEASE_ONLY"]);
     expect(job.withheld_reason).toBe("their protected_refs are not given to a build whose commit was named by hand");
+  });
+
+  test("a tag pushed with a protected branch's name does not get that branch's secret; a tag named by refs/tags/ does", async () => {
+    // Anyone who may push a tag could otherwise name it master and build it with master's secrets.
+    await t.call("PUT", `/v1/projects/${projectId}/variables/MASTER_ONLY`, { token: owner, body: { value: "master-only-secret", secret: true, protected_refs: ["master"] } });
+    const tags = await createPipeline(t, owner, projectId, { trigger_config: { events: ["tag"] } });
+    const pushTag = async (name: string) => {
+      const body = JSON.stringify({ ref: `refs/tags/${name}`, before: "0".repeat(40), after: SHA_A, repository: { id: 1001, full_name: "acme/app" }, installation: { id: Number(host.github.installationId) }, sender: { login: "dev" }, head_commit: { id: SHA_A, message: "tag" } });
+      const headers = { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign("a-webhook-secret-of-some-length", body) };
+      const res = await t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers });
+      expect(res.body.builds.map((b: { pipeline_id: string }) => b.pipeline_id)).toEqual([tags.id]);
+      return res.body.builds[0].id as string;
+    };
+
+    await drainQueue();
+    const masterTag = await pushTag("master");
+    const job = (await (await runner()).claim()).body.job;
+    expect(job.build).toMatchObject({ id: masterTag, branch: "master", trigger_event: "tag", trigger_ref: "refs/tags/master" });
+    expect(envOf(job).MASTER_ONLY).toBeUndefined();
+    expect(envOf(job).RELEASE_ONLY).toBeUndefined();
+    expect(job.withheld_secrets).toEqual(["MASTER_ONLY", "RELEASE_ONLY"]);
+    expect(job.withheld_reason).toBe("their protected_refs do not match this build's ref");
+
+    await drainQueue();
+    const release = await pushTag("v1.2.0");
+    const released = (await (await runner()).claim()).body.job;
+    expect(released.build.id).toBe(release);
+    expect(envOf(released).RELEASE_ONLY).toBe("release-only-secret");
+    expect(envOf(released).MASTER_ONLY).toBeUndefined();
+
+    // The branch master still gets it, and a branch named like a protected tag does not.
+    await drainQueue();
+    await createBuild(t.ctx, { pipelineId, branch: "master", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/master" });
+    expect(envOf((await (await runner()).claim()).body.job).MASTER_ONLY).toBe("master-only-secret");
+    await drainQueue();
+    await createBuild(t.ctx, { pipelineId, branch: "v1.2.0", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/v1.2.0" });
+    expect(envOf((await (await runner()).claim()).body.job).RELEASE_ONLY).toBeUndefined();
+    await t.call("DELETE", `/v1/projects/${projectId}/variables/MASTER_ONLY`, { token: owner });
+  });
+
+  test("a protected_refs pattern that names nothing is refused with 400", async () => {
+    const res = await t.call("PUT", `/v1/projects/${projectId}/variables/X`, { token: owner, body: { value: "1", protected_refs: ["main", "refs/pull/*"] } });
+    const message = "a full ref name starts with refs/heads/ (branches) or refs/tags/ (tags); a plain pattern names branches";
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ code: "invalid_request", message: `The body is not valid: body.protected_refs.1: ${message}`, details: [{ path: "body.protected_refs.1", message }] });
   });
 
   test("a pull request from a fork, and its re-run, get no secret at all: plain variables only, and the claim says which were withheld", async () => {

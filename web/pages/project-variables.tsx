@@ -206,7 +206,7 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
           }
         </Field>
       )}
-      <Field label="Protected refs (one pattern a line; empty: every build)" name="protected_refs" error={error} hint="When set, only builds of a matching branch or tag that are not pull requests receive the variable, e.g. main or release/*.">
+      <Field label="Protected refs (one pattern a line; empty: every build)" name="protected_refs" error={error} hint="When set, only builds of a matching branch or tag that are not pull requests receive the variable: branches as main or release/*, tags as refs/tags/v* (a plain name never matches a tag).">
         {(id, describedBy, invalid) => <textarea id={id} rows={2} value={refs} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setRefs(e.currentTarget.value)} />}
       </Field>
       <FormError error={error} fields={["key", "value", "file_upload", "protected_refs"]} />
