@@ -46,7 +46,8 @@ export const ERROR_STATUS = {
 
   // External Access sign-in (OIDC and trusted proxy; docs/external-access.md)
   too_many_pending: 429,
-  oidc_not_configured: 500,
+  // the instance's sign-in is not set up for this (a state an owner changes), never a server fault
+  oidc_not_configured: 409,
   oidc_discovery_error: 502,
   invalid_state: 400,
   auth_expired: 400,
@@ -114,7 +115,8 @@ export const DEFAULT_MESSAGE: Partial<Record<ErrorCode, string>> = {
   invalid_token: "The token is not valid.",
   forbidden: "You may not do this.",
   setup_already_complete: "Setup is complete; setup endpoints accept no more changes.",
-  oidc_not_configured: "Sign-in with an identity provider is not configured on this instance.",
+  oidc_not_configured:
+    "Sign-in with an identity provider is not configured on this instance: an owner stores the provider with PUT /v1/settings/oidc and turns it on with PUT /v1/settings/runtime-mode {\"runtime_mode\":\"remote\",\"remote_auth_mode\":\"oidc\"} (docs/external-access.md).",
   oidc_discovery_error: "The identity provider's discovery document could not be fetched or is not valid.",
   token_exchange_error: "The identity provider refused the authorization code.",
   decryption_error: "The integration's credentials cannot be decrypted with this instance's secret key.",

@@ -84,13 +84,17 @@ describe("GET /v1/auth/oidc/start", () => {
     }
   });
 
-  test("500 oidc_not_configured on a Local Only instance", async () => {
+  test("409 oidc_not_configured on a Local Only instance, naming the settings that turn OIDC on", async () => {
     const t = await createTestApp();
     try {
       await bootstrapOwner(t);
       const res = await t.call("GET", "/v1/auth/oidc/start");
-      expect(res.status).toBe(500);
-      expect(res.body).toEqual({ code: "oidc_not_configured", message: "Sign-in with an identity provider is not configured on this instance." });
+      expect(res.status).toBe(409);
+      expect(res.body).toEqual({
+        code: "oidc_not_configured",
+        message:
+          'Sign-in with an identity provider is not configured on this instance: an owner stores the provider with PUT /v1/settings/oidc and turns it on with PUT /v1/settings/runtime-mode {"runtime_mode":"remote","remote_auth_mode":"oidc"} (docs/external-access.md).',
+      });
     } finally {
       t.close();
     }
