@@ -1,7 +1,7 @@
 // The application: the route table on an itty-router, wrapped in the one pipeline every request
 // goes through (authenticate → validate → handle → render). `createApp(ctx).fetch(request, peer)`
 // is what Bun.serve calls and what in-process tests call.
-import { Router } from "itty-router";
+import { Router, type RouteEntry as IttyRouteEntry } from "itty-router";
 import { z } from "zod";
 import type { AppContext, RequestContext } from "./context.ts";
 import type { RouteEntry } from "./route.ts";
@@ -67,6 +67,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       if (endpoint.browserSession) applyBrowserSession(endpoint.browserSession, result, request, ctx, response);
       return response;
     });
+    exactMatchOnly(router.routes.at(-1)!);
     const key = route.path;
     const entry = allowed.get(key) ?? { pattern: pathPattern(route.path), methods: [] };
     entry.methods.push(route.method);
@@ -153,7 +154,19 @@ function safeDecode(value: string): string {
 }
 
 function pathPattern(path: string): RegExp {
-  return new RegExp("^" + path.replace(/[.]/g, "\\.").replace(/\{\w+\}/g, "[^/]+") + "/*$");
+  return new RegExp("^" + path.replace(/[.]/g, "\\.").replace(/\{\w+\}/g, "[^/]+") + "$");
+}
+
+/**
+ * itty-router lets any number of trailing slashes follow a route's path (its patterns end in
+ * `/*$`). Roost serves each route at its exact path only: `/v1/builds/b1/logs/stream/` is 404, so
+ * a URL that slips past a proxy's exact `location` for the stream (where its ?token= is kept out of
+ * the access log) never reaches the stream (docs/operations.md, "TLS with nginx").
+ */
+function exactMatchOnly(entry: IttyRouteEntry): void {
+  const pattern = entry[1];
+  const trailing = /\\?\/\*\$$/.exec(pattern.source);
+  if (trailing) entry[1] = new RegExp(pattern.source.slice(0, trailing.index) + "$", pattern.flags);
 }
 
 function notMatched(request: Request, allowed: Map<string, { pattern: RegExp; methods: string[] }>): Response {

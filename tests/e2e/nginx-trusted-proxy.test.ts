@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startNginx, type Nginx } from "../support/nginx.ts";
+import { documentedLogFormat, startNginx, type Nginx } from "../support/nginx.ts";
 
 const SECRET = "nginx-shared-secret-" + crypto.randomUUID();
 let daemon: Daemon;
@@ -84,23 +84,55 @@ describe("trusted-proxy login behind nginx", () => {
 });
 
 describe("nginx access log", () => {
+  /** The access log once nginx has written the line of the request that asked for `marker`. */
+  async function logWith(marker: string): Promise<string> {
+    await (await fetch(`${nginx.url}/v1/openapi.json?probe=${marker}`, { headers: { authorization: basic("ada", "wonderland") } })).text();
+    // nginx writes a request's log line once it has finished the request, not before its client
+    // sees the answer: wait (briefly) until the marker is there.
+    let log = nginx.accessLog();
+    for (let i = 0; i < 50 && !log.includes(`probe=${marker}`); i++) {
+      await Bun.sleep(20);
+      log = nginx.accessLog();
+    }
+    return log;
+  }
+
   test("the log stream's route is logged without its query string, where the stream token travels", async () => {
     const streamToken = "roost_st_" + "Q".repeat(58);
     const stream = await fetch(`${nginx.url}/v1/builds/b1/logs/stream?token=${streamToken}`);
     expect(stream.status).toBe(401);
     expect(await stream.json()).toEqual({ code: "invalid_token", message: "The stream token is unknown or expired; ask for a new one." });
-    await (await fetch(`${nginx.url}/v1/openapi.json?probe=logged`, { headers: { authorization: basic("ada", "wonderland") } })).text();
-    // nginx writes a request's log line once it has finished the request, not before its client sees
-    // the answer: wait (briefly) until both lines are there.
-    let log = nginx.accessLog();
-    for (let i = 0; i < 50 && !log.includes("probe=logged"); i++) {
-      await Bun.sleep(20);
-      log = nginx.accessLog();
-    }
+    const log = await logWith("logged");
     expect(log).toContain('"GET /v1/builds/b1/logs/stream HTTP/1.1" 401');
     expect(log).not.toContain(streamToken);
     expect(log).not.toContain("token=");
-    // Every other route keeps its query string in the log.
+    // Every other request keeps its query string in the log.
     expect(log).toContain('"GET /v1/openapi.json?probe=logged HTTP/1.1" 200');
+  });
+
+  // The paths and spellings a client might use that are not the stream's exact path: Roost answers
+  // 404 JSON (it serves the stream at its exact path only) and nginx still logs no token.
+  test("a stream URL that is not the exact path is 404 from Roost, and its token stays out of nginx's log", async () => {
+    const token = "roost_st_" + "T".repeat(58);
+    for (const path of [`/v1/builds/b1/logs/stream/?token=${token}`, `/v1/builds/b1/logs/stream//?token=${token}`, `/v1/builds/b1/logs/stream/?a=1&token=${token}`, `/v1/builds/b1/logs/stream/?%74oken=${token}`]) {
+      // With Basic credentials, so nginx passes it on (its "location /" asks for them) and Roost answers.
+      const res = await fetch(`${nginx.url}${path}`, { headers: { authorization: basic("ada", "wonderland") } });
+      expect([path, res.status]).toEqual([path, 404]);
+      expect(await res.json()).toEqual({ code: "not_found", message: `No endpoint at GET ${new URL(path, "http://x").pathname}.` });
+      // Directly, too: the daemon itself does not serve the stream there.
+      const direct = await fetch(`${daemon.url}${path}`);
+      expect([path, direct.status]).toEqual([path, 404]);
+      await direct.arrayBuffer();
+    }
+    // Another case is the web app's (a page, not the stream), and is not logged with the token either.
+    await (await fetch(`${nginx.url}/V1/builds/b1/logs/stream?TOKEN=${token}`, { headers: { authorization: basic("ada", "wonderland") } })).arrayBuffer();
+    const log = await logWith("variants");
+    expect(log).toContain('"GET /v1/builds/b1/logs/stream/ HTTP/1.1" 404');
+    expect(log).toContain('"GET /V1/builds/b1/logs/stream HTTP/1.1" 200');
+    expect(log).not.toContain(token);
+  });
+
+  test("docs/operations.md and docs/external-access.md give the same log format (the one this nginx runs)", () => {
+    expect(documentedLogFormat("docs/operations.md")).toBe(documentedLogFormat("docs/external-access.md"));
   });
 });

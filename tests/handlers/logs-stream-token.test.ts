@@ -109,6 +109,20 @@ describe("stream tokens", () => {
     expect(await other.json()).toEqual({ code: "forbidden", message: "This stream token is for another build." });
   });
 
+  // A proxy's exact-path rule for the stream (which keeps ?token= out of its access log) does not
+  // match these; Roost must not serve them either (docs/operations.md, "TLS with nginx").
+  for (const suffix of ["/", "//", "/x"]) {
+    test(`the stream is served at its exact path only: …/logs/stream${suffix} with a valid token is 404 JSON`, async () => {
+      const { token } = await streamToken(owner);
+      const res = await t.app.fetch(new Request(`http://127.0.0.1:8080/v1/builds/${buildId}/logs/stream${suffix}?token=${token}`), "127.0.0.1");
+      expect(res.status).toBe(404);
+      expect(await res.json()).toEqual({ code: "not_found", message: `No endpoint at GET /v1/builds/${buildId}/logs/stream${suffix}.` });
+      const exact = await open(token);
+      expect(exact.status).toBe(200);
+      await exact.reader!.cancel();
+    });
+  }
+
   test("a stream already open is not cut when its user loses access", async () => {
     const user = await viewer();
     const { token } = await streamToken(user.token);

@@ -1,11 +1,24 @@
 // A real nginx (the Debian package) started by a test on loopback as the trusted proxy in front
 // of a daemon: daemon off, its pid, logs and temp paths in a
 // temp dir, HTTP Basic authentication from an htpasswd file, and `proxy_bind` so the daemon sees
-// the chosen loopback address as the peer. docs/external-access.md shows the same snippet.
+// the chosen loopback address as the peer. docs/external-access.md shows the same settings; its
+// access-log format (the http-context part of its nginx block) is used here as written.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Subprocess } from "bun";
+import { fencedBlocks } from "../helpers/markdown.ts";
+
+/**
+ * The http-context lines of a doc's nginx block (everything before `server {`): the `map` and
+ * `log_format roost` that keep a stream token's query string out of the access log.
+ */
+export function documentedLogFormat(doc: string): string {
+  const markdown = readFileSync(resolve(import.meta.dir, "../..", doc), "utf8");
+  const block = fencedBlocks(markdown).find((b) => b.info[0] === "nginx" && b.code.includes("log_format roost "));
+  if (!block) throw new Error(`${doc} has no nginx block with log_format roost`);
+  return block.code.slice(0, block.code.indexOf("server {")).trim();
+}
 
 export interface Nginx {
   url: string;
@@ -45,10 +58,8 @@ pid ${dir}/nginx.pid;
 error_log ${dir}/error.log warn;
 events { worker_connections 64; }
 http {
-  # As in docs/external-access.md: the log stream's route is logged without its query string,
-  # where its stream token travels (EventSource cannot send headers).
-  log_format roost_no_query '$remote_addr - $remote_user [$time_local] "$request_method $uri $server_protocol" $status $body_bytes_sent "$http_referer" "$http_user_agent"';
-  access_log ${dir}/access.log combined;
+  ${documentedLogFormat("docs/external-access.md").replace(/\n/g, "\n  ")}
+  access_log ${dir}/access.log roost;
   client_body_temp_path ${dir}/client_body;
   proxy_temp_path ${dir}/proxy;
   fastcgi_temp_path ${dir}/fastcgi;
@@ -56,8 +67,8 @@ http {
   scgi_temp_path ${dir}/scgi;
   server {
     listen 127.0.0.1:${port};
+    # The live log stream authenticates with its ?token= (EventSource sends no Authorization).
     location ~ ^/v1/builds/[^/]+/logs/stream$ {
-      access_log ${dir}/access.log roost_no_query;
       proxy_pass ${o.upstream};
       proxy_bind ${o.bindAddress};
       proxy_set_header X-Roost-User-Email "";
