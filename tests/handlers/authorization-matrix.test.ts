@@ -31,8 +31,8 @@ type Special = Who[] | { everyone: number };
 const RULES: Record<string, { special: Special | null; request: Request }> = {};
 /** The marker for routes whose expectations come from their rule in handlers/routes.ts. */
 const BY_RULE = null;
-/** The API contract's answer to OIDC start on an instance without OIDC configured (docs/api.md "Errors"). */
-const OIDC_START_STATUS = 500;
+/** OIDC start on an instance without OIDC configured: 409 oidc_not_configured (docs/external-access.md "Errors"). */
+const OIDC_START_STATUS = 409;
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
