@@ -755,3 +755,31 @@ DROP TABLE webhook_deliveries_copy;
 INSERT INTO git_polls (repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at)
   SELECT repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at FROM git_polls_copy;
 DROP TABLE git_polls_copy;
+
+-- migration 17: build lists and counts that cost the same at a million builds
+-- Build listings page by cursor (build_number, newest first) on an index per filter, so a page reads
+-- only its own rows (docs/api.md "Builds"): the project's and the pipeline's builds by status, by
+-- branch and by trigger. The trigger a listing filters on is trigger_type, except that scheduled
+-- builds (stored as manual, migration 9) read 'schedule'; the indexes hold that expression.
+DROP INDEX builds_pipeline_status;
+CREATE INDEX builds_pipeline_status ON builds (pipeline_id, status, build_number);
+CREATE INDEX builds_pipeline_branch ON builds (pipeline_id, branch, build_number);
+CREATE INDEX builds_pipeline_trigger ON builds (pipeline_id, (CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END), build_number);
+CREATE INDEX builds_project_status ON builds (project_id, status, build_number);
+CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number);
+CREATE INDEX builds_project_trigger ON builds (project_id, (CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END), build_number);
+-- Builds per pipeline and status, kept by triggers in the same transaction as every insert, status
+-- change and delete of a build (also the cascades of a deleted project or pipeline), so GET /metrics
+-- and a listing's opt-in total read a few counters instead of counting builds.
+CREATE TABLE build_counts (
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  project_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (pipeline_id, status)
+) WITHOUT ROWID;
+CREATE INDEX build_counts_project ON build_counts (project_id, status);
+INSERT INTO build_counts (pipeline_id, project_id, status, n) SELECT pipeline_id, project_id, status, COUNT(*) FROM builds GROUP BY pipeline_id, status;
+CREATE TRIGGER build_counts_insert AFTER INSERT ON builds BEGIN INSERT INTO build_counts (pipeline_id, project_id, status, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, 1) ON CONFLICT (pipeline_id, status) DO UPDATE SET n = n + 1; END;
+CREATE TRIGGER build_counts_status AFTER UPDATE OF status ON builds WHEN OLD.status IS NOT NEW.status BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status; INSERT INTO build_counts (pipeline_id, project_id, status, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, 1) ON CONFLICT (pipeline_id, status) DO UPDATE SET n = n + 1; END;
+CREATE TRIGGER build_counts_delete AFTER DELETE ON builds BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status; END;

@@ -1,12 +1,10 @@
-// GET /v1/pipelines/{pipeline_id}/builds (project viewer): newest first, filterable.
+// GET /v1/pipelines/{pipeline_id}/builds (project viewer): newest first, filterable, paged by cursor.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { listBuilds, toPublicBuild } from "../../lib/db/builds.ts";
-import { findPipeline } from "../../lib/db/pipelines.ts";
-import { ListBuildsQuery } from "../../lib/builds/listing.ts";
+import { ListBuildsQuery, ListBuildsResponse, encodeBuildCursor } from "../../lib/builds/listing.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_builds",
@@ -14,11 +12,11 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   params: z.object({ pipeline_id: IdParam }),
   query: ListBuildsQuery,
-  response: z.object({ builds: z.array(BuildResource), total: z.number().int() }),
+  response: z.object({ builds: z.array(BuildResource), ...ListBuildsResponse }),
   errors: [],
-  async handle({ params, query }, ctx) {
+  async handle({ query }, ctx) {
     const pipeline = scopedPipeline(ctx);
-    const page = await listBuilds(ctx.db, { projectId: pipeline.project_id, pipelineId: pipeline.id, status: query.status, branch: query.branch, triggerType: query.trigger_type, limit: query.limit, offset: query.offset });
-    return { builds: page.builds.map(toPublicBuild), total: page.total };
+    const page = await listBuilds(ctx.db, { projectId: pipeline.project_id, pipelineId: pipeline.id, status: query.status, branch: query.branch, triggerType: query.trigger_type, limit: query.limit, before: query.cursor, withTotal: query.include === "total" });
+    return { builds: page.builds.map(toPublicBuild), next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore), ...(page.total === undefined ? {} : { total: page.total }) };
   },
 });

@@ -106,6 +106,16 @@ export async function findBuild(db: Executor, id: string): Promise<Build | null>
   return row ? toBuild(row) : null;
 }
 
+/** The trigger a listing filters on: trigger_type, but 'schedule' for scheduled builds; the listing indexes hold this expression (schema.sql migration 17). */
+export const LISTED_TRIGGER = "(CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END)";
+
+/**
+ * At most this many index entries a page walks past when a filter the index does not hold is
+ * checked row by row (several filters at once); a page that stops there carries fewer builds and a
+ * cursor to go on below them, so no request reads more than this many builds.
+ */
+export const LIST_SCAN_BUDGET = 1000;
+
 export interface BuildFilter {
   projectId: string;
   pipelineId?: string | undefined;
@@ -113,20 +123,72 @@ export interface BuildFilter {
   branch?: string | undefined;
   triggerType?: string | undefined;
   limit: number;
-  offset: number;
+  /** Only builds numbered below this (the page cursor). */
+  before?: number | undefined;
+  /** Also count the matching builds. */
+  withTotal?: boolean | undefined;
 }
 
-/** Newest first. */
-export async function listBuilds(db: Executor, f: BuildFilter): Promise<{ builds: Build[]; total: number }> {
-  const where = ["project_id = ?"];
-  const args: (string | number)[] = [f.projectId];
-  if (f.pipelineId) (where.push("pipeline_id = ?"), args.push(f.pipelineId));
-  if (f.status) (where.push("status = ?"), args.push(f.status));
-  if (f.branch) (where.push("branch = ?"), args.push(f.branch));
-  if (f.triggerType === "schedule") where.push("trigger_event = 'schedule'");
-  else if (f.triggerType) (where.push("trigger_type = ? AND trigger_event != 'schedule'"), args.push(f.triggerType));
-  const clause = `WHERE ${where.join(" AND ")}`;
-  const total = await one(db, `SELECT COUNT(*) AS n FROM builds ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM builds ${clause} ORDER BY build_number DESC LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);
-  return { builds: rows.map(toBuild), total: Number(total?.n ?? 0) };
+export interface BuildPage {
+  builds: Build[];
+  /** The build number the next page continues below, or null after the last page. */
+  nextBefore: number | null;
+  total?: number;
+}
+
+type Condition = [sql: string, value: string];
+
+/**
+ * Newest first, by keyset: each page is one range of an index that holds the scope, the filter it
+ * leads with and build_number, read from the cursor down (docs/api.md "Builds"). Further filters
+ * are checked on at most LIST_SCAN_BUDGET rows of that range.
+ */
+export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPage> {
+  const scope: Condition = f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId];
+  const status: Condition | null = f.status ? ["status = ?", f.status] : null;
+  const branch: Condition | null = f.branch !== undefined ? ["branch = ?", f.branch] : null;
+  const trigger: Condition | null = f.triggerType ? [`${LISTED_TRIGGER} = ?`, f.triggerType] : null;
+  // The index range to read: a pipeline's branch and status together (builds_pipeline_branch_status),
+  // else one filter, the one likely to match fewest builds first (few builds are queued or running).
+  const active = f.status === "queued" || f.status === "running" ? status : null;
+  const leading: Condition[] = f.pipelineId && branch && status ? [branch, status] : [active ?? branch ?? status ?? trigger].filter((c): c is Condition => c !== null);
+  const rest = [status, branch, trigger].filter((c): c is Condition => c !== null && !leading.includes(c));
+  const range = [scope, ...leading];
+  const rangeSql = range.map(([sql]) => sql).join(" AND ");
+  const rangeArgs = range.map(([, v]) => v);
+  const before = f.before ?? Number.MAX_SAFE_INTEGER;
+
+  let builds: Build[];
+  let nextBefore: number | null;
+  if (rest.length === 0) {
+    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ?`, [...rangeArgs, before, f.limit + 1]);
+    builds = rows.slice(0, f.limit).map(toBuild);
+    nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
+  } else {
+    const window = `SELECT rowid AS r, build_number AS n FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ${LIST_SCAN_BUDGET}`;
+    // The window's columns are r and n only, so the other filters' column names read the build.
+    const restSql = rest.map(([sql]) => sql).join(" AND ");
+    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT ?`, [...rangeArgs, before, ...rest.map(([, v]) => v), f.limit + 1]);
+    builds = rows.slice(0, f.limit).map(toBuild);
+    if (rows.length > f.limit) nextBefore = builds[builds.length - 1]!.build_number;
+    else {
+      // Fewer matches than a page: were there more rows in the range than one page may read?
+      const read = await one(db, `SELECT COUNT(*) AS rows, MIN(n) AS last FROM (${window})`, [...rangeArgs, before]);
+      nextBefore = Number(read?.rows ?? 0) === LIST_SCAN_BUDGET ? Number(read!.last) : null;
+    }
+  }
+  if (!f.withTotal) return { builds, nextBefore };
+  return { builds, nextBefore, total: await countBuilds(db, scope, status, [branch, trigger].filter((c): c is Condition => c !== null), range, rest) };
+}
+
+/** Filters of scope and status come from the counters (build_counts); others count the index range. */
+async function countBuilds(db: Executor, scope: Condition, status: Condition | null, others: Condition[], range: Condition[], rest: Condition[]): Promise<number> {
+  if (others.length === 0) {
+    const where = [scope, ...(status ? [status] : [])];
+    const row = await one(db, `SELECT COALESCE(SUM(n), 0) AS n FROM build_counts WHERE ${where.map(([sql]) => sql).join(" AND ")}`, where.map(([, v]) => v));
+    return Number(row?.n ?? 0);
+  }
+  const where = [...range, ...rest];
+  const row = await one(db, `SELECT COUNT(*) AS n FROM builds WHERE ${where.map(([sql]) => sql).join(" AND ")}`, where.map(([, v]) => v));
+  return Number(row?.n ?? 0);
 }

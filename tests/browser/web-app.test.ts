@@ -342,6 +342,26 @@ describe("the web app in Chromium", () => {
     expect(dialogs.filter((d) => d.includes("1") || d.includes("3"))).toEqual([]);
   }, 40_000);
 
+  test("the builds list pages by cursor: Older builds shows the next page, Newer builds comes back", async () => {
+    // A pipeline no runner can take, so its builds stay queued: 51 of them fill more than a page of 50.
+    const parked = (await api("POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } })).body.pipeline;
+    const created = [];
+    for (let i = 0; i < 51; i++) created.push((await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: parked.id, commit_sha: commit })).body.build);
+    await page.goto(`${daemon.url}/projects/${projectId}`);
+    await page.getByLabel("Pipeline").selectOption({ label: "parked" });
+    const newest = created[50]!.build_number;
+    const oldest = created[0]!.build_number;
+    await page.getByRole("link", { name: `#${newest}`, exact: true }).waitFor();
+    expect(await page.getByRole("link", { name: `#${oldest}`, exact: true }).count()).toBe(0);
+    await page.getByRole("button", { name: "Older builds" }).click();
+    await page.getByRole("link", { name: `#${oldest}`, exact: true }).waitFor();
+    expect(await page.locator("table tbody tr").count()).toBe(1);
+    expect(await page.getByRole("button", { name: "Older builds" }).count()).toBe(0);
+    await page.getByRole("button", { name: "Newer builds" }).click();
+    await page.getByRole("link", { name: `#${newest}`, exact: true }).waitFor();
+    for (const build of created) await api("POST", `/v1/builds/${build.id}/cancel`);
+  }, 40_000);
+
   test("administration: users are invited in the app; a developer sees no admin page and a forged admin request is refused", async () => {
     await page.getByRole("link", { name: "Administration" }).click();
     await page.getByLabel("E-mail address").fill("dev@example.test");

@@ -179,7 +179,8 @@ describe("roost build start --follow: the log live, and the build's result as ex
 
   test("build list and show: the builds so far, newest first", async () => {
     const json = JSON.parse((await roost(["build", "list", "app", "--json"])).stdout);
-    expect(json.total).toBeGreaterThanOrEqual(2);
+    expect(json.builds.length).toBeGreaterThanOrEqual(2);
+    expect(json.next_cursor).toBeNull();
     expect(json.builds.map((b: { build_number: number }) => b.build_number)).toEqual([...json.builds.map((b: { build_number: number }) => b.build_number)].sort((a, b) => b - a));
     const failed = await roost(["build", "list", "app", "--status", "failed", "--pipeline", "red"]);
     expect(failed.code).toBe(0);

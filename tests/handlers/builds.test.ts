@@ -7,6 +7,7 @@ import { SHA_A, SHA_B, createGithubIntegration, createPipeline, createProject, s
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { listClaimableBuilds } from "../../lib/builds/queue.ts";
+import { LIST_SCAN_BUDGET } from "../../lib/db/builds.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -185,20 +186,85 @@ describe("concurrency", () => {
 });
 
 describe("listings", () => {
-  test("per project and per pipeline, newest first, filtered and paged", async () => {
+  const numbers = (res: { body: { builds: { build_number: number }[] } }) => res.body.builds.map((x) => x.build_number);
+
+  test("per project and per pipeline, newest first and filtered; total only when asked for", async () => {
     const project = await createProject(t, owner);
     const a = await createPipeline(t, owner, project.id);
     const b = await createPipeline(t, owner, project.id);
     for (const p of [a, b, a]) await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: p.id, commit_sha: SHA_A } });
     const all = await t.call("GET", `/v1/projects/${project.id}/builds?limit=2`, { token: owner });
-    expect(all.body.total).toBe(3);
-    expect(all.body.builds.map((x: { build_number: number }) => x.build_number)).toEqual([3, 2]);
+    expect(numbers(all)).toEqual([3, 2]);
+    expect("total" in all.body).toBe(false);
+    expect((await t.call("GET", `/v1/projects/${project.id}/builds?include=total`, { token: owner })).body).toMatchObject({ total: 3, next_cursor: null });
     const ofA = await t.call("GET", `/v1/pipelines/${a.id}/builds`, { token: owner });
-    expect(ofA.body.builds.map((x: { build_number: number }) => x.build_number)).toEqual([3, 1]);
+    expect(numbers(ofA)).toEqual([3, 1]);
     await t.call("POST", `/v1/builds/${ofA.body.builds[0].id}/cancel`, { token: owner });
-    const canceled = await t.call("GET", `/v1/projects/${project.id}/builds?status=canceled`, { token: owner });
+    const canceled = await t.call("GET", `/v1/projects/${project.id}/builds?status=canceled&include=total`, { token: owner });
+    expect(numbers(canceled)).toEqual([3]);
     expect(canceled.body.total).toBe(1);
+    expect((await t.call("GET", `/v1/pipelines/${a.id}/builds?status=queued&include=total`, { token: owner })).body.total).toBe(1);
     expect((await t.call("GET", `/v1/projects/${project.id}/builds?status=exploded`, { token: owner })).status).toBe(400);
-    expect((await t.call("GET", `/v1/projects/${project.id}/builds?trigger_type=manual&branch=main`, { token: owner })).body.total).toBe(3);
+    const combined = await t.call("GET", `/v1/projects/${project.id}/builds?trigger_type=manual&branch=main&status=queued&include=total`, { token: owner });
+    expect(numbers(combined)).toEqual([2, 1]);
+    expect(combined.body.total).toBe(2);
+    expect(numbers(await t.call("GET", `/v1/projects/${project.id}/builds?trigger_type=webhook`, { token: owner }))).toEqual([]);
+  });
+
+  test("next_cursor walks every build once, and builds created meanwhile do not shift the pages", async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const create = () => t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    for (let i = 0; i < 5; i++) await create();
+    const walk = async (path: string, pages: number[][], createAfter: number) => {
+      let cursor: string | null = null;
+      for (const [i, expected] of pages.entries()) {
+        const res = await t.call("GET", `${path}?limit=2${cursor ? `&cursor=${cursor}` : ""}`, { token: owner });
+        expect(numbers(res)).toEqual(expected);
+        cursor = res.body.next_cursor;
+        expect(cursor === null).toBe(i === pages.length - 1);
+        if (i === createAfter) await create(); // a newer build: the next page still continues below this one
+      }
+    };
+    await walk(`/v1/projects/${project.id}/builds`, [[5, 4], [3, 2], [1]], 1);
+    await walk(`/v1/pipelines/${pipeline.id}/builds`, [[6, 5], [4, 3], [2, 1]], 0);
+    // An exactly full last page says so too: no cursor to an empty page.
+    const exact = await t.call("GET", `/v1/projects/${project.id}/builds?limit=7`, { token: owner });
+    expect(numbers(exact)).toEqual([7, 6, 5, 4, 3, 2, 1]);
+    expect(exact.body.next_cursor).toBeNull();
+  });
+
+  test("a cursor this API did not give out, and the old offset parameter, are refused as JSON 400s", async () => {
+    const project = await createProject(t, owner);
+    for (const cursor of ["not-a-cursor", "YjA", Buffer.from("b-1").toString("base64url"), "%E2%9C%93", "x".repeat(40)]) {
+      const res = await t.call("GET", `/v1/projects/${project.id}/builds?cursor=${cursor}`, { token: owner });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ code: "invalid_request", details: [{ path: "query.cursor", message: "is not a cursor from this listing (use next_cursor as given)" }] });
+    }
+    const offset = await t.call("GET", `/v1/projects/${project.id}/builds?offset=50`, { token: owner });
+    expect(offset.status).toBe(400);
+    expect(offset.body.code).toBe("invalid_request");
+    expect(JSON.stringify(offset.body.details)).toContain("offset");
+    expect((await t.call("GET", `/v1/projects/${project.id}/builds?include=everything`, { token: owner })).status).toBe(400);
+  });
+
+  test(`filters the index does not hold together read at most ${LIST_SCAN_BUDGET} builds a page, and the cursor goes on below them`, async () => {
+    const project = await createProject(t, owner);
+    const pipeline = await createPipeline(t, owner, project.id);
+    const seed = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "feature", commit_sha: SHA_B } })).body.build;
+    // 1,500 newer builds on main, copied from the first in one statement.
+    await t.db.execute({
+      sql: `INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, trigger_event, queued_at, created_at, updated_at)
+            WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < 1501)
+            SELECT 'copy-' || ? || '-' || i, project_id, pipeline_id, i, 'main', commit_sha, config_snapshot, 'queued', trigger_type, trigger_event, queued_at, created_at, updated_at FROM builds, n WHERE id = ?`,
+      args: [seed.id, seed.id],
+    });
+    const path = `/v1/projects/${project.id}/builds?status=queued&branch=feature&limit=10`;
+    const first = await t.call("GET", path, { token: owner });
+    expect(numbers(first)).toEqual([]);
+    const second = await t.call("GET", `${path}&cursor=${first.body.next_cursor}`, { token: owner });
+    expect(numbers(second)).toEqual([1]);
+    expect(second.body.next_cursor).toBeNull();
+    expect((await t.call("GET", `${path}&include=total`, { token: owner })).body.total).toBe(1);
   });
 });

@@ -63,13 +63,24 @@ export function ProjectPage({ project_id }: Record<string, string>) {
   );
 }
 
+/** A page of GET /v1/projects/{id}/builds or /v1/pipelines/{id}/builds. */
+interface BuildPage {
+  builds: Build[];
+  next_cursor: string | null;
+}
+
 function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[] }) {
   const [status, setStatus] = useState("");
   const [branch, setBranch] = useState("");
   const [trigger, setTrigger] = useState("");
   const [pipelineId, setPipelineId] = useState("");
   const base = pipelineId ? `/v1/pipelines/${encodeURIComponent(pipelineId)}/builds` : `/v1/projects/${encodeURIComponent(project.id)}/builds`;
-  const builds = useLoad(() => get<{ builds: Build[]; total: number }>(base + query({ status, branch, trigger_type: trigger, limit: 50 })), [base, status, branch, trigger], 5000, () => events.live());
+  // Keyset pages (docs/api.md "Builds"): the cursors of the pages walked so far, the last one
+  // shown. A page below the newest stays the same while builds are created, so it is kept live too.
+  const [cursors, setCursors] = useState<string[]>([]);
+  const cursor = cursors[cursors.length - 1];
+  useEffect(() => setCursors([]), [base, status, branch, trigger]);
+  const builds = useLoad(() => get<BuildPage>(base + query({ status, branch, trigger_type: trigger, limit: 50, cursor })), [base, status, branch, trigger, cursor], 5000, () => events.live());
   // A pushed change of this project's builds reloads the filtered page (one request, at most every half second).
   const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
   const events = useBuildEvents(
@@ -123,8 +134,26 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
       <LoadState state={builds} what="builds" />
       {builds.data && (
         <>
-          <p class="muted">{builds.data.total} builds</p>
-          <BuildTable builds={builds.data.builds} showProject={false} caption="Builds" />
+          {builds.data.builds.length === 0 && builds.data.next_cursor ? (
+            // A page reads a bounded number of builds; with several filters it may find none there.
+            <p class="muted">None among the builds searched on this page; older ones may match.</p>
+          ) : (
+            <BuildTable builds={builds.data.builds} showProject={false} caption="Builds" />
+          )}
+          {(cursor || builds.data.next_cursor) && (
+            <p class="page-actions">
+              {cursor && (
+                <button type="button" class="secondary" onClick={() => setCursors((c) => c.slice(0, -1))}>
+                  Newer builds
+                </button>
+              )}
+              {builds.data.next_cursor && (
+                <button type="button" class="secondary" onClick={() => setCursors((c) => [...c, builds.data!.next_cursor!])}>
+                  Older builds
+                </button>
+              )}
+            </p>
+          )}
         </>
       )}
     </>
