@@ -118,10 +118,10 @@ export const ExecutionConfigInput = z
       .describe("commands that replace `flutter build …` for that platform; an empty list keeps `flutter build`"),
     platforms: z
       .array(z.enum(PLATFORMS))
-      .min(1)
       .max(3)
       .default(["android"])
-      .refine((p) => new Set(p).size === p.length, "platforms must be unique"),
+      .refine((p) => new Set(p).size === p.length, "platforms must be unique")
+      .describe("the platforms built with `flutter build` (or platform_commands); [] builds none: a check pipeline that only runs its commands (analyze, test)"),
     runner_labels: z
       .array(z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/))
       .max(20)

@@ -162,12 +162,14 @@ describe("the build's environment", () => {
       ["--unsafe-allow-same-user", "--env", "MY_TOOL_HOME"],
     );
     await r.until((m) => m.includes("runner connected"));
+    // A check pipeline (platforms: []): its commands and no platform build.
     const buildId = await queueBuild({
-      platform_commands: { android: "true" },
+      platforms: [],
       commands: { build: ['for v in ANDROID_HOME ANDROID_SDK_ROOT JAVA_HOME PUB_HOSTED_URL https_proxy no_proxy MY_TOOL_HOME ANOTHER_TOOL NOT_PASSED ROOST_RUNNER_TOKEN ROOST_RUNNER_ID ROOST_URL; do echo "$v=${!v-unset}"; done'] },
     });
     const build = await waitFor(buildId, finished, 30_000);
     expect(build.status).toBe("succeeded");
+    expect(build.step_results.map((s: { name: string }) => s.name)).toEqual(["checkout", "build"]);
     const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
     const seen = log.split("\n").filter((l) => /^[A-Za-z_]+=/.test(l));
     expect(seen).toEqual([

@@ -117,6 +117,20 @@ describe("pipelines", () => {
     });
   });
 
+  test("a check pipeline builds no platform (platforms: []); a pipeline that names none still builds Android", async () => {
+    const project = await createProject(t, owner);
+    const check = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "pr-check", execution_config: { platforms: [], commands: { build: ["flutter analyze", "flutter test"] } } } });
+    expect(check.status).toBe(201);
+    expect(check.body.pipeline.execution_config).toMatchObject({ platforms: [], commands: { pre_build: [], build: ["flutter analyze", "flutter test"], post_build: [] } });
+    const read = await t.call("GET", `/v1/pipelines/${check.body.pipeline.id}`, { token: owner });
+    expect(read.body.pipeline.execution_config.platforms).toEqual([]);
+    const android = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "android" } });
+    expect(android.body.pipeline.execution_config.platforms).toEqual(["android"]);
+    // A PATCH that leaves platforms out keeps them.
+    const patched = await t.call("PATCH", `/v1/pipelines/${check.body.pipeline.id}`, { token: owner, body: { execution_config: { flutter_version: "beta" } } });
+    expect(patched.body.pipeline.execution_config.platforms).toEqual([]);
+  });
+
   test("the full configuration round-trips; secret env values are sealed and never returned", async () => {
     const project = await createProject(t, owner);
     const config = {
@@ -170,7 +184,7 @@ describe("pipelines", () => {
     [{ name: "x", trigger_config: { branches: Array.from({ length: 51 }, (_, i) => `b${i}`) } }, "body.trigger_config.branches"],
     [{ name: "x", concurrency: { max_concurrent: 0 } }, "body.concurrency.max_concurrent"],
     [{ name: "x", execution_config: { platforms: ["windows"] } }, "body.execution_config.platforms.0"],
-    [{ name: "x", execution_config: { platforms: [] } }, "body.execution_config.platforms"],
+    [{ name: "x", execution_config: { platforms: ["ios", "ios"] } }, "body.execution_config.platforms"],
     [{ name: "x", execution_config: { env: [{ key: "ROOST_BUILD_NUMBER", value: "1" }] } }, "body.execution_config.env.0.key"],
     [{ name: "x", execution_config: { env: [{ key: "A", value: "1" }, { key: "A", value: "2" }] } }, "body.execution_config.env"],
     [{ name: "x", execution_config: { flutter_version: "latest; rm -rf /" } }, "body.execution_config.flutter_version"],

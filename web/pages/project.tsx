@@ -293,6 +293,7 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
             <input type="checkbox" checked={platforms.includes(p)} onChange={(e) => setPlatforms(toggle(platforms, p, e.currentTarget.checked))} /> {p}
           </label>
         ))}
+        <p class="muted">None: a check pipeline that only runs its commands (analyze, test), with no platform build.</p>
         {error?.forField("platforms") && <p class="field-error">{error.forField("platforms")}</p>}
       </fieldset>
       <TextField label="Flutter version" name="flutter_version" value={flutter} onInput={setFlutter} error={error} hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it" />
@@ -355,7 +356,7 @@ function Pipelines({ project, pipelines, reload }: { project: Project; pipelines
                 <StatusBadge status={p.enabled ? "online" : "offline"} /> {p.enabled ? "enabled" : "disabled"}
               </span>
               <span class="muted">
-                {p.trigger_config.events.join(", ")} on {p.trigger_config.branches.join(", ")} · {p.execution_config.platforms.join(", ")} · Flutter {p.execution_config.flutter_version}
+                {p.trigger_config.events.join(", ")} on {p.trigger_config.branches.join(", ")} · {p.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {p.execution_config.flutter_version}
               </span>
               {maintainer && (
                 <div class="row">

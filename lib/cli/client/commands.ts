@@ -60,7 +60,7 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
         const project = await resolveProject(api, projectRef!);
         const body = await api.json("GET", `/v1/projects/${enc(project.id)}/pipelines`);
         if (values.json) return printJson(body);
-        table(["ID", "NAME", "ENABLED", "PLATFORMS"], body.pipelines.map((p: any) => [p.id, p.name, p.enabled ? "yes" : "no", p.execution_config.platforms.join(",")]));
+        table(["ID", "NAME", "ENABLED", "PLATFORMS"], body.pipelines.map((p: any) => [p.id, p.name, p.enabled ? "yes" : "no", p.execution_config.platforms.join(",") || "none"]));
         return EXIT.succeeded;
       },
     },
