@@ -5,11 +5,15 @@
 //
 // - Before the steps, after the checkout: the job's PUB_CACHE, GRADLE_USER_HOME and CP_HOME_DIR
 //   point into a directory of its own, and the entry with the build's key is restored into it,
-//   else the newest entry of the build's branch, else the newest of the default branch (the
-//   fallback order of GitLab's cache:fallback_keys and actions/cache restore-keys).
-// - A build reads and writes its own scope (its branch; a pull request's own ref, never the
-//   branch name a fork chose) and only reads the default branch's, as GitHub scopes caches: a
-//   pull request cannot plant a cache that a build of the default branch restores.
+//   else the newest entry it may read (the fallback order of GitLab's cache:fallback_keys and
+//   actions/cache restore-keys): of its own pipeline first, then of the project's other
+//   pipelines (same key, or the same cache paths), so a tag-only release pipeline, which never
+//   builds the default branch, starts from what the project's other pipelines saved there.
+// - A build reads and writes its own scope (its branch; a tag; a pull request's own ref, never
+//   the branch name a fork chose) and reads the default branch's, as GitHub scopes caches; a tag
+//   build also reads other tags' (tags are trusted refs, as GitHub lets a tag's workflow read the
+//   default branch's caches). No build reads another's pull-request entries: a pull request
+//   cannot plant a cache that a trusted build restores.
 // - After a successful build, when no entry had the exact key, one is saved. Entries are never
 //   overwritten (a key names its contents), and the least recently used ones are evicted once
 //   all of them together exceed ROOST_CACHE_MAX_MB.
@@ -26,11 +30,27 @@ const HOMES = ["PUB_CACHE", "GRADLE_USER_HOME", "CP_HOME_DIR"] as const;
 
 export interface CacheEntry {
   key: string;
-  /** The scope that saved it: a branch name, or pull_request:<ref>. */
+  /** The scope that saved it: a branch name, tag:<tag>, or pull_request:<ref>. */
   branch: string;
   created_at: number;
   last_used_at: number;
   bytes: number;
+  /** The project and the cache paths of the build that saved it; absent in entries saved before, which only their own pipeline reads. */
+  project_id?: string;
+  paths?: string[];
+}
+
+/** An entry where it was found: its pipeline's directory name. */
+export type FoundEntry = CacheEntry & { pipeline_id: string };
+
+/** What a build may restore: its pipeline and project, scope, default branch, key and cache paths. */
+export interface CacheWant {
+  pipelineId: string;
+  projectId: string;
+  scope: string;
+  defaultBranch: string;
+  key: string;
+  paths: string[];
 }
 
 export function cacheHomes(run: Pick<JobRun, "options" | "id">): string {
@@ -71,9 +91,11 @@ export function listEntries(dir: string): CacheEntry[] {
   return entries;
 }
 
-/** The build's scope: its branch, or for a pull request its own ref. */
-export function cacheScope(build: JobRun["job"]["build"]): string {
-  return build.trigger_event === "pull_request" ? `pull_request:${build.trigger_ref}` : build.branch;
+/** The build's scope: its branch, tag:<name> for a tag, or for a pull request its own ref. */
+export function cacheScope(build: Pick<JobRun["job"]["build"], "trigger_event" | "trigger_ref" | "branch">): string {
+  if (build.trigger_event === "pull_request") return `pull_request:${build.trigger_ref}`;
+  if (build.trigger_event === "tag") return `tag:${build.branch}`;
+  return build.branch;
 }
 
 /** An entry's directory name: its scope and its key. */
@@ -81,15 +103,47 @@ function entryName(scope: string, key: string): string {
   return `${createHash("sha256").update(scope).digest("hex").slice(0, 8)}-${key}`;
 }
 
-/** The entry to restore: the exact key (own scope, then the default branch), else the newest of the branch, else the newest of the default branch. */
-export function chooseEntry(entries: CacheEntry[], key: string, branch: string, defaultBranch: string): { entry: CacheEntry; match: string } | null {
-  const exact = entries.find((e) => e.key === key && e.branch === branch) ?? entries.find((e) => e.key === key && e.branch === defaultBranch);
-  if (exact) return { entry: exact, match: "exact key" };
-  const newest = (b: string) => entries.filter((e) => e.branch === b).sort((x, y) => y.created_at - x.created_at)[0];
-  const ofBranch = newest(branch);
-  if (ofBranch) return { entry: ofBranch, match: `newest of branch ${branch}` };
-  const ofDefault = defaultBranch && defaultBranch !== branch ? newest(defaultBranch) : undefined;
-  return ofDefault ? { entry: ofDefault, match: `newest of the default branch ${defaultBranch}` } : null;
+/**
+ * How near an entry is to the build, lower first; null when the build may not read it. Its own
+ * pipeline before the project's other pipelines; within each, its own scope, then the default
+ * branch, then (a tag build) other tags. Another pipeline's entry is read only with the same key
+ * or the same cache paths, and never a pull request's.
+ */
+function nearness(e: FoundEntry, want: CacheWant): number | null {
+  const own = e.pipeline_id === want.pipelineId;
+  if (!own && (e.project_id !== want.projectId || e.branch.startsWith("pull_request:"))) return null;
+  if (!own && e.key !== want.key && JSON.stringify(e.paths) !== JSON.stringify(want.paths)) return null;
+  const scope =
+    e.branch === want.scope ? 0
+    : want.defaultBranch && e.branch === want.defaultBranch ? 1
+    : want.scope.startsWith("tag:") && e.branch.startsWith("tag:") ? 2
+    : null;
+  return scope === null ? null : (own ? 0 : 3) + scope;
+}
+
+/** The entry to restore: the nearest with the exact key, else the nearest newest one (nearness above). */
+export function chooseEntry(entries: FoundEntry[], want: CacheWant): { entry: FoundEntry; match: string } | null {
+  const readable = entries
+    .map((entry) => ({ entry, rank: nearness(entry, want) }))
+    .filter((c): c is { entry: FoundEntry; rank: number } => c.rank !== null)
+    .sort((a, b) => a.rank - b.rank || b.entry.created_at - a.entry.created_at);
+  const exact = readable.find((c) => c.entry.key === want.key);
+  const chosen = exact ?? readable[0];
+  if (!chosen) return null;
+  const e = chosen.entry;
+  const scope = e.branch === want.scope ? `newest of ${describeScope(e.branch)}` : e.branch === want.defaultBranch ? `newest of the default branch ${e.branch}` : `newest of the tags`;
+  const where = e.pipeline_id === want.pipelineId ? "" : ", from another pipeline of this project";
+  return { entry: e, match: `${exact ? "exact key" : scope}${where}` };
+}
+
+function describeScope(scope: string): string {
+  return scope.startsWith("tag:") ? `tag ${scope.slice(4)}` : scope.startsWith("pull_request:") ? `pull request ${scope.slice(13)}` : `branch ${scope}`;
+}
+
+/** Every entry the build might restore: its pipeline's, and the other pipelines' on this runner (chooseEntry decides). */
+export function findEntries(cachesRoot: string): FoundEntry[] {
+  if (!existsSync(cachesRoot)) return [];
+  return readdirSync(cachesRoot).flatMap((pipeline) => listEntries(join(cachesRoot, pipeline)).map((e) => ({ ...e, pipeline_id: pipeline })));
 }
 
 /** Points the job's cache variables at its own directories and restores the best entry into them. */
@@ -103,18 +157,21 @@ export async function restoreCache(run: JobRun): Promise<void> {
   try {
     run.cacheKey = await cacheKey(run);
     const t0 = performance.now();
-    const scope = cacheScope(run.job.build);
-    const found = chooseEntry(listEntries(pipelineDir(run)), run.cacheKey, scope, run.job.build.default_branch);
+    const build = run.job.build;
+    const scope = cacheScope(build);
+    const want: CacheWant = { pipelineId: build.pipeline_id, projectId: build.project_id, scope, defaultBranch: build.default_branch, key: run.cacheKey, paths: run.config.cache.paths };
+    const found = chooseEntry(findEntries(join(run.options.workDir, "caches")), want);
     if (!found) {
-      run.system("", `[roost] cache: no cache for key ${run.cacheKey.slice(0, 12)}, ${scope} or the default branch yet; it is saved after a successful build`);
+      run.system("", `[roost] cache: no cache for key ${run.cacheKey.slice(0, 12)}, ${describeScope(scope)} or the default branch yet; it is saved after a successful build`);
       return;
     }
-    const dir = join(pipelineDir(run), entryName(found.entry.branch, found.entry.key));
+    const dir = join(run.options.workDir, "caches", found.entry.pipeline_id, entryName(found.entry.branch, found.entry.key));
     for (const [archive, target] of [["homes.tar", homes], ["workspace.tar", run.workspace]] as const) {
       if (existsSync(join(dir, archive))) await tar(["-xf", join(dir, archive), "-C", target]);
     }
-    writeFileSync(join(dir, "entry.json"), JSON.stringify({ ...found.entry, last_used_at: Math.floor(Date.now() / 1000) }));
-    if (found.match === "exact key") run.cacheHit = true;
+    const { pipeline_id: _pipeline, ...entry } = found.entry;
+    writeFileSync(join(dir, "entry.json"), JSON.stringify({ ...entry, last_used_at: Math.floor(Date.now() / 1000) }));
+    if (found.match.startsWith("exact key")) run.cacheHit = true;
     run.system("", `[roost] cache: restored ${found.entry.key.slice(0, 12)} of ${found.entry.branch} (${found.match}, ${mib(found.entry.bytes)}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   } catch (error) {
     run.system("", `[roost] cache: not restored: ${(error as Error).message}`);
@@ -145,7 +202,7 @@ export async function saveCache(run: JobRun): Promise<void> {
     if (members.workspace.length) await tar(["-cf", join(partial, "workspace.tar"), "-C", run.workspace, ...members.workspace]);
     const bytes = readdirSync(partial).reduce((n, f) => n + statSync(join(partial, f)).size, 0);
     const now = Math.floor(Date.now() / 1000);
-    const entry: CacheEntry = { key: run.cacheKey, branch: scope, created_at: now, last_used_at: now, bytes };
+    const entry: CacheEntry = { key: run.cacheKey, branch: scope, created_at: now, last_used_at: now, bytes, project_id: run.job.build.project_id, paths: run.config.cache.paths };
     writeFileSync(join(partial, "entry.json"), JSON.stringify(entry));
     if (existsSync(dir)) return; // another job saved this key meanwhile: its contents are the same
     renameSync(partial, dir);

@@ -9,6 +9,7 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
+import { sign } from "@octokit/webhooks-methods";
 import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
@@ -58,6 +59,39 @@ async function runBuild(pipelineId: string, at = { commit_sha: commit, branch: "
   }
 }
 
+const WEBHOOK_SECRET = "0123456789abcdef-secret";
+
+/** A tag pushed at `sha`, as GitHub sends it (recorded fixture, retargeted), signed with the integration's secret; the build it started. */
+async function pushTag(tag: string, sha: string): Promise<string> {
+  const payload = JSON.parse(readFileSync(join(REPO_ROOT, "tests/fixtures/webhooks/github/push__tag_created.json"), "utf8"));
+  Object.assign(payload, { ref: `refs/tags/${tag}`, after: sha });
+  payload.head_commit.id = sha;
+  Object.assign(payload.repository, { id: 78, full_name: "acme/toolchain", name: "toolchain", default_branch: "main" });
+  payload.repository.owner.login = "acme";
+  const body = JSON.stringify(payload);
+  const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
+    body,
+  });
+  const answer = (await res.json()) as { builds?: { id: string }[] };
+  if (answer.builds?.length !== 1) throw new Error(`the tag did not start one build: ${JSON.stringify(answer)}`);
+  return answer.builds[0]!.id;
+}
+
+async function waitForBuild(id: string, timeoutMs = 30_000): Promise<{ build: any; log: string }> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const build = (await http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner })).body.build;
+    if (build.status !== "queued" && build.status !== "running") {
+      const lines = (await http(daemon.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
+      return { build, log: lines.map((l) => l.text).join("\n") };
+    }
+    if (Date.now() > deadline) throw new Error(`build did not finish: ${JSON.stringify(build)}`);
+    await Bun.sleep(100);
+  }
+}
+
 const steps = (b: any) => b.step_results.map((s: { name: string; status: string }) => [s.name, s.status]);
 
 beforeAll(async () => {
@@ -81,7 +115,7 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -190,6 +224,25 @@ describe("dependency caches", () => {
     expect(feature.log).toContain("packages of pubspec.lock: downloading");
     expect(feature.log).toContain("Gradle distribution: already in");
     expect(feature.log).toMatch(/cache: saved [0-9a-f]{12}/);
+  }, 90_000);
+});
+
+describe("dependency caches of tags", () => {
+  test("a release pipeline that runs only on tags restores what the project's main-branch pipeline saved", async () => {
+    const env = [{ key: "FLUTTER_STAND_IN_DOWNLOAD_SECONDS", value: "1" }];
+    // Cache paths of their own: a key no earlier test's pipeline saved.
+    const execution = { flutter_version: "3.27.1", env, commands: { pre_build: ["flutter pub get"] }, platforms: [], cache: { paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/wrapper"] } };
+    const ci = await pipeline(execution);
+    const saved = await runBuild(ci);
+    expect(saved.log).toMatch(/\[roost\] cache: saved [0-9a-f]{12}/);
+    const release = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "release", trigger_config: { events: ["tag"] }, execution_config: execution } });
+    expect(release.status).toBe(201);
+
+    const tagged = await waitForBuild(await pushTag("v1.0.0", commit));
+    expect(tagged.build).toMatchObject({ status: "succeeded", pipeline_id: release.body.pipeline.id, branch: "v1.0.0" });
+    expect(tagged.log).toMatch(/\[roost\] cache: restored [0-9a-f]{12} of main \(exact key, from another pipeline of this project, \d+ KiB\)/);
+    expect(tagged.log).not.toContain("downloading");
+    expect(tagged.log).not.toContain("cache: saved");
   }, 90_000);
 });
 
