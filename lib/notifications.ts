@@ -16,7 +16,7 @@ import type { AppContext } from "./context.ts";
 import { newId } from "./auth/secrets.ts";
 import { matchBranchPatterns } from "./branch-patterns.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
-import { hostRefusal } from "./integrations/address-policy.ts";
+import { hostRefusal, refuseSavedHost } from "./address-policy.ts";
 
 export const NOTIFICATION_EVENTS = ["failed", "fixed", "succeeded", "canceled"] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
@@ -326,9 +326,24 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
   }
 }
 
+/**
+ * The address policy (lib/address-policy.ts) on the hosts a create or update names: a Slack or
+ * webhook URL, an SMTP host. A refused one is 400 invalid_request on its field when it is saved,
+ * as for an integration's api_url, rather than a delivery that fails later.
+ */
+export async function refuseChannelHosts(
+  deps: Pick<AppContext, "config">,
+  body: { slack?: { url?: string | undefined } | undefined; webhook?: { url?: string | undefined } | undefined; email?: { host?: string | undefined } | undefined },
+): Promise<void> {
+  const allow = deps.config.integrations.allowLinkLocal;
+  if (body.slack?.url !== undefined) await refuseSavedHost("body.slack.url", new URL(body.slack.url).hostname, allow);
+  if (body.webhook?.url !== undefined) await refuseSavedHost("body.webhook.url", new URL(body.webhook.url).hostname, allow);
+  if (body.email?.host !== undefined) await refuseSavedHost("body.email.host", body.email.host, allow);
+}
+
+/** The address policy again at delivery (it was checked when the URL was saved): a name can resolve elsewhere since. */
 async function checkHost(deps: Pick<AppContext, "config">, hostname: string): Promise<void> {
-  if (deps.config.integrations.allowLinkLocal) return;
-  const refusal = await hostRefusal(hostname.replace(/^\[|\]$/g, ""));
+  const refusal = await hostRefusal(hostname, deps.config.integrations.allowLinkLocal);
   if (refusal) throw new Error(`${hostname} is refused: ${refusal}`);
 }
 

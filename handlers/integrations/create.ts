@@ -8,7 +8,7 @@ import { IntegrationResource } from "../../lib/schemas/ci.ts";
 import { fail } from "../../lib/errors.ts";
 import { findIntegration, insertIntegration } from "../../lib/db/integrations.ts";
 import { integrationView, sealCredentials, syncRepositories } from "../../lib/integrations/index.ts";
-import { refusedHostReason } from "../../lib/integrations/address-policy.ts";
+import { refuseSavedHost } from "../../lib/address-policy.ts";
 import { HostApiError } from "../../lib/integrations/http.ts";
 import { classifyRemote, type GitCredentials } from "../../lib/integrations/git-remote.ts";
 import type { BitbucketCredentials } from "../../lib/integrations/bitbucket.ts";
@@ -84,14 +84,14 @@ export const endpoint = defineEndpoint({
   successStatus: 201,
   errors: ["invalid_request"],
   async handle({ body }, ctx) {
-    // Link-local and cloud metadata hosts are refused here by their literal address or name; the
-    // address a name resolves to is checked again before every request (lib/integrations/http.ts).
+    // Link-local and cloud metadata hosts are refused here, by their literal address or name and
+    // by what the name resolves to now; the address is checked again before every request
+    // (lib/integrations/http.ts), as a name can resolve elsewhere later.
     const field = body.provider === "git" ? "url" : "api_url";
     const remote = body.provider === "git" ? classifyRemote(body.url, ctx.config.integrations.allowLocalGitRemotes) : null;
     if (remote && "refused" in remote) invalidField(field, remote.refused);
     const hostname = body.provider === "git" ? remoteHostname(body.url) : new URL(body.api_url).hostname;
-    const refused = ctx.config.integrations.allowLinkLocal || hostname === null ? null : refusedHostReason(hostname);
-    if (refused) invalidField(field, `must not be ${refused} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true`);
+    await refuseSavedHost(`body.${field}`, hostname, ctx.config.integrations.allowLinkLocal);
     const now = ctx.clock.now();
     const credentials =
       body.provider === "github" ? { private_key: body.private_key, webhook_secret: body.webhook_secret }

@@ -1,12 +1,13 @@
 // POST /v1/projects/{project_id}/notifications (project maintainer): a notification channel for
 // the project's builds (docs/notifications.md). Secrets (URLs, signing secret, SMTP password) are
-// sealed with the secret box and never returned.
+// sealed with the secret box and never returned. A URL or SMTP host the address policy refuses
+// (link-local, cloud metadata; lib/address-policy.ts) is a 400 here, not a failed delivery later.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { CreateNotificationBody, NotificationResource } from "../../lib/schemas/operations.ts";
 import { scopedProject } from "../../lib/auth/project-access.ts";
-import { insertNotification, toPublicNotification, type ChannelSecrets } from "../../lib/notifications.ts";
+import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications.ts";
 
 /** Splits a channel's settings into what the API shows and what is sealed. */
 export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?: string; secret?: string }; email?: Record<string, unknown> }): { config: Record<string, unknown>; secrets: ChannelSecrets } {
@@ -27,6 +28,7 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle({ body }, ctx) {
     const project = scopedProject(ctx);
+    await refuseChannelHosts(ctx, body);
     const { config, secrets } = splitSettings(body);
     const n = await insertNotification(
       ctx,

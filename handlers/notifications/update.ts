@@ -1,13 +1,14 @@
 // PATCH /v1/projects/{project_id}/notifications/{notification_id} (project maintainer): changes
 // the given fields. The channel is fixed; its settings object may carry only the keys to change,
-// and a secret left out keeps its sealed value.
+// and a secret left out keeps its sealed value. A new URL or SMTP host goes through the address
+// policy as on create (400 when refused).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource, UpdateNotificationBody } from "../../lib/schemas/operations.ts";
 import { scopedProject } from "../../lib/auth/project-access.ts";
-import { toPublicNotification, updateNotification, type ChannelSecrets } from "../../lib/notifications.ts";
+import { refuseChannelHosts, toPublicNotification, updateNotification, type ChannelSecrets } from "../../lib/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
 export const endpoint = defineEndpoint({
@@ -24,6 +25,7 @@ export const endpoint = defineEndpoint({
     const other = (["slack", "webhook", "email"] as const).find((c) => c !== current.channel && body[c] !== undefined);
     if (other) fail("invalid_request", `This notification's channel is ${current.channel}; send ${current.channel} settings (the channel cannot change).`, { details: [{ path: `body.${other}`, message: `not a ${current.channel} setting` }] });
     if (current.channel === "email" && body.email) refuseServerChangeWithoutPassword(current.config, body.email);
+    await refuseChannelHosts(ctx, body);
     let config: Record<string, unknown> | undefined;
     let secrets: ChannelSecrets | undefined;
     if (settings) {

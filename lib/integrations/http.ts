@@ -1,9 +1,9 @@
 // Outbound requests to a source host. Only the integration's configured API origin is ever
 // contacted: pagination links that point anywhere else are refused, and no URL from a webhook
 // payload is fetched (GitLab CVE-2021-22214 was SSRF through such URLs). Link-local and cloud
-// metadata addresses are refused (address-policy.ts). What users see of a failure is a status and
+// metadata addresses are refused (lib/address-policy.ts). What users see of a failure is a status and
 // a fixed phrase, never the host's body.
-import { hostRefusal } from "./address-policy.ts";
+import { hostRefusal } from "../address-policy.ts";
 
 export class HostApiError extends Error {
   constructor(
@@ -41,7 +41,7 @@ export function sameOrigin(base: string, url: string): boolean {
 
 export async function hostRequest(access: HostAccess, base: string, url: string, init: RequestInit): Promise<Response> {
   if (!sameOrigin(base, url)) throw new HostApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
-  const refusal = access.allowLinkLocal ? null : await hostRefusal(new URL(url).hostname);
+  const refusal = await hostRefusal(new URL(url).hostname, access.allowLinkLocal);
   if (refusal) throw new HostApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
   let response: Response;
   try {

@@ -4,7 +4,7 @@ import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../he
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createProject, seedStandIn } from "../helpers/ci.ts";
 import { GithubClient } from "../../lib/integrations/github.ts";
-import { hostRefusal, refusedHostReason } from "../../lib/integrations/address-policy.ts";
+import { hostRefusal, refusedHostReason } from "../../lib/address-policy.ts";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -180,26 +180,37 @@ describe("link-local and cloud metadata addresses", () => {
 
   // Needs root for its own network and mount namespaces (CI and this machine run as root); it
   // fails rather than skips when it cannot create them.
-  test("a name that resolves to the metadata address is refused at request time; ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true lets both through", async () => {
+  test("a name that resolves to the metadata address is refused when saved and again before each request; ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true lets it through", async () => {
     const dir = mkdtempSync(join(tmpdir(), "roost-hosts-"));
     const hostsFile = join(dir, "hosts");
     writeFileSync(hostsFile, "127.0.0.1 localhost\n169.254.169.254 meta-alias.roost.test\n");
     const script = `ip link set lo up && ip addr add 169.254.169.254/32 dev lo && mount --bind ${hostsFile} /etc/hosts && exec ${BUN} tests/support/metadata-probe.ts`;
-    const child = Bun.spawn(["unshare", "--net", "--mount", "sh", "-c", script], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+    // Bun caches DNS answers (30 s by default); the probe changes /etc/hosts between two lookups.
+    const child = Bun.spawn(["unshare", "--net", "--mount", "sh", "-c", script], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_CONFIG_DNS_TIME_TO_LIVE_SECONDS: "0" } });
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     rmSync(dir, { recursive: true, force: true });
     if (code !== 0) throw new Error(`metadata probe failed (${code}): ${err}`);
     const unexpected = "sync failed: the host's answer was not what Roost expected";
+    const byName = "must not be a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true";
     expect(JSON.parse(out.trim().split("\n").pop()!)).toEqual({
       allow_false: {
-        // The name passes the literal check at creation; the sync resolves it and refuses before any request.
-        by_name: { status: 201, sync_error: "refusing to contact meta-alias.roost.test: it is a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)", code: null, reached: 0 },
+        // The name is resolved when the integration or the notification is saved: 400, nothing contacted.
+        by_name: { status: 400, sync_error: null, code: "invalid_request", reached: 0 },
         by_address: { status: 400, sync_error: null, code: "invalid_request", reached: 0 },
+        notification_by_name: { status: 400, message: byName },
+        // Saved while it resolved nowhere; resolved again before the sync's request and refused.
+        resolved_later: {
+          created: 201,
+          sync: 502,
+          message: "refusing to contact late-alias.roost.test: it is a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)",
+          reached: 0,
+        },
       },
       allow_true: {
         // Allowed, the host is reached; its body (not a project list) still never reaches the user.
         by_name: { status: 201, sync_error: unexpected, code: null, reached: 1 },
         by_address: { status: 201, sync_error: unexpected, code: null, reached: 1 },
+        notification_by_name: { status: 201, message: null },
       },
     });
   }, 30_000);
@@ -207,7 +218,7 @@ describe("link-local and cloud metadata addresses", () => {
   test("private networks and loopback stay allowed (self-hosted GitLab)", async () => {
     for (const host of ["10.0.0.5", "172.16.3.4", "192.168.1.20", "[fd12:3456::1]", "127.0.0.1", "gitlab.internal.example.test"]) {
       expect(refusedHostReason(new URL(`http://${host}`).hostname)).toBeNull();
-      expect(await hostRefusal(new URL(`http://${host}`).hostname)).toBeNull();
+      expect(await hostRefusal(new URL(`http://${host}`).hostname, false)).toBeNull();
     }
   });
 });

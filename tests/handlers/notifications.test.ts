@@ -119,6 +119,52 @@ describe("configuration", () => {
   });
 });
 
+describe("link-local and cloud metadata addresses (the integrations' address policy)", () => {
+  const refused = "a link-local address (169.254.0.0/16, where cloud metadata services answer)";
+  test.each([
+    ["webhook", { url: "http://169.254.169.254/latest/meta-data/", secret: SECRET }, "body.webhook.url", refused],
+    ["webhook", { url: "http://[::ffff:169.254.169.254]/", secret: SECRET }, "body.webhook.url", refused],
+    ["webhook", { url: "http://[fd00:ec2::254]/latest", secret: SECRET }, "body.webhook.url", "a cloud metadata address (fd00:ec2::254)"],
+    ["slack", { url: "http://metadata.google.internal/computeMetadata/v1/" }, "body.slack.url", "a cloud metadata service name"],
+    ["slack", { url: "https://[fe80::1]/hooks/x" }, "body.slack.url", "a link-local address (fe80::/10)"],
+    ["email", { host: "169.254.169.254", port: 25, security: "none", from: "ci@example.test", to: ["dev@example.test"] }, "body.email.host", refused],
+  ])("a %s channel at %p is refused with 400 when created, and nothing is stored", async (channel, settings, path, reason) => {
+    const project = await createProject(t, owner);
+    const res = await t.call("POST", `/v1/projects/${project.id}/notifications`, { token: owner, body: { name: "metadata", channel, events: ["failed"], [channel]: settings } });
+    const message = `must not be ${reason} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true`;
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ code: "invalid_request", message: `The body is not valid: ${path}: ${message}`, details: [{ path, message }] });
+    expect((await t.call("GET", `/v1/projects/${project.id}/notifications`, { token: owner })).body.notifications).toEqual([]);
+  });
+
+  test("changing a URL to a metadata address is refused with 400 and the stored URL is kept", async () => {
+    const { project, pipeline, notification } = await setup({ name: "hook", channel: "webhook", events: ["failed"], webhook: { url: hook("/kept"), secret: SECRET } });
+    const res = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, { token: owner, body: { webhook: { url: "http://169.254.169.254/latest/meta-data/iam/" } } });
+    expect(res.status).toBe(400);
+    expect(res.body.details).toEqual([{ path: "body.webhook.url", message: `must not be ${refused} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true` }]);
+    received = [];
+    await finishedBuild(pipeline.id, "main", "fail");
+    await drain();
+    expect(received.map((r) => r.path)).toEqual(["/kept"]);
+  });
+
+  test("ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true lets them be saved", async () => {
+    const allowing = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" });
+    try {
+      const admin = await bootstrapOwner(allowing);
+      const other = await startHostApiStandIn();
+      seedStandIn(other);
+      await createGithubIntegration(allowing, admin, other);
+      const project = await createProject(allowing, admin);
+      const res = await allowing.call("POST", `/v1/projects/${project.id}/notifications`, { token: admin, body: { name: "metadata", channel: "webhook", events: ["failed"], webhook: { url: "http://169.254.169.254/hook", secret: SECRET } } });
+      expect(res.status).toBe(201);
+      await other.stop();
+    } finally {
+      allowing.close();
+    }
+  });
+});
+
 describe("delivery", () => {
   test("Slack-compatible webhook: failed, then fixed (first success after a failure), not plain successes; other branches are ignored", async () => {
     received = [];
