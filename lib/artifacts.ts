@@ -3,7 +3,7 @@
 // and recorded only when the digest matches the one the runner announced. Downloads stream the file.
 import { sha256Stream } from "./crypto/hash.ts";
 import { statSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Row } from "./db/database.ts";
 import type { Executor } from "./db/client.ts";
@@ -79,26 +79,52 @@ export async function storeArtifact(
   }
 }
 
-/** A .partial file this old belongs to no upload still running: its daemon stopped mid-upload. */
-export const ABANDONED_UPLOAD_SECONDS = 24 * 60 * 60;
+/**
+ * How old (since its last write) a file under artifacts/ must be before a sweep may take it for
+ * abandoned. A running upload writes its .partial at least every idle timeout (30 s,
+ * lib/server.ts) or is cut off, and the runner gives up on one after 30 minutes; a complete file
+ * gets its row within milliseconds of its rename. An hour leaves room for both.
+ */
+export const ABANDONED_FILE_SECONDS = 60 * 60;
 
 /**
- * Removes the .partial files that uploads cut short by a crash or a kill left behind. Only old
- * ones: another daemon process on the same data dir may be writing a young one right now.
+ * Removes the files under <data dir>/artifacts that no artifact row refers to, once they are
+ * ABANDONED_FILE_SECONDS old: the .partial files of uploads cut short, complete files whose
+ * process was killed between the rename and the row (steps 4 and 5 of storeArtifact), and files
+ * whose rows went without them (retention deletes rows first and files after; a deleted
+ * project's rows go with its builds). Young files are left alone: another daemon process on the
+ * same data dir may be writing one, or about to record its row. A build directory left empty
+ * whose build no longer exists goes too (no upload can come for it).
+ *
+ * Run once at start-up (lib/server.ts), after a crash or a kill is when such files appear; it
+ * walks the directory and asks for one build's rows at a time, only where a file is old enough,
+ * so requests never pay for it. A database without a single build beside artifact files looks
+ * like a data dir paired with the wrong database: then nothing is removed.
  */
-export async function removeAbandonedUploads(dataDir: string, nowSeconds: number): Promise<number> {
+export async function removeUnreferencedFiles(db: Executor, dataDir: string, nowSeconds: number): Promise<{ files: number; bytes: number; skipped: boolean }> {
   const root = join(dataDir, "artifacts");
-  let removed = 0;
-  for (const build of await readdir(root).catch(() => [] as string[])) {
-    for (const name of await readdir(join(root, build)).catch(() => [] as string[])) {
-      if (!name.endsWith(PARTIAL_SUFFIX)) continue;
-      const path = join(root, build, name);
+  const removed = { files: 0, bytes: 0, skipped: false };
+  const builds = await readdir(root).catch(() => [] as string[]);
+  if (builds.length === 0) return removed;
+  if (!(await one(db, "SELECT 1 FROM builds LIMIT 1"))) return { ...removed, skipped: true };
+  for (const build of builds) {
+    const dir = join(root, build);
+    const names = await readdir(dir).catch(() => null);
+    if (names === null) continue;
+    let referenced: Set<string> | null = null;
+    let left = names.length;
+    for (const name of names) {
+      const path = join(dir, name);
       const info = await stat(path).catch(() => null);
-      if (info && info.mtimeMs / 1000 <= nowSeconds - ABANDONED_UPLOAD_SECONDS) {
-        await rm(path, { force: true });
-        removed++;
-      }
+      if (!info?.isFile() || info.mtimeMs / 1000 > nowSeconds - ABANDONED_FILE_SECONDS) continue;
+      referenced ??= new Set((await all(db, "SELECT id FROM artifacts WHERE build_id = ?", [build])).map((r) => str(r, "id")));
+      if (referenced.has(name)) continue;
+      await rm(path, { force: true });
+      removed.files++;
+      removed.bytes += info.size;
+      left--;
     }
+    if (left === 0 && !(await one(db, "SELECT 1 FROM builds WHERE id = ?", [build]))) await rmdir(dir).catch(() => {});
   }
   return removed;
 }

@@ -20,7 +20,7 @@ import { createLogger, type Logger } from "./log.ts";
 import { renderError } from "./http.ts";
 import { ApiError } from "./errors.ts";
 import { diskFullError, isDiskFullError } from "./disk.ts";
-import { removeAbandonedUploads } from "./artifacts.ts";
+import { removeUnreferencedFiles } from "./artifacts.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
 import { createOidcCache } from "./auth/oidc.ts";
@@ -161,9 +161,8 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
   try {
     // 2. The data directory, then the database: each failure is one line naming what failed.
     await prepareDataDir(config);
-    const abandoned = await removeAbandonedUploads(config.dataDir, systemClock.now());
-    if (abandoned > 0) log.info("removed artifact uploads a stopped daemon left unfinished", { files: abandoned });
     db = await openAndMigrate(config, log);
+    await sweepArtifactFiles(db, config, log);
     await prepareFirstRun(db, config, log);
 
     const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
@@ -184,6 +183,20 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
     db?.close();
     throw error;
   }
+}
+
+/** Artifact files a killed upload (or a killed retention pass) left without a row (lib/artifacts.ts). */
+async function sweepArtifactFiles(db: Db, config: Config, log: Logger): Promise<void> {
+  let swept: Awaited<ReturnType<typeof removeUnreferencedFiles>>;
+  try {
+    swept = await removeUnreferencedFiles(db, config.dataDir, systemClock.now());
+  } catch (error) {
+    // Leftover files cost disk space, not correctness: Roost starts anyway.
+    log.error("could not sweep artifact files no database row refers to", { error });
+    return;
+  }
+  if (swept.skipped) log.warn("artifact files kept: the database has no builds, so it may not be this data directory's", { data_dir: config.dataDir });
+  if (swept.files > 0) log.info("removed artifact files no database row refers to", { files: swept.files, bytes: swept.bytes });
 }
 
 async function openAndMigrate(config: Config, log: Logger): Promise<Db> {

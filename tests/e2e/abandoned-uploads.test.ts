@@ -1,26 +1,101 @@
-// An artifact upload cut short by a crash leaves its .partial file; the next start removes it
-// once it is old enough to belong to no upload still running (lib/artifacts.ts).
-import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+// A daemon killed (kill -9) during artifact uploads leaves files no database row refers to: a
+// .partial upload cut short, or a complete file renamed into place whose row was never written.
+// The next start removes those once they are an hour old (lib/artifacts.ts
+// removeUnreferencedFiles), and keeps stored artifacts and young files, which another daemon
+// process on the same data dir may still be writing or recording. Real `roost serve` processes.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
-const dataDir = mkdtempSync(join(tmpdir(), "roost-abandoned-uploads-"));
+const work = mkdtempSync(join(tmpdir(), "roost-abandoned-uploads-"));
+const dataDir = join(work, "data");
 let daemon: Daemon | undefined;
+let host: HostApiStandIn;
+let owner = "";
+const CONTENT = Buffer.from("release apk bytes");
+
 afterAll(async () => {
   await daemon?.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  await host?.stop();
+  rmSync(work, { recursive: true, force: true });
 });
 
-test("a start removes old .partial artifact files and keeps stored artifacts and young uploads", async () => {
-  const dir = join(dataDir, "artifacts", "build1");
+const hoursAgo = (h: number) => Date.now() / 1000 - h * 60 * 60;
+function plant(dir: string, name: string, bytes: number, ageHours: number): void {
   mkdirSync(dir, { recursive: true });
-  const twoDaysAgo = Date.now() / 1000 - 2 * 24 * 60 * 60;
-  for (const name of ["crashed.partial", "stored", "running.partial"]) writeFileSync(join(dir, name), "bytes");
-  utimesSync(join(dir, "crashed.partial"), twoDaysAgo, twoDaysAgo);
-  utimesSync(join(dir, "stored"), twoDaysAgo, twoDaysAgo);
+  writeFileSync(join(dir, name), Buffer.alloc(bytes, 0x61));
+  utimesSync(join(dir, name), hoursAgo(ageHours), hoursAgo(ageHours));
+}
+
+/** A build with one stored artifact, through the API as a runner would upload it. */
+async function buildWithArtifact(d: Daemon): Promise<{ buildId: string; artifactId: string }> {
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true });
+  owner = (await http(d.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  await http(d.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(d.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  const projectId = (await http(d.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  const pipelineId = (await http(d.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "release" } })).body.pipeline.id;
+  await http(d.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: "a".repeat(40) } });
+  const created = (await http(d.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
+  await http(d.url, "POST", `/v1/runners/${created.runner.id}/connect`, { token: created.token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  const job = (await http(d.url, "POST", `/v1/runners/${created.runner.id}/jobs/claim`, { token: created.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  const res = await fetch(`${d.url}/v1/runners/${created.runner.id}/jobs/${job.job_id}/artifacts?path=build/app.apk`, {
+    method: "PUT",
+    headers: { authorization: `Bearer ${created.token}`, "content-type": "application/octet-stream", "x-roost-artifact-sha256": createHash("sha256").update(CONTENT).digest("hex") },
+    body: CONTENT,
+  });
+  if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
+  return { buildId: job.build.id, artifactId: ((await res.json()) as { artifact: { id: string } }).artifact.id };
+}
+
+let stored = { buildId: "", artifactId: "" };
+beforeAll(async () => {
   daemon = await startDaemon({ dataDir, cleanup: false });
-  expect(readdirSync(dir).sort()).toEqual(["running.partial", "stored"]);
-  expect(daemon.logs.some((l) => l.msg === "removed artifact uploads a stopped daemon left unfinished" && l.files === 1)).toBe(true);
-});
+  stored = await buildWithArtifact(daemon);
+  // Killed with no chance to clean up, as in the outside test run.
+  await daemon.stop("SIGKILL");
+  daemon = undefined;
+}, 60_000);
+
+test("a start removes old files no row refers to, complete or partial, and keeps stored artifacts and young uploads", async () => {
+  const dir = join(dataDir, "artifacts", stored.buildId);
+  // What the killed daemon left: a complete upload renamed into place without its row, and a
+  // partial one; and what another process may be doing right now: a young partial and a young
+  // complete file whose row is about to be written.
+  plant(dir, "killed-before-its-row", 7000, 2);
+  plant(dir, "killed-mid-upload.partial", 900, 2);
+  plant(dir, "uploading.partial", 10, 0);
+  plant(dir, "renamed-row-coming", 10, 0);
+  // The stored artifact is old too: its row keeps it.
+  utimesSync(join(dir, stored.artifactId), hoursAgo(48), hoursAgo(48));
+  // A deleted build's directory: its files and then the directory go.
+  plant(join(dataDir, "artifacts", "deleted-build"), "orphan", 100, 3);
+
+  daemon = await startDaemon({ dataDir, cleanup: false });
+  expect(readdirSync(dir).sort()).toEqual([stored.artifactId, "renamed-row-coming", "uploading.partial"].sort());
+  expect(existsSync(join(dataDir, "artifacts", "deleted-build"))).toBe(false);
+  expect(daemon.logs.find((l) => l.msg === "removed artifact files no database row refers to")).toMatchObject({ files: 3, bytes: 8000 });
+  const download = await fetch(`${daemon.url}/v1/builds/${stored.buildId}/artifacts/${stored.artifactId}`, { headers: { authorization: `Bearer ${owner}` } });
+  expect(download.status).toBe(200);
+  expect(Buffer.from(await download.arrayBuffer())).toEqual(CONTENT);
+}, 60_000);
+
+test("beside a database with no builds (not this data dir's, perhaps), no artifact file is removed", async () => {
+  const other = join(work, "other-data");
+  plant(join(other, "artifacts", "some-build"), "some-artifact", 10, 48);
+  const fresh = await startDaemon({ dataDir: other, cleanup: false });
+  try {
+    expect(readdirSync(join(other, "artifacts", "some-build"))).toEqual(["some-artifact"]);
+    expect(fresh.logs.some((l) => l.msg === "artifact files kept: the database has no builds, so it may not be this data directory's")).toBe(true);
+  } finally {
+    await fresh.stop();
+  }
+}, 60_000);
