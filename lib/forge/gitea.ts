@@ -5,7 +5,7 @@
 // their repository by repo_id.
 import { hmacSha256Matches } from "../crypto/hash.ts";
 import { z } from "zod";
-import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
+import { HostId, InvalidPayload, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
 
 /** The delivery headers, Gitea's or Forgejo's (a Forgejo instance sends both spellings). */
 export function giteaHeaders(headers: Headers): { event: string; deliveryId: string; signature: string | null } {
@@ -39,7 +39,7 @@ const PullRequest = Common.extend({
   repository: Repository,
   action: z.string(),
   number: z.number().int().optional(),
-  pull_request: z.looseObject({ number: z.number().int(), title: z.string().optional(), base: Branch, head: Branch.extend({ sha: z.string() }) }),
+  pull_request: z.looseObject({ number: z.number().int().optional(), title: z.string().optional(), base: Branch, head: Branch.extend({ sha: z.string() }) }),
 });
 
 /** The repository id an unverified payload names (to find whose secret to check), or null. */
@@ -76,12 +76,15 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
     base.ref = ref;
     base.actor = payload.pusher?.login ?? payload.pusher?.username ?? base.actor;
     if (/^0+$/.test(payload.after ?? "")) return ignored(base, `${ref} was deleted`);
-    // head_commit.id, not `after`: for an annotated tag `after` is the tag object.
-    const head = payload.head_commit ?? null;
+    // head_commit.id where the body has it (for an annotated tag `after` is the tag object);
+    // older Gitea and Forgejo versions send no head_commit, and then `after` names the commit.
+    const commits: Json[] = Array.isArray(payload.commits) ? payload.commits : [];
+    const after = /^[0-9a-f]{40,64}$/.test(payload.after ?? "") ? (payload.after as string) : null;
+    const head: Json | null = payload.head_commit ?? (after ? (commits.find((c) => c.id === after) ?? { id: after }) : null);
     if (!head?.id) return ignored(base, `push to ${ref} names no head commit`);
     base.commitSha = head.id;
     base.message = head.message ?? "";
-    base.changelog = changelogOf(Array.isArray(payload.commits) && payload.commits.length ? payload.commits : [head]);
+    base.changelog = changelogOf(commits.length ? commits : [head]);
     if (ref.startsWith("refs/heads/")) return { ...base, branch: ref.slice("refs/heads/".length), kind: "push", ignoredReason: null };
     if (ref.startsWith("refs/tags/")) return { ...base, tag: ref.slice("refs/tags/".length), kind: "tag", ignoredReason: null };
     return ignored(base, `push to ${ref} is neither a branch nor a tag`);
@@ -89,12 +92,15 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
 
   if (eventName === "pull_request") {
     const pr = payload.pull_request;
-    base.prNumber = pr.number;
-    base.ref = `refs/pull/${pr.number}/head`;
+    // A minimal body may leave the number out of pull_request; the hosts send it at the top level too.
+    const number: number | undefined = pr.number ?? payload.number;
+    if (number === undefined) throw new InvalidPayload([{ path: "body.pull_request.number", message: "Invalid input: neither pull_request.number nor number is given" }]);
+    base.prNumber = number;
+    base.ref = `refs/pull/${number}/head`;
     base.branch = pr.base.ref;
     base.commitSha = pr.head.sha;
     base.message = pr.title ?? "";
-    base.changelog = pr.title ? `#${pr.number} ${pr.title}` : "";
+    base.changelog = pr.title ? `#${number} ${pr.title}` : "";
     if (String(pr.base.repo_id) !== base.repository.externalId) base.identityConflict = `pull_request.base.repo_id ${pr.base.repo_id} differs from repository.id ${base.repository.externalId}`;
     if (!NEW_CODE_ACTIONS.has(base.action)) return ignored(base, `pull request action "${base.action}" brings no new commit`);
     // From another repository: a fork, built only when the project opts in (lib/webhooks/accept.ts).

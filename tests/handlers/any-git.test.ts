@@ -108,6 +108,32 @@ describe("Gitea and Forgejo", () => {
     if (reason) expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({ host: "gitea", result: "ignored", reason });
   });
 
+  test("a push without head_commit (older Gitea and Forgejo versions) builds the commit `after` names", async () => {
+    const res = await gitea("push", fixture("push__without_head_commit.json"));
+    expect(res.status).toBe(200);
+    expect(res.body.builds).toHaveLength(1);
+    const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
+    expect(build).toMatchObject({ branch: "develop", commit_sha: "bffeb74224043ba2feb48d137756c8a9331c449a", trigger_event: "push", changelog: "bffeb74 Webhooks Yay! (Gitea)" });
+  });
+
+  test("a pull request body without pull_request.number builds with the top-level number; with neither it is 400", async () => {
+    const res = await gitea("pull_request", fixture("pull_request__opened_without_pr_number.json"));
+    expect(res.status).toBe(200);
+    expect(res.body.builds).toHaveLength(1);
+    const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
+    expect(build).toMatchObject({ trigger_event: "pull_request", trigger_ref: "refs/pull/7/head", changelog: "#7 Add a CI badge" });
+
+    const neither = JSON.parse(fixture("pull_request__opened_without_pr_number.json"));
+    delete neither.number;
+    const refused = await gitea("pull_request", JSON.stringify(neither));
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      code: "invalid_payload",
+      message: "The delivery body is not a Gitea webhook payload: body.pull_request.number: Invalid input: neither pull_request.number nor number is given.",
+      details: [{ path: "body.pull_request.number", message: "Invalid input: neither pull_request.number nor number is given" }],
+    });
+  });
+
   test("the same delivery again is a duplicate and builds nothing", async () => {
     const body = fixture("push.json").replace("Webhooks Yay!", "once");
     const first = await gitea("push", body, { "x-gitea-delivery": "d-1" });
