@@ -783,3 +783,37 @@ INSERT INTO build_counts (pipeline_id, project_id, status, n) SELECT pipeline_id
 CREATE TRIGGER build_counts_insert AFTER INSERT ON builds BEGIN INSERT INTO build_counts (pipeline_id, project_id, status, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, 1) ON CONFLICT (pipeline_id, status) DO UPDATE SET n = n + 1; END;
 CREATE TRIGGER build_counts_status AFTER UPDATE OF status ON builds WHEN OLD.status IS NOT NEW.status BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status; INSERT INTO build_counts (pipeline_id, project_id, status, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, 1) ON CONFLICT (pipeline_id, status) DO UPDATE SET n = n + 1; END;
 CREATE TRIGGER build_counts_delete AFTER DELETE ON builds BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status; END;
+
+-- migration 18: failed webhook deliveries
+-- A verified delivery Roost could not act on (an unexpected database error while recording its
+-- builds, docs/webhooks.md "When Roost cannot act on a delivery") is recorded as 'failed' and
+-- answered 5xx so the host redelivers it. The result CHECK is widened by rebuilding the table as
+-- the Bitbucket migration did (it has no foreign keys).
+CREATE TABLE webhook_deliveries_copy AS SELECT * FROM webhook_deliveries;
+DROP TABLE webhook_deliveries;
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL CHECK (host IN ('github', 'gitlab', 'gitea', 'git', 'bitbucket')),
+  delivery_id TEXT NOT NULL DEFAULT '',
+  event TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL DEFAULT '',
+  verified INTEGER NOT NULL,
+  result TEXT NOT NULL CHECK (result IN ('built', 'ignored', 'duplicate', 'rejected', 'failed')),
+  reason TEXT NOT NULL,
+  repository_external_id TEXT,
+  repository_full_name TEXT,
+  repository_id TEXT,
+  project_id TEXT,
+  commit_sha TEXT,
+  decisions TEXT NOT NULL DEFAULT '[]',
+  duplicate_of TEXT,
+  body TEXT,
+  received_at INTEGER NOT NULL,
+  body_expires_at INTEGER
+);
+INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
+  SELECT id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at FROM webhook_deliveries_copy;
+CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, received_at);
+CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
+CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, verified, received_at);
+DROP TABLE webhook_deliveries_copy;

@@ -101,6 +101,9 @@ export const ERROR_STATUS = {
   webhook_token_invalid: 401,
   // a verified delivery whose payload is not what the host sends (wrong types, null, an array)
   invalid_payload: 400,
+  // a verified delivery Roost could not act on (an unexpected database error): recorded as failed,
+  // nothing built, answered 5xx so the host redelivers it (docs/webhooks.md)
+  webhook_delivery_failed: 500,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

@@ -14,6 +14,7 @@ import { lsRemote, type GitCredentials } from "./integrations/git-remote.ts";
 import { HostApiError } from "./integrations/http.ts";
 import { refMoved } from "./forge/git.ts";
 import { acceptDelivery } from "./webhooks/accept.ts";
+import type { DeliveryResult } from "./webhooks/deliveries.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import { newId } from "./auth/secrets.ts";
 
@@ -64,13 +65,19 @@ async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Pro
     const credentials = await openCredentials<GitCredentials>(deps.secrets, integration);
     const heads = await lsRemote(integration.api_url, credentials);
     const previous = typeof state.heads === "string" ? (JSON.parse(state.heads) as Record<string, string>) : null;
+    const recorded = Object.fromEntries(heads.refs);
     for (const moved of movedRefs(previous, heads.refs, heads.defaultBranch ?? repository.default_branch)) {
-      await triggerFromPoll(deps, repository, moved.ref, moved.before, moved.after);
+      const result = await triggerFromPoll(deps, repository, moved.ref, moved.before, moved.after);
+      // A delivery Roost could not act on (lib/webhooks/accept.ts) keeps the ref's previous head, so the next poll tries it again.
+      if (result === "failed") {
+        if (moved.before) recorded[moved.ref] = moved.before;
+        else delete recorded[moved.ref];
+      }
     }
     await deps.db.execute({
       sql: `UPDATE git_polls SET heads = ?, failures = 0, last_error = NULL, last_polled_at = ?, next_poll_at = ?, lease_owner = NULL, lease_until = 0
             WHERE repository_id = ? AND lease_owner = ?`,
-      args: [JSON.stringify(Object.fromEntries(heads.refs)), now, now + interval, repositoryId, owner],
+      args: [JSON.stringify(recorded), now, now + interval, repositoryId, owner],
     });
     await resolveIncident(deps.db, now, "repository", repositoryId, POLL_FAILED);
   } catch (error) {
@@ -116,12 +123,12 @@ export function refKey(repositoryId: string, ref: string, sha: string): string {
   return `git:ref:${repositoryId}:${ref}:${sha}`;
 }
 
-async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<void> {
+async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<DeliveryResult> {
   const event = refMoved({ repository: { id: repository.external_id, fullName: repository.full_name }, event: ref.startsWith("refs/tags/") ? "tag" : "push", action: "poll", ref, after, actor: "", message: "" });
   // The ref at its new commit is the identity, shared with the push webhook (handlers/webhooks/git.ts):
   // a push the webhook already built, or a move a second process saw after a lapsed lease, is
   // recorded as a duplicate and builds nothing.
-  await acceptDelivery(deps, {
+  const accepted = await acceptDelivery(deps, {
     host: "git",
     deliveryId: `poll:${ref}@${after.slice(0, 12)}`,
     dedupeKeys: [refKey(repository.id, ref, after)],
@@ -129,4 +136,5 @@ async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: stri
     repository,
     body: JSON.stringify({ ref, before, after, source: "poll" }),
   });
+  return accepted.result;
 }

@@ -10,7 +10,7 @@ export const endpoint = defineEndpoint({
   operationId: "list_webhook_deliveries",
   summary: "All webhook deliveries",
   tag: "webhooks",
-  query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected"]).optional(), ...Pagination }),
+  query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(), ...Pagination }),
   response: z.object({ deliveries: z.array(DeliveryResource), total: z.number().int() }),
   errors: [],
   async handle({ query }, ctx) {

@@ -13,7 +13,7 @@ export const endpoint = defineEndpoint({
   summary: "The webhook delivery log of a project",
   tag: "webhooks",
   params: z.object({ project_id: IdParam }),
-  query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected"]).optional(), ...Pagination }),
+  query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(), ...Pagination }),
   response: z.object({ deliveries: z.array(DeliveryResource), total: z.number().int() }),
   errors: [],
   async handle({ params, query }, ctx) {

@@ -29,7 +29,7 @@ export const endpoint = defineEndpoint({
   tag: "webhooks",
   bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES,
   response: WebhookResult,
-  errors: ["webhook_signature_missing", "webhook_signature_invalid", "payload_too_large", "malformed_json", "invalid_payload"],
+  errors: ["webhook_signature_missing", "webhook_signature_invalid", "payload_too_large", "malformed_json", "invalid_payload", "webhook_delivery_failed"],
   async handle(_input, ctx) {
     const bytes = await readBodyBytes(ctx.request, WEBHOOK_BODY_LIMIT_BYTES);
     const signature = ctx.request.headers.get("x-roost-signature-256");

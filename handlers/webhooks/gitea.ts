@@ -15,7 +15,7 @@ export const endpoint = defineEndpoint({
   tag: "webhooks",
   bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES,
   response: WebhookResult,
-  errors: ["webhook_signature_missing", "webhook_signature_invalid", "payload_too_large", "malformed_json", "invalid_payload"],
+  errors: ["webhook_signature_missing", "webhook_signature_invalid", "payload_too_large", "malformed_json", "invalid_payload", "webhook_delivery_failed"],
   handle: (_input, ctx) =>
     receiveCatalogueDelivery(ctx, {
       host: "gitea",

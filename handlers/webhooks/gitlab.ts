@@ -22,7 +22,7 @@ export const endpoint = defineEndpoint({
   tag: "webhooks",
   bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES,
   response: WebhookResult,
-  errors: ["webhook_token_missing", "webhook_token_invalid", "payload_too_large", "malformed_json", "invalid_payload"],
+  errors: ["webhook_token_missing", "webhook_token_invalid", "payload_too_large", "malformed_json", "invalid_payload", "webhook_delivery_failed"],
   async handle(_input, ctx) {
     const headers = ctx.request.headers;
     const bytes = await readBodyBytes(ctx.request, WEBHOOK_BODY_LIMIT_BYTES);

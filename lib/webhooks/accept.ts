@@ -2,8 +2,10 @@
 // matched against the pipelines of the one project that builds the repository, recorded with a
 // reason for every decision, and its builds created, all in one write transaction, so a delivery
 // is either recorded with its builds or not at all (a retry after a crash then acts normally).
+// Only the dedupe key's own conflict makes a delivery a duplicate; any other error while acting
+// on it is recorded as a failed delivery, logged, and answered 5xx so the host redelivers it.
 import type { Db } from "../db/client.ts";
-import { all, inTransaction, isUniqueViolation } from "../db/client.ts";
+import { all, inTransaction, one } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
@@ -22,7 +24,7 @@ import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSenten
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
 import type { Build } from "../db/builds.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
-import { BODY_RETENTION_SECONDS, insertDelivery, recentRejections, type DeliveryResult } from "./deliveries.ts";
+import { BODY_RETENTION_SECONDS, insertDelivery, recentFailures, recentRejections, type DeliveryResult } from "./deliveries.ts";
 import { raiseIncident } from "../incidents.ts";
 import { syncFileSchedules, type FileScheduleFields } from "../schedules.ts";
 
@@ -86,9 +88,9 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     received_at: now,
   };
   const created: { build: Build; canceled: Build[] }[] = [];
-  // The pipeline files are read before the write transaction (a host call must not hold it).
-  const files = await readPipelineFiles(deps, input);
   try {
+    // The pipeline files are read before the write transaction (a host call must not hold it).
+    const files = await readPipelineFiles(deps, input);
     const outcome = await inTransaction(deps.db, async (tx) => {
       // A content digest older than its window no longer counts: drop it so this delivery can take the key.
       if (input.contentKey) await tx.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?", args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS] });
@@ -96,9 +98,12 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       if (keys.length) {
         const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${keys.map(() => "?").join(", ")}) LIMIT 1`, keys);
         if (seen[0]) throw new Duplicate(String(seen[0].delivery_id));
-        // Another process may insert the same key between our check and this insert: the
-        // primary key then fails this transaction, which is reported as a duplicate below.
-        for (const key of keys) await tx.execute({ sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?)", args: [key, id, now] });
+        // Another process may insert the same key between our check and this insert: the key's
+        // own conflict, and only that, makes this delivery a duplicate of the one that holds it.
+        for (const key of new Set(keys)) {
+          const taken = await tx.execute({ sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING", args: [key, id, now] });
+          if (taken.rowsAffected === 0) throw new Duplicate(String((await one(tx, "SELECT delivery_id FROM webhook_dedupe_keys WHERE key = ?", [key]))?.delivery_id ?? "a concurrent delivery"));
+        }
       }
 
       const decisions: PipelineDecision[] = [];
@@ -208,10 +213,8 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     for (const c of created) publishCreated(deps, c);
     return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: created.map((c) => c.build) };
   } catch (error) {
-    let of: string | null = null;
-    if (error instanceof Duplicate) of = error.of;
-    else if (isUniqueViolation(error)) of = "a concurrent delivery";
-    else throw error;
+    if (!(error instanceof Duplicate)) return recordFailed(deps, { ...base, repository: input.repository, body: input.body }, error);
+    const of = error.of;
     const reason = `duplicate of delivery ${of}`;
     await insertDelivery(deps.db, {
       ...base,
@@ -225,6 +228,47 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     });
     return { deliveryId: id, duplicate: true, result: "duplicate", reason, builds: [] };
   }
+}
+
+/** Failed deliveries for one repository within an hour that raise an incident. */
+export const FAILURES_BEFORE_INCIDENT = 3;
+export const DELIVERY_FAILED = "webhook_delivery_failed";
+
+/**
+ * A verified delivery Roost could not act on (its transaction failed on something other than its
+ * own dedupe key, e.g. a build number the project's counter hands out twice): nothing of it was
+ * kept and no dedupe key was taken, so the host's redelivery is acted on normally. Recorded as
+ * `failed` with the error, logged, and repeated failures for a repository within an hour raise an
+ * incident. Recording is best effort: the receiver answers 5xx whatever happens here.
+ */
+async function recordFailed(
+  deps: Deps,
+  d: { id: string; host: Provider; delivery_id: string; event: string; action: string; repository_external_id: string | null; repository_full_name: string | null; commit_sha: string | null; received_at: number; repository: Repository | null; body: string },
+  error: unknown,
+): Promise<AcceptResult> {
+  const message = error instanceof Error ? error.message : String(error);
+  const reason = `Roost could not act on this delivery, nothing was built and a redelivery will be acted on: ${message.slice(0, 500)}`;
+  const repositoryId = d.repository?.id ?? null;
+  deps.log.error("webhook delivery failed", { host: d.host, delivery_id: d.delivery_id, roost_delivery_id: d.id, repository_id: repositoryId, error });
+  try {
+    const projectId = repositoryId ? await findProjectBuildingRepository(deps.db, repositoryId) : null;
+    const { repository: _, ...record } = d;
+    await insertDelivery(deps.db, { ...record, verified: true, result: "failed", reason, repository_id: repositoryId, project_id: projectId, decisions: [], duplicate_of: null });
+    if ((await recentFailures(deps.db, { repositoryId, host: d.host }, d.received_at - 3600)) >= FAILURES_BEFORE_INCIDENT) {
+      await raiseIncident(deps.db, d.received_at, {
+        severity: "critical",
+        reason: DELIVERY_FAILED,
+        message: `${d.host} deliveries${d.repository ? ` for ${d.repository.full_name}` : ""} keep failing, so their pushes build nothing: ${message.slice(0, 300)}`,
+        repair_action: "Read the failed deliveries (GET /v1/webhook-deliveries?result=failed) and the daemon's log for the error, fix its cause, then redeliver them from the host.",
+        resource_kind: d.repository ? "repository" : "webhook_host",
+        resource_id: d.repository?.id ?? d.host,
+        resource_name: d.repository?.full_name ?? d.host,
+      });
+    }
+  } catch (recording) {
+    deps.log.error("webhook delivery failure could not be recorded", { host: d.host, delivery_id: d.delivery_id, error: recording });
+  }
+  return { deliveryId: d.id, duplicate: false, result: "failed", reason, builds: [] };
 }
 
 /**

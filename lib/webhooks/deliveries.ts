@@ -9,7 +9,7 @@ import type { Provider } from "../db/integrations.ts";
 export const BODY_RETENTION_SECONDS = 7 * 86_400;
 export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
 
-export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected";
+export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected" | "failed";
 
 export interface Delivery {
   id: string;
@@ -87,6 +87,15 @@ export async function listDeliveries(db: Executor, f: { projectId: string | null
 /** Rejected deliveries for a repository in the last hour (repeated failures raise an incident). */
 export async function recentRejections(db: Executor, repositoryId: string, since: number): Promise<number> {
   const row = await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND verified = 0 AND received_at >= ?", [repositoryId, since]);
+  return Number(row?.n ?? 0);
+}
+
+/** Failed deliveries (Roost could not act on them) for a repository, or for a host's deliveries that name none, since `since`. */
+export async function recentFailures(db: Executor, f: { repositoryId: string | null; host: Provider }, since: number): Promise<number> {
+  const row =
+    f.repositoryId === null
+      ? await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id IS NULL AND host = ? AND result = 'failed' AND received_at >= ?", [f.host, since])
+      : await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND result = 'failed' AND received_at >= ?", [f.repositoryId, since]);
   return Number(row?.n ?? 0);
 }
 

@@ -1,7 +1,8 @@
 // Webhook request limits and the receivers' answer (docs/webhooks.md).
 import { sha256Hex } from "../crypto/hash.ts";
 import { z } from "zod";
-
+import { fail } from "../errors.ts";
+import type { DeliveryResult } from "./deliveries.ts";
 
 /** GitHub and GitLab both stop at 25 MB; a larger body is refused before it is read. */
 export const WEBHOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
@@ -25,7 +26,13 @@ export const WebhookResult = z.object({
   builds: z.array(z.object({ id: z.string(), build_number: z.number().int(), pipeline_id: z.string() })),
 });
 
-/** The answer to a verified delivery, from what acceptDelivery did. */
-export function webhookAnswer(accepted: { deliveryId: string; duplicate: boolean; builds: { id: string; build_number: number; pipeline_id: string }[] }): z.output<typeof WebhookResult> {
+/**
+ * The answer to a verified delivery, from what acceptDelivery did. One Roost could not act on is
+ * a 5xx, so the host records the failure and redelivers it (docs/webhooks.md).
+ */
+export function webhookAnswer(accepted: { deliveryId: string; duplicate: boolean; result: DeliveryResult; builds: { id: string; build_number: number; pipeline_id: string }[] }): z.output<typeof WebhookResult> {
+  if (accepted.result === "failed") {
+    fail("webhook_delivery_failed", `Roost could not act on this delivery and built nothing; it is recorded as delivery ${accepted.deliveryId}. Redeliver it once the cause is fixed.`);
+  }
   return { ok: true, duplicate: accepted.duplicate, delivery_id: accepted.deliveryId, builds: accepted.builds.map((b) => ({ id: b.id, build_number: b.build_number, pipeline_id: b.pipeline_id })) };
 }

@@ -8,7 +8,7 @@ export const DeliveryResource = z.object({
   event: z.string(),
   action: z.string(),
   verified: z.boolean(),
-  result: z.enum(["built", "ignored", "duplicate", "rejected"]),
+  result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]),
   reason: z.string().describe("why, in a sentence"),
   repository_external_id: z.string().nullable(),
   repository_full_name: z.string().nullable(),

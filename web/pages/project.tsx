@@ -393,7 +393,7 @@ function Deliveries({ project }: { project: Project }) {
         <label for="delivery-result">Result</label>
         <select id="delivery-result" value={result} onChange={(e) => setResult(e.currentTarget.value)}>
           <option value="">All</option>
-          {["built", "ignored", "duplicate", "rejected"].map((r) => (
+          {["built", "ignored", "duplicate", "rejected", "failed"].map((r) => (
             <option value={r}>{r}</option>
           ))}
         </select>
