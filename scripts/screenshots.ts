@@ -6,7 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import { BUN, ROOST, http, startDaemon } from "../tests/helpers/daemon.ts";
+import { BUN, ROOST, startDaemon } from "../tests/helpers/daemon.ts";
 import { startHostApiStandIn } from "../tests/support/host-api-stand-in.ts";
 import { launchBrowser } from "../tests/browser/browser.ts";
 

@@ -5,7 +5,6 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { findBuild } from "../../lib/db/builds.ts";
 import { artifactExists, artifactFile, findArtifact } from "../../lib/artifacts.ts";
 
 export const endpoint = defineEndpoint({

@@ -1,10 +1,8 @@
 // GET /v1/builds/{build_id}/artifacts (project viewer): the build's uploaded files.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { findBuild } from "../../lib/db/builds.ts";
 import { listArtifacts } from "../../lib/artifacts.ts";
 import { ArtifactResource } from "../../lib/runners/wire.ts";
 
@@ -15,7 +13,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ artifacts: z.array(ArtifactResource) }),
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const build = scopedBuild(ctx);
     return { artifacts: await listArtifacts(ctx.db, build.id) };
   },

@@ -16,7 +16,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   errors: ["build_not_cancelable"],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const build = scopedBuild(ctx);
     const canceled = await transitionBuild(ctx, build.id, "cancel", { failure_reason: `canceled by ${ctx.principal!.user.email}` });
     if (!canceled) {

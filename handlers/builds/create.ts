@@ -40,7 +40,7 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   successStatus: 201,
   errors: ["source_host_error", "decryption_error", "invalid_pipeline_file"],
-  async handle({ params, body }, ctx) {
+  async handle({ body }, ctx) {
     const project = scopedProject(ctx);
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);
     if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");

@@ -1,10 +1,9 @@
 // GET /v1/builds/{build_id} (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
+import { toPublicBuild } from "../../lib/db/builds.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_build",
@@ -13,7 +12,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const build = scopedBuild(ctx);
     return { build: toPublicBuild(build) };
   },

@@ -6,7 +6,7 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
+import { toPublicBuild } from "../../lib/db/builds.ts";
 import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
 
 export const endpoint = defineEndpoint({
@@ -17,7 +17,7 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   successStatus: 201,
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const source = scopedBuild(ctx);
     try {
       const { build } = await createBuild(ctx, {

@@ -4,10 +4,8 @@
 // `after_seq` and `limit` page by sequence. Where the cap cut lines out, a marker says so.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { findBuild } from "../../lib/db/builds.ts";
 import { cutNotice, readLogPage, statsOf } from "../../lib/db/build-logs.ts";
 
 const PAGE = 1000;
@@ -22,7 +20,7 @@ export const endpoint = defineEndpoint({
   query: z.object({ after_seq: intParam.default(0).describe("only lines after this seq"), limit: intParam.pipe(z.number().min(1)).optional().describe("at most this many lines; default all") }),
   produces: ["application/json", "text/plain"],
   errors: [],
-  async handle({ params, query }, ctx) {
+  async handle({ query }, ctx) {
     const build = scopedBuild(ctx);
     const text = (ctx.request.headers.get("accept") ?? "").includes("text/plain");
     const stats = await statsOf(ctx.db, build.id);

@@ -3,10 +3,8 @@
 // stored hashed. The stream re-checks that the caller still sees the project when it opens.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { findBuild } from "../../lib/db/builds.ts";
 import { mintStreamToken } from "../../lib/db/stream-tokens.ts";
 import { json } from "../../lib/http.ts";
 
@@ -17,7 +15,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const build = scopedBuild(ctx);
     return json(await mintStreamToken(ctx.db, build.id, ctx.principal!.user.id, ctx.clock.now()), 200, { "cache-control": "no-store" });
   },

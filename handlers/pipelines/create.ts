@@ -31,7 +31,7 @@ export const endpoint = defineEndpoint({
   response: z.object({ pipeline: PipelineResource }),
   successStatus: 201,
   errors: ["pipeline_exists"],
-  async handle({ params, body }, ctx) {
+  async handle({ body }, ctx) {
     const project = scopedProject(ctx);
     const fields = await pipelineFields(body, [], project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });

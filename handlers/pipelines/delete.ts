@@ -1,10 +1,9 @@
 // DELETE /v1/pipelines/{pipeline_id} (project maintainer): removes the pipeline and its builds.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedPipeline } from "../../lib/auth/project-access.ts";
-import { deletePipeline, findPipeline } from "../../lib/db/pipelines.ts";
+import { deletePipeline } from "../../lib/db/pipelines.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_pipeline",
@@ -13,7 +12,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const pipeline = scopedPipeline(ctx);
     await deletePipeline(ctx.db, pipeline.id);
     return { deleted: true };

@@ -1,10 +1,9 @@
 // GET /v1/pipelines/{pipeline_id} (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
 import { scopedPipeline } from "../../lib/auth/project-access.ts";
-import { findPipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { toPublicPipeline } from "../../lib/db/pipelines.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline",
@@ -13,7 +12,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ pipeline: PipelineResource }),
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const pipeline = scopedPipeline(ctx);
     return { pipeline: toPublicPipeline(pipeline) };
   },

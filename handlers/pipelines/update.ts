@@ -39,7 +39,7 @@ export const endpoint = defineEndpoint({
   body: UpdatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),
   errors: ["pipeline_exists"],
-  async handle({ params, body }, ctx) {
+  async handle({ body }, ctx) {
     const pipeline = scopedPipeline(ctx);
     const project = scopedProject(ctx);
     const merged = parseWith(PipelineDocument, applyMergePatch(pipelineDocument(pipeline), body), "body");

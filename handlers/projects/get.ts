@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: z.object({ project: ProjectResource }),
   errors: [],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const project = scopedProject(ctx);
     const role = ctx.scope!.role;
     return { project: toPublicProject(project, role) };

@@ -24,7 +24,7 @@ export const endpoint = defineEndpoint({
   }),
   successStatus: 201,
   errors: ["invalid_request", "repository_already_linked"],
-  async handle({ params }, ctx) {
+  async handle(_input, ctx) {
     const project = scopedProject(ctx);
     const repo = await findRepository(ctx.db, project.repository_id);
     if (!repo) fail("not_found", "The project's repository is no longer in the catalogue.");

@@ -4,7 +4,7 @@
 // capability over the management socket. Both fail; no session is created. Also: `roost login`
 // over the real Unix socket, and the runner's refusal to run builds as the daemon's own user.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";

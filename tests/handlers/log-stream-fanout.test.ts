@@ -3,7 +3,6 @@
 // the database is read only to catch up, and an idle stream makes no query of its own.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
-import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { createApp, type App } from "../../lib/app.ts";
 import { routes } from "../../handlers/routes.ts";
@@ -11,13 +10,12 @@ import { LocalLogHubNamespace, type HubLimits } from "../../lib/log-hub.ts";
 import { CHECK_MS } from "../../lib/logs/live.ts";
 
 let t: TestApp;
-let host: HostApiStandIn;
 let owner: string;
 let projectId: string;
 let fixture: CiFixture;
 beforeAll(async () => {
   fixture = await startCiFixture();
-  ({ t, host, owner, projectId } = fixture);
+  ({ t, owner, projectId } = fixture);
 });
 afterAll(() => fixture.stop());
 

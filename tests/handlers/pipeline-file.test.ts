@@ -146,6 +146,7 @@ describe("roost.yaml in the repository decides what builds", () => {
     const android = await pipelineByName("android-release");
     const prCheck = await pipelineByName("pr-check");
     expect(answer.builds[0].pipeline_id).toBe(android.id);
+    expect(answer.builds.map((b: { pipeline_id: string }) => b.pipeline_id)).not.toContain(prCheck.id);
     expect(delivery.result).toBe("built");
     expect(delivery.reason).toBe("started 1 build(s)");
     const label = `roost.yaml at ${sha.slice(0, 12)}`;

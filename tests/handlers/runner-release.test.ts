@@ -2,17 +2,15 @@
 // not started (docs/runners.md "Stopping a runner"), through the router in-process.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
-import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 let t: TestApp;
-let host: HostApiStandIn;
 let owner: string;
 let projectId: string;
 let fixture: CiFixture;
 beforeAll(async () => {
   fixture = await startCiFixture();
-  ({ t, host, owner, projectId } = fixture);
+  ({ t, owner, projectId } = fixture);
 });
 afterAll(() => fixture.stop());
 
