@@ -817,3 +817,11 @@ CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, recei
 CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
 CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, verified, received_at);
 DROP TABLE webhook_deliveries_copy;
+
+-- migration 19: stream tokens name the credential that minted them
+-- An open log stream ends when the session or API token behind its stream token stops working
+-- (docs/runners.md "Live logs"). Exactly one of the two is set. Tokens minted before (each good
+-- for 60 seconds) name neither and are dropped: a client mints a new one.
+DELETE FROM stream_tokens;
+ALTER TABLE stream_tokens ADD COLUMN session_id TEXT;
+ALTER TABLE stream_tokens ADD COLUMN api_token_id TEXT;

@@ -1,11 +1,13 @@
 // POST /v1/builds/{build_id}/stream-token (project viewer): a read-only token for this
-// build's log stream, bound to the caller, valid 60 seconds to open it (an open stream lives on),
-// stored hashed. The stream re-checks that the caller still sees the project when it opens.
+// build's log stream, bound to the caller and the session or API token they called with, valid
+// 60 seconds to open it, stored hashed. The stream lasts while that credential works and the
+// caller still sees the project: checked when it opens and every few seconds after.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { mintStreamToken } from "../../lib/db/stream-tokens.ts";
+import { credentialOf } from "../../lib/auth/reauthenticate.ts";
 import { json } from "../../lib/http.ts";
 
 export const endpoint = defineEndpoint({
@@ -17,6 +19,7 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle(_input, ctx) {
     const build = scopedBuild(ctx);
-    return json(await mintStreamToken(ctx.db, build.id, ctx.principal!.user.id, ctx.clock.now()), 200, { "cache-control": "no-store" });
+    const principal = ctx.principal!;
+    return json(await mintStreamToken(ctx.db, build.id, principal.user.id, credentialOf(principal), ctx.clock.now()), 200, { "cache-control": "no-store" });
   },
 });

@@ -39,7 +39,8 @@ export const endpoint = defineEndpoint({
     if (isFinished(build.status) && cursor >= initialStats.last_seq && cursor > 0 && !running) {
       return new Response(null, { status: 204 });
     }
-    return openLogStream(ctx, build, cursor, initialStats, running);
+    // The "stream" rule ran before: the principal behind the stream token is set.
+    return openLogStream(ctx, build, ctx.principal!, cursor, initialStats, running);
   },
 });
 

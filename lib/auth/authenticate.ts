@@ -17,7 +17,8 @@ import { isLoopbackAddress } from "../net.ts";
 import { runnerForToken, touchRunner, type Runner } from "../db/runners.ts";
 import { findStreamGrant } from "../db/stream-tokens.ts";
 import { findBuild } from "../db/builds.ts";
-import { userMaySeeProject } from "./project-access.ts";
+import { projectRoleOf } from "./project-access.ts";
+import { reauthenticate } from "./reauthenticate.ts";
 import { cookieSessionToken } from "./browser-session.ts";
 import { credentialKind, describeCredential } from "./credential-kind.ts";
 import type { SecretKind } from "./secrets.ts";
@@ -93,13 +94,16 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
     const grant = await findStreamGrant(ctx.db, requireCredential(rule, presented || null, where), ctx.clock.now());
     if (!grant) fail("invalid_token", "The stream token is unknown or expired; ask for a new one.");
     if (grant.build_id !== params.build_id) fail("forbidden", "This stream token is for another build.");
-    // The token is the user's, not a bearer pass: whoever it was issued to must still see the
-    // project when the stream opens (deactivated, or removed from the project: refused).
+    // The token is the user's, not a bearer pass: the session or API token it was minted with must
+    // still work, and its user still see the project, when the stream opens (and while it is
+    // open: lib/auth/stream-guard.ts). Signed out, revoked, deactivated or removed: refused.
+    const principal = await reauthenticate(ctx.db, grant.credential, ctx.clock.now());
+    if (!principal) fail("forbidden", "The session or API token this stream token was minted with no longer works (signed out, revoked, expired, or its user deactivated).");
     const build = await findBuild(ctx.db, grant.build_id);
-    if (!build || !(await userMaySeeProject(ctx.db, await findUserById(ctx.db, grant.user_id), build.project_id))) {
+    if (!build || (await projectRoleOf(ctx.db, principal, build.project_id)) === null) {
       fail("forbidden", "The user this stream token was issued to can no longer see this build.");
     }
-    return { principal: null, setupToken: null, streamBuildId: grant.build_id };
+    return { principal, setupToken: null, streamBuildId: grant.build_id };
   }
   if (rule === "metrics") {
     // Prometheus scrapes with a static bearer token; without one configured, only this host may scrape.

@@ -15,7 +15,6 @@ import { findMemberRole, findProject, type Project, type ProjectRole } from "../
 import { findBuild, type Build } from "../db/builds.ts";
 import { findPipeline, type Pipeline } from "../db/pipelines.ts";
 import { findDelivery, type Delivery } from "../webhooks/deliveries.ts";
-import type { User } from "../db/users.ts";
 
 const RANK: Record<ProjectRole, number> = { maintainer: 3, developer: 2, viewer: 1 };
 
@@ -41,16 +40,6 @@ export async function projectRoleOf(db: Executor, principal: Principal, projectI
   // even when its creator maintains it.
   if (member === "maintainer" && principal.kind === "api_token" && !roleAtLeast(principal.role, "maintainer")) return "developer";
   return member;
-}
-
-/**
- * Whether `user` may see the project now (an active admin or owner, or a member): what a stream
- * token's holder is re-checked against when the stream opens, since the token outlives the request
- * that minted it.
- */
-export async function userMaySeeProject(db: Executor, user: User | null, projectId: string): Promise<boolean> {
-  if (!user || !user.active) return false;
-  return roleAtLeast(user.role, "admin") || (await findMemberRole(db, projectId, user.id)) !== null;
 }
 
 const NOUN: Record<ProjectRule["via"], string> = { project_id: "project", pipeline_id: "pipeline", build_id: "build", delivery_id: "delivery" };

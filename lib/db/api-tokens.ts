@@ -4,6 +4,7 @@ import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "./client.ts";
 import type { Role } from "../auth/roles.ts";
 import { displayPrefix, mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+import { toUser, type User } from "./users.ts";
 
 export interface ApiTokenRow {
   id: string;
@@ -105,6 +106,20 @@ export async function findApiTokenBySecret(db: Executor, token: string): Promise
   const row = await one(db, `${SELECT} WHERE t.id = ?`, [parsed.id]);
   if (!row || !secretMatches(parsed.secret, str(row, "secret_hash"))) return null;
   return toRow(row);
+}
+
+/**
+ * The creator and role of an API token that still works (not revoked or expired, its creator
+ * active), by the token's id: how a stream opened with the token asks again, in one read by
+ * primary key.
+ */
+export async function findLiveApiTokenCreator(db: Executor, tokenId: string, now: number): Promise<{ creator: User; role: Role; expires_at: number } | null> {
+  const row = await one(
+    db,
+    "SELECT u.*, t.role AS token_role, t.expires_at AS token_expires_at FROM api_tokens t JOIN users u ON u.id = t.created_by WHERE t.id = ? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.active = 1",
+    [tokenId, now],
+  );
+  return row ? { creator: toUser(row), role: str(row, "token_role") as Role, expires_at: num(row, "token_expires_at") } : null;
 }
 
 export async function touchApiToken(db: Executor, id: string, now: number): Promise<void> {

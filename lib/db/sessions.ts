@@ -2,6 +2,7 @@
 import type { Executor } from "./client.ts";
 import { num, one, run, str } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+import { toUser, type User } from "./users.ts";
 
 export const SESSION_TTL_SECONDS = 24 * 60 * 60;
 
@@ -44,6 +45,19 @@ export async function validateSessionToken(db: Executor, token: string, now: num
     created_at: num(row, "created_at"),
     expires_at: num(row, "expires_at"),
   };
+}
+
+/**
+ * The user of a session that still works (not logged out or expired, its user active), by the
+ * session's id: how a stream opened with the session asks again, in one read by primary key.
+ */
+export async function findLiveSessionUser(db: Executor, sessionId: string, now: number): Promise<{ user: User; expires_at: number } | null> {
+  const row = await one(
+    db,
+    "SELECT u.*, s.expires_at AS session_expires_at FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = ? AND s.expires_at > ? AND u.active = 1",
+    [sessionId, now],
+  );
+  return row ? { user: toUser(row), expires_at: num(row, "session_expires_at") } : null;
 }
 
 export async function deleteSession(db: Executor, id: string): Promise<void> {

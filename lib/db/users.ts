@@ -19,7 +19,8 @@ export interface User {
   deactivated_at: number | null;
 }
 
-function toUser(row: Row): User {
+/** A users row (or a row whose columns include a users row's, as a join reads it) as a User. */
+export function toUser(row: Row): User {
   return {
     id: str(row, "id"),
     email: str(row, "email"),

@@ -3,13 +3,18 @@
 // (lib/log-hub.ts), encoded once for all streams; the database is read only to catch up (a late
 // joiner, an old Last-Event-ID, a client that fell more than BEHIND_BYTES behind), a page at a
 // time as the client reads, so a slow client only lags and no line is dropped or sent twice
-// (docs/runners.md "Live logs"). An idle stream makes no query of its own.
+// (docs/runners.md "Live logs"). An idle stream makes no query of its own but the check, every
+// RECHECK_MS, that the credential behind its stream token still works and its user still sees the
+// project (lib/auth/stream-guard.ts); when not, it ends with `event: revoked`.
 import type { RequestContext } from "../context.ts";
 import type { Build } from "../db/builds.ts";
 import { cutNotice, readLogPage, statsOf, type LogStats } from "../db/build-logs.ts";
 import { encodeAfter, logFrame, statusFrame, statusRank, type HubPush, type HubStatus, type HubSubscriber } from "../log-hub.ts";
 import { logWatcher } from "./live.ts";
 import { isFinished } from "../builds/state-machine.ts";
+import type { Principal } from "../auth/principal.ts";
+import { projectRoleOf } from "../auth/project-access.ts";
+import { guardStream, revokedFrame } from "../auth/stream-guard.ts";
 
 const PAGE = 500;
 const KEEPALIVE_MS = 15_000;
@@ -18,10 +23,11 @@ const BEHIND_BYTES = 1024 * 1024;
 const encoder = new TextEncoder();
 
 /**
- * Opens the stream of `build` after `cursor` (the last seq the client has). `initialStats` is the
- * log as read when the request came in; `running` whether a runner may still send lines.
+ * Opens the stream of `build` after `cursor` (the last seq the client has) for `reader`, the
+ * principal behind the stream token. `initialStats` is the log as read when the request came in;
+ * `running` whether a runner may still send lines.
  */
-export function openLogStream(ctx: RequestContext, build: Build, cursor: number, initialStats: LogStats, running: boolean): Response {
+export function openLogStream(ctx: RequestContext, build: Build, reader: Principal, cursor: number, initialStats: LogStats, running: boolean): Response {
   // SSE connections stay open until the build ends: lift Bun's idle timeout for this one.
   ctx.setIdleTimeout(0);
   const subscribers = ctx.metrics.gauge("roost_sse_subscribers", "Open log streams in this process.");
@@ -49,6 +55,7 @@ export function openLogStream(ctx: RequestContext, build: Build, cursor: number,
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let unsubscribe: (() => void) | null = null;
   let release: (() => void) | null = null;
+  let stopGuard: (() => void) | null = null;
   const onShutdown = () => wake?.();
 
   const finish = () => {
@@ -57,6 +64,7 @@ export function openLogStream(ctx: RequestContext, build: Build, cursor: number,
     change(-1);
     unsubscribe?.();
     release?.();
+    stopGuard?.();
     ctx.shutdown.removeEventListener("abort", onShutdown);
     wake?.();
     return true;
@@ -157,6 +165,20 @@ export function openLogStream(ctx: RequestContext, build: Build, cursor: number,
         c.enqueue(encoder.encode("retry: 3000\n\n"));
         // Subscribe first, buffering pushes, then catch up: no line falls between the two.
         ctx.shutdown.addEventListener("abort", onShutdown);
+        stopGuard = guardStream(ctx, reader, {
+          async stillAllowed(principal) {
+            if ((await projectRoleOf(ctx.db, principal, build.project_id)) !== null) return null;
+            return { code: "forbidden", message: "The user this stream token was issued to can no longer see this build." };
+          },
+          onRefused(refusal) {
+            if (!open) return;
+            send(revokedFrame(refusal));
+            if (finish()) c.close();
+          },
+          onError(error) {
+            if (finish()) c.error(error);
+          },
+        });
         release = watcher.watch(buildId);
         unsubscribe = await hub.subscribe(subscriber);
         learn((await hub.setStatus(known)) ?? known);

@@ -1,6 +1,7 @@
 // Live log streams are fed by the build's log hub (docs/runners.md "Live logs", "The log hub"):
 // each appended batch is encoded once and pushed to every stream of the build in this process;
-// the database is read only to catch up, and an idle stream makes no query of its own.
+// the database is read only to catch up, and an idle stream makes no query of its own but the
+// check of the credential behind it every RECHECK_MS (one read by primary key).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
@@ -8,6 +9,7 @@ import { createApp, type App } from "../../lib/app.ts";
 import { routes } from "../../handlers/routes.ts";
 import { LocalLogHubNamespace, type HubLimits } from "../../lib/log-hub.ts";
 import { CHECK_MS } from "../../lib/logs/live.ts";
+import { RECHECK_MS } from "../../lib/auth/stream-guard.ts";
 
 let t: TestApp;
 let owner: string;
@@ -23,6 +25,7 @@ afterAll(() => fixture.stop());
 interface Counts {
   pages: number; // a page of log lines (a stream catching up, or the per-build check filling the hub)
   checks: number; // the per-build status and last-seq check
+  credentials: number; // each stream's check of the session behind its stream token
   other: number;
 }
 
@@ -31,7 +34,7 @@ interface Counts {
  * per-build watcher), as a daemon process would have. Runner calls and streams go through it.
  */
 function countingApp(limits: Partial<HubLimits> = {}): { app: App; counts: Counts; reset(): void } {
-  const counts: Counts = { pages: 0, checks: 0, other: 0 };
+  const counts: Counts = { pages: 0, checks: 0, credentials: 0, other: 0 };
   const counting = new Proxy(t.db, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver);
@@ -40,13 +43,14 @@ function countingApp(limits: Partial<HubLimits> = {}): { app: App; counts: Count
         const sql = typeof stmt === "string" ? stmt : (stmt.sql ?? "");
         if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) counts.pages++;
         else if (sql.includes("FROM builds b LEFT JOIN build_log_stats")) counts.checks++;
+        else if (sql.includes("FROM sessions s JOIN users u")) counts.credentials++;
         else counts.other++;
         return (value as (...a: unknown[]) => unknown).call(target, stmt, ...rest);
       };
     },
   });
   const app = createApp({ ...t.ctx, db: counting as typeof t.db, logHubs: new LocalLogHubNamespace(limits) }, routes);
-  return { app, counts, reset: () => Object.assign(counts, { pages: 0, checks: 0, other: 0 }) };
+  return { app, counts, reset: () => Object.assign(counts, { pages: 0, checks: 0, credentials: 0, other: 0 }) };
 }
 
 /** A running build with a claimed job, and a function appending lines through `app` as its runner. */
@@ -136,7 +140,7 @@ describe("fan-out from the log hub", () => {
     await Promise.all(streams.map((s) => s.cancel()));
   }, 60_000);
 
-  test("idle streams make no query of their own: one check per build every CHECK_MS, however many streams", async () => {
+  test("idle streams make no query of their own but their credential's: one check per build every CHECK_MS, however many streams", async () => {
     const { app, counts, reset } = countingApp();
     const { build, append } = await runningBuild(app);
     await append(3);
@@ -150,6 +154,9 @@ describe("fan-out from the log hub", () => {
     expect(counts.pages).toBe(0);
     expect(counts.checks).toBeGreaterThanOrEqual(1);
     expect(counts.checks).toBeLessThanOrEqual(Math.ceil(2000 / CHECK_MS) + 1);
+    // Each stream asks again whether the owner's session still works, one read every RECHECK_MS
+    // (an owner sees every project without a membership read).
+    expect(counts.credentials).toBeLessThanOrEqual(streams.length * (Math.ceil(2000 / RECHECK_MS) + 1));
     // And the streams are alive: a line still reaches all of them.
     await append(1);
     await Promise.all(streams.map((s) => s.until(() => s.ids().length === 4)));
