@@ -7,6 +7,8 @@
 //                                       as GET /v1/builds/{build_id} answers it
 //   : ping                              every 15 s, so proxies keep the connection
 //   retry: 1000 / event: shutdown  data: {"reconnect":true}   the daemon is stopping; reconnect
+//   event: revoked  data: {"code","message"}   the session or API token that opened the stream
+//                                       stopped working (checked every 2 s); then it closes
 // Nothing is replayed on reconnect (there are no ids): a client reloads what it shows on `ready`.
 // A client that does not read is dropped and reconnects. The stream itself is
 // lib/builds/event-stream.ts; the changes, from this process and from others on the same
@@ -17,7 +19,7 @@ import { openBuildEventStream } from "../../lib/builds/event-stream.ts";
 export const endpoint = defineEndpoint({
   operationId: "stream_events",
   summary: "Build changes of the caller's projects (Server-Sent Events)",
-  description: "event: build for every build queued or changed in a project the caller may see; event: ready once following; : ping every 15 s.",
+  description: "event: build for every build queued or changed in a project the caller may see; event: ready once following; : ping every 15 s; event: revoked, then the end, once the credential that opened it stops working.",
   tag: "builds",
   produces: ["text/event-stream"],
   errors: [],

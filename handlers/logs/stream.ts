@@ -5,6 +5,8 @@
 //   event: truncated  data: {"cut_lines","cut_bytes","text"}           where the cap cut lines
 //   : ping                                       every 15 s, so proxies keep the connection
 //   event: end  data: {"status","exit_code","last_seq"}                then the stream closes
+//   event: revoked  data: {"code","message"}     the credential behind the token stopped working or
+//                                                its user lost the project (checked every 2 s); then it closes
 // Ids are the lines' build-wide seq, so a reconnect with Last-Event-ID (or ?last_event_id=)
 // resumes with no gap and no duplicate; reconnecting to a finished build at its end answers 204
 // (EventSource then stops). The stream itself (hub pushes, catching up, keepalives) is
@@ -22,7 +24,7 @@ import { one } from "../../lib/db/client.ts";
 export const endpoint = defineEndpoint({
   operationId: "stream_build_logs",
   summary: "Live build log (Server-Sent Events)",
-  description: "Authenticated by ?token= from POST /v1/builds/{build_id}/stream-token. Resume with Last-Event-ID or ?last_event_id=.",
+  description: "Authenticated by ?token= from POST /v1/builds/{build_id}/stream-token. Resume with Last-Event-ID or ?last_event_id=. Ends with event: revoked once the credential behind the token stops working or its user loses the project.",
   tag: "logs",
   params: z.object({ build_id: IdParam }),
   query: z.object({ token: z.string().max(200), last_event_id: z.string().regex(/^\d{1,15}$/).optional() }),

@@ -7,7 +7,7 @@ import { num, one, str, strOrNull } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
 import type { CredentialRef } from "../auth/reauthenticate.ts";
 
-/** A stream token must be used to open a stream within a minute; an open stream lives on. */
+/** A stream token must be used to open a stream within a minute; an open stream lives on while the credential that minted it works. */
 export const STREAM_TOKEN_TTL_SECONDS = 60;
 
 export interface StreamGrant {
