@@ -825,3 +825,105 @@ DROP TABLE webhook_deliveries_copy;
 DELETE FROM stream_tokens;
 ALTER TABLE stream_tokens ADD COLUMN session_id TEXT;
 ALTER TABLE stream_tokens ADD COLUMN api_token_id TEXT;
+
+-- migration 20: test results
+-- Test reports a runner uploads after a build's steps (docs/test-results.md), one row each with
+-- what reading it found: read whole, read in part (cut short, over a bound) or not read at all.
+CREATE TABLE test_reports (
+  id TEXT PRIMARY KEY,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  job_id TEXT NOT NULL,
+  path TEXT NOT NULL,
+  format TEXT,
+  status TEXT NOT NULL CHECK (status IN ('read', 'partial', 'rejected')),
+  problems TEXT NOT NULL DEFAULT '[]',
+  bytes INTEGER NOT NULL,
+  cases INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  UNIQUE (build_id, path)
+);
+
+-- A test's identity in a pipeline: its suite and name, hashed into test_key, so one test's history
+-- is one range of test_results_history however many results are stored. The counters serve the
+-- flaky-test list without reading results: runs and failures (failed or error) of every build,
+-- flaky_runs of the results that disagreed with another build of the same commit.
+CREATE TABLE tests (
+  id INTEGER PRIMARY KEY,
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  test_key TEXT NOT NULL,
+  suite TEXT NOT NULL,
+  name TEXT NOT NULL,
+  runs INTEGER NOT NULL DEFAULT 0,
+  failures INTEGER NOT NULL DEFAULT 0,
+  flaky_runs INTEGER NOT NULL DEFAULT 0,
+  last_flaky_at INTEGER,
+  last_flaky_build_id TEXT,
+  first_seen_at INTEGER NOT NULL,
+  last_seen_at INTEGER NOT NULL,
+  UNIQUE (pipeline_id, test_key)
+);
+CREATE INDEX tests_flaky ON tests (pipeline_id, last_flaky_at) WHERE last_flaky_at IS NOT NULL;
+
+-- One test's result in one build. lane is the line of builds the result belongs to: the branch of
+-- a push (or manual, scheduled) build, "pr:<number>" for a pull request's builds, whose branch is
+-- their target branch; a test's history is read per lane.
+CREATE TABLE test_results (
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  test_id INTEGER NOT NULL REFERENCES tests(id) ON DELETE CASCADE,
+  lane TEXT NOT NULL,
+  build_number INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('passed', 'failed', 'error', 'skipped')),
+  flaky INTEGER NOT NULL DEFAULT 0,
+  duration_ms INTEGER,
+  message TEXT,
+  stack TEXT,
+  output TEXT,
+  file TEXT,
+  line INTEGER,
+  PRIMARY KEY (build_id, seq)
+);
+CREATE INDEX test_results_history ON test_results (test_id, lane, build_number);
+
+-- Per build: the counts every list shows, the coverage total, and the keys that find the build
+-- to compare with (the same commit for flaky tests; the same lane for coverage and history).
+CREATE TABLE build_test_summaries (
+  build_id TEXT PRIMARY KEY REFERENCES builds(id) ON DELETE CASCADE,
+  pipeline_id TEXT NOT NULL,
+  lane TEXT NOT NULL,
+  commit_sha TEXT NOT NULL,
+  build_number INTEGER NOT NULL,
+  total INTEGER NOT NULL DEFAULT 0,
+  passed INTEGER NOT NULL DEFAULT 0,
+  failed INTEGER NOT NULL DEFAULT 0,
+  errored INTEGER NOT NULL DEFAULT 0,
+  skipped INTEGER NOT NULL DEFAULT 0,
+  flaky INTEGER NOT NULL DEFAULT 0,
+  duration_ms INTEGER NOT NULL DEFAULT 0,
+  lines_found INTEGER,
+  lines_hit INTEGER,
+  annotations INTEGER NOT NULL DEFAULT 0,
+  updated_at INTEGER NOT NULL
+);
+CREATE INDEX build_test_summaries_commit ON build_test_summaries (pipeline_id, commit_sha);
+CREATE INDEX build_test_summaries_lane ON build_test_summaries (pipeline_id, lane, build_number);
+
+-- Line coverage per file (lcov), and analyzer issues as annotations, per build.
+CREATE TABLE coverage_files (
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  path TEXT NOT NULL,
+  lines_found INTEGER NOT NULL,
+  lines_hit INTEGER NOT NULL,
+  PRIMARY KEY (build_id, path)
+);
+CREATE TABLE build_annotations (
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  severity TEXT NOT NULL CHECK (severity IN ('error', 'warning', 'notice')),
+  file TEXT NOT NULL,
+  line INTEGER NOT NULL,
+  col INTEGER,
+  code TEXT NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (build_id, seq)
+);

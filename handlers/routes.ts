@@ -88,8 +88,15 @@ import * as runnerFinish from "./runner-protocol/finish.ts";
 import * as runnerRelease from "./runner-protocol/release.ts";
 import * as logsRead from "./logs/read.ts";
 import * as artifactUpload from "./runner-protocol/artifact-upload.ts";
+import * as testReportUpload from "./runner-protocol/test-report-upload.ts";
 import * as artifactsList from "./builds/artifacts-list.ts";
 import * as artifactDownload from "./builds/artifact-download.ts";
+import * as buildTests from "./test-results/build-tests.ts";
+import * as buildTestCases from "./test-results/build-cases.ts";
+import * as buildCoverage from "./test-results/build-coverage.ts";
+import * as testHistory from "./test-results/test-history.ts";
+import * as flakyTests from "./test-results/flaky-tests.ts";
+import * as pipelineTrends from "./test-results/trends.ts";
 import * as logsStreamToken from "./logs/stream-token.ts";
 import * as logsStream from "./logs/stream.ts";
 import * as eventsStream from "./events/stream.ts";
@@ -209,6 +216,14 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/builds/{build_id}/artifacts", projectRole("viewer", "build_id"), artifactsList),
   r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", projectRole("viewer", "build_id"), artifactDownload),
 
+  // test results, coverage and trends (docs/test-results.md)
+  r("GET", "/v1/builds/{build_id}/tests", projectRole("viewer", "build_id"), buildTests),
+  r("GET", "/v1/builds/{build_id}/tests/cases", projectRole("viewer", "build_id"), buildTestCases),
+  r("GET", "/v1/builds/{build_id}/coverage", projectRole("viewer", "build_id"), buildCoverage),
+  r("GET", "/v1/pipelines/{pipeline_id}/tests/{test_key}", projectRole("viewer", "pipeline_id"), testHistory),
+  r("GET", "/v1/pipelines/{pipeline_id}/flaky-tests", projectRole("viewer", "pipeline_id"), flakyTests),
+  r("GET", "/v1/pipelines/{pipeline_id}/trends", projectRole("viewer", "pipeline_id"), pipelineTrends),
+
   // status badges: public only when the project allows it (the handler checks)
   r("GET", "/v1/pipelines/{pipeline_id}/badge.svg", "public", badgeSvg),
   r("GET", "/v1/projects/{project_id}/badges", projectRole("viewer", "project_id"), badgeSettingsGet),
@@ -247,6 +262,7 @@ export const routes: RouteEntry[] = [
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/finish", "runner", runnerFinish),
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/release", "runner", runnerRelease),
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
+  r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/test-reports", "runner", testReportUpload),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-project token)
   r("POST", "/v1/webhooks/github", "webhook", webhookGithub), // X-Hub-Signature-256 over the raw body

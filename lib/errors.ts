@@ -93,6 +93,8 @@ export const ERROR_STATUS = {
   job_started: 409,
   artifact_checksum_mismatch: 422,
   artifact_exists: 409,
+  // a test report at this path was already uploaded for the build (a retried upload)
+  test_report_exists: 409,
 
   // webhooks (docs/webhooks.md)
   webhook_signature_missing: 401,

@@ -13,6 +13,7 @@ import {
   HeartbeatAnswer,
   LogAppendAnswer,
   ReleaseAnswer,
+  TestReportAnswer,
   type ClaimedJob,
   type FinishRequest,
   type StepReport,
@@ -91,6 +92,12 @@ export class RunnerApi {
   /** Streams a file to the daemon; the body is made again for each attempt by `body()`. */
   uploadArtifact(jobId: string, path: string, sha256: string, size: number, body: () => ReadableStream<Uint8Array>): Promise<Answer<z.output<typeof ArtifactAnswer>>> {
     return this.#call("PUT", `/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers: { [HEADER.artifactSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }), ArtifactAnswer, 201, { timeoutMs: 30 * 60_000, finalOn507: true });
+  }
+
+  /** The first `size` bytes of a test report (the caller caps them at TEST_REPORT_LIMIT); `whole` is the file's size. */
+  uploadTestReport(jobId: string, path: string, workspace: string, size: number, whole: number, body: () => ReadableStream<Uint8Array>): Promise<Answer<z.output<typeof TestReportAnswer>>> {
+    const headers = { "content-type": "application/octet-stream", "content-length": String(size), [HEADER.workspace]: workspace, [HEADER.reportBytes]: String(whole) };
+    return this.#call("PUT", `/jobs/${jobId}/test-reports?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers }), TestReportAnswer, 201, { timeoutMs: 10 * 60_000 });
   }
 
   #json<T>(method: string, path: string, body: unknown, schema: z.ZodType<T> | null, success: number, options: { timeoutMs?: number; abort?: AbortSignal } = {}): Promise<Answer<T>> {

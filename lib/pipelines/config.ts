@@ -23,6 +23,21 @@ export const DEFAULT_CACHE_PATHS = ["$PUB_CACHE", "$GRADLE_USER_HOME/caches", "$
 export const DEFAULT_CACHE_KEY_FILES = ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"];
 export const DEFAULT_ARTIFACT_PATTERNS = ["build/app/outputs/flutter-apk/*.apk", "build/app/outputs/bundle/**/*.aab", "build/ios/ipa/*.ipa", "build/macos/Build/Products/Release/*.app"];
 
+/**
+ * Where a build's test reports are looked for by default (docs/test-results.md): Flutter's JSON
+ * reporter written with `--file-reporter json:build/test-results/flutter.json`, JUnit XML under
+ * build/test-results, the Android Gradle plugin's unit and instrumented test results (Flutter
+ * puts the app's Gradle build directory at build/app), coverage/lcov.info of `flutter test
+ * --coverage`, and `dart analyze --format=machine` written to build/analyze.txt.
+ */
+export const DEFAULT_TEST_REPORT_PATTERNS = [
+  "build/test-results/**/*.{json,jsonl,xml}",
+  "build/*/test-results/**/*.xml",
+  "build/*/outputs/androidTest-results/**/*.xml",
+  "coverage/lcov.info",
+  "build/analyze.txt",
+];
+
 const SECRET_PURPOSE = "pipeline-env";
 
 const shortText = (max: number) => z.string().max(max, `must be at most ${max} characters`);
@@ -139,6 +154,11 @@ export const ExecutionConfigInput = z
       .default({})
       .describe("per step (checkout, pre_build, build_android, build_ios, build_macos, build, post_build): a step running longer fails the build with reason timeout"),
     cache: CacheConfigInput.default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
+    test_reports: z
+      .array(pattern.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout"))
+      .max(50)
+      .default(DEFAULT_TEST_REPORT_PATTERNS)
+      .describe("glob patterns, relative to the checkout, of test reports read after the steps whether they passed or failed: the Dart JSON reporter's output, JUnit XML, lcov.info, dart analyze --format=machine (docs/test-results.md); [] reads none"),
   })
   .strict();
 
@@ -174,6 +194,8 @@ export interface ExecutionConfig {
   step_timeout_seconds?: Partial<Record<(typeof TIMED_STEPS)[number], number>>;
   /** Absent in builds created before caches existed: the defaults. */
   cache?: CacheConfig;
+  /** Absent in builds created before test reports existed: DEFAULT_TEST_REPORT_PATTERNS. */
+  test_reports?: string[];
 }
 
 export interface CacheConfig {

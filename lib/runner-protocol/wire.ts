@@ -6,7 +6,7 @@
 // The runner reads answers leniently (unknown fields pass through): a newer daemon may add
 // fields, and an older runner must keep working.
 import { z } from "zod";
-import { DEFAULT_CACHE_KEY_FILES, DEFAULT_CACHE_PATHS, DEFAULT_TIMEOUT_SECONDS } from "../pipelines/config.ts";
+import { DEFAULT_CACHE_KEY_FILES, DEFAULT_CACHE_PATHS, DEFAULT_TEST_REPORT_PATTERNS, DEFAULT_TIMEOUT_SECONDS } from "../pipelines/config.ts";
 
 export const RunnerLabel = z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/, "letters, digits and _.:=- (at most 64)");
 
@@ -66,6 +66,7 @@ export const JobConfig = z.looseObject({
     cache: z
       .object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) })
       .default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
+    test_reports: z.array(z.string()).default(DEFAULT_TEST_REPORT_PATTERNS),
   }),
 });
 
@@ -169,6 +170,22 @@ export const ArtifactResource = z.object({
 });
 export const ArtifactAnswer = z.object({ artifact: ArtifactResource });
 
+// PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports?path=…
+/** The most of one test report a runner sends; the daemon reads no more (docs/test-results.md). */
+export const TEST_REPORT_LIMIT = 32 * 1024 * 1024;
+/** Test reports one build may upload; more are refused (the runner uploads at most this many). */
+export const TEST_REPORTS_PER_BUILD = 100;
+export const TestReportResource = z.object({
+  id: z.string(),
+  path: z.string().describe("relative to the checkout"),
+  format: z.enum(["dart_json", "junit_xml", "lcov", "analyzer"]).nullable().describe("null: not recognised, not read"),
+  status: z.enum(["read", "partial", "rejected"]).describe("read whole; partial: cut short, over a bound or partly malformed (problems say what); rejected: not read"),
+  problems: z.array(z.string()).describe("sentences for the build: what was cut, dropped or malformed"),
+  bytes: z.number().int().describe("bytes read"),
+  cases: z.number().int().describe("test results kept from it"),
+});
+export const TestReportAnswer = z.object({ report: TestReportResource });
+
 /** Every error answer of the API: {code, message} (validation adds details). */
 export const ErrorAnswer = z.looseObject({ code: z.string(), message: z.string() });
 
@@ -177,4 +194,8 @@ export const HEADER = {
   jobStatus: "x-roost-job-status",
   logNextLine: "x-roost-log-next-line",
   artifactSha256: "x-roost-artifact-sha256",
+  /** The runner's absolute checkout path, removed from the paths a report names. */
+  workspace: "x-roost-workspace",
+  /** A test report's whole size when the runner sent only its first TEST_REPORT_LIMIT bytes. */
+  reportBytes: "x-roost-report-bytes",
 } as const;

@@ -10,6 +10,7 @@ import { removeCacheHomes, restoreCache, saveCache } from "./cache.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
 import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
 import { uploadArtifacts } from "./artifacts.ts";
+import { uploadTestReports } from "./test-reports.ts";
 import { cleanUp, finish } from "./finish.ts";
 import { removeSecretFiles, setUpAppleSigning, writeSecretFiles } from "./secret-files.ts";
 import { writeKeyProperties } from "./android-signing.ts";
@@ -40,6 +41,8 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     await postBuild(run);
     // The steps are over: what they left running in the background is stopped now, and logged.
     await run.stopLeftovers();
+    // Test reports go whether the steps passed or failed: a failing test is what they tell.
+    await uploadTestReports(run);
     await saveCache(run);
     await uploadArtifacts(run);
     // Secret files are gone before the build is reported finished.

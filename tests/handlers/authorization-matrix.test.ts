@@ -207,6 +207,21 @@ beforeAll(async () => {
       },
     ],
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/artifacts?path=a.apk` })],
+    ["PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/test-reports?path=coverage/lcov.info` })],
+    ["GET /v1/builds/{build_id}/tests", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/tests` })],
+    ["GET /v1/builds/{build_id}/tests/cases", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/tests/cases?status=failed` })],
+    ["GET /v1/builds/{build_id}/coverage", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/coverage` })],
+    [
+      "GET /v1/pipelines/{pipeline_id}/tests/{test_key}",
+      BY_RULE,
+      async () => {
+        // A test the walk's pipeline knows, so allowed callers get 200.
+        await t.db.execute({ sql: "INSERT OR IGNORE INTO tests (pipeline_id, test_key, suite, name, first_seen_at, last_seen_at) VALUES (?, '00000000000000aa', 's', 'n', 1, 1)", args: [pipelineId] });
+        return { path: `/v1/pipelines/${pipelineId}/tests/00000000000000aa` };
+      },
+    ],
+    ["GET /v1/pipelines/{pipeline_id}/flaky-tests", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/flaky-tests` })],
+    ["GET /v1/pipelines/{pipeline_id}/trends", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/trends` })],
     ["POST /v1/builds/{build_id}/stream-token", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/stream-token` })],
     // Only a stream token (?token=) opens a stream; a bearer credential of any role does not.
     ["GET /v1/builds/{build_id}/logs/stream", [], async () => ({ path: `/v1/builds/${buildId}/logs/stream` })],

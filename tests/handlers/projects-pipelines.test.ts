@@ -111,6 +111,7 @@ describe("pipelines", () => {
           paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/caches", "$GRADLE_USER_HOME/wrapper", "$CP_HOME_DIR"],
           key_files: ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"],
         },
+        test_reports: ["build/test-results/**/*.{json,jsonl,xml}", "build/*/test-results/**/*.xml", "build/*/outputs/androidTest-results/**/*.xml", "coverage/lcov.info", "build/analyze.txt"],
       },
       created_at: t.clock.now(),
       updated_at: t.clock.now(),

@@ -1,0 +1,24 @@
+// GET /v1/builds/{build_id}/coverage (project viewer): the build's line coverage (lcov reports),
+// its change against the newest earlier build with coverage on the target branch (a pull
+// request's target, else the project's default branch), and its files, those that lost the most
+// first (offset paging: a build holds at most 20,000 files).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { Pagination } from "../../lib/schemas.ts";
+import { scopedBuild, scopedProject } from "../../lib/auth/project-access.ts";
+import { CoverageAnswer } from "../../lib/test-results/schema.ts";
+import { coverageOf } from "../../lib/test-results/queries.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "get_build_coverage",
+  summary: "A build's coverage and its change against the target branch",
+  tag: "test-results",
+  params: z.object({ build_id: IdParam }),
+  query: z.object(Pagination),
+  response: CoverageAnswer,
+  errors: [],
+  async handle({ query }, ctx) {
+    return coverageOf(ctx.db, scopedBuild(ctx), scopedProject(ctx).default_branch, query);
+  },
+});

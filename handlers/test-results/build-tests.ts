@@ -1,0 +1,21 @@
+// GET /v1/builds/{build_id}/tests (project viewer): what the build's test reports said in sum
+// (docs/test-results.md): the counts, each report with what reading it found, analyzer issues.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
+import { BuildTestsAnswer } from "../../lib/test-results/schema.ts";
+import { listAnnotations, listReports, summaryOf } from "../../lib/test-results/queries.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "get_build_tests",
+  summary: "A build's test summary, reports and analyzer issues",
+  tag: "test-results",
+  params: z.object({ build_id: IdParam }),
+  response: BuildTestsAnswer,
+  errors: [],
+  async handle(_input, ctx) {
+    const build = scopedBuild(ctx);
+    return { summary: await summaryOf(ctx.db, build.id), reports: await listReports(ctx.db, build.id), annotations: await listAnnotations(ctx.db, build.id) };
+  },
+});
