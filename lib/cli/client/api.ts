@@ -19,7 +19,7 @@ export class Api {
   constructor(readonly remote: Remote) {}
 
   /** A JSON request; the parsed answer, or a CommandFailure with the API's {code, message}. */
-  async json<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+  async json<T>(method: string, path: string, body?: unknown): Promise<T> {
     const response = await this.fetch(path, {
       method,
       headers: body === undefined ? {} : { "content-type": "application/json" },

@@ -6,8 +6,9 @@ import { BUILD_STATUSES } from "../../builds/state-machine.ts";
 import { UsageError, parseCommandArgs, type OptionSpec } from "../args.ts";
 import { Api, CommandFailure, EXIT, refusal } from "./api.ts";
 import { configPath, resolveRemote } from "./config.ts";
-import { downloadArtifact, targetsFor, type Artifact } from "./download.ts";
+import { downloadArtifact, targetsFor } from "./download.ts";
 import { followBuild, type LogLine } from "./follow.ts";
+import type { Artifact, ArtifactList, Build, BuildList, OneBuild, PipelineList, ProjectList } from "./resources.ts";
 
 /** The groups this module answers for; bin/roost.ts hands them over. */
 export const CLIENT_GROUPS = ["project", "pipeline", "build"] as const;
@@ -43,9 +44,9 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
       positionals: [],
       async run(api, values) {
         const query = values.search ? `&q=${encodeURIComponent(String(values.search))}` : "";
-        const body = await api.json("GET", `/v1/projects?limit=200${query}`);
+        const body = await api.json<ProjectList>("GET", `/v1/projects?limit=200${query}`);
         if (values.json) return printJson(body);
-        table(["ID", "NAME", "REPOSITORY", "BRANCH", "ROLE"], body.projects.map((p: any) => [p.id, p.name, p.repository_full_name, p.default_branch, p.current_user_role ?? ""]));
+        table(["ID", "NAME", "REPOSITORY", "BRANCH", "ROLE"], body.projects.map((p) => [p.id, p.name, p.repository_full_name, p.default_branch, p.current_user_role ?? ""]));
         return EXIT.succeeded;
       },
     },
@@ -58,9 +59,9 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
       positionals: ["<project>"],
       async run(api, values, [projectRef]) {
         const project = await resolveProject(api, projectRef!);
-        const body = await api.json("GET", `/v1/projects/${enc(project.id)}/pipelines`);
+        const body = await api.json<PipelineList>("GET", `/v1/projects/${enc(project.id)}/pipelines`);
         if (values.json) return printJson(body);
-        table(["ID", "NAME", "ENABLED", "PLATFORMS"], body.pipelines.map((p: any) => [p.id, p.name, p.enabled ? "yes" : "no", p.execution_config.platforms.join(",") || "none"]));
+        table(["ID", "NAME", "ENABLED", "PLATFORMS"], body.pipelines.map((p) => [p.id, p.name, p.enabled ? "yes" : "no", p.execution_config.platforms.join(",") || "none"]));
         return EXIT.succeeded;
       },
     },
@@ -83,9 +84,9 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
         if (status) query.set("status", status);
         if (values.branch) query.set("branch", String(values.branch));
         const path = values.pipeline ? `/v1/pipelines/${enc((await resolvePipeline(api, project.id, String(values.pipeline))).id)}/builds` : `/v1/projects/${enc(project.id)}/builds`;
-        const body = await api.json("GET", `${path}?${query}`);
+        const body = await api.json<BuildList>("GET", `${path}?${query}`);
         if (values.json) return printJson(body);
-        table(["ID", "#", "STATUS", "BRANCH", "COMMIT", "TRIGGER", "CREATED", "DURATION"], body.builds.map((b: any) => [b.id, String(b.build_number), b.status, b.branch, b.commit_sha.slice(0, 7), b.trigger_type, time(b.created_at), duration(b)]));
+        table(["ID", "#", "STATUS", "BRANCH", "COMMIT", "TRIGGER", "CREATED", "DURATION"], body.builds.map((b) => [b.id, String(b.build_number), b.status, b.branch, b.commit_sha.slice(0, 7), b.trigger_type, time(b.created_at), duration(b)]));
         return EXIT.succeeded;
       },
     },
@@ -95,7 +96,7 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
       options: JSON_OPTION,
       positionals: ["<build>"],
       async run(api, values, [buildId]) {
-        const body = await api.json("GET", `/v1/builds/${enc(buildId!)}`);
+        const body = await api.json<OneBuild>("GET", `/v1/builds/${enc(buildId!)}`);
         if (values.json) return printJson(body);
         const b = body.build;
         const rows: [string, string][] = [
@@ -113,7 +114,7 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
         out(rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join("\n") + "\n");
         if (b.step_results.length > 0) {
           out("\n");
-          table(["STEP", "STATUS", "EXIT", "DURATION"], b.step_results.map((s: any) => [s.name, s.status, s.exit_code === null ? "" : String(s.exit_code), `${(s.duration_ms / 1000).toFixed(1)} s`]));
+          table(["STEP", "STATUS", "EXIT", "DURATION"], b.step_results.map((s) => [s.name, s.status, s.exit_code === null ? "" : String(s.exit_code), `${(s.duration_ms / 1000).toFixed(1)} s`]));
         }
         return EXIT.succeeded;
       },
@@ -129,7 +130,7 @@ build's result (0 succeeded, 1 failed, 3 canceled).`,
         if (values.pipeline === undefined) throw new UsageError("roost build start: missing --pipeline; see 'roost build start --help'");
         const project = await resolveProject(api, projectRef!);
         const pipeline = await resolvePipeline(api, project.id, String(values.pipeline));
-        const body = await api.json("POST", `/v1/projects/${enc(project.id)}/builds`, {
+        const body = await api.json<OneBuild>("POST", `/v1/projects/${enc(project.id)}/builds`, {
           pipeline_id: pipeline.id,
           ...(values.branch === undefined ? {} : { branch: values.branch }),
           ...(values.commit === undefined ? {} : { commit_sha: values.commit }),
@@ -146,7 +147,7 @@ and "truncated" events as they come, then {"event":"end","build":{…}}.`,
       options: JSON_OPTION,
       positionals: ["<build>"],
       async run(api, values, [buildId]) {
-        const { build } = await api.json("GET", `/v1/builds/${enc(buildId!)}`);
+        const { build } = await api.json<OneBuild>("GET", `/v1/builds/${enc(buildId!)}`);
         if (values.json) printLine({ event: "build", build });
         return follow(api, build, values);
       },
@@ -157,7 +158,7 @@ and "truncated" events as they come, then {"event":"end","build":{…}}.`,
       options: JSON_OPTION,
       positionals: ["<build>"],
       async run(api, values, [buildId]) {
-        const body = await api.json("POST", `/v1/builds/${enc(buildId!)}/cancel`);
+        const body = await api.json<OneBuild>("POST", `/v1/builds/${enc(buildId!)}/cancel`);
         if (values.json) return printJson(body);
         out(`build #${body.build.build_number} ${body.build.id}: ${body.build.status}\n`);
         return EXIT.succeeded;
@@ -169,7 +170,7 @@ and "truncated" events as they come, then {"event":"end","build":{…}}.`,
       options: { ...JSON_OPTION, follow: { type: "boolean" } },
       positionals: ["<build>"],
       async run(api, values, [buildId]) {
-        const body = await api.json("POST", `/v1/builds/${enc(buildId!)}/rerun`);
+        const body = await api.json<OneBuild>("POST", `/v1/builds/${enc(buildId!)}/rerun`);
         return started(api, body.build, values);
       },
     },
@@ -179,7 +180,7 @@ and "truncated" events as they come, then {"event":"end","build":{…}}.`,
       options: JSON_OPTION,
       positionals: ["<build>"],
       async run(api, values, [buildId]) {
-        const body = await api.json("GET", `/v1/builds/${enc(buildId!)}/artifacts`);
+        const body = await api.json<ArtifactList>("GET", `/v1/builds/${enc(buildId!)}/artifacts`);
         if (values.json) return printJson(body);
         table(["ID", "SIZE", "SHA256", "PATH"], body.artifacts.map((a: Artifact) => [a.id, String(a.size), a.sha256.slice(0, 12), a.path]));
         return EXIT.succeeded;
@@ -195,7 +196,7 @@ nothing matches. --json prints {"artifacts":[{…, "file": "/abs/path"}]}.`,
       options: { ...JSON_OPTION, match: { type: "string" }, dir: { type: "string" }, "keep-paths": { type: "boolean" } },
       positionals: ["<build>"],
       async run(api, values, [buildId]) {
-        const listed = (await api.json<{ artifacts: Artifact[] }>("GET", `/v1/builds/${enc(buildId!)}/artifacts`)).artifacts;
+        const listed = (await api.json<ArtifactList>("GET", `/v1/builds/${enc(buildId!)}/artifacts`)).artifacts;
         const glob = values.match === undefined ? null : new Bun.Glob(String(values.match));
         const chosen = glob ? listed.filter((a) => glob.match(a.path)) : listed;
         if (chosen.length === 0) {
@@ -256,7 +257,7 @@ function help(text: string): number {
 }
 
 /** After start or re-run: the new build, and its log with --follow. */
-async function started(api: Api, build: any, values: Json & { follow?: unknown }): Promise<number> {
+async function started(api: Api, build: Build, values: Json & { follow?: unknown }): Promise<number> {
   if (!values.follow) {
     if (values.json) return printJson({ build });
     out(`build #${build.build_number} ${build.id}: ${build.status}\n`);
@@ -268,7 +269,7 @@ async function started(api: Api, build: any, values: Json & { follow?: unknown }
 }
 
 /** Follows a build's log to its end; the exit code of its result. */
-async function follow(api: Api, build: any, values: Json): Promise<number> {
+async function follow(api: Api, build: Build, values: Json): Promise<number> {
   let step: string | null = null;
   let status: string = build.status;
   const ended = await followBuild(api, build.id, {
@@ -293,7 +294,7 @@ async function follow(api: Api, build: any, values: Json): Promise<number> {
   });
   // The stream already told the result; the build's other final fields are a courtesy that a
   // connection lost just now must not turn into exit 5.
-  const final = await api.json("GET", `/v1/builds/${enc(build.id)}`).then(
+  const final: Build = await api.json<OneBuild>("GET", `/v1/builds/${enc(build.id)}`).then(
     (body) => body.build,
     () => ({ ...build, status: ended.status, exit_code: ended.exit_code, failure_reason: null }),
   );
@@ -311,7 +312,7 @@ async function resolveProject(api: Api, ref: string): Promise<{ id: string; name
   if (direct.ok) return ((await direct.json()) as { project: { id: string; name: string } }).project;
   await direct.body?.cancel();
   if (direct.status !== 404 && direct.status !== 400) throw await refusal(direct, `GET /v1/projects/${ref}`);
-  const { projects } = await api.json<{ projects: { id: string; name: string; repository_full_name: string }[] }>("GET", `/v1/projects?limit=200&q=${encodeURIComponent(ref)}`);
+  const { projects } = await api.json<ProjectList>("GET", `/v1/projects?limit=200&q=${encodeURIComponent(ref)}`);
   const matches = projects.filter((p) => p.name === ref || p.repository_full_name === ref);
   if (matches.length === 1) return matches[0]!;
   if (matches.length === 0) throw new CommandFailure(`roost: no project '${ref}' among those you can see (by id, name or repository); see 'roost project list'`, EXIT.refused);
@@ -319,7 +320,7 @@ async function resolveProject(api: Api, ref: string): Promise<{ id: string; name
 }
 
 async function resolvePipeline(api: Api, projectId: string, ref: string): Promise<{ id: string; name: string }> {
-  const { pipelines } = await api.json<{ pipelines: { id: string; name: string }[] }>("GET", `/v1/projects/${enc(projectId)}/pipelines`);
+  const { pipelines } = await api.json<PipelineList>("GET", `/v1/projects/${enc(projectId)}/pipelines`);
   const match = pipelines.find((p) => p.id === ref) ?? pipelines.find((p) => p.name === ref);
   if (!match) throw new CommandFailure(`roost: the project has no pipeline '${ref}' (by id or name); see 'roost pipeline list <project>'`, EXIT.refused);
   return match;

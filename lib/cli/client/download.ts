@@ -6,14 +6,7 @@ import { mkdir, open, rename, rm } from "node:fs/promises";
 import { basename, dirname, isAbsolute, join, normalize, resolve } from "node:path";
 import { Api, CommandFailure, EXIT, refusal } from "./api.ts";
 
-export interface Artifact {
-  id: string;
-  build_id: string;
-  path: string;
-  size: number;
-  sha256: string;
-  created_at: number;
-}
+import type { Artifact } from "./resources.ts";
 
 /** Where each artifact goes under `dir`: its file name, or its whole relative path with `keepPaths`. */
 export function targetsFor(artifacts: Artifact[], dir: string, keepPaths: boolean): string[] {

@@ -3,6 +3,7 @@
 // seconds of being minted, so each (re)connection mints a fresh one and resumes after the last
 // line seen with Last-Event-ID, as an EventSource would (WHATWG HTML, "Server-sent events").
 import { Api, CommandFailure, EXIT, refusal } from "./api.ts";
+import type { Build, OneBuild } from "./resources.ts";
 
 export interface LogLine {
   seq: number;
@@ -13,14 +14,14 @@ export interface LogLine {
 }
 
 export interface StreamEnd {
-  status: string;
+  status: Build["status"];
   exit_code: number | null;
   last_seq: number;
 }
 
 export interface FollowSink {
   log(line: LogLine): void;
-  status(status: { status: string; exit_code: number | null }): void;
+  status(status: { status: Build["status"]; exit_code: number | null }): void;
   truncated(cut: { cut_lines: number; cut_bytes: number; text: string }): void;
   /** Called before each reconnection after a dropped stream. */
   reconnecting(attempt: number, reason: string): void;
@@ -44,7 +45,7 @@ export async function followBuild(api: Api, buildId: string, sink: FollowSink): 
     }, (ms) => (retryMs = Math.min(ms, MAX_DELAY_MS)));
     if (outcome.kind === "end") return outcome.end;
     if (outcome.kind === "finished") {
-      const { build } = await api.json<{ build: { status: string; exit_code: number | null } }>("GET", `/v1/builds/${encodeURIComponent(buildId)}`);
+      const { build } = await api.json<OneBuild>("GET", `/v1/builds/${encodeURIComponent(buildId)}`);
       return { status: build.status, exit_code: build.exit_code, last_seq: lastSeq };
     }
     failingSince ??= Date.now();

@@ -1,0 +1,27 @@
+// The API's answers as the user commands read them: types taken from the daemon's own zod schemas
+// (type-only imports, nothing of zod is loaded), so a changed response is a type error here
+// rather than an `undefined` printed in a table.
+import type { z } from "zod";
+import type { BuildResource, PipelineResource, ProjectResource } from "../../schemas/ci.ts";
+import type { ArtifactResource } from "../../runner-protocol/wire.ts";
+
+export type Build = z.infer<typeof BuildResource>;
+export type Project = z.infer<typeof ProjectResource>;
+export type Pipeline = z.infer<typeof PipelineResource>;
+export type Artifact = z.infer<typeof ArtifactResource>;
+
+export interface ProjectList {
+  projects: Project[];
+}
+export interface PipelineList {
+  pipelines: Pipeline[];
+}
+export interface BuildList {
+  builds: Build[];
+}
+export interface OneBuild {
+  build: Build;
+}
+export interface ArtifactList {
+  artifacts: Artifact[];
+}
