@@ -114,16 +114,29 @@ function listenOrFail<T>(config: Config, bind: () => T): T {
   }
 }
 
-/** While setup is incomplete, every start writes a fresh setup token to a 0600 file and logs its path. */
-export async function prepareFirstRun(db: Db, config: Config, log: Logger): Promise<void> {
+/** While setup is incomplete, every start writes a fresh setup token to a 0600 file and logs its path; true then. */
+async function prepareFirstRun(db: Db, config: Config, log: Logger): Promise<boolean> {
   const instance = await getInstance(db);
-  if (instance.state !== "incomplete") return;
+  if (instance.state !== "incomplete") return false;
   const minted = await mintSetupToken(db, systemClock.now());
   const path = await writeSetupTokenFile(config.dataDir, minted.token);
   log.info("setup is incomplete", {
     setup_token_file: path,
-    hint: "Local Only: POST /v1/auth/local/login from this machine. External Access: use the token in this file (README, First run).",
+    hint: "Open Roost in a browser on this machine (the URL follows once it listens): the setup wizard makes you the owner (Local Only), or asks for the token in this file (External Access). README, First run.",
   });
+  return true;
+}
+
+/**
+ * The one line for a person among the JSON ones: where to open the web app. ROOST_PUBLIC_URL
+ * when set; else the listening address, loopback for a wildcard one (0.0.0.0 is no address to
+ * open). The JSON `msg` is the sentence, so it reads the same raw or through a log viewer.
+ */
+function logBrowserUrl(log: Logger, config: Config, server: Server<undefined>, firstRun: boolean): void {
+  const host = server.hostname === "0.0.0.0" || !server.hostname ? "127.0.0.1" : server.hostname === "::" ? "[::1]" : server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname;
+  const url = `${config.publicUrl ?? `http://${host}:${server.port}`}/`;
+  const where = config.publicUrl ? "" : " on this machine";
+  log.notice(`open ${url} in a browser${where} ${firstRun ? "to set up Roost" : "to use Roost"}`, { url });
 }
 
 export async function startDaemon(config: Config, routes: RouteEntry[], log: Logger = createLogger(config.logLevel)): Promise<RunningDaemon> {
@@ -163,7 +176,7 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
     await prepareDataDir(config);
     db = await openAndMigrate(config, log);
     await sweepArtifactFiles(db, config, log);
-    await prepareFirstRun(db, config, log);
+    const firstRun = await prepareFirstRun(db, config, log);
 
     const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
     const shutdown = new AbortController();
@@ -177,7 +190,9 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
       throw new StartupError(`cannot serve the management socket ${config.managementSocketPath}: ${describeSystemError(error)}`);
     });
     app = createApp(ctx, routes);
-    return running(ctx, server, shutdown, socket);
+    const daemon = running(ctx, server, shutdown, socket);
+    logBrowserUrl(log, config, server, firstRun);
+    return daemon;
   } catch (error) {
     await server.stop(true);
     db?.close();

@@ -43,6 +43,11 @@ describe("first run, restart, and the files on disk", () => {
     } finally {
       expect(await daemon.stop()).toBe(0);
     }
+    // Once, for a person: the URL to open, in the JSON line's msg; the setup hint points there, not at the API.
+    expect(daemon.logs.filter((l) => String(l.msg).startsWith("open "))).toEqual([
+      expect.objectContaining({ level: "info", msg: `open ${daemon.url}/ in a browser on this machine to set up Roost`, url: `${daemon.url}/` }),
+    ]);
+    expect(String(daemon.logs.find((l) => l.msg === "setup is incomplete")?.hint)).toStartWith("Open Roost in a browser on this machine");
   });
 
   test("after a restart, users, sessions, tokens and the ready state are all still there", async () => {
@@ -65,6 +70,7 @@ describe("first run, restart, and the files on disk", () => {
     } finally {
       await daemon.stop();
     }
+    expect(daemon.logs.filter((l) => String(l.msg).startsWith("open ")).map((l) => l.msg)).toEqual([`open ${daemon.url}/ in a browser on this machine to use Roost`]);
   });
 
   test("over a real socket, errors are {code, message} with a request id", async () => {
