@@ -41,8 +41,11 @@ Stops gracefully on SIGTERM or SIGINT.`,
 Once setup is complete, loopback alone signs nobody in (any process on this host is loopback,
 build code on a runner included): a local login needs a one-time capability that only someone
 who can open the daemon's Unix management socket (<data dir>/roost.sock, mode 0600) can mint.
-This command mints one (valid 5 minutes, single use) and prints the command that signs in with it:
+This command mints one (valid 5 minutes, single use) and prints, each on its own line, the
+capability to paste on the web app's sign-in page (on stderr, with what it is) and the command
+that signs in with it (on stdout):
 
+  roost_rcv_…
   curl -sS -X POST http://127.0.0.1:8080/v1/auth/local/login -H 'content-type: application/json' \
        -d '{"email":"E","recovery_capability":"roost_rcv_…"}'
 
@@ -204,8 +207,12 @@ async function main(argv: string[]): Promise<number> {
       if (typeof minted === "number") return minted;
       const capability = String(minted.recovery_capability);
       const body = JSON.stringify({ ...(email === undefined ? {} : { email }), recovery_capability: capability });
+      // A person reads the capability on its own line, to paste on the sign-in page, then the
+      // command; stdout is the command alone, as before, so `eval "$(roost login)"` still signs
+      // in (`roost recover` prints the bare capability on stdout for scripts).
+      const until = new Date(Number(minted.expires_at) * 1000).toISOString();
+      process.stderr.write(`one-time capability, valid until ${until}, single use; paste it on the sign-in page (${loginBaseUrl(config)}/sign-in):\n${capability}\nor sign in from a shell on this host with:\n`);
       process.stdout.write(`curl -sS -X POST ${loginBaseUrl(config)}/v1/auth/local/login -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'\n`);
-      process.stderr.write(`one-time capability, valid until ${new Date(Number(minted.expires_at) * 1000).toISOString()}, single use; run the command above on this host to sign in\n`);
       return 0;
     }
     case "runner":

@@ -104,7 +104,12 @@ fi
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
+  // The runner runs under npm in a process group of its own (setsid): the whole group goes.
+  try {
+    if (runnerProc) process.kill(-runnerProc.pid, "SIGKILL");
+  } catch {
+    // already gone
+  }
   await tb?.close();
   await daemon?.stop();
   await host?.stop();
@@ -173,19 +178,24 @@ describe("the web app in Chromium", () => {
     await page.getByText("push on main").waitFor();
   }, 30_000);
 
-  test("a runner registered in the app: its token is shown once with the command; it comes online", async () => {
+  test("a runner registered in the app: its token is shown once with the commands, which run as shown; it comes online", async () => {
     await page.getByRole("link", { name: "Runners" }).click();
     await page.getByLabel("Name").fill("linux-e2e");
     await page.getByRole("button", { name: "Register runner" }).click();
-    const command = await page.locator("code.command").textContent();
-    const match = /ROOST_URL=(\S+) ROOST_RUNNER_ID=(\S+) ROOST_RUNNER_TOKEN=(\S+) roost runner/.exec(command ?? "");
+    const binary = await page.locator('code.command[data-from="binary"]').textContent();
+    const checkout = (await page.locator('code.command[data-from="checkout"]').textContent()) ?? "";
+    const match = /^ROOST_URL=(\S+) ROOST_RUNNER_ID=(\S+) ROOST_RUNNER_TOKEN=(roost_rt_\S+) roost runner$/.exec(binary ?? "");
     expect(match?.[1]).toBe(daemon.url);
-    expect(match?.[3]).toStartWith("roost_rt_");
+    expect(checkout).toBe(`ROOST_URL=${match![1]} ROOST_RUNNER_ID=${match![2]} ROOST_RUNNER_TOKEN=${match![3]} npm run roost -- runner`);
+    // Which user: its own, not root nor the daemon's (which the runner refuses on the daemon's host).
+    expect(await page.locator(".secret-once").textContent()).toContain("as an OS user of its own: not root, and on Roost's own host not the user the daemon runs as");
     expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(1);
     await checkA11y("runners");
-    runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
+    // The checkout's command, pasted into a shell in this checkout as it is shown (the test runs
+    // as the daemon's own user, hence the flag). Its own process group, so the test can stop npm's children too.
+    runnerProc = Bun.spawn(["setsid", "bash", "-c", `${checkout} --unsafe-allow-same-user`], {
       cwd: REPO_ROOT,
-      env: { PATH: `${flutterDir}:${process.env.PATH}`, HOME: work, ROOST_URL: daemon.url, ROOST_RUNNER_ID: match![2]!, ROOST_RUNNER_TOKEN: match![3]!, ROOST_RUNNER_WORKDIR: join(work, "runner-work"), ROOST_RUNNER_GRACE_SECONDS: "1" },
+      env: { PATH: `${flutterDir}:${process.env.PATH}`, HOME: work, ROOST_RUNNER_WORKDIR: join(work, "runner-work"), ROOST_RUNNER_GRACE_SECONDS: "1" },
       stdout: "ignore",
       stderr: "ignore",
     });
@@ -382,15 +392,16 @@ describe("the web app in Chromium", () => {
     await page.getByLabel("Role of dev@example.test").waitFor();
     expect(await page.getByLabel("Role of dev@example.test").inputValue()).toBe("viewer");
     await checkA11y("project settings and members");
-    const capability = /roost_rcv_[A-Za-z0-9_-]+/.exec((await daemon.cli(["login", "--email", "dev@example.test"])).stdout)?.[0];
-    expect(capability).toBeDefined();
+    // What `roost login` prints on stdout is the whole curl command; the sign-in page takes it
+    // pasted whole, capability and e-mail.
+    const curl = (await daemon.cli(["login", "--email", "dev@example.test"])).stdout.trim();
+    expect(curl).toStartWith("curl ");
 
     const devContext = await tb.browser.newContext({ viewport: { width: 390, height: 844 } });
     const dev = await newPage(devContext, errors);
     await dev.goto(`${daemon.url}/runners`);
     await dev.getByRole("heading", { name: "Sign in to Roost" }).waitFor();
-    await dev.getByLabel("E-mail address (optional with one user)").fill("dev@example.test");
-    await dev.getByLabel("One-time capability").fill(capability!);
+    await dev.getByLabel("One-time capability (or the whole curl command)").fill(curl);
     await dev.getByRole("button", { name: "Sign in" }).click();
     // Back to the page asked for, which is not for a developer.
     await dev.getByRole("heading", { name: "Not for your role" }).waitFor();

@@ -176,15 +176,20 @@ describe("build code on a runner on the daemon's host", () => {
 });
 
 describe("roost login", () => {
-  test("prints a command that signs in once, and only once, with a capability from the real Unix socket", async () => {
+  test("prints the capability on its own line, to paste on the sign-in page, and a command that signs in once, and only once, with it (from the real Unix socket)", async () => {
     const minted = await daemon.cli(["login", "--email", "owner@example.test"]);
     expect(minted.code).toBe(0);
+    // stderr, for a person: what it is, the capability alone on a line, then what the command is.
+    const said = minted.stderr.split("\n");
+    expect(said[0]).toMatch(new RegExp(`^one-time capability, valid until \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z, single use; paste it on the sign-in page \\(${daemon.url.replace(/\./g, "\\.")}/sign-in\\):$`));
+    expect(said[1]).toMatch(/^roost_rcv_[0-9A-Za-z]{58}$/);
+    expect(said.slice(2)).toEqual(["or sign in from a shell on this host with:", ""]);
+    const capability = said[1]!;
+    // stdout, for a shell: the command alone, as before.
     const command = minted.stdout.trim();
-    const capability = /roost_rcv_[0-9A-Za-z]{58}/.exec(command)?.[0];
     expect(command).toBe(
       `curl -sS -X POST ${daemon.url}/v1/auth/local/login -H 'content-type: application/json' -d '{"email":"owner@example.test","recovery_capability":"${capability}"}'`,
     );
-    expect(minted.stderr).toMatch(/^one-time capability, valid until \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, single use; run the command above on this host to sign in\n$/);
     expect(JSON.stringify(daemon.logs)).not.toContain(capability!);
 
     const first = JSON.parse(await sh(command));

@@ -11,8 +11,13 @@ export function runnerOnline(runner: Runner): boolean {
   return runner.last_seen_at !== null && Date.now() / 1000 - runner.last_seen_at < 90;
 }
 
-export function runnerCommand(id: string, token: string): string {
-  return `ROOST_URL=${window.location.origin} ROOST_RUNNER_ID=${id} ROOST_RUNNER_TOKEN=${token} roost runner`;
+/**
+ * The command that starts a registered runner, runnable as shown: with the `roost` program on
+ * PATH, or in a checkout of Roost (where `roost` is `npm run roost --`; docs/runners.md).
+ */
+export function runnerCommand(id: string, token: string, from: "binary" | "checkout"): string {
+  const env = `ROOST_URL=${window.location.origin} ROOST_RUNNER_ID=${id} ROOST_RUNNER_TOKEN=${token}`;
+  return from === "binary" ? `${env} roost runner` : `${env} npm run roost -- runner`;
 }
 
 export function Runners() {
@@ -51,10 +56,23 @@ export function Runners() {
       </form>
       {secret && (
         <SecretOnce title={`Token of ${secret.name}.`} secret={secret.token}>
-          <p>Run this on the machine that builds (as a user of its own, docs/runners.md):</p>
+          <p>
+            Start the runner on the machine that builds, <strong>as an OS user of its own</strong>: not root, and on Roost's own host not the user the daemon runs as (the runner refuses both there, exit 2). For example{" "}
+            <code>sudo useradd --system --create-home roost-runner</code>, then run the command as that user (<code>sudo -u roost-runner env ROOST_URL=…</code>).
+          </p>
+          <p>With the <code>roost</code> program installed:</p>
           <div class="secret-row">
-            <code class="secret command">{runnerCommand(secret.id, secret.token)}</code>
+            <code class="secret command" data-from="binary">{runnerCommand(secret.id, secret.token, "binary")}</code>
           </div>
+          <p>
+            In a checkout of Roost (in its directory, after <code>npm ci</code>):
+          </p>
+          <div class="secret-row">
+            <code class="secret command" data-from="checkout">{runnerCommand(secret.id, secret.token, "checkout")}</code>
+          </div>
+          <p class="muted">
+            The build machine needs git and Flutter; see Running a runner in docs/runners.md.
+          </p>
         </SecretOnce>
       )}
       <LoadState state={state} what="runners" />

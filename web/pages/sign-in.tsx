@@ -46,6 +46,16 @@ export function SignIn({ expired }: { expired: boolean }) {
   );
 }
 
+/**
+ * What `roost login` printed, pasted whole or in part: the bare capability, or the curl command
+ * around it (whose e-mail is used when the form's is empty).
+ */
+function readPastedCapability(text: string): { capability: string; email: string | null } {
+  const capability = /roost_rcv_[0-9A-Za-z]+/.exec(text)?.[0] ?? text.trim();
+  const email = /"email"\s*:\s*"([^"]+)"/.exec(text)?.[1] ?? null;
+  return { capability, email };
+}
+
 function LocalSignIn({ next }: { next: string }) {
   const [email, setEmail] = useState("");
   const [capability, setCapability] = useState("");
@@ -61,7 +71,8 @@ function LocalSignIn({ next }: { next: string }) {
         setBusy(true);
         setError(null);
         try {
-          await api("POST", "/v1/auth/local/login", { body: { email: email || undefined, recovery_capability: capability.trim() }, quiet401: true });
+          const pasted = readPastedCapability(capability);
+          await api("POST", "/v1/auth/local/login", { body: { email: email || pasted.email || undefined, recovery_capability: pasted.capability }, quiet401: true });
           await finish(next);
         } catch (err) {
           setError(err instanceof ApiFailure ? err.placed({ email_required: "email", user_not_found: "email", recovery_capability_invalid: "recovery_capability", local_capability_required: "recovery_capability", recovery_capability_required: "recovery_capability" }) : null);
@@ -71,10 +82,10 @@ function LocalSignIn({ next }: { next: string }) {
       }}
     >
       <p>
-        On the machine Roost runs on, run <code>{remote ? "roost recover" : "roost login --email you@example.com"}</code> as the daemon's user and paste the one-time capability it prints (valid 5 minutes).
+        On the machine Roost runs on, run <code>{remote ? "roost recover" : "roost login --email you@example.com"}</code> as the daemon's user (in a checkout of Roost: <code>{remote ? "npm run roost -- recover" : "npm run roost -- login --email you@example.com"}</code>) and paste the one-time capability it prints (<code>roost_rcv_…</code>, valid 5 minutes), or the whole <code>curl</code> command it prints.
       </p>
       <TextField label="E-mail address (optional with one user)" name="email" type="email" value={email} onInput={setEmail} error={error} autoComplete="email" />
-      <TextField label="One-time capability" name="recovery_capability" type="password" value={capability} onInput={setCapability} error={error} required autoComplete="off" placeholder="roost_rcv_…" />
+      <TextField label="One-time capability (or the whole curl command)" name="recovery_capability" type="password" value={capability} onInput={setCapability} error={error} required autoComplete="off" placeholder="roost_rcv_…" />
       <FormError error={error} fields={["email", "recovery_capability"]} />
       <button type="submit" disabled={busy}>
         {busy ? "Signing in…" : "Sign in"}
