@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { sign } from "@octokit/webhooks-methods";
 import type { BrowserContext, Page } from "playwright-core";
-import { BUN, REPO_ROOT, ROOST, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { REPO_ROOT, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
 
