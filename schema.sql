@@ -927,3 +927,42 @@ CREATE TABLE build_annotations (
   message TEXT NOT NULL,
   PRIMARY KEY (build_id, seq)
 );
+
+-- migration 21: the runner claim in O(log n), in queue order
+-- A claim hands out the oldest queued build a runner may take whose pipeline has a free slot
+-- (lib/db/jobs.ts). Builds are ordered by queue_seq, a number taken from build_queue_sequence when
+-- the build is created (queued_at has whole seconds only; a released build keeps its place). What
+-- decides who may take a build is fixed at creation: runner_route, the Apple platforms and the
+-- runner labels it needs (lib/runners/routing.ts), and own_max_concurrent, the max_concurrent of
+-- the pipeline file it was defined by (0: the pipeline's current one). Queued builds of one
+-- pipeline, route and limit form a group that only ever hands out its oldest; build_queue_groups
+-- lists the groups that have queued builds, kept by triggers in each build change's transaction,
+-- so a claim reads one head per group through builds_queue instead of every queued build.
+ALTER TABLE builds ADD COLUMN queue_seq INTEGER;
+ALTER TABLE builds ADD COLUMN runner_route TEXT NOT NULL DEFAULT '{"apple":[],"labels":[]}';
+ALTER TABLE builds ADD COLUMN own_max_concurrent INTEGER NOT NULL DEFAULT 0;
+UPDATE builds SET
+  runner_route = json_object(
+    'apple', json(COALESCE((SELECT json_group_array(p.value) FROM json_each(builds.config_snapshot, '$.execution_config.platforms') p WHERE p.value IN ('ios', 'macos')), '[]')),
+    'labels', json(COALESCE(json_extract(config_snapshot, '$.execution_config.runner_labels'), '[]'))),
+  own_max_concurrent = CASE WHEN json_extract(definition_source, '$.source') = 'file' THEN COALESCE(json_extract(config_snapshot, '$.concurrency.max_concurrent'), 0) ELSE 0 END
+  WHERE status IN ('queued', 'running');
+UPDATE builds SET queue_seq = o.n FROM (SELECT id, ROW_NUMBER() OVER (ORDER BY queued_at, build_number) AS n FROM builds WHERE status IN ('queued', 'running')) o WHERE builds.id = o.id;
+CREATE TABLE build_queue_sequence (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  next INTEGER NOT NULL
+);
+INSERT INTO build_queue_sequence (id, next) SELECT 1, COALESCE(MAX(queue_seq), 0) + 1 FROM builds;
+CREATE INDEX builds_queue ON builds (pipeline_id, runner_route, own_max_concurrent, queue_seq) WHERE status = 'queued';
+CREATE TABLE build_queue_groups (
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  runner_route TEXT NOT NULL,
+  own_max_concurrent INTEGER NOT NULL,
+  queued INTEGER NOT NULL,
+  PRIMARY KEY (pipeline_id, runner_route, own_max_concurrent)
+) WITHOUT ROWID;
+INSERT INTO build_queue_groups (pipeline_id, runner_route, own_max_concurrent, queued) SELECT pipeline_id, runner_route, own_max_concurrent, COUNT(*) FROM builds WHERE status = 'queued' GROUP BY pipeline_id, runner_route, own_max_concurrent;
+CREATE TRIGGER build_queue_insert AFTER INSERT ON builds WHEN NEW.status = 'queued' BEGIN INSERT INTO build_queue_groups (pipeline_id, runner_route, own_max_concurrent, queued) VALUES (NEW.pipeline_id, NEW.runner_route, NEW.own_max_concurrent, 1) ON CONFLICT DO UPDATE SET queued = queued + 1; END;
+CREATE TRIGGER build_queue_enter AFTER UPDATE OF status ON builds WHEN NEW.status = 'queued' AND OLD.status IS NOT 'queued' BEGIN INSERT INTO build_queue_groups (pipeline_id, runner_route, own_max_concurrent, queued) VALUES (NEW.pipeline_id, NEW.runner_route, NEW.own_max_concurrent, 1) ON CONFLICT DO UPDATE SET queued = queued + 1; END;
+CREATE TRIGGER build_queue_leave AFTER UPDATE OF status ON builds WHEN OLD.status = 'queued' AND NEW.status IS NOT 'queued' BEGIN UPDATE build_queue_groups SET queued = queued - 1 WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent; DELETE FROM build_queue_groups WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent AND queued <= 0; END;
+CREATE TRIGGER build_queue_delete AFTER DELETE ON builds WHEN OLD.status = 'queued' BEGIN UPDATE build_queue_groups SET queued = queued - 1 WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent; DELETE FROM build_queue_groups WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent AND queued <= 0; END;

@@ -11,6 +11,7 @@ import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.t
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
+import { routeKey, routeOf } from "../runners/routing.ts";
 
 export interface CreateBuildInput {
   pipelineId: string;
@@ -71,18 +72,24 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   const buildNumber = Number(numbered!.n);
   const id = newId();
   const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
+  const definitionSource = input.definitionSource ?? API_DEFINITION;
+  // Its place in the queue, and what the claim reads of it (schema.sql migration 21): its route and,
+  // when its pipeline file set one, its own max_concurrent.
+  const queued = await one(tx, "UPDATE build_queue_sequence SET next = next + 1 WHERE id = 1 RETURNING next - 1 AS seq");
+  const ownMaxConcurrent = definitionSource.source === "file" ? snapshot.concurrency.max_concurrent : 0;
   const row = await one(
     tx,
     `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
-       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+       status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source,
+       queue_seq, runner_route, own_max_concurrent)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     [
       id, pipeline.project_id, pipeline.id, buildNumber, input.sourceBuildId ?? null, input.branch, input.commitSha, input.changelog ?? "",
       JSON.stringify(snapshot), input.context === undefined ? null : JSON.stringify(input.context), input.concurrencyKey ?? null,
       // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
       input.triggerType === "schedule" ? "manual" : input.triggerType, input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
       input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now, input.scheduleId ?? null,
-      JSON.stringify(input.definitionSource ?? API_DEFINITION),
+      JSON.stringify(definitionSource), Number(queued!.seq), routeKey(routeOf(snapshot)), ownMaxConcurrent,
     ],
   );
   const build = toBuild(row!);

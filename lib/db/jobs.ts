@@ -3,15 +3,14 @@
 // max_concurrent slot), move it to running through the state machine, and insert the job; the
 // unique index on running jobs per build refuses a second claimer in any process. A claim_id the
 // runner already used returns the same job, so a lost claim response strands nothing.
-import type { Row, Transaction } from "./database.ts";
+import type { Row } from "./database.ts";
 import type { Db, Executor } from "./client.ts";
 import { all, inTransaction, num, numOrNull, one, str } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "./builds.ts";
-import { PIPELINE_HAS_FREE_SLOT } from "../builds/queue.ts";
-import { allowedFrom } from "../builds/state-machine.ts";
+import { transitionBuildIn } from "../builds/transition.ts";
 import type { Runner } from "./runners.ts";
-import { whyRunnerCannotTake } from "../runners/routing.ts";
+import { parseRouteKey, whyRunnerCannotTakeRoute } from "../runners/routing.ts";
 
 export interface Job {
   id: string;
@@ -44,6 +43,33 @@ export async function findJob(db: Executor, id: string): Promise<Job | null> {
   return row ? toJob(row) : null;
 }
 
+/**
+ * The next build a runner may take: the oldest head (by queue_seq) of the queue's groups whose
+ * route this runner serves and whose pipeline has a free slot (schema.sql migration 21). One
+ * indexed look-up per group and a counter read for the running builds, so it costs the same with
+ * one build queued or a hundred thousand waiting behind a full pipeline.
+ */
+const NEXT_CLAIMABLE = `SELECT b.* FROM build_queue_groups g
+  JOIN builds b ON b.rowid = (SELECT q.rowid FROM builds q WHERE q.status = 'queued' AND q.pipeline_id = g.pipeline_id AND q.runner_route = g.runner_route AND q.own_max_concurrent = g.own_max_concurrent ORDER BY q.queue_seq LIMIT 1)
+  WHERE g.runner_route IN (SELECT value FROM json_each(?))
+    AND COALESCE((SELECT c.n FROM build_counts c WHERE c.pipeline_id = g.pipeline_id AND c.status = 'running'), 0)
+      < CASE g.own_max_concurrent WHEN 0 THEN (SELECT p.max_concurrent FROM pipelines p WHERE p.id = g.pipeline_id) ELSE g.own_max_concurrent END
+  ORDER BY b.queue_seq LIMIT 1`;
+
+/** The routes of the queued builds this runner may take (a few: one per distinct platforms and labels). */
+async function routesFor(db: Executor, runner: Runner): Promise<string[]> {
+  const routes = await all(db, "SELECT DISTINCT runner_route FROM build_queue_groups");
+  return routes.map((r) => String(r.runner_route)).filter((key) => whyRunnerCannotTakeRoute(runner, parseRouteKey(key)) === null);
+}
+
+/** The build the runner would get now, without taking it. */
+export async function nextClaimableBuild(db: Executor, runner: Runner): Promise<Build | null> {
+  const routes = await routesFor(db, runner);
+  if (routes.length === 0) return null;
+  const row = await one(db, NEXT_CLAIMABLE, [JSON.stringify(routes)]);
+  return row ? toBuild(row) : null;
+}
+
 export async function claimJob(db: Db, runner: Runner, claimId: string, now: number, leaseSeconds: number): Promise<{ job: Job; build: Build } | null> {
   return inTransaction(db, async (tx) => {
     const existing = await one(tx, "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", [runner.id, claimId]);
@@ -52,30 +78,18 @@ export async function claimJob(db: Db, runner: Runner, claimId: string, now: num
       const build = toBuild((await one(tx, "SELECT * FROM builds WHERE id = ?", [job.build_id]))!);
       return { job, build };
     }
-    const candidates = await all(tx, `SELECT b.* FROM builds b WHERE b.status = 'queued' AND ${PIPELINE_HAS_FREE_SLOT} ORDER BY b.queued_at, b.build_number LIMIT 50`);
-    for (const row of candidates) {
-      const candidate = toBuild(row);
-      if (whyRunnerCannotTake(runner, candidate.config_snapshot) !== null) continue;
-      return start(tx, runner, claimId, candidate, now, leaseSeconds);
-    }
-    return null;
+    const candidate = await nextClaimableBuild(tx, runner);
+    if (!candidate) return null;
+    // The `start` transition of lib/builds/state-machine.ts, inside the claim's transaction.
+    const build = await transitionBuildIn(tx, now, candidate.id, "start", { runner_id: runner.id, runner_policy_block_reason: null });
+    if (!build) return null;
+    const job = toJob(
+      (await one(tx, "INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *", [
+        newId(), build.id, runner.id, claimId, now + leaseSeconds, now,
+      ]))!,
+    );
+    return { job, build };
   });
-}
-
-async function start(tx: Transaction, runner: Runner, claimId: string, candidate: Build, now: number, leaseSeconds: number): Promise<{ job: Job; build: Build }> {
-  // The `start` transition of lib/builds/state-machine.ts, inside the claim's transaction.
-  const row = await one(
-    tx,
-    `UPDATE builds SET status = 'running', started_at = ?, runner_id = ?, runner_policy_block_reason = NULL, updated_at = ?
-     WHERE id = ? AND status IN (${allowedFrom("start").map(() => "?").join(", ")}) RETURNING *`,
-    [now, runner.id, now, candidate.id, ...allowedFrom("start")],
-  );
-  const job = toJob(
-    (await one(tx, "INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *", [
-      newId(), candidate.id, runner.id, claimId, now + leaseSeconds, now,
-    ]))!,
-  );
-  return { job, build: toBuild(row!) };
 }
 
 /** Renews the leases of the given running jobs of this runner; returns the ones whose build was canceled (or is gone). */

@@ -1,10 +1,45 @@
 // GitHub through a GitHub App installation: an app JWT (RS256, signed with the app's private
 // key) buys a one-hour installation token, which reads the installation's repositories.
 // The API host is configurable for GitHub Enterprise Server (https://ghe.example.com/api/v3).
-import { createPrivateKey } from "node:crypto";
+import { createHash, createPrivateKey } from "node:crypto";
 import { SignJWT, importPKCS8 } from "jose";
 import type { RemoteRepository } from "../db/repositories.ts";
 import { HostApiError, MAX_PAGES, hostRequest, nextLink, type HostAccess } from "./http.ts";
+
+/** A clone token is handed out again only while it has this long left (GitHub's live an hour). */
+export const CLONE_TOKEN_MIN_SECONDS = 30 * 60;
+
+// Parsed App private keys by their PEM's digest: the same key is parsed once per process.
+const MAX_PARSED_KEYS = 32;
+const parsedKeys = new Map<string, Promise<CryptoKey>>();
+
+function keyDigest(pem: string): string {
+  return createHash("sha256").update(pem).digest("base64url");
+}
+
+function parsedKey(pem: string): Promise<CryptoKey> {
+  const digest = keyDigest(pem);
+  let key = parsedKeys.get(digest);
+  if (!key) {
+    key = parsePrivateKey(pem);
+    // A key that does not parse is not kept: the integration's next edit may fix it.
+    key.catch(() => parsedKeys.delete(digest));
+    if (parsedKeys.size >= MAX_PARSED_KEYS) parsedKeys.delete(parsedKeys.keys().next().value!);
+    parsedKeys.set(digest, key);
+  }
+  return key;
+}
+
+async function parsePrivateKey(pem: string): Promise<CryptoKey> {
+  // GitHub hands out PKCS#1 keys ("BEGIN RSA PRIVATE KEY"); jose wants PKCS#8.
+  let pkcs8: string;
+  try {
+    pkcs8 = createPrivateKey(pem).export({ format: "pem", type: "pkcs8" }).toString();
+  } catch {
+    throw new HostApiError("the GitHub App private key is not a valid PEM key", null);
+  }
+  return importPKCS8(pkcs8, "RS256");
+}
 
 export interface GithubCredentials {
   private_key: string;
@@ -24,18 +59,21 @@ export class GithubClient {
     private readonly access: HostAccess,
   ) {}
 
-  /** The app's own JWT: valid 9 minutes, backdated a minute for clock drift (GitHub's guidance). */
+  /**
+   * The app's own JWT: valid 9 minutes, backdated a minute for clock drift (GitHub's guidance),
+   * reused until a minute before it expires (a claim or a status asks for it often; parsing the key
+   * and signing cost milliseconds of CPU each time).
+   */
   async appJwt(): Promise<string> {
-    // GitHub hands out PKCS#1 keys ("BEGIN RSA PRIVATE KEY"); jose wants PKCS#8.
-    let pkcs8: string;
-    try {
-      pkcs8 = createPrivateKey(this.credentials.private_key).export({ format: "pem", type: "pkcs8" }).toString();
-    } catch {
-      throw new HostApiError("the GitHub App private key is not a valid PEM key", null);
-    }
-    const key = await importPKCS8(pkcs8, "RS256");
+    const cacheKey = `app-jwt|${this.target.api_url}|${this.target.app_id}|${keyDigest(this.credentials.private_key)}`;
     const now = this.access.now();
-    return new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuedAt(now - 60).setExpirationTime(now + 540).setIssuer(this.target.app_id).sign(key);
+    const cached = this.access.tokens.get(cacheKey);
+    if (cached && cached.expiresAt - 60 > now) return cached.token;
+    const key = await parsedKey(this.credentials.private_key);
+    const expiresAt = now + 540;
+    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuedAt(now - 60).setExpirationTime(expiresAt).setIssuer(this.target.app_id).sign(key);
+    this.access.tokens.set(cacheKey, { token: jwt, expiresAt });
+    return jwt;
   }
 
   async installationToken(): Promise<string> {
@@ -53,17 +91,23 @@ export class GithubClient {
 
   /**
    * A token for runners to clone one repository: read-only (contents: read) and scoped to that
-   * repository, so a build script that reads it cannot push or touch other repositories.
+   * repository, so a build script that reads it cannot push or touch other repositories. Installation
+   * tokens live an hour; one is handed to every job of the repository while it has at least
+   * CLONE_TOKEN_MIN_SECONDS left, so a runner always gets time to clone and fetch with it.
    */
   async cloneToken(repositoryId: string): Promise<string> {
+    const cacheKey = `clone|${this.target.api_url}|${this.target.installation_id}|${repositoryId}`;
+    const cached = this.access.tokens.get(cacheKey);
+    if (cached && cached.expiresAt - CLONE_TOKEN_MIN_SECONDS > this.access.now()) return cached.token;
     const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
     const response = await hostRequest(this.access, this.target.api_url, url, {
       method: "POST",
       headers: { ...this.headers(`Bearer ${await this.appJwt()}`), "content-type": "application/json" },
       body: JSON.stringify({ repository_ids: [Number(repositoryId)], permissions: { contents: "read" } }),
     });
-    const body = (await response.json()) as { token?: string };
+    const body = (await response.json()) as { token?: string; expires_at?: string };
     if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
+    if (body.expires_at) this.access.tokens.set(cacheKey, { token: body.token, expiresAt: Math.floor(Date.parse(body.expires_at) / 1000) });
     return body.token;
   }
 

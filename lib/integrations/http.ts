@@ -23,7 +23,7 @@ export interface HostAccess {
   allowLinkLocal: boolean;
   /** Unix epoch seconds. */
   now(): number;
-  /** This app's short-lived host credentials (GitHub installation tokens), by API URL and installation. */
+  /** This app's short-lived host credentials until near their expiry: GitHub installation and clone tokens and App JWTs (lib/integrations/github.ts). */
   tokens: Map<string, { token: string; expiresAt: number }>;
 }
 

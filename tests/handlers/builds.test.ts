@@ -6,7 +6,6 @@ import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-st
 import { SHA_A, SHA_B, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { listClaimableBuilds } from "../../lib/builds/queue.ts";
 import { LIST_SCAN_BUDGET } from "../../lib/db/builds.ts";
 
 let t: TestApp;
@@ -168,20 +167,6 @@ describe("concurrency", () => {
     const statuses = async (id: string) => (await t.call("GET", `/v1/builds/${id}`, { token: owner })).body.build;
     expect(await statuses(first.id)).toMatchObject({ status: "canceled", failure_reason: `superseded by build #${newer.build.build_number}` });
     for (const id of [other.id, tag.id, manual.id, newer.build.id]) expect((await statuses(id)).status).toBe("queued");
-  });
-
-  test("max_concurrent keeps extra builds queued until a slot frees", async () => {
-    const project = await createProject(t, owner);
-    const pipeline = await createPipeline(t, owner, project.id, { concurrency: { max_concurrent: 2 } });
-    const ids: string[] = [];
-    for (let i = 0; i < 4; i++) ids.push((await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "manual" })).build.id);
-    const claimable = async () => (await listClaimableBuilds(t.db, 100)).filter((b) => b.pipeline_id === pipeline.id).map((b) => b.id);
-    expect(await claimable()).toEqual(ids);
-    await transitionBuild(t.ctx, ids[0]!, "start");
-    await transitionBuild(t.ctx, ids[1]!, "start");
-    expect(await claimable()).toEqual([]);
-    await transitionBuild(t.ctx, ids[0]!, "succeed", { exit_code: 0 });
-    expect(await claimable()).toEqual(ids.slice(2));
   });
 });
 
