@@ -3,8 +3,12 @@
 // the last poll is handed to the same trigger evaluation and delivery log as a webhook delivery.
 // Several daemon processes may run this side by side: a process polls a repository only after
 // taking its lease row (schema.sql git_polls) in one conditional UPDATE, so each repository is
-// polled by one process at a time. Errors push the next poll back exponentially (up to an hour)
-// and raise an operator incident after POLL_FAILURES_BEFORE_INCIDENT in a row.
+// polled by one process at a time. The lease is short and renewed while the poll runs, so a
+// process killed mid-poll holds the repository up for about two poll intervals at most; the next
+// poll then compares against the heads last recorded, and the newest head of each moved ref builds.
+// Connecting a repository (creating the project that builds it) records its heads: only later
+// changes build. Errors push the next poll back exponentially (up to an hour) and raise an
+// operator incident after POLL_FAILURES_BEFORE_INCIDENT in a row.
 import type { AppContext } from "./context.ts";
 import { all, one } from "./db/client.ts";
 import { findIntegration } from "./db/integrations.ts";
@@ -20,8 +24,15 @@ import { newId } from "./auth/secrets.ts";
 
 export type PollDeps = Pick<AppContext, "db" | "secrets" | "config" | "clock" | "events" | "log">;
 
-/** How long a lease holds: longer than ls-remote may take, so a live poll is never taken over. */
-export const POLL_LEASE_SECONDS = 120;
+/**
+ * How long a lease holds without renewal: two poll intervals, at least 3 s (the clock counts whole
+ * seconds) and at most 30 s. The holder renews it three times per lease while its poll runs
+ * (ls-remote may take up to 30 s), so a live poll is not taken over and a dead holder's lease
+ * lapses within this.
+ */
+export function pollLeaseSeconds(interval: number): number {
+  return Math.min(30, Math.max(3, 2 * interval));
+}
 export const POLL_FAILURES_BEFORE_INCIDENT = 3;
 const MAX_BACKOFF_SECONDS = 3600;
 export const POLL_FAILED = "git_poll_failed";
@@ -40,18 +51,50 @@ export async function pollGitRemotes(deps: PollDeps, owner: string = newId()): P
           WHERE r.provider = 'git' ON CONFLICT (repository_id) DO NOTHING`,
   });
   const due = await all(deps.db, "SELECT repository_id FROM git_polls WHERE next_poll_at <= ? AND lease_until <= ? ORDER BY next_poll_at LIMIT 20", [now, now]);
+  const lease = pollLeaseSeconds(deps.config.integrations.gitPollIntervalSeconds);
   let polled = 0;
   for (const row of due) {
     const repositoryId = String(row.repository_id);
     const taken = await deps.db.execute({
       sql: "UPDATE git_polls SET lease_owner = ?, lease_until = ? WHERE repository_id = ? AND next_poll_at <= ? AND lease_until <= ?",
-      args: [owner, now + POLL_LEASE_SECONDS, repositoryId, now, now],
+      args: [owner, now + lease, repositoryId, now, now],
     });
     if (taken.rowsAffected !== 1) continue; // another process took it first
-    await pollOne(deps, repositoryId, owner);
+    const renewal = setInterval(() => {
+      deps.db
+        .execute({ sql: "UPDATE git_polls SET lease_until = ? WHERE repository_id = ? AND lease_owner = ?", args: [deps.clock.now() + lease, repositoryId, owner] })
+        .catch((error) => deps.log.warn("git poll lease renewal failed", { repository_id: repositoryId, error }));
+    }, (lease * 1000) / 3);
+    try {
+      await pollOne(deps, repositoryId, owner);
+    } finally {
+      clearInterval(renewal);
+    }
     polled++;
   }
   return polled;
+}
+
+/**
+ * Connecting a repository (a project now builds it) records its heads, so only later changes
+ * build: the commits already there were built by hand or not meant to be. When the remote cannot
+ * be read now, the heads are forgotten instead, and the first poll records them without building.
+ */
+export async function recordConnectedHeads(deps: PollDeps, repository: Repository): Promise<void> {
+  if (repository.provider !== "git") return;
+  const now = deps.clock.now();
+  let heads: string | null = null;
+  try {
+    const integration = await findIntegration(deps.db, repository.integration_id);
+    if (integration) heads = JSON.stringify(Object.fromEntries((await lsRemote(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration))).refs));
+  } catch (error) {
+    deps.log.warn("git heads not recorded on connect; the first poll records them", { repository_id: repository.id, error: error instanceof HostApiError ? error.message : String(error) });
+  }
+  await deps.db.execute({
+    sql: `INSERT INTO git_polls (repository_id, heads, next_poll_at, failures, last_error, last_polled_at) VALUES (?, ?, ?, 0, NULL, ?)
+          ON CONFLICT (repository_id) DO UPDATE SET heads = excluded.heads, next_poll_at = excluded.next_poll_at, failures = 0, last_error = NULL, last_polled_at = excluded.last_polled_at`,
+    args: [repository.id, heads, heads === null ? 0 : now + deps.config.integrations.gitPollIntervalSeconds, heads === null ? null : now],
+  });
 }
 
 async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Promise<void> {
@@ -66,7 +109,7 @@ async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Pro
     const heads = await lsRemote(integration.api_url, credentials);
     const previous = typeof state.heads === "string" ? (JSON.parse(state.heads) as Record<string, string>) : null;
     const recorded = Object.fromEntries(heads.refs);
-    for (const moved of movedRefs(previous, heads.refs, heads.defaultBranch ?? repository.default_branch)) {
+    for (const moved of movedRefs(previous, heads.refs)) {
       const result = await triggerFromPoll(deps, repository, moved.ref, moved.before, moved.after);
       // A delivery Roost could not act on (lib/webhooks/accept.ts) keeps the ref's previous head, so the next poll tries it again.
       if (result === "failed") {
@@ -103,16 +146,12 @@ async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Pro
 }
 
 /**
- * The refs to build. The first poll of a repository builds only its default branch (a repository
- * with a hundred branches should not start a hundred builds when it is connected); later polls
- * build every branch or tag that is new or points elsewhere. Deleted refs build nothing.
+ * The refs to build: every branch or tag that is new or points elsewhere than in the heads last
+ * recorded. Without recorded heads (the remote could not be read when the repository was
+ * connected), this poll only records them. Deleted refs build nothing.
  */
-export function movedRefs(previous: Record<string, string> | null, current: Map<string, string>, defaultBranch: string): { ref: string; before: string; after: string }[] {
-  if (previous === null) {
-    const ref = `refs/heads/${defaultBranch}`;
-    const sha = current.get(ref);
-    return sha ? [{ ref, before: "", after: sha }] : [];
-  }
+export function movedRefs(previous: Record<string, string> | null, current: Map<string, string>): { ref: string; before: string; after: string }[] {
+  if (previous === null) return [];
   const out: { ref: string; before: string; after: string }[] = [];
   for (const [ref, sha] of current) if (previous[ref] !== sha) out.push({ ref, before: previous[ref] ?? "", after: sha });
   return out;

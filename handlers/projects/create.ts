@@ -1,7 +1,8 @@
 // POST /v1/projects (instance maintainer or higher): a project builds one catalogue repository,
 // and a repository is built by exactly one project (docs/webhooks.md "Who builds a repository"):
 // a second project on it would change how the first one builds. The creator becomes the
-// project's maintainer.
+// project's maintainer. A plain git repository's heads are recorded now, so polling builds only
+// later changes (docs/any-git.md "Polling").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
@@ -10,6 +11,7 @@ import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib
 import { findRepository } from "../../lib/db/repositories.ts";
 import { findProject, hostRepositoryIsLinked, insertProject, toPublicProject } from "../../lib/db/projects.ts";
 import { inTransaction, isUniqueViolation } from "../../lib/db/client.ts";
+import { recordConnectedHeads } from "../../lib/git-poll.ts";
 
 // Says nothing about the project that builds it: the caller may not be allowed to see it.
 const ALREADY_LINKED = "Another project already builds this repository; a repository is built by exactly one project. Ask its maintainers to add you.";
@@ -55,6 +57,7 @@ export const endpoint = defineEndpoint({
       if (isUniqueViolation(error)) fail("repository_already_linked", ALREADY_LINKED);
       throw error;
     });
+    await recordConnectedHeads(ctx, repo);
     return { project: toPublicProject((await findProject(ctx.db, id))!, "maintainer") };
   },
 });

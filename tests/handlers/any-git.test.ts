@@ -212,19 +212,36 @@ describe("a plain git remote", () => {
     project = await projectFor(repos[0].id);
   });
 
-  test("the first poll builds the default branch head; a new commit builds once; no change builds nothing", async () => {
-    expect(await pollGitRemotes(t.ctx)).toBe(1);
-    expect((await buildsOf(project.id)).map((b) => [b.branch, b.commit_sha])).toEqual([["main", first]]);
-
+  test("connecting records the heads: no poll builds the head a manual build already built; a later commit builds once; no change builds nothing", async () => {
+    const manual = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: project.pipeline } });
+    expect(manual.status).toBe(201);
+    expect(manual.body.build).toMatchObject({ build_number: 1, commit_sha: first, trigger_type: "manual" });
     const second = commit("second");
     expect(await pollGitRemotes(t.ctx)).toBe(0); // not due before the interval
     t.clock.advance(30);
     expect(await pollGitRemotes(t.ctx)).toBe(1);
     t.clock.advance(30);
     expect(await pollGitRemotes(t.ctx)).toBe(1);
-    const builds = await buildsOf(project.id);
-    expect(builds.map((b) => b.commit_sha).sort()).toEqual([first, second].sort());
-    expect((await deliveriesOf(project.id)).filter((d) => d.host === "git").map((d) => d.result)).toEqual(["built", "built"]);
+    const builds = (await t.call("GET", `/v1/projects/${project.id}/builds?limit=200`, { token: owner })).body.builds;
+    expect(builds.map((b: { build_number: number; trigger_type: string; commit_sha: string }) => [b.build_number, b.trigger_type, b.commit_sha])).toEqual([
+      [2, "webhook", second],
+      [1, "manual", first],
+    ]);
+    expect((await deliveriesOf(project.id)).filter((d) => d.host === "git").map((d) => d.result)).toEqual(["built"]);
+  });
+
+  test("a poll whose build cannot be recorded keeps the ref's previous head, and the next poll builds it once the cause is fixed", async () => {
+    const next = (await buildsOf(project.id)).length + 1;
+    await t.db.execute({ sql: "UPDATE projects SET next_build_number = 1 WHERE id = ?", args: [project.id] });
+    const sha = commit("while the counter is behind");
+    t.clock.advance(30);
+    expect(await pollGitRemotes(t.ctx)).toBe(1);
+    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === sha)).toEqual([]);
+    expect((await deliveriesOf(project.id)).filter((d) => d.host === "git").map((d) => d.result)).toEqual(["failed", "built"]);
+    await t.db.execute({ sql: "UPDATE projects SET next_build_number = ? WHERE id = ?", args: [next, project.id] });
+    t.clock.advance(30);
+    expect(await pollGitRemotes(t.ctx)).toBe(1);
+    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
   });
 
   test("a new tag and a new branch each build once", async () => {
