@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { ApiError, fail, type ErrorDetail } from "./errors.ts";
 import { bearerChallenge } from "./auth/credential-kind.ts";
+import { readableIssue } from "./validation-messages.ts";
 
 /** Default cap for JSON request bodies; routes may lower or raise it (documented in docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
@@ -158,9 +159,9 @@ function illFormedStringPath(value: unknown): string[] | null {
   return null;
 }
 
-/** Validates `value` with `schema`, answering 400 invalid_request with one detail per issue. */
+/** Validates `value` with `schema`, answering 400 invalid_request with one detail per issue, each a sentence for people. */
 export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
-  const result = schema.safeParse(value);
+  const result = schema.safeParse(value, { error: readableIssue });
   if (result.success) return result.data;
   const details = result.error.issues.map((issue) => ({
     path: [where, ...issue.path.map(String)].join("."),

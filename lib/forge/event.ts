@@ -2,6 +2,7 @@
 // lib/forge/{github,gitlab,gitea,bitbucket,git}.ts and lib/git-poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
 import { z } from "zod";
 import type { Provider } from "../db/integrations.ts";
+import { readableIssue } from "../validation-messages.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {
@@ -45,7 +46,7 @@ export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reas
   return { ...base, kind: null, ignoredReason: reason };
 }
 
-/** One way a payload differs from what the host sends, e.g. {path: "body.commits.0", message: "Invalid input: expected object, received null"}. */
+/** One way a payload differs from what the host sends, e.g. {path: "body.commits.0", message: "must be an object, not null"}. */
 export interface PayloadIssue {
   path: string;
   message: string;
@@ -63,7 +64,7 @@ export class InvalidPayload extends Error {
  * fields over time). Throws InvalidPayload with one issue per problem.
  */
 export function checkPayload<S extends z.ZodType>(schema: S, payload: unknown): z.output<S> {
-  const result = schema.safeParse(payload);
+  const result = schema.safeParse(payload, { error: readableIssue });
   if (result.success) return result.data;
   throw new InvalidPayload(result.error.issues.map((issue) => ({ path: ["body", ...issue.path.map(String)].join("."), message: issue.message })));
 }

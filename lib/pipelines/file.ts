@@ -10,6 +10,7 @@ import { LineCounter, isMap, isScalar, isNode, parseDocument, type Document } fr
 import { ConcurrencyInput, ExecutionConfigInput, TriggerConfigInput, type Concurrency, type ExecutionConfig, type TriggerConfig } from "./config.ts";
 import { CronExpression, TimeZone } from "./cron.ts";
 import { BranchName } from "../schemas/ci.ts";
+import { readableIssue } from "../validation-messages.ts";
 
 /** A pipeline file larger than this is refused before parsing. */
 export const MAX_PIPELINE_FILE_BYTES = 256 * 1024;
@@ -110,7 +111,7 @@ export function parsePipelineFile(text: string): ParsedPipelineFile {
   } catch (error) {
     return { ok: false, problems: [{ line: 1, column: 1, path: "", message: firstLine((error as Error).message) }] };
   }
-  const result = PipelineFileSchema.safeParse(value ?? {});
+  const result = PipelineFileSchema.safeParse(value ?? {}, { error: readableIssue });
   if (result.success) return { ok: true, pipelines: new Map(Object.entries(result.data.pipelines)) };
   const problems: FileProblem[] = [];
   for (const issue of result.error.issues) {
@@ -127,7 +128,7 @@ export function parsePipelineFile(text: string): ParsedPipelineFile {
   return { ok: false, problems: problems.slice(0, MAX_REPORTED_PROBLEMS) };
 }
 
-/** "line 7, column 5: pipelines.pr-check.platforms.0: Invalid option …" */
+/** "line 7, column 5: pipelines.pr-check.platforms.0: must be one of android, ios or macos" */
 export function describeProblem(p: FileProblem): string {
   return `line ${p.line}, column ${p.column}: ${p.path ? `${p.path}: ` : ""}${p.message}`;
 }

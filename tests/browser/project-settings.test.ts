@@ -312,7 +312,7 @@ describe("project settings in the web app", () => {
     const form = page.getByRole("form", { name: "Retention" });
     await form.getByLabel("Keep logs (days)").fill("-1");
     await form.getByRole("button", { name: "Save retention" }).click();
-    expect(await form.locator("#f-log_retention_days-error").textContent()).toBe("Too small: expected number to be >=0");
+    expect(await form.locator("#f-log_retention_days-error").textContent()).toBe("must be at least 0");
     await form.getByLabel("Keep logs (days)").fill("");
     await form.getByLabel("Keep artifacts (days)").fill("0");
     await form.getByLabel("Keep the logs and artifacts of the newest builds (per pipeline)").fill("1");

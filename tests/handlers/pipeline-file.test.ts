@@ -185,7 +185,7 @@ describe("roost.yaml in the repository decides what builds", () => {
     expect(answer.builds).toEqual([]);
     expect(delivery.result).toBe("ignored");
     const label = `roost.yaml at ${sha.slice(0, 12)}`;
-    const sentence = `${label} is invalid: line 10, column 5: pipelines.android-release.flavour: unknown key "flavour"; line 12, column 26: pipelines.android-release.platforms.1: Invalid option: expected one of "android"|"ios"|"macos"`;
+    const sentence = `${label} is invalid: line 10, column 5: pipelines.android-release.flavour: unknown key "flavour"; line 12, column 26: pipelines.android-release.platforms.1: must be one of android, ios or macos`;
     expect(delivery.reason).toBe(sentence);
     expect(delivery.decisions.map((d: { build: boolean; reason: string }) => [d.build, d.reason])).toEqual([
       [false, sentence],
@@ -200,10 +200,10 @@ describe("roost.yaml in the repository decides what builds", () => {
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
       code: "invalid_pipeline_file",
-      message: `roost.yaml at ${sha.slice(0, 12)} is invalid: line 10, column 5: pipelines.android-release.flavour: unknown key "flavour"; line 12, column 26: pipelines.android-release.platforms.1: Invalid option: expected one of "android"|"ios"|"macos"`,
+      message: `roost.yaml at ${sha.slice(0, 12)} is invalid: line 10, column 5: pipelines.android-release.flavour: unknown key "flavour"; line 12, column 26: pipelines.android-release.platforms.1: must be one of android, ios or macos`,
       details: [
         { path: "pipelines.android-release.flavour", message: 'unknown key "flavour"', line: 10, column: 5 },
-        { path: "pipelines.android-release.platforms.1", message: 'Invalid option: expected one of "android"|"ios"|"macos"', line: 12, column: 26 },
+        { path: "pipelines.android-release.platforms.1", message: 'must be one of android, ios or macos', line: 12, column: 26 },
       ],
     });
   });

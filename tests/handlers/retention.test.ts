@@ -174,8 +174,8 @@ describe("retention of build logs and artifacts", () => {
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual({
         code: "invalid_request",
-        message: "The body is not valid: body.log_retention_days: Too small: expected number to be >=0",
-        details: [{ path: "body.log_retention_days", message: "Too small: expected number to be >=0" }],
+        message: "The body is not valid: body.log_retention_days: must be at least 0",
+        details: [{ path: "body.log_retention_days", message: "must be at least 0" }],
       });
       const unknown = await t.call("PUT", `/v1/projects/${project.id}/retention`, { token: owner, body: { days: 3 } });
       expect(unknown.status).toBe(400);
