@@ -85,6 +85,15 @@ export async function resolveIncident(db: Executor, now: number, resourceKind: s
   });
 }
 
+/** The resources are gone (an integration removed with its catalogue): nothing is left to repair, whatever the reason. */
+export async function resolveIncidentsOf(db: Executor, now: number, resourceKind: string, resourceIds: string[]): Promise<void> {
+  if (resourceIds.length === 0) return;
+  await db.execute({
+    sql: `UPDATE operator_incidents SET status = 'resolved', resolved_at = ? WHERE resource_kind = ? AND resource_id IN (${resourceIds.map(() => "?").join(", ")}) AND status = 'open'`,
+    args: [now, resourceKind, ...resourceIds],
+  });
+}
+
 export async function markIncidentRead(db: Executor, id: string, now: number): Promise<Incident | null> {
   const row = await one(db, "UPDATE operator_incidents SET read_at = COALESCE(read_at, ?) WHERE id = ? RETURNING *", [now, id]);
   return row ? toIncident(row) : null;

@@ -423,7 +423,7 @@ export async function dispatchNotifications(ctx: Pick<AppContext, "db" | "clock"
             severity: "warning",
             reason: "notification_failing",
             message: `Notification "${notification.name}" cannot be delivered (${attempts} attempts): ${reason}`,
-            repair_action: "Check the channel's URL or SMTP settings and credentials (PATCH the notification), and that the receiver accepts Roost's requests.",
+            repair_action: "Check the channel's URL or SMTP settings and credentials (Edit it on the project's Notifications tab, or PATCH the notification), and that the receiver accepts Roost's requests.",
             resource_kind: "notification",
             resource_id: notification.id,
             resource_name: notification.name,

@@ -285,7 +285,7 @@ export async function checkDataDirGrowth(ctx: Pick<AppContext, "db" | "clock" | 
       severity: "warning",
       reason: RETENTION_OFF_REASON,
       message: `The data directory holds ${gib(bytes)}, more than ROOST_DATA_DIR_WARN_BYTES (${gib(threshold)}), and retention is off for ${keeping} project(s): their builds' logs and artifacts are kept forever, so the disk will fill.`,
-      repair_action: "Set ROOST_LOG_RETENTION_DAYS, ROOST_ARTIFACT_RETENTION_DAYS or ROOST_KEEP_BUILDS, or a project's retention (PUT /v1/projects/{project_id}/retention); see docs/operations.md, Retention.",
+      repair_action: "Set ROOST_LOG_RETENTION_DAYS, ROOST_ARTIFACT_RETENTION_DAYS or ROOST_KEEP_BUILDS, or a project's retention (its Badges and retention tab, or PUT /v1/projects/{project_id}/retention); see docs/operations.md, Retention.",
       resource_kind: "instance",
       resource_id: "data_dir",
       resource_name: ctx.config.dataDir,

@@ -1,10 +1,11 @@
-// DELETE /v1/integrations/{integration_id} (admin): disconnects a host and drops its catalogue;
-// refused while a project still builds one of its repositories.
+// DELETE /v1/integrations/{integration_id} (admin): disconnects a host, drops its catalogue and
+// resolves the incidents about them; refused while a project still builds one of its repositories.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { deleteIntegration, findIntegration } from "../../lib/db/integrations.ts";
+import { findIntegration } from "../../lib/db/integrations.ts";
+import { removeIntegration } from "../../lib/integrations/index.ts";
 import { one } from "../../lib/db/client.ts";
 
 export const endpoint = defineEndpoint({
@@ -19,7 +20,7 @@ export const endpoint = defineEndpoint({
     if (!integration) fail("not_found", "No integration with that id.");
     const used = await one(ctx.db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [integration.id]);
     if (Number(used?.n) > 0) fail("integration_in_use", `${used!.n} project(s) build repositories of this integration; delete them first.`);
-    await deleteIntegration(ctx.db, integration.id);
+    await removeIntegration(ctx.db, integration.id, ctx.clock.now());
     return { deleted: true };
   },
 });

@@ -74,6 +74,11 @@ export async function findRepository(db: Executor, id: string): Promise<Reposito
   return row ? toRepository(row) : null;
 }
 
+/** The ids of an integration's catalogue entries. */
+export async function repositoryIdsOf(db: Executor, integrationId: string): Promise<string[]> {
+  return (await all(db, "SELECT id FROM repositories WHERE integration_id = ?", [integrationId])).map((row) => str(row, "id"));
+}
+
 /** Every catalogue entry with this host id (one per integration that sees it). */
 export async function findRepositoriesByExternalId(db: Executor, provider: Provider, externalId: string): Promise<Repository[]> {
   return (await all(db, "SELECT * FROM repositories WHERE provider = ? AND external_id = ?", [provider, externalId])).map(toRepository);

@@ -4,9 +4,10 @@
 import type { AppContext } from "../context.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import type { Integration } from "../db/integrations.ts";
-import { recordSync, toPublicIntegration } from "../db/integrations.ts";
-import { upsertRepositories } from "../db/repositories.ts";
-import { raiseIncident, resolveIncident } from "../incidents.ts";
+import { deleteIntegration, recordSync, toPublicIntegration } from "../db/integrations.ts";
+import { repositoryIdsOf, upsertRepositories } from "../db/repositories.ts";
+import { inTransaction, type Db } from "../db/client.ts";
+import { raiseIncident, resolveIncident, resolveIncidentsOf } from "../incidents.ts";
 import { GithubClient, type GithubCredentials } from "./github.ts";
 import { GitlabClient, type GitlabCredentials } from "./gitlab.ts";
 import type { GiteaCredentials } from "./gitea.ts";
@@ -103,11 +104,24 @@ export async function syncRepositories(deps: IntegrationDeps & Pick<AppContext, 
       severity: "warning",
       reason: SYNC_FAILED,
       message,
-      repair_action: "Check the integration's host URL and credentials, then sync again (POST /v1/integrations/{id}/sync).",
+      repair_action: "Check the integration's host URL and credentials, then press Sync now beside it under Administration → Integrations (the API: POST /v1/integrations/{id}/sync).",
       resource_kind: "integration",
       resource_id: integration.id,
       resource_name: integration.name,
     });
     throw error instanceof HostApiError || error instanceof DecryptionError ? error : new HostApiError(message, null);
   }
+}
+
+/**
+ * Disconnects a host in one transaction: its catalogue goes with it (ON DELETE CASCADE), and so do
+ * the open incidents about it and its repositories, which nobody could repair any more.
+ */
+export async function removeIntegration(db: Db, integrationId: string, now: number): Promise<void> {
+  await inTransaction(db, async (tx) => {
+    const repositories = await repositoryIdsOf(tx, integrationId);
+    await deleteIntegration(tx, integrationId);
+    await resolveIncidentsOf(tx, now, "integration", [integrationId]);
+    await resolveIncidentsOf(tx, now, "repository", repositories);
+  });
 }

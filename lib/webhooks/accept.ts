@@ -328,7 +328,7 @@ export async function recordRejected(
       repair_action:
         input.host === "github" || input.host === "gitea" || input.host === "git" || input.host === "bitbucket"
           ? "Set the hook's secret to the webhook secret stored in the integration (or re-create the integration)."
-          : "Copy the current webhook token of the project that builds this repository into the GitLab hook (mint a new one with POST /v1/projects/{id}/webhook-token).",
+          : "Copy the current webhook token of the project that builds this repository into the GitLab hook (a new one: the project's Settings tab, Create or rotate the webhook token; the API: POST /v1/projects/{id}/webhook-token).",
       resource_kind: "repository",
       resource_id: input.repository.id,
       resource_name: input.repository.full_name,

@@ -67,6 +67,20 @@ describe("GitLab integration", () => {
     const incidents = await t.call("GET", "/v1/operator-incidents?status=open", { token: owner });
     const incident = incidents.body.incidents.find((i: { resource_id: string }) => i.resource_id === res.body.integration.id);
     expect(incident).toMatchObject({ reason: "integration_sync_failed", resource_kind: "integration", resource_name: "Wrong token", occurrence_count: 2, status: "open", read_at: null });
+    // The advice names the web app's button, where the person reading it is.
+    expect(incident.repair_action).toBe("Check the integration's host URL and credentials, then press Sync now beside it under Administration → Integrations (the API: POST /v1/integrations/{id}/sync).");
+  });
+
+  test("removing an integration resolves its open incidents: nothing is left to repair", async () => {
+    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Soon removed", api_url: host.url, access_token: "wrong" } });
+    const id = res.body.integration.id;
+    const open = async () => (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: { resource_id: string }) => i.resource_id === id);
+    expect(await open()).toHaveLength(1);
+    const removed = await t.call("DELETE", `/v1/integrations/${id}`, { token: owner });
+    expect(removed.body).toEqual({ deleted: true });
+    expect(await open()).toEqual([]);
+    const resolved = (await t.call("GET", "/v1/operator-incidents?status=resolved", { token: owner })).body.incidents.find((i: { resource_id: string }) => i.resource_id === id);
+    expect(resolved).toMatchObject({ reason: "integration_sync_failed", status: "resolved", resolved_at: t.clock.now() });
   });
 });
 
