@@ -51,6 +51,7 @@ import * as pipelinesList from "./pipelines/list.ts";
 import * as pipelinesGet from "./pipelines/get.ts";
 import * as pipelinesUpdate from "./pipelines/update.ts";
 import * as pipelinesDelete from "./pipelines/delete.ts";
+import * as pipelineFile from "./projects/pipeline-file.ts";
 import * as schedulesCreate from "./schedules/create.ts";
 import * as schedulesList from "./schedules/list.ts";
 import * as schedulesGet from "./schedules/get.ts";
@@ -186,6 +187,7 @@ export const routes: RouteEntry[] = [
   // pipelines
   r("POST", "/v1/projects/{project_id}/pipelines", projectRole("maintainer", "project_id"), pipelinesCreate),
   r("GET", "/v1/projects/{project_id}/pipelines", projectRole("viewer", "project_id"), pipelinesList),
+  r("GET", "/v1/projects/{project_id}/pipeline-file", projectRole("viewer", "project_id"), pipelineFile), // roost.yaml at the default branch's head
   r("GET", "/v1/pipelines/{pipeline_id}", projectRole("viewer", "pipeline_id"), pipelinesGet),
   r("PATCH", "/v1/pipelines/{pipeline_id}", projectRole("maintainer", "pipeline_id"), pipelinesUpdate),
   r("DELETE", "/v1/pipelines/{pipeline_id}", projectRole("maintainer", "pipeline_id"), pipelinesDelete),

@@ -92,7 +92,8 @@ export interface FileProblem {
   message: string;
 }
 
-export type ParsedPipelineFile = { ok: true; pipelines: Map<string, FilePipelineOutput> } | { ok: false; problems: FileProblem[] };
+/** A valid file's pipelines by name, and the line each one's name is on (for people reading the file). */
+export type ParsedPipelineFile = { ok: true; pipelines: Map<string, FilePipelineOutput>; lines: Map<string, number> } | { ok: false; problems: FileProblem[] };
 
 /** Parses and validates a pipeline file's text. */
 export function parsePipelineFile(text: string): ParsedPipelineFile {
@@ -112,7 +113,7 @@ export function parsePipelineFile(text: string): ParsedPipelineFile {
     return { ok: false, problems: [{ line: 1, column: 1, path: "", message: firstLine((error as Error).message) }] };
   }
   const result = PipelineFileSchema.safeParse(value ?? {}, { error: readableIssue });
-  if (result.success) return { ok: true, pipelines: new Map(Object.entries(result.data.pipelines)) };
+  if (result.success) return { ok: true, pipelines: new Map(Object.entries(result.data.pipelines)), lines: pipelineLines(doc, lineCounter) };
   const problems: FileProblem[] = [];
   for (const issue of result.error.issues) {
     const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p));
@@ -154,6 +155,15 @@ function positionOf(doc: Document, lineCounter: LineCounter, path: (string | num
     return { line: pos.line, column: pos.col };
   }
   return { line: 1, column: 1 };
+}
+
+/** The line of each pipeline's name under `pipelines:`. */
+function pipelineLines(doc: Document, lineCounter: LineCounter): Map<string, number> {
+  const lines = new Map<string, number>();
+  const map = doc.getIn(["pipelines"], true);
+  if (!isMap(map)) return lines;
+  for (const item of map.items) if (isScalar(item.key) && item.key.range) lines.set(String(item.key.value), lineCounter.linePos(item.key.range[0]).line);
+  return lines;
 }
 
 function firstLine(message: string): string {

@@ -21,7 +21,7 @@ import { describeProblem, fileDefinition, parsePipelineFile, type FilePipelineOu
 /** A pipeline file as read for one event. */
 export type PipelineFileRead =
   | { status: "missing"; path: string; commit_sha: string }
-  | { status: "valid"; path: string; commit_sha: string; branch?: string; pipelines: Map<string, FilePipelineOutput> }
+  | { status: "valid"; path: string; commit_sha: string; branch?: string; pipelines: Map<string, FilePipelineOutput>; lines: Map<string, number> }
   | { status: "invalid"; path: string; commit_sha: string; branch?: string; problems: FileProblem[] }
   | { status: "unreadable"; path: string; commit_sha: string; message: string };
 
@@ -58,7 +58,7 @@ export async function readPipelineFile(deps: IntegrationDeps, target: ReadTarget
     if (text === null) return { status: "missing", path, commit_sha: sha };
     const parsed = parsePipelineFile(text);
     if (!parsed.ok) return { status: "invalid", path, commit_sha: sha, problems: parsed.problems, ...(branch ? { branch } : {}) };
-    return { status: "valid", path, commit_sha: sha, pipelines: parsed.pipelines, ...(branch ? { branch } : {}) };
+    return { status: "valid", path, commit_sha: sha, pipelines: parsed.pipelines, lines: parsed.lines, ...(branch ? { branch } : {}) };
   } catch (error) {
     if (error instanceof HostApiError) return { status: "unreadable", path, commit_sha: sha, message: error.message };
     if (error instanceof DecryptionError) return { status: "unreadable", path, commit_sha: sha, message: "the integration's credentials cannot be decrypted with this instance's secret key" };

@@ -163,7 +163,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
             // An invalid or unreadable file builds nothing from it, and says why: never a silent fallback.
             const sentence = read.status === "invalid" ? invalidFileSentence(read) : `could not read ${fileLabel(read)}: ${read.message}`;
             fileReasons.push(sentence);
-            for (const pipeline of reading) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: sentence });
+            for (const pipeline of reading) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: sentence, file_problem: true });
           }
         }
         for (const { pipeline, snapshot, source } of candidates) {

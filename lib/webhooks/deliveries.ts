@@ -85,6 +85,19 @@ export async function listDeliveries(db: Executor, f: { projectId: string | null
 }
 
 /** Rejected deliveries for a repository in the last hour (repeated failures raise an incident). */
+/** The newest delivery of a project that found a pipeline file invalid or unreadable (decisions marked file_problem), or null. */
+export async function lastFileProblem(db: Executor, projectId: string): Promise<{ delivery_id: string; received_at: number; commit_sha: string | null; message: string } | null> {
+  const row = await one(
+    db,
+    `SELECT d.id, d.received_at, d.commit_sha, json_extract(j.value, '$.reason') AS reason
+       FROM webhook_deliveries d, json_each(d.decisions) j
+      WHERE d.project_id = ? AND json_extract(j.value, '$.file_problem') = 1
+      ORDER BY d.received_at DESC, d.id DESC LIMIT 1`,
+    [projectId],
+  );
+  return row ? { delivery_id: str(row, "id"), received_at: num(row, "received_at"), commit_sha: strOrNull(row, "commit_sha"), message: str(row, "reason") } : null;
+}
+
 export async function recentRejections(db: Executor, repositoryId: string, since: number): Promise<number> {
   const row = await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND verified = 0 AND received_at >= ?", [repositoryId, since]);
   return Number(row?.n ?? 0);

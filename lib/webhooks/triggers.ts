@@ -12,6 +12,8 @@ export interface PipelineDecision {
   reason: string;
   build_id?: string;
   build_number?: number;
+  /** The pipeline file this pipeline reads was invalid or unreadable at the commit (reason says why). */
+  file_problem?: true;
 }
 
 /** The reason a whole delivery builds nothing, before looking at pipelines; null when pipelines decide. */

@@ -23,6 +23,7 @@ export const DeliveryResource = z.object({
       reason: z.string().describe('e.g. "branch feature/x not in [main, release/*]"'),
       build_id: z.string().optional(),
       build_number: z.number().int().optional(),
+      file_problem: z.literal(true).optional().describe("present when the pipeline file this pipeline reads was invalid or unreadable at the commit; reason names the line and why"),
     }),
   ),
   duplicate_of: z.string().nullable(),

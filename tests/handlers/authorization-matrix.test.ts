@@ -134,6 +134,7 @@ beforeAll(async () => {
     ],
     ["POST /v1/projects/{project_id}/pipelines", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipelines`, body: { name: `walk-${crypto.randomUUID()}` } })],
     ["GET /v1/projects/{project_id}/pipelines", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipelines` })],
+    ["GET /v1/projects/{project_id}/pipeline-file", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipeline-file` })],
     ["GET /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}` })],
     ["PATCH /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}`, body: { enabled: true } })],
     ["DELETE /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}` })],

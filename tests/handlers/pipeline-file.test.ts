@@ -9,7 +9,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync, unlinkSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { createGithubIntegration } from "../helpers/ci.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { parseGithubDelivery } from "../../lib/forge/github.ts";
@@ -327,5 +327,57 @@ describe("artifact patterns in the file", () => {
         { path: "pipelines.android-release.artifact_patterns.2", message: "must be relative to the checkout, not an absolute path", line: 19, column: 9 },
       ],
     });
+  });
+});
+
+describe("GET /v1/projects/{project_id}/pipeline-file: what the web app shows of the file", () => {
+  test("the file at the default branch's head: each pipeline with its line, its meaning and the project's pipeline it is; the last problem a delivery found", async () => {
+    const head = commit({ "roost.yaml": `${ROOST_YAML}# as on main\n` }, "the pipeline file, as on main");
+    host.heads.set(`${REPO.full_name}@main`, head);
+    const res = await t.call("GET", `/v1/projects/${projectId}/pipeline-file`, { token: owner });
+    expect(res.status).toBe(200);
+    const android = await pipelineByName("android-release");
+    const prCheck = await pipelineByName("pr-check");
+    expect({ ...res.body, files: res.body.files.map((f: any) => ({ ...f, pipelines: f.pipelines.map((p: any) => [p.name, p.line, p.pipeline_id]) })) }).toEqual({
+      branch: "main",
+      commit_sha: head,
+      files: [{ path: "roost.yaml", status: "valid", problems: [], message: null, pipelines: [["android-release", 4, android.id], ["pr-check", 16, prCheck.id]] }],
+      last_error: { delivery_id: expect.any(String), received_at: t.clock.now(), commit_sha: expect.any(String), message: expect.stringMatching(/^roost\.yaml at [0-9a-f]{12} is invalid: line 4, column 1: /) },
+    });
+    const shown = res.body.files[0].pipelines[0];
+    expect(shown).toMatchObject({ trigger_config: { branches: ["main"], events: ["push", "tag"] }, concurrency: { cancel_previous: true, max_concurrent: 1 }, schedules: [] });
+    expect(shown.execution_config).toMatchObject({ flutter_version: "3.27.1", platforms: ["android"], env: [{ key: "FLAVOR", value: "production", secret: false }] });
+  });
+
+  test("an invalid file at the head: its problems with their lines", async () => {
+    const head = commit({ "roost.yaml": ROOST_YAML.replace("platforms: [android]\n    commands", "platforms: [linux]\n    commands") }, "a platform Roost does not build");
+    host.heads.set(`${REPO.full_name}@main`, head);
+    const res = await t.call("GET", `/v1/projects/${projectId}/pipeline-file`, { token: owner });
+    expect(res.body.files).toEqual([
+      {
+        path: "roost.yaml",
+        status: "invalid",
+        pipelines: [],
+        problems: [{ line: 20, column: 17, path: "pipelines.pr-check.platforms.0", message: "must be one of android, ios or macos" }],
+        message: `roost.yaml at ${head.slice(0, 12)} is invalid: line 20, column 17: pipelines.pr-check.platforms.0: must be one of android, ios or macos`,
+      },
+    ]);
+  });
+
+  test("a host that does not answer for the branch: the file is unreadable, and says why", async () => {
+    host.failNext(1);
+    const res = await t.call("GET", `/v1/projects/${projectId}/pipeline-file`, { token: owner });
+    host.failNext(0);
+    expect(res.status).toBe(200);
+    expect(res.body.commit_sha).toBeNull();
+    expect(res.body.files).toEqual([{ path: "roost.yaml", status: "unreadable", pipelines: [], problems: [], message: expect.stringMatching(/^could not read roost\.yaml of main: 127\.0\.0\.1:\d+ answered HTTP 500 /) }]);
+  });
+
+  test("someone who is not a member of the project is refused as if it did not exist", async () => {
+    const outsider = await userWithRole(t, owner, "developer");
+    const res = await t.call("GET", `/v1/projects/${projectId}/pipeline-file`, { token: outsider.token });
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ code: "not_found", message: expect.any(String) });
+    expect((await t.call("GET", `/v1/projects/${projectId}/pipeline-file`)).status).toBe(401);
   });
 });
