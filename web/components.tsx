@@ -11,8 +11,17 @@ const STATUS_ICON: Record<string, string> = {
   failed: "✕",
   canceled: "⊘",
   skipped: "–",
+  // Runners.
   online: "●",
   offline: "○",
+  revoked: "⊘",
+  // Pipelines.
+  enabled: "✓",
+  disabled: "○",
+  // Users and API tokens.
+  active: "✓",
+  deactivated: "⊘",
+  expired: "◷",
   open: "!",
   resolved: "✓",
   built: "✓",

@@ -113,7 +113,15 @@ function Shell() {
   }
   return (
     <>
-      <a class="skip" href="#main">
+      {/* The router takes same-page links over (web/router.ts), so the browser would not move focus: this link does it. */}
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById("main")?.focus();
+        }}
+      >
         Skip to content
       </a>
       <Header />

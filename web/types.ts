@@ -10,6 +10,7 @@ import type { DeliveryResource } from "../lib/webhooks/wire.ts";
 import type { PublicOidcSettings } from "../lib/auth/oidc.ts";
 import type { PublicTrustedProxySettings } from "../lib/auth/trusted-proxy.ts";
 import type { MeResult } from "../handlers/users/me.ts";
+import type { PipelineFileResult } from "../handlers/projects/pipeline-file.ts";
 
 export type Build = z.infer<typeof BuildResource>;
 export type BuildStatus = Build["status"];
@@ -32,6 +33,7 @@ export type Delivery = z.infer<typeof DeliveryResource>;
 export type OidcSettings = z.infer<typeof PublicOidcSettings>;
 export type TrustedProxySettings = z.infer<typeof PublicTrustedProxySettings>;
 export type Me = z.infer<typeof MeResult>;
+export type PipelineFile = z.infer<typeof PipelineFileResult>;
 
 /** One line of a build's log, as GET /v1/builds/{id}/logs and the SSE stream's `log` event send it. */
 export interface LogLine {

@@ -39,10 +39,10 @@ export const endpoint = defineEndpoint({
       }
       if (remoteAuth === "oidc") {
         const oidc = await getOidcSettings(ctx.db);
-        if (!oidc) fail("remote_auth_not_configured", "Configure the identity provider with PUT /v1/settings/oidc first.");
+        if (!oidc) fail("remote_auth_not_configured", "Configure the identity provider first: the OpenID Connect form under Administration → Sign-in, or PUT /v1/settings/oidc.");
         await discover(ctx, oidc.issuer); // 502 oidc_discovery_error, and nothing changes
       } else if (!(await getTrustedProxySettings(ctx.db))) {
-        fail("remote_auth_not_configured", "Configure the trusted proxy with PUT /v1/settings/trusted-proxy first.");
+        fail("remote_auth_not_configured", "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy.");
       }
     }
     await setRuntimeMode(ctx.db, body.runtime_mode, remoteAuth);

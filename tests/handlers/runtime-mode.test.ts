@@ -18,9 +18,9 @@ describe("switching a ready instance between Local Only and External Access", ()
   test("remote is refused until the chosen sign-in method is configured, and nothing changes", async () => {
     const res = await switchTo({ runtime_mode: "remote", remote_auth_mode: "trusted_proxy" });
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the trusted proxy with PUT /v1/settings/trusted-proxy first." });
+    expect(res.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy." });
     const oidc = await switchTo({ runtime_mode: "remote", remote_auth_mode: "oidc" });
-    expect(oidc.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the identity provider with PUT /v1/settings/oidc first." });
+    expect(oidc.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the identity provider first: the OpenID Connect form under Administration → Sign-in, or PUT /v1/settings/oidc." });
     const none = await switchTo({ runtime_mode: "remote" });
     expect(none.status).toBe(400);
     expect(none.body.details).toEqual([{ path: "body.remote_auth_mode", message: "remote_auth_mode is required: choose oidc or trusted_proxy" }]);

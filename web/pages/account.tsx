@@ -67,7 +67,9 @@ export function Account() {
                     <code>{t.prefix}…</code>
                   </td>
                   <td>{t.role}</td>
-                  <td>{t.is_revoked ? <StatusBadge status="canceled" /> : t.is_expired ? <StatusBadge status="offline" /> : <StatusBadge status="online" />}</td>
+                  <td>
+                    <StatusBadge status={t.is_revoked ? "revoked" : t.is_expired ? "expired" : "active"} />
+                  </td>
                   <td>{ago(t.last_used_at)}</td>
                   <td>{dateTime(t.expires_at)}</td>
                   <td>

@@ -1,11 +1,12 @@
 // Administration (admins and the owner): users (invite, roles, deactivate), source integrations,
-// sign-in settings (OIDC, trusted proxy), operator incidents, and every webhook delivery.
+// sign-in settings (Local Only or External Access, OIDC, trusted proxy), operator incidents, and
+// every webhook delivery.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put } from "../api.ts";
 import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
-import { me, roleAtLeast } from "../session.ts";
+import { loadSetupStatus, me, roleAtLeast, setupStatus } from "../session.ts";
 import type { Delivery, Incident, Integration, OidcSettings, Role, TrustedProxySettings, User } from "../types.ts";
 import { DeliveryList } from "./project.tsx";
 
@@ -116,7 +117,9 @@ function Users() {
                         ))}
                       </select>
                     </td>
-                    <td>{u.active ? <StatusBadge status="online" /> : <StatusBadge status="offline" />}</td>
+                    <td>
+                      <StatusBadge status={u.active ? "active" : "deactivated"} />
+                    </td>
                     <td title={dateTime(u.created_at)}>{ago(u.created_at)}</td>
                     <td>
                       {editable && u.active && (
@@ -254,6 +257,7 @@ function SignInSettings() {
   const [saved, setSaved] = useState("");
   return (
     <>
+      <RuntimeMode oidcConfigured={o !== null} proxyConfigured={p !== null} />
       <form
         class="panel"
         aria-label="OpenID Connect"
@@ -315,6 +319,84 @@ function SignInSettings() {
       </form>
       {saved && <Notice kind="success">{saved}</Notice>}
     </>
+  );
+}
+
+const METHOD_NAMES = { oidc: "OpenID Connect", trusted_proxy: "the trusted proxy" } as const;
+
+/**
+ * Local Only or External Access, switched by the owner with PUT /v1/settings/runtime-mode
+ * (docs/external-access.md "Switching a running instance"). Roost checks the sign-in method before
+ * it switches and changes nothing when a check fails; that answer is shown here.
+ */
+function RuntimeMode({ oidcConfigured, proxyConfigured }: { oidcConfigured: boolean; proxyConfigured: boolean }) {
+  const status = setupStatus.value;
+  const owner = me.value?.credential.effective_role === "owner";
+  const [method, setMethod] = useState<"oidc" | "trusted_proxy">(status?.remote_auth_mode ?? "oidc");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [done, setDone] = useState("");
+  const [busy, setBusy] = useState(false);
+  if (!status) return null;
+  const remote = status.runtime_mode === "remote";
+  const switchTo = async (body: { runtime_mode: "local" | "remote"; remote_auth_mode?: "oidc" | "trusted_proxy" }, question: string, success: string) => {
+    if (!confirm(question)) return;
+    setError(null);
+    setDone("");
+    setBusy(true);
+    try {
+      await put("/v1/settings/runtime-mode", body);
+      await loadSetupStatus();
+      setDone(success);
+    } catch (err) {
+      setError(err as ApiFailure);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form
+      class="panel"
+      aria-label="How people reach Roost"
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (remote) void switchTo({ runtime_mode: "local" }, "Switch to Local Only? Only this machine can sign in; open sessions stay valid and the External Access settings are kept.", "Roost is Local Only now.");
+        else
+          void switchTo(
+            { runtime_mode: "remote", remote_auth_mode: method },
+            `Switch to External Access through ${METHOD_NAMES[method]}? People you invited sign in through it from then on; signing in on this machine then needs a capability from \`roost recover\`.`,
+            `Roost is in External Access now: people sign in through ${METHOD_NAMES[method]}.`,
+          );
+      }}
+    >
+      <h2>How people reach Roost</h2>
+      <p>
+        Now: <strong>{remote ? "External Access" : "Local Only"}</strong>
+        {remote ? `, signing in through ${METHOD_NAMES[status.remote_auth_mode ?? "oidc"]}.` : " — only this machine signs in."}
+      </p>
+      {!owner && <p class="muted">Only the owner can switch.</p>}
+      {owner && !remote && (
+        <>
+          <fieldset>
+            <legend>Switch to External Access, signing in through</legend>
+            <label class="inline">
+              <input type="radio" name="remote-method" value="oidc" checked={method === "oidc"} onChange={() => setMethod("oidc")} /> OpenID Connect {oidcConfigured ? "(configured below)" : "(configure it below first)"}
+            </label>
+            <label class="inline">
+              <input type="radio" name="remote-method" value="trusted_proxy" checked={method === "trusted_proxy"} onChange={() => setMethod("trusted_proxy")} /> a trusted proxy {proxyConfigured ? "(configured below)" : "(configure it below first)"}
+            </label>
+            {error?.forField("remote_auth_mode") && <p class="field-error">{error.forField("remote_auth_mode")}</p>}
+          </fieldset>
+          <p class="hint">Invite the people who will sign in under Users first. Roost checks the method before it switches (for OpenID Connect it fetches the provider's discovery document) and changes nothing when a check fails.</p>
+        </>
+      )}
+      <FormError error={error} fields={["remote_auth_mode"]} />
+      {done && <Notice kind="success">{done}</Notice>}
+      {owner && (
+        <button type="submit" disabled={busy}>
+          {remote ? "Switch to Local Only" : "Switch to External Access"}
+        </button>
+      )}
+    </form>
   );
 }
 

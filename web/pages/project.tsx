@@ -1,5 +1,5 @@
 // One project: its builds (with filters, a manual build, cancel and re-run on the build page), its
-// pipelines (create and edit every field, the API's validation messages next to each), and for
+// pipelines (web/pages/project-pipelines.tsx: from the pipeline file or configured here), and for
 // maintainers the webhook URL and token, members, and the webhook deliveries with each pipeline's
 // decision ("why didn't my push build?").
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -11,6 +11,7 @@ import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.
 import { isAdmin } from "../session.ts";
 import { BuildTable } from "./dashboard.tsx";
 import { useBuildEvents } from "../live.ts";
+import { PipelinesTab } from "./project-pipelines.tsx";
 import { VariablesTab } from "./project-variables.tsx";
 import { SchedulesTab } from "./project-schedules.tsx";
 import { NotificationsTab } from "./project-notifications.tsx";
@@ -52,7 +53,7 @@ export function ProjectPage({ project_id }: Record<string, string>) {
           ))}
       </nav>
       {tab === "builds" && <Builds project={project} pipelines={pipelines.data?.pipelines ?? []} />}
-      {tab === "pipelines" && <Pipelines project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} />}
+      {tab === "pipelines" && <PipelinesTab project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} maintainer={may(project, "maintainer")} />}
       {tab === "deliveries" && may(project, "maintainer") && <Deliveries project={project} />}
       {tab === "schedules" && <SchedulesTab project={project} pipelines={pipelines.data?.pipelines ?? []} maintainer={may(project, "maintainer")} />}
       {tab === "variables" && may(project, "maintainer") && <VariablesTab project={project} pipelines={pipelines.data?.pipelines ?? []} />}
@@ -202,185 +203,6 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
         </button>
       </form>
     </details>
-  );
-}
-
-const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter(Boolean);
-
-/** The pipeline editor: every field of the pipeline's configuration; the API validates. */
-function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?: Pipeline; done: () => void }) {
-  const x = pipeline?.execution_config;
-  const [name, setName] = useState(pipeline?.name ?? "build");
-  const [enabled, setEnabled] = useState(pipeline?.enabled ?? true);
-  const [configPath, setConfigPath] = useState(pipeline?.config_path_explicit ? pipeline.config_path : "");
-  const [branches, setBranches] = useState((pipeline?.trigger_config.branches ?? [project.default_branch]).join("\n"));
-  const [events, setEvents] = useState<string[]>(pipeline?.trigger_config.events ?? ["push"]);
-  const [cancelPrevious, setCancelPrevious] = useState(pipeline?.concurrency.cancel_previous ?? false);
-  const [maxConcurrent, setMaxConcurrent] = useState(String(pipeline?.concurrency.max_concurrent ?? 1));
-  const [platforms, setPlatforms] = useState<string[]>(x?.platforms ?? ["android"]);
-  const [flutter, setFlutter] = useState(x?.flutter_version ?? "stable");
-  const [timeoutMinutes, setTimeoutMinutes] = useState(String((x?.timeout_seconds ?? 3600) / 60));
-  const [cacheOn, setCacheOn] = useState(x?.cache?.enabled ?? true);
-  const [pre, setPre] = useState((x?.commands.pre_build ?? []).join("\n"));
-  const [buildCmds, setBuildCmds] = useState((x?.commands.build ?? []).join("\n"));
-  const [post_, setPost] = useState((x?.commands.post_build ?? []).join("\n"));
-  const [artifacts, setArtifacts] = useState((x?.artifact_patterns ?? []).join("\n"));
-  const [labels, setLabels] = useState((x?.runner_labels ?? []).join(" "));
-  const [env, setEnv] = useState((x?.env ?? []).filter((e) => !e.secret).map((e) => `${e.key}=${e.value}`).join("\n"));
-  const [error, setError] = useState<ApiFailure | null>(null);
-  const toggle = (list: string[], value: string, on: boolean) => (on ? [...new Set([...list, value])] : list.filter((v) => v !== value));
-  const area = (label: string, name: string, value: string, set: (v: string) => void, hint?: string) => (
-    <Field label={label} name={name} error={error} hint={hint}>
-      {(id, describedBy, invalid) => <textarea id={id} rows={3} value={value} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => set(e.currentTarget.value)} />}
-    </Field>
-  );
-  return (
-    <form
-      class="panel pipeline-form"
-      aria-label={pipeline ? `Edit pipeline ${pipeline.name}` : "New pipeline"}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(null);
-        const body = {
-          name,
-          enabled,
-          config_path: configPath || (pipeline ? null : undefined),
-          concurrency: { cancel_previous: cancelPrevious, max_concurrent: Number(maxConcurrent) },
-          trigger_config: { branches: lines(branches), events },
-          execution_config: {
-            platforms,
-            flutter_version: flutter,
-            timeout_seconds: Math.round(Number(timeoutMinutes) * 60),
-            // Only the switch: paths and key files keep what the pipeline has (the defaults on a new one).
-            cache: { ...(x?.cache ?? {}), enabled: cacheOn },
-            commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
-            // Empty on a new pipeline: the server's defaults (APK, AAB, IPA, macOS app).
-            ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
-            runner_labels: labels.split(/\s+/).filter(Boolean),
-            // Secret entries are never returned; only plain ones are edited here.
-            ...(pipeline && x?.env.some((e) => e.secret) ? {} : { env: lines(env).map((l) => ({ key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")), value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "" })) }),
-          },
-        };
-        try {
-          if (pipeline) await patch(`/v1/pipelines/${encodeURIComponent(pipeline.id)}`, body);
-          else await post(`/v1/projects/${encodeURIComponent(project.id)}/pipelines`, body);
-          done();
-        } catch (err) {
-          setError(err as ApiFailure);
-        }
-      }}
-    >
-      <h3>{pipeline ? `Edit ${pipeline.name}` : "New pipeline"}</h3>
-      <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
-      <label class="inline">
-        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled (a disabled pipeline is never triggered by webhooks)
-      </label>
-      <TextField label="Config file path (empty: roost.yaml)" name="config_path" value={configPath} onInput={setConfigPath} error={error} />
-      {area("Branches (one pattern a line)", "branches", branches, setBranches, "e.g. main, release/*")}
-      <fieldset>
-        <legend>Trigger events</legend>
-        {["push", "pull_request", "tag"].map((ev) => (
-          <label class="inline">
-            <input type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(toggle(events, ev, e.currentTarget.checked))} /> {ev}
-          </label>
-        ))}
-        {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
-      </fieldset>
-      <fieldset>
-        <legend>Platforms</legend>
-        {["android", "ios", "macos"].map((p) => (
-          <label class="inline">
-            <input type="checkbox" checked={platforms.includes(p)} onChange={(e) => setPlatforms(toggle(platforms, p, e.currentTarget.checked))} /> {p}
-          </label>
-        ))}
-        <p class="muted">None: a check pipeline that only runs its commands (analyze, test), with no platform build.</p>
-        {error?.forField("platforms") && <p class="field-error">{error.forField("platforms")}</p>}
-      </fieldset>
-      <TextField label="Flutter version" name="flutter_version" value={flutter} onInput={setFlutter} error={error} hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it" />
-      <TextField label="Build timeout (minutes)" name="timeout_seconds" type="number" value={timeoutMinutes} onInput={setTimeoutMinutes} error={error} hint="a build running longer is stopped and fails with reason timeout" />
-      <label class="inline">
-        <input type="checkbox" checked={cacheOn} onChange={(e) => setCacheOn(e.currentTarget.checked)} /> Cache pub, Gradle and CocoaPods downloads on the runner (keyed by the lock files)
-      </label>
-      {area("Commands before the build (one a line)", "pre_build", pre, setPre)}
-      {area("Build commands (one a line; empty: flutter build)", "build", buildCmds, setBuildCmds)}
-      {area("Commands after the build", "post_build", post_, setPost)}
-      {area("Artifact patterns (one a line)", "artifact_patterns", artifacts, setArtifacts, pipeline ? undefined : "empty: the APK, AAB, IPA and macOS app Flutter builds")}
-      {!(pipeline && x?.env.some((e) => e.secret)) && area("Environment (KEY=value, one a line)", "env", env, setEnv)}
-      <TextField label="Runner labels (space-separated)" name="runner_labels" value={labels} onInput={setLabels} error={error} />
-      <label class="inline">
-        <input type="checkbox" checked={cancelPrevious} onChange={(e) => setCancelPrevious(e.currentTarget.checked)} /> A newer build of the same branch cancels older ones
-      </label>
-      <TextField label="Builds at once" name="max_concurrent" type="number" value={maxConcurrent} onInput={setMaxConcurrent} error={error} />
-      <FormError error={error} fields={["name", "config_path", "branches", "events", "platforms", "flutter_version", "timeout_seconds", "pre_build", "build", "post_build", "artifact_patterns", "env", "runner_labels", "max_concurrent"]} />
-      {error && error.details.length > 0 && (
-        <ul class="field-error" aria-label="Problems">
-          {error.details.map((d) => (
-            <li>
-              {d.path}: {d.message}
-            </li>
-          ))}
-        </ul>
-      )}
-      <div class="row">
-        <button type="submit">{pipeline ? "Save pipeline" : "Create pipeline"}</button>
-        <button type="button" class="secondary" onClick={done}>
-          Cancel
-        </button>
-      </div>
-    </form>
-  );
-}
-
-function Pipelines({ project, pipelines, reload }: { project: Project; pipelines: Pipeline[]; reload: () => Promise<void> }) {
-  const [editing, setEditing] = useState<string | null>(null);
-  const maintainer = may(project, "maintainer");
-  return (
-    <>
-      {maintainer && editing === null && (
-        <button type="button" onClick={() => setEditing("new")}>
-          New pipeline
-        </button>
-      )}
-      {editing === "new" && <PipelineForm project={project} done={() => void reload().then(() => setEditing(null))} />}
-      {pipelines.length === 0 && <p class="muted">No pipelines.</p>}
-      <ul class="cards">
-        {pipelines.map((p) =>
-          editing === p.id ? (
-            <li key={p.id}>
-              <PipelineForm project={project} pipeline={p} done={() => void reload().then(() => setEditing(null))} />
-            </li>
-          ) : (
-            <li key={p.id} class="project-card">
-              <strong>{p.name}</strong>
-              <span>
-                <StatusBadge status={p.enabled ? "online" : "offline"} /> {p.enabled ? "enabled" : "disabled"}
-              </span>
-              <span class="muted">
-                {p.trigger_config.events.join(", ")} on {p.trigger_config.branches.join(", ")} · {p.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {p.execution_config.flutter_version}
-              </span>
-              {maintainer && (
-                <div class="row">
-                  <button type="button" class="secondary small" onClick={() => setEditing(p.id)}>
-                    Edit
-                  </button>
-                  <button
-                    type="button"
-                    class="danger small"
-                    onClick={async () => {
-                      if (!confirm(`Delete the pipeline ${p.name}?`)) return;
-                      await del(`/v1/pipelines/${encodeURIComponent(p.id)}`);
-                      await reload();
-                    }}
-                  >
-                    Delete
-                  </button>
-                </div>
-              )}
-            </li>
-          ),
-        )}
-      </ul>
-    </>
   );
 }
 

@@ -98,7 +98,9 @@ export function Runners() {
                     <br />
                     <code class="muted">{r.id}</code>
                   </td>
-                  <td>{r.revoked_at ? <StatusBadge status="canceled" /> : <StatusBadge status={runnerOnline(r) ? "online" : "offline"} />}</td>
+                  <td>
+                    <StatusBadge status={r.revoked_at ? "revoked" : runnerOnline(r) ? "online" : "offline"} />
+                  </td>
                   <td>{r.all_labels.join(", ") || "—"}</td>
                   <td>
                     {[r.capabilities.os, r.capabilities.arch, r.capabilities.flutter_versions?.length ? `Flutter ${r.capabilities.flutter_versions.join(", ")}` : "", r.capabilities.xcode ? `Xcode ${r.capabilities.xcode}` : "", r.version ? `roost ${r.version}` : ""].filter(Boolean).join(" · ") || "—"}

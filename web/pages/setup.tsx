@@ -22,7 +22,7 @@ export function SetupWizard() {
   return (
     <section class="wizard">
       <h1>Set up Roost</h1>
-      <p class="lead">Roost is new here. Choose how people will reach it; you can change sign-in settings later.</p>
+      <p class="lead">Roost is new here. Choose how people will reach it; the owner can switch later under Administration → Sign-in.</p>
       {!remoteChosen && (
         <fieldset class="choice">
           <legend>How will people reach Roost?</legend>
