@@ -120,6 +120,9 @@ try {
   await page.goto(`${daemon.url}/admin`);
   await page.locator("tbody tr").first().waitFor();
   await shot("administration");
+  await page.goto(`${daemon.url}/admin?tab=sign-in`);
+  await page.getByRole("form", { name: "How people reach Roost" }).waitFor();
+  await shot("administration-sign-in");
 
   // Project settings: variables and secrets, schedules, notifications, badges and retention.
   await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE`, { value: Buffer.from("keystore bytes").toString("base64"), secret: true, file: true, protected_refs: ["main", "release/*"] });
@@ -143,6 +146,24 @@ try {
   await page.goto(`${daemon.url}/projects/${project.id}?tab=badges`);
   await page.locator(".retention-effective").waitFor();
   await shot("project-badges-retention");
+
+  // A second project whose pipelines live in its roost.yaml, for the Pipelines tab: one pipeline
+  // the file defines, one configured in Roost that the file leaves out, one not created yet.
+  const kitRepo = join(work, "design-system");
+  mkdirSync(kitRepo);
+  writeFileSync(
+    join(kitRepo, "roost.yaml"),
+    "version: 1\npipelines:\n  widgetbook:\n    triggers:\n      events: [push, pull_request]\n      branches: [main]\n    platforms: [android]\n    commands:\n      pre_build: [flutter pub get]\n      build: [flutter test, flutter build web --target lib/widgetbook.dart]\n  golden-tests:\n    triggers:\n      events: [pull_request]\n      branches: [\"**\"]\n    commands:\n      build: [flutter test --tags golden]\n",
+  );
+  await sh("git init -q -b main && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'Pipelines in roost.yaml'", kitRepo);
+  host.repositories.set("acme/design-system", kitRepo);
+  const kit = (await api("POST", "/v1/projects", { repository_id: repos.find((r: { full_name: string }) => r.full_name === "acme/design-system").id })).project;
+  await api("POST", `/v1/projects/${kit.id}/pipelines`, { name: "widgetbook" });
+  await api("POST", `/v1/projects/${kit.id}/pipelines`, { name: "storybook-legacy" });
+  await page.goto(`${daemon.url}/projects/${kit.id}?tab=pipelines`);
+  await page.locator(".project-card .origin").first().waitFor();
+  await page.locator(".project-card", { hasText: "widgetbook" }).getByText("What roost.yaml says").click();
+  await shot("project-pipelines");
 
   const dark = await tb.browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: "dark", storageState: await desktop.storageState() });
   const darkPage = await dark.newPage();
