@@ -92,7 +92,7 @@ export async function lastFileProblem(db: Executor, projectId: string): Promise<
     `SELECT d.id, d.received_at, d.commit_sha, json_extract(j.value, '$.reason') AS reason
        FROM webhook_deliveries d, json_each(d.decisions) j
       WHERE d.project_id = ? AND json_extract(j.value, '$.file_problem') = 1
-      ORDER BY d.received_at DESC, d.id DESC LIMIT 1`,
+      ORDER BY d.received_at DESC, d.rowid DESC LIMIT 1`,
     [projectId],
   );
   return row ? { delivery_id: str(row, "id"), received_at: num(row, "received_at"), commit_sha: strOrNull(row, "commit_sha"), message: str(row, "reason") } : null;
