@@ -358,7 +358,7 @@ describe("the web app in Chromium", () => {
     const created = [];
     for (let i = 0; i < 51; i++) created.push((await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: parked.id, commit_sha: commit })).body.build);
     await page.goto(`${daemon.url}/projects/${projectId}`);
-    await page.getByLabel("Pipeline").selectOption({ label: "parked" });
+    await page.getByRole("form", { name: "Filter builds" }).getByLabel("Pipeline").selectOption({ label: "parked" });
     const newest = created[50]!.build_number;
     const oldest = created[0]!.build_number;
     await page.getByRole("link", { name: `#${newest}`, exact: true }).waitFor();
