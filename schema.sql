@@ -966,3 +966,17 @@ CREATE TRIGGER build_queue_insert AFTER INSERT ON builds WHEN NEW.status = 'queu
 CREATE TRIGGER build_queue_enter AFTER UPDATE OF status ON builds WHEN NEW.status = 'queued' AND OLD.status IS NOT 'queued' BEGIN INSERT INTO build_queue_groups (pipeline_id, runner_route, own_max_concurrent, queued) VALUES (NEW.pipeline_id, NEW.runner_route, NEW.own_max_concurrent, 1) ON CONFLICT DO UPDATE SET queued = queued + 1; END;
 CREATE TRIGGER build_queue_leave AFTER UPDATE OF status ON builds WHEN OLD.status = 'queued' AND NEW.status IS NOT 'queued' BEGIN UPDATE build_queue_groups SET queued = queued - 1 WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent; DELETE FROM build_queue_groups WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent AND queued <= 0; END;
 CREATE TRIGGER build_queue_delete AFTER DELETE ON builds WHEN OLD.status = 'queued' BEGIN UPDATE build_queue_groups SET queued = queued - 1 WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent; DELETE FROM build_queue_groups WHERE pipeline_id = OLD.pipeline_id AND runner_route = OLD.runner_route AND own_max_concurrent = OLD.own_max_concurrent AND queued <= 0; END;
+
+-- migration 22: GitHub check runs
+-- One check run per finished build that sent test reports, on a GitHub repository (Checks API,
+-- docs/github.md "Check runs"): created with the build's test summary and its annotations, retried
+-- with backoff like commit statuses until done.
+CREATE TABLE check_run_reports (
+  build_id TEXT PRIMARY KEY REFERENCES builds(id) ON DELETE CASCADE,
+  check_run_id TEXT,
+  done INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT,
+  updated_at INTEGER NOT NULL
+);

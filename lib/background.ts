@@ -1,4 +1,4 @@
-// Periodic work of a daemon process: commit statuses to the hosts (every 2 s), polls of plain git
+// Periodic work of a daemon process: commit statuses and GitHub check runs to the hosts (every 2 s), polls of plain git
 // remotes (lib/git-poll.ts), scheduled builds (every 15 s), notifications (every 2 s), retention of
 // build logs and artifacts (lib/retention.ts, a batch every 10 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
@@ -6,6 +6,7 @@
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "./context.ts";
 import { reportCommitStatuses } from "./commit-statuses.ts";
+import { reportCheckRuns } from "./test-results/check-runs.ts";
 import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
 import { evictExpiredPending } from "./db/oidc-pending.ts";
@@ -30,6 +31,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     }, ms);
   const timers = [
     every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
+    // GitHub check runs of finished builds with test reports (docs/github.md "Check runs").
+    every(2000, () => reportCheckRuns({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
     // A lost runner is noticed within its lease plus this period.
     every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), () => reapLostJobs(ctx)),
     every(10_000, () => flagUnroutableBuilds(ctx)),

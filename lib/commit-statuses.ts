@@ -13,6 +13,7 @@ import type { GiteaState } from "./integrations/gitea.ts";
 import type { BitbucketState } from "./integrations/bitbucket.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { BuildStatus } from "./builds/state-machine.ts";
+import { statusSentence } from "./test-results/queries.ts";
 
 export const REPORT_ATTEMPTS_BEFORE_INCIDENT = 5;
 const MAX_BACKOFF_SECONDS = 600;
@@ -24,8 +25,17 @@ const GITLAB_STATE: Record<BuildStatus, "pending" | "running" | "success" | "fai
 const GITEA_STATE: Record<BuildStatus, GiteaState> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
 const BITBUCKET_STATE: Record<BuildStatus, BitbucketState> = { queued: "INPROGRESS", running: "INPROGRESS", succeeded: "SUCCESSFUL", failed: "FAILED", canceled: "STOPPED" };
 
-function description(status: BuildStatus, number: number): string {
-  return { queued: `Build #${number} is queued`, running: `Build #${number} is running`, succeeded: `Build #${number} succeeded`, failed: `Build #${number} failed`, canceled: `Build #${number} was canceled` }[status];
+/** "Build #12 failed: 2 of 125 tests failed" once a finished build has test results (docs/test-results.md). */
+function description(status: BuildStatus, number: number, tests: string | null): string {
+  const text = { queued: `Build #${number} is queued`, running: `Build #${number} is running`, succeeded: `Build #${number} succeeded`, failed: `Build #${number} failed`, canceled: `Build #${number} was canceled` }[status];
+  // GitHub keeps at most 140 characters of a description.
+  return tests && (status === "succeeded" || status === "failed") ? `${text}: ${tests}`.slice(0, 140) : text;
+}
+
+function testsSentence(row: Record<string, unknown>): string | null {
+  if (row.tests_total === null || row.tests_total === undefined) return null;
+  const n = (k: string) => Number(row[k]);
+  return statusSentence({ total: n("tests_total"), passed: n("tests_passed"), failed: n("tests_failed"), errored: n("tests_errored"), skipped: n("tests_skipped") });
 }
 
 export function backoffSeconds(attempts: number, random: () => number = Math.random): number {
@@ -46,12 +56,13 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
   const rows = await all(
     deps.db,
     `SELECT b.id, b.status, b.commit_sha, b.build_number, pl.name AS pipeline_name, r.provider, r.full_name, r.external_id, r.integration_id,
-            c.attempts AS attempts
+            c.attempts AS attempts, s.total AS tests_total, s.passed AS tests_passed, s.failed AS tests_failed, s.errored AS tests_errored, s.skipped AS tests_skipped
      FROM builds b
      JOIN pipelines pl ON pl.id = b.pipeline_id
      JOIN projects p ON p.id = b.project_id
      JOIN repositories r ON r.id = p.repository_id
      LEFT JOIN commit_status_reports c ON c.build_id = b.id
+     LEFT JOIN build_test_summaries s ON s.build_id = b.id
      WHERE r.provider != 'git' AND (c.build_id IS NULL OR c.reported_status IS NOT b.status) AND COALESCE(c.next_attempt_at, 0) <= ? AND b.updated_at >= ?
      ORDER BY b.updated_at LIMIT ?`,
     [deps.now, deps.now - REPORT_WINDOW_SECONDS, limit],
@@ -66,14 +77,14 @@ export async function reportCommitStatuses(deps: ReporterDeps, limit = 20): Prom
       const targetUrl = `${deps.baseUrl}/v1/builds/${row.id}`;
       const context = `roost/${row.pipeline_name}`;
       if (row.provider === "github") {
-        await (await githubClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITHUB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
+        await (await githubClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITHUB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number), testsSentence(row)), context });
       } else if (row.provider === "gitea") {
-        await (await giteaClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITEA_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), context });
+        await (await giteaClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: GITEA_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number), testsSentence(row)), context });
       } else if (row.provider === "bitbucket") {
         // Bitbucket keeps one status per `key` on a commit: the pipeline's context, as elsewhere.
-        await (await bitbucketClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: BITBUCKET_STATE[status], key: context, name: context, url: targetUrl, description: description(status, Number(row.build_number)) });
+        await (await bitbucketClientFor(deps, integration)).createCommitStatus(String(row.full_name), String(row.commit_sha), { state: BITBUCKET_STATE[status], key: context, name: context, url: targetUrl, description: description(status, Number(row.build_number), testsSentence(row)) });
       } else {
-        await (await gitlabClientFor(deps, integration)).createCommitStatus(String(row.external_id), String(row.commit_sha), { state: GITLAB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number)), name: context });
+        await (await gitlabClientFor(deps, integration)).createCommitStatus(String(row.external_id), String(row.commit_sha), { state: GITLAB_STATE[status], target_url: targetUrl, description: description(status, Number(row.build_number), testsSentence(row)), name: context });
       }
       await deps.db.execute({
         sql: `INSERT INTO commit_status_reports (build_id, reported_status, attempts, next_attempt_at, last_error, updated_at) VALUES (?, ?, 0, 0, NULL, ?)

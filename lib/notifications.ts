@@ -17,6 +17,7 @@ import { newId } from "./auth/secrets.ts";
 import { matchBranchPatterns } from "./branch-patterns.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import { hostRefusal, refuseSavedHost } from "./address-policy.ts";
+import { failedCases, summaryOf, testsPageUrl } from "./test-results/queries.ts";
 
 export const NOTIFICATION_EVENTS = ["failed", "fixed", "succeeded", "canceled"] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
@@ -261,6 +262,30 @@ export interface Message {
   project: { id: string; name: string; repository: string };
   pipeline: { id: string; name: string };
   build: { id: string; number: number; status: string; branch: string; commit_sha: string; trigger_type: string; failure_reason: string | null; finished_at: number | null; url: string };
+  /** What the build's test reports said (docs/test-results.md); null when it sent none. */
+  tests: {
+    summary: string;
+    total: number;
+    failed: number;
+    url: string;
+    failed_tests: { suite: string; name: string; message: string | null; file: string | null; line: number | null }[];
+  } | null;
+}
+
+/** Failed tests a message names; the rest are counted and linked. */
+const NAMED_FAILURES = 10;
+
+/** "• test/counter_test.dart › decrements (test/counter_test.dart:18): Expected: <-1>" lines for chat and e-mail. */
+function failedTestLines(m: Message, bullet: string): string[] {
+  if (!m.tests || m.tests.failed === 0) return [];
+  const lines = [`${m.tests.failed} of ${m.tests.total} test${m.tests.total === 1 ? "" : "s"} failed:`];
+  for (const t of m.tests.failed_tests) {
+    const where = t.file ? ` (${t.file}${t.line ? `:${t.line}` : ""})` : "";
+    lines.push(`${bullet}${t.suite} › ${t.name}${where}${t.message ? `: ${t.message.split("\n", 1)[0]!.slice(0, 200)}` : ""}`);
+  }
+  if (m.tests.failed > m.tests.failed_tests.length) lines.push(`${bullet}… and ${m.tests.failed - m.tests.failed_tests.length} more`);
+  lines.push(m.tests.url);
+  return lines;
 }
 
 const HEADLINE: Record<NotificationEvent, string> = { failed: "failed", fixed: "is fixed", succeeded: "succeeded", canceled: "was canceled" };
@@ -279,7 +304,8 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
     const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "Roost-Notifications" };
     if (n.channel === "slack") {
       const reason = m.build.failure_reason && m.event !== "succeeded" && m.event !== "fixed" ? `\n${m.build.failure_reason}` : "";
-      body = JSON.stringify({ text: `${summary(m)}\n${m.build.url}${reason}` });
+      const tests = failedTestLines(m, "• ");
+      body = JSON.stringify({ text: `${summary(m)}\n${m.build.url}${reason}${tests.length ? `\n${tests.join("\n")}` : ""}` });
     } else {
       body = JSON.stringify(m);
       headers["x-roost-event"] = `build.${m.event}`;
@@ -317,8 +343,10 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
       `Branch:   ${m.build.branch}`,
       `Commit:   ${m.build.commit_sha}`,
       ...(m.build.failure_reason ? [`Reason:   ${m.build.failure_reason}`] : []),
+      ...(m.tests ? [`Tests:    ${m.tests.summary}`] : []),
       "",
       m.build.url,
+      ...(m.tests?.failed ? ["", ...failedTestLines(m, "  - ")] : []),
     ];
     await transport.sendMail({ from: c.from, to: c.to, subject: `[Roost] ${summary(m)}`, text: lines.join("\n") + "\n", headers: { "X-Roost-Event": `build.${m.event}`, "X-Roost-Delivery": m.delivery_id } });
   } finally {
@@ -355,6 +383,7 @@ async function messageFor(db: Executor, deliveryId: string, event: NotificationE
     [buildId],
   );
   if (!row) return null;
+  const tests = await summaryOf(db, buildId);
   return {
     event,
     delivery_id: deliveryId,
@@ -370,6 +399,13 @@ async function messageFor(db: Executor, deliveryId: string, event: NotificationE
       failure_reason: strOrNull(row, "failure_reason"),
       finished_at: numOrNull(row, "finished_at"),
       url: `${baseUrl}/v1/builds/${buildId}`,
+    },
+    tests: tests && {
+      summary: tests.text,
+      total: tests.total,
+      failed: tests.failed + tests.errored,
+      url: testsPageUrl(baseUrl, { project_id: str(row, "project_id"), id: buildId }),
+      failed_tests: (await failedCases(db, buildId, NAMED_FAILURES)).map((c) => ({ suite: c.suite, name: c.name, message: c.message, file: c.file, line: c.line })),
     },
   };
 }

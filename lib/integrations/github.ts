@@ -158,9 +158,47 @@ export class GithubClient {
     await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
+  /**
+   * A check run (the Checks API, https://docs.github.com/en/rest/checks/runs; the App needs the
+   * "Checks: read and write" permission). At most 50 annotations a request: more go through
+   * updateCheckRun.
+   */
+  async createCheckRun(fullName: string, run: CheckRunBody & { name: string; head_sha: string }): Promise<{ id: number }> {
+    const token = await this.installationToken();
+    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs`;
+    const response = await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
+    const body = (await response.json()) as { id?: number };
+    if (typeof body.id !== "number") throw new HostApiError("GitHub returned no check run id", response.status);
+    return { id: body.id };
+  }
+
+  async updateCheckRun(fullName: string, id: number, run: CheckRunBody): Promise<void> {
+    const token = await this.installationToken();
+    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs/${id}`;
+    await hostRequest(this.access, this.target.api_url, url, { method: "PATCH", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
+  }
+
   private headers(authorization: string): Record<string, string> {
     return { authorization, accept: "application/vnd.github+json", "x-github-api-version": "2022-11-28", "user-agent": "roost-ci" };
   }
+}
+
+export interface CheckRunAnnotation {
+  path: string;
+  start_line: number;
+  end_line: number;
+  annotation_level: "notice" | "warning" | "failure";
+  message: string;
+  title?: string;
+  raw_details?: string;
+}
+
+export interface CheckRunBody {
+  status?: "completed";
+  conclusion?: "success" | "failure" | "cancelled";
+  details_url?: string;
+  external_id?: string;
+  output: { title: string; summary: string; annotations?: CheckRunAnnotation[] };
 }
 
 interface GithubRepo {

@@ -22,6 +22,14 @@ export function summaryText(s: { total: number; passed: number; failed: number; 
   return [`${s.passed} passed`, failures ? `${failures} failed` : null, s.skipped ? `${s.skipped} skipped` : null].filter(Boolean).join(", ");
 }
 
+/** The commit status's sentence: "2 of 125 tests failed", "125 tests passed". */
+export function statusSentence(s: { total: number; passed: number; failed: number; errored: number; skipped: number }): string | null {
+  if (s.total === 0) return null;
+  const failures = s.failed + s.errored;
+  if (failures) return `${failures} of ${s.total} test${s.total === 1 ? "" : "s"} failed`;
+  return `${s.passed} test${s.passed === 1 ? "" : "s"} passed${s.skipped ? `, ${s.skipped} skipped` : ""}`;
+}
+
 const percent = (hit: number, found: number) => (found > 0 ? Math.round((hit / found) * 10000) / 100 : 0);
 
 function toSummary(row: Row): z.output<typeof TestSummary> {
@@ -40,6 +48,32 @@ function toSummary(row: Row): z.output<typeof TestSummary> {
 export async function summaryOf(db: Executor, buildId: string): Promise<z.output<typeof TestSummary> | null> {
   const row = await one(db, "SELECT * FROM build_test_summaries WHERE build_id = ?", [buildId]);
   return row ? toSummary(row) : null;
+}
+
+export interface FailedCase {
+  seq: number;
+  suite: string;
+  name: string;
+  status: Status;
+  message: string | null;
+  stack: string | null;
+  file: string | null;
+  line: number | null;
+}
+
+/** A build's failed and errored results in report order, at most `limit` (for check runs and notifications). */
+export async function failedCases(db: Executor, buildId: string, limit: number): Promise<FailedCase[]> {
+  const rows = await all(
+    db,
+    "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = ? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT ?",
+    [buildId, limit],
+  );
+  return rows.map((r) => ({ seq: num(r, "seq"), suite: str(r, "suite"), name: str(r, "name"), status: str(r, "status") as Status, message: strOrNull(r, "message"), stack: strOrNull(r, "stack"), file: strOrNull(r, "file"), line: numOrNull(r, "line") }));
+}
+
+/** Where people read a build's tests in the web app. */
+export function testsPageUrl(baseUrl: string, build: { project_id: string; id: string }): string {
+  return `${baseUrl}/projects/${build.project_id}/builds/${build.id}?tab=tests`;
 }
 
 /** Builds as lists show them: each with its test summary. */

@@ -43,7 +43,9 @@ async function reportPaths(run: JobRun): Promise<{ list: string[]; found: number
   }
   // Only files inside the checkout: a symbolic link the build made could point at the runner's own files.
   const root = safeRealpath(run.workspace);
-  const list = [...seen].filter((p) => root !== null && safeRealpath(join(run.workspace, p))?.startsWith(`${root}/`)).sort();
+  const inside = (p: string) => root !== null && safeRealpath(join(run.workspace, p))?.startsWith(`${root}/`) === true;
+  for (const p of [...seen].filter((p) => !inside(p))) run.system(STEP, `[roost] skipped ${p}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are sent`);
+  const list = [...seen].filter(inside).sort();
   return { list: list.slice(0, TEST_REPORTS_PER_BUILD), found: list.length };
 }
 

@@ -262,8 +262,12 @@ describe("docs/pipelines.md", () => {
     const yaml = fencedBlocks(readFileSync(join(import.meta.dir, "../../docs/pipelines.md"), "utf8")).find((b) => b.info[0] === "yaml")!;
     const parsed = parsePipelineFile(yaml.code);
     expect(parsed.ok ? [...parsed.pipelines.keys()] : parsed.problems).toEqual(["android-release", "ios-release", "pr-check"]);
-    // The pull-request check analyzes and tests with no platform build.
-    expect(parsed.ok && parsed.pipelines.get("pr-check")).toMatchObject({ platforms: [], commands: { build: ["flutter analyze", "flutter test"] } });
+    // The pull-request check analyzes and tests with no platform build, and reports both (docs/test-results.md).
+    expect(parsed.ok && parsed.pipelines.get("pr-check")).toMatchObject({
+      platforms: [],
+      commands: { build: ["dart analyze --format=machine > build/analyze.txt || true", "flutter analyze", "flutter test --coverage --file-reporter json:build/test-results/flutter.json"] },
+      test_reports: ["build/test-results/*.json", "coverage/lcov.info", "build/analyze.txt"],
+    });
   });
 });
 

@@ -1,7 +1,9 @@
 // A STAND-IN for the GitHub, GitLab and Gitea/Forgejo REST APIs, for tests only: the real hosts cannot be
 // reached from here. It answers the few endpoints Roost calls with the response shapes the hosts
 // document (GitHub: /app/installations/{id}/access_tokens, /installation/repositories with Link
-// pagination, /repos/{o}/{r}/branches/{b}, /repos/{o}/{r}/statuses/{sha}; GitLab: /api/v4/projects
+// pagination, /repos/{o}/{r}/branches/{b}, /repos/{o}/{r}/statuses/{sha}, check runs: POST
+// /repos/{o}/{r}/check-runs and PATCH /repos/{o}/{r}/check-runs/{id}, 403 without the App's checks
+// permission; GitLab: /api/v4/projects
 // with x-next-page pagination, /projects/{id}/repository/branches/{b}, /projects/{id}/statuses/{sha}; Gitea: /api/v1/user/repos with Link
 // pagination, /api/v1/repos/{o}/{r}/branches/{b}, /api/v1/repos/{o}/{r}/statuses/{sha}),
 // File contents come from real git repositories registered in `repositories` (GitHub:
@@ -26,6 +28,18 @@ export interface StandInRepo {
   clone_url?: string;
 }
 
+export interface StandInCheckRun {
+  id: number;
+  repository: string;
+  name: string;
+  head_sha: string;
+  status: string;
+  conclusion: string;
+  details_url: string;
+  output: { title: string; summary: string };
+  annotations: Record<string, unknown>[];
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
@@ -35,7 +49,16 @@ export interface RecordedRequest {
 
 export interface HostApiStandIn {
   url: string;
-  github: { appId: string; installationId: string; privateKeyPem: string; repos: StandInRepo[] };
+  github: {
+    appId: string;
+    installationId: string;
+    privateKeyPem: string;
+    repos: StandInRepo[];
+    /** Check runs created, with every annotation sent (a PATCH adds its batch). */
+    checkRuns: StandInCheckRun[];
+    /** Whether the App was granted "Checks: read and write"; without it GitHub answers 403. */
+    checksPermission: boolean;
+  };
   gitlab: { token: string; repos: StandInRepo[] };
   gitea: { token: string; repos: StandInRepo[] };
   /** Bitbucket Cloud: repositories carry their UUID ("{…}") in `uuid`; full_name starts with the workspace. */
@@ -58,7 +81,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
   const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
   const verifyKey = await importSPKI(publicKey.export({ format: "pem", type: "spki" }).toString(), "RS256");
   const state: Omit<HostApiStandIn, "url" | "failNext" | "stop"> = {
-    github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [] },
+    github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [], checkRuns: [], checksPermission: true },
     gitlab: { token: "glpat-standin-token", repos: [] },
     gitea: { token: "gitea-standin-token", repos: [] },
     bitbucket: { token: "bitbucket-standin-access-token", username: "roost-bot", appPassword: "bitbucket-standin-app-password", repos: [] },
@@ -90,7 +113,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     port: 0,
     async fetch(request) {
       const url = new URL(request.url);
-      const text = request.method === "POST" ? await request.text() : "";
+      const text = request.method === "POST" || request.method === "PATCH" ? await request.text() : "";
       state.requests.push({ method: request.method, path: url.pathname + url.search, headers: Object.fromEntries(request.headers), body: text ? JSON.parse(text) : undefined });
       if (failures > 0) {
         failures--;
@@ -145,6 +168,22 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
       if (m && request.method === "POST") {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
         return json({ id: state.requests.length, state: (JSON.parse(text) as { state: string }).state }, 201);
+      }
+      m = /^\/repos\/([^/]+)\/([^/]+)\/check-runs(?:\/(\d+))?$/.exec(url.pathname);
+      if (m && (request.method === "POST" || request.method === "PATCH")) {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        if (!state.github.checksPermission) return json({ message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/checks/runs#create-a-check-run" }, 403);
+        const body = JSON.parse(text) as Omit<StandInCheckRun, "id" | "repository" | "annotations"> & { output: { annotations?: Record<string, unknown>[] } };
+        if ((body.output.annotations?.length ?? 0) > 50) return json({ message: "Validation Failed: at most 50 annotations" }, 422);
+        if (request.method === "POST") {
+          const run: StandInCheckRun = { ...body, id: state.github.checkRuns.length + 1, repository: `${m[1]}/${m[2]}`, annotations: body.output.annotations ?? [] };
+          state.github.checkRuns.push(run);
+          return json({ id: run.id, name: run.name, head_sha: run.head_sha, status: run.status, conclusion: run.conclusion }, 201);
+        }
+        const run = state.github.checkRuns.find((r) => r.id === Number(m![3]));
+        if (!run) return json({ message: "Not Found" }, 404);
+        run.annotations.push(...(body.output.annotations ?? []));
+        return json({ id: run.id });
       }
 
       // ---- GitLab

@@ -1,0 +1,127 @@
+// Test results end to end (docs/test-results.md): a real `roost serve`, a real `roost runner`
+// building a real git repository with the `flutter` stand-in (scripts/flutter-stand-in) in its
+// test-report mode, and the host-API stand-in as GitHub. The pipeline runs
+// `flutter test --file-reporter json:… --coverage` with FLUTTER_STAND_IN_TESTS=flaky: the first
+// build fails one test, the runner still sends the reports, the API shows them, GitHub gets a
+// check run with an annotation on the failed test's line, and a re-run that passes marks the test
+// flaky.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-test-results-e2e-"));
+const repo = join(work, "app");
+let daemon: Daemon;
+let host: HostApiStandIn;
+let runnerProc: Subprocess | undefined;
+let owner = "";
+let projectId = "";
+let commit = "";
+
+async function sh(cmd: string, cwd = work): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: ${err}`);
+  return out.trim();
+}
+
+async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await read();
+    if (done(v)) return v;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen: ${JSON.stringify(v)}`);
+    await Bun.sleep(100);
+  }
+}
+
+const finished = (buildId: string) =>
+  waitFor("the build's end", async () => (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build, (b) => ["succeeded", "failed", "canceled"].includes(b.status));
+
+beforeAll(async () => {
+  mkdirSync(repo, { recursive: true });
+  await sh("git init -q -b main && mkdir -p lib test && echo 'void main() {}' > lib/main.dart && echo '// tests' > test/widget_test.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  commit = await sh("git rev-parse HEAD", repo);
+  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
+  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-tests" } })).body;
+  runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
+      HOME: work,
+      ROOST_URL: daemon.url,
+      ROOST_RUNNER_ID: created.runner.id,
+      ROOST_RUNNER_TOKEN: created.token,
+      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
+      ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
+    },
+    stdout: "ignore",
+    stderr: "ignore",
+  });
+}, 60_000);
+
+afterAll(async () => {
+  runnerProc?.kill("SIGKILL");
+  await daemon?.stop();
+  await host?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("a pipeline with failing, skipped and flaky tests", () => {
+  test("its reports are sent whether the steps passed or failed, shown by the API and on GitHub, and a passing re-run marks the test flaky", async () => {
+    const pipeline = (
+      await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+        token: owner,
+        body: {
+          name: "checks",
+          execution_config: {
+            env: [{ key: "FLUTTER_STAND_IN_TESTS", value: "flaky" }],
+            commands: { pre_build: ["flutter test --file-reporter json:build/test-results/flutter.json --coverage"] },
+          },
+        },
+      })
+    ).body.pipeline;
+    const first = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: commit } })).body.build;
+    expect((await finished(first.id)).status).toBe("failed");
+
+    const tests = (await http(daemon.url, "GET", `/v1/builds/${first.id}/tests`, { token: owner })).body;
+    expect(tests.summary).toMatchObject({ total: 3, passed: 1, failed: 1, skipped: 1, coverage_percent: 75, text: "1 passed, 1 failed, 1 skipped" });
+    expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual(["build/test-results/flutter.json dart_json read", "coverage/lcov.info lcov read"]);
+    const cases = (await http(daemon.url, "GET", `/v1/builds/${first.id}/tests/cases?status=failed`, { token: owner })).body.cases;
+    expect(cases).toMatchObject([{ suite: "test/widget_test.dart", name: "stand-in: counter increments", file: "test/widget_test.dart", line: 14, message: "Expected: <1>\n  Actual: <0>\n", output: "tapping the + button\n", new_failure: true }]);
+    // The log says what was read, in the build where people look.
+    const log = String((await http(daemon.url, "GET", `/v1/builds/${first.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).body);
+    expect(log).toContain("[roost] test report build/test-results/flutter.json (dart_json): 3 test results read");
+    expect(log).toContain("[roost] test report coverage/lcov.info (lcov): coverage read");
+
+    // GitHub: a failed check run with an annotation on the test's line, and the status's description.
+    const run = await waitFor("the check run", async () => host.github.checkRuns.find((r) => r.head_sha === commit && r.conclusion === "failure"), (r) => r !== undefined);
+    expect(run).toMatchObject({ name: "roost/checks", output: { title: "1 of 3 tests failed" } });
+    expect(run!.annotations).toMatchObject([{ path: "test/widget_test.dart", start_line: 14, annotation_level: "failure", title: "test/widget_test.dart › stand-in: counter increments" }]);
+    await waitFor(
+      "the commit status",
+      async () => host.requests.filter((r) => r.path === `/repos/acme/app/statuses/${commit}`).map((r) => (r.body as { description: string }).description),
+      (d) => d.includes(`Build #${first.build_number} failed: 1 of 3 tests failed`),
+    );
+
+    const rerun = (await http(daemon.url, "POST", `/v1/builds/${first.id}/rerun`, { token: owner })).body.build;
+    expect((await finished(rerun.id)).status).toBe("succeeded");
+    const flaky = (await http(daemon.url, "GET", `/v1/pipelines/${pipeline.id}/flaky-tests`, { token: owner })).body.tests;
+    expect(flaky).toMatchObject([{ name: "stand-in: counter increments", runs: 2, failures: 1, failure_rate: 0.5, flaky_runs: 1, last_flaky_build_id: rerun.id }]);
+    const listed = (await http(daemon.url, "GET", `/v1/pipelines/${pipeline.id}/builds`, { token: owner })).body.builds;
+    expect(listed.map((b: { test_summary: { text: string } }) => b.test_summary.text)).toEqual(["2 passed, 1 skipped", "1 passed, 1 failed, 1 skipped"]);
+  }, 90_000);
+});

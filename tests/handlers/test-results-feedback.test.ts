@@ -1,0 +1,172 @@
+// Test results where the developer looks (docs/test-results.md "Where failures show"): the commit
+// status's description ("Build #3 failed: 4 of 12 tests failed"), a GitHub check run per pipeline
+// with an annotation on the file and line of each failed test and analyzer issue (against the
+// host-API stand-in, which answers 403 without the App's checks permission as GitHub does), and
+// notifications that name the failed tests and link to them.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
+import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
+import { REPORT_ATTEMPTS_BEFORE_INCIDENT } from "../../lib/commit-statuses.ts";
+import { dispatchNotifications } from "../../lib/notifications.ts";
+
+const FIXTURES = join(import.meta.dir, "../fixtures/test-results");
+const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
+const WORKSPACE = "/home/ci/roost/jobs/5d1c0e7a";
+const BASE = "https://ci.example.test";
+
+let t: TestApp;
+let host: HostApiStandIn;
+let owner: string;
+let projectId: string;
+let ci: CiFixture;
+let runner: { id: string; token: string };
+let receiver: ReturnType<typeof Bun.serve>;
+let received: { path: string; body: any }[] = [];
+
+const deps = () => ({ db: t.db, secrets: t.ctx.secrets, config: t.ctx.config, clock: t.clock, log: t.ctx.log, now: t.clock.now(), baseUrl: BASE });
+
+beforeAll(async () => {
+  ci = await startCiFixture();
+  ({ t, host, owner, projectId } = ci);
+  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "feedback-runner" } });
+  runner = { id: created.body.runner.id, token: created.body.token };
+  await t.call("POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  receiver = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(request) {
+      received.push({ path: new URL(request.url).pathname, body: await request.json() });
+      return new Response("ok");
+    },
+  });
+});
+afterAll(async () => {
+  receiver.stop(true);
+  await ci.stop();
+});
+
+/** A build of `pipelineId` that sends `reports` and finishes `status`. */
+async function build(pipelineId: string, reports: Record<string, string>, status: "succeeded" | "failed", commit = SHA_A) {
+  const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } });
+  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  for (const [path, text] of Object.entries(reports)) {
+    const res = await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent(path)}`, { token: runner.token, raw: text, contentType: "application/octet-stream", headers: { "x-roost-workspace": WORKSPACE } });
+    expect(res.status).toBe(201);
+  }
+  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { status, exit_code: status === "failed" ? 1 : 0, failure_reason: status === "failed" ? "step pre_build failed with exit code 1" : undefined, line_count: 0 } });
+  return made.body.build as { id: string; build_number: number };
+}
+
+const REPORTS = { "build/test-results/flutter.json": fixture("flutter-machine.jsonl"), "build/app/test-results/t/TEST-x.xml": fixture("gradle-TEST-com.example.counter.CounterRepositoryTest.xml"), "build/analyze.txt": fixture("dart-analyze-machine.txt") };
+
+describe("the commit status", () => {
+  test("a finished build's description carries its tests: failed ones counted of all", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "Android" });
+    const failed = await build(pipeline.id, REPORTS, "failed");
+    await reportCommitStatuses(deps());
+    const statuses = host.requests.filter((r) => r.method === "POST" && r.path === `/repos/acme/app/statuses/${SHA_A}`).map((r) => r.body as { description: string; context: string });
+    expect(statuses.at(-1)).toMatchObject({ context: "roost/Android", description: `Build #${failed.build_number} failed: 4 of 12 tests failed` });
+    const passing = await build(pipeline.id, { "build/test-results/flutter.json": fixture("flutter-machine.jsonl").split("\n").filter((l) => !/"result":"(failure|error)"|"type":"error"/.test(l)).join("\n") }, "succeeded", SHA_B);
+    await reportCommitStatuses(deps());
+    const last = host.requests.filter((r) => r.method === "POST" && r.path === `/repos/acme/app/statuses/${SHA_B}`).at(-1)!.body as { description: string };
+    // The three tests whose events were removed never finished: errors, so still failing.
+    expect(last.description).toBe(`Build #${passing.build_number} succeeded: 3 of 8 tests failed`);
+  });
+});
+
+describe("GitHub check runs", () => {
+  test("one check run per pipeline on the build's commit: the summary, and an annotation per failed test and analyzer issue", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "Checks" });
+    const b = await build(pipeline.id, REPORTS, "failed");
+    expect(await reportCheckRuns(deps())).toBeGreaterThanOrEqual(1);
+    const run = host.github.checkRuns.find((r) => r.name === "roost/Checks")!;
+    expect(run).toMatchObject({ repository: "acme/app", head_sha: SHA_A, status: "completed", conclusion: "failure", details_url: `${BASE}/projects/${projectId}/builds/${b.id}?tab=tests` });
+    expect(run.output.title).toBe("4 of 12 tests failed");
+    expect(run.output.summary).toContain("6 passed, 4 failed, 2 skipped.");
+    expect(run.output.summary).toContain("- test/counter\\_test.dart › Counter value should be decremented: Expected: <-1> (test/counter\\_test.dart:18)".replace("<-1>", "\\<-1\\>"));
+    expect(run.output.summary).toContain("4 analyzer issues.");
+    expect(run.annotations.map((a) => `${a.annotation_level} ${a.path}:${a.start_line} ${a.title}`)).toEqual([
+      "failure test/counter_test.dart:18 test/counter_test.dart › Counter value should be decremented",
+      "failure test/widget_test.dart:31 test/widget_test.dart › Counter shows the title",
+      "failure test/broken_test.dart:4 undefined_identifier",
+      "warning lib/counter.dart:2 unused_import",
+      "notice lib/main.dart:12 prefer_const_constructors",
+      "notice lib/a|b.dart:3 avoid_print",
+    ]);
+    expect(run.annotations[0]).toMatchObject({ message: "Expected: <-1>\n  Actual: <1>\n", raw_details: expect.stringContaining("test/counter_test.dart 22:7") });
+    // Sent once.
+    const before = host.github.checkRuns.length;
+    await reportCheckRuns(deps());
+    expect(host.github.checkRuns.length).toBe(before);
+  });
+
+  test("more than 50 annotations go in batches of 50 (GitHub's limit per request)", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "Many" });
+    const cases = Array.from({ length: 120 }, (_, i) => `<testcase classname="C" name="t${i}" file="test/many_test.dart" line="${i + 1}"><failure message="boom ${i}"/></testcase>`).join("");
+    await build(pipeline.id, { "build/test-results/many.xml": `<testsuite name="C">${cases}</testsuite>` }, "failed");
+    await reportCheckRuns(deps());
+    const run = host.github.checkRuns.find((r) => r.name === "roost/Many")!;
+    expect(run.annotations).toHaveLength(120);
+    expect(host.requests.filter((r) => r.method === "PATCH" && r.path === `/repos/acme/app/check-runs/${run.id}`)).toHaveLength(2);
+  });
+
+  test("without the App's checks permission GitHub answers 403: retried with backoff, then an incident says which permission to grant", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "NoPermission" });
+    await build(pipeline.id, REPORTS, "failed");
+    host.github.checksPermission = false;
+    try {
+      for (let i = 0; i < REPORT_ATTEMPTS_BEFORE_INCIDENT; i++) {
+        await reportCheckRuns(deps());
+        t.clock.advance(700);
+      }
+      const incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
+      const incident = incidents.find((i: { reason: string }) => i.reason === "check_run_failed");
+      expect(incident).toMatchObject({ message: "Check runs for acme/app cannot be reported: 127.0.0.1:" + new URL(host.url).port + " answered HTTP 403 (the credentials lack access)" });
+      expect(incident.repair_action).toContain('"Checks: Read and write"');
+      // The build itself is untouched.
+      expect(host.github.checkRuns.some((r) => r.name === "roost/NoPermission")).toBe(false);
+    } finally {
+      host.github.checksPermission = true;
+    }
+    t.clock.advance(700);
+    await reportCheckRuns(deps());
+    expect(host.github.checkRuns.some((r) => r.name === "roost/NoPermission")).toBe(true);
+    const open = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
+    expect(open.some((i: { reason: string }) => i.reason === "check_run_failed")).toBe(false);
+  });
+});
+
+describe("notifications", () => {
+  test("Slack and JSON webhooks name the failed tests and link to the build's Tests tab", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "Notified" });
+    const hook = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
+    for (const body of [
+      { name: "chat", channel: "slack", events: ["failed"], slack: { url: hook("/slack") } },
+      { name: "bot", channel: "webhook", events: ["failed"], webhook: { url: hook("/hook"), secret: "a-signing-secret-of-some-length" } },
+    ]) {
+      expect((await t.call("POST", `/v1/projects/${projectId}/notifications`, { token: owner, body })).status).toBe(201);
+    }
+    received = [];
+    const b = await build(pipeline.id, REPORTS, "failed");
+    for (let i = 0; i < 3; i++) await dispatchNotifications(t.ctx, BASE);
+    const tab = `${BASE}/projects/${projectId}/builds/${b.id}?tab=tests`;
+    const slack = received.filter((r) => r.path === "/slack").at(-1)!.body.text as string;
+    expect(slack.split("\n").slice(2)).toEqual([
+      "step pre_build failed with exit code 1",
+      "4 of 12 tests failed:",
+      "• test/broken_test.dart › loading test/broken_test.dart (test/broken_test.dart): Failed to load \"test/broken_test.dart\":",
+      "• test/counter_test.dart › Counter value should be decremented (test/counter_test.dart:18): Expected: <-1>",
+      "• test/widget_test.dart › Counter shows the title (test/widget_test.dart:31): Test failed. See exception logs above.",
+      "• com.example.counter.CounterRepositoryTest › migratesVersion1Preferences: org.opentest4j.AssertionFailedError: expected: <7> but was: <0>",
+      tab,
+    ]);
+    const json = received.filter((r) => r.path === "/hook").at(-1)!.body;
+    expect(json.tests).toMatchObject({ summary: "6 passed, 4 failed, 2 skipped", total: 12, failed: 4, url: tab });
+    expect(json.tests.failed_tests[1]).toEqual({ suite: "test/counter_test.dart", name: "Counter value should be decremented", message: "Expected: <-1>\n  Actual: <1>\n", file: "test/counter_test.dart", line: 18 });
+  });
+});
