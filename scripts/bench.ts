@@ -145,9 +145,9 @@ async function ciFixture(daemon: Daemon, token: string, webhookSecret: string): 
   return { projectId: project.id, pipelineId: pipeline.id, stop: () => host.stop() };
 }
 
-/** Builds of a project in the database, read through the API (its `total`). */
+/** Builds of a project in the database, read through the API (include=total). */
 function buildCounter(daemon: Daemon, token: string, projectId: string, query = ""): () => Promise<number> {
-  return async () => (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?limit=1${query}`, { token })).body.total as number;
+  return async () => (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?limit=1&include=total${query}`, { token })).body.total as number;
 }
 
 async function buildsScenario(): Promise<void> {

@@ -16,7 +16,8 @@ import { showRemoteFile, type GitCredentials } from "../integrations/git-remote.
 import { HostApiError } from "../integrations/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 import type { DefinitionSource } from "./definition.ts";
-import { describeProblem, fileDefinition, parsePipelineFile, type FilePipelineOutput, type FileProblem } from "./file.ts";
+import { pipelineFileCacheOf } from "./file-cache.ts";
+import { describeProblem, fileDefinition, type FilePipelineOutput, type FileProblem } from "./file.ts";
 
 /** A pipeline file as read for one event. */
 export type PipelineFileRead =
@@ -54,11 +55,14 @@ export async function readPipelineFile(deps: IntegrationDeps, target: ReadTarget
   const branch = target.forkTargetBranch ?? undefined;
   try {
     if (branch) sha = await branchHead(deps, target.integration, target.repository, branch);
-    const text = await readRepositoryFile(deps, target.integration, target.repository, path, sha, branch ? `refs/heads/${branch}` : target.ref);
-    if (text === null) return { status: "missing", path, commit_sha: sha };
-    const parsed = parsePipelineFile(text);
-    if (!parsed.ok) return { status: "invalid", path, commit_sha: sha, problems: parsed.problems, ...(branch ? { branch } : {}) };
-    return { status: "valid", path, commit_sha: sha, pipelines: parsed.pipelines, lines: parsed.lines, ...(branch ? { branch } : {}) };
+    const at = sha;
+    // Read once per repository, path and commit, parsed once per text (lib/pipelines/file-cache.ts).
+    const content = await pipelineFileCacheOf(deps.secrets).get(`${target.repository.id}\n${path}\n${at}`, () =>
+      readRepositoryFile(deps, target.integration, target.repository, path, at, branch ? `refs/heads/${branch}` : target.ref),
+    );
+    if (content.status === "missing") return { status: "missing", path, commit_sha: sha };
+    if (content.status === "invalid") return { status: "invalid", path, commit_sha: sha, problems: content.problems, ...(branch ? { branch } : {}) };
+    return { status: "valid", path, commit_sha: sha, pipelines: content.pipelines, lines: content.lines, ...(branch ? { branch } : {}) };
   } catch (error) {
     if (error instanceof HostApiError) return { status: "unreadable", path, commit_sha: sha, message: error.message };
     if (error instanceof DecryptionError) return { status: "unreadable", path, commit_sha: sha, message: "the integration's credentials cannot be decrypted with this instance's secret key" };

@@ -67,6 +67,8 @@ export interface HostApiStandIn {
   heads: Map<string, string>;
   /** "<full_name>" → a local git repository whose files the contents endpoints serve. */
   repositories: Map<string, string>;
+  /** "<full_name>:<path>" → a file served at every ref (for benches and tests whose commits are made up); before `repositories`. */
+  files: Map<string, string>;
   requests: RecordedRequest[];
   /** The next `n` requests answer 500 (to test retries and incidents). */
   failNext(n: number): void;
@@ -87,11 +89,14 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     bitbucket: { token: "bitbucket-standin-access-token", username: "roost-bot", appPassword: "bitbucket-standin-app-password", repos: [] },
     heads: new Map(),
     repositories: new Map(),
+    files: new Map(),
     requests: [],
   };
   const installationToken = "ghs_standin_installation_token";
   /** A file at a ref of a registered repository, or null (no repository, ref or file). */
   const fileAt = (fullName: string, ref: string | null, path: string): string | null => {
+    const everywhere = state.files.get(`${fullName}:${path}`);
+    if (everywhere !== undefined) return everywhere;
     const dir = state.repositories.get(fullName);
     if (!dir || !ref || ref.startsWith("-") || path.startsWith("-")) return null;
     const shown = Bun.spawnSync(["git", "-C", dir, "show", `${ref}:${path}`], { stdout: "pipe", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
