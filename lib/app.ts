@@ -1,11 +1,11 @@
 // The application: the route table on an itty-router, wrapped in the one pipeline every request
 // goes through (authenticate → validate → handle → render). `createApp(ctx).fetch(request, peer)`
-// is what Bun.serve calls and what in-process tests call.
+// is what the listener (lib/listener.ts) calls and what in-process tests call.
 import { Router, type RouteEntry as IttyRouteEntry } from "itty-router";
 import { z } from "zod";
 import type { AppContext, RequestContext } from "./context.ts";
 import type { RouteEntry } from "./route.ts";
-import { ApiError, fail } from "./errors.ts";
+import { ApiError } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
 import { authenticate } from "./auth/authenticate.ts";
 import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
@@ -14,11 +14,16 @@ import { serveWebApp } from "./web/serve.ts";
 
 export interface App {
   fetch(request: Request, peer: string | null, connection?: ConnectionControl): Promise<Response>;
+  /** The answer to `method` on `pathname` when no route has it and it cannot be a fetch Request (`FOO`, TRACE): 405 with Allow, or 404. */
+  refuseMethod(method: string, pathname: string): Response;
 }
 
-/** What the server lets a request change about its own connection (Bun.serve's server.timeout). */
+/** What the listener lets a request change about its own connection (lib/listener.ts). */
 export interface ConnectionControl {
+  /** Seconds without traffic before the connection is closed; 0 = never (SSE streams, long polls). */
   setIdleTimeout(seconds: number): void;
+  /** Seconds, from now, for the rest of the request body to arrive; 0 = no bound (long uploads). */
+  setBodyTimeout(seconds: number): void;
 }
 
 export interface RequestMeta {
@@ -27,7 +32,7 @@ export interface RequestMeta {
   connection: ConnectionControl;
 }
 
-const NO_CONNECTION_CONTROL: ConnectionControl = { setIdleTimeout() {} };
+const NO_CONNECTION_CONTROL: ConnectionControl = { setIdleTimeout() {}, setBodyTimeout() {} };
 
 const EMPTY = z.object({});
 
@@ -57,6 +62,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         streamBuildId: auth.streamBuildId ?? null,
         scope: auth.scope ?? null,
         setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
+        setBodyTimeout: (seconds) => meta.connection.setBodyTimeout(seconds),
       };
       const params = parseWith(endpoint.params ?? EMPTY, rawParams, "path");
       const query = parseWith(endpoint.query ?? EMPTY, queryObject(request), "query");
@@ -74,17 +80,34 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
     allowed.set(key, entry);
   }
 
-  // Where a request without a Host header (HTTP/1.0) is taken to have been sent.
-  const fallbackOrigin = ctx.config.publicUrl ?? `http://${ctx.config.listen.hostname.includes(":") ? `[${ctx.config.listen.hostname}]` : ctx.config.listen.hostname}:${ctx.config.listen.port}`;
+  /** Headers every answer carries, the request's line in the log and its count in the metrics. */
+  function finish(response: Response, method: string, route: string, requestId: string, started: number, peer: string | null): Response {
+    response.headers.set("x-request-id", requestId);
+    // Every answer is what its Content-Type says (JSON, SVG, text, an artifact): no browser sniffing.
+    if (!response.headers.has("x-content-type-options")) response.headers.set("x-content-type-options", "nosniff");
+    requests.inc({ method, route, status: String(response.status) });
+    ctx.log[response.status >= 500 ? "error" : "debug"]("request", {
+      request_id: requestId,
+      method,
+      route,
+      status: response.status,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      peer,
+    });
+    return response;
+  }
 
   return {
+    refuseMethod(method: string, pathname: string): Response {
+      // Metrics label only methods a client library would send; anything else is one label.
+      return finish(notMatched(method, pathname, allowed), "other", "unmatched", crypto.randomUUID(), performance.now(), null);
+    },
     async fetch(request: Request, peer: string | null, connection: ConnectionControl = NO_CONNECTION_CONTROL): Promise<Response> {
       const requestId = crypto.randomUUID();
       const started = performance.now();
       let response: Response;
       try {
-        request = withAbsoluteUrl(request, fallbackOrigin);
-        response = (await router.fetch(request as never, { peer, requestId, connection })) ?? (await serveWebApp(request)) ?? notMatched(request, allowed);
+        response = (await router.fetch(request as never, { peer, requestId, connection })) ?? (await serveWebApp(request)) ?? notMatched(request.method, new URL(request.url).pathname, allowed);
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);
@@ -98,41 +121,10 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
           response = renderError(new ApiError("internal_error", `An unexpected error occurred; quote request id ${requestId} to the operator.`));
         }
       }
-      response.headers.set("x-request-id", requestId);
-      // Every answer is what its Content-Type says (JSON, SVG, text, an artifact): no browser sniffing.
-      if (!response.headers.has("x-content-type-options")) response.headers.set("x-content-type-options", "nosniff");
       // The route template, not the path, so ids and tokens never become metric labels or log fields.
-      const route = (request as Request & { route?: string }).route ?? "unmatched";
-      const status = String(response.status);
-      requests.inc({ method: request.method, route, status });
-      ctx.log[response.status >= 500 ? "error" : "debug"]("request", {
-        request_id: requestId,
-        method: request.method,
-        route,
-        status: response.status,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        peer,
-      });
-      return response;
+      return finish(response, request.method, (request as Request & { route?: string }).route ?? "unmatched", requestId, started, peer);
     },
   };
-}
-
-/**
- * Bun builds request.url from the Host header, so a Host such as `127.0.0.1:99999` or `[::1` gives
- * a URL that does not parse, and a request without Host (HTTP/1.0) gives a bare path. The first is
- * refused with 400, as RFC 9112 §3.2 requires for an invalid Host; the second is read against
- * this server's own origin. Every later `new URL(request.url)` can then rely on it parsing.
- */
-function withAbsoluteUrl(request: Request, fallbackOrigin: string): Request {
-  if (URL.canParse(request.url)) return request;
-  const host = request.headers.get("host");
-  if (host !== null && host.trim() !== "") {
-    fail("invalid_request", "The Host header is not a valid host[:port] (RFC 9112 section 3.2).");
-  }
-  const url = URL.parse(request.url, fallbackOrigin);
-  if (url === null) fail("invalid_request", "The request target is not a valid path.");
-  return new Request(url.href, request);
 }
 
 /** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */
@@ -169,15 +161,14 @@ function exactMatchOnly(entry: IttyRouteEntry): void {
   if (trailing) entry[1] = new RegExp(pattern.source.slice(0, trailing.index) + "$", pattern.flags);
 }
 
-function notMatched(request: Request, allowed: Map<string, { pattern: RegExp; methods: string[] }>): Response {
-  const pathname = new URL(request.url).pathname;
+function notMatched(method: string, pathname: string, allowed: Map<string, { pattern: RegExp; methods: string[] }>): Response {
   const methods = new Set<string>();
   for (const entry of allowed.values()) if (entry.pattern.test(pathname)) entry.methods.forEach((m) => methods.add(m));
   if (methods.size > 0) {
     const allow = [...methods].join(", ");
     return renderError(
-      new ApiError("method_not_allowed", `${request.method} is not allowed on ${pathname}; use ${allow}.`, { headers: { allow } }),
+      new ApiError("method_not_allowed", `${method} is not allowed on ${pathname}; use ${allow}.`, { headers: { allow } }),
     );
   }
-  return renderError(new ApiError("not_found", `No endpoint at ${request.method} ${pathname}.`));
+  return renderError(new ApiError("not_found", `No endpoint at ${method} ${pathname}.`));
 }

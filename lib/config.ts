@@ -25,6 +25,7 @@ const EnvSchema = z.object({
   ROOST_MAX_ARTIFACT_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(2 * 1024 ** 3),
   ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
   ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
+  ROOST_REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
   ROOST_GIT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
   ROOST_GIT_ALLOW_LOCAL_REMOTES: z.enum(["true", "false"], "must be true or false").default("false"),
   ROOST_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
@@ -52,6 +53,8 @@ export interface Config {
   secretKey: string | undefined;
   /** Bearer token Prometheus presents to GET /metrics; without it, /metrics answers loopback peers only. */
   metricsToken: string | undefined;
+  /** Seconds a client has to send a request's head, then its body (docs/operations.md "Malformed and slow requests"). */
+  requestTimeoutSeconds: number;
   integrations: {
     /** Whether an integration's api_url may be, or resolve to, a link-local or cloud metadata address. */
     allowLinkLocal: boolean;
@@ -109,6 +112,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
     metricsToken: e.ROOST_METRICS_TOKEN,
+    requestTimeoutSeconds: e.ROOST_REQUEST_TIMEOUT_SECONDS,
     integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true", gitPollIntervalSeconds: e.ROOST_GIT_POLL_INTERVAL_SECONDS, allowLocalGitRemotes: e.ROOST_GIT_ALLOW_LOCAL_REMOTES === "true" },
     runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
     retention: { logDays: e.ROOST_LOG_RETENTION_DAYS, artifactDays: e.ROOST_ARTIFACT_RETENTION_DAYS, keepBuilds: e.ROOST_KEEP_BUILDS, warnDataDirBytes: e.ROOST_DATA_DIR_WARN_BYTES },

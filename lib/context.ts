@@ -54,8 +54,14 @@ export interface RequestContext extends AppContext {
   /** The build a `stream` route's token grants read access to. */
   streamBuildId: string | null;
   /**
-   * Sets this connection's idle timeout in seconds (0 = none). Bun.serve closes connections idle
-   * for longer than its idleTimeout, so SSE streams and long polls call this. A no-op in-process.
+   * Sets this connection's idle timeout in seconds (0 = none). The listener closes connections idle
+   * for longer than 30 seconds, so SSE streams and long polls call this. A no-op in-process.
    */
   setIdleTimeout(seconds: number): void;
+  /**
+   * Sets, from now, how long the rest of this request's body may take to arrive (0 = no bound);
+   * the listener answers 408 request_timeout after ROOST_REQUEST_TIMEOUT_SECONDS otherwise. For
+   * long uploads (a runner's artifacts). A no-op in-process.
+   */
+  setBodyTimeout(seconds: number): void;
 }

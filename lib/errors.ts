@@ -9,6 +9,10 @@ export const ERROR_STATUS = {
   not_found: 404,
   method_not_allowed: 405,
   payload_too_large: 413,
+  // the request's body did not arrive within ROOST_REQUEST_TIMEOUT_SECONDS (RFC 9110 §15.5.9); the connection is closed
+  request_timeout: 408,
+  // the request line and headers are over the listener's limit (RFC 6585 §5)
+  headers_too_large: 431,
   unsupported_media_type: 415,
   internal_error: 500,
   not_ready: 503,

@@ -6,11 +6,11 @@ import { LocalLogHubNamespace } from "./log-hub.ts";
 import { MetricsRegistry } from "./metrics.ts";
 import { access, chmod, constants, mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { Server } from "bun";
 import { displayDatabaseUrl, type Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { systemClock } from "./context.ts";
 import { createApp, type App } from "./app.ts";
+import { listen, type Listener } from "./listener.ts";
 import { openDatabase, type Db } from "./db/client.ts";
 import { migrate } from "./db/migrate.ts";
 import { getInstance } from "./db/instance.ts";
@@ -27,12 +27,8 @@ import { createOidcCache } from "./auth/oidc.ts";
 import { SocketInUseError, startManagementSocket, type ManagementSocket } from "./management-socket.ts";
 import type { RouteEntry } from "./route.ts";
 
-/**
- * Bun's own cap on a request body. Above it Bun answers an empty 413 itself, so it is set far
- * above every route's limit: each route enforces its own (documented) limit and answers
- * 413 payload_too_large as JSON, checking Content-Length before reading anything.
- */
-export const MAX_REQUEST_BODY_BYTES = 2 * 1024 * 1024 * 1024;
+/** A connection with no traffic for this long is closed, unless its request said otherwise. */
+const IDLE_TIMEOUT_SECONDS = 30;
 
 /** How long a graceful shutdown waits for in-flight requests before closing connections. */
 export const SHUTDOWN_GRACE_MS = 10_000;
@@ -99,10 +95,10 @@ export async function tightenPrivateFiles(dataDir: string): Promise<void> {
 }
 
 /** Runs the bind of ROOST_LISTEN; a failure becomes one line naming the address and the reason. */
-function listenOrFail<T>(config: Config, bind: () => T): T {
+async function listenOrFail<T>(config: Config, bind: () => Promise<T>): Promise<T> {
   const address = `${config.listen.hostname.includes(":") ? `[${config.listen.hostname}]` : config.listen.hostname}:${config.listen.port}`;
   try {
-    return bind();
+    return await bind();
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const reason =
@@ -132,7 +128,7 @@ async function prepareFirstRun(db: Db, config: Config, log: Logger): Promise<boo
  * when set; else the listening address, loopback for a wildcard one (0.0.0.0 is no address to
  * open). The JSON `msg` is the sentence, so it reads the same raw or through a log viewer.
  */
-function logBrowserUrl(log: Logger, config: Config, server: Server<undefined>, firstRun: boolean): void {
+function logBrowserUrl(log: Logger, config: Config, server: Listener, firstRun: boolean): void {
   const host = server.hostname === "0.0.0.0" || !server.hostname ? "127.0.0.1" : server.hostname === "::" ? "[::1]" : server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname;
   const url = `${config.publicUrl ?? `http://${host}:${server.port}`}/`;
   const where = config.publicUrl ? "" : " on this machine";
@@ -143,33 +139,39 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
   // 1. The port first: a second daemon on a taken port stops here, before it migrates, mints a
   //    setup token or takes over the management socket of the one already serving.
   let app: App | null = null;
-  const server = listenOrFail(config, () => Bun.serve({
-    hostname: config.listen.hostname,
-    port: config.listen.port,
-    // Off, as is Bun's default, and said here so nobody turns it on: with SO_REUSEPORT a second
-    // daemon on a taken port would silently share it and the kernel would split connections
-    // between two processes; without it the bind fails and the second daemon stops.
-    reusePort: false,
-    development: false,
-    maxRequestBodySize: MAX_REQUEST_BODY_BYTES,
-    // Long-lived responses (SSE, long polls) call server.timeout(request, …) themselves.
-    idleTimeout: 30,
-    fetch(request, srv) {
-      // Between the bind and the end of start-up (migrations, first run): not ready yet.
-      if (!app) return renderError(new ApiError("not_ready", "Roost is starting; try again in a moment."));
-      const peer = srv.requestIP(request)?.address ?? null;
-      return app.fetch(request, peer, { setIdleTimeout: (seconds) => srv.timeout(request, seconds) });
-    },
-    // The last safety net: never an HTML page or a stack trace.
-    error(error) {
-      if (isDiskFullError(error)) {
-        log.error("data directory disk full", { error });
-        return renderError(diskFullError());
-      }
-      log.error("unhandled server error", { error });
-      return renderError(new ApiError("internal_error", "An unexpected error occurred."));
-    },
-  }));
+  const server = await listenOrFail(config, () =>
+    listen(
+      {
+        fetch(request, peer, connection) {
+          // Between the bind and the end of start-up (migrations, first run): not ready yet.
+          if (!app) return Promise.resolve(renderError(new ApiError("not_ready", "Roost is starting; try again in a moment.")));
+          return app.fetch(request, peer, connection);
+        },
+        refuseMethod(method, pathname) {
+          return app ? app.refuseMethod(method, pathname) : renderError(new ApiError("not_ready", "Roost is starting; try again in a moment."));
+        },
+        // The last safety net: never an HTML page or a stack trace.
+        error(error) {
+          if (isDiskFullError(error)) {
+            log.error("data directory disk full", { error });
+            return renderError(diskFullError());
+          }
+          log.error("unhandled server error", { error });
+          return renderError(new ApiError("internal_error", "An unexpected error occurred."));
+        },
+      },
+      {
+        hostname: config.listen.hostname,
+        port: config.listen.port,
+        // Where a request without a Host header (HTTP/1.0) is taken to have been sent.
+        fallbackOrigin: config.publicUrl ?? null,
+        requestTimeoutSeconds: config.requestTimeoutSeconds,
+        // Long-lived responses (SSE, long polls) set their own (RequestContext.setIdleTimeout).
+        idleTimeoutSeconds: IDLE_TIMEOUT_SECONDS,
+        log,
+      },
+    ),
+  );
   let db: Db | null = null;
   try {
     // 2. The data directory, then the database: each failure is one line naming what failed.
@@ -228,7 +230,7 @@ async function openAndMigrate(config: Config, log: Logger): Promise<Db> {
 }
 
 /** 3. Serving: background work starts, "roost listening" is logged, and stop() shuts down in order. */
-function running(ctx: AppContext, server: Server<undefined>, shutdown: AbortController, socket: ManagementSocket | null): RunningDaemon {
+function running(ctx: AppContext, server: Listener, shutdown: AbortController, socket: ManagementSocket | null): RunningDaemon {
   const { config, log, db } = ctx;
   const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
   const stopBackground = startBackgroundWork(ctx, config.publicUrl ?? url);

@@ -25,6 +25,9 @@ export const endpoint = defineEndpoint({
     const sha = ctx.request.headers.get("x-roost-artifact-sha256") ?? "";
     if (!/^[0-9a-fA-F]{64}$/.test(sha)) fail("invalid_request", "Send the file's SHA-256 (hex) in X-Roost-Artifact-SHA256.");
     const declared = ctx.request.headers.get("content-length");
+    // An artifact may be gigabytes on a slow link: no bound on the whole body's time (the
+    // connection's idle timeout still ends an upload that stalls), unlike every other request body.
+    ctx.setBodyTimeout(0);
     const artifact = await storeArtifact(ctx.db, {
       dataDir: ctx.config.dataDir,
       buildId: job.build_id,

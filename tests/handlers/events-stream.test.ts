@@ -27,7 +27,7 @@ function serve(app: ReturnType<typeof createApp>) {
     port: 0,
     hostname: "127.0.0.1",
     fetch(request, srv) {
-      return app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds) });
+      return app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds), setBodyTimeout() {} });
     },
   });
 }

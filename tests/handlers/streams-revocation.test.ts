@@ -40,7 +40,7 @@ beforeAll(async () => {
     port: 0,
     hostname: "127.0.0.1",
     fetch(request, srv) {
-      return t.app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds) });
+      return t.app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds), setBodyTimeout() {} });
     },
   });
 });

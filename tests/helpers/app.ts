@@ -1,5 +1,5 @@
 // In-process test harness: the real route table and pipeline on a temp-file libSQL database,
-// called through `app.fetch` the way Bun.serve calls it, with the peer address and clock injected.
+// called through `app.fetch` the way the listener (lib/listener.ts) calls it, with the peer address and clock injected.
 import { EventBus } from "../../lib/events.ts";
 import { LocalLogHubNamespace } from "../../lib/log-hub.ts";
 import { MetricsRegistry } from "../../lib/metrics.ts";

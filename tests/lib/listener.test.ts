@@ -1,0 +1,76 @@
+// The listener (lib/listener.ts) around the real app, over a real socket, with a 1 s bound on
+// request bodies: every body but a runner's artifact upload must arrive within it.
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { connect } from "node:net";
+import { listen, type Listener } from "../../lib/listener.ts";
+import { silentLogger } from "../../lib/log.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+
+let fixture: CiFixture;
+let listener: Listener;
+beforeAll(async () => {
+  fixture = await startCiFixture();
+  const { app } = fixture.t;
+  listener = await listen(
+    { fetch: (request, peer, connection) => app.fetch(request, peer, connection), refuseMethod: (m, p) => app.refuseMethod(m, p), error: () => new Response(null, { status: 500 }) },
+    { hostname: "127.0.0.1", port: 0, fallbackOrigin: null, requestTimeoutSeconds: 1, idleTimeoutSeconds: 30, log: silentLogger },
+  );
+});
+afterAll(async () => {
+  await listener?.stop(true);
+  await fixture?.stop();
+});
+
+/** Sends `head`, then `body` in pieces of `piece` bytes every `everyMs`; resolves with what came back once the connection closes. */
+function sendSlowly(head: string, body: string, piece: number, everyMs: number): Promise<string> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let at = 0;
+    let timer: Timer | undefined;
+    const socket = connect(listener.port, "127.0.0.1", () => {
+      socket.write(head);
+      timer = setInterval(() => {
+        if (at < body.length && socket.writable) socket.write(body.slice(at, (at += piece)));
+      }, everyMs);
+    });
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", () => {});
+    socket.on("close", () => {
+      clearInterval(timer);
+      resolve(Buffer.concat(chunks).toString());
+    });
+  });
+}
+
+test("a runner's artifact upload may take longer than the bound on request bodies; a runner's log batch may not", async () => {
+  const { t, owner, projectId } = fixture;
+  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "slow-link" } });
+  const runner = created.body.runner.id as string;
+  const token = created.body.token as string;
+  await t.call("POST", `/v1/runners/${runner}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" } });
+  const pipeline = await createPipeline(t, owner, projectId);
+  await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+  const job = (await t.call("POST", `/v1/runners/${runner}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+
+  // 40 bytes in 4 pieces, 600 ms apart: about 2.4 s for the whole body.
+  const content = "PK\u0003\u0004 an apk that comes in slowly..".slice(0, 40).padEnd(40, ".");
+  const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
+  const upload = await sendSlowly(
+    `PUT /v1/runners/${runner}/jobs/${job.job_id}/artifacts?path=app.apk HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/octet-stream\r\nX-Roost-Artifact-SHA256: ${sha}\r\nContent-Length: ${content.length}\r\nConnection: close\r\n\r\n`,
+    content,
+    10,
+    600,
+  );
+  expect(upload.split("\r\n")[0]).toBe("HTTP/1.1 201 Created");
+  expect(JSON.parse(upload.slice(upload.indexOf("\r\n\r\n") + 4)).artifact).toMatchObject({ path: "app.apk", size: 40, sha256: sha });
+
+  const logs = JSON.stringify({ entries: [{ seq: 1, stream: "stdout", text: "slow\n", at: 1 }] });
+  const batch = await sendSlowly(
+    `POST /v1/runners/${runner}/jobs/${job.job_id}/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${logs.length}\r\n\r\n`,
+    logs,
+    10,
+    600,
+  );
+  expect(batch.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+  expect(batch).toEndWith('{"code":"request_timeout","message":"The request body did not all arrive within 1 s of its headers; the connection is closed."}');
+});
