@@ -4,17 +4,26 @@
 // (wrong types, null, arrays, huge and deeply nested values, lone surrogates, unknown fields, text
 // that is not JSON, other content types); bad Host headers and odd peers.
 //
+// Most requests go to the app in-process (where the peer address can vary); 10 % go over a real
+// socket to the daemon's listener (lib/listener.ts) with fetch, and 5 % as raw HTTP/1.1 broken at
+// the protocol level first (a lower-case or unknown method, a request line or header
+// that is not HTTP/1.1, bad framing, oversized headers, no or a bad Host), as an outside fuzzer
+// sends them: the listener must answer those with JSON too, never close without an answer.
+//
 // It fails on any 5xx and on any error answer that is not JSON {code, message} with the status
 // the catalogue gives that code, printing the seed and each failing request. Reproduce with
 //   ROOST_FUZZ_SEED=<seed> ROOST_FUZZ_REQUESTS=<n> bun test tests/fuzz/api-fuzz.test.ts
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { connect } from "node:net";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { ERROR_STATUS } from "../../lib/errors.ts";
+import { listen, type Listener } from "../../lib/listener.ts";
+import { silentLogger } from "../../lib/log.ts";
 
 const SEED = Number(process.env.ROOST_FUZZ_SEED ?? 20_095);
-const REQUESTS = Number(process.env.ROOST_FUZZ_REQUESTS ?? 2000);
+const REQUESTS = Number(process.env.ROOST_FUZZ_REQUESTS ?? 26_000);
 /** A request slower than this counts as a failure (the daemon would be blocked for everyone). */
 const SLOW_MS = 2000;
 
@@ -179,6 +188,8 @@ interface Operation {
 
 interface FuzzRequest {
   n: number;
+  /** Set when the request went over the socket: how it was broken at the protocol level, or "". */
+  broken?: string;
   method: string;
   url: string;
   headers: Record<string, string>;
@@ -273,7 +284,7 @@ function buildRequest(n: number, op: Operation, world: World): FuzzRequest {
 
 function describeRequest(r: FuzzRequest): string {
   const body = r.body === undefined ? "" : ` body(${r.body.length})=${JSON.stringify(r.body.length > 300 ? r.body.slice(0, 300) + "…" : r.body)}`;
-  return `#${r.n} ${r.method} ${r.url.length > 300 ? r.url.slice(0, 300) + "…" : r.url} peer=${r.peer} headers=${JSON.stringify(r.headers, (_k, v) => (typeof v === "string" && v.length > 100 ? v.slice(0, 100) + "…" : v))}${body}`;
+  return `#${r.n}${r.broken === undefined ? "" : r.broken === "" ? " [over the socket]" : ` [over the socket, broken: ${r.broken}]`} ${r.method} ${r.url.length > 300 ? r.url.slice(0, 300) + "…" : r.url} peer=${r.peer} headers=${JSON.stringify(r.headers, (_k, v) => (typeof v === "string" && v.length > 100 ? v.slice(0, 100) + "…" : v))}${body}`;
 }
 
 /** What is wrong with an answer, or null when it is acceptable. */
@@ -301,9 +312,102 @@ async function judge(op: Operation, response: Response): Promise<string | null> 
   return null;
 }
 
+// --- over a socket, as raw HTTP/1.1 ----------------------------------------------------------
+
+/** The request as an HTTP/1.1 message, closing its connection after the answer. */
+function rawMessage(r: FuzzRequest): { head: string; body: Buffer } {
+  const url = new URL(r.url);
+  const body = Buffer.from(r.body ?? "", "utf8");
+  let head = `${r.method} ${url.pathname}${url.search} HTTP/1.1\r\n`;
+  for (const [name, value] of Object.entries(r.headers)) head += `${name}: ${value}\r\n`;
+  if (r.body !== undefined) head += `content-length: ${body.byteLength}\r\n`;
+  return { head: head + "connection: close\r\n\r\n", body };
+}
+
+/** Breaks the message the way no HTTP library would, but a fuzzer or a broken client does. */
+const PROTOCOL_BREAKS: Array<[string, (m: { head: string; body: Buffer }) => { head: string; body: Buffer }]> = [
+  ["lower-case method", (m) => ({ ...m, head: m.head.replace(/^[A-Z]+/, (x) => x.toLowerCase()) })],
+  ["unknown method", (m) => ({ ...m, head: m.head.replace(/^[A-Z]+/, pick(["FROB", "PURGE", "M-SEARCH", "TRACE", "BREW", "LINK"])) })],
+  ["method that is not a token", (m) => ({ ...m, head: m.head.replace(/^[A-Z]+/, pick(["GE(T", "PO ST", "\u0000GET", "G\u00e9T"])) })],
+  ["HTTP/2.0", (m) => ({ ...m, head: m.head.replace(" HTTP/1.1\r\n", " HTTP/2.0\r\n") })],
+  ["no version", (m) => ({ ...m, head: m.head.replace(" HTTP/1.1\r\n", "\r\n") })],
+  ["space in the target", (m) => ({ ...m, head: m.head.replace(/^(\S+ \/\S*?)\//, "$1 x/") })],
+  ["raw byte in the target", (m) => ({ ...m, head: m.head.replace(/^(\S+ \/)/, `$1${pick(["\u00e9", "\u0001", "\u007f", "<"])}`) })],
+  ["absolute-form target", (m) => ({ ...m, head: m.head.replace(/^(\S+ )\//, `$1${pick(["http://evil.example.test/", "https://127.0.0.1:8080/", "ftp://x/", "//"])}`) })],
+  ["asterisk-form target", (m) => ({ ...m, head: m.head.replace(/^(\S+) \S+/, "$1 *") })],
+  ["LF line endings", (m) => ({ ...m, head: m.head.replace(/\r\n/g, "\n") })],
+  ["header without a colon", (m) => ({ ...m, head: m.head.replace("\r\n", "\r\nX-Broken header\r\n") })],
+  ["control byte in a header", (m) => ({ ...m, head: m.head.replace("\r\n", `\r\nX-Control: a${pick(["\u0001", "\u0000", "\u007f"])}b\r\n`) })],
+  ["folded header", (m) => ({ ...m, head: m.head.replace("\r\n", "\r\nX-Folded: a\r\n  b\r\n") })],
+  ["space before a colon", (m) => ({ ...m, head: m.head.replace("\r\n", "\r\nX-Space : a\r\n") })],
+  ["oversized headers", (m) => ({ ...m, head: m.head.replace("\r\n", `\r\nX-Big: ${"a".repeat(int(17, 40) * 1024)}\r\n`) })],
+  ["no Host", (m) => ({ ...m, head: m.head.replace(/\r\nhost: [^\r]*/i, "") })],
+  ["HTTP/1.0 without Host", (m) => ({ ...m, head: m.head.replace(" HTTP/1.1\r\n", " HTTP/1.0\r\n").replace(/\r\nhost: [^\r]*/i, "") })],
+  ["bad Host", (m) => ({ ...m, head: m.head.replace(/\r\nhost: [^\r]*/i, `\r\nhost: ${pick(["127.0.0.1:99999", "[::1", "a b", "x/y", "@evil", "127.0.0.1:-1", ""])}`) })],
+  ["two Hosts", (m) => ({ ...m, head: m.head.replace("\r\n", "\r\nHost: evil.example.test\r\n") })],
+  ["Content-Length not a number", (m) => ({ ...m, head: m.head.replace("\r\n", `\r\nContent-Length: ${pick(["abc", "-1", "1e3", "0x10", "99999999999999999999"])}\r\n`) })],
+  ["two Content-Lengths", (m) => ({ ...m, head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nContent-Length: ${m.body.byteLength}\r\nContent-Length: ${m.body.byteLength + 1}\r\n`) })],
+  ["Content-Length and chunked", (m) => ({ ...m, head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nTransfer-Encoding: chunked\r\nContent-Length: ${m.body.byteLength}\r\n`) })],
+  ["bad chunk", (m) => ({ head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", "\r\nTransfer-Encoding: chunked\r\n"), body: Buffer.from(pick(["zz\r\n\r\n", "3\r\nabcd\r\n0\r\n\r\n", "-1\r\n\r\n", "2;x=\"\u0001\"\r\nab\r\n0\r\n\r\n"])) })],
+  ["a transfer coding other than chunked last", (m) => ({ ...m, head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nTransfer-Encoding: ${pick(["gzip", "chunked, gzip", "identity", "chunk"])}\r\n`) })],
+  ["garbage", () => ({ head: pick(["GARBAGE\r\n\r\n", "\u0016\u0003\u0001\u0002\u0000\u0001\u0000\u0001\u00fc\u0003\u0003", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET\r\n\r\n", " / HTTP/1.1\r\n\r\n"]), body: Buffer.alloc(0) })],
+];
+
+interface RawAnswer {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+/**
+ * Writes the message and reads the first answer: for a success its head only (a stream would not
+ * end), for an error the whole body. Null when the connection closes without an answer.
+ */
+function sendRaw(port: number, message: { head: string; body: Buffer }): Promise<RawAnswer | null> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const done = (answer: RawAnswer | null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(answer);
+    };
+    const socket = connect(port, "127.0.0.1", () => {
+      socket.write(Buffer.concat([Buffer.from(message.head, "latin1"), message.body]), () => {});
+    });
+    // The fuzz's requests are all answered quickly; one that is not counts as "no answer".
+    const timer = setTimeout(() => done(parse(true)), SLOW_MS);
+    const parse = (closed: boolean): RawAnswer | null => {
+      const text = Buffer.concat(chunks).toString("latin1");
+      const end = text.indexOf("\r\n\r\n");
+      if (end < 0) return null;
+      const [statusLine, ...lines] = text.slice(0, end).split("\r\n");
+      const status = Number(/^HTTP\/1\.[01] (\d{3}) /.exec(statusLine!)?.[1] ?? 0);
+      const headers = new Headers();
+      for (const line of lines) headers.append(line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 1).trim());
+      let body = Buffer.from(text.slice(end + 4), "latin1");
+      if (status < 400) return { status, headers, body: "" };
+      const length = headers.get("content-length");
+      if (length !== null && body.byteLength < Number(length) && !closed) return null;
+      if (length !== null) body = body.subarray(0, Number(length));
+      return { status, headers, body: body.toString("utf8") };
+    };
+    socket.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      const answer = parse(false);
+      if (answer) done(answer);
+    });
+    socket.on("error", () => {});
+    socket.on("close", () => done(parse(true)));
+  });
+}
+
 // --- the run ----------------------------------------------------------------------------------
 
 let t: TestApp;
+let listener: Listener;
 let host: HostApiStandIn;
 let world: World;
 let operations: Operation[];
@@ -334,9 +438,14 @@ beforeAll(async () => {
   world = { ownerToken: pat.body.token, developerToken: developer.token, ids, allIds: Object.values(ids).flat() };
   const document = await t.call("GET", "/v1/openapi.json");
   operations = operationsOf(document.body);
+  listener = await listen(
+    { fetch: (request, peer, connection) => t.app.fetch(request, peer, connection), refuseMethod: (method, pathname) => t.app.refuseMethod(method, pathname), error: () => new Response("listener error handler reached", { status: 500 }) },
+    { hostname: "127.0.0.1", port: 0, fallbackOrigin: null, requestTimeoutSeconds: 30, idleTimeoutSeconds: 30, log: silentLogger },
+  );
 });
 
 afterAll(async () => {
+  await listener?.stop(true);
   await host?.stop();
   t?.close();
 });
@@ -345,6 +454,8 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
   expect(operations.length).toBeGreaterThan(60);
   const failures: string[] = [];
   const seen = new Set<string>();
+  let socketRequests = 0;
+  let socketErrors = 0;
   for (let n = 0; n < REQUESTS; n++) {
     // Every operation at least once, in document order; then at random.
     const op = n < operations.length ? operations[n]! : pick(operations);
@@ -352,19 +463,42 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
     const request = buildRequest(n, op, world);
     const started = performance.now();
     let problem: string | null;
+    const transport = random();
     try {
-      const response = await t.app.fetch(new Request(request.url, { method: request.method, headers: request.headers, body: request.body }), request.peer);
-      problem = await judge(op, response);
+      if (transport < 0.85) {
+        const response = await t.app.fetch(new Request(request.url, { method: request.method, headers: request.headers, body: request.body }), request.peer);
+        problem = await judge(op, response);
+      } else if (transport < 0.95) {
+        // Well-formed, over a kept-alive connection: what the listener makes of a fetch Response.
+        request.broken = "";
+        const url = request.url.replace("http://127.0.0.1:8080", `http://127.0.0.1:${listener.port}`);
+        const response = await fetch(url, { method: request.method, headers: request.headers, body: request.body, redirect: "manual", signal: AbortSignal.timeout(SLOW_MS) });
+        socketRequests++;
+        problem = await judge(op, response);
+        if (problem === null && response.status >= 400) socketErrors++;
+      } else {
+        const [name, breakIt] = pick(PROTOCOL_BREAKS);
+        const message = breakIt(rawMessage(request));
+        request.broken = `${name}: ${JSON.stringify(message.head.length > 200 ? message.head.slice(0, 200) + "…" : message.head)}`;
+        const answer = await sendRaw(listener.port, message);
+        socketRequests++;
+        problem = answer === null ? "no answer: the connection closed (or stayed silent) without a status line" : await judge(op, new Response(answer.body, { status: answer.status, headers: answer.headers }));
+        if (problem === null && answer !== null && answer.status >= 400) socketErrors++;
+      }
     } catch (error) {
-      problem = `app.fetch threw: ${String(error)}`;
+      problem = `threw: ${String(error)}`;
     }
     const elapsed = performance.now() - started;
     if (problem === null && elapsed > SLOW_MS) problem = `took ${Math.round(elapsed)} ms`;
     if (problem !== null) failures.push(`${problem}\n    ${describeRequest(request)}`);
   }
   expect(seen.size).toBe(operations.length);
+  // A third of the run went over the socket, and many of those were refused: the JSON check saw them.
+  expect(socketRequests).toBeGreaterThan(REQUESTS / 10);
+  expect(socketErrors).toBeGreaterThan(REQUESTS / 30);
   if (failures.length > 0) {
     console.error(`api fuzz: ${failures.length} of ${REQUESTS} requests failed (ROOST_FUZZ_SEED=${SEED} ROOST_FUZZ_REQUESTS=${REQUESTS}):\n  ${failures.slice(0, 25).join("\n  ")}`);
   }
   expect(failures.slice(0, 10)).toEqual([]);
-}, 60_000);
+  // About 15 s of CPU; 25 s on an idle two-core machine, up to a minute on a busy one.
+}, 150_000);
