@@ -14,7 +14,7 @@ import type { Executor, Row } from "./db/client.ts";
 import { all, inTransaction, num, numOrNull, one, str, strOrNull } from "./db/client.ts";
 import type { AppContext } from "./context.ts";
 import { newId } from "./auth/secrets.ts";
-import { matchBranchPatterns } from "./branch-patterns.ts";
+import { matchRefPatterns } from "./branch-patterns.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import { hostRefusal, refuseSavedHost } from "./address-policy.ts";
 import { failedCases, summaryOf, testsPageUrl } from "./test-results/queries.ts";
@@ -228,7 +228,7 @@ export async function fanOut(ctx: Pick<AppContext, "db" | "clock">, limit = 200)
   return inTransaction(ctx.db, async (tx) => {
     const rows = await all(
       tx,
-      `SELECT o.id, o.build_id, o.status, o.previous_status, b.project_id, b.branch FROM notification_outbox o JOIN builds b ON b.id = o.build_id ORDER BY o.id LIMIT ?`,
+      `SELECT o.id, o.build_id, o.status, o.previous_status, b.project_id, b.branch, b.trigger_event FROM notification_outbox o JOIN builds b ON b.id = o.build_id ORDER BY o.id LIMIT ?`,
       [limit],
     );
     if (rows.length === 0) return 0;
@@ -242,7 +242,10 @@ export async function fanOut(ctx: Pick<AppContext, "db" | "clock">, limit = 200)
       for (const n of notifications) {
         const event = eventToSend(n.events, str(row, "status"), strOrNull(row, "previous_status"));
         if (!event) continue;
-        if (n.branches.length > 0 && !matchBranchPatterns(n.branches, str(row, "branch")).matched) continue;
+        // A plain pattern names branches, so `main` does not announce a tag someone named main;
+        // tags are named as refs/tags/<glob>, as for a secret's protected_refs.
+        const ref = { kind: strOrNull(row, "trigger_event") === "tag" ? "tag" : "branch", name: str(row, "branch") } as const;
+        if (n.branches.length > 0 && !matchRefPatterns(n.branches, ref).matched) continue;
         const inserted = await tx.execute({
           sql: `INSERT INTO notification_deliveries (id, notification_id, build_id, event, status, attempts, next_attempt_at, created_at, updated_at)
                 VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (notification_id, build_id, event) DO NOTHING`,

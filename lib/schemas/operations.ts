@@ -4,6 +4,7 @@ import { DisplayName, Email, Timestamp } from "../schemas.ts";
 import { BranchName } from "./ci.ts";
 import { CronExpression, TimeZone } from "../pipelines/cron.ts";
 import { CHANNELS, NOTIFICATION_EVENTS } from "../notifications.ts";
+import { refPatternProblem } from "../branch-patterns.ts";
 
 export { CronExpression, TimeZone };
 
@@ -59,7 +60,19 @@ const Events = z
   .min(1)
   .refine((e) => new Set(e).size === e.length, "must not repeat an event")
   .describe("failed; fixed (the first success after a failure on the same pipeline and branch); succeeded; canceled");
-const Branches = z.array(z.string().min(1).max(255)).max(50).describe("branch patterns (docs/api.md \"Branch patterns\"); empty: every branch");
+const Branches = z
+  .array(
+    z
+      .string()
+      .min(1)
+      .max(255)
+      .superRefine((pattern, issue) => {
+        const problem = refPatternProblem(pattern);
+        if (problem) issue.addIssue({ code: "custom", message: problem });
+      }),
+  )
+  .max(50)
+  .describe("branch patterns (docs/api.md \"Branch patterns\"), tags as refs/tags/<pattern>; empty: every branch and tag");
 
 const SlackSettings = z.object({ url: HttpUrl.describe("the incoming webhook URL (Slack, Mattermost, Rocket.Chat, Discord's …/slack endpoint); never returned") }).strict();
 const WebhookSettings = z

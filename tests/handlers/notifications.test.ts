@@ -57,8 +57,8 @@ afterAll(async () => {
 
 const hook = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
 
-async function finishedBuild(pipelineId: string, branch: string, outcome: "succeed" | "fail" | "cancel") {
-  const { build } = await createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: "manual", concurrencyKey: null });
+async function finishedBuild(pipelineId: string, branch: string, outcome: "succeed" | "fail" | "cancel", triggerEvent?: "tag") {
+  const { build } = await createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: triggerEvent ? "webhook" : "manual", triggerEvent, concurrencyKey: null });
   if (outcome !== "cancel") await transitionBuild(t.ctx, build.id, "start");
   await transitionBuild(t.ctx, build.id, outcome, outcome === "fail" ? { exit_code: 1, failure_reason: "step test exited with 1" } : {});
   return build;
@@ -178,6 +178,20 @@ describe("delivery", () => {
     expect(received.map((r) => r.path)).toEqual(["/slack", "/slack"]);
     expect(received[0]!.body).toEqual({ text: `${project.name} / ${pipeline.name} #${failed.build_number} failed on main (aaaaaaa)\n${BASE}/v1/builds/${failed.id}\nstep test exited with 1` });
     expect(received[1]!.body).toEqual({ text: `${project.name} / ${pipeline.name} #${fixed.build_number} is fixed on main (aaaaaaa)\n${BASE}/v1/builds/${fixed.id}` });
+  });
+
+  test("a plain branch pattern never announces a tag of the same name; tags are named as refs/tags/<pattern>", async () => {
+    received = [];
+    const { pipeline } = await setup({ name: "releases", channel: "slack", events: ["failed"], branches: ["main", "refs/tags/v*"], slack: { url: hook("/slack-tags") } });
+    await finishedBuild(pipeline.id, "main", "fail", "tag"); // a tag someone named "main"
+    const release = await finishedBuild(pipeline.id, "v1.2.0", "fail", "tag");
+    await finishedBuild(pipeline.id, "v1.2.0", "fail"); // a branch named like the tag pattern
+    const branch = await finishedBuild(pipeline.id, "main", "fail");
+    await drain();
+    expect(received.filter((r) => r.path === "/slack-tags").map((r) => r.body.text.split("\n")[1])).toEqual([`${BASE}/v1/builds/${release.id}`, `${BASE}/v1/builds/${branch.id}`]);
+    const bad = await t.call("POST", `/v1/projects/${pipeline.project_id}/notifications`, { token: owner, body: { name: "x", channel: "slack", events: ["failed"], branches: ["refs/pull/*"], slack: { url: hook("/slack") } } });
+    expect(bad.status).toBe(400);
+    expect(bad.body.message).toContain("refs/tags/");
   });
 
   test("JSON webhook signed with HMAC-SHA256 like GitHub's; canceled and succeeded events", async () => {
