@@ -1,5 +1,5 @@
 // Periodic work of a daemon process: commit statuses and GitHub check runs to the hosts (every 2 s), polls of plain git
-// remotes (lib/git-poll.ts), scheduled builds (every 15 s), notifications (every 2 s), retention of
+// remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications (every 2 s), retention of
 // build logs and artifacts (lib/retention.ts, a batch every 10 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention, the data directory's size). Every task
@@ -11,7 +11,7 @@ import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
 import { evictExpiredPending } from "./db/oidc-pending.ts";
 import { flagUnroutableBuilds, reapLostJobs, reapTimedOutBuilds } from "./runners/reaper.ts";
-import { pollGitRemotes } from "./git-poll.ts";
+import { pollGitRemotes } from "./forges/git/poll.ts";
 import { newId } from "./auth/secrets.ts";
 import { runDueSchedules } from "./schedules.ts";
 import { dispatchNotifications } from "./notifications.ts";

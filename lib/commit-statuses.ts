@@ -7,10 +7,10 @@ import type { Db } from "./db/client.ts";
 import { all } from "./db/client.ts";
 import type { Logger } from "./log.ts";
 import { findIntegration } from "./db/integrations.ts";
-import { githubClientFor, gitlabClientFor, type IntegrationDeps } from "./integrations/index.ts";
+import { githubClientFor, gitlabClientFor, type ForgeDeps } from "./integrations/index.ts";
 import { bitbucketClientFor, giteaClientFor } from "./integrations/any-git.ts";
-import type { GiteaState } from "./integrations/gitea.ts";
-import type { BitbucketState } from "./integrations/bitbucket.ts";
+import type { GiteaState } from "./forges/gitea/api.ts";
+import type { BitbucketState } from "./forges/bitbucket/api.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { BuildStatus } from "./builds/state-machine.ts";
 import { statusSentence } from "./test-results/queries.ts";
@@ -43,7 +43,7 @@ export function backoffSeconds(attempts: number, random: () => number = Math.ran
   return Math.round(base * (0.75 + random() * 0.5));
 }
 
-export interface ReporterDeps extends IntegrationDeps {
+export interface ReporterDeps extends ForgeDeps {
   db: Db;
   log: Logger;
   now: number;

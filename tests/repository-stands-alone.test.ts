@@ -59,7 +59,7 @@ describe("the repository stands alone", () => {
 
 describe("webhook fixtures", () => {
   const FIXTURES = join(ROOT, "tests/fixtures/webhooks");
-  const READERS = ["tests/handlers/webhooks.test.ts", "tests/lib/forge.test.ts"];
+  const READERS = ["tests/handlers/webhooks.test.ts", "tests/lib/forges/github/parse.test.ts", "tests/lib/forges/gitlab/parse.test.ts"];
 
   test("the webhook tests read their payloads from tests/fixtures/webhooks", () => {
     for (const reader of READERS) {

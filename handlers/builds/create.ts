@@ -16,9 +16,9 @@ import { findRepository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
 import { createBuild } from "../../lib/builds/create.ts";
-import { branchHead, type IntegrationDeps } from "../../lib/integrations/index.ts";
+import { branchHead, type ForgeDeps } from "../../lib/integrations/index.ts";
 import type { AppContext } from "../../lib/context.ts";
-import { HostApiError } from "../../lib/integrations/http.ts";
+import { ForgeApiError } from "../../lib/forges/http.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 
 export const CommitSha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "must be a full 40- (or 64-) character lowercase hex commit id");
@@ -67,7 +67,7 @@ export const endpoint = defineEndpoint({
 
 /** The pipeline's definition at the commit (lib/pipelines/source.ts): 400 invalid_pipeline_file with every problem and its line when the file is invalid or does not define this pipeline. */
 async function definitionFor(
-  ctx: IntegrationDeps & Pick<AppContext, "db">,
+  ctx: ForgeDeps & Pick<AppContext, "db">,
   project: { repository_id: string; default_branch: string },
   pipeline: Pipeline,
   commitSha: string,
@@ -82,7 +82,7 @@ async function definitionFor(
   return { configSnapshot: found.configSnapshot, definitionSource: found.definitionSource };
 }
 
-async function resolveHead(ctx: IntegrationDeps & Pick<AppContext, "db">, repositoryId: string, branch: string): Promise<string> {
+async function resolveHead(ctx: ForgeDeps & Pick<AppContext, "db">, repositoryId: string, branch: string): Promise<string> {
   const repo = await findRepository(ctx.db, repositoryId);
   const integration = repo ? await findIntegration(ctx.db, repo.integration_id) : null;
   if (!repo || !integration) fail("source_host_error", "The project's repository is no longer in the catalogue; pass commit_sha.");
@@ -90,7 +90,7 @@ async function resolveHead(ctx: IntegrationDeps & Pick<AppContext, "db">, reposi
     return await branchHead(ctx, integration, repo, branch);
   } catch (error) {
     if (error instanceof DecryptionError) fail("decryption_error");
-    if (error instanceof HostApiError) {
+    if (error instanceof ForgeApiError) {
       if (error.status === 404) fail("not_found", `Branch ${branch} does not exist in ${repo.full_name}.`);
       fail("source_host_error", `Could not resolve the head of ${branch}: ${error.message}. Pass commit_sha to build without asking the host.`);
     }

@@ -9,9 +9,9 @@ import { fail } from "../../lib/errors.ts";
 import { findIntegration, insertIntegration } from "../../lib/db/integrations.ts";
 import { integrationView, sealCredentials, syncRepositories } from "../../lib/integrations/index.ts";
 import { refuseSavedHost } from "../../lib/address-policy.ts";
-import { HostApiError } from "../../lib/integrations/http.ts";
-import { classifyRemote, type GitCredentials } from "../../lib/integrations/git-remote.ts";
-import type { BitbucketCredentials } from "../../lib/integrations/bitbucket.ts";
+import { ForgeApiError } from "../../lib/forges/http.ts";
+import { classifyRemote, type GitCredentials } from "../../lib/forges/git/remote.ts";
+import type { BitbucketCredentials } from "../../lib/forges/bitbucket/api.ts";
 
 const HostUrl = z
   .url({ protocol: /^https?$/ })
@@ -86,7 +86,7 @@ export const endpoint = defineEndpoint({
   async handle({ body }, ctx) {
     // Link-local and cloud metadata hosts are refused here, by their literal address or name and
     // by what the name resolves to now; the address is checked again before every request
-    // (lib/integrations/http.ts), as a name can resolve elsewhere later.
+    // (lib/forges/http.ts), as a name can resolve elsewhere later.
     const field = body.provider === "git" ? "url" : "api_url";
     const remote = body.provider === "git" ? classifyRemote(body.url, ctx.config.integrations.allowLocalGitRemotes) : null;
     if (remote && "refused" in remote) invalidField(field, remote.refused);
@@ -120,7 +120,7 @@ export const endpoint = defineEndpoint({
     try {
       synced = await syncRepositories(ctx, integration);
     } catch (error) {
-      if (!(error instanceof HostApiError)) throw error;
+      if (!(error instanceof ForgeApiError)) throw error;
       syncError = error.message;
     }
     return { integration: integrationView((await findIntegration(ctx.db, integration.id))!, true), repositories_synced: synced, sync_error: syncError };

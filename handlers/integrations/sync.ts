@@ -5,7 +5,7 @@ import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { syncRepositories } from "../../lib/integrations/index.ts";
-import { HostApiError } from "../../lib/integrations/http.ts";
+import { ForgeApiError } from "../../lib/forges/http.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 
 export const endpoint = defineEndpoint({
@@ -21,7 +21,7 @@ export const endpoint = defineEndpoint({
     try {
       return { repositories_synced: await syncRepositories(ctx, integration) };
     } catch (error) {
-      if (error instanceof HostApiError) fail("source_host_error", error.message);
+      if (error instanceof ForgeApiError) fail("source_host_error", error.message);
       if (error instanceof DecryptionError) fail("decryption_error");
       throw error;
     }

@@ -9,9 +9,9 @@ import { fail } from "../../lib/errors.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
-import { findProject, hostRepositoryIsLinked, insertProject, toPublicProject } from "../../lib/db/projects.ts";
+import { findProject, forgeRepositoryIsLinked, insertProject, toPublicProject } from "../../lib/db/projects.ts";
 import { inTransaction, isUniqueViolation } from "../../lib/db/client.ts";
-import { recordConnectedHeads } from "../../lib/git-poll.ts";
+import { recordConnectedHeads } from "../../lib/forges/git/poll.ts";
 
 // Says nothing about the project that builds it: the caller may not be allowed to see it.
 const ALREADY_LINKED = "Another project already builds this repository; a repository is built by exactly one project. Ask its maintainers to add you.";
@@ -40,7 +40,7 @@ export const endpoint = defineEndpoint({
     // Checked and inserted in one write transaction; the unique index (schema.sql migration 7)
     // settles two concurrent creations on the same catalogue entry.
     const id = await inTransaction(ctx.db, async (tx) => {
-      if (await hostRepositoryIsLinked(tx, repo)) fail("repository_already_linked", ALREADY_LINKED);
+      if (await forgeRepositoryIsLinked(tx, repo)) fail("repository_already_linked", ALREADY_LINKED);
       return insertProject(
         tx,
         {

@@ -9,7 +9,7 @@ import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
-import { rotateWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
+import { rotateWebhookToken } from "../../lib/forges/gitlab/tokens.ts";
 import { findProjectBuildingRepository } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({

@@ -4,7 +4,7 @@
 // catalogue-receiver.ts). Verified deliveries build like GitHub's: 200 {ok, duplicate}, including
 // the ones ignored on purpose; a body that is not what Bitbucket sends is a 400, logged.
 import { defineEndpoint } from "../../lib/route.ts";
-import { bitbucketHeaders, bitbucketRepositoryId, parseBitbucketDelivery, verifyBitbucketSignature } from "../../lib/forge/bitbucket.ts";
+import { bitbucketHeaders, bitbucketRepositoryId, parseBitbucketDelivery, verifyBitbucketSignature } from "../../lib/forges/bitbucket/parse.ts";
 import { receiveCatalogueDelivery } from "../../lib/webhooks/catalogue-receiver.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult } from "../../lib/webhooks/limits.ts";
 
@@ -18,7 +18,7 @@ export const endpoint = defineEndpoint({
   errors: ["webhook_signature_missing", "webhook_signature_invalid", "payload_too_large", "malformed_json", "invalid_payload", "webhook_delivery_failed"],
   handle: (_input, ctx) =>
     receiveCatalogueDelivery(ctx, {
-      host: "bitbucket",
+      forge: "bitbucket",
       name: "Bitbucket",
       signatureHeader: "X-Hub-Signature",
       missingSignature: "Bitbucket deliveries must carry X-Hub-Signature; set the integration's webhook secret as the webhook's secret.",

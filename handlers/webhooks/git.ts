@@ -11,12 +11,12 @@ import { findProject, findProjectBuildingRepository } from "../../lib/db/project
 import { findRepository, type Repository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { openCredentials } from "../../lib/integrations/index.ts";
-import type { GitCredentials } from "../../lib/integrations/git-remote.ts";
-import { verifyGithubSignature } from "../../lib/forge/github.ts";
-import { gitPushProjectId, parseGitPush } from "../../lib/forge/git.ts";
-import { InvalidPayload, type TriggerEvent } from "../../lib/forge/event.ts";
+import type { GitCredentials } from "../../lib/forges/git/remote.ts";
+import { verifyGithubSignature } from "../../lib/forges/github/parse.ts";
+import { gitPushProjectId, parseGitPush } from "../../lib/forges/git/parse.ts";
+import { InvalidPayload, type TriggerEvent } from "../../lib/forges/event.ts";
 import { acceptDelivery, recordInvalid, recordRejected } from "../../lib/webhooks/accept.ts";
-import { refKey } from "../../lib/git-poll.ts";
+import { refKey } from "../../lib/forges/git/poll.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "../../lib/webhooks/limits.ts";
 
 const SIGNATURE_INVALID = "X-Roost-Signature-256 does not match the webhook secret of the project the body names.";
@@ -60,14 +60,14 @@ export const endpoint = defineEndpoint({
           : !secret
             ? "the project's git integration has no webhook secret"
             : "X-Roost-Signature-256 does not match the project's webhook secret";
-      await recordRejected(ctx, { host: "git", deliveryId, event: "push", reason, claimed: { externalId: linked?.external_id ?? null, fullName: linked?.full_name ?? null }, repository: integration ? linked : null });
+      await recordRejected(ctx, { forge: "git", deliveryId, event: "push", reason, claimed: { externalId: linked?.external_id ?? null, fullName: linked?.full_name ?? null }, repository: integration ? linked : null });
       if (!signature) fail("webhook_signature_missing", "Deliveries must carry X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the body with the webhook secret>.");
       fail("webhook_signature_invalid", SIGNATURE_INVALID);
     }
 
     // 2. Verified: a body that is not the documented shape is a 400, logged for the project.
     if (!decoded) {
-      await recordInvalid(ctx, { host: "git", deliveryId, event: "push", reason: "the body is not JSON", repository, projectId, body: text });
+      await recordInvalid(ctx, { forge: "git", deliveryId, event: "push", reason: "the body is not JSON", repository, projectId, body: text });
       fail("malformed_json", "The delivery body is not JSON.");
     }
     let event: TriggerEvent;
@@ -75,16 +75,16 @@ export const endpoint = defineEndpoint({
       event = parseGitPush(payload, { id: repository.external_id, fullName: repository.full_name });
     } catch (error) {
       if (!(error instanceof InvalidPayload)) throw error;
-      await recordInvalid(ctx, { host: "git", deliveryId, event: "push", reason: `invalid payload: ${error.message}`, repository, projectId, body: text });
+      await recordInvalid(ctx, { forge: "git", deliveryId, event: "push", reason: `invalid payload: ${error.message}`, repository, projectId, body: text });
       fail("invalid_payload", `The delivery body is not a push: ${error.message}.`, { details: error.issues });
     }
 
     // 3. A retry with the same X-Roost-Delivery, or the same signed body again, is a duplicate:
     // the signature covers only the body, so a captured body must not build twice.
     const accepted = await acceptDelivery(ctx, {
-      host: "git",
+      forge: "git",
       deliveryId,
-      // The ref at its new commit is shared with polling (lib/git-poll.ts), so the next poll does not build the same push again.
+      // The ref at its new commit is shared with polling (lib/forges/git/poll.ts), so the next poll does not build the same push again.
       dedupeKeys: [...(deliveryId ? [`git:delivery:${repository.id}:${deliveryId}`] : []), ...(event.commitSha ? [refKey(repository.id, event.ref, event.commitSha)] : [])],
       contentKey: contentKey("git", bytes),
       event,

@@ -4,7 +4,7 @@
 // catalogue-receiver.ts). Verified deliveries build like GitHub's: 200 {ok, duplicate}, including
 // the ones ignored on purpose; a body that is not what Gitea sends is a 400, logged.
 import { defineEndpoint } from "../../lib/route.ts";
-import { giteaHeaders, giteaRepositoryId, parseGiteaDelivery, verifyGiteaSignature } from "../../lib/forge/gitea.ts";
+import { giteaHeaders, giteaRepositoryId, parseGiteaDelivery, verifyGiteaSignature } from "../../lib/forges/gitea/parse.ts";
 import { receiveCatalogueDelivery } from "../../lib/webhooks/catalogue-receiver.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult } from "../../lib/webhooks/limits.ts";
 
@@ -18,7 +18,7 @@ export const endpoint = defineEndpoint({
   errors: ["webhook_signature_missing", "webhook_signature_invalid", "payload_too_large", "malformed_json", "invalid_payload", "webhook_delivery_failed"],
   handle: (_input, ctx) =>
     receiveCatalogueDelivery(ctx, {
-      host: "gitea",
+      forge: "gitea",
       name: "Gitea",
       signatureHeader: "X-Gitea-Signature",
       missingSignature: "Gitea and Forgejo deliveries must carry X-Gitea-Signature; set the integration's webhook secret as the hook's secret.",

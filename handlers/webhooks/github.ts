@@ -11,9 +11,9 @@ import type { Db } from "../../lib/db/client.ts";
 import { listIntegrations, type Integration } from "../../lib/db/integrations.ts";
 import { findRepositoriesByExternalId, type Repository } from "../../lib/db/repositories.ts";
 import { openCredentials } from "../../lib/integrations/index.ts";
-import type { GithubCredentials } from "../../lib/integrations/github.ts";
-import { decodeGithubBody, githubInstallationId, parseGithubDelivery, verifyGithubSignature } from "../../lib/forge/github.ts";
-import { InvalidPayload, type PayloadIssue, type TriggerEvent } from "../../lib/forge/event.ts";
+import type { GithubCredentials } from "../../lib/forges/github/api.ts";
+import { decodeGithubBody, githubInstallationId, parseGithubDelivery, verifyGithubSignature } from "../../lib/forges/github/parse.ts";
+import { InvalidPayload, type PayloadIssue, type TriggerEvent } from "../../lib/forges/event.ts";
 import { acceptDelivery, recordInvalid, recordRejected } from "../../lib/webhooks/accept.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "../../lib/webhooks/limits.ts";
 
@@ -46,14 +46,14 @@ export const endpoint = defineEndpoint({
       const claimed = claimedRepository(bytes, headers.get("content-type"));
       const known = claimed.externalId ? (await findRepositoriesByExternalId(ctx.db, "github", claimed.externalId))[0] ?? null : null;
       const reason = signature ? "X-Hub-Signature-256 does not match any GitHub integration's webhook secret" : "X-Hub-Signature-256 is missing";
-      await recordRejected(ctx, { host: "github", deliveryId, event: eventName, reason, claimed, repository: known });
+      await recordRejected(ctx, { forge: "github", deliveryId, event: eventName, reason, claimed, repository: known });
       if (!signature) fail("webhook_signature_missing", "GitHub deliveries must carry X-Hub-Signature-256; set a webhook secret on the hook.");
       fail("webhook_signature_invalid", "X-Hub-Signature-256 does not match the webhook secret.");
     }
 
     // 2. Parse the verified bytes into one neutral event; a body that is not what GitHub sends is a 400, logged.
     const invalid = async (code: "malformed_json" | "invalid_payload", reason: string, message: string, details?: PayloadIssue[]): Promise<never> => {
-      await recordInvalid(ctx, { host: "github", deliveryId, event: eventName, reason, repository: null, projectId: null, body: new TextDecoder().decode(bytes) });
+      await recordInvalid(ctx, { forge: "github", deliveryId, event: eventName, reason, repository: null, projectId: null, body: new TextDecoder().decode(bytes) });
       fail(code, message, details ? { details } : undefined);
     };
     let payload: unknown;
@@ -79,7 +79,7 @@ export const endpoint = defineEndpoint({
     // requests pull_request.updated_at).
     const keys = deliveryId ? [`github:delivery:${deliveryId}`] : [];
     const accepted = await acceptDelivery(ctx, {
-      host: "github",
+      forge: "github",
       deliveryId,
       dedupeKeys: keys,
       contentKey: contentKey("github", bytes),

@@ -7,11 +7,11 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { readBodyBytes } from "../../lib/http.ts";
 import { findRepositoriesByExternalId, findRepository } from "../../lib/db/repositories.ts";
-import { gitlabProjectId, parseGitlabDelivery } from "../../lib/forge/gitlab.ts";
-import { InvalidPayload, type PayloadIssue, type TriggerEvent } from "../../lib/forge/event.ts";
+import { gitlabProjectId, parseGitlabDelivery } from "../../lib/forges/gitlab/parse.ts";
+import { InvalidPayload, type PayloadIssue, type TriggerEvent } from "../../lib/forges/event.ts";
 import { acceptDelivery, recordInvalid, recordRejected } from "../../lib/webhooks/accept.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, webhookAnswer } from "../../lib/webhooks/limits.ts";
-import { projectForWebhookToken } from "../../lib/webhooks/gitlab-tokens.ts";
+import { projectForWebhookToken } from "../../lib/forges/gitlab/tokens.ts";
 
 const TOKEN_INVALID = "X-Gitlab-Token is not the current webhook token of the repository this delivery names.";
 
@@ -45,7 +45,7 @@ export const endpoint = defineEndpoint({
     const repository = owner ? await findRepository(ctx.db, owner.repositoryId) : null;
     const reject = async (reason: string) => {
       const known = claimed.externalId ? ((await findRepositoriesByExternalId(ctx.db, "gitlab", claimed.externalId))[0] ?? null) : null;
-      await recordRejected(ctx, { host: "gitlab", deliveryId: uuid, event: eventHeader, reason, claimed, repository: known });
+      await recordRejected(ctx, { forge: "gitlab", deliveryId: uuid, event: eventHeader, reason, claimed, repository: known });
     };
     if (!token) {
       await reject("X-Gitlab-Token is missing");
@@ -58,7 +58,7 @@ export const endpoint = defineEndpoint({
 
     // 2. The sender holds the project's token: a body that is not what GitLab sends is a 400, recorded for that project.
     const invalid = async (code: "malformed_json" | "invalid_payload", reason: string, message: string, details?: PayloadIssue[]): Promise<never> => {
-      await recordInvalid(ctx, { host: "gitlab", deliveryId: uuid, event: eventHeader, reason, repository, projectId: owner.projectId, body: new TextDecoder().decode(bytes) });
+      await recordInvalid(ctx, { forge: "gitlab", deliveryId: uuid, event: eventHeader, reason, repository, projectId: owner.projectId, body: new TextDecoder().decode(bytes) });
       fail(code, message, details ? { details } : undefined);
     };
     if (!decoded) await invalid("malformed_json", "the body is not JSON", "The delivery body is not JSON.");
@@ -79,7 +79,7 @@ export const endpoint = defineEndpoint({
     // 4. Deduplicated only by GitLab's event identities: GitLab sends byte-identical bodies for
     // distinct events (a tag deleted and pushed again at the same commit), so the body is no identity.
     const keys = [uuid ? `gitlab:delivery:${uuid}` : null, idempotencyKey ? `gitlab:idempotency:${idempotencyKey}` : null].filter((k): k is string => k !== null);
-    const accepted = await acceptDelivery(ctx, { host: "gitlab", deliveryId: uuid, dedupeKeys: keys, event, repository, body: new TextDecoder().decode(bytes) });
+    const accepted = await acceptDelivery(ctx, { forge: "gitlab", deliveryId: uuid, dedupeKeys: keys, event, repository, body: new TextDecoder().decode(bytes) });
     return webhookAnswer(accepted);
   },
 });

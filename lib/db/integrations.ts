@@ -4,13 +4,11 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
-
-/** gitea covers Forgejo (the same API and webhooks); git is a plain remote read with git ls-remote. */
-export type Provider = "github" | "gitlab" | "gitea" | "git" | "bitbucket";
+import type { ForgeName } from "../forges/forge.ts";
 
 export interface Integration {
   id: string;
-  provider: Provider;
+  provider: ForgeName;
   name: string;
   api_url: string;
   web_url: string;
@@ -27,7 +25,7 @@ export interface Integration {
 function toIntegration(row: Row): Integration {
   return {
     id: str(row, "id"),
-    provider: str(row, "provider") as Provider,
+    provider: str(row, "provider") as ForgeName,
     name: str(row, "name"),
     api_url: str(row, "api_url"),
     web_url: str(row, "web_url"),

@@ -118,7 +118,7 @@ export async function findProjectBuildingRepository(db: Executor, repositoryId: 
  * Whether some project already builds this host repository, through this catalogue entry or
  * another integration's entry for the same repository (same host, same numeric id).
  */
-export async function hostRepositoryIsLinked(db: Executor, repo: { provider: string; host_url: string; external_id: string }): Promise<boolean> {
+export async function forgeRepositoryIsLinked(db: Executor, repo: { provider: string; host_url: string; external_id: string }): Promise<boolean> {
   const row = await one(
     db,
     `SELECT 1 FROM projects p JOIN repositories r ON r.id = p.repository_id

@@ -3,7 +3,7 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
-import type { Provider } from "./integrations.ts";
+import type { ForgeName } from "../forges/forge.ts";
 
 export interface Repository {
   id: string;
@@ -16,7 +16,7 @@ export interface Repository {
   integration_id: string;
   host_url: string;
   clone_url: string;
-  provider: Provider;
+  provider: ForgeName;
   created_at: number;
   updated_at: number;
 }
@@ -33,7 +33,7 @@ function toRepository(row: Row): Repository {
     integration_id: str(row, "integration_id"),
     host_url: str(row, "host_url"),
     clone_url: str(row, "clone_url"),
-    provider: str(row, "provider") as Provider,
+    provider: str(row, "provider") as ForgeName,
     created_at: num(row, "created_at"),
     updated_at: num(row, "updated_at"),
   };
@@ -52,7 +52,7 @@ export interface RemoteRepository {
 /** Inserts new repositories and updates known ones (a rename keeps the id: matched by external id). */
 export async function upsertRepositories(
   db: Executor,
-  integration: { id: string; provider: Provider; installation_id: string | null; web_url: string },
+  integration: { id: string; provider: ForgeName; installation_id: string | null; web_url: string },
   remote: RemoteRepository[],
   now: number,
 ): Promise<number> {
@@ -80,8 +80,8 @@ export async function repositoryIdsOf(db: Executor, integrationId: string): Prom
 }
 
 /** Every catalogue entry with this host id (one per integration that sees it). */
-export async function findRepositoriesByExternalId(db: Executor, provider: Provider, externalId: string): Promise<Repository[]> {
-  return (await all(db, "SELECT * FROM repositories WHERE provider = ? AND external_id = ?", [provider, externalId])).map(toRepository);
+export async function findRepositoriesByExternalId(db: Executor, forge: ForgeName, externalId: string): Promise<Repository[]> {
+  return (await all(db, "SELECT * FROM repositories WHERE provider = ? AND external_id = ?", [forge, externalId])).map(toRepository);
 }
 
 export async function searchRepositories(db: Executor, options: { q: string | undefined; limit: number; offset: number }): Promise<{ repositories: Repository[]; total: number }> {

@@ -1,22 +1,22 @@
 // The integration kinds beyond GitHub and GitLab (docs/any-git.md): a Gitea or Forgejo
-// instance (provider "gitea", its REST API), a Bitbucket Cloud workspace (provider "bitbucket"),
-// and a plain git remote (provider "git"): one
+// instance (forge "gitea", its REST API), a Bitbucket Cloud workspace (forge "bitbucket"),
+// and a plain git remote (forge "git"): one
 // integration is one repository, whose catalogue entry is the remote itself and whose branch heads
 // come from git ls-remote.
 import type { Integration } from "../db/integrations.ts";
 import type { RemoteRepository } from "../db/repositories.ts";
-import { GiteaClient, type GiteaCredentials } from "./gitea.ts";
-import { BitbucketClient, bitbucketCloneCredentials, type BitbucketCredentials } from "./bitbucket.ts";
-import { lsRemote, repositoryNameOf, type GitCredentials } from "./git-remote.ts";
-import { HostApiError } from "./http.ts";
-import { hostAccess, openCredentials, type IntegrationDeps } from "./index.ts";
+import { GiteaClient, type GiteaCredentials } from "../forges/gitea/api.ts";
+import { BitbucketClient, bitbucketCloneCredentials, type BitbucketCredentials } from "../forges/bitbucket/api.ts";
+import { lsRemote, repositoryNameOf, type GitCredentials } from "../forges/git/remote.ts";
+import { ForgeApiError } from "../forges/http.ts";
+import { forgeAccess, openCredentials, type ForgeDeps } from "./index.ts";
 
-export async function giteaClientFor(deps: IntegrationDeps, integration: Integration): Promise<GiteaClient> {
-  return new GiteaClient(integration.api_url, await openCredentials<GiteaCredentials>(deps.secrets, integration), hostAccess(deps));
+export async function giteaClientFor(deps: ForgeDeps, integration: Integration): Promise<GiteaClient> {
+  return new GiteaClient(integration.api_url, await openCredentials<GiteaCredentials>(deps.secrets, integration), forgeAccess(deps));
 }
 
-export async function bitbucketClientFor(deps: IntegrationDeps, integration: Integration): Promise<BitbucketClient> {
-  return new BitbucketClient(integration.api_url, await openCredentials<BitbucketCredentials>(deps.secrets, integration), hostAccess(deps));
+export async function bitbucketClientFor(deps: ForgeDeps, integration: Integration): Promise<BitbucketClient> {
+  return new BitbucketClient(integration.api_url, await openCredentials<BitbucketCredentials>(deps.secrets, integration), forgeAccess(deps));
 }
 
 /** A plain git remote read like a host API: the catalogue is the one repository, heads come from ls-remote. */
@@ -35,12 +35,12 @@ export class GitRemoteClient {
 
   async getBranchHead(branch: string): Promise<string> {
     const sha = (await lsRemote(this.integration.api_url, this.credentials)).refs.get(`refs/heads/${branch}`);
-    if (!sha) throw new HostApiError(`the remote has no branch ${branch}`, null);
+    if (!sha) throw new ForgeApiError(`the remote has no branch ${branch}`, null);
     return sha;
   }
 }
 
-export async function gitRemoteClientFor(deps: Pick<IntegrationDeps, "secrets">, integration: Integration): Promise<GitRemoteClient> {
+export async function gitRemoteClientFor(deps: Pick<ForgeDeps, "secrets">, integration: Integration): Promise<GitRemoteClient> {
   return new GitRemoteClient(integration, await openCredentials<GitCredentials>(deps.secrets, integration));
 }
 
@@ -50,7 +50,7 @@ export async function gitRemoteClientFor(deps: Pick<IntegrationDeps, "secrets">,
  * password, or the remote's own username/password.
  * Null for ssh and local remotes (the runner uses its own keys, or reads the path).
  */
-export async function anyGitCloneCredentials(deps: Pick<IntegrationDeps, "secrets">, integration: Integration): Promise<{ username: string; password: string } | null> {
+export async function anyGitCloneCredentials(deps: Pick<ForgeDeps, "secrets">, integration: Integration): Promise<{ username: string; password: string } | null> {
   if (integration.provider === "gitea") return { username: "roost", password: (await openCredentials<GiteaCredentials>(deps.secrets, integration)).access_token };
   if (integration.provider === "bitbucket") return bitbucketCloneCredentials(await openCredentials<BitbucketCredentials>(deps.secrets, integration));
   const credentials = await openCredentials<GitCredentials>(deps.secrets, integration);

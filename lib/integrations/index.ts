@@ -1,5 +1,5 @@
 // Integrations as the rest of Roost sees them: credentials sealed at rest and opened only to
-// talk to the host, a client per provider, and the catalogue sync (which raises an operator
+// talk to the host, a client per forge, and the catalogue sync (which raises an operator
 // incident when a host keeps refusing, and resolves it when sync works again).
 import type { AppContext } from "../context.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
@@ -8,13 +8,13 @@ import { deleteIntegration, recordSync, toPublicIntegration } from "../db/integr
 import { repositoryIdsOf, upsertRepositories } from "../db/repositories.ts";
 import { inTransaction, type Db } from "../db/client.ts";
 import { raiseIncident, resolveIncident, resolveIncidentsOf } from "../incidents.ts";
-import { GithubClient, type GithubCredentials } from "./github.ts";
-import { GitlabClient, type GitlabCredentials } from "./gitlab.ts";
-import type { GiteaCredentials } from "./gitea.ts";
-import type { BitbucketCredentials } from "./bitbucket.ts";
-import type { GitCredentials } from "./git-remote.ts";
+import { GithubClient, type GithubCredentials } from "../forges/github/api.ts";
+import { GitlabClient, type GitlabCredentials } from "../forges/gitlab/api.ts";
+import type { GiteaCredentials } from "../forges/gitea/api.ts";
+import type { BitbucketCredentials } from "../forges/bitbucket/api.ts";
+import type { GitCredentials } from "../forges/git/remote.ts";
 import { bitbucketClientFor, giteaClientFor, gitRemoteClientFor } from "./any-git.ts";
-import { HostApiError, type HostAccess } from "./http.ts";
+import { ForgeApiError, type ForgeAccess } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 
 const PURPOSE = "integration-credentials";
@@ -28,36 +28,36 @@ export async function openCredentials<T extends GithubCredentials | GitlabCreden
 }
 
 /** What talking to a source host takes from the app: its secret key, its configuration and its clock. */
-export type IntegrationDeps = Pick<AppContext, "secrets" | "config" | "clock">;
+export type ForgeDeps = Pick<AppContext, "secrets" | "config" | "clock">;
 
 /** This app's way to source hosts: its own link-local policy (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL) and clock. */
-export function hostAccess(deps: IntegrationDeps): HostAccess {
+export function forgeAccess(deps: ForgeDeps): ForgeAccess {
   return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now(), tokens: tokenCacheOf(deps.secrets) };
 }
 
 // Installation tokens live for an hour; each app (daemon, or test app) keeps its own, beside its
 // secret box, so two apps in one process never share credentials.
-const tokenCaches = new WeakMap<object, HostAccess["tokens"]>();
-function tokenCacheOf(owner: object): HostAccess["tokens"] {
+const tokenCaches = new WeakMap<object, ForgeAccess["tokens"]>();
+function tokenCacheOf(owner: object): ForgeAccess["tokens"] {
   let cache = tokenCaches.get(owner);
   if (!cache) tokenCaches.set(owner, (cache = new Map()));
   return cache;
 }
 
-export async function githubClientFor(deps: IntegrationDeps, integration: Integration): Promise<GithubClient> {
+export async function githubClientFor(deps: ForgeDeps, integration: Integration): Promise<GithubClient> {
   return new GithubClient(
     { api_url: integration.api_url, app_id: integration.app_id ?? "", installation_id: integration.installation_id ?? "" },
     await openCredentials<GithubCredentials>(deps.secrets, integration),
-    hostAccess(deps),
+    forgeAccess(deps),
   );
 }
 
-export async function gitlabClientFor(deps: IntegrationDeps, integration: Integration): Promise<GitlabClient> {
-  return new GitlabClient(integration.api_url, await openCredentials<GitlabCredentials>(deps.secrets, integration), hostAccess(deps));
+export async function gitlabClientFor(deps: ForgeDeps, integration: Integration): Promise<GitlabClient> {
+  return new GitlabClient(integration.api_url, await openCredentials<GitlabCredentials>(deps.secrets, integration), forgeAccess(deps));
 }
 
 /** The head commit of `branch` in a repository of this integration. */
-export async function branchHead(deps: IntegrationDeps, integration: Integration, repo: { external_id: string; full_name: string }, branch: string): Promise<string> {
+export async function branchHead(deps: ForgeDeps, integration: Integration, repo: { external_id: string; full_name: string }, branch: string): Promise<string> {
   if (integration.provider === "github") return (await githubClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
   if (integration.provider === "gitea") return (await giteaClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
   if (integration.provider === "bitbucket") return (await bitbucketClientFor(deps, integration)).getBranchHead(repo.full_name, branch);
@@ -80,8 +80,8 @@ export function integrationView(integration: Integration, viewerIsAdmin: boolean
   };
 }
 
-/** Syncs the catalogue; returns how many repositories the host listed, or throws HostApiError. */
-export async function syncRepositories(deps: IntegrationDeps & Pick<AppContext, "db">, integration: Integration): Promise<number> {
+/** Syncs the catalogue; returns how many repositories the host listed, or throws ForgeApiError. */
+export async function syncRepositories(deps: ForgeDeps & Pick<AppContext, "db">, integration: Integration): Promise<number> {
   const now = deps.clock.now();
   try {
     const client =
@@ -96,9 +96,9 @@ export async function syncRepositories(deps: IntegrationDeps & Pick<AppContext, 
     await resolveIncident(deps.db, now, "integration", integration.id, SYNC_FAILED);
     return count;
   } catch (error) {
-    // A host's malformed answer can put its own text in a parser's message, so only HostApiError's
+    // A host's malformed answer can put its own text in a parser's message, so only ForgeApiError's
     // fixed phrases are kept; anything else becomes one sentence.
-    const message = error instanceof HostApiError ? error.message : error instanceof DecryptionError ? "sync failed: the credentials cannot be decrypted with this instance's secret key" : "sync failed: the host's answer was not what Roost expected";
+    const message = error instanceof ForgeApiError ? error.message : error instanceof DecryptionError ? "sync failed: the credentials cannot be decrypted with this instance's secret key" : "sync failed: the host's answer was not what Roost expected";
     await recordSync(deps.db, integration.id, now, message);
     await raiseIncident(deps.db, now, {
       severity: "warning",
@@ -109,7 +109,7 @@ export async function syncRepositories(deps: IntegrationDeps & Pick<AppContext, 
       resource_id: integration.id,
       resource_name: integration.name,
     });
-    throw error instanceof HostApiError || error instanceof DecryptionError ? error : new HostApiError(message, null);
+    throw error instanceof ForgeApiError || error instanceof DecryptionError ? error : new ForgeApiError(message, null);
   }
 }
 

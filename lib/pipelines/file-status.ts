@@ -8,8 +8,8 @@ import type { Project } from "../db/projects.ts";
 import { listPipelines } from "../db/pipelines.ts";
 import { findRepository } from "../db/repositories.ts";
 import { findIntegration } from "../db/integrations.ts";
-import { branchHead, type IntegrationDeps } from "../integrations/index.ts";
-import { HostApiError } from "../integrations/http.ts";
+import { branchHead, type ForgeDeps } from "../integrations/index.ts";
+import { ForgeApiError } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 import { lastFileProblem } from "../webhooks/deliveries.ts";
 import { publicSnapshot, type ConfigSnapshot } from "./config.ts";
@@ -39,7 +39,7 @@ export interface PipelineFileStatus {
 }
 
 /** Reads every file the project's pipelines read, at the default branch's head; never throws for the host's answers. */
-export async function pipelineFileStatus(ctx: IntegrationDeps & Pick<AppContext, "db">, project: Project): Promise<PipelineFileStatus> {
+export async function pipelineFileStatus(ctx: ForgeDeps & Pick<AppContext, "db">, project: Project): Promise<PipelineFileStatus> {
   const pipelines = await listPipelines(ctx.db, project.id);
   const paths = configPathsOf(pipelines);
   const last_error = await lastFileProblem(ctx.db, project.id);
@@ -57,7 +57,7 @@ export async function pipelineFileStatus(ctx: IntegrationDeps & Pick<AppContext,
   try {
     head = await branchHead(ctx, integration, repository, branch);
   } catch (error) {
-    if (error instanceof HostApiError) return unreadable(error.message);
+    if (error instanceof ForgeApiError) return unreadable(error.message);
     if (error instanceof DecryptionError) return unreadable("the integration's credentials cannot be decrypted with this instance's secret key");
     throw error;
   }

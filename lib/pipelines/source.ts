@@ -10,10 +10,10 @@ import { findRepository } from "../db/repositories.ts";
 import { findIntegration } from "../db/integrations.ts";
 import type { ConfigSnapshot } from "./config.ts";
 import { DEFAULT_CONFIG_PATH } from "./config.ts";
-import { branchHead, githubClientFor, gitlabClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
+import { branchHead, githubClientFor, gitlabClientFor, openCredentials, type ForgeDeps } from "../integrations/index.ts";
 import { bitbucketClientFor, giteaClientFor } from "../integrations/any-git.ts";
-import { showRemoteFile, type GitCredentials } from "../integrations/git-remote.ts";
-import { HostApiError } from "../integrations/http.ts";
+import { showRemoteFile, type GitCredentials } from "../forges/git/remote.ts";
+import { ForgeApiError } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 import type { DefinitionSource } from "./definition.ts";
 import { pipelineFileCacheOf } from "./file-cache.ts";
@@ -26,8 +26,8 @@ export type PipelineFileRead =
   | { status: "invalid"; path: string; commit_sha: string; branch?: string; problems: FileProblem[] }
   | { status: "unreadable"; path: string; commit_sha: string; message: string };
 
-/** Bytes of `path` at `sha` in the repository, or null when there is no such file there; throws HostApiError or DecryptionError. */
-export async function readRepositoryFile(deps: IntegrationDeps, integration: Integration, repo: Repository, path: string, sha: string, ref: string | null): Promise<string | null> {
+/** Bytes of `path` at `sha` in the repository, or null when there is no such file there; throws ForgeApiError or DecryptionError. */
+export async function readRepositoryFile(deps: ForgeDeps, integration: Integration, repo: Repository, path: string, sha: string, ref: string | null): Promise<string | null> {
   if (integration.provider === "github") return (await githubClientFor(deps, integration)).getFileContent(repo.full_name, path, sha);
   if (integration.provider === "gitlab") return (await gitlabClientFor(deps, integration)).getFileRaw(repo.external_id, path, sha);
   if (integration.provider === "gitea") return (await giteaClientFor(deps, integration)).getFileRaw(repo.full_name, path, sha);
@@ -50,7 +50,7 @@ export interface ReadTarget {
 }
 
 /** Reads and validates the pipeline file at `path` for one event; never throws for the host's answers. */
-export async function readPipelineFile(deps: IntegrationDeps, target: ReadTarget, path: string): Promise<PipelineFileRead> {
+export async function readPipelineFile(deps: ForgeDeps, target: ReadTarget, path: string): Promise<PipelineFileRead> {
   let sha = target.commitSha;
   const branch = target.forkTargetBranch ?? undefined;
   try {
@@ -64,7 +64,7 @@ export async function readPipelineFile(deps: IntegrationDeps, target: ReadTarget
     if (content.status === "invalid") return { status: "invalid", path, commit_sha: sha, problems: content.problems, ...(branch ? { branch } : {}) };
     return { status: "valid", path, commit_sha: sha, pipelines: content.pipelines, lines: content.lines, ...(branch ? { branch } : {}) };
   } catch (error) {
-    if (error instanceof HostApiError) return { status: "unreadable", path, commit_sha: sha, message: error.message };
+    if (error instanceof ForgeApiError) return { status: "unreadable", path, commit_sha: sha, message: error.message };
     if (error instanceof DecryptionError) return { status: "unreadable", path, commit_sha: sha, message: "the integration's credentials cannot be decrypted with this instance's secret key" };
     throw error;
   }
@@ -110,7 +110,7 @@ export type BuildDefinition =
  * definition.
  */
 export async function definitionAt(
-  deps: IntegrationDeps & { db: Executor },
+  deps: ForgeDeps & { db: Executor },
   project: { repository_id: string; default_branch: string },
   pipeline: Pipeline,
   commitSha: string,

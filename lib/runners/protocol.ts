@@ -7,8 +7,8 @@ import { findRepository } from "../db/repositories.ts";
 import { findProject } from "../db/projects.ts";
 import { normalizeExecutionConfig, revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { findIntegration } from "../db/integrations.ts";
-import { githubClientFor, openCredentials, type IntegrationDeps } from "../integrations/index.ts";
-import type { GitlabCredentials } from "../integrations/gitlab.ts";
+import { githubClientFor, openCredentials, type ForgeDeps } from "../integrations/index.ts";
+import type { GitlabCredentials } from "../forges/gitlab/api.ts";
 import { anyGitCloneCredentials } from "../integrations/any-git.ts";
 import type { Repository } from "../db/repositories.ts";
 import { variablesForBuild } from "../variables.ts";
@@ -71,7 +71,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
  * read-only, this repository only) as x-access-token, or the GitLab token as oauth2. Null for other URLs (ssh, local paths) or
  * when the host cannot give one; the runner then relies on its own git credentials.
  */
-export async function cloneCredentials(ctx: IntegrationDeps & Pick<AppContext, "db">, repo: Repository): Promise<{ username: string; password: string } | null> {
+export async function cloneCredentials(ctx: ForgeDeps & Pick<AppContext, "db">, repo: Repository): Promise<{ username: string; password: string } | null> {
   if (!/^https:\/\//.test(repo.clone_url)) return null;
   const integration = await findIntegration(ctx.db, repo.integration_id);
   if (!integration) return null;

@@ -10,7 +10,7 @@ import { findIntegration } from "../db/integrations.ts";
 import { githubClientFor } from "../integrations/index.ts";
 import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../commit-statuses.ts";
-import type { CheckRunAnnotation, CheckRunBody } from "../integrations/github.ts";
+import type { CheckRunAnnotation, CheckRunBody } from "../forges/github/api.ts";
 import { failedCases, listAnnotations, statusSentence, summaryOf, testsPageUrl } from "./queries.ts";
 
 /** GitHub takes at most 50 annotations a request; more than this many in all would be noise. */

@@ -10,13 +10,13 @@ import { newId } from "../auth/secrets.ts";
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
-import type { TriggerEvent } from "../forge/event.ts";
+import type { TriggerEvent } from "../forges/event.ts";
 import type { Repository } from "../db/repositories.ts";
-import type { Provider } from "../db/integrations.ts";
+import type { ForgeName } from "../forges/forge.ts";
 import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../db/pipelines.ts";
 import { buildsForkPullRequests, findProject, findProjectBuildingRepository } from "../db/projects.ts";
 import { findIntegration } from "../db/integrations.ts";
-import type { IntegrationDeps } from "../integrations/index.ts";
+import type { ForgeDeps } from "../integrations/index.ts";
 import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import { fileDefinition } from "../pipelines/file.ts";
@@ -28,7 +28,7 @@ import { BODY_RETENTION_SECONDS, insertDelivery, recentFailures, recentRejection
 import { raiseIncident } from "../incidents.ts";
 import { syncFileSchedules, type FileScheduleFields } from "../schedules.ts";
 
-export interface Deps extends IntegrationDeps {
+export interface Deps extends ForgeDeps {
   db: Db;
   clock: Clock;
   events: EventBus;
@@ -36,7 +36,7 @@ export interface Deps extends IntegrationDeps {
 }
 
 export interface AcceptInput {
-  host: Provider;
+  forge: ForgeName;
   /** X-GitHub-Delivery / X-Gitlab-Event-UUID, for the log. */
   deliveryId: string;
   /** The host's delivery identities: one already acted on (within the 30 days keys are kept) makes this a duplicate. */
@@ -77,7 +77,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
   const { event } = input;
   const base = {
     id,
-    host: input.host,
+    host: input.forge,
     delivery_id: input.deliveryId,
     event: event.event,
     action: event.action,
@@ -112,7 +112,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       const projectId = input.repository ? await findProjectBuildingRepository(tx, input.repository.id) : null;
       const pipelines = projectId ? await listPipelines(tx, projectId) : [];
       if (reason === null) {
-        if (!input.repository) reason = input.unroutedReason ?? `no catalogue repository has ${input.host} id ${event.repository.externalId}`;
+        if (!input.repository) reason = input.unroutedReason ?? `no catalogue repository has ${input.forge} id ${event.repository.externalId}`;
         else if (!projectId) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
         else if (event.fromFork === true && !buildsForkPullRequests(await findProject(tx, projectId))) {
           // As the hosts' own CI does by default: code from a fork does not run unless the project says so.
@@ -182,7 +182,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
               triggerRef: event.ref,
               triggerActor: event.actor,
               concurrencyKey: concurrencyKeyOf(event),
-              context: { host: input.host, delivery_id: input.deliveryId, roost_delivery_id: id, pull_request: event.prNumber, tag: event.tag, fork: event.fromFork === true },
+              context: { host: input.forge, delivery_id: input.deliveryId, roost_delivery_id: id, pull_request: event.prNumber, tag: event.tag, fork: event.fromFork === true },
             });
             created.push(made);
             decision.build_id = made.build.id;
@@ -243,7 +243,7 @@ export const DELIVERY_FAILED = "webhook_delivery_failed";
  */
 async function recordFailed(
   deps: Deps,
-  d: { id: string; host: Provider; delivery_id: string; event: string; action: string; repository_external_id: string | null; repository_full_name: string | null; commit_sha: string | null; received_at: number; repository: Repository | null; body: string },
+  d: { id: string; host: ForgeName; delivery_id: string; event: string; action: string; repository_external_id: string | null; repository_full_name: string | null; commit_sha: string | null; received_at: number; repository: Repository | null; body: string },
   error: unknown,
 ): Promise<AcceptResult> {
   const message = error instanceof Error ? error.message : String(error);
@@ -254,7 +254,7 @@ async function recordFailed(
     const projectId = repositoryId ? await findProjectBuildingRepository(deps.db, repositoryId) : null;
     const { repository: _, ...record } = d;
     await insertDelivery(deps.db, { ...record, verified: true, result: "failed", reason, repository_id: repositoryId, project_id: projectId, decisions: [], duplicate_of: null });
-    if ((await recentFailures(deps.db, { repositoryId, host: d.host }, d.received_at - 3600)) >= FAILURES_BEFORE_INCIDENT) {
+    if ((await recentFailures(deps.db, { repositoryId, forge: d.host }, d.received_at - 3600)) >= FAILURES_BEFORE_INCIDENT) {
       await raiseIncident(deps.db, d.received_at, {
         severity: "critical",
         reason: DELIVERY_FAILED,
@@ -296,13 +296,13 @@ export const REJECTIONS_BEFORE_INCIDENT = 3;
 
 export async function recordRejected(
   deps: Deps,
-  input: { host: Provider; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null },
+  input: { forge: ForgeName; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null },
 ): Promise<void> {
   const now = deps.clock.now();
   // Nothing from an unverified body is acted on; the claimed repository is kept only to explain the record.
   await insertDelivery(deps.db, {
     id: newId(),
-    host: input.host,
+    host: input.forge,
     delivery_id: input.deliveryId,
     event: input.event,
     action: "",
@@ -319,14 +319,14 @@ export async function recordRejected(
     received_at: now,
     body: null,
   });
-  deps.log.warn("webhook delivery rejected", { host: input.host, delivery_id: input.deliveryId, reason: input.reason });
+  deps.log.warn("webhook delivery rejected", { host: input.forge, delivery_id: input.deliveryId, reason: input.reason });
   if (input.repository && (await recentRejections(deps.db, input.repository.id, now - 3600)) >= REJECTIONS_BEFORE_INCIDENT) {
     await raiseIncident(deps.db, now, {
       severity: "warning",
       reason: "webhook_verification_failed",
-      message: `${input.host} deliveries for ${input.repository.full_name} keep failing verification: ${input.reason}`,
+      message: `${input.forge} deliveries for ${input.repository.full_name} keep failing verification: ${input.reason}`,
       repair_action:
-        input.host === "github" || input.host === "gitea" || input.host === "git" || input.host === "bitbucket"
+        input.forge === "github" || input.forge === "gitea" || input.forge === "git" || input.forge === "bitbucket"
           ? "Set the hook's secret to the webhook secret stored in the integration (or re-create the integration)."
           : "Copy the current webhook token of the project that builds this repository into the GitLab hook (a new one: the project's Settings tab, Create or rotate the webhook token; the API: POST /v1/projects/{id}/webhook-token).",
       resource_kind: "repository",
@@ -343,12 +343,12 @@ export async function recordRejected(
  */
 export async function recordInvalid(
   deps: Deps,
-  input: { host: Provider; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
+  input: { forge: ForgeName; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
 ): Promise<void> {
   const now = deps.clock.now();
   await insertDelivery(deps.db, {
     id: newId(),
-    host: input.host,
+    host: input.forge,
     delivery_id: input.deliveryId,
     event: input.event,
     action: "",
@@ -365,5 +365,5 @@ export async function recordInvalid(
     received_at: now,
     body: input.body,
   });
-  deps.log.warn("webhook delivery invalid", { host: input.host, delivery_id: input.deliveryId, reason: input.reason });
+  deps.log.warn("webhook delivery invalid", { host: input.forge, delivery_id: input.deliveryId, reason: input.reason });
 }

@@ -9,15 +9,16 @@
 import type { RequestContext } from "../context.ts";
 import { fail } from "../errors.ts";
 import { readBodyBytes } from "../http.ts";
-import { findIntegration, type Provider } from "../db/integrations.ts";
+import { findIntegration } from "../db/integrations.ts";
+import type { ForgeName } from "../forges/forge.ts";
 import { findRepositoriesByExternalId, type Repository } from "../db/repositories.ts";
 import { openCredentials } from "../integrations/index.ts";
-import { InvalidPayload, type TriggerEvent } from "../forge/event.ts";
+import { InvalidPayload, type TriggerEvent } from "../forges/event.ts";
 import { acceptDelivery, recordInvalid, recordRejected } from "./accept.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, contentKey, webhookAnswer } from "./limits.ts";
 
-export interface CatalogueHost {
-  host: Provider;
+export interface CatalogueForge {
+  forge: ForgeName;
   /** For sentences: "Gitea", "Bitbucket". */
   name: string;
   /** The header that carries the signature, for sentences. */
@@ -37,11 +38,11 @@ export interface CatalogueHost {
   dedupeByBody: boolean;
 }
 
-export async function receiveCatalogueDelivery(ctx: RequestContext, spec: CatalogueHost) {
+export async function receiveCatalogueDelivery(ctx: RequestContext, spec: CatalogueForge) {
   const bytes = await readBodyBytes(ctx.request, WEBHOOK_BODY_LIMIT_BYTES);
   const { event: eventName, deliveryId, signature } = spec.headers(ctx.request.headers);
   const text = new TextDecoder().decode(bytes);
-  const { host } = spec;
+  const { forge } = spec;
 
   // 1. Verify against the secrets of the integrations that have the claimed repository.
   let payload: unknown;
@@ -52,7 +53,7 @@ export async function receiveCatalogueDelivery(ctx: RequestContext, spec: Catalo
     decoded = false;
   }
   const claimedId = spec.repositoryId(payload);
-  const candidates = claimedId ? await findRepositoriesByExternalId(ctx.db, host, claimedId) : [];
+  const candidates = claimedId ? await findRepositoriesByExternalId(ctx.db, forge, claimedId) : [];
   let repository: Repository | null = null;
   if (signature) {
     for (const candidate of candidates) {
@@ -72,14 +73,14 @@ export async function receiveCatalogueDelivery(ctx: RequestContext, spec: Catalo
       : claimedId
         ? `the signature does not match the webhook secret of any ${spec.name} integration that has repository ${claimedId}`
         : "the body names no repository whose secret could verify it";
-    await recordRejected(ctx, { host, deliveryId, event: eventName, reason, claimed, repository: candidates[0] ?? null });
+    await recordRejected(ctx, { forge, deliveryId, event: eventName, reason, claimed, repository: candidates[0] ?? null });
     if (!signature) fail("webhook_signature_missing", spec.missingSignature);
     fail("webhook_signature_invalid", `${spec.signatureHeader} does not match the webhook secret.`);
   }
 
   // 2. A body that is not what the host sends.
   if (!decoded) {
-    await recordInvalid(ctx, { host, deliveryId, event: eventName, reason: "the body is not JSON", repository, projectId: null, body: text });
+    await recordInvalid(ctx, { forge, deliveryId, event: eventName, reason: "the body is not JSON", repository, projectId: null, body: text });
     fail("malformed_json", "The delivery body is not JSON.");
   }
   let event: TriggerEvent;
@@ -87,16 +88,16 @@ export async function receiveCatalogueDelivery(ctx: RequestContext, spec: Catalo
     event = spec.parse(eventName, payload);
   } catch (error) {
     if (!(error instanceof InvalidPayload)) throw error;
-    await recordInvalid(ctx, { host, deliveryId, event: eventName, reason: `invalid payload: ${error.message}`, repository, projectId: null, body: text });
+    await recordInvalid(ctx, { forge, deliveryId, event: eventName, reason: `invalid payload: ${error.message}`, repository, projectId: null, body: text });
     fail("invalid_payload", `The delivery body is not a ${spec.name} webhook payload: ${error.message}.`, { details: error.issues });
   }
 
   // 3. Accepted like every host's delivery.
   const accepted = await acceptDelivery(ctx, {
-    host,
+    forge,
     deliveryId,
-    dedupeKeys: deliveryId ? [`${host}:delivery:${deliveryId}`] : [],
-    ...(spec.dedupeByBody ? { contentKey: contentKey(host, bytes) } : {}),
+    dedupeKeys: deliveryId ? [`${forge}:delivery:${deliveryId}`] : [],
+    ...(spec.dedupeByBody ? { contentKey: contentKey(forge, bytes) } : {}),
     event,
     repository,
     body: text,

@@ -4,7 +4,7 @@ import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
-import type { Provider } from "../db/integrations.ts";
+import type { ForgeName } from "../forges/forge.ts";
 
 export const BODY_RETENTION_SECONDS = 7 * 86_400;
 export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
@@ -13,7 +13,7 @@ export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected" | "f
 
 export interface Delivery {
   id: string;
-  host: Provider;
+  host: ForgeName;
   delivery_id: string;
   event: string;
   action: string;
@@ -103,11 +103,11 @@ export async function recentRejections(db: Executor, repositoryId: string, since
   return Number(row?.n ?? 0);
 }
 
-/** Failed deliveries (Roost could not act on them) for a repository, or for a host's deliveries that name none, since `since`. */
-export async function recentFailures(db: Executor, f: { repositoryId: string | null; host: Provider }, since: number): Promise<number> {
+/** Failed deliveries (Roost could not act on them) for a repository, or for a forge's deliveries that name none, since `since`. */
+export async function recentFailures(db: Executor, f: { repositoryId: string | null; forge: ForgeName }, since: number): Promise<number> {
   const row =
     f.repositoryId === null
-      ? await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id IS NULL AND host = ? AND result = 'failed' AND received_at >= ?", [f.host, since])
+      ? await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id IS NULL AND host = ? AND result = 'failed' AND received_at >= ?", [f.forge, since])
       : await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND result = 'failed' AND received_at >= ?", [f.repositoryId, since]);
   return Number(row?.n ?? 0);
 }

@@ -14,8 +14,8 @@ export const WEBHOOK_BODY_LIMIT_BYTES = 25 * 1024 * 1024;
  * a genuine new GitHub event never has byte-identical content. For GitHub only: GitLab sends
  * identical bytes for distinct events (a tag deleted and pushed again at the same commit).
  */
-export function contentKey(host: string, body: Uint8Array): string {
-  return `${host}:content:${sha256Hex(body)}`;
+export function contentKey(forge: string, body: Uint8Array): string {
+  return `${forge}:content:${sha256Hex(body)}`;
 }
 
 /** What both receivers answer to a verified delivery (docs/webhooks.md: ok, duplicate). */

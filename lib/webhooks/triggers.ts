@@ -1,7 +1,7 @@
 // Which pipelines a verified delivery starts, and why each does or does not (docs/webhooks.md
 // "What builds"): the decision is explained per pipeline for the delivery log.
-import type { TriggerEvent } from "../forge/event.ts";
-import { requestsSkipCi } from "../forge/event.ts";
+import type { TriggerEvent } from "../forges/event.ts";
+import { requestsSkipCi } from "../forges/event.ts";
 import type { Pipeline } from "../db/pipelines.ts";
 import { matchBranchPatterns } from "../branch-patterns.ts";
 

@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
-import { pollGitRemotes } from "../../lib/git-poll.ts";
+import { pollGitRemotes } from "../../lib/forges/git/poll.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { findRepositoriesByExternalId, upsertRepositories } from "../../lib/db/repositories.ts";

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createProject, seedStandIn } from "../helpers/ci.ts";
-import { GithubClient } from "../../lib/integrations/github.ts";
+import { GithubClient } from "../../lib/forges/github/api.ts";
 import { hostRefusal, refusedHostReason } from "../../lib/address-policy.ts";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -12,7 +12,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { createGithubIntegration } from "../helpers/ci.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { parseGithubDelivery } from "../../lib/forge/github.ts";
+import { parseGithubDelivery } from "../../lib/forges/github/parse.ts";
 import { acceptDelivery } from "../../lib/webhooks/accept.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { parsePipelineFile } from "../../lib/pipelines/file.ts";
@@ -294,7 +294,7 @@ describe("pull requests from forks", () => {
     const parsed = parseGithubDelivery("pull_request", { ...payload, pull_request: { ...payload.pull_request, head: { sha: forkSha, repo: { id: REPO.id } } } });
     const repositoryId = (await t.call("GET", `/v1/projects/${projectId}`, { token: owner })).body.project.repository_id;
     const accepted = await acceptDelivery(t.ctx, {
-      host: "github",
+      forge: "github",
       deliveryId: crypto.randomUUID(),
       dedupeKeys: [],
       event: { ...parsed, fromFork: true },
@@ -309,7 +309,7 @@ describe("pull requests from forks", () => {
     expect(host.requests.some((r) => r.path === `/repos/${REPO.full_name}/contents/roost.yaml?ref=${forkSha}`)).toBe(false);
 
     // A pull request from the repository itself builds with its head's file.
-    const own = await acceptDelivery(t.ctx, { host: "github", deliveryId: crypto.randomUUID(), dedupeKeys: [], event: { ...parsed, fromFork: false }, repository: await findRepository(t.db, repositoryId), body: "{}" });
+    const own = await acceptDelivery(t.ctx, { forge: "github", deliveryId: crypto.randomUUID(), dedupeKeys: [], event: { ...parsed, fromFork: false }, repository: await findRepository(t.db, repositoryId), body: "{}" });
     const ownBuild = await build(own.builds[0]!.id);
     expect(ownBuild.definition_source).toEqual({ source: "file", path: "roost.yaml", commit_sha: forkSha });
     expect(ownBuild.config_snapshot.execution_config.commands.build).toEqual(["env"]);

@@ -146,7 +146,7 @@ function Users() {
 
 function Integrations() {
   const state = useLoad(() => get<{ integrations: Integration[] }>("/v1/integrations"), []);
-  const [provider, setProvider] = useState<"gitlab" | "gitea" | "bitbucket" | "github" | "git">("gitlab");
+  const [forge, setForge] = useState<Integration["provider"]>("gitlab");
   const [fields, setFields] = useState<Record<string, string>>({});
   const [error, setError] = useState<ApiFailure | null>(null);
   const f = (name: string, label: string, type = "text") => <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />;
@@ -166,7 +166,7 @@ function Integrations() {
         onSubmit={async (e) => {
           e.preventDefault();
           setError(null);
-          const body: Record<string, string> = { provider };
+          const body: Record<string, string> = { provider: forge };
           for (const [k, v] of Object.entries(fields)) if (v) body[k] = v;
           try {
             await post("/v1/integrations", body);
@@ -180,7 +180,7 @@ function Integrations() {
         <h2>Connect a source host</h2>
         <div class="field">
           <label for="provider">Host</label>
-          <select id="provider" value={provider} onChange={(e) => setProvider(e.currentTarget.value as typeof provider)}>
+          <select id="provider" value={forge} onChange={(e) => setForge(e.currentTarget.value as typeof forge)}>
             <option value="gitlab">GitLab</option>
             <option value="github">GitHub (App)</option>
             <option value="gitea">Gitea / Forgejo</option>
@@ -189,30 +189,30 @@ function Integrations() {
           </select>
         </div>
         {f("name", "Name")}
-        {provider === "git" ? f("url", "Repository URL") : f("api_url", provider === "github" ? "API URL (default https://api.github.com)" : provider === "bitbucket" ? "API URL (default https://api.bitbucket.org/2.0)" : "Instance URL")}
-        {provider === "bitbucket" && f("workspace", "Workspace")}
-        {(provider === "gitlab" || provider === "gitea" || provider === "bitbucket") && f("access_token", provider === "bitbucket" ? "Workspace access token (or an app password below)" : "Access token", "password")}
-        {provider === "bitbucket" && (
+        {forge === "git" ? f("url", "Repository URL") : f("api_url", forge === "github" ? "API URL (default https://api.github.com)" : forge === "bitbucket" ? "API URL (default https://api.bitbucket.org/2.0)" : "Instance URL")}
+        {forge === "bitbucket" && f("workspace", "Workspace")}
+        {(forge === "gitlab" || forge === "gitea" || forge === "bitbucket") && f("access_token", forge === "bitbucket" ? "Workspace access token (or an app password below)" : "Access token", "password")}
+        {forge === "bitbucket" && (
           <>
             {f("username", "User name (with an app password)")}
             {f("app_password", "App password (optional)", "password")}
           </>
         )}
-        {provider === "git" && (
+        {forge === "git" && (
           <>
             {f("username", "User name (https, optional)")}
             {f("password", "Password or token (https, optional)", "password")}
             {key("ssh_private_key", "Deploy key (ssh, optional)", "A read-only deploy key in OpenSSH format, pasted whole.")}
           </>
         )}
-        {provider === "github" && (
+        {forge === "github" && (
           <>
             {f("app_id", "App id")}
             {f("installation_id", "Installation id")}
             {key("private_key", "Private key (PEM)", "The whole file GitHub gave you, from -----BEGIN to END-----.")}
           </>
         )}
-        {provider !== "gitlab" && f("webhook_secret", "Webhook secret", "password")}
+        {forge !== "gitlab" && f("webhook_secret", "Webhook secret", "password")}
         <FormError error={error} fields={["name", "url", "api_url", "workspace", "access_token", "username", "app_password", "password", "ssh_private_key", "app_id", "installation_id", "private_key", "webhook_secret"]} />
         <button type="submit">Connect</button>
       </form>

@@ -3,16 +3,16 @@
 // (docs/webhooks.md; headers and payloads as documented at
 // https://docs.gitlab.com/user/project/integrations/webhook_events/).
 import { z } from "zod";
-import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
+import { NumericId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 type Json = Record<string, any>;
 
 // The fields Roost reads, typed as GitLab sends them (docs linked above); anything else passes.
-const Project = z.looseObject({ id: HostId, path_with_namespace: z.string().optional() });
+const Project = z.looseObject({ id: NumericId, path_with_namespace: z.string().optional() });
 const Common = z.looseObject({
   object_kind: z.string().optional(),
   project: Project.optional(),
-  project_id: HostId.optional(),
+  project_id: NumericId.optional(),
   user_username: z.string().nullish(),
   user_name: z.string().nullish(),
   user: z.looseObject({ username: z.string().nullish() }).nullish(),
@@ -33,8 +33,8 @@ const MergeRequest = Common.extend({
     iid: z.number().int(),
     title: z.string().optional(),
     target_branch: z.string(),
-    target_project_id: HostId,
-    source_project_id: HostId,
+    target_project_id: NumericId,
+    source_project_id: NumericId,
     oldrev: z.string().nullish(),
     last_commit: z.looseObject({ id: z.string() }).nullish(),
   }),
@@ -59,7 +59,7 @@ export function parseGitlabDelivery(eventHeader: string, body: unknown): Trigger
   const kindName: string = payload.object_kind ?? eventHeader;
   const attrs = payload.object_attributes ?? {};
   const base = {
-    host: "gitlab" as const,
+    forge: "gitlab" as const,
     event: kindName,
     action: typeof attrs.action === "string" ? attrs.action : "",
     repository: { externalId: gitlabProjectId(payload), fullName: payload.project?.path_with_namespace ?? null },

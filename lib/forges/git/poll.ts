@@ -9,18 +9,18 @@
 // Connecting a repository (creating the project that builds it) records its heads: only later
 // changes build. Errors push the next poll back exponentially (up to an hour) and raise an
 // operator incident after POLL_FAILURES_BEFORE_INCIDENT in a row.
-import type { AppContext } from "./context.ts";
-import { all, one } from "./db/client.ts";
-import { findIntegration } from "./db/integrations.ts";
-import { findRepository, type Repository } from "./db/repositories.ts";
-import { openCredentials } from "./integrations/index.ts";
-import { lsRemote, type GitCredentials } from "./integrations/git-remote.ts";
-import { HostApiError } from "./integrations/http.ts";
-import { refMoved } from "./forge/git.ts";
-import { acceptDelivery } from "./webhooks/accept.ts";
-import type { DeliveryResult } from "./webhooks/deliveries.ts";
-import { raiseIncident, resolveIncident } from "./incidents.ts";
-import { newId } from "./auth/secrets.ts";
+import type { AppContext } from "../../context.ts";
+import { all, one } from "../../db/client.ts";
+import { findIntegration } from "../../db/integrations.ts";
+import { findRepository, type Repository } from "../../db/repositories.ts";
+import { openCredentials } from "../../integrations/index.ts";
+import { lsRemote, type GitCredentials } from "./remote.ts";
+import { ForgeApiError } from "../http.ts";
+import { refMoved } from "./parse.ts";
+import { acceptDelivery } from "../../webhooks/accept.ts";
+import type { DeliveryResult } from "../../webhooks/deliveries.ts";
+import { raiseIncident, resolveIncident } from "../../incidents.ts";
+import { newId } from "../../auth/secrets.ts";
 
 export type PollDeps = Pick<AppContext, "db" | "secrets" | "config" | "clock" | "events" | "log">;
 
@@ -88,7 +88,7 @@ export async function recordConnectedHeads(deps: PollDeps, repository: Repositor
     const integration = await findIntegration(deps.db, repository.integration_id);
     if (integration) heads = JSON.stringify(Object.fromEntries((await lsRemote(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration))).refs));
   } catch (error) {
-    deps.log.warn("git heads not recorded on connect; the first poll records them", { repository_id: repository.id, error: error instanceof HostApiError ? error.message : String(error) });
+    deps.log.warn("git heads not recorded on connect; the first poll records them", { repository_id: repository.id, error: error instanceof ForgeApiError ? error.message : String(error) });
   }
   await deps.db.execute({
     sql: `INSERT INTO git_polls (repository_id, heads, next_poll_at, failures, last_error, last_polled_at) VALUES (?, ?, ?, 0, NULL, ?)
@@ -125,7 +125,7 @@ async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Pro
     await resolveIncident(deps.db, now, "repository", repositoryId, POLL_FAILED);
   } catch (error) {
     const failures = Number(state.failures ?? 0) + 1;
-    const message = error instanceof HostApiError ? error.message : "the poll failed: the remote's answer was not what Roost expected";
+    const message = error instanceof ForgeApiError ? error.message : "the poll failed: the remote's answer was not what Roost expected";
     await deps.db.execute({
       sql: "UPDATE git_polls SET failures = ?, last_error = ?, last_polled_at = ?, next_poll_at = ?, lease_owner = NULL, lease_until = 0 WHERE repository_id = ? AND lease_owner = ?",
       args: [failures, message, now, now + pollDelaySeconds(interval, failures), repositoryId, owner],
@@ -168,7 +168,7 @@ async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: stri
   // a push the webhook already built, or a move a second process saw after a lapsed lease, is
   // recorded as a duplicate and builds nothing.
   const accepted = await acceptDelivery(deps, {
-    host: "git",
+    forge: "git",
     deliveryId: `poll:${ref}@${after.slice(0, 12)}`,
     dedupeKeys: [refKey(repository.id, ref, after)],
     event,

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { HostApiError } from "./http.ts";
+import { ForgeApiError } from "../http.ts";
 
 export interface GitCredentials {
   username?: string;
@@ -87,7 +87,7 @@ function gitEnvironment(credentials: GitCredentials): { env: Record<string, stri
   return { env, keyDir };
 }
 
-/** Runs `git ls-remote --symref` against the remote; throws HostApiError with git's first line of complaint. */
+/** Runs `git ls-remote --symref` against the remote; throws ForgeApiError with git's first line of complaint. */
 export async function lsRemote(url: string, credentials: GitCredentials): Promise<RemoteHeads> {
   const { env, keyDir } = gitEnvironment(credentials);
   try {
@@ -97,7 +97,7 @@ export async function lsRemote(url: string, credentials: GitCredentials): Promis
     clearTimeout(timer);
     if (code !== 0) {
       const line = err.split("\n").find((l) => l.trim() !== "") ?? `exit ${code}`;
-      throw new HostApiError(`git ls-remote failed: ${maskSecrets(line, credentials).slice(0, 300)}`, null);
+      throw new ForgeApiError(`git ls-remote failed: ${maskSecrets(line, credentials).slice(0, 300)}`, null);
     }
     return parseLsRemote(out);
   } finally {
@@ -112,7 +112,7 @@ export async function lsRemote(url: string, credentials: GitCredentials): Promis
  * (uploadpack.allowReachableSHA1InWant off) is asked for `ref` instead.
  */
 export async function showRemoteFile(url: string, credentials: GitCredentials, sha: string, path: string, ref: string | null): Promise<string | null> {
-  if (!/^[0-9a-f]{40,64}$/.test(sha)) throw new HostApiError("a file is read at a full commit id", null);
+  if (!/^[0-9a-f]{40,64}$/.test(sha)) throw new ForgeApiError("a file is read at a full commit id", null);
   const { env, keyDir } = gitEnvironment(credentials);
   const dir = mkdtempSync(join(tmpdir(), "roost-file-"));
   const git = async (args: string[], timeoutMs = LS_REMOTE_TIMEOUT_MS) => {
@@ -128,12 +128,12 @@ export async function showRemoteFile(url: string, credentials: GitCredentials, s
     if (fetched.code !== 0 && ref && !ref.startsWith("-")) fetched = await git(["fetch", "--no-tags", "-q", "--", url, ref]);
     if (fetched.code !== 0) {
       const line = fetched.err.split("\n").find((l) => l.trim() !== "") ?? `exit ${fetched.code}`;
-      throw new HostApiError(`git fetch failed: ${maskSecrets(line, credentials).slice(0, 300)}`, null);
+      throw new ForgeApiError(`git fetch failed: ${maskSecrets(line, credentials).slice(0, 300)}`, null);
     }
-    if ((await git(["cat-file", "-e", `${sha}^{commit}`])).code !== 0) throw new HostApiError(`the remote has no commit ${sha.slice(0, 12)}`, null);
+    if ((await git(["cat-file", "-e", `${sha}^{commit}`])).code !== 0) throw new ForgeApiError(`the remote has no commit ${sha.slice(0, 12)}`, null);
     if ((await git(["cat-file", "-e", `${sha}:${path}`])).code !== 0) return null;
     const blob = await git(["cat-file", "blob", `${sha}:${path}`]);
-    if (blob.code !== 0) throw new HostApiError(`${path} at ${sha.slice(0, 12)} is not a file`, null);
+    if (blob.code !== 0) throw new ForgeApiError(`${path} at ${sha.slice(0, 12)} is not a file`, null);
     return blob.out;
   } finally {
     rmSync(dir, { recursive: true, force: true });

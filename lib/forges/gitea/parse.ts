@@ -3,9 +3,9 @@
 // the payloads follow GitHub's shape (https://docs.gitea.com/usage/webhooks, Gitea's
 // modules/structs/hook.go PushPayload and PullRequestPayload), with pull request branches naming
 // their repository by repo_id.
-import { hmacSha256Matches } from "../crypto/hash.ts";
+import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { HostId, InvalidPayload, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
+import { NumericId, InvalidPayload, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 /** The delivery headers, Gitea's or Forgejo's (a Forgejo instance sends both spellings). */
 export function giteaHeaders(headers: Headers): { event: string; deliveryId: string; signature: string | null } {
@@ -24,7 +24,7 @@ export function verifyGiteaSignature(secret: string, body: Uint8Array, signature
 type Json = Record<string, any>;
 
 const User = z.looseObject({ login: z.string().optional(), username: z.string().optional() }).nullish();
-const Repository = z.looseObject({ id: HostId, full_name: z.string().optional() });
+const Repository = z.looseObject({ id: NumericId, full_name: z.string().optional() });
 const Common = z.looseObject({ action: z.string().optional(), repository: Repository.optional(), sender: User });
 const Push = Common.extend({
   repository: Repository,
@@ -34,7 +34,7 @@ const Push = Common.extend({
   head_commit: PayloadCommit.nullish(),
   pusher: User,
 });
-const Branch = z.looseObject({ ref: z.string(), sha: z.string().optional(), repo_id: HostId });
+const Branch = z.looseObject({ ref: z.string(), sha: z.string().optional(), repo_id: NumericId });
 const PullRequest = Common.extend({
   repository: Repository,
   action: z.string(),
@@ -55,7 +55,7 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
   const payload = checkPayload(eventName === "push" ? Push : eventName === "pull_request" ? PullRequest : Common, body) as Json;
   const repo = payload.repository ?? {};
   const base = {
-    host: "gitea" as const,
+    forge: "gitea" as const,
     event: eventName,
     action: typeof payload.action === "string" ? payload.action : "",
     repository: { externalId: repo.id === undefined ? null : String(repo.id), fullName: typeof repo.full_name === "string" ? repo.full_name : null },

@@ -4,9 +4,9 @@
 // "Secure webhooks"). The payloads are those of the "Event payloads" page
 // (https://support.atlassian.com/bitbucket-cloud/docs/event-payloads/): repositories are named by
 // their UUID, pushes list one entry per changed ref in push.changes with its `new` state.
-import { hmacSha256Matches } from "../crypto/hash.ts";
+import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
+import { changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 export function bitbucketHeaders(headers: Headers): { event: string; deliveryId: string; signature: string | null } {
   return {
@@ -55,7 +55,7 @@ export function parseBitbucketDelivery(eventName: string, body: unknown): Trigge
   const payload = checkPayload(schema, body) as Json;
   const repo = payload.repository ?? {};
   const base = {
-    host: "bitbucket" as const,
+    forge: "bitbucket" as const,
     event: eventName,
     action: "",
     repository: { externalId: typeof repo.uuid === "string" ? repo.uuid : null, fullName: typeof repo.full_name === "string" ? repo.full_name : null },

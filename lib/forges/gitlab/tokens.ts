@@ -2,9 +2,9 @@
 // the project row (so deleting the project deletes it), shown once when minted. Rotating replaces
 // the hash, so the new token works at once and the old one is refused at once. Only the project
 // that builds the repository can hold one, so nobody outside it can mint a token that builds it.
-import type { Executor } from "../db/client.ts";
-import { one, str } from "../db/client.ts";
-import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+import type { Executor } from "../../db/client.ts";
+import { one, str } from "../../db/client.ts";
+import { mintSecret, parseSecret, secretMatches } from "../../auth/secrets.ts";
 
 export async function rotateWebhookToken(db: Executor, projectId: string): Promise<string> {
   const minted = mintSecret("whk", projectId);

@@ -1,7 +1,7 @@
 // GitLab through an access token (personal, group or project token with read_api, plus api for
 // commit statuses), against gitlab.com or a self-managed instance URL.
-import type { RemoteRepository } from "../db/repositories.ts";
-import { HostApiError, MAX_PAGES, hostRequest, type HostAccess } from "./http.ts";
+import type { RemoteRepository } from "../../db/repositories.ts";
+import { ForgeApiError, MAX_PAGES, forgeRequest, type ForgeAccess } from "../http.ts";
 
 export interface GitlabCredentials {
   access_token: string;
@@ -11,7 +11,7 @@ export class GitlabClient {
   constructor(
     private readonly instanceUrl: string,
     private readonly credentials: GitlabCredentials,
-    private readonly access: HostAccess,
+    private readonly access: ForgeAccess,
   ) {}
 
   async listRepositories(): Promise<RemoteRepository[]> {
@@ -19,9 +19,9 @@ export class GitlabClient {
     let page: string | null = "1";
     for (let n = 0; page && n < MAX_PAGES; n++) {
       const url = `${this.instanceUrl}/api/v4/projects?membership=true&simple=false&per_page=100&page=${encodeURIComponent(page)}`;
-      const response = await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+      const response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
       const body = (await response.json()) as GitlabProject[];
-      if (!Array.isArray(body)) throw new HostApiError("GitLab returned something other than a project list", response.status);
+      if (!Array.isArray(body)) throw new ForgeApiError("GitLab returned something other than a project list", response.status);
       for (const p of body) out.push(toRemote(p));
       const next = response.headers.get("x-next-page");
       page = next && next.trim() !== "" ? next.trim() : null;
@@ -31,9 +31,9 @@ export class GitlabClient {
 
   async getBranchHead(projectId: string, branch: string): Promise<string> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/repository/branches/${encodeURIComponent(branch)}`;
-    const response = await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+    const response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
     const body = (await response.json()) as { commit?: { id?: string } };
-    if (!body.commit?.id) throw new HostApiError(`GitLab returned no commit for project ${projectId}@${branch}`, response.status);
+    if (!body.commit?.id) throw new ForgeApiError(`GitLab returned no commit for project ${projectId}@${branch}`, response.status);
     return body.commit.id;
   }
 
@@ -44,9 +44,9 @@ export class GitlabClient {
   async getFileRaw(projectId: string, path: string, ref: string): Promise<string | null> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/repository/files/${encodeURIComponent(path)}/raw?ref=${encodeURIComponent(ref)}`;
     try {
-      return await (await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
+      return await (await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
     } catch (error) {
-      if (error instanceof HostApiError && error.status === 404) return null;
+      if (error instanceof ForgeApiError && error.status === 404) return null;
       throw error;
     }
   }
@@ -54,7 +54,7 @@ export class GitlabClient {
   /** A commit status (POST /projects/:id/statuses/:sha), one name per pipeline. */
   async createCommitStatus(projectId: string, sha: string, status: { state: "pending" | "running" | "success" | "failed" | "canceled"; target_url: string; description: string; name: string }): Promise<void> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/statuses/${encodeURIComponent(sha)}`;
-    await hostRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
   private headers(): Record<string, string> {

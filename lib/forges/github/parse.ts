@@ -1,9 +1,9 @@
 // GitHub deliveries: verify the signature over the raw bytes, then read the payload into a
 // TriggerEvent (docs/webhooks.md; headers and payloads as documented at
 // https://docs.github.com/en/webhooks/webhook-events-and-payloads).
-import { hmacSha256Matches } from "../crypto/hash.ts";
+import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { HostId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "./event.ts";
+import { NumericId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 /** X-Hub-Signature-256 = "sha256=" + hex HMAC-SHA256(secret, raw body); constant-time compare. */
 export function verifyGithubSignature(secret: string, body: Uint8Array, header: string | null): boolean {
@@ -24,11 +24,11 @@ export function decodeGithubBody(body: Uint8Array, contentType: string | null): 
 type Json = Record<string, any>;
 
 // The fields Roost reads, typed as GitHub sends them (docs linked above); anything else passes.
-const Repository = z.looseObject({ id: HostId, full_name: z.string().optional() });
+const Repository = z.looseObject({ id: NumericId, full_name: z.string().optional() });
 const Common = z.looseObject({
   action: z.string().optional(),
   repository: Repository.optional(),
-  installation: z.looseObject({ id: HostId }).optional(),
+  installation: z.looseObject({ id: NumericId }).optional(),
   sender: z.looseObject({ login: z.string().optional() }).nullish(),
 });
 const Push = Common.extend({
@@ -41,7 +41,7 @@ const Push = Common.extend({
   head_commit: PayloadCommit.nullish(),
   commits: z.array(PayloadCommit).optional(),
 });
-const PullRequestRepo = z.looseObject({ id: HostId });
+const PullRequestRepo = z.looseObject({ id: NumericId });
 const PullRequest = Common.extend({
   repository: Repository,
   action: z.string(),
@@ -73,7 +73,7 @@ export function parseGithubDelivery(eventName: string, body: unknown): TriggerEv
   const payload = checkGithubPayload(eventName, body);
   const repo = payload.repository ?? {};
   const base = {
-    host: "github" as const,
+    forge: "github" as const,
     event: eventName,
     action: typeof payload.action === "string" ? payload.action : "",
     repository: { externalId: repo.id === undefined || repo.id === null ? null : String(repo.id), fullName: typeof repo.full_name === "string" ? repo.full_name : null },

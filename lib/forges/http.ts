@@ -5,7 +5,7 @@
 // a fixed phrase, never the host's body.
 import { hostRefusal } from "../address-policy.ts";
 
-export class HostApiError extends Error {
+export class ForgeApiError extends Error {
   constructor(
     message: string,
     readonly status: number | null,
@@ -16,14 +16,14 @@ export class HostApiError extends Error {
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
 
-/** How one app reaches source hosts, from its context (lib/integrations/index.ts hostAccess). */
-export interface HostAccess {
+/** How one app reaches source hosts, from its context (lib/integrations/index.ts forgeAccess). */
+export interface ForgeAccess {
   fetch: FetchLike;
   /** ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: link-local and metadata addresses are reachable. */
   allowLinkLocal: boolean;
   /** Unix epoch seconds. */
   now(): number;
-  /** This app's short-lived host credentials until near their expiry: GitHub installation and clone tokens and App JWTs (lib/integrations/github.ts). */
+  /** This app's short-lived host credentials until near their expiry: GitHub installation and clone tokens and App JWTs (lib/forges/github/api.ts). */
   tokens: Map<string, { token: string; expiresAt: number }>;
 }
 
@@ -39,22 +39,22 @@ export function sameOrigin(base: string, url: string): boolean {
   }
 }
 
-export async function hostRequest(access: HostAccess, base: string, url: string, init: RequestInit): Promise<Response> {
-  if (!sameOrigin(base, url)) throw new HostApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
+export async function forgeRequest(access: ForgeAccess, base: string, url: string, init: RequestInit): Promise<Response> {
+  if (!sameOrigin(base, url)) throw new ForgeApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
   const refusal = await hostRefusal(new URL(url).hostname, access.allowLinkLocal);
-  if (refusal) throw new HostApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
+  if (refusal) throw new ForgeApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
   let response: Response;
   try {
     response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(HOST_TIMEOUT_MS) });
   } catch (error) {
     const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
-    throw new HostApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${HOST_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
+    throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${HOST_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
   }
   if (!response.ok) {
     // Only the status reaches users: the host's own body may be anything (an internal service's
     // page, a token echoed back), so it is read and dropped, never passed on.
     await response.body?.cancel().catch(() => {});
-    throw new HostApiError(`${hostOf(base)} answered HTTP ${response.status}${statusMeaning(response.status)}`, response.status);
+    throw new ForgeApiError(`${hostOf(base)} answered HTTP ${response.status}${statusMeaning(response.status)}`, response.status);
   }
   return response;
 }

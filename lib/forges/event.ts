@@ -1,12 +1,12 @@
 // One neutral shape for what a delivery (or a poll that saw a ref move) means to Roost, produced by
-// lib/forge/{github,gitlab,gitea,bitbucket,git}.ts and lib/git-poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
+// lib/forges/<forge>/parse.ts and lib/forges/git/poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
 import { z } from "zod";
-import type { Provider } from "../db/integrations.ts";
+import type { ForgeName } from "./forge.ts";
 import { readableIssue } from "../validation-messages.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {
-  host: Provider;
+  forge: ForgeName;
   /** The host's event name (X-GitHub-Event / object_kind) and action, for the delivery log. */
   event: string;
   action: string;
@@ -70,7 +70,7 @@ export function checkPayload<S extends z.ZodType>(schema: S, payload: unknown): 
 }
 
 /** Numeric host ids; some payloads (and older GitLab versions) send them as strings. */
-export const HostId = z.union([z.number().int(), z.string().regex(/^\d{1,20}$/)]);
+export const NumericId = z.union([z.number().int(), z.string().regex(/^\d{1,20}$/)]);
 
 /** A commit as both hosts list it in push payloads. */
 export const PayloadCommit = z.looseObject({

@@ -3,8 +3,8 @@
 // The API host is configurable for GitHub Enterprise Server (https://ghe.example.com/api/v3).
 import { createHash, createPrivateKey } from "node:crypto";
 import { SignJWT, importPKCS8 } from "jose";
-import type { RemoteRepository } from "../db/repositories.ts";
-import { HostApiError, MAX_PAGES, hostRequest, nextLink, type HostAccess } from "./http.ts";
+import type { RemoteRepository } from "../../db/repositories.ts";
+import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, type ForgeAccess } from "../http.ts";
 
 /** A clone token is handed out again only while it has this long left (GitHub's live an hour). */
 export const CLONE_TOKEN_MIN_SECONDS = 30 * 60;
@@ -36,7 +36,7 @@ async function parsePrivateKey(pem: string): Promise<CryptoKey> {
   try {
     pkcs8 = createPrivateKey(pem).export({ format: "pem", type: "pkcs8" }).toString();
   } catch {
-    throw new HostApiError("the GitHub App private key is not a valid PEM key", null);
+    throw new ForgeApiError("the GitHub App private key is not a valid PEM key", null);
   }
   return importPKCS8(pkcs8, "RS256");
 }
@@ -56,7 +56,7 @@ export class GithubClient {
   constructor(
     private readonly target: GithubTarget,
     private readonly credentials: GithubCredentials,
-    private readonly access: HostAccess,
+    private readonly access: ForgeAccess,
   ) {}
 
   /**
@@ -81,9 +81,9 @@ export class GithubClient {
     const cached = this.access.tokens.get(cacheKey);
     if (cached && cached.expiresAt - 60 > this.access.now()) return cached.token;
     const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
-    const response = await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: this.headers(`Bearer ${await this.appJwt()}`) });
+    const response = await forgeRequest(this.access, this.target.api_url, url, { method: "POST", headers: this.headers(`Bearer ${await this.appJwt()}`) });
     const body = (await response.json()) as { token?: string; expires_at?: string };
-    if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
+    if (!body.token) throw new ForgeApiError("GitHub returned no installation token", response.status);
     const expiresAt = body.expires_at ? Math.floor(Date.parse(body.expires_at) / 1000) : this.access.now() + 3000;
     this.access.tokens.set(cacheKey, { token: body.token, expiresAt });
     return body.token;
@@ -100,13 +100,13 @@ export class GithubClient {
     const cached = this.access.tokens.get(cacheKey);
     if (cached && cached.expiresAt - CLONE_TOKEN_MIN_SECONDS > this.access.now()) return cached.token;
     const url = `${this.target.api_url}/app/installations/${encodeURIComponent(this.target.installation_id)}/access_tokens`;
-    const response = await hostRequest(this.access, this.target.api_url, url, {
+    const response = await forgeRequest(this.access, this.target.api_url, url, {
       method: "POST",
       headers: { ...this.headers(`Bearer ${await this.appJwt()}`), "content-type": "application/json" },
       body: JSON.stringify({ repository_ids: [Number(repositoryId)], permissions: { contents: "read" } }),
     });
     const body = (await response.json()) as { token?: string; expires_at?: string };
-    if (!body.token) throw new HostApiError("GitHub returned no installation token", response.status);
+    if (!body.token) throw new ForgeApiError("GitHub returned no installation token", response.status);
     if (body.expires_at) this.access.tokens.set(cacheKey, { token: body.token, expiresAt: Math.floor(Date.parse(body.expires_at) / 1000) });
     return body.token;
   }
@@ -116,7 +116,7 @@ export class GithubClient {
     const out: RemoteRepository[] = [];
     let url: string | null = `${this.target.api_url}/installation/repositories?per_page=100`;
     for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await hostRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+      const response: Response = await forgeRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
       const body = (await response.json()) as { repositories?: GithubRepo[] };
       for (const r of body.repositories ?? []) out.push(toRemote(r));
       url = nextLink(response.headers.get("link"));
@@ -128,9 +128,9 @@ export class GithubClient {
   async getBranchHead(fullName: string, branch: string): Promise<string> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/branches/${encodeURIComponent(branch)}`;
-    const response = await hostRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+    const response = await forgeRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
     const body = (await response.json()) as { commit?: { sha?: string } };
-    if (!body.commit?.sha) throw new HostApiError(`GitHub returned no commit for ${fullName}@${branch}`, response.status);
+    if (!body.commit?.sha) throw new ForgeApiError(`GitHub returned no commit for ${fullName}@${branch}`, response.status);
     return body.commit.sha;
   }
 
@@ -143,10 +143,10 @@ export class GithubClient {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/contents/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
     try {
-      const response = await hostRequest(this.access, this.target.api_url, url, { headers: { ...this.headers(`token ${token}`), accept: "application/vnd.github.raw+json" } });
+      const response = await forgeRequest(this.access, this.target.api_url, url, { headers: { ...this.headers(`token ${token}`), accept: "application/vnd.github.raw+json" } });
       return await response.text();
     } catch (error) {
-      if (error instanceof HostApiError && error.status === 404) return null;
+      if (error instanceof ForgeApiError && error.status === 404) return null;
       throw error;
     }
   }
@@ -155,7 +155,7 @@ export class GithubClient {
   async createCommitStatus(fullName: string, sha: string, status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string }): Promise<void> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/statuses/${encodeURIComponent(sha)}`;
-    await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
   /**
@@ -166,16 +166,16 @@ export class GithubClient {
   async createCheckRun(fullName: string, run: CheckRunBody & { name: string; head_sha: string }): Promise<{ id: number }> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs`;
-    const response = await hostRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
+    const response = await forgeRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
     const body = (await response.json()) as { id?: number };
-    if (typeof body.id !== "number") throw new HostApiError("GitHub returned no check run id", response.status);
+    if (typeof body.id !== "number") throw new ForgeApiError("GitHub returned no check run id", response.status);
     return { id: body.id };
   }
 
   async updateCheckRun(fullName: string, id: number, run: CheckRunBody): Promise<void> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs/${id}`;
-    await hostRequest(this.access, this.target.api_url, url, { method: "PATCH", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
+    await forgeRequest(this.access, this.target.api_url, url, { method: "PATCH", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
   }
 
   private headers(authorization: string): Record<string, string> {

@@ -1,8 +1,8 @@
 // Bitbucket Cloud (REST API 2.0, https://developer.atlassian.com/cloud/bitbucket/rest/) through a
 // workspace access token (Bearer) or an app password (Basic, with the account's username).
 // Bitbucket Server / Data Center has another API and is not covered (docs/any-git.md).
-import type { RemoteRepository } from "../db/repositories.ts";
-import { HostApiError, MAX_PAGES, hostRequest, type HostAccess } from "./http.ts";
+import type { RemoteRepository } from "../../db/repositories.ts";
+import { ForgeApiError, MAX_PAGES, forgeRequest, type ForgeAccess } from "../http.ts";
 
 export interface BitbucketCredentials {
   workspace: string;
@@ -22,7 +22,7 @@ export class BitbucketClient {
   constructor(
     private readonly apiUrl: string,
     private readonly credentials: BitbucketCredentials,
-    private readonly access: HostAccess,
+    private readonly access: ForgeAccess,
   ) {}
 
   /** GET /2.0/repositories/{workspace}?role=member, following each page's `next` URL. */
@@ -30,9 +30,9 @@ export class BitbucketClient {
     const out: RemoteRepository[] = [];
     let url: string | null = `${this.apiUrl}/repositories/${encodeURIComponent(this.credentials.workspace)}?role=member&pagelen=100`;
     for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await hostRequest(this.access, this.apiUrl, url, { headers: this.headers() });
+      const response: Response = await forgeRequest(this.access, this.apiUrl, url, { headers: this.headers() });
       const body = (await response.json()) as { values?: BitbucketRepo[]; next?: string };
-      if (!Array.isArray(body?.values)) throw new HostApiError("Bitbucket returned something other than a repository list", response.status);
+      if (!Array.isArray(body?.values)) throw new ForgeApiError("Bitbucket returned something other than a repository list", response.status);
       for (const r of body.values) out.push(toRemote(r));
       url = typeof body.next === "string" && body.values.length ? body.next : null;
     }
@@ -42,9 +42,9 @@ export class BitbucketClient {
   /** GET /2.0/repositories/{workspace}/{repo_slug}/refs/branches/{name}: target.hash. */
   async getBranchHead(fullName: string, branch: string): Promise<string> {
     const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/refs/branches/${encodeURIComponent(branch)}`;
-    const response = await hostRequest(this.access, this.apiUrl, url, { headers: this.headers() });
+    const response = await forgeRequest(this.access, this.apiUrl, url, { headers: this.headers() });
     const body = (await response.json()) as { target?: { hash?: string } };
-    if (!body.target?.hash) throw new HostApiError(`Bitbucket returned no commit for ${fullName}@${branch}`, response.status);
+    if (!body.target?.hash) throw new ForgeApiError(`Bitbucket returned no commit for ${fullName}@${branch}`, response.status);
     return body.target.hash;
   }
 
@@ -52,9 +52,9 @@ export class BitbucketClient {
   async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
     const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/src/${encodeURIComponent(ref)}/${path.split("/").map(encodeURIComponent).join("/")}`;
     try {
-      return await (await hostRequest(this.access, this.apiUrl, url, { headers: this.headers() })).text();
+      return await (await forgeRequest(this.access, this.apiUrl, url, { headers: this.headers() })).text();
     } catch (error) {
-      if (error instanceof HostApiError && error.status === 404) return null;
+      if (error instanceof ForgeApiError && error.status === 404) return null;
       throw error;
     }
   }
@@ -62,7 +62,7 @@ export class BitbucketClient {
   /** POST /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/statuses/build; `key` names the pipeline. */
   async createCommitStatus(fullName: string, sha: string, status: { state: BitbucketState; key: string; name: string; url: string; description: string }): Promise<void> {
     const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/commit/${encodeURIComponent(sha)}/statuses/build`;
-    await hostRequest(this.access, this.apiUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.apiUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
   private headers(): Record<string, string> {

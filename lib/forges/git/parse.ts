@@ -4,7 +4,7 @@
 // (X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>), so a post-receive hook can
 // send it with openssl and curl.
 import { z } from "zod";
-import { checkPayload, ignored, type TriggerEvent } from "./event.ts";
+import { checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 const Sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "must be a full commit id (40 or 64 hex digits)");
 
@@ -26,7 +26,7 @@ export function gitPushProjectId(payload: unknown): string | null {
 /** A ref of the repository moved from `before` to `after`. */
 export function refMoved(input: { repository: { id: string; fullName: string }; event: string; action: string; ref: string; after: string; actor: string; message: string }): TriggerEvent {
   const base = {
-    host: "git" as const,
+    forge: "git" as const,
     event: input.event,
     action: input.action,
     repository: { externalId: input.repository.id, fullName: input.repository.fullName },

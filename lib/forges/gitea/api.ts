@@ -1,7 +1,7 @@
 // Gitea and Forgejo (the same REST API, https://docs.gitea.com/api/) through an access token
 // with read:repository (and write:repository for commit statuses), against the instance URL.
-import type { RemoteRepository } from "../db/repositories.ts";
-import { HostApiError, MAX_PAGES, hostRequest, nextLink, type HostAccess } from "./http.ts";
+import type { RemoteRepository } from "../../db/repositories.ts";
+import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, type ForgeAccess } from "../http.ts";
 
 export interface GiteaCredentials {
   access_token: string;
@@ -15,7 +15,7 @@ export class GiteaClient {
   constructor(
     private readonly instanceUrl: string,
     private readonly credentials: GiteaCredentials,
-    private readonly access: HostAccess,
+    private readonly access: ForgeAccess,
   ) {}
 
   /** GET /api/v1/user/repos: every repository the token's user can see, paged by the Link header. */
@@ -23,9 +23,9 @@ export class GiteaClient {
     const out: RemoteRepository[] = [];
     let url: string | null = `${this.instanceUrl}/api/v1/user/repos?limit=50&page=1`;
     for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+      const response: Response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
       const body = (await response.json()) as GiteaRepo[];
-      if (!Array.isArray(body)) throw new HostApiError("Gitea returned something other than a repository list", response.status);
+      if (!Array.isArray(body)) throw new ForgeApiError("Gitea returned something other than a repository list", response.status);
       for (const r of body) out.push(toRemote(r));
       url = body.length ? nextLink(response.headers.get("link")) : null;
     }
@@ -34,9 +34,9 @@ export class GiteaClient {
 
   async getBranchHead(fullName: string, branch: string): Promise<string> {
     const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/branches/${encodeURIComponent(branch)}`;
-    const response = await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+    const response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
     const body = (await response.json()) as { commit?: { id?: string } };
-    if (!body.commit?.id) throw new HostApiError(`Gitea returned no commit for ${fullName}@${branch}`, response.status);
+    if (!body.commit?.id) throw new ForgeApiError(`Gitea returned no commit for ${fullName}@${branch}`, response.status);
     return body.commit.id;
   }
 
@@ -44,9 +44,9 @@ export class GiteaClient {
   async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
     const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/raw/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
     try {
-      return await (await hostRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
+      return await (await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
     } catch (error) {
-      if (error instanceof HostApiError && error.status === 404) return null;
+      if (error instanceof ForgeApiError && error.status === 404) return null;
       throw error;
     }
   }
@@ -54,7 +54,7 @@ export class GiteaClient {
   /** POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, one context per pipeline. */
   async createCommitStatus(fullName: string, sha: string, status: { state: GiteaState; target_url: string; description: string; context: string }): Promise<void> {
     const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/statuses/${encodeURIComponent(sha)}`;
-    await hostRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
   }
 
   private headers(): Record<string, string> {
