@@ -80,6 +80,8 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
 
   const session: WriteSession = {
     execute: (stmt) => writer.run(stmt),
+    batch: (stmts) => stmts.map((stmt) => writer.run(stmt)),
+    later: (stmt) => void writer.run(stmt),
     commit: () => void writer.native.exec("COMMIT"),
     rollback: () => {
       if (writer.native.inTransaction) writer.native.exec("ROLLBACK");
@@ -116,11 +118,10 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
       const statement = normalize(stmt, args);
       if (isRead(statement.sql)) return read(statement);
       if (mustRunAlone(statement.sql)) return queue.alone(statement);
-      return queue.transaction(async () => writer.run(statement));
+      return (await queue.statements([statement]))[0]!;
     },
     async batch(stmts: Statement[]): Promise<ResultSet[]> {
-      const statements = stmts.map((s) => normalize(s));
-      return queue.transaction(async () => statements.map((s) => writer.run(s)));
+      return queue.statements(stmts.map((s) => normalize(s)));
     },
     transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
       return queue.transaction(work);

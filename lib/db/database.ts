@@ -99,10 +99,32 @@ export function isBusy(error: unknown): boolean {
   return typeof e.rawCode === "number" && (e.rawCode & 0xff) === 5;
 }
 
+/**
+ * A libSQL server (sqld) ended this transaction because it held the write lock too long while
+ * another connection waited (sqld takes the lock back after about 5 s); nothing of it committed.
+ */
+export function isTransactionTimeout(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "TRANSACTION_TIMEOUT";
+}
+
+/**
+ * A write transaction that failed this way committed nothing and can run again from its start:
+ * the database was busy (on a remote server the lock is taken by the first statement, inside the
+ * work), or the server took the lock back.
+ */
+export function isRetryableWrite(error: unknown): boolean {
+  return isBusy(error) || isTransactionTimeout(error);
+}
+
 /** How long a call keeps retrying a busy database before it reports SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 10_000;
 const BUSY_FIRST_DELAY_MS = 1;
 const BUSY_MAX_DELAY_MS = 25;
+
+/** The wait before retry number `attempt` (0, 1, ...): 1 ms doubling to 25 ms, with jitter. */
+export function busyDelay(attempt: number): number {
+  return Math.min(BUSY_FIRST_DELAY_MS * 2 ** attempt, BUSY_MAX_DELAY_MS) * (0.5 + Math.random());
+}
 
 /**
  * Runs `attempt` until it does not fail with SQLITE_BUSY, waiting between tries on a timer with
@@ -112,14 +134,13 @@ const BUSY_MAX_DELAY_MS = 25;
  */
 export async function retryBusy<T>(attempt: () => T | Promise<T>, timeoutMs = BUSY_TIMEOUT_MS): Promise<T> {
   const started = performance.now();
-  let delay = BUSY_FIRST_DELAY_MS;
-  for (;;) {
+  for (let tries = 0; ; tries++) {
+    const delay = busyDelay(tries);
     try {
       return await attempt();
     } catch (error) {
       if (!isBusy(error) || performance.now() - started + delay > timeoutMs) throw error;
     }
-    await Bun.sleep(delay * (0.5 + Math.random()));
-    delay = Math.min(delay * 2, BUSY_MAX_DELAY_MS);
+    await Bun.sleep(delay);
   }
 }

@@ -8,7 +8,7 @@
 // loads libSQL's native addon, which the compiled binary does not carry.
 import type { Client, InArgs, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
 import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db, type NormalizedStatement, type ResultSet, type Row, type Statement, type Transaction, type Value } from "./database.ts";
-import { WriteQueue } from "./write-queue.ts";
+import { WriteQueue, type WriteSession } from "./write-queue.ts";
 
 /**
  * The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode.
@@ -76,21 +76,12 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
         if (isBusy(error)) await replace("writer");
         throw error;
       }
-      return {
-        execute: async (stmt) => toResult(await tx.execute(toLibsql(stmt))),
-        commit: async () => {
-          await tx.commit();
-          tx.close();
-        },
-        rollback: async () => {
-          try {
-            await tx.rollback();
-          } finally {
-            tx.close();
-          }
-        },
-      };
+      return clientSession(tx);
     },
+    // A remote server: writes known up front in one request, BEGIN IMMEDIATE and COMMIT included
+    // (https://github.com/tursodatabase/libsql-client-ts, `client.batch(stmts, "write")`). A file
+    // commits in-process, where a group on one open transaction is cheaper.
+    batch: file ? undefined : async (stmts) => (await writer.batch(stmts.map(toLibsql), "write")).map(toResult),
     alone: async (stmt) => {
       try {
         return toResult(await writer.execute(toLibsql(stmt)));
@@ -128,15 +119,10 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
       const statement = normalize(stmt, args);
       if (isRead(statement.sql)) return retryBusy(() => read(statement));
       if (mustRunAlone(statement.sql)) return queue.alone(statement);
-      return queue.transaction((tx) => tx.execute(statement));
+      return (await queue.statements([statement]))[0]!;
     },
     async batch(stmts: Statement[]): Promise<ResultSet[]> {
-      const statements = stmts.map((s) => normalize(s));
-      return queue.transaction(async (tx) => {
-        const results: ResultSet[] = [];
-        for (const s of statements) results.push(await tx.execute(s));
-        return results;
-      });
+      return queue.statements(stmts.map((s) => normalize(s)));
     },
     transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
       return queue.transaction(work);
@@ -147,6 +133,42 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
       queue.close();
       writer.close();
       if (reader !== writer) reader.close();
+    },
+  };
+}
+
+/**
+ * A write session on one @libsql/client transaction. On a remote server each call is a round trip
+ * (the first one carries BEGIN IMMEDIATE): statements given with `later` wait and go in one
+ * request with the next statement, through the transaction's batch.
+ */
+function clientSession(tx: LibsqlTransaction): WriteSession {
+  let waiting: NormalizedStatement[] = [];
+  const send = async (stmts: NormalizedStatement[]): Promise<ResultSet[]> => {
+    const ahead = waiting;
+    waiting = [];
+    if (ahead.length === 0 && stmts.length === 1) return [toResult(await tx.execute(toLibsql(stmts[0]!)))];
+    const results = await tx.batch([...ahead, ...stmts].map(toLibsql));
+    return results.slice(ahead.length).map(toResult);
+  };
+  return {
+    execute: async (stmt) => (await send([stmt]))[0]!,
+    batch: send,
+    later: (stmt) => void waiting.push(stmt),
+    commit: async () => {
+      // COMMIT ends every savepoint still open, so a RELEASE left waiting need not be sent.
+      if (waiting.some((s) => !/^\s*RELEASE\b/i.test(s.sql))) await send([]);
+      waiting = [];
+      await tx.commit();
+      tx.close();
+    },
+    rollback: async () => {
+      waiting = [];
+      try {
+        await tx.rollback();
+      } finally {
+        tx.close();
+      }
     },
   };
 }

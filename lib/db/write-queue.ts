@@ -9,12 +9,27 @@
 // only) and rejected; the others commit. Every caller is answered after the COMMIT that holds
 // its writes, so an acknowledged write is durable (synchronous=FULL).
 // Savepoints: https://www.sqlite.org/lang_savepoint.html
+//
+// On a remote libSQL server (sqld) every statement is a round trip, so the queue sends as few as
+// it can: writes known up front (a plain write, a batch) waiting together go as one request, BEGIN
+// and COMMIT included; the SAVEPOINT and RELEASE around each transaction of a group travel with
+// the next statement. There the write lock is taken by the first statement, inside the work, and
+// the server takes it back from a transaction that holds it too long (TRANSACTION_TIMEOUT): a
+// group that failed either way committed nothing, so it is rolled back and run again from its
+// start, every transaction function of it called afresh, for up to BUSY_TIMEOUT_MS.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { normalize, retryBusy, type Args, type NormalizedStatement, type ResultSet, type Statement, type Transaction } from "./database.ts";
+import { BUSY_TIMEOUT_MS, busyDelay, isRetryableWrite, normalize, retryBusy, type Args, type NormalizedStatement, type ResultSet, type Statement, type Transaction } from "./database.ts";
 
 /** One open write transaction on the driver's writer connection. */
 export interface WriteSession {
   execute(stmt: NormalizedStatement): ResultSet | Promise<ResultSet>;
+  /** The statements in order (one round trip on a remote server); stops at the first that fails, with its error. */
+  batch(stmts: NormalizedStatement[]): ResultSet[] | Promise<ResultSet[]>;
+  /**
+   * A statement whose answer nobody reads (SAVEPOINT, RELEASE). A remote session sends it ahead of
+   * the next statement rather than in a round trip of its own; a failure shows there.
+   */
+  later(stmt: NormalizedStatement): void;
   commit(): void | Promise<void>;
   rollback(): void | Promise<void>;
 }
@@ -22,13 +37,25 @@ export interface WriteSession {
 export interface WriteBackend {
   /** BEGIN IMMEDIATE; fails with SQLITE_BUSY while another connection writes (retried here). */
   begin(): WriteSession | Promise<WriteSession>;
+  /**
+   * Statements known up front as one write transaction in one request, BEGIN and COMMIT included:
+   * all of them or none. Given by drivers where each statement is a round trip (a remote server).
+   */
+  batch?(stmts: NormalizedStatement[]): Promise<ResultSet[]>;
   /** A statement that cannot run inside a transaction (VACUUM), on the writer, alone. */
   alone(stmt: NormalizedStatement): ResultSet | Promise<ResultSet>;
 }
 
 interface Job {
   work?: (tx: Transaction) => Promise<unknown>;
+  /** Writes known up front (Db.execute of a write, Db.batch): resolved with their results. */
+  statements?: NormalizedStatement[];
   alone?: NormalizedStatement;
+  /** Runs in a group of its own: its group's one-request batch failed, and only the failing job may fail. */
+  solo?: boolean;
+  /** When this job's group first lost its transaction (busy, timed out) and was put back, and how often since. */
+  retryingSince?: number;
+  retries?: number;
   resolve(value: unknown): void;
   reject(error: unknown): void;
 }
@@ -37,15 +64,69 @@ interface Job {
 export const MAX_GROUP = 64;
 
 /**
+ * A group stops taking its next transaction once it has held the write lock this long, and
+ * commits. Other processes wait for that lock; on a remote server, where each statement is a
+ * round trip, a full group could otherwise hold it for seconds (and sqld takes the lock back
+ * from a transaction that held it about 5 s while another connection waited).
+ */
+export const GROUP_BUDGET_MS = 500;
+
+/**
  * A write started through the database (not the transaction handle) while this process's own
  * transaction runs can only run after that transaction commits. If the transaction awaits it,
  * neither ever finishes; after this long the write is refused with an explanation.
  */
 export const NESTED_WRITE_TIMEOUT_MS = 30_000;
 
+/**
+ * The session a group runs on, remembering the first failure that means the transaction is gone
+ * or never took the lock (busy, timed out): from then on every statement fails with it, and the
+ * group runs again, even where a transaction function caught the error and carried on.
+ */
+class GroupSession {
+  lost: unknown = undefined;
+  constructor(readonly inner: WriteSession) {}
+
+  execute(stmt: NormalizedStatement): Promise<ResultSet> {
+    return this.#watch(() => this.inner.execute(stmt));
+  }
+
+  batch(stmts: NormalizedStatement[]): Promise<ResultSet[]> {
+    return this.#watch(() => this.inner.batch(stmts));
+  }
+
+  later(stmt: NormalizedStatement): void {
+    if (this.lost !== undefined) throw this.lost;
+    try {
+      this.inner.later(stmt);
+    } catch (error) {
+      this.#seen(error);
+    }
+  }
+
+  async commit(): Promise<void> {
+    if (this.lost !== undefined) throw this.lost;
+    await this.#watch(() => this.inner.commit());
+  }
+
+  async #watch<T>(run: () => T | Promise<T>): Promise<T> {
+    if (this.lost !== undefined) throw this.lost;
+    try {
+      return await run();
+    } catch (error) {
+      this.#seen(error);
+    }
+  }
+
+  #seen(error: unknown): never {
+    if (isRetryableWrite(error)) this.lost ??= error;
+    throw error;
+  }
+}
+
 class QueueTransaction implements Transaction {
   closed = false;
-  constructor(private readonly session: WriteSession) {}
+  constructor(private readonly session: GroupSession) {}
 
   async execute(stmt: Statement, args?: Args): Promise<ResultSet> {
     if (this.closed) throw new Error("The transaction is closed: its work has already finished");
@@ -70,6 +151,11 @@ export class WriteQueue {
     return this.#enqueue({ work }) as Promise<T>;
   }
 
+  /** Writes known up front, in order, as one transaction of their own: all of them or none. */
+  statements(stmts: NormalizedStatement[]): Promise<ResultSet[]> {
+    return this.#enqueue({ statements: stmts }) as Promise<ResultSet[]>;
+  }
+
   alone(stmt: NormalizedStatement): Promise<ResultSet> {
     return this.#enqueue({ alone: stmt }) as Promise<ResultSet>;
   }
@@ -80,7 +166,7 @@ export class WriteQueue {
     for (const job of this.#queue.splice(0)) job.reject(new Error("The database is closed"));
   }
 
-  #enqueue(what: Pick<Job, "work" | "alone">): Promise<unknown> {
+  #enqueue(what: Pick<Job, "work" | "statements" | "alone">): Promise<unknown> {
     if (this.#closed) return Promise.reject(new Error("The database is closed"));
     return new Promise((resolve, reject) => {
       const job: Job = { ...what, resolve, reject };
@@ -121,7 +207,8 @@ export class WriteQueue {
           }
           continue;
         }
-        await this.#commitGroup();
+        if (head.statements && this.#backend.batch) await this.#sendGroup();
+        else await this.#commitGroup();
         // A commit blocks the event loop for its fsync; requests that arrived meanwhile are read
         // only when the loop turns. Let them enqueue before taking the next group, or each would
         // get a commit (and an fsync) of its own.
@@ -132,23 +219,82 @@ export class WriteQueue {
     }
   }
 
-  /** The write transactions at the head of the queue, up to MAX_GROUP. */
-  #takeGroup(): Job[] {
+  /** The transactions at the head of the queue, up to MAX_GROUP (only writes known up front when `known`). */
+  #takeGroup(known: boolean): Job[] {
+    const first = this.#queue[0];
+    if (!first || first.alone) return [];
+    if (first.solo) return this.#queue.splice(0, 1);
     let n = 0;
-    while (n < this.#queue.length && n < MAX_GROUP && this.#queue[n]!.work) n++;
+    while (n < this.#queue.length && n < MAX_GROUP) {
+      const job = this.#queue[n]!;
+      if (job.alone || job.solo || (known && !job.statements)) break;
+      n++;
+    }
     return this.#queue.splice(0, n);
   }
 
-  async #commitGroup(): Promise<void> {
-    let session: WriteSession;
-    try {
-      session = await retryBusy(() => this.#backend.begin());
-    } catch (error) {
-      for (const job of this.#takeGroup()) job.reject(error);
+  /**
+   * Puts back, first in line, the transactions of a group that committed nothing because its
+   * transaction never took the lock or lost it, and waits a moment before they run again; once
+   * they have been put back for BUSY_TIMEOUT_MS they fail with the error instead.
+   */
+  async #again(jobs: Job[], error: unknown): Promise<void> {
+    const now = performance.now();
+    let since = now;
+    let tries = 0;
+    for (const job of jobs) {
+      job.retryingSince ??= now;
+      job.retries = (job.retries ?? 0) + 1;
+      since = Math.min(since, job.retryingSince);
+      tries = Math.max(tries, job.retries);
+    }
+    if (now - since > BUSY_TIMEOUT_MS) {
+      for (const job of jobs) job.reject(error);
       return;
     }
+    this.#queue.unshift(...jobs);
+    await Bun.sleep(busyDelay(tries - 1));
+  }
+
+  /** Writes known up front, of every transaction waiting together, as one request (a remote server). */
+  async #sendGroup(): Promise<void> {
+    const group = this.#takeGroup(true);
+    let results: ResultSet[];
+    try {
+      results = await this.#backend.batch!(group.flatMap((job) => job.statements!));
+    } catch (error) {
+      if (isRetryableWrite(error)) return this.#again(group, error);
+      if (group.length > 1 && isStatementError(error)) {
+        // One statement failed and took the others' writes with it: each transaction again, in a
+        // request of its own, so that only the failing one fails.
+        for (const job of group) job.solo = true;
+        this.#queue.unshift(...group);
+        return;
+      }
+      for (const job of group) job.reject(error);
+      return;
+    }
+    this.commits++;
+    let at = 0;
+    for (const job of group) {
+      const n = job.statements!.length;
+      job.resolve(results.slice(at, at + n));
+      at += n;
+    }
+  }
+
+  async #commitGroup(): Promise<void> {
+    let inner: WriteSession;
+    try {
+      inner = await retryBusy(() => this.#backend.begin());
+    } catch (error) {
+      for (const job of this.#takeGroup(false)) job.reject(error);
+      return;
+    }
+    const session = new GroupSession(inner);
+    const began = performance.now();
     // Taken after BEGIN succeeded: whatever arrived while waiting for the lock joins this commit.
-    const group = this.#takeGroup();
+    const group = this.#takeGroup(false);
     if (group.length <= 1) {
       const job = group[0];
       try {
@@ -157,31 +303,43 @@ export class WriteQueue {
         this.commits++;
         job?.resolve(value);
       } catch (error) {
-        await quietly(() => session.rollback());
+        await quietly(() => inner.rollback());
+        const lost = session.lost ?? (isRetryableWrite(error) ? error : undefined);
+        if (job && lost !== undefined) return this.#again([job], lost);
         job?.reject(error);
       }
       return;
     }
     const done: Array<[Job, unknown]> = [];
     for (let i = 0; i < group.length; i++) {
+      if (i > 0 && performance.now() - began > GROUP_BUDGET_MS) {
+        // Held the lock long enough: commit what ran, the rest goes first into the next group.
+        this.#queue.unshift(...group.slice(i));
+        break;
+      }
       const job = group[i]!;
       const savepoint = `roost_write_${i}`;
       try {
-        await session.execute({ sql: `SAVEPOINT ${savepoint}`, args: [] });
+        session.later({ sql: `SAVEPOINT ${savepoint}`, args: [] });
         const value = await this.#run(job, session);
-        await session.execute({ sql: `RELEASE ${savepoint}`, args: [] });
+        session.later({ sql: `RELEASE ${savepoint}`, args: [] });
         done.push([job, value]);
       } catch (error) {
+        if (session.lost !== undefined) {
+          await quietly(() => inner.rollback());
+          return this.#again([...done.map(([j]) => j), ...group.slice(i)], session.lost);
+        }
         try {
           await session.execute({ sql: `ROLLBACK TO ${savepoint}`, args: [] });
           await session.execute({ sql: `RELEASE ${savepoint}`, args: [] });
           job.reject(error);
         } catch {
+          await quietly(() => inner.rollback());
+          if (session.lost !== undefined) return this.#again([...done.map(([j]) => j), ...group.slice(i)], session.lost);
           // The failure ended the whole transaction (RAISE(ROLLBACK), a full disk, ...): this job
           // fails; the others lost their uncommitted writes with it and run again, first in line.
           job.reject(error);
           this.#queue.unshift(...done.map(([j]) => j), ...group.slice(i + 1));
-          await quietly(() => session.rollback());
           return;
         }
       }
@@ -190,14 +348,17 @@ export class WriteQueue {
       await session.commit();
       this.commits++;
     } catch (error) {
-      await quietly(() => session.rollback());
+      await quietly(() => inner.rollback());
+      const lost = session.lost ?? (isRetryableWrite(error) ? error : undefined);
+      if (lost !== undefined) return this.#again(done.map(([j]) => j), lost);
       for (const [job] of done) job.reject(error);
       return;
     }
     for (const [job, value] of done) job.resolve(value);
   }
 
-  async #run(job: Job, session: WriteSession): Promise<unknown> {
+  async #run(job: Job, session: GroupSession): Promise<unknown> {
+    if (job.statements) return session.batch(job.statements);
     const store = { active: true };
     const tx = new QueueTransaction(session);
     try {
@@ -207,6 +368,15 @@ export class WriteQueue {
       tx.closed = true;
     }
   }
+}
+
+/**
+ * An error a statement raised on the server (a constraint, a trigger's RAISE), as opposed to a
+ * lost connection, after which nobody knows whether the request committed.
+ */
+function isStatementError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && code.startsWith("SQLITE_");
 }
 
 async function quietly(action: () => void | Promise<void>): Promise<void> {

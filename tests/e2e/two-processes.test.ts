@@ -1,6 +1,7 @@
 // Two `roost serve` processes on one database file behave as one (docs/operations.md "Several processes"): state
 // written through either is visible through the other, and concurrent writes through both lose
-// nothing. Later sections add builds, job claims, webhook dedupe and logs.
+// nothing. Later sections add builds, job claims, webhook dedupe and logs. With
+// ROOST_TEST_DATABASE=sqld (scripts/test) the same two share a libSQL server instead of the file.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -9,6 +10,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SseReader } from "../helpers/sse.ts";
+import { startSqld, testDatabase, type Sqld } from "../support/sqld.ts";
 
 const dataDir = mkdtempSync(join(tmpdir(), "roost-two-"));
 const WEBHOOK_SECRET = "two-processes-webhook-secret";
@@ -17,17 +19,21 @@ let a: Daemon;
 let b: Daemon;
 let owner = "";
 let host: HostApiStandIn;
+let sqld: Sqld | undefined;
 
 beforeAll(async () => {
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
+  if (testDatabase() === "sqld") sqld = await startSqld();
+  const env: Record<string, string> = sqld ? { ROOST_DATABASE_URL: sqld.url } : {};
   // Started together, as a service manager would: both migrate and prepare first run at once.
-  [a, b] = await Promise.all([startDaemon({ dataDir, cleanup: false }), startDaemon({ dataDir, cleanup: false })]);
+  [a, b] = await Promise.all([startDaemon({ dataDir, cleanup: false, env }), startDaemon({ dataDir, cleanup: false, env })]);
   owner = (await http(a.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
 });
 afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
   await host?.stop();
+  await sqld?.stop();
   rmSync(dataDir, { recursive: true, force: true });
 });
 

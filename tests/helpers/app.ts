@@ -1,5 +1,7 @@
 // In-process test harness: the real route table and pipeline on a temp-file libSQL database,
 // called through `app.fetch` the way the listener (lib/listener.ts) calls it, with the peer address and clock injected.
+// ROOST_TEST_DATABASE=sqld puts each test app's database on a real libSQL server of its own
+// instead (tests/support/sqld.ts), as several hosts run Roost; `npm test` runs a chosen set so.
 import { EventBus } from "../../lib/events.ts";
 import { LocalLogHubNamespace } from "../../lib/log-hub.ts";
 import { MetricsRegistry } from "../../lib/metrics.ts";
@@ -16,6 +18,7 @@ import { routes } from "../../handlers/routes.ts";
 import { mintRecoveryCapability, mintSetupToken } from "../../lib/db/one-time-credentials.ts";
 import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
 import { createOidcCache } from "../../lib/auth/oidc.ts";
+import { startSqld, testDatabase, type Sqld } from "../support/sqld.ts";
 
 export interface TestClock extends Clock {
   advance(seconds: number): void;
@@ -76,8 +79,29 @@ function templateDatabase(): Promise<string> {
   return migratedTemplate;
 }
 
+/** The same migrated template for ROOST_TEST_DATABASE=sqld: a directory a stopped sqld wrote. */
+let sqldTemplate: Promise<string> | undefined;
+
+function sqldTemplateDir(): Promise<string> {
+  sqldTemplate ??= (async () => {
+    const template = await startSqld();
+    process.once("exit", () => rmSync(join(template.dir, ".."), { recursive: true, force: true }));
+    const db = await openDatabase(template.url);
+    await migrate(db, testClock().now);
+    db.close();
+    await template.stop({ keep: true });
+    return template.dir;
+  })();
+  return sqldTemplate;
+}
+
 export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), "roost-test-"));
+  let sqld: Sqld | undefined;
+  if (testDatabase() === "sqld" && env.ROOST_DATABASE_URL === undefined) {
+    sqld = await startSqld({ from: await sqldTemplateDir() });
+    env = { ...env, ROOST_DATABASE_URL: sqld.url };
+  }
   const config = loadConfig({ ROOST_DATA_DIR: dataDir, ...env });
   const ownFile = config.databaseUrl === `file:${join(dataDir, "roost.db")}`;
   if (ownFile) copyFileSync(await templateDatabase(), join(dataDir, "roost.db"));
@@ -118,6 +142,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     close() {
       db.close();
       rmSync(dataDir, { recursive: true, force: true });
+      void sqld?.stop();
     },
   };
 }

@@ -1,27 +1,39 @@
 // The database layer (lib/db/client.ts and the drivers behind it): the same behaviour through
-// bun:sqlite and through @libsql/client, one async write queue with group commit, and a busy
-// database (another process writing) waited out without blocking the event loop.
+// bun:sqlite, through @libsql/client on a file, and through @libsql/client on a real libSQL server
+// (sqld, tests/support/sqld.ts); one async write queue with group commit, and a busy database
+// (another process writing) waited out without blocking the event loop.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driverFromEnv, inTransaction, isUniqueViolation, openDatabase, type Db, type DriverChoice } from "../../lib/db/client.ts";
 import type { BunSqliteDb } from "../../lib/db/bun-sqlite.ts";
+import { startSqld, type Sqld } from "../support/sqld.ts";
 
-const DRIVERS: DriverChoice[] = ["bun:sqlite", "libsql"];
+const TARGETS: Array<DriverChoice | "sqld"> = ["bun:sqlite", "libsql", "sqld"];
 
-describe.each(DRIVERS)("through %s", (driver) => {
+describe.each(TARGETS)("through %s", (target) => {
   let dir: string;
+  /** The SQLite file behind the database (sqld's own, for a server). */
   let file: string;
+  let sqld: Sqld | undefined;
   let db: Db;
+  const open = (): Promise<Db> => (sqld ? openDatabase(sqld.url) : openDatabase(`file:${file}`, undefined, target as DriverChoice));
   beforeEach(async () => {
     dir = mkdtempSync(join(tmpdir(), "roost-db-"));
-    file = join(dir, "t.db");
-    db = await openDatabase(`file:${file}`, undefined, driver);
+    if (target === "sqld") {
+      sqld = await startSqld();
+      file = sqld.dataFile;
+    } else {
+      file = join(dir, "t.db");
+    }
+    db = await open();
     await db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT UNIQUE, n INTEGER)");
   });
-  afterEach(() => {
+  afterEach(async () => {
     db.close();
+    await sqld?.stop();
+    sqld = undefined;
     rmSync(dir, { recursive: true, force: true });
   });
 
@@ -31,7 +43,7 @@ describe.each(DRIVERS)("through %s", (driver) => {
    * open one file (their POSIX locks do not see each other; https://www.sqlite.org/howtocorrupt.html).
    */
   async function committedNames(): Promise<string[]> {
-    const other = await openDatabase(`file:${file}`, undefined, driver);
+    const other = await open();
     try {
       return (await other.execute("SELECT name FROM t ORDER BY id")).rows.map((r) => String(r.name));
     } finally {
@@ -72,26 +84,30 @@ describe.each(DRIVERS)("through %s", (driver) => {
       await db.execute("ALTER TABLE t ADD COLUMN extra TEXT DEFAULT 'x'");
       expect((await db.execute("SELECT * FROM t")).rows[0]!.extra).toBe("x");
     });
-
-    test("VACUUM INTO (roost backup) runs outside any transaction", async () => {
-      await db.execute("INSERT INTO t (name) VALUES ('kept')");
-      const copy = join(dir, "copy.db");
-      await db.execute({ sql: "VACUUM INTO ?", args: [copy] });
-      expect(existsSync(copy)).toBe(true);
-      const other = await openDatabase(`file:${copy}`, undefined, driver);
-      expect((await other.execute("SELECT name FROM t")).rows).toEqual([{ name: "kept" }]);
-      other.close();
-    });
   });
 
-  describe("connection settings", () => {
-    test("reader and writer both use WAL, synchronous=FULL, foreign keys and no sleeping busy handler", async () => {
-      const settings = ["journal_mode", "synchronous", "foreign_keys", "busy_timeout"];
-      const read = async (ex: { execute: Db["execute"] }) => Promise.all(settings.map(async (p) => Object.values((await ex.execute(`PRAGMA ${p}`)).rows[0]!)[0]));
-      expect(await read(db)).toEqual(["wal", 2, 1, 0]);
-      expect(await inTransaction(db, (tx) => read(tx))).toEqual(["wal", 2, 1, 0]);
+  // A local file's own settings, and `roost backup` (VACUUM INTO); a server has its own
+  // (docs/operations.md "Several hosts").
+  if (target !== "sqld") {
+    describe("a local file", () => {
+      test("reader and writer both use WAL, synchronous=FULL, foreign keys and no sleeping busy handler", async () => {
+        const settings = ["journal_mode", "synchronous", "foreign_keys", "busy_timeout"];
+        const read = async (ex: { execute: Db["execute"] }) => Promise.all(settings.map(async (p) => Object.values((await ex.execute(`PRAGMA ${p}`)).rows[0]!)[0]));
+        expect(await read(db)).toEqual(["wal", 2, 1, 0]);
+        expect(await inTransaction(db, (tx) => read(tx))).toEqual(["wal", 2, 1, 0]);
+      });
+
+      test("VACUUM INTO (roost backup) runs outside any transaction", async () => {
+        await db.execute("INSERT INTO t (name) VALUES ('kept')");
+        const copy = join(dir, "copy.db");
+        await db.execute({ sql: "VACUUM INTO ?", args: [copy] });
+        expect(existsSync(copy)).toBe(true);
+        const other = await openDatabase(`file:${copy}`, undefined, target as DriverChoice);
+        expect((await other.execute("SELECT name FROM t")).rows).toEqual([{ name: "kept" }]);
+        other.close();
+      });
     });
-  });
+  }
 
   describe("transactions", () => {
     test("a failed transaction leaves nothing behind", async () => {
@@ -218,27 +234,38 @@ describe.each(DRIVERS)("through %s", (driver) => {
   });
 
   describe("another process holding the write lock", () => {
-    // Not a latency assertion (that lives in `npm run bench`): a write that slept inside SQLite's busy
-    // handler would freeze the event loop for the whole 500 ms, so no timer would fire at all.
-    test("a write waits for it on a timer: the event loop keeps running meanwhile", async () => {
-      await db.execute("INSERT INTO t (name) VALUES ('before')");
-      // A second process takes the write lock and keeps it for 500 ms.
+    /**
+     * A second process takes the write lock of the database's file and keeps it for `ms`. On a
+     * file it also writes a row; on a server's own file it only holds the lock (a row written
+     * behind sqld's back would bypass its log), and sqld answers SQLITE_BUSY meanwhile.
+     */
+    async function holdWriteLock(ms: number): Promise<{ released: Promise<number>; wrote: string[] }> {
+      const write = target !== "sqld";
       const holder = Bun.spawn(
         [
           process.execPath,
           "-e",
           `const { Database } = require("bun:sqlite");
            const db = new Database(${JSON.stringify(file)});
-           db.exec("BEGIN IMMEDIATE; INSERT INTO t (name) VALUES ('other process')");
+           db.exec("PRAGMA busy_timeout = 10000");
+           db.exec("BEGIN IMMEDIATE");
+           ${write ? `db.exec("INSERT INTO t (name) VALUES ('other process')");` : ""}
            console.log("locked");
-           setTimeout(() => { db.exec("COMMIT"); db.close(); }, 500);`,
+           setTimeout(() => { db.exec(${write ? '"COMMIT"' : '"ROLLBACK"'}); db.close(); }, ${ms});`,
         ],
         { stdout: "pipe", stderr: "inherit" },
       );
       const reader = (holder.stdout as ReadableStream<Uint8Array>).getReader();
       const { value } = await reader.read();
       expect(new TextDecoder().decode(value)).toContain("locked");
+      return { released: holder.exited, wrote: write ? ["other process"] : [] };
+    }
 
+    // Not a latency assertion (that lives in `npm run bench`): a write that slept inside SQLite's busy
+    // handler would freeze the event loop for the whole 500 ms, so no timer would fire at all.
+    test("a write waits for it on a timer: the event loop keeps running meanwhile", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('before')");
+      const holder = await holdWriteLock(500);
       let ticks = 0;
       const probe = setInterval(() => ticks++, 5);
       const started = performance.now();
@@ -249,13 +276,83 @@ describe.each(DRIVERS)("through %s", (driver) => {
         clearInterval(probe);
       }
       const waited = performance.now() - started;
-      await holder.exited;
+      await holder.released;
       expect(waited).toBeGreaterThan(300);
       // ~100 at 5 ms intervals on an idle machine; a blocked loop gets 0 or 1. 10 leaves room for a loaded CI host.
       expect(ticks).toBeGreaterThan(10);
-      expect(await committedNames()).toEqual(["before", "other process", "this process"]);
+      expect(await committedNames()).toEqual(["before", ...holder.wrote, "this process"]);
+    });
+
+    // On a server the lock is taken by a transaction's first statement, inside its work: the busy
+    // answer arrives there, and the whole transaction runs again once the lock is free.
+    test("transactions and batches started meanwhile wait too, and commit each write once", async () => {
+      const holder = await holdWriteLock(400);
+      let runs = 0;
+      const [tx, batch] = await Promise.all([
+        inTransaction(db, async (tx) => {
+          runs++;
+          const n = Number((await tx.execute("SELECT COUNT(*) AS n FROM t")).rows[0]!.n);
+          await tx.execute({ sql: "INSERT INTO t (name, n) VALUES ('in a transaction', ?)", args: [n] });
+          return n;
+        }),
+        db.batch(["INSERT INTO t (name) VALUES ('in a batch')", "SELECT COUNT(*) AS n FROM t"]),
+      ]);
+      await holder.released;
+      expect(runs).toBeGreaterThanOrEqual(1);
+      expect(tx).toBe(holder.wrote.length);
+      expect(batch[1]!.rows).toEqual([{ n: holder.wrote.length + 2 }]);
+      expect(await committedNames()).toEqual([...holder.wrote, "in a transaction", "in a batch"]);
     });
   });
+
+  describe("two processes on one database", () => {
+    test("read-modify-write transactions through both at once lose no update", async () => {
+      const second = await open();
+      try {
+        await db.execute("INSERT INTO t (name, n) VALUES ('counter', 0)");
+        const increment = (through: Db) =>
+          inTransaction(through, async (tx) => {
+            const n = Number((await tx.execute("SELECT n FROM t WHERE name = 'counter'")).rows[0]!.n);
+            await tx.execute({ sql: "UPDATE t SET n = ? WHERE name = 'counter'", args: [n + 1] });
+          });
+        await Promise.all(Array.from({ length: 60 }, (_, i) => increment(i % 2 ? db : second)));
+        expect((await db.execute("SELECT n FROM t WHERE name = 'counter'")).rows).toEqual([{ n: 60 }]);
+      } finally {
+        second.close();
+      }
+    });
+  });
+
+  // sqld takes the write lock back from a transaction that has held it about 5 s while another
+  // connection waits; the holder's next statement fails with TRANSACTION_TIMEOUT.
+  if (target === "sqld") {
+    describe("a transaction the server timed out", () => {
+      test("runs again from its start and commits once; nothing of the first run is kept", async () => {
+        const second = await open();
+        try {
+          let runs = 0;
+          let started!: () => void;
+          const holding = new Promise<void>((r) => (started = r));
+          const slow = inTransaction(db, async (tx) => {
+            runs++;
+            await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [`slow run ${runs}`] });
+            if (runs === 1) {
+              started();
+              await Bun.sleep(6_000);
+            }
+            await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [`slow run ${runs}, second write`] });
+            return runs;
+          });
+          await holding;
+          await second.execute("INSERT INTO t (name) VALUES ('the other connection')");
+          expect(await slow).toBe(2);
+          expect(await committedNames()).toEqual(["the other connection", "slow run 2", "slow run 2, second write"]);
+        } finally {
+          second.close();
+        }
+      }, 20_000);
+    });
+  }
 });
 
 describe("the driver switch", () => {

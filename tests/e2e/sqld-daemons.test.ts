@@ -1,0 +1,124 @@
+// Two `roost serve` processes on one libSQL server (sqld, tests/support/sqld.ts), as several
+// hosts run Roost (docs/operations.md "Several hosts"): both migrate an empty server at once, and
+// runners claiming, appending, heartbeating and finishing through both get no 500 while the
+// server answers SQLITE_BUSY, every build is run once, and every line is stored once.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { startSqld, type Sqld } from "../support/sqld.ts";
+
+let sqld: Sqld;
+let host: HostApiStandIn;
+let a: Daemon;
+let b: Daemon;
+let owner = "";
+
+beforeAll(async () => {
+  sqld = await startSqld();
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
+  // Every host shares the database and the secret key that seals the credentials in it.
+  const env = { ROOST_DATABASE_URL: sqld.url, ROOST_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), ROOST_LOG_LEVEL: "info" };
+  // Started together on an empty server, as a service manager would start two hosts.
+  [a, b] = await Promise.all([startDaemon({ env }), startDaemon({ env })]);
+  owner = (await http(a.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+});
+afterAll(async () => {
+  await Promise.all([a?.stop(), b?.stop()]);
+  await host?.stop();
+  await sqld?.stop();
+});
+
+/**
+ * Another process takes the write lock of sqld's own file for `ms`, writing nothing: meanwhile sqld
+ * answers every write transaction SQLITE_BUSY, as it does when it cannot take the lock itself.
+ */
+async function holdServerWriteLock(ms: number): Promise<Promise<number>> {
+  const holder = Bun.spawn(
+    [
+      process.execPath,
+      "-e",
+      `const { Database } = require("bun:sqlite");
+       const db = new Database(${JSON.stringify(sqld.dataFile)});
+       db.exec("PRAGMA busy_timeout = 10000");
+       db.exec("BEGIN IMMEDIATE");
+       console.log("locked");
+       setTimeout(() => { db.exec("ROLLBACK"); db.close(); }, ${ms});`,
+    ],
+    { stdout: "pipe", stderr: "inherit" },
+  );
+  const { value } = await (holder.stdout as ReadableStream<Uint8Array>).getReader().read();
+  expect(new TextDecoder().decode(value)).toContain("locked");
+  return holder.exited;
+}
+
+describe("two daemons on one sqld", () => {
+  test("both migrated the empty server at once and serve the same instance", async () => {
+    expect((await http(a.url, "GET", "/readyz")).status).toBe(200);
+    expect((await http(b.url, "GET", "/readyz")).status).toBe(200);
+    expect((await http(b.url, "GET", "/v1/users/me", { token: owner })).body.user.email).toBe("owner@example.test");
+  });
+
+  test("runners racing through both while the server is busy: no 500, every build runs once, every line is stored once", async () => {
+    await http(a.url, "POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "sqld-daemons-secret" },
+    });
+    const repo = (await http(b.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
+    const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+    const pipeline = (await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } } })).body.pipeline;
+    const BUILDS = 24;
+    const created = await Promise.all(
+      Array.from({ length: BUILDS }, (_, i) => http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "a".repeat(40) } })),
+    );
+    expect(created.map((r) => `${r.status} ${r.status === 201 ? "" : JSON.stringify(r.body)}`)).toEqual(Array(BUILDS).fill("201 "));
+
+    const runners = await Promise.all(
+      Array.from({ length: 6 }, async (_, i) => {
+        const made = (await http(a.url, "POST", "/v1/runners", { token: owner, body: { name: `linux-${i}` } })).body;
+        await http(b.url, "POST", `/v1/runners/${made.runner.id}/connect`, { token: made.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+        return { id: made.runner.id as string, token: made.token as string };
+      }),
+    );
+
+    const answers: string[] = [];
+    const ran: string[] = [];
+    const LINES = 25;
+    const work = async (runner: { id: string; token: string }, n: number) => {
+      for (let round = 0; ; round++) {
+        const [one, other] = (n + round) % 2 ? [a.url, b.url] : [b.url, a.url];
+        const call = async (url: string, path: string, body: unknown) => {
+          const res = await http(url, "POST", `/v1/runners/${runner.id}${path}`, { token: runner.token, body });
+          answers.push(`${path.split("/").pop()} ${res.status}${res.status >= 500 ? ` ${JSON.stringify(res.body)}` : ""}`);
+          return res;
+        };
+        const claim = await call(one, "/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 });
+        if (claim.status !== 201) return;
+        const job = claim.body.job;
+        ran.push(job.build.id);
+        const lines = Array.from({ length: LINES }, (_, i) => ({ step: "build", text: `line ${i} of ${job.build.id}` }));
+        await call(other, `/jobs/${job.job_id}/logs`, { first_line: 0, lines });
+        await call(one, "/heartbeat", { job_ids: [job.job_id] });
+        await call(other, `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: LINES });
+      }
+    };
+    // The server is busy twice while the runners work: once from the start, once in the middle.
+    const busy = holdServerWriteLock(400).then(async (released) => {
+      await released;
+      await Bun.sleep(150);
+      await (await holdServerWriteLock(400));
+    });
+    await Promise.all([...runners.map(work), busy]);
+
+    const failed = answers.filter((x) => !/ 20[0124]$/.test(x));
+    expect(failed).toEqual([]);
+    expect(ran.length).toBe(BUILDS);
+    expect(new Set(ran).size).toBe(BUILDS);
+    const listed = (await http(b.url, "GET", `/v1/projects/${project.id}/builds?limit=100`, { token: owner })).body.builds;
+    expect(listed.map((x: { status: string }) => x.status)).toEqual(Array(BUILDS).fill("succeeded"));
+    for (const id of ran.slice(0, 3)) {
+      const log: { stream: string; text: string }[] = (await http(a.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body;
+      expect(log.filter((l) => l.stream !== "system").map((l) => l.text)).toEqual(Array.from({ length: LINES }, (_, i) => `line ${i} of ${id}`));
+    }
+  }, 60_000);
+});
