@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { RunnerApi, Stopping, backoffMs, sleepUnless, type Log } from "./client.ts";
 import { SameUserRefusal, UNSAFE_FLAG, refusalMessage, sameUserProblem } from "./host-user.ts";
 import { releaseJob, runJob } from "./job/run-job.ts";
+import type { ExecutorSettings } from "./executors/executor.ts";
+import { removeLeftovers } from "./executors/janitor.ts";
 
 export interface RunnerOptions {
   url: string;
@@ -27,6 +29,8 @@ export interface RunnerOptions {
   stepEnv: Record<string, string>;
   log: Log;
   stop: AbortSignal;
+  /** Where build commands run (runner/executors/); host when absent. */
+  executor?: ExecutorSettings;
   /** Run build steps even as the daemon's user on its host (runner/host-user.ts): tests and single-user trials only. */
   unsafeAllowSameUser?: boolean;
 }
@@ -48,11 +52,14 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
   }
   if (!connected.ok) throw new RunnerRefused(`Roost refused this runner: ${connected.status} ${connected.code}: ${connected.message}`);
   const heartbeatMs = connected.body.heartbeat_seconds * 1000;
-  const problem = await sameUserProblem(o.url, connected.body.daemon_uid, process.getuid?.());
+  // Build code in a container reaches nothing of the host's users (executors/container.ts).
+  const problem = o.executor?.kind === "container" ? null : await sameUserProblem(o.url, connected.body.daemon_uid, process.getuid?.());
   if (problem && !o.unsafeAllowSameUser) throw new SameUserRefusal(refusalMessage(problem));
   const unsafe = problem ? `WARNING (${UNSAFE_FLAG}): ${problem}` : null;
   if (unsafe) o.log(unsafe, { level: "warn" });
-  o.log("runner connected", { url: o.url, runner_id: o.runnerId, build_steps_get: Object.keys(o.stepEnv) });
+  const container = o.executor?.kind === "container" ? o.executor : null;
+  o.log("runner connected", { url: o.url, runner_id: o.runnerId, executor: o.executor?.kind ?? "host", ...(container ? { engine: container.engine.name, rootless: container.engine.rootless, image: container.image } : { build_steps_get: Object.keys(o.stepEnv) }) });
+  if (container) await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
   try {
     for (let refusals = 0; !o.stop.aborted; ) {
       const claimId = crypto.randomUUID();
@@ -66,7 +73,10 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
       }
       if (claim.ok) {
         refusals = 0;
-        if (claim.body) await runJob(api, claim.body, o, heartbeatMs, unsafe);
+        if (claim.body) {
+          await runJob(api, claim.body, o, heartbeatMs, unsafe);
+          if (container) await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
+        }
       } else if (claim.status === 401 || claim.status === 403) {
         throw new RunnerRefused(`Roost refused this runner: ${claim.status} ${claim.code}: ${claim.message}`);
       } else {

@@ -8,6 +8,9 @@ import { RunnerRefused, runRunner } from "./agent.ts";
 import { SameUserRefusal, UNSAFE_FLAG } from "./host-user.ts";
 import { DEFAULT_FLUTTER_GIT_URL } from "./job/flutter.ts";
 import { DEFAULT_PASSED_ENV, passedEnvNames, passedEnvProblem, pickPassedEnv } from "./host-env.ts";
+import { ENGINES, detectEngine, type EngineName } from "./executors/engine.ts";
+import { parseMebibytes, type Limits } from "./executors/limits.ts";
+import type { ExecutorSettings } from "./executors/executor.ts";
 
 export const RUNNER_HELP = `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
 
@@ -33,7 +36,18 @@ ${wrapWords(DEFAULT_PASSED_ENV, "  ", 96)}
   --env NAME                 pass the runner's NAME too (repeatable); never a ROOST_ variable
                              (the runner's token is one)
 
-Build steps run as the runner's OS user. On the daemon's host, run the runner as another user
+Executors (docs/runners.md "Executors"):
+  --executor host|container  host (default): build steps run as the runner's OS user on this host;
+                             container: each build in a fresh container, removed when it ends
+  --engine podman|docker     the container engine (default: the first of podman, docker that answers)
+  --image IMAGE              the image of builds whose pipeline names none (image:)
+  --cpus N  --memory SIZE  --pids N  --disk SIZE
+                             each build container's limits, and the most a pipeline's limits get
+                             (SIZE: 512m, 4g; MiB when bare)
+  --container-user UID:GID   who steps run as when the runner is root on a rootful engine
+                             (default 1000:1000; otherwise the runner's own user)
+
+With the host executor, build steps run as the runner's OS user. On the daemon's host, run the runner as another user
 (e.g. sudo -u roost-runner roost runner): it refuses to start as the daemon's own user or as root
 there, since build code could then read Roost's database and secret key (docs/runners.md).
   ${UNSAFE_FLAG}   start anyway, warning in its log and in every build log;
@@ -48,7 +62,24 @@ Exit 2 on bad configuration or the same-user refusal, 1 when the daemon refuses 
 export async function runnerMain(argv: string[], env: Record<string, string | undefined> = process.env): Promise<number> {
   let flags;
   try {
-    flags = parseArgs({ args: argv, strict: true, allowPositionals: false, options: { help: { type: "boolean", short: "h" }, env: { type: "string", multiple: true }, [UNSAFE_FLAG.slice(2)]: { type: "boolean" } } }).values;
+    flags = parseArgs({
+      args: argv,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        help: { type: "boolean", short: "h" },
+        env: { type: "string", multiple: true },
+        [UNSAFE_FLAG.slice(2)]: { type: "boolean" },
+        executor: { type: "string" },
+        engine: { type: "string" },
+        image: { type: "string" },
+        cpus: { type: "string" },
+        memory: { type: "string" },
+        pids: { type: "string" },
+        disk: { type: "string" },
+        "container-user": { type: "string" },
+      },
+    }).values;
   } catch (error) {
     process.stderr.write(`roost runner: ${(error as Error).message.split("\n")[0]} (see roost runner --help)\n`);
     return 2;
@@ -62,6 +93,11 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
     process.stderr.write(`roost runner: ${settings} (see roost runner --help)\n`);
     return 2;
   }
+  const executor = await readExecutor(flags as ExecutorFlags);
+  if (typeof executor === "string") {
+    process.stderr.write(`roost runner: ${executor} (see roost runner --help)\n`);
+    return 2;
+  }
   const stop = new AbortController();
   const onSignal = () => stop.abort();
   process.on("SIGTERM", onSignal);
@@ -71,6 +107,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
       ...settings,
       log: (msg, fields) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }) + "\n"),
       stop: stop.signal,
+      executor,
       unsafeAllowSameUser: flags[UNSAFE_FLAG.slice(2)] === true,
     });
   } catch (error) {
@@ -113,6 +150,40 @@ export function readSettings(env: Record<string, string | undefined>, envFlags: 
     graceMs: grace * 1000,
     stepEnv: { PATH: env.PATH ?? "/usr/bin:/bin", HOME: env.HOME ?? "/tmp", LANG: env.LANG ?? "C.UTF-8", ...pickPassedEnv(env, passedEnvNames(extra)) },
   };
+}
+
+interface ExecutorFlags {
+  executor?: string;
+  engine?: string;
+  image?: string;
+  cpus?: string;
+  memory?: string;
+  pids?: string;
+  disk?: string;
+  "container-user"?: string;
+}
+
+/** The executor the flags ask for, its engine found; a sentence saying what is wrong otherwise. */
+export async function readExecutor(f: ExecutorFlags): Promise<ExecutorSettings | string> {
+  const kind = f.executor ?? "host";
+  if (kind !== "host" && kind !== "container") return `--executor is host or container, not ${JSON.stringify(kind)}`;
+  const containerOnly = (["engine", "image", "cpus", "memory", "pids", "disk", "container-user"] as const).filter((k) => f[k] !== undefined);
+  if (kind === "host") return containerOnly.length ? `--${containerOnly[0]} is for --executor container` : { kind: "host" };
+  if (f.engine !== undefined && !ENGINES.includes(f.engine as EngineName)) return `--engine is podman or docker, not ${JSON.stringify(f.engine)}`;
+  const number = (name: string, text: string | undefined, integer: boolean): number | null | string => {
+    if (text === undefined) return null;
+    const n = Number(text);
+    return Number.isFinite(n) && n > 0 && (!integer || Number.isInteger(n)) ? n : `--${name} is not a ${integer ? "whole " : ""}number above 0: ${JSON.stringify(text)}`;
+  };
+  const size = (name: string, text: string | undefined): number | null | string => (text === undefined ? null : (parseMebibytes(text) ?? `--${name} is not a size like 512m or 4g: ${JSON.stringify(text)}`));
+  const limits = { cpus: number("cpus", f.cpus, false), memory_mb: size("memory", f.memory), pids: number("pids", f.pids, true), disk_mb: size("disk", f.disk) };
+  const bad = Object.values(limits).find((v) => typeof v === "string");
+  if (typeof bad === "string") return bad;
+  const user = /^(\d+):(\d+)$/.exec(f["container-user"] ?? "1000:1000");
+  if (!user || Number(user[1]) === 0) return `--container-user is UID:GID of a user other than root, not ${JSON.stringify(f["container-user"])}`;
+  const engine = await detectEngine(f.engine as EngineName | undefined);
+  if (typeof engine === "string") return engine;
+  return { kind: "container", engine, image: f.image ?? null, limits: limits as Limits, user: { uid: Number(user[1]), gid: Number(user[2]) } };
 }
 
 /** Words in lines of at most `width` characters, each line indented. */

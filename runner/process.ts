@@ -28,25 +28,7 @@ export interface RunningCommand {
 
 export function runCommand(command: string, options: { cwd: string; env: Record<string, string>; onLine(stream: "stdout" | "stderr", text: string): void }): RunningCommand {
   const child: ChildProcess = spawn("/bin/bash", ["-o", "pipefail", "-c", command], { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  const pump = (stream: "stdout" | "stderr", source: NodeJS.ReadableStream | null) =>
-    new Promise<void>((resolve) => {
-      if (!source) return resolve();
-      let carry = "";
-      source.setEncoding("utf8");
-      source.on("data", (chunk: string) => {
-        carry += chunk;
-        let at: number;
-        while ((at = carry.indexOf("\n")) >= 0) {
-          options.onLine(stream, carry.slice(0, at).replace(/\r$/, ""));
-          carry = carry.slice(at + 1);
-        }
-      });
-      source.on("end", () => {
-        if (carry) options.onLine(stream, carry);
-        resolve();
-      });
-    });
-  const output = Promise.all([pump("stdout", child.stdout), pump("stderr", child.stderr)]);
+  const output = Promise.all([pumpLines(child.stdout, (t) => options.onLine("stdout", t)), pumpLines(child.stderr, (t) => options.onLine("stderr", t))]);
   // "exit", not "close": close waits for the pipes, which a background process may hold forever.
   const exited = new Promise<CommandResult>((resolve) => child.on("exit", (code, signal) => resolve({ exitCode: code ?? (signal ? 128 + signalNumber(signal) : 1), signal })));
   const done = exited.then(async (r) => {
@@ -77,6 +59,27 @@ export function runCommand(command: string, options: { cwd: string; env: Record<
       await Promise.race([output, Bun.sleep(OUTPUT_DRAIN_MS)]);
     },
   };
+}
+
+/** Reads a stream line by line (a last line without a newline too); resolves at its end. */
+export function pumpLines(source: NodeJS.ReadableStream | null, onLine: (text: string) => void): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (!source) return resolve();
+    let carry = "";
+    source.setEncoding("utf8");
+    source.on("data", (chunk: string) => {
+      carry += chunk;
+      let at: number;
+      while ((at = carry.indexOf("\n")) >= 0) {
+        onLine(carry.slice(0, at).replace(/\r$/, ""));
+        carry = carry.slice(at + 1);
+      }
+    });
+    source.on("end", () => {
+      if (carry) onLine(carry);
+      resolve();
+    });
+  });
 }
 
 /**

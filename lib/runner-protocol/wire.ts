@@ -67,6 +67,13 @@ export const JobConfig = z.looseObject({
       .object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) })
       .default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
     test_reports: z.array(z.string()).default(DEFAULT_TEST_REPORT_PATTERNS),
+    // A container runner's (runner/executors/container.ts); absent in builds frozen before them.
+    image: z.string().nullable().optional(),
+    network: z.enum(["default", "none"]).optional(),
+    limits: z
+      .object({ cpus: z.number().nullable(), memory_mb: z.number().int().nullable(), pids: z.number().int().nullable(), disk_mb: z.number().int().nullable() })
+      .partial()
+      .optional(),
   }),
 });
 
@@ -138,7 +145,7 @@ export const FlutterSdkUsed = z
   .object({
     requested: z.string().max(40).describe("the pipeline's flutter_version, or what .fvmrc names"),
     version: z.string().max(200).describe("what `flutter --version` reported, or the requested version"),
-    source: z.enum(["installed", "reused", "path", "sdks_dir"]).describe("installed for this build from the Flutter git repository, reused from an earlier install, the flutter on PATH, or ROOST_FLUTTER_SDKS"),
+    source: z.enum(["installed", "reused", "path", "sdks_dir", "image"]).describe("installed for this build from the Flutter git repository, reused from an earlier install, the flutter on PATH, ROOST_FLUTTER_SDKS, or the build container's image"),
     revision: z.string().max(64).nullable().describe("the SDK's git commit, when it is a git checkout"),
   })
   .strict();

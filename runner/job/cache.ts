@@ -21,7 +21,7 @@
 // Restoring and saving are log lines ([roost] cache: …), not reported steps; a cache that cannot be
 // read or written is said in the log and never fails a build.
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JobRun } from "./job-run.ts";
 
@@ -152,7 +152,7 @@ export async function restoreCache(run: JobRun): Promise<void> {
   const homes = cacheHomes(run);
   for (const home of HOMES) {
     mkdirSync(join(homes, home), { recursive: true });
-    run.env[home] = join(homes, home);
+    run.env[home] = run.executor.inside(join(homes, home));
   }
   try {
     run.cacheKey = await cacheKey(run);
@@ -167,7 +167,7 @@ export async function restoreCache(run: JobRun): Promise<void> {
     }
     const dir = join(run.options.workDir, "caches", found.entry.pipeline_id, entryName(found.entry.branch, found.entry.key));
     for (const [archive, target] of [["homes.tar", homes], ["workspace.tar", run.workspace]] as const) {
-      if (existsSync(join(dir, archive))) await tar(["-xf", join(dir, archive), "-C", target]);
+      if (existsSync(join(dir, archive))) await tar(["-xf", join(dir, archive), "--no-same-owner", "-C", target]);
     }
     const { pipeline_id: _pipeline, ...entry } = found.entry;
     writeFileSync(join(dir, "entry.json"), JSON.stringify({ ...entry, last_used_at: Math.floor(Date.now() / 1000) }));
@@ -190,9 +190,18 @@ export async function saveCache(run: JobRun): Promise<void> {
     const members = { homes: [] as string[], workspace: [] as string[] };
     for (const spec of run.config.cache.paths) {
       const [archive, path] = locate(spec);
-      const full = join(archive === "homes" ? cacheHomes(run) : run.workspace, path);
+      const root = archive === "homes" ? cacheHomes(run) : run.workspace;
+      const full = join(root, path);
+      if (!existsSync(full)) continue;
+      // Only what is inside its root: a link the build made (ios -> /root) never puts a host file in a cache.
+      const real = realpathSync(full);
+      const realRoot = realpathSync(root);
+      if (real !== join(realRoot, path)) {
+        run.system("", `[roost] cache: ${spec} not saved: it leads outside ${archive === "homes" ? "the job's cache directory" : "the workspace"} through a link`);
+        continue;
+      }
       // An empty directory (CocoaPods' on Linux) is not worth an entry.
-      if (existsSync(full) && !(statSync(full).isDirectory() && readdirSync(full).length === 0)) members[archive].push(path);
+      if (!(statSync(full).isDirectory() && readdirSync(full).length === 0)) members[archive].push(path);
     }
     if (members.homes.length + members.workspace.length === 0) {
       run.system("", "[roost] cache: nothing to save (none of the cache paths exists)");

@@ -35,6 +35,11 @@ export const MIRROR_DIR = ".flutter.git";
 const VERSION = /^\d+\.\d+\.\d+(-[0-9A-Za-z.]+)?$/;
 const CHANNEL = /^(stable|beta|main|master)$/;
 
+/** A channel (stable, beta, main, master), not a version. */
+export function isChannel(version: string): boolean {
+  return CHANNEL.test(version);
+}
+
 /** The version a build asks for: the pipeline's, or for `fvm` what the checkout's .fvmrc names. */
 export function requestedVersion(flutterVersion: string, workspace: string): { version: string; from: string } | { error: string } {
   if (flutterVersion !== "fvm") return { version: flutterVersion, from: "the pipeline's flutter_version" };

@@ -10,7 +10,10 @@ import type { RunnerOptions } from "../agent.ts";
 import { LogShipper } from "../shipper.ts";
 import { maskLine, maskNeedles } from "../masking.ts";
 import { proxyPasswords } from "../host-env.ts";
-import { groupAlive, runCommand, type RunningCommand } from "../process.ts";
+import { runCommand, type RunningCommand } from "../process.ts";
+import { HostExecutor, type Executor } from "../executors/executor.ts";
+import { ContainerExecutor } from "../executors/container.ts";
+import { cacheHomes } from "./cache.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
 import type { FlutterSdk } from "./flutter.ts";
 import type { FlutterSdkUsed } from "../../lib/runner-protocol/wire.ts";
@@ -28,6 +31,8 @@ export class JobRun {
   readonly secrets: string[];
   readonly basicAuth: string | null;
   readonly env: Record<string, string>;
+  /** Where the build's commands run (runner/executors/): on this host, or in the build's container. */
+  readonly executor: Executor;
   status: JobStatus = "succeeded";
   exitCode = 0;
   failureReason: string | undefined;
@@ -67,7 +72,17 @@ export class JobRun {
       [...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : []), ...proxyPasswords(options.stepEnv)],
       job.files.filter((f) => f.secret).map((f) => Buffer.from(f.content_base64, "base64")),
     );
-    this.env = jobEnv(job, this.workspace, options.stepEnv);
+    const settings = options.executor ?? { kind: "host" };
+    this.executor =
+      settings.kind === "container"
+        ? new ContainerExecutor(settings, { jobId: job.job_id, runnerId: options.runnerId, buildId: job.build.id, timeoutSeconds: this.config.timeout_seconds }, this.workspace, cacheHomes({ options, id: job.job_id }))
+        : new HostExecutor();
+    this.env = jobEnv(job, this.executor.inside(this.workspace), this.executor.stepEnv(options.stepEnv));
+  }
+
+  /** The build's container, when it runs in one. */
+  get container(): ContainerExecutor | null {
+    return this.executor instanceof ContainerExecutor ? this.executor : null;
   }
 
   get config(): ClaimedJob["config"]["execution_config"] {
@@ -97,10 +112,15 @@ export class JobRun {
    * build fails with reason timeout and exit code 124, as coreutils timeout(1) exits.
    */
   timeOut(what: string): void {
+    this.stopFailing(`timeout: ${what}`, 124);
+  }
+
+  /** The build is stopped like a timeout, failing with `reason` (a limit it went past). */
+  stopFailing(reason: string, exitCode: number): void {
     if (this.timedOut || this.canceled || this.status !== "succeeded") return;
-    this.timedOut = `timeout: ${what}`;
+    this.timedOut = reason;
     this.status = "failed";
-    this.exitCode = 124;
+    this.exitCode = exitCode;
     this.failureReason = this.timedOut;
     this.system("", `[roost] ${this.timedOut}; stopping the running command's process tree`);
     void this.#current?.stop(this.options.graceMs);
@@ -111,7 +131,8 @@ export class JobRun {
    * mock server) get TERM, then KILL after the grace period; the log says which step left them.
    */
   async stopLeftovers(): Promise<void> {
-    const left = this.#started.filter((s) => groupAlive(s.command.pid));
+    const alive = new Set(await this.executor.alive(this.#started.map((s) => s.command)));
+    const left = this.#started.filter((s) => alive.has(s.command));
     if (left.length === 0) return;
     const steps = [...new Set(left.map((s) => s.step))].join(", ");
     this.system("", `[roost] stopping processes left running by step ${steps} (process group${left.length > 1 ? "s" : ""} ${left.map((s) => s.command.pid).join(", ")}): the job is over`);
@@ -119,7 +140,7 @@ export class JobRun {
   }
 
   /** Runs one reported step: skipped or canceled when the build is already over, else its commands in order. */
-  async runStep(name: string, commands: string[], options: { cwd?: string; needsFlutter?: boolean } = {}): Promise<void> {
+  async runStep(name: string, commands: string[], options: { cwd?: string; needsFlutter?: boolean; onHost?: boolean } = {}): Promise<void> {
     const startedAt = unixNow();
     if (this.status !== "succeeded" || this.canceled) {
       await this.api.reportStep(this.id, name, { status: this.canceled ? "canceled" : "skipped", started_at: startedAt, finished_at: startedAt });
@@ -129,7 +150,13 @@ export class JobRun {
     const t0 = performance.now();
     const limit = (this.config.step_timeout_seconds as Record<string, number | undefined>)[name];
     const timer = limit ? setTimeout(() => this.timeOut(`step ${name} ran past its timeout of ${formatTimeout(limit)}`), limit * 1000) : null;
-    const stepExit = options.needsFlutter && this.sdk.error ? this.#flutterMissing(name) : await this.#commands(name, commands, options.cwd ?? this.workspace);
+    const stepExit = options.needsFlutter && this.sdk.error ? this.#flutterMissing(name) : await this.#commands(name, commands, options.cwd ?? this.workspace, options.onHost === true);
+    // A process the kernel killed for the container's memory limit fails the build with that said.
+    const outOfMemory = stepExit !== 0 && !options.onHost && !this.canceled ? await this.executor.outOfMemory() : null;
+    if (outOfMemory && !this.timedOut) {
+      this.system(name, `[roost] ${outOfMemory}: the kernel killed a process of step ${name}`);
+      this.failureReason = outOfMemory;
+    }
     if (timer) clearTimeout(timer);
     if (this.timedOut) {
       // timeOut() set the build's outcome; the step that was stopped failed.
@@ -159,11 +186,20 @@ export class JobRun {
     return 127;
   }
 
-  async #commands(step: string, commands: string[], cwd: string): Promise<number> {
-    const env = this.sdk.path ? { ...this.env, PATH: `${this.sdk.path}:${this.env.PATH}` } : this.env;
+  /**
+   * A step's commands, in order, until one fails. `onHost`: on the runner's own host whatever the
+   * executor (the checkout and a Flutter install: git with the clone credentials, which never
+   * enter a build's container), with the runner's step variables only when the build runs in a
+   * container.
+   */
+  async #commands(step: string, commands: string[], cwd: string, onHost: boolean): Promise<number> {
+    const base = onHost && this.container ? { ...this.options.stepEnv } : this.env;
+    const path = base.PATH ?? this.executor.basePath();
+    const env = this.sdk.path && !onHost ? { ...base, PATH: path ? `${this.sdk.path}:${path}` : this.sdk.path } : base;
     for (const command of commands) {
       this.system(step, `$ ${maskLine(command, this.secrets)}`);
-      this.#current = runCommand(command, { cwd, env, onLine: (stream, text) => this.shipper.add({ step, stream, text: maskLine(text, this.secrets) }) });
+      const onLine = (stream: "stdout" | "stderr", text: string) => this.shipper.add({ step, stream, text: maskLine(text, this.secrets) });
+      this.#current = onHost ? runCommand(command, { cwd, env, onLine }) : this.executor.run(command, { cwd: this.executor.inside(cwd), env, onLine });
       this.#started.push({ step, command: this.#current });
       const result = await this.#current.done;
       this.#current = null;

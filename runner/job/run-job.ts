@@ -8,7 +8,8 @@ import type { RunnerOptions } from "../agent.ts";
 import { JobRun } from "./job-run.ts";
 import { removeCacheHomes, restoreCache, saveCache } from "./cache.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
-import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter } from "./steps.ts";
+import { build, buildPlatform, checkout, postBuild, preBuild, setUpFlutter, startContainer } from "./steps.ts";
+import { watchDisk } from "../executors/disk-watch.ts";
 import { uploadArtifacts } from "./artifacts.ts";
 import { uploadTestReports } from "./test-reports.ts";
 import { cleanUp, finish } from "./finish.ts";
@@ -22,6 +23,7 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
   const deadline = setTimeout(() => run.timeOut(`the build ran past its timeout of ${formatTimeout(limit)}`), limit * 1000);
   const onStop = () => run.stopForRunner();
   o.stop.addEventListener("abort", onStop, { once: true });
+  let disk: { stop(): void } | null = null;
   const beat = setInterval(() => {
     void api.heartbeat([job.job_id]).then((a) => a.ok && a.body.cancel.includes(job.job_id) && run.cancel(), () => {});
   }, heartbeatMs);
@@ -35,6 +37,8 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     if (run.status === "succeeded" && !run.canceled) setUpAppleSigning(run);
     await setUpFlutter(run);
     await restoreCache(run);
+    await startContainer(run);
+    disk = watchDisk(run);
     await preBuild(run);
     for (const platform of run.config.platforms) await buildPlatform(run, platform);
     await build(run);
@@ -45,14 +49,20 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     await uploadTestReports(run);
     await saveCache(run);
     await uploadArtifacts(run);
-    // Secret files are gone before the build is reported finished.
+    // Secret files (and the build's container, with its tmpfs) are gone before the build is reported finished.
     removeSecretFiles(run);
+    disk?.stop();
+    const left = await run.executor.remove();
+    if (left) o.log(left, { level: "warn", job_id: job.job_id });
     await finish(run);
     o.log("job done", { job_id: job.job_id, build_id: job.build.id, status: run.status, exit_code: run.exitCode });
   } finally {
     clearInterval(beat);
     clearTimeout(deadline);
+    disk?.stop();
     await run.stopLeftovers().catch(() => {});
+    const left = await run.executor.remove().catch((e: Error) => e.message);
+    if (left) o.log(left, { level: "warn", job_id: job.job_id });
     removeCacheHomes(run);
     o.stop.removeEventListener("abort", onStop);
     removeSecretFiles(run);

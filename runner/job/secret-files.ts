@@ -11,6 +11,12 @@ import { iosSigningInputs, setUpKeychain, SigningError, tearDownKeychain } from 
 
 export function writeSecretFiles(run: JobRun): void {
   if (run.job.files.length === 0) return;
+  if (run.container) {
+    // In a container they are written into its tmpfs when it starts (executors/container.ts).
+    for (const file of run.job.files) run.env[file.key] = run.container.filePath(file.key);
+    run.system("", `[roost] files for this job (in the build container's memory, gone with it): ${run.job.files.map((f) => f.key).join(", ")}`);
+    return;
+  }
   const dir = mkdtempSync(join(tmpdir(), "roost-job-files-"));
   chmodSync(dir, 0o700);
   run.secretDir = dir;

@@ -1,7 +1,9 @@
 // The steps of a job, in the order run-job.ts runs them (docs/runners.md "What a job runs"):
 //   checkout    the repository at the build's exact commit, from a per-runner mirror cache
+//               (always on the runner's host, whatever its executor)
 //   (flutter)   choosing the Flutter SDK (flutter.ts); reported as flutter_install only when it
 //               installs one; a version it cannot have fails the next step
+//   container   starting the build's container, on a container runner (startContainer)
 //   pre_build   the pipeline's pre_build commands
 //   build_<p>   per platform: `flutter build apk|appbundle|ipa|macos` + platform_build_args,
 //               or the commands of platform_commands[p] when it lists any
@@ -11,8 +13,8 @@
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { installCommands, planSdk, requestedVersion, sdkUsed } from "./flutter.ts";
-import type { JobRun } from "./job-run.ts";
+import { installCommands, isChannel, planSdk, requestedVersion, sdkUsed } from "./flutter.ts";
+import { unixNow, type JobRun } from "./job-run.ts";
 
 type Platform = "android" | "ios" | "macos";
 
@@ -35,7 +37,7 @@ export async function checkout(run: JobRun): Promise<void> {
       `git clone --quiet --no-checkout --shared ${q(cache)} ${ws}`,
       `git -C ${ws} -c advice.detachedHead=false checkout --quiet --detach ${q(build.commit_sha)} && git -C ${ws} log -1 --format='checked out %H (%s)'`,
     ],
-    { cwd: workDir },
+    { cwd: workDir, onHost: true },
   );
 }
 
@@ -52,10 +54,17 @@ export async function setUpFlutter(run: JobRun): Promise<void> {
     run.sdk = { path: null, flutter: "flutter", error: requested.error };
     return;
   }
+  // In a container, a channel is the image's own flutter; a version is the runner's SDK, mounted.
+  if (run.container && isChannel(requested.version)) {
+    run.sdk = { path: null, flutter: "flutter", error: null };
+    run.sdkUsed = sdkUsed(requested.version, null, "image");
+    run.system("", `[roost] Flutter ${requested.version} (${requested.from}): the build image's flutter`);
+    return;
+  }
   let plan = planSdk(requested.version, flutterSdks, run.options.flutterGitUrlSet);
   if (plan.kind === "install") {
     run.system("flutter_install", `[roost] Flutter ${requested.version} (${requested.from}) is not installed on this runner: installing it from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")}`);
-    await run.runStep("flutter_install", installCommands(plan, flutterSdks, flutterGitUrl), { cwd: run.options.workDir });
+    await run.runStep("flutter_install", installCommands(plan, flutterSdks, flutterGitUrl), { cwd: run.options.workDir, onHost: true });
     // (run.status is read again: runStep changed it.)
     if ((run.status as string) === "failed" && !run.timedOut) run.failureReason = `Flutter ${requested.version} could not be installed on this runner from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")} (${run.failureReason})`;
     if (run.status !== "succeeded" || run.canceled) return;
@@ -72,9 +81,40 @@ export async function setUpFlutter(run: JobRun): Promise<void> {
     run.system("", `[roost] Flutter ${requested.version} (${requested.from}): the flutter on PATH`);
     return;
   }
-  run.sdk = { path: join(plan.dir, "bin"), flutter: "flutter", error: null };
+  run.sdk = { path: run.container ? run.container.useSdk(plan.dir) : join(plan.dir, "bin"), flutter: "flutter", error: null };
   run.sdkUsed ??= sdkUsed(requested.version, plan.dir, plan.source);
-  run.system("", `[roost] Flutter ${requested.version} (${requested.from}): ${plan.dir}, ${run.sdkUsed.version} at ${run.sdkUsed.revision?.slice(0, 12) ?? "?"} (${run.sdkUsed.source})`);
+  run.system("", `[roost] Flutter ${requested.version} (${requested.from}): ${plan.dir}${run.container ? ` (mounted in the build's container at ${run.container.inside(plan.dir)})` : ""}, ${run.sdkUsed.version} at ${run.sdkUsed.revision?.slice(0, 12) ?? "?"} (${run.sdkUsed.source})`);
+}
+
+/**
+ * Starts the build's container (executors/container.ts), as the reported step `container`: its
+ * image pulled when the engine lacks it, its limits, network and file variables. A container that
+ * cannot start fails the build with why. On the host executor, a pipeline's image, network or
+ * limits are said not to apply.
+ */
+export async function startContainer(run: JobRun): Promise<void> {
+  const cfg = run.config;
+  if (!run.container) {
+    const asked = [cfg.image ? `image ${cfg.image}` : null, cfg.network === "none" ? "network: none" : null, cfg.limits && Object.keys(cfg.limits).length ? "limits" : null].filter(Boolean);
+    if (asked.length) run.system("", `[roost] this runner runs builds on its own host (executor host): the pipeline's ${asked.join(", ")} do not apply here`);
+    return;
+  }
+  if (run.status !== "succeeded" || run.canceled) return;
+  const startedAt = unixNow();
+  await run.api.reportStep(run.id, "container", { status: "running", started_at: startedAt });
+  const t0 = performance.now();
+  const error = await run.container.start({
+    image: cfg.image ?? null,
+    network: cfg.network ?? "default",
+    limits: cfg.limits,
+    files: run.job.files.map((f) => ({ key: f.key, content: Buffer.from(f.content_base64, "base64") })),
+    say: (text) => run.system("container", text),
+  });
+  if (error) {
+    run.system("container", `[roost] ${error}`);
+    run.failAfterSteps(error);
+  }
+  await run.api.reportStep(run.id, "container", { status: error ? "failed" : "succeeded", exit_code: error ? 1 : 0, started_at: startedAt, finished_at: unixNow(), duration_ms: Math.round(performance.now() - t0) });
 }
 
 export async function preBuild(run: JobRun): Promise<void> {

@@ -237,7 +237,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
             <dd title={build.flutter_sdk.revision ?? undefined}>
               {build.flutter_sdk.version}
               {build.flutter_sdk.version !== build.flutter_sdk.requested ? ` (asked for ${build.flutter_sdk.requested})` : ""}
-              {{ installed: ", installed for this build", reused: ", installed earlier", path: ", from PATH", sdks_dir: ", from the runner's SDK directory" }[build.flutter_sdk.source]}
+              {{ installed: ", installed for this build", reused: ", installed earlier", path: ", from PATH", sdks_dir: ", from the runner's SDK directory", image: ", the build image's own" }[build.flutter_sdk.source]}
             </dd>
           </div>
         )}

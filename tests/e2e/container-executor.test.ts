@@ -1,0 +1,388 @@
+// The container executor with a real engine (docs/runners.md "Executors"): a real daemon, a real
+// `roost runner --executor container --engine podman` process, and Podman running each build in
+// a fresh container of an image built here without a registry (scripts/ensure-test-image: a
+// debootstrap'd Debian 12 with the flutter stand-in, scripts/flutter-stand-in, in it). The runner
+// runs as root on the daemon's host, as a careless operator would: what the build's code can see
+// and reach from its container is the behaviour under test.
+//
+// A machine where Podman cannot run a container fails these tests, saying why; none is skipped.
+import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-container-e2e-"));
+const repo = join(work, "app");
+const cacheDir = process.env.ROOST_TEST_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? "/root", ".cache"), "roost-tests");
+let image = "";
+let daemon: Daemon;
+let host: HostApiStandIn;
+let owner = "";
+let projectId = "";
+let commit = "";
+const running: Subprocess[] = [];
+
+async function sh(cmd: string, cwd = work): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: exit ${code}: ${err}`);
+  return out.trim();
+}
+
+interface Runner {
+  id: string;
+  token: string;
+  workDir: string;
+  proc: Subprocess;
+  lines: string[];
+}
+
+async function registerRunner(): Promise<{ id: string; token: string }> {
+  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: `c-${crypto.randomUUID().slice(0, 6)}` } })).body;
+  return { id: created.runner.id, token: created.token };
+}
+
+/** A `roost runner --executor container` process (its stderr lines collected). */
+function startRunner(r: { id: string; token: string }, args: string[] = [], workDir = join(work, `runner-work-${r.id}`)): Runner {
+  const proc = Bun.spawn([BUN, ROOST, "runner", "--executor", "container", "--engine", "podman", "--image", image, ...args], {
+    cwd: REPO_ROOT,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: join(work, "runner-home"),
+      CONTAINERS_CONF: join(cacheDir, "containers.conf"),
+      ROOST_URL: daemon.url,
+      ROOST_RUNNER_ID: r.id,
+      ROOST_RUNNER_TOKEN: r.token,
+      ROOST_RUNNER_WORKDIR: workDir,
+      ROOST_RUNNER_GRACE_SECONDS: "2",
+    },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  running.push(proc);
+  const lines: string[] = [];
+  void (async () => {
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
+      buffer += decoder.decode(chunk, { stream: true });
+      let nl: number;
+      while ((nl = buffer.indexOf("\n")) >= 0) {
+        lines.push(buffer.slice(0, nl));
+        buffer = buffer.slice(nl + 1);
+      }
+    }
+  })();
+  return { ...r, workDir, proc, lines };
+}
+
+async function pipeline(executionConfig: Record<string, unknown>): Promise<string> {
+  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig } });
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.pipeline.id;
+}
+
+async function build(pipelineId: string): Promise<string> {
+  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } });
+  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+  return res.body.build.id;
+}
+
+const finished = (b: { status: string }) => ["succeeded", "failed", "canceled"].includes(b.status);
+
+async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 90_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const b = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+    if (predicate(b)) return b;
+    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
+    await Bun.sleep(200);
+  }
+}
+
+async function log(buildId: string): Promise<string> {
+  return fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+}
+
+/** The ids of the build's containers (any state), found by the label the runner gives them. */
+async function containersOf(buildId: string): Promise<string[]> {
+  return (await sh(`podman ps --all --no-trunc --filter label=roost.build=${buildId} --format '{{.ID}}'`)).split("\n").filter(Boolean);
+}
+
+/** Waits until the build's container runs a process of its step; its container id. */
+async function runningContainer(buildId: string, process: string): Promise<string> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const [id] = await containersOf(buildId);
+    if (id && (await sh(`podman top ${id} args 2>/dev/null || true`)).includes(process)) return id;
+    if (Date.now() > deadline) throw new Error(`no container of build ${buildId} runs ${process}`);
+    await Bun.sleep(200);
+  }
+}
+
+/** What is left of a build's container: containers, mounts naming it, its workspace and cache homes on the host. */
+async function leftovers(buildId: string, containerId: string, runnerWorkDir: string): Promise<{ containers: string[]; mounts: string[]; workspaces: string[] }> {
+  const mounts = readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => l.includes(containerId));
+  const workspaces = ["jobs", "homes"].flatMap((d) => (existsSync(join(runnerWorkDir, d)) ? readdirSync(join(runnerWorkDir, d)).map((j) => `${d}/${j}`) : []));
+  return { containers: await containersOf(buildId), mounts, workspaces };
+}
+
+const NOTHING_LEFT = { containers: [], mounts: [], workspaces: [] };
+
+/** Polls until nothing of the build's container is left (or gives up and answers what is). */
+async function nothingLeft(buildId: string, containerId: string, runnerWorkDir: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const left = await leftovers(buildId, containerId, runnerWorkDir);
+    if (JSON.stringify(left) === JSON.stringify(NOTHING_LEFT) || Date.now() > deadline) return left;
+    await Bun.sleep(300);
+  }
+}
+
+beforeAll(async () => {
+  // The engine and the image, or a failure that says what is missing (never a skip).
+  const made = Bun.spawnSync(["bash", join(REPO_ROOT, "scripts/ensure-test-image")], { stdout: "pipe", stderr: "pipe" });
+  if (made.exitCode !== 0) throw new Error(`Podman cannot build the test image on this machine (scripts/ensure-test-image exited ${made.exitCode}): ${made.stderr.toString().trim()}`);
+  image = made.stdout.toString().trim().split("\n").at(-1)!;
+  const probe = Bun.spawnSync(["podman", "run", "--rm", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", image, "true"], { stdout: "pipe", stderr: "pipe", env: { ...process.env, CONTAINERS_CONF: join(cacheDir, "containers.conf") } });
+  if (probe.exitCode !== 0) throw new Error(`Podman cannot run a container on this machine: ${probe.stderr.toString().trim()}`);
+
+  mkdirSync(repo, { recursive: true });
+  await sh(
+    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && printf 'packages: {}\\n' > pubspec.lock && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
+  commit = await sh("git rev-parse HEAD", repo);
+  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } });
+  host = await startHostApiStandIn();
+  host.github.repos.push({ id: 79, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
+  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  await http(daemon.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+  });
+  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
+  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+}, 600_000);
+
+// A test that failed half-way leaves no runner to take the next test's builds.
+afterEach(async () => {
+  for (const p of running.splice(0)) {
+    p.kill("SIGTERM");
+    await p.exited;
+  }
+});
+
+afterAll(async () => {
+  for (const p of running) p.kill("SIGKILL");
+  await sh("podman ps --all --filter label=roost.runner --format '{{.ID}}' | xargs -r podman rm --force --time 0 >/dev/null").catch(() => {});
+  await daemon?.stop();
+  await host?.stop();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("configuration", () => {
+  test.each([
+    [["--executor", "vm"], 'roost runner: --executor is host or container, not "vm" (see roost runner --help)'],
+    [["--image", "x"], "roost runner: --image is for --executor container (see roost runner --help)"],
+    [["--executor", "container", "--engine", "lxc"], 'roost runner: --engine is podman or docker, not "lxc" (see roost runner --help)'],
+    [["--executor", "container", "--memory", "lots"], 'roost runner: --memory is not a size like 512m or 4g: "lots" (see roost runner --help)'],
+    [["--executor", "container", "--container-user", "0:0"], 'roost runner: --container-user is UID:GID of a user other than root, not "0:0" (see roost runner --help)'],
+  ])("%p: exit 2 with one line saying what is wrong", async (args, message) => {
+    const p = Bun.spawn([BUN, ROOST, "runner", ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t" }, stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    expect({ code, stderr: stderr.trim() }).toEqual({ code: 2, stderr: message });
+  });
+
+  test("an engine that does not answer: exit 2 naming it (this machine's docker CLI has no daemon)", async () => {
+    const p = Bun.spawn([BUN, ROOST, "runner", "--executor", "container", "--engine", "docker"], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t", DOCKER_HOST: `unix://${work}/no-docker.sock` }, stdout: "pipe", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    expect(code).toBe(2);
+    expect(stderr).toStartWith("roost runner: docker info failed: ");
+  });
+});
+
+describe("a build in a fresh container", () => {
+  test("succeeds with the image's flutter: its log (secrets masked), its artifact, and a second build restoring the first one's cache", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await pipeline({
+      env: [{ key: "SIGNING_PASSWORD", value: "s3cr3t-signing-pass", secret: true }],
+      commands: { pre_build: ["flutter pub get", "id -u", "echo password $SIGNING_PASSWORD"], build: ["echo workspace $PWD home $HOME pub $PUB_CACHE"] },
+    });
+    const first = await waitFor(await build(id), finished);
+    const text = await log(first.id);
+    expect(first).toMatchObject({ status: "succeeded", exit_code: 0 });
+    expect(text).toContain("[roost] container: podman");
+    expect(text).toContain(`image ${image}`);
+    expect(text).toContain("flutter stand-in: packages of pubspec.lock: downloading (simulated, 0 s)...");
+    expect(text).toContain("\n1000\n");
+    expect(text).toContain("password ********");
+    expect(text).not.toContain("s3cr3t-signing-pass");
+    expect(text).toContain("workspace /roost/workspace home /roost/homes/home pub /roost/homes/PUB_CACHE");
+    expect(text).toContain("[roost] cache: saved");
+    expect(first.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+      ["checkout", "succeeded"],
+      ["container", "succeeded"],
+      ["pre_build", "succeeded"],
+      ["build_android", "succeeded"],
+      ["build", "succeeded"],
+    ]);
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${first.id}/artifacts`, { token: owner })).body.artifacts;
+    expect(artifacts.map((a: { path: string }) => a.path)).toEqual(["build/app/outputs/flutter-apk/app-release.apk"]);
+    const apk = await fetch(`${daemon.url}/v1/builds/${first.id}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) => r.text());
+    expect(apk).toBe(`placeholder apk written by scripts/flutter-stand-in for commit ${commit}; not an app\n`);
+
+    const second = await waitFor(await build(id), finished);
+    const again = await log(second.id);
+    expect(second.status).toBe("succeeded");
+    expect(again).toContain("[roost] cache: restored");
+    expect(again).toContain("flutter stand-in: packages of pubspec.lock: already in /roost/homes/PUB_CACHE/");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 180_000);
+});
+
+describe("what a build's code can reach from its container", () => {
+  test("not the runner's home, another job's workspace, the cache store, the runner's token or the daemon's data dir; it writes only in its workspace", async () => {
+    const runnerHome = join(work, "runner-home");
+    mkdirSync(runnerHome, { recursive: true });
+    writeFileSync(join(runnerHome, "secret.txt"), "the runner's own file\n");
+    // Another runner's build, running meanwhile, with a file in its workspace.
+    const other = startRunner(await registerRunner());
+    const otherBuild = await build(await pipeline({ platforms: [], commands: { build: ["echo other-job-file > other-secret.txt && sleep 3147"] } }));
+    await runningContainer(otherBuild, "sleep 3147");
+    const otherFile = join(other.workDir, "jobs", readdirSync(join(other.workDir, "jobs"))[0]!, "other-secret.txt");
+    expect(readFileSync(otherFile, "utf8")).toBe("other-job-file\n");
+
+    const runner = startRunner(await registerRunner());
+    // A cache entry in this runner's store, from a first build.
+    await waitFor(await build(await pipeline({ platforms: [], commands: { build: ["flutter pub get"] } })), finished);
+    expect(readdirSync(join(runner.workDir, "caches")).length).toBe(1);
+    const probes: [string, string][] = [
+      ["runner_home", `cat ${join(runnerHome, "secret.txt")}`],
+      ["other_workspace", `cat ${otherFile}`],
+      ["cache_store", `ls ${join(runner.workDir, "caches")}`],
+      ["runner_work_dir", `ls ${runner.workDir}`],
+      ["daemon_data_dir", `ls ${daemon.dataDir}`],
+      ["daemon_database", `test -e ${join(daemon.dataDir, "roost.db")}`],
+      ["runner_token_in_env", "env | grep -q ROOST_RUNNER"],
+      ["runner_token_in_processes", "cat /proc/[0-9]*/environ | tr '\\0' '\\n' | grep -q ROOST_RUNNER"],
+      ["write_root", "touch /escaped"],
+      ["write_host_dir", `touch ${join(work, "escaped")}`],
+      ["write_etc", "echo x >> /etc/passwd"],
+      ["write_workspace", "echo inside > inside.txt"],
+    ];
+    const id = await build(await pipeline({
+      platforms: [],
+      artifact_patterns: ["inside.txt"],
+      commands: { build: [...probes.map(([name, cmd]) => `if (${cmd}) >/dev/null 2>&1; then echo "PROBE ${name} reached"; else echo "PROBE ${name} blocked"; fi`), "cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u"] },
+    }));
+    const done = await waitFor(id, finished);
+    expect(done.status).toBe("succeeded");
+    const text = await log(id);
+    const results = Object.fromEntries([...text.matchAll(/^PROBE (\w+) (reached|blocked)$/gm)].map((m) => [m[1], m[2]]));
+    expect(results).toEqual({
+      runner_home: "blocked",
+      other_workspace: "blocked",
+      cache_store: "blocked",
+      runner_work_dir: "blocked",
+      daemon_data_dir: "blocked",
+      daemon_database: "blocked",
+      runner_token_in_env: "blocked",
+      runner_token_in_processes: "blocked",
+      write_root: "blocked",
+      write_host_dir: "blocked",
+      write_etc: "blocked",
+      write_workspace: "reached",
+    });
+    // Every process's environment in the container, printed: not the runner's token.
+    expect(text).not.toContain(runner.token);
+    expect(text).toContain("ROOST_BUILD_ID=");
+    expect(existsSync(join(work, "escaped"))).toBe(false);
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${id}/artifacts`, { token: owner })).body.artifacts;
+    expect(artifacts.map((a: { path: string }) => a.path)).toEqual(["inside.txt"]);
+    await http(daemon.url, "POST", `/v1/builds/${otherBuild}/cancel`, { token: owner });
+  }, 180_000);
+});
+
+describe("clean-up that survives anything", () => {
+  test("processes a step left running are stopped when the steps end, saying which step, and the build still succeeds", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(await pipeline({ platforms: [], commands: { pre_build: ["sleep 3140 &", "echo started"], build: ["echo built"] } }));
+    const done = await waitFor(id, finished);
+    expect(done.status).toBe("succeeded");
+    expect(await log(id)).toMatch(/\[roost\] stopping processes left running by step pre_build \(process group \d+\): the job is over/);
+    expect(await containersOf(id)).toEqual([]);
+    expect(await sh("pgrep -f 'sleep 314[0]' | wc -l")).toBe("0");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("a canceled build's container, its processes and mounts are gone", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(await pipeline({ platforms: [], commands: { build: ["sleep 3141 & sleep 3142"] } }));
+    const container = await runningContainer(id, "sleep 3142");
+    expect((await http(daemon.url, "POST", `/v1/builds/${id}/cancel`, { token: owner })).body.build.status).toBe("canceled");
+    expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
+    expect(await sh("pgrep -f 'sleep 314[12]' | wc -l")).toBe("0");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("a build past its timeout fails with reason timeout, and its container is gone", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(await pipeline({ platforms: [], timeout_seconds: 10, commands: { build: ["sleep 3143 & sleep 3144"] } }));
+    const container = await runningContainer(id, "sleep 3144");
+    const done = await waitFor(id, finished);
+    expect(done).toMatchObject({ status: "failed", exit_code: 124, failure_reason: "timeout: the build ran past its timeout of 10 s" });
+    expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
+    expect(await sh("pgrep -f 'sleep 314[34]' | wc -l")).toBe("0");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("SIGTERM to the runner cancels its build and removes the container before it exits", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(await pipeline({ platforms: [], commands: { build: ["sleep 3145"] } }));
+    const container = await runningContainer(id, "sleep 3145");
+    runner.proc.kill("SIGTERM");
+    expect(await runner.proc.exited).toBe(0);
+    expect(await leftovers(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
+    expect(await waitFor(id, finished)).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
+  }, 120_000);
+
+  test("kill -9 leaves the container running; the restarted runner removes it, its workspace and its cache homes", async () => {
+    const registered = await registerRunner();
+    const runner = startRunner(registered);
+    const id = await build(await pipeline({ platforms: [], commands: { build: ["sleep 3146"] } }));
+    const container = await runningContainer(id, "sleep 3146");
+    runner.proc.kill("SIGKILL");
+    await runner.proc.exited;
+    await Bun.sleep(500);
+    expect(await containersOf(id)).toEqual([container]);
+    const restarted = startRunner(registered, [], runner.workDir);
+    expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
+    expect(await sh("pgrep -f 'sleep 314[6]' | wc -l")).toBe("0");
+    expect(restarted.lines.some((l) => l.includes("removed what jobs this runner no longer runs had left"))).toBe(true);
+    restarted.proc.kill("SIGTERM");
+    await restarted.proc.exited;
+  }, 120_000);
+});
+
+describe("limits", () => {
+  test("a build past its memory limit fails saying it ran out of memory", async () => {
+    const runner = startRunner(await registerRunner(), ["--memory", "96m"]);
+    const id = await build(await pipeline({ platforms: [], commands: { build: ["echo allocating", "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo survived"] } }));
+    const done = await waitFor(id, finished);
+    expect(done).toMatchObject({ status: "failed", failure_reason: "the build ran out of memory (limit 96 MiB)" });
+    const text = await log(id);
+    expect(text).toContain("memory 96 MiB");
+    expect(text).toContain("[roost] the build ran out of memory (limit 96 MiB): the kernel killed a process of step build");
+    expect(text).not.toContain("\nsurvived");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+});
