@@ -33,6 +33,12 @@ export function useBuildEvents(onBuild: (build: Build) => void, onReady: () => v
         // A malformed event is skipped; the next poll or reconnect catches up.
       }
     });
+    // The session or token behind the stream ended, or its user's role was lowered: reconnecting
+    // would be refused, so the page goes back to polling, whose 401 leads to sign-in.
+    source.addEventListener("revoked", () => {
+      live.current = false;
+      source.close();
+    });
     source.onerror = () => {
       live.current = false;
     };

@@ -2,7 +2,7 @@
 // pages; a running build's followed over SSE with a stream token, resumed from the last line seen
 // with a new token when the stream drops), artifacts with size and SHA-256, cancel and re-run.
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiFailure, get, post, query } from "../api.ts";
+import { ApiFailure, get, post, query, sessionExpired } from "../api.ts";
 import { FormError, LoadState, Notice, PageTitle, StatusBadge, useLoad } from "../components.tsx";
 import { ago, buildDurationText, bytes, dateTime, duration } from "../format.ts";
 import { LogStore, LogView } from "../log-view.tsx";
@@ -17,7 +17,8 @@ function useBuildLog(buildId: string, initial: Build | undefined, onStatus: () =
   const store = useRef(new LogStore());
   const [version, setVersion] = useState(0);
   const [complete, setComplete] = useState(false);
-  const [connection, setConnection] = useState<"idle" | "live" | "reconnecting">("idle");
+  const [connection, setConnection] = useState<"idle" | "live" | "reconnecting" | "revoked">("idle");
+  const [revoked, setRevoked] = useState<string | null>(null);
   const started = useRef(false);
 
   useEffect(() => {
@@ -76,6 +77,18 @@ function useBuildLog(buildId: string, initial: Build | undefined, onStatus: () =
         push({ seq: null, step: "", stream: "system", ts: Date.now() / 1000, text: cut.text });
       });
       source.addEventListener("status", () => onStatus());
+      // The session or token that opened the stream ended, or its user lost access to the project
+      // (docs/api.md "Streams end with their credential"): asking for another stream would only be
+      // refused again, so the page says why and stops following.
+      source.addEventListener("revoked", (e) => {
+        ended = true;
+        source?.close();
+        flush();
+        const why = JSON.parse((e as MessageEvent<string>).data) as { code: string; message: string };
+        if (why.code === "invalid_session") sessionExpired.value = true;
+        setRevoked(why.message);
+        setConnection("revoked");
+      });
       source.addEventListener("end", () => {
         ended = true;
         source?.close();
@@ -112,7 +125,7 @@ function useBuildLog(buildId: string, initial: Build | undefined, onStatus: () =
     };
   }, [buildId, initial !== undefined]);
 
-  return { store: store.current, version, complete, connection };
+  return { store: store.current, version, complete, connection, revoked };
 }
 
 export function BuildPage({ project_id, build_id }: Record<string, string>) {
@@ -271,6 +284,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           {log.connection === "reconnecting" && <span class="badge badge-queued">reconnecting…</span>}
         </h2>
         <RetentionNotice build={build} what="log" />
+        {log.revoked && <Notice kind="warning">The live log stopped: {log.revoked}</Notice>}
         <LogView store={log.store} version={log.version} steps={build.step_results} live={!finished} target={target ? Number(target) : null} complete={log.complete} />
       </section>
       <section aria-labelledby="h-artifacts">

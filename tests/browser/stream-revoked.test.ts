@@ -1,0 +1,113 @@
+// The build page when the stream's credential ends, in a real Chromium (docs/api.md "Streams end
+// with their credential"): the daemon ends a live log with `event: revoked` within seconds of the
+// user losing the project or the session ending. The page says why and stops asking for new
+// streams (each would be refused again), and an ended session goes back to sign-in.
+//
+// The daemon runs in this process (tests/helpers/app.ts) behind Bun.serve, so the test can mint
+// the one-time capability a second user signs in with, as `roost login` does on the host.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Server } from "bun";
+import type { BrowserContext, Page } from "playwright-core";
+import { createTestApp, loginCapability, type TestApp } from "../helpers/app.ts";
+import { launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+
+const work = mkdtempSync(join(tmpdir(), "roost-browser-revoked-"));
+const repo = join(work, "app");
+const OWNER = "owner@example.test";
+const DEV = "dev@example.test";
+
+let t: TestApp;
+let server: Server<undefined>;
+let base = "";
+let tb: TestBrowser;
+let owner: BrowserContext;
+let projectId = "";
+let buildId = "";
+let devId = "";
+const errors: string[] = [];
+
+function git(...args: string[]): void {
+  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: DEV, GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: DEV };
+  const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
+  if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
+}
+
+/** The API as a signed-in browser calls it: its session cookie, plus the CSRF header. */
+async function ok(ctx: BrowserContext, method: string, path: string, data?: unknown): Promise<any> {
+  const res = await ctx.request.fetch(base + path, { method, headers: { "x-roost-csrf": "1" }, data });
+  if (res.status() >= 300) throw new Error(`${method} ${path}: ${res.status()} ${await res.text()}`);
+  return res.json().catch(() => null);
+}
+
+/** The log heading's "● live" badge, shown while the stream is open. */
+const liveBadge = (page: Page) => page.getByRole("heading", { name: "Log" }).locator(".badge-running");
+
+/** A developer of the project, signed in in a browser context of their own, on the queued build's page. */
+async function developerOnBuildPage(): Promise<{ ctx: BrowserContext; page: Page; streamTokens: () => number }> {
+  const ctx = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const signedIn = await ctx.request.post(`${base}/v1/auth/local/login`, { data: { email: DEV, recovery_capability: await loginCapability(t) } });
+  expect(signedIn.status()).toBe(200);
+  await ok(owner, "PUT", `/v1/projects/${projectId}/members/${devId}`, { role: "developer" });
+  const page = await newPage(ctx, errors);
+  let tokens = 0;
+  page.on("request", (r) => void (r.url().endsWith("/stream-token") && tokens++));
+  await page.goto(`${base}/projects/${projectId}/builds/${buildId}`);
+  await liveBadge(page).waitFor({ timeout: 15_000 });
+  return { ctx, page, streamTokens: () => tokens };
+}
+
+beforeAll(async () => {
+  mkdirSync(repo);
+  git("init", "-q", "-b", "main");
+  writeFileSync(join(repo, "README.md"), "# app\n");
+  git("add", "-A");
+  git("commit", "-q", "-m", "first");
+  t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
+  t.clock.set(Math.floor(Date.now() / 1000));
+  server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 30, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
+  base = `http://127.0.0.1:${server.port}`;
+  tb = await launchBrowser();
+  owner = await tb.browser.newContext();
+  expect((await owner.request.post(`${base}/v1/auth/local/login`, { data: { email: OWNER } })).status()).toBe(200);
+  await ok(owner, "POST", "/v1/integrations", { provider: "git", name: "app", url: repo });
+  const repository = (await ok(owner, "GET", "/v1/integration-repositories")).repositories[0].id;
+  projectId = (await ok(owner, "POST", "/v1/projects", { repository_id: repository })).project.id;
+  // No runner has this label: the build stays queued, so its page follows a live stream.
+  const pipeline = (await ok(owner, "POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } })).pipeline;
+  buildId = (await ok(owner, "POST", `/v1/projects/${projectId}/builds`, { pipeline_id: pipeline.id })).build.id;
+  devId = (await ok(owner, "POST", "/v1/users", { email: DEV, role: "developer" })).user.id;
+}, 60_000);
+
+afterAll(async () => {
+  await tb?.close();
+  server?.stop(true);
+  t?.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe("a live log whose credential ends", () => {
+  test("removed from the project: the page says the live log stopped and asks for no new stream", async () => {
+    const { ctx, page, streamTokens } = await developerOnBuildPage();
+    const before = streamTokens();
+    await ok(owner, "DELETE", `/v1/projects/${projectId}/members/${devId}`);
+    const notice = page.getByText(/The live log stopped:/);
+    await notice.waitFor({ timeout: 10_000 });
+    if (process.env.ROOST_SCREENSHOTS_DIR) await page.screenshot({ path: join(process.env.ROOST_SCREENSHOTS_DIR, "log-revoked.png") });
+    expect(await liveBadge(page).count()).toBe(0);
+    await page.waitForTimeout(3_000);
+    expect(streamTokens()).toBe(before);
+    await ctx.close();
+  }, 60_000);
+
+  test("signed out elsewhere: the page goes back to sign-in, saying the session ended", async () => {
+    const { ctx, page } = await developerOnBuildPage();
+    // The same session signs out from another tab (its cookie, the API's logout).
+    await ok(ctx, "POST", "/v1/auth/logout");
+    await page.getByText("Your session ended. Sign in again").waitFor({ timeout: 10_000 });
+    await ctx.close();
+    expect(errors.filter((e) => !/status of (401|403)/.test(e))).toEqual([]);
+  }, 60_000);
+});
