@@ -980,3 +980,67 @@ CREATE TABLE check_run_reports (
   last_error TEXT,
   updated_at INTEGER NOT NULL
 );
+
+-- migration 23: environments and deployments
+-- Where a project publishes builds (docs/publishing.md): each environment may require a
+-- person's approval before anything is published to it, names who may approve (approvers: user
+-- ids; [] means the project's maintainers) and which refs may publish to it (allowed_refs:
+-- patterns as a variable's protected_refs, lib/branch-patterns.ts; [] means any ref). Its secrets
+-- are variables with environment_id set: given only to a publish to this environment.
+CREATE TABLE environments (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  requires_approval INTEGER NOT NULL DEFAULT 0,
+  approvers TEXT NOT NULL DEFAULT '[]',
+  allowed_refs TEXT NOT NULL DEFAULT '[]',
+  created_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  UNIQUE (project_id, name)
+);
+ALTER TABLE variables ADD COLUMN environment_id TEXT REFERENCES environments(id) ON DELETE CASCADE;
+ALTER TABLE variable_changes ADD COLUMN environment_id TEXT;
+
+-- One publish of one build's artifacts by one publisher to one environment: created when the
+-- build succeeds (trigger 'build'), by a promotion of an earlier build ('promotion') or a retry
+-- ('retry'). publisher is the publisher's configuration as frozen; artifacts the files it sends
+-- with their SHA-256, which the runner verifies before anything leaves it. A runner holds a
+-- running deployment by a lease, as it holds a job (runner_id, claim_id, lease_expires_at), and
+-- numbers its log lines from next_line in the build's log.
+CREATE TABLE deployments (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL REFERENCES projects(id) ON DELETE CASCADE,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  environment_id TEXT REFERENCES environments(id) ON DELETE SET NULL,
+  environment_name TEXT NOT NULL,
+  publisher_name TEXT NOT NULL,
+  publisher_type TEXT NOT NULL,
+  publisher TEXT NOT NULL,
+  target TEXT NOT NULL,
+  trigger TEXT NOT NULL CHECK (trigger IN ('build', 'promotion', 'retry')),
+  retry_of TEXT REFERENCES deployments(id) ON DELETE SET NULL,
+  status TEXT NOT NULL CHECK (status IN ('waiting_approval', 'approved', 'rejected', 'running', 'succeeded', 'failed')),
+  requested_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+  requested_by_email TEXT NOT NULL DEFAULT '',
+  decided_by TEXT REFERENCES users(id) ON DELETE SET NULL,
+  decided_by_email TEXT,
+  decided_at INTEGER,
+  artifacts TEXT NOT NULL DEFAULT '[]',
+  release_notes TEXT NOT NULL DEFAULT '{}',
+  store_answer TEXT,
+  failure_reason TEXT,
+  runner_id TEXT REFERENCES runners(id) ON DELETE SET NULL,
+  claim_id TEXT,
+  lease_expires_at INTEGER,
+  next_line INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  started_at INTEGER,
+  finished_at INTEGER
+);
+CREATE INDEX deployments_build ON deployments (build_id, created_at);
+CREATE INDEX deployments_project ON deployments (project_id, created_at);
+CREATE INDEX deployments_environment ON deployments (project_id, environment_name, created_at);
+CREATE INDEX deployments_approved ON deployments (status, created_at) WHERE status IN ('approved', 'running');
+CREATE UNIQUE INDEX deployments_claim ON deployments (runner_id, claim_id) WHERE claim_id IS NOT NULL;

@@ -117,6 +117,25 @@ import * as pipelineVariablesList from "./variables/pipeline-list.ts";
 import * as pipelineVariablesPut from "./variables/pipeline-put.ts";
 import * as pipelineVariablesDelete from "./variables/pipeline-delete.ts";
 import * as variableChanges from "./variables/changes.ts";
+import * as environmentsList from "./environments/list.ts";
+import * as environmentsGet from "./environments/get.ts";
+import * as environmentsPut from "./environments/put.ts";
+import * as environmentsDelete from "./environments/delete.ts";
+import * as environmentSecretsList from "./environments/secrets-list.ts";
+import * as environmentSecretsPut from "./environments/secrets-put.ts";
+import * as environmentSecretsDelete from "./environments/secrets-delete.ts";
+import * as deploymentsList from "./deployments/list.ts";
+import * as deploymentsForBuild from "./deployments/list-for-build.ts";
+import * as deploymentsGet from "./deployments/get.ts";
+import * as deploymentsApprove from "./deployments/approve.ts";
+import * as deploymentsReject from "./deployments/reject.ts";
+import * as deploymentsRetry from "./deployments/retry.ts";
+import * as buildsPublish from "./deployments/promote.ts";
+import * as runnerDeploymentHeartbeat from "./runner-protocol/deployment-heartbeat.ts";
+import * as runnerDeploymentLogs from "./runner-protocol/deployment-logs.ts";
+import * as runnerDeploymentFinish from "./runner-protocol/deployment-finish.ts";
+import * as runnerDeploymentRelease from "./runner-protocol/deployment-release.ts";
+import * as runnerDeploymentArtifact from "./runner-protocol/deployment-artifact.ts";
 
 const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
   method,
@@ -218,6 +237,22 @@ export const routes: RouteEntry[] = [
   r("GET", "/v1/builds/{build_id}/artifacts", projectRole("viewer", "build_id"), artifactsList),
   r("GET", "/v1/builds/{build_id}/artifacts/{artifact_id}", projectRole("viewer", "build_id"), artifactDownload),
 
+  // publishing (docs/publishing.md): environments guard where builds go, deployments record each publish
+  r("GET", "/v1/projects/{project_id}/environments", projectRole("viewer", "project_id"), environmentsList),
+  r("GET", "/v1/projects/{project_id}/environments/{environment}", projectRole("viewer", "project_id"), environmentsGet),
+  r("PUT", "/v1/projects/{project_id}/environments/{environment}", projectRole("maintainer", "project_id"), environmentsPut),
+  r("DELETE", "/v1/projects/{project_id}/environments/{environment}", projectRole("maintainer", "project_id"), environmentsDelete),
+  r("GET", "/v1/projects/{project_id}/environments/{environment}/secrets", projectRole("maintainer", "project_id"), environmentSecretsList),
+  r("PUT", "/v1/projects/{project_id}/environments/{environment}/secrets/{key}", projectRole("maintainer", "project_id"), environmentSecretsPut),
+  r("DELETE", "/v1/projects/{project_id}/environments/{environment}/secrets/{key}", projectRole("maintainer", "project_id"), environmentSecretsDelete),
+  r("GET", "/v1/projects/{project_id}/deployments", projectRole("viewer", "project_id"), deploymentsList),
+  r("GET", "/v1/builds/{build_id}/deployments", projectRole("viewer", "build_id"), deploymentsForBuild),
+  r("POST", "/v1/builds/{build_id}/publish", projectRole("developer", "build_id"), buildsPublish), // promotion: the environment's approval still applies
+  r("GET", "/v1/deployments/{deployment_id}", projectRole("viewer", "deployment_id"), deploymentsGet),
+  r("POST", "/v1/deployments/{deployment_id}/approve", projectRole("maintainer", "deployment_id"), deploymentsApprove), // and one of the environment's approvers, when it lists them
+  r("POST", "/v1/deployments/{deployment_id}/reject", projectRole("maintainer", "deployment_id"), deploymentsReject), // likewise
+  r("POST", "/v1/deployments/{deployment_id}/retry", projectRole("developer", "deployment_id"), deploymentsRetry),
+
   // test results, coverage and trends (docs/test-results.md)
   r("GET", "/v1/builds/{build_id}/tests", projectRole("viewer", "build_id"), buildTests),
   r("GET", "/v1/builds/{build_id}/tests/cases", projectRole("viewer", "build_id"), buildTestCases),
@@ -265,6 +300,11 @@ export const routes: RouteEntry[] = [
   r("POST", "/v1/runners/{runner_id}/jobs/{job_id}/release", "runner", runnerRelease),
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/artifacts", "runner", artifactUpload),
   r("PUT", "/v1/runners/{runner_id}/jobs/{job_id}/test-reports", "runner", testReportUpload),
+  r("POST", "/v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat", "runner", runnerDeploymentHeartbeat),
+  r("POST", "/v1/runners/{runner_id}/deployments/{deployment_id}/logs", "runner", runnerDeploymentLogs),
+  r("POST", "/v1/runners/{runner_id}/deployments/{deployment_id}/finish", "runner", runnerDeploymentFinish),
+  r("POST", "/v1/runners/{runner_id}/deployments/{deployment_id}/release", "runner", runnerDeploymentRelease),
+  r("GET", "/v1/runners/{runner_id}/deployments/{deployment_id}/artifacts/{artifact_id}", "runner", runnerDeploymentArtifact),
 
   // webhooks: the receivers authenticate each delivery themselves (signature / per-project token)
   r("POST", "/v1/webhooks/github", "webhook", webhookGithub), // X-Hub-Signature-256 over the raw body

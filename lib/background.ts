@@ -16,6 +16,7 @@ import { newId } from "./auth/secrets.ts";
 import { runDueSchedules } from "./schedules.ts";
 import { dispatchNotifications } from "./notifications.ts";
 import { checkDataDirGrowth, enforceRetention } from "./retention.ts";
+import { reapLostDeployments } from "./publishing/reaper.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -34,7 +35,10 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // GitHub check runs of finished builds with test reports (docs/github.md "Check runs").
     every(2000, () => reportCheckRuns({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
     // A lost runner is noticed within its lease plus this period.
-    every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), () => reapLostJobs(ctx)),
+    every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), async () => {
+      await reapLostJobs(ctx);
+      await reapLostDeployments(ctx);
+    }),
     every(10_000, () => flagUnroutableBuilds(ctx)),
     // A build past its timeout that its runner did not stop fails within this period (docs/runners.md "Timeouts").
     every(5000, () => reapTimedOutBuilds(ctx)),

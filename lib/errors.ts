@@ -100,6 +100,14 @@ export const ERROR_STATUS = {
   // a test report at this path was already uploaded for the build (a retried upload)
   test_report_exists: 409,
 
+  // publishing (docs/publishing.md)
+  // approve or reject a deployment that is not waiting for a decision (decided already, or never needed one)
+  deployment_not_waiting: 409,
+  // retry a deployment that did not fail (it is waiting, running, succeeded or rejected)
+  deployment_not_retryable: 409,
+  // promote a build that did not succeed, or whose artifacts retention deleted
+  build_not_publishable: 409,
+
   // webhooks (docs/webhooks.md)
   webhook_signature_missing: 401,
   webhook_signature_invalid: 401,

@@ -5,7 +5,9 @@
 export type RoostEvent =
   | { type: "build.changed"; build_id: string; project_id: string; status: string }
   | { type: "build.queued"; build_id: string; project_id: string }
-  | { type: "job.finished"; build_id: string; job_id: string };
+  | { type: "job.finished"; build_id: string; job_id: string }
+  // A deployment was created or changed status (docs/publishing.md); "approved" wakes runners' claims.
+  | { type: "deployment.changed"; deployment_id: string; build_id: string; project_id: string; status: string };
 
 type Listener = (event: RoostEvent) => void;
 

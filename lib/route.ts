@@ -16,7 +16,7 @@ import type { RequestContext } from "./context.ts";
  * - session: a user session (not an API token), e.g. logout;
  * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that;
  * - projectRole(minimum, via): a session or API token whose role on the project named (directly or
- *   through its pipeline, build or delivery) by the path parameter `via` is at least `minimum`;
+ *   through its pipeline, build, delivery or deployment) by the path parameter `via` is at least `minimum`;
  * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer;
  * - runner: a runner token (roost_rt_…) of the runner named by the path's {runner_id};
  * - stream: a stream token (roost_st_…) in the `token` query parameter, for the path's {build_id} only,
@@ -27,7 +27,7 @@ export type AuthRule = "public" | "webhook" | "setup" | "session" | InstanceRule
 
 export type ProjectRoleName = "viewer" | "developer" | "maintainer";
 /** The path parameter that names the project, itself or through one of its resources. */
-export type ProjectScopeParam = "project_id" | "pipeline_id" | "build_id" | "delivery_id";
+export type ProjectScopeParam = "project_id" | "pipeline_id" | "build_id" | "delivery_id" | "deployment_id";
 
 export interface ProjectRule {
   kind: "project";

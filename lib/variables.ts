@@ -6,7 +6,9 @@
 // and, for a variable with protected_refs, only to builds of a matching branch or tag that are
 // not pull requests (GitLab's protected variables,
 // https://docs.gitlab.com/ci/variables/#protect-a-cicd-variable). Every change is recorded in
-// variable_changes with who and when, never the value.
+// variable_changes with who and when, never the value. An environment's secrets (docs/publishing.md)
+// are variables of an environment scope: never given to a build, only to a publish to that
+// environment (lib/publishing/deployments.ts).
 import { z } from "zod";
 import type { Executor, Row } from "./db/client.ts";
 import { all, bool, inTransaction, num, one, str, strOrNull } from "./db/client.ts";
@@ -72,6 +74,7 @@ export const VariableChangeResource = z.object({
   id: z.string(),
   key: z.string(),
   pipeline_id: z.string().nullable(),
+  environment_id: z.string().nullable().describe("set for an environment's secret (docs/publishing.md)"),
   action: z.enum(["created", "updated", "deleted"]),
   secret: z.boolean(),
   file: z.boolean(),
@@ -84,6 +87,8 @@ export interface Variable {
   id: string;
   project_id: string;
   pipeline_id: string | null;
+  /** Set for an environment's secret: given only to publishes to that environment. */
+  environment_id: string | null;
   key: string;
   /** Sealed when secret. */
   value: string;
@@ -100,6 +105,7 @@ function toVariable(row: Row): Variable {
     id: str(row, "id"),
     project_id: str(row, "project_id"),
     pipeline_id: strOrNull(row, "pipeline_id"),
+    environment_id: strOrNull(row, "environment_id"),
     key: str(row, "key"),
     value: str(row, "value"),
     secret: bool(row, "secret"),
@@ -125,15 +131,32 @@ export function toPublicVariable(v: Variable): z.output<typeof VariableResource>
   };
 }
 
-/** A project's own variables (pipelineId null) or one pipeline's, by key. */
-export async function listVariables(db: Executor, projectId: string, pipelineId: string | null): Promise<Variable[]> {
-  const rows = await all(db, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? ORDER BY key", [projectId, pipelineId ?? ""]);
+/** Where a variable belongs: the project, one of its pipelines, or one of its environments. */
+export interface VariableScope {
+  projectId: string;
+  pipelineId: string | null;
+  environmentId?: string | null;
+}
+
+/** The scope's key in the variables table: "" for the project, the pipeline's id, or env:<id>. */
+function scopeKey(scope: VariableScope): string {
+  return scope.environmentId ? `env:${scope.environmentId}` : (scope.pipelineId ?? "");
+}
+
+/** A project's own variables (pipelineId null), one pipeline's or one environment's, by key. */
+export async function listVariables(db: Executor, projectId: string, pipelineId: string | null, environmentId: string | null = null): Promise<Variable[]> {
+  const rows = await all(db, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? ORDER BY key", [projectId, scopeKey({ projectId, pipelineId, environmentId })]);
   return rows.map(toVariable);
 }
 
 /** The purpose a secret is sealed for: it opens only as this variable of this scope. */
-function purpose(projectId: string, pipelineId: string | null, key: string): string {
-  return `variable:${projectId}:${pipelineId ?? ""}:${key}`;
+function purpose(v: { project_id: string; pipeline_id: string | null; environment_id?: string | null }, key: string): string {
+  return v.environment_id ? `variable:${v.project_id}:env:${v.environment_id}:${key}` : `variable:${v.project_id}:${v.pipeline_id ?? ""}:${key}`;
+}
+
+/** A variable's value in the clear: secrets opened for their own scope only. */
+export async function revealVariable(secrets: SecretBox, v: Variable): Promise<string> {
+  return v.secret ? secrets.open(v.value, purpose(v, v.key)) : v.value;
 }
 
 export interface Actor {
@@ -145,16 +168,16 @@ export interface Actor {
 export async function putVariable(
   db: Db,
   secrets: SecretBox,
-  scope: { projectId: string; pipelineId: string | null },
+  scope: VariableScope,
   key: string,
   body: PutVariableBody,
   actor: Actor,
   now: number,
 ): Promise<{ variable: Variable; created: boolean }> {
   const plain = body.file ? body.value.replace(/\s+/g, "") : body.value;
-  const value = body.secret ? await secrets.seal(plain, purpose(scope.projectId, scope.pipelineId, key)) : plain;
+  const value = body.secret ? await secrets.seal(plain, purpose({ project_id: scope.projectId, pipeline_id: scope.pipelineId, environment_id: scope.environmentId ?? null }, key)) : plain;
   return inTransaction(db, async (tx) => {
-    const existing = await one(tx, "SELECT id FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scope.pipelineId ?? "", key]);
+    const existing = await one(tx, "SELECT id FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scopeKey(scope), key]);
     const refs = JSON.stringify(body.protected_refs);
     if (existing) {
       await tx.execute({
@@ -163,21 +186,21 @@ export async function putVariable(
       });
     } else {
       await tx.execute({
-        sql: `INSERT INTO variables (id, project_id, pipeline_id, scope_key, key, value, secret, file, protected_refs, created_by, updated_by, created_at, updated_at)
-              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        args: [newId(), scope.projectId, scope.pipelineId, scope.pipelineId ?? "", key, value, body.secret ? 1 : 0, body.file ? 1 : 0, refs, actor.id, actor.id, now, now],
+        sql: `INSERT INTO variables (id, project_id, pipeline_id, environment_id, scope_key, key, value, secret, file, protected_refs, created_by, updated_by, created_at, updated_at)
+              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        args: [newId(), scope.projectId, scope.pipelineId, scope.environmentId ?? null, scopeKey(scope), key, value, body.secret ? 1 : 0, body.file ? 1 : 0, refs, actor.id, actor.id, now, now],
       });
     }
     await recordChange(tx, scope, key, existing ? "updated" : "created", body, actor, now);
-    const row = await one(tx, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scope.pipelineId ?? "", key]);
+    const row = await one(tx, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scopeKey(scope), key]);
     return { variable: toVariable(row!), created: !existing };
   });
 }
 
 /** Deletes a variable and records it; false when there was none. */
-export async function deleteVariable(db: Db, scope: { projectId: string; pipelineId: string | null }, key: string, actor: Actor, now: number): Promise<boolean> {
+export async function deleteVariable(db: Db, scope: VariableScope, key: string, actor: Actor, now: number): Promise<boolean> {
   return inTransaction(db, async (tx) => {
-    const row = await one(tx, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scope.pipelineId ?? "", key]);
+    const row = await one(tx, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scopeKey(scope), key]);
     if (!row) return false;
     const v = toVariable(row);
     await tx.execute({ sql: "DELETE FROM variables WHERE id = ?", args: [v.id] });
@@ -188,7 +211,7 @@ export async function deleteVariable(db: Db, scope: { projectId: string; pipelin
 
 async function recordChange(
   tx: Executor,
-  scope: { projectId: string; pipelineId: string | null },
+  scope: VariableScope,
   key: string,
   action: "created" | "updated" | "deleted",
   kind: { secret: boolean; file: boolean },
@@ -196,8 +219,8 @@ async function recordChange(
   now: number,
 ): Promise<void> {
   await tx.execute({
-    sql: "INSERT INTO variable_changes (id, project_id, pipeline_id, key, action, secret, file, actor_id, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    args: [newId(), scope.projectId, scope.pipelineId, key, action, kind.secret ? 1 : 0, kind.file ? 1 : 0, actor.id, actor.email, now],
+    sql: "INSERT INTO variable_changes (id, project_id, pipeline_id, environment_id, key, action, secret, file, actor_id, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    args: [newId(), scope.projectId, scope.pipelineId, scope.environmentId ?? null, key, action, kind.secret ? 1 : 0, kind.file ? 1 : 0, actor.id, actor.email, now],
   });
 }
 
@@ -214,6 +237,7 @@ export async function listVariableChanges(db: Executor, projectId: string, optio
     id: str(r, "id"),
     key: str(r, "key"),
     pipeline_id: strOrNull(r, "pipeline_id"),
+    environment_id: strOrNull(r, "environment_id"),
     action: str(r, "action") as "created" | "updated" | "deleted",
     secret: bool(r, "secret"),
     file: bool(r, "file"),
@@ -239,7 +263,7 @@ export function buildIsTrusted(build: Pick<Build, "context">): boolean {
  * pull request, and its commit is the ref's own (a manual build that named its commit_sha could
  * pair a protected branch's name with any commit, e.g. one pushed to a feature branch).
  */
-function refAllowed(v: Variable, build: Pick<Build, "branch" | "trigger_event" | "context">): boolean {
+export function refAllowed(v: Variable, build: Pick<Build, "branch" | "trigger_event" | "context">): boolean {
   if (v.protected_refs.length === 0) return true;
   if (build.trigger_event === "pull_request") return false;
   if ((build.context as { commit_pinned?: boolean } | null)?.commit_pinned === true) return false;
@@ -282,7 +306,7 @@ export async function variablesForBuild(db: Executor, secrets: SecretBox, build:
       files.delete(v.key);
       continue;
     }
-    const value = v.secret ? await secrets.open(v.value, purpose(v.project_id, v.pipeline_id, v.key)) : v.value;
+    const value = await revealVariable(secrets, v);
     withheld.delete(v.key);
     if (v.file) {
       env.delete(v.key);

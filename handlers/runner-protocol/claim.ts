@@ -1,12 +1,14 @@
 // POST /v1/runners/{runner_id}/jobs/claim (runner token): long poll for work. Answers 201 with a
-// job as soon as a build this runner may run is queued, or 204 after `wait_seconds`. Atomic
-// across runners and daemon processes; a retried claim_id returns the same job.
+// job as soon as a build this runner may run is queued (or, when it accepts publishes, with a
+// deployment to publish: docs/publishing.md), or 204 after `wait_seconds`. Atomic across
+// runners and daemon processes; a retried claim_id returns the same job.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { claimJob } from "../../lib/db/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
 import { ClaimAnswer, ClaimRequest } from "../../lib/runner-protocol/wire.ts";
+import { claimDeployment, publishPayload } from "../../lib/publishing/claim.ts";
 
 /** While waiting, the database is also re-read this often, for builds queued through another process. */
 const RECHECK_MS = 1000;
@@ -29,13 +31,18 @@ export const endpoint = defineEndpoint({
         ctx.events.publish({ type: "build.changed", build_id: claimed.build.id, project_id: claimed.build.project_id, status: claimed.build.status });
         return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), { status: 201, headers: { "content-type": "application/json" } });
       }
+      const deployment = body.accepts.includes("publish") ? await claimDeployment(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds) : null;
+      if (deployment) {
+        ctx.events.publish({ type: "deployment.changed", deployment_id: deployment.id, build_id: deployment.build_id, project_id: deployment.project_id, status: deployment.status });
+        return new Response(JSON.stringify({ publish: await publishPayload(ctx, deployment) }), { status: 201, headers: { "content-type": "application/json" } });
+      }
       const left = deadline - Date.now();
       // A runner that hung up (it is stopping) is not handed a job it would never hear of.
       if (left <= 0 || ctx.shutdown.aborted || ctx.request.signal.aborted) return new Response(null, { status: 204, headers: { "x-roost-next-poll-ms": "0" } });
       // Wake at once when a build is queued in this process; re-read the database regardless.
       await new Promise<void>((resolve) => {
         const timer = setTimeout(done, Math.min(left, RECHECK_MS));
-        const unsubscribe = ctx.events.subscribe((e) => e.type === "build.queued" && done());
+        const unsubscribe = ctx.events.subscribe((e) => (e.type === "build.queued" || (e.type === "deployment.changed" && e.status === "approved")) && done());
         const onAbort = () => done();
         ctx.shutdown.addEventListener("abort", onAbort);
         ctx.request.signal.addEventListener("abort", onAbort);

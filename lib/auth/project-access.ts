@@ -15,6 +15,7 @@ import { findMemberRole, findProject, type Project, type ProjectRole } from "../
 import { findBuild, type Build } from "../db/builds.ts";
 import { findPipeline, type Pipeline } from "../db/pipelines.ts";
 import { findDelivery, type Delivery } from "../webhooks/deliveries.ts";
+import { findDeployment, type Deployment } from "../publishing/deployments.ts";
 
 const RANK: Record<ProjectRole, number> = { maintainer: 3, developer: 2, viewer: 1 };
 
@@ -30,6 +31,7 @@ export interface ProjectScope {
   build: Build | null;
   pipeline: Pipeline | null;
   delivery: Delivery | null;
+  deployment: Deployment | null;
 }
 
 /** The caller's role on a project, or null when they may not see it. */
@@ -42,7 +44,7 @@ export async function projectRoleOf(db: Executor, principal: Principal, projectI
   return member;
 }
 
-const NOUN: Record<ProjectRule["via"], string> = { project_id: "project", pipeline_id: "pipeline", build_id: "build", delivery_id: "delivery" };
+const NOUN: Record<ProjectRule["via"], string> = { project_id: "project", pipeline_id: "pipeline", build_id: "build", delivery_id: "delivery", deployment_id: "deployment" };
 
 /**
  * Loads what the rule's path parameter names and checks the caller's role on its project:
@@ -51,7 +53,7 @@ const NOUN: Record<ProjectRule["via"], string> = { project_id: "project", pipeli
 export async function authorizeProject(db: Executor, principal: Principal, rule: ProjectRule, params: Record<string, string>): Promise<ProjectScope> {
   const id = params[rule.via] ?? "";
   const hidden = (): never => fail("not_found", `No ${NOUN[rule.via]} with that id.`);
-  const scope: ProjectScope = { project: null, role: "viewer", build: null, pipeline: null, delivery: null };
+  const scope: ProjectScope = { project: null, role: "viewer", build: null, pipeline: null, delivery: null, deployment: null };
   let projectId: string | null;
   switch (rule.via) {
     case "project_id":
@@ -68,6 +70,10 @@ export async function authorizeProject(db: Executor, principal: Principal, rule:
     case "delivery_id":
       scope.delivery = (await findDelivery(db, id)) ?? hidden();
       projectId = scope.delivery.project_id;
+      break;
+    case "deployment_id":
+      scope.deployment = (await findDeployment(db, id)) ?? hidden();
+      projectId = scope.deployment.project_id;
       break;
   }
   if (projectId === null) {
@@ -98,6 +104,9 @@ export function scopedPipeline(ctx: ScopedContext): Pipeline {
 }
 export function scopedDelivery(ctx: ScopedContext): Delivery {
   return ctx.scope?.delivery ?? unscoped("delivery");
+}
+export function scopedDeployment(ctx: ScopedContext): Deployment {
+  return ctx.scope?.deployment ?? unscoped("deployment");
 }
 
 function unscoped(what: string): never {

@@ -13,6 +13,8 @@ import type { Build } from "../db/builds.ts";
 import { publishBuildChanged, transitionBuildIn } from "./transition.ts";
 import { formatTimeout } from "../pipelines/config.ts";
 import type { FlutterSdkUsed } from "../runner-protocol/wire.ts";
+import { planBuildDeployments } from "../publishing/plan.ts";
+import type { Deployment } from "../publishing/deployments.ts";
 
 export interface JobOutcome {
   status: "succeeded" | "failed" | "canceled";
@@ -25,7 +27,9 @@ type Deps = Pick<AppContext, "db" | "clock" | "events" | "logHubs">;
 
 /**
  * A runner reports its job done: the job is marked finished and its build takes the outcome, in
- * one transaction. A build canceled meanwhile stays canceled (its transition is refused). Returns
+ * one transaction. A build canceled meanwhile stays canceled (its transition is refused). A build
+ * that succeeded makes its deployments in the same transaction (lib/publishing/plan.ts), so a
+ * successful build is never left without the publishes its configuration asks for. Returns
  * false when the job was no longer running (another request finished it first).
  */
 export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Promise<boolean> {
@@ -39,10 +43,12 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
       exit_code: outcome.exit_code,
       ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),
     });
-    return { build };
+    const deployments: Deployment[] = build?.status === "succeeded" ? await planBuildDeployments(tx, build, now) : [];
+    return { build, deployments };
   });
   if (!result) return false;
   await afterCommit(deps, job, result.build);
+  for (const d of result.deployments) deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
   return true;
 }
 

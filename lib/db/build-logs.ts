@@ -44,13 +44,14 @@ export type AppendResult = { kind: "ok"; next_line: number; last_seq: number; ac
 const lineBytes = (l: { text: string }) => Buffer.byteLength(l.text) + 1;
 
 /**
- * Appends lines [firstLine, firstLine + lines.length) of a job. Lines it already has are
- * skipped (a retried request duplicates nothing); a request that starts past the next expected
- * line is a gap and stores nothing (the runner resends from next_line).
+ * Appends lines [firstLine, firstLine + lines.length) of a job (or of a deployment publishing
+ * the build, which numbers its lines the same way: `from` "deployments"). Lines it already has
+ * are skipped (a retried request duplicates nothing); a request that starts past the next
+ * expected line is a gap and stores nothing (the runner resends from next_line).
  */
-export async function appendLogLines(db: Db, jobId: string, buildId: string, firstLine: number, lines: LogLineInput[], now: number, capBytes: number): Promise<AppendResult> {
+export async function appendLogLines(db: Db, jobId: string, buildId: string, firstLine: number, lines: LogLineInput[], now: number, capBytes: number, from: "jobs" | "deployments" = "jobs"): Promise<AppendResult> {
   return inTransaction(db, async (tx) => {
-    const job = await one(tx, "SELECT next_line FROM jobs WHERE id = ?", [jobId]);
+    const job = await one(tx, `SELECT next_line FROM ${from} WHERE id = ?`, [jobId]);
     const next = Number(job!.next_line);
     if (firstLine > next) return { kind: "gap", next_line: next };
     const fresh = lines.slice(next - firstLine);
@@ -101,7 +102,7 @@ export async function appendLogLines(db: Db, jobId: string, buildId: string, fir
               cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
       args: [buildId, last_seq, bytes, head_last_seq, cut_lines, cut_bytes],
     });
-    await tx.execute({ sql: "UPDATE jobs SET next_line = ? WHERE id = ?", args: [line, jobId] });
+    await tx.execute({ sql: `UPDATE ${from} SET next_line = ? WHERE id = ?`, args: [line, jobId] });
     return { kind: "ok", next_line: line, last_seq, accepted: fresh.length, entries };
   });
 }

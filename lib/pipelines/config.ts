@@ -2,6 +2,7 @@
 // documented defaults and limits (docs/api.md "Pipelines"), and how secret env values are kept.
 import { z } from "zod";
 import type { SecretBox } from "../crypto/secret-box.ts";
+import { PublishList, type Publisher } from "../publishing/publishers.ts";
 
 export const PLATFORMS = ["android", "ios", "macos"] as const;
 export type Platform = (typeof PLATFORMS)[number];
@@ -159,6 +160,7 @@ export const ExecutionConfigInput = z
       .max(50)
       .default(DEFAULT_TEST_REPORT_PATTERNS)
       .describe("glob patterns, relative to the checkout, of test reports read after the steps whether they passed or failed: the Dart JSON reporter's output, JUnit XML, lcov.info, dart analyze --format=machine (docs/test-results.md); [] reads none"),
+    publish: PublishList,
   })
   .strict();
 
@@ -196,6 +198,8 @@ export interface ExecutionConfig {
   cache?: CacheConfig;
   /** Absent in builds created before test reports existed: DEFAULT_TEST_REPORT_PATTERNS. */
   test_reports?: string[];
+  /** Publishers run after a successful build (docs/publishing.md); absent in builds created before publishing existed. */
+  publish?: Publisher[];
 }
 
 export interface CacheConfig {

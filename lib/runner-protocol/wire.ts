@@ -6,6 +6,7 @@
 // The runner reads answers leniently (unknown fields pass through): a newer daemon may add
 // fields, and an older runner must keep working.
 import { z } from "zod";
+import { ClaimedPublish } from "../publishing/wire.ts";
 import { DEFAULT_CACHE_KEY_FILES, DEFAULT_CACHE_PATHS, DEFAULT_TEST_REPORT_PATTERNS, DEFAULT_TIMEOUT_SECONDS } from "../pipelines/config.ts";
 
 export const RunnerLabel = z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/, "letters, digits and _.:=- (at most 64)");
@@ -40,6 +41,12 @@ export const ClaimRequest = z
   .object({
     claim_id: z.string().min(8).max(64).describe("unique per claim attempt; retrying with the same id returns the same job"),
     wait_seconds: z.number().int().min(0).max(30).default(25),
+    accepts: z
+      .array(z.enum(["build", "publish"]))
+      .min(1)
+      .max(2)
+      .default(["build"])
+      .describe("what this runner can run: builds, and publishes (docs/publishing.md); a runner that does not say gets builds only"),
   })
   .strict();
 
@@ -108,7 +115,8 @@ export const ClaimedJob = z.object({
   withheld_reason: z.string().nullable().default(null),
 });
 export type ClaimedJob = z.output<typeof ClaimedJob>;
-export const ClaimAnswer = z.object({ job: ClaimedJob });
+/** A build's job, or (for a runner that accepts publishes) a deployment to publish (lib/publishing/wire.ts). */
+export const ClaimAnswer = z.object({ job: ClaimedJob.optional(), publish: ClaimedPublish.optional() });
 
 // POST /v1/runners/{runner_id}/heartbeat
 export const HeartbeatRequest = z.object({ job_ids: z.array(z.string().min(1).max(64)).max(50).default([]) }).strict();

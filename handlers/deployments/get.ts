@@ -1,0 +1,18 @@
+// GET /v1/deployments/{deployment_id} (project viewer): one deployment, its decision and the store's answer.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedDeployment } from "../../lib/auth/project-access.ts";
+import { DeploymentResource, deploymentResource } from "../../lib/publishing/deployments.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "get_deployment",
+  summary: "Get a deployment",
+  tag: "publishing",
+  params: z.object({ deployment_id: IdParam }),
+  response: z.object({ deployment: DeploymentResource }),
+  errors: [],
+  async handle(_input, ctx) {
+    return { deployment: (await deploymentResource(ctx.db, scopedDeployment(ctx).id))! };
+  },
+});

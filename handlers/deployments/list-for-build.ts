@@ -1,0 +1,20 @@
+// GET /v1/builds/{build_id}/deployments (project viewer): a build's deployments, newest first:
+// what the build page shows beside its steps (waiting for approval, running, the store's answer).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedBuild } from "../../lib/auth/project-access.ts";
+import { DeploymentResource, listDeployments } from "../../lib/publishing/deployments.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_build_deployments",
+  summary: "List a build's deployments",
+  tag: "publishing",
+  params: z.object({ build_id: IdParam }),
+  response: z.object({ deployments: z.array(DeploymentResource) }),
+  errors: [],
+  async handle(_input, ctx) {
+    const build = scopedBuild(ctx);
+    return { deployments: await listDeployments(ctx.db, { projectId: build.project_id, buildId: build.id, limit: 200, offset: 0 }) };
+  },
+});

@@ -1,0 +1,22 @@
+// POST /v1/deployments/{deployment_id}/reject (project maintainer; an environment that lists
+// approvers takes only them): a waiting deployment is rejected and never runs.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedDeployment } from "../../lib/auth/project-access.ts";
+import { DeploymentResource } from "../../lib/publishing/deployments.ts";
+import { decide } from "../../lib/publishing/decide.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "reject_deployment",
+  summary: "Reject a deployment waiting for approval",
+  tag: "publishing",
+  authNote: "when the environment lists approvers, only they (each a project maintainer)",
+  params: z.object({ deployment_id: IdParam }),
+  response: z.object({ deployment: DeploymentResource }),
+  errors: ["deployment_not_waiting"],
+  async handle(_input, ctx) {
+    const user = ctx.principal!.user;
+    return { deployment: await decide(ctx, scopedDeployment(ctx), "rejected", { id: user.id, email: user.email }) };
+  },
+});

@@ -1,0 +1,24 @@
+// GET /v1/projects/{project_id}/environments (project viewer): the project's environments, each
+// with what its targets hold now (the newest successful deployment per target; docs/publishing.md).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { EnvironmentResource, listEnvironments, toPublicEnvironment } from "../../lib/publishing/environments.ts";
+import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "list_environments",
+  summary: "List a project's environments and what each holds now",
+  tag: "publishing",
+  params: z.object({ project_id: IdParam }),
+  response: z.object({ environments: z.array(EnvironmentResource.extend({ current: z.array(CurrentVersion) })) }),
+  errors: [],
+  async handle(_input, ctx) {
+    const project = scopedProject(ctx);
+    const current = await currentVersions(ctx.db, project.id);
+    const environments = [];
+    for (const e of await listEnvironments(ctx.db, project.id)) environments.push({ ...(await toPublicEnvironment(ctx.db, e)), current: current.filter((c) => c.environment === e.name) });
+    return { environments };
+  },
+});

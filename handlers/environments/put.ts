@@ -1,0 +1,26 @@
+// PUT /v1/projects/{project_id}/environments/{environment} (project maintainer): creates or
+// replaces an environment's protection (approval, approvers, allowed refs); its secrets are kept.
+// Approvers are named by e-mail and must be maintainers of the project: the approve route's rule.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { EnvironmentName, EnvironmentResource, PutEnvironmentBody, putEnvironment, resolveApprovers, toPublicEnvironment } from "../../lib/publishing/environments.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "put_environment",
+  summary: "Create or replace an environment",
+  tag: "publishing",
+  params: z.object({ project_id: IdParam, environment: EnvironmentName }),
+  body: PutEnvironmentBody,
+  response: z.object({ environment: EnvironmentResource, created: z.boolean() }),
+  errors: ["invalid_request"],
+  async handle({ params, body }, ctx) {
+    const project = scopedProject(ctx);
+    const approvers = await resolveApprovers(ctx.db, project.id, body.approvers);
+    if (approvers.problems.length) fail("invalid_request", "Every approver must be a maintainer of the project.", { details: approvers.problems.map((p) => ({ path: `body.approvers.${p.index}`, message: p.message })) });
+    const { environment, created } = await putEnvironment(ctx.db, project.id, params.environment, body, approvers.ids, ctx.principal?.user.id ?? null, ctx.clock.now());
+    return { environment: await toPublicEnvironment(ctx.db, environment), created };
+  },
+});

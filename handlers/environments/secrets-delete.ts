@@ -1,0 +1,24 @@
+// DELETE /v1/projects/{project_id}/environments/{environment}/secrets/{key} (project maintainer).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { scopedProject } from "../../lib/auth/project-access.ts";
+import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
+import { deleteVariable, VariableKey } from "../../lib/variables.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "delete_environment_secret",
+  summary: "Delete an environment's secret",
+  tag: "publishing",
+  params: z.object({ project_id: IdParam, environment: EnvironmentName, key: VariableKey }),
+  response: z.object({ deleted: z.boolean() }),
+  errors: [],
+  async handle({ params }, ctx) {
+    const project = scopedProject(ctx);
+    const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
+    const user = ctx.principal?.user;
+    if (!(await deleteVariable(ctx.db, { projectId: project.id, pipelineId: null, environmentId: env.id }, params.key, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now()))) fail("not_found", `No secret ${params.key} in environment ${env.name}.`);
+    return { deleted: true };
+  },
+});

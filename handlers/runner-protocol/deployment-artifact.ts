@@ -1,0 +1,27 @@
+// GET /v1/runners/{runner_id}/deployments/{deployment_id}/artifacts/{artifact_id} (runner token):
+// one of the files a running publish sends, streamed, with its SHA-256 in
+// X-Roost-Artifact-SHA256. Only the deployment's own artifacts, only to the runner running it.
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { artifactExists, artifactFile, findArtifact } from "../../lib/artifacts.ts";
+import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_download_deployment_artifact",
+  summary: "Runner: download a file a publish sends",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam, deployment_id: IdParam, artifact_id: IdParam }),
+  produces: ["application/octet-stream"],
+  errors: ["job_not_assigned", "job_finished", "not_found"],
+  async handle({ params }, ctx) {
+    const d = await ownedRunningDeployment(ctx, params.deployment_id);
+    const listed = d.artifacts.find((a) => a.id === params.artifact_id);
+    const artifact = listed ? await findArtifact(ctx.db, d.build_id, listed.id) : null;
+    if (!listed || !artifact || !artifactExists(ctx.config.dataDir, artifact)) fail("not_found", "No such artifact in this deployment (or retention deleted it).");
+    return new Response(Bun.file(artifactFile(ctx.config.dataDir, d.build_id, artifact.id)), {
+      headers: { "content-type": "application/octet-stream", "x-roost-artifact-sha256": artifact.sha256, "content-length": String(artifact.size) },
+    });
+  },
+});

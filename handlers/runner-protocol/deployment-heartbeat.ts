@@ -1,0 +1,23 @@
+// POST /v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat (runner token): renews the
+// lease of a publish the runner is running; answers its status (anything but running: stop).
+import { z } from "zod";
+import { defineEndpoint } from "../../lib/route.ts";
+import { fail } from "../../lib/errors.ts";
+import { IdParam } from "../../lib/schemas/ci.ts";
+import { findDeployment, renewDeploymentLease } from "../../lib/publishing/deployments.ts";
+import { PublishHeartbeatAnswer } from "../../lib/publishing/wire.ts";
+
+export const endpoint = defineEndpoint({
+  operationId: "runner_deployment_heartbeat",
+  summary: "Runner: heartbeat of a publish",
+  tag: "runner-protocol",
+  params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
+  response: PublishHeartbeatAnswer,
+  errors: ["job_not_assigned"],
+  async handle({ params }, ctx) {
+    const d = await findDeployment(ctx.db, params.deployment_id);
+    if (!d || d.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
+    await renewDeploymentLease(ctx.db, d.id, ctx.runner!.id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
+    return { status: d.status, lease_seconds: ctx.config.runners.leaseSeconds };
+  },
+});

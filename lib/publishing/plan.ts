@@ -1,0 +1,156 @@
+// Which deployments a build makes (docs/publishing.md "When a publisher runs"), and the
+// deployments a promotion or a retry makes of an earlier build. A deployment is planned whole
+// when it is created: its environment's verdict, the artifacts it sends (by SHA-256) and its
+// release notes; what is left for the runner is to send them.
+import type { Executor } from "../db/client.ts";
+import { all } from "../db/client.ts";
+import { newId } from "../auth/secrets.ts";
+import { appendSystemLineIn } from "../db/build-logs.ts";
+import { listArtifacts, type Artifact } from "../artifacts.ts";
+import { matchRefPatterns } from "../branch-patterns.ts";
+import type { Build } from "../db/builds.ts";
+import { findEnvironment, whyEnvironmentRefuses } from "./environments.ts";
+import { DEFAULT_ARTIFACT, publisherName, targetOf, type Publisher } from "./publishers.ts";
+import { insertDeployment, lastPublishedBuildNumber, type Deployment, type DeploymentArtifact, type ReleaseNotes } from "./deployments.ts";
+
+export interface PlanInput {
+  build: Build;
+  publisher: Publisher;
+  trigger: Deployment["trigger"];
+  retryOf?: string | null;
+  requestedBy: { id: string | null; email: string };
+}
+
+/**
+ * Creates one deployment of `build` by `publisher`, with a line in the build's log saying what
+ * happens next: waiting for approval, queued for a runner, or why it cannot run (then it is
+ * created failed, so the deployments view shows it).
+ */
+export async function planDeployment(tx: Executor, input: PlanInput, now: number): Promise<Deployment> {
+  const { build, publisher } = input;
+  const name = publisherName(publisher);
+  const env = await findEnvironment(tx, build.project_id, publisher.environment);
+  let failure: string | null = null;
+  let artifacts: DeploymentArtifact[] = [];
+  let notes: ReleaseNotes = {};
+  if (!env) failure = `this project has no environment named ${publisher.environment} (create it with PUT /v1/projects/{project_id}/environments/${publisher.environment})`;
+  else failure = whyEnvironmentRefuses(env, build);
+  if (!failure && build.status !== "succeeded") failure = `build #${build.build_number} did not succeed; only a successful build publishes`;
+  if (!failure && build.artifacts_deleted_at !== null) failure = `build #${build.build_number}'s artifacts were deleted by retention`;
+  if (!failure) {
+    const chosen = chooseArtifacts(publisher, await listArtifacts(tx, build.id));
+    if (typeof chosen === "string") failure = chosen;
+    else artifacts = chosen;
+  }
+  if (!failure) notes = await resolveNotes(tx, build, publisher, name);
+  const status = failure ? "failed" : env!.requires_approval ? "waiting_approval" : "approved";
+  const deployment = await insertDeployment(
+    tx,
+    {
+      id: newId(),
+      project_id: build.project_id,
+      build_id: build.id,
+      environment_id: env?.id ?? null,
+      environment_name: publisher.environment,
+      publisher_name: name,
+      publisher,
+      target: targetOf(publisher),
+      trigger: input.trigger,
+      retry_of: input.retryOf ?? null,
+      status,
+      requested_by: input.requestedBy.id,
+      requested_by_email: input.requestedBy.email,
+      artifacts,
+      release_notes: notes,
+      failure_reason: failure,
+    },
+    now,
+  );
+  const what = `[roost] publish ${name} to ${publisher.environment} (${targetOf(publisher)})`;
+  const next =
+    status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : "is queued for a runner";
+  await appendSystemLineIn(tx, build.id, `${what} ${next}.`, now);
+  return deployment;
+}
+
+/**
+ * The deployments a build makes when it succeeds: one per publisher of its frozen
+ * configuration whose refs match. None for a pull request or a fork's build: publishers never
+ * run there (one line in the log says so).
+ */
+export async function planBuildDeployments(tx: Executor, build: Build, now: number): Promise<Deployment[]> {
+  const publishers = build.config_snapshot.execution_config.publish ?? [];
+  if (publishers.length === 0) return [];
+  const fork = (build.context as { fork?: boolean } | null)?.fork === true;
+  if (build.trigger_event === "pull_request" || fork) {
+    await appendSystemLineIn(tx, build.id, `[roost] publishers do not run for ${fork ? "a fork's build" : "a pull request"}: ${publishers.map(publisherName).join(", ")} skipped.`, now);
+    return [];
+  }
+  const made: Deployment[] = [];
+  for (const publisher of publishers) {
+    if (publisher.refs && publisher.refs.length > 0) {
+      const match = matchRefPatterns(publisher.refs, { kind: build.trigger_event === "tag" ? "tag" : "branch", name: build.branch });
+      if (!match.matched) {
+        await appendSystemLineIn(tx, build.id, `[roost] publish ${publisherName(publisher)} skipped: ${match.reason}.`, now);
+        continue;
+      }
+    }
+    made.push(await planDeployment(tx, { build, publisher, trigger: "build", requestedBy: { id: build.created_by, email: build.trigger_actor || "roost" } }, now));
+  }
+  return made;
+}
+
+/** The artifacts a publisher sends, or why there are none. */
+export function chooseArtifacts(p: Publisher, all: Artifact[]): DeploymentArtifact[] | string {
+  const glob = new Bun.Glob(p.artifact ?? DEFAULT_ARTIFACT[p.type]);
+  const matching = all.filter((a) => glob.match(a.path));
+  const as = (list: Artifact[], role: DeploymentArtifact["role"]) => list.map((a) => ({ id: a.id, path: a.path, sha256: a.sha256, size: a.size, role }));
+  const ext = (a: Artifact) => a.path.slice(a.path.lastIndexOf(".") + 1).toLowerCase();
+  let chosen: DeploymentArtifact[];
+  switch (p.type) {
+    case "google_play": {
+      // A bundle when there is one (Play requires bundles for new apps); otherwise the APKs.
+      const bundles = matching.filter((a) => ext(a) === "aab");
+      const apks = matching.filter((a) => ext(a) === "apk");
+      chosen = as(bundles.length ? bundles.slice(0, 1) : apks, "binary");
+      break;
+    }
+    case "firebase_app_distribution": {
+      const wanted = p.app_id.includes(":ios:") ? ["ipa"] : ["apk", "aab"];
+      const first = wanted.map((e) => matching.find((a) => ext(a) === e)).find((a) => a !== undefined);
+      chosen = first ? as([first], "binary") : [];
+      break;
+    }
+    case "app_store_connect": {
+      const ipa = matching.find((a) => ext(a) === "ipa");
+      chosen = ipa ? as([ipa], "binary") : [];
+      break;
+    }
+    case "host_release": {
+      const globs = p.attach.map((g) => new Bun.Glob(g));
+      chosen = as(all.filter((a) => globs.some((g) => g.match(a.path))), "asset");
+      if (chosen.length === 0 && p.attach.length > 0) return `no artifact of this build matches attach [${p.attach.join(", ")}]`;
+      break;
+    }
+  }
+  if (chosen.length === 0 && p.type !== "host_release") return `no artifact of this build is a ${p.type === "google_play" ? ".aab or .apk" : p.type === "app_store_connect" ? ".ipa" : "binary for this app"} matching ${p.artifact ?? DEFAULT_ARTIFACT[p.type]}`;
+  if (p.notes?.file) {
+    const notesGlob = new Bun.Glob(p.notes.file);
+    const file = all.find((a) => notesGlob.match(a.path));
+    if (!file) return `the release notes file ${p.notes.file} is not among this build's artifacts (artifact_patterns must pick it up)`;
+    chosen.push(...as([file], "notes"));
+  }
+  return chosen;
+}
+
+/** Release notes known when the deployment is made: given text, or the commits since the last publish. */
+async function resolveNotes(db: Executor, build: Build, p: Publisher, name: string): Promise<ReleaseNotes> {
+  const notes = p.notes;
+  if (!notes || notes.file) return {};
+  if (notes.text !== undefined) return typeof notes.text === "string" ? { [notes.language]: notes.text } : notes.text;
+  const since = (await lastPublishedBuildNumber(db, build.project_id, p.environment, name, build.build_number)) ?? 0;
+  const rows = await all(db, "SELECT changelog FROM builds WHERE project_id = ? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number", [build.project_id, since, build.build_number]);
+  const lines: string[] = [];
+  for (const row of rows) for (const line of String(row.changelog).split("\n")) if (line.trim() && !lines.includes(line.trim())) lines.push(line.trim());
+  return { [notes.language]: lines.length ? lines.join("\n") : `Build #${build.build_number} (${build.commit_sha.slice(0, 12)})` };
+}

@@ -1,0 +1,27 @@
+// A publish whose runner went quiet (docs/publishing.md "When a runner is lost"): its lease
+// expired, so the deployment fails with the runner named, a line in the build's log says so, in
+// one transaction. Nothing is published again on its own: a retry is a person's call, and the
+// publisher checks what the store already has before it sends anything (docs/publishing.md "Retries").
+import type { AppContext } from "../context.ts";
+import { inTransaction } from "../db/client.ts";
+import { appendSystemLineIn } from "../db/build-logs.ts";
+import { findRunner } from "../db/runners.ts";
+import { expiredDeployments, loseDeployment } from "./deployments.ts";
+
+export async function reapLostDeployments(ctx: Pick<AppContext, "db" | "clock" | "events" | "config">): Promise<number> {
+  let lost = 0;
+  const now = ctx.clock.now();
+  for (const d of await expiredDeployments(ctx.db, now)) {
+    const runner = d.runner_id ? await findRunner(ctx.db, d.runner_id) : null;
+    const reason = `runner_lost: runner ${runner?.name ?? d.runner_id} sent no heartbeat for ${ctx.config.runners.leaseSeconds} s while publishing`;
+    const failed = await inTransaction(ctx.db, async (tx) => {
+      const done = await loseDeployment(tx, d.id, reason, now);
+      if (done) await appendSystemLineIn(tx, d.build_id, `[roost] publish ${d.publisher_name} to ${d.environment_name} failed: ${reason}. Check the store before retrying it.`, now);
+      return done;
+    });
+    if (!failed) continue;
+    lost++;
+    ctx.events.publish({ type: "deployment.changed", deployment_id: failed.id, build_id: failed.build_id, project_id: failed.project_id, status: failed.status });
+  }
+  return lost;
+}
