@@ -105,7 +105,8 @@ export const AppStoreConnectPublisher = z
     ...common,
     app_id: z.string().regex(/^\d{6,12}$/, "the app's Apple ID: the number App Store Connect shows under App Information"),
     key_id: z.string().regex(/^[A-Z0-9]{10}$/, "the API key's Key ID (10 characters)"),
-    issuer_id: z.uuid().describe("the Issuer ID shown above the team's API keys"),
+    // Apple's issuer ids are UUID-shaped without being RFC 9562 UUIDs (57246542-96fe-1a63-e053-0824d011072a).
+    issuer_id: z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "the Issuer ID shown above the team's API keys (a UUID)"),
     private_key: SecretName.default("APP_STORE_CONNECT_PRIVATE_KEY").describe("the environment secret holding the key's .p8 file (a file or a value)"),
     beta_groups: z.array(z.string().min(1).max(100)).max(20).default([]).describe("TestFlight beta groups (by name) the build is added to"),
     submit_for_review: z.boolean().default(false).describe("submit the build for beta App Review (external testing)"),

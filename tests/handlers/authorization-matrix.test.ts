@@ -209,6 +209,33 @@ beforeAll(async () => {
     ],
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/artifacts?path=a.apk` })],
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/test-reports?path=coverage/lcov.info` })],
+    ["GET /v1/projects/{project_id}/environments", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments` })],
+    ["GET /v1/projects/{project_id}/environments/{environment}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}` })],
+    ["PUT /v1/projects/{project_id}/environments/{environment}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/walk`, body: { requires_approval: true } })],
+    ["DELETE /v1/projects/{project_id}/environments/{environment}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}` })],
+    ["GET /v1/projects/{project_id}/environments/{environment}/secrets", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}/secrets` })],
+    ["PUT /v1/projects/{project_id}/environments/{environment}/secrets/{key}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}/secrets/WALK`, body: { value: "walk-secret", secret: true } })],
+    [
+      "DELETE /v1/projects/{project_id}/environments/{environment}/secrets/{key}",
+      BY_RULE,
+      async () => {
+        const name = await environmentName();
+        await t.call("PUT", `/v1/projects/${projectId}/environments/${name}/secrets/WALK`, { token: owner, body: { value: "walk-secret", secret: true } });
+        return { path: `/v1/projects/${projectId}/environments/${name}/secrets/WALK` };
+      },
+    ],
+    ["GET /v1/projects/{project_id}/deployments", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/deployments` })],
+    ["GET /v1/builds/{build_id}/deployments", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/deployments` })],
+    ["POST /v1/builds/{build_id}/publish", BY_RULE, async () => ({ path: `/v1/builds/${await publishableBuild()}/publish`, body: { publisher: "walk" } })],
+    ["GET /v1/deployments/{deployment_id}", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("waiting_approval")}` })],
+    ["POST /v1/deployments/{deployment_id}/approve", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("waiting_approval")}/approve` })],
+    ["POST /v1/deployments/{deployment_id}/reject", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("waiting_approval")}/reject` })],
+    ["POST /v1/deployments/{deployment_id}/retry", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("failed")}/retry` })],
+    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/heartbeat` })],
+    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/logs", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/logs`, body: { first_line: 0, lines: [] } })],
+    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/finish", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/finish`, body: { status: "succeeded", line_count: 0 } })],
+    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/release", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/release` })],
+    ["GET /v1/runners/{runner_id}/deployments/{deployment_id}/artifacts/{artifact_id}", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/artifacts/y` })],
     ["GET /v1/builds/{build_id}/tests", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/tests` })],
     ["GET /v1/builds/{build_id}/tests/cases", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/tests/cases?status=failed` })],
     ["GET /v1/builds/{build_id}/coverage", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/coverage` })],
@@ -370,6 +397,37 @@ async function signIn(who: Who): Promise<void> {
   if (who === "owner") owner = res.body.session_token;
 }
 
+
+/** A fresh environment of the walk's project, so each caller's DELETE finds one. */
+async function environmentName(): Promise<string> {
+  const name = `walk-${crypto.randomUUID().slice(0, 8)}`;
+  await t.call("PUT", `/v1/projects/${projectId}/environments/${name}`, { token: owner, body: {} });
+  return name;
+}
+
+const WALK_PUBLISHER = { type: "google_play", name: "walk", environment: "walk-open", package_name: "com.example.walk" };
+
+/** A successful build of the walk's project whose pipeline publishes to an open environment, with a bundle. */
+async function publishableBuild(): Promise<string> {
+  await t.call("PUT", `/v1/projects/${projectId}/environments/walk-open`, { token: owner, body: {} });
+  const pipeline = await createPipeline(t, owner, projectId, { execution_config: { publish: [WALK_PUBLISHER] } });
+  const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+  await t.db.execute({ sql: "UPDATE builds SET status = 'succeeded', finished_at = 1 WHERE id = ?", args: [build.id] });
+  await t.db.execute({ sql: "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, 'j', 'app.aab', 2, 'x', 1)", args: [crypto.randomUUID().replace(/-/g, "").slice(0, 20), build.id] });
+  return build.id;
+}
+
+/** A fresh deployment of a publishable build in `status`, so each caller's decision or retry finds one to act on. */
+async function deploymentId(status: "waiting_approval" | "failed"): Promise<string> {
+  const build = await publishableBuild();
+  const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
+  await t.db.execute({
+    sql: `INSERT INTO deployments (id, project_id, build_id, environment_name, publisher_name, publisher_type, publisher, target, trigger, status, created_at, updated_at)
+          VALUES (?, ?, ?, 'walk-open', 'walk', 'google_play', ?, 'com.example.walk internal', 'build', ?, 1, 1)`,
+    args: [id, projectId, build, JSON.stringify({ ...WALK_PUBLISHER, track: "internal", credentials: "GOOGLE_PLAY_SERVICE_ACCOUNT" }), status],
+  });
+  return id;
+}
 
 /** A fresh variable under `scope` (a project or pipeline path), so each caller's DELETE finds one. */
 async function variableKey(scope: string): Promise<string> {
