@@ -73,6 +73,7 @@ export const ExecutionConfigOut = z.object({
   timeout_seconds: z.number().int().optional().describe("a build running longer fails with reason timeout"),
   step_timeout_seconds: z.record(z.string(), z.number().int()).optional().describe("seconds per step"),
   cache: z.object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) }).optional().describe("the runner's dependency cache"),
+  publish: z.array(z.looseObject({ type: z.string(), environment: z.string() })).optional().describe("publishers run after a successful build (docs/publishing.md); absent in builds frozen before publishing existed"),
 });
 
 export const Concurrency = z.object({ cancel_previous: z.boolean(), max_concurrent: z.number().int() });

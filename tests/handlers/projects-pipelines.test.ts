@@ -112,6 +112,7 @@ describe("pipelines", () => {
           key_files: ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"],
         },
         test_reports: ["build/test-results/**/*.{json,jsonl,xml}", "build/*/test-results/**/*.xml", "build/*/outputs/androidTest-results/**/*.xml", "coverage/lcov.info", "build/analyze.txt"],
+        publish: [],
       },
       created_at: t.clock.now(),
       updated_at: t.clock.now(),
