@@ -358,3 +358,17 @@ describe("promotion and retries", () => {
     expect((await mac.claim()).body.publish.publisher).toMatchObject({ type: "app_store_connect", beta_groups: ["QA"] });
   });
 });
+
+describe("docs/publishing.md", () => {
+  test("its roost.yaml example is a valid pipeline file", async () => {
+    const { parsePipelineFile } = await import("../../lib/pipelines/file.ts");
+    const { fencedBlocks } = await import("../helpers/markdown.ts");
+    const doc = await Bun.file(new URL("../../docs/publishing.md", import.meta.url)).text();
+    const yaml = fencedBlocks(doc).filter((b) => b.info[0] === "yaml");
+    expect(yaml.length).toBeGreaterThan(0);
+    for (const block of yaml) {
+      const parsed = parsePipelineFile(block.code);
+      expect(parsed.ok ? [] : parsed.problems).toEqual([]);
+    }
+  });
+});
