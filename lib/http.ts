@@ -9,9 +9,11 @@ import { readableIssue } from "./validation-messages.ts";
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
+  const text = JSON.stringify(body) ?? "";
+  // The length lets the listener send the answer whole (lib/listener.ts); a streamed body has none.
+  return new Response(text, {
     status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
+    headers: { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), ...headers },
   });
 }
 

@@ -378,10 +378,14 @@ async function rawAnswer(socket: Socket, response: Response): Promise<void> {
   socket.end(Buffer.concat([Buffer.from(head, "latin1"), body]));
 }
 
+/** A body of known length up to this size is read whole and sent at once (JSON answers, web app files). */
+const WHOLE_BODY_BYTES = 1024 * 1024;
+
 /**
- * Writes a fetch Response: whole bodies with Content-Length, streams (SSE, artifacts) as they
- * come, waiting for the client to drain (so a slow reader holds no more than the socket's buffer).
- * A request whose body was not all read (refused early, timed out) ends its connection.
+ * Writes a fetch Response: a body of known length (lib/http.ts json() sets it) up to
+ * WHOLE_BODY_BYTES at once; any other (SSE, a build's log, an artifact) as it comes, waiting for
+ * the client to drain, so a slow reader holds no more than the socket's buffer. A request whose
+ * body was not all read (refused early, timed out) ends its connection.
  */
 async function writeResponse(req: IncomingMessage, res: ServerResponse, response: Response, state: SocketState, stopping: boolean): Promise<void> {
   state.answering = res;
@@ -395,65 +399,47 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
   if (cookies.length > 0) headers["set-cookie"] = cookies;
   const keepAlive = req.complete && !stopping;
   if (!keepAlive) headers.connection = "close";
+  const closeAfter = () => {
+    if (keepAlive) return;
+    if (res.writableFinished) req.socket.destroy();
+    else res.once("finish", () => req.socket.destroy());
+  };
 
-  const noBody = req.method === "HEAD" || response.status === 204 || response.status === 304 || response.body === null;
-  if (noBody) {
+  if (req.method === "HEAD" || response.status === 204 || response.status === 304 || response.body === null) {
     await response.body?.cancel().catch(() => {});
     res.writeHead(response.status, length === null ? headers : { ...headers, "content-length": length });
     res.end();
-    if (!keepAlive) res.once("finish", () => req.socket.destroy());
-    return;
+    return closeAfter();
   }
 
-  // The API's answers are JSON made whole (lib/http.ts json()): sent at once, with their length.
-  if (headers["content-type"]?.toString().startsWith("application/json")) {
-    let whole: Buffer | null = null;
+  if (length !== null && Number(length) <= WHOLE_BODY_BYTES) {
+    let whole: Buffer;
     try {
       whole = Buffer.from(await response.arrayBuffer());
     } catch {
-      req.socket.destroy();
-      return;
+      return void req.socket.destroy();
     }
     res.writeHead(response.status, { ...headers, "content-length": String(whole.byteLength) });
     res.end(whole);
-    if (!keepAlive) res.once("finish", () => req.socket.destroy());
-    return;
+    return closeAfter();
   }
 
-  const reader = response.body!.getReader();
+  res.writeHead(response.status, length === null ? headers : { ...headers, "content-length": length });
+  res.flushHeaders(); // an event stream's client learns at once that it is connected
+  const reader = response.body.getReader();
   const closed = new Promise<"closed">((resolve) => res.once("close", () => resolve("closed")));
   try {
-    let first = await reader.read();
-    if (first.done) {
-      res.writeHead(response.status, { ...headers, "content-length": length ?? "0" });
-      res.end();
-    } else {
-      // A body that was whole when it was made (JSON, text) ends at once: send it with its length.
-      const next = reader.read();
-      const soon = await Promise.race([next, new Promise<null>((resolve) => setImmediate(() => resolve(null)))]);
-      if (soon?.done) {
-        res.writeHead(response.status, { ...headers, "content-length": length ?? String(first.value.byteLength) });
-        res.end(first.value);
-      } else {
-        res.writeHead(response.status, length === null ? headers : { ...headers, "content-length": length });
-        let pending: ReturnType<typeof reader.read> = next;
-        for (;;) {
-          if (!res.write(first.value) && (await Promise.race([new Promise<"drained">((resolve) => res.once("drain", () => resolve("drained"))), closed])) === "closed") break;
-          first = await Promise.race([pending, closed.then(() => ({ done: true, value: undefined }) as const)]);
-          if (first.done) break;
-          pending = reader.read();
-        }
-        res.end();
-      }
+    for (;;) {
+      const chunk = await Promise.race([reader.read(), closed.then(() => ({ done: true, value: undefined }) as const)]);
+      if (chunk.done) break;
+      if (!res.write(chunk.value) && (await Promise.race([new Promise<"drained">((resolve) => res.once("drain", () => resolve("drained"))), closed])) === "closed") break;
     }
+    res.end();
   } catch {
     // The body failed half-way (a stream that errored): the client cannot be told more than a cut connection.
     req.socket.destroy();
   } finally {
     await reader.cancel().catch(() => {});
   }
-  if (!keepAlive) {
-    if (res.writableFinished) req.socket.destroy();
-    else res.once("finish", () => req.socket.destroy());
-  }
+  closeAfter();
 }
