@@ -69,8 +69,9 @@ beforeAll(async () => {
   page.setDefaultTimeout(20_000);
   page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
   page.on("console", (message) => {
-    // While the daemon is down the browser reports the refused connections; nothing else may fail.
-    if (message.type() === "error" && !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_INCOMPLETE_CHUNKED_ENCODING|status of (401|404|502)/.test(message.text())) errors.push(`console: ${message.text()}`);
+    // While the daemon is down or starting again (503 not_ready until it is ready) the browser
+    // reports the refused or refused-for-now requests; nothing else may fail.
+    if (message.type() === "error" && !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_INCOMPLETE_CHUNKED_ENCODING|status of (401|404|502|503)/.test(message.text())) errors.push(`console: ${message.text()}`);
   });
 }, 60_000);
 
