@@ -1044,3 +1044,42 @@ CREATE INDEX deployments_project ON deployments (project_id, created_at);
 CREATE INDEX deployments_environment ON deployments (project_id, environment_name, created_at);
 CREATE INDEX deployments_approved ON deployments (status, created_at) WHERE status IN ('approved', 'running');
 CREATE UNIQUE INDEX deployments_claim ON deployments (runner_id, claim_id) WHERE claim_id IS NOT NULL;
+
+-- migration 24: commit statuses as an outbox, one row per commit and pipeline
+-- What each host should show for a commit and pipeline (docs/webhooks.md "Commit statuses"): the
+-- newest build's status, written by triggers in the same transaction as the build's change, so
+-- nothing is lost on a crash and only the latest state is ever sent (a build that was queued,
+-- started and finished before the reporter came by is sent once, as finished). `version` counts
+-- the changes, `sent_version` the one the host has; a reporter claims due rows (claimed_by,
+-- claimed_until) so two daemon processes never send the same one, and records failures with
+-- their retry time (a host's rate limit, or backoff). Plain git remotes have no statuses.
+CREATE TABLE commit_status_outbox (
+  repository_id TEXT NOT NULL,
+  commit_sha TEXT NOT NULL,
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  build_number INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  version INTEGER NOT NULL DEFAULT 1,
+  sent_version INTEGER NOT NULL DEFAULT 0,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL DEFAULT 0,
+  claimed_by TEXT,
+  claimed_until INTEGER,
+  last_error TEXT,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (repository_id, commit_sha, pipeline_id)
+);
+CREATE INDEX commit_status_outbox_due ON commit_status_outbox (next_attempt_at) WHERE version != sent_version;
+CREATE INDEX commit_status_outbox_build ON commit_status_outbox (build_id);
+CREATE INDEX commit_status_outbox_updated ON commit_status_outbox (updated_at);
+-- The recent builds' states carry over: what was reported stays reported, the rest is due.
+INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, version, sent_version, attempts, next_attempt_at, last_error, updated_at)
+  SELECT p.repository_id, b.commit_sha, b.pipeline_id, b.id, b.build_number, b.status, 1, CASE WHEN c.reported_status IS b.status THEN 1 ELSE 0 END, COALESCE(c.attempts, 0), COALESCE(c.next_attempt_at, 0), c.last_error, b.updated_at
+  FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id LEFT JOIN commit_status_reports c ON c.build_id = b.id
+  WHERE r.provider != 'git' AND b.updated_at >= (SELECT MAX(updated_at) FROM builds) - 86400
+  ORDER BY b.build_number
+  ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number, status = excluded.status, sent_version = excluded.sent_version, attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, last_error = excluded.last_error, updated_at = excluded.updated_at;
+DROP TABLE commit_status_reports;
+CREATE TRIGGER commit_status_outbox_insert AFTER INSERT ON builds BEGIN INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at) SELECT p.repository_id, NEW.commit_sha, NEW.pipeline_id, NEW.id, NEW.build_number, NEW.status, NEW.updated_at FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = NEW.project_id AND r.provider != 'git' ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number, status = excluded.status, version = version + 1, updated_at = excluded.updated_at WHERE excluded.build_number >= commit_status_outbox.build_number; END;
+CREATE TRIGGER commit_status_outbox_status AFTER UPDATE OF status ON builds WHEN OLD.status IS NOT NEW.status BEGIN UPDATE commit_status_outbox SET status = NEW.status, version = version + 1, updated_at = NEW.updated_at WHERE build_id = NEW.id; END;

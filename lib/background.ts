@@ -1,11 +1,12 @@
-// Periodic work of a daemon process: commit statuses and GitHub check runs to the hosts (every 2 s), polls of plain git
+// Periodic work of a daemon process: commit statuses to the hosts (as builds change, lib/commit-statuses.ts),
+// GitHub check runs (every 2 s), polls of plain git
 // remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications (every 2 s), retention of
 // build logs and artifacts (lib/retention.ts, a batch every 10 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention, the data directory's size). Every task
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "./context.ts";
-import { reportCommitStatuses } from "./commit-statuses.ts";
+import { pruneCommitStatuses, startCommitStatusReporter } from "./commit-statuses.ts";
 import { reportCheckRuns } from "./test-results/check-runs.ts";
 import { pruneDeliveries } from "./webhooks/deliveries.ts";
 import { deleteExpiredSessions } from "./db/sessions.ts";
@@ -30,8 +31,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       if (!running) return;
       current = current.then(task).catch((error) => ctx.log.error("background task failed", { error }));
     }, ms);
+  const stopStatuses = startCommitStatusReporter(ctx, baseUrl);
   const timers = [
-    every(2000, () => reportCommitStatuses({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
     // GitHub check runs of finished builds with test reports (docs/github.md "Check runs").
     every(2000, () => reportCheckRuns({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
     // A lost runner is noticed within its lease plus this period.
@@ -72,11 +73,13 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());
       await pruneDeliveries(ctx.db, ctx.clock.now());
+      await pruneCommitStatuses(ctx.db, ctx.clock.now());
       await checkDataDirGrowth(ctx);
     }),
   ];
   return async () => {
     running = false;
+    await stopStatuses();
     timers.forEach(clearInterval);
     await current;
     await polling;

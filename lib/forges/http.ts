@@ -3,12 +3,15 @@
 // payload is fetched (GitLab CVE-2021-22214 was SSRF through such URLs). Link-local and cloud
 // metadata addresses are refused (lib/address-policy.ts). What users see of a failure is a status and
 // a fixed phrase, never the host's body.
+import { createHash } from "node:crypto";
 import { hostRefusal } from "../address-policy.ts";
 
 export class ForgeApiError extends Error {
   constructor(
     message: string,
     readonly status: number | null,
+    /** When the host said to try again (its rate limit), epoch seconds; null when it did not say. */
+    readonly retryAt: number | null = null,
   ) {
     super(message);
   }
@@ -25,6 +28,11 @@ export interface ForgeAccess {
   now(): number;
   /** This app's short-lived host credentials until near their expiry: GitHub installation and clone tokens and App JWTs (lib/forges/github/api.ts). */
   tokens: Map<string, { token: string; expiresAt: number }>;
+  /**
+   * Until when (epoch seconds) a host asked not to be sent more requests with given credentials,
+   * by origin and credentials; requests before then fail at once without reaching the host.
+   */
+  limits?: Map<string, number>;
 }
 
 export const HOST_TIMEOUT_MS = 10_000;
@@ -43,6 +51,12 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
   if (!sameOrigin(base, url)) throw new ForgeApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
   const refusal = await hostRefusal(new URL(url).hostname, access.allowLinkLocal);
   if (refusal) throw new ForgeApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
+  const limitKey = access.limits ? rateLimitKey(url, init) : "";
+  const waitUntil = access.limits?.get(limitKey);
+  if (waitUntil !== undefined) {
+    if (waitUntil > access.now()) throw new ForgeApiError(`${hostOf(base)} asked to wait (rate limited) until ${new Date(waitUntil * 1000).toISOString()}`, 429, waitUntil);
+    access.limits!.delete(limitKey);
+  }
   let response: Response;
   try {
     response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(HOST_TIMEOUT_MS) });
@@ -50,13 +64,45 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
     const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
     throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${HOST_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
   }
+  const retryAt = rateLimitedUntil(response, access.now());
+  if (retryAt !== null) access.limits?.set(limitKey, retryAt);
   if (!response.ok) {
     // Only the status reaches users: the host's own body may be anything (an internal service's
     // page, a token echoed back), so it is read and dropped, never passed on.
     await response.body?.cancel().catch(() => {});
-    throw new ForgeApiError(`${hostOf(base)} answered HTTP ${response.status}${statusMeaning(response.status)}`, response.status);
+    throw new ForgeApiError(`${hostOf(base)} answered HTTP ${response.status}${statusMeaning(response.status)}`, response.status, retryAt);
   }
   return response;
+}
+
+/**
+ * When a host's answer says the next request with the same credentials must wait: Retry-After
+ * (seconds or an HTTP date, RFC 9110 section 10.2.3) on any answer, or no requests remaining and
+ * when they reset (GitHub's x-ratelimit-remaining/-reset, GitLab's RateLimit-Remaining/-Reset, in
+ * epoch seconds). Null when it says nothing of the kind.
+ * https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api
+ */
+export function rateLimitedUntil(response: Response, now: number): number | null {
+  const retryAfter = response.headers.get("retry-after")?.trim();
+  if (retryAfter) {
+    if (/^\d{1,9}$/.test(retryAfter)) return now + Number(retryAfter);
+    const at = Date.parse(retryAfter);
+    if (!Number.isNaN(at)) return Math.max(now, Math.ceil(at / 1000));
+  }
+  const remaining = response.headers.get("x-ratelimit-remaining") ?? response.headers.get("ratelimit-remaining");
+  const reset = response.headers.get("x-ratelimit-reset") ?? response.headers.get("ratelimit-reset");
+  if (remaining !== null && Number(remaining) <= 0 && reset && /^\d{1,12}$/.test(reset.trim())) {
+    const at = Number(reset.trim());
+    if (at > now) return at;
+  }
+  return null;
+}
+
+/** Rate limits count per credential: the origin and a digest of the headers that carry one. */
+function rateLimitKey(url: string, init: RequestInit): string {
+  const headers = new Headers(init.headers);
+  const credential = `${headers.get("authorization") ?? ""}\n${headers.get("private-token") ?? ""}`;
+  return `${new URL(url).origin} ${createHash("sha256").update(credential).digest("base64url").slice(0, 22)}`;
 }
 
 function hostOf(base: string): string {

@@ -32,16 +32,17 @@ export type ForgeDeps = Pick<AppContext, "secrets" | "config" | "clock">;
 
 /** This app's way to source hosts: its own link-local policy (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL) and clock. */
 export function forgeAccess(deps: ForgeDeps): ForgeAccess {
-  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now(), tokens: tokenCacheOf(deps.secrets) };
+  const kept = keptOf(deps.secrets);
+  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now(), tokens: kept.tokens, limits: kept.limits };
 }
 
-// Installation tokens live for an hour; each app (daemon, or test app) keeps its own, beside its
-// secret box, so two apps in one process never share credentials.
-const tokenCaches = new WeakMap<object, ForgeAccess["tokens"]>();
-function tokenCacheOf(owner: object): ForgeAccess["tokens"] {
-  let cache = tokenCaches.get(owner);
-  if (!cache) tokenCaches.set(owner, (cache = new Map()));
-  return cache;
+// Installation tokens live for an hour, and a host's rate limit until it resets; each app (daemon,
+// or test app) keeps its own, beside its secret box, so two apps in one process never share them.
+const keptByApp = new WeakMap<object, Required<Pick<ForgeAccess, "tokens" | "limits">>>();
+function keptOf(owner: object): Required<Pick<ForgeAccess, "tokens" | "limits">> {
+  let entry = keptByApp.get(owner);
+  if (!entry) keptByApp.set(owner, (entry = { tokens: new Map(), limits: new Map() }));
+  return entry;
 }
 
 export async function githubClientFor(deps: ForgeDeps, integration: Integration): Promise<GithubClient> {

@@ -69,7 +69,7 @@ describe("commit statuses", () => {
       expect(await report()).toBe(0); // backing off: not retried at once
       t.clock.advance(700);
     }
-    const row = (await t.db.execute({ sql: "SELECT attempts, last_error FROM commit_status_reports WHERE build_id = ?", args: [build.id] })).rows[0]!;
+    const row = (await t.db.execute({ sql: "SELECT attempts, last_error FROM commit_status_outbox WHERE build_id = ?", args: [build.id] })).rows[0]!;
     expect(row.attempts).toBe(REPORT_ATTEMPTS_BEFORE_INCIDENT);
     expect(String(row.last_error)).toContain("500");
     expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("queued");

@@ -70,8 +70,10 @@ export interface HostApiStandIn {
   /** "<full_name>:<path>" → a file served at every ref (for benches and tests whose commits are made up); before `repositories`. */
   files: Map<string, string>;
   requests: RecordedRequest[];
-  /** The next `n` requests answer 500 (to test retries and incidents). */
-  failNext(n: number): void;
+  /** The next `n` requests answer `status` (500 by default) with `headers` (to test retries, incidents and rate limits). */
+  failNext(n: number, status?: number, headers?: Record<string, string>): void;
+  /** GitHub commit statuses: how long each takes to answer, and the most that were in flight at once. */
+  statuses: { delayMs: number; maxInFlight: number };
   stop(): Promise<void>;
 }
 
@@ -82,7 +84,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
   // GitHub hands out PKCS#1 PEM keys; so does the stand-in.
   const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
   const verifyKey = await importSPKI(publicKey.export({ format: "pem", type: "spki" }).toString(), "RS256");
-  const state: Omit<HostApiStandIn, "url" | "failNext" | "stop"> = {
+  const state: Omit<HostApiStandIn, "url" | "failNext" | "stop" | "statuses"> = {
     github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [], checkRuns: [], checksPermission: true },
     gitlab: { token: "glpat-standin-token", repos: [] },
     gitea: { token: "gitea-standin-token", repos: [] },
@@ -110,6 +112,9 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     return parsed.exitCode === 0 ? parsed.stdout.toString().trim() : null;
   };
   let failures = 0;
+  let failure: { status: number; headers: Record<string, string> } = { status: 500, headers: {} };
+  const statuses = { delayMs: 0, maxInFlight: 0 };
+  let statusesInFlight = 0;
   const json = (body: unknown, status = 200, headers: Record<string, string> = {}) =>
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 
@@ -122,7 +127,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
       state.requests.push({ method: request.method, path: url.pathname + url.search, headers: Object.fromEntries(request.headers), body: text ? JSON.parse(text) : undefined });
       if (failures > 0) {
         failures--;
-        return json({ message: "Server Error (stand-in failure)" }, 500);
+        return json({ message: failure.status === 500 ? "Server Error (stand-in failure)" : "API rate limit exceeded (stand-in failure)" }, failure.status, failure.headers);
       }
       const base: string = `http://127.0.0.1:${server.port}`;
       const page = Number(url.searchParams.get("page") ?? "1");
@@ -172,6 +177,9 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
       m = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
       if (m && request.method === "POST") {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        statuses.maxInFlight = Math.max(statuses.maxInFlight, ++statusesInFlight);
+        if (statuses.delayMs) await Bun.sleep(statuses.delayMs);
+        statusesInFlight--;
         return json({ id: state.requests.length, state: (JSON.parse(text) as { state: string }).state }, 201);
       }
       m = /^\/repos\/([^/]+)\/([^/]+)\/check-runs(?:\/(\d+))?$/.exec(url.pathname);
@@ -290,8 +298,10 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
   return {
     url: `http://127.0.0.1:${server.port}`,
     ...state,
-    failNext(n) {
+    statuses,
+    failNext(n, status = 500, headers = {}) {
       failures = n;
+      failure = { status, headers };
     },
     async stop() {
       await server.stop(true);

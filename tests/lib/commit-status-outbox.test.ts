@@ -1,0 +1,131 @@
+// How commit statuses leave (docs/webhooks.md "Commit statuses"): only the latest state of a commit
+// and pipeline, as soon as a build changes, several at once per host but never more than
+// PER_HOST_IN_FLIGHT, each once even with two reporters, and not before the host's rate limit
+// (Retry-After, x-ratelimit-*) says so. Counted on the GitHub stand-in's requests.
+import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
+import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { PER_HOST_IN_FLIGHT, reportCommitStatuses, startCommitStatusReporter } from "../../lib/commit-statuses.ts";
+import { transitionBuild } from "../../lib/builds/transition.ts";
+import { createBuild } from "../../lib/builds/create.ts";
+import { all } from "../../lib/db/client.ts";
+
+let f: CiFixture;
+const BASE = "https://ci.example.test";
+const report = (claimer?: string) => reportCommitStatuses({ db: f.t.db, secrets: f.t.ctx.secrets, config: f.t.ctx.config, clock: f.t.clock, log: f.t.ctx.log, now: f.t.clock.now(), baseUrl: BASE, ...(claimer ? { claimer } : {}) });
+const posted = () => f.host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
+
+beforeAll(async () => {
+  f = await startCiFixture();
+  // The stand-in's installation tokens expire an hour from the real now: so does the app's clock, so the token is kept.
+  f.t.clock.set(Math.floor(Date.now() / 1000));
+});
+afterAll(() => f.stop());
+beforeEach(async () => {
+  while ((await report()) > 0);
+  f.host.statuses.delayMs = 0;
+  f.host.statuses.maxInFlight = 0;
+});
+
+async function newBuild(pipelineId: string, sha = SHA_A) {
+  return (await createBuild(f.t.ctx, { pipelineId, branch: "main", commitSha: sha, triggerType: "manual" })).build;
+}
+
+describe("only the latest state", () => {
+  test("a build queued, started and finished before the reporter came by is sent once, as finished", async () => {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "coalesced" });
+    const build = await newBuild(pipeline.id);
+    await transitionBuild(f.t.ctx, build.id, "start", { runner_id: "r" });
+    await transitionBuild(f.t.ctx, build.id, "succeed", { exit_code: 0 });
+    const before = posted().length;
+    expect(await report()).toBe(1);
+    expect(posted().slice(before).map((r) => r.body)).toEqual([{ state: "success", target_url: `${BASE}/v1/builds/${build.id}`, description: `Build #${build.build_number} succeeded`, context: "roost/coalesced" }]);
+    expect(await report()).toBe(0);
+  });
+
+  test("of several builds of one commit and pipeline, only the newest's state is sent; an older one finishing later sends nothing", async () => {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "newest", concurrency: { max_concurrent: 5 } });
+    const older = await newBuild(pipeline.id, SHA_B);
+    await transitionBuild(f.t.ctx, older.id, "start", { runner_id: "r" });
+    const newer = await newBuild(pipeline.id, SHA_B);
+    const before = posted().length;
+    expect(await report()).toBe(1);
+    await transitionBuild(f.t.ctx, older.id, "fail", { exit_code: 1 });
+    expect(await report()).toBe(0);
+    expect(posted().slice(before).map((r) => (r.body as { description: string }).description)).toEqual([`Build #${newer.build_number} is queued`]);
+  });
+});
+
+test("a running reporter sends a build's change at once, without waiting for its 2-second pass", async () => {
+  const stop = startCommitStatusReporter(f.t.ctx, BASE);
+  try {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "live" });
+    await Bun.sleep(50); // its first pass finds nothing
+    const before = posted().length;
+    const started = performance.now();
+    const build = (await f.t.call("POST", `/v1/projects/${f.projectId}/builds`, { token: f.owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    while (posted().length === before && performance.now() - started < 1500) await Bun.sleep(5);
+    expect(performance.now() - started).toBeLessThan(1000);
+    await f.t.call("POST", `/v1/builds/${build.id}/cancel`, { token: f.owner });
+    const canceled = performance.now();
+    while (posted().length < before + 2 && performance.now() - canceled < 1500) await Bun.sleep(5);
+    expect(performance.now() - canceled).toBeLessThan(1000);
+    expect(posted().slice(before).map((r) => (r.body as { state: string }).state)).toEqual(["pending", "error"]);
+  } finally {
+    await stop();
+  }
+});
+
+test(`several statuses to one host are sent at once, at most ${PER_HOST_IN_FLIGHT} at a time`, async () => {
+  const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "many", concurrency: { max_concurrent: 50 } });
+  for (let i = 0; i < 30; i++) await newBuild(pipeline.id, i.toString(16).padStart(40, "c"));
+  f.host.statuses.delayMs = 40;
+  const started = performance.now();
+  expect(await report()).toBe(30);
+  expect(f.host.statuses.maxInFlight).toBe(PER_HOST_IN_FLIGHT);
+  // One after another, 30 would take 1.2 s.
+  expect(performance.now() - started).toBeLessThan(900);
+});
+
+test("two reporters at once (two daemon processes) send each status once", async () => {
+  const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "twice", concurrency: { max_concurrent: 50 } });
+  for (let i = 0; i < 20; i++) await newBuild(pipeline.id, i.toString(16).padStart(40, "d"));
+  const before = posted().length;
+  const [a, b] = await Promise.all([report("process-a"), report("process-b")]);
+  expect(a + b).toBe(20);
+  const sent = posted().slice(before).map((r) => r.path);
+  expect(new Set(sent).size).toBe(20);
+  expect(sent).toHaveLength(20);
+});
+
+describe("the host's rate limit", () => {
+  test("Retry-After: nothing more goes to that host until then, no attempt is counted, and the latest state goes after", async () => {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "limited" });
+    const build = await newBuild(pipeline.id, "e".repeat(40));
+    f.host.failNext(1, 403, { "retry-after": "30" });
+    const before = f.host.requests.length;
+    expect(await report()).toBe(0);
+    await transitionBuild(f.t.ctx, build.id, "start", { runner_id: "r" });
+    f.t.clock.advance(29);
+    expect(await report()).toBe(0);
+    expect(f.host.requests.length - before).toBe(1); // the refused one only
+    expect((await all(f.t.db, "SELECT attempts FROM commit_status_outbox WHERE build_id = ?", [build.id]))[0]!.attempts).toBe(0);
+    f.t.clock.advance(1);
+    expect(await report()).toBe(1);
+    expect(f.host.requests.slice(before).map((r) => (r.body as { state: string } | undefined)?.state)).toEqual(["pending", "pending"]);
+    expect((f.host.requests.at(-1)!.body as { description: string }).description).toBe(`Build #${build.build_number} is running`);
+  });
+
+  test("x-ratelimit-remaining 0: the host is not asked again before x-ratelimit-reset", async () => {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "reset" });
+    await newBuild(pipeline.id, "f".repeat(40));
+    f.host.failNext(1, 403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(f.t.clock.now() + 120) });
+    const before = f.host.requests.length;
+    expect(await report()).toBe(0);
+    f.t.clock.advance(60);
+    expect(await report()).toBe(0);
+    expect(f.host.requests.length - before).toBe(1);
+    f.t.clock.advance(60);
+    expect(await report()).toBe(1);
+    expect(await all(f.t.db, "SELECT 1 FROM commit_status_outbox WHERE version != sent_version")).toEqual([]);
+  });
+});
