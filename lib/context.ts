@@ -8,7 +8,7 @@ import type { Runner } from "./db/runners.ts";
 import type { SecretBox } from "./crypto/secret-box.ts";
 import type { EventBus } from "./events.ts";
 import type { MetricsRegistry } from "./metrics.ts";
-import type { LogHubNamespace } from "./log-hub.ts";
+import type { Live } from "./live/live.ts";
 import type { ProjectScope } from "./auth/project-access.ts";
 import type { OidcCache } from "./auth/oidc.ts";
 
@@ -30,8 +30,8 @@ export interface AppContext {
   events: EventBus;
   /** Process-local counters and gauges for GET /metrics (lib/metrics.ts). */
   metrics: MetricsRegistry;
-  /** The per-build log hubs (lib/log-hub.ts), Durable-Object-shaped. */
-  logHubs: LogHubNamespace;
+  /** Live updates (lib/live/): the per-build log hubs, the build feed and the watcher of other processes. */
+  live: Live;
   /** Aborted when the daemon begins a graceful shutdown: long polls return, SSE streams end with a reconnect hint. */
   shutdown: AbortSignal;
   /** The identity provider's discovery document and key set, per app rather than per process (lib/auth/oidc.ts). */

@@ -2,7 +2,7 @@
 // the API over TCP and the management socket over a Unix socket. The route table comes from the
 // caller (bin/roost.ts hands in handlers/routes.ts): lib/ holds mechanisms, never the endpoints.
 import { EventBus } from "./events.ts";
-import { LocalLogHubNamespace } from "./log-hub.ts";
+import { createLive } from "./live/live.ts";
 import { MetricsRegistry } from "./metrics.ts";
 import { access, chmod, constants, mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
@@ -182,7 +182,8 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
 
     const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
     const shutdown = new AbortController();
-    const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: shutdown.signal, oidc: createOidcCache() };
+    const events = new EventBus();
+    const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events, metrics: new MetricsRegistry(), live: createLive({ db, events }), shutdown: shutdown.signal, oidc: createOidcCache() };
     const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
       // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
       if (error instanceof SocketInUseError) {
@@ -251,6 +252,7 @@ function running(ctx: AppContext, server: Listener, shutdown: AbortController, s
         log.warn("shutdown grace period over; closing remaining connections", { grace_ms: SHUTDOWN_GRACE_MS });
         await server.stop(true);
       }
+      ctx.live.close();
       await socket?.stop();
       db.close();
       log.notice("roost stopped");

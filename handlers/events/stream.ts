@@ -5,16 +5,16 @@
 //   event: ready  data: {}              once the stream follows every change: read your lists now
 //   event: build  data: <build>         a build was queued or changed (status, runner, steps…),
 //                                       as GET /v1/builds/{build_id} answers it
-//   : ping                              every 15 s, so proxies keep the connection
+//   : ping                              every 15 s in which nothing else was sent, so proxies keep the connection
 //   retry: 1000 / event: shutdown  data: {"reconnect":true}   the daemon is stopping; reconnect
 //   event: revoked  data: {"code","message"}   the session or API token that opened the stream
 //                                       stopped working (checked every 2 s); then it closes
 // Nothing is replayed on reconnect (there are no ids): a client reloads what it shows on `ready`.
 // A client that does not read is dropped and reconnects. The stream itself is
-// lib/builds/event-stream.ts; the changes, from this process and from others on the same
-// database, lib/builds/feed.ts.
+// lib/live/event-stream.ts; the changes, from this process and from others on the same
+// database, lib/live/build-feed.ts.
 import { defineEndpoint } from "../../lib/route.ts";
-import { openBuildEventStream } from "../../lib/builds/event-stream.ts";
+import { openBuildEventStream } from "../../lib/live/event-stream.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "stream_events",

@@ -3,21 +3,21 @@
 //   event: status  data: {"status", "exit_code"}  at once and on every change (no id)
 //   id: <seq>  event: log  data: {"seq","step","stream","ts","text"}   every line, once
 //   event: truncated  data: {"cut_lines","cut_bytes","text"}           where the cap cut lines
-//   : ping                                       every 15 s, so proxies keep the connection
+//   : ping                                       every 15 s in which nothing else was sent, so proxies keep the connection
 //   event: end  data: {"status","exit_code","last_seq"}                then the stream closes
 //   event: revoked  data: {"code","message"}     the credential behind the token stopped working or
 //                                                its user lost the project (checked every 2 s); then it closes
 // Ids are the lines' build-wide seq, so a reconnect with Last-Event-ID (or ?last_event_id=)
 // resumes with no gap and no duplicate; reconnecting to a finished build at its end answers 204
 // (EventSource then stops). The stream itself (hub pushes, catching up, keepalives) is
-// lib/logs/sse-stream.ts.
+// lib/live/log-stream.ts.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { statsOf } from "../../lib/db/build-logs.ts";
-import { openLogStream } from "../../lib/logs/sse-stream.ts";
+import { openLogStream } from "../../lib/live/log-stream.ts";
 import { isFinished } from "../../lib/builds/state-machine.ts";
 import { one } from "../../lib/db/client.ts";
 

@@ -12,7 +12,6 @@ import { IdParam } from "../../lib/schemas/ci.ts";
 import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runner-protocol/wire.ts";
 import { jobStatusHeader, ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { appendLogLines } from "../../lib/db/build-logs.ts";
-import { publishLogs } from "../../lib/logs/live.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_append_logs",
@@ -28,7 +27,7 @@ export const endpoint = defineEndpoint({
     const job = await ownedRunningJob(ctx, params.job_id);
     const result = await appendLogLines(ctx.db, job.id, job.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes);
     // Committed: the stored lines themselves go to the build's live streams at once (no re-read).
-    if (result.kind === "ok" && result.entries.length > 0) await publishLogs(ctx, job.build_id, result.entries);
+    if (result.kind === "ok" && result.entries.length > 0) await ctx.live.logs.publish(job.build_id, result.entries);
     const status = await jobStatusHeader(ctx, job.build_id);
     if (result.kind === "gap") {
       fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { ...status, "x-roost-log-next-line": String(result.next_line) } });

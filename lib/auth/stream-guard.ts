@@ -22,15 +22,10 @@ export interface StreamRefusal {
 export interface StreamGuardHooks {
   /** Whether `principal`, as the credential stands for it now, may still read the stream; null when it may. */
   stillAllowed(principal: Principal): Promise<StreamRefusal | null>;
-  /** The credential or the access ended: send revokedFrame(refusal) and close. Called once. */
+  /** The credential or the access ended: send `event: revoked` with the refusal and close. Called once. */
   onRefused(refusal: StreamRefusal): void;
   /** A check could not be made: end the stream with an error (the client reconnects and is authenticated afresh). */
   onError(error: unknown): void;
-}
-
-/** The last event of a stream whose credential or access ended. */
-export function revokedFrame(refusal: StreamRefusal): string {
-  return `event: revoked\ndata: ${JSON.stringify({ code: refusal.code, message: refusal.message })}\n\n`;
 }
 
 /** Checks every RECHECK_MS until the returned function is called or a check refuses. */

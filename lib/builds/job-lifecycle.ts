@@ -23,7 +23,7 @@ export interface JobOutcome {
   flutter_sdk?: FlutterSdkUsed | undefined;
 }
 
-type Deps = Pick<AppContext, "db" | "clock" | "events" | "logHubs">;
+type Deps = Pick<AppContext, "db" | "clock" | "events">;
 
 /**
  * A runner reports its job done: the job is marked finished and its build takes the outcome, in
@@ -124,6 +124,6 @@ export async function timeOutBuild(deps: Deps, job: Job, timeoutSeconds: number)
 async function afterCommit(deps: Deps, job: Job, build: Build | null): Promise<void> {
   if (build) publishBuildChanged(deps.events, build);
   // Also when the build did not move (canceled before its job ended): live streams end once no
-  // runner is sending, and learn it from this event (lib/logs/live.ts).
+  // runner is sending, and learn it from this event (lib/live/log-feed.ts).
   deps.events.publish({ type: "job.finished", build_id: job.build_id, job_id: job.id });
 }

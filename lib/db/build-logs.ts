@@ -30,7 +30,7 @@ export interface LogStats {
   cut_bytes: number;
 }
 
-/** A stored line as live readers get it (lib/log-hub.ts publishes these without reading them back). */
+/** A stored line as live readers get it (lib/live/hub.ts publishes these without reading them back). */
 export interface StoredLine {
   seq: number;
   step: string;

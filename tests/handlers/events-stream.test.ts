@@ -8,9 +8,8 @@ import { SseReader, type SseEvent } from "../helpers/sse.ts";
 import { createApp } from "../../lib/app.ts";
 import { routes } from "../../handlers/routes.ts";
 import { EventBus } from "../../lib/events.ts";
-import { LocalLogHubNamespace } from "../../lib/log-hub.ts";
+import { createLive } from "../../lib/live/live.ts";
 import { openDatabase, type Db } from "../../lib/db/client.ts";
-import { buildFeed } from "../../lib/builds/feed.ts";
 import { SESSION_COOKIE } from "../../lib/auth/browser-session.ts";
 
 let t: TestApp;
@@ -39,9 +38,10 @@ beforeAll(async () => {
   owner = await bootstrapOwner(t);
   await createGithubIntegration(t, owner, host);
   server = serve(t.app);
-  // A second daemon process on the same database file: its own connection, event bus and hubs.
+  // A second daemon process on the same database file: its own connection, event bus, hubs and watcher.
   second = await openDatabase(t.config.databaseUrl);
-  secondServer = serve(createApp({ ...t.ctx, db: second, events: new EventBus(), logHubs: new LocalLogHubNamespace(), shutdown: abort.signal }, routes));
+  const events = new EventBus();
+  secondServer = serve(createApp({ ...t.ctx, db: second, events, live: createLive({ db: second, events }), shutdown: abort.signal }, routes));
 });
 afterAll(async () => {
   server.stop(true);
@@ -129,7 +129,7 @@ describe("GET /v1/events", () => {
     const pipeline = await createPipeline(t, owner, project.id);
     const streams = await Promise.all([open({ authorization: `Bearer ${owner}` }), open({ authorization: `Bearer ${owner}` }), open({ authorization: `Bearer ${owner}` })]);
     try {
-      const feed = buildFeed(t.ctx);
+      const feed = t.ctx.live.builds;
       expect(feed.listeners).toBe(3);
       const before = feed.checks;
       const through = (method: string, path: string, body?: unknown) =>
@@ -147,7 +147,7 @@ describe("GET /v1/events", () => {
     }
     // The last stream closed: the feed stops checking.
     await Bun.sleep(50);
-    expect(buildFeed(t.ctx).listeners).toBe(0);
+    expect(t.ctx.live.builds.listeners).toBe(0);
   });
 
   test("a client that stops reading is dropped once 256 KB wait for it; the others keep their stream", async () => {
@@ -158,7 +158,7 @@ describe("GET /v1/events", () => {
     await slow.until((events) => events.some((e) => e.event === "ready"));
     const reading = await open({ authorization: `Bearer ${owner}` });
     try {
-      const feed = buildFeed(t.ctx);
+      const feed = t.ctx.live.builds;
       expect(feed.listeners).toBe(2);
       // The slow client reads nothing more; each build frame is about 1.5 KB.
       let last = "";

@@ -7,8 +7,9 @@ import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { createApp, type App } from "../../lib/app.ts";
 import { routes } from "../../handlers/routes.ts";
-import { LocalLogHubNamespace, type HubLimits } from "../../lib/log-hub.ts";
-import { CHECK_MS } from "../../lib/logs/live.ts";
+import type { HubLimits } from "../../lib/live/hub.ts";
+import { createLive } from "../../lib/live/live.ts";
+import { CHECK_MS } from "../../lib/live/log-feed.ts";
 import { RECHECK_MS } from "../../lib/auth/stream-guard.ts";
 
 let t: TestApp;
@@ -30,8 +31,8 @@ interface Counts {
 }
 
 /**
- * An app on the test database whose queries are counted, with its own log hubs (so its own
- * per-build watcher), as a daemon process would have. Runner calls and streams go through it.
+ * An app on the test database whose queries are counted, with its own log hubs and watcher, as
+ * a daemon process would have. Runner calls and streams go through it.
  */
 function countingApp(limits: Partial<HubLimits> = {}): { app: App; counts: Counts; reset(): void } {
   const counts: Counts = { pages: 0, checks: 0, credentials: 0, other: 0 };
@@ -49,7 +50,8 @@ function countingApp(limits: Partial<HubLimits> = {}): { app: App; counts: Count
       };
     },
   });
-  const app = createApp({ ...t.ctx, db: counting as typeof t.db, logHubs: new LocalLogHubNamespace(limits) }, routes);
+  const db = counting as typeof t.db;
+  const app = createApp({ ...t.ctx, db, live: createLive({ db, events: t.ctx.events }, limits) }, routes);
   return { app, counts, reset: () => Object.assign(counts, { pages: 0, checks: 0, credentials: 0, other: 0 }) };
 }
 

@@ -3,7 +3,7 @@
 // ROOST_TEST_DATABASE=sqld puts each test app's database on a real libSQL server of its own
 // instead (tests/support/sqld.ts), as several hosts run Roost; `npm test` runs a chosen set so.
 import { EventBus } from "../../lib/events.ts";
-import { LocalLogHubNamespace } from "../../lib/log-hub.ts";
+import { createLive } from "../../lib/live/live.ts";
 import { MetricsRegistry } from "../../lib/metrics.ts";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -109,7 +109,8 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const clock = testClock();
   await migrate(db, clock.now); // nothing left to apply on a copy of the template
   const secrets = await createSecretBox(await loadSecretKey(dataDir, config.secretKey));
-  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events: new EventBus(), metrics: new MetricsRegistry(), logHubs: new LocalLogHubNamespace(), shutdown: new AbortController().signal, oidc: createOidcCache() };
+  const events = new EventBus();
+  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events, metrics: new MetricsRegistry(), live: createLive({ db, events }), shutdown: new AbortController().signal, oidc: createOidcCache() };
   const app = createApp(ctx, routes);
   return {
     app,
@@ -140,6 +141,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       return { status: response.status, headers: response.headers, body: parsed, text };
     },
     close() {
+      ctx.live.close();
       db.close();
       rmSync(dataDir, { recursive: true, force: true });
       void sqld?.stop();

@@ -1,8 +1,10 @@
 // The per-build log hub, shaped like a Cloudflare Durable Object: one instance per build id,
 // reached through a namespace/stub interface, with RPC-style methods (publish, setStatus, since,
 // wait, lastSeq, subscribe) over its own state and no database. Under Bun the namespace keeps the
-// instances in this process (LocalLogHubNamespace); the same class runs as a real Durable Object
-// in workerd (tests/lib/log-hub-miniflare.test.ts).
+// instances in this process (LocalLogHubNamespace, AppContext.live.hubs); the same class runs as a
+// real Durable Object in workerd (tests/lib/live/hub.test.ts), so this file imports nothing that
+// needs Bun or a database. It is fed by appends (log-feed.ts); a stream joins it through a
+// LogFollower (log-follower.ts), which catches up from this window or the database, then follows.
 //
 // The database stays the source of truth; the hub is the fast path for live viewers. Lines are
 // published to it after their commit, each batch is encoded ONCE as Server-Sent Events frames,
@@ -12,6 +14,7 @@
 // A hub never invents or reorders seqs: it accepts a line only past its last seq, and a batch
 // that does not follow on (lines appended through another process, not yet seen here) resets the
 // window, so a subscriber always sees the gap and catches up from the database.
+import { sseFrame } from "./sse-frame.ts";
 
 /** A committed log line as the stream shows it (docs/runners.md "Live logs"). */
 export interface LogFrameEntry {
@@ -68,12 +71,12 @@ const encoder = new TextEncoder();
 
 /** One `log` event, the exact wire format of the stream (id is the build-wide seq). */
 export function logFrame(e: LogFrameEntry): string {
-  return `id: ${e.seq}\nevent: log\ndata: ${JSON.stringify({ seq: e.seq, step: e.step, stream: e.stream, ts: e.ts, text: e.text })}\n\n`;
+  return sseFrame("log", { seq: e.seq, step: e.step, stream: e.stream, ts: e.ts, text: e.text }, e.seq);
 }
 
 /** One `status` event (no id). */
 export function statusFrame(s: { status: string; exit_code: number | null }): string {
-  return `event: status\ndata: ${JSON.stringify({ status: s.status, exit_code: s.exit_code })}\n\n`;
+  return sseFrame("status", { status: s.status, exit_code: s.exit_code });
 }
 
 /** Frames of the entries of a batch past `after` (a batch straddling a reader's cursor). */
@@ -188,7 +191,7 @@ export class BuildLogHub {
       if (b.last <= afterSeq) continue;
       parts.push(b.first > afterSeq ? b.bytes : encodeAfter(b.entries, afterSeq));
     }
-    return { last: this.#lastSeq, bytes: concat(parts) };
+    return { last: this.#lastSeq, bytes: concatBytes(parts) };
   }
 
   /** Resolves with the last seq once it passes `after`, or at `timeoutMs` (at most 60 s). */
@@ -219,7 +222,8 @@ export class BuildLogHub {
   }
 }
 
-function concat(parts: Uint8Array[]): Uint8Array {
+/** The parts as one chunk (the part itself when there is one). */
+export function concatBytes(parts: Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0]!;
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;

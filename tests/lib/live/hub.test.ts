@@ -1,17 +1,17 @@
-// The per-build log hub is Durable-Object-shaped (lib/log-hub.ts): the very class Roost runs
+// The per-build log hub is Durable-Object-shaped (lib/live/hub.ts): the very class Roost runs
 // in-process runs here as a real Durable Object in workerd, through miniflare, called by RPC on
-// its stub. It is bundled from lib/log-hub.ts as is; the worker wraps it in a class extending
+// its stub. It is bundled from lib/live/hub.ts as is; the worker wraps it in a class extending
 // DurableObject (Cloudflare's RPC base class) that forwards each method, and routes
 // POST /<build>/<method> with a JSON array of arguments to the hub named by the build id.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { Miniflare } from "miniflare";
-import { BuildLogHub, LocalLogHubNamespace, type HubPush, type LogFrameEntry } from "../../lib/log-hub.ts";
+import { BuildLogHub, LocalLogHubNamespace, type HubPush, type LogFrameEntry } from "../../../lib/live/hub.ts";
 
 let mf: Miniflare;
 
 beforeAll(async () => {
-  const built = await Bun.build({ entrypoints: [resolve(import.meta.dir, "../../lib/log-hub.ts")], target: "browser", format: "esm" });
+  const built = await Bun.build({ entrypoints: [resolve(import.meta.dir, "../../../lib/live/hub.ts")], target: "browser", format: "esm" });
   if (!built.success) throw new Error(built.logs.join("\n"));
   const hubModule = await built.outputs[0]!.text();
   mf = new Miniflare({

@@ -1,17 +1,19 @@
-// The build changes of this daemon process, for the event streams of GET /v1/events
-// (lib/builds/event-stream.ts). One feed per process (per event bus), whatever the number of
-// streams:
+// The build changes of this application, for the event streams of GET /v1/events
+// (event-stream.ts). One feed per application (AppContext.live), whatever the number of streams:
 // - an in-process event (lib/events.ts "build.changed", "build.queued") reads that build once and
 //   hands it, encoded once, to every stream here;
-// - builds changed through another daemon process on the same database are found by ONE query
-//   every CHECK_MS while any stream is open: the builds whose updated_at is at or after the newest
-//   one seen (an index, schema.sql migration 14, keeps it cheap). Nothing runs while no stream is open.
+// - builds changed through another daemon process on the same database are found by the watcher
+//   (watcher.ts) with ONE query every CHECK_MS while any stream is open: the builds whose
+//   updated_at is at or after the newest one seen (an index, schema.sql migration 14, keeps it
+//   cheap). Nothing runs while no stream is open.
 // A build is handed out once per version (its updated_at, status, exit code and runner), so the
 // check does not repeat what an in-process event already sent.
 import type { Db } from "../db/client.ts";
 import { all, one } from "../db/client.ts";
 import { findBuild, toBuild, toPublicBuild, type Build } from "../db/builds.ts";
-import type { EventBus, RoostEvent } from "../events.ts";
+import type { RoostEvent } from "../events.ts";
+import { sseFrame } from "./sse-frame.ts";
+import type { Hold, Watcher } from "./watcher.ts";
 
 /** How often the database is checked for builds changed through another process (the latency of those). */
 export const CHECK_MS = 1_000;
@@ -25,28 +27,23 @@ export interface BuildChange {
   frame: string;
 }
 
-export interface FeedDeps {
-  db: Db;
-  events: EventBus;
-}
-
 type Listener = (change: BuildChange) => void;
 
 export class BuildFeed {
   readonly #listeners = new Set<Listener>();
-  #timer: ReturnType<typeof setInterval> | null = null;
-  #unsubscribe: (() => void) | null = null;
+  /** The watcher's hold while any stream is open. */
+  #hold: Hold | null = null;
   /** The newest updated_at the checks have seen (null until the first check of this run). */
   #since: number | null = null;
   /** Versions already handed out, by build id. */
   readonly #sent = new Map<string, { updated_at: number; version: string }>();
-  #checking: Promise<void> | null = null;
-  #again = false;
-  #ready: Promise<void> | null = null;
   /** Checks run, for tests. */
   checks = 0;
 
-  constructor(readonly deps: FeedDeps) {}
+  constructor(
+    readonly db: Db,
+    readonly watcher: Watcher,
+  ) {}
 
   get listeners(): number {
     return this.#listeners.size;
@@ -58,26 +55,25 @@ export class BuildFeed {
    */
   subscribe(listener: Listener): { ready: Promise<void>; unsubscribe: () => void } {
     this.#listeners.add(listener);
-    if (!this.#timer) {
-      this.#timer = setInterval(() => void this.check(), CHECK_MS);
-      (this.#timer as { unref?: () => void }).unref?.();
-      this.#unsubscribe = this.deps.events.subscribe((event) => this.#onEvent(event));
+    if (!this.#hold) {
       this.#since = null;
-      this.#ready = this.check();
+      this.#hold = this.watcher.hold("builds", {
+        everyMs: CHECK_MS,
+        check: () => this.#checkOnce(),
+        onEvent: (event) => (this.#onEvent(event), false),
+      });
     }
+    const ready = this.#hold.first;
     let removed = false;
     return {
-      ready: this.#ready ?? Promise.resolve(),
+      ready,
       unsubscribe: () => {
         if (removed) return;
         removed = true;
         this.#listeners.delete(listener);
         if (this.#listeners.size > 0) return;
-        clearInterval(this.#timer!);
-        this.#timer = null;
-        this.#unsubscribe?.();
-        this.#unsubscribe = null;
-        this.#ready = null;
+        this.#hold?.release();
+        this.#hold = null;
         this.#sent.clear();
       },
     };
@@ -85,46 +81,26 @@ export class BuildFeed {
 
   #onEvent(event: RoostEvent): void {
     if (event.type !== "build.changed" && event.type !== "build.queued") return;
-    void findBuild(this.deps.db, event.build_id)
+    void findBuild(this.db, event.build_id)
       .then((build) => build && this.#emit(build))
       .catch(() => {
         // The next check finds it.
       });
   }
 
-  /** One check; concurrent calls share it (and one more runs after, if asked meanwhile). */
-  check(): Promise<void> {
-    if (this.#checking) {
-      this.#again = true;
-      return this.#checking;
-    }
-    const run = async (): Promise<void> => {
-      do {
-        this.#again = false;
-        try {
-          await this.#checkOnce();
-        } catch {
-          // The next tick tries again; a stream never depends on one check.
-        }
-      } while (this.#again && this.#timer);
-      this.#checking = null;
-    };
-    return (this.#checking = run());
-  }
-
   async #checkOnce(): Promise<void> {
     this.checks++;
     if (this.#since === null) {
       // Where the database stands now: builds changed at the newest second are taken as seen.
-      const row = await one(this.deps.db, "SELECT MAX(updated_at) AS at FROM builds");
+      const row = await one(this.db, "SELECT MAX(updated_at) AS at FROM builds");
       const at = row?.at === null || row?.at === undefined ? 0 : Number(row.at);
-      for (const r of await all(this.deps.db, "SELECT * FROM builds WHERE updated_at >= ?", [at])) this.#remember(toBuild(r));
+      for (const r of await all(this.db, "SELECT * FROM builds WHERE updated_at >= ?", [at])) this.#remember(toBuild(r));
       this.#since = at;
       return;
     }
     // updated_at has a resolution of one second: the builds of the newest second are read again
     // (and skipped by version) so one changed later in that same second is not missed.
-    const rows = await all(this.deps.db, "SELECT * FROM builds WHERE updated_at >= ? ORDER BY updated_at LIMIT ?", [this.#since, CHECK_PAGE]);
+    const rows = await all(this.db, "SELECT * FROM builds WHERE updated_at >= ? ORDER BY updated_at LIMIT ?", [this.#since, CHECK_PAGE]);
     for (const r of rows) {
       const build = toBuild(r);
       this.#emit(build);
@@ -145,7 +121,7 @@ export class BuildFeed {
 
   #emit(build: Build): void {
     if (this.#listeners.size === 0 || !this.#remember(build)) return;
-    const change: BuildChange = { project_id: build.project_id, build_id: build.id, frame: `event: build\ndata: ${JSON.stringify(toPublicBuild(build))}\n\n` };
+    const change: BuildChange = { project_id: build.project_id, build_id: build.id, frame: sseFrame("build", toPublicBuild(build)) };
     for (const listener of this.#listeners) {
       try {
         listener(change);
@@ -154,13 +130,4 @@ export class BuildFeed {
       }
     }
   }
-}
-
-const feeds = new WeakMap<EventBus, BuildFeed>();
-
-/** The feed of this process (its event bus), created on first use. */
-export function buildFeed(deps: FeedDeps): BuildFeed {
-  let feed = feeds.get(deps.events);
-  if (!feed) feeds.set(deps.events, (feed = new BuildFeed(deps)));
-  return feed;
 }
