@@ -8,7 +8,6 @@ import { json } from "../../lib/http.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runner-protocol/wire.ts";
 import { appendLogLines } from "../../lib/db/build-logs.ts";
-import { publishLogs } from "../../lib/logs/live.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 
 export const endpoint = defineEndpoint({
@@ -24,7 +23,7 @@ export const endpoint = defineEndpoint({
   async handle({ params, body }, ctx) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
     const result = await appendLogLines(ctx.db, d.id, d.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes, "deployments");
-    if (result.kind === "ok" && result.entries.length > 0) await publishLogs(ctx, d.build_id, result.entries);
+    if (result.kind === "ok" && result.entries.length > 0) await ctx.live.logs.publish(d.build_id, result.entries);
     if (result.kind === "gap") fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { "x-roost-job-status": "running", "x-roost-log-next-line": String(result.next_line) } });
     return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, { "x-roost-job-status": "running", "x-roost-log-next-line": String(result.next_line) });
   },
