@@ -28,12 +28,19 @@ const STATUS_ICON: Record<string, string> = {
   ignored: "–",
   duplicate: "=",
   rejected: "✕",
+  // Test results and analyzer issues (web/pages/build-tests.tsx).
+  passed: "✓",
+  error: "!",
+  flaky: "≈",
+  warning: "⚠",
+  notice: "i",
 };
 
-export function StatusBadge({ status }: { status: string }) {
+/** A status as a word and a symbol; `label` replaces the word (e.g. "2 failed"). */
+export function StatusBadge({ status, label }: { status: string; label?: string }) {
   return (
     <span class={`badge badge-${status}`}>
-      <span aria-hidden="true">{STATUS_ICON[status] ?? "•"}</span> {status}
+      <span aria-hidden="true">{STATUS_ICON[status] ?? "•"}</span> {label ?? status}
     </span>
   );
 }

@@ -13,6 +13,7 @@ import { Dashboard } from "./pages/dashboard.tsx";
 import { NewProject, Projects } from "./pages/projects.tsx";
 import { ProjectPage } from "./pages/project.tsx";
 import { BuildPage } from "./pages/build.tsx";
+import { PipelinePage } from "./pages/pipeline.tsx";
 import { Runners } from "./pages/runners.tsx";
 import { Admin } from "./pages/admin.tsx";
 import { Account } from "./pages/account.tsx";
@@ -25,6 +26,7 @@ const ROUTES: Array<[string, Page, "admin" | null]> = [
   ["/projects/new", NewProject, null],
   ["/projects/:project_id", ProjectPage, null],
   ["/projects/:project_id/builds/:build_id", BuildPage, null],
+  ["/projects/:project_id/pipelines/:pipeline_id", PipelinePage, null],
   ["/runners", Runners, "admin"],
   ["/admin", Admin, "admin"],
   ["/account", Account, null],

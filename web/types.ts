@@ -11,6 +11,7 @@ import type { PublicOidcSettings } from "../lib/auth/oidc.ts";
 import type { PublicTrustedProxySettings } from "../lib/auth/trusted-proxy.ts";
 import type { MeResult } from "../handlers/users/me.ts";
 import type { PipelineFileResult } from "../handlers/projects/pipeline-file.ts";
+import type { Annotation, BuildListItem, BuildTestsAnswer, CoverageAnswer, HistoryEntry, TestCaseResource, TestResource, TestSummary, TrendPoint } from "../lib/test-results/schema.ts";
 
 export type Build = z.infer<typeof BuildResource>;
 export type BuildStatus = Build["status"];
@@ -34,6 +35,16 @@ export type OidcSettings = z.infer<typeof PublicOidcSettings>;
 export type TrustedProxySettings = z.infer<typeof PublicTrustedProxySettings>;
 export type Me = z.infer<typeof MeResult>;
 export type PipelineFile = z.infer<typeof PipelineFileResult>;
+
+export type BuildListEntry = z.infer<typeof BuildListItem>;
+export type TestSummary = z.infer<typeof TestSummary>;
+export type BuildTests = z.infer<typeof BuildTestsAnswer>;
+export type TestCase = z.infer<typeof TestCaseResource>;
+export type AnalyzerIssue = z.infer<typeof Annotation>;
+export type Coverage = z.infer<typeof CoverageAnswer>;
+export type TestInfo = z.infer<typeof TestResource>;
+export type TestHistoryEntry = z.infer<typeof HistoryEntry>;
+export type Trend = z.infer<typeof TrendPoint>;
 
 /** One line of a build's log, as GET /v1/builds/{id}/logs and the SSE stream's `log` event send it. */
 export interface LogLine {

@@ -1,9 +1,12 @@
 // GET /v1/builds/{build_id}/tests (project viewer): what the build's test reports said in sum
-// (docs/test-results.md): the counts, each report with what reading it found, analyzer issues.
+// (docs/test-results.md): the counts, each report with what reading it found, analyzer issues, and
+// how to link a file and line to the source host.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
+import { scopedBuild, scopedProject } from "../../lib/auth/project-access.ts";
+import { findRepository } from "../../lib/db/repositories.ts";
+import { sourceFileUrl } from "../../lib/test-results/source-links.ts";
 import { BuildTestsAnswer } from "../../lib/test-results/schema.ts";
 import { listAnnotations, listReports, summaryOf } from "../../lib/test-results/queries.ts";
 
@@ -16,6 +19,12 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle(_input, ctx) {
     const build = scopedBuild(ctx);
-    return { summary: await summaryOf(ctx.db, build.id), reports: await listReports(ctx.db, build.id), annotations: await listAnnotations(ctx.db, build.id) };
+    const repository = await findRepository(ctx.db, scopedProject(ctx).repository_id);
+    return {
+      summary: await summaryOf(ctx.db, build.id),
+      reports: await listReports(ctx.db, build.id),
+      annotations: await listAnnotations(ctx.db, build.id),
+      source_file_url: sourceFileUrl(repository, build.commit_sha),
+    };
   },
 });

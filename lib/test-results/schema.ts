@@ -55,6 +55,10 @@ export const BuildTestsAnswer = z.object({
   summary: TestSummary.nullable().describe("null: the build sent no test report"),
   reports: z.array(TestReportResource),
   annotations: z.array(Annotation).describe("analyzer issues (dart analyze --format=machine), at most 2000"),
+  source_file_url: z
+    .string()
+    .nullable()
+    .describe("a link to a file on the source host at the build's commit, with {path} and {line} to fill in; null for a plain git remote"),
 });
 
 export const TestResource = z.object({

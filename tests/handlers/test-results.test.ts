@@ -85,6 +85,8 @@ describe("uploading reports", () => {
       "build/test-results/flutter.json read",
       "coverage/lcov.info read",
     ]);
+    // A file and line link to the source host at the build's commit.
+    expect(tests.body.source_file_url).toBe(`https://github.example.test/acme/app/blob/${SHA_A}/{path}#L{line}`);
     // Errors first, then warnings, then notices; paths relative to the checkout.
     expect(tests.body.annotations.map((a: { severity: string; file: string; line: number }) => `${a.severity} ${a.file}:${a.line}`)).toEqual(["error test/broken_test.dart:4", "warning lib/counter.dart:2", "notice lib/main.dart:12", "notice lib/a|b.dart:3"]);
     const listed = await t.call("GET", `/v1/pipelines/${pipeline.id}/builds`, { token: owner });

@@ -1,14 +1,16 @@
 // A build: live status, steps with durations and exit codes, the log (a finished build's read in
 // pages; a running build's followed over SSE with a stream token, resumed from the last line seen
-// with a new token when the stream drops), artifacts with size and SHA-256, cancel and re-run.
+// with a new token when the stream drops), artifacts with size and SHA-256, cancel and re-run; and
+// the Tests tab (build-tests.tsx, `?tab=tests`) with what the build's test reports said.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, get, post, query, sessionExpired } from "../api.ts";
 import { FormError, LoadState, Notice, PageTitle, StatusBadge, useLoad } from "../components.tsx";
 import { ago, buildDurationText, bytes, dateTime, duration } from "../format.ts";
 import { LogStore, LogView } from "../log-view.tsx";
 import { location, navigate } from "../router.ts";
-import type { Artifact, Build, LogLine, Project } from "../types.ts";
+import type { Artifact, Build, BuildTests, LogLine, Project } from "../types.ts";
 import { BuildOriginFacts, RetentionNotice } from "./build-origin.tsx";
+import { TestsTab } from "./build-tests.tsx";
 
 const FINISHED = new Set(["succeeded", "failed", "canceled"]);
 const PAGE = 5000;
@@ -154,6 +156,8 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
 
   const log = useBuildLog(build_id!, build, refresh);
   const artifacts = useLoad(() => get<{ artifacts: Artifact[] }>(`/v1/builds/${encodeURIComponent(build_id!)}/artifacts`), [build_id, build?.status]);
+  const tests = useLoad(() => get<BuildTests>(`/v1/builds/${encodeURIComponent(build_id!)}/tests`), [build_id, build?.status]);
+  const tab = new URLSearchParams(location.value.search).get("tab") === "tests" ? "tests" : "log";
   const hash = location.value.hash;
   const target = /^#L(\d+)$/.exec(hash)?.[1];
 
@@ -258,70 +262,90 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
       {build.failure_reason && <Notice kind="error">{build.failure_reason}</Notice>}
       {build.runner_policy_block_reason && build.status === "queued" && <Notice kind="warning">{build.runner_policy_block_reason}</Notice>}
       {build.changelog && <pre class="changelog">{build.changelog}</pre>}
-      <section aria-labelledby="h-steps">
-        <h2 id="h-steps">Steps</h2>
-        {build.step_results.length === 0 ? (
-          <p class="muted">{build.status === "queued" ? "Waiting for a runner." : "No step reported yet."}</p>
-        ) : (
-          <ol class="step-list">
-            {build.step_results.map((s) => (
-              <li key={s.name}>
-                <StatusBadge status={s.status} /> <strong>{s.name}</strong> <span class="muted">{duration(s.duration_ms)}</span>
-                {s.exit_code !== null && <span class="muted"> · exit code {s.exit_code}</span>}
-              </li>
-            ))}
-          </ol>
-        )}
-      </section>
-      <section aria-labelledby="h-log">
-        <h2 id="h-log">
-          Log{" "}
-          {log.connection === "live" && (
-            <span class="badge badge-running">
-              <span aria-hidden="true">●</span> live
-            </span>
+      <nav class="tabs" aria-label="Build sections">
+        <a href="?tab=log" aria-current={tab === "log" ? "page" : undefined}>
+          Log, steps and artifacts
+        </a>
+        <a href="?tab=tests" aria-current={tab === "tests" ? "page" : undefined}>
+          Tests{testsLabel(tests.data)}
+        </a>
+      </nav>
+      {tab === "tests" && <TestsTab build={build} tests={tests} />}
+      {/* Hidden, not unmounted, on the Tests tab: a live log keeps streaming and keeps its place. */}
+      <div hidden={tab !== "log"}>
+        <section aria-labelledby="h-steps">
+          <h2 id="h-steps">Steps</h2>
+          {build.step_results.length === 0 ? (
+            <p class="muted">{build.status === "queued" ? "Waiting for a runner." : "No step reported yet."}</p>
+          ) : (
+            <ol class="step-list">
+              {build.step_results.map((s) => (
+                <li key={s.name}>
+                  <StatusBadge status={s.status} /> <strong>{s.name}</strong> <span class="muted">{duration(s.duration_ms)}</span>
+                  {s.exit_code !== null && <span class="muted"> · exit code {s.exit_code}</span>}
+                </li>
+              ))}
+            </ol>
           )}
-          {log.connection === "reconnecting" && <span class="badge badge-queued">reconnecting…</span>}
-        </h2>
-        <RetentionNotice build={build} what="log" />
-        {log.revoked && <Notice kind="warning">The live log stopped: {log.revoked}</Notice>}
-        <LogView store={log.store} version={log.version} steps={build.step_results} live={!finished} target={target ? Number(target) : null} complete={log.complete} />
-      </section>
-      <section aria-labelledby="h-artifacts">
-        <h2 id="h-artifacts">Artifacts</h2>
-        <RetentionNotice build={build} what="artifacts" />
-        <LoadState state={artifacts} what="artifacts" />
-        {artifacts.data && artifacts.data.artifacts.length === 0 && <p class="muted">{finished ? "No artifacts." : "Artifacts appear when the build uploads them."}</p>}
-        {artifacts.data && artifacts.data.artifacts.length > 0 && (
-          <div class="table-wrap">
-            <table>
-              <caption class="sr-only">Artifacts</caption>
-              <thead>
-                <tr>
-                  <th scope="col">File</th>
-                  <th scope="col">Size</th>
-                  <th scope="col">SHA-256</th>
-                </tr>
-              </thead>
-              <tbody>
-                {artifacts.data.artifacts.map((a) => (
-                  <tr key={a.id}>
-                    <td>
-                      <a href={`/v1/builds/${encodeURIComponent(build.id)}/artifacts/${encodeURIComponent(a.id)}`} download={a.path.split("/").pop()}>
-                        {a.path}
-                      </a>
-                    </td>
-                    <td>{bytes(a.size)}</td>
-                    <td>
-                      <code class="sha">{a.sha256}</code>
-                    </td>
+        </section>
+        <section aria-labelledby="h-log">
+          <h2 id="h-log">
+            Log{" "}
+            {log.connection === "live" && (
+              <span class="badge badge-running">
+                <span aria-hidden="true">●</span> live
+              </span>
+            )}
+            {log.connection === "reconnecting" && <span class="badge badge-queued">reconnecting…</span>}
+          </h2>
+          <RetentionNotice build={build} what="log" />
+          {log.revoked && <Notice kind="warning">The live log stopped: {log.revoked}</Notice>}
+          <LogView store={log.store} version={log.version} steps={build.step_results} live={!finished} target={target ? Number(target) : null} complete={log.complete} />
+        </section>
+        <section aria-labelledby="h-artifacts">
+          <h2 id="h-artifacts">Artifacts</h2>
+          <RetentionNotice build={build} what="artifacts" />
+          <LoadState state={artifacts} what="artifacts" />
+          {artifacts.data && artifacts.data.artifacts.length === 0 && <p class="muted">{finished ? "No artifacts." : "Artifacts appear when the build uploads them."}</p>}
+          {artifacts.data && artifacts.data.artifacts.length > 0 && (
+            <div class="table-wrap">
+              <table>
+                <caption class="sr-only">Artifacts</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">File</th>
+                    <th scope="col">Size</th>
+                    <th scope="col">SHA-256</th>
                   </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
-        )}
-      </section>
+                </thead>
+                <tbody>
+                  {artifacts.data.artifacts.map((a) => (
+                    <tr key={a.id}>
+                      <td>
+                        <a href={`/v1/builds/${encodeURIComponent(build.id)}/artifacts/${encodeURIComponent(a.id)}`} download={a.path.split("/").pop()}>
+                          {a.path}
+                        </a>
+                      </td>
+                      <td>{bytes(a.size)}</td>
+                      <td>
+                        <code class="sha">{a.sha256}</code>
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+      </div>
     </section>
   );
+}
+
+/** " (2 failed)", " (125 passed)" beside the tab's name; nothing before reports arrive. */
+function testsLabel(tests: BuildTests | undefined): string {
+  const s = tests?.summary;
+  if (!s || s.total === 0) return "";
+  const failures = s.failed + s.errored;
+  return failures ? ` (${failures} failed)` : ` (${s.passed} passed)`;
 }

@@ -5,7 +5,7 @@ import { get } from "../api.ts";
 import { LoadState, PageTitle, StatusBadge, useLoad } from "../components.tsx";
 import { ago, buildDurationText, shortSha } from "../format.ts";
 import { isAdmin } from "../session.ts";
-import type { Build, Incident, Project, Runner } from "../types.ts";
+import type { Build, Incident, Project, Runner, TestSummary } from "../types.ts";
 import { runnerOnline } from "./runners.tsx";
 import { useBuildEvents } from "../live.ts";
 import { useRef } from "preact/hooks";
@@ -41,8 +41,10 @@ async function loadOverview(admin: boolean): Promise<Overview> {
   };
 }
 
-export function BuildTable({ builds, showProject = true, caption }: { builds: Array<Build & { project?: Project }>; showProject?: boolean; caption: string }) {
+export function BuildTable({ builds, showProject = true, caption }: { builds: Array<Build & { project?: Project; test_summary?: TestSummary | null }>; showProject?: boolean; caption: string }) {
   if (builds.length === 0) return <p class="muted">None.</p>;
+  // Build lists of the API carry each build's tests in a line ("123 passed, 2 failed").
+  const showTests = builds.some((b) => b.test_summary !== undefined);
   return (
     <div class="table-wrap">
       <table>
@@ -57,6 +59,7 @@ export function BuildTable({ builds, showProject = true, caption }: { builds: Ar
             <th scope="col">Commit</th>
             <th scope="col">Trigger</th>
             <th scope="col">Duration</th>
+            {showTests && <th scope="col">Tests</th>}
             <th scope="col">Queued</th>
           </tr>
         </thead>
@@ -80,6 +83,16 @@ export function BuildTable({ builds, showProject = true, caption }: { builds: Ar
                 {b.trigger_actor ? ` by ${b.trigger_actor}` : ""}
               </td>
               <td>{buildDurationText(b)}</td>
+              {showTests && (
+                <td>
+                  {b.test_summary && b.test_summary.total > 0 && (
+                    <a class={b.test_summary.failed + b.test_summary.errored ? "tests-failing" : "tests-passing"} href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}?tab=tests`}>
+                      <span aria-hidden="true">{b.test_summary.failed + b.test_summary.errored ? "✕ " : "✓ "}</span>
+                      {b.test_summary.text}
+                    </a>
+                  )}
+                </td>
+              )}
               <td>{ago(b.queued_at)}</td>
             </tr>
           ))}

@@ -98,6 +98,7 @@ export function PipelinesTab({ project, pipelines, reload, maintainer }: { proje
               <span class="muted">
                 {shown.trigger_config.events.join(", ")} on {shown.trigger_config.branches.join(", ")} · {shown.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {shown.execution_config.flutter_version}
               </span>
+              <a href={`/projects/${encodeURIComponent(project.id)}/pipelines/${encodeURIComponent(p.id)}`}>Trends and flaky tests</a>
               {origin.kind === "file" && <FileDefinition defined={origin.defined} path={origin.file.path} />}
               {maintainer && (
                 <div class="row">
