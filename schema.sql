@@ -1083,3 +1083,9 @@ INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_
 DROP TABLE commit_status_reports;
 CREATE TRIGGER commit_status_outbox_insert AFTER INSERT ON builds BEGIN INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at) SELECT p.repository_id, NEW.commit_sha, NEW.pipeline_id, NEW.id, NEW.build_number, NEW.status, NEW.updated_at FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = NEW.project_id AND r.provider != 'git' ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number, status = excluded.status, version = version + 1, updated_at = excluded.updated_at WHERE excluded.build_number >= commit_status_outbox.build_number; END;
 CREATE TRIGGER commit_status_outbox_status AFTER UPDATE OF status ON builds WHEN OLD.status IS NOT NEW.status BEGIN UPDATE commit_status_outbox SET status = NEW.status, version = version + 1, updated_at = NEW.updated_at WHERE build_id = NEW.id; END;
+
+-- migration 25: where a build ran
+-- The runner reports its executor with the job's finish: host, or a container with the image by
+-- digest (a re-run pins it), network and limits, or why the container could not start
+-- (docs/runners.md "Executors"). JSON, NULL for builds before it and for lost jobs.
+ALTER TABLE builds ADD COLUMN executor TEXT;

@@ -1,7 +1,7 @@
 // The runner's loop (docs/runners.md): connect, then claim jobs by long poll and run each one
 // (job/run-job.ts) until told to stop. Stopping (SIGTERM/SIGINT) ends a waiting claim at once;
 // a job the daemon handed out meanwhile is handed back, a running job is canceled and finished.
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 import { RunnerApi, Stopping, backoffMs, sleepUnless, type Log } from "./client.ts";
 import { SameUserRefusal, UNSAFE_FLAG, refusalMessage, sameUserProblem } from "./host-user.ts";
@@ -59,7 +59,11 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
   if (unsafe) o.log(unsafe, { level: "warn" });
   const container = o.executor?.kind === "container" ? o.executor : null;
   o.log("runner connected", { url: o.url, runner_id: o.runnerId, executor: o.executor?.kind ?? "host", ...(container ? { engine: container.engine.name, rootless: container.engine.rootless, image: container.image } : { build_steps_get: Object.keys(o.stepEnv) }) });
-  if (container) await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
+  if (container) {
+    container.engine.cwd = join(o.workDir, "engine");
+    mkdirSync(container.engine.cwd, { recursive: true });
+    await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
+  }
   try {
     for (let refusals = 0; !o.stop.aborted; ) {
       const claimId = crypto.randomUUID();
@@ -75,7 +79,11 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
         refusals = 0;
         if (claim.body) {
           await runJob(api, claim.body, o, heartbeatMs, unsafe);
-          if (container) await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
+          if (container) {
+    container.engine.cwd = join(o.workDir, "engine");
+    mkdirSync(container.engine.cwd, { recursive: true });
+    await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
+  }
         }
       } else if (claim.status === 401 || claim.status === 403) {
         throw new RunnerRefused(`Roost refused this runner: ${claim.status} ${claim.code}: ${claim.message}`);

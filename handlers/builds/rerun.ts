@@ -1,6 +1,7 @@
 // POST /v1/builds/{build_id}/rerun (docs/api.md "Builds"; project developer): a new build that copies
 // the source build's config_snapshot, branch and commit_sha, so it runs what the original ran
-// with, even if the pipeline changed since. Its trigger_type is "rerun" and it starts queued.
+// with, even if the pipeline changed since, and the image its container ran, by digest
+// (lib/builds/pin-image.ts). Its trigger_type is "rerun" and it starts queued.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
@@ -8,6 +9,7 @@ import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
 import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
+import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "rerun_build",
@@ -31,7 +33,7 @@ export const endpoint = defineEndpoint({
         triggerActor: ctx.principal!.user.email,
         concurrencyKey: null,
         sourceBuildId: source.id,
-        configSnapshot: source.config_snapshot,
+        configSnapshot: snapshotWithPinnedImage(source),
         definitionSource: source.definition_source,
         createdBy: ctx.principal!.user.id,
         context: source.context,

@@ -12,7 +12,7 @@ import { raiseIncident } from "../incidents.ts";
 import type { Build } from "../db/builds.ts";
 import { publishBuildChanged, transitionBuildIn } from "./transition.ts";
 import { formatTimeout } from "../pipelines/config.ts";
-import type { FlutterSdkUsed } from "../runner-protocol/wire.ts";
+import type { ExecutorUsed, FlutterSdkUsed } from "../runner-protocol/wire.ts";
 import { planBuildDeployments } from "../publishing/plan.ts";
 import type { Deployment } from "../publishing/deployments.ts";
 
@@ -21,6 +21,7 @@ export interface JobOutcome {
   exit_code: number;
   failure_reason?: string | undefined;
   flutter_sdk?: FlutterSdkUsed | undefined;
+  executor?: ExecutorUsed | undefined;
 }
 
 type Deps = Pick<AppContext, "db" | "clock" | "events">;
@@ -39,6 +40,7 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
     if (!(await markJob(tx, job.id, "finished", now))) return null;
     // Recorded also when the build had already ended (canceled, timed out): it did run with it.
     if (outcome.flutter_sdk) await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(outcome.flutter_sdk), job.build_id] });
+    if (outcome.executor) await tx.execute({ sql: "UPDATE builds SET executor = ? WHERE id = ?", args: [JSON.stringify(outcome.executor), job.build_id] });
     const build = await transitionBuildIn(tx, now, job.build_id, transition, {
       exit_code: outcome.exit_code,
       ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),

@@ -3,7 +3,7 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";
-import type { FlutterSdkUsed } from "../runner-protocol/wire.ts";
+import type { ExecutorUsed, FlutterSdkUsed } from "../runner-protocol/wire.ts";
 import { publicSnapshot, type ConfigSnapshot } from "../pipelines/config.ts";
 import { parseDefinitionSource, type DefinitionSource } from "../pipelines/definition.ts";
 
@@ -54,6 +54,8 @@ export interface Build {
   artifacts_deleted_at: number | null;
   /** The Flutter SDK the build used, as its runner reported it; null before that (schema.sql migration 12). */
   flutter_sdk: FlutterSdkUsed | null;
+  /** Where the build ran (its executor, image by digest, limits), as its runner reported it; null before that (schema.sql migration 25). */
+  executor: ExecutorUsed | null;
 }
 
 export function toBuild(row: Row): Build {
@@ -92,6 +94,7 @@ export function toBuild(row: Row): Build {
     logs_deleted_at: row.logs_deleted_at === undefined ? null : numOrNull(row, "logs_deleted_at"),
     artifacts_deleted_at: row.artifacts_deleted_at === undefined ? null : numOrNull(row, "artifacts_deleted_at"),
     flutter_sdk: typeof row.flutter_sdk === "string" ? (JSON.parse(row.flutter_sdk) as FlutterSdkUsed) : null,
+    executor: typeof row.executor === "string" ? (JSON.parse(row.executor) as ExecutorUsed) : null,
   };
 }
 

@@ -107,6 +107,24 @@ const platformCommands = z
   .default([])
   .describe("a list of commands; a single string is accepted as a list of one");
 
+// An image as engines name one ([registry[:port]/]path[:tag][@sha256:digest]); never starting
+// with "-", so no image name can pass for an option of the engine's command line.
+export const ImageReference = z
+  .string()
+  .min(1)
+  .max(255)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._\/:-]*(?:@sha256:[a-f0-9]{64})?$/, "must be an image reference like ghcr.io/acme/flutter:3.27 or name@sha256:<64 hex digits>")
+  .refine((r) => !r.includes("//") && !r.endsWith("/") && !r.endsWith(":"), "must be an image reference like ghcr.io/acme/flutter:3.27 or name@sha256:<64 hex digits>");
+
+export const LimitsInput = z
+  .object({
+    cpus: z.number().min(0.1).max(256).optional().describe("CPUs, e.g. 2 or 0.5"),
+    memory_mb: z.number().int().min(16).max(4_194_304).optional().describe("memory in MiB, no swap beyond it; a build past it fails saying it ran out of memory"),
+    pids: z.number().int().min(16).max(1_000_000).optional().describe("processes and threads at once (default 4096)"),
+    disk_mb: z.number().int().min(1).max(1_073_741_824).optional().describe("MiB the build may write into its workspace and cache directories"),
+  })
+  .strict();
+
 export const ExecutionConfigInput = z
   .object({
     artifact_patterns: z.array(artifactPattern).max(50).default(DEFAULT_ARTIFACT_PATTERNS),
@@ -155,6 +173,9 @@ export const ExecutionConfigInput = z
       .default({})
       .describe("per step (checkout, pre_build, build_android, build_ios, build_macos, build, post_build): a step running longer fails the build with reason timeout"),
     cache: CacheConfigInput.default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
+    image: ImageReference.optional().describe("the container image builds run in on a container runner (docs/runners.md \"Executors\"), e.g. ghcr.io/acme/flutter:3.27 or …@sha256:…; default: the runner's --image. A host runner ignores it"),
+    network: z.enum(["default", "none"]).optional().describe("none: the build's container has no network at all (default: on, without the host's loopback or the cloud metadata address)"),
+    limits: LimitsInput.optional().describe("the build container's limits; a runner lowers what is above its own (docs/runners.md \"Limits\")"),
     test_reports: z
       .array(pattern.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout"))
       .max(50)
@@ -196,6 +217,10 @@ export interface ExecutionConfig {
   step_timeout_seconds?: Partial<Record<(typeof TIMED_STEPS)[number], number>>;
   /** Absent in builds created before caches existed: the defaults. */
   cache?: CacheConfig;
+  /** A container runner's image, network and limits; absent when the pipeline sets none. */
+  image?: string;
+  network?: "default" | "none";
+  limits?: { cpus?: number; memory_mb?: number; pids?: number; disk_mb?: number };
   /** Absent in builds created before test reports existed: DEFAULT_TEST_REPORT_PATTERNS. */
   test_reports?: string[];
   /** Publishers run after a successful build (docs/publishing.md); absent in builds created before publishing existed. */

@@ -159,6 +159,23 @@ export const FlutterSdkUsed = z
   .strict();
 export type FlutterSdkUsed = z.output<typeof FlutterSdkUsed>;
 
+/** Where a build ran, as the runner reports it and the build shows it (docs/runners.md "Executors"). */
+export const ExecutorUsed = z
+  .object({
+    kind: z.enum(["host", "container"]).describe("host: as the runner's OS user on its host; container: in a fresh container"),
+    engine: z.string().max(100).nullable().describe("the container engine and its version, e.g. podman 4.3.1"),
+    image: z.string().max(300).nullable().describe("the image as the pipeline or the runner named it"),
+    image_digest: z.string().max(400).nullable().describe("the image the build ran, by digest (repository@sha256:…): a re-run runs this one"),
+    network: z.enum(["default", "none"]).nullable(),
+    limits: z
+      .object({ cpus: z.number().nullable(), memory_mb: z.number().int().nullable(), pids: z.number().int().nullable(), disk_mb: z.number().int().nullable() })
+      .nullable()
+      .describe("the limits the build's container had; null is unlimited"),
+    error: z.string().max(500).nullable().describe("why the build's container could not start"),
+  })
+  .strict();
+export type ExecutorUsed = z.output<typeof ExecutorUsed>;
+
 // POST /v1/runners/{runner_id}/jobs/{job_id}/finish
 export const FinishRequest = z
   .object({
@@ -166,6 +183,7 @@ export const FinishRequest = z
     exit_code: z.number().int(),
     failure_reason: z.string().max(500).optional(),
     flutter_sdk: FlutterSdkUsed.optional().describe("the Flutter SDK the build ran with"),
+    executor: ExecutorUsed.optional().describe("where the build ran: its executor, and in a container its image by digest and limits"),
     line_count: z.number().int().min(0).describe("how many log lines the job produced in all"),
   })
   .strict();

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { Timestamp, boundedJsonObject } from "../schemas.ts";
 import { PLATFORMS, TRIGGER_EVENTS } from "../pipelines/config.ts";
 import { BUILD_STATUSES } from "../builds/state-machine.ts";
-import { FlutterSdkUsed } from "../runner-protocol/wire.ts";
+import { ExecutorUsed, FlutterSdkUsed } from "../runner-protocol/wire.ts";
 
 export const ProjectRoleSchema = z.enum(["maintainer", "developer", "viewer"]);
 
@@ -145,6 +145,7 @@ export const BuildResource = z.object({
   logs_deleted_at: Timestamp.nullable().describe("when retention deleted the build's log (docs/operations.md \"Retention\"); null while it is kept"),
   artifacts_deleted_at: Timestamp.nullable().describe("when retention deleted the build's artifacts; null while they are kept"),
   flutter_sdk: FlutterSdkUsed.nullable().describe("the Flutter SDK the build used, as its runner reported it when the job finished (docs/runners.md \"Flutter versions\")"),
+  executor: ExecutorUsed.nullable().describe("where the build ran, as its runner reported it when the job finished: host, or a container with its image by digest (which a re-run runs again), network and limits, or why the container could not start (docs/runners.md \"Executors\")"),
 });
 
 export const IncidentResource = z.object({

@@ -294,7 +294,7 @@ class ContainerCommand implements RunningCommand {
   ) {
     const wrapper = `printf '${MARKER}%s\\n' "$$" >&2; . /dev/stdin || exit 125; exec </dev/null\n${command}`;
     const argv = executor.shell === "/bin/bash" ? ["/bin/bash", "-o", "pipefail", "-c", wrapper] : ["/bin/sh", "-c", wrapper];
-    const child = spawn(executor.settings.engine.name, executor.execArgs(argv, { cwd: options.cwd, stdin: true }), { stdio: ["pipe", "pipe", "pipe"], env: engineEnv() });
+    const child = spawn(executor.settings.engine.name, executor.execArgs(argv, { cwd: options.cwd, stdin: true }), { stdio: ["pipe", "pipe", "pipe"], env: engineEnv(), ...(executor.settings.engine.cwd ? { cwd: executor.settings.engine.cwd } : {}) });
     this.#child = child;
     child.stdin!.on("error", () => {});
     child.stdin!.end(Object.entries(options.env).map(([k, v]) => `export ${k}=${q(v)}\n`).join(""));

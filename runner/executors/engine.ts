@@ -16,6 +16,12 @@ export interface Engine {
   rootless: boolean;
   /** `podman version`'s or `docker version`'s client version, for the build's record. */
   version: string;
+  /**
+   * The working directory of the engine's processes: a directory of the runner's own
+   * (<workdir>/engine), since conmon writes files there (an "oom" marker when an exec'd process
+   * was killed for memory) and they must not land wherever the runner was started.
+   */
+  cwd?: string;
 }
 
 export interface EngineResult {
@@ -32,10 +38,10 @@ export function engineEnv(extra: Record<string, string> = {}): Record<string, st
 }
 
 /** Runs `<engine> <args>` to completion; stdin, when given, is written to it. */
-export async function engineCall(engine: Pick<Engine, "name">, args: string[], options: { stdin?: Uint8Array; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<EngineResult> {
+export async function engineCall(engine: Pick<Engine, "name" | "cwd">, args: string[], options: { stdin?: Uint8Array; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<EngineResult> {
   let proc;
   try {
-    proc = Bun.spawn([engine.name, ...args], { stdin: options.stdin ?? "ignore", stdout: "pipe", stderr: "pipe", env: options.env ?? engineEnv() });
+    proc = Bun.spawn([engine.name, ...args], { stdin: options.stdin ?? "ignore", stdout: "pipe", stderr: "pipe", env: options.env ?? engineEnv(), ...(engine.cwd ? { cwd: engine.cwd } : {}) });
   } catch (error) {
     return { code: 127, stdout: "", stderr: `${engine.name}: ${(error as Error).message}` };
   }

@@ -5,7 +5,7 @@
 //              executors, and what a Mac runner does)
 //   container  in one fresh container per build (container.ts), through Podman or Docker
 import { runCommand, groupAlive, type RunningCommand } from "../process.ts";
-import type { Limits } from "./limits.ts";
+import type { ExecutorUsed } from "../../lib/runner-protocol/wire.ts";
 import type { ContainerSettings } from "./container.ts";
 
 /** How a runner runs its builds' commands (`roost runner --executor`). */
@@ -21,15 +21,7 @@ export interface CommandOptions {
 }
 
 /** What a build records about where it ran (reported with the job's finish, shown on the build). */
-export interface ExecutorRecord {
-  kind: ExecutorKind;
-  engine: string | null;
-  image: string | null;
-  image_digest: string | null;
-  limits: Limits | null;
-  network: "default" | "none" | null;
-  error: string | null;
-}
+export type ExecutorRecord = ExecutorUsed;
 
 export interface Executor {
   readonly kind: ExecutorKind;

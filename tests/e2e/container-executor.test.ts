@@ -372,16 +372,86 @@ describe("clean-up that survives anything", () => {
   }, 120_000);
 });
 
+describe("the image", () => {
+  /** Builds `localhost/roost-test-moving:latest` from the test image with a marker file; its image id. */
+  async function tagMovingImage(marker: string): Promise<string> {
+    const dir = mkdtempSync(join(work, "image-"));
+    writeFileSync(join(dir, "marker"), `${marker}\n`);
+    writeFileSync(join(dir, "Containerfile"), `FROM ${image}\nCOPY marker /etc/roost-test-image\n`);
+    return (await sh(`podman build --quiet --pull=never -t localhost/roost-test-moving:latest ${dir}`)).split("\n").at(-1)!;
+  }
+
+  test("is recorded by digest on the build; a re-run runs that digest after the tag moved on", async () => {
+    const runner = startRunner(await registerRunner());
+    const first = await tagMovingImage("first image");
+    const id = await pipeline({ platforms: [], image: "localhost/roost-test-moving:latest", commands: { build: ["cat /etc/roost-test-image"] } });
+    const original = await waitFor(await build(id), finished);
+    expect(original.status).toBe("succeeded");
+    expect(await log(original.id)).toContain("\nfirst image\n");
+    const digest = await sh("podman image inspect --format '{{.Digest}}' localhost/roost-test-moving:latest");
+    expect(original.executor).toEqual({ kind: "container", engine: expect.stringMatching(/^podman \d/), image: "localhost/roost-test-moving:latest", image_digest: `localhost/roost-test-moving@${digest}`, network: "default", limits: { cpus: null, memory_mb: null, pids: 4096, disk_mb: null }, error: null });
+
+    const second = await tagMovingImage("second image");
+    const rerun = await waitFor((await http(daemon.url, "POST", `/v1/builds/${original.id}/rerun`, { token: owner })).body.build.id, finished);
+    expect(rerun.status).toBe("succeeded");
+    expect(rerun.config_snapshot.execution_config.image).toBe(`localhost/roost-test-moving@${digest}`);
+    expect(rerun.executor.image_digest).toBe(`localhost/roost-test-moving@${digest}`);
+    expect(await log(rerun.id)).toContain("\nfirst image\n");
+    // A new build of the pipeline takes the tag as it is now.
+    const fresh = await waitFor(await build(id), finished);
+    expect(await log(fresh.id)).toContain("\nsecond image\n");
+    expect(fresh.executor.image_digest).not.toBe(original.executor.image_digest);
+    await sh(`podman rmi --force ${first} ${second} >/dev/null 2>&1 || true`);
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 180_000);
+
+  test("an image the engine cannot get fails the build at the container step, saying why, on the build", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(await pipeline({ platforms: [], image: "localhost/roost-test-missing:1", commands: { build: ["echo never"] } }));
+    const done = await waitFor(id, finished);
+    expect(done).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/^the image localhost\/roost-test-missing:1 could not be pulled: /) });
+    expect(done.executor).toMatchObject({ kind: "container", image: "localhost/roost-test-missing:1", image_digest: null, error: done.failure_reason });
+    expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([["checkout", "succeeded"], ["container", "failed"], ["build", "skipped"]]);
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+});
+
 describe("limits", () => {
-  test("a build past its memory limit fails saying it ran out of memory", async () => {
-    const runner = startRunner(await registerRunner(), ["--memory", "96m"]);
-    const id = await build(await pipeline({ platforms: [], commands: { build: ["echo allocating", "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo survived"] } }));
+  test("a build past its memory limit fails saying it ran out of memory; the pipeline's limit within the runner's", async () => {
+    const runner = startRunner(await registerRunner(), ["--memory", "512m"]);
+    const id = await build(await pipeline({ platforms: [], limits: { memory_mb: 96 }, commands: { build: ["echo allocating", "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo survived"] } }));
     const done = await waitFor(id, finished);
     expect(done).toMatchObject({ status: "failed", failure_reason: "the build ran out of memory (limit 96 MiB)" });
     const text = await log(id);
     expect(text).toContain("memory 96 MiB");
+    expect(done.executor.limits).toEqual({ cpus: null, memory_mb: 96, pids: 4096, disk_mb: null });
     expect(text).toContain("[roost] the build ran out of memory (limit 96 MiB): the kernel killed a process of step build");
     expect(text).not.toContain("\nsurvived");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("a pipeline asking more than the runner allows gets the runner's, and the log says so; cpus and pids reach the container", async () => {
+    const runner = startRunner(await registerRunner(), ["--memory", "256m", "--cpus", "1", "--pids", "200"]);
+    const id = await build(await pipeline({ platforms: [], limits: { memory_mb: 1024, cpus: 0.5 }, commands: { build: ["cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max"] } }));
+    const done = await waitFor(id, finished);
+    expect(done.status).toBe("succeeded");
+    expect(done.executor.limits).toEqual({ cpus: 0.5, memory_mb: 256, pids: 200, disk_mb: null });
+    const text = await log(id);
+    expect(text).toContain("[roost] the pipeline's memory_mb 1 GiB is above this runner's 256 MiB: 256 MiB");
+    expect(text).toContain(`\n${256 * 1024 * 1024}\n200\n50000\n`);
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("a build writing past its disk limit is stopped, saying so", async () => {
+    const runner = startRunner(await registerRunner(), ["--disk", "20m"]);
+    const id = await build(await pipeline({ platforms: [], commands: { build: ["head -c 60000000 /dev/zero > big.bin && sleep 3148"] } }));
+    const done = await waitFor(id, finished);
+    expect(done).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/^the build used more disk than its limit \(\d+ MiB written, limit 20 MiB\)$/) });
+    expect(await containersOf(id)).toEqual([]);
     runner.proc.kill("SIGTERM");
     await runner.proc.exited;
   }, 120_000);

@@ -1,0 +1,123 @@
+// A pipeline's container settings (docs/pipelines.md image, network, limits) through the API and
+// roost.yaml, what a runner reports about where a build ran (the build's executor), and a re-run
+// pinned to the image its source ran, by digest (docs/runners.md "Executors").
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { parsePipelineFile, pipelineFileJsonSchema } from "../../lib/pipelines/file.ts";
+
+let t: TestApp;
+let owner: string;
+let projectId: string;
+let fixture: CiFixture;
+beforeAll(async () => {
+  fixture = await startCiFixture();
+  ({ t, owner, projectId } = fixture);
+});
+afterAll(() => fixture.stop());
+
+const DIGEST = `sha256:${"ab".repeat(32)}`;
+
+async function runner() {
+  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
+  const { id } = created.body.runner;
+  const token: string = created.body.token;
+  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  const call = (method: string, path: string, body?: unknown) => t.call(method, `/v1/runners/${id}${path}`, { token, body });
+  return { call, claim: () => call("POST", "/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 }) };
+}
+
+async function drainQueue() {
+  const queued = (await t.call("GET", `/v1/projects/${projectId}/builds?status=queued&limit=200`, { token: owner })).body.builds;
+  for (const b of queued) await t.call("POST", `/v1/builds/${b.id}/cancel`, { token: owner });
+}
+
+describe("a pipeline's image, network and limits", () => {
+  test("are stored, shown, frozen with the build and handed to the runner", async () => {
+    await drainQueue();
+    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } } });
+    expect(pipeline.execution_config).toMatchObject({ image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } });
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    expect(build.config_snapshot.execution_config).toMatchObject({ image: "ghcr.io/acme/flutter:3.27", network: "none" });
+    expect(build.executor).toBeNull();
+    const job = (await (await runner()).claim()).body.job;
+    expect(job.config.execution_config).toMatchObject({ image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } });
+  });
+
+  test("a pipeline without them has none of the keys (the runner's defaults apply)", async () => {
+    const pipeline = await createPipeline(t, owner, projectId);
+    expect(Object.keys(pipeline.execution_config)).not.toContain("image");
+    expect(Object.keys(pipeline.execution_config)).not.toContain("limits");
+  });
+
+  test.each([
+    [{ image: "--privileged" }, "execution_config.image"],
+    [{ image: "ghcr.io/acme/flutter:3.27 --rm" }, "execution_config.image"],
+    [{ image: "acme//flutter" }, "execution_config.image"],
+    [{ image: "acme/flutter@sha256:123" }, "execution_config.image"],
+    [{ network: "host" }, "execution_config.network"],
+    [{ limits: { memory_mb: 8 } }, "execution_config.limits.memory_mb"],
+    [{ limits: { cpus: 0 } }, "execution_config.limits.cpus"],
+    [{ limits: { swap_mb: 10 } }, "execution_config.limits"],
+  ])("%p is refused with 400 naming the field", async (config: Record<string, unknown>, field: string) => {
+    const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: config } });
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe("invalid_request");
+    expect(res.body.details.map((d: { path: string }) => d.path)).toEqual([`body.${field}`]);
+  });
+
+  test("roost.yaml takes them too, and its JSON Schema describes them", () => {
+    const parsed = parsePipelineFile(`pipelines:\n  android:\n    image: ghcr.io/acme/flutter@${DIGEST}\n    network: none\n    limits:\n      memory_mb: 512\n`);
+    expect(parsed.ok && parsed.pipelines.get("android")).toMatchObject({ image: `ghcr.io/acme/flutter@${DIGEST}`, network: "none", limits: { memory_mb: 512 } });
+    const bad = parsePipelineFile(`pipelines:\n  android:\n    image: "-v /:/host"\n`);
+    expect(bad.ok ? [] : bad.problems.map((p) => `${p.line}:${p.path}`)).toEqual(["3:pipelines.android.image"]);
+    const schema = JSON.stringify(pipelineFileJsonSchema());
+    for (const key of ['"image"', '"network"', '"limits"', '"memory_mb"']) expect(schema).toContain(key);
+  });
+});
+
+describe("where a build ran", () => {
+  test("the runner's report is the build's executor; a re-run runs the image by the digest its source ran", async () => {
+    await drainQueue();
+    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/flutter:3.27" } });
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const r = await runner();
+    const job = (await r.claim()).body.job;
+    const executor = { kind: "container", engine: "podman 4.3.1", image: "ghcr.io/acme/flutter:3.27", image_digest: `ghcr.io/acme/flutter@${DIGEST}`, network: "default", limits: { cpus: null, memory_mb: 4096, pids: 4096, disk_mb: null }, error: null };
+    const done = await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0, executor });
+    expect(done.status).toBe(200);
+    expect(done.body.build.executor).toEqual(executor);
+    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.executor).toEqual(executor);
+
+    // The tag may point elsewhere by now: the re-run names the digest the source ran.
+    const rerun = (await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner })).body.build;
+    expect(rerun.config_snapshot.execution_config.image).toBe(`ghcr.io/acme/flutter@${DIGEST}`);
+    expect((await r.claim()).body.job.config.execution_config.image).toBe(`ghcr.io/acme/flutter@${DIGEST}`);
+  });
+
+  test("a host build records the host executor, and its re-run changes nothing", async () => {
+    await drainQueue();
+    const pipeline = await createPipeline(t, owner, projectId);
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const r = await runner();
+    const job = (await r.claim()).body.job;
+    const executor = { kind: "host", engine: null, image: null, image_digest: null, network: null, limits: null, error: null };
+    expect((await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0, executor })).body.build.executor).toEqual(executor);
+    const rerun = (await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner })).body.build;
+    expect(rerun.config_snapshot).toEqual(build.config_snapshot);
+  });
+
+  test("a container that could not start is said on the build", async () => {
+    await drainQueue();
+    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/missing:1" } });
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const r = await runner();
+    const job = (await r.claim()).body.job;
+    const error = "the image ghcr.io/acme/missing:1 could not be pulled: manifest unknown";
+    const executor = { kind: "container", engine: "podman 4.3.1", image: "ghcr.io/acme/missing:1", image_digest: null, network: "default", limits: null, error };
+    await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "failed", exit_code: 1, failure_reason: error, line_count: 0, executor });
+    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build).toMatchObject({ status: "failed", failure_reason: error, executor: { error, image_digest: null } });
+    // Nothing to pin: the re-run asks for the image again.
+    expect((await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner })).body.build.config_snapshot.execution_config.image).toBe("ghcr.io/acme/missing:1");
+  });
+});
