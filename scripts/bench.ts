@@ -465,6 +465,12 @@ async function schedulesRetentionScenario(): Promise<void> {
   for (const row of await schedulesRetentionRows()) record(row);
 }
 
+/** Test results: a 10,000-test report read and recorded, history at a million stored results (scripts/bench/test-results.ts). */
+async function testResultsScenario(): Promise<void> {
+  const { testResultsRows } = await import("./bench/test-results.ts");
+  for (const row of await testResultsRows()) record(row);
+}
+
 /** The runner's dependency cache: the second build of a commit against the first (scripts/bench/cache.ts). */
 async function cacheScenario(): Promise<void> {
   const { cacheRows } = await import("./bench/cache.ts");
@@ -616,6 +622,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   web: webScenario,
   "schedules-retention": schedulesRetentionScenario,
   cache: cacheScenario,
+  "test-results": testResultsScenario,
 };
 
 if (import.meta.main) {

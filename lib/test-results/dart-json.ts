@@ -127,6 +127,15 @@ export function dartJsonReader(limits: ReportLimits, workspace: string | null): 
     }
   }
 
+  // A run names a few files thousands of times: each is made a checkout path once.
+  const paths = new Map<string, string | null>();
+  const pathOf = (raw: string | null): string | null => {
+    if (raw === null) return null;
+    let p = paths.get(raw);
+    if (p === undefined) paths.set(raw, (p = workspacePath(raw, workspace)));
+    return p;
+  };
+
   function toCase(t: Started): TestCase | null {
     const errored = t.errorCount > 0;
     // Hidden tests (loading a file, setUpAll, tearDownAll) count only when they went wrong.
@@ -146,14 +155,14 @@ export function dartJsonReader(limits: ReportLimits, workspace: string | null): 
     const suitePath = suites.get(t.suiteId) ?? null;
     const defined = t.url && !t.url.startsWith("package:") && !t.url.startsWith("dart:") ? t.url : null;
     return {
-      suite: clip(withoutWorkspace(workspacePath(suitePath, workspace) ?? "", workspace), limits.maxNameChars) ?? "",
+      suite: clip(withoutWorkspace(pathOf(suitePath) ?? "", workspace), limits.maxNameChars) ?? "",
       name: clip(withoutWorkspace(t.name, workspace), limits.maxNameChars) ?? "",
       status,
       duration_ms: t.startedAt !== null && t.doneAt !== null && t.doneAt >= t.startedAt ? t.doneAt - t.startedAt : null,
       message: withoutWorkspace(message, workspace),
       stack: withoutWorkspace(t.stacks.empty ? null : t.stacks.toString(), workspace),
       output: withoutWorkspace(t.output.empty ? null : t.output.toString(), workspace),
-      file: workspacePath(defined ?? suitePath, workspace),
+      file: pathOf(defined ?? suitePath),
       line: defined ? t.line : null,
     };
   }

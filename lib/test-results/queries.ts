@@ -143,10 +143,12 @@ export async function listCases(db: Executor, build: Build, query: CaseQuery): P
   const cases = [];
   for (const r of page) {
     const status = str(r, "status") as Status;
-    const recent = await all(db, "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT 50", [
+    // The strip needs 10 results; a failure looks further back for where its run of failures began.
+    const recent = await all(db, "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT ?", [
       num(r, "test_id"),
       str(r, "lane"),
       build.build_number,
+      FAILED.has(status) ? 50 : 10,
     ]);
     const dots = recent.map((d) => ({ build_id: str(d, "build_id"), build_number: num(d, "build_number"), status: str(d, "status") as Status }));
     let since: { build_id: string; build_number: number } | null = null;

@@ -131,7 +131,7 @@ export function workspacePath(raw: string | null | undefined, workspace: string 
 
 /** Removes the runner's workspace prefix wherever it appears in a message or stack trace. */
 export function withoutWorkspace(text: string | null, workspace: string | null): string | null {
-  if (text === null || !workspace) return text;
+  if (text === null || !workspace || !text.includes(workspace)) return text;
   const root = workspace.endsWith("/") ? workspace : `${workspace}/`;
   return text.split(`file://${root}`).join("").split(root).join("");
 }
