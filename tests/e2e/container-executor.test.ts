@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, test } from "bun:test
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect, createServer } from "node:net";
 import type { Subprocess } from "bun";
 import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
@@ -45,15 +46,15 @@ async function registerRunner(): Promise<{ id: string; token: string }> {
   return { id: created.runner.id, token: created.token };
 }
 
-/** A `roost runner --executor container` process (its stderr lines collected). */
-function startRunner(r: { id: string; token: string }, args: string[] = [], workDir = join(work, `runner-work-${r.id}`)): Runner {
-  const proc = Bun.spawn([BUN, ROOST, "runner", "--executor", "container", "--engine", "podman", "--image", image, ...args], {
+/** A `roost runner --executor container` process (its stderr lines collected); `prefix` runs it through nsenter. */
+function startRunner(r: { id: string; token: string }, args: string[] = [], workDir = join(work, `runner-work-${r.id}`), via: { prefix: string[]; url: string } | null = null): Runner {
+  const proc = Bun.spawn([...(via?.prefix ?? []), BUN, ROOST, "runner", "--executor", "container", "--engine", "podman", "--image", image, ...args], {
     cwd: REPO_ROOT,
     env: {
       PATH: process.env.PATH ?? "/usr/bin:/bin",
       HOME: join(work, "runner-home"),
       CONTAINERS_CONF: join(cacheDir, "containers.conf"),
-      ROOST_URL: daemon.url,
+      ROOST_URL: via?.url ?? daemon.url,
       ROOST_RUNNER_ID: r.id,
       ROOST_RUNNER_TOKEN: r.token,
       ROOST_RUNNER_WORKDIR: workDir,
@@ -306,6 +307,89 @@ describe("what a build's code can reach from its container", () => {
     expect(artifacts.map((a: { path: string }) => a.path)).toEqual(["inside.txt"]);
     await http(daemon.url, "POST", `/v1/builds/${otherBuild}/cancel`, { token: owner });
   }, 180_000);
+});
+
+describe("the network of a build's container", () => {
+  // A network namespace stands for the runner's host (tests/support/netns-host.ts): the daemon at
+  // 127.0.0.1:<port> and a metadata stand-in at 169.254.169.254:80 there, the runner and Podman
+  // started in it with nsenter. Everything of the namespace goes in afterAll.
+  const netns = `rct-${crypto.randomUUID().slice(0, 8)}`;
+  const inNetns = ["nsenter", `--net=/run/netns/${netns}`];
+  let bridge: ReturnType<typeof createServer> | null = null;
+  let hostSide: Subprocess | null = null;
+  let port = 0;
+
+  beforeAll(async () => {
+    await sh(`ip netns add ${netns} && ip -n ${netns} link set lo up && ip -n ${netns} addr add 169.254.169.254/32 dev lo`);
+    port = Number(new URL(daemon.url).port);
+    const socketPath = join(work, "daemon.sock");
+    bridge = createServer((client) => {
+      const upstream = connect(port, "127.0.0.1");
+      client.pipe(upstream).pipe(client);
+      client.on("error", () => upstream.destroy());
+      upstream.on("error", () => client.destroy());
+    }).listen(socketPath);
+    hostSide = Bun.spawn([...inNetns, BUN, join(REPO_ROOT, "tests/support/netns-host.ts"), String(port), socketPath], { stdout: "pipe", stderr: "inherit" });
+    const reader = (hostSide.stdout as ReadableStream<Uint8Array>).getReader();
+    expect(new TextDecoder().decode((await reader.read()).value)).toBe("ready\n");
+  }, 60_000);
+
+  afterAll(async () => {
+    hostSide?.kill("SIGKILL");
+    bridge?.close();
+    await sh(`ip netns del ${netns}`).catch(() => {});
+  });
+
+  /** bash's /dev/tcp: "reached" (and the first line answered), or "blocked" with the error. */
+  const probe = (name: string, address: string, port: number) =>
+    `r=$(timeout 5 bash -c 'exec 3<>/dev/tcp/${address}/${port} && printf "GET / HTTP/1.0\\r\\n\\r\\n" >&3 && head -1 <&3' 2>&1); if [ $? = 0 ]; then echo "PROBE ${name} reached: $r"; else echo "PROBE ${name} blocked: $(echo "$r" | tail -1)"; fi`;
+
+  function probes(text: string): Record<string, string> {
+    // "blocked: bash: line 1: /dev/tcp/169.254.169.254/80: No route to host" → "blocked: No route to host"
+    return Object.fromEntries([...text.matchAll(/^PROBE (\w+) (reached|blocked): ?(.*)$/gm)].map((m) => [m[1], `${m[2]}: ${m[2] === "blocked" ? m[3]!.split(": ").at(-1) : m[3]}`]));
+  }
+
+  test("from the runner's host both are there; a container of the engine's own reaches them without Roost's routes and loopback flag", async () => {
+    expect(await sh(`${inNetns.join(" ")} curl -s http://169.254.169.254/`)).toBe("metadata stand-in: AccessKeyId=ASIASTANDIN");
+    expect(await sh(`${inNetns.join(" ")} curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:${port}/v1/setup/status`)).toMatch(/^[2-4]\d\d$/);
+    const plain = await sh(
+      `${inNetns.join(" ")} podman run --rm --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 --network slirp4netns:allow_host_loopback=true ${image} bash -c '${[probe("metadata", "169.254.169.254", 80), probe("host_loopback", "10.0.2.2", port)].join("; ").replace(/'/g, "'\\''")}'`,
+    );
+    expect(probes(plain)).toEqual({ metadata: "reached: HTTP/1.1 200 OK", host_loopback: expect.stringMatching(/^reached: HTTP\/1.1 \d{3}/) });
+  }, 120_000);
+
+  test("a build reaches neither the daemon on the runner's loopback nor 169.254.169.254", async () => {
+    const runner = startRunner(await registerRunner(), [], undefined, { prefix: inNetns, url: `http://127.0.0.1:${port}` });
+    const id = await build(await pipeline({
+      platforms: [],
+      commands: { build: [probe("metadata", "169.254.169.254", 80), probe("link_local", "169.254.1.1", 80), probe("host_loopback", "10.0.2.2", port), probe("own_loopback", "127.0.0.1", port), "cat /proc/net/route | cut -f1,2,4 | sort"] },
+    }));
+    const done = await waitFor(id, finished);
+    expect(done.status).toBe("succeeded");
+    const text = await log(id);
+    expect(probes(text)).toEqual({
+      metadata: "blocked: No route to host",
+      link_local: "blocked: No route to host",
+      // slirp4netns answers for 10.0.2.2 itself, refusing what would lead to the host's loopback.
+      host_loopback: "blocked: Network is unreachable",
+      own_loopback: "blocked: Connection refused",
+    });
+    expect(text).not.toContain("ASIASTANDIN");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("network: none leaves the build only its own loopback", async () => {
+    const runner = startRunner(await registerRunner(), [], undefined, { prefix: inNetns, url: `http://127.0.0.1:${port}` });
+    const id = await build(await pipeline({ platforms: [], network: "none", commands: { build: [probe("metadata", "169.254.169.254", 80), probe("host_loopback", "10.0.2.2", port), "ls /sys/class/net"] } }));
+    const done = await waitFor(id, finished);
+    expect(done).toMatchObject({ status: "succeeded", executor: { network: "none" } });
+    const text = await log(id);
+    expect(probes(text)).toEqual({ metadata: "blocked: Network is unreachable", host_loopback: "blocked: Network is unreachable" });
+    expect(text).toContain("$ ls /sys/class/net\nlo\n");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
 });
 
 describe("clean-up that survives anything", () => {
