@@ -29,6 +29,8 @@ export interface RunnerOptions {
   stepEnv: Record<string, string>;
   log: Log;
   stop: AbortSignal;
+  /** Stop after one job (a runner in a VM made for one build). */
+  once?: boolean;
   /** Where build commands run (runner/executors/); host when absent. */
   executor?: ExecutorSettings;
   /** Run build steps even as the daemon's user on its host (runner/host-user.ts): tests and single-user trials only. */
@@ -79,11 +81,8 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
         refusals = 0;
         if (claim.body) {
           await runJob(api, claim.body, o, heartbeatMs, unsafe);
-          if (container) {
-    container.engine.cwd = join(o.workDir, "engine");
-    mkdirSync(container.engine.cwd, { recursive: true });
-    await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
-  }
+          if (container) await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
+          if (o.once) break;
         }
       } else if (claim.status === 401 || claim.status === 403) {
         throw new RunnerRefused(`Roost refused this runner: ${claim.status} ${claim.code}: ${claim.message}`);

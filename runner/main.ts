@@ -46,6 +46,7 @@ Executors (docs/runners.md "Executors"):
                              (SIZE: 512m, 4g; MiB when bare)
   --container-user UID:GID   who steps run as when the runner is root on a rootful engine
                              (default 1000:1000; otherwise the runner's own user)
+  --once                     run one build, then stop (exit 0): a runner in a throwaway VM
 
 With the host executor, build steps run as the runner's OS user. On the daemon's host, run the runner as another user
 (e.g. sudo -u roost-runner roost runner): it refuses to start as the daemon's own user or as root
@@ -78,6 +79,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
         pids: { type: "string" },
         disk: { type: "string" },
         "container-user": { type: "string" },
+        once: { type: "boolean" },
       },
     }).values;
   } catch (error) {
@@ -108,6 +110,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
       log: (msg, fields) => process.stderr.write(JSON.stringify({ time: new Date().toISOString(), msg, ...fields }) + "\n"),
       stop: stop.signal,
       executor,
+      once: flags.once === true,
       unsafeAllowSameUser: flags[UNSAFE_FLAG.slice(2)] === true,
     });
   } catch (error) {

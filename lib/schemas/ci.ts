@@ -74,6 +74,12 @@ export const ExecutionConfigOut = z.object({
   step_timeout_seconds: z.record(z.string(), z.number().int()).optional().describe("seconds per step"),
   cache: z.object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) }).optional().describe("the runner's dependency cache"),
   publish: z.array(z.looseObject({ type: z.string(), environment: z.string() })).optional().describe("publishers run after a successful build (docs/publishing.md); absent in builds frozen before publishing existed"),
+  image: z.string().optional().describe("the container image of a container runner (docs/runners.md \"Executors\"); absent: the runner's --image"),
+  network: z.enum(["default", "none"]).optional().describe("none: the build's container has no network"),
+  limits: z
+    .object({ cpus: z.number().optional(), memory_mb: z.number().int().optional(), pids: z.number().int().optional(), disk_mb: z.number().int().optional() })
+    .optional()
+    .describe("the build container's limits, within the runner's"),
 });
 
 export const Concurrency = z.object({ cancel_previous: z.boolean(), max_concurrent: z.number().int() });

@@ -207,6 +207,19 @@ describe("configuration", () => {
 });
 
 describe("a build in a fresh container", () => {
+  test("--once: the runner runs one build and stops (exit 0); the next build waits for another runner", async () => {
+    const runner = startRunner(await registerRunner(), ["--once"]);
+    const id = await pipeline({ platforms: [], commands: { build: ["echo one build"] } });
+    const first = await build(id);
+    expect(await runner.proc.exited).toBe(0);
+    expect((await waitFor(first, finished)).status).toBe("succeeded");
+    expect(runner.lines.at(-1)).toContain("runner stopped");
+    const second = await build(id);
+    await Bun.sleep(1000);
+    expect((await http(daemon.url, "GET", `/v1/builds/${second}`, { token: owner })).body.build.status).toBe("queued");
+    await http(daemon.url, "POST", `/v1/builds/${second}/cancel`, { token: owner });
+  }, 120_000);
+
   test("succeeds with the image's flutter: its log (secrets masked), its artifact, and a second build restoring the first one's cache", async () => {
     const runner = startRunner(await registerRunner());
     const id = await pipeline({

@@ -11,6 +11,7 @@ import { location, navigate } from "../router.ts";
 import type { Artifact, Build, BuildTests, LogLine, Project } from "../types.ts";
 import { BuildOriginFacts, RetentionNotice } from "./build-origin.tsx";
 import { TestsTab } from "./build-tests.tsx";
+import { ContainerErrorNotice, ExecutorFacts } from "./build-executor.tsx";
 
 const FINISHED = new Set(["succeeded", "failed", "canceled"]);
 const PAGE = 5000;
@@ -248,6 +249,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           <dd>{buildDurationText(build) || "not started"}</dd>
         </div>
         <BuildOriginFacts build={build} />
+        <ExecutorFacts build={build} />
         {build.flutter_sdk && (
           <div>
             <dt>Flutter</dt>
@@ -260,6 +262,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
         )}
       </dl>
       {build.failure_reason && <Notice kind="error">{build.failure_reason}</Notice>}
+      <ContainerErrorNotice build={build} />
       {build.runner_policy_block_reason && build.status === "queued" && <Notice kind="warning">{build.runner_policy_block_reason}</Notice>}
       {build.changelog && <pre class="changelog">{build.changelog}</pre>}
       <nav class="tabs" aria-label="Build sections">
