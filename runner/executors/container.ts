@@ -32,7 +32,7 @@
 // reads the step's environment from its stdin (`export NAME='value'` lines), so no value, secret
 // or not, is ever on a command line the host's `ps` shows. Stopping a command signals its process
 // group inside the container; the container's removal ends whatever is left.
-import { existsSync, lchownSync, lstatSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { spawn } from "node:child_process";
 import { pumpLines, type CommandResult, type RunningCommand } from "../process.ts";
@@ -94,6 +94,8 @@ export class ContainerExecutor implements Executor {
     readonly job: { jobId: string; runnerId: string; buildId: string; timeoutSeconds: number },
     readonly workspace: string,
     readonly homes: string,
+    /** The job's own scratch directory on the host, outside everything mounted (the SDK overlay's layers). */
+    readonly scratch: string,
   ) {
     this.name = `roost-job-${job.jobId}`;
     const own = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
@@ -180,7 +182,7 @@ export class ContainerExecutor implements Executor {
       "--workdir", INSIDE.workspace,
       "--volume", `${this.workspace}:${INSIDE.workspace}:rw`,
       "--volume", `${this.homes}:${INSIDE.homes}:rw`,
-      ...(this.#sdkDir ? ["--volume", `${this.#sdkDir}:${INSIDE.sdk}:${engine.name === "podman" ? "O" : "ro"}`] : []),
+      ...(this.#sdkDir ? ["--volume", `${this.#sdkDir}:${INSIDE.sdk}:${this.#sdkMountOptions()}`] : []),
       // Owned by the build's user: Podman's U option chowns it; Docker passes uid= and gid= to the mount.
       "--tmpfs", `${INSIDE.files}:rw,nosuid,nodev,noexec,size=64m,mode=0700,${engine.name === "podman" ? "U" : `uid=${this.#user.uid},gid=${this.#user.gid}`}`,
       "--network", s.network === "none" ? "none" : engine.name === "podman" ? "slirp4netns:allow_host_loopback=false" : "bridge",
@@ -218,6 +220,28 @@ export class ContainerExecutor implements Executor {
 
   run(command: string, options: CommandOptions): RunningCommand {
     return new ContainerCommand(this, command, options);
+  }
+
+  /**
+   * The SDK's mount: Podman's overlay (Flutter writes its caches into its own directory; the
+   * writes stay in the overlay's upper layer and go with the job), Docker's read-only bind. When
+   * the build's user is not the SDK's owner (a root runner), the upper layer starts as a skeleton
+   * of the SDK's directories owned by the build's user, so Flutter may create files in them, while
+   * the SDK's own files stay read-only and the runner's SDK is never touched.
+   */
+  #sdkMountOptions(): string {
+    if (this.settings.engine.name !== "podman") return "ro";
+    if (process.getuid?.() !== 0 || this.#user.uid === 0) return "O";
+    const upper = join(this.scratch, "sdk-upper");
+    const work = join(this.scratch, "sdk-work");
+    mkdirSync(work, { recursive: true });
+    const skeleton = (from: string, to: string) => {
+      mkdirSync(to, { recursive: true });
+      lchownSync(to, this.#user.uid, this.#user.gid);
+      for (const entry of readdirSync(from, { withFileTypes: true })) if (entry.isDirectory()) skeleton(join(from, entry.name), join(to, entry.name));
+    };
+    skeleton(this.#sdkDir!, upper);
+    return `O,upperdir=${upper},workdir=${work}`;
   }
 
   /** `exec` argv into the container as the build's user, without a wrapper. */
@@ -271,6 +295,7 @@ export class ContainerExecutor implements Executor {
       const removed = await engineCall(this.settings.engine, ["rm", "--force", "--volumes", ...(this.settings.engine.name === "podman" ? ["--time", "0"] : []), this.name], { timeoutMs: 120_000 });
       if (removed.code === 0 || /no such container|no container with name/i.test(removed.stderr)) {
         this.#removed = true;
+        rmSync(this.scratch, { recursive: true, force: true });
         return null;
       }
       problem = engineError(removed);

@@ -3,7 +3,7 @@
 // with SIGKILL (or a host that lost power) leaves its container running. So a container runner,
 // when it starts and after each job, removes every container labelled with its runner id that
 // does not belong to the job it is running (with --volumes: anonymous volumes an image declared
-// go too), and the workspaces and cache homes of jobs it no longer runs. Containers are found by
+// go too), and the workspaces, cache homes and SDK overlays of jobs it no longer runs. Containers are found by
 // label, never by name, so another runner's (another roost.runner label) are left alone.
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -25,7 +25,7 @@ export async function removeLeftovers(engine: Engine, runnerId: string, workDir:
       else log("could not remove a leftover build container", { level: "warn", container: id, job_id: job, error: engineError(rm) });
     }
   }
-  for (const dir of ["jobs", "homes"]) {
+  for (const dir of ["jobs", "homes", "overlays"]) {
     const root = join(workDir, dir);
     if (!existsSync(root)) continue;
     for (const job of readdirSync(root)) {

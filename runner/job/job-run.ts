@@ -75,7 +75,7 @@ export class JobRun {
     const settings = options.executor ?? { kind: "host" };
     this.executor =
       settings.kind === "container"
-        ? new ContainerExecutor(settings, { jobId: job.job_id, runnerId: options.runnerId, buildId: job.build.id, timeoutSeconds: this.config.timeout_seconds }, this.workspace, cacheHomes({ options, id: job.job_id }))
+        ? new ContainerExecutor(settings, { jobId: job.job_id, runnerId: options.runnerId, buildId: job.build.id, timeoutSeconds: this.config.timeout_seconds }, this.workspace, cacheHomes({ options, id: job.job_id }), join(options.workDir, "overlays", job.job_id))
         : new HostExecutor();
     this.env = jobEnv(job, this.executor.inside(this.workspace), this.executor.stepEnv(options.stepEnv));
   }

@@ -47,7 +47,7 @@ async function registerRunner(): Promise<{ id: string; token: string }> {
 }
 
 /** A `roost runner --executor container` process (its stderr lines collected); `prefix` runs it through nsenter. */
-function startRunner(r: { id: string; token: string }, args: string[] = [], workDir = join(work, `runner-work-${r.id}`), via: { prefix: string[]; url: string } | null = null): Runner {
+function startRunner(r: { id: string; token: string }, args: string[] = [], workDir = join(work, `runner-work-${r.id}`), via: { prefix: string[]; url: string } | null = null, env: Record<string, string> = {}): Runner {
   const proc = Bun.spawn([...(via?.prefix ?? []), BUN, ROOST, "runner", "--executor", "container", "--engine", "podman", "--image", image, ...args], {
     cwd: REPO_ROOT,
     env: {
@@ -59,6 +59,7 @@ function startRunner(r: { id: string; token: string }, args: string[] = [], work
       ROOST_RUNNER_TOKEN: r.token,
       ROOST_RUNNER_WORKDIR: workDir,
       ROOST_RUNNER_GRACE_SECONDS: "2",
+      ...env,
     },
     stdout: "pipe",
     stderr: "pipe",
@@ -259,6 +260,26 @@ describe("a build in a fresh container", () => {
   }, 180_000);
 });
 
+describe("Flutter in the container", () => {
+  test("a pinned version is the runner's SDK, mounted: it runs, writes its caches in the container, and the runner's copy stays as it was", async () => {
+    const sdks = join(work, "sdks");
+    mkdirSync(join(sdks, "3.27.1", "bin"), { recursive: true });
+    writeFileSync(join(sdks, "3.27.1", "bin", "flutter"), '#!/bin/sh\necho "runner SDK 3.27.1: $0 $*"\nmkdir -p "$(dirname "$0")/cache" && date > "$(dirname "$0")/cache/stamp" && echo "cache written"\n', { mode: 0o755 });
+    const runner = startRunner(await registerRunner(), [], undefined, null, { ROOST_FLUTTER_SDKS: sdks });
+    const id = await build(await pipeline({ platforms: [], flutter_version: "3.27.1", commands: { build: ["flutter --version"] } }));
+    const done = await waitFor(id, finished);
+    const text = await log(id);
+    expect(done.status).toBe("succeeded");
+    expect(done.flutter_sdk).toMatchObject({ requested: "3.27.1", source: "sdks_dir" });
+    expect(text).toContain(`[roost] Flutter 3.27.1 (the pipeline's flutter_version): ${join(sdks, "3.27.1")} (mounted in the build's container at /opt/roost/flutter)`);
+    expect(text).toContain("runner SDK 3.27.1: /opt/roost/flutter/bin/flutter --version\ncache written\n");
+    expect(existsSync(join(sdks, "3.27.1", "bin", "cache"))).toBe(false);
+    expect(readdirSync(join(runner.workDir, "overlays"))).toEqual([]);
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+});
+
 describe("what a build's code can reach from its container", () => {
   test("not the runner's home, another job's workspace, the cache store, the runner's token or the daemon's data dir; it writes only in its workspace", async () => {
     const runnerHome = join(work, "runner-home");
@@ -451,11 +472,17 @@ describe("clean-up that survives anything", () => {
     expect(await waitFor(id, finished)).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
   }, 120_000);
 
-  test("kill -9 leaves the container running; the restarted runner removes it, its workspace and its cache homes", async () => {
+  test("kill -9 leaves the container running; the restarted runner removes it, the volume its image declares, its workspace and its cache homes", async () => {
+    // An image that declares a VOLUME: the engine makes an anonymous volume for each container.
+    const dir = mkdtempSync(join(work, "image-"));
+    writeFileSync(join(dir, "Containerfile"), `FROM ${image}\nVOLUME /roost-test-volume\n`);
+    await sh(`podman build --quiet --pull=never -t localhost/roost-test-volume:latest ${dir}`);
+    const volumesBefore = await sh("podman volume ls --quiet");
     const registered = await registerRunner();
     const runner = startRunner(registered);
-    const id = await build(await pipeline({ platforms: [], commands: { build: ["sleep 3146"] } }));
+    const id = await build(await pipeline({ platforms: [], image: "localhost/roost-test-volume:latest", commands: { build: ["sleep 3146"] } }));
     const container = await runningContainer(id, "sleep 3146");
+    expect(await sh("podman volume ls --quiet")).not.toBe(volumesBefore);
     runner.proc.kill("SIGKILL");
     await runner.proc.exited;
     await Bun.sleep(500);
@@ -464,6 +491,7 @@ describe("clean-up that survives anything", () => {
     expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
     expect(await sh("pgrep -f 'sleep 314[6]' | wc -l")).toBe("0");
     expect(restarted.lines.some((l) => l.includes("removed what jobs this runner no longer runs had left"))).toBe(true);
+    expect(await sh("podman volume ls --quiet")).toBe(volumesBefore);
     restarted.proc.kill("SIGTERM");
     await restarted.proc.exited;
   }, 120_000);
