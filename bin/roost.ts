@@ -67,7 +67,8 @@ Needs read/write access to the socket file (the daemon's user). Exit 1 when the 
 
 Safe while the daemon serves. The file is 0600. Back up secret.key (or keep ROOST_SECRET_KEY) too:
 without it the encrypted secrets in the database cannot be read. Exit 1 if <file> exists or cannot be
-written, 2 when the configured data directory holds no Roost database.`,
+written, 2 when the configured data directory holds no Roost database or ROOST_DATABASE_URL names a
+libSQL server (back that up on its host: docs/operations.md "Several hosts").`,
   user: `roost user <action>: manage users without the API, on the configured database.
 
   roost user list
@@ -220,6 +221,10 @@ async function main(argv: string[]): Promise<number> {
     case "backup": {
       const target = parseCommandArgs("roost backup", rest, {}, ["<file>"]).positionals[0]!;
       const config = configOrExit();
+      if (!config.databaseUrl.startsWith("file:")) {
+        // VACUUM INTO writes on the database's own host, and sqld refuses it.
+        throw new UsageError(`roost backup: the database is a libSQL server (ROOST_DATABASE_URL); back it up on its host, see docs/operations.md "Several hosts"`);
+      }
       const { openExistingDatabase } = await import("../lib/cli/database.ts");
       const { resolve } = await import("node:path");
       const { existsSync } = await import("node:fs");

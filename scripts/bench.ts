@@ -112,7 +112,7 @@ export async function compareWithBare(
   }
 }
 
-async function owner(daemon: Daemon): Promise<string> {
+export async function owner(daemon: Daemon): Promise<string> {
   const login = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "bench@example.test" } });
   const token = await http(daemon.url, "POST", "/v1/api-tokens", { token: login.body.session_token, body: { name: "bench", role: "owner" } });
   return token.body.token as string;
@@ -131,7 +131,7 @@ async function apiTokensScenario(): Promise<void> {
 }
 
 /** A daemon with a GitHub integration (against the host API stand-in), a project and a pipeline. */
-async function ciFixture(daemon: Daemon, token: string, webhookSecret: string): Promise<{ projectId: string; pipelineId: string; stop(): Promise<void> }> {
+export async function ciFixture(daemon: Daemon, token: string, webhookSecret: string): Promise<{ projectId: string; pipelineId: string; stop(): Promise<void> }> {
   const { startHostApiStandIn } = await import("../tests/support/host-api-stand-in.ts");
   const host = await startHostApiStandIn();
   host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
@@ -146,7 +146,7 @@ async function ciFixture(daemon: Daemon, token: string, webhookSecret: string): 
 }
 
 /** Builds of a project in the database, read through the API (include=total). */
-function buildCounter(daemon: Daemon, token: string, projectId: string, query = ""): () => Promise<number> {
+export function buildCounter(daemon: Daemon, token: string, projectId: string, query = ""): () => Promise<number> {
   return async () => (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?limit=1&include=total${query}`, { token })).body.total as number;
 }
 
@@ -184,7 +184,7 @@ function recordBuilds(scenario: string, key: string, builds: number, ours: WrkRe
 }
 
 /** `n` distinct signed push deliveries (ids, commits, bodies): none is a duplicate, so each one creates a build. */
-function pushDeliveries(secret: string, n: number, tag: string): RequestSpec[] {
+export function pushDeliveries(secret: string, n: number, tag: string): RequestSpec[] {
   const requests: RequestSpec[] = [];
   for (let i = 0; i < n; i++) {
     const sha = `${tag}${i.toString(16)}`.padStart(40, "0");
@@ -322,7 +322,7 @@ async function runnerFixture(daemon: Daemon, token: string, jobs: number) {
   return { ci, runner, claimed };
 }
 
-const LINE = "I/flutter ( 4321): Running Gradle task 'assembleRelease'... [bench line padding to ~100 bytes]";
+export const LINE = "I/flutter ( 4321): Running Gradle task 'assembleRelease'... [bench line padding to ~100 bytes]";
 
 /** Log ingest through the HTTP append path vs raw libSQL inserts of the same rows. */
 async function logsScenario(): Promise<void> {
@@ -477,6 +477,14 @@ async function cacheScenario(): Promise<void> {
   for (const row of await cacheRows()) record(row);
 }
 
+/** One daemon on sqld over loopback beside the same daemon on its file (scripts/bench/sqld.ts). */
+async function sqldScenario(): Promise<void> {
+  const { sqldRows } = await import("./bench/sqld.ts");
+  const { rows: sqldFigures, ratios } = await sqldRows(notes);
+  for (const row of sqldFigures) record(row);
+  for (const [key, value] of Object.entries(ratios)) measured.set(key, value);
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 /** The web app's shipped size (lib/web/build.ts), against its budget of 100 KB of gzipped JavaScript. */
 async function webScenario(): Promise<void> {
@@ -561,6 +569,10 @@ const TARGETS: Target[] = [
   { what: "compiled binary: start to ready", target: "< 150 ms", key: "binary start ms", met: (v) => v < 150, show: (v) => `${fmt(v)} ms` },
   { what: "compiled binary: idle RSS", target: "< 60 MiB", key: "binary idle rss", met: (v) => v < 60, show: (v) => `${fmt(v)} MiB` },
   { what: "log ingest, ratio to raw inserts", target: "≥ 0.8", key: "log ingest ratio", met: (v) => v >= 0.8, show: (v) => v.toFixed(3) },
+  { what: "webhook pushes on sqld over loopback (WebSocket), ratio to the local file", target: "≥ 0.5", key: "sqld ws webhook ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
+  { what: "log appends of 20 runners on sqld over loopback (WebSocket), ratio to the local file", target: "≥ 0.5", key: "sqld ws log append ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
+  { what: "webhook pushes on sqld over loopback (HTTP), ratio to the local file", target: "≥ 0.5", key: "sqld http webhook ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
+  { what: "log appends of 20 runners on sqld over loopback (HTTP), ratio to the local file", target: "≥ 0.5", key: "sqld http log append ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
 ];
 
 /** Hand-written analysis below this heading in docs/benchmarks.md survives a regeneration. */
@@ -623,6 +635,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   "schedules-retention": schedulesRetentionScenario,
   cache: cacheScenario,
   "test-results": testResultsScenario,
+  sqld: sqldScenario,
 };
 
 if (import.meta.main) {

@@ -84,7 +84,10 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
     const runner = await runnerForToken(ctx.db, requireCredential(rule, token));
     if (!runner) fail("invalid_token", "The runner token is not valid (rotated or revoked?).");
     if (params.runner_id !== runner.id) fail("forbidden", "This runner token belongs to another runner.");
-    await touchRunner(ctx.db, runner.id, ctx.clock.now());
+    // last_seen_at has a resolution of a second: a runner's further calls within it write nothing
+    // (each write is a transaction, a round trip on a remote database).
+    const now = ctx.clock.now();
+    if (runner.last_seen_at === null || runner.last_seen_at < now) await touchRunner(ctx.db, runner.id, now);
     return { principal: null, setupToken: null, runner };
   }
   if (rule === "stream") {

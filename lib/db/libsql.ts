@@ -47,10 +47,14 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
       throw error;
     }
   } else {
-    const { createClient } = await import("@libsql/client/web");
-    reader = writer = createClient({ url, authToken, intMode: "number" });
+    // `libsql://` picks Hrana over WebSocket (https://github.com/tursodatabase/libsql-client-ts,
+    // @libsql/client/ws): one connection, no HTTP request per statement; `http(s)://` and
+    // `ws(s)://` are taken as written. docs/operations.md "Several hosts" has the figures.
+    const { createClient } = url.startsWith("libsql:") ? await import("@libsql/client/ws") : await import("@libsql/client/web");
+    reader = writer = createClient({ url, authToken, intMode: "number", fetch: uncompressed });
     fresh = async () => writer;
   }
+  const reads = file ? undefined : new ReadPipeline(reader);
 
   /**
    * In `file:` mode a statement that failed with SQLITE_BUSY stays active inside libSQL until
@@ -93,6 +97,7 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
   });
 
   const read = async (statement: NormalizedStatement): Promise<ResultSet> => {
+    if (reads) return reads.read(statement);
     try {
       const rs = await reader.execute(toLibsql(statement));
       if (file && rs.rows.length > 0 && rs.rows[0]!.length !== rs.columns.length) {
@@ -138,12 +143,100 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
 }
 
 /**
+ * Hrana over HTTP with uncompressed answers. Bun's fetch asks for gzip, and sqld then compresses
+ * every answer, most of them a few hundred bytes: on loopback or a LAN that costs both ends CPU
+ * and saves nothing measurable (a quarter of sqld's time per request, in `npm run bench -- sqld`).
+ */
+function uncompressed(request: Request): Promise<Response> {
+  request.headers.set("accept-encoding", "identity");
+  return fetch(request);
+}
+
+/** How many read requests may be on their way to the server at once. */
+const READ_PIPELINE_DEPTH = 2;
+/** At most this many reads in one request. */
+const MAX_READS_PER_REQUEST = 256;
+
+/**
+ * Reads outside transactions on a remote server, sent together. Each request costs the server and
+ * this process far more than a statement inside it (about 20 times, for a short SELECT), and a
+ * busy daemon reads for many requests at once: reads wait while READ_PIPELINE_DEPTH requests are
+ * on their way, then all go as one batch (one read transaction, one round trip). A lone read
+ * waits for nothing. A read starts no sooner than asked, so it never sees older data than alone.
+ * Statements other than SELECT, and a batch in which one read failed, are sent one by one.
+ */
+class ReadPipeline {
+  readonly #client: Client;
+  #waiting: Array<{ stmt: NormalizedStatement; resolve(rs: ResultSet): void; reject(error: unknown): void }> = [];
+  #inFlight = 0;
+  #scheduled = false;
+
+  constructor(client: Client) {
+    this.#client = client;
+  }
+
+  read(stmt: NormalizedStatement): Promise<ResultSet> {
+    if (!/^\s*SELECT\b/i.test(stmt.sql)) return this.#one(stmt);
+    return new Promise((resolve, reject) => {
+      this.#waiting.push({ stmt, resolve, reject });
+      this.#schedule();
+    });
+  }
+
+  #schedule(): void {
+    if (this.#scheduled || this.#inFlight >= READ_PIPELINE_DEPTH || this.#waiting.length === 0) return;
+    this.#scheduled = true;
+    // After the current microtasks: reads started together (Promise.all) leave in one request.
+    queueMicrotask(() => {
+      this.#scheduled = false;
+      void this.#send();
+    });
+  }
+
+  async #send(): Promise<void> {
+    if (this.#inFlight >= READ_PIPELINE_DEPTH || this.#waiting.length === 0) return;
+    const taken = this.#waiting.splice(0, MAX_READS_PER_REQUEST);
+    this.#inFlight++;
+    try {
+      if (taken.length === 1) {
+        const only = taken[0]!;
+        await this.#one(only.stmt).then(only.resolve, only.reject);
+        return;
+      }
+      let results: ResultSet[] | undefined;
+      try {
+        results = (await this.#client.batch(taken.map((t) => toLibsql(t.stmt)), "read")).map(toResult);
+      } catch {
+        // Which read failed, and why, is each one's own answer.
+        await Promise.all(taken.map((t) => this.#one(t.stmt).then(t.resolve, t.reject)));
+        return;
+      }
+      taken.forEach((t, i) => t.resolve(results[i]!));
+    } finally {
+      this.#inFlight--;
+      this.#schedule();
+    }
+  }
+
+  async #one(stmt: NormalizedStatement): Promise<ResultSet> {
+    return toResult(await this.#client.execute(toLibsql(stmt)));
+  }
+}
+
+/** The savepoint around statements sent together, to replay them one by one if one fails. */
+const TOGETHER = "roost_together";
+
+/**
  * A write session on one @libsql/client transaction. On a remote server each call is a round trip
- * (the first one carries BEGIN IMMEDIATE): statements given with `later` wait and go in one
- * request with the next statement, through the transaction's batch.
+ * (the first one carries BEGIN IMMEDIATE), so:
+ *   - statements given with `later` wait, and go in one request with the next statement;
+ *   - statements a transaction starts together (`Promise.all` of `tx.execute`) go in one request,
+ *     inside a savepoint: if one fails, the request is undone to it and the statements run again
+ *     one at a time, so each gets the answer (or the error) it would have got alone.
  */
 function clientSession(tx: LibsqlTransaction): WriteSession {
   let waiting: NormalizedStatement[] = [];
+  let together: Array<{ stmt: NormalizedStatement; resolve(rs: ResultSet): void; reject(error: unknown): void }> = [];
   const send = async (stmts: NormalizedStatement[]): Promise<ResultSet[]> => {
     const ahead = waiting;
     waiting = [];
@@ -151,8 +244,39 @@ function clientSession(tx: LibsqlTransaction): WriteSession {
     const results = await tx.batch([...ahead, ...stmts].map(toLibsql));
     return results.slice(ahead.length).map(toResult);
   };
+  const sendTogether = async (): Promise<void> => {
+    const taken = together;
+    together = [];
+    if (taken.length === 1) {
+      const only = taken[0]!;
+      return send([only.stmt]).then(([rs]) => only.resolve(rs!), only.reject);
+    }
+    const ahead = waiting.length;
+    const mark = (sql: string): NormalizedStatement => ({ sql, args: [] });
+    let results: ResultSet[];
+    try {
+      results = await send([mark(`SAVEPOINT ${TOGETHER}`), ...taken.map((t) => t.stmt), mark(`RELEASE ${TOGETHER}`)]);
+    } catch (error) {
+      const at = (error as { statementIndex?: unknown }).statementIndex;
+      const failedInside = typeof at === "number" && at > ahead && at <= ahead + taken.length;
+      if (!failedInside) return taken.forEach((t) => t.reject(error));
+      try {
+        await tx.batch([toLibsql(mark(`ROLLBACK TO ${TOGETHER}`)), toLibsql(mark(`RELEASE ${TOGETHER}`))]);
+      } catch {
+        return taken.forEach((t) => t.reject(error));
+      }
+      for (const t of taken) await send([t.stmt]).then(([rs]) => t.resolve(rs!), t.reject);
+      return;
+    }
+    taken.forEach((t, i) => t.resolve(results[i + 1]!));
+  };
   return {
-    execute: async (stmt) => (await send([stmt]))[0]!,
+    execute: (stmt) =>
+      new Promise<ResultSet>((resolve, reject) => {
+        together.push({ stmt, resolve, reject });
+        // After the current microtasks, so that statements started together leave together.
+        if (together.length === 1) queueMicrotask(() => void sendTogether());
+      }),
     batch: send,
     later: (stmt) => void waiting.push(stmt),
     commit: async () => {

@@ -18,9 +18,11 @@ beforeAll(async () => {
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
   // Every host shares the database and the secret key that seals the credentials in it.
-  const env = { ROOST_DATABASE_URL: sqld.url, ROOST_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), ROOST_LOG_LEVEL: "info" };
-  // Started together on an empty server, as a service manager would start two hosts.
-  [a, b] = await Promise.all([startDaemon({ env }), startDaemon({ env })]);
+  const env = { ROOST_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"), ROOST_LOG_LEVEL: "info" };
+  // Started together on an empty server, as a service manager would start two hosts; one talks
+  // Hrana over HTTP, the other over WebSocket (a libsql:// URL).
+  const port = new URL(sqld.url).port;
+  [a, b] = await Promise.all([startDaemon({ env: { ...env, ROOST_DATABASE_URL: sqld.url } }), startDaemon({ env: { ...env, ROOST_DATABASE_URL: `libsql://127.0.0.1:${port}?tls=0` } })]);
   owner = (await http(a.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
 });
 afterAll(async () => {
@@ -57,6 +59,14 @@ describe("two daemons on one sqld", () => {
     expect((await http(a.url, "GET", "/readyz")).status).toBe(200);
     expect((await http(b.url, "GET", "/readyz")).status).toBe(200);
     expect((await http(b.url, "GET", "/v1/users/me", { token: owner })).body.user.email).toBe("owner@example.test");
+  });
+
+  test("roost backup says to back the server up on its host", async () => {
+    const backup = await a.cli(["backup", "/tmp/roost-backup-never-written.db"]);
+    expect({ code: backup.code, stderr: backup.stderr }).toEqual({
+      code: 2,
+      stderr: 'roost backup: the database is a libSQL server (ROOST_DATABASE_URL); back it up on its host, see docs/operations.md "Several hosts"\n',
+    });
   });
 
   test("runners racing through both while the server is busy: no 500, every build runs once, every line is stored once", async () => {

@@ -66,6 +66,22 @@ describe("registration", () => {
   });
 });
 
+describe("last seen", () => {
+  test("a runner's calls record when it was last seen, writing once a second at most", async () => {
+    const r = await runner();
+    t.clock.advance(1);
+    const before = t.db.commits;
+    for (let i = 0; i < 5; i++) expect((await r.call("POST", "/heartbeat", {})).status).toBe(200);
+    expect(t.db.commits - before).toBe(1);
+    const seen = async () => (await t.call("GET", "/v1/runners", { token: owner })).body.runners.find((x: { id: string }) => x.id === r.id).last_seen_at;
+    expect(await seen()).toBe(t.clock.now());
+    t.clock.advance(1);
+    await r.call("POST", "/heartbeat", {});
+    expect(await seen()).toBe(t.clock.now());
+    expect(t.db.commits - before).toBe(2);
+  });
+});
+
 describe("claiming", () => {
   test("a runner claims the oldest queued build: it starts running with the frozen config and revealed secrets", async () => {
     await drainQueue();

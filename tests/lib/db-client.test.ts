@@ -151,6 +151,25 @@ describe.each(TARGETS)("through %s", (target) => {
       expect((await db.execute("SELECT n FROM t WHERE name = 'counter'")).rows).toEqual([{ n: 50 }]);
     });
 
+    // On a server, statements started together leave in one request (lib/db/libsql.ts).
+    test("statements a transaction starts together each get their own answer; a failing one fails alone", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('taken')");
+      const answers = await inTransaction(db, async (tx) => {
+        const settled = await Promise.allSettled([
+          tx.execute("INSERT INTO t (name, n) VALUES ('x', 1) RETURNING name"),
+          tx.execute("INSERT INTO t (name) VALUES ('taken')"),
+          tx.execute("UPDATE t SET n = 2 WHERE name IN ('x', 'taken')"),
+        ]);
+        return settled.map((o) => (o.status === "fulfilled" ? o.value : isUniqueViolation(o.reason)));
+      });
+      expect(answers.map((a) => (typeof a === "boolean" ? a : a.rows))).toEqual([[{ name: "x" }], true, []]);
+      expect(answers[2]).toMatchObject({ rowsAffected: 2 });
+      expect((await db.execute("SELECT name, n FROM t ORDER BY id")).rows).toEqual([
+        { name: "taken", n: 2 },
+        { name: "x", n: 2 },
+      ]);
+    });
+
     test("a single write waits for an open transaction instead of failing", async () => {
       let open!: () => void;
       const gate = new Promise<void>((r) => (open = r));
@@ -353,6 +372,38 @@ describe.each(TARGETS)("through %s", (target) => {
       }, 20_000);
     });
   }
+});
+
+describe("a libSQL server that requires a token", () => {
+  // sqld --auth-jwt-key-file: clients send a JWT signed with the matching Ed25519 private key
+  // (ROOST_DATABASE_AUTH_TOKEN), over either transport.
+  test("opens with ROOST_DATABASE_AUTH_TOKEN over HTTP and WebSocket, and is refused without it", async () => {
+    const { generateKeyPair, exportJWK, SignJWT } = await import("jose");
+    const { publicKey, privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519" });
+    const dir = mkdtempSync(join(tmpdir(), "roost-db-"));
+    const keyFile = join(dir, "jwt.key");
+    await Bun.write(keyFile, (await exportJWK(publicKey)).x!);
+    const server = await startSqld({ args: ["--auth-jwt-key-file", keyFile] });
+    try {
+      const token = await new SignJWT({}).setProtectedHeader({ alg: "EdDSA" }).sign(privateKey);
+      const urls = [server.url, `libsql://127.0.0.1:${new URL(server.url).port}?tls=0`];
+      for (const url of urls) {
+        const db = await openDatabase(url, token);
+        await db.execute("CREATE TABLE IF NOT EXISTS t (name TEXT)");
+        await db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [url] });
+        db.close();
+      }
+      const db = await openDatabase(server.url, token);
+      expect((await db.execute("SELECT name FROM t")).rows.map((r) => r.name)).toEqual(urls);
+      db.close();
+      const without = await openDatabase(server.url);
+      await expect(without.execute("SELECT 1")).rejects.toThrow("401");
+      without.close();
+    } finally {
+      await server.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("the driver switch", () => {

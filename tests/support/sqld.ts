@@ -60,6 +60,8 @@ export interface SqldOptions {
   from?: string;
   /** Use (and keep) this directory instead of a fresh temporary one. */
   dir?: string;
+  /** More command-line options, e.g. ["--auth-jwt-key-file", path]. */
+  args?: string[];
 }
 
 function freePort(): number {
@@ -77,7 +79,7 @@ export async function startSqld(options: SqldOptions = {}): Promise<Sqld> {
   // A port found free may be taken before sqld binds it: try another.
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await spawnOn(dir, freePort(), options.dir === undefined);
+      return await spawnOn(dir, freePort(), options.dir === undefined, options.args ?? []);
     } catch (error) {
       lastError = error;
     }
@@ -85,8 +87,8 @@ export async function startSqld(options: SqldOptions = {}): Promise<Sqld> {
   throw lastError;
 }
 
-async function spawnOn(dir: string, port: number, removeDir: boolean): Promise<Sqld> {
-  const proc = Bun.spawn([sqldBinary(), "--no-welcome", "--db-path", dir, "--http-listen-addr", `127.0.0.1:${port}`], {
+async function spawnOn(dir: string, port: number, removeDir: boolean, args: string[]): Promise<Sqld> {
+  const proc = Bun.spawn([sqldBinary(), "--no-welcome", "--db-path", dir, "--http-listen-addr", `127.0.0.1:${port}`, ...args], {
     stdout: "pipe",
     stderr: "pipe",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", RUST_LOG: "warn" },

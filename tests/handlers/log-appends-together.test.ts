@@ -1,0 +1,94 @@
+// Log appends from many runners at once (docs/runners.md "Logs"; lib/db/build-logs.ts): they
+// share one transaction of a few statements, and still each line is stored once, in its job's
+// order, with a build's seqs in sequence; a retry, an overlap and a gap are answered as alone, and
+// an append that fails fails alone. Run on a libSQL server too (scripts/test, ROOST_TEST_DATABASE=sqld).
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { appendLogLines } from "../../lib/db/build-logs.ts";
+
+let t: TestApp;
+let owner: string;
+let projectId: string;
+let fixture: CiFixture;
+beforeAll(async () => {
+  fixture = await startCiFixture();
+  ({ t, owner, projectId } = fixture);
+});
+afterAll(() => fixture.stop());
+
+/** `n` runners, each running a build of its own. */
+async function runningJobs(n: number) {
+  const pipeline = await createPipeline(t, owner, projectId, { concurrency: { max_concurrent: 50 } });
+  for (let i = 0; i < n; i++) await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+  const jobs = [];
+  for (let i = 0; i < n; i++) {
+    const made = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `together-${i}-${crypto.randomUUID().slice(0, 6)}` } })).body;
+    const id: string = made.runner.id;
+    const token: string = made.token;
+    await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64" } } });
+    const job = (await t.call("POST", `/v1/runners/${id}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+    const append = (first_line: number, texts: string[]) => t.call("POST", `/v1/runners/${id}/jobs/${job.job_id}/logs`, { token, body: { first_line, lines: texts.map((text) => ({ step: "build", text })) } });
+    jobs.push({ jobId: job.job_id as string, buildId: job.build.id as string, append });
+  }
+  return jobs;
+}
+
+async function storedLog(buildId: string): Promise<Array<{ seq: number; text: string }>> {
+  const entries: Array<{ seq: number; stream: string; text: string }> = (await t.call("GET", `/v1/builds/${buildId}/logs`, { token: owner })).body;
+  return entries.filter((e) => e.stream !== "system").map(({ seq, text }) => ({ seq, text }));
+}
+
+describe("appends from many runners at once", () => {
+  test("each line is stored once in its job's order, seqs follow on, and retries, overlaps and gaps are answered as alone", async () => {
+    const jobs = await runningJobs(12);
+    const before = t.db.commits;
+    const lines = (job: number, from: number, n: number) => Array.from({ length: n }, (_, i) => `job ${job} line ${from + i}`);
+    let appends = 0;
+    const answers = await Promise.all(
+      jobs.map(async (job, j) => {
+        const seen: string[] = [];
+        for (let round = 0; round < 3; round++) {
+          const sent = [job.append(round * 25, lines(j, round * 25, 25))];
+          // Runner 0 retries each request at once; runner 1 overlaps the previous request by 5 lines.
+          if (j === 0) sent.push(job.append(round * 25, lines(j, round * 25, 25)));
+          if (j === 1 && round > 0) sent.push(job.append(round * 25 - 5, lines(j, round * 25 - 5, 30)));
+          appends += sent.length;
+          for (const res of await Promise.all(sent)) seen.push(`${res.status} ${res.body.next_line}`);
+        }
+        return seen;
+      }),
+    );
+    expect(answers[0]).toEqual(["202 25", "202 25", "202 50", "202 50", "202 75", "202 75"]);
+    expect(answers[1]).toEqual(["202 25", "202 50", "202 50", "202 75", "202 75"]);
+    for (const seen of answers.slice(2)) expect(seen).toEqual(["202 25", "202 50", "202 75"]);
+    // A request past the next line stores nothing and says where to resume.
+    const gap = await jobs[2]!.append(80, ["too far"]);
+    expect({ status: gap.status, code: gap.body.code, next: gap.headers.get("x-roost-log-next-line") }).toEqual({ status: 416, code: "log_gap", next: "75" });
+
+    for (const [j, job] of jobs.entries()) {
+      const stored = await storedLog(job.buildId);
+      expect(stored.map((l) => l.text)).toEqual(lines(j, 0, 75));
+      // Seqs follow on from whatever the build had before (Roost's own lines), one apart.
+      expect(stored.map((l) => l.seq - stored[0]!.seq)).toEqual(Array.from({ length: 75 }, (_, i) => i));
+    }
+    // Shared transactions: far fewer commits than appends (runner touches included).
+    expect(t.db.commits - before).toBeLessThan(appends);
+  });
+
+  test("an append that fails fails alone; the ones written with it are stored", async () => {
+    const jobs = await runningJobs(3);
+    // Started in one turn of the event loop, so all four share the first transaction.
+    const append = (jobId: string, buildId: string, text: string) => appendLogLines(t.db, jobId, buildId, 0, [{ step: "build", stream: "stdout", text }], t.clock.now(), 1 << 20);
+    const [good0, bad, ...good] = await Promise.allSettled([
+      append(jobs[0]!.jobId, jobs[0]!.buildId, "only line of job 0"),
+      append("no-such-job", jobs[0]!.buildId, "lost"),
+      ...jobs.slice(1).map((job, j) => append(job.jobId, job.buildId, `only line of job ${j + 1}`)),
+    ]);
+    expect(bad).toMatchObject({ status: "rejected", reason: expect.objectContaining({ message: expect.stringContaining("no-such-job") }) });
+    expect([good0, ...good].map((g) => (g.status === "fulfilled" ? g.value : g.reason))).toEqual(
+      [1, 2, 3].map(() => expect.objectContaining({ kind: "ok", next_line: 1, accepted: 1 })),
+    );
+    for (const [j, job] of jobs.entries()) expect((await storedLog(job.buildId)).map((l) => l.text)).toEqual([`only line of job ${j}`]);
+  });
+});
