@@ -3,6 +3,8 @@
 // runners claiming, appending, heartbeating and finishing through both get no 500 while the
 // server answers SQLITE_BUSY, every build is run once, and every line is stored once.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startSqld, type Sqld } from "../support/sqld.ts";
@@ -29,6 +31,7 @@ afterAll(async () => {
   await Promise.all([a?.stop(), b?.stop()]);
   await host?.stop();
   await sqld?.stop();
+  if (sqld) rmSync(join(sqld.dir, ".."), { recursive: true, force: true });
 });
 
 /**
@@ -131,4 +134,20 @@ describe("two daemons on one sqld", () => {
       expect(log.filter((l) => l.stream !== "system").map((l) => l.text)).toEqual(Array.from({ length: LINES }, (_, i) => `line ${i} of ${id}`));
     }
   }, 60_000);
+
+  // Last: it stops the server. Requests fail while it is away (500, /readyz 503) and work again
+  // once it is back, through both transports, without restarting a daemon.
+  test("sqld killed and started again: the daemons are not ready meanwhile, then serve again by themselves", async () => {
+    const port = Number(new URL(sqld.url).port);
+    await sqld.stop({ signal: "SIGKILL", keep: true });
+    for (const d of [a, b]) {
+      expect((await http(d.url, "GET", "/readyz")).body).toEqual({ code: "not_ready", message: "The database does not answer." });
+      expect((await http(d.url, "GET", "/v1/users/me", { token: owner })).status).toBe(500);
+    }
+    sqld = await startSqld({ dir: sqld.dir, port });
+    for (const d of [a, b]) {
+      expect((await http(d.url, "GET", "/readyz")).status).toBe(200);
+      expect((await http(d.url, "POST", "/v1/api-tokens", { token: owner, body: { name: `after-${d.url}`, role: "developer" } })).status).toBe(201);
+    }
+  }, 30_000);
 });

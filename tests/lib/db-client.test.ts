@@ -3,7 +3,7 @@
 // (sqld, tests/support/sqld.ts); one async write queue with group commit, and a busy database
 // (another process writing) waited out without blocking the event loop.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driverFromEnv, inTransaction, isUniqueViolation, openDatabase, type Db, type DriverChoice } from "../../lib/db/client.ts";
@@ -345,6 +345,30 @@ describe.each(TARGETS)("through %s", (target) => {
   // sqld takes the write lock back from a transaction that has held it about 5 s while another
   // connection waits; the holder's next statement fails with TRANSACTION_TIMEOUT.
   if (target === "sqld") {
+    // docs/operations.md "Several hosts", Backups: a copy taken beside the running server, restored
+    // as the file of a new server's empty directory.
+    describe("a backup of the server's file", () => {
+      test("taken while it serves (VACUUM INTO on its file) restores into a new server", async () => {
+        await db.execute("INSERT INTO t (name) VALUES ('before the backup')");
+        const copy = join(dir, "backup.db");
+        const copier = Bun.spawn([process.execPath, "-e", `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}, { readonly: true }).exec(${JSON.stringify(`VACUUM INTO '${copy}'`)});`], { stderr: "inherit" });
+        expect(await copier.exited).toBe(0);
+        await db.execute("INSERT INTO t (name) VALUES ('after the backup')");
+        const restoredDir = join(dir, "restored.sqld");
+        mkdirSync(join(restoredDir, "dbs/default"), { recursive: true });
+        copyFileSync(copy, join(restoredDir, "dbs/default/data"));
+        const restored = await startSqld({ dir: restoredDir });
+        try {
+          const other = await openDatabase(restored.url);
+          expect((await other.execute("SELECT name FROM t")).rows).toEqual([{ name: "before the backup" }]);
+          await other.execute("INSERT INTO t (name) VALUES ('written to the restored server')");
+          other.close();
+        } finally {
+          await restored.stop();
+        }
+      });
+    });
+
     describe("a transaction the server timed out", () => {
       test("runs again from its start and commits once; nothing of the first run is kept", async () => {
         const second = await open();

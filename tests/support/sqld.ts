@@ -62,6 +62,8 @@ export interface SqldOptions {
   dir?: string;
   /** More command-line options, e.g. ["--auth-jwt-key-file", path]. */
   args?: string[];
+  /** Listen on this port (a restart where clients already point); a free one otherwise. */
+  port?: number;
 }
 
 function freePort(): number {
@@ -79,7 +81,7 @@ export async function startSqld(options: SqldOptions = {}): Promise<Sqld> {
   // A port found free may be taken before sqld binds it: try another.
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await spawnOn(dir, freePort(), options.dir === undefined, options.args ?? []);
+      return await spawnOn(dir, options.port ?? freePort(), options.dir === undefined, options.args ?? []);
     } catch (error) {
       lastError = error;
     }
