@@ -1089,3 +1089,39 @@ CREATE TRIGGER commit_status_outbox_status AFTER UPDATE OF status ON builds WHEN
 -- digest (a re-run pins it), network and limits, or why the container could not start
 -- (docs/runners.md "Executors"). JSON, NULL for builds before it and for lost jobs.
 ALTER TABLE builds ADD COLUMN executor TEXT;
+
+-- migration 26: build counts by trigger and by branch
+-- A listing's include=total reads counters for every filter it offers, so no request counts
+-- builds: build_counts (migration 17) is kept per pipeline, status and trigger (the listed trigger:
+-- 'schedule' for scheduled builds), and build_branch_counts per pipeline, branch, status and
+-- trigger, both by the same triggers in each build change's transaction.
+DROP TRIGGER build_counts_insert;
+DROP TRIGGER build_counts_status;
+DROP TRIGGER build_counts_delete;
+DROP TABLE build_counts;
+CREATE TABLE build_counts (
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  project_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  trigger_kind TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (pipeline_id, status, trigger_kind)
+) WITHOUT ROWID;
+CREATE INDEX build_counts_project ON build_counts (project_id, status, trigger_kind);
+CREATE TABLE build_branch_counts (
+  pipeline_id TEXT NOT NULL REFERENCES pipelines(id) ON DELETE CASCADE,
+  project_id TEXT NOT NULL,
+  branch TEXT NOT NULL,
+  status TEXT NOT NULL,
+  trigger_kind TEXT NOT NULL,
+  n INTEGER NOT NULL,
+  PRIMARY KEY (pipeline_id, branch, status, trigger_kind)
+) WITHOUT ROWID;
+CREATE INDEX build_branch_counts_project ON build_branch_counts (project_id, branch, status, trigger_kind);
+INSERT INTO build_counts (pipeline_id, project_id, status, trigger_kind, n)
+  SELECT pipeline_id, project_id, status, CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END, COUNT(*) FROM builds GROUP BY 1, 3, 4;
+INSERT INTO build_branch_counts (pipeline_id, project_id, branch, status, trigger_kind, n)
+  SELECT pipeline_id, project_id, branch, status, CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END, COUNT(*) FROM builds GROUP BY 1, 3, 4, 5;
+CREATE TRIGGER build_counts_insert AFTER INSERT ON builds BEGIN INSERT INTO build_counts (pipeline_id, project_id, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; INSERT INTO build_branch_counts (pipeline_id, project_id, branch, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.branch, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; END;
+CREATE TRIGGER build_counts_status AFTER UPDATE OF status ON builds WHEN OLD.status IS NOT NEW.status BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; INSERT INTO build_counts (pipeline_id, project_id, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; UPDATE build_branch_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND branch = OLD.branch AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; INSERT INTO build_branch_counts (pipeline_id, project_id, branch, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.branch, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; END;
+CREATE TRIGGER build_counts_delete AFTER DELETE ON builds BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; UPDATE build_branch_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND branch = OLD.branch AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; END;

@@ -42,7 +42,7 @@ export const ListBuildsQuery = z
     trigger_type: z.enum(BUILD_TRIGGERS).optional(),
     limit: Pagination.limit,
     cursor: Cursor,
-    include: z.enum(["total"]).optional().describe("total: also count the builds that match the filters (costs more with many builds)"),
+    include: z.enum(["total"]).optional().describe("total: also answer how many builds match the filters (read from counters, not counted)"),
   })
   .strict();
 

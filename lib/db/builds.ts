@@ -181,17 +181,19 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
     }
   }
   if (!f.withTotal) return { builds, nextBefore };
-  return { builds, nextBefore, total: await countBuilds(db, scope, status, [branch, trigger].filter((c): c is Condition => c !== null), range, rest) };
+  return { builds, nextBefore, total: await countBuilds(db, f) };
 }
 
-/** Filters of scope and status come from the counters (build_counts); others count the index range. */
-async function countBuilds(db: Executor, scope: Condition, status: Condition | null, others: Condition[], range: Condition[], rest: Condition[]): Promise<number> {
-  if (others.length === 0) {
-    const where = [scope, ...(status ? [status] : [])];
-    const row = await one(db, `SELECT COALESCE(SUM(n), 0) AS n FROM build_counts WHERE ${where.map(([sql]) => sql).join(" AND ")}`, where.map(([, v]) => v));
-    return Number(row?.n ?? 0);
-  }
-  const where = [...range, ...rest];
-  const row = await one(db, `SELECT COUNT(*) AS n FROM builds WHERE ${where.map(([sql]) => sql).join(" AND ")}`, where.map(([, v]) => v));
+/**
+ * The builds matching the filters, from counters kept by triggers in each build change's
+ * transaction (schema.sql migrations 17 and 26): a few rows per pipeline, however many builds.
+ */
+async function countBuilds(db: Executor, f: BuildFilter): Promise<number> {
+  const where: Condition[] = [f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId]];
+  if (f.branch !== undefined) where.push(["branch = ?", f.branch]);
+  if (f.status) where.push(["status = ?", f.status]);
+  if (f.triggerType) where.push(["trigger_kind = ?", f.triggerType]);
+  const table = f.branch !== undefined ? "build_branch_counts" : "build_counts";
+  const row = await one(db, `SELECT COALESCE(SUM(n), 0) AS n FROM ${table} WHERE ${where.map(([sql]) => sql).join(" AND ")}`, where.map(([, v]) => v));
   return Number(row?.n ?? 0);
 }

@@ -52,7 +52,7 @@ export async function findJob(db: Executor, id: string): Promise<Job | null> {
 const NEXT_CLAIMABLE = `SELECT b.* FROM build_queue_groups g
   JOIN builds b ON b.rowid = (SELECT q.rowid FROM builds q WHERE q.status = 'queued' AND q.pipeline_id = g.pipeline_id AND q.runner_route = g.runner_route AND q.own_max_concurrent = g.own_max_concurrent ORDER BY q.queue_seq LIMIT 1)
   WHERE g.runner_route IN (SELECT value FROM json_each(?))
-    AND COALESCE((SELECT c.n FROM build_counts c WHERE c.pipeline_id = g.pipeline_id AND c.status = 'running'), 0)
+    AND COALESCE((SELECT SUM(c.n) FROM build_counts c WHERE c.pipeline_id = g.pipeline_id AND c.status = 'running'), 0)
       < CASE g.own_max_concurrent WHEN 0 THEN (SELECT p.max_concurrent FROM pipelines p WHERE p.id = g.pipeline_id) ELSE g.own_max_concurrent END
   ORDER BY b.queue_seq LIMIT 1`;
 
