@@ -1125,3 +1125,24 @@ INSERT INTO build_branch_counts (pipeline_id, project_id, branch, status, trigge
 CREATE TRIGGER build_counts_insert AFTER INSERT ON builds BEGIN INSERT INTO build_counts (pipeline_id, project_id, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; INSERT INTO build_branch_counts (pipeline_id, project_id, branch, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.branch, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; END;
 CREATE TRIGGER build_counts_status AFTER UPDATE OF status ON builds WHEN OLD.status IS NOT NEW.status BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; INSERT INTO build_counts (pipeline_id, project_id, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; UPDATE build_branch_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND branch = OLD.branch AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; INSERT INTO build_branch_counts (pipeline_id, project_id, branch, status, trigger_kind, n) VALUES (NEW.pipeline_id, NEW.project_id, NEW.branch, NEW.status, CASE WHEN NEW.trigger_event = 'schedule' THEN 'schedule' ELSE NEW.trigger_type END, 1) ON CONFLICT DO UPDATE SET n = n + 1; END;
 CREATE TRIGGER build_counts_delete AFTER DELETE ON builds BEGIN UPDATE build_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; UPDATE build_branch_counts SET n = n - 1 WHERE pipeline_id = OLD.pipeline_id AND branch = OLD.branch AND status = OLD.status AND trigger_kind = CASE WHEN OLD.trigger_event = 'schedule' THEN 'schedule' ELSE OLD.trigger_type END; END;
+
+-- migration 27: a page of several build filters reads only its index
+-- The listed trigger (migration 17's expression) becomes a column a query can name, trigger_kind
+-- (virtual: computed, never stored in the row). Each listing index now also holds the other
+-- filters after build_number, so a page with several filters checks them on the index entries of
+-- its range without reading the builds (docs/api.md "Builds": at most 1,000 a page).
+ALTER TABLE builds ADD COLUMN trigger_kind TEXT GENERATED ALWAYS AS (CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END) VIRTUAL;
+DROP INDEX builds_pipeline_status;
+DROP INDEX builds_pipeline_branch;
+DROP INDEX builds_pipeline_trigger;
+DROP INDEX builds_pipeline_branch_status;
+DROP INDEX builds_project_status;
+DROP INDEX builds_project_branch;
+DROP INDEX builds_project_trigger;
+CREATE INDEX builds_pipeline_status ON builds (pipeline_id, status, build_number, branch, trigger_kind);
+CREATE INDEX builds_pipeline_branch ON builds (pipeline_id, branch, build_number, status, trigger_kind);
+CREATE INDEX builds_pipeline_trigger ON builds (pipeline_id, trigger_kind, build_number, status, branch);
+CREATE INDEX builds_pipeline_branch_status ON builds (pipeline_id, branch, status, build_number, trigger_kind);
+CREATE INDEX builds_project_status ON builds (project_id, status, build_number, branch, trigger_kind);
+CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number, status, trigger_kind);
+CREATE INDEX builds_project_trigger ON builds (project_id, trigger_kind, build_number, status, branch);
