@@ -1,5 +1,5 @@
-// Commit statuses back to GitHub, GitLab, Gitea/Forgejo and Bitbucket Cloud (docs/webhooks.md
-// "Commit statuses"; plain git remotes have none).
+// Commit statuses back to the forges that have them (docs/webhooks.md "Commit statuses"; each
+// forge's reportStatus, lib/forges/<forge>/index.ts; plain git remotes have none).
 //
 // What each host should show is kept in commit_status_outbox (schema.sql migration 24), one row per
 // commit and pipeline holding the newest build's status, written by triggers in the same
@@ -19,11 +19,9 @@ import type { Row } from "./db/database.ts";
 import type { Logger } from "./log.ts";
 import type { AppContext } from "./context.ts";
 import { findIntegration, type Integration } from "./db/integrations.ts";
-import { githubClientFor, gitlabClientFor, type ForgeDeps } from "./integrations/index.ts";
-import { bitbucketClientFor, giteaClientFor } from "./integrations/any-git.ts";
+import type { ForgeDeps } from "./forges/forge.ts";
+import { forgeOf } from "./forges/registry.ts";
 import { ForgeApiError } from "./forges/http.ts";
-import type { GiteaState } from "./forges/gitea/api.ts";
-import type { BitbucketState } from "./forges/bitbucket/api.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { BuildStatus } from "./builds/state-machine.ts";
 import { statusSentence } from "./test-results/queries.ts";
@@ -39,11 +37,6 @@ export const PER_HOST_IN_FLIGHT = 8;
 const CLAIM_BATCH = 200;
 /** A claim not recorded within this long (its process died) is taken again. */
 const CLAIM_SECONDS = 60;
-
-const GITHUB_STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
-const GITLAB_STATE: Record<BuildStatus, "pending" | "running" | "success" | "failed" | "canceled"> = { queued: "pending", running: "running", succeeded: "success", failed: "failed", canceled: "canceled" };
-const GITEA_STATE: Record<BuildStatus, GiteaState> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
-const BITBUCKET_STATE: Record<BuildStatus, BitbucketState> = { queued: "INPROGRESS", running: "INPROGRESS", succeeded: "SUCCESSFUL", failed: "FAILED", canceled: "STOPPED" };
 
 /** "Build #12 failed: 2 of 125 tests failed" once a finished build has test results (docs/test-results.md). */
 function description(status: BuildStatus, number: number, tests: string | null): string {
@@ -176,22 +169,18 @@ async function sendToHost(deps: ReporterDeps, claimer: string, integrationId: st
   return sent;
 }
 
+/** Through the repository's forge; a forge without commit statuses (none has rows: the outbox leaves plain git out) sends nothing. */
 async function send(deps: ReporterDeps, integration: Integration, row: Due): Promise<void> {
   const d = row.details;
-  const targetUrl = `${deps.baseUrl}/v1/builds/${d.id}`;
-  const context = `roost/${d.pipeline_name}`;
-  const text = description(row.status, Number(d.build_number), testsSentence(d));
-  const sha = String(d.commit_sha);
-  if (d.provider === "github") {
-    await (await githubClientFor(deps, integration)).createCommitStatus(String(d.full_name), sha, { state: GITHUB_STATE[row.status], target_url: targetUrl, description: text, context });
-  } else if (d.provider === "gitea") {
-    await (await giteaClientFor(deps, integration)).createCommitStatus(String(d.full_name), sha, { state: GITEA_STATE[row.status], target_url: targetUrl, description: text, context });
-  } else if (d.provider === "bitbucket") {
-    // Bitbucket keeps one status per `key` on a commit: the pipeline's context, as elsewhere.
-    await (await bitbucketClientFor(deps, integration)).createCommitStatus(String(d.full_name), sha, { state: BITBUCKET_STATE[row.status], key: context, name: context, url: targetUrl, description: text });
-  } else if (d.provider === "gitlab") {
-    await (await gitlabClientFor(deps, integration)).createCommitStatus(String(d.external_id), sha, { state: GITLAB_STATE[row.status], target_url: targetUrl, description: text, name: context });
-  }
+  const report = forgeOf({ provider: String(d.provider) }).reportStatus;
+  if (!report) return;
+  await report(deps, integration, { external_id: String(d.external_id), full_name: String(d.full_name) }, {
+    status: row.status,
+    sha: String(d.commit_sha),
+    url: `${deps.baseUrl}/v1/builds/${d.id}`,
+    description: description(row.status, Number(d.build_number), testsSentence(d)),
+    context: `roost/${d.pipeline_name}`,
+  });
 }
 
 const KEY = "repository_id = ? AND commit_sha = ? AND pipeline_id = ? AND claimed_by = ?";

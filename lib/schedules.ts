@@ -20,7 +20,7 @@ import { findPipeline } from "./db/pipelines.ts";
 import { findProject } from "./db/projects.ts";
 import { findRepository } from "./db/repositories.ts";
 import { findIntegration } from "./db/integrations.ts";
-import { branchHead } from "./integrations/index.ts";
+import { forgeOf } from "./forges/registry.ts";
 import { definitionAt, type BuildDefinition } from "./pipelines/source.ts";
 import type { Pipeline } from "./db/pipelines.ts";
 
@@ -189,7 +189,7 @@ export interface TickResult {
 export async function runDueSchedules(
   ctx: Pick<AppContext, "db" | "clock" | "events" | "log" | "secrets" | "config">,
   limit = 50,
-  resolveHead: (projectId: string, branch: string) => Promise<string> = (projectId, branch) => hostHead(ctx, projectId, branch),
+  resolveHead: (projectId: string, branch: string) => Promise<string> = (projectId, branch) => forgeHead(ctx, projectId, branch),
   readDefinition: (pipeline: Pipeline, sha: string, branch: string) => Promise<BuildDefinition> = (pipeline, sha, branch) => fileDefinitionAt(ctx, pipeline, sha, branch),
 ): Promise<TickResult> {
   const now = ctx.clock.now();
@@ -267,12 +267,12 @@ async function fileDefinitionAt(ctx: Pick<AppContext, "db" | "secrets" | "config
   return definitionAt(ctx, project, pipeline, sha, branch);
 }
 
-async function hostHead(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">, projectId: string, branch: string): Promise<string> {
+async function forgeHead(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">, projectId: string, branch: string): Promise<string> {
   const project = await findProject(ctx.db, projectId);
   const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
   const integration = repo ? await findIntegration(ctx.db, repo.integration_id) : null;
   if (!repo || !integration) throw new Error("the project's repository is no longer in the catalogue");
-  return branchHead(ctx, integration, repo, branch);
+  return forgeOf(integration).branchHead(ctx, integration, repo, branch);
 }
 
 /** A schedule as a pipeline file gives it (lib/pipelines/file.ts FileSchedule, defaults applied). */

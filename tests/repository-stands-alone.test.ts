@@ -59,7 +59,8 @@ describe("the repository stands alone", () => {
 
 describe("webhook fixtures", () => {
   const FIXTURES = join(ROOT, "tests/fixtures/webhooks");
-  const READERS = ["tests/handlers/webhooks.test.ts", "tests/lib/forges/github/parse.test.ts", "tests/lib/forges/gitlab/parse.test.ts"];
+  const FORGES = ["github", "gitlab", "gitea", "bitbucket"];
+  const READERS = ["tests/handlers/webhooks.test.ts", ...FORGES.map((forge) => `tests/lib/forges/${forge}/parse.test.ts`)];
 
   test("the webhook tests read their payloads from tests/fixtures/webhooks", () => {
     for (const reader of READERS) {
@@ -75,14 +76,14 @@ describe("webhook fixtures", () => {
     for (const reader of READERS) {
       const source = readFileSync(join(ROOT, reader), "utf8");
       // fixture("github", "push.json"), load("gitlab", "x.json"), join(FIXTURES, "github", "x.json")
-      for (const [, host, file] of source.matchAll(/"(github|gitlab)",\s*"([\w.-]+\.json)"/g)) {
+      for (const [, host, file] of source.matchAll(/"(github|gitlab|gitea|bitbucket)",\s*"([\w.-]+\.json)"/g)) {
         named++;
         if (!existsSync(join(FIXTURES, host!, file!))) missing.push(`${reader}: ${host}/${file}`);
       }
       // Table rows name only the file; the host is whichever directory holds it.
       for (const [, file] of source.matchAll(/"([\w-]+\.json)"/g)) {
         named++;
-        if (!["github", "gitlab"].some((host) => existsSync(join(FIXTURES, host, file!)))) missing.push(`${reader}: ${file}`);
+        if (!FORGES.some((host) => existsSync(join(FIXTURES, host, file!)))) missing.push(`${reader}: ${file}`);
       }
     }
     expect([...new Set(missing)]).toEqual([]);
@@ -90,7 +91,7 @@ describe("webhook fixtures", () => {
   });
 
   test("each fixture directory says where every payload in it comes from", () => {
-    for (const host of ["github", "gitlab"]) {
+    for (const host of FORGES) {
       const sources = readFileSync(join(FIXTURES, host, "SOURCES.md"), "utf8");
       const payloads = readdirSync(join(FIXTURES, host)).filter((f) => f.endsWith(".json"));
       expect(payloads.length).toBeGreaterThan(5);

@@ -16,7 +16,8 @@ import { findRepository } from "../../lib/db/repositories.ts";
 import { findIntegration } from "../../lib/db/integrations.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
 import { createBuild } from "../../lib/builds/create.ts";
-import { branchHead, type ForgeDeps } from "../../lib/integrations/index.ts";
+import type { ForgeDeps } from "../../lib/forges/forge.ts";
+import { forgeOf } from "../../lib/forges/registry.ts";
 import type { AppContext } from "../../lib/context.ts";
 import { ForgeApiError } from "../../lib/forges/http.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";
@@ -87,7 +88,7 @@ async function resolveHead(ctx: ForgeDeps & Pick<AppContext, "db">, repositoryId
   const integration = repo ? await findIntegration(ctx.db, repo.integration_id) : null;
   if (!repo || !integration) fail("source_host_error", "The project's repository is no longer in the catalogue; pass commit_sha.");
   try {
-    return await branchHead(ctx, integration, repo, branch);
+    return await forgeOf(integration).branchHead(ctx, integration, repo, branch);
   } catch (error) {
     if (error instanceof DecryptionError) fail("decryption_error");
     if (error instanceof ForgeApiError) {

@@ -1,10 +1,12 @@
-// Source integrations (GitHub App installations, GitLab connections). Credentials are sealed
-// with the secret box; only lib/integrations/* opens them, and nothing returns them.
+// Integrations: connected forges (a GitHub App installation, a GitLab or Gitea instance, a
+// Bitbucket workspace, a git remote). `provider` names the forge (lib/forges/registry.ts).
+// Credentials are sealed with the secret box (lib/integrations/credentials.ts), opened only to
+// talk to the forge, and nothing returns them.
 import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
-import type { ForgeName } from "../forges/forge.ts";
+import type { ForgeName } from "../forges/registry.ts";
 
 export interface Integration {
   id: string;

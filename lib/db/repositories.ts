@@ -3,7 +3,7 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, bool, num, one, str, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
-import type { ForgeName } from "../forges/forge.ts";
+import type { ForgeName } from "../forges/registry.ts";
 
 export interface Repository {
   id: string;
@@ -80,7 +80,7 @@ export async function repositoryIdsOf(db: Executor, integrationId: string): Prom
 }
 
 /** Every catalogue entry with this host id (one per integration that sees it). */
-export async function findRepositoriesByExternalId(db: Executor, forge: ForgeName, externalId: string): Promise<Repository[]> {
+export async function findRepositoriesByExternalId(db: Executor, forge: string, externalId: string): Promise<Repository[]> {
   return (await all(db, "SELECT * FROM repositories WHERE provider = ? AND external_id = ?", [forge, externalId])).map(toRepository);
 }
 

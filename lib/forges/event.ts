@@ -1,8 +1,8 @@
 // One neutral shape for what a delivery (or a poll that saw a ref move) means to Roost, produced by
 // lib/forges/<forge>/parse.ts and lib/forges/git/poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
 import { z } from "zod";
-import type { ForgeName } from "./forge.ts";
 import { readableIssue } from "../validation-messages.ts";
+import type { ForgeName } from "./registry.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {

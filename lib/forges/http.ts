@@ -1,10 +1,13 @@
-// Outbound requests to a source host. Only the integration's configured API origin is ever
+// Outbound requests to a forge's API. Only the integration's configured API origin is ever
 // contacted: pagination links that point anywhere else are refused, and no URL from a webhook
 // payload is fetched (GitLab CVE-2021-22214 was SSRF through such URLs). Link-local and cloud
 // metadata addresses are refused (lib/address-policy.ts). What users see of a failure is a status and
 // a fixed phrase, never the host's body.
 import { createHash } from "node:crypto";
 import { hostRefusal } from "../address-policy.ts";
+import type { Integration } from "../db/integrations.ts";
+import { openCredentials } from "../integrations/credentials.ts";
+import type { ForgeDeps } from "./forge.ts";
 
 export class ForgeApiError extends Error {
   constructor(
@@ -19,7 +22,7 @@ export class ForgeApiError extends Error {
 
 export type FetchLike = (input: string, init?: RequestInit) => Promise<Response>;
 
-/** How one app reaches source hosts, from its context (lib/integrations/index.ts forgeAccess). */
+/** How one app reaches forges, from its context (forgeAccess). */
 export interface ForgeAccess {
   fetch: FetchLike;
   /** ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: link-local and metadata addresses are reachable. */
@@ -35,7 +38,27 @@ export interface ForgeAccess {
   limits?: Map<string, number>;
 }
 
-export const HOST_TIMEOUT_MS = 10_000;
+/** This app's way to forges: its own link-local policy (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL), clock, tokens and the forges' rate limits. */
+export function forgeAccess(deps: ForgeDeps): ForgeAccess {
+  const kept = keptOf(deps.secrets);
+  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now(), tokens: kept.tokens, limits: kept.limits };
+}
+
+/** An API client of the integration: its API URL, its opened credentials and this app's way to forges. */
+export async function forgeClient<C extends object, T>(Client: new (apiUrl: string, credentials: C, access: ForgeAccess) => T, deps: ForgeDeps, integration: Integration): Promise<T> {
+  return new Client(integration.api_url, await openCredentials<C>(deps.secrets, integration), forgeAccess(deps));
+}
+
+// Installation tokens live for an hour, and a forge's rate limit until it resets; each app (daemon,
+// or test app) keeps its own, beside its secret box, so two apps in one process never share them.
+const keptByApp = new WeakMap<object, Required<Pick<ForgeAccess, "tokens" | "limits">>>();
+function keptOf(owner: object): Required<Pick<ForgeAccess, "tokens" | "limits">> {
+  let entry = keptByApp.get(owner);
+  if (!entry) keptByApp.set(owner, (entry = { tokens: new Map(), limits: new Map() }));
+  return entry;
+}
+
+export const FORGE_TIMEOUT_MS = 10_000;
 /** Catalogue sync stops after this many pages (10,000 repositories at 100 a page). */
 export const MAX_PAGES = 100;
 
@@ -59,10 +82,10 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
   }
   let response: Response;
   try {
-    response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(HOST_TIMEOUT_MS) });
+    response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(FORGE_TIMEOUT_MS) });
   } catch (error) {
     const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
-    throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${HOST_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
+    throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${FORGE_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
   }
   const retryAt = rateLimitedUntil(response, access.now());
   if (retryAt !== null) access.limits?.set(limitKey, retryAt);

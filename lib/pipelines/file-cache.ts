@@ -113,8 +113,8 @@ export class PipelineFileCache {
   }
 }
 
-// One cache per app (daemon, or test app), kept beside its secret box as the host tokens are
-// (lib/integrations/index.ts), so two apps in one process never share what they read.
+// One cache per app (daemon, or test app), kept beside its secret box as the forge tokens are
+// (lib/forges/http.ts), so two apps in one process never share what they read.
 const caches = new WeakMap<object, PipelineFileCache>();
 export function pipelineFileCacheOf(owner: object): PipelineFileCache {
   let cache = caches.get(owner);

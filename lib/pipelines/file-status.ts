@@ -8,7 +8,8 @@ import type { Project } from "../db/projects.ts";
 import { listPipelines } from "../db/pipelines.ts";
 import { findRepository } from "../db/repositories.ts";
 import { findIntegration } from "../db/integrations.ts";
-import { branchHead, type ForgeDeps } from "../integrations/index.ts";
+import type { ForgeDeps } from "../forges/forge.ts";
+import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 import { lastFileProblem } from "../webhooks/deliveries.ts";
@@ -55,7 +56,7 @@ export async function pipelineFileStatus(ctx: ForgeDeps & Pick<AppContext, "db">
   if (!repository || !integration) return unreadable("the project's repository is no longer in the catalogue");
   let head: string;
   try {
-    head = await branchHead(ctx, integration, repository, branch);
+    head = await forgeOf(integration).branchHead(ctx, integration, repository, branch);
   } catch (error) {
     if (error instanceof ForgeApiError) return unreadable(error.message);
     if (error instanceof DecryptionError) return unreadable("the integration's credentials cannot be decrypted with this instance's secret key");

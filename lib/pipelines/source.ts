@@ -1,6 +1,7 @@
 // Where a build's pipeline definition comes from (docs/pipelines.md): the pipeline file read from
-// the repository at the build's commit through the host's API (GitHub contents API, GitLab
-// repository files API, Gitea raw file API, or the plain git remote itself), or, when the
+// the repository at the build's commit through its forge (lib/forges/<forge>/index.ts readFile:
+// GitHub's contents API, GitLab's repository files API, Gitea's and Bitbucket's raw file APIs,
+// or the plain git remote itself), or, when the
 // repository has no such file, the pipelines configured through Roost's API.
 import type { Integration } from "../db/integrations.ts";
 import type { Repository } from "../db/repositories.ts";
@@ -10,9 +11,8 @@ import { findRepository } from "../db/repositories.ts";
 import { findIntegration } from "../db/integrations.ts";
 import type { ConfigSnapshot } from "./config.ts";
 import { DEFAULT_CONFIG_PATH } from "./config.ts";
-import { branchHead, githubClientFor, gitlabClientFor, openCredentials, type ForgeDeps } from "../integrations/index.ts";
-import { bitbucketClientFor, giteaClientFor } from "../integrations/any-git.ts";
-import { showRemoteFile, type GitCredentials } from "../forges/git/remote.ts";
+import type { ForgeDeps } from "../forges/forge.ts";
+import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 import type { DefinitionSource } from "./definition.ts";
@@ -25,15 +25,6 @@ export type PipelineFileRead =
   | { status: "valid"; path: string; commit_sha: string; branch?: string; pipelines: Map<string, FilePipelineOutput>; lines: Map<string, number> }
   | { status: "invalid"; path: string; commit_sha: string; branch?: string; problems: FileProblem[] }
   | { status: "unreadable"; path: string; commit_sha: string; message: string };
-
-/** Bytes of `path` at `sha` in the repository, or null when there is no such file there; throws ForgeApiError or DecryptionError. */
-export async function readRepositoryFile(deps: ForgeDeps, integration: Integration, repo: Repository, path: string, sha: string, ref: string | null): Promise<string | null> {
-  if (integration.provider === "github") return (await githubClientFor(deps, integration)).getFileContent(repo.full_name, path, sha);
-  if (integration.provider === "gitlab") return (await gitlabClientFor(deps, integration)).getFileRaw(repo.external_id, path, sha);
-  if (integration.provider === "gitea") return (await giteaClientFor(deps, integration)).getFileRaw(repo.full_name, path, sha);
-  if (integration.provider === "bitbucket") return (await bitbucketClientFor(deps, integration)).getFileRaw(repo.full_name, path, sha);
-  return showRemoteFile(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration), sha, path, ref);
-}
 
 export interface ReadTarget {
   integration: Integration;
@@ -54,11 +45,11 @@ export async function readPipelineFile(deps: ForgeDeps, target: ReadTarget, path
   let sha = target.commitSha;
   const branch = target.forkTargetBranch ?? undefined;
   try {
-    if (branch) sha = await branchHead(deps, target.integration, target.repository, branch);
+    if (branch) sha = await forgeOf(target.integration).branchHead(deps, target.integration, target.repository, branch);
     const at = sha;
     // Read once per repository, path and commit, parsed once per text (lib/pipelines/file-cache.ts).
     const content = await pipelineFileCacheOf(deps.secrets).get(`${target.repository.id}\n${path}\n${at}`, () =>
-      readRepositoryFile(deps, target.integration, target.repository, path, at, branch ? `refs/heads/${branch}` : target.ref),
+      forgeOf(target.integration).readFile(deps, target.integration, target.repository, path, at, branch ? `refs/heads/${branch}` : target.ref),
     );
     if (content.status === "missing") return { status: "missing", path, commit_sha: sha };
     if (content.status === "invalid") return { status: "invalid", path, commit_sha: sha, problems: content.problems, ...(branch ? { branch } : {}) };

@@ -7,9 +7,8 @@ import { findRepository } from "../db/repositories.ts";
 import { findProject } from "../db/projects.ts";
 import { normalizeExecutionConfig, revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { findIntegration } from "../db/integrations.ts";
-import { githubClientFor, openCredentials, type ForgeDeps } from "../integrations/index.ts";
-import type { GitlabCredentials } from "../forges/gitlab/api.ts";
-import { anyGitCloneCredentials } from "../integrations/any-git.ts";
+import type { CloneCredentials, ForgeDeps } from "../forges/forge.ts";
+import { forgeOf } from "../forges/registry.ts";
 import type { Repository } from "../db/repositories.ts";
 import { variablesForBuild } from "../variables.ts";
 
@@ -67,18 +66,17 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
 }
 
 /**
- * Short-lived credentials to clone over https: a GitHub App installation token (valid one hour,
- * read-only, this repository only) as x-access-token, or the GitLab token as oauth2. Null for other URLs (ssh, local paths) or
- * when the host cannot give one; the runner then relies on its own git credentials.
+ * Credentials to clone over https, from the repository's forge (lib/forges/<forge>/index.ts
+ * cloneCredentials: for GitHub a read-only installation token for this repository alone, valid an
+ * hour). Null for other URLs (ssh, local paths) or when the forge cannot give one; the runner then
+ * relies on its own git credentials.
  */
-export async function cloneCredentials(ctx: ForgeDeps & Pick<AppContext, "db">, repo: Repository): Promise<{ username: string; password: string } | null> {
+export async function cloneCredentials(ctx: ForgeDeps & Pick<AppContext, "db">, repo: Repository): Promise<CloneCredentials | null> {
   if (!/^https:\/\//.test(repo.clone_url)) return null;
   const integration = await findIntegration(ctx.db, repo.integration_id);
   if (!integration) return null;
   try {
-    if (integration.provider === "github") return { username: "x-access-token", password: await (await githubClientFor(ctx, integration)).cloneToken(repo.external_id) };
-    if (integration.provider === "gitea" || integration.provider === "bitbucket" || integration.provider === "git") return await anyGitCloneCredentials(ctx, integration);
-    return { username: "oauth2", password: (await openCredentials<GitlabCredentials>(ctx.secrets, integration)).access_token };
+    return await forgeOf(integration).cloneCredentials(ctx, integration, repo);
   } catch {
     return null;
   }

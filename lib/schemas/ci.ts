@@ -5,6 +5,7 @@ import { Timestamp, boundedJsonObject } from "../schemas.ts";
 import { PLATFORMS, TRIGGER_EVENTS } from "../pipelines/config.ts";
 import { BUILD_STATUSES } from "../builds/state-machine.ts";
 import { ExecutorUsed, FlutterSdkUsed } from "../runner-protocol/wire.ts";
+import { FORGE_NAMES } from "../forges/registry.ts";
 
 export const ProjectRoleSchema = z.enum(["maintainer", "developer", "viewer"]);
 
@@ -19,14 +20,14 @@ export const RepositoryResource = z.object({
   integration_id: z.string(),
   host_url: z.string(),
   clone_url: z.string(),
-  provider: z.enum(["github", "gitlab", "gitea", "git", "bitbucket"]),
+  provider: z.enum(FORGE_NAMES),
   created_at: Timestamp,
   updated_at: Timestamp,
 });
 
 export const IntegrationResource = z.object({
   id: z.string(),
-  provider: z.enum(["github", "gitlab", "gitea", "git", "bitbucket"]),
+  provider: z.enum(FORGE_NAMES),
   name: z.string(),
   api_url: z.string(),
   web_url: z.string(),

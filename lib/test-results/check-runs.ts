@@ -7,7 +7,7 @@
 // the commit status reporter this works from the database, in any daemon process.
 import { all, str } from "../db/client.ts";
 import { findIntegration } from "../db/integrations.ts";
-import { githubClientFor } from "../integrations/index.ts";
+import { githubClientFor } from "../forges/github/index.ts";
 import { raiseIncident, resolveIncident } from "../incidents.ts";
 import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../commit-statuses.ts";
 import type { CheckRunAnnotation, CheckRunBody } from "../forges/github/api.ts";

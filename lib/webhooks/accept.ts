@@ -12,11 +12,11 @@ import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
 import type { TriggerEvent } from "../forges/event.ts";
 import type { Repository } from "../db/repositories.ts";
-import type { ForgeName } from "../forges/forge.ts";
 import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../db/pipelines.ts";
 import { buildsForkPullRequests, findProject, findProjectBuildingRepository } from "../db/projects.ts";
 import { findIntegration } from "../db/integrations.ts";
-import type { ForgeDeps } from "../integrations/index.ts";
+import type { ForgeDeps } from "../forges/forge.ts";
+import type { ForgeName } from "../forges/registry.ts";
 import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import { fileDefinition } from "../pipelines/file.ts";
@@ -24,7 +24,7 @@ import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSenten
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
 import type { Build } from "../db/builds.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
-import { BODY_RETENTION_SECONDS, insertDelivery, recentFailures, recentRejections, type DeliveryResult } from "./deliveries.ts";
+import { BODY_RETENTION_SECONDS, insertDelivery, recentFailures, type DeliveryResult } from "./deliveries.ts";
 import { raiseIncident } from "../incidents.ts";
 import { syncFileSchedules, type FileScheduleFields } from "../schedules.ts";
 
@@ -289,81 +289,4 @@ async function readPipelineFiles(deps: Deps, input: AcceptInput): Promise<Map<st
   const target = { integration, repository, commitSha: event.commitSha, ref: event.kind === "pull_request" ? null : event.ref, forkTargetBranch: fork };
   for (const path of configPathsOf(await listPipelines(deps.db, project.id))) out.set(path, await readPipelineFile(deps, target, path));
   return out;
-}
-
-/** Repeated verification failures for one repository within an hour raise an incident. */
-export const REJECTIONS_BEFORE_INCIDENT = 3;
-
-export async function recordRejected(
-  deps: Deps,
-  input: { forge: ForgeName; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null },
-): Promise<void> {
-  const now = deps.clock.now();
-  // Nothing from an unverified body is acted on; the claimed repository is kept only to explain the record.
-  await insertDelivery(deps.db, {
-    id: newId(),
-    host: input.forge,
-    delivery_id: input.deliveryId,
-    event: input.event,
-    action: "",
-    verified: false,
-    result: "rejected",
-    reason: input.reason,
-    repository_external_id: input.claimed.externalId,
-    repository_full_name: input.claimed.fullName,
-    repository_id: input.repository?.id ?? null,
-    project_id: null,
-    commit_sha: null,
-    decisions: [],
-    duplicate_of: null,
-    received_at: now,
-    body: null,
-  });
-  deps.log.warn("webhook delivery rejected", { host: input.forge, delivery_id: input.deliveryId, reason: input.reason });
-  if (input.repository && (await recentRejections(deps.db, input.repository.id, now - 3600)) >= REJECTIONS_BEFORE_INCIDENT) {
-    await raiseIncident(deps.db, now, {
-      severity: "warning",
-      reason: "webhook_verification_failed",
-      message: `${input.forge} deliveries for ${input.repository.full_name} keep failing verification: ${input.reason}`,
-      repair_action:
-        input.forge === "github" || input.forge === "gitea" || input.forge === "git" || input.forge === "bitbucket"
-          ? "Set the hook's secret to the webhook secret stored in the integration (or re-create the integration)."
-          : "Copy the current webhook token of the project that builds this repository into the GitLab hook (a new one: the project's Settings tab, Create or rotate the webhook token; the API: POST /v1/projects/{id}/webhook-token).",
-      resource_kind: "repository",
-      resource_id: input.repository.id,
-      resource_name: input.repository.full_name,
-    });
-  }
-}
-
-/**
- * A delivery whose sender proved who it is but whose body is not what the host sends (not JSON,
- * null, an array, fields of the wrong type): recorded with the reason, nothing acted on. The
- * receiver answers 400 so the host's delivery log shows the failure too.
- */
-export async function recordInvalid(
-  deps: Deps,
-  input: { forge: ForgeName; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
-): Promise<void> {
-  const now = deps.clock.now();
-  await insertDelivery(deps.db, {
-    id: newId(),
-    host: input.forge,
-    delivery_id: input.deliveryId,
-    event: input.event,
-    action: "",
-    verified: true,
-    result: "rejected",
-    reason: input.reason,
-    repository_external_id: input.repository?.external_id ?? null,
-    repository_full_name: input.repository?.full_name ?? null,
-    repository_id: input.repository?.id ?? null,
-    project_id: input.projectId,
-    commit_sha: null,
-    decisions: [],
-    duplicate_of: null,
-    received_at: now,
-    body: input.body,
-  });
-  deps.log.warn("webhook delivery invalid", { host: input.forge, delivery_id: input.deliveryId, reason: input.reason });
 }

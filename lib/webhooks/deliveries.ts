@@ -4,7 +4,7 @@ import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
-import type { ForgeName } from "../forges/forge.ts";
+import type { ForgeName } from "../forges/registry.ts";
 
 export const BODY_RETENTION_SECONDS = 7 * 86_400;
 export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;

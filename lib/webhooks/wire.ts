@@ -1,9 +1,10 @@
 // The delivery log's wire shape.
 import { z } from "zod";
+import { FORGE_NAMES } from "../forges/registry.ts";
 
 export const DeliveryResource = z.object({
   id: z.string(),
-  host: z.enum(["github", "gitlab", "gitea", "git", "bitbucket"]).describe("git: the generic push webhook or a poll of a plain git remote"),
+  host: z.enum(FORGE_NAMES).describe("git: the generic push webhook or a poll of a plain git remote"),
   delivery_id: z.string().describe("X-GitHub-Delivery, X-Gitlab-Event-UUID, X-Gitea-Delivery, the generic webhook's X-Roost-Delivery, or poll:<ref>@<commit> for a poll"),
   event: z.string(),
   action: z.string(),

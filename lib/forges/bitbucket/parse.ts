@@ -8,11 +8,11 @@ import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
 import { changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
-export function bitbucketHeaders(headers: Headers): { event: string; deliveryId: string; signature: string | null } {
+export function bitbucketHeaders(headers: Headers): { event: string; deliveryId: string; credential: string | null } {
   return {
     event: headers.get("x-event-key") ?? "",
     deliveryId: (headers.get("x-request-uuid") ?? "").slice(0, 100),
-    signature: headers.get("x-hub-signature"),
+    credential: headers.get("x-hub-signature"),
   };
 }
 

@@ -23,6 +23,11 @@ export function gitPushProjectId(payload: unknown): string | null {
   return typeof id === "string" && id.length > 0 && id.length <= 100 ? id : null;
 }
 
+/** The delivery identity of "this ref now points at this commit" in a repository, shared by the push webhook and polling. */
+export function refKey(repositoryId: string, ref: string, sha: string): string {
+  return `git:ref:${repositoryId}:${ref}:${sha}`;
+}
+
 /** A ref of the repository moved from `before` to `after`. */
 export function refMoved(input: { repository: { id: string; fullName: string }; event: string; action: string; ref: string; after: string; actor: string; message: string }): TriggerEvent {
   const base = {

@@ -13,10 +13,10 @@ import type { AppContext } from "../../context.ts";
 import { all, one } from "../../db/client.ts";
 import { findIntegration } from "../../db/integrations.ts";
 import { findRepository, type Repository } from "../../db/repositories.ts";
-import { openCredentials } from "../../integrations/index.ts";
+import { openCredentials } from "../../integrations/credentials.ts";
 import { lsRemote, type GitCredentials } from "./remote.ts";
 import { ForgeApiError } from "../http.ts";
-import { refMoved } from "./parse.ts";
+import { refKey, refMoved } from "./parse.ts";
 import { acceptDelivery } from "../../webhooks/accept.ts";
 import type { DeliveryResult } from "../../webhooks/deliveries.ts";
 import { raiseIncident, resolveIncident } from "../../incidents.ts";
@@ -155,11 +155,6 @@ export function movedRefs(previous: Record<string, string> | null, current: Map<
   const out: { ref: string; before: string; after: string }[] = [];
   for (const [ref, sha] of current) if (previous[ref] !== sha) out.push({ ref, before: previous[ref] ?? "", after: sha });
   return out;
-}
-
-/** The delivery identity of "this ref now points at this commit" in a repository. */
-export function refKey(repositoryId: string, ref: string, sha: string): string {
-  return `git:ref:${repositoryId}:${ref}:${sha}`;
 }
 
 async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<DeliveryResult> {

@@ -8,11 +8,11 @@ import { z } from "zod";
 import { NumericId, InvalidPayload, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 /** The delivery headers, Gitea's or Forgejo's (a Forgejo instance sends both spellings). */
-export function giteaHeaders(headers: Headers): { event: string; deliveryId: string; signature: string | null } {
+export function giteaHeaders(headers: Headers): { event: string; deliveryId: string; credential: string | null } {
   return {
     event: headers.get("x-forgejo-event") ?? headers.get("x-gitea-event") ?? "",
     deliveryId: (headers.get("x-forgejo-delivery") ?? headers.get("x-gitea-delivery") ?? "").slice(0, 100),
-    signature: headers.get("x-forgejo-signature") ?? headers.get("x-gitea-signature"),
+    credential: headers.get("x-forgejo-signature") ?? headers.get("x-gitea-signature"),
   };
 }
 

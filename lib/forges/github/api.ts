@@ -139,7 +139,7 @@ export class GithubClient {
    * https://docs.github.com/en/rest/repos/contents#get-repository-content), or null when the
    * repository has no such file there.
    */
-  async getFileContent(fullName: string, path: string, ref: string): Promise<string | null> {
+  async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/contents/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
     try {
