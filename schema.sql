@@ -1146,3 +1146,93 @@ CREATE INDEX builds_pipeline_branch_status ON builds (pipeline_id, branch, statu
 CREATE INDEX builds_project_status ON builds (project_id, status, build_number, branch, trigger_kind);
 CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number, status, trigger_kind);
 CREATE INDEX builds_project_trigger ON builds (project_id, trigger_kind, build_number, status, branch);
+
+-- migration 28: the forge's name is the registry's to check
+-- integrations.provider, repositories.provider and webhook_deliveries.host name a forge of
+-- lib/forges/registry.ts, which checks the name where one is written (the create body); the
+-- tables no longer list the forges, so adding one rebuilds nothing. This is the last rebuild for
+-- that: the three tables are rebuilt as migration 16 did, without `CHECK (provider IN …)` and
+-- `CHECK (host IN …)`, with every row, index and foreign key; the result CHECK of deliveries
+-- stays. Dropping `repositories` cascades into git_polls (ON DELETE CASCADE,
+-- https://www.sqlite.org/lang_droptable.html), so its rows are copied first and put back once the
+-- repositories they name are back; the projects naming a repository are checked at commit
+-- (defer_foreign_keys). No trigger is on these tables; the triggers on builds that read
+-- repositories find the new table by name.
+PRAGMA defer_foreign_keys = ON;
+CREATE TABLE integrations_copy AS SELECT * FROM integrations;
+CREATE TABLE repositories_copy AS SELECT * FROM repositories;
+CREATE TABLE webhook_deliveries_copy AS SELECT * FROM webhook_deliveries;
+CREATE TABLE git_polls_copy AS SELECT * FROM git_polls;
+DROP TABLE repositories;
+DROP TABLE integrations;
+DROP TABLE webhook_deliveries;
+CREATE TABLE integrations (
+  id TEXT PRIMARY KEY,
+  provider TEXT NOT NULL,
+  name TEXT NOT NULL,
+  api_url TEXT NOT NULL,
+  web_url TEXT NOT NULL,
+  app_id TEXT,
+  installation_id TEXT,
+  credentials_sealed TEXT NOT NULL,
+  created_by TEXT REFERENCES users(id),
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  last_synced_at INTEGER,
+  last_sync_error TEXT
+);
+INSERT INTO integrations (id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at, last_synced_at, last_sync_error)
+  SELECT id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at, last_synced_at, last_sync_error FROM integrations_copy;
+CREATE TABLE repositories (
+  id TEXT PRIMARY KEY,
+  integration_id TEXT NOT NULL REFERENCES integrations(id) ON DELETE CASCADE,
+  provider TEXT NOT NULL,
+  external_id TEXT NOT NULL,
+  full_name TEXT NOT NULL,
+  default_branch TEXT NOT NULL,
+  is_private INTEGER NOT NULL DEFAULT 1,
+  avatar_url TEXT NOT NULL DEFAULT '',
+  installation_id TEXT NOT NULL DEFAULT '',
+  host_url TEXT NOT NULL,
+  clone_url TEXT NOT NULL DEFAULT '',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  webhook_token_hash TEXT,
+  UNIQUE (integration_id, external_id)
+);
+INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash)
+  SELECT id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash FROM repositories_copy;
+CREATE INDEX repositories_full_name ON repositories (full_name);
+CREATE INDEX repositories_external ON repositories (provider, external_id);
+CREATE TABLE webhook_deliveries (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  delivery_id TEXT NOT NULL DEFAULT '',
+  event TEXT NOT NULL DEFAULT '',
+  action TEXT NOT NULL DEFAULT '',
+  verified INTEGER NOT NULL,
+  result TEXT NOT NULL CHECK (result IN ('built', 'ignored', 'duplicate', 'rejected', 'failed')),
+  reason TEXT NOT NULL,
+  repository_external_id TEXT,
+  repository_full_name TEXT,
+  repository_id TEXT,
+  project_id TEXT,
+  commit_sha TEXT,
+  decisions TEXT NOT NULL DEFAULT '[]',
+  duplicate_of TEXT,
+  body TEXT,
+  received_at INTEGER NOT NULL,
+  body_expires_at INTEGER
+);
+INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
+  SELECT id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at FROM webhook_deliveries_copy;
+CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, received_at);
+CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at);
+CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, verified, received_at);
+DROP TABLE integrations_copy;
+DROP TABLE repositories_copy;
+DROP TABLE webhook_deliveries_copy;
+DELETE FROM git_polls;
+INSERT INTO git_polls (repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at)
+  SELECT repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at FROM git_polls_copy;
+DROP TABLE git_polls_copy;

@@ -1,9 +1,11 @@
 // Every forge Roost builds from, registered once. The integration create body, the wire enums of
 // `provider` and `host`, the webhook receivers, the catalogue sync, branch heads, the pipeline file
-// reader, the claim's clone credentials and the commit status reporter all look a forge up here;
-// none of them names one. Adding a forge is a folder under lib/forges/ with an index.ts that
-// exports a `Forge`, one line below, and its receiver (handlers/webhooks/<forge>.ts) in
-// handlers/routes.ts (docs/architecture.md "Adding a forge").
+// reader, the claim's clone credentials, the commit status reporter and the test results' file
+// links all look a forge up here; none of them names one, and the database does not list them
+// (schema.sql migration 28): a name is checked here, where it is written (the create body).
+// Adding a forge is a folder under lib/forges/ with an index.ts that exports a `Forge`, one line
+// below, and its receiver (handlers/webhooks/<forge>.ts) in handlers/routes.ts
+// (docs/architecture.md "Adding a forge").
 import { z } from "zod";
 import type { ConnectBody, Forge } from "./forge.ts";
 import { ForgeApiError } from "./http.ts";

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { inTransaction, openDatabase, type Db } from "../../lib/db/client.ts";
-import { MIGRATIONS, migrate } from "../../lib/db/migrate.ts";
+import { MIGRATIONS } from "../../lib/db/migrate.ts";
 
 let dir: string;
 let db: Db;
@@ -20,10 +20,11 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Applies migrations 1..15 the way migrate() does, so migration 16 meets a database made before it. */
-async function migrateTo15(): Promise<void> {
-  await db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
-  for (const m of MIGRATIONS.filter((m) => m.version <= 15)) {
+/** Applies migrations up to `version` the way migrate() does, so migration 16 meets a database made before it. */
+async function migrateTo(version: number): Promise<void> {
+  await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
+  const applied = Number((await db.execute("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")).rows[0]?.v ?? 0);
+  for (const m of MIGRATIONS.filter((m) => m.version > applied && m.version <= version)) {
     await inTransaction(db, async (tx) => {
       for (const s of m.sql.split(/;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, "").trim()).filter((s) => s)) await tx.execute(s);
       await tx.execute({ sql: "INSERT INTO schema_migrations VALUES (?, ?, 1)", args: [m.version, m.name] });
@@ -32,7 +33,7 @@ async function migrateTo15(): Promise<void> {
 }
 
 test("migration 16 keeps integrations, repositories, git polls and deliveries, and allows bitbucket", async () => {
-  await migrateTo15();
+  await migrateTo(15);
   await db.execute("INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)");
   await db.execute("INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/app', 'main', '/src/app', '/src/app', 1, 1)");
   await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
@@ -41,7 +42,8 @@ test("migration 16 keeps integrations, repositories, git polls and deliveries, a
   const bitbucket = "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i2', 'bitbucket', 'Bitbucket', 'https://api.bitbucket.org/2.0', 'https://bitbucket.org/team', 's', 1, 1)";
   await expect(db.execute(bitbucket)).rejects.toThrow(/CHECK/);
 
-  expect(await migrate(db, () => 2)).toEqual({ from: 15, to: MIGRATIONS.length });
+  // Migration 16 alone: its CHECK is the one it widened (a later migration leaves the names to lib/forges/registry.ts).
+  await migrateTo(16);
 
   expect((await db.execute("SELECT id, provider FROM integrations")).rows.map((r) => [r.id, r.provider])).toEqual([["i1", "git"]]);
   expect((await db.execute("SELECT id, full_name FROM repositories")).rows.map((r) => [r.id, r.full_name])).toEqual([["r1", "src/app"]]);
