@@ -8,7 +8,7 @@
 // this process changes (and every 2 s for changes made by other processes and for retries):
 //   1. it claims due rows in one transaction (claimed_by, claimed_until), so two processes never
 //      send the same one;
-//   2. sends them, up to PER_HOST_IN_FLIGHT at a time per integration, any number of hosts at once;
+//   2. sends them, up to PER_FORGE_IN_FLIGHT at a time per integration, any number of forges at once;
 //   3. records each: sent (the version it sent; a change meanwhile leaves the row due), or failed
 //      with its retry time: when the host's rate limit resets (Retry-After, x-ratelimit-*), or
 //      exponential backoff with jitter. After REPORT_ATTEMPTS_BEFORE_INCIDENT consecutive failures
@@ -31,8 +31,8 @@ export const REPORT_ATTEMPTS_BEFORE_INCIDENT = 5;
 const MAX_BACKOFF_SECONDS = 600;
 /** Statuses not sent within a day are dropped (the host has moved on), with what was sent. */
 const REPORT_WINDOW_SECONDS = 24 * 3600;
-/** Requests in flight at once to one integration's host. */
-export const PER_HOST_IN_FLIGHT = 8;
+/** Requests in flight at once to one integration's forge. */
+export const PER_FORGE_IN_FLIGHT = 8;
 /** Rows one claim takes; a reporter claims again at once while rows are due. */
 const CLAIM_BATCH = 200;
 /** A claim not recorded within this long (its process died) is taken again. */
@@ -76,7 +76,7 @@ interface Due {
 }
 
 /**
- * One pass: claims up to `limit` due statuses, sends them (PER_HOST_IN_FLIGHT at a time per host)
+ * One pass: claims up to `limit` due statuses, sends them (PER_FORGE_IN_FLIGHT at a time per integration)
  * and records the outcome; returns how many were sent.
  */
 export async function reportCommitStatuses(deps: ReporterDeps, limit = CLAIM_BATCH): Promise<number> {
@@ -87,12 +87,12 @@ async function reportPass(deps: ReporterDeps, limit: number): Promise<{ claimed:
   const claimer = deps.claimer ?? newId();
   const due = await claimDue(deps, claimer, limit);
   if (due.length === 0) return { claimed: 0, sent: 0 };
-  const byHost = new Map<string, Due[]>();
+  const byIntegration = new Map<string, Due[]>();
   for (const d of due) {
     const id = String(d.details.integration_id ?? "");
-    byHost.set(id, [...(byHost.get(id) ?? []), d]);
+    byIntegration.set(id, [...(byIntegration.get(id) ?? []), d]);
   }
-  const sent = await Promise.all([...byHost].map(([integrationId, rows]) => sendToHost(deps, claimer, integrationId, rows)));
+  const sent = await Promise.all([...byIntegration].map(([integrationId, rows]) => sendToForge(deps, claimer, integrationId, rows)));
   return { claimed: due.length, sent: sent.reduce((a, b) => a + b, 0) };
 }
 
@@ -133,8 +133,8 @@ async function claimDue(deps: ReporterDeps, claimer: string, limit: number): Pro
   }));
 }
 
-/** Sends one host's statuses, PER_HOST_IN_FLIGHT at a time; stops early (leaving the rest due) when the host asks to wait. */
-async function sendToHost(deps: ReporterDeps, claimer: string, integrationId: string, rows: Due[]): Promise<number> {
+/** Sends one integration's statuses, PER_FORGE_IN_FLIGHT at a time; stops early (leaving the rest due) when the forge asks to wait. */
+async function sendToForge(deps: ReporterDeps, claimer: string, integrationId: string, rows: Due[]): Promise<number> {
   const integration = integrationId ? await findIntegration(deps.db, integrationId) : null;
   let sent = 0;
   let waitUntil: number | null = null;
@@ -164,7 +164,7 @@ async function sendToHost(deps: ReporterDeps, claimer: string, integrationId: st
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.min(PER_HOST_IN_FLIGHT, rows.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(PER_FORGE_IN_FLIGHT, rows.length) }, worker));
   if (sent > 0 && !failedOnce && integrationId) await resolveIncident(deps.db, deps.now, "integration", integrationId, "commit_status_failed");
   return sent;
 }

@@ -7,13 +7,13 @@ export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {
   forge: ForgeName;
-  /** The host's event name (X-GitHub-Event / object_kind) and action, for the delivery log. */
+  /** The forge's event name (X-GitHub-Event / object_kind) and action, for the delivery log. */
   event: string;
   action: string;
   /** What this delivery can trigger; null when it proves no new revision (ignoredReason says why). */
   kind: TriggerKind | null;
   ignoredReason: string | null;
-  /** The repository as the payload names it (numeric host id). */
+  /** The repository as the payload names it (its id at the forge). */
   repository: { externalId: string | null; fullName: string | null };
   /** Set when ids inside the payload disagree about which repository this is. */
   identityConflict: string | null;
@@ -46,13 +46,13 @@ export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reas
   return { ...base, kind: null, ignoredReason: reason };
 }
 
-/** One way a payload differs from what the host sends, e.g. {path: "body.commits.0", message: "must be an object, not null"}. */
+/** One way a payload differs from what the forge sends, e.g. {path: "body.commits.0", message: "must be an object, not null"}. */
 export interface PayloadIssue {
   path: string;
   message: string;
 }
 
-/** A verified payload that is not what the host sends: the receiver answers 400 invalid_payload. */
+/** A verified payload that is not what the forge sends: the receiver answers 400 invalid_payload. */
 export class InvalidPayload extends Error {
   constructor(readonly issues: PayloadIssue[]) {
     super(`${issues[0]?.path ?? "body"}: ${issues[0]?.message ?? "invalid"}`);
@@ -60,7 +60,7 @@ export class InvalidPayload extends Error {
 }
 
 /**
- * Checks the fields Roost reads against `schema`; unknown fields pass untouched (the hosts add
+ * Checks the fields Roost reads against `schema`; unknown fields pass untouched (the forges add
  * fields over time). Throws InvalidPayload with one issue per problem.
  */
 export function checkPayload<S extends z.ZodType>(schema: S, payload: unknown): z.output<S> {
@@ -69,10 +69,10 @@ export function checkPayload<S extends z.ZodType>(schema: S, payload: unknown): 
   throw new InvalidPayload(result.error.issues.map((issue) => ({ path: ["body", ...issue.path.map(String)].join("."), message: issue.message })));
 }
 
-/** Numeric host ids; some payloads (and older GitLab versions) send them as strings. */
+/** Numeric ids at the forge; some payloads (and older GitLab versions) send them as strings. */
 export const NumericId = z.union([z.number().int(), z.string().regex(/^\d{1,20}$/)]);
 
-/** A commit as both hosts list it in push payloads. */
+/** A commit as GitHub, GitLab and Gitea list it in push payloads. */
 export const PayloadCommit = z.looseObject({
   id: z.string(),
   message: z.string().optional(),

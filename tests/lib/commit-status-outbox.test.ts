@@ -1,10 +1,10 @@
 // How commit statuses leave (docs/webhooks.md "Commit statuses"): only the latest state of a commit
 // and pipeline, as soon as a build changes, several at once per host but never more than
-// PER_HOST_IN_FLIGHT, each once even with two reporters, and not before the host's rate limit
+// PER_FORGE_IN_FLIGHT, each once even with two reporters, and not before the host's rate limit
 // (Retry-After, x-ratelimit-*) says so. Counted on the GitHub stand-in's requests.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { PER_HOST_IN_FLIGHT, reportCommitStatuses, startCommitStatusReporter } from "../../lib/commit-statuses.ts";
+import { PER_FORGE_IN_FLIGHT, reportCommitStatuses, startCommitStatusReporter } from "../../lib/commit-statuses.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { all } from "../../lib/db/client.ts";
@@ -75,13 +75,13 @@ test("a running reporter sends a build's change at once, without waiting for its
   }
 });
 
-test(`several statuses to one host are sent at once, at most ${PER_HOST_IN_FLIGHT} at a time`, async () => {
+test(`several statuses to one host are sent at once, at most ${PER_FORGE_IN_FLIGHT} at a time`, async () => {
   const pipeline = await createPipeline(f.t, f.owner, f.projectId, { name: "many", concurrency: { max_concurrent: 50 } });
   for (let i = 0; i < 30; i++) await newBuild(pipeline.id, i.toString(16).padStart(40, "c"));
   f.host.statuses.delayMs = 40;
   const started = performance.now();
   expect(await report()).toBe(30);
-  expect(f.host.statuses.maxInFlight).toBe(PER_HOST_IN_FLIGHT);
+  expect(f.host.statuses.maxInFlight).toBe(PER_FORGE_IN_FLIGHT);
   // One after another, 30 would take 1.2 s.
   expect(performance.now() - started).toBeLessThan(900);
 });
