@@ -6,6 +6,8 @@ import { join } from "node:path";
 import { RunnerApi, Stopping, backoffMs, sleepUnless, type Log } from "./client.ts";
 import { SameUserRefusal, UNSAFE_FLAG, refusalMessage, sameUserProblem } from "./host-user.ts";
 import { releaseJob, runJob } from "./job/run-job.ts";
+import { runPublish } from "./publish/run-publish.ts";
+import type { PublishEndpoints } from "./publish/endpoints.ts";
 import type { ExecutorSettings } from "./executors/executor.ts";
 import { removeLeftovers } from "./executors/janitor.ts";
 
@@ -35,6 +37,10 @@ export interface RunnerOptions {
   executor?: ExecutorSettings;
   /** Run build steps even as the daemon's user on its host (runner/host-user.ts): tests and single-user trials only. */
   unsafeAllowSameUser?: boolean;
+  /** Take publishes too (docs/publishing.md); false: builds only (ROOST_RUNNER_PUBLISH=false). Default true. */
+  publish?: boolean;
+  /** Where the store clients send their requests (runner/publish/endpoints.ts); the stores' own hosts by default. */
+  publishEndpoints?: PublishEndpoints;
 }
 
 /** The daemon refused this runner (revoked, wrong token): `roost runner` exits 1. */
@@ -71,7 +77,7 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
       const claimId = crypto.randomUUID();
       let claim;
       try {
-        claim = await api.claim(claimId, CLAIM_WAIT_SECONDS, o.stop);
+        claim = await api.claim(claimId, CLAIM_WAIT_SECONDS, o.stop, o.publish === false ? ["build"] : ["build", "publish"]);
       } catch (error) {
         if (!(error instanceof Stopping)) throw error;
         await handBackClaim(api, claimId, o);
@@ -79,10 +85,12 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
       }
       if (claim.ok) {
         refusals = 0;
-        if (claim.body) {
-          await runJob(api, claim.body, o, heartbeatMs, unsafe);
+        if (claim.body?.job) {
+          await runJob(api, claim.body.job, o, heartbeatMs, unsafe);
           if (container) await removeLeftovers(container.engine, o.runnerId, o.workDir, o.log);
           if (o.once) break;
+        } else if (claim.body?.publish) {
+          await runPublish(api, claim.body.publish, o);
         }
       } else if (claim.status === 401 || claim.status === 403) {
         throw new RunnerRefused(`Roost refused this runner: ${claim.status} ${claim.code}: ${claim.message}`);
@@ -104,8 +112,9 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
  * at most once); whatever it answers is handed back.
  */
 async function handBackClaim(api: RunnerApi, claimId: string, o: RunnerOptions): Promise<void> {
-  const again = await api.claim(claimId, 0);
-  if (again.ok && again.body) await releaseJob(api, again.body, o);
+  const again = await api.claim(claimId, 0, undefined, o.publish === false ? ["build"] : ["build", "publish"]);
+  if (again.ok && again.body?.job) await releaseJob(api, again.body.job, o);
+  if (again.ok && again.body?.publish) await api.releasePublish(again.body.publish.deployment_id).catch(() => {});
 }
 
 function capabilities(o: RunnerOptions) {

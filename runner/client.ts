@@ -14,11 +14,14 @@ import {
   LogAppendAnswer,
   ReleaseAnswer,
   TestReportAnswer,
-  type ClaimedJob,
   type FinishRequest,
   type StepReport,
 } from "../lib/runner-protocol/wire.ts";
 import type { ShippedLine } from "./shipper.ts";
+import { PublishHeartbeatAnswer, type ClaimedPublish, type PublishFinishRequest } from "../lib/publishing/wire.ts";
+
+/** What a claim handed this runner: a build's job, or a deployment to publish (runner/publish/). */
+export type Claimed = z.output<typeof ClaimAnswer>;
 
 export type Log = (msg: string, fields?: Record<string, unknown>) => void;
 
@@ -63,10 +66,33 @@ export class RunnerApi {
     return this.#json("POST", "/connect", body, ConnectAnswer, 200, { abort: this.stopping });
   }
 
-  /** A long poll; `abort` ends it at once (the runner is stopping). 204 answers null. */
-  async claim(claimId: string, waitSeconds: number, abort?: AbortSignal): Promise<Answer<ClaimedJob | null>> {
-    const answer = await this.#json("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: waitSeconds }, ClaimAnswer.nullable(), 201, { timeoutMs: (waitSeconds + 20) * 1000, abort });
-    return answer.ok ? { ...answer, body: answer.body?.job ?? null } : answer;
+  /**
+   * A long poll; `abort` ends it at once (the runner is stopping). 204 answers null. A runner that
+   * publishes says so (`accepts`), and may then be handed a deployment instead of a job.
+   */
+  async claim(claimId: string, waitSeconds: number, abort?: AbortSignal, accepts: ("build" | "publish")[] = ["build"]): Promise<Answer<Claimed | null>> {
+    return this.#json("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: waitSeconds, accepts }, ClaimAnswer.nullable(), 201, { timeoutMs: (waitSeconds + 20) * 1000, abort });
+  }
+
+  publishHeartbeat(deploymentId: string): Promise<Answer<z.output<typeof PublishHeartbeatAnswer>>> {
+    return this.#json("POST", `/deployments/${deploymentId}/heartbeat`, undefined, PublishHeartbeatAnswer, 200);
+  }
+
+  appendPublishLogs(deploymentId: string, firstLine: number, lines: ShippedLine[]): Promise<Answer<z.output<typeof LogAppendAnswer>>> {
+    return this.#json("POST", `/deployments/${deploymentId}/logs`, { first_line: firstLine, lines }, LogAppendAnswer, 202);
+  }
+
+  finishPublish(deploymentId: string, body: PublishFinishRequest): Promise<Answer<unknown>> {
+    return this.#json("POST", `/deployments/${deploymentId}/finish`, body, null, 200);
+  }
+
+  releasePublish(deploymentId: string): Promise<Answer<unknown>> {
+    return this.#json("POST", `/deployments/${deploymentId}/release`, undefined, null, 200);
+  }
+
+  /** The URL and credential of a publish's artifact download (runner/publish/download.ts streams it to a file). */
+  artifactRequest(publish: ClaimedPublish, artifactId: string): { url: string; headers: Record<string, string> } {
+    return { url: `${this.baseUrl}/v1/runners/${this.runnerId}/deployments/${publish.deployment_id}/artifacts/${artifactId}`, headers: { authorization: `Bearer ${this.token}` } };
   }
 
   heartbeat(jobIds: string[]): Promise<Answer<z.output<typeof HeartbeatAnswer>>> {

@@ -11,6 +11,7 @@ import { DEFAULT_PASSED_ENV, passedEnvNames, passedEnvProblem, pickPassedEnv } f
 import { ENGINES, detectEngine, type EngineName } from "./executors/engine.ts";
 import { parseMebibytes, type Limits } from "./executors/limits.ts";
 import type { ExecutorSettings } from "./executors/executor.ts";
+import { publishEndpointsFrom } from "./publish/endpoints.ts";
 
 export const RUNNER_HELP = `roost runner: connect to a Roost daemon and run the builds it hands out (docs/runners.md).
 
@@ -30,6 +31,8 @@ Environment:
   ROOST_RUNNER_GRACE_SECONDS TERM → KILL grace when a build is canceled (default 10)
   ROOST_RUNNER_ENV           more of the runner's variables to pass to build steps, comma-separated
                              (as --env NAME)
+  ROOST_RUNNER_PUBLISH       false: take builds only, never a publish to a store (default true;
+                             docs/publishing.md "Where a publish runs")
 
 Build steps get PATH, HOME, LANG, Roost's variables, the pipeline's env and, when set here:
 ${wrapWords(DEFAULT_PASSED_ENV, "  ", 96)}
@@ -123,7 +126,7 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
   return 0;
 }
 
-type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "flutterGitUrlSet" | "cacheMaxBytes" | "labels" | "graceMs" | "stepEnv">;
+type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "flutterGitUrlSet" | "cacheMaxBytes" | "labels" | "graceMs" | "stepEnv" | "publish" | "publishEndpoints">;
 
 /** The runner's environment and its --env names, checked; a sentence saying what is wrong otherwise. */
 export function readSettings(env: Record<string, string | undefined>, envFlags: string[] = []): Settings | string {
@@ -140,6 +143,8 @@ export function readSettings(env: Record<string, string | undefined>, envFlags: 
   const extra = [...envFlags, ...(env.ROOST_RUNNER_ENV ?? "").split(/[\s,]+/).filter(Boolean)];
   const problem = extra.map(passedEnvProblem).find((p) => p !== null);
   if (problem) return problem;
+  const publish = (env.ROOST_RUNNER_PUBLISH ?? "true").toLowerCase();
+  if (publish !== "true" && publish !== "false") return `ROOST_RUNNER_PUBLISH is true or false, not ${JSON.stringify(env.ROOST_RUNNER_PUBLISH)}`;
   return {
     url,
     runnerId,
@@ -152,6 +157,8 @@ export function readSettings(env: Record<string, string | undefined>, envFlags: 
     labels: (env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
     graceMs: grace * 1000,
     stepEnv: { PATH: env.PATH ?? "/usr/bin:/bin", HOME: env.HOME ?? "/tmp", LANG: env.LANG ?? "C.UTF-8", ...pickPassedEnv(env, passedEnvNames(extra)) },
+    publish: publish === "true",
+    publishEndpoints: publishEndpointsFrom(env),
   };
 }
 

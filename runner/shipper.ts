@@ -1,7 +1,7 @@
 // Shipping a job's output: every line is kept until the daemon acknowledges it, sent in order
 // from the daemon's own next_line (so retries and gaps resolve themselves: 202 and 416 both say
 // where to continue), in batches of at most ~256 KiB, at least every half second.
-import type { RunnerApi } from "./client.ts";
+import type { Answer, RunnerApi } from "./client.ts";
 import { HEADER } from "../lib/runner-protocol/wire.ts";
 
 export interface ShippedLine {
@@ -23,9 +23,11 @@ export class LogShipper {
   gone = false;
 
   constructor(
-    private readonly api: RunnerApi,
-    private readonly jobId: string,
+    api: RunnerApi,
+    jobId: string,
     private readonly onStatus: (status: string) => void,
+    /** Where the lines go: the job's log endpoint, or a publish's (runner/publish/). */
+    private readonly append: (firstLine: number, lines: ShippedLine[]) => Promise<Answer<{ next_line: number }>> = (first, lines) => api.appendLogs(jobId, first, lines),
   ) {
     this.#timer = setInterval(() => void this.flush(), FLUSH_MS);
   }
@@ -54,7 +56,7 @@ export class LogShipper {
         batch.push(this.#lines[i]!);
         bytes += this.#lines[i]!.text.length + 64;
       }
-      const answer = await this.api.appendLogs(this.jobId, this.#acked, batch);
+      const answer = await this.append(this.#acked, batch);
       if (answer.ok || answer.status === 416) {
         this.#acked = answer.ok ? answer.body.next_line : Number(answer.headers.get(HEADER.logNextLine) ?? this.#acked);
         const status = answer.headers.get(HEADER.jobStatus);
