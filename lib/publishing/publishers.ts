@@ -137,6 +137,9 @@ export function normalizePublisher(p: Written): Publisher {
   if (p.type === "github_release" || p.type === "host_release") return { ...p, type: "host_release" };
   return p as Exclude<Written, { type: "host_release" | "github_release" }>;
 }
+export type GooglePlayConfig = z.output<typeof GooglePlayPublisher>;
+export type FirebaseConfig = z.output<typeof FirebaseAppDistributionPublisher>;
+export type AppStoreConnectConfig = z.output<typeof AppStoreConnectPublisher>;
 
 export const PublishList = z
   .array(PublisherInput)
