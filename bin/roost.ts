@@ -212,8 +212,12 @@ async function main(argv: string[]): Promise<number> {
       // command; stdout is the command alone, as before, so `eval "$(roost login)"` still signs
       // in (`roost recover` prints the bare capability on stdout for scripts).
       const until = new Date(Number(minted.expires_at) * 1000).toISOString();
-      process.stderr.write(`one-time capability, valid until ${until}, single use; paste it on the sign-in page (${loginBaseUrl(config)}/sign-in):\n${capability}\nor sign in from a shell on this host with:\n`);
-      process.stdout.write(`curl -sS -X POST ${loginBaseUrl(config)}/v1/auth/local/login -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'\n`);
+      process.stderr.write(
+        `one-time capability, valid until ${until}, single use; paste it on the sign-in page (${loginBaseUrl(config)}/sign-in):\n${capability}\nor sign in from a shell on this host with:\n`,
+      );
+      process.stdout.write(
+        `curl -sS -X POST ${loginBaseUrl(config)}/v1/auth/local/login -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'\n`,
+      );
       return 0;
     }
     case "runner":
@@ -223,7 +227,9 @@ async function main(argv: string[]): Promise<number> {
       const config = configOrExit();
       if (!config.databaseUrl.startsWith("file:")) {
         // VACUUM INTO writes on the database's own host, and sqld refuses it.
-        throw new UsageError(`roost backup: the database is a libSQL server (ROOST_DATABASE_URL); back it up on its host, see docs/operations.md "Several hosts"`);
+        throw new UsageError(
+          `roost backup: the database is a libSQL server (ROOST_DATABASE_URL); back it up on its host, see docs/operations.md "Several hosts"`,
+        );
       }
       const { openExistingDatabase } = await import("../lib/cli/database.ts");
       const { resolve } = await import("node:path");

@@ -107,7 +107,10 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const started = performance.now();
       let response: Response;
       try {
-        response = (await router.fetch(request as never, { peer, requestId, connection })) ?? (await serveWebApp(request)) ?? notMatched(request.method, new URL(request.url).pathname, allowed);
+        response =
+          (await router.fetch(request as never, { peer, requestId, connection })) ??
+          (await serveWebApp(request)) ??
+          notMatched(request.method, new URL(request.url).pathname, allowed);
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);
@@ -166,9 +169,7 @@ function notMatched(method: string, pathname: string, allowed: Map<string, { pat
   for (const entry of allowed.values()) if (entry.pattern.test(pathname)) entry.methods.forEach((m) => methods.add(m));
   if (methods.size > 0) {
     const allow = [...methods].join(", ");
-    return renderError(
-      new ApiError("method_not_allowed", `${method} is not allowed on ${pathname}; use ${allow}.`, { headers: { allow } }),
-    );
+    return renderError(new ApiError("method_not_allowed", `${method} is not allowed on ${pathname}; use ${allow}.`, { headers: { allow } }));
   }
   return renderError(new ApiError("not_found", `No endpoint at ${method} ${pathname}.`));
 }

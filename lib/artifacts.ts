@@ -21,7 +21,14 @@ export interface Artifact {
 }
 
 function toArtifact(row: Row): Artifact {
-  return { id: str(row, "id"), build_id: str(row, "build_id"), path: str(row, "path"), size: num(row, "size"), sha256: str(row, "sha256"), created_at: num(row, "created_at") };
+  return {
+    id: str(row, "id"),
+    build_id: str(row, "build_id"),
+    path: str(row, "path"),
+    size: num(row, "size"),
+    sha256: str(row, "sha256"),
+    created_at: num(row, "created_at"),
+  };
 }
 
 export function artifactFile(dataDir: string, buildId: string, id: string): string {
@@ -50,10 +57,21 @@ export const PARTIAL_SUFFIX = ".partial";
  */
 export async function storeArtifact(
   db: Executor,
-  o: { dataDir: string; buildId: string; jobId: string; path: string; body: ReadableStream<Uint8Array> | null; expectedSha256: string; maxBytes: number; declaredLength: number | null; now: number },
+  o: {
+    dataDir: string;
+    buildId: string;
+    jobId: string;
+    path: string;
+    body: ReadableStream<Uint8Array> | null;
+    expectedSha256: string;
+    maxBytes: number;
+    declaredLength: number | null;
+    now: number;
+  },
 ): Promise<Artifact> {
   if (o.declaredLength !== null && o.declaredLength > o.maxBytes) fail("payload_too_large", `Artifacts are at most ${o.maxBytes} bytes.`);
-  if (await one(db, "SELECT 1 FROM artifacts WHERE build_id = ? AND path = ?", [o.buildId, o.path])) fail("artifact_exists", `This build already has an artifact ${o.path}.`);
+  if (await one(db, "SELECT 1 FROM artifacts WHERE build_id = ? AND path = ?", [o.buildId, o.path]))
+    fail("artifact_exists", `This build already has an artifact ${o.path}.`);
   const id = newId();
   const dir = join(o.dataDir, "artifacts", o.buildId);
   const file = artifactFile(o.dataDir, o.buildId, id);
@@ -68,7 +86,15 @@ export async function storeArtifact(
     await rename(partial, file);
     renamed = true;
     await syncDirectory(dir);
-    const row = await one(db, "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *", [id, o.buildId, o.jobId, o.path, size, digest, o.now]);
+    const row = await one(db, "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *", [
+      id,
+      o.buildId,
+      o.jobId,
+      o.path,
+      size,
+      digest,
+      o.now,
+    ]);
     return toArtifact(row!);
   } catch (error) {
     await rm(partial, { force: true }).catch(() => {});

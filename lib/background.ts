@@ -44,12 +44,15 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // A build past its timeout that its runner did not stop fails within this period (docs/runners.md "Timeouts").
     every(5000, () => reapTimedOutBuilds(ctx)),
     // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS; its own chain, so a slow remote delays no other task.
-    setInterval(() => {
-      if (!running || polling) return;
-      polling = pollGitRemotes(ctx, pollOwner)
-        .catch((error) => ctx.log.error("git poll pass failed", { error }))
-        .finally(() => (polling = null));
-    }, Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500)),
+    setInterval(
+      () => {
+        if (!running || polling) return;
+        polling = pollGitRemotes(ctx, pollOwner)
+          .catch((error) => ctx.log.error("git poll pass failed", { error }))
+          .finally(() => (polling = null));
+      },
+      Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500),
+    ),
     // Schedules have minute resolution; a slot fires within this period of its time.
     every(15_000, () => runDueSchedules(ctx)),
     // Notifications leave within this period of a build's finish (docs/notifications.md); their own

@@ -11,7 +11,10 @@ const COLOR: Record<BadgeStatus, string> = { passing: "#4c1", failing: "#e05d44"
 
 /** The newest build of the pipeline on the branch that was not canceled decides. */
 export async function badgeStatus(db: Executor, pipelineId: string, branch: string): Promise<BadgeStatus> {
-  const row = await one(db, "SELECT status FROM builds WHERE pipeline_id = ? AND branch = ? AND status != 'canceled' ORDER BY build_number DESC LIMIT 1", [pipelineId, branch]);
+  const row = await one(db, "SELECT status FROM builds WHERE pipeline_id = ? AND branch = ? AND status != 'canceled' ORDER BY build_number DESC LIMIT 1", [
+    pipelineId,
+    branch,
+  ]);
   switch (row?.status) {
     case "succeeded":
       return "passing";
@@ -47,10 +50,12 @@ export function badgeSvg(label: string, status: BadgeStatus): string {
   const r = width(status);
   const total = l + r;
   const text = `${escape(label)}: ${status}`;
-  return `<svg xmlns="http://www.w3.org/2000/svg" width="${total}" height="20" role="img" aria-label="${text}"><title>${text}</title>` +
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${total}" height="20" role="img" aria-label="${text}"><title>${text}</title>` +
     `<linearGradient id="s" x2="0" y2="100%"><stop offset="0" stop-color="#bbb" stop-opacity=".1"/><stop offset="1" stop-opacity=".1"/></linearGradient>` +
     `<clipPath id="r"><rect width="${total}" height="20" rx="3" fill="#fff"/></clipPath>` +
     `<g clip-path="url(#r)"><rect width="${l}" height="20" fill="#555"/><rect x="${l}" width="${r}" height="20" fill="${COLOR[status]}"/><rect width="${total}" height="20" fill="url(#s)"/></g>` +
     `<g fill="#fff" text-anchor="middle" font-family="Verdana,Geneva,DejaVu Sans,sans-serif" font-size="11">` +
-    `<text x="${l / 2}" y="14">${escape(label)}</text><text x="${l + r / 2}" y="14">${status}</text></g></svg>`;
+    `<text x="${l / 2}" y="14">${escape(label)}</text><text x="${l + r / 2}" y="14">${status}</text></g></svg>`
+  );
 }

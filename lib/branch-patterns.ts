@@ -31,7 +31,12 @@ function compiled(glob: string): Bun.Glob {
 }
 
 export function matchBranchPatterns(patterns: string[], branch: string): BranchMatch {
-  return lastMatch(patterns.map((pattern) => ({ pattern, glob: pattern })), "branch", branch, patterns);
+  return lastMatch(
+    patterns.map((pattern) => ({ pattern, glob: pattern })),
+    "branch",
+    branch,
+    patterns,
+  );
 }
 
 /** What a build is of, for protected_refs: a branch or a tag, by its short name. */
@@ -67,7 +72,8 @@ export function matchRefPatterns(patterns: string[], ref: BuildRef): BranchMatch
 export function refPatternProblem(pattern: string): string | null {
   const body = pattern.startsWith("!") ? pattern.slice(1) : pattern;
   if (body === REF_PREFIXES.tag || body === REF_PREFIXES.branch) return `names no ${body === REF_PREFIXES.tag ? "tag" : "branch"} after ${body}`;
-  if (body.startsWith("refs/") && !body.startsWith(REF_PREFIXES.tag) && !body.startsWith(REF_PREFIXES.branch)) return "a full ref name starts with refs/heads/ (branches) or refs/tags/ (tags); a plain pattern names branches";
+  if (body.startsWith("refs/") && !body.startsWith(REF_PREFIXES.tag) && !body.startsWith(REF_PREFIXES.branch))
+    return "a full ref name starts with refs/heads/ (branches) or refs/tags/ (tags); a plain pattern names branches";
   return null;
 }
 

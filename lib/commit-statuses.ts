@@ -40,7 +40,13 @@ const CLAIM_SECONDS = 60;
 
 /** "Build #12 failed: 2 of 125 tests failed" once a finished build has test results (docs/test-results.md). */
 function description(status: BuildStatus, number: number, tests: string | null): string {
-  const text = { queued: `Build #${number} is queued`, running: `Build #${number} is running`, succeeded: `Build #${number} succeeded`, failed: `Build #${number} failed`, canceled: `Build #${number} was canceled` }[status];
+  const text = {
+    queued: `Build #${number} is queued`,
+    running: `Build #${number} is running`,
+    succeeded: `Build #${number} succeeded`,
+    failed: `Build #${number} failed`,
+    canceled: `Build #${number} was canceled`,
+  }[status];
   // GitHub keeps at most 140 characters of a description.
   return tests && (status === "succeeded" || status === "failed") ? `${text}: ${tests}`.slice(0, 140) : text;
 }
@@ -48,7 +54,13 @@ function description(status: BuildStatus, number: number, tests: string | null):
 function testsSentence(row: Row): string | null {
   if (row.tests_total === null || row.tests_total === undefined) return null;
   const n = (k: string) => Number(row[k]);
-  return statusSentence({ total: n("tests_total"), passed: n("tests_passed"), failed: n("tests_failed"), errored: n("tests_errored"), skipped: n("tests_skipped") });
+  return statusSentence({
+    total: n("tests_total"),
+    passed: n("tests_passed"),
+    failed: n("tests_failed"),
+    errored: n("tests_errored"),
+    skipped: n("tests_skipped"),
+  });
 }
 
 export function backoffSeconds(attempts: number, random: () => number = Math.random): number {
@@ -174,13 +186,18 @@ async function send(deps: ReporterDeps, integration: Integration, row: Due): Pro
   const d = row.details;
   const report = forgeOf({ provider: String(d.provider) }).reportStatus;
   if (!report) return;
-  await report(deps, integration, { external_id: String(d.external_id), full_name: String(d.full_name) }, {
-    status: row.status,
-    sha: String(d.commit_sha),
-    url: `${deps.baseUrl}/v1/builds/${d.id}`,
-    description: description(row.status, Number(d.build_number), testsSentence(d)),
-    context: `roost/${d.pipeline_name}`,
-  });
+  await report(
+    deps,
+    integration,
+    { external_id: String(d.external_id), full_name: String(d.full_name) },
+    {
+      status: row.status,
+      sha: String(d.commit_sha),
+      url: `${deps.baseUrl}/v1/builds/${d.id}`,
+      description: description(row.status, Number(d.build_number), testsSentence(d)),
+      context: `roost/${d.pipeline_name}`,
+    },
+  );
 }
 
 const KEY = "repository_id = ? AND commit_sha = ? AND pipeline_id = ? AND claimed_by = ?";
@@ -195,7 +212,10 @@ async function record(deps: ReporterDeps, claimer: string, row: Due): Promise<vo
 
 /** Not sent because the host asked to wait: due again then, with no attempt counted. */
 async function release(deps: ReporterDeps, claimer: string, row: Due, at: number): Promise<void> {
-  await deps.db.execute({ sql: `UPDATE commit_status_outbox SET next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL WHERE ${KEY}`, args: [at, ...row.key, claimer] });
+  await deps.db.execute({
+    sql: `UPDATE commit_status_outbox SET next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL WHERE ${KEY}`,
+    args: [at, ...row.key, claimer],
+  });
 }
 
 async function fail(deps: ReporterDeps, claimer: string, row: Due, integrationId: string, error: Error): Promise<void> {
@@ -210,7 +230,8 @@ async function fail(deps: ReporterDeps, claimer: string, row: Due, integrationId
       severity: "warning",
       reason: "commit_status_failed",
       message: `Commit statuses for ${row.details.full_name} cannot be reported: ${error.message}`,
-      repair_action: "Check the integration's credentials and permissions (GitHub: commit statuses read/write; GitLab: api scope; Gitea: write:repository; Bitbucket: repository:write).",
+      repair_action:
+        "Check the integration's credentials and permissions (GitHub: commit statuses read/write; GitLab: api scope; Gitea: write:repository; Bitbucket: repository:write).",
       resource_kind: "integration",
       resource_id: integrationId,
       resource_name: String(row.details.full_name),
@@ -227,7 +248,10 @@ export async function pruneCommitStatuses(db: Db, now: number): Promise<number> 
  * This process's reporter: a pass as soon as a build of this process changes, and every 2 s (other
  * processes' changes, retries); one pass at a time, another right after while statuses are due.
  */
-export function startCommitStatusReporter(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock" | "log" | "events">, baseUrl: string): () => Promise<void> {
+export function startCommitStatusReporter(
+  ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock" | "log" | "events">,
+  baseUrl: string,
+): () => Promise<void> {
   const claimer = newId();
   let running: Promise<void> | null = null;
   let again = false;
@@ -242,7 +266,10 @@ export function startCommitStatusReporter(ctx: Pick<AppContext, "db" | "secrets"
       do {
         again = false;
         try {
-          const pass = await reportPass({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl, claimer }, CLAIM_BATCH);
+          const pass = await reportPass(
+            { db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl, claimer },
+            CLAIM_BATCH,
+          );
           if (pass.claimed >= CLAIM_BATCH) again = true;
         } catch (error) {
           ctx.log.error("commit status pass failed", { error });

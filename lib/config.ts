@@ -8,39 +8,55 @@ const hostPort = z
   .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
   .refine((v) => Number(v.slice(v.lastIndexOf(":") + 1)) <= 65535, "port must be at most 65535");
 
-const EnvSchema = z.object({
-  ROOST_LISTEN: hostPort.default("127.0.0.1:8080"),
-  ROOST_DATA_DIR: z.string().min(1).default("./data"),
-  ROOST_DATABASE_URL: z
-    .string()
-    .regex(/^(file:|libsql:|https?:|wss?:)/, "must be a libSQL URL (file:, libsql:, http(s): or ws(s):)")
-    .optional(),
-  ROOST_DATABASE_AUTH_TOKEN: z.string().min(1).optional(),
-  ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
-  ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
-  ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
-  ROOST_RUNNER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
-  ROOST_RUNNER_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(45),
-  ROOST_MAX_BUILD_LOG_BYTES: z.coerce.number().int().min(1024).max(1024 ** 3).default(64 * 1024 * 1024),
-  ROOST_MAX_ARTIFACT_BYTES: z.coerce.number().int().min(1024).max(16 * 1024 ** 3).default(2 * 1024 ** 3),
-  ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
-  ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
-  ROOST_REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
-  ROOST_GIT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
-  ROOST_GIT_ALLOW_LOCAL_REMOTES: z.enum(["true", "false"], "must be true or false").default("false"),
-  ROOST_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
-  ROOST_ARTIFACT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
-  ROOST_KEEP_BUILDS: z.coerce.number().int().min(0).max(1_000_000).default(0),
-  ROOST_DATA_DIR_WARN_BYTES: z.coerce.number().int().min(0).default(10 * 1024 ** 3),
-  ROOST_SECRET_KEY: z
-    .string()
-    .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
-    .optional(),
-}).refine((e) => e.ROOST_RUNNER_HEARTBEAT_SECONDS < e.ROOST_RUNNER_LEASE_SECONDS, {
-  // A runner that beats only once per lease (or less often) loses its job between two heartbeats.
-  path: ["ROOST_RUNNER_HEARTBEAT_SECONDS"],
-  message: "must be shorter than ROOST_RUNNER_LEASE_SECONDS",
-});
+const EnvSchema = z
+  .object({
+    ROOST_LISTEN: hostPort.default("127.0.0.1:8080"),
+    ROOST_DATA_DIR: z.string().min(1).default("./data"),
+    ROOST_DATABASE_URL: z
+      .string()
+      .regex(/^(file:|libsql:|https?:|wss?:)/, "must be a libSQL URL (file:, libsql:, http(s): or ws(s):)")
+      .optional(),
+    ROOST_DATABASE_AUTH_TOKEN: z.string().min(1).optional(),
+    ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
+    ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+    ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
+    ROOST_RUNNER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
+    ROOST_RUNNER_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(45),
+    ROOST_MAX_BUILD_LOG_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(1024 ** 3)
+      .default(64 * 1024 * 1024),
+    ROOST_MAX_ARTIFACT_BYTES: z.coerce
+      .number()
+      .int()
+      .min(1024)
+      .max(16 * 1024 ** 3)
+      .default(2 * 1024 ** 3),
+    ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
+    ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
+    ROOST_REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
+    ROOST_GIT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+    ROOST_GIT_ALLOW_LOCAL_REMOTES: z.enum(["true", "false"], "must be true or false").default("false"),
+    ROOST_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
+    ROOST_ARTIFACT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
+    ROOST_KEEP_BUILDS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    ROOST_DATA_DIR_WARN_BYTES: z.coerce
+      .number()
+      .int()
+      .min(0)
+      .default(10 * 1024 ** 3),
+    ROOST_SECRET_KEY: z
+      .string()
+      .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
+      .optional(),
+  })
+  .refine((e) => e.ROOST_RUNNER_HEARTBEAT_SECONDS < e.ROOST_RUNNER_LEASE_SECONDS, {
+    // A runner that beats only once per lease (or less often) loses its job between two heartbeats.
+    path: ["ROOST_RUNNER_HEARTBEAT_SECONDS"],
+    message: "must be shorter than ROOST_RUNNER_LEASE_SECONDS",
+  });
 
 export interface Config {
   listen: { hostname: string; port: number };
@@ -113,9 +129,23 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     secretKey: e.ROOST_SECRET_KEY,
     metricsToken: e.ROOST_METRICS_TOKEN,
     requestTimeoutSeconds: e.ROOST_REQUEST_TIMEOUT_SECONDS,
-    integrations: { allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true", gitPollIntervalSeconds: e.ROOST_GIT_POLL_INTERVAL_SECONDS, allowLocalGitRemotes: e.ROOST_GIT_ALLOW_LOCAL_REMOTES === "true" },
-    runners: { heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS, leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS, maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES, maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES },
-    retention: { logDays: e.ROOST_LOG_RETENTION_DAYS, artifactDays: e.ROOST_ARTIFACT_RETENTION_DAYS, keepBuilds: e.ROOST_KEEP_BUILDS, warnDataDirBytes: e.ROOST_DATA_DIR_WARN_BYTES },
+    integrations: {
+      allowLinkLocal: e.ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL === "true",
+      gitPollIntervalSeconds: e.ROOST_GIT_POLL_INTERVAL_SECONDS,
+      allowLocalGitRemotes: e.ROOST_GIT_ALLOW_LOCAL_REMOTES === "true",
+    },
+    runners: {
+      heartbeatSeconds: e.ROOST_RUNNER_HEARTBEAT_SECONDS,
+      leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS,
+      maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES,
+      maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES,
+    },
+    retention: {
+      logDays: e.ROOST_LOG_RETENTION_DAYS,
+      artifactDays: e.ROOST_ARTIFACT_RETENTION_DAYS,
+      keepBuilds: e.ROOST_KEEP_BUILDS,
+      warnDataDirBytes: e.ROOST_DATA_DIR_WARN_BYTES,
+    },
   };
 }
 

@@ -21,7 +21,11 @@ export const DISK_FULL_MESSAGE =
 
 /** Whether `error` (or any error in its `cause` chain) is a file system or database that ran out of space. */
 export function isDiskFullError(error: unknown): boolean {
-  for (let e = error as { code?: unknown; extendedCode?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
+  for (
+    let e = error as { code?: unknown; extendedCode?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0;
+    e && depth < 5;
+    e = e.cause as typeof e, depth++
+  ) {
     if (typeof e !== "object") return false;
     if (FULL_CODES.has(String(e.code)) || FULL_CODES.has(String(e.extendedCode))) return true;
     if (typeof e.message === "string" && FULL_MESSAGES.test(e.message)) return true;
@@ -51,6 +55,7 @@ export async function diskFullReason(dataDir: string, metrics: MetricsRegistry, 
     if (fs.bavail * fs.bsize < threshold) return `The data directory's disk is full: fewer than ${threshold} bytes are free.`;
   }
   const lastFull = fullAtGauge(metrics).values.get("") ?? 0;
-  if (lastFull > 0 && now - lastFull < RECENT_FULL_SECONDS) return `A write failed less than ${RECENT_FULL_SECONDS} seconds ago because the data directory's disk or quota was full.`;
+  if (lastFull > 0 && now - lastFull < RECENT_FULL_SECONDS)
+    return `A write failed less than ${RECENT_FULL_SECONDS} seconds ago because the data directory's disk or quota was full.`;
   return null;
 }

@@ -133,7 +133,7 @@ export const DEFAULT_MESSAGE: Partial<Record<ErrorCode, string>> = {
   forbidden: "You may not do this.",
   setup_already_complete: "Setup is complete; setup endpoints accept no more changes.",
   oidc_not_configured:
-    "Sign-in with an identity provider is not configured on this instance: an owner stores the provider with PUT /v1/settings/oidc and turns it on with PUT /v1/settings/runtime-mode {\"runtime_mode\":\"remote\",\"remote_auth_mode\":\"oidc\"} (docs/external-access.md).",
+    'Sign-in with an identity provider is not configured on this instance: an owner stores the provider with PUT /v1/settings/oidc and turns it on with PUT /v1/settings/runtime-mode {"runtime_mode":"remote","remote_auth_mode":"oidc"} (docs/external-access.md).',
   oidc_discovery_error: "The identity provider's discovery document could not be fetched or is not valid.",
   token_exchange_error: "The identity provider refused the authorization code.",
   decryption_error: "The integration's credentials cannot be decrypted with this instance's secret key.",

@@ -23,7 +23,8 @@ export function json(body: unknown, status = 200, headers: Record<string, string
  * which take no bearer token, a scheme named after what they do take.
  */
 function challengeFor(error: ApiError): string {
-  if (error.code === "webhook_signature_missing" || error.code === "webhook_signature_invalid") return 'HMAC-SHA256 realm="roost", header="X-Hub-Signature-256"';
+  if (error.code === "webhook_signature_missing" || error.code === "webhook_signature_invalid")
+    return 'HMAC-SHA256 realm="roost", header="X-Hub-Signature-256"';
   if (error.code === "webhook_token_missing" || error.code === "webhook_token_invalid") return 'Token realm="roost", header="X-Gitlab-Token"';
   if (error.code.startsWith("trusted_proxy_")) return 'Trusted-Proxy realm="roost"';
   return bearerChallenge(error.code === "missing_auth" ? undefined : error.message);
@@ -123,7 +124,8 @@ function nestingExceeds(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // a backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // a backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {

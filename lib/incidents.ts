@@ -105,10 +105,14 @@ export async function listIncidents(
 ): Promise<{ incidents: Incident[]; total: number }> {
   const where: string[] = [];
   const args: (string | number)[] = [];
-  if (f.status) (where.push("status = ?"), args.push(f.status));
+  if (f.status) where.push("status = ?"), args.push(f.status);
   if (f.unread) where.push("read_at IS NULL");
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM operator_incidents ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM operator_incidents ${clause} ORDER BY latest_occurrence_at DESC, id LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);
+  const rows = await all(db, `SELECT * FROM operator_incidents ${clause} ORDER BY latest_occurrence_at DESC, id LIMIT ? OFFSET ?`, [
+    ...args,
+    f.limit,
+    f.offset,
+  ]);
   return { incidents: rows.map(toIncident), total: Number(total?.n ?? 0) };
 }

@@ -265,7 +265,12 @@ function buildRequest(
   // length; answered at once (the parser would wait for body bytes first).
   const codings = req.headers["transfer-encoding"];
   if (codings !== undefined && !/(^|,)[ \t]*chunked[ \t]*$/i.test(codings)) {
-    return renderError(new ApiError("invalid_request", "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6)."));
+    return renderError(
+      new ApiError(
+        "invalid_request",
+        "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6).",
+      ),
+    );
   }
 
   const headers = new Headers();
@@ -280,40 +285,43 @@ function buildRequest(
   let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   const hasBody = method !== "GET" && method !== "HEAD" && (req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0);
   const body = hasBody
-    ? new ReadableStream<Uint8Array>({
-        start(c) {
-          controller = c;
-          req.on("data", (chunk: Buffer) => {
-            try {
-              c.enqueue(chunk);
-            } catch {
-              return; // the stream was cancelled or errored: the rest is not read
-            }
-            if ((c.desiredSize ?? 0) <= 0) req.pause();
-          });
-          req.on("end", () => {
-            try {
-              c.close();
-            } catch {
-              // already errored (timeout) or cancelled
-            }
-          });
-          req.on("error", () => {
-            try {
-              c.error(new ApiError("invalid_request", "The client closed the connection before it sent the whole request body."));
-            } catch {
-              // already closed
-            }
-          });
+    ? new ReadableStream<Uint8Array>(
+        {
+          start(c) {
+            controller = c;
+            req.on("data", (chunk: Buffer) => {
+              try {
+                c.enqueue(chunk);
+              } catch {
+                return; // the stream was cancelled or errored: the rest is not read
+              }
+              if ((c.desiredSize ?? 0) <= 0) req.pause();
+            });
+            req.on("end", () => {
+              try {
+                c.close();
+              } catch {
+                // already errored (timeout) or cancelled
+              }
+            });
+            req.on("error", () => {
+              try {
+                c.error(new ApiError("invalid_request", "The client closed the connection before it sent the whole request body."));
+              } catch {
+                // already closed
+              }
+            });
+          },
+          pull() {
+            req.resume();
+          },
+          cancel() {
+            // The handler wants no more of it (413): stop reading; the connection closes after the answer.
+            req.pause();
+          },
         },
-        pull() {
-          req.resume();
-        },
-        cancel() {
-          // The handler wants no more of it (413): stop reading; the connection closes after the answer.
-          req.pause();
-        },
-      }, { highWaterMark: 4 })
+        { highWaterMark: 4 },
+      )
     : null;
   try {
     const request = new Request(url.href, { method, headers, body, signal: abort.signal, ...(body ? { duplex: "half" } : {}) } as RequestInit);
@@ -333,7 +341,9 @@ function bodyTimeout(seconds: number): ApiError {
 function refuseUnparsed(error: Error & { code?: string; rawPacket?: Buffer }, handler: HttpHandler): Response {
   switch (error.code) {
     case "HPE_HEADER_OVERFLOW":
-      return renderError(new ApiError("headers_too_large", `The request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB in all (RFC 6585 section 5).`));
+      return renderError(
+        new ApiError("headers_too_large", `The request line and headers are larger than ${MAX_HEADER_BYTES / 1024} KiB in all (RFC 6585 section 5).`),
+      );
     case "HPE_INVALID_METHOD": {
       // The request line as sent: `get /path HTTP/1.1` or `FOO /path HTTP/1.1`.
       const line = /^([^ \r\n]*) ([^ \r\n]*) HTTP\/\d\.\d\r?\n/.exec(error.rawPacket?.toString("latin1") ?? "");
@@ -341,7 +351,9 @@ function refuseUnparsed(error: Error & { code?: string; rawPacket?: Buffer }, ha
       const target = line?.[2] ?? "";
       if (TOKEN.test(method) && target.startsWith("/")) {
         if (method !== method.toUpperCase() && STANDARD_METHODS.has(method.toUpperCase())) {
-          return renderError(new ApiError("invalid_request", `Methods are case-sensitive (RFC 9110 section 9.1): send ${method.toUpperCase()}, not ${method}.`));
+          return renderError(
+            new ApiError("invalid_request", `Methods are case-sensitive (RFC 9110 section 9.1): send ${method.toUpperCase()}, not ${method}.`),
+          );
         }
         return handler.refuseMethod(method, URL.parse(target, "http://localhost")?.pathname ?? target);
       }
@@ -353,16 +365,28 @@ function refuseUnparsed(error: Error & { code?: string; rawPacket?: Buffer }, ha
     case "HPE_STRICT":
     case "HPE_LF_EXPECTED":
     case "HPE_CR_EXPECTED":
-      return renderError(new ApiError("invalid_request", "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)."));
+      return renderError(
+        new ApiError("invalid_request", "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)."),
+      );
     case "HPE_INVALID_HEADER_TOKEN":
       return renderError(new ApiError("invalid_request", "A request header is not name: value with a valid name and value (RFC 9112 section 5)."));
     case "HPE_INVALID_CONTENT_LENGTH":
     case "HPE_UNEXPECTED_CONTENT_LENGTH":
     case "HPE_INVALID_TRANSFER_ENCODING":
     case "HPE_INVALID_CHUNK_SIZE":
-      return renderError(new ApiError("invalid_request", "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6)."));
+      return renderError(
+        new ApiError(
+          "invalid_request",
+          "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6).",
+        ),
+      );
     default:
-      return renderError(new ApiError("invalid_request", `The request is not valid HTTP/1.1 (RFC 9112; the parser said: ${error.message.replace(/^Parse Error:?\s*/, "") || error.code}).`));
+      return renderError(
+        new ApiError(
+          "invalid_request",
+          `The request is not valid HTTP/1.1 (RFC 9112; the parser said: ${error.message.replace(/^Parse Error:?\s*/, "") || error.code}).`,
+        ),
+      );
   }
 }
 
@@ -432,7 +456,11 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
     for (;;) {
       const chunk = await Promise.race([reader.read(), closed.then(() => ({ done: true, value: undefined }) as const)]);
       if (chunk.done) break;
-      if (!res.write(chunk.value) && (await Promise.race([new Promise<"drained">((resolve) => res.once("drain", () => resolve("drained"))), closed])) === "closed") break;
+      if (
+        !res.write(chunk.value) &&
+        (await Promise.race([new Promise<"drained">((resolve) => res.once("drain", () => resolve("drained"))), closed])) === "closed"
+      )
+        break;
     }
     res.end();
   } catch {

@@ -28,7 +28,10 @@ export async function startManagementSocket(deps: { db: Db; clock: Clock; log: L
   const { db, clock, log, path } = deps;
   // A socket file left by a process that died would make listen fail; nobody is serving it, so remove it.
   if (await stat(path).catch(() => null)) {
-    const alive = await fetch("http://roost/status", { unix: path } as RequestInit).then(() => true, () => false);
+    const alive = await fetch("http://roost/status", { unix: path } as RequestInit).then(
+      () => true,
+      () => false,
+    );
     if (alive) throw new SocketInUseError(`Another roost is already serving the management socket ${path}`);
     await rm(path, { force: true });
   }

@@ -1,7 +1,6 @@
 // JSON Merge Patch (RFC 7396): how a PATCH body changes a stored JSON document.
 import { z } from "zod";
 
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
 }
@@ -40,4 +39,3 @@ function withoutDefault(member: z.ZodType): z.ZodType {
   while (current instanceof z.ZodDefault || current instanceof z.ZodOptional) current = current.unwrap() as z.ZodType;
   return current;
 }
-

@@ -103,18 +103,40 @@ export interface NotificationFields {
   enabled: boolean;
 }
 
-export async function insertNotification(deps: Pick<AppContext, "db" | "secrets">, f: NotificationFields & { projectId: string; createdBy: string | null }, now: number): Promise<Notification> {
+export async function insertNotification(
+  deps: Pick<AppContext, "db" | "secrets">,
+  f: NotificationFields & { projectId: string; createdBy: string | null },
+  now: number,
+): Promise<Notification> {
   const row = await one(
     deps.db,
     `INSERT INTO notifications (id, project_id, name, channel, events, branches, config, secrets_sealed, enabled, created_by, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    [newId(), f.projectId, f.name, f.channel, JSON.stringify(f.events), JSON.stringify(f.branches), JSON.stringify(f.config), await deps.secrets.seal(JSON.stringify(f.secrets), SEAL_PURPOSE), f.enabled ? 1 : 0, f.createdBy, now, now],
+    [
+      newId(),
+      f.projectId,
+      f.name,
+      f.channel,
+      JSON.stringify(f.events),
+      JSON.stringify(f.branches),
+      JSON.stringify(f.config),
+      await deps.secrets.seal(JSON.stringify(f.secrets), SEAL_PURPOSE),
+      f.enabled ? 1 : 0,
+      f.createdBy,
+      now,
+      now,
+    ],
   );
   return toNotification(row!);
 }
 
 /** Replaces the given fields; secrets given replace the stored ones key by key, the others are kept. */
-export async function updateNotification(deps: Pick<AppContext, "db" | "secrets">, current: Notification, f: Partial<NotificationFields>, now: number): Promise<Notification> {
+export async function updateNotification(
+  deps: Pick<AppContext, "db" | "secrets">,
+  current: Notification,
+  f: Partial<NotificationFields>,
+  now: number,
+): Promise<Notification> {
   const secrets = f.secrets ? { ...(await openSecrets(deps, current)), ...f.secrets } : null;
   const row = await one(
     deps.db,
@@ -178,12 +200,16 @@ function toDelivery(row: Row): DeliverySummary {
 }
 
 export async function listDeliveries(db: Executor, notificationId: string, limit: number): Promise<DeliverySummary[]> {
-  return (await all(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", [notificationId, limit])).map(toDelivery);
+  return (
+    await all(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", [notificationId, limit])
+  ).map(toDelivery);
 }
 
 /** How a notification is doing: its latest delivery and, while the latest ones fail, since when. */
 export async function healthOf(db: Executor, notificationId: string) {
-  const latest = await one(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? AND attempts > 0 ORDER BY updated_at DESC, id DESC LIMIT 1", [notificationId]);
+  const latest = await one(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? AND attempts > 0 ORDER BY updated_at DESC, id DESC LIMIT 1", [
+    notificationId,
+  ]);
   const ok = await one(db, "SELECT MAX(delivered_at) AS at FROM notification_deliveries WHERE notification_id = ? AND status = 'delivered'", [notificationId]);
   const failing = latest !== null && str(latest, "status") !== "delivered";
   return {
@@ -238,7 +264,11 @@ export async function fanOut(ctx: Pick<AppContext, "db" | "clock">, limit = 200)
     for (const row of rows) {
       const projectId = str(row, "project_id");
       let notifications = byProject.get(projectId);
-      if (!notifications) byProject.set(projectId, (notifications = (await all(tx, "SELECT * FROM notifications WHERE project_id = ? AND enabled = 1", [projectId])).map(toNotification)));
+      if (!notifications)
+        byProject.set(
+          projectId,
+          (notifications = (await all(tx, "SELECT * FROM notifications WHERE project_id = ? AND enabled = 1", [projectId])).map(toNotification)),
+        );
       for (const n of notifications) {
         const event = eventToSend(n.events, str(row, "status"), strOrNull(row, "previous_status"));
         if (!event) continue;
@@ -264,7 +294,17 @@ export interface Message {
   delivery_id: string;
   project: { id: string; name: string; repository: string };
   pipeline: { id: string; name: string };
-  build: { id: string; number: number; status: string; branch: string; commit_sha: string; trigger_type: string; failure_reason: string | null; finished_at: number | null; url: string };
+  build: {
+    id: string;
+    number: number;
+    status: string;
+    branch: string;
+    commit_sha: string;
+    trigger_type: string;
+    failure_reason: string | null;
+    finished_at: number | null;
+    url: string;
+  };
   /** What the build's test reports said (docs/test-results.md); null when it sent none. */
   tests: {
     summary: string;
@@ -315,7 +355,9 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
       headers["x-roost-delivery"] = m.delivery_id;
       // As GitHub signs webhook deliveries: HMAC-SHA256 of the raw body, hex, prefixed "sha256="
       // (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries).
-      headers["x-roost-signature-256"] = `sha256=${createHmac("sha256", secrets.secret ?? "").update(body).digest("hex")}`;
+      headers["x-roost-signature-256"] = `sha256=${createHmac("sha256", secrets.secret ?? "")
+        .update(body)
+        .digest("hex")}`;
     }
     const response = await fetch(url, { method: "POST", headers, body, signal, redirect: "manual" });
     await response.body?.cancel();
@@ -351,7 +393,13 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
       m.build.url,
       ...(m.tests?.failed ? ["", ...failedTestLines(m, "  - ")] : []),
     ];
-    await transport.sendMail({ from: c.from, to: c.to, subject: `[Roost] ${summary(m)}`, text: lines.join("\n") + "\n", headers: { "X-Roost-Event": `build.${m.event}`, "X-Roost-Delivery": m.delivery_id } });
+    await transport.sendMail({
+      from: c.from,
+      to: c.to,
+      subject: `[Roost] ${summary(m)}`,
+      text: lines.join("\n") + "\n",
+      headers: { "X-Roost-Event": `build.${m.event}`, "X-Roost-Delivery": m.delivery_id },
+    });
   } finally {
     transport.close();
   }
@@ -364,7 +412,11 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
  */
 export async function refuseChannelHosts(
   deps: Pick<AppContext, "config">,
-  body: { slack?: { url?: string | undefined } | undefined; webhook?: { url?: string | undefined } | undefined; email?: { host?: string | undefined } | undefined },
+  body: {
+    slack?: { url?: string | undefined } | undefined;
+    webhook?: { url?: string | undefined } | undefined;
+    email?: { host?: string | undefined } | undefined;
+  },
 ): Promise<void> {
   const allow = deps.config.integrations.allowLinkLocal;
   if (body.slack?.url !== undefined) await refuseSavedHost("body.slack.url", new URL(body.slack.url).hostname, allow);
@@ -408,7 +460,13 @@ async function messageFor(db: Executor, deliveryId: string, event: NotificationE
       total: tests.total,
       failed: tests.failed + tests.errored,
       url: testsPageUrl(baseUrl, { project_id: str(row, "project_id"), id: buildId }),
-      failed_tests: (await failedCases(db, buildId, NAMED_FAILURES)).map((c) => ({ suite: c.suite, name: c.name, message: c.message, file: c.file, line: c.line })),
+      failed_tests: (await failedCases(db, buildId, NAMED_FAILURES)).map((c) => ({
+        suite: c.suite,
+        name: c.name,
+        message: c.message,
+        file: c.file,
+        line: c.line,
+      })),
     },
   };
 }
@@ -418,7 +476,11 @@ async function messageFor(db: Executor, deliveryId: string, event: NotificationE
  * A delivery is claimed with a conditional UPDATE (its next attempt moved past the send timeout),
  * so two processes never send it at once; a process that dies mid-send leaves it to be retried.
  */
-export async function dispatchNotifications(ctx: Pick<AppContext, "db" | "clock" | "secrets" | "config" | "log">, baseUrl: string, limit = 20): Promise<{ delivered: number; failed: number }> {
+export async function dispatchNotifications(
+  ctx: Pick<AppContext, "db" | "clock" | "secrets" | "config" | "log">,
+  baseUrl: string,
+  limit = 20,
+): Promise<{ delivered: number; failed: number }> {
   await fanOut(ctx);
   const now = ctx.clock.now();
   const due = await all(
@@ -444,7 +506,10 @@ export async function dispatchNotifications(ctx: Pick<AppContext, "db" | "clock"
       try {
         await send(ctx, notification, await openSecrets(ctx, notification), message);
         const at = ctx.clock.now();
-        await ctx.db.execute({ sql: "UPDATE notification_deliveries SET status = 'delivered', delivered_at = ?, last_error = NULL, updated_at = ? WHERE id = ?", args: [at, at, id] });
+        await ctx.db.execute({
+          sql: "UPDATE notification_deliveries SET status = 'delivered', delivered_at = ?, last_error = NULL, updated_at = ? WHERE id = ?",
+          args: [at, at, id],
+        });
         await resolveIncident(ctx.db, at, "notification", notification.id, "notification_failing");
         outcome.delivered++;
       } catch (error) {
@@ -462,7 +527,8 @@ export async function dispatchNotifications(ctx: Pick<AppContext, "db" | "clock"
             severity: "warning",
             reason: "notification_failing",
             message: `Notification "${notification.name}" cannot be delivered (${attempts} attempts): ${reason}`,
-            repair_action: "Check the channel's URL or SMTP settings and credentials (Edit it on the project's Notifications tab, or PATCH the notification), and that the receiver accepts Roost's requests.",
+            repair_action:
+              "Check the channel's URL or SMTP settings and credentials (Edit it on the project's Notifications tab, or PATCH the notification), and that the receiver accepts Roost's requests.",
             resource_kind: "notification",
             resource_id: notification.id,
             resource_name: notification.name,

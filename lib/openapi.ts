@@ -100,8 +100,7 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
     info: {
       title: "Roost API",
       version: "1",
-      description:
-        "Self-hosted CI for Flutter apps. Every error is {code, message} (plus details for validation). Timestamps are Unix epoch seconds.",
+      description: "Self-hosted CI for Flutter apps. Every error is {code, message} (plus details for validation). Timestamps are Unix epoch seconds.",
     },
     servers: [{ url: "/" }],
     paths,
@@ -113,7 +112,12 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
         setupToken: { type: "http", scheme: "bearer", description: "One-time setup token (roost_setup_…), only before setup completes." },
         metricsToken: { type: "http", scheme: "bearer", description: "ROOST_METRICS_TOKEN; without it, /metrics answers loopback peers only." },
         runnerToken: { type: "http", scheme: "bearer", description: "Runner token (roost_rt_…), valid only on its own runner's paths." },
-        githubSignature: { type: "apiKey", in: "header", name: "X-Hub-Signature-256", description: "HMAC-SHA256 of the raw body with the integration's webhook secret (GitHub)." },
+        githubSignature: {
+          type: "apiKey",
+          in: "header",
+          name: "X-Hub-Signature-256",
+          description: "HMAC-SHA256 of the raw body with the integration's webhook secret (GitHub).",
+        },
         gitlabToken: { type: "apiKey", in: "header", name: "X-Gitlab-Token", description: "The project's webhook token (GitLab)." },
         streamToken: { type: "apiKey", in: "query", name: "token", description: "Stream token (roost_st_…), one build, read-only, 5 minutes to open." },
       },

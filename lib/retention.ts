@@ -62,8 +62,14 @@ function effective(defaults: RetentionPolicy, o: RetentionOverrides): RetentionP
 
 const keepsEverything = (p: RetentionPolicy) => p.log_retention_days === 0 && p.artifact_retention_days === 0 && p.keep_builds === 0;
 
-export async function projectRetention(db: Executor, config: AppContext["config"], projectId: string): Promise<RetentionOverrides & { effective: RetentionPolicy; instance_default: RetentionPolicy }> {
-  const row = await one(db, "SELECT log_retention_days, artifact_retention_days, keep_builds FROM project_operation_settings WHERE project_id = ?", [projectId]);
+export async function projectRetention(
+  db: Executor,
+  config: AppContext["config"],
+  projectId: string,
+): Promise<RetentionOverrides & { effective: RetentionPolicy; instance_default: RetentionPolicy }> {
+  const row = await one(db, "SELECT log_retention_days, artifact_retention_days, keep_builds FROM project_operation_settings WHERE project_id = ?", [
+    projectId,
+  ]);
   const overrides: RetentionOverrides = {
     log_retention_days: row ? numOrNull(row, "log_retention_days") : null,
     artifact_retention_days: row ? numOrNull(row, "artifact_retention_days") : null,
@@ -92,7 +98,11 @@ async function pipelinePolicies(db: Executor, defaults: RetentionPolicy): Promis
   return rows.map((r) => ({
     pipeline_id: str(r, "id"),
     project_id: str(r, "project_id"),
-    policy: effective(defaults, { log_retention_days: numOrNull(r, "log_retention_days"), artifact_retention_days: numOrNull(r, "artifact_retention_days"), keep_builds: numOrNull(r, "keep_builds") }),
+    policy: effective(defaults, {
+      log_retention_days: numOrNull(r, "log_retention_days"),
+      artifact_retention_days: numOrNull(r, "artifact_retention_days"),
+      keep_builds: numOrNull(r, "keep_builds"),
+    }),
   }));
 }
 
@@ -110,7 +120,10 @@ interface Due {
 async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPolicy, now: number, limit: number): Promise<Due[]> {
   let keepFrom: number | null = null;
   if (policy.keep_builds > 0) {
-    const row = await one(db, "SELECT build_number FROM builds WHERE pipeline_id = ? ORDER BY build_number DESC LIMIT 1 OFFSET ?", [pipelineId, policy.keep_builds - 1]);
+    const row = await one(db, "SELECT build_number FROM builds WHERE pipeline_id = ? ORDER BY build_number DESC LIMIT 1 OFFSET ?", [
+      pipelineId,
+      policy.keep_builds - 1,
+    ]);
     keepFrom = row ? num(row, "build_number") : null;
   }
   const logBefore = policy.log_retention_days > 0 ? now - policy.log_retention_days * DAY : null;
@@ -152,7 +165,10 @@ export interface RetentionPass {
 
 function retentionCounters(metrics: MetricsRegistry) {
   return {
-    deleted: metrics.counter("roost_retention_deleted_total", "Deleted by retention: kind=logs counts builds whose log was deleted, kind=artifacts artifact files."),
+    deleted: metrics.counter(
+      "roost_retention_deleted_total",
+      "Deleted by retention: kind=logs counts builds whose log was deleted, kind=artifacts artifact files.",
+    ),
     bytes: metrics.counter("roost_retention_reclaimed_bytes_total", "Bytes of build logs and artifact files deleted by retention, by kind."),
   };
 }
@@ -191,17 +207,32 @@ export async function enforceRetention(ctx: Pick<AppContext, "db" | "clock" | "c
     // Marking first with "IS NULL" makes the pass idempotent across processes: a build another
     // process has just done is not marked again, and only the marking process deletes.
     const markedLogs = logIds.length
-      ? (await all(tx, `UPDATE builds SET logs_deleted_at = ? WHERE id IN (${placeholders(logIds.length)}) AND logs_deleted_at IS NULL RETURNING id`, [now, ...logIds])).map((r) => str(r, "id"))
+      ? (
+          await all(tx, `UPDATE builds SET logs_deleted_at = ? WHERE id IN (${placeholders(logIds.length)}) AND logs_deleted_at IS NULL RETURNING id`, [
+            now,
+            ...logIds,
+          ])
+        ).map((r) => str(r, "id"))
       : [];
     if (markedLogs.length) {
-      const bytes = await one(tx, `SELECT COALESCE(SUM(bytes), 0) AS n FROM build_log_stats WHERE build_id IN (${placeholders(markedLogs.length)})`, markedLogs);
+      const bytes = await one(
+        tx,
+        `SELECT COALESCE(SUM(bytes), 0) AS n FROM build_log_stats WHERE build_id IN (${placeholders(markedLogs.length)})`,
+        markedLogs,
+      );
       const deleted = await tx.execute({ sql: `DELETE FROM build_logs WHERE build_id IN (${placeholders(markedLogs.length)})`, args: markedLogs });
       pass.logs = markedLogs.length;
       pass.log_lines = deleted.rowsAffected;
       pass.log_bytes = num(bytes!, "n");
     }
     const markedArtifacts = artifactIds.length
-      ? (await all(tx, `UPDATE builds SET artifacts_deleted_at = ? WHERE id IN (${placeholders(artifactIds.length)}) AND artifacts_deleted_at IS NULL RETURNING id`, [now, ...artifactIds])).map((r) => str(r, "id"))
+      ? (
+          await all(
+            tx,
+            `UPDATE builds SET artifacts_deleted_at = ? WHERE id IN (${placeholders(artifactIds.length)}) AND artifacts_deleted_at IS NULL RETURNING id`,
+            [now, ...artifactIds],
+          )
+        ).map((r) => str(r, "id"))
       : [];
     const removed = markedArtifacts.length
       ? await all(tx, `DELETE FROM artifacts WHERE build_id IN (${placeholders(markedArtifacts.length)}) RETURNING id, build_id, size`, markedArtifacts)
@@ -240,7 +271,9 @@ async function reclaimFreePages(ctx: Pick<AppContext, "db" | "log">): Promise<vo
   if (ctx.db.driver !== "bun:sqlite") return;
   let known = incremental.get(ctx.db);
   if (!known) {
-    known = one(ctx.db, "PRAGMA auto_vacuum").then((r) => r !== null && num(r, "auto_vacuum") === 2).catch(() => false);
+    known = one(ctx.db, "PRAGMA auto_vacuum")
+      .then((r) => r !== null && num(r, "auto_vacuum") === 2)
+      .catch(() => false);
     incremental.set(ctx.db, known);
   }
   if (!(await known)) return;
@@ -269,14 +302,25 @@ export const RETENTION_OFF_REASON = "retention_off";
  * itself once retention is on everywhere or the directory is smaller again. Also sets the
  * roost_data_dir_bytes gauge.
  */
-export async function checkDataDirGrowth(ctx: Pick<AppContext, "db" | "clock" | "config" | "metrics">): Promise<{ bytes: number; projects_keeping_everything: number }> {
+export async function checkDataDirGrowth(
+  ctx: Pick<AppContext, "db" | "clock" | "config" | "metrics">,
+): Promise<{ bytes: number; projects_keeping_everything: number }> {
   const now = ctx.clock.now();
   const bytes = await dataDirBytes(ctx.db, ctx.config.dataDir);
   ctx.metrics.gauge("roost_data_dir_bytes", "Bytes in the data directory: the database files and the stored artifacts.").set({}, bytes);
   const defaults = instancePolicy(ctx.config);
-  const rows = await all(ctx.db, "SELECT s.log_retention_days, s.artifact_retention_days, s.keep_builds FROM projects p LEFT JOIN project_operation_settings s ON s.project_id = p.id");
+  const rows = await all(
+    ctx.db,
+    "SELECT s.log_retention_days, s.artifact_retention_days, s.keep_builds FROM projects p LEFT JOIN project_operation_settings s ON s.project_id = p.id",
+  );
   const keeping = rows.filter((r) =>
-    keepsEverything(effective(defaults, { log_retention_days: numOrNull(r, "log_retention_days"), artifact_retention_days: numOrNull(r, "artifact_retention_days"), keep_builds: numOrNull(r, "keep_builds") })),
+    keepsEverything(
+      effective(defaults, {
+        log_retention_days: numOrNull(r, "log_retention_days"),
+        artifact_retention_days: numOrNull(r, "artifact_retention_days"),
+        keep_builds: numOrNull(r, "keep_builds"),
+      }),
+    ),
   ).length;
   const threshold = ctx.config.retention.warnDataDirBytes;
   if (threshold > 0 && keeping > 0 && bytes > threshold) {
@@ -285,7 +329,8 @@ export async function checkDataDirGrowth(ctx: Pick<AppContext, "db" | "clock" | 
       severity: "warning",
       reason: RETENTION_OFF_REASON,
       message: `The data directory holds ${gib(bytes)}, more than ROOST_DATA_DIR_WARN_BYTES (${gib(threshold)}), and retention is off for ${keeping} project(s): their builds' logs and artifacts are kept forever, so the disk will fill.`,
-      repair_action: "Set ROOST_LOG_RETENTION_DAYS, ROOST_ARTIFACT_RETENTION_DAYS or ROOST_KEEP_BUILDS, or a project's retention (its Badges and retention tab, or PUT /v1/projects/{project_id}/retention); see docs/operations.md, Retention.",
+      repair_action:
+        "Set ROOST_LOG_RETENTION_DAYS, ROOST_ARTIFACT_RETENTION_DAYS or ROOST_KEEP_BUILDS, or a project's retention (its Badges and retention tab, or PUT /v1/projects/{project_id}/retention); see docs/operations.md, Retention.",
       resource_kind: "instance",
       resource_id: "data_dir",
       resource_name: ctx.config.dataDir,

@@ -77,11 +77,7 @@ export function ruleErrors(rule: AuthRule): ErrorCode[] {
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 
-export interface Endpoint<
-  P extends AnyObject = AnyObject,
-  Q extends AnyObject = AnyObject,
-  B extends z.ZodType = z.ZodType,
-> {
+export interface Endpoint<P extends AnyObject = AnyObject, Q extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType> {
   operationId: string;
   summary: string;
   description?: string;
@@ -101,10 +97,7 @@ export interface Endpoint<
   /** Extra response media types (e.g. text/plain logs, text/event-stream), documented as such. */
   produces?: string[];
   errors: ErrorCode[];
-  handle(
-    input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> },
-    ctx: RequestContext,
-  ): Promise<unknown>;
+  handle(input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: RequestContext): Promise<unknown>;
 }
 
 export function defineEndpoint<P extends AnyObject = AnyObject, Q extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType>(

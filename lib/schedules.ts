@@ -112,12 +112,29 @@ export interface ScheduleFields {
   enabled: boolean;
 }
 
-export async function insertSchedule(db: Executor, f: ScheduleFields & { projectId: string; pipelineId: string; createdBy: string | null }, now: number): Promise<Schedule> {
+export async function insertSchedule(
+  db: Executor,
+  f: ScheduleFields & { projectId: string; pipelineId: string; createdBy: string | null },
+  now: number,
+): Promise<Schedule> {
   const row = await one(
     db,
     `INSERT INTO pipeline_schedules (id, project_id, pipeline_id, cron, timezone, branch, build_when_unchanged, enabled, next_slot_at, created_by, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    [newId(), f.projectId, f.pipelineId, f.cron.trim(), f.timezone, f.branch, f.build_when_unchanged ? 1 : 0, f.enabled ? 1 : 0, nextSlot(f.cron, f.timezone, now) ?? NEVER, f.createdBy, now, now],
+    [
+      newId(),
+      f.projectId,
+      f.pipelineId,
+      f.cron.trim(),
+      f.timezone,
+      f.branch,
+      f.build_when_unchanged ? 1 : 0,
+      f.enabled ? 1 : 0,
+      nextSlot(f.cron, f.timezone, now) ?? NEVER,
+      f.createdBy,
+      now,
+      now,
+    ],
   );
   return toSchedule(row!);
 }
@@ -190,11 +207,14 @@ export async function runDueSchedules(
   ctx: Pick<AppContext, "db" | "clock" | "events" | "log" | "secrets" | "config">,
   limit = 50,
   resolveHead: (projectId: string, branch: string) => Promise<string> = (projectId, branch) => forgeHead(ctx, projectId, branch),
-  readDefinition: (pipeline: Pipeline, sha: string, branch: string) => Promise<BuildDefinition> = (pipeline, sha, branch) => fileDefinitionAt(ctx, pipeline, sha, branch),
+  readDefinition: (pipeline: Pipeline, sha: string, branch: string) => Promise<BuildDefinition> = (pipeline, sha, branch) =>
+    fileDefinitionAt(ctx, pipeline, sha, branch),
 ): Promise<TickResult> {
   const now = ctx.clock.now();
   const result: TickResult = { built: 0, unchanged: 0, failed: 0, skipped: 0 };
-  const due = (await all(ctx.db, "SELECT * FROM pipeline_schedules WHERE enabled = 1 AND next_slot_at <= ? ORDER BY next_slot_at LIMIT ?", [now, limit])).map(toSchedule);
+  const due = (await all(ctx.db, "SELECT * FROM pipeline_schedules WHERE enabled = 1 AND next_slot_at <= ? ORDER BY next_slot_at LIMIT ?", [now, limit])).map(
+    toSchedule,
+  );
   for (const schedule of due) {
     const slot = latestSlot(schedule.cron, schedule.timezone, now) ?? schedule.next_slot_at;
     const following = nextSlot(schedule.cron, schedule.timezone, Math.max(slot, now)) ?? NEVER;
@@ -231,7 +251,10 @@ export async function runDueSchedules(
         return { kind: "failed" as const };
       }
       if (!schedule.build_when_unchanged && strOrNull(fresh, "last_built_sha") === sha) {
-        await tx.execute({ sql: "UPDATE schedule_runs SET result = 'unchanged', commit_sha = ? WHERE schedule_id = ? AND slot_at = ?", args: [sha, schedule.id, slot] });
+        await tx.execute({
+          sql: "UPDATE schedule_runs SET result = 'unchanged', commit_sha = ? WHERE schedule_id = ? AND slot_at = ?",
+          args: [sha, schedule.id, slot],
+        });
         return { kind: "unchanged" as const };
       }
       const created = await createBuildInTransaction(tx, now, {
@@ -246,7 +269,10 @@ export async function runDueSchedules(
         scheduleId: schedule.id,
         context: { schedule_id: schedule.id, slot_at: slot },
       });
-      await tx.execute({ sql: "UPDATE schedule_runs SET result = 'built', build_id = ?, commit_sha = ? WHERE schedule_id = ? AND slot_at = ?", args: [created.build.id, sha, schedule.id, slot] });
+      await tx.execute({
+        sql: "UPDATE schedule_runs SET result = 'built', build_id = ?, commit_sha = ? WHERE schedule_id = ? AND slot_at = ?",
+        args: [created.build.id, sha, schedule.id, slot],
+      });
       await tx.execute({ sql: "UPDATE pipeline_schedules SET last_built_sha = ? WHERE id = ?", args: [sha, schedule.id] });
       return { kind: "built" as const, created };
     });
@@ -261,7 +287,12 @@ export async function runDueSchedules(
   return result;
 }
 
-async function fileDefinitionAt(ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">, pipeline: Pipeline, sha: string, branch: string): Promise<BuildDefinition> {
+async function fileDefinitionAt(
+  ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock">,
+  pipeline: Pipeline,
+  sha: string,
+  branch: string,
+): Promise<BuildDefinition> {
   const project = await findProject(ctx.db, pipeline.project_id);
   if (!project) return { kind: "definition" };
   return definitionAt(ctx, project, pipeline, sha, branch);
@@ -298,7 +329,9 @@ export async function syncFileSchedules(
   now: number,
 ): Promise<{ added: number; changed: number; removed: number }> {
   const keyOf = (cron: string, timezone: string, branch: string) => JSON.stringify([cron.trim(), timezone, branch]);
-  const current = (await all(tx, "SELECT * FROM pipeline_schedules WHERE pipeline_id = ? AND source = 'file' ORDER BY created_at, id", [target.pipelineId])).map(toSchedule);
+  const current = (
+    await all(tx, "SELECT * FROM pipeline_schedules WHERE pipeline_id = ? AND source = 'file' ORDER BY created_at, id", [target.pipelineId])
+  ).map(toSchedule);
   const existing = new Map(current.map((s) => [keyOf(s.cron, s.timezone, s.branch), s]));
   const counts = { added: 0, changed: 0, removed: 0 };
   for (const w of wanted) {
@@ -308,7 +341,10 @@ export async function syncFileSchedules(
     if (have) {
       existing.delete(key);
       if (have.build_when_unchanged !== w.build_when_unchanged || have.config_path !== target.configPath) {
-        await tx.execute({ sql: "UPDATE pipeline_schedules SET build_when_unchanged = ?, config_path = ?, updated_at = ? WHERE id = ?", args: [w.build_when_unchanged ? 1 : 0, target.configPath, now, have.id] });
+        await tx.execute({
+          sql: "UPDATE pipeline_schedules SET build_when_unchanged = ?, config_path = ?, updated_at = ? WHERE id = ?",
+          args: [w.build_when_unchanged ? 1 : 0, target.configPath, now, have.id],
+        });
         counts.changed++;
       }
       continue;
@@ -316,7 +352,19 @@ export async function syncFileSchedules(
     await tx.execute({
       sql: `INSERT INTO pipeline_schedules (id, project_id, pipeline_id, cron, timezone, branch, build_when_unchanged, enabled, next_slot_at, source, config_path, created_by, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, 'file', ?, NULL, ?, ?)`,
-      args: [newId(), target.projectId, target.pipelineId, w.cron.trim(), w.timezone, branch, w.build_when_unchanged ? 1 : 0, nextSlot(w.cron, w.timezone, now) ?? NEVER, target.configPath, now, now],
+      args: [
+        newId(),
+        target.projectId,
+        target.pipelineId,
+        w.cron.trim(),
+        w.timezone,
+        branch,
+        w.build_when_unchanged ? 1 : 0,
+        nextSlot(w.cron, w.timezone, now) ?? NEVER,
+        target.configPath,
+        now,
+        now,
+      ],
     });
     counts.added++;
   }

@@ -32,11 +32,7 @@ export const DisplayName = z
   .max(100, "must be at most 100 characters")
   .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
 
-export const Email = z
-  .string()
-  .trim()
-  .max(254)
-  .pipe(z.email("must be a valid e-mail address"));
+export const Email = z.string().trim().max(254).pipe(z.email("must be a valid e-mail address"));
 
 export const PublicUser = z.object({
   id: z.string().describe("the user's id, as in every user object"),

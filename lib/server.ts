@@ -102,10 +102,13 @@ async function listenOrFail<T>(config: Config, bind: () => Promise<T>): Promise<
   } catch (error) {
     const code = (error as { code?: unknown }).code;
     const reason =
-      code === "EADDRINUSE" ? "the address is already in use (another roost or another program listens there)"
-      : code === "EACCES" ? "permission denied (ports below 1024 need privileges)"
-      : code === "EADDRNOTAVAIL" ? "this host has no such address"
-      : describeSystemError(error);
+      code === "EADDRINUSE"
+        ? "the address is already in use (another roost or another program listens there)"
+        : code === "EACCES"
+          ? "permission denied (ports below 1024 need privileges)"
+          : code === "EADDRNOTAVAIL"
+            ? "this host has no such address"
+            : describeSystemError(error);
     throw new StartupError(`cannot listen on ROOST_LISTEN ${address}: ${reason}`);
   }
 }
@@ -129,7 +132,14 @@ async function prepareFirstRun(db: Db, config: Config, log: Logger): Promise<boo
  * open). The JSON `msg` is the sentence, so it reads the same raw or through a log viewer.
  */
 function logBrowserUrl(log: Logger, config: Config, server: Listener, firstRun: boolean): void {
-  const host = server.hostname === "0.0.0.0" || !server.hostname ? "127.0.0.1" : server.hostname === "::" ? "[::1]" : server.hostname.includes(":") ? `[${server.hostname}]` : server.hostname;
+  const host =
+    server.hostname === "0.0.0.0" || !server.hostname
+      ? "127.0.0.1"
+      : server.hostname === "::"
+        ? "[::1]"
+        : server.hostname.includes(":")
+          ? `[${server.hostname}]`
+          : server.hostname;
   const url = `${config.publicUrl ?? `http://${host}:${server.port}`}/`;
   const where = config.publicUrl ? "" : " on this machine";
   log.notice(`open ${url} in a browser${where} ${firstRun ? "to set up Roost" : "to use Roost"}`, { url });
@@ -183,7 +193,18 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
     const secrets = await createSecretBox(await loadSecretKey(config.dataDir, config.secretKey));
     const shutdown = new AbortController();
     const events = new EventBus();
-    const ctx: AppContext = { db, config, clock: systemClock, log, secrets, events, metrics: new MetricsRegistry(), live: createLive({ db, events }), shutdown: shutdown.signal, oidc: createOidcCache() };
+    const ctx: AppContext = {
+      db,
+      config,
+      clock: systemClock,
+      log,
+      secrets,
+      events,
+      metrics: new MetricsRegistry(),
+      live: createLive({ db, events }),
+      shutdown: shutdown.signal,
+      oidc: createOidcCache(),
+    };
     const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
       // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
       if (error instanceof SocketInUseError) {

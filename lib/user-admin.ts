@@ -10,13 +10,7 @@ import { roleAtLeast, type Role } from "./auth/roles.ts";
 import { countActiveOwners, findUserById, updateUser, type User } from "./db/users.ts";
 import { deleteUserSessions } from "./db/sessions.ts";
 
-export async function changeUser(
-  db: Db,
-  caller: Principal,
-  userId: string,
-  change: { role?: Role; active?: boolean },
-  now: number,
-): Promise<User> {
+export async function changeUser(db: Db, caller: Principal, userId: string, change: { role?: Role; active?: boolean }, now: number): Promise<User> {
   return inTransaction(db, async (tx) => {
     const target = await findUserById(tx, userId);
     if (!target) fail("not_found", "No user with that id.");

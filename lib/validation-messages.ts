@@ -49,8 +49,10 @@ const plural = (n: number | bigint, one: string, many: string) => `${n} ${Number
 
 function sized(origin: string, bound: number | bigint, inclusive: boolean | undefined, direction: "least" | "most"): string {
   const n = inclusive === false ? (direction === "least" ? Number(bound) + 1 : Number(bound) - 1) : bound;
-  if (origin === "string") return direction === "least" && Number(n) === 1 ? "must not be empty" : `must be at ${direction} ${plural(n, "character", "characters")} long`;
-  if (origin === "array" || origin === "set") return direction === "least" && Number(n) === 1 ? "must not be empty" : `must have at ${direction} ${plural(n, "entry", "entries")}`;
+  if (origin === "string")
+    return direction === "least" && Number(n) === 1 ? "must not be empty" : `must be at ${direction} ${plural(n, "character", "characters")} long`;
+  if (origin === "array" || origin === "set")
+    return direction === "least" && Number(n) === 1 ? "must not be empty" : `must have at ${direction} ${plural(n, "entry", "entries")}`;
   if (origin === "number" || origin === "int" || origin === "bigint") {
     if (inclusive === false) return `must be ${direction === "least" ? "more" : "less"} than ${bound}`;
     return `must be at ${direction} ${bound}`;
@@ -99,9 +101,12 @@ export function readableIssue(issue: RawIssue): string {
       return issue.values.length === 1 ? `must be ${choices(issue.values)}` : `must be one of ${choices(issue.values)}`;
     case "invalid_union": {
       // Every alternative wanted another type: name them ("must be text or a number, not an object").
-      const expected = issue.errors.map((branch) => (branch.length === 1 && branch[0]!.code === "invalid_type" && branch[0]!.path.length === 0 ? branch[0]!.expected : null));
+      const expected = issue.errors.map((branch) =>
+        branch.length === 1 && branch[0]!.code === "invalid_type" && branch[0]!.path.length === 0 ? branch[0]!.expected : null,
+      );
       if (issue.input === undefined) return `${fieldName(issue.path) ?? "a value"} is required`;
-      if (expected.length > 0 && expected.every((e) => e !== null)) return `must be ${joinOr([...new Set(expected.map((e) => TYPE_NAMES[e!] ?? e!))])}, not ${kindOf(issue.input)}`;
+      if (expected.length > 0 && expected.every((e) => e !== null))
+        return `must be ${joinOr([...new Set(expected.map((e) => TYPE_NAMES[e!] ?? e!))])}, not ${kindOf(issue.input)}`;
       return "is not any of the accepted forms";
     }
     case "invalid_key":

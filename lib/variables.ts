@@ -44,7 +44,13 @@ export const PutVariableBody = z
     value: z.string().describe("the value; for a file variable, the file's bytes in base64. Always required: values are write-only"),
     secret: z.boolean().default(false).describe("encrypted at rest, never returned, masked in logs, withheld from fork pull requests"),
     file: z.boolean().default(false).describe("the runner writes the value to a private file and sets the variable to its path"),
-    protected_refs: z.array(refPattern).max(50).default([]).describe("branch patterns (main, release/*) and tag patterns written refs/tags/… (refs/tags/v*); a plain pattern never matches a tag. When set, only builds of a matching ref that are not pull requests receive the variable"),
+    protected_refs: z
+      .array(refPattern)
+      .max(50)
+      .default([])
+      .describe(
+        "branch patterns (main, release/*) and tag patterns written refs/tags/… (refs/tags/v*); a plain pattern never matches a tag. When set, only builds of a matching ref that are not pull requests receive the variable",
+      ),
   })
   .strict()
   .superRefine((body, ctx) => {
@@ -53,8 +59,10 @@ export const PutVariableBody = z
       return;
     }
     const compact = body.value.replace(/\s+/g, "");
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 !== 0) ctx.addIssue({ code: "custom", path: ["value"], message: "a file variable's value must be base64" });
-    else if ((compact.length / 4) * 3 > MAX_FILE_BYTES + 2) ctx.addIssue({ code: "custom", path: ["value"], message: `a file must be at most ${MAX_FILE_BYTES / 1024} KiB` });
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(compact) || compact.length % 4 !== 0)
+      ctx.addIssue({ code: "custom", path: ["value"], message: "a file variable's value must be base64" });
+    else if ((compact.length / 4) * 3 > MAX_FILE_BYTES + 2)
+      ctx.addIssue({ code: "custom", path: ["value"], message: `a file must be at most ${MAX_FILE_BYTES / 1024} KiB` });
   });
 export type PutVariableBody = z.output<typeof PutVariableBody>;
 
@@ -145,7 +153,10 @@ function scopeKey(scope: VariableScope): string {
 
 /** A project's own variables (pipelineId null), one pipeline's or one environment's, by key. */
 export async function listVariables(db: Executor, projectId: string, pipelineId: string | null, environmentId: string | null = null): Promise<Variable[]> {
-  const rows = await all(db, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? ORDER BY key", [projectId, scopeKey({ projectId, pipelineId, environmentId })]);
+  const rows = await all(db, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? ORDER BY key", [
+    projectId,
+    scopeKey({ projectId, pipelineId, environmentId }),
+  ]);
   return rows.map(toVariable);
 }
 
@@ -175,7 +186,9 @@ export async function putVariable(
   now: number,
 ): Promise<{ variable: Variable; created: boolean }> {
   const plain = body.file ? body.value.replace(/\s+/g, "") : body.value;
-  const value = body.secret ? await secrets.seal(plain, purpose({ project_id: scope.projectId, pipeline_id: scope.pipelineId, environment_id: scope.environmentId ?? null }, key)) : plain;
+  const value = body.secret
+    ? await secrets.seal(plain, purpose({ project_id: scope.projectId, pipeline_id: scope.pipelineId, environment_id: scope.environmentId ?? null }, key))
+    : plain;
   return inTransaction(db, async (tx) => {
     const existing = await one(tx, "SELECT id FROM variables WHERE project_id = ? AND scope_key = ? AND key = ?", [scope.projectId, scopeKey(scope), key]);
     const refs = JSON.stringify(body.protected_refs);
@@ -188,7 +201,22 @@ export async function putVariable(
       await tx.execute({
         sql: `INSERT INTO variables (id, project_id, pipeline_id, environment_id, scope_key, key, value, secret, file, protected_refs, created_by, updated_by, created_at, updated_at)
               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        args: [newId(), scope.projectId, scope.pipelineId, scope.environmentId ?? null, scopeKey(scope), key, value, body.secret ? 1 : 0, body.file ? 1 : 0, refs, actor.id, actor.id, now, now],
+        args: [
+          newId(),
+          scope.projectId,
+          scope.pipelineId,
+          scope.environmentId ?? null,
+          scopeKey(scope),
+          key,
+          value,
+          body.secret ? 1 : 0,
+          body.file ? 1 : 0,
+          refs,
+          actor.id,
+          actor.id,
+          now,
+          now,
+        ],
       });
     }
     await recordChange(tx, scope, key, existing ? "updated" : "created", body, actor, now);
@@ -220,19 +248,39 @@ async function recordChange(
 ): Promise<void> {
   await tx.execute({
     sql: "INSERT INTO variable_changes (id, project_id, pipeline_id, environment_id, key, action, secret, file, actor_id, actor, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    args: [newId(), scope.projectId, scope.pipelineId, scope.environmentId ?? null, key, action, kind.secret ? 1 : 0, kind.file ? 1 : 0, actor.id, actor.email, now],
+    args: [
+      newId(),
+      scope.projectId,
+      scope.pipelineId,
+      scope.environmentId ?? null,
+      key,
+      action,
+      kind.secret ? 1 : 0,
+      kind.file ? 1 : 0,
+      actor.id,
+      actor.email,
+      now,
+    ],
   });
 }
 
 /** The project's variable changes (its own and its pipelines'), newest first. */
-export async function listVariableChanges(db: Executor, projectId: string, options: { pipelineId?: string; limit: number; offset: number }): Promise<z.output<typeof VariableChangeResource>[]> {
+export async function listVariableChanges(
+  db: Executor,
+  projectId: string,
+  options: { pipelineId?: string; limit: number; offset: number },
+): Promise<z.output<typeof VariableChangeResource>[]> {
   const where = ["project_id = ?"];
   const args: (string | number)[] = [projectId];
   if (options.pipelineId) {
     where.push("pipeline_id = ?");
     args.push(options.pipelineId);
   }
-  const rows = await all(db, `SELECT * FROM variable_changes WHERE ${where.join(" AND ")} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
+  const rows = await all(db, `SELECT * FROM variable_changes WHERE ${where.join(" AND ")} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, [
+    ...args,
+    options.limit,
+    options.offset,
+  ]);
   return rows.map((r) => ({
     id: str(r, "id"),
     key: str(r, "key"),

@@ -66,7 +66,14 @@ export async function runRunner(o: RunnerOptions): Promise<void> {
   const unsafe = problem ? `WARNING (${UNSAFE_FLAG}): ${problem}` : null;
   if (unsafe) o.log(unsafe, { level: "warn" });
   const container = o.executor?.kind === "container" ? o.executor : null;
-  o.log("runner connected", { url: o.url, runner_id: o.runnerId, executor: o.executor?.kind ?? "host", ...(container ? { engine: container.engine.name, rootless: container.engine.rootless, image: container.image } : { build_steps_get: Object.keys(o.stepEnv) }) });
+  o.log("runner connected", {
+    url: o.url,
+    runner_id: o.runnerId,
+    executor: o.executor?.kind ?? "host",
+    ...(container
+      ? { engine: container.engine.name, rootless: container.engine.rootless, image: container.image }
+      : { build_steps_get: Object.keys(o.stepEnv) }),
+  });
   if (container) {
     container.engine.cwd = join(o.workDir, "engine");
     mkdirSync(container.engine.cwd, { recursive: true });

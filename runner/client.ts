@@ -58,7 +58,9 @@ export class RunnerApi {
     private readonly stopping: AbortSignal,
     private readonly log: Log,
   ) {
-    stopping.addEventListener("abort", () => (this.#handBackUntil = Date.now() + (this.#unreachableSince === null ? HAND_BACK_MS : HAND_BACK_UNREACHABLE_MS)), { once: true });
+    stopping.addEventListener("abort", () => (this.#handBackUntil = Date.now() + (this.#unreachableSince === null ? HAND_BACK_MS : HAND_BACK_UNREACHABLE_MS)), {
+      once: true,
+    });
   }
 
   /** Ends at once when the runner stops: there is nothing to hand back before it is connected. */
@@ -71,7 +73,10 @@ export class RunnerApi {
    * publishes says so (`accepts`), and may then be handed a deployment instead of a job.
    */
   async claim(claimId: string, waitSeconds: number, abort?: AbortSignal, accepts: ("build" | "publish")[] = ["build"]): Promise<Answer<Claimed | null>> {
-    return this.#json("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: waitSeconds, accepts }, ClaimAnswer.nullable(), 201, { timeoutMs: (waitSeconds + 20) * 1000, abort });
+    return this.#json("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: waitSeconds, accepts }, ClaimAnswer.nullable(), 201, {
+      timeoutMs: (waitSeconds + 20) * 1000,
+      abort,
+    });
   }
 
   publishHeartbeat(deploymentId: string): Promise<Answer<z.output<typeof PublishHeartbeatAnswer>>> {
@@ -92,7 +97,10 @@ export class RunnerApi {
 
   /** The URL and credential of a publish's artifact download (runner/publish/download.ts streams it to a file). */
   artifactRequest(publish: ClaimedPublish, artifactId: string): { url: string; headers: Record<string, string> } {
-    return { url: `${this.baseUrl}/v1/runners/${this.runnerId}/deployments/${publish.deployment_id}/artifacts/${artifactId}`, headers: { authorization: `Bearer ${this.token}` } };
+    return {
+      url: `${this.baseUrl}/v1/runners/${this.runnerId}/deployments/${publish.deployment_id}/artifacts/${artifactId}`,
+      headers: { authorization: `Bearer ${this.token}` },
+    };
   }
 
   heartbeat(jobIds: string[]): Promise<Answer<z.output<typeof HeartbeatAnswer>>> {
@@ -116,18 +124,53 @@ export class RunnerApi {
   }
 
   /** Streams a file to the daemon; the body is made again for each attempt by `body()`. */
-  uploadArtifact(jobId: string, path: string, sha256: string, size: number, body: () => ReadableStream<Uint8Array>): Promise<Answer<z.output<typeof ArtifactAnswer>>> {
-    return this.#call("PUT", `/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers: { [HEADER.artifactSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }), ArtifactAnswer, 201, { timeoutMs: 30 * 60_000, finalOn507: true });
+  uploadArtifact(
+    jobId: string,
+    path: string,
+    sha256: string,
+    size: number,
+    body: () => ReadableStream<Uint8Array>,
+  ): Promise<Answer<z.output<typeof ArtifactAnswer>>> {
+    return this.#call(
+      "PUT",
+      `/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`,
+      () => ({ body: body(), headers: { [HEADER.artifactSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }),
+      ArtifactAnswer,
+      201,
+      { timeoutMs: 30 * 60_000, finalOn507: true },
+    );
   }
 
   /** The first `size` bytes of a test report (the caller caps them at TEST_REPORT_LIMIT); `whole` is the file's size. */
-  uploadTestReport(jobId: string, path: string, workspace: string, size: number, whole: number, body: () => ReadableStream<Uint8Array>): Promise<Answer<z.output<typeof TestReportAnswer>>> {
-    const headers = { "content-type": "application/octet-stream", "content-length": String(size), [HEADER.workspace]: workspace, [HEADER.reportBytes]: String(whole) };
-    return this.#call("PUT", `/jobs/${jobId}/test-reports?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers }), TestReportAnswer, 201, { timeoutMs: 10 * 60_000 });
+  uploadTestReport(
+    jobId: string,
+    path: string,
+    workspace: string,
+    size: number,
+    whole: number,
+    body: () => ReadableStream<Uint8Array>,
+  ): Promise<Answer<z.output<typeof TestReportAnswer>>> {
+    const headers = {
+      "content-type": "application/octet-stream",
+      "content-length": String(size),
+      [HEADER.workspace]: workspace,
+      [HEADER.reportBytes]: String(whole),
+    };
+    return this.#call("PUT", `/jobs/${jobId}/test-reports?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers }), TestReportAnswer, 201, {
+      timeoutMs: 10 * 60_000,
+    });
   }
 
-  #json<T>(method: string, path: string, body: unknown, schema: z.ZodType<T> | null, success: number, options: { timeoutMs?: number; abort?: AbortSignal } = {}): Promise<Answer<T>> {
-    const init = (): { body?: string; headers: Record<string, string> } => (body === undefined ? { headers: {} } : { body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+  #json<T>(
+    method: string,
+    path: string,
+    body: unknown,
+    schema: z.ZodType<T> | null,
+    success: number,
+    options: { timeoutMs?: number; abort?: AbortSignal } = {},
+  ): Promise<Answer<T>> {
+    const init = (): { body?: string; headers: Record<string, string> } =>
+      body === undefined ? { headers: {} } : { body: JSON.stringify(body), headers: { "content-type": "application/json" } };
     return this.#call(method, path, init, schema, success, options);
   }
 
@@ -178,7 +221,13 @@ export class RunnerApi {
         return { ok: true, status: response.status, body: parsed.data, headers: response.headers };
       }
       const error = ErrorAnswer.safeParse(json);
-      return { ok: false, status: response.status, code: error.success ? error.data.code : "unknown", message: error.success ? error.data.message : text.slice(0, 200), headers: response.headers };
+      return {
+        ok: false,
+        status: response.status,
+        code: error.success ? error.data.code : "unknown",
+        message: error.success ? error.data.message : text.slice(0, 200),
+        headers: response.headers,
+      };
     }
   }
 
@@ -187,12 +236,19 @@ export class RunnerApi {
     this.#failedAttempts++;
     if (this.#unreachableSince !== null) return;
     this.#unreachableSince = Date.now();
-    this.log(`cannot reach Roost at ${this.baseUrl}; retrying with backoff (up to ${MAX_BACKOFF_MS / 1000} s between attempts)`, { level: "warn", error: (error as Error).message, attempt });
+    this.log(`cannot reach Roost at ${this.baseUrl}; retrying with backoff (up to ${MAX_BACKOFF_MS / 1000} s between attempts)`, {
+      level: "warn",
+      error: (error as Error).message,
+      attempt,
+    });
   }
 
   #reached(): void {
     if (this.#unreachableSince === null) return;
-    this.log(`reached Roost again at ${this.baseUrl}`, { unreachable_seconds: Math.round((Date.now() - this.#unreachableSince) / 1000), failed_attempts: this.#failedAttempts });
+    this.log(`reached Roost again at ${this.baseUrl}`, {
+      unreachable_seconds: Math.round((Date.now() - this.#unreachableSince) / 1000),
+      failed_attempts: this.#failedAttempts,
+    });
     this.#unreachableSince = null;
     this.#failedAttempts = 0;
   }

@@ -46,7 +46,8 @@ const NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
 export function passedEnvProblem(name: string): string | null {
   if (!NAME.test(name)) return `cannot pass ${JSON.stringify(name)} to build steps (--env, ROOST_RUNNER_ENV): not a variable name (letters, digits, _)`;
   // The runner's own settings, its token above all, never reach build code; the job's ROOST_ variables are the runner's to set.
-  if (name.startsWith("ROOST_")) return `cannot pass ${name} to build steps (--env, ROOST_RUNNER_ENV): ROOST_ variables are the runner's own, its token among them`;
+  if (name.startsWith("ROOST_"))
+    return `cannot pass ${name} to build steps (--env, ROOST_RUNNER_ENV): ROOST_ variables are the runner's own, its token among them`;
   return null;
 }
 

@@ -126,7 +126,22 @@ export async function runnerMain(argv: string[], env: Record<string, string | un
   return 0;
 }
 
-type Settings = Pick<import("./agent.ts").RunnerOptions, "url" | "runnerId" | "token" | "workDir" | "flutterSdks" | "flutterGitUrl" | "flutterGitUrlSet" | "cacheMaxBytes" | "labels" | "graceMs" | "stepEnv" | "publish" | "publishEndpoints">;
+type Settings = Pick<
+  import("./agent.ts").RunnerOptions,
+  | "url"
+  | "runnerId"
+  | "token"
+  | "workDir"
+  | "flutterSdks"
+  | "flutterGitUrl"
+  | "flutterGitUrlSet"
+  | "cacheMaxBytes"
+  | "labels"
+  | "graceMs"
+  | "stepEnv"
+  | "publish"
+  | "publishEndpoints"
+>;
 
 /** The runner's environment and its --env names, checked; a sentence saying what is wrong otherwise. */
 export function readSettings(env: Record<string, string | undefined>, envFlags: string[] = []): Settings | string {
@@ -154,7 +169,10 @@ export function readSettings(env: Record<string, string | undefined>, envFlags: 
     flutterGitUrl: env.ROOST_FLUTTER_GIT_URL || DEFAULT_FLUTTER_GIT_URL,
     flutterGitUrlSet: Boolean(env.ROOST_FLUTTER_GIT_URL),
     cacheMaxBytes: cacheMb * 1024 * 1024,
-    labels: (env.ROOST_RUNNER_LABELS ?? "").split(",").map((l) => l.trim()).filter(Boolean),
+    labels: (env.ROOST_RUNNER_LABELS ?? "")
+      .split(",")
+      .map((l) => l.trim())
+      .filter(Boolean),
     graceMs: grace * 1000,
     stepEnv: { PATH: env.PATH ?? "/usr/bin:/bin", HOME: env.HOME ?? "/tmp", LANG: env.LANG ?? "C.UTF-8", ...pickPassedEnv(env, passedEnvNames(extra)) },
     publish: publish === "true",
@@ -183,10 +201,18 @@ export async function readExecutor(f: ExecutorFlags): Promise<ExecutorSettings |
   const number = (name: string, text: string | undefined, integer: boolean): number | null | string => {
     if (text === undefined) return null;
     const n = Number(text);
-    return Number.isFinite(n) && n > 0 && (!integer || Number.isInteger(n)) ? n : `--${name} is not a ${integer ? "whole " : ""}number above 0: ${JSON.stringify(text)}`;
+    return Number.isFinite(n) && n > 0 && (!integer || Number.isInteger(n))
+      ? n
+      : `--${name} is not a ${integer ? "whole " : ""}number above 0: ${JSON.stringify(text)}`;
   };
-  const size = (name: string, text: string | undefined): number | null | string => (text === undefined ? null : (parseMebibytes(text) ?? `--${name} is not a size like 512m or 4g: ${JSON.stringify(text)}`));
-  const limits = { cpus: number("cpus", f.cpus, false), memory_mb: size("memory", f.memory), pids: number("pids", f.pids, true), disk_mb: size("disk", f.disk) };
+  const size = (name: string, text: string | undefined): number | null | string =>
+    text === undefined ? null : (parseMebibytes(text) ?? `--${name} is not a size like 512m or 4g: ${JSON.stringify(text)}`);
+  const limits = {
+    cpus: number("cpus", f.cpus, false),
+    memory_mb: size("memory", f.memory),
+    pids: number("pids", f.pids, true),
+    disk_mb: size("disk", f.disk),
+  };
   const bad = Object.values(limits).find((v) => typeof v === "string");
   if (typeof bad === "string") return bad;
   const user = /^(\d+):(\d+)$/.exec(f["container-user"] ?? "1000:1000");

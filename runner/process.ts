@@ -26,11 +26,21 @@ export interface RunningCommand {
   stop(graceMs: number): Promise<void>;
 }
 
-export function runCommand(command: string, options: { cwd: string; env: Record<string, string>; onLine(stream: "stdout" | "stderr", text: string): void }): RunningCommand {
-  const child: ChildProcess = spawn("/bin/bash", ["-o", "pipefail", "-c", command], { cwd: options.cwd, env: options.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+export function runCommand(
+  command: string,
+  options: { cwd: string; env: Record<string, string>; onLine(stream: "stdout" | "stderr", text: string): void },
+): RunningCommand {
+  const child: ChildProcess = spawn("/bin/bash", ["-o", "pipefail", "-c", command], {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const output = Promise.all([pumpLines(child.stdout, (t) => options.onLine("stdout", t)), pumpLines(child.stderr, (t) => options.onLine("stderr", t))]);
   // "exit", not "close": close waits for the pipes, which a background process may hold forever.
-  const exited = new Promise<CommandResult>((resolve) => child.on("exit", (code, signal) => resolve({ exitCode: code ?? (signal ? 128 + signalNumber(signal) : 1), signal })));
+  const exited = new Promise<CommandResult>((resolve) =>
+    child.on("exit", (code, signal) => resolve({ exitCode: code ?? (signal ? 128 + signalNumber(signal) : 1), signal })),
+  );
   const done = exited.then(async (r) => {
     const drainMs = child.pid !== undefined && groupAlive(child.pid) ? OUTPUT_DRAIN_MS : OUTPUT_DRAIN_ALONE_MS;
     await Promise.race([output, Bun.sleep(drainMs)]);

@@ -27,7 +27,8 @@ export class LogShipper {
     jobId: string,
     private readonly onStatus: (status: string) => void,
     /** Where the lines go: the job's log endpoint, or a publish's (runner/publish/). */
-    private readonly append: (firstLine: number, lines: ShippedLine[]) => Promise<Answer<{ next_line: number }>> = (first, lines) => api.appendLogs(jobId, first, lines),
+    private readonly append: (firstLine: number, lines: ShippedLine[]) => Promise<Answer<{ next_line: number }>> = (first, lines) =>
+      api.appendLogs(jobId, first, lines),
   ) {
     this.#timer = setInterval(() => void this.flush(), FLUSH_MS);
   }

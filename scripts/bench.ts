@@ -43,7 +43,9 @@ const measured = new Map<string, number>();
 function record(row: Row): void {
   rows.push(row);
   const ratio = row.roost / row.baseline;
-  console.log(`${row.scenario} · ${row.metric}: roost ${fmt(row.roost)} ${row.unit} vs ${row.baselineName} ${fmt(row.baseline)} ${row.unit} (×${ratio.toFixed(3)})`);
+  console.log(
+    `${row.scenario} · ${row.metric}: roost ${fmt(row.roost)} ${row.unit} vs ${row.baselineName} ${fmt(row.baseline)} ${row.unit} (×${ratio.toFixed(3)})`,
+  );
 }
 
 function fmt(n: number): string {
@@ -54,7 +56,11 @@ function fmt(n: number): string {
 export async function bareServer(body: string, env: Record<string, string> = {}): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "roost-bare-"));
   writeFileSync(join(dir, "body.json"), body);
-  const child = Bun.spawn([BUN, join(ROOT, "scripts/bench/bare-server.ts"), join(dir, "body.json")], { env: { ...process.env, ...env }, stdout: "pipe", stderr: "inherit" });
+  const child = Bun.spawn([BUN, join(ROOT, "scripts/bench/bare-server.ts"), join(dir, "body.json")], {
+    env: { ...process.env, ...env },
+    stdout: "pipe",
+    stderr: "inherit",
+  });
   const reader = (child.stdout as ReadableStream<Uint8Array>).getReader();
   const { value } = await reader.read();
   const { url } = JSON.parse(new TextDecoder().decode(value).trim().split("\n")[0]!) as { url: string };
@@ -92,7 +98,8 @@ export async function compareWithBare(
   if (probe.status >= 300) throw new Error(`${scenario}: the probe request answered ${probe.status}: ${body}`);
   const bare = await bareServer(body);
   const connections = spec.connections ?? CONNECTIONS;
-  const wrk = (origin: string, mode: "cycle" | "once") => runWrk({ origin, requests: spec.requests, mode, connections, threads: WRK_THREADS, durationMs: DURATION_MS });
+  const wrk = (origin: string, mode: "cycle" | "once") =>
+    runWrk({ origin, requests: spec.requests, mode, connections, threads: WRK_THREADS, durationMs: DURATION_MS });
   try {
     const base = await wrk(bare.url, "cycle");
     const before = (await spec.countBuilds?.()) ?? 0;
@@ -100,10 +107,24 @@ export async function compareWithBare(
     const ours = await wrk(daemon.url, spec.distinct ? "once" : "cycle");
     if (CPU_PROF_DIR) console.log(`profile window of ${scenario}: ${from}-${Date.now()}`);
     const builds = ((await spec.countBuilds?.()) ?? 0) - before;
-    if (ours.errors > 0) notes.push(`${scenario}: ${ours.errors} of ${ours.requests} Roost requests failed (${ours.statusErrors} answered 4xx/5xx; the rest socket errors or timeouts).`);
-    if (ours.exhaustedThreads > 0) notes.push(`${scenario}: wrk sent all ${spec.requests.length} distinct requests in ${ours.seconds.toFixed(2)} s, before the ${DURATION_MS / 1000} s were up; the rate is over the time it sent.`);
+    if (ours.errors > 0)
+      notes.push(
+        `${scenario}: ${ours.errors} of ${ours.requests} Roost requests failed (${ours.statusErrors} answered 4xx/5xx; the rest socket errors or timeouts).`,
+      );
+    if (ours.exhaustedThreads > 0)
+      notes.push(
+        `${scenario}: wrk sent all ${spec.requests.length} distinct requests in ${ours.seconds.toFixed(2)} s, before the ${DURATION_MS / 1000} s were up; the rate is over the time it sent.`,
+      );
     const load = `wrk, ${connections} connections`;
-    record({ scenario, metric: `requests/s (${load})`, roost: ours.rps, baseline: base.rps, baselineName: "bare Bun.serve", higherIsBetter: true, unit: "req/s" });
+    record({
+      scenario,
+      metric: `requests/s (${load})`,
+      roost: ours.rps,
+      baseline: base.rps,
+      baselineName: "bare Bun.serve",
+      higherIsBetter: true,
+      unit: "req/s",
+    });
     record({ scenario, metric: "p50 latency", roost: ours.p50_ms, baseline: base.p50_ms, baselineName: "bare Bun.serve", higherIsBetter: false, unit: "ms" });
     record({ scenario, metric: "p99 latency", roost: ours.p99_ms, baseline: base.p99_ms, baselineName: "bare Bun.serve", higherIsBetter: false, unit: "ms" });
     return { ours, base, builds };
@@ -123,7 +144,9 @@ async function apiTokensScenario(): Promise<void> {
   try {
     const token = await owner(daemon);
     for (let i = 0; i < 20; i++) await http(daemon.url, "POST", "/v1/api-tokens", { token, body: { name: `listed-${i}`, role: "developer" } });
-    const { ours, base } = await compareWithBare("GET /v1/api-tokens (API token auth)", daemon, { requests: [{ path: "/v1/api-tokens", headers: { authorization: `Bearer ${token}` } }] });
+    const { ours, base } = await compareWithBare("GET /v1/api-tokens (API token auth)", daemon, {
+      requests: [{ path: "/v1/api-tokens", headers: { authorization: `Bearer ${token}` } }],
+    });
     measured.set("api-tokens ratio", ours.rps / base.rps);
   } finally {
     await daemon.stop();
@@ -131,17 +154,34 @@ async function apiTokensScenario(): Promise<void> {
 }
 
 /** A daemon with a GitHub integration (against the host API stand-in), a project and a pipeline. */
-export async function ciFixture(daemon: Daemon, token: string, webhookSecret: string): Promise<{ projectId: string; pipelineId: string; stop(): Promise<void> }> {
+export async function ciFixture(
+  daemon: Daemon,
+  token: string,
+  webhookSecret: string,
+): Promise<{ projectId: string; pipelineId: string; stop(): Promise<void> }> {
   const { startHostApiStandIn } = await import("../tests/support/host-api-stand-in.ts");
   const host = await startHostApiStandIn();
   host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
   await http(daemon.url, "POST", "/v1/integrations", {
     token,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: webhookSecret },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: webhookSecret,
+    },
   });
   const repo = (await http(daemon.url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];
   const project = (await http(daemon.url, "POST", "/v1/projects", { token, body: { repository_id: repo.id } })).body.project;
-  const pipeline = (await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, { token, body: { name: "bench", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } } })).body.pipeline;
+  const pipeline = (
+    await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, {
+      token,
+      body: { name: "bench", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } },
+    })
+  ).body.pipeline;
   return { projectId: project.id, pipelineId: pipeline.id, stop: () => host.stop() };
 }
 
@@ -179,7 +219,15 @@ function buildRequest(ci: { projectId: string; pipelineId: string }, token: stri
 /** Builds in the database after the run, per second of the run, beside the 2xx answers per second. */
 function recordBuilds(scenario: string, key: string, builds: number, ours: WrkResult): void {
   const ok = ours.requests - ours.statusErrors;
-  record({ scenario, metric: "builds committed/s (counted in the database after the run)", roost: builds / ours.seconds, baseline: ok / ours.seconds, baselineName: "Roost's 2xx answers/s", higherIsBetter: true, unit: "/s" });
+  record({
+    scenario,
+    metric: "builds committed/s (counted in the database after the run)",
+    roost: builds / ours.seconds,
+    baseline: ok / ours.seconds,
+    baselineName: "Roost's 2xx answers/s",
+    higherIsBetter: true,
+    unit: "/s",
+  });
   measured.set(`${key} builds/s`, builds / ours.seconds);
 }
 
@@ -188,7 +236,15 @@ export function pushDeliveries(secret: string, n: number, tag: string): RequestS
   const requests: RequestSpec[] = [];
   for (let i = 0; i < n; i++) {
     const sha = `${tag}${i.toString(16)}`.padStart(40, "0");
-    const body = JSON.stringify({ ref: "refs/heads/main", deleted: false, after: sha, head_commit: { id: sha, message: `commit ${i}` }, commits: [{ id: sha, message: `commit ${i}` }], repository: { id: 4242, full_name: "acme/app" }, pusher: { name: "bench" } });
+    const body = JSON.stringify({
+      ref: "refs/heads/main",
+      deleted: false,
+      after: sha,
+      head_commit: { id: sha, message: `commit ${i}` },
+      commits: [{ id: sha, message: `commit ${i}` }],
+      repository: { id: 4242, full_name: "acme/app" },
+      pusher: { name: "bench" },
+    });
     const signature = "sha256=" + createHmac("sha256", secret).update(body).digest("hex");
     requests.push({
       method: "POST",
@@ -261,7 +317,15 @@ async function twoProcessesScenario(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "roost-bench-two-"));
   const dataDir = join(dir, "data");
   const probeEnv = (name: string) => ({ BUN_OPTIONS: `--preload ${STALL_PROBE}`, ROOST_BENCH_STALL_FILE: join(dir, `${name}.stall.json`) });
-  const [a, b] = await Promise.all(["a", "b"].map((name) => startDaemon({ dataDir, cleanup: false, env: daemonEnv(`two-processes-${name}`, [`--preload ${STALL_PROBE}`], { ROOST_BENCH_STALL_FILE: probeEnv(name).ROOST_BENCH_STALL_FILE }) })));
+  const [a, b] = await Promise.all(
+    ["a", "b"].map((name) =>
+      startDaemon({
+        dataDir,
+        cleanup: false,
+        env: daemonEnv(`two-processes-${name}`, [`--preload ${STALL_PROBE}`], { ROOST_BENCH_STALL_FILE: probeEnv(name).ROOST_BENCH_STALL_FILE }),
+      }),
+    ),
+  );
   try {
     const token = await owner(a!);
     const ci = await ciFixture(a!, token, "bench-webhook-secret-0123");
@@ -292,15 +356,33 @@ async function twoProcessesScenario(): Promise<void> {
     const stalls = await Promise.all(daemons.map((d, i) => askStall(d.process.pid, files[i]!)));
     const builds = (await count()) - before;
     const longest = Math.max(...stalls.map((s) => s.max_ms));
-    record({ scenario, metric: "longest event-loop stall in either process", roost: longest, baseline: baseStall, baselineName: "two bare Bun.serve processes under the same load", higherIsBetter: false, unit: "ms" });
+    record({
+      scenario,
+      metric: "longest event-loop stall in either process",
+      roost: longest,
+      baseline: baseStall,
+      baselineName: "two bare Bun.serve processes under the same load",
+      higherIsBetter: false,
+      unit: "ms",
+    });
     const seconds = Math.max(...results.map((r) => r.seconds));
     const ok = results.reduce((n, r) => n + r.requests - r.statusErrors, 0);
-    record({ scenario, metric: "builds committed/s, both processes together", roost: builds / seconds, baseline: ok / seconds, baselineName: "Roost's 2xx answers/s", higherIsBetter: true, unit: "/s" });
+    record({
+      scenario,
+      metric: "builds committed/s, both processes together",
+      roost: builds / seconds,
+      baseline: ok / seconds,
+      baselineName: "Roost's 2xx answers/s",
+      higherIsBetter: true,
+      unit: "/s",
+    });
     const errors = results.reduce((n, r) => n + r.errors, 0);
-    if (errors > 0) notes.push(`two processes: ${errors} requests failed (4xx/5xx, socket errors or timeouts) of ${results.reduce((n, r) => n + r.requests, 0)}.`);
+    if (errors > 0)
+      notes.push(`two processes: ${errors} requests failed (4xx/5xx, socket errors or timeouts) of ${results.reduce((n, r) => n + r.requests, 0)}.`);
     notes.push(
       `two processes: longest stall ${stalls.map((s) => s.max_ms.toFixed(1)).join(" ms and ")} ms in the two daemons; their longest single SQLite call (synchronous, on the event loop) ` +
-        stalls.map((s) => `${s.sql_max_ms.toFixed(1)} ms (\`${s.sql.replace(/`/g, "'")}\`)`).join(" and ") + ".",
+        stalls.map((s) => `${s.sql_max_ms.toFixed(1)} ms (\`${s.sql.replace(/`/g, "'")}\`)`).join(" and ") +
+        ".",
     );
     measured.set("two processes stall", longest);
     await ci.stop();
@@ -313,12 +395,17 @@ async function twoProcessesScenario(): Promise<void> {
 /** A daemon with one runner that has claimed `jobs` builds, ready to append logs. */
 async function runnerFixture(daemon: Daemon, token: string, jobs: number) {
   const ci = await ciFixture(daemon, token, "bench-webhook-secret-0123");
-  for (let i = 0; i < jobs; i++) await http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } });
+  for (let i = 0; i < jobs; i++)
+    await http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } });
   const created = (await http(daemon.url, "POST", "/v1/runners", { token, body: { name: "bench" } })).body;
   const runner = { id: created.runner.id as string, token: created.token as string };
   await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
   const claimed: { job_id: string; build: { id: string } }[] = [];
-  for (let i = 0; i < jobs; i++) claimed.push((await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job);
+  for (let i = 0; i < jobs; i++)
+    claimed.push(
+      (await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
+        .body.job,
+    );
   return { ci, runner, claimed };
 }
 
@@ -358,21 +445,43 @@ async function logsScenario(): Promise<void> {
     const raw = await openDatabase(`file:${join(dir, "raw.db")}`);
     await migrate(raw, () => 1);
     // The same columns and key as build_logs, without the foreign key to builds.
-    await raw.execute("CREATE TABLE raw_logs (build_id TEXT NOT NULL, seq INTEGER NOT NULL, job_id TEXT NOT NULL, line INTEGER NOT NULL, step TEXT NOT NULL, stream TEXT NOT NULL, ts INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (build_id, seq))");
+    await raw.execute(
+      "CREATE TABLE raw_logs (build_id TEXT NOT NULL, seq INTEGER NOT NULL, job_id TEXT NOT NULL, line INTEGER NOT NULL, step TEXT NOT NULL, stream TEXT NOT NULL, ts INTEGER NOT NULL, text TEXT NOT NULL, PRIMARY KEY (build_id, seq))",
+    );
     let rawLines = 0;
     const rawDeadline = performance.now() + DURATION_MS;
     const rawBegan = performance.now();
     while (performance.now() < rawDeadline) {
       await inTransaction(raw, async (tx) => {
-        for (let i = 0; i < batch; i++, rawLines++) await tx.execute({ sql: "INSERT INTO raw_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", args: ["b", rawLines + 1, "j", rawLines, "build", "stdout", 1, `${LINE} ${rawLines}`] });
+        for (let i = 0; i < batch; i++, rawLines++)
+          await tx.execute({
+            sql: "INSERT INTO raw_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            args: ["b", rawLines + 1, "j", rawLines, "build", "stdout", 1, `${LINE} ${rawLines}`],
+          });
       });
     }
     const rawSeconds = (performance.now() - rawBegan) / 1000;
     raw.close();
     rmSync(dir, { recursive: true, force: true });
-    record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "lines/s", roost: lines / seconds, baseline: rawLines / rawSeconds, baselineName: "raw SQLite inserts, 500 per transaction", higherIsBetter: true, unit: "lines/s" });
+    record({
+      scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)",
+      metric: "lines/s",
+      roost: lines / seconds,
+      baseline: rawLines / rawSeconds,
+      baselineName: "raw SQLite inserts, 500 per transaction",
+      higherIsBetter: true,
+      unit: "lines/s",
+    });
     measured.set("log ingest ratio", lines / seconds / (rawLines / rawSeconds));
-    record({ scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)", metric: "MB/s", roost: bytes / seconds / 1e6, baseline: (rawLines * (LINE.length + 6)) / rawSeconds / 1e6, baselineName: "raw SQLite inserts", higherIsBetter: true, unit: "MB/s" });
+    record({
+      scenario: "log ingest (HTTP append, 8 jobs, 500-line batches)",
+      metric: "MB/s",
+      roost: bytes / seconds / 1e6,
+      baseline: (rawLines * (LINE.length + 6)) / rawSeconds / 1e6,
+      baselineName: "raw SQLite inserts",
+      higherIsBetter: true,
+      unit: "MB/s",
+    });
     await ci.stop();
   } finally {
     await daemon.stop();
@@ -423,7 +532,11 @@ async function sseScenario(): Promise<void> {
     const [idleRss, idleBareRss] = [rssOf(daemon.process.pid), rssOf(barePid)];
     let next = 0;
     const append = async (text: string) => {
-      const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, { method: "POST", headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" }, body: JSON.stringify({ first_line: next, lines: [{ text }] }) });
+      const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" },
+        body: JSON.stringify({ first_line: next, lines: [{ text }] }),
+      });
       next = ((await res.json()) as { next_line: number }).next_line;
     };
     const openRoost = async () => {
@@ -436,8 +549,24 @@ async function sseScenario(): Promise<void> {
       const rounds = n === 1000 ? 5 : 20;
       const ours = await sseLatency(openRoost, append, n, rounds);
       const base = await sseLatency(openBare, publishBare, n, rounds);
-      record({ scenario: `SSE delivery, ${n} subscriber(s)`, metric: "p50 append → receipt", roost: pct(ours, 0.5), baseline: pct(base, 0.5), baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "ms" });
-      record({ scenario: `SSE delivery, ${n} subscriber(s)`, metric: "p99 append → receipt", roost: pct(ours, 0.99), baseline: pct(base, 0.99), baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "ms" });
+      record({
+        scenario: `SSE delivery, ${n} subscriber(s)`,
+        metric: "p50 append → receipt",
+        roost: pct(ours, 0.5),
+        baseline: pct(base, 0.5),
+        baselineName: "bare Bun SSE fan-out",
+        higherIsBetter: false,
+        unit: "ms",
+      });
+      record({
+        scenario: `SSE delivery, ${n} subscriber(s)`,
+        metric: "p99 append → receipt",
+        roost: pct(ours, 0.99),
+        baseline: pct(base, 0.99),
+        baselineName: "bare Bun SSE fan-out",
+        higherIsBetter: false,
+        unit: "ms",
+      });
       measured.set(`sse ${n} p50 ratio`, pct(ours, 0.5) / pct(base, 0.5));
       measured.set(`sse ${n} p99 ratio`, pct(ours, 0.99) / pct(base, 0.99));
     }
@@ -446,8 +575,24 @@ async function sseScenario(): Promise<void> {
     const heldBare = await Promise.all(Array.from({ length: 1000 }, openBare));
     await Bun.sleep(1500);
     const [heldRss, heldBareRss] = [rssOf(daemon.process.pid), rssOf(barePid)];
-    record({ scenario: "1000 open SSE streams", metric: "RSS of the serving process", roost: heldRss / 1024, baseline: heldBareRss / 1024, baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "MiB" });
-    record({ scenario: "1000 open SSE streams", metric: "RSS added (with the streams open, less before the first stream)", roost: (heldRss - idleRss) / 1024, baseline: (heldBareRss - idleBareRss) / 1024, baselineName: "bare Bun SSE fan-out", higherIsBetter: false, unit: "MiB" });
+    record({
+      scenario: "1000 open SSE streams",
+      metric: "RSS of the serving process",
+      roost: heldRss / 1024,
+      baseline: heldBareRss / 1024,
+      baselineName: "bare Bun SSE fan-out",
+      higherIsBetter: false,
+      unit: "MiB",
+    });
+    record({
+      scenario: "1000 open SSE streams",
+      metric: "RSS added (with the streams open, less before the first stream)",
+      roost: (heldRss - idleRss) / 1024,
+      baseline: (heldBareRss - idleBareRss) / 1024,
+      baselineName: "bare Bun SSE fan-out",
+      higherIsBetter: false,
+      unit: "MiB",
+    });
     measured.set("sse rss added", (heldRss - idleRss) / 1024);
     await Promise.all([...held, ...heldBare].map((r) => r.body?.cancel()));
     await ci.stop();
@@ -490,8 +635,24 @@ async function sqldScenario(): Promise<void> {
 async function webScenario(): Promise<void> {
   const { JS_BUDGET_GZIP_BYTES, buildWebAssets, measure } = await import("../lib/web/build.ts");
   const sizes = measure(await buildWebAssets());
-  record({ scenario: "web app", metric: "JavaScript shipped, gzipped", roost: sizes.jsGzip / 1024, baseline: JS_BUDGET_GZIP_BYTES / 1024, baselineName: "budget", higherIsBetter: false, unit: "KB" });
-  record({ scenario: "web app", metric: "all files (HTML, JS, CSS), gzipped", roost: sizes.totalGzip / 1024, baseline: JS_BUDGET_GZIP_BYTES / 1024, baselineName: "budget", higherIsBetter: false, unit: "KB" });
+  record({
+    scenario: "web app",
+    metric: "JavaScript shipped, gzipped",
+    roost: sizes.jsGzip / 1024,
+    baseline: JS_BUDGET_GZIP_BYTES / 1024,
+    baselineName: "budget",
+    higherIsBetter: false,
+    unit: "KB",
+  });
+  record({
+    scenario: "web app",
+    metric: "all files (HTML, JS, CSS), gzipped",
+    roost: sizes.totalGzip / 1024,
+    baseline: JS_BUDGET_GZIP_BYTES / 1024,
+    baselineName: "budget",
+    higherIsBetter: false,
+    unit: "KB",
+  });
   // The first and the last line of a finished 100,000-line build in Chromium (scripts/bench/web-log.ts).
   const { webLogRows } = await import("./bench/web-log.ts");
   for (const row of await webLogRows(notes)) record(row);
@@ -503,7 +664,12 @@ async function binaryScenario(): Promise<void> {
     const binary = await buildBinary({ outfile: join(dir, "roost") });
     const size = statSync(binary).size;
     const started = performance.now();
-    const child = Bun.spawn([binary, "serve"], { cwd: dir, env: { PATH: process.env.PATH ?? "", ROOST_LISTEN: "127.0.0.1:0", ROOST_LOG_LEVEL: "info" }, stdout: "ignore", stderr: "pipe" });
+    const child = Bun.spawn([binary, "serve"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", ROOST_LISTEN: "127.0.0.1:0", ROOST_LOG_LEVEL: "info" },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
     let url = "";
     const decoder = new TextDecoder();
     let buffer = "";
@@ -515,7 +681,13 @@ async function binaryScenario(): Promise<void> {
         break;
       }
     }
-    while ((await fetch(url + "/readyz").then((r) => r.status, () => 0)) !== 200) await Bun.sleep(2);
+    while (
+      (await fetch(url + "/readyz").then(
+        (r) => r.status,
+        () => 0,
+      )) !== 200
+    )
+      await Bun.sleep(2);
     const startupMs = performance.now() - started;
     await Bun.sleep(1000);
     const rss = rssOf(child.pid);
@@ -530,9 +702,33 @@ async function binaryScenario(): Promise<void> {
     const bareRss = rssOf(bare.pid);
     await bare.stop();
     const bunSize = statSync(resolve(ROOT, "node_modules/bun/bin/bun.exe")).size;
-    record({ scenario: "compiled binary", metric: "start-up to ready /readyz", roost: startupMs, baseline: bareStartupMs, baselineName: "bare Bun.serve script", higherIsBetter: false, unit: "ms" });
-    record({ scenario: "compiled binary", metric: "size", roost: size / 1024 / 1024, baseline: bunSize / 1024 / 1024, baselineName: "the bun runtime alone", higherIsBetter: false, unit: "MiB" });
-    record({ scenario: "compiled binary", metric: "idle RSS", roost: rss / 1024, baseline: bareRss / 1024, baselineName: "bare Bun.serve", higherIsBetter: false, unit: "MiB" });
+    record({
+      scenario: "compiled binary",
+      metric: "start-up to ready /readyz",
+      roost: startupMs,
+      baseline: bareStartupMs,
+      baselineName: "bare Bun.serve script",
+      higherIsBetter: false,
+      unit: "ms",
+    });
+    record({
+      scenario: "compiled binary",
+      metric: "size",
+      roost: size / 1024 / 1024,
+      baseline: bunSize / 1024 / 1024,
+      baselineName: "the bun runtime alone",
+      higherIsBetter: false,
+      unit: "MiB",
+    });
+    record({
+      scenario: "compiled binary",
+      metric: "idle RSS",
+      roost: rss / 1024,
+      baseline: bareRss / 1024,
+      baselineName: "bare Bun.serve",
+      higherIsBetter: false,
+      unit: "MiB",
+    });
     measured.set("binary start ms", startupMs);
     measured.set("binary idle rss", rss / 1024);
   } finally {
@@ -559,20 +755,80 @@ interface Target {
 
 /** The performance targets Roost is held to, checked against this run (the Targets table of docs/benchmarks.md). */
 const TARGETS: Target[] = [
-  { what: "authenticated GET /v1/api-tokens, ratio to bare Bun.serve (wrk, 32 connections)", target: "≥ 0.15", key: "api-tokens ratio", met: (v) => v >= 0.15, show: (v) => v.toFixed(3) },
-  { what: "verified GitHub push → build committed before the 2xx, 64 connections, distinct pushes", target: "≥ 1,800/s", key: "webhook builds/s", met: (v) => v >= 1800, show: (v) => `${fmt(v)}/s` },
-  { what: "POST /v1/projects/{id}/builds, builds committed", target: "≥ 2,000/s", key: "POST builds builds/s", met: (v) => v >= 2000, show: (v) => `${fmt(v)}/s` },
-  { what: "SSE append → receipt, 1000 subscribers, p50 ratio to bare fan-out", target: "≤ 1.5×", key: "sse 1000 p50 ratio", met: (v) => v <= 1.5, show: (v) => `${v.toFixed(2)}×` },
-  { what: "SSE append → receipt, 1000 subscribers, p99 ratio to bare fan-out", target: "≤ 1.5×", key: "sse 1000 p99 ratio", met: (v) => v <= 1.5, show: (v) => `${v.toFixed(2)}×` },
+  {
+    what: "authenticated GET /v1/api-tokens, ratio to bare Bun.serve (wrk, 32 connections)",
+    target: "≥ 0.15",
+    key: "api-tokens ratio",
+    met: (v) => v >= 0.15,
+    show: (v) => v.toFixed(3),
+  },
+  {
+    what: "verified GitHub push → build committed before the 2xx, 64 connections, distinct pushes",
+    target: "≥ 1,800/s",
+    key: "webhook builds/s",
+    met: (v) => v >= 1800,
+    show: (v) => `${fmt(v)}/s`,
+  },
+  {
+    what: "POST /v1/projects/{id}/builds, builds committed",
+    target: "≥ 2,000/s",
+    key: "POST builds builds/s",
+    met: (v) => v >= 2000,
+    show: (v) => `${fmt(v)}/s`,
+  },
+  {
+    what: "SSE append → receipt, 1000 subscribers, p50 ratio to bare fan-out",
+    target: "≤ 1.5×",
+    key: "sse 1000 p50 ratio",
+    met: (v) => v <= 1.5,
+    show: (v) => `${v.toFixed(2)}×`,
+  },
+  {
+    what: "SSE append → receipt, 1000 subscribers, p99 ratio to bare fan-out",
+    target: "≤ 1.5×",
+    key: "sse 1000 p99 ratio",
+    met: (v) => v <= 1.5,
+    show: (v) => `${v.toFixed(2)}×`,
+  },
   { what: "RSS added by 1000 open SSE streams", target: "< 50 MiB", key: "sse rss added", met: (v) => v < 50, show: (v) => `${fmt(v)} MiB` },
-  { what: "two processes writing one database file: longest event-loop stall in either", target: "< 50 ms", key: "two processes stall", met: (v) => v < 50, show: (v) => `${fmt(v)} ms` },
+  {
+    what: "two processes writing one database file: longest event-loop stall in either",
+    target: "< 50 ms",
+    key: "two processes stall",
+    met: (v) => v < 50,
+    show: (v) => `${fmt(v)} ms`,
+  },
   { what: "compiled binary: start to ready", target: "< 150 ms", key: "binary start ms", met: (v) => v < 150, show: (v) => `${fmt(v)} ms` },
   { what: "compiled binary: idle RSS", target: "< 60 MiB", key: "binary idle rss", met: (v) => v < 60, show: (v) => `${fmt(v)} MiB` },
   { what: "log ingest, ratio to raw inserts", target: "≥ 0.8", key: "log ingest ratio", met: (v) => v >= 0.8, show: (v) => v.toFixed(3) },
-  { what: "webhook pushes on sqld over loopback (WebSocket), ratio to the local file", target: "≥ 0.5", key: "sqld ws webhook ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
-  { what: "log appends of 20 runners on sqld over loopback (WebSocket), ratio to the local file", target: "≥ 0.5", key: "sqld ws log append ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
-  { what: "webhook pushes on sqld over loopback (HTTP), ratio to the local file", target: "≥ 0.5", key: "sqld http webhook ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
-  { what: "log appends of 20 runners on sqld over loopback (HTTP), ratio to the local file", target: "≥ 0.5", key: "sqld http log append ratio", met: (v) => v >= 0.5, show: (v) => v.toFixed(3) },
+  {
+    what: "webhook pushes on sqld over loopback (WebSocket), ratio to the local file",
+    target: "≥ 0.5",
+    key: "sqld ws webhook ratio",
+    met: (v) => v >= 0.5,
+    show: (v) => v.toFixed(3),
+  },
+  {
+    what: "log appends of 20 runners on sqld over loopback (WebSocket), ratio to the local file",
+    target: "≥ 0.5",
+    key: "sqld ws log append ratio",
+    met: (v) => v >= 0.5,
+    show: (v) => v.toFixed(3),
+  },
+  {
+    what: "webhook pushes on sqld over loopback (HTTP), ratio to the local file",
+    target: "≥ 0.5",
+    key: "sqld http webhook ratio",
+    met: (v) => v >= 0.5,
+    show: (v) => v.toFixed(3),
+  },
+  {
+    what: "log appends of 20 runners on sqld over loopback (HTTP), ratio to the local file",
+    target: "≥ 0.5",
+    key: "sqld http log append ratio",
+    met: (v) => v >= 0.5,
+    show: (v) => v.toFixed(3),
+  },
 ];
 
 /** Hand-written analysis below this heading in docs/benchmarks.md survives a regeneration. */
@@ -615,7 +871,10 @@ function writeReport(loadAtStart: number[]): void {
     "",
     "| scenario | metric | Roost | baseline | ratio (Roost / baseline) |",
     "|---|---|---|---|---|",
-    ...rows.map((r) => `| ${r.scenario} | ${r.metric} | ${fmt(r.roost)} ${r.unit} | ${fmt(r.baseline)} ${r.unit} (${r.baselineName}) | ${(r.roost / r.baseline).toFixed(3)} ${r.higherIsBetter ? "(higher is better)" : "(lower is better)"} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.scenario} | ${r.metric} | ${fmt(r.roost)} ${r.unit} | ${fmt(r.baseline)} ${r.unit} (${r.baselineName}) | ${(r.roost / r.baseline).toFixed(3)} ${r.higherIsBetter ? "(higher is better)" : "(lower is better)"} |`,
+    ),
     "",
     ...(notes.length ? ["Notes:", "", ...notes.map((n) => `- ${n}`), ""] : []),
     ...(kept ? [kept.trimEnd(), ""] : []),
@@ -641,7 +900,11 @@ export const scenarios: Record<string, () => Promise<void>> = {
 if (import.meta.main) {
   // Bun's fetch opens at most 256 connections to a host by default; the 1000-stream figures need more.
   if (!process.env.BUN_CONFIG_MAX_HTTP_REQUESTS) {
-    const again = Bun.spawn([BUN, import.meta.path, ...process.argv.slice(2)], { env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" }, stdout: "inherit", stderr: "inherit" });
+    const again = Bun.spawn([BUN, import.meta.path, ...process.argv.slice(2)], {
+      env: { ...process.env, BUN_CONFIG_MAX_HTTP_REQUESTS: "4096" },
+      stdout: "inherit",
+      stderr: "inherit",
+    });
     process.exit(await again.exited);
   }
   if (Bun.which("wrk") === null) {

@@ -35,7 +35,10 @@ async function writeEmbeddingEntry(): Promise<string> {
   await mkdir(dir, { recursive: true });
   const files: Record<string, { type: string; base64: string }> = {};
   for (const [path, asset] of await buildWebAssets()) files[path] = { type: asset.type, base64: Buffer.from(asset.body).toString("base64") };
-  await writeFile(join(dir, "web-assets.ts"), `import { registerEmbeddedWebAssets } from ${JSON.stringify(join(ROOT, "lib", "web", "assets.ts"))};\nregisterEmbeddedWebAssets(${JSON.stringify(files)});\n`);
+  await writeFile(
+    join(dir, "web-assets.ts"),
+    `import { registerEmbeddedWebAssets } from ${JSON.stringify(join(ROOT, "lib", "web", "assets.ts"))};\nregisterEmbeddedWebAssets(${JSON.stringify(files)});\n`,
+  );
   const entry = join(dir, "entry.ts");
   await writeFile(entry, `import "./web-assets.ts";\nimport ${JSON.stringify(join(ROOT, "bin", "roost.ts"))};\n`);
   return entry;

@@ -26,7 +26,10 @@ async function sh(cmd: string, cwd: string): Promise<string> {
 mkdirSync(OUT, { recursive: true });
 const repo = join(work, "app");
 mkdirSync(repo);
-const commit = await sh("git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'Add the onboarding screen' && git rev-parse HEAD", repo);
+const commit = await sh(
+  "git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'Add the onboarding screen' && git rev-parse HEAD",
+  repo,
+);
 const flutterDir = join(work, "flutter");
 mkdirSync(flutterDir);
 writeFileSync(
@@ -46,7 +49,10 @@ chmodSync(join(flutterDir, "flutter"), 0o755);
 
 const daemon = await startDaemon({ env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
 const host = await startHostApiStandIn();
-host.github.repos.push({ id: 77, full_name: "acme/shop-app", default_branch: "main", private: true, clone_url: repo }, { id: 78, full_name: "acme/design-system", default_branch: "main", private: false });
+host.github.repos.push(
+  { id: 77, full_name: "acme/shop-app", default_branch: "main", private: true, clone_url: repo },
+  { id: 78, full_name: "acme/design-system", default_branch: "main", private: false },
+);
 const tb = await launchBrowser();
 let runner: ReturnType<typeof Bun.spawn> | undefined;
 try {
@@ -63,24 +69,73 @@ try {
   await page.getByRole("button", { name: "Create owner and sign in" }).click();
   await page.getByRole("heading", { name: "Dashboard" }).waitFor();
 
-  const api = async (method: string, path: string, data?: unknown) => (await desktop.request.fetch(daemon.url + path, { method, headers: { "x-roost-csrf": "1" }, data })).json();
-  await api("POST", "/v1/integrations", { provider: "github", name: "GitHub", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: SECRET });
+  const api = async (method: string, path: string, data?: unknown) =>
+    (await desktop.request.fetch(daemon.url + path, { method, headers: { "x-roost-csrf": "1" }, data })).json();
+  await api("POST", "/v1/integrations", {
+    provider: "github",
+    name: "GitHub",
+    api_url: host.url,
+    app_id: host.github.appId,
+    installation_id: host.github.installationId,
+    private_key: host.github.privateKeyPem,
+    webhook_secret: SECRET,
+  });
   const repos = (await api("GET", "/v1/integration-repositories")).repositories;
   const project = (await api("POST", "/v1/projects", { repository_id: repos.find((r: { full_name: string }) => r.full_name === "acme/shop-app").id })).project;
-  await api("POST", `/v1/projects/${project.id}/pipelines`, { name: "android-release", trigger_config: { branches: ["main", "release/*"], events: ["push", "tag"] }, execution_config: { commands: { pre_build: ["flutter pub get", "flutter test --reporter compact"] } } });
-  const failing = (await api("POST", `/v1/projects/${project.id}/pipelines`, { name: "integration-tests", trigger_config: { branches: ["**"], events: ["push", "pull_request"] }, execution_config: { commands: { build: ["echo 'Running integration tests'", "printf '\\033[31m✕ checkout flow: expected 3 items, found 2\\033[0m\\n'", "exit 1"] } } })).pipeline;
+  await api("POST", `/v1/projects/${project.id}/pipelines`, {
+    name: "android-release",
+    trigger_config: { branches: ["main", "release/*"], events: ["push", "tag"] },
+    execution_config: { commands: { pre_build: ["flutter pub get", "flutter test --reporter compact"] } },
+  });
+  const failing = (
+    await api("POST", `/v1/projects/${project.id}/pipelines`, {
+      name: "integration-tests",
+      trigger_config: { branches: ["**"], events: ["push", "pull_request"] },
+      execution_config: {
+        commands: { build: ["echo 'Running integration tests'", "printf '\\033[31m✕ checkout flow: expected 3 items, found 2\\033[0m\\n'", "exit 1"] },
+      },
+    })
+  ).pipeline;
   const created = await api("POST", "/v1/runners", { name: "linux-builder-1", labels: ["linux", "android"] });
   await api("POST", "/v1/runners", { name: "mac-mini-2", labels: ["macos", "xcode-16"] });
   runner = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
     cwd: ROOT,
-    env: { PATH: `${flutterDir}:${process.env.PATH}`, HOME: work, ROOST_URL: daemon.url, ROOST_RUNNER_ID: created.runner.id, ROOST_RUNNER_TOKEN: created.token, ROOST_RUNNER_WORKDIR: join(work, "runner-work") },
+    env: {
+      PATH: `${flutterDir}:${process.env.PATH}`,
+      HOME: work,
+      ROOST_URL: daemon.url,
+      ROOST_RUNNER_ID: created.runner.id,
+      ROOST_RUNNER_TOKEN: created.token,
+      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
+    },
     stdout: "ignore",
     stderr: "ignore",
   });
   // A signed push, as GitHub sends it.
-  const payload = { ref: "refs/heads/main", before: "0".repeat(40), after: commit, created: false, deleted: false, forced: false, commits: [{ id: commit, message: "Add the onboarding screen", author: { name: "Ada", email: "ada@example.com" } }], head_commit: { id: commit, message: "Add the onboarding screen", author: { name: "Ada", email: "ada@example.com" } }, repository: { id: 77, full_name: "acme/shop-app", name: "shop-app", owner: { login: "acme" }, default_branch: "main", private: true }, pusher: { name: "ada" }, sender: { login: "ada" } };
+  const payload = {
+    ref: "refs/heads/main",
+    before: "0".repeat(40),
+    after: commit,
+    created: false,
+    deleted: false,
+    forced: false,
+    commits: [{ id: commit, message: "Add the onboarding screen", author: { name: "Ada", email: "ada@example.com" } }],
+    head_commit: { id: commit, message: "Add the onboarding screen", author: { name: "Ada", email: "ada@example.com" } },
+    repository: { id: 77, full_name: "acme/shop-app", name: "shop-app", owner: { login: "acme" }, default_branch: "main", private: true },
+    pusher: { name: "ada" },
+    sender: { login: "ada" },
+  };
   const body = JSON.stringify(payload);
-  await fetch(`${daemon.url}/v1/webhooks/github`, { method: "POST", headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(SECRET, body) }, body });
+  await fetch(`${daemon.url}/v1/webhooks/github`, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "push",
+      "x-github-delivery": crypto.randomUUID(),
+      "x-hub-signature-256": await sign(SECRET, body),
+    },
+    body,
+  });
   const waitAll = async () => {
     for (let i = 0; i < 120; i++) {
       const builds = (await api("GET", `/v1/projects/${project.id}/builds`)).builds as Array<{ status: string }>;
@@ -93,7 +148,9 @@ try {
   await api("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: failing.id, commit_sha: commit, branch: "main" });
   await waitAll();
   // One build waiting, for the dashboard.
-  await api("POST", `/v1/projects/${project.id}/pipelines`, { name: "ios-release", execution_config: { platforms: ["ios"] } }).then((r) => api("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: r.pipeline.id, commit_sha: commit }));
+  await api("POST", `/v1/projects/${project.id}/pipelines`, { name: "ios-release", execution_config: { platforms: ["ios"] } }).then((r) =>
+    api("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: r.pipeline.id, commit_sha: commit }),
+  );
   await api("POST", "/v1/users", { email: "grace@example.com", role: "maintainer" });
   await api("POST", "/v1/users", { email: "linus@example.com", role: "developer" });
 
@@ -106,7 +163,9 @@ try {
   await page.goto(`${daemon.url}/projects/${project.id}`);
   await page.locator("table tbody tr").first().waitFor();
   await shot("project-builds");
-  const first = ((await api("GET", `/v1/projects/${project.id}/builds?limit=50`)).builds as Array<{ id: string; build_number: number }>).find((b) => b.build_number === 1)!;
+  const first = ((await api("GET", `/v1/projects/${project.id}/builds?limit=50`)).builds as Array<{ id: string; build_number: number }>).find(
+    (b) => b.build_number === 1,
+  )!;
   await page.goto(`${daemon.url}/projects/${project.id}/builds/${first.id}`);
   await page.locator('.log[data-complete="true"]').waitFor();
   await page.getByRole("heading", { name: "Log" }).scrollIntoViewIfNeeded();
@@ -125,13 +184,33 @@ try {
   await shot("administration-sign-in");
 
   // Project settings: variables and secrets, schedules, notifications, badges and retention.
-  await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE`, { value: Buffer.from("keystore bytes").toString("base64"), secret: true, file: true, protected_refs: ["main", "release/*"] });
-  await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE_PASSWORD`, { value: "correct horse", secret: true, protected_refs: ["main", "release/*"] });
+  await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE`, {
+    value: Buffer.from("keystore bytes").toString("base64"),
+    secret: true,
+    file: true,
+    protected_refs: ["main", "release/*"],
+  });
+  await api("PUT", `/v1/projects/${project.id}/variables/ANDROID_KEYSTORE_PASSWORD`, {
+    value: "correct horse",
+    secret: true,
+    protected_refs: ["main", "release/*"],
+  });
   await api("PUT", `/v1/projects/${project.id}/variables/FLAVOR`, { value: "production" });
   await api("PUT", `/v1/projects/${project.id}/variables/FLAVOR`, { value: "staging" });
   await api("POST", `/v1/pipelines/${failing.id}/schedules`, { cron: "0 3 * * 1-5", timezone: "Europe/Berlin", branch: "main", build_when_unchanged: false });
-  await api("POST", `/v1/projects/${project.id}/notifications`, { name: "#mobile-builds", channel: "slack", events: ["failed", "fixed"], slack: { url: "https://hooks.slack.example/services/T000/B000/XXXX" } });
-  await api("POST", `/v1/projects/${project.id}/notifications`, { name: "Release managers", channel: "email", events: ["failed"], branches: ["release/*"], email: { host: "smtp.example.com", from: "roost@example.com", to: ["releases@example.com"], username: "roost", password: "app-password" } });
+  await api("POST", `/v1/projects/${project.id}/notifications`, {
+    name: "#mobile-builds",
+    channel: "slack",
+    events: ["failed", "fixed"],
+    slack: { url: "https://hooks.slack.example/services/T000/B000/XXXX" },
+  });
+  await api("POST", `/v1/projects/${project.id}/notifications`, {
+    name: "Release managers",
+    channel: "email",
+    events: ["failed"],
+    branches: ["release/*"],
+    email: { host: "smtp.example.com", from: "roost@example.com", to: ["releases@example.com"], username: "roost", password: "app-password" },
+  });
   await api("PUT", `/v1/projects/${project.id}/badges`, { public: true });
   await api("PUT", `/v1/projects/${project.id}/retention`, { log_retention_days: 30, keep_builds: 200 });
   await page.goto(`${daemon.url}/projects/${project.id}?tab=variables`);
@@ -153,7 +232,7 @@ try {
   mkdirSync(kitRepo);
   writeFileSync(
     join(kitRepo, "roost.yaml"),
-    "version: 1\npipelines:\n  widgetbook:\n    triggers:\n      events: [push, pull_request]\n      branches: [main]\n    platforms: [android]\n    commands:\n      pre_build: [flutter pub get]\n      build: [flutter test, flutter build web --target lib/widgetbook.dart]\n  golden-tests:\n    triggers:\n      events: [pull_request]\n      branches: [\"**\"]\n    commands:\n      build: [flutter test --tags golden]\n",
+    'version: 1\npipelines:\n  widgetbook:\n    triggers:\n      events: [push, pull_request]\n      branches: [main]\n    platforms: [android]\n    commands:\n      pre_build: [flutter pub get]\n      build: [flutter test, flutter build web --target lib/widgetbook.dart]\n  golden-tests:\n    triggers:\n      events: [pull_request]\n      branches: ["**"]\n    commands:\n      build: [flutter test --tags golden]\n',
   );
   await sh("git init -q -b main && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'Pipelines in roost.yaml'", kitRepo);
   host.repositories.set("acme/design-system", kitRepo);
@@ -172,7 +251,13 @@ try {
   await darkPage.waitForTimeout(400);
   await darkPage.screenshot({ path: join(OUT, "build-page-dark.png") });
 
-  const phone = await tb.browser.newContext({ viewport: { width: 390, height: 844 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true, storageState: await desktop.storageState() });
+  const phone = await tb.browser.newContext({
+    viewport: { width: 390, height: 844 },
+    deviceScaleFactor: 2,
+    isMobile: true,
+    hasTouch: true,
+    storageState: await desktop.storageState(),
+  });
   const phonePage = await phone.newPage();
   await phonePage.goto(daemon.url + "/");
   await phonePage.getByRole("heading", { name: "Dashboard" }).waitFor();

@@ -21,7 +21,10 @@ const FORBIDDEN = [
 function trackedFiles(): string[] {
   const git = Bun.spawnSync(["git", "ls-files", "-z"], { cwd: ROOT, stdout: "pipe", stderr: "pipe" });
   if (git.exitCode !== 0) throw new Error(`git ls-files failed in ${ROOT}: ${git.stderr.toString()}`);
-  return git.stdout.toString().split("\0").filter((p) => p !== "" && existsSync(join(ROOT, p)));
+  return git.stdout
+    .toString()
+    .split("\0")
+    .filter((p) => p !== "" && existsSync(join(ROOT, p)));
 }
 
 function text(path: string): string | null {

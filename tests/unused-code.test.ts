@@ -8,7 +8,10 @@ const ROOT = resolve(import.meta.dir, "..");
 
 function tracked(): string[] {
   const git = Bun.spawnSync(["git", "ls-files", "-z"], { cwd: ROOT, stdout: "pipe" });
-  return git.stdout.toString().split("\0").filter((p) => /\.(ts|tsx)$/.test(p) && existsSync(join(ROOT, p)));
+  return git.stdout
+    .toString()
+    .split("\0")
+    .filter((p) => /\.(ts|tsx)$/.test(p) && existsSync(join(ROOT, p)));
 }
 
 const files = new Map(tracked().map((p) => [p, readFileSync(join(ROOT, p), "utf8")]));

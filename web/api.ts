@@ -62,7 +62,12 @@ export async function api<T>(method: string, path: string, options: CallOptions 
   }
   if (!response.ok) {
     const error = (parsed ?? {}) as { code?: string; message?: string; details?: FieldError[] };
-    const failure = new ApiFailure(response.status, error.code ?? "http_" + response.status, error.message ?? `The request failed (HTTP ${response.status}).`, error.details ?? []);
+    const failure = new ApiFailure(
+      response.status,
+      error.code ?? "http_" + response.status,
+      error.message ?? `The request failed (HTTP ${response.status}).`,
+      error.details ?? [],
+    );
     if (response.status === 401 && !options.quiet401 && (failure.code === "invalid_session" || failure.code === "missing_auth")) sessionExpired.value = true;
     throw failure;
   }

@@ -18,7 +18,15 @@ const H = 170;
 const TOP = 14;
 const BOTTOM = 18;
 
-export function Chart(props: { id: string; title: string; summary: ComponentChildren; labels: string[]; series: Series[]; format: (v: number) => string; max?: number }) {
+export function Chart(props: {
+  id: string;
+  title: string;
+  summary: ComponentChildren;
+  labels: string[];
+  series: Series[];
+  format: (v: number) => string;
+  max?: number;
+}) {
   const { id, labels, series, format } = props;
   const n = Math.max(labels.length, 1);
   const bars = series.filter((s) => s.draw === "bar");
@@ -57,9 +65,11 @@ export function Chart(props: { id: string; title: string; summary: ComponentChil
           return bars.map((s) => {
             const v = s.values[i];
             if (v === null || v === undefined || v <= 0) return null;
-            const rect = <rect class={`chart-${s.kind}`} x={i * step + step * 0.12} width={Math.max(1, step * 0.76)} y={y(base + v)} height={y(base) - y(base + v)}>
-              <title>{`${label}: ${s.name} ${format(v)}`}</title>
-            </rect>;
+            const rect = (
+              <rect class={`chart-${s.kind}`} x={i * step + step * 0.12} width={Math.max(1, step * 0.76)} y={y(base + v)} height={y(base) - y(base + v)}>
+                <title>{`${label}: ${s.name} ${format(v)}`}</title>
+              </rect>
+            );
             base += v;
             return rect;
           });

@@ -45,7 +45,13 @@ export function StatusBadge({ status, label }: { status: string; label?: string 
   );
 }
 
-export function Field(props: { label: string; name: string; error?: ApiFailure | null; hint?: ComponentChildren; children: (id: string, describedBy: string | undefined, invalid: boolean) => JSX.Element }) {
+export function Field(props: {
+  label: string;
+  name: string;
+  error?: ApiFailure | null;
+  hint?: ComponentChildren;
+  children: (id: string, describedBy: string | undefined, invalid: boolean) => JSX.Element;
+}) {
   const id = `f-${props.name}`;
   const message = props.error?.forField(props.name);
   const describedBy = [props.hint ? `${id}-hint` : "", message ? `${id}-error` : ""].filter(Boolean).join(" ") || undefined;
@@ -68,7 +74,18 @@ export function Field(props: { label: string; name: string; error?: ApiFailure |
 }
 
 /** A text input with its label and its own error from the API's details. */
-export function TextField(props: { label: string; name: string; value: string; onInput: (v: string) => void; error?: ApiFailure | null; type?: string; hint?: ComponentChildren; required?: boolean; placeholder?: string; autoComplete?: string }) {
+export function TextField(props: {
+  label: string;
+  name: string;
+  value: string;
+  onInput: (v: string) => void;
+  error?: ApiFailure | null;
+  type?: string;
+  hint?: ComponentChildren;
+  required?: boolean;
+  placeholder?: string;
+  autoComplete?: string;
+}) {
   return (
     <Field label={props.label} name={props.name} error={props.error} hint={props.hint}>
       {(id, describedBy, invalid) => (
@@ -195,7 +212,12 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: num
 
 export function LoadState({ state, what }: { state: Loaded<unknown>; what: string }) {
   if (state.error) return <Notice kind="error">{`Could not load ${what}: ${state.error.message}`}</Notice>;
-  if (state.loading && state.data === undefined) return <p class="muted" role="status">Loading {what}…</p>;
+  if (state.loading && state.data === undefined)
+    return (
+      <p class="muted" role="status">
+        Loading {what}…
+      </p>
+    );
   return null;
 }
 

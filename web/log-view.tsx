@@ -70,7 +70,13 @@ function Ansi({ text }: { text: string }) {
   return (
     <>
       {parts.map((p) => {
-        const classes = [p.fg && !p.fg.includes("truecolor") ? `${p.fg}-fg` : "", p.bg && !p.bg.includes("truecolor") ? `${p.bg}-bg` : "", ...p.decorations.map((d) => `ansi-${d}`)].filter(Boolean).join(" ");
+        const classes = [
+          p.fg && !p.fg.includes("truecolor") ? `${p.fg}-fg` : "",
+          p.bg && !p.bg.includes("truecolor") ? `${p.bg}-bg` : "",
+          ...p.decorations.map((d) => `ansi-${d}`),
+        ]
+          .filter(Boolean)
+          .join(" ");
         const style: Record<string, string> = {};
         if (p.fg_truecolor) style.color = `rgb(${p.fg_truecolor})`;
         if (p.bg_truecolor) style.backgroundColor = `rgb(${p.bg_truecolor})`;
@@ -229,9 +235,18 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
           />
         </div>
         <span class="muted" role="status" aria-live="polite">
-          {search ? (matches.length ? `${Math.min(matchIndex, matches.length - 1) + 1} of ${matches.length}` : "no match") : `${lines.length.toLocaleString()} lines`}
+          {search
+            ? matches.length
+              ? `${Math.min(matchIndex, matches.length - 1) + 1} of ${matches.length}`
+              : "no match"
+            : `${lines.length.toLocaleString()} lines`}
         </span>
-        <button type="button" class="secondary small" disabled={!matches.length} onClick={() => setMatchIndex((i) => (i + matches.length - 1) % matches.length)}>
+        <button
+          type="button"
+          class="secondary small"
+          disabled={!matches.length}
+          onClick={() => setMatchIndex((i) => (i + matches.length - 1) % matches.length)}
+        >
           Previous
         </button>
         <button type="button" class="secondary small" disabled={!matches.length} onClick={() => setMatchIndex((i) => (i + 1) % matches.length)}>
@@ -288,7 +303,10 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
                         setFolded(next);
                       }}
                     >
-                      <span aria-hidden="true">{open ? "▾" : "▸"}</span> {g.name || "Roost"} <span class="muted">({g.count} {g.count === 1 ? "line" : "lines"})</span>
+                      <span aria-hidden="true">{open ? "▾" : "▸"}</span> {g.name || "Roost"}{" "}
+                      <span class="muted">
+                        ({g.count} {g.count === 1 ? "line" : "lines"})
+                      </span>
                     </button>
                     {result && (
                       <span class="step-meta">
@@ -307,7 +325,15 @@ export function LogView({ store, version, steps, live, target, complete }: LogVi
                   </div>
                 );
               }
-              const classes = ["log-row", "log-line", line.stream === "stderr" ? "stderr" : "", row === current ? "match" : "", line.seq === target ? "target" : ""].filter(Boolean).join(" ");
+              const classes = [
+                "log-row",
+                "log-line",
+                line.stream === "stderr" ? "stderr" : "",
+                row === current ? "match" : "",
+                line.seq === target ? "target" : "",
+              ]
+                .filter(Boolean)
+                .join(" ");
               return (
                 <div class={classes} key={line.seq} id={`L${line.seq}`}>
                   <a class="ln" href={`#L${line.seq}`} aria-label={`Line ${line.seq}`}>

@@ -47,7 +47,9 @@ function Forbidden() {
   return (
     <section>
       <h1>Not for your role</h1>
-      <p>This page is for admins. <a href="/">Back to the dashboard</a>.</p>
+      <p>
+        This page is for admins. <a href="/">Back to the dashboard</a>.
+      </p>
     </section>
   );
 }
@@ -96,11 +98,36 @@ function Shell() {
     void boot();
   }, []);
   const path = location.value.path;
-  if (bootError.value) return <main id="main" class="narrow"><Notice kind="error">{`Roost did not answer: ${bootError.value}`}</Notice></main>;
-  if (setupStatus.value === null || me.value === undefined) return <main id="main" class="narrow"><p role="status">Loading…</p></main>;
-  if (setupStatus.value.state === "incomplete") return <main id="main" class="narrow"><SetupWizard /></main>;
-  if (path === "/auth/callback") return <main id="main" class="narrow"><OidcCallback /></main>;
-  if (me.value === null || sessionExpired.value) return <main id="main" class="narrow"><SignIn expired={sessionExpired.value && me.value !== null} /></main>;
+  if (bootError.value)
+    return (
+      <main id="main" class="narrow">
+        <Notice kind="error">{`Roost did not answer: ${bootError.value}`}</Notice>
+      </main>
+    );
+  if (setupStatus.value === null || me.value === undefined)
+    return (
+      <main id="main" class="narrow">
+        <p role="status">Loading…</p>
+      </main>
+    );
+  if (setupStatus.value.state === "incomplete")
+    return (
+      <main id="main" class="narrow">
+        <SetupWizard />
+      </main>
+    );
+  if (path === "/auth/callback")
+    return (
+      <main id="main" class="narrow">
+        <OidcCallback />
+      </main>
+    );
+  if (me.value === null || sessionExpired.value)
+    return (
+      <main id="main" class="narrow">
+        <SignIn expired={sessionExpired.value && me.value !== null} />
+      </main>
+    );
   if (path === "/sign-in" || path === "/setup") {
     navigate(new URLSearchParams(location.value.search).get("next") ?? "/", { replace: true });
     return null;

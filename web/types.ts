@@ -1,7 +1,16 @@
 // The API's shapes, taken from the daemon's own zod schemas as types only: nothing of zod or the
 // handlers is bundled, and a change of a schema is a type error here, not a silent drift.
 import type { z } from "zod";
-import type { BuildResource, IncidentResource, IntegrationResource, MemberResource, PipelineResource, ProjectResource, RepositoryResource, StepResult } from "../lib/schemas/ci.ts";
+import type {
+  BuildResource,
+  IncidentResource,
+  IntegrationResource,
+  MemberResource,
+  PipelineResource,
+  ProjectResource,
+  RepositoryResource,
+  StepResult,
+} from "../lib/schemas/ci.ts";
 import type { ApiToken, ApiTokenCreated, SessionResult, UserResource } from "../lib/schemas.ts";
 import type { SetupStatus as SetupStatusSchema } from "../handlers/setup/status.ts";
 import type { RunnerResource } from "../lib/runners/wire.ts";
@@ -11,7 +20,17 @@ import type { PublicOidcSettings } from "../lib/auth/oidc.ts";
 import type { PublicTrustedProxySettings } from "../lib/auth/trusted-proxy.ts";
 import type { MeResult } from "../handlers/users/me.ts";
 import type { PipelineFileResult } from "../handlers/projects/pipeline-file.ts";
-import type { Annotation, BuildListItem, BuildTestsAnswer, CoverageAnswer, HistoryEntry, TestCaseResource, TestResource, TestSummary, TrendPoint } from "../lib/test-results/schema.ts";
+import type {
+  Annotation,
+  BuildListItem,
+  BuildTestsAnswer,
+  CoverageAnswer,
+  HistoryEntry,
+  TestCaseResource,
+  TestResource,
+  TestSummary,
+  TrendPoint,
+} from "../lib/test-results/schema.ts";
 
 export type Build = z.infer<typeof BuildResource>;
 export type BuildStatus = Build["status"];

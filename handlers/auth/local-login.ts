@@ -19,7 +19,11 @@ import { removeSetupTokenFile } from "../../lib/setup-token-file.ts";
 export const LocalLoginBody = z
   .object({
     email: Email.optional().describe("optional when exactly one active user exists"),
-    recovery_capability: z.string().max(200).optional().describe("roost_rcv_… from `roost login` or `roost recover` on the host; required once the instance is ready"),
+    recovery_capability: z
+      .string()
+      .max(200)
+      .optional()
+      .describe("roost_rcv_… from `roost login` or `roost recover` on the host; required once the instance is ready"),
   })
   .strict();
 
@@ -80,7 +84,8 @@ export const endpoint = defineEndpoint({
       fail("local_capability_required", "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user.");
     }
     if (!(await consumeRecoveryCapability(ctx.db, body.recovery_capability, now))) {
-      if (mode === "remote") fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
+      if (mode === "remote")
+        fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
       fail("recovery_capability_invalid", "The capability is unknown, expired or already used; run `roost login` on this host for a new one.");
     }
 

@@ -81,7 +81,12 @@ export const endpoint = defineEndpoint({
 
     // 4. Code for tokens (with the PKCE verifier), then the ID token verified; e-mail from it or UserInfo.
     const discovery = await discover(ctx, settings.issuer);
-    const tokens = await exchangeCode(discovery, { client_id: settings.client_id, client_secret: clientSecret, redirect_uri: pending.redirect_uri }, body, pending.code_verifier);
+    const tokens = await exchangeCode(
+      discovery,
+      { client_id: settings.client_id, client_secret: clientSecret, redirect_uri: pending.redirect_uri },
+      body,
+      pending.code_verifier,
+    );
     const verified = await verifyIdToken(ctx, discovery, { ...settings, client_secret: clientSecret }, tokens, pending.nonce, now);
     const identity = await fillEmailFromUserInfo(verified.identity, discovery, settings.client_id, verified.access_token);
     if (identity.email === null) fail("missing_email", "The identity provider gave no e-mail address for this account.");

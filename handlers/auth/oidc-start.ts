@@ -13,7 +13,11 @@ import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";
 
 export const OidcStartQuery = z.object({
-  redirect_uri: z.string().max(2000).optional().describe("frontend callback; must be on the configured allow-list, else the standard callback (the first one) is used"),
+  redirect_uri: z
+    .string()
+    .max(2000)
+    .optional()
+    .describe("frontend callback; must be on the configured allow-list, else the standard callback (the first one) is used"),
 });
 
 export const OidcStartResult = z.object({
@@ -37,7 +41,8 @@ export const endpoint = defineEndpoint({
     if (instance.remote_auth_mode !== "oidc" || !settings) fail("oidc_not_configured");
 
     // 2. The redirect URI only from the allow-list (exact match, RFC 9700 §2.1): no open redirect.
-    const redirectUri = query.redirect_uri !== undefined && settings.redirect_uris.includes(query.redirect_uri) ? query.redirect_uri : settings.redirect_uris[0]!;
+    const redirectUri =
+      query.redirect_uri !== undefined && settings.redirect_uris.includes(query.redirect_uri) ? query.redirect_uri : settings.redirect_uris[0]!;
     const discovery = await discover(ctx, settings.issuer);
     const started = await buildAuthorizationUrl(discovery, settings.client_id, redirectUri, settings.scopes);
 

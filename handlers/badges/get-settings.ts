@@ -9,10 +9,15 @@ import { badgesArePublic } from "../../lib/badges.ts";
 
 export const BadgeSettings = z.object({
   public: z.boolean().describe("badges readable without sign-in (default false)"),
-  badges: z.array(z.object({ pipeline_id: z.string(), pipeline_name: z.string(), url: z.string().describe("add ?branch= for another branch than the default") })),
+  badges: z.array(
+    z.object({ pipeline_id: z.string(), pipeline_name: z.string(), url: z.string().describe("add ?branch= for another branch than the default") }),
+  ),
 });
 
-export async function badgeSettings(ctx: Parameters<typeof scopedProject>[0] & { db: Parameters<typeof all>[0]; config: { publicUrl: string | undefined }; request: Request }, projectId: string) {
+export async function badgeSettings(
+  ctx: Parameters<typeof scopedProject>[0] & { db: Parameters<typeof all>[0]; config: { publicUrl: string | undefined }; request: Request },
+  projectId: string,
+) {
   const base = ctx.config.publicUrl ?? new URL(ctx.request.url).origin;
   const pipelines = await all(ctx.db, "SELECT id, name FROM pipelines WHERE project_id = ? ORDER BY name", [projectId]);
   return {

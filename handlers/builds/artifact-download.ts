@@ -18,9 +18,17 @@ export const endpoint = defineEndpoint({
     const build = scopedBuild(ctx);
     const artifact = await findArtifact(ctx.db, build.id, params.artifact_id);
     if (!artifact || !artifactExists(ctx.config.dataDir, artifact)) fail("not_found", "No artifact with that id in this build.");
-    const name = artifact.path.split("/").pop()!.replace(/[^\w.-]/g, "_");
+    const name = artifact.path
+      .split("/")
+      .pop()!
+      .replace(/[^\w.-]/g, "_");
     return new Response(Bun.file(artifactFile(ctx.config.dataDir, build.id, artifact.id)), {
-      headers: { "content-type": "application/octet-stream", "content-disposition": `attachment; filename="${name}"`, "x-roost-artifact-sha256": artifact.sha256, "content-length": String(artifact.size) },
+      headers: {
+        "content-type": "application/octet-stream",
+        "content-disposition": `attachment; filename="${name}"`,
+        "x-roost-artifact-sha256": artifact.sha256,
+        "content-length": String(artifact.size),
+      },
     });
   },
 });

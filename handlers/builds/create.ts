@@ -78,7 +78,9 @@ async function definitionFor(
   if (found.kind === "unreadable") fail("source_host_error", found.message);
   if (found.kind === "invalid") {
     if (found.problems.length === 0) fail("invalid_pipeline_file", found.message);
-    fail("invalid_pipeline_file", found.message, { details: found.problems.map((p) => ({ path: p.path, message: p.message, line: p.line, column: p.column })) });
+    fail("invalid_pipeline_file", found.message, {
+      details: found.problems.map((p) => ({ path: p.path, message: p.message, line: p.line, column: p.column })),
+    });
   }
   return { configSnapshot: found.configSnapshot, definitionSource: found.definitionSource };
 }

@@ -18,7 +18,20 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle({ query }, ctx) {
     const pipeline = scopedPipeline(ctx);
-    const page = await listBuilds(ctx.db, { projectId: pipeline.project_id, pipelineId: pipeline.id, status: query.status, branch: query.branch, triggerType: query.trigger_type, limit: query.limit, before: query.cursor, withTotal: query.include === "total" });
-    return { builds: await withTestSummaries(ctx.db, page.builds.map(toPublicBuild)), next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore), ...(page.total === undefined ? {} : { total: page.total }) };
+    const page = await listBuilds(ctx.db, {
+      projectId: pipeline.project_id,
+      pipelineId: pipeline.id,
+      status: query.status,
+      branch: query.branch,
+      triggerType: query.trigger_type,
+      limit: query.limit,
+      before: query.cursor,
+      withTotal: query.include === "total",
+    });
+    return {
+      builds: await withTestSummaries(ctx.db, page.builds.map(toPublicBuild)),
+      next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore),
+      ...(page.total === undefined ? {} : { total: page.total }),
+    };
   },
 });

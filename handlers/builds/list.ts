@@ -16,7 +16,19 @@ export const endpoint = defineEndpoint({
   response: z.object({ builds: z.array(BuildListItem), ...ListBuildsResponse }),
   errors: [],
   async handle({ params, query }, ctx) {
-    const page = await listBuilds(ctx.db, { projectId: params.project_id, status: query.status, branch: query.branch, triggerType: query.trigger_type, limit: query.limit, before: query.cursor, withTotal: query.include === "total" });
-    return { builds: await withTestSummaries(ctx.db, page.builds.map(toPublicBuild)), next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore), ...(page.total === undefined ? {} : { total: page.total }) };
+    const page = await listBuilds(ctx.db, {
+      projectId: params.project_id,
+      status: query.status,
+      branch: query.branch,
+      triggerType: query.trigger_type,
+      limit: query.limit,
+      before: query.cursor,
+      withTotal: query.include === "total",
+    });
+    return {
+      builds: await withTestSummaries(ctx.db, page.builds.map(toPublicBuild)),
+      next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore),
+      ...(page.total === undefined ? {} : { total: page.total }),
+    };
   },
 });

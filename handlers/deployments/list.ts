@@ -22,6 +22,15 @@ export const endpoint = defineEndpoint({
   response: z.object({ deployments: z.array(DeploymentResource) }),
   errors: [],
   async handle({ query }, ctx) {
-    return { deployments: await listDeployments(ctx.db, { projectId: scopedProject(ctx).id, environment: query.environment, status: query.status, buildId: query.build_id, limit: query.limit, offset: query.offset }) };
+    return {
+      deployments: await listDeployments(ctx.db, {
+        projectId: scopedProject(ctx).id,
+        environment: query.environment,
+        status: query.status,
+        buildId: query.build_id,
+        limit: query.limit,
+        offset: query.offset,
+      }),
+    };
   },
 });

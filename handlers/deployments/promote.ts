@@ -33,10 +33,24 @@ export const endpoint = defineEndpoint({
     const build = scopedBuild(ctx);
     const publishers = build.config_snapshot.execution_config.publish ?? [];
     const base = publishers.find((p) => publisherName(p) === body.publisher);
-    if (!base) fail("not_found", publishers.length ? `Build #${build.build_number} has no publisher ${body.publisher}; it has ${publishers.map(publisherName).join(", ")}.` : `Build #${build.build_number} has no publishers.`);
+    if (!base)
+      fail(
+        "not_found",
+        publishers.length
+          ? `Build #${build.build_number} has no publisher ${body.publisher}; it has ${publishers.map(publisherName).join(", ")}.`
+          : `Build #${build.build_number} has no publishers.`,
+      );
     const merged = overridePublisher(base, body.environment, body.overrides);
-    if (!merged.ok) fail("invalid_request", "The overrides do not make a valid publisher.", { details: merged.issues.map((i) => ({ path: `body.${i.path}`, message: i.message })) });
+    if (!merged.ok)
+      fail("invalid_request", "The overrides do not make a valid publisher.", {
+        details: merged.issues.map((i) => ({ path: `body.${i.path}`, message: i.message })),
+      });
     const user = ctx.principal!.user;
-    return { deployment: await requestDeployment(ctx, build, { ...merged.publisher, name: base.name ?? publisherName(base) }, "promotion", null, { id: user.id, email: user.email }) };
+    return {
+      deployment: await requestDeployment(ctx, build, { ...merged.publisher, name: base.name ?? publisherName(base) }, "promotion", null, {
+        id: user.id,
+        email: user.email,
+      }),
+    };
   },
 });

@@ -15,7 +15,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ deleted: z.boolean() }),
   errors: [],
   async handle({ params }, ctx) {
-    if (!(await deleteEnvironment(ctx.db, scopedProject(ctx).id, params.environment))) fail("not_found", `No environment ${params.environment} in this project.`);
+    if (!(await deleteEnvironment(ctx.db, scopedProject(ctx).id, params.environment)))
+      fail("not_found", `No environment ${params.environment} in this project.`);
     return { deleted: true };
   },
 });

@@ -18,7 +18,8 @@ export const endpoint = defineEndpoint({
     const project = scopedProject(ctx);
     const current = await currentVersions(ctx.db, project.id);
     const environments = [];
-    for (const e of await listEnvironments(ctx.db, project.id)) environments.push({ ...(await toPublicEnvironment(ctx.db, e)), current: current.filter((c) => c.environment === e.name) });
+    for (const e of await listEnvironments(ctx.db, project.id))
+      environments.push({ ...(await toPublicEnvironment(ctx.db, e)), current: current.filter((c) => c.environment === e.name) });
     return { environments };
   },
 });

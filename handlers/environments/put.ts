@@ -6,7 +6,14 @@ import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedProject } from "../../lib/auth/project-access.ts";
-import { EnvironmentName, EnvironmentResource, PutEnvironmentBody, putEnvironment, resolveApprovers, toPublicEnvironment } from "../../lib/publishing/environments.ts";
+import {
+  EnvironmentName,
+  EnvironmentResource,
+  PutEnvironmentBody,
+  putEnvironment,
+  resolveApprovers,
+  toPublicEnvironment,
+} from "../../lib/publishing/environments.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_environment",
@@ -19,8 +26,19 @@ export const endpoint = defineEndpoint({
   async handle({ params, body }, ctx) {
     const project = scopedProject(ctx);
     const approvers = await resolveApprovers(ctx.db, project.id, body.approvers);
-    if (approvers.problems.length) fail("invalid_request", "Every approver must be a maintainer of the project.", { details: approvers.problems.map((p) => ({ path: `body.approvers.${p.index}`, message: p.message })) });
-    const { environment, created } = await putEnvironment(ctx.db, project.id, params.environment, body, approvers.ids, ctx.principal?.user.id ?? null, ctx.clock.now());
+    if (approvers.problems.length)
+      fail("invalid_request", "Every approver must be a maintainer of the project.", {
+        details: approvers.problems.map((p) => ({ path: `body.approvers.${p.index}`, message: p.message })),
+      });
+    const { environment, created } = await putEnvironment(
+      ctx.db,
+      project.id,
+      params.environment,
+      body,
+      approvers.ids,
+      ctx.principal?.user.id ?? null,
+      ctx.clock.now(),
+    );
     return { environment: await toPublicEnvironment(ctx.db, environment), created };
   },
 });

@@ -18,7 +18,16 @@ export const endpoint = defineEndpoint({
     const project = scopedProject(ctx);
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
     const user = ctx.principal?.user;
-    if (!(await deleteVariable(ctx.db, { projectId: project.id, pipelineId: null, environmentId: env.id }, params.key, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now()))) fail("not_found", `No secret ${params.key} in environment ${env.name}.`);
+    if (
+      !(await deleteVariable(
+        ctx.db,
+        { projectId: project.id, pipelineId: null, environmentId: env.id },
+        params.key,
+        { id: user?.id ?? null, email: user?.email ?? "" },
+        ctx.clock.now(),
+      ))
+    )
+      fail("not_found", `No secret ${params.key} in environment ${env.name}.`);
     return { deleted: true };
   },
 });

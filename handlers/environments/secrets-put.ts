@@ -23,7 +23,15 @@ export const endpoint = defineEndpoint({
     const project = scopedProject(ctx);
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
     const user = ctx.principal?.user;
-    const { variable, created } = await putVariable(ctx.db, ctx.secrets, { projectId: project.id, pipelineId: null, environmentId: env.id }, params.key, body, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    const { variable, created } = await putVariable(
+      ctx.db,
+      ctx.secrets,
+      { projectId: project.id, pipelineId: null, environmentId: env.id },
+      params.key,
+      body,
+      { id: user?.id ?? null, email: user?.email ?? "" },
+      ctx.clock.now(),
+    );
     return { secret: toPublicVariable(variable), created };
   },
 });

@@ -18,7 +18,9 @@ export const endpoint = defineEndpoint({
   async handle({ params }, ctx) {
     const integration = await findIntegration(ctx.db, params.integration_id);
     if (!integration) fail("not_found", "No integration with that id.");
-    const used = await one(ctx.db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [integration.id]);
+    const used = await one(ctx.db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [
+      integration.id,
+    ]);
     if (Number(used?.n) > 0) fail("integration_in_use", `${used!.n} project(s) build repositories of this integration; delete them first.`);
     await removeIntegration(ctx.db, integration.id, ctx.clock.now());
     return { deleted: true };

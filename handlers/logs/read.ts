@@ -9,7 +9,10 @@ import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { cutNotice, readLogPage, statsOf } from "../../lib/db/build-logs.ts";
 
 const PAGE = 1000;
-const intParam = z.string().regex(/^\d{1,15}$/).transform(Number);
+const intParam = z
+  .string()
+  .regex(/^\d{1,15}$/)
+  .transform(Number);
 
 export const endpoint = defineEndpoint({
   operationId: "get_build_logs",
@@ -17,7 +20,10 @@ export const endpoint = defineEndpoint({
   description: "Accept: text/plain for text; otherwise a JSON array of {seq, job_id, line, step, stream, ts, text}.",
   tag: "logs",
   params: z.object({ build_id: IdParam }),
-  query: z.object({ after_seq: intParam.default(0).describe("only lines after this seq"), limit: intParam.pipe(z.number().min(1)).optional().describe("at most this many lines; default all") }),
+  query: z.object({
+    after_seq: intParam.default(0).describe("only lines after this seq"),
+    limit: intParam.pipe(z.number().min(1)).optional().describe("at most this many lines; default all"),
+  }),
   produces: ["application/json", "text/plain"],
   errors: [],
   async handle({ query }, ctx) {
@@ -54,6 +60,8 @@ export const endpoint = defineEndpoint({
         controller.enqueue(encoder.encode(out));
       },
     });
-    return new Response(body, { headers: { "content-type": text ? "text/plain; charset=utf-8" : "application/json; charset=utf-8", "cache-control": "no-store" } });
+    return new Response(body, {
+      headers: { "content-type": text ? "text/plain; charset=utf-8" : "application/json; charset=utf-8", "cache-control": "no-store" },
+    });
   },
 });

@@ -24,10 +24,17 @@ import { one } from "../../lib/db/client.ts";
 export const endpoint = defineEndpoint({
   operationId: "stream_build_logs",
   summary: "Live build log (Server-Sent Events)",
-  description: "Authenticated by ?token= from POST /v1/builds/{build_id}/stream-token. Resume with Last-Event-ID or ?last_event_id=. Ends with event: revoked once the credential behind the token stops working or its user loses the project.",
+  description:
+    "Authenticated by ?token= from POST /v1/builds/{build_id}/stream-token. Resume with Last-Event-ID or ?last_event_id=. Ends with event: revoked once the credential behind the token stops working or its user loses the project.",
   tag: "logs",
   params: z.object({ build_id: IdParam }),
-  query: z.object({ token: z.string().max(200), last_event_id: z.string().regex(/^\d{1,15}$/).optional() }),
+  query: z.object({
+    token: z.string().max(200),
+    last_event_id: z
+      .string()
+      .regex(/^\d{1,15}$/)
+      .optional(),
+  }),
   produces: ["text/event-stream"],
   errors: ["not_found"],
   async handle({ params, query }, ctx) {

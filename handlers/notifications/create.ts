@@ -10,7 +10,10 @@ import { scopedProject } from "../../lib/auth/project-access.ts";
 import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications.ts";
 
 /** Splits a channel's settings into what the API shows and what is sealed. */
-export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?: string; secret?: string }; email?: Record<string, unknown> }): { config: Record<string, unknown>; secrets: ChannelSecrets } {
+export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?: string; secret?: string }; email?: Record<string, unknown> }): {
+  config: Record<string, unknown>;
+  secrets: ChannelSecrets;
+} {
   if (body.slack) return { config: { url_host: new URL(body.slack.url!).host }, secrets: { url: body.slack.url! } };
   if (body.webhook) return { config: { url_host: new URL(body.webhook.url!).host }, secrets: { url: body.webhook.url!, secret: body.webhook.secret! } };
   const { password, ...config } = body.email ?? {};
@@ -32,7 +35,17 @@ export const endpoint = defineEndpoint({
     const { config, secrets } = splitSettings(body);
     const n = await insertNotification(
       ctx,
-      { name: body.name, channel: body.channel, events: body.events, branches: body.branches, enabled: body.enabled, config, secrets, projectId: project.id, createdBy: ctx.principal?.user.id ?? null },
+      {
+        name: body.name,
+        channel: body.channel,
+        events: body.events,
+        branches: body.branches,
+        enabled: body.enabled,
+        config,
+        secrets,
+        projectId: project.id,
+        createdBy: ctx.principal?.user.id ?? null,
+      },
       ctx.clock.now(),
     );
     return { notification: await toPublicNotification(ctx.db, n) };

@@ -23,7 +23,10 @@ export const endpoint = defineEndpoint({
     const current = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
     const settings = body.slack ?? body.webhook ?? body.email;
     const other = (["slack", "webhook", "email"] as const).find((c) => c !== current.channel && body[c] !== undefined);
-    if (other) fail("invalid_request", `This notification's channel is ${current.channel}; send ${current.channel} settings (the channel cannot change).`, { details: [{ path: `body.${other}`, message: `not a ${current.channel} setting` }] });
+    if (other)
+      fail("invalid_request", `This notification's channel is ${current.channel}; send ${current.channel} settings (the channel cannot change).`, {
+        details: [{ path: `body.${other}`, message: `not a ${current.channel} setting` }],
+      });
     if (current.channel === "email" && body.email) refuseServerChangeWithoutPassword(current.config, body.email);
     await refuseChannelHosts(ctx, body);
     let config: Record<string, unknown> | undefined;
@@ -33,7 +36,12 @@ export const endpoint = defineEndpoint({
       secrets = { ...(url !== undefined ? { url } : {}), ...(secret !== undefined ? { secret } : {}), ...(password !== undefined ? { password } : {}) };
       config = { ...current.config, ...plain, ...(url !== undefined ? { url_host: new URL(url).host } : {}) };
     }
-    const n = await updateNotification(ctx, current, { name: body.name, events: body.events, branches: body.branches, enabled: body.enabled, config, secrets }, ctx.clock.now());
+    const n = await updateNotification(
+      ctx,
+      current,
+      { name: body.name, events: body.events, branches: body.branches, enabled: body.enabled, config, secrets },
+      ctx.clock.now(),
+    );
     return { notification: await toPublicNotification(ctx.db, n) };
   },
 });

@@ -16,7 +16,13 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle({ query }, ctx) {
     const p = ctx.principal!;
-    const page = await listProjects(ctx.db, { userId: p.user.id, seesAll: roleAtLeast(p.role, "admin"), q: query.q || undefined, limit: query.limit, offset: query.offset });
+    const page = await listProjects(ctx.db, {
+      userId: p.user.id,
+      seesAll: roleAtLeast(p.role, "admin"),
+      q: query.q || undefined,
+      limit: query.limit,
+      offset: query.offset,
+    });
     return { projects: page.projects.map(({ project, role }) => toPublicProject(project, role)), total: page.total };
   },
 });

@@ -21,7 +21,9 @@ export const PipelineFileResult = z.object({
   files: z.array(
     z.object({
       path: z.string().describe("a config_path the project's pipelines read (roost.yaml for a project without pipelines)"),
-      status: z.enum(["missing", "valid", "invalid", "unreadable"]).describe("missing: the pipelines configured through the API decide; valid: the file decides for the pipelines it names"),
+      status: z
+        .enum(["missing", "valid", "invalid", "unreadable"])
+        .describe("missing: the pipelines configured through the API decide; valid: the file decides for the pipelines it names"),
       pipelines: z.array(
         z.object({
           name: z.string(),

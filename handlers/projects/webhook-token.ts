@@ -18,7 +18,7 @@ export const endpoint = defineEndpoint({
   tag: "webhooks",
   params: z.object({ project_id: IdParam }),
   response: z.object({
-    token: z.string().describe("roost_whk_…: GitLab's \"Secret token\"; shown only here"),
+    token: z.string().describe('roost_whk_…: GitLab\'s "Secret token"; shown only here'),
     webhook_url: z.string(),
     repository_full_name: z.string(),
   }),
@@ -28,10 +28,14 @@ export const endpoint = defineEndpoint({
     const project = scopedProject(ctx);
     const repo = await findRepository(ctx.db, project.repository_id);
     if (!repo) fail("not_found", "The project's repository is no longer in the catalogue.");
-    if (repo.provider !== "gitlab") fail("invalid_request", "GitHub deliveries are verified with the GitHub App's webhook secret; no per-repository token is needed.");
+    if (repo.provider !== "gitlab")
+      fail("invalid_request", "GitHub deliveries are verified with the GitHub App's webhook secret; no per-repository token is needed.");
     // A project unlinked by the one-project-per-repository upgrade builds nothing, so it gets no token.
     if ((await findProjectBuildingRepository(ctx.db, repo.id)) !== project.id) {
-      fail("repository_already_linked", "Another project builds this project's repository; a repository is built by exactly one project, so this one needs no webhook token.");
+      fail(
+        "repository_already_linked",
+        "Another project builds this project's repository; a repository is built by exactly one project, so this one needs no webhook token.",
+      );
     }
     const token = await rotateWebhookToken(ctx.db, project.id);
     ctx.log.info("gitlab webhook token rotated", { request_id: ctx.requestId, project_id: project.id });

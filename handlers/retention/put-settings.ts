@@ -13,11 +13,13 @@ export const endpoint = defineEndpoint({
   summary: "Set how long a project's builds keep their logs and artifacts",
   tag: "retention",
   params: z.object({ project_id: IdParam }),
-  body: z.object({
-    log_retention_days: RetentionOverrides.shape.log_retention_days.default(null),
-    artifact_retention_days: RetentionOverrides.shape.artifact_retention_days.default(null),
-    keep_builds: RetentionOverrides.shape.keep_builds.default(null),
-  }).strict(),
+  body: z
+    .object({
+      log_retention_days: RetentionOverrides.shape.log_retention_days.default(null),
+      artifact_retention_days: RetentionOverrides.shape.artifact_retention_days.default(null),
+      keep_builds: RetentionOverrides.shape.keep_builds.default(null),
+    })
+    .strict(),
   response: RetentionSettings,
   errors: [],
   async handle({ body }, ctx) {

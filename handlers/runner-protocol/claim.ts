@@ -29,12 +29,26 @@ export const endpoint = defineEndpoint({
       const claimed = await claimJob(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
       if (claimed) {
         ctx.events.publish({ type: "build.changed", build_id: claimed.build.id, project_id: claimed.build.project_id, status: claimed.build.status });
-        return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), { status: 201, headers: { "content-type": "application/json" } });
+        return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), {
+          status: 201,
+          headers: { "content-type": "application/json" },
+        });
       }
-      const deployment = body.accepts.includes("publish") ? await claimDeployment(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds) : null;
+      const deployment = body.accepts.includes("publish")
+        ? await claimDeployment(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds)
+        : null;
       if (deployment) {
-        ctx.events.publish({ type: "deployment.changed", deployment_id: deployment.id, build_id: deployment.build_id, project_id: deployment.project_id, status: deployment.status });
-        return new Response(JSON.stringify({ publish: await publishPayload(ctx, deployment) }), { status: 201, headers: { "content-type": "application/json" } });
+        ctx.events.publish({
+          type: "deployment.changed",
+          deployment_id: deployment.id,
+          build_id: deployment.build_id,
+          project_id: deployment.project_id,
+          status: deployment.status,
+        });
+        return new Response(JSON.stringify({ publish: await publishPayload(ctx, deployment) }), {
+          status: 201,
+          headers: { "content-type": "application/json" },
+        });
       }
       const left = deadline - Date.now();
       // A runner that hung up (it is stopping) is not handed a job it would never hear of.

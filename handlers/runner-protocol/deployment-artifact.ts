@@ -19,7 +19,8 @@ export const endpoint = defineEndpoint({
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
     const listed = d.artifacts.find((a) => a.id === params.artifact_id);
     const artifact = listed ? await findArtifact(ctx.db, d.build_id, listed.id) : null;
-    if (!listed || !artifact || !artifactExists(ctx.config.dataDir, artifact)) fail("not_found", "No such artifact in this deployment (or retention deleted it).");
+    if (!listed || !artifact || !artifactExists(ctx.config.dataDir, artifact))
+      fail("not_found", "No such artifact in this deployment (or retention deleted it).");
     return new Response(Bun.file(artifactFile(ctx.config.dataDir, d.build_id, artifact.id)), {
       headers: { "content-type": "application/octet-stream", "x-roost-artifact-sha256": artifact.sha256, "content-length": String(artifact.size) },
     });

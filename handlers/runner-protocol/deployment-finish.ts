@@ -23,17 +23,37 @@ export const endpoint = defineEndpoint({
     const d = await findDeployment(ctx.db, params.deployment_id);
     if (!d || d.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
     if (d.status === "running") {
-      if (body.line_count > d.next_line) fail("log_incomplete", `Roost has ${d.next_line} of ${body.line_count} lines; send the rest, then finish.`, { headers: { "x-roost-log-next-line": String(d.next_line) } });
+      if (body.line_count > d.next_line)
+        fail("log_incomplete", `Roost has ${d.next_line} of ${body.line_count} lines; send the rest, then finish.`, {
+          headers: { "x-roost-log-next-line": String(d.next_line) },
+        });
       const now = ctx.clock.now();
       const finished = await inTransaction(ctx.db, async (tx) => {
-        const done = await finishDeployment(tx, d.id, ctx.runner!.id, { status: body.status, store_answer: body.store_answer ?? null, failure_reason: body.status === "failed" ? (body.failure_reason ?? "the publish failed") : null }, now);
+        const done = await finishDeployment(
+          tx,
+          d.id,
+          ctx.runner!.id,
+          {
+            status: body.status,
+            store_answer: body.store_answer ?? null,
+            failure_reason: body.status === "failed" ? (body.failure_reason ?? "the publish failed") : null,
+          },
+          now,
+        );
         if (done) {
           const outcome = done.status === "succeeded" ? `succeeded: ${done.store_answer?.summary ?? "published"}` : `failed: ${done.failure_reason}`;
           await appendSystemLineIn(tx, done.build_id, `[roost] publish ${done.publisher_name} to ${done.environment_name} ${outcome}`, now);
         }
         return done;
       });
-      if (finished) ctx.events.publish({ type: "deployment.changed", deployment_id: finished.id, build_id: finished.build_id, project_id: finished.project_id, status: finished.status });
+      if (finished)
+        ctx.events.publish({
+          type: "deployment.changed",
+          deployment_id: finished.id,
+          build_id: finished.build_id,
+          project_id: finished.project_id,
+          status: finished.status,
+        });
     }
     return { deployment: (await deploymentResource(ctx.db, d.id))! };
   },

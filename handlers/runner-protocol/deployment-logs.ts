@@ -22,9 +22,24 @@ export const endpoint = defineEndpoint({
   errors: ["job_not_assigned", "job_finished", "log_gap"],
   async handle({ params, body }, ctx) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
-    const result = await appendLogLines(ctx.db, d.id, d.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes, "deployments");
+    const result = await appendLogLines(
+      ctx.db,
+      d.id,
+      d.build_id,
+      body.first_line,
+      body.lines,
+      ctx.clock.now(),
+      ctx.config.runners.maxBuildLogBytes,
+      "deployments",
+    );
     if (result.kind === "ok" && result.entries.length > 0) await ctx.live.logs.publish(d.build_id, result.entries);
-    if (result.kind === "gap") fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { "x-roost-job-status": "running", "x-roost-log-next-line": String(result.next_line) } });
-    return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, { "x-roost-job-status": "running", "x-roost-log-next-line": String(result.next_line) });
+    if (result.kind === "gap")
+      fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, {
+        headers: { "x-roost-job-status": "running", "x-roost-log-next-line": String(result.next_line) },
+      });
+    return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, {
+      "x-roost-job-status": "running",
+      "x-roost-log-next-line": String(result.next_line),
+    });
   },
 });

@@ -17,7 +17,8 @@ export const endpoint = defineEndpoint({
   errors: ["job_not_assigned", "job_finished", "job_started"],
   async handle({ params }, ctx) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
-    if (!(await releaseDeployment(ctx.db, d.id, ctx.runner!.id, ctx.clock.now()))) fail("job_started", "This publish has started (it sent a log line); finish it instead of releasing it.");
+    if (!(await releaseDeployment(ctx.db, d.id, ctx.runner!.id, ctx.clock.now())))
+      fail("job_started", "This publish has started (it sent a log line); finish it instead of releasing it.");
     ctx.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: "approved" });
     return { released: true as const };
   },

@@ -25,7 +25,9 @@ export const endpoint = defineEndpoint({
     if (job.status === "lost") fail("job_finished", "This job was lost (its lease expired); its build has already failed.");
     if (job.status === "running") {
       if (body.line_count > job.next_line) {
-        fail("log_incomplete", `Roost has ${job.next_line} of ${body.line_count} lines; send the rest, then finish.`, { headers: { "x-roost-log-next-line": String(job.next_line) } });
+        fail("log_incomplete", `Roost has ${job.next_line} of ${body.line_count} lines; send the rest, then finish.`, {
+          headers: { "x-roost-log-next-line": String(job.next_line) },
+        });
       }
       // Job and build in one transaction; a build canceled meanwhile stays canceled and is answered as it is.
       await finishJob(ctx, job, body);

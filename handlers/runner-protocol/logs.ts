@@ -30,9 +30,17 @@ export const endpoint = defineEndpoint({
     if (result.kind === "ok" && result.entries.length > 0) await ctx.live.logs.publish(job.build_id, result.entries);
     const status = await jobStatusHeader(ctx, job.build_id);
     if (result.kind === "gap") {
-      fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, { headers: { ...status, "x-roost-log-next-line": String(result.next_line) } });
+      fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, {
+        headers: { ...status, "x-roost-log-next-line": String(result.next_line) },
+      });
     }
-    ctx.metrics.counter("roost_log_bytes_ingested_total", "Bytes of build log lines stored.").inc({}, body.lines.slice(Math.max(0, body.lines.length - result.accepted)).reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0));
-    return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, { ...status, "x-roost-log-next-line": String(result.next_line) });
+    ctx.metrics.counter("roost_log_bytes_ingested_total", "Bytes of build log lines stored.").inc(
+      {},
+      body.lines.slice(Math.max(0, body.lines.length - result.accepted)).reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0),
+    );
+    return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, {
+      ...status,
+      "x-roost-log-next-line": String(result.next_line),
+    });
   },
 });

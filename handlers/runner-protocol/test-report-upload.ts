@@ -29,7 +29,8 @@ export const endpoint = defineEndpoint({
   async handle({ params, query }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const build = (await findBuild(ctx.db, job.build_id))!;
-    if (await one(ctx.db, "SELECT 1 FROM test_reports WHERE build_id = ? AND path = ?", [build.id, query.path])) fail("test_report_exists", `This build already has the test report ${query.path}.`);
+    if (await one(ctx.db, "SELECT 1 FROM test_reports WHERE build_id = ? AND path = ?", [build.id, query.path]))
+      fail("test_report_exists", `This build already has the test report ${query.path}.`);
     const declared = Number(ctx.request.headers.get(HEADER.reportBytes) ?? ctx.request.headers.get("content-length") ?? NaN);
     const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
     const now = ctx.clock.now();
@@ -40,7 +41,11 @@ export const endpoint = defineEndpoint({
       return { report: await recordRejectedReport(ctx.db, { build, jobId: job.id, path: query.path, problem, bytes: 0, now }) };
     }
     const workspace = ctx.request.headers.get(HEADER.workspace);
-    const read = await readReport(ctx.request.body, { path: query.path, workspace: workspace?.startsWith("/") ? workspace : null, maxBytes: TEST_REPORT_LIMIT });
+    const read = await readReport(ctx.request.body, {
+      path: query.path,
+      workspace: workspace?.startsWith("/") ? workspace : null,
+      maxBytes: TEST_REPORT_LIMIT,
+    });
     try {
       return { report: await recordReport(ctx.db, { build, jobId: job.id, path: query.path, read, declaredBytes, now }) };
     } catch (error) {

@@ -19,7 +19,10 @@ export async function scheduleOfPipeline(db: Executor, pipelineId: string, sched
 /** 409 for a schedule the pipeline file defines: the next push of the file would undo an edit made here. */
 export function refuseFileSchedule(schedule: Schedule): void {
   if (schedule.source === "file") {
-    fail("schedule_from_file", `This schedule is defined in ${schedule.config_path ?? "the pipeline file"}; change its schedules there and push to the default branch.`);
+    fail(
+      "schedule_from_file",
+      `This schedule is defined in ${schedule.config_path ?? "the pipeline file"}; change its schedules there and push to the default branch.`,
+    );
   }
 }
 

@@ -39,14 +39,26 @@ export const endpoint = defineEndpoint({
       }
       if (remoteAuth === "oidc") {
         const oidc = await getOidcSettings(ctx.db);
-        if (!oidc) fail("remote_auth_not_configured", "Configure the identity provider first: the OpenID Connect form under Administration → Sign-in, or PUT /v1/settings/oidc.");
+        if (!oidc)
+          fail(
+            "remote_auth_not_configured",
+            "Configure the identity provider first: the OpenID Connect form under Administration → Sign-in, or PUT /v1/settings/oidc.",
+          );
         await discover(ctx, oidc.issuer); // 502 oidc_discovery_error, and nothing changes
       } else if (!(await getTrustedProxySettings(ctx.db))) {
-        fail("remote_auth_not_configured", "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy.");
+        fail(
+          "remote_auth_not_configured",
+          "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy.",
+        );
       }
     }
     await setRuntimeMode(ctx.db, body.runtime_mode, remoteAuth);
-    ctx.log.info("runtime mode changed", { request_id: ctx.requestId, user_id: ctx.principal?.user.id ?? null, runtime_mode: body.runtime_mode, remote_auth_mode: remoteAuth });
+    ctx.log.info("runtime mode changed", {
+      request_id: ctx.requestId,
+      user_id: ctx.principal?.user.id ?? null,
+      runtime_mode: body.runtime_mode,
+      remote_auth_mode: remoteAuth,
+    });
     return { runtime_mode: body.runtime_mode, remote_auth_mode: remoteAuth };
   },
 });

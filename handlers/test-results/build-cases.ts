@@ -14,13 +14,21 @@ export const Query = z.object({
   status: z
     .string()
     .max(100)
-    .transform((s) => s.split(",").map((v) => v.trim()).filter(Boolean))
+    .transform((s) =>
+      s
+        .split(",")
+        .map((v) => v.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(CaseStatus).max(4))
     .optional()
     .describe("comma-separated: passed, failed, error, skipped"),
   q: SearchQuery,
   limit: z.coerce.number().int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT),
-  cursor: z.string().regex(/^\d\.\d{1,10}$/, "must be a next_cursor this endpoint answered").optional(),
+  cursor: z
+    .string()
+    .regex(/^\d\.\d{1,10}$/, "must be a next_cursor this endpoint answered")
+    .optional(),
 });
 
 export const endpoint = defineEndpoint({

@@ -16,7 +16,10 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   query: z.object({
     limit: z.coerce.number().int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT),
-    cursor: z.string().regex(/^\d{1,12}\.\d{1,18}$/, "must be a next_cursor this endpoint answered").optional(),
+    cursor: z
+      .string()
+      .regex(/^\d{1,12}\.\d{1,18}$/, "must be a next_cursor this endpoint answered")
+      .optional(),
   }),
   response: z.object({ tests: z.array(TestResource), next_cursor: z.string().nullable() }),
   errors: [],

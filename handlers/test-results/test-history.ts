@@ -21,7 +21,12 @@ export const endpoint = defineEndpoint({
     limit: z.coerce.number().int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT),
     before: z.coerce.number().int().min(1).optional().describe("only builds numbered below this (the previous page's next_before)"),
   }),
-  response: z.object({ test: TestResource, lane: z.string().describe('the branch, or "pr:<number>"'), results: z.array(HistoryEntry), next_before: z.number().int().nullable() }),
+  response: z.object({
+    test: TestResource,
+    lane: z.string().describe('the branch, or "pr:<number>"'),
+    results: z.array(HistoryEntry),
+    next_before: z.number().int().nullable(),
+  }),
   errors: ["not_found", "invalid_request"],
   async handle({ params, query }, ctx) {
     const pipeline = scopedPipeline(ctx);

@@ -23,7 +23,10 @@ export const endpoint = defineEndpoint({
     if (!roleAtLeast(caller.role, body.role)) fail("role_not_allowed", `You cannot grant ${body.role}, which is above your own role.`);
     const existing = await findUserByEmail(ctx.db, body.email);
     if (existing) {
-      fail("user_exists", existing.active ? "A user with that e-mail already exists." : "That user exists but is deactivated; reactivate them with PATCH /v1/users/{user_id}.");
+      fail(
+        "user_exists",
+        existing.active ? "A user with that e-mail already exists." : "That user exists but is deactivated; reactivate them with PATCH /v1/users/{user_id}.",
+      );
     }
     const user = await insertUser(ctx.db, { email: body.email, role: body.role, invitedBy: caller.user.id, now: ctx.clock.now() });
     return { user: toUserResource(user) };

@@ -16,7 +16,13 @@ export const endpoint = defineEndpoint({
   async handle({ params }, ctx) {
     const pipeline = scopedPipeline(ctx);
     const user = ctx.principal?.user;
-    const deleted = await deleteVariable(ctx.db, { projectId: pipeline.project_id, pipelineId: pipeline.id }, params.key, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    const deleted = await deleteVariable(
+      ctx.db,
+      { projectId: pipeline.project_id, pipelineId: pipeline.id },
+      params.key,
+      { id: user?.id ?? null, email: user?.email ?? "" },
+      ctx.clock.now(),
+    );
     if (!deleted) fail("not_found", `No pipeline variable ${params.key}.`);
     return { deleted: true };
   },

@@ -18,7 +18,15 @@ export const endpoint = defineEndpoint({
   async handle({ params, body }, ctx) {
     const pipeline = scopedPipeline(ctx);
     const user = ctx.principal?.user;
-    const { variable, created } = await putVariable(ctx.db, ctx.secrets, { projectId: pipeline.project_id, pipelineId: pipeline.id }, params.key, body, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    const { variable, created } = await putVariable(
+      ctx.db,
+      ctx.secrets,
+      { projectId: pipeline.project_id, pipelineId: pipeline.id },
+      params.key,
+      body,
+      { id: user?.id ?? null, email: user?.email ?? "" },
+      ctx.clock.now(),
+    );
     return { variable: toPublicVariable(variable), created };
   },
 });

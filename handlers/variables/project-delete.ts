@@ -15,7 +15,13 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle({ params }, ctx) {
     const user = ctx.principal?.user;
-    const deleted = await deleteVariable(ctx.db, { projectId: scopedProject(ctx).id, pipelineId: null }, params.key, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    const deleted = await deleteVariable(
+      ctx.db,
+      { projectId: scopedProject(ctx).id, pipelineId: null },
+      params.key,
+      { id: user?.id ?? null, email: user?.email ?? "" },
+      ctx.clock.now(),
+    );
     if (!deleted) fail("not_found", `No project variable ${params.key}.`);
     return { deleted: true };
   },

@@ -17,7 +17,15 @@ export const endpoint = defineEndpoint({
   errors: [],
   async handle({ params, body }, ctx) {
     const user = ctx.principal?.user;
-    const { variable, created } = await putVariable(ctx.db, ctx.secrets, { projectId: scopedProject(ctx).id, pipelineId: null }, params.key, body, { id: user?.id ?? null, email: user?.email ?? "" }, ctx.clock.now());
+    const { variable, created } = await putVariable(
+      ctx.db,
+      ctx.secrets,
+      { projectId: scopedProject(ctx).id, pipelineId: null },
+      params.key,
+      body,
+      { id: user?.id ?? null, email: user?.email ?? "" },
+      ctx.clock.now(),
+    );
     return { variable: toPublicVariable(variable), created };
   },
 });

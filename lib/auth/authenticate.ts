@@ -68,12 +68,21 @@ function requireCredential(rule: AuthRule, token: string | null, where = "'Autho
   if (kind === null || !expected.kinds.includes(kind)) {
     const hint = kind === "pat" && rule === "session" ? " API tokens are revoked with DELETE /v1/api-tokens/{token_id}." : "";
     const received = describeCredential(token);
-    fail("wrong_credential", `${received[0]!.toUpperCase()}${received.slice(1)} cannot call ${expected.endpoints}: this endpoint takes ${expected.takes}.${hint}`);
+    fail(
+      "wrong_credential",
+      `${received[0]!.toUpperCase()}${received.slice(1)} cannot call ${expected.endpoints}: this endpoint takes ${expected.takes}.${hint}`,
+    );
   }
   return token;
 }
 
-export async function authenticate(rule: AuthRule, request: Request, ctx: AppContext, peer: string | null, params: Record<string, string> = {}): Promise<Authentication> {
+export async function authenticate(
+  rule: AuthRule,
+  request: Request,
+  ctx: AppContext,
+  peer: string | null,
+  params: Record<string, string> = {},
+): Promise<Authentication> {
   if (rule === "public" || rule === "webhook") return { principal: null, setupToken: null };
 
   // Rules that take a user session also read it from the browser's HttpOnly cookie when no
@@ -101,7 +110,8 @@ export async function authenticate(rule: AuthRule, request: Request, ctx: AppCon
     // still work, and its user still see the project, when the stream opens (and while it is
     // open: lib/auth/stream-guard.ts). Signed out, revoked, deactivated or removed: refused.
     const principal = await reauthenticate(ctx.db, grant.credential, ctx.clock.now());
-    if (!principal) fail("forbidden", "The session or API token this stream token was minted with no longer works (signed out, revoked, expired, or its user deactivated).");
+    if (!principal)
+      fail("forbidden", "The session or API token this stream token was minted with no longer works (signed out, revoked, expired, or its user deactivated).");
     const build = await findBuild(ctx.db, grant.build_id);
     if (!build || (await projectRoleOf(ctx.db, principal, build.project_id)) === null) {
       fail("forbidden", "The user this stream token was issued to can no longer see this build.");

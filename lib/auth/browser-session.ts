@@ -27,7 +27,10 @@ export function cookieSessionToken(request: Request, ctx: AppContext): string | 
   // The cookie is set by sign-in only, so it carries a session and nothing else: an API token
   // planted in it (by a script on a sibling subdomain, or pasted by hand) is refused, never used.
   if (credentialKind(token) !== "sess") {
-    fail("wrong_credential", `The ${SESSION_COOKIE} cookie carries a user session only, not ${describeCredential(token)}; send other credentials as 'Authorization: Bearer <token>'.`);
+    fail(
+      "wrong_credential",
+      `The ${SESSION_COOKIE} cookie carries a user session only, not ${describeCredential(token)}; send other credentials as 'Authorization: Bearer <token>'.`,
+    );
   }
   if (!SAFE_METHODS.has(request.method)) checkCsrf(request, ctx);
   return token;

@@ -28,20 +28,22 @@ const FETCH_TIMEOUT_MS = 5000;
 export const JWKS_REFETCH_COOLDOWN_SECONDS = 30;
 
 /** https, or http to a loopback host (a provider on the same machine, and the test suite). */
-const ProviderUrl = z
-  .url()
-  .refine((u) => {
-    // zod runs this refinement even when .url() has already refused the value, so parse safely.
-    const url = URL.parse(u);
-    return url !== null && (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHostHeader(url.host)));
-  }, "must be an https URL (http only for a loopback host)");
+const ProviderUrl = z.url().refine((u) => {
+  // zod runs this refinement even when .url() has already refused the value, so parse safely.
+  const url = URL.parse(u);
+  return url !== null && (url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHostHeader(url.host)));
+}, "must be an https URL (http only for a loopback host)");
 
 export const OidcSettingsBody = z
   .object({
     issuer: ProviderUrl.describe("the issuer identifier, exactly as the provider's discovery document states it"),
     client_id: z.string().min(1).max(500),
     client_secret: z.string().min(1).max(2000).describe("stored encrypted; never returned"),
-    scopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/)).max(20).optional().describe("default openid email profile; openid is always sent"),
+    scopes: z
+      .array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/))
+      .max(20)
+      .optional()
+      .describe("default openid email profile; openid is always sent"),
     redirect_uris: z.array(z.url()).min(1).max(20).describe("allow-list of frontend callback URLs; the first is the standard callback"),
     id_token_algs: z.array(z.enum(ALLOWED_ALGS)).min(1).optional().describe("default RS256 PS256 ES256 EdDSA; HS* only if listed"),
   })
@@ -202,7 +204,15 @@ export async function exchangeCode(
   );
   let response: Response;
   try {
-    response = await oauth.authorizationCodeGrantRequest(discovery, oauthClient, oauth.ClientSecretBasic(client.client_secret), parameters, client.redirect_uri, codeVerifier, requestOptions(discovery.issuer));
+    response = await oauth.authorizationCodeGrantRequest(
+      discovery,
+      oauthClient,
+      oauth.ClientSecretBasic(client.client_secret),
+      parameters,
+      client.redirect_uri,
+      codeVerifier,
+      requestOptions(discovery.issuer),
+    );
   } catch {
     fail("token_exchange_error");
   }
@@ -215,7 +225,10 @@ export async function exchangeCode(
     }
     fail("token_exchange_error", `The identity provider refused the authorization code${reason}.`);
   }
-  const body: unknown = await response.clone().json().catch(() => null);
+  const body: unknown = await response
+    .clone()
+    .json()
+    .catch(() => null);
   if (typeof body !== "object" || body === null) fail("token_exchange_error");
   const idToken = (body as Record<string, unknown>).id_token;
   if (typeof idToken !== "string" || idToken === "") fail("missing_id_token", "The identity provider returned no ID token.");
@@ -307,7 +320,14 @@ const BAD_SIGNATURE = "The ID token's signature does not verify with the identit
  * with a cached key set refetches it once and retries, at most once per
  * JWKS_REFETCH_COOLDOWN_SECONDS per issuer, so that a flood of bad tokens cannot hammer the provider.
  */
-async function verifySignature(cache: OidcCache, as: Discovery, tokenResponse: Response, idToken: string, clientSecret: string, nowSeconds: number): Promise<void> {
+async function verifySignature(
+  cache: OidcCache,
+  as: Discovery,
+  tokenResponse: Response,
+  idToken: string,
+  clientSecret: string,
+  nowSeconds: number,
+): Promise<void> {
   const { alg } = decodeProtectedHeader(idToken); // already checked against the allow-list
   if (alg?.startsWith("HS")) {
     try {
@@ -346,7 +366,12 @@ async function verifySignature(cache: OidcCache, as: Discovery, tokenResponse: R
 }
 
 /** UserInfo (OIDC Core §5.3) when the ID token carries no e-mail; its sub must equal the ID token's (§5.3.2). */
-export async function fillEmailFromUserInfo(identity: VerifiedIdentity, discovery: Discovery, clientId: string, accessToken: string): Promise<VerifiedIdentity> {
+export async function fillEmailFromUserInfo(
+  identity: VerifiedIdentity,
+  discovery: Discovery,
+  clientId: string,
+  accessToken: string,
+): Promise<VerifiedIdentity> {
   if (identity.email !== null || discovery.userinfo_endpoint === undefined) return identity;
   const client: oauth.Client = { client_id: clientId };
   let info: oauth.UserInfoResponse;

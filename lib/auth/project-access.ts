@@ -44,7 +44,13 @@ export async function projectRoleOf(db: Executor, principal: Principal, projectI
   return member;
 }
 
-const NOUN: Record<ProjectRule["via"], string> = { project_id: "project", pipeline_id: "pipeline", build_id: "build", delivery_id: "delivery", deployment_id: "deployment" };
+const NOUN: Record<ProjectRule["via"], string> = {
+  project_id: "project",
+  pipeline_id: "pipeline",
+  build_id: "build",
+  delivery_id: "delivery",
+  deployment_id: "deployment",
+};
 
 /**
  * Loads what the rule's path parameter names and checks the caller's role on its project:

@@ -28,5 +28,12 @@ export async function reauthenticate(db: Executor, credential: CredentialRef, no
   }
   const live = await findLiveApiTokenCreator(db, credential.id, now);
   if (!live) return null;
-  return { kind: "api_token", user: live.creator, role: lowerRole(live.role, live.creator.role), sessionId: null, tokenId: credential.id, credentialExpiresAt: live.expires_at };
+  return {
+    kind: "api_token",
+    user: live.creator,
+    role: lowerRole(live.role, live.creator.role),
+    sessionId: null,
+    tokenId: credential.id,
+    credentialExpiresAt: live.expires_at,
+  };
 }

@@ -65,5 +65,8 @@ export function guardStream(ctx: AppContext, opened: Principal, hooks: StreamGua
 /** The refusal a request with the ended credential gets (lib/auth/authenticate.ts). */
 function credentialEnded(kind: Principal["kind"]): StreamRefusal {
   if (kind === "api_token") return { code: "invalid_token", message: INVALID_API_TOKEN_MESSAGE };
-  return { code: "invalid_session", message: "The session that opened this stream has ended (signed out, expired, or its user deactivated or given another role); sign in again." };
+  return {
+    code: "invalid_session",
+    message: "The session that opened this stream has ended (signed out, expired, or its user deactivated or given another role); sign in again.",
+  };
 }

@@ -12,7 +12,18 @@ import type { TrustedProxySettings } from "../db/sign-in-settings.ts";
 export const DEFAULT_IDENTITY_HEADER = "X-Roost-User-Email";
 export const SHARED_SECRET_HEADER = "X-Roost-Trusted-Proxy-Secret";
 /** Headers that carry something else; naming one as the identity header would trust it for identity. */
-const RESERVED_HEADERS = new Set(["authorization", "cookie", "host", "origin", "content-type", "content-length", "x-forwarded-for", "forwarded", "x-real-ip", SHARED_SECRET_HEADER.toLowerCase()]);
+const RESERVED_HEADERS = new Set([
+  "authorization",
+  "cookie",
+  "host",
+  "origin",
+  "content-type",
+  "content-length",
+  "x-forwarded-for",
+  "forwarded",
+  "x-real-ip",
+  SHARED_SECRET_HEADER.toLowerCase(),
+]);
 
 export const TrustedProxySettingsBody = z
   .object({
@@ -33,7 +44,9 @@ export const TrustedProxySettingsBody = z
       .max(500)
       .nullable()
       .optional()
-      .describe(`sent by the proxy in ${SHARED_SECRET_HEADER}; mandatory when a trusted peer is loopback or a range wider than /24 (IPv4) or /64 (IPv6). Omit to keep the current one, null to remove it`),
+      .describe(
+        `sent by the proxy in ${SHARED_SECRET_HEADER}; mandatory when a trusted peer is loopback or a range wider than /24 (IPv4) or /64 (IPv6). Omit to keep the current one, null to remove it`,
+      ),
   })
   .strict();
 
@@ -49,7 +62,8 @@ export function resolveTrustedProxySettings(
   body: z.output<typeof TrustedProxySettingsBody>,
   current: TrustedProxySettings | null,
 ): Omit<TrustedProxySettings, "updated_at"> {
-  const secretHash = body.shared_secret === undefined ? (current?.shared_secret_hash ?? null) : body.shared_secret === null ? null : hashSecret(body.shared_secret);
+  const secretHash =
+    body.shared_secret === undefined ? (current?.shared_secret_hash ?? null) : body.shared_secret === null ? null : hashSecret(body.shared_secret);
   const broad = body.trusted_peers.filter((p) => needsSharedSecret(parseCidr(p)!));
   if (broad.length > 0 && secretHash === null) {
     fail("invalid_request", "A shared secret is required when a trusted peer is a loopback address or a broad range.", {

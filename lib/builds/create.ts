@@ -68,7 +68,9 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   const pipeline = await findPipeline(tx, input.pipelineId);
   if (!pipeline) throw new PipelineNotFoundError(input.pipelineId);
   // The number is taken in the same write transaction as the insert: no gap, no duplicate, across processes too.
-  const numbered = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [pipeline.project_id]);
+  const numbered = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [
+    pipeline.project_id,
+  ]);
   const buildNumber = Number(numbered!.n);
   const id = newId();
   const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
@@ -84,12 +86,31 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
        queue_seq, runner_route, own_max_concurrent)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     [
-      id, pipeline.project_id, pipeline.id, buildNumber, input.sourceBuildId ?? null, input.branch, input.commitSha, input.changelog ?? "",
-      JSON.stringify(snapshot), input.context === undefined ? null : JSON.stringify(input.context), input.concurrencyKey ?? null,
+      id,
+      pipeline.project_id,
+      pipeline.id,
+      buildNumber,
+      input.sourceBuildId ?? null,
+      input.branch,
+      input.commitSha,
+      input.changelog ?? "",
+      JSON.stringify(snapshot),
+      input.context === undefined ? null : JSON.stringify(input.context),
+      input.concurrencyKey ?? null,
       // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
-      input.triggerType === "schedule" ? "manual" : input.triggerType, input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
-      input.triggerRef ?? "", input.triggerActor ?? "", input.createdBy ?? null, now, now, now, input.scheduleId ?? null,
-      JSON.stringify(definitionSource), Number(queued!.seq), routeKey(routeOf(snapshot)), ownMaxConcurrent,
+      input.triggerType === "schedule" ? "manual" : input.triggerType,
+      input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
+      input.triggerRef ?? "",
+      input.triggerActor ?? "",
+      input.createdBy ?? null,
+      now,
+      now,
+      now,
+      input.scheduleId ?? null,
+      JSON.stringify(definitionSource),
+      Number(queued!.seq),
+      routeKey(routeOf(snapshot)),
+      ownMaxConcurrent,
     ],
   );
   const build = toBuild(row!);

@@ -39,7 +39,8 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
   const result = await inTransaction(deps.db, async (tx) => {
     if (!(await markJob(tx, job.id, "finished", now))) return null;
     // Recorded also when the build had already ended (canceled, timed out): it did run with it.
-    if (outcome.flutter_sdk) await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(outcome.flutter_sdk), job.build_id] });
+    if (outcome.flutter_sdk)
+      await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(outcome.flutter_sdk), job.build_id] });
     if (outcome.executor) await tx.execute({ sql: "UPDATE builds SET executor = ? WHERE id = ?", args: [JSON.stringify(outcome.executor), job.build_id] });
     const build = await transitionBuildIn(tx, now, job.build_id, transition, {
       exit_code: outcome.exit_code,
@@ -50,7 +51,8 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
   });
   if (!result) return false;
   await afterCommit(deps, job, result.build);
-  for (const d of result.deployments) deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
+  for (const d of result.deployments)
+    deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
   return true;
 }
 

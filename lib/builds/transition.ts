@@ -61,10 +61,20 @@ export async function transitionBuildIn(
      WHERE id = ? AND status IN (${from.map(() => "?").join(", ")})
      RETURNING *`,
     [
-      to, transition, now, transition, now,
-      transition, fields.runner_id ?? null, fields.exit_code ?? null, fields.failure_reason ?? null,
-      fields.runner_policy_block_reason !== undefined ? 1 : 0, fields.runner_policy_block_reason ?? null,
-      now, buildId, ...from,
+      to,
+      transition,
+      now,
+      transition,
+      now,
+      transition,
+      fields.runner_id ?? null,
+      fields.exit_code ?? null,
+      fields.failure_reason ?? null,
+      fields.runner_policy_block_reason !== undefined ? 1 : 0,
+      fields.runner_policy_block_reason ?? null,
+      now,
+      buildId,
+      ...from,
     ],
   );
   return row ? toBuild(row) : null;

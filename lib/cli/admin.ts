@@ -22,7 +22,19 @@ const now = () => Math.floor(Date.now() / 1000);
 /** The operator at the host acts with the owner's authority. */
 const HOST_OPERATOR: Principal = {
   kind: "session",
-  user: { id: "host-operator", email: "host-operator", role: "owner", active: true, oidc_issuer: null, oidc_subject: null, avatar_url: "", invited_by: null, created_at: 0, updated_at: 0, deactivated_at: null },
+  user: {
+    id: "host-operator",
+    email: "host-operator",
+    role: "owner",
+    active: true,
+    oidc_issuer: null,
+    oidc_subject: null,
+    avatar_url: "",
+    invited_by: null,
+    created_at: 0,
+    updated_at: 0,
+    deactivated_at: null,
+  },
   role: "owner",
   sessionId: null,
   tokenId: null,
@@ -126,7 +138,9 @@ async function tokenCommand(db: Db, command: Extract<AdminCommand, { group: "tok
     const t = now();
     return {
       code: 0,
-      out: page.rows.map((r) => `${r.id}\t${r.name}\t${r.role}\t${r.created_by_email}\t${r.revoked_at ? "revoked" : r.expires_at <= t ? "expired" : "active"}`).join("\n"),
+      out: page.rows
+        .map((r) => `${r.id}\t${r.name}\t${r.role}\t${r.created_by_email}\t${r.revoked_at ? "revoked" : r.expires_at <= t ? "expired" : "active"}`)
+        .join("\n"),
     };
   }
   const token = await findApiToken(db, command.tokenId);

@@ -16,7 +16,9 @@ export async function openExistingDatabase(config: Config, command: string): Pro
   if (config.databaseUrl.startsWith("file:")) {
     const path = filePath(config.databaseUrl);
     if (!existsSync(path)) {
-      throw new UsageError(`${command}: no Roost database in ${config.dataDir} (looked for ${path}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one`);
+      throw new UsageError(
+        `${command}: no Roost database in ${config.dataDir} (looked for ${path}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one`,
+      );
     }
   }
   let db: Db | null = null;
@@ -28,5 +30,7 @@ export async function openExistingDatabase(config: Config, command: string): Pro
     throw new UsageError(`${command}: cannot open the database ${where}: ${(error as Error).message.replace(/\s*\n\s*/g, " ")}`);
   }
   db.close();
-  throw new UsageError(`${command}: ${where} is not a Roost database (it has no schema_migrations); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's`);
+  throw new UsageError(
+    `${command}: ${where} is not a Roost database (it has no schema_migrations); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's`,
+  );
 }

@@ -19,7 +19,6 @@ export function sha256Stream(): { update(chunk: Uint8Array): void; hex(): string
   return { update: (chunk) => void hash.update(chunk), hex: () => hash.digest("hex") };
 }
 
-
 /**
  * Whether `hex` is the HMAC-SHA256 of `body` with `secret`, compared in constant time: the
  * signature every webhook host Roost receives from uses, in its own header format.

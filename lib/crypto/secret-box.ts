@@ -70,7 +70,11 @@ export async function createSecretBox(rawKey: Uint8Array): Promise<SecretBox> {
         // Node's native base64url decoder: the sealed blob of a private key is a few kilobytes.
         const iv = Buffer.from(parts[1]!, "base64url");
         const data = Buffer.from(parts[2]!, "base64url");
-        const plain = await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(iv), additionalData: encoder.encode(purpose) }, key, new Uint8Array(data));
+        const plain = await crypto.subtle.decrypt(
+          { name: "AES-GCM", iv: new Uint8Array(iv), additionalData: encoder.encode(purpose) },
+          key,
+          new Uint8Array(data),
+        );
         text = new TextDecoder().decode(plain);
       } catch {
         throw new DecryptionError("the value cannot be decrypted with this key");

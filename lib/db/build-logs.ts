@@ -83,7 +83,16 @@ const waitingFor = new WeakMap<Db, { queue: Waiting[]; running: boolean }>();
  * that transaction fails, its appends are written again one by one, so that only a failing one
  * fails.
  */
-export function appendLogLines(db: Db, jobId: string, buildId: string, firstLine: number, lines: LogLineInput[], now: number, capBytes: number, from: LineOwner = "jobs"): Promise<AppendResult> {
+export function appendLogLines(
+  db: Db,
+  jobId: string,
+  buildId: string,
+  firstLine: number,
+  lines: LogLineInput[],
+  now: number,
+  capBytes: number,
+  from: LineOwner = "jobs",
+): Promise<AppendResult> {
   let state = waitingFor.get(db);
   if (!state) waitingFor.set(db, (state = { queue: [], running: false }));
   const queue = state;
@@ -177,7 +186,10 @@ async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[
       if (build.head_last_seq !== null && build.bytes + size > a.capBytes) {
         // Make room in the tail: drop its oldest lines (never the head), the ones just added included.
         if (rows.length > 0) await insertRows();
-        const oldest = await all(tx, "SELECT seq, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT 1000", [a.buildId, build.head_last_seq]);
+        const oldest = await all(tx, "SELECT seq, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT 1000", [
+          a.buildId,
+          build.head_last_seq,
+        ]);
         let freed = 0;
         let upTo = build.head_last_seq;
         for (const row of oldest) {
@@ -186,7 +198,8 @@ async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[
           upTo = Number(row.seq);
           build.cut_lines++;
         }
-        if (upTo > build.head_last_seq) await tx.execute({ sql: "DELETE FROM build_logs WHERE build_id = ? AND seq > ? AND seq <= ?", args: [a.buildId, build.head_last_seq, upTo] });
+        if (upTo > build.head_last_seq)
+          await tx.execute({ sql: "DELETE FROM build_logs WHERE build_id = ? AND seq > ? AND seq <= ?", args: [a.buildId, build.head_last_seq, upTo] });
         build.bytes -= freed;
         build.cut_bytes += freed;
         if (build.bytes + size > a.capBytes) {
@@ -245,7 +258,10 @@ export async function appendSystemLine(db: Db, buildId: string, text: string, no
 export async function appendSystemLineIn(tx: Executor, buildId: string, text: string, now: number): Promise<number> {
   const stats = await statsOf(tx, buildId);
   const seq = stats.last_seq + 1;
-  await tx.execute({ sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)", args: [buildId, seq, now, text] });
+  await tx.execute({
+    sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)",
+    args: [buildId, seq, now, text],
+  });
   await tx.execute({
     sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) VALUES (?, ?, ?)
           ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes`,
@@ -273,8 +289,20 @@ function statsFrom(row: Row): LogStats {
 
 /** One page of lines after `afterSeq`, oldest first. */
 export async function readLogPage(db: Executor, buildId: string, afterSeq: number, limit: number): Promise<LogEntry[]> {
-  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT ?", [buildId, afterSeq, limit]);
-  return rows.map((r) => ({ seq: Number(r.seq), job_id: String(r.job_id), line: Number(r.line), step: String(r.step), stream: String(r.stream), ts: Number(r.ts), text: String(r.text) }));
+  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT ?", [
+    buildId,
+    afterSeq,
+    limit,
+  ]);
+  return rows.map((r) => ({
+    seq: Number(r.seq),
+    job_id: String(r.job_id),
+    line: Number(r.line),
+    step: String(r.step),
+    stream: String(r.stream),
+    ts: Number(r.ts),
+    text: String(r.text),
+  }));
 }
 
 /** The sentence readers show where the cap cut lines out. */

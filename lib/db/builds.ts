@@ -109,7 +109,6 @@ export async function findBuild(db: Executor, id: string): Promise<Build | null>
   return row ? toBuild(row) : null;
 }
 
-
 /**
  * At most this many index entries a page walks past when a filter the index does not hold is
  * checked row by row (several filters at once); a page that stops there carries fewer builds and a
@@ -153,7 +152,8 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
   // The index range to read: a pipeline's branch and status together (builds_pipeline_branch_status),
   // else one filter, the one likely to match fewest builds first (few builds are queued or running).
   const active = f.status === "queued" || f.status === "running" ? status : null;
-  const leading: Condition[] = f.pipelineId && branch && status ? [branch, status] : [active ?? branch ?? status ?? trigger].filter((c): c is Condition => c !== null);
+  const leading: Condition[] =
+    f.pipelineId && branch && status ? [branch, status] : [active ?? branch ?? status ?? trigger].filter((c): c is Condition => c !== null);
   const rest = [status, branch, trigger].filter((c): c is Condition => c !== null && !leading.includes(c));
   const range = [scope, ...leading];
   const rangeSql = range.map(([sql]) => sql).join(" AND ");
@@ -163,7 +163,11 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
   let builds: Build[];
   let nextBefore: number | null;
   if (rest.length === 0) {
-    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ?`, [...rangeArgs, before, f.limit + 1]);
+    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ?`, [
+      ...rangeArgs,
+      before,
+      f.limit + 1,
+    ]);
     builds = rows.slice(0, f.limit).map(toBuild);
     nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
   } else {
@@ -173,7 +177,12 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
     const checked = ["status", "branch", "trigger_kind"].filter((c) => rest.some(([sql]) => sql.startsWith(`${c} `)));
     const window = `SELECT rowid AS r, build_number AS n, ${checked.join(", ")} FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ${LIST_SCAN_BUDGET}`;
     const restSql = rest.map(([sql]) => `w.${sql}`).join(" AND ");
-    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT ?`, [...rangeArgs, before, ...rest.map(([, v]) => v), f.limit + 1]);
+    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT ?`, [
+      ...rangeArgs,
+      before,
+      ...rest.map(([, v]) => v),
+      f.limit + 1,
+    ]);
     builds = rows.slice(0, f.limit).map(toBuild);
     if (rows.length > f.limit) nextBefore = builds[builds.length - 1]!.build_number;
     else {
@@ -196,6 +205,10 @@ async function countBuilds(db: Executor, f: BuildFilter): Promise<number> {
   if (f.status) where.push(["status = ?", f.status]);
   if (f.triggerType) where.push(["trigger_kind = ?", f.triggerType]);
   const table = f.branch !== undefined ? "build_branch_counts" : "build_counts";
-  const row = await one(db, `SELECT COALESCE(SUM(n), 0) AS n FROM ${table} WHERE ${where.map(([sql]) => sql).join(" AND ")}`, where.map(([, v]) => v));
+  const row = await one(
+    db,
+    `SELECT COALESCE(SUM(n), 0) AS n FROM ${table} WHERE ${where.map(([sql]) => sql).join(" AND ")}`,
+    where.map(([, v]) => v),
+  );
   return Number(row?.n ?? 0);
 }

@@ -10,7 +10,20 @@
 // Both set busy_timeout = 0, so no call ever sleeps inside SQLite; a busy database (another
 // process writing) is retried on a timer instead (retryBusy in lib/db/database.ts).
 import { Database } from "bun:sqlite";
-import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db, type NormalizedStatement, type ResultSet, type Row, type Statement, type Transaction } from "./database.ts";
+import {
+  isBusy,
+  isRead,
+  mustRunAlone,
+  normalize,
+  retryBusy,
+  type Args,
+  type Db,
+  type NormalizedStatement,
+  type ResultSet,
+  type Row,
+  type Statement,
+  type Transaction,
+} from "./database.ts";
 import { WriteQueue, type WriteSession } from "./write-queue.ts";
 
 /**
@@ -22,7 +35,8 @@ import { WriteQueue, type WriteSession } from "./write-queue.ts";
  * file it changes nothing.
  * https://www.sqlite.org/pragma.html
  */
-const CONNECTION_SETTINGS = "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
+const CONNECTION_SETTINGS =
+  "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
 
 class Connection {
   readonly native: Database;

@@ -33,12 +33,7 @@ export function runtimeMode(instance: Instance): RuntimeMode {
   return instance.runtime_mode ?? "local";
 }
 
-export async function setPreferences(
-  db: Executor,
-  runtime: RuntimeMode,
-  remoteAuth: RemoteAuthMode | null,
-  now: number,
-): Promise<boolean> {
+export async function setPreferences(db: Executor, runtime: RuntimeMode, remoteAuth: RemoteAuthMode | null, now: number): Promise<boolean> {
   const result = await db.execute({
     sql: "UPDATE instance SET runtime_mode = ?, remote_auth_mode = ?, preferences_set_at = ? WHERE id = 1 AND state = 'incomplete'",
     args: [runtime, remoteAuth, now],

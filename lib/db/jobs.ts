@@ -84,20 +84,35 @@ export async function claimJob(db: Db, runner: Runner, claimId: string, now: num
     const build = await transitionBuildIn(tx, now, candidate.id, "start", { runner_id: runner.id, runner_policy_block_reason: null });
     if (!build) return null;
     const job = toJob(
-      (await one(tx, "INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *", [
-        newId(), build.id, runner.id, claimId, now + leaseSeconds, now,
-      ]))!,
+      (await one(
+        tx,
+        "INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *",
+        [newId(), build.id, runner.id, claimId, now + leaseSeconds, now],
+      ))!,
     );
     return { job, build };
   });
 }
 
 /** Renews the leases of the given running jobs of this runner; returns the ones whose build was canceled (or is gone). */
-export async function heartbeat(db: Executor, runnerId: string, jobIds: string[], now: number, leaseSeconds: number): Promise<{ renewed: string[]; cancel: string[] }> {
+export async function heartbeat(
+  db: Executor,
+  runnerId: string,
+  jobIds: string[],
+  now: number,
+  leaseSeconds: number,
+): Promise<{ renewed: string[]; cancel: string[] }> {
   if (jobIds.length === 0) return { renewed: [], cancel: [] };
   const marks = jobIds.map(() => "?").join(", ");
-  await db.execute({ sql: `UPDATE jobs SET lease_expires_at = ? WHERE runner_id = ? AND status = 'running' AND id IN (${marks})`, args: [now + leaseSeconds, runnerId, ...jobIds] });
-  const rows = await all(db, `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = ? AND j.id IN (${marks})`, [runnerId, ...jobIds]);
+  await db.execute({
+    sql: `UPDATE jobs SET lease_expires_at = ? WHERE runner_id = ? AND status = 'running' AND id IN (${marks})`,
+    args: [now + leaseSeconds, runnerId, ...jobIds],
+  });
+  const rows = await all(
+    db,
+    `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = ? AND j.id IN (${marks})`,
+    [runnerId, ...jobIds],
+  );
   const known = new Set(rows.map((r) => String(r.id)));
   const cancel = rows.filter((r) => r.job_status !== "running" || r.build_status !== "running").map((r) => String(r.id));
   for (const id of jobIds) if (!known.has(id)) cancel.push(id);
@@ -110,5 +125,7 @@ export async function expiredJobs(db: Executor, now: number): Promise<Job[]> {
 }
 
 export async function markJob(db: Executor, id: string, status: "finished" | "lost", now: number): Promise<boolean> {
-  return (await db.execute({ sql: "UPDATE jobs SET status = ?, finished_at = ? WHERE id = ? AND status = 'running'", args: [status, now, id] })).rowsAffected === 1;
+  return (
+    (await db.execute({ sql: "UPDATE jobs SET status = ?, finished_at = ? WHERE id = ? AND status = 'running'", args: [status, now, id] })).rowsAffected === 1
+  );
 }

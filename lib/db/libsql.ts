@@ -7,7 +7,21 @@
 // exercised by every test. The @libsql/client modules are imported only when used: the file mode
 // loads libSQL's native addon, which the compiled binary does not carry.
 import type { Client, InArgs, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
-import { isBusy, isRead, mustRunAlone, normalize, retryBusy, type Args, type Db, type NormalizedStatement, type ResultSet, type Row, type Statement, type Transaction, type Value } from "./database.ts";
+import {
+  isBusy,
+  isRead,
+  mustRunAlone,
+  normalize,
+  retryBusy,
+  type Args,
+  type Db,
+  type NormalizedStatement,
+  type ResultSet,
+  type Row,
+  type Statement,
+  type Transaction,
+  type Value,
+} from "./database.ts";
 import { WriteQueue, type WriteSession } from "./write-queue.ts";
 
 /**
@@ -205,7 +219,12 @@ class ReadPipeline {
       }
       let results: ResultSet[] | undefined;
       try {
-        results = (await this.#client.batch(taken.map((t) => toLibsql(t.stmt)), "read")).map(toResult);
+        results = (
+          await this.#client.batch(
+            taken.map((t) => toLibsql(t.stmt)),
+            "read",
+          )
+        ).map(toResult);
       } catch {
         // Which read failed, and why, is each one's own answer.
         await Promise.all(taken.map((t) => this.#one(t.stmt).then(t.resolve, t.reject)));

@@ -45,9 +45,7 @@ export async function appliedVersion(db: Db): Promise<number> {
 }
 
 export async function migrate(db: Db, now: () => number): Promise<{ from: number; to: number }> {
-  await db.execute(
-    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
-  );
+  await db.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
   const from = await appliedVersion(db);
   if (from > LATEST_SCHEMA_VERSION) {
     throw new Error(`The database is at schema version ${from}, newer than this roost (${LATEST_SCHEMA_VERSION}); upgrade roost.`);

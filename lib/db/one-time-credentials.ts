@@ -71,10 +71,6 @@ export async function consumeRecoveryCapability(db: Executor, token: string, now
   if (!parsed) return false;
   const row = await one(db, "SELECT * FROM recovery_capabilities WHERE id = ?", [parsed.id]);
   if (!row || !secretMatches(parsed.secret, str(row, "secret_hash"))) return false;
-  const spent = await run(
-    db,
-    "UPDATE recovery_capabilities SET used_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?",
-    [now, parsed.id, now],
-  );
+  const spent = await run(db, "UPDATE recovery_capabilities SET used_at = ? WHERE id = ? AND used_at IS NULL AND expires_at > ?", [now, parsed.id, now]);
   return spent === 1;
 }

@@ -57,7 +57,20 @@ export async function insertPipeline(db: Executor, projectId: string, f: Pipelin
     db,
     `INSERT INTO pipelines (id, project_id, name, enabled, config_path, config_path_explicit, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    [newId(), projectId, f.name, f.enabled ? 1 : 0, f.config_path, f.config_path_explicit ? 1 : 0, f.concurrency.cancel_previous ? 1 : 0, f.concurrency.max_concurrent, JSON.stringify(f.trigger_config), JSON.stringify(f.execution_config), now, now],
+    [
+      newId(),
+      projectId,
+      f.name,
+      f.enabled ? 1 : 0,
+      f.config_path,
+      f.config_path_explicit ? 1 : 0,
+      f.concurrency.cancel_previous ? 1 : 0,
+      f.concurrency.max_concurrent,
+      JSON.stringify(f.trigger_config),
+      JSON.stringify(f.execution_config),
+      now,
+      now,
+    ],
   );
   return toPipeline(row!);
 }
@@ -67,7 +80,18 @@ export async function replacePipeline(db: Executor, id: string, f: PipelineField
     db,
     `UPDATE pipelines SET name = ?, enabled = ?, config_path = ?, config_path_explicit = ?, cancel_previous = ?, max_concurrent = ?,
        trigger_config = ?, execution_config = ?, updated_at = ? WHERE id = ? RETURNING *`,
-    [f.name, f.enabled ? 1 : 0, f.config_path, f.config_path_explicit ? 1 : 0, f.concurrency.cancel_previous ? 1 : 0, f.concurrency.max_concurrent, JSON.stringify(f.trigger_config), JSON.stringify(f.execution_config), now, id],
+    [
+      f.name,
+      f.enabled ? 1 : 0,
+      f.config_path,
+      f.config_path_explicit ? 1 : 0,
+      f.concurrency.cancel_previous ? 1 : 0,
+      f.concurrency.max_concurrent,
+      JSON.stringify(f.trigger_config),
+      JSON.stringify(f.execution_config),
+      now,
+      id,
+    ],
   );
   return row ? toPipeline(row) : null;
 }

@@ -172,7 +172,11 @@ export interface Member {
 }
 
 export async function listMembers(db: Executor, projectId: string): Promise<Member[]> {
-  const rows = await all(db, "SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = ? ORDER BY u.email", [projectId]);
+  const rows = await all(
+    db,
+    "SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = ? ORDER BY u.email",
+    [projectId],
+  );
   return rows.map((r) => ({ user_id: str(r, "user_id"), email: str(r, "email"), role: str(r, "role") as ProjectRole, created_at: num(r, "created_at") }));
 }
 

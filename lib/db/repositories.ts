@@ -63,7 +63,21 @@ export async function upsertRepositories(
             ON CONFLICT (integration_id, external_id) DO UPDATE SET
               full_name = excluded.full_name, default_branch = excluded.default_branch, is_private = excluded.is_private,
               avatar_url = excluded.avatar_url, clone_url = excluded.clone_url, updated_at = excluded.updated_at`,
-      args: [newId(), integration.id, integration.provider, r.external_id, r.full_name, r.default_branch, r.is_private ? 1 : 0, r.avatar_url, integration.installation_id ?? "", integration.web_url, r.clone_url, now, now],
+      args: [
+        newId(),
+        integration.id,
+        integration.provider,
+        r.external_id,
+        r.full_name,
+        r.default_branch,
+        r.is_private ? 1 : 0,
+        r.avatar_url,
+        integration.installation_id ?? "",
+        integration.web_url,
+        r.clone_url,
+        now,
+        now,
+      ],
     });
   }
   return remote.length;
@@ -84,7 +98,10 @@ export async function findRepositoriesByExternalId(db: Executor, forge: string, 
   return (await all(db, "SELECT * FROM repositories WHERE provider = ? AND external_id = ?", [forge, externalId])).map(toRepository);
 }
 
-export async function searchRepositories(db: Executor, options: { q: string | undefined; limit: number; offset: number }): Promise<{ repositories: Repository[]; total: number }> {
+export async function searchRepositories(
+  db: Executor,
+  options: { q: string | undefined; limit: number; offset: number },
+): Promise<{ repositories: Repository[]; total: number }> {
   const args: (string | number)[] = [];
   let where = "";
   if (options.q) {

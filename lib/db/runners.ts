@@ -41,10 +41,19 @@ export function allLabels(r: Runner): string[] {
   return [...new Set([...r.labels, ...r.advertised_labels])];
 }
 
-export async function insertRunner(db: Executor, f: { name: string; labels: string[]; createdBy: string }, now: number): Promise<{ runner: Runner; token: string }> {
+export async function insertRunner(
+  db: Executor,
+  f: { name: string; labels: string[]; createdBy: string },
+  now: number,
+): Promise<{ runner: Runner; token: string }> {
   const minted = mintSecret("rt");
   const row = await one(db, "INSERT INTO runners (id, name, secret_hash, labels, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *", [
-    minted.id, f.name, minted.hash, JSON.stringify(f.labels), f.createdBy, now,
+    minted.id,
+    f.name,
+    minted.hash,
+    JSON.stringify(f.labels),
+    f.createdBy,
+    now,
   ]);
   return { runner: toRunner(row!), token: minted.token };
 }
@@ -73,7 +82,12 @@ export async function listRunners(db: Executor): Promise<Runner[]> {
   return (await all(db, "SELECT * FROM runners ORDER BY name, id")).map(toRunner);
 }
 
-export async function recordConnect(db: Executor, id: string, f: { labels: string[]; capabilities: RunnerCapabilities; version: string }, now: number): Promise<void> {
+export async function recordConnect(
+  db: Executor,
+  id: string,
+  f: { labels: string[]; capabilities: RunnerCapabilities; version: string },
+  now: number,
+): Promise<void> {
   await db.execute({
     sql: "UPDATE runners SET advertised_labels = ?, capabilities = ?, version = ?, last_seen_at = ? WHERE id = ?",
     args: [JSON.stringify(f.labels), JSON.stringify(f.capabilities), f.version, now, id],

@@ -16,12 +16,7 @@ export interface SessionRow {
   expires_at: number;
 }
 
-export async function createSession(
-  db: Executor,
-  userId: string,
-  method: SessionMethod,
-  now: number,
-): Promise<{ token: string; session: SessionRow }> {
+export async function createSession(db: Executor, userId: string, method: SessionMethod, now: number): Promise<{ token: string; session: SessionRow }> {
   const minted = mintSecret("sess");
   const session: SessionRow = { id: minted.id, user_id: userId, method, created_at: now, expires_at: now + SESSION_TTL_SECONDS };
   await db.execute({

@@ -17,12 +17,27 @@ export interface StreamGrant {
   credential: CredentialRef;
 }
 
-export async function mintStreamToken(db: Executor, buildId: string, userId: string, credential: CredentialRef, now: number): Promise<{ token: string; expires_at: number }> {
+export async function mintStreamToken(
+  db: Executor,
+  buildId: string,
+  userId: string,
+  credential: CredentialRef,
+  now: number,
+): Promise<{ token: string; expires_at: number }> {
   const minted = mintSecret("st");
   const expiresAt = now + STREAM_TOKEN_TTL_SECONDS;
   await db.execute({
     sql: "INSERT INTO stream_tokens (id, secret_hash, build_id, user_id, session_id, api_token_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-    args: [minted.id, minted.hash, buildId, userId, credential.kind === "session" ? credential.id : null, credential.kind === "api_token" ? credential.id : null, now, expiresAt],
+    args: [
+      minted.id,
+      minted.hash,
+      buildId,
+      userId,
+      credential.kind === "session" ? credential.id : null,
+      credential.kind === "api_token" ? credential.id : null,
+      now,
+      expiresAt,
+    ],
   });
   await db.execute({ sql: "DELETE FROM stream_tokens WHERE expires_at <= ?", args: [now - 3600] });
   return { token: minted.token, expires_at: expiresAt };

@@ -60,10 +60,7 @@ export async function countActiveOwners(db: Executor): Promise<number> {
   return Number(row?.n ?? 0);
 }
 
-export async function insertUser(
-  db: Executor,
-  fields: { email: string; role: Role; invitedBy: string | null; now: number },
-): Promise<User> {
+export async function insertUser(db: Executor, fields: { email: string; role: Role; invitedBy: string | null; now: number }): Promise<User> {
   const id = newId();
   const row = await one(
     db,
@@ -79,10 +76,7 @@ export interface UserPage {
   total: number;
 }
 
-export async function listUsers(
-  db: Executor,
-  options: { q: string | undefined; includeInactive: boolean; limit: number; offset: number },
-): Promise<UserPage> {
+export async function listUsers(db: Executor, options: { q: string | undefined; includeInactive: boolean; limit: number; offset: number }): Promise<UserPage> {
   const where: string[] = [];
   const args: (string | number)[] = [];
   if (!options.includeInactive) where.push("active = 1");
@@ -92,20 +86,11 @@ export async function listUsers(
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM users ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM users ${clause} ORDER BY created_at, id LIMIT ? OFFSET ?`, [
-    ...args,
-    options.limit,
-    options.offset,
-  ]);
+  const rows = await all(db, `SELECT * FROM users ${clause} ORDER BY created_at, id LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
   return { users: rows.map(toUser), total: Number(total?.n ?? 0) };
 }
 
-export async function updateUser(
-  db: Executor,
-  id: string,
-  change: { role?: Role; active?: boolean },
-  now: number,
-): Promise<User | null> {
+export async function updateUser(db: Executor, id: string, change: { role?: Role; active?: boolean }, now: number): Promise<User | null> {
   const row = await one(
     db,
     `UPDATE users SET

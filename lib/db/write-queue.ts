@@ -18,7 +18,18 @@
 // group that failed either way committed nothing, so it is rolled back and run again from its
 // start, every transaction function of it called afresh, for up to BUSY_TIMEOUT_MS.
 import { AsyncLocalStorage } from "node:async_hooks";
-import { BUSY_TIMEOUT_MS, busyDelay, isRetryableWrite, normalize, retryBusy, type Args, type NormalizedStatement, type ResultSet, type Statement, type Transaction } from "./database.ts";
+import {
+  BUSY_TIMEOUT_MS,
+  busyDelay,
+  isRetryableWrite,
+  normalize,
+  retryBusy,
+  type Args,
+  type NormalizedStatement,
+  type ResultSet,
+  type Statement,
+  type Transaction,
+} from "./database.ts";
 
 /** One open write transaction on the driver's writer connection. */
 export interface WriteSession {
@@ -186,7 +197,9 @@ export class WriteQueue {
       const at = this.#queue.indexOf(job);
       if (at < 0) return;
       this.#queue.splice(at, 1);
-      job.reject(new Error("A database write inside a transaction must use the transaction's handle (tx), not the database: it waits for that transaction's own commit"));
+      job.reject(
+        new Error("A database write inside a transaction must use the transaction's handle (tx), not the database: it waits for that transaction's own commit"),
+      );
     }, NESTED_WRITE_TIMEOUT_MS);
     timer.unref?.();
     const { resolve, reject } = job;
@@ -350,7 +363,11 @@ export class WriteQueue {
     } catch (error) {
       await quietly(() => inner.rollback());
       const lost = session.lost ?? (isRetryableWrite(error) ? error : undefined);
-      if (lost !== undefined) return this.#again(done.map(([j]) => j), lost);
+      if (lost !== undefined)
+        return this.#again(
+          done.map(([j]) => j),
+          lost,
+        );
       for (const [job] of done) job.reject(error);
       return;
     }

@@ -68,7 +68,15 @@ export interface Connection {
 
 /** An integration reached at an API URL, whose host name the link-local policy checks; the web URL is the API URL unless given. */
 export function apiConnection(api_url: string, rest: { web_url?: string; app_id?: string; installation_id?: string; credentials: object }): Connection {
-  return { field: "api_url", hostname: new URL(api_url).hostname, api_url, web_url: rest.web_url ?? api_url, app_id: rest.app_id ?? null, installation_id: rest.installation_id ?? null, credentials: rest.credentials };
+  return {
+    field: "api_url",
+    hostname: new URL(api_url).hostname,
+    api_url,
+    web_url: rest.web_url ?? api_url,
+    app_id: rest.app_id ?? null,
+    installation_id: rest.installation_id ?? null,
+    credentials: rest.credentials,
+  };
 }
 
 /** An API client as the forges with a REST API have one (lib/forges/<forge>/api.ts). */
@@ -79,7 +87,10 @@ export interface ForgeApiClient {
 }
 
 /** The repository list, branch heads and files through such a client, which names a repository by `key` (GitLab: its id; the others: owner/name). */
-export function apiOperations(clientFor: (deps: ForgeDeps, integration: Integration) => Promise<ForgeApiClient>, key: keyof ForgeRepository): Pick<Forge, "listRepositories" | "branchHead" | "readFile"> {
+export function apiOperations(
+  clientFor: (deps: ForgeDeps, integration: Integration) => Promise<ForgeApiClient>,
+  key: keyof ForgeRepository,
+): Pick<Forge, "listRepositories" | "branchHead" | "readFile"> {
   return {
     listRepositories: async (deps, integration) => (await clientFor(deps, integration)).listRepositories(),
     branchHead: async (deps, integration, repository, branch) => (await clientFor(deps, integration)).getBranchHead(repository[key], branch),

@@ -45,7 +45,11 @@ export function forgeAccess(deps: ForgeDeps): ForgeAccess {
 }
 
 /** An API client of the integration: its API URL, its opened credentials and this app's way to forges. */
-export async function forgeClient<C extends object, T>(Client: new (apiUrl: string, credentials: C, access: ForgeAccess) => T, deps: ForgeDeps, integration: Integration): Promise<T> {
+export async function forgeClient<C extends object, T>(
+  Client: new (apiUrl: string, credentials: C, access: ForgeAccess) => T,
+  deps: ForgeDeps,
+  integration: Integration,
+): Promise<T> {
   return new Client(integration.api_url, await openCredentials<C>(deps.secrets, integration), forgeAccess(deps));
 }
 
@@ -77,7 +81,8 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
   const limitKey = access.limits ? rateLimitKey(url, init) : "";
   const waitUntil = access.limits?.get(limitKey);
   if (waitUntil !== undefined) {
-    if (waitUntil > access.now()) throw new ForgeApiError(`${hostOf(base)} asked to wait (rate limited) until ${new Date(waitUntil * 1000).toISOString()}`, 429, waitUntil);
+    if (waitUntil > access.now())
+      throw new ForgeApiError(`${hostOf(base)} asked to wait (rate limited) until ${new Date(waitUntil * 1000).toISOString()}`, 429, waitUntil);
     access.limits!.delete(limitKey);
   }
   let response: Response;

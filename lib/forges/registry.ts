@@ -38,4 +38,7 @@ export function forgeOf(row: { provider: string }): Forge<ForgeName> {
  * which fits any server without a forge of its own, comes last, where the API document has always
  * listed it.
  */
-export const ConnectBodies = z.discriminatedUnion("provider", [...FORGES.filter((f) => f !== git), git].map((f) => f.connectBody) as unknown as [z.ZodObject, ...z.ZodObject[]]) as unknown as z.ZodType<ConnectBody>;
+export const ConnectBodies = z.discriminatedUnion(
+  "provider",
+  [...FORGES.filter((f) => f !== git), git].map((f) => f.connectBody) as unknown as [z.ZodObject, ...z.ZodObject[]],
+) as unknown as z.ZodType<ConnectBody>;

@@ -29,7 +29,12 @@ export function repositorySecretWebhook(spec: RepositorySecretWebhook): ForgeWeb
   return {
     summary: spec.summary,
     description: spec.description,
-    credential: { kind: "signature", header: spec.signatureHeader, missing: spec.missingSignature, invalid: `${spec.signatureHeader} does not match the webhook secret.` },
+    credential: {
+      kind: "signature",
+      header: spec.signatureHeader,
+      missing: spec.missingSignature,
+      invalid: `${spec.signatureHeader} does not match the webhook secret.`,
+    },
     payloadName: `a ${spec.title} webhook payload`,
     repairAction: WEBHOOK_SECRET_REPAIR,
     readHeaders: spec.readHeaders,
@@ -45,8 +50,11 @@ async function verifyByRepositorySecret(deps: WebhookDeps, delivery: IncomingDel
   if (delivery.credential) {
     for (const candidate of candidates) {
       const integration = await findIntegration(deps.db, candidate.integration_id);
-      const secret = integration ? ((await openCredentials<{ webhook_secret?: string }>(deps.secrets, integration).catch(() => null))?.webhook_secret ?? "") : "";
-      if (integration && secret && spec.verify(secret, delivery.bytes, delivery.credential)) return { sender: { repository: candidate, projectId: null, integrations: [integration] } };
+      const secret = integration
+        ? ((await openCredentials<{ webhook_secret?: string }>(deps.secrets, integration).catch(() => null))?.webhook_secret ?? "")
+        : "";
+      if (integration && secret && spec.verify(secret, delivery.bytes, delivery.credential))
+        return { sender: { repository: candidate, projectId: null, integrations: [integration] } };
     }
   }
   const fullName = (delivery.payload as { repository?: { full_name?: unknown } } | undefined)?.repository?.full_name;

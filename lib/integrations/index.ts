@@ -39,13 +39,19 @@ export async function syncRepositories(deps: ForgeDeps & Pick<AppContext, "db">,
   } catch (error) {
     // A forge's malformed answer can put its own text in a parser's message, so only ForgeApiError's
     // fixed phrases are kept; anything else becomes one sentence.
-    const message = error instanceof ForgeApiError ? error.message : error instanceof DecryptionError ? "sync failed: the credentials cannot be decrypted with this instance's secret key" : "sync failed: the host's answer was not what Roost expected";
+    const message =
+      error instanceof ForgeApiError
+        ? error.message
+        : error instanceof DecryptionError
+          ? "sync failed: the credentials cannot be decrypted with this instance's secret key"
+          : "sync failed: the host's answer was not what Roost expected";
     await recordSync(deps.db, integration.id, now, message);
     await raiseIncident(deps.db, now, {
       severity: "warning",
       reason: SYNC_FAILED,
       message,
-      repair_action: "Check the integration's host URL and credentials, then press Sync now beside it under Administration → Integrations (the API: POST /v1/integrations/{id}/sync).",
+      repair_action:
+        "Check the integration's host URL and credentials, then press Sync now beside it under Administration → Integrations (the API: POST /v1/integrations/{id}/sync).",
       resource_kind: "integration",
       resource_id: integration.id,
       resource_name: integration.name,

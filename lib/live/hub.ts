@@ -158,14 +158,21 @@ export class BuildLogHub {
       this.#floor = this.#lastSeq;
     }
     for (const s of this.#subscribers) s.push(batch);
-    for (const w of [...this.#waiters]) if (this.#lastSeq > w.after) (this.#waiters.delete(w), w.wake(this.#lastSeq));
+    for (const w of [...this.#waiters]) if (this.#lastSeq > w.after) this.#waiters.delete(w), w.wake(this.#lastSeq);
     return this.#lastSeq;
   }
 
   /** A status report; pushed to subscribers when it moves the status forward. Returns the status now held. */
   setStatus(status: HubStatus): HubStatus {
     const current = this.#status;
-    if (current && (statusRank(status) < statusRank(current) || (statusRank(status) === statusRank(current) && status.status === current.status && status.exit_code === current.exit_code && status.last_seq <= current.last_seq))) {
+    if (
+      current &&
+      (statusRank(status) < statusRank(current) ||
+        (statusRank(status) === statusRank(current) &&
+          status.status === current.status &&
+          status.exit_code === current.exit_code &&
+          status.last_seq <= current.last_seq))
+    ) {
       return current;
     }
     const next = { status: status.status, exit_code: status.exit_code, ended: status.ended, last_seq: Math.max(status.last_seq, current?.last_seq ?? 0) };
@@ -200,9 +207,12 @@ export class BuildLogHub {
     return new Promise<number>((resolve) => {
       const waiter = { after, wake: resolve };
       this.#waiters.add(waiter);
-      setTimeout(() => {
-        if (this.#waiters.delete(waiter)) resolve(this.#lastSeq);
-      }, Math.min(60_000, Math.max(0, timeoutMs)));
+      setTimeout(
+        () => {
+          if (this.#waiters.delete(waiter)) resolve(this.#lastSeq);
+        },
+        Math.min(60_000, Math.max(0, timeoutMs)),
+      );
     });
   }
 
@@ -227,7 +237,7 @@ export function concatBytes(parts: Uint8Array[]): Uint8Array {
   if (parts.length === 1) return parts[0]!;
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
-  for (const p of parts) (out.set(p, at), (at += p.byteLength));
+  for (const p of parts) out.set(p, at), (at += p.byteLength);
   return out;
 }
 

@@ -72,7 +72,12 @@ export class LogFeed {
       if (page.length) await hub.publish(page.map(frameEntry));
     }
     const status = String(row.status) as BuildStatus;
-    const report: HubStatus = { status, exit_code: row.exit_code === null ? null : Number(row.exit_code), ended: isFinished(status) && !Number(row.running), last_seq: lastSeq };
+    const report: HubStatus = {
+      status,
+      exit_code: row.exit_code === null ? null : Number(row.exit_code),
+      ended: isFinished(status) && !Number(row.running),
+      last_seq: lastSeq,
+    };
     await hub.setStatus(report);
   }
 }

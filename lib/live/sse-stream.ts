@@ -24,7 +24,12 @@ const KEEPALIVE_MS = 15_000;
 const OPENING = "retry: 3000\n\n";
 const PING = ": ping\n\n";
 const SHUTDOWN = `retry: 1000\n${sseFrame("shutdown", { reconnect: true })}`;
-const HEADERS = { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache, no-store", "x-accel-buffering": "no", connection: "keep-alive" };
+const HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-store",
+  "x-accel-buffering": "no",
+  connection: "keep-alive",
+};
 const encoder = new TextEncoder();
 
 export interface SseStreamOptions {

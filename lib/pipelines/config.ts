@@ -22,7 +22,12 @@ export const TIMED_STEPS = ["checkout", "pre_build", "build_android", "build_ios
  */
 export const DEFAULT_CACHE_PATHS = ["$PUB_CACHE", "$GRADLE_USER_HOME/caches", "$GRADLE_USER_HOME/wrapper", "$CP_HOME_DIR"];
 export const DEFAULT_CACHE_KEY_FILES = ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"];
-export const DEFAULT_ARTIFACT_PATTERNS = ["build/app/outputs/flutter-apk/*.apk", "build/app/outputs/bundle/**/*.aab", "build/ios/ipa/*.ipa", "build/macos/Build/Products/Release/*.app"];
+export const DEFAULT_ARTIFACT_PATTERNS = [
+  "build/app/outputs/flutter-apk/*.apk",
+  "build/app/outputs/bundle/**/*.aab",
+  "build/ios/ipa/*.ipa",
+  "build/macos/Build/Products/Release/*.app",
+];
 
 /**
  * Where a build's test reports are looked for by default (docs/test-results.md): Flutter's JSON
@@ -44,7 +49,12 @@ const SECRET_PURPOSE = "pipeline-env";
 const shortText = (max: number) => z.string().max(max, `must be at most ${max} characters`);
 const command = z.string().min(1, "must not be empty").max(4096, "must be at most 4096 characters");
 const commandList = z.array(command).max(50, "at most 50 commands");
-const pattern = z.string().trim().min(1).max(255).regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+const pattern = z
+  .string()
+  .trim()
+  .min(1)
+  .max(255)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
 
 export const EnvEntryInput = z
   .object({
@@ -59,7 +69,10 @@ export const EnvEntryInput = z
 
 export const ConcurrencyInput = z
   .object({
-    cancel_previous: z.boolean().default(false).describe("a newer push or pull-request build cancels older queued/running ones of the same branch or pull request"),
+    cancel_previous: z
+      .boolean()
+      .default(false)
+      .describe("a newer push or pull-request build cancels older queued/running ones of the same branch or pull request"),
     max_concurrent: z.number().int().min(1).max(50).default(1).describe("running builds of this pipeline at once; more wait queued"),
   })
   .strict();
@@ -81,14 +94,27 @@ const cachePath = z
   .string()
   .min(1)
   .max(255)
-  .regex(/^(?:\$(?:PUB_CACHE|GRADLE_USER_HOME|CP_HOME_DIR)(?:\/[^\p{Cc}]*)?|(?!\/)(?!\$)[^\p{Cc}]+)$/u, "must start with $PUB_CACHE, $GRADLE_USER_HOME or $CP_HOME_DIR, or be relative to the checkout")
+  .regex(
+    /^(?:\$(?:PUB_CACHE|GRADLE_USER_HOME|CP_HOME_DIR)(?:\/[^\p{Cc}]*)?|(?!\/)(?!\$)[^\p{Cc}]+)$/u,
+    "must start with $PUB_CACHE, $GRADLE_USER_HOME or $CP_HOME_DIR, or be relative to the checkout",
+  )
   .refine((p) => !p.split("/").includes(".."), "must not contain ..");
 
 export const CacheConfigInput = z
   .object({
     enabled: z.boolean().default(true),
-    paths: z.array(cachePath).min(1).max(20).default(DEFAULT_CACHE_PATHS).describe("what is cached: $PUB_CACHE, $GRADLE_USER_HOME/…, $CP_HOME_DIR/… or paths relative to the checkout (e.g. ios/Pods)"),
-    key_files: z.array(pattern).min(1).max(20).default(DEFAULT_CACHE_KEY_FILES).describe("glob patterns of the files whose contents key the cache (lock files)"),
+    paths: z
+      .array(cachePath)
+      .min(1)
+      .max(20)
+      .default(DEFAULT_CACHE_PATHS)
+      .describe("what is cached: $PUB_CACHE, $GRADLE_USER_HOME/…, $CP_HOME_DIR/… or paths relative to the checkout (e.g. ios/Pods)"),
+    key_files: z
+      .array(pattern)
+      .min(1)
+      .max(20)
+      .default(DEFAULT_CACHE_KEY_FILES)
+      .describe("glob patterns of the files whose contents key the cache (lock files)"),
   })
   .strict();
 
@@ -97,7 +123,14 @@ export const CacheConfigInput = z
 // spelled to a glob (\.\. or {..,x} are .. too).
 const artifactPattern = pattern
   .refine((p) => !p.replace(/\\/g, "").startsWith("/"), "must be relative to the checkout, not an absolute path")
-  .refine((p) => !p.replace(/\\/g, "").split(/[/{},]/).includes(".."), "must not contain .. (artifacts come only from inside the checkout)");
+  .refine(
+    (p) =>
+      !p
+        .replace(/\\/g, "")
+        .split(/[/{},]/)
+        .includes(".."),
+    "must not contain .. (artifacts come only from inside the checkout)",
+  );
 
 const platformArgs = z.array(shortText(1024)).max(50);
 // A list like every other command field; a single string (the form before lists) is still
@@ -114,12 +147,21 @@ export const ImageReference = z
   .min(1)
   .max(255)
   .regex(/^[A-Za-z0-9][A-Za-z0-9._\/:-]*(?:@sha256:[a-f0-9]{64})?$/, "must be an image reference like ghcr.io/acme/flutter:3.27 or name@sha256:<64 hex digits>")
-  .refine((r) => !r.includes("//") && !r.endsWith("/") && !r.endsWith(":"), "must be an image reference like ghcr.io/acme/flutter:3.27 or name@sha256:<64 hex digits>");
+  .refine(
+    (r) => !r.includes("//") && !r.endsWith("/") && !r.endsWith(":"),
+    "must be an image reference like ghcr.io/acme/flutter:3.27 or name@sha256:<64 hex digits>",
+  );
 
 export const LimitsInput = z
   .object({
     cpus: z.number().min(0.1).max(256).optional().describe("CPUs, e.g. 2 or 0.5"),
-    memory_mb: z.number().int().min(16).max(4_194_304).optional().describe("memory in MiB, no swap beyond it; a build past it fails saying it ran out of memory"),
+    memory_mb: z
+      .number()
+      .int()
+      .min(16)
+      .max(4_194_304)
+      .optional()
+      .describe("memory in MiB, no swap beyond it; a build past it fails saying it ran out of memory"),
     pids: z.number().int().min(16).max(1_000_000).optional().describe("processes and threads at once (default 4096)"),
     disk_mb: z.number().int().min(1).max(1_073_741_824).optional().describe("MiB the build may write into its workspace and cache directories"),
   })
@@ -155,7 +197,9 @@ export const ExecutionConfigInput = z
       .max(3)
       .default(["android"])
       .refine((p) => new Set(p).size === p.length, "platforms must be unique")
-      .describe("the platforms built with `flutter build` (or platform_commands); [] builds none: a check pipeline that only runs its commands (analyze, test)"),
+      .describe(
+        "the platforms built with `flutter build` (or platform_commands); [] builds none: a check pipeline that only runs its commands (analyze, test)",
+      ),
     runner_labels: z
       .array(z.string().regex(/^[A-Za-z0-9_.:=-]{1,64}$/))
       .max(20)
@@ -167,20 +211,29 @@ export const ExecutionConfigInput = z
       .min(1)
       .max(86_400)
       .default(DEFAULT_TIMEOUT_SECONDS)
-      .describe("a build running longer is stopped like a cancel and fails with reason timeout (docs/runners.md \"Timeouts\")"),
+      .describe('a build running longer is stopped like a cancel and fails with reason timeout (docs/runners.md "Timeouts")'),
     step_timeout_seconds: z
       .partialRecord(z.enum(TIMED_STEPS), z.number().int().min(1).max(86_400))
       .default({})
-      .describe("per step (checkout, pre_build, build_android, build_ios, build_macos, build, post_build): a step running longer fails the build with reason timeout"),
+      .describe(
+        "per step (checkout, pre_build, build_android, build_ios, build_macos, build, post_build): a step running longer fails the build with reason timeout",
+      ),
     cache: CacheConfigInput.default({ enabled: true, paths: DEFAULT_CACHE_PATHS, key_files: DEFAULT_CACHE_KEY_FILES }),
-    image: ImageReference.optional().describe("the container image builds run in on a container runner (docs/runners.md \"Executors\"), e.g. ghcr.io/acme/flutter:3.27 or …@sha256:…; default: the runner's --image. A host runner ignores it"),
-    network: z.enum(["default", "none"]).optional().describe("none: the build's container has no network at all (default: on, without the host's loopback or the cloud metadata address)"),
-    limits: LimitsInput.optional().describe("the build container's limits; a runner lowers what is above its own (docs/runners.md \"Limits\")"),
+    image: ImageReference.optional().describe(
+      'the container image builds run in on a container runner (docs/runners.md "Executors"), e.g. ghcr.io/acme/flutter:3.27 or …@sha256:…; default: the runner\'s --image. A host runner ignores it',
+    ),
+    network: z
+      .enum(["default", "none"])
+      .optional()
+      .describe("none: the build's container has no network at all (default: on, without the host's loopback or the cloud metadata address)"),
+    limits: LimitsInput.optional().describe('the build container\'s limits; a runner lowers what is above its own (docs/runners.md "Limits")'),
     test_reports: z
       .array(pattern.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout"))
       .max(50)
       .default(DEFAULT_TEST_REPORT_PATTERNS)
-      .describe("glob patterns, relative to the checkout, of test reports read after the steps whether they passed or failed: the Dart JSON reporter's output, JUnit XML, lcov.info, dart analyze --format=machine (docs/test-results.md); [] reads none"),
+      .describe(
+        "glob patterns, relative to the checkout, of test reports read after the steps whether they passed or failed: the Dart JSON reporter's output, JUnit XML, lcov.info, dart analyze --format=machine (docs/test-results.md); [] reads none",
+      ),
     publish: PublishList,
   })
   .strict();
@@ -252,11 +305,7 @@ export interface ConfigSnapshot {
  * under that key (so a client can edit other fields without ever seeing the secret).
  * Returns an error sentence when a secret without a value has nothing stored to keep.
  */
-export async function storeEnv(
-  input: z.output<typeof EnvEntryInput>[],
-  previous: StoredEnvEntry[],
-  secrets: SecretBox,
-): Promise<StoredEnvEntry[] | string> {
+export async function storeEnv(input: z.output<typeof EnvEntryInput>[], previous: StoredEnvEntry[], secrets: SecretBox): Promise<StoredEnvEntry[] | string> {
   const out: StoredEnvEntry[] = [];
   for (const entry of input) {
     if (entry.value === undefined) {

@@ -9,7 +9,8 @@ import { Cron } from "croner";
 /** Five fields (minute hour day-of-month month day-of-week) or a nickname such as @daily. */
 export function cronProblem(expression: string): string | null {
   const trimmed = expression.trim();
-  if (!trimmed.startsWith("@") && trimmed.split(/\s+/).length !== 5) return "must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)";
+  if (!trimmed.startsWith("@") && trimmed.split(/\s+/).length !== 5)
+    return "must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)";
   try {
     new Cron(trimmed, { paused: true });
     return null;

@@ -62,7 +62,6 @@ class Lru<V> {
     this.#entries.delete(key);
     this.#bytes -= entry.bytes;
   }
-
 }
 
 export class PipelineFileCache {
@@ -107,7 +106,9 @@ export class PipelineFileCache {
     if (kept) return kept;
     this.parses++;
     const parsed = parsePipelineFile(text);
-    const content: FileContent = parsed.ok ? { status: "valid", pipelines: parsed.pipelines, lines: parsed.lines } : { status: "invalid", problems: parsed.problems };
+    const content: FileContent = parsed.ok
+      ? { status: "valid", pipelines: parsed.pipelines, lines: parsed.lines }
+      : { status: "invalid", problems: parsed.problems };
     this.#parsed.set(digest, content, text.length);
     return content;
   }

@@ -74,7 +74,12 @@ export async function pipelineFileStatus(ctx: ForgeDeps & Pick<AppContext, "db">
           line: read.lines.get(name) ?? 1,
           pipeline_id: pipelines.find((p) => p.name === name && p.config_path === path)?.id ?? null,
           ...snapshot,
-          schedules: definition.schedules.map((s) => ({ cron: s.cron, timezone: s.timezone, branch: s.branch ?? null, build_when_unchanged: s.build_when_unchanged })),
+          schedules: definition.schedules.map((s) => ({
+            cron: s.cron,
+            timezone: s.timezone,
+            branch: s.branch ?? null,
+            build_when_unchanged: s.build_when_unchanged,
+          })),
         });
       }
     } else if (read.status === "invalid") {

@@ -25,7 +25,10 @@ export const FilePipelineName = z
 // can read (secrets are set through the API, docs/secrets.md).
 const FileEnv = z
   .record(
-    z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be a shell variable name (letters, digits, _; at most 128)").refine((k) => !k.startsWith("ROOST_"), "ROOST_ variables are set by the runner"),
+    z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be a shell variable name (letters, digits, _; at most 128)")
+      .refine((k) => !k.startsWith("ROOST_"), "ROOST_ variables are set by the runner"),
     z.union([z.string().max(16_384, "must be at most 16384 characters"), z.number(), z.boolean()]).transform(String),
   )
   .default({})
@@ -58,7 +61,9 @@ const FileSchedules = z
   .describe("scheduled builds (cron in a time zone, of a branch); read from the default branch's file only");
 
 export const FilePipeline = ExecutionConfigInput.extend({
-  triggers: TriggerConfigInput.default({ events: ["push", "pull_request"] }).describe("which events and branches start this pipeline; branches default to the project's default branch"),
+  triggers: TriggerConfigInput.default({ events: ["push", "pull_request"] }).describe(
+    "which events and branches start this pipeline; branches default to the project's default branch",
+  ),
   concurrency: ConcurrencyInput.default({ cancel_previous: false, max_concurrent: 1 }),
   env: FileEnv,
   schedules: FileSchedules,
@@ -97,13 +102,16 @@ export type ParsedPipelineFile = { ok: true; pipelines: Map<string, FilePipeline
 
 /** Parses and validates a pipeline file's text. */
 export function parsePipelineFile(text: string): ParsedPipelineFile {
-  if (Buffer.byteLength(text) > MAX_PIPELINE_FILE_BYTES) return { ok: false, problems: [{ line: 1, column: 1, path: "", message: `the file is larger than ${MAX_PIPELINE_FILE_BYTES / 1024} KiB` }] };
+  if (Buffer.byteLength(text) > MAX_PIPELINE_FILE_BYTES)
+    return { ok: false, problems: [{ line: 1, column: 1, path: "", message: `the file is larger than ${MAX_PIPELINE_FILE_BYTES / 1024} KiB` }] };
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: true, uniqueKeys: true, version: "1.2" });
   if (doc.errors.length) {
     return {
       ok: false,
-      problems: doc.errors.slice(0, MAX_REPORTED_PROBLEMS).map((e) => ({ line: e.linePos?.[0].line ?? 1, column: e.linePos?.[0].col ?? 1, path: "", message: firstLine(e.message) })),
+      problems: doc.errors
+        .slice(0, MAX_REPORTED_PROBLEMS)
+        .map((e) => ({ line: e.linePos?.[0].line ?? 1, column: e.linePos?.[0].col ?? 1, path: "", message: firstLine(e.message) })),
     };
   }
   let value: unknown;
@@ -150,7 +158,8 @@ function positionOf(doc: Document, lineCounter: LineCounter, path: (string | num
     if (!isNode(node) || !node.range) continue;
     let offset: number | null = null;
     if (depth === path.length && key !== null) offset = keyOf(node, key);
-    if (offset === null && !isScalar(node) && depth > 0) offset = keyOf(depth === 1 ? doc.contents : doc.getIn(path.slice(0, depth - 1), true), path[depth - 1]!);
+    if (offset === null && !isScalar(node) && depth > 0)
+      offset = keyOf(depth === 1 ? doc.contents : doc.getIn(path.slice(0, depth - 1), true), path[depth - 1]!);
     const pos = lineCounter.linePos(offset ?? node.range[0]);
     return { line: pos.line, column: pos.col };
   }
@@ -171,7 +180,10 @@ function firstLine(message: string): string {
 }
 
 /** What a file pipeline means as a pipeline's stored fields (branches default to the project's default branch). */
-export function fileDefinition(p: FilePipelineOutput, projectDefaultBranch: string): { concurrency: Concurrency; trigger_config: TriggerConfig; execution_config: ExecutionConfig } {
+export function fileDefinition(
+  p: FilePipelineOutput,
+  projectDefaultBranch: string,
+): { concurrency: Concurrency; trigger_config: TriggerConfig; execution_config: ExecutionConfig } {
   const { triggers, concurrency, env, schedules: _schedules, ...execution } = p;
   return {
     concurrency,

@@ -56,7 +56,8 @@ export async function readPipelineFile(deps: ForgeDeps, target: ReadTarget, path
     return { status: "valid", path, commit_sha: sha, pipelines: content.pipelines, lines: content.lines, ...(branch ? { branch } : {}) };
   } catch (error) {
     if (error instanceof ForgeApiError) return { status: "unreadable", path, commit_sha: sha, message: error.message };
-    if (error instanceof DecryptionError) return { status: "unreadable", path, commit_sha: sha, message: "the integration's credentials cannot be decrypted with this instance's secret key" };
+    if (error instanceof DecryptionError)
+      return { status: "unreadable", path, commit_sha: sha, message: "the integration's credentials cannot be decrypted with this instance's secret key" };
     throw error;
   }
 }
@@ -115,6 +116,11 @@ export async function definitionAt(
   if (read.status === "unreadable") return { kind: "unreadable", message: `Could not read ${fileLabel(read)}: ${read.message}.` };
   if (read.status === "invalid") return { kind: "invalid", message: invalidFileSentence(read), problems: read.problems };
   const defined = read.pipelines.get(pipeline.name);
-  if (!defined) return { kind: "invalid", message: `${fileLabel(read)} defines no pipeline named ${pipeline.name} (it defines ${[...read.pipelines.keys()].join(", ")}).`, problems: [] };
+  if (!defined)
+    return {
+      kind: "invalid",
+      message: `${fileLabel(read)} defines no pipeline named ${pipeline.name} (it defines ${[...read.pipelines.keys()].join(", ")}).`,
+      problems: [],
+    };
   return { kind: "definition", configSnapshot: fileSnapshot(pipeline.name, read.path, defined, project.default_branch), definitionSource: definitionOf(read) };
 }

@@ -20,7 +20,8 @@ import type { ConfigSnapshot } from "../pipelines/config.ts";
 /** Null when the runner can run the deployment, else why not. */
 export function whyRunnerCannotPublish(runner: Runner, d: Pick<Deployment, "publisher_type">, snapshot: ConfigSnapshot): string | null {
   if (d.publisher_type === "host_release") return "host releases are made by Roost itself";
-  if (d.publisher_type === "app_store_connect" && (runner.capabilities.os !== "macos" || !runner.capabilities.xcode)) return "an App Store Connect upload needs a macOS runner with Xcode (altool)";
+  if (d.publisher_type === "app_store_connect" && (runner.capabilities.os !== "macos" || !runner.capabilities.xcode))
+    return "an App Store Connect upload needs a macOS runner with Xcode (altool)";
   const has = new Set(allLabels(runner));
   const missing = (snapshot.execution_config.runner_labels ?? []).filter((l) => !has.has(l));
   return missing.length ? `no runner label ${missing.join(", ")}` : null;
@@ -97,5 +98,13 @@ export async function publishPayload(ctx: Pick<AppContext, "db" | "secrets" | "c
 
 function buildSummary(build: Build): ClaimedPublish["build"] {
   const tag = build.trigger_event === "tag" ? ((build.context as { tag?: string } | null)?.tag ?? build.branch) : null;
-  return { id: build.id, build_number: build.build_number, project_id: build.project_id, branch: build.branch, commit_sha: build.commit_sha, trigger_event: build.trigger_event, tag };
+  return {
+    id: build.id,
+    build_number: build.build_number,
+    project_id: build.project_id,
+    branch: build.branch,
+    commit_sha: build.commit_sha,
+    trigger_event: build.trigger_event,
+    tag,
+  };
 }

@@ -8,7 +8,12 @@ import { appendSystemLineIn } from "../db/build-logs.ts";
 import { findEnvironmentById } from "./environments.ts";
 import { decideDeployment, deploymentResource, type Deployment, type DeploymentResource } from "./deployments.ts";
 
-export async function decide(ctx: Pick<AppContext, "db" | "clock" | "events">, deployment: Deployment, decision: "approved" | "rejected", actor: { id: string; email: string }): Promise<DeploymentResource> {
+export async function decide(
+  ctx: Pick<AppContext, "db" | "clock" | "events">,
+  deployment: Deployment,
+  decision: "approved" | "rejected",
+  actor: { id: string; email: string },
+): Promise<DeploymentResource> {
   const env = deployment.environment_id ? await findEnvironmentById(ctx.db, deployment.environment_id) : null;
   if (env && env.approvers.length > 0 && !env.approvers.includes(actor.id)) {
     fail("forbidden", `Only the approvers of environment ${env.name} may approve or reject its deployments.`);
@@ -23,8 +28,17 @@ export async function decide(ctx: Pick<AppContext, "db" | "clock" | "events">, d
   });
   if (!decided) {
     const current = (await deploymentResource(ctx.db, deployment.id))!;
-    fail("deployment_not_waiting", `This deployment is ${current.status}${current.decided_by ? ` (decided by ${current.decided_by})` : ""}; only a deployment waiting for approval can be approved or rejected.`);
+    fail(
+      "deployment_not_waiting",
+      `This deployment is ${current.status}${current.decided_by ? ` (decided by ${current.decided_by})` : ""}; only a deployment waiting for approval can be approved or rejected.`,
+    );
   }
-  ctx.events.publish({ type: "deployment.changed", deployment_id: decided.id, build_id: decided.build_id, project_id: decided.project_id, status: decided.status });
+  ctx.events.publish({
+    type: "deployment.changed",
+    deployment_id: decided.id,
+    build_id: decided.build_id,
+    project_id: decided.project_id,
+    status: decided.status,
+  });
   return (await deploymentResource(ctx.db, decided.id))!;
 }

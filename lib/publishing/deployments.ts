@@ -250,8 +250,26 @@ export async function insertDeployment(db: Executor, d: NewDeployment, now: numb
        requested_by, requested_by_email, artifacts, release_notes, failure_reason, created_at, updated_at, finished_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
     [
-      d.id, d.project_id, d.build_id, d.environment_id, d.environment_name, d.publisher_name, d.publisher.type, JSON.stringify(d.publisher), d.target, d.trigger, d.retry_of, d.status,
-      d.requested_by, d.requested_by_email, JSON.stringify(d.artifacts), JSON.stringify(d.release_notes), d.failure_reason, now, now, d.status === "failed" ? now : null,
+      d.id,
+      d.project_id,
+      d.build_id,
+      d.environment_id,
+      d.environment_name,
+      d.publisher_name,
+      d.publisher.type,
+      JSON.stringify(d.publisher),
+      d.target,
+      d.trigger,
+      d.retry_of,
+      d.status,
+      d.requested_by,
+      d.requested_by_email,
+      JSON.stringify(d.artifacts),
+      JSON.stringify(d.release_notes),
+      d.failure_reason,
+      now,
+      now,
+      d.status === "failed" ? now : null,
     ],
   );
   return toDeployment(row!);
@@ -293,7 +311,10 @@ export async function finishDeployment(
 
 /** Renews a running deployment's lease; false when it is no longer this runner's to run. */
 export async function renewDeploymentLease(db: Executor, id: string, runnerId: string, now: number, leaseSeconds: number): Promise<boolean> {
-  const result = await db.execute({ sql: "UPDATE deployments SET lease_expires_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'", args: [now + leaseSeconds, id, runnerId] });
+  const result = await db.execute({
+    sql: "UPDATE deployments SET lease_expires_at = ? WHERE id = ? AND runner_id = ? AND status = 'running'",
+    args: [now + leaseSeconds, id, runnerId],
+  });
   return result.rowsAffected === 1;
 }
 
@@ -304,12 +325,22 @@ export async function expiredDeployments(db: Executor, now: number): Promise<Dep
 
 /** A lost runner's deployment fails; null when it had moved on. */
 export async function loseDeployment(db: Executor, id: string, reason: string, now: number): Promise<Deployment | null> {
-  const row = await one(db, "UPDATE deployments SET status = 'failed', failure_reason = ?, finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' RETURNING *", [reason, now, now, id]);
+  const row = await one(
+    db,
+    "UPDATE deployments SET status = 'failed', failure_reason = ?, finished_at = ?, updated_at = ?, lease_expires_at = NULL WHERE id = ? AND status = 'running' RETURNING *",
+    [reason, now, now, id],
+  );
   return row ? toDeployment(row) : null;
 }
 
 /** The build this publisher last published to this environment (its build number), for release notes from commits. */
-export async function lastPublishedBuildNumber(db: Executor, projectId: string, environmentName: string, publisherName: string, beforeBuildNumber: number): Promise<number | null> {
+export async function lastPublishedBuildNumber(
+  db: Executor,
+  projectId: string,
+  environmentName: string,
+  publisherName: string,
+  beforeBuildNumber: number,
+): Promise<number | null> {
   const row = await one(
     db,
     `SELECT MAX(b.build_number) AS n FROM deployments d JOIN builds b ON b.id = d.build_id

@@ -23,7 +23,9 @@ export const PutEnvironmentBody = z
       .max(50)
       .default([])
       .describe("e-mails of the users who may approve; each must be a maintainer of the project. [] means every maintainer of the project"),
-    allowed_refs: RefPatterns.default([]).describe("only builds of these refs publish here: branch patterns (main, release/*), tags as refs/tags/v*. [] means any ref; a pull request never publishes"),
+    allowed_refs: RefPatterns.default([]).describe(
+      "only builds of these refs publish here: branch patterns (main, release/*), tags as refs/tags/v*. [] means any ref; a pull request never publishes",
+    ),
   })
   .strict();
 export type PutEnvironmentBody = z.output<typeof PutEnvironmentBody>;
@@ -72,7 +74,16 @@ export async function toPublicEnvironment(db: Executor, e: Environment): Promise
     const row = await one(db, "SELECT email FROM users WHERE id = ?", [id]);
     approvers.push({ id, email: row ? str(row, "email") : "" });
   }
-  return { id: e.id, name: e.name, requires_approval: e.requires_approval, approvers, allowed_refs: e.allowed_refs, created_at: e.created_at, updated_at: e.updated_at, created_by: e.created_by };
+  return {
+    id: e.id,
+    name: e.name,
+    requires_approval: e.requires_approval,
+    approvers,
+    allowed_refs: e.allowed_refs,
+    created_at: e.created_at,
+    updated_at: e.updated_at,
+    created_by: e.created_by,
+  };
 }
 
 export async function listEnvironments(db: Executor, projectId: string): Promise<Environment[]> {
@@ -94,7 +105,11 @@ export async function findEnvironmentById(db: Executor, id: string): Promise<Env
  * (by its index in the list): an approver must be able to call the approve route, whose rule is
  * the project's maintainer role.
  */
-export async function resolveApprovers(db: Executor, projectId: string, emails: string[]): Promise<{ ids: string[]; problems: { index: number; message: string }[] }> {
+export async function resolveApprovers(
+  db: Executor,
+  projectId: string,
+  emails: string[],
+): Promise<{ ids: string[]; problems: { index: number; message: string }[] }> {
   const ids: string[] = [];
   const problems: { index: number; message: string }[] = [];
   for (const [index, email] of emails.entries()) {
@@ -116,7 +131,15 @@ export async function resolveApprovers(db: Executor, projectId: string, emails: 
 }
 
 /** Creates or replaces an environment (its secrets are kept); returns it and whether it was new. */
-export async function putEnvironment(db: Executor, projectId: string, name: string, body: PutEnvironmentBody, approverIds: string[], actorId: string | null, now: number): Promise<{ environment: Environment; created: boolean }> {
+export async function putEnvironment(
+  db: Executor,
+  projectId: string,
+  name: string,
+  body: PutEnvironmentBody,
+  approverIds: string[],
+  actorId: string | null,
+  now: number,
+): Promise<{ environment: Environment; created: boolean }> {
   const existing = await findEnvironment(db, projectId, name);
   if (existing) {
     await db.execute({
@@ -143,11 +166,15 @@ export async function deleteEnvironment(db: Executor, projectId: string, name: s
  * allowed_refs, only a build of a matching branch or tag whose commit is that ref's own (a
  * manual build naming its commit could pair a protected name with any commit).
  */
-export function whyEnvironmentRefuses(env: Pick<Environment, "name" | "allowed_refs">, build: Pick<Build, "branch" | "trigger_event" | "context">): string | null {
+export function whyEnvironmentRefuses(
+  env: Pick<Environment, "name" | "allowed_refs">,
+  build: Pick<Build, "branch" | "trigger_event" | "context">,
+): string | null {
   if (build.trigger_event === "pull_request") return `environment ${env.name} never takes a pull request's build`;
   if ((build.context as { fork?: boolean } | null)?.fork === true) return `environment ${env.name} never takes a build of a fork`;
   if (env.allowed_refs.length === 0) return null;
-  if ((build.context as { commit_pinned?: boolean } | null)?.commit_pinned === true) return `environment ${env.name} allows only [${env.allowed_refs.join(", ")}], and this build's commit was named by hand`;
+  if ((build.context as { commit_pinned?: boolean } | null)?.commit_pinned === true)
+    return `environment ${env.name} allows only [${env.allowed_refs.join(", ")}], and this build's commit was named by hand`;
   const kind = build.trigger_event === "tag" ? "tag" : "branch";
   const match = matchRefPatterns(env.allowed_refs, { kind, name: build.branch });
   return match.matched ? null : `environment ${env.name} does not take this build: ${match.reason}`;

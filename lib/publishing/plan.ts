@@ -33,7 +33,8 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
   let failure: string | null = null;
   let artifacts: DeploymentArtifact[] = [];
   let notes: ReleaseNotes = {};
-  if (!env) failure = `this project has no environment named ${publisher.environment} (create it with PUT /v1/projects/{project_id}/environments/${publisher.environment})`;
+  if (!env)
+    failure = `this project has no environment named ${publisher.environment} (create it with PUT /v1/projects/{project_id}/environments/${publisher.environment})`;
   else failure = whyEnvironmentRefuses(env, build);
   if (!failure && build.status !== "succeeded") failure = `build #${build.build_number} did not succeed; only a successful build publishes`;
   if (!failure && build.artifacts_deleted_at !== null) failure = `build #${build.build_number}'s artifacts were deleted by retention`;
@@ -67,8 +68,7 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
     now,
   );
   const what = `[roost] publish ${name} to ${publisher.environment} (${targetOf(publisher)})`;
-  const next =
-    status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : "is queued for a runner";
+  const next = status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : "is queued for a runner";
   await appendSystemLineIn(tx, build.id, `${what} ${next}.`, now);
   return deployment;
 }
@@ -83,7 +83,12 @@ export async function planBuildDeployments(tx: Executor, build: Build, now: numb
   if (publishers.length === 0) return [];
   const fork = (build.context as { fork?: boolean } | null)?.fork === true;
   if (build.trigger_event === "pull_request" || fork) {
-    await appendSystemLineIn(tx, build.id, `[roost] publishers do not run for ${fork ? "a fork's build" : "a pull request"}: ${publishers.map(publisherName).join(", ")} skipped.`, now);
+    await appendSystemLineIn(
+      tx,
+      build.id,
+      `[roost] publishers do not run for ${fork ? "a fork's build" : "a pull request"}: ${publishers.map(publisherName).join(", ")} skipped.`,
+      now,
+    );
     return [];
   }
   const made: Deployment[] = [];
@@ -95,7 +100,9 @@ export async function planBuildDeployments(tx: Executor, build: Build, now: numb
         continue;
       }
     }
-    made.push(await planDeployment(tx, { build, publisher, trigger: "build", requestedBy: { id: build.created_by, email: build.trigger_actor || "roost" } }, now));
+    made.push(
+      await planDeployment(tx, { build, publisher, trigger: "build", requestedBy: { id: build.created_by, email: build.trigger_actor || "roost" } }, now),
+    );
   }
   return made;
 }
@@ -128,12 +135,16 @@ export function chooseArtifacts(p: Publisher, all: Artifact[]): DeploymentArtifa
     }
     case "host_release": {
       const globs = p.attach.map((g) => new Bun.Glob(g));
-      chosen = as(all.filter((a) => globs.some((g) => g.match(a.path))), "asset");
+      chosen = as(
+        all.filter((a) => globs.some((g) => g.match(a.path))),
+        "asset",
+      );
       if (chosen.length === 0 && p.attach.length > 0) return `no artifact of this build matches attach [${p.attach.join(", ")}]`;
       break;
     }
   }
-  if (chosen.length === 0 && p.type !== "host_release") return `no artifact of this build is a ${p.type === "google_play" ? ".aab or .apk" : p.type === "app_store_connect" ? ".ipa" : "binary for this app"} matching ${p.artifact ?? DEFAULT_ARTIFACT[p.type]}`;
+  if (chosen.length === 0 && p.type !== "host_release")
+    return `no artifact of this build is a ${p.type === "google_play" ? ".aab or .apk" : p.type === "app_store_connect" ? ".ipa" : "binary for this app"} matching ${p.artifact ?? DEFAULT_ARTIFACT[p.type]}`;
   if (p.notes?.file) {
     const notesGlob = new Bun.Glob(p.notes.file);
     const file = all.find((a) => notesGlob.match(a.path));
@@ -149,7 +160,11 @@ async function resolveNotes(db: Executor, build: Build, p: Publisher, name: stri
   if (!notes || notes.file) return {};
   if (notes.text !== undefined) return typeof notes.text === "string" ? { [notes.language]: notes.text } : notes.text;
   const since = (await lastPublishedBuildNumber(db, build.project_id, p.environment, name, build.build_number)) ?? 0;
-  const rows = await all(db, "SELECT changelog FROM builds WHERE project_id = ? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number", [build.project_id, since, build.build_number]);
+  const rows = await all(
+    db,
+    "SELECT changelog FROM builds WHERE project_id = ? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number",
+    [build.project_id, since, build.build_number],
+  );
   const lines: string[] = [];
   for (const row of rows) for (const line of String(row.changelog).split("\n")) if (line.trim() && !lines.includes(line.trim())) lines.push(line.trim());
   return { [notes.language]: lines.length ? lines.join("\n") : `Build #${build.build_number} (${build.commit_sha.slice(0, 12)})` };

@@ -51,12 +51,20 @@ export const Language = z.string().regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 
 export const ReleaseNotesInput = z
   .object({
     text: z.union([z.string().min(1).max(4000), z.record(Language, z.string().min(1).max(4000))]).optional(),
-    file: ArtifactGlob.optional().describe("the path of one of the build's artifacts (so artifact_patterns must pick it up): plain text, or JSON [{\"language\": \"en-US\", \"text\": \"…\"}]"),
-    from_commits: z.literal(true).optional().describe("the first lines of the commits pushed since the build this publisher last published to this environment"),
+    file: ArtifactGlob.optional().describe(
+      'the path of one of the build\'s artifacts (so artifact_patterns must pick it up): plain text, or JSON [{"language": "en-US", "text": "…"}]',
+    ),
+    from_commits: z
+      .literal(true)
+      .optional()
+      .describe("the first lines of the commits pushed since the build this publisher last published to this environment"),
     language: Language.default("en-US").describe("the language of text given as one string, of a text file and of from_commits"),
   })
   .strict()
-  .refine((n) => [n.text !== undefined, n.file !== undefined, n.from_commits !== undefined].filter(Boolean).length === 1, "give exactly one of text, file and from_commits");
+  .refine(
+    (n) => [n.text !== undefined, n.file !== undefined, n.from_commits !== undefined].filter(Boolean).length === 1,
+    "give exactly one of text, file and from_commits",
+  );
 export type ReleaseNotesInput = z.output<typeof ReleaseNotesInput>;
 
 const common = {
@@ -66,7 +74,9 @@ const common = {
     .optional()
     .describe("how deployments and promotions name this publisher; default <type>-<environment>"),
   environment: EnvironmentName.describe("the project's environment this publishes to: its approval rules, allowed refs and secrets apply"),
-  refs: RefPatterns.optional().describe("publish only builds of these refs (branch patterns; refs/tags/… for tags); default: every build of the pipeline that is not a pull request"),
+  refs: RefPatterns.optional().describe(
+    "publish only builds of these refs (branch patterns; refs/tags/… for tags); default: every build of the pipeline that is not a pull request",
+  ),
   artifact: ArtifactGlob.optional().describe("a glob over the build's artifact paths choosing what is published; the default depends on the type"),
   notes: ReleaseNotesInput.optional(),
 };
@@ -76,16 +86,28 @@ export const GooglePlayPublisher = z
     type: z.literal("google_play"),
     ...common,
     package_name: z.string().regex(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/, "must be an Android application id like com.example.app"),
-    track: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_:.-]{0,99}$/, "a track: internal, alpha, beta, production or a custom track's name").default("internal"),
+    track: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_:.-]{0,99}$/, "a track: internal, alpha, beta, production or a custom track's name")
+      .default("internal"),
     release_status: z.enum(["completed", "draft", "halted", "inProgress"]).optional().describe("default completed, or inProgress with user_fraction"),
-    user_fraction: z.number().gt(0).lt(1).optional().describe("a staged rollout: the fraction of users who get the release (0 < f < 1); needs release_status inProgress or halted"),
-    credentials: SecretName.default("GOOGLE_PLAY_SERVICE_ACCOUNT").describe("the environment secret holding the service account's JSON key (a file or a value)"),
+    user_fraction: z
+      .number()
+      .gt(0)
+      .lt(1)
+      .optional()
+      .describe("a staged rollout: the fraction of users who get the release (0 < f < 1); needs release_status inProgress or halted"),
+    credentials: SecretName.default("GOOGLE_PLAY_SERVICE_ACCOUNT").describe(
+      "the environment secret holding the service account's JSON key (a file or a value)",
+    ),
   })
   .strict()
   .superRefine((p, ctx) => {
     const status = p.release_status ?? (p.user_fraction === undefined ? "completed" : "inProgress");
-    if (p.user_fraction !== undefined && status !== "inProgress" && status !== "halted") ctx.addIssue({ code: "custom", path: ["user_fraction"], message: "a staged rollout (user_fraction) needs release_status inProgress or halted" });
-    if (p.user_fraction === undefined && status === "inProgress") ctx.addIssue({ code: "custom", path: ["release_status"], message: "inProgress is a staged rollout: give user_fraction" });
+    if (p.user_fraction !== undefined && status !== "inProgress" && status !== "halted")
+      ctx.addIssue({ code: "custom", path: ["user_fraction"], message: "a staged rollout (user_fraction) needs release_status inProgress or halted" });
+    if (p.user_fraction === undefined && status === "inProgress")
+      ctx.addIssue({ code: "custom", path: ["release_status"], message: "inProgress is a staged rollout: give user_fraction" });
   });
 
 export const FirebaseAppDistributionPublisher = z
@@ -94,7 +116,10 @@ export const FirebaseAppDistributionPublisher = z
     ...common,
     app_id: z.string().regex(/^\d+:\d+:(android|ios|web):[0-9a-f]+$/, "must be a Firebase app id like 1:1234567890:android:0a1b2c3d4e5f67890"),
     testers: z.array(z.email()).max(200).default([]),
-    groups: z.array(z.string().regex(/^[a-z0-9-]{1,100}$/, "a group alias: lower-case letters, digits and -")).max(50).default([]),
+    groups: z
+      .array(z.string().regex(/^[a-z0-9-]{1,100}$/, "a group alias: lower-case letters, digits and -"))
+      .max(50)
+      .default([]),
     credentials: SecretName.default("FIREBASE_SERVICE_ACCOUNT").describe("the environment secret holding the service account's JSON key (a file or a value)"),
   })
   .strict();
@@ -106,7 +131,9 @@ export const AppStoreConnectPublisher = z
     app_id: z.string().regex(/^\d{6,12}$/, "the app's Apple ID: the number App Store Connect shows under App Information"),
     key_id: z.string().regex(/^[A-Z0-9]{10}$/, "the API key's Key ID (10 characters)"),
     // Apple's issuer ids are UUID-shaped without being RFC 9562 UUIDs (57246542-96fe-1a63-e053-0824d011072a).
-    issuer_id: z.string().regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "the Issuer ID shown above the team's API keys (a UUID)"),
+    issuer_id: z
+      .string()
+      .regex(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/, "the Issuer ID shown above the team's API keys (a UUID)"),
     private_key: SecretName.default("APP_STORE_CONNECT_PRIVATE_KEY").describe("the environment secret holding the key's .p8 file (a file or a value)"),
     beta_groups: z.array(z.string().min(1).max(100)).max(20).default([]).describe("TestFlight beta groups (by name) the build is added to"),
     submit_for_review: z.boolean().default(false).describe("submit the build for beta App Review (external testing)"),
@@ -118,7 +145,13 @@ export const HostReleasePublisher = z
   .object({
     type: z.enum(["host_release", "github_release"]).describe("github_release is read as host_release: the project's source host decides which API"),
     ...common,
-    tag: z.string().min(1).max(255).regex(/^[^\p{Cc}\s]+$/u).optional().describe("the release's tag; default the tag the build is of (a build of a branch needs one)"),
+    tag: z
+      .string()
+      .min(1)
+      .max(255)
+      .regex(/^[^\p{Cc}\s]+$/u)
+      .optional()
+      .describe("the release's tag; default the tag the build is of (a build of a branch needs one)"),
     release_name: z.string().min(1).max(255).optional().describe("default: the tag"),
     draft: z.boolean().default(false),
     prerelease: z.boolean().default(false),
@@ -127,7 +160,12 @@ export const HostReleasePublisher = z
   .strict();
 
 /** One publisher as written (`github_release` is normalized to host_release by normalizePublisher). */
-export const PublisherInput = z.discriminatedUnion("type", [GooglePlayPublisher, FirebaseAppDistributionPublisher, AppStoreConnectPublisher, HostReleasePublisher]);
+export const PublisherInput = z.discriminatedUnion("type", [
+  GooglePlayPublisher,
+  FirebaseAppDistributionPublisher,
+  AppStoreConnectPublisher,
+  HostReleasePublisher,
+]);
 type Written = z.output<typeof PublisherInput>;
 export type HostReleaseConfig = Omit<z.output<typeof HostReleasePublisher>, "type"> & { type: "host_release" };
 export type Publisher = Exclude<Written, { type: "host_release" | "github_release" }> | HostReleaseConfig;
@@ -220,7 +258,11 @@ export const PublisherOverrides = z
 export type PublisherOverrides = z.output<typeof PublisherOverrides>;
 
 /** A publisher with a promotion's environment and overrides, validated again; issues name the overridden keys. */
-export function overridePublisher(p: Publisher, environment: string | undefined, overrides: PublisherOverrides): { ok: true; publisher: Publisher } | { ok: false; issues: { path: string; message: string }[] } {
+export function overridePublisher(
+  p: Publisher,
+  environment: string | undefined,
+  overrides: PublisherOverrides,
+): { ok: true; publisher: Publisher } | { ok: false; issues: { path: string; message: string }[] } {
   const applicable: Record<PublisherType, string[]> = {
     google_play: ["track", "release_status", "user_fraction", "notes"],
     firebase_app_distribution: ["testers", "groups", "notes"],
@@ -236,6 +278,7 @@ export function overridePublisher(p: Publisher, environment: string | undefined,
     if (overrides.release_status === undefined) delete base.release_status;
   }
   const parsed = PublisherInput.safeParse({ ...base, ...(environment ? { environment } : {}), ...overrides });
-  if (!parsed.success) return { ok: false, issues: parsed.error.issues.map((i) => ({ path: ["overrides", ...i.path.map(String)].join("."), message: i.message })) };
+  if (!parsed.success)
+    return { ok: false, issues: parsed.error.issues.map((i) => ({ path: ["overrides", ...i.path.map(String)].join("."), message: i.message })) };
   return { ok: true, publisher: normalizePublisher(parsed.data) };
 }

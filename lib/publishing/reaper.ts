@@ -16,12 +16,24 @@ export async function reapLostDeployments(ctx: Pick<AppContext, "db" | "clock" |
     const reason = `runner_lost: runner ${runner?.name ?? d.runner_id} sent no heartbeat for ${ctx.config.runners.leaseSeconds} s while publishing`;
     const failed = await inTransaction(ctx.db, async (tx) => {
       const done = await loseDeployment(tx, d.id, reason, now);
-      if (done) await appendSystemLineIn(tx, d.build_id, `[roost] publish ${d.publisher_name} to ${d.environment_name} failed: ${reason}. Check the store before retrying it.`, now);
+      if (done)
+        await appendSystemLineIn(
+          tx,
+          d.build_id,
+          `[roost] publish ${d.publisher_name} to ${d.environment_name} failed: ${reason}. Check the store before retrying it.`,
+          now,
+        );
       return done;
     });
     if (!failed) continue;
     lost++;
-    ctx.events.publish({ type: "deployment.changed", deployment_id: failed.id, build_id: failed.build_id, project_id: failed.project_id, status: failed.status });
+    ctx.events.publish({
+      type: "deployment.changed",
+      deployment_id: failed.id,
+      build_id: failed.build_id,
+      project_id: failed.project_id,
+      status: failed.status,
+    });
   }
   return lost;
 }

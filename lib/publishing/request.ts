@@ -21,7 +21,9 @@ export async function requestDeployment(
   retryOf: string | null,
   actor: { id: string; email: string },
 ): Promise<DeploymentResource> {
-  const env = (await findEnvironment(ctx.db, build.project_id, publisher.environment)) ?? fail("not_found", `This project has no environment named ${publisher.environment}.`);
+  const env =
+    (await findEnvironment(ctx.db, build.project_id, publisher.environment)) ??
+    fail("not_found", `This project has no environment named ${publisher.environment}.`);
   const refusal = whyEnvironmentRefuses(env, build);
   if (refusal) fail("build_not_publishable", `${refusal[0]!.toUpperCase()}${refusal.slice(1)}.`);
   if (build.status !== "succeeded") fail("build_not_publishable", `Build #${build.build_number} is ${build.status}; only a successful build publishes.`);

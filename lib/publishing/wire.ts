@@ -17,7 +17,12 @@ export type DeploymentArtifact = z.output<typeof DeploymentArtifact>;
 export const StoreAnswer = z
   .object({
     summary: z.string().max(1000).describe("one sentence: what the store now has"),
-    version: z.string().max(200).nullable().default(null).describe("the version the store knows the upload by: a Play version code, an App Store build number, a Firebase release's display version, a tag"),
+    version: z
+      .string()
+      .max(200)
+      .nullable()
+      .default(null)
+      .describe("the version the store knows the upload by: a Play version code, an App Store build number, a Firebase release's display version, a tag"),
     url: z.string().max(2000).nullable().default(null).describe("where to see it (a release page, a Firebase console link)"),
     details: z.record(z.string(), z.unknown()).default({}).describe("the store's own identifiers (edit id, release name, build id)"),
   })
@@ -57,7 +62,10 @@ export const ClaimedPublish = z.object({
 export type ClaimedPublish = z.output<typeof ClaimedPublish>;
 
 // POST /v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat
-export const PublishHeartbeatAnswer = z.object({ status: z.string().describe("running, or what the deployment became (stop working on it)"), lease_seconds: z.number().int() });
+export const PublishHeartbeatAnswer = z.object({
+  status: z.string().describe("running, or what the deployment became (stop working on it)"),
+  lease_seconds: z.number().int(),
+});
 
 // POST /v1/runners/{runner_id}/deployments/{deployment_id}/finish
 export const PublishFinishRequest = z

@@ -33,7 +33,11 @@ export const ConnectAnswer = z.object({
   heartbeat_seconds: z.number().int(),
   lease_seconds: z.number().int(),
   max_log_request_bytes: z.number().int(),
-  daemon_uid: z.number().int().optional().describe("the daemon's OS user id; only to a runner connecting from this host (its socket peer is loopback or one of this host's addresses)"),
+  daemon_uid: z
+    .number()
+    .int()
+    .optional()
+    .describe("the daemon's OS user id; only to a runner connecting from this host (its socket peer is loopback or one of this host's addresses)"),
 });
 
 // POST /v1/runners/{runner_id}/jobs/claim
@@ -65,7 +69,9 @@ export const JobConfig = z.looseObject({
     env: z.array(z.object({ key: z.string(), value: z.string(), secret: z.boolean() })),
     flutter_version: z.string(),
     platform_build_args: z.looseObject({ android: z.array(z.string()).optional(), ios: z.array(z.string()).optional(), macos: z.array(z.string()).optional() }),
-    platform_commands: z.looseObject({ android: platformCommands, ios: platformCommands, macos: platformCommands }).default({ android: [], ios: [], macos: [] }),
+    platform_commands: z
+      .looseObject({ android: platformCommands, ios: platformCommands, macos: platformCommands })
+      .default({ android: [], ios: [], macos: [] }),
     platforms: z.array(z.enum(["android", "ios", "macos"])),
     // Builds frozen before timeouts and caches existed get the defaults.
     timeout_seconds: z.number().int().default(DEFAULT_TIMEOUT_SECONDS),
@@ -120,7 +126,11 @@ export const ClaimAnswer = z.object({ job: ClaimedJob.optional(), publish: Claim
 
 // POST /v1/runners/{runner_id}/heartbeat
 export const HeartbeatRequest = z.object({ job_ids: z.array(z.string().min(1).max(64)).max(50).default([]) }).strict();
-export const HeartbeatAnswer = z.object({ renewed: z.array(z.string()), cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"), lease_seconds: z.number().int() });
+export const HeartbeatAnswer = z.object({
+  renewed: z.array(z.string()),
+  cancel: z.array(z.string()).describe("jobs to stop: their build is no longer running"),
+  lease_seconds: z.number().int(),
+});
 
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}
 export const StepName = z.string().regex(/^[A-Za-z0-9_.:-]{1,64}$/);
@@ -153,7 +163,11 @@ export const FlutterSdkUsed = z
   .object({
     requested: z.string().max(40).describe("the pipeline's flutter_version, or what .fvmrc names"),
     version: z.string().max(200).describe("what `flutter --version` reported, or the requested version"),
-    source: z.enum(["installed", "reused", "path", "sdks_dir", "image"]).describe("installed for this build from the Flutter git repository, reused from an earlier install, the flutter on PATH, ROOST_FLUTTER_SDKS, or the build container's image"),
+    source: z
+      .enum(["installed", "reused", "path", "sdks_dir", "image"])
+      .describe(
+        "installed for this build from the Flutter git repository, reused from an earlier install, the flutter on PATH, ROOST_FLUTTER_SDKS, or the build container's image",
+      ),
     revision: z.string().max(64).nullable().describe("the SDK's git commit, when it is a git checkout"),
   })
   .strict();
@@ -212,7 +226,9 @@ export const TestReportResource = z.object({
   id: z.string(),
   path: z.string().describe("relative to the checkout"),
   format: z.enum(["dart_json", "junit_xml", "lcov", "analyzer"]).nullable().describe("null: not recognised, not read"),
-  status: z.enum(["read", "partial", "rejected"]).describe("read whole; partial: cut short, over a bound or partly malformed (problems say what); rejected: not read"),
+  status: z
+    .enum(["read", "partial", "rejected"])
+    .describe("read whole; partial: cut short, over a bound or partly malformed (problems say what); rejected: not read"),
   problems: z.array(z.string()).describe("sentences for the build: what was cut, dropped or malformed"),
   bytes: z.number().int().describe("bytes read"),
   cases: z.number().int().describe("test results kept from it"),

@@ -36,7 +36,10 @@ export async function reapLostJobs(ctx: AppContext): Promise<number> {
  */
 export async function reapTimedOutBuilds(ctx: AppContext): Promise<number> {
   const now = ctx.clock.now();
-  const rows = await all(ctx.db, "SELECT j.*, b.started_at AS build_started_at, b.config_snapshot FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.status = 'running' AND b.status = 'running'");
+  const rows = await all(
+    ctx.db,
+    "SELECT j.*, b.started_at AS build_started_at, b.config_snapshot FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.status = 'running' AND b.status = 'running'",
+  );
   let failed = 0;
   for (const row of rows) {
     const snapshot = JSON.parse(String(row.config_snapshot)) as ConfigSnapshot;
@@ -50,7 +53,11 @@ export async function reapTimedOutBuilds(ctx: AppContext): Promise<number> {
 export async function flagUnroutableBuilds(ctx: AppContext): Promise<number> {
   const now = ctx.clock.now();
   const runners = await liveRunners(ctx.db, now, Math.max(60, ctx.config.runners.leaseSeconds * 2));
-  const rows = await all(ctx.db, "SELECT b.*, p.name AS pipeline_name FROM builds b JOIN pipelines p ON p.id = b.pipeline_id WHERE b.status = 'queued' AND b.queued_at <= ? ORDER BY b.queued_at LIMIT 200", [now - UNROUTABLE_AFTER_SECONDS]);
+  const rows = await all(
+    ctx.db,
+    "SELECT b.*, p.name AS pipeline_name FROM builds b JOIN pipelines p ON p.id = b.pipeline_id WHERE b.status = 'queued' AND b.queued_at <= ? ORDER BY b.queued_at LIMIT 200",
+    [now - UNROUTABLE_AFTER_SECONDS],
+  );
   let flagged = 0;
   for (const row of rows) {
     const build = toBuild(row);

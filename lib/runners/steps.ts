@@ -10,7 +10,10 @@ export async function recordStepResult(db: Db, buildId: string, step: StepResult
     const at = results.findIndex((r) => r.name === step.name);
     if (at >= 0) results[at] = step;
     else results.push(step);
-    await tx.execute({ sql: "UPDATE builds SET step_results = ?, updated_at = ? WHERE id = ?", args: [JSON.stringify(results), step.finished_at ?? step.started_at, buildId] });
+    await tx.execute({
+      sql: "UPDATE builds SET step_results = ?, updated_at = ? WHERE id = ?",
+      args: [JSON.stringify(results), step.finished_at ?? step.started_at, buildId],
+    });
     return results;
   });
 }

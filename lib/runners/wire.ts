@@ -9,7 +9,12 @@ export const RunnerResource = z.object({
   labels: z.array(z.string()).describe("set by an admin"),
   advertised_labels: z.array(z.string()).describe("sent by the runner when it connects"),
   all_labels: z.array(z.string()),
-  capabilities: z.object({ os: z.string().optional(), arch: z.string().optional(), flutter_versions: z.array(z.string()).optional(), xcode: z.string().nullable().optional() }),
+  capabilities: z.object({
+    os: z.string().optional(),
+    arch: z.string().optional(),
+    flutter_versions: z.array(z.string()).optional(),
+    xcode: z.string().nullable().optional(),
+  }),
   version: z.string(),
   created_at: z.number().int(),
   last_seen_at: z.number().int().nullable(),

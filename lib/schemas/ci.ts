@@ -73,9 +73,15 @@ export const ExecutionConfigOut = z.object({
   // Absent in builds frozen before timeouts and caches existed.
   timeout_seconds: z.number().int().optional().describe("a build running longer fails with reason timeout"),
   step_timeout_seconds: z.record(z.string(), z.number().int()).optional().describe("seconds per step"),
-  cache: z.object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) }).optional().describe("the runner's dependency cache"),
-  publish: z.array(z.looseObject({ type: z.string(), environment: z.string() })).optional().describe("publishers run after a successful build (docs/publishing.md); absent in builds frozen before publishing existed"),
-  image: z.string().optional().describe("the container image of a container runner (docs/runners.md \"Executors\"); absent: the runner's --image"),
+  cache: z
+    .object({ enabled: z.boolean(), paths: z.array(z.string()), key_files: z.array(z.string()) })
+    .optional()
+    .describe("the runner's dependency cache"),
+  publish: z
+    .array(z.looseObject({ type: z.string(), environment: z.string() }))
+    .optional()
+    .describe("publishers run after a successful build (docs/publishing.md); absent in builds frozen before publishing existed"),
+  image: z.string().optional().describe('the container image of a container runner (docs/runners.md "Executors"); absent: the runner\'s --image'),
   network: z.enum(["default", "none"]).optional().describe("none: the build's container has no network"),
   limits: z
     .object({ cpus: z.number().optional(), memory_mb: z.number().int().optional(), pids: z.number().int().optional(), disk_mb: z.number().int().optional() })
@@ -120,7 +126,13 @@ export const BuildResource = z.object({
   commit_sha: z.string(),
   changelog: z.string(),
   config_snapshot: z
-    .object({ pipeline_name: z.string(), config_path: z.string(), concurrency: Concurrency, trigger_config: TriggerConfigOut, execution_config: ExecutionConfigOut })
+    .object({
+      pipeline_name: z.string(),
+      config_path: z.string(),
+      concurrency: Concurrency,
+      trigger_config: TriggerConfigOut,
+      execution_config: ExecutionConfigOut,
+    })
     .describe("the pipeline configuration frozen when the build was created"),
   definition_source: z
     .union([
@@ -149,10 +161,14 @@ export const BuildResource = z.object({
   trigger_ref: z.string(),
   trigger_actor: z.string(),
   step_results: z.array(StepResult),
-  logs_deleted_at: Timestamp.nullable().describe("when retention deleted the build's log (docs/operations.md \"Retention\"); null while it is kept"),
+  logs_deleted_at: Timestamp.nullable().describe('when retention deleted the build\'s log (docs/operations.md "Retention"); null while it is kept'),
   artifacts_deleted_at: Timestamp.nullable().describe("when retention deleted the build's artifacts; null while they are kept"),
-  flutter_sdk: FlutterSdkUsed.nullable().describe("the Flutter SDK the build used, as its runner reported it when the job finished (docs/runners.md \"Flutter versions\")"),
-  executor: ExecutorUsed.nullable().describe("where the build ran, as its runner reported it when the job finished: host, or a container with its image by digest (which a re-run runs again), network and limits, or why the container could not start (docs/runners.md \"Executors\")"),
+  flutter_sdk: FlutterSdkUsed.nullable().describe(
+    'the Flutter SDK the build used, as its runner reported it when the job finished (docs/runners.md "Flutter versions")',
+  ),
+  executor: ExecutorUsed.nullable().describe(
+    'where the build ran, as its runner reported it when the job finished: host, or a container with its image by digest (which a re-run runs again), network and limits, or why the container could not start (docs/runners.md "Executors")',
+  ),
 });
 
 export const IncidentResource = z.object({

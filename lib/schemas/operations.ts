@@ -72,9 +72,11 @@ const Branches = z
       }),
   )
   .max(50)
-  .describe("branch patterns (docs/api.md \"Branch patterns\"), tags as refs/tags/<pattern>; empty: every branch and tag");
+  .describe('branch patterns (docs/api.md "Branch patterns"), tags as refs/tags/<pattern>; empty: every branch and tag');
 
-const SlackSettings = z.object({ url: HttpUrl.describe("the incoming webhook URL (Slack, Mattermost, Rocket.Chat, Discord's …/slack endpoint); never returned") }).strict();
+const SlackSettings = z
+  .object({ url: HttpUrl.describe("the incoming webhook URL (Slack, Mattermost, Rocket.Chat, Discord's …/slack endpoint); never returned") })
+  .strict();
 const WebhookSettings = z
   .object({
     url: HttpUrl.describe("never returned"),
@@ -138,7 +140,9 @@ export const NotificationResource = z.object({
   channel: z.enum(CHANNELS),
   events: z.array(z.enum(NOTIFICATION_EVENTS)),
   branches: z.array(z.string()),
-  config: z.record(z.string(), z.unknown()).describe("the channel's settings without its secrets: url_host for webhooks; host, port, security, username, from, to, tls_ca for e-mail"),
+  config: z
+    .record(z.string(), z.unknown())
+    .describe("the channel's settings without its secrets: url_host for webhooks; host, port, security, username, from, to, tls_ca for e-mail"),
   enabled: z.boolean(),
   health: z.object({
     last_delivered_at: Timestamp.nullable(),

@@ -67,8 +67,12 @@ export function analyzerReader(limits: ReportLimits, workspace: string | null): 
       if (pending) line(pending);
       pending = "";
       const problems: string[] = [];
-      if (annotations.length === 0 && other > 0) problems.push("No analyzer issue in the machine format (SEVERITY|TYPE|CODE|FILE|LINE|COLUMN|LENGTH|MESSAGE) was found: was it written by `dart analyze --format=machine`?");
-      if (dropped) problems.push(`${dropped} issue${dropped === 1 ? "" : "s"} beyond the first ${limits.maxAnnotations} ${dropped === 1 ? "was" : "were"} not kept.`);
+      if (annotations.length === 0 && other > 0)
+        problems.push(
+          "No analyzer issue in the machine format (SEVERITY|TYPE|CODE|FILE|LINE|COLUMN|LENGTH|MESSAGE) was found: was it written by `dart analyze --format=machine`?",
+        );
+      if (dropped)
+        problems.push(`${dropped} issue${dropped === 1 ? "" : "s"} beyond the first ${limits.maxAnnotations} ${dropped === 1 ? "was" : "were"} not kept.`);
       return { format: "analyzer", cases: [], coverage: [], annotations, problems };
     },
   };

@@ -46,7 +46,12 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
       const client = await githubClientFor(deps, integration);
       const { body, annotations } = await checkRunOf(deps, row);
       const fullName = str(row, "full_name");
-      const created = await client.createCheckRun(fullName, { ...body, name: `roost/${str(row, "pipeline_name")}`, head_sha: str(row, "commit_sha"), output: { ...body.output, annotations: annotations.slice(0, ANNOTATIONS_PER_REQUEST) } });
+      const created = await client.createCheckRun(fullName, {
+        ...body,
+        name: `roost/${str(row, "pipeline_name")}`,
+        head_sha: str(row, "commit_sha"),
+        output: { ...body.output, annotations: annotations.slice(0, ANNOTATIONS_PER_REQUEST) },
+      });
       for (let i = ANNOTATIONS_PER_REQUEST; i < annotations.length; i += ANNOTATIONS_PER_REQUEST) {
         await client.updateCheckRun(fullName, created.id, { output: { ...body.output, annotations: annotations.slice(i, i + ANNOTATIONS_PER_REQUEST) } });
       }
@@ -71,7 +76,8 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
           severity: "warning",
           reason: "check_run_failed",
           message: `Check runs for ${str(row, "full_name")} cannot be reported: ${message}`,
-          repair_action: "Give the GitHub App the repository permission \"Checks: Read and write\" and accept it on the installation (docs/github.md \"Check runs\").",
+          repair_action:
+            'Give the GitHub App the repository permission "Checks: Read and write" and accept it on the installation (docs/github.md "Check runs").',
           resource_kind: "integration",
           resource_id: integrationId,
           resource_name: str(row, "full_name"),
@@ -97,7 +103,10 @@ async function checkRunOf(deps: ReporterDeps, row: Record<string, unknown>): Pro
   if (issues.length) lines.push(`${issues.length} analyzer issue${issues.length === 1 ? "" : "s"}.`);
   if (failed.length) {
     lines.push("", "Failed tests:");
-    for (const c of failed.slice(0, 20)) lines.push(`- ${mdText(c.suite)} › ${mdText(c.name)}${c.message ? `: ${mdText(c.message.split("\n", 1)[0]!.slice(0, 200))}` : ""}${c.file ? ` (${mdText(c.file)}${c.line ? `:${c.line}` : ""})` : ""}`);
+    for (const c of failed.slice(0, 20))
+      lines.push(
+        `- ${mdText(c.suite)} › ${mdText(c.name)}${c.message ? `: ${mdText(c.message.split("\n", 1)[0]!.slice(0, 200))}` : ""}${c.file ? ` (${mdText(c.file)}${c.line ? `:${c.line}` : ""})` : ""}`,
+      );
     if (summary && summary.failed + summary.errored > 20) lines.push(`- … and ${summary.failed + summary.errored - 20} more: ${url}`);
   }
   const annotations: CheckRunAnnotation[] = [];
@@ -113,9 +122,16 @@ async function checkRunOf(deps: ReporterDeps, row: Record<string, unknown>): Pro
       ...(c.stack ? { raw_details: c.stack } : {}),
     });
   }
-  for (const a of issues) annotations.push({ path: a.file, start_line: a.line, end_line: a.line, annotation_level: LEVEL[a.severity], title: a.code, message: a.message });
+  for (const a of issues)
+    annotations.push({ path: a.file, start_line: a.line, end_line: a.line, annotation_level: LEVEL[a.severity], title: a.code, message: a.message });
   return {
-    body: { status: "completed", conclusion: CONCLUSION[status], details_url: url, external_id: buildId, output: { title, summary: lines.join("\n").slice(0, 65_000) } },
+    body: {
+      status: "completed",
+      conclusion: CONCLUSION[status],
+      details_url: url,
+      external_id: buildId,
+      output: { title, summary: lines.join("\n").slice(0, 65_000) },
+    },
     annotations: annotations.slice(0, MAX_CHECK_RUN_ANNOTATIONS),
   };
 }

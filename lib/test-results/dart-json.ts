@@ -9,7 +9,17 @@
 // Events of several tests interleave, and an error may arrive after its test's testDone, so cases
 // are only decided at the end. A run cut short (a crash, a killed runner, a truncated file) still
 // yields every test it reported; a test that started and never finished is an error saying so.
-import { BoundedText, clip, lineNumber, workspacePath, withoutWorkspace, type ParsedReport, type ReportLimits, type ReportReader, type TestCase } from "./report.ts";
+import {
+  BoundedText,
+  clip,
+  lineNumber,
+  workspacePath,
+  withoutWorkspace,
+  type ParsedReport,
+  type ReportLimits,
+  type ReportReader,
+  type TestCase,
+} from "./report.ts";
 
 interface Started {
   name: string;
@@ -147,7 +157,8 @@ export function dartJsonReader(limits: ReportLimits, workspace: string | null): 
       message = `${message ? `${message}\n\n` : ""}The test run ended before this test finished (it started but reported no result).`;
     } else if (t.result === "failure") status = "failed";
     else if (t.result === "error") status = "error";
-    else if (errored) status = t.lastErrorIsFailure ? "failed" : "error"; // an error after a success
+    else if (errored)
+      status = t.lastErrorIsFailure ? "failed" : "error"; // an error after a success
     else if (t.skipped) {
       status = "skipped";
       message = t.skipMessages.empty ? null : t.skipMessages.toString();
@@ -201,7 +212,10 @@ export function dartJsonReader(limits: ReportLimits, workspace: string | null): 
         cases.push(c);
       }
       if (events === 0) problems.push("No JSON reporter event was found: is this the output of `flutter test --machine` or `--file-reporter json:<path>`?");
-      else if (!sawDone) problems.push(`The report ends before the test run's done event: the run was cut short.${unfinished ? ` ${unfinished} test${unfinished === 1 ? " that had started is" : "s that had started are"} reported as errors.` : ""}`);
+      else if (!sawDone)
+        problems.push(
+          `The report ends before the test run's done event: the run was cut short.${unfinished ? ` ${unfinished} test${unfinished === 1 ? " that had started is" : "s that had started are"} reported as errors.` : ""}`,
+        );
       else if (doneSuccess === null) problems.push("The test runner was closed before all tests completed.");
       if (malformed) problems.push(`${malformed} line${malformed === 1 ? " was" : "s were"} not a JSON event and ${malformed === 1 ? "was" : "were"} skipped.`);
       if (dropped) problems.push(`${dropped} test${dropped === 1 ? "" : "s"} beyond the first ${limits.maxCases} ${dropped === 1 ? "was" : "were"} not kept.`);

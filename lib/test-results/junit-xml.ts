@@ -7,7 +7,17 @@
 //     <system-out>…</system-out> <system-err>…</system-err>
 // Suites may nest. A file cut short yields the test cases it closed.
 import { xmlTokenizer } from "./xml-tokens.ts";
-import { BoundedText, clip, lineNumber, withoutWorkspace, workspacePath, type ParsedReport, type ReportLimits, type ReportReader, type TestCase } from "./report.ts";
+import {
+  BoundedText,
+  clip,
+  lineNumber,
+  withoutWorkspace,
+  workspacePath,
+  type ParsedReport,
+  type ReportLimits,
+  type ReportReader,
+  type TestCase,
+} from "./report.ts";
 
 interface OpenCase {
   name: string;
@@ -133,8 +143,12 @@ export function junitXmlReader(limits: ReportLimits, workspace: string | null): 
       }
       if (tokenizer.error) problems.push(`The XML is malformed (${tokenizer.error}); the test cases before that point were read.`);
       else if (!sawElement) problems.push("No XML element was found: is this a JUnit XML report?");
-      else if (stillOpen.length) problems.push(`The XML ends inside <${stillOpen.at(-1)}>: the file was cut short; the test cases before that point were read${cutCase ? " (the last one, unfinished, was left out)" : ""}.`);
-      if (dropped) problems.push(`${dropped} test case${dropped === 1 ? "" : "s"} beyond the first ${limits.maxCases} ${dropped === 1 ? "was" : "were"} not kept.`);
+      else if (stillOpen.length)
+        problems.push(
+          `The XML ends inside <${stillOpen.at(-1)}>: the file was cut short; the test cases before that point were read${cutCase ? " (the last one, unfinished, was left out)" : ""}.`,
+        );
+      if (dropped)
+        problems.push(`${dropped} test case${dropped === 1 ? "" : "s"} beyond the first ${limits.maxCases} ${dropped === 1 ? "was" : "were"} not kept.`);
       return { format: "junit_xml", cases, coverage: [], annotations: [], problems };
     },
   };

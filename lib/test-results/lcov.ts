@@ -29,9 +29,10 @@ export function lcovReader(limits: ReportLimits, workspace: string | null, repor
 
   function close(): void {
     if (path === null) return;
-    const entry: CoverageFile = lines.size > 0
-      ? { path, lines_found: lines.size, lines_hit: [...lines.values()].filter((n) => n > 0).length }
-      : { path, lines_found: found ?? 0, lines_hit: Math.min(hit ?? 0, found ?? 0) };
+    const entry: CoverageFile =
+      lines.size > 0
+        ? { path, lines_found: lines.size, lines_hit: [...lines.values()].filter((n) => n > 0).length }
+        : { path, lines_found: found ?? 0, lines_hit: Math.min(hit ?? 0, found ?? 0) };
     const before = files.get(path);
     if (before) {
       // The same file in two records (two test runs merged): the larger count of each wins.
@@ -102,7 +103,8 @@ export function lcovReader(limits: ReportLimits, workspace: string | null, repor
       if (records === 0) problems.push("No lcov record (SF: … end_of_record) was found: is this an lcov.info file?");
       else if (cut) problems.push("The file ends inside a record: it was cut short; what it held was read.");
       if (malformed) problems.push(`${malformed} line${malformed === 1 ? " was" : "s were"} malformed and skipped.`);
-      if (dropped) problems.push(`${dropped} file${dropped === 1 ? "" : "s"} beyond the first ${limits.maxCoverageFiles} ${dropped === 1 ? "was" : "were"} not kept.`);
+      if (dropped)
+        problems.push(`${dropped} file${dropped === 1 ? "" : "s"} beyond the first ${limits.maxCoverageFiles} ${dropped === 1 ? "was" : "were"} not kept.`);
       return { format: "lcov", cases: [], coverage: [...files.values()], annotations: [], problems };
     },
   };

@@ -33,7 +33,13 @@ export function statusSentence(s: { total: number; passed: number; failed: numbe
 const percent = (hit: number, found: number) => (found > 0 ? Math.round((hit / found) * 10000) / 100 : 0);
 
 function toSummary(row: Row): z.output<typeof TestSummary> {
-  const counts = { total: num(row, "total"), passed: num(row, "passed"), failed: num(row, "failed"), errored: num(row, "errored"), skipped: num(row, "skipped") };
+  const counts = {
+    total: num(row, "total"),
+    passed: num(row, "passed"),
+    failed: num(row, "failed"),
+    errored: num(row, "errored"),
+    skipped: num(row, "skipped"),
+  };
   const found = numOrNull(row, "lines_found");
   return {
     ...counts,
@@ -68,7 +74,16 @@ export async function failedCases(db: Executor, buildId: string, limit: number):
     "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = ? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT ?",
     [buildId, limit],
   );
-  return rows.map((r) => ({ seq: num(r, "seq"), suite: str(r, "suite"), name: str(r, "name"), status: str(r, "status") as Status, message: strOrNull(r, "message"), stack: strOrNull(r, "stack"), file: strOrNull(r, "file"), line: numOrNull(r, "line") }));
+  return rows.map((r) => ({
+    seq: num(r, "seq"),
+    suite: str(r, "suite"),
+    name: str(r, "name"),
+    status: str(r, "status") as Status,
+    message: strOrNull(r, "message"),
+    stack: strOrNull(r, "stack"),
+    file: strOrNull(r, "file"),
+    line: numOrNull(r, "line"),
+  }));
 }
 
 /** Where people read a build's tests in the web app. */
@@ -77,8 +92,14 @@ export function testsPageUrl(baseUrl: string, build: { project_id: string; id: s
 }
 
 /** Builds as lists show them: each with its test summary. */
-export async function withTestSummaries<T extends { id: string }>(db: Executor, builds: T[]): Promise<(T & { test_summary: z.output<typeof TestSummary> | null })[]> {
-  const summaries = await summariesOf(db, builds.map((b) => b.id));
+export async function withTestSummaries<T extends { id: string }>(
+  db: Executor,
+  builds: T[],
+): Promise<(T & { test_summary: z.output<typeof TestSummary> | null })[]> {
+  const summaries = await summariesOf(
+    db,
+    builds.map((b) => b.id),
+  );
   return builds.map((b) => ({ ...b, test_summary: summaries.get(b.id) ?? null }));
 }
 
@@ -86,7 +107,8 @@ export async function withTestSummaries<T extends { id: string }>(db: Executor, 
 export async function summariesOf(db: Executor, buildIds: string[]): Promise<Map<string, z.output<typeof TestSummary>>> {
   const out = new Map<string, z.output<typeof TestSummary>>();
   if (buildIds.length === 0) return out;
-  for (const row of await all(db, `SELECT * FROM build_test_summaries WHERE build_id IN (${buildIds.map(() => "?").join(", ")})`, buildIds)) out.set(str(row, "build_id"), toSummary(row));
+  for (const row of await all(db, `SELECT * FROM build_test_summaries WHERE build_id IN (${buildIds.map(() => "?").join(", ")})`, buildIds))
+    out.set(str(row, "build_id"), toSummary(row));
   return out;
 }
 
@@ -103,7 +125,11 @@ export async function listReports(db: Executor, buildId: string): Promise<z.outp
 }
 
 export async function listAnnotations(db: Executor, buildId: string) {
-  return (await all(db, "SELECT * FROM build_annotations WHERE build_id = ? ORDER BY CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, seq", [buildId])).map((r) => ({
+  return (
+    await all(db, "SELECT * FROM build_annotations WHERE build_id = ? ORDER BY CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, seq", [
+      buildId,
+    ])
+  ).map((r) => ({
     severity: str(r, "severity") as "error" | "warning" | "notice",
     file: str(r, "file"),
     line: num(r, "line"),
@@ -126,13 +152,17 @@ export interface CaseQuery {
 }
 
 /** A page of a build's cases, failures first, with each case's recent results in its lane. */
-export async function listCases(db: Executor, build: Build, query: CaseQuery): Promise<{ cases: z.output<typeof TestCaseResource>[]; next_cursor: string | null }> {
+export async function listCases(
+  db: Executor,
+  build: Build,
+  query: CaseQuery,
+): Promise<{ cases: z.output<typeof TestCaseResource>[]; next_cursor: string | null }> {
   const where = ["r.build_id = ?"];
   const args: (string | number)[] = [build.id];
-  if (query.statuses.length) (where.push(`r.status IN (${query.statuses.map(() => "?").join(", ")})`), args.push(...query.statuses));
-  if (query.q) (where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR lower(t.suite) LIKE ? ESCAPE '\\')"), args.push(likePattern(query.q), likePattern(query.q)));
+  if (query.statuses.length) where.push(`r.status IN (${query.statuses.map(() => "?").join(", ")})`), args.push(...query.statuses);
+  if (query.q) where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR lower(t.suite) LIKE ? ESCAPE '\\')"), args.push(likePattern(query.q), likePattern(query.q));
   const after = /^(\d)\.(\d{1,10})$/.exec(query.cursor ?? "");
-  if (after) (where.push(`(${RANK} > ? OR (${RANK} = ? AND r.seq > ?))`), args.push(Number(after[1]), Number(after[1]), Number(after[2])));
+  if (after) where.push(`(${RANK} > ? OR (${RANK} = ? AND r.seq > ?))`), args.push(Number(after[1]), Number(after[1]), Number(after[2]));
   const rows = await all(
     db,
     `SELECT r.*, t.test_key, t.suite, t.name, ${RANK} AS rank FROM test_results r JOIN tests t ON t.id = r.test_id
@@ -144,12 +174,11 @@ export async function listCases(db: Executor, build: Build, query: CaseQuery): P
   for (const r of page) {
     const status = str(r, "status") as Status;
     // The strip needs 10 results; a failure looks further back for where its run of failures began.
-    const recent = await all(db, "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT ?", [
-      num(r, "test_id"),
-      str(r, "lane"),
-      build.build_number,
-      FAILED.has(status) ? 50 : 10,
-    ]);
+    const recent = await all(
+      db,
+      "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT ?",
+      [num(r, "test_id"), str(r, "lane"), build.build_number, FAILED.has(status) ? 50 : 10],
+    );
     const dots = recent.map((d) => ({ build_id: str(d, "build_id"), build_number: num(d, "build_number"), status: str(d, "status") as Status }));
     let since: { build_id: string; build_number: number } | null = null;
     let isNew = false;
@@ -207,7 +236,12 @@ export async function findTest(db: Executor, pipelineId: string, testKey: string
 }
 
 /** One test's results in one lane, newest first, before build number `before` when given. */
-export async function testHistory(db: Executor, testId: number, lane: string, o: { limit: number; before: number | undefined }): Promise<{ results: z.output<typeof HistoryEntry>[]; next_before: number | null }> {
+export async function testHistory(
+  db: Executor,
+  testId: number,
+  lane: string,
+  o: { limit: number; before: number | undefined },
+): Promise<{ results: z.output<typeof HistoryEntry>[]; next_before: number | null }> {
   const rows = await all(
     db,
     `SELECT r.build_id, r.build_number, r.status, r.flaky, r.duration_ms, r.message, b.commit_sha, b.created_at
@@ -232,7 +266,11 @@ export async function testHistory(db: Executor, testId: number, lane: string, o:
 }
 
 /** Tests that were flaky, most recently flaky first; "<last_flaky_at>.<id>" pages on. */
-export async function flakyTests(db: Executor, pipelineId: string, o: { limit: number; cursor?: string | undefined }): Promise<{ tests: z.output<typeof TestResource>[]; next_cursor: string | null }> {
+export async function flakyTests(
+  db: Executor,
+  pipelineId: string,
+  o: { limit: number; cursor?: string | undefined },
+): Promise<{ tests: z.output<typeof TestResource>[]; next_cursor: string | null }> {
   const after = /^(\d{1,12})\.(\d{1,18})$/.exec(o.cursor ?? "");
   const rows = await all(
     db,
@@ -250,7 +288,12 @@ export function targetLane(build: Build, defaultBranch: string): string {
   return laneOf(build) === build.branch ? defaultBranch : build.branch;
 }
 
-export async function coverageOf(db: Executor, build: Build, defaultBranch: string, o: { limit: number; offset: number }): Promise<z.output<typeof CoverageAnswer>> {
+export async function coverageOf(
+  db: Executor,
+  build: Build,
+  defaultBranch: string,
+  o: { limit: number; offset: number },
+): Promise<z.output<typeof CoverageAnswer>> {
   const own = await one(db, "SELECT lines_found, lines_hit FROM build_test_summaries WHERE build_id = ? AND lines_found IS NOT NULL", [build.id]);
   if (!own) return { coverage: null, baseline: null, change: null, files: [], total_files: 0 };
   const coverage = { lines_found: num(own, "lines_found"), lines_hit: num(own, "lines_hit"), percent: percent(num(own, "lines_hit"), num(own, "lines_found")) };
@@ -260,7 +303,9 @@ export async function coverageOf(db: Executor, build: Build, defaultBranch: stri
     "SELECT build_id, build_number, lines_found, lines_hit FROM build_test_summaries WHERE pipeline_id = ? AND lane = ? AND build_number < ? AND lines_found IS NOT NULL ORDER BY build_number DESC LIMIT 1",
     [build.pipeline_id, lane, build.build_number],
   );
-  const baseline = base ? { build_id: str(base, "build_id"), build_number: num(base, "build_number"), lane, percent: percent(num(base, "lines_hit"), num(base, "lines_found")) } : null;
+  const baseline = base
+    ? { build_id: str(base, "build_id"), build_number: num(base, "build_number"), lane, percent: percent(num(base, "lines_hit"), num(base, "lines_found")) }
+    : null;
   const ratio = "(f.lines_hit * 1.0 / MAX(f.lines_found, 1))";
   const baseRatio = "(b.lines_hit * 1.0 / MAX(b.lines_found, 1))";
   const rows = await all(
@@ -280,14 +325,25 @@ export async function coverageOf(db: Executor, build: Build, defaultBranch: stri
     files: rows.map((r) => {
       const p = percent(num(r, "lines_hit"), num(r, "lines_found"));
       const bp = r.base_found === null ? null : percent(num(r, "base_hit"), num(r, "base_found"));
-      return { path: str(r, "path"), lines_found: num(r, "lines_found"), lines_hit: num(r, "lines_hit"), percent: p, baseline_percent: bp, change: bp === null ? null : Math.round((p - bp) * 100) / 100 };
+      return {
+        path: str(r, "path"),
+        lines_found: num(r, "lines_found"),
+        lines_hit: num(r, "lines_hit"),
+        percent: p,
+        baseline_percent: bp,
+        change: bp === null ? null : Math.round((p - bp) * 100) / 100,
+      };
     }),
     total_files: Number(total?.n ?? 0),
   };
 }
 
 /** The last builds of a pipeline with what their charts need, newest first. */
-export async function pipelineTrends(db: Executor, pipelineId: string, o: { limit: number; branch?: string | undefined }): Promise<z.output<typeof TrendPoint>[]> {
+export async function pipelineTrends(
+  db: Executor,
+  pipelineId: string,
+  o: { limit: number; branch?: string | undefined },
+): Promise<z.output<typeof TrendPoint>[]> {
   const rows = await all(
     db,
     `SELECT b.id, b.build_number, b.branch, b.status, b.queued_at, b.started_at, b.finished_at, s.build_id AS has_summary, s.total, s.passed, s.failed, s.errored, s.skipped, s.flaky, s.duration_ms, s.lines_found, s.lines_hit, s.annotations

@@ -54,7 +54,11 @@ async function recordInTransaction(
 ): Promise<RecordedReport> {
   const { build, read, now } = o;
   const report = read.report;
-  const problems = report ? [...report.problems] : [`The format of ${o.path} was not recognised (expected the Dart JSON reporter's output, JUnit XML, lcov or dart analyze --format=machine); it was not read.`];
+  const problems = report
+    ? [...report.problems]
+    : [
+        `The format of ${o.path} was not recognised (expected the Dart JSON reporter's output, JUnit XML, lcov or dart analyze --format=machine); it was not read.`,
+      ];
   if (o.declaredBytes !== null && o.declaredBytes > read.bytes && !read.cut) {
     problems.unshift(`The file is ${o.declaredBytes} bytes; only its first ${read.bytes} bytes were uploaded and read.`);
   }
@@ -72,14 +76,18 @@ async function recordInTransaction(
   if (coverage.length) {
     const room = MAX_COVERAGE_FILES_PER_BUILD - (await count(tx, "SELECT COUNT(*) AS n FROM coverage_files WHERE build_id = ?", build.id));
     if (coverage.length > room) {
-      problems.push(`The build holds coverage of at most ${MAX_COVERAGE_FILES_PER_BUILD} files: ${coverage.length - Math.max(0, room)} from this report were not kept.`);
+      problems.push(
+        `The build holds coverage of at most ${MAX_COVERAGE_FILES_PER_BUILD} files: ${coverage.length - Math.max(0, room)} from this report were not kept.`,
+      );
       coverage = coverage.slice(0, Math.max(0, room));
     }
   }
   if (annotations.length) {
     const room = MAX_ANNOTATIONS_PER_BUILD - (await count(tx, "SELECT COUNT(*) AS n FROM build_annotations WHERE build_id = ?", build.id));
     if (annotations.length > room) {
-      problems.push(`The build holds at most ${MAX_ANNOTATIONS_PER_BUILD} analyzer issues: ${annotations.length - Math.max(0, room)} from this report were not kept.`);
+      problems.push(
+        `The build holds at most ${MAX_ANNOTATIONS_PER_BUILD} analyzer issues: ${annotations.length - Math.max(0, room)} from this report were not kept.`,
+      );
       annotations = annotations.slice(0, Math.max(0, room));
     }
   }
@@ -97,13 +105,17 @@ async function recordInTransaction(
 }
 
 /** A report the daemon would not read at all (too many for the build), recorded so the build says so. */
-export async function recordRejectedReport(db: Db, o: { build: Build; jobId: string; path: string; problem: string; bytes: number; now: number }): Promise<RecordedReport> {
+export async function recordRejectedReport(
+  db: Db,
+  o: { build: Build; jobId: string; path: string; problem: string; bytes: number; now: number },
+): Promise<RecordedReport> {
   return db.transaction(async (tx) => {
     await ensureSummary(tx, o.build, o.now);
     const recorded: RecordedReport = { id: newId(), path: o.path, format: null, status: "rejected", problems: [o.problem], bytes: o.bytes, cases: 0 };
-    await tx.execute("INSERT INTO test_reports (id, build_id, job_id, path, format, status, problems, bytes, cases, created_at) VALUES (?, ?, ?, ?, NULL, 'rejected', ?, ?, 0, ?)", [
-      recorded.id, o.build.id, o.jobId, o.path, JSON.stringify(recorded.problems), o.bytes, o.now,
-    ]);
+    await tx.execute(
+      "INSERT INTO test_reports (id, build_id, job_id, path, format, status, problems, bytes, cases, created_at) VALUES (?, ?, ?, ?, NULL, 'rejected', ?, ?, 0, ?)",
+      [recorded.id, o.build.id, o.jobId, o.path, JSON.stringify(recorded.problems), o.bytes, o.now],
+    );
     return recorded;
   });
 }
@@ -148,7 +160,11 @@ async function insertCases(tx: Transaction, build: Build, cases: TestCase[], now
   }
 
   // Results of the same tests in other builds of this commit: usually none (no re-run).
-  const earlier = await all(tx, "SELECT build_id FROM build_test_summaries WHERE pipeline_id = ? AND commit_sha = ? AND build_id != ?", [build.pipeline_id, build.commit_sha, build.id]);
+  const earlier = await all(tx, "SELECT build_id FROM build_test_summaries WHERE pipeline_id = ? AND commit_sha = ? AND build_id != ?", [
+    build.pipeline_id,
+    build.commit_sha,
+    build.id,
+  ]);
   const seen = new Map<number, { passed: boolean; failed: boolean }>();
   for (const { build_id } of earlier) {
     for (const row of await all(tx, "SELECT test_id, status FROM test_results WHERE build_id = ?", [String(build_id)])) {
@@ -165,7 +181,10 @@ async function insertCases(tx: Transaction, build: Build, cases: TestCase[], now
   const flakyIds = [...new Set(cases.map((_, i) => ids.get(keys[i]!)!).filter((_, i) => flaky[i]))];
   for (let i = 0; i < flakyIds.length; i += BATCH) {
     const chunk = flakyIds.slice(i, i + BATCH);
-    await tx.execute(`UPDATE tests SET flaky_runs = flaky_runs + 1, last_flaky_at = ?, last_flaky_build_id = ? WHERE id IN (${chunk.map(() => "?").join(", ")})`, [now, build.id, ...chunk]);
+    await tx.execute(
+      `UPDATE tests SET flaky_runs = flaky_runs + 1, last_flaky_at = ?, last_flaky_build_id = ? WHERE id IN (${chunk.map(() => "?").join(", ")})`,
+      [now, build.id, ...chunk],
+    );
   }
 
   const lane = laneOf(build);
@@ -174,7 +193,21 @@ async function insertCases(tx: Transaction, build: Build, cases: TestCase[], now
     const chunk = cases.slice(i, i + BATCH);
     await tx.execute(
       `INSERT INTO test_results (build_id, seq, test_id, lane, build_number, status, flaky, duration_ms, message, stack, output, file, line) VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
-      chunk.flatMap((c, j) => [build.id, ++seq, ids.get(keys[i + j]!)!, lane, build.build_number, c.status, flaky[i + j] ? 1 : 0, c.duration_ms, c.message, c.stack, c.output, c.file, c.line]),
+      chunk.flatMap((c, j) => [
+        build.id,
+        ++seq,
+        ids.get(keys[i + j]!)!,
+        lane,
+        build.build_number,
+        c.status,
+        flaky[i + j] ? 1 : 0,
+        c.duration_ms,
+        c.message,
+        c.stack,
+        c.output,
+        c.file,
+        c.line,
+      ]),
     );
   }
 }

@@ -34,7 +34,9 @@ export const TestCaseResource = z.object({
   output: z.string().nullable().describe("what the test printed"),
   file: z.string().nullable().describe("relative to the checkout"),
   line: z.number().int().nullable(),
-  last_results: z.array(ResultDot).describe("this test's last results in the build's lane (branch or pull request), newest first, this build's included; at most 10"),
+  last_results: z
+    .array(ResultDot)
+    .describe("this test's last results in the build's lane (branch or pull request), newest first, this build's included; at most 10"),
   failing_since: z
     .object({ build_id: z.string(), build_number: z.number().int() })
     .nullable()
@@ -100,7 +102,9 @@ export const CoverageAnswer = z.object({
   baseline: z
     .object({ build_id: z.string(), build_number: z.number().int(), lane: z.string(), percent: z.number() })
     .nullable()
-    .describe("the newest earlier build with coverage on the target branch (a pull request's target, else the project's default branch; a default-branch build compares with the one before it)"),
+    .describe(
+      "the newest earlier build with coverage on the target branch (a pull request's target, else the project's default branch; a default-branch build compares with the one before it)",
+    ),
   change: z.number().nullable().describe("percentage points against the baseline"),
   files: z.array(CoverageFileResource).describe("the files that lost the most coverage first"),
   total_files: z.number().int(),

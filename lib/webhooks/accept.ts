@@ -93,7 +93,11 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     const files = await readPipelineFiles(deps, input);
     const outcome = await inTransaction(deps.db, async (tx) => {
       // A content digest older than its window no longer counts: drop it so this delivery can take the key.
-      if (input.contentKey) await tx.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?", args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS] });
+      if (input.contentKey)
+        await tx.execute({
+          sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?",
+          args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS],
+        });
       const keys = input.contentKey ? [...input.dedupeKeys, input.contentKey] : input.dedupeKeys;
       if (keys.length) {
         const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${keys.map(() => "?").join(", ")}) LIMIT 1`, keys);
@@ -101,8 +105,14 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
         // Another process may insert the same key between our check and this insert: the key's
         // own conflict, and only that, makes this delivery a duplicate of the one that holds it.
         for (const key of new Set(keys)) {
-          const taken = await tx.execute({ sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING", args: [key, id, now] });
-          if (taken.rowsAffected === 0) throw new Duplicate(String((await one(tx, "SELECT delivery_id FROM webhook_dedupe_keys WHERE key = ?", [key]))?.delivery_id ?? "a concurrent delivery"));
+          const taken = await tx.execute({
+            sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+            args: [key, id, now],
+          });
+          if (taken.rowsAffected === 0)
+            throw new Duplicate(
+              String((await one(tx, "SELECT delivery_id FROM webhook_dedupe_keys WHERE key = ?", [key]))?.delivery_id ?? "a concurrent delivery"),
+            );
         }
       }
 
@@ -146,24 +156,51 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
             for (const [name, definition] of read.pipelines) {
               let pipeline = pipelines.find((p) => p.name === name);
               if (pipeline && pipeline.config_path !== path) {
-                decisions.push({ pipeline_id: pipeline.id, pipeline_name: name, build: false, reason: `${fileLabel(read)} defines ${name}, but the pipeline reads ${pipeline.config_path}` });
+                decisions.push({
+                  pipeline_id: pipeline.id,
+                  pipeline_name: name,
+                  build: false,
+                  reason: `${fileLabel(read)} defines ${name}, but the pipeline reads ${pipeline.config_path}`,
+                });
                 continue;
               }
               // A pipeline the file names for the first time is created, so its builds, badge and history have a home.
-              pipeline ??= await insertPipeline(tx, projectId, { name, enabled: true, config_path: path, config_path_explicit: path !== DEFAULT_CONFIG_PATH, ...fileDefinition(definition, files.defaultBranch) }, now);
+              pipeline ??= await insertPipeline(
+                tx,
+                projectId,
+                {
+                  name,
+                  enabled: true,
+                  config_path: path,
+                  config_path_explicit: path !== DEFAULT_CONFIG_PATH,
+                  ...fileDefinition(definition, files.defaultBranch),
+                },
+                now,
+              );
               await syncSchedules(pipeline, path, definition.schedules, fileLabel(read));
               const snapshot = fileSnapshot(name, path, definition, files.defaultBranch);
-              candidates.push({ pipeline: { ...pipeline, concurrency: snapshot.concurrency, trigger_config: snapshot.trigger_config }, snapshot, source: definitionOf(read) });
+              candidates.push({
+                pipeline: { ...pipeline, concurrency: snapshot.concurrency, trigger_config: snapshot.trigger_config },
+                snapshot,
+                source: definitionOf(read),
+              });
             }
             for (const pipeline of reading) {
               if (!read.pipelines.has(pipeline.name)) await syncSchedules(pipeline, path, [], fileLabel(read));
-              if (!read.pipelines.has(pipeline.name)) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: `not defined in ${fileLabel(read)} (it defines ${[...read.pipelines.keys()].join(", ")})` });
+              if (!read.pipelines.has(pipeline.name))
+                decisions.push({
+                  pipeline_id: pipeline.id,
+                  pipeline_name: pipeline.name,
+                  build: false,
+                  reason: `not defined in ${fileLabel(read)} (it defines ${[...read.pipelines.keys()].join(", ")})`,
+                });
             }
           } else {
             // An invalid or unreadable file builds nothing from it, and says why: never a silent fallback.
             const sentence = read.status === "invalid" ? invalidFileSentence(read) : `could not read ${fileLabel(read)}: ${read.message}`;
             fileReasons.push(sentence);
-            for (const pipeline of reading) decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: sentence, file_problem: true });
+            for (const pipeline of reading)
+              decisions.push({ pipeline_id: pipeline.id, pipeline_name: pipeline.name, build: false, reason: sentence, file_problem: true });
           }
         }
         for (const { pipeline, snapshot, source } of candidates) {
@@ -182,7 +219,14 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
               triggerRef: event.ref,
               triggerActor: event.actor,
               concurrencyKey: concurrencyKeyOf(event),
-              context: { host: input.forge, delivery_id: input.deliveryId, roost_delivery_id: id, pull_request: event.prNumber, tag: event.tag, fork: event.fromFork === true },
+              context: {
+                host: input.forge,
+                delivery_id: input.deliveryId,
+                roost_delivery_id: id,
+                pull_request: event.prNumber,
+                tag: event.tag,
+                fork: event.fromFork === true,
+              },
             });
             created.push(made);
             decision.build_id = made.build.id;
@@ -197,7 +241,13 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       const result: DeliveryResult = builtAny ? "built" : "ignored";
       const summary =
         reason ??
-        [builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : fileReasons.length ? null : "no pipeline matched", ...fileReasons, ...scheduleNotes].filter((r) => r !== null).join("; ");
+        [
+          builtAny ? `started ${decisions.filter((d) => d.build).length} build(s)` : fileReasons.length ? null : "no pipeline matched",
+          ...fileReasons,
+          ...scheduleNotes,
+        ]
+          .filter((r) => r !== null)
+          .join("; ");
       await insertDelivery(tx, {
         ...base,
         result,
@@ -243,7 +293,19 @@ export const DELIVERY_FAILED = "webhook_delivery_failed";
  */
 async function recordFailed(
   deps: Deps,
-  d: { id: string; host: ForgeName; delivery_id: string; event: string; action: string; repository_external_id: string | null; repository_full_name: string | null; commit_sha: string | null; received_at: number; repository: Repository | null; body: string },
+  d: {
+    id: string;
+    host: ForgeName;
+    delivery_id: string;
+    event: string;
+    action: string;
+    repository_external_id: string | null;
+    repository_full_name: string | null;
+    commit_sha: string | null;
+    received_at: number;
+    repository: Repository | null;
+    body: string;
+  },
   error: unknown,
 ): Promise<AcceptResult> {
   const message = error instanceof Error ? error.message : String(error);
@@ -253,13 +315,23 @@ async function recordFailed(
   try {
     const projectId = repositoryId ? await findProjectBuildingRepository(deps.db, repositoryId) : null;
     const { repository: _, ...record } = d;
-    await insertDelivery(deps.db, { ...record, verified: true, result: "failed", reason, repository_id: repositoryId, project_id: projectId, decisions: [], duplicate_of: null });
+    await insertDelivery(deps.db, {
+      ...record,
+      verified: true,
+      result: "failed",
+      reason,
+      repository_id: repositoryId,
+      project_id: projectId,
+      decisions: [],
+      duplicate_of: null,
+    });
     if ((await recentFailures(deps.db, { repositoryId, forge: d.host }, d.received_at - 3600)) >= FAILURES_BEFORE_INCIDENT) {
       await raiseIncident(deps.db, d.received_at, {
         severity: "critical",
         reason: DELIVERY_FAILED,
         message: `${d.host} deliveries${d.repository ? ` for ${d.repository.full_name}` : ""} keep failing, so their pushes build nothing: ${message.slice(0, 300)}`,
-        repair_action: "Read the failed deliveries (GET /v1/webhook-deliveries?result=failed) and the daemon's log for the error, fix its cause, then redeliver them from the host.",
+        repair_action:
+          "Read the failed deliveries (GET /v1/webhook-deliveries?result=failed) and the daemon's log for the error, fix its cause, then redeliver them from the host.",
         resource_kind: d.repository ? "repository" : "webhook_host",
         resource_id: d.repository?.id ?? d.host,
         resource_name: d.repository?.full_name ?? d.host,

@@ -61,8 +61,23 @@ export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void
             repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     args: [
-      d.id, d.host, d.delivery_id, d.event, d.action, d.verified ? 1 : 0, d.result, d.reason, d.repository_external_id, d.repository_full_name,
-      d.repository_id, d.project_id, d.commit_sha, JSON.stringify(d.decisions), d.duplicate_of, d.body, d.received_at,
+      d.id,
+      d.host,
+      d.delivery_id,
+      d.event,
+      d.action,
+      d.verified ? 1 : 0,
+      d.result,
+      d.reason,
+      d.repository_external_id,
+      d.repository_full_name,
+      d.repository_id,
+      d.project_id,
+      d.commit_sha,
+      JSON.stringify(d.decisions),
+      d.duplicate_of,
+      d.body,
+      d.received_at,
       d.body === null ? null : d.received_at + BODY_RETENTION_SECONDS,
     ],
   });
@@ -73,11 +88,14 @@ export async function findDelivery(db: Executor, id: string): Promise<Delivery |
   return row ? toDelivery(row) : null;
 }
 
-export async function listDeliveries(db: Executor, f: { projectId: string | null; limit: number; offset: number; result?: DeliveryResult | undefined }): Promise<{ deliveries: Delivery[]; total: number }> {
+export async function listDeliveries(
+  db: Executor,
+  f: { projectId: string | null; limit: number; offset: number; result?: DeliveryResult | undefined },
+): Promise<{ deliveries: Delivery[]; total: number }> {
   const where: string[] = [];
   const args: (string | number)[] = [];
-  if (f.projectId !== null) (where.push("project_id = ?"), args.push(f.projectId));
-  if (f.result) (where.push("result = ?"), args.push(f.result));
+  if (f.projectId !== null) where.push("project_id = ?"), args.push(f.projectId);
+  if (f.result) where.push("result = ?"), args.push(f.result);
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
   const rows = await all(db, `SELECT * FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);
@@ -86,7 +104,10 @@ export async function listDeliveries(db: Executor, f: { projectId: string | null
 
 /** Rejected deliveries for a repository in the last hour (repeated failures raise an incident). */
 /** The newest delivery of a project that found a pipeline file invalid or unreadable (decisions marked file_problem), or null. */
-export async function lastFileProblem(db: Executor, projectId: string): Promise<{ delivery_id: string; received_at: number; commit_sha: string | null; message: string } | null> {
+export async function lastFileProblem(
+  db: Executor,
+  projectId: string,
+): Promise<{ delivery_id: string; received_at: number; commit_sha: string | null; message: string } | null> {
   const row = await one(
     db,
     `SELECT d.id, d.received_at, d.commit_sha, json_extract(j.value, '$.reason') AS reason
@@ -95,11 +116,16 @@ export async function lastFileProblem(db: Executor, projectId: string): Promise<
       ORDER BY d.received_at DESC, d.rowid DESC LIMIT 1`,
     [projectId],
   );
-  return row ? { delivery_id: str(row, "id"), received_at: num(row, "received_at"), commit_sha: strOrNull(row, "commit_sha"), message: str(row, "reason") } : null;
+  return row
+    ? { delivery_id: str(row, "id"), received_at: num(row, "received_at"), commit_sha: strOrNull(row, "commit_sha"), message: str(row, "reason") }
+    : null;
 }
 
 export async function recentRejections(db: Executor, repositoryId: string, since: number): Promise<number> {
-  const row = await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND verified = 0 AND received_at >= ?", [repositoryId, since]);
+  const row = await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND verified = 0 AND received_at >= ?", [
+    repositoryId,
+    since,
+  ]);
   return Number(row?.n ?? 0);
 }
 
@@ -107,14 +133,23 @@ export async function recentRejections(db: Executor, repositoryId: string, since
 export async function recentFailures(db: Executor, f: { repositoryId: string | null; forge: ForgeName }, since: number): Promise<number> {
   const row =
     f.repositoryId === null
-      ? await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id IS NULL AND host = ? AND result = 'failed' AND received_at >= ?", [f.forge, since])
-      : await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND result = 'failed' AND received_at >= ?", [f.repositoryId, since]);
+      ? await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id IS NULL AND host = ? AND result = 'failed' AND received_at >= ?", [
+          f.forge,
+          since,
+        ])
+      : await one(db, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE repository_id = ? AND result = 'failed' AND received_at >= ?", [
+          f.repositoryId,
+          since,
+        ]);
   return Number(row?.n ?? 0);
 }
 
 /** Housekeeping: bodies past their retention, records and dedupe keys past 30 days. */
 export async function pruneDeliveries(db: Executor, now: number): Promise<void> {
-  await db.execute({ sql: "UPDATE webhook_deliveries SET body = NULL, body_expires_at = NULL WHERE body_expires_at IS NOT NULL AND body_expires_at <= ?", args: [now] });
+  await db.execute({
+    sql: "UPDATE webhook_deliveries SET body = NULL, body_expires_at = NULL WHERE body_expires_at IS NOT NULL AND body_expires_at <= ?",
+    args: [now],
+  });
   await db.execute({ sql: "DELETE FROM webhook_deliveries WHERE received_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
   await db.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE created_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
 }

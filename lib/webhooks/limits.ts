@@ -21,7 +21,11 @@ export function contentKey(forge: string, body: Uint8Array): string {
 /** What both receivers answer to a verified delivery (docs/webhooks.md: ok, duplicate). */
 export const WebhookResult = z.object({
   ok: z.boolean(),
-  duplicate: z.boolean().describe("true when this delivery (same delivery id or GitLab Idempotency-Key, or for GitHub the same body within 7 days) was already received; nothing was created"),
+  duplicate: z
+    .boolean()
+    .describe(
+      "true when this delivery (same delivery id or GitLab Idempotency-Key, or for GitHub the same body within 7 days) was already received; nothing was created",
+    ),
   delivery_id: z.string().describe("Roost's record of this delivery (GET /v1/webhook-deliveries/{id})"),
   builds: z.array(z.object({ id: z.string(), build_number: z.number().int(), pipeline_id: z.string() })),
 });
@@ -30,9 +34,22 @@ export const WebhookResult = z.object({
  * The answer to a verified delivery, from what acceptDelivery did. One Roost could not act on is
  * a 5xx, so the host records the failure and redelivers it (docs/webhooks.md).
  */
-export function webhookAnswer(accepted: { deliveryId: string; duplicate: boolean; result: DeliveryResult; builds: { id: string; build_number: number; pipeline_id: string }[] }): z.output<typeof WebhookResult> {
+export function webhookAnswer(accepted: {
+  deliveryId: string;
+  duplicate: boolean;
+  result: DeliveryResult;
+  builds: { id: string; build_number: number; pipeline_id: string }[];
+}): z.output<typeof WebhookResult> {
   if (accepted.result === "failed") {
-    fail("webhook_delivery_failed", `Roost could not act on this delivery and built nothing; it is recorded as delivery ${accepted.deliveryId}. Redeliver it once the cause is fixed.`);
+    fail(
+      "webhook_delivery_failed",
+      `Roost could not act on this delivery and built nothing; it is recorded as delivery ${accepted.deliveryId}. Redeliver it once the cause is fixed.`,
+    );
   }
-  return { ok: true, duplicate: accepted.duplicate, delivery_id: accepted.deliveryId, builds: accepted.builds.map((b) => ({ id: b.id, build_number: b.build_number, pipeline_id: b.pipeline_id })) };
+  return {
+    ok: true,
+    duplicate: accepted.duplicate,
+    delivery_id: accepted.deliveryId,
+    builds: accepted.builds.map((b) => ({ id: b.id, build_number: b.build_number, pipeline_id: b.pipeline_id })),
+  };
 }

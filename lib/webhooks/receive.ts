@@ -61,7 +61,15 @@ async function receiveDelivery(ctx: RequestContext, forge: Forge<ForgeName>) {
   const verdict = await webhook.verify(ctx, delivery);
   if ("refused" in verdict) {
     const reason = delivery.credential ? verdict.refused : `${webhook.credential.header} is missing`;
-    await recordRejected(ctx, { forge: forge.name, deliveryId, event: eventName, reason, claimed: verdict.claimed, repository: verdict.repository, repairAction: webhook.repairAction });
+    await recordRejected(ctx, {
+      forge: forge.name,
+      deliveryId,
+      event: eventName,
+      reason,
+      claimed: verdict.claimed,
+      repository: verdict.repository,
+      repairAction: webhook.repairAction,
+    });
     refuse(webhook, delivery.credential === null);
   }
   const { sender } = verdict;
@@ -84,7 +92,15 @@ async function receiveDelivery(ctx: RequestContext, forge: Forge<ForgeName>) {
   // 3. Route to the catalogue entry the event is for.
   const route = webhook.route ? await webhook.route(ctx, delivery, sender, event) : { repository: sender.repository };
   if ("refused" in route) {
-    await recordRejected(ctx, { forge: forge.name, deliveryId, event: eventName, reason: route.refused, claimed: route.claimed, repository: route.repository, repairAction: webhook.repairAction });
+    await recordRejected(ctx, {
+      forge: forge.name,
+      deliveryId,
+      event: eventName,
+      reason: route.refused,
+      claimed: route.claimed,
+      repository: route.repository,
+      repairAction: webhook.repairAction,
+    });
     refuse(webhook, false);
   }
 
@@ -114,7 +130,15 @@ export const REJECTIONS_BEFORE_INCIDENT = 3;
 /** A delivery refused before it was verified: nothing from its body is acted on; what it claims is kept only to explain the record. */
 async function recordRejected(
   deps: Deps,
-  input: { forge: ForgeName; deliveryId: string; event: string; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null; repairAction: string },
+  input: {
+    forge: ForgeName;
+    deliveryId: string;
+    event: string;
+    reason: string;
+    claimed: { externalId: string | null; fullName: string | null };
+    repository: Repository | null;
+    repairAction: string;
+  },
 ): Promise<void> {
   const now = await recordRefused(deps, { ...input, verified: false, projectId: null, body: null });
   deps.log.warn("webhook delivery rejected", { host: input.forge, delivery_id: input.deliveryId, reason: input.reason });
@@ -136,7 +160,10 @@ async function recordRejected(
  * null, an array, fields of the wrong type): recorded with the reason, nothing acted on. The
  * receiver answers 400 so the forge's delivery log shows the failure too.
  */
-async function recordInvalid(deps: Deps, input: { forge: ForgeName; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string }): Promise<void> {
+async function recordInvalid(
+  deps: Deps,
+  input: { forge: ForgeName; deliveryId: string; event: string; reason: string; repository: Repository | null; projectId: string | null; body: string },
+): Promise<void> {
   const claimed = { externalId: input.repository?.external_id ?? null, fullName: input.repository?.full_name ?? null };
   await recordRefused(deps, { ...input, verified: true, claimed });
   deps.log.warn("webhook delivery invalid", { host: input.forge, delivery_id: input.deliveryId, reason: input.reason });
@@ -145,7 +172,17 @@ async function recordInvalid(deps: Deps, input: { forge: ForgeName; deliveryId: 
 /** Inserts a refused delivery's record; returns when it was received. */
 async function recordRefused(
   deps: Deps,
-  d: { forge: ForgeName; deliveryId: string; event: string; verified: boolean; reason: string; claimed: { externalId: string | null; fullName: string | null }; repository: Repository | null; projectId: string | null; body: string | null },
+  d: {
+    forge: ForgeName;
+    deliveryId: string;
+    event: string;
+    verified: boolean;
+    reason: string;
+    claimed: { externalId: string | null; fullName: string | null };
+    repository: Repository | null;
+    projectId: string | null;
+    body: string | null;
+  },
 ): Promise<number> {
   const now = deps.clock.now();
   await insertDelivery(deps.db, {

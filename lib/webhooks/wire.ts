@@ -5,7 +5,9 @@ import { FORGE_NAMES } from "../forges/registry.ts";
 export const DeliveryResource = z.object({
   id: z.string(),
   host: z.enum(FORGE_NAMES).describe("git: the generic push webhook or a poll of a plain git remote"),
-  delivery_id: z.string().describe("X-GitHub-Delivery, X-Gitlab-Event-UUID, X-Gitea-Delivery, the generic webhook's X-Roost-Delivery, or poll:<ref>@<commit> for a poll"),
+  delivery_id: z
+    .string()
+    .describe("X-GitHub-Delivery, X-Gitlab-Event-UUID, X-Gitea-Delivery, the generic webhook's X-Roost-Delivery, or poll:<ref>@<commit> for a poll"),
   event: z.string(),
   action: z.string(),
   verified: z.boolean(),
@@ -24,7 +26,10 @@ export const DeliveryResource = z.object({
       reason: z.string().describe('e.g. "branch feature/x not in [main, release/*]"'),
       build_id: z.string().optional(),
       build_number: z.number().int().optional(),
-      file_problem: z.literal(true).optional().describe("present when the pipeline file this pipeline reads was invalid or unreadable at the commit; reason names the line and why"),
+      file_problem: z
+        .literal(true)
+        .optional()
+        .describe("present when the pipeline file this pipeline reads was invalid or unreadable at the commit; reason names the line and why"),
     }),
   ),
   duplicate_of: z.string().nullable(),

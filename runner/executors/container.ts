@@ -56,7 +56,8 @@ export interface ContainerSettings {
 export const INSIDE = { workspace: "/roost/workspace", homes: "/roost/homes", files: "/run/roost/files", sdk: "/opt/roost/flutter" } as const;
 
 /** Of the runner's step variables, those that mean the same inside a container (no host paths). */
-const PASSED_INTO_CONTAINERS = /^(https?_proxy|no_proxy|all_proxy|HTTPS?_PROXY|NO_PROXY|ALL_PROXY|PUB_HOSTED_URL|FLUTTER_STORAGE_BASE_URL|GRADLE_OPTS|LANG|LC_ALL)$/;
+const PASSED_INTO_CONTAINERS =
+  /^(https?_proxy|no_proxy|all_proxy|HTTPS?_PROXY|NO_PROXY|ALL_PROXY|PUB_HOSTED_URL|FLUTTER_STORAGE_BASE_URL|GRADLE_OPTS|LANG|LC_ALL)$/;
 
 const MARKER = "\u001eroost-pgid ";
 
@@ -111,7 +112,11 @@ export class ContainerExecutor implements Executor {
   }
 
   inside(hostPath: string): string {
-    for (const [host, inside] of [[this.workspace, INSIDE.workspace], [this.homes, INSIDE.homes], ...(this.#sdkDir ? [[this.#sdkDir, INSIDE.sdk]] : [])] as const) {
+    for (const [host, inside] of [
+      [this.workspace, INSIDE.workspace],
+      [this.homes, INSIDE.homes],
+      ...(this.#sdkDir ? [[this.#sdkDir, INSIDE.sdk]] : []),
+    ] as const) {
       if (hostPath === host) return inside;
       if (hostPath.startsWith(host + "/")) return inside + hostPath.slice(host.length);
     }
@@ -133,7 +138,15 @@ export class ContainerExecutor implements Executor {
   }
 
   record(): ExecutorRecord {
-    return { kind: "container", engine: `${this.settings.engine.name}${this.settings.engine.rootless ? " (rootless)" : ""}${this.settings.engine.version ? ` ${this.settings.engine.version}` : ""}`, image: this.#image, image_digest: this.#digest, limits: this.#limits, network: this.#network, error: this.#error };
+    return {
+      kind: "container",
+      engine: `${this.settings.engine.name}${this.settings.engine.rootless ? " (rootless)" : ""}${this.settings.engine.version ? ` ${this.settings.engine.version}` : ""}`,
+      image: this.#image,
+      image_digest: this.#digest,
+      limits: this.#limits,
+      network: this.#network,
+      error: this.#error,
+    };
   }
 
   /** Why the container could not start (also recorded on the build), or null once it runs. */
@@ -172,29 +185,54 @@ export class ContainerExecutor implements Executor {
     const nproc = ownSoftLimit("Max processes");
     const pids = limits.pids;
     const args = [
-      "run", "--detach", "--name", this.name,
-      "--label", `roost.job=${this.job.jobId}`, "--label", `roost.runner=${this.job.runnerId}`, "--label", `roost.build=${this.job.buildId}`,
-      "--init", "--entrypoint", "sleep",
-      "--user", `${this.#user.uid}:${this.#user.gid}`,
+      "run",
+      "--detach",
+      "--name",
+      this.name,
+      "--label",
+      `roost.job=${this.job.jobId}`,
+      "--label",
+      `roost.runner=${this.job.runnerId}`,
+      "--label",
+      `roost.build=${this.job.buildId}`,
+      "--init",
+      "--entrypoint",
+      "sleep",
+      "--user",
+      `${this.#user.uid}:${this.#user.gid}`,
       ...(engine.name === "podman" && engine.rootless ? ["--userns", "keep-id"] : []),
-      "--cap-drop", "all", "--security-opt", "no-new-privileges",
-      "--hostname", "roost-build",
-      "--workdir", INSIDE.workspace,
-      "--volume", `${this.workspace}:${INSIDE.workspace}:rw`,
-      "--volume", `${this.homes}:${INSIDE.homes}:rw`,
+      "--cap-drop",
+      "all",
+      "--security-opt",
+      "no-new-privileges",
+      "--hostname",
+      "roost-build",
+      "--workdir",
+      INSIDE.workspace,
+      "--volume",
+      `${this.workspace}:${INSIDE.workspace}:rw`,
+      "--volume",
+      `${this.homes}:${INSIDE.homes}:rw`,
       ...(this.#sdkDir ? ["--volume", `${this.#sdkDir}:${INSIDE.sdk}:${this.#sdkMountOptions()}`] : []),
       // Owned by the build's user: Podman's U option chowns it; Docker passes uid= and gid= to the mount.
-      "--tmpfs", `${INSIDE.files}:rw,nosuid,nodev,noexec,size=64m,mode=0700,${engine.name === "podman" ? "U" : `uid=${this.#user.uid},gid=${this.#user.gid}`}`,
-      "--network", s.network === "none" ? "none" : engine.name === "podman" ? "slirp4netns:allow_host_loopback=false" : "bridge",
-      "--pids-limit", String(pids),
+      "--tmpfs",
+      `${INSIDE.files}:rw,nosuid,nodev,noexec,size=64m,mode=0700,${engine.name === "podman" ? "U" : `uid=${this.#user.uid},gid=${this.#user.gid}`}`,
+      "--network",
+      s.network === "none" ? "none" : engine.name === "podman" ? "slirp4netns:allow_host_loopback=false" : "bridge",
+      "--pids-limit",
+      String(pids),
       ...(nofile ? ["--ulimit", `nofile=${nofile}:${nofile}`] : []),
-      "--ulimit", `nproc=${Math.min(nproc ?? pids, pids)}:${Math.min(nproc ?? pids, pids)}`,
+      "--ulimit",
+      `nproc=${Math.min(nproc ?? pids, pids)}:${Math.min(nproc ?? pids, pids)}`,
       ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`, "--memory-swap", `${limits.memory_mb}m`] : []),
       ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
       ...(engine.name === "podman" ? ["--timeout", String(this.job.timeoutSeconds + 600)] : []),
-      image, "infinity",
+      image,
+      "infinity",
     ];
-    s.say(`[roost] container: ${this.record().engine}, image ${image}${this.#digest ? ` (${this.#digest})` : ""}, network ${s.network === "none" ? "none" : "on (no host loopback, no link-local or metadata address)"}, ${describeLimits(limits)}, steps as uid ${this.#user.uid}`);
+    s.say(
+      `[roost] container: ${this.record().engine}, image ${image}${this.#digest ? ` (${this.#digest})` : ""}, network ${s.network === "none" ? "none" : "on (no host loopback, no link-local or metadata address)"}, ${describeLimits(limits)}, steps as uid ${this.#user.uid}`,
+    );
     const created = await engineCall(engine, args, { timeoutMs: 5 * 60_000 });
     this.#started = true;
     if (created.code !== 0) return fail(`the build's container could not start: ${engineError(created)}`);
@@ -246,7 +284,15 @@ export class ContainerExecutor implements Executor {
 
   /** `exec` argv into the container as the build's user, without a wrapper. */
   execArgs(argv: string[], options: { cwd?: string; stdin?: boolean } = {}): string[] {
-    return ["exec", ...(options.stdin ? ["--interactive"] : []), "--user", `${this.#user.uid}:${this.#user.gid}`, ...(options.cwd ? ["--workdir", options.cwd] : []), this.name, ...argv];
+    return [
+      "exec",
+      ...(options.stdin ? ["--interactive"] : []),
+      "--user",
+      `${this.#user.uid}:${this.#user.gid}`,
+      ...(options.cwd ? ["--workdir", options.cwd] : []),
+      this.name,
+      ...argv,
+    ];
   }
 
   get shell(): string {
@@ -266,13 +312,23 @@ export class ContainerExecutor implements Executor {
     if (!this.#started || this.#removed) return [];
     const top = await engineCall(this.settings.engine, ["top", this.name, "pid", "pgid"]);
     if (top.code !== 0) return [];
-    const groups = new Set(top.stdout.trim().split("\n").slice(1).map((l) => Number(l.trim().split(/\s+/)[1])));
+    const groups = new Set(
+      top.stdout
+        .trim()
+        .split("\n")
+        .slice(1)
+        .map((l) => Number(l.trim().split(/\s+/)[1])),
+    );
     return commands.filter((c) => c.pid > 1 && groups.has(c.pid));
   }
 
   /** The kernel's count of processes it killed for the container's memory limit (cgroup v2 memory.events, v1 memory.oom_control). */
   async #oomKills(): Promise<number> {
-    const read = await this.#exec(["/bin/sh", "-c", "cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null"]);
+    const read = await this.#exec([
+      "/bin/sh",
+      "-c",
+      "cat /sys/fs/cgroup/memory.events 2>/dev/null || cat /sys/fs/cgroup/memory/memory.oom_control 2>/dev/null",
+    ]);
     const m = /^oom_kill (\d+)$/m.exec(read.stdout);
     return m ? Number(m[1]) : 0;
   }
@@ -292,7 +348,11 @@ export class ContainerExecutor implements Executor {
     if (!this.#started || this.#removed) return null;
     let problem = "";
     for (let attempt = 0; attempt < 5; attempt++) {
-      const removed = await engineCall(this.settings.engine, ["rm", "--force", "--volumes", ...(this.settings.engine.name === "podman" ? ["--time", "0"] : []), this.name], { timeoutMs: 120_000 });
+      const removed = await engineCall(
+        this.settings.engine,
+        ["rm", "--force", "--volumes", ...(this.settings.engine.name === "podman" ? ["--time", "0"] : []), this.name],
+        { timeoutMs: 120_000 },
+      );
       if (removed.code === 0 || /no such container|no container with name/i.test(removed.stderr)) {
         this.#removed = true;
         rmSync(this.scratch, { recursive: true, force: true });
@@ -319,10 +379,18 @@ class ContainerCommand implements RunningCommand {
   ) {
     const wrapper = `printf '${MARKER}%s\\n' "$$" >&2; . /dev/stdin || exit 125; exec </dev/null\n${command}`;
     const argv = executor.shell === "/bin/bash" ? ["/bin/bash", "-o", "pipefail", "-c", wrapper] : ["/bin/sh", "-c", wrapper];
-    const child = spawn(executor.settings.engine.name, executor.execArgs(argv, { cwd: options.cwd, stdin: true }), { stdio: ["pipe", "pipe", "pipe"], env: engineEnv(), ...(executor.settings.engine.cwd ? { cwd: executor.settings.engine.cwd } : {}) });
+    const child = spawn(executor.settings.engine.name, executor.execArgs(argv, { cwd: options.cwd, stdin: true }), {
+      stdio: ["pipe", "pipe", "pipe"],
+      env: engineEnv(),
+      ...(executor.settings.engine.cwd ? { cwd: executor.settings.engine.cwd } : {}),
+    });
     this.#child = child;
     child.stdin!.on("error", () => {});
-    child.stdin!.end(Object.entries(options.env).map(([k, v]) => `export ${k}=${q(v)}\n`).join(""));
+    child.stdin!.end(
+      Object.entries(options.env)
+        .map(([k, v]) => `export ${k}=${q(v)}\n`)
+        .join(""),
+    );
     let resolvePgid: (n: number) => void;
     this.#pgid = new Promise((r) => (resolvePgid = r));
     let first = true;

@@ -20,7 +20,8 @@ export function watchDisk(run: JobRun, everyMs = DISK_CHECK_MS): { stop(): void 
     busy = true;
     try {
       const used = await usedMebibytes([run.workspace, cacheHomes(run)]);
-      if (used !== null && used > limit) run.stopFailing(`the build used more disk than its limit (${formatMebibytes(used)} written, limit ${formatMebibytes(limit)})`, 1);
+      if (used !== null && used > limit)
+        run.stopFailing(`the build used more disk than its limit (${formatMebibytes(used)} written, limit ${formatMebibytes(limit)})`, 1);
     } finally {
       busy = false;
     }

@@ -38,10 +38,20 @@ export function engineEnv(extra: Record<string, string> = {}): Record<string, st
 }
 
 /** Runs `<engine> <args>` to completion; stdin, when given, is written to it. */
-export async function engineCall(engine: Pick<Engine, "name" | "cwd">, args: string[], options: { stdin?: Uint8Array; env?: Record<string, string>; timeoutMs?: number } = {}): Promise<EngineResult> {
+export async function engineCall(
+  engine: Pick<Engine, "name" | "cwd">,
+  args: string[],
+  options: { stdin?: Uint8Array; env?: Record<string, string>; timeoutMs?: number } = {},
+): Promise<EngineResult> {
   let proc;
   try {
-    proc = Bun.spawn([engine.name, ...args], { stdin: options.stdin ?? "ignore", stdout: "pipe", stderr: "pipe", env: options.env ?? engineEnv(), ...(engine.cwd ? { cwd: engine.cwd } : {}) });
+    proc = Bun.spawn([engine.name, ...args], {
+      stdin: options.stdin ?? "ignore",
+      stdout: "pipe",
+      stderr: "pipe",
+      env: options.env ?? engineEnv(),
+      ...(engine.cwd ? { cwd: engine.cwd } : {}),
+    });
   } catch (error) {
     return { code: 127, stdout: "", stderr: `${engine.name}: ${(error as Error).message}` };
   }

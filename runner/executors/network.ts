@@ -19,7 +19,11 @@
 import { existsSync } from "node:fs";
 import { engineCall, engineError, type Engine } from "./engine.ts";
 
-export const BLOCKED_ROUTES = [["-4", "169.254.0.0/16"], ["-4", "100.100.100.200/32"], ["-6", "fd00:ec2::254/128"]] as const;
+export const BLOCKED_ROUTES = [
+  ["-4", "169.254.0.0/16"],
+  ["-4", "100.100.100.200/32"],
+  ["-6", "fd00:ec2::254/128"],
+] as const;
 
 function tool(name: string): string | null {
   return ["/usr/sbin", "/sbin", "/usr/bin", "/bin"].map((d) => `${d}/${name}`).find((p) => existsSync(p)) ?? null;
@@ -31,7 +35,8 @@ export async function blockMetadataRoutes(engine: Engine, container: string): Pr
   const nsenter = tool("nsenter");
   if (!ip || !nsenter) return "the runner needs ip (iproute2) and nsenter (util-linux) on its host to keep builds from the metadata address";
   const rootless = engine.name === "podman" && engine.rootless;
-  if (!rootless && process.getuid?.() !== 0) return `the container executor with ${engine.name} needs the runner to run as root (or on rootless Podman) to keep builds from the metadata address`;
+  if (!rootless && process.getuid?.() !== 0)
+    return `the container executor with ${engine.name} needs the runner to run as root (or on rootless Podman) to keep builds from the metadata address`;
   const state = await engineCall(engine, ["inspect", "--format", "{{.State.Pid}}", container]);
   const pid = Number(state.stdout.trim());
   if (state.code !== 0 || !(pid > 0)) return `the build's container is not running: ${engineError(state)}`;
@@ -39,7 +44,11 @@ export async function blockMetadataRoutes(engine: Engine, container: string): Pr
     const argv = [nsenter, `--net=/proc/${pid}/ns/net`, ip, family, "route", "add", "unreachable", prefix];
     const added = rootless ? await engineCall(engine, ["unshare", ...argv]) : await run(argv);
     // A namespace without IPv6 has no IPv6 metadata address to reach either.
-    if (added.code !== 0 && !(family === "-6" && /not supported|No such|Permission denied|Address family/i.test(added.stderr)) && !/File exists/.test(added.stderr)) {
+    if (
+      added.code !== 0 &&
+      !(family === "-6" && /not supported|No such|Permission denied|Address family/i.test(added.stderr)) &&
+      !/File exists/.test(added.stderr)
+    ) {
       return `the build's network could not be closed to ${prefix}: ${added.stderr.trim() || `exit code ${added.code}`}`;
     }
   }

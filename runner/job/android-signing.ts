@@ -9,7 +9,12 @@ import { existsSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JobRun } from "./job-run.ts";
 
-export const ANDROID_SIGNING_KEYS = { keystore: "ANDROID_KEYSTORE", storePassword: "ANDROID_KEYSTORE_PASSWORD", alias: "ANDROID_KEY_ALIAS", keyPassword: "ANDROID_KEY_PASSWORD" } as const;
+export const ANDROID_SIGNING_KEYS = {
+  keystore: "ANDROID_KEYSTORE",
+  storePassword: "ANDROID_KEYSTORE_PASSWORD",
+  alias: "ANDROID_KEY_ALIAS",
+  keyPassword: "ANDROID_KEY_PASSWORD",
+} as const;
 
 /** A value as java.util.Properties reads it back unchanged. */
 export function propertiesValue(value: string): string {
@@ -41,7 +46,10 @@ export function writeKeyProperties(run: JobRun): void {
   const path = join(android, "key.properties");
   const replaced = existsSync(path);
   rmSync(path, { force: true });
-  writeFileSync(path, keyProperties({ storeFile, storePassword, keyAlias, keyPassword: env[ANDROID_SIGNING_KEYS.keyPassword] ?? storePassword }), { mode: 0o600, flag: "wx" });
+  writeFileSync(path, keyProperties({ storeFile, storePassword, keyAlias, keyPassword: env[ANDROID_SIGNING_KEYS.keyPassword] ?? storePassword }), {
+    mode: 0o600,
+    flag: "wx",
+  });
   run.cleanupPaths.push(path);
   run.system("", `[roost] android/key.properties ${replaced ? "replaced" : "written"} for release signing (removed when the job ends)`);
 }

@@ -43,7 +43,8 @@ export async function uploadArtifacts(run: JobRun): Promise<void> {
 async function fileInside(workspace: string, path: string): Promise<{ real: string } | { skipped: string }> {
   const real = await realpath(resolve(workspace, path)).catch(() => null);
   if (real === null) return { skipped: "it no longer exists or is a broken link" };
-  if (!real.startsWith(workspace + sep)) return { skipped: "it is outside the workspace (a link or a path that leaves it); only files inside the workspace are uploaded" };
+  if (!real.startsWith(workspace + sep))
+    return { skipped: "it is outside the workspace (a link or a path that leaves it); only files inside the workspace are uploaded" };
   if (!(await stat(real)).isFile()) return { skipped: "it is not a regular file" };
   return { real };
 }

@@ -114,10 +114,13 @@ function nearness(e: FoundEntry, want: CacheWant): number | null {
   if (!own && (e.project_id !== want.projectId || e.branch.startsWith("pull_request:"))) return null;
   if (!own && e.key !== want.key && JSON.stringify(e.paths) !== JSON.stringify(want.paths)) return null;
   const scope =
-    e.branch === want.scope ? 0
-    : want.defaultBranch && e.branch === want.defaultBranch ? 1
-    : want.scope.startsWith("tag:") && e.branch.startsWith("tag:") ? 2
-    : null;
+    e.branch === want.scope
+      ? 0
+      : want.defaultBranch && e.branch === want.defaultBranch
+        ? 1
+        : want.scope.startsWith("tag:") && e.branch.startsWith("tag:")
+          ? 2
+          : null;
   return scope === null ? null : (own ? 0 : 3) + scope;
 }
 
@@ -131,7 +134,12 @@ export function chooseEntry(entries: FoundEntry[], want: CacheWant): { entry: Fo
   const chosen = exact ?? readable[0];
   if (!chosen) return null;
   const e = chosen.entry;
-  const scope = e.branch === want.scope ? `newest of ${describeScope(e.branch)}` : e.branch === want.defaultBranch ? `newest of the default branch ${e.branch}` : `newest of the tags`;
+  const scope =
+    e.branch === want.scope
+      ? `newest of ${describeScope(e.branch)}`
+      : e.branch === want.defaultBranch
+        ? `newest of the default branch ${e.branch}`
+        : `newest of the tags`;
   const where = e.pipeline_id === want.pipelineId ? "" : ", from another pipeline of this project";
   return { entry: e, match: `${exact ? "exact key" : scope}${where}` };
 }
@@ -159,20 +167,36 @@ export async function restoreCache(run: JobRun): Promise<void> {
     const t0 = performance.now();
     const build = run.job.build;
     const scope = cacheScope(build);
-    const want: CacheWant = { pipelineId: build.pipeline_id, projectId: build.project_id, scope, defaultBranch: build.default_branch, key: run.cacheKey, paths: run.config.cache.paths };
+    const want: CacheWant = {
+      pipelineId: build.pipeline_id,
+      projectId: build.project_id,
+      scope,
+      defaultBranch: build.default_branch,
+      key: run.cacheKey,
+      paths: run.config.cache.paths,
+    };
     const found = chooseEntry(findEntries(join(run.options.workDir, "caches")), want);
     if (!found) {
-      run.system("", `[roost] cache: no cache for key ${run.cacheKey.slice(0, 12)}, ${describeScope(scope)} or the default branch yet; it is saved after a successful build`);
+      run.system(
+        "",
+        `[roost] cache: no cache for key ${run.cacheKey.slice(0, 12)}, ${describeScope(scope)} or the default branch yet; it is saved after a successful build`,
+      );
       return;
     }
     const dir = join(run.options.workDir, "caches", found.entry.pipeline_id, entryName(found.entry.branch, found.entry.key));
-    for (const [archive, target] of [["homes.tar", homes], ["workspace.tar", run.workspace]] as const) {
+    for (const [archive, target] of [
+      ["homes.tar", homes],
+      ["workspace.tar", run.workspace],
+    ] as const) {
       if (existsSync(join(dir, archive))) await tar(["-xf", join(dir, archive), "--no-same-owner", "-C", target]);
     }
     const { pipeline_id: _pipeline, ...entry } = found.entry;
     writeFileSync(join(dir, "entry.json"), JSON.stringify({ ...entry, last_used_at: Math.floor(Date.now() / 1000) }));
     if (found.match.startsWith("exact key")) run.cacheHit = true;
-    run.system("", `[roost] cache: restored ${found.entry.key.slice(0, 12)} of ${found.entry.branch} (${found.match}, ${mib(found.entry.bytes)}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    run.system(
+      "",
+      `[roost] cache: restored ${found.entry.key.slice(0, 12)} of ${found.entry.branch} (${found.match}, ${mib(found.entry.bytes)}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
   } catch (error) {
     run.system("", `[roost] cache: not restored: ${(error as Error).message}`);
   }
@@ -197,7 +221,10 @@ export async function saveCache(run: JobRun): Promise<void> {
       const real = realpathSync(full);
       const realRoot = realpathSync(root);
       if (real !== join(realRoot, path)) {
-        run.system("", `[roost] cache: ${spec} not saved: it leads outside ${archive === "homes" ? "the job's cache directory" : "the workspace"} through a link`);
+        run.system(
+          "",
+          `[roost] cache: ${spec} not saved: it leads outside ${archive === "homes" ? "the job's cache directory" : "the workspace"} through a link`,
+        );
         continue;
       }
       // An empty directory (CocoaPods' on Linux) is not worth an entry.
@@ -211,13 +238,28 @@ export async function saveCache(run: JobRun): Promise<void> {
     if (members.workspace.length) await tar(["-cf", join(partial, "workspace.tar"), "-C", run.workspace, ...members.workspace]);
     const bytes = readdirSync(partial).reduce((n, f) => n + statSync(join(partial, f)).size, 0);
     const now = Math.floor(Date.now() / 1000);
-    const entry: CacheEntry = { key: run.cacheKey, branch: scope, created_at: now, last_used_at: now, bytes, project_id: run.job.build.project_id, paths: run.config.cache.paths };
+    const entry: CacheEntry = {
+      key: run.cacheKey,
+      branch: scope,
+      created_at: now,
+      last_used_at: now,
+      bytes,
+      project_id: run.job.build.project_id,
+      paths: run.config.cache.paths,
+    };
     writeFileSync(join(partial, "entry.json"), JSON.stringify(entry));
     if (existsSync(dir)) return; // another job saved this key meanwhile: its contents are the same
     renameSync(partial, dir);
-    run.system("", `[roost] cache: saved ${run.cacheKey.slice(0, 12)} (${mib(bytes)}: ${[...members.homes.map((m) => `$${m}`), ...members.workspace].join(", ")}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    run.system(
+      "",
+      `[roost] cache: saved ${run.cacheKey.slice(0, 12)} (${mib(bytes)}: ${[...members.homes.map((m) => `$${m}`), ...members.workspace].join(", ")}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const evicted = evictCaches(join(run.options.workDir, "caches"), run.options.cacheMaxBytes);
-    if (evicted.length) run.system("", `[roost] cache: evicted ${evicted.length} least recently used entr${evicted.length > 1 ? "ies" : "y"} to stay within ${mib(run.options.cacheMaxBytes)}`);
+    if (evicted.length)
+      run.system(
+        "",
+        `[roost] cache: evicted ${evicted.length} least recently used entr${evicted.length > 1 ? "ies" : "y"} to stay within ${mib(run.options.cacheMaxBytes)}`,
+      );
   } catch (error) {
     run.system("", `[roost] cache: not saved: ${(error as Error).message}`);
   } finally {
@@ -228,7 +270,9 @@ export async function saveCache(run: JobRun): Promise<void> {
 /** Deletes the least recently used entries of every pipeline until all of them fit in maxBytes; returns the deleted keys. */
 export function evictCaches(root: string, maxBytes: number): string[] {
   if (!existsSync(root)) return [];
-  const all = readdirSync(root).flatMap((pipeline) => listEntries(join(root, pipeline)).map((e) => ({ ...e, dir: join(root, pipeline, entryName(e.branch, e.key)) })));
+  const all = readdirSync(root).flatMap((pipeline) =>
+    listEntries(join(root, pipeline)).map((e) => ({ ...e, dir: join(root, pipeline, entryName(e.branch, e.key)) })),
+  );
   let total = all.reduce((n, e) => n + e.bytes, 0);
   const evicted: string[] = [];
   for (const e of all.sort((a, b) => a.last_used_at - b.last_used_at || a.created_at - b.created_at)) {

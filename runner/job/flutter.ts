@@ -43,7 +43,10 @@ export function isChannel(version: string): boolean {
 /** The version a build asks for: the pipeline's, or for `fvm` what the checkout's .fvmrc names. */
 export function requestedVersion(flutterVersion: string, workspace: string): { version: string; from: string } | { error: string } {
   if (flutterVersion !== "fvm") return { version: flutterVersion, from: "the pipeline's flutter_version" };
-  for (const [file, field] of [[".fvmrc", "flutter"], [join(".fvm", "fvm_config.json"), "flutterSdkVersion"]] as const) {
+  for (const [file, field] of [
+    [".fvmrc", "flutter"],
+    [join(".fvm", "fvm_config.json"), "flutterSdkVersion"],
+  ] as const) {
     const path = join(workspace, file);
     if (!existsSync(path)) continue;
     let value: unknown;
@@ -69,7 +72,8 @@ export type SdkPlan =
 /** Where a version comes from on this runner (pure: it looks, installs nothing). */
 export function planSdk(version: string, sdks: string, installChannels: boolean, pathDirs: string[] = (process.env.PATH ?? "").split(":")): SdkPlan {
   const channel = CHANNEL.test(version);
-  if (!channel && !VERSION.test(version)) return { kind: "error", error: `flutter_version ${JSON.stringify(version)} is neither a version like 3.27.1 nor a channel` };
+  if (!channel && !VERSION.test(version))
+    return { kind: "error", error: `flutter_version ${JSON.stringify(version)} is neither a version like 3.27.1 nor a channel` };
   const dir = join(sdks, version);
   if (existsSync(join(dir, "bin", "flutter"))) {
     return { kind: "dir", dir, source: existsSync(join(dir, ".git", "objects", "info", "alternates")) ? "reused" : "sdks_dir" };
@@ -96,7 +100,9 @@ export function installCommands(plan: Extract<SdkPlan, { kind: "install" }>, sdk
     `if [ -d ${mirror} ]; then git -C ${mirror} rev-parse -q --verify ${q(`${wanted}^{commit}`)} >/dev/null || { echo "fetching ${plan.ref} into the shared Flutter mirror"; git -C ${mirror} fetch --quiet --prune origin '+refs/heads/*:refs/heads/*' '+refs/tags/*:refs/tags/*'; }; else echo "cloning the Flutter repository ${gitUrl.replace(/\/\/[^@/]*@/, "//")} into the shared mirror"; git clone --mirror --quiet ${q(gitUrl)} ${mirror}; fi`,
     `git -C ${mirror} rev-parse -q --verify ${q(`${wanted}^{commit}`)} >/dev/null || { echo "the Flutter repository has no ${plan.channel ? "branch" : "tag"} ${plan.ref}" >&2; exit 1; }`,
     `rm -rf ${tmp} && git clone --quiet --shared --no-checkout ${mirror} ${tmp}`,
-    plan.channel ? `git -C ${tmp} checkout --quiet -B ${q(plan.ref)} ${q(`origin/${plan.ref}`)}` : `git -C ${tmp} -c advice.detachedHead=false checkout --quiet --detach ${q(wanted)}`,
+    plan.channel
+      ? `git -C ${tmp} checkout --quiet -B ${q(plan.ref)} ${q(`origin/${plan.ref}`)}`
+      : `git -C ${tmp} -c advice.detachedHead=false checkout --quiet --detach ${q(wanted)}`,
     `git -C ${tmp} remote set-url origin ${q(gitUrl)}`,
     `mv -T ${tmp} ${q(plan.dir)} && echo "installed Flutter ${plan.ref} in ${plan.dir} ($(git -C ${q(plan.dir)} rev-parse --short HEAD))"`,
   ];

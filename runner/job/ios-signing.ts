@@ -14,7 +14,11 @@ import { randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
-export const IOS_SIGNING_KEYS = { certificate: "IOS_CERTIFICATE_P12", password: "IOS_CERTIFICATE_PASSWORD", profilePrefix: "IOS_PROVISIONING_PROFILE" } as const;
+export const IOS_SIGNING_KEYS = {
+  certificate: "IOS_CERTIFICATE_P12",
+  password: "IOS_CERTIFICATE_PASSWORD",
+  profilePrefix: "IOS_PROVISIONING_PROFILE",
+} as const;
 
 export interface IosSigningInputs {
   p12: string;
@@ -25,7 +29,10 @@ export interface IosSigningInputs {
 /** The signing inputs when the job has them: the .p12 path, its password and the profiles' paths. */
 export function iosSigningInputs(env: Record<string, string>, fileKeys: string[]): IosSigningInputs | null {
   if (!fileKeys.includes(IOS_SIGNING_KEYS.certificate) || env[IOS_SIGNING_KEYS.password] === undefined) return null;
-  const profiles = fileKeys.filter((k) => k.startsWith(IOS_SIGNING_KEYS.profilePrefix)).sort().map((k) => env[k]!);
+  const profiles = fileKeys
+    .filter((k) => k.startsWith(IOS_SIGNING_KEYS.profilePrefix))
+    .sort()
+    .map((k) => env[k]!);
   return { p12: env[IOS_SIGNING_KEYS.certificate]!, p12Password: env[IOS_SIGNING_KEYS.password]!, profiles };
 }
 
@@ -56,7 +63,13 @@ export function profilesDir(home: string): string {
  * Creates and fills the build's keychain and installs the profiles. On a failure part-way, what
  * was set up is undone before the error is thrown.
  */
-export function setUpKeychain(options: { security: string; dir: string; home: string; env: Record<string, string>; inputs: IosSigningInputs }): KeychainSession {
+export function setUpKeychain(options: {
+  security: string;
+  dir: string;
+  home: string;
+  env: Record<string, string>;
+  inputs: IosSigningInputs;
+}): KeychainSession {
   const { security, env, inputs } = options;
   const session: KeychainSession = {
     security,

@@ -69,13 +69,23 @@ export class JobRun {
     this.basicAuth = credentials ? Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64") : null;
     const cfg = job.config.execution_config;
     this.secrets = maskNeedles(
-      [...cfg.env.filter((e) => e.secret).map((e) => e.value), ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : []), ...proxyPasswords(options.stepEnv)],
+      [
+        ...cfg.env.filter((e) => e.secret).map((e) => e.value),
+        ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : []),
+        ...proxyPasswords(options.stepEnv),
+      ],
       job.files.filter((f) => f.secret).map((f) => Buffer.from(f.content_base64, "base64")),
     );
     const settings = options.executor ?? { kind: "host" };
     this.executor =
       settings.kind === "container"
-        ? new ContainerExecutor(settings, { jobId: job.job_id, runnerId: options.runnerId, buildId: job.build.id, timeoutSeconds: this.config.timeout_seconds }, this.workspace, cacheHomes({ options, id: job.job_id }), join(options.workDir, "overlays", job.job_id))
+        ? new ContainerExecutor(
+            settings,
+            { jobId: job.job_id, runnerId: options.runnerId, buildId: job.build.id, timeoutSeconds: this.config.timeout_seconds },
+            this.workspace,
+            cacheHomes({ options, id: job.job_id }),
+            join(options.workDir, "overlays", job.job_id),
+          )
         : new HostExecutor();
     this.env = jobEnv(job, this.executor.inside(this.workspace), this.executor.stepEnv(options.stepEnv));
   }
@@ -135,7 +145,10 @@ export class JobRun {
     const left = this.#started.filter((s) => alive.has(s.command));
     if (left.length === 0) return;
     const steps = [...new Set(left.map((s) => s.step))].join(", ");
-    this.system("", `[roost] stopping processes left running by step ${steps} (process group${left.length > 1 ? "s" : ""} ${left.map((s) => s.command.pid).join(", ")}): the job is over`);
+    this.system(
+      "",
+      `[roost] stopping processes left running by step ${steps} (process group${left.length > 1 ? "s" : ""} ${left.map((s) => s.command.pid).join(", ")}): the job is over`,
+    );
     await Promise.all(left.map((s) => s.command.stop(this.stoppedByRunner ? Math.min(this.options.graceMs, STOPPING_GRACE_MS) : this.options.graceMs)));
   }
 
@@ -150,7 +163,10 @@ export class JobRun {
     const t0 = performance.now();
     const limit = (this.config.step_timeout_seconds as Record<string, number | undefined>)[name];
     const timer = limit ? setTimeout(() => this.timeOut(`step ${name} ran past its timeout of ${formatTimeout(limit)}`), limit * 1000) : null;
-    const stepExit = options.needsFlutter && this.sdk.error ? this.#flutterMissing(name) : await this.#commands(name, commands, options.cwd ?? this.workspace, options.onHost === true);
+    const stepExit =
+      options.needsFlutter && this.sdk.error
+        ? this.#flutterMissing(name)
+        : await this.#commands(name, commands, options.cwd ?? this.workspace, options.onHost === true);
     // A process the kernel killed for the container's memory limit fails the build with that said.
     const outOfMemory = stepExit !== 0 && !options.onHost && !this.canceled ? await this.executor.outOfMemory() : null;
     if (outOfMemory && !this.timedOut) {
@@ -169,7 +185,13 @@ export class JobRun {
       this.failureReason ??= `step ${name} failed with exit code ${stepExit}`;
     }
     const stepStatus = this.canceled ? "canceled" : stepExit === 0 && !this.timedOut ? "succeeded" : "failed";
-    await this.api.reportStep(this.id, name, { status: stepStatus, exit_code: stepExit, started_at: startedAt, finished_at: unixNow(), duration_ms: Math.round(performance.now() - t0) });
+    await this.api.reportStep(this.id, name, {
+      status: stepStatus,
+      exit_code: stepExit,
+      started_at: startedAt,
+      finished_at: unixNow(),
+      duration_ms: Math.round(performance.now() - t0),
+    });
   }
 
   /** The build fails after its steps (e.g. an artifact refused): the outcome the job finishes with. */

@@ -25,12 +25,16 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
   o.stop.addEventListener("abort", onStop, { once: true });
   let disk: { stop(): void } | null = null;
   const beat = setInterval(() => {
-    void api.heartbeat([job.job_id]).then((a) => a.ok && a.body.cancel.includes(job.job_id) && run.cancel(), () => {});
+    void api.heartbeat([job.job_id]).then(
+      (a) => a.ok && a.body.cancel.includes(job.job_id) && run.cancel(),
+      () => {},
+    );
   }, heartbeatMs);
   try {
     // Every build log of an unsafe runner says so, where the project's people will see it.
     if (unsafe) run.system("", `[roost] ${unsafe}`);
-    if (job.withheld_secrets.length) run.system("", `[roost] secrets not given to this build (${job.withheld_reason ?? "not trusted"}): ${job.withheld_secrets.join(", ")}`);
+    if (job.withheld_secrets.length)
+      run.system("", `[roost] secrets not given to this build (${job.withheld_reason ?? "not trusted"}): ${job.withheld_secrets.join(", ")}`);
     writeSecretFiles(run);
     await checkout(run);
     if (run.status === "succeeded" && !run.canceled) writeKeyProperties(run);

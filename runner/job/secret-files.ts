@@ -32,7 +32,12 @@ export function removeSecretFiles(run: JobRun): void {
   if (run.keychain) {
     const problems = tearDownKeychain(run.keychain, run.env);
     run.keychain = null;
-    run.system("", problems.length ? `[roost] removing the build's keychain: ${problems.join("; ")}` : "[roost] the build's keychain was deleted and its provisioning profiles removed");
+    run.system(
+      "",
+      problems.length
+        ? `[roost] removing the build's keychain: ${problems.join("; ")}`
+        : "[roost] the build's keychain was deleted and its provisioning profiles removed",
+    );
   }
   for (const path of run.cleanupPaths.splice(0)) rmSync(path, { recursive: true, force: true });
   if (run.secretDir) rmSync(run.secretDir, { recursive: true, force: true });
@@ -45,12 +50,18 @@ export function removeSecretFiles(run: JobRun): void {
  */
 export function setUpAppleSigning(run: JobRun): void {
   if (process.platform !== "darwin" || !run.config.platforms.some((p) => p === "ios" || p === "macos")) return;
-  const inputs = iosSigningInputs(run.env, run.job.files.map((f) => f.key));
+  const inputs = iosSigningInputs(
+    run.env,
+    run.job.files.map((f) => f.key),
+  );
   if (!inputs || !run.secretDir) return;
   try {
     run.keychain = setUpKeychain({ security: "security", dir: run.secretDir, home: run.env.HOME ?? process.env.HOME ?? "/tmp", env: run.env, inputs });
     run.secrets.unshift(run.keychain.password);
-    run.system("", `[roost] certificate imported into a keychain for this build; ${inputs.profiles.length} provisioning profile(s) installed (removed when the job ends)`);
+    run.system(
+      "",
+      `[roost] certificate imported into a keychain for this build; ${inputs.profiles.length} provisioning profile(s) installed (removed when the job ends)`,
+    );
   } catch (error) {
     if (!(error instanceof SigningError)) throw error;
     run.system("", `[roost] iOS/macOS signing: ${error.message}`);

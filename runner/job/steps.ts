@@ -33,7 +33,9 @@ export async function checkout(run: JobRun): Promise<void> {
   await run.runStep(
     "checkout",
     [
-      existsSync(cache) ? `git ${auth}-C ${q(cache)} fetch --prune --quiet origin '+refs/*:refs/*'` : `git ${auth}clone --mirror --quiet ${q(build.clone_url)} ${q(cache)}`,
+      existsSync(cache)
+        ? `git ${auth}-C ${q(cache)} fetch --prune --quiet origin '+refs/*:refs/*'`
+        : `git ${auth}clone --mirror --quiet ${q(build.clone_url)} ${q(cache)}`,
       `git clone --quiet --no-checkout --shared ${q(cache)} ${ws}`,
       `git -C ${ws} -c advice.detachedHead=false checkout --quiet --detach ${q(build.commit_sha)} && git -C ${ws} log -1 --format='checked out %H (%s)'`,
     ],
@@ -63,10 +65,14 @@ export async function setUpFlutter(run: JobRun): Promise<void> {
   }
   let plan = planSdk(requested.version, flutterSdks, run.options.flutterGitUrlSet);
   if (plan.kind === "install") {
-    run.system("flutter_install", `[roost] Flutter ${requested.version} (${requested.from}) is not installed on this runner: installing it from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")}`);
+    run.system(
+      "flutter_install",
+      `[roost] Flutter ${requested.version} (${requested.from}) is not installed on this runner: installing it from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")}`,
+    );
     await run.runStep("flutter_install", installCommands(plan, flutterSdks, flutterGitUrl), { cwd: run.options.workDir, onHost: true });
     // (run.status is read again: runStep changed it.)
-    if ((run.status as string) === "failed" && !run.timedOut) run.failureReason = `Flutter ${requested.version} could not be installed on this runner from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")} (${run.failureReason})`;
+    if ((run.status as string) === "failed" && !run.timedOut)
+      run.failureReason = `Flutter ${requested.version} could not be installed on this runner from ${flutterGitUrl.replace(/\/\/[^@/]*@/, "//")} (${run.failureReason})`;
     if (run.status !== "succeeded" || run.canceled) return;
     plan = { kind: "dir", dir: plan.dir, source: "reused" };
     run.sdkUsed = sdkUsed(requested.version, plan.dir, "installed");
@@ -83,7 +89,10 @@ export async function setUpFlutter(run: JobRun): Promise<void> {
   }
   run.sdk = { path: run.container ? run.container.useSdk(plan.dir) : join(plan.dir, "bin"), flutter: "flutter", error: null };
   run.sdkUsed ??= sdkUsed(requested.version, plan.dir, plan.source);
-  run.system("", `[roost] Flutter ${requested.version} (${requested.from}): ${plan.dir}${run.container ? ` (mounted in the build's container at ${run.container.inside(plan.dir)})` : ""}, ${run.sdkUsed.version} at ${run.sdkUsed.revision?.slice(0, 12) ?? "?"} (${run.sdkUsed.source})`);
+  run.system(
+    "",
+    `[roost] Flutter ${requested.version} (${requested.from}): ${plan.dir}${run.container ? ` (mounted in the build's container at ${run.container.inside(plan.dir)})` : ""}, ${run.sdkUsed.version} at ${run.sdkUsed.revision?.slice(0, 12) ?? "?"} (${run.sdkUsed.source})`,
+  );
 }
 
 /**
@@ -95,7 +104,11 @@ export async function setUpFlutter(run: JobRun): Promise<void> {
 export async function startContainer(run: JobRun): Promise<void> {
   const cfg = run.config;
   if (!run.container) {
-    const asked = [cfg.image ? `image ${cfg.image}` : null, cfg.network === "none" ? "network: none" : null, cfg.limits && Object.keys(cfg.limits).length ? "limits" : null].filter(Boolean);
+    const asked = [
+      cfg.image ? `image ${cfg.image}` : null,
+      cfg.network === "none" ? "network: none" : null,
+      cfg.limits && Object.keys(cfg.limits).length ? "limits" : null,
+    ].filter(Boolean);
     if (asked.length) run.system("", `[roost] this runner runs builds on its own host (executor host): the pipeline's ${asked.join(", ")} do not apply here`);
     return;
   }
@@ -114,7 +127,13 @@ export async function startContainer(run: JobRun): Promise<void> {
     run.system("container", `[roost] ${error}`);
     run.failAfterSteps(error);
   }
-  await run.api.reportStep(run.id, "container", { status: error ? "failed" : "succeeded", exit_code: error ? 1 : 0, started_at: startedAt, finished_at: unixNow(), duration_ms: Math.round(performance.now() - t0) });
+  await run.api.reportStep(run.id, "container", {
+    status: error ? "failed" : "succeeded",
+    exit_code: error ? 1 : 0,
+    started_at: startedAt,
+    finished_at: unixNow(),
+    duration_ms: Math.round(performance.now() - t0),
+  });
 }
 
 export async function preBuild(run: JobRun): Promise<void> {

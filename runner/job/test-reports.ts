@@ -22,7 +22,8 @@ export async function uploadTestReports(run: JobRun): Promise<void> {
     const answer = await run.api.uploadTestReport(run.id, path, run.workspace, size, whole, () => file.slice(0, size).stream()).catch((error: Error) => error);
     if (answer instanceof Error) return run.system(STEP, `[roost] test reports not sent: ${answer.message}`);
     if (!answer.ok) {
-      if (answer.code !== "test_report_exists") run.system(STEP, `[roost] test report ${path} was refused by Roost: ${answer.status} ${answer.code}: ${answer.message}`);
+      if (answer.code !== "test_report_exists")
+        run.system(STEP, `[roost] test report ${path} was refused by Roost: ${answer.status} ${answer.code}: ${answer.message}`);
       continue;
     }
     const r = answer.body.report;
@@ -44,7 +45,8 @@ async function reportPaths(run: JobRun): Promise<{ list: string[]; found: number
   // Only files inside the checkout: a symbolic link the build made could point at the runner's own files.
   const root = safeRealpath(run.workspace);
   const inside = (p: string) => root !== null && safeRealpath(join(run.workspace, p))?.startsWith(`${root}/`) === true;
-  for (const p of [...seen].filter((p) => !inside(p))) run.system(STEP, `[roost] skipped ${p}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are sent`);
+  for (const p of [...seen].filter((p) => !inside(p)))
+    run.system(STEP, `[roost] skipped ${p}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are sent`);
   const list = [...seen].filter(inside).sort();
   return { list: list.slice(0, TEST_REPORTS_PER_BUILD), found: list.length };
 }

@@ -70,7 +70,8 @@ export async function publishAppStoreConnect(ctx: PublishContext): Promise<Store
   } catch (error) {
     if (!(error instanceof StoreRefusal) || error.status === 0) throw error;
     const said = `App Store Connect said: ${error.status} ${error.storeMessage}`;
-    if (error.status === 401) throw new PublishFailure(`App Store Connect refused the API key ${p.key_id} (issuer ${p.issuer_id}): is it revoked, or the .p8 another key's? ${said}`);
+    if (error.status === 401)
+      throw new PublishFailure(`App Store Connect refused the API key ${p.key_id} (issuer ${p.issuer_id}): is it revoked, or the .p8 another key's? ${said}`);
     if (error.status === 403) throw new PublishFailure(`the API key ${p.key_id} may not do this: give it the App Manager role (docs/publishing.md). ${said}`);
     if (error.status === 404) throw new PublishFailure(`App Store Connect does not know app ${p.app_id} (its Apple ID, under App Information). ${said}`);
     throw new PublishFailure(said);
@@ -85,7 +86,13 @@ async function apiToken(ctx: PublishContext, p: AppStoreConnectConfig, pem: stri
     throw new PublishFailure(`secret ${p.private_key} is not an App Store Connect API key (.p8, a PKCS#8 EC P-256 key)`);
   }
   const now = Math.floor(Date.now() / 1000);
-  const jwt = await new SignJWT({}).setProtectedHeader({ alg: "ES256", kid: p.key_id, typ: "JWT" }).setIssuer(p.issuer_id).setAudience("appstoreconnect-v1").setIssuedAt(now).setExpirationTime(now + 1200).sign(key);
+  const jwt = await new SignJWT({})
+    .setProtectedHeader({ alg: "ES256", kid: p.key_id, typ: "JWT" })
+    .setIssuer(p.issuer_id)
+    .setAudience("appstoreconnect-v1")
+    .setIssuedAt(now)
+    .setExpirationTime(now + 1200)
+    .sign(key);
   ctx.mask(jwt);
   return jwt;
 }
@@ -95,16 +102,40 @@ async function altoolUpload(ctx: PublishContext, p: AppStoreConnectConfig, pem: 
   const keys = join(ctx.dir, "private_keys");
   mkdirSync(keys, { mode: 0o700 });
   writeFileSync(join(keys, `AuthKey_${p.key_id}.p8`), pem, { mode: 0o600 });
-  const command = [...ctx.endpoints.altool, "--upload-app", "-f", file, "-t", "ios", "--apiKey", p.key_id, "--apiIssuer", p.issuer_id, "--output-format", "json"];
-  ctx.log(`[app store connect] ${command.slice(0, ctx.endpoints.altool.length).join(" ")} --upload-app -f ${file.split("/").pop()} -t ios --apiKey ${p.key_id} --apiIssuer ${p.issuer_id}`);
-  const child = Bun.spawn(command, { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", API_PRIVATE_KEYS_DIR: keys }, stdout: "pipe", stderr: "pipe", signal: ctx.signal });
+  const command = [
+    ...ctx.endpoints.altool,
+    "--upload-app",
+    "-f",
+    file,
+    "-t",
+    "ios",
+    "--apiKey",
+    p.key_id,
+    "--apiIssuer",
+    p.issuer_id,
+    "--output-format",
+    "json",
+  ];
+  ctx.log(
+    `[app store connect] ${command.slice(0, ctx.endpoints.altool.length).join(" ")} --upload-app -f ${file.split("/").pop()} -t ios --apiKey ${p.key_id} --apiIssuer ${p.issuer_id}`,
+  );
+  const child = Bun.spawn(command, {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", API_PRIVATE_KEYS_DIR: keys },
+    stdout: "pipe",
+    stderr: "pipe",
+    signal: ctx.signal,
+  });
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   for (const line of `${out}\n${err}`.split("\n")) if (line.trim()) ctx.log(`[altool] ${line}`);
   if (code !== 0) {
     let said = (err || out).trim().split("\n").pop() ?? "";
     try {
       const parsed = JSON.parse(out) as { "product-errors"?: { message?: string }[] };
-      said = parsed["product-errors"]?.map((e) => e.message).filter(Boolean).join("; ") || said;
+      said =
+        parsed["product-errors"]
+          ?.map((e) => e.message)
+          .filter(Boolean)
+          .join("; ") || said;
     } catch {
       // altool printed text, not JSON: its last line is kept.
     }
@@ -128,7 +159,12 @@ class AscApi {
   }
 
   async findBuild(appId: string, info: IpaInfo): Promise<Build | null> {
-    const q = new URLSearchParams({ "filter[app]": appId, "filter[version]": info.version, "filter[preReleaseVersion.version]": info.shortVersion, limit: "1" });
+    const q = new URLSearchParams({
+      "filter[app]": appId,
+      "filter[version]": info.version,
+      "filter[preReleaseVersion.version]": info.shortVersion,
+      limit: "1",
+    });
     return (await this.#call<{ data: Build[] }>(`/v1/builds?${q}`)).data[0] ?? null;
   }
 
@@ -142,8 +178,14 @@ class AscApi {
       if (state !== said) this.ctx.log(`[app store connect] build ${info.shortVersion} (${info.version}): ${state}`);
       said = state;
       if (build && state === "VALID") return build;
-      if (build && (state === "FAILED" || state === "INVALID")) throw new PublishFailure(`Apple could not process build ${info.shortVersion} (${info.version}): ${state}; App Store Connect's e-mail to the account holder says why`);
-      if (Date.now() + wait > deadline) throw new PublishFailure(`build ${info.shortVersion} (${info.version}) was not processed within ${p.processing_timeout_seconds} s (last state: ${state}); raise processing_timeout_seconds, then retry: the upload is not repeated`);
+      if (build && (state === "FAILED" || state === "INVALID"))
+        throw new PublishFailure(
+          `Apple could not process build ${info.shortVersion} (${info.version}): ${state}; App Store Connect's e-mail to the account holder says why`,
+        );
+      if (Date.now() + wait > deadline)
+        throw new PublishFailure(
+          `build ${info.shortVersion} (${info.version}) was not processed within ${p.processing_timeout_seconds} s (last state: ${state}); raise processing_timeout_seconds, then retry: the upload is not repeated`,
+        );
       await Bun.sleep(wait);
       wait = Math.min(wait * 2, 30_000);
     }
@@ -153,8 +195,18 @@ class AscApi {
     const existing = (await this.#call<{ data: { id: string; attributes?: { locale?: string } }[] }>(`/v1/builds/${buildId}/betaBuildLocalizations`)).data;
     for (const [locale, whatToTest] of Object.entries(notes)) {
       const found = existing.find((l) => l.attributes?.locale === locale);
-      if (found) await this.#call(`/v1/betaBuildLocalizations/${found.id}`, { method: "PATCH", body: { data: { type: "betaBuildLocalizations", id: found.id, attributes: { whatToTest } } } });
-      else await this.#call(`/v1/betaBuildLocalizations`, { method: "POST", body: { data: { type: "betaBuildLocalizations", attributes: { locale, whatToTest }, relationships: { build: { data: { type: "builds", id: buildId } } } } } });
+      if (found)
+        await this.#call(`/v1/betaBuildLocalizations/${found.id}`, {
+          method: "PATCH",
+          body: { data: { type: "betaBuildLocalizations", id: found.id, attributes: { whatToTest } } },
+        });
+      else
+        await this.#call(`/v1/betaBuildLocalizations`, {
+          method: "POST",
+          body: {
+            data: { type: "betaBuildLocalizations", attributes: { locale, whatToTest }, relationships: { build: { data: { type: "builds", id: buildId } } } },
+          },
+        });
     }
     this.ctx.log(`[app store connect] What to Test set in ${Object.keys(notes).join(", ")}`);
   }
@@ -163,7 +215,10 @@ class AscApi {
     const q = new URLSearchParams({ "filter[app]": appId, "filter[name]": names.join(","), limit: "200" });
     const groups = (await this.#call<{ data: { id: string; attributes?: { name?: string } }[] }>(`/v1/betaGroups?${q}`)).data;
     const missing = names.filter((n) => !groups.some((g) => g.attributes?.name === n));
-    if (missing.length) throw new PublishFailure(`app ${appId} has no TestFlight group ${missing.join(", ")} (it has ${groups.map((g) => g.attributes?.name).join(", ") || "none of those"}); create it in App Store Connect first`);
+    if (missing.length)
+      throw new PublishFailure(
+        `app ${appId} has no TestFlight group ${missing.join(", ")} (it has ${groups.map((g) => g.attributes?.name).join(", ") || "none of those"}); create it in App Store Connect first`,
+      );
     const ids = names.map((n) => groups.find((g) => g.attributes?.name === n)!.id);
     await this.#call(`/v1/builds/${buildId}/relationships/betaGroups`, { method: "POST", body: { data: ids.map((id) => ({ type: "betaGroups", id })) } });
     this.ctx.log(`[app store connect] added to ${names.join(", ")}`);
@@ -175,7 +230,10 @@ class AscApi {
       this.ctx.log(`[app store connect] already submitted for beta App Review`);
       return;
     }
-    await this.#call(`/v1/betaAppReviewSubmissions`, { method: "POST", body: { data: { type: "betaAppReviewSubmissions", relationships: { build: { data: { type: "builds", id: buildId } } } } } });
+    await this.#call(`/v1/betaAppReviewSubmissions`, {
+      method: "POST",
+      body: { data: { type: "betaAppReviewSubmissions", relationships: { build: { data: { type: "builds", id: buildId } } } } },
+    });
     this.ctx.log(`[app store connect] submitted for beta App Review`);
   }
 }

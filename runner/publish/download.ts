@@ -10,9 +10,21 @@ import { PublishFailure, type LocalArtifact } from "./context.ts";
 
 const ATTEMPTS = 4;
 
-export async function downloadArtifact(api: RunnerApi, publish: ClaimedPublish, artifact: DeploymentArtifact, dir: string, signal: AbortSignal): Promise<LocalArtifact> {
+export async function downloadArtifact(
+  api: RunnerApi,
+  publish: ClaimedPublish,
+  artifact: DeploymentArtifact,
+  dir: string,
+  signal: AbortSignal,
+): Promise<LocalArtifact> {
   const { url, headers } = api.artifactRequest(publish, artifact.id);
-  const file = join(dir, `${artifact.id}-${artifact.path.split("/").pop()!.replace(/[^\w.-]/g, "_")}`);
+  const file = join(
+    dir,
+    `${artifact.id}-${artifact.path
+      .split("/")
+      .pop()!
+      .replace(/[^\w.-]/g, "_")}`,
+  );
   let lastProblem = "";
   for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
     let response: Response;
@@ -29,7 +41,8 @@ export async function downloadArtifact(api: RunnerApi, publish: ClaimedPublish, 
       await Bun.sleep(500 * attempt);
       continue;
     }
-    if (!response.ok || !response.body) throw new PublishFailure(`${artifact.path} could not be downloaded from Roost: ${response.status} ${(await response.text()).slice(0, 200)}`);
+    if (!response.ok || !response.body)
+      throw new PublishFailure(`${artifact.path} could not be downloaded from Roost: ${response.status} ${(await response.text()).slice(0, 200)}`);
     const hasher = new Bun.CryptoHasher("sha256");
     const out = createWriteStream(file, { mode: 0o600 });
     let size = 0;
@@ -40,7 +53,10 @@ export async function downloadArtifact(api: RunnerApi, publish: ClaimedPublish, 
     }
     await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
     const sha = hasher.digest("hex");
-    if (sha !== artifact.sha256 || size !== artifact.size) throw new PublishFailure(`${artifact.path} is not the file the build made: its SHA-256 is ${sha} (${size} bytes), the build recorded ${artifact.sha256} (${artifact.size} bytes); nothing was published`);
+    if (sha !== artifact.sha256 || size !== artifact.size)
+      throw new PublishFailure(
+        `${artifact.path} is not the file the build made: its SHA-256 is ${sha} (${size} bytes), the build recorded ${artifact.sha256} (${artifact.size} bytes); nothing was published`,
+      );
     return { ...artifact, file };
   }
   throw new PublishFailure(`${artifact.path} could not be downloaded from Roost: ${lastProblem}`);

@@ -34,5 +34,7 @@ export function publishEndpointsFrom(env: Record<string, string | undefined>): P
 
 /** The test overrides that are set, for one warning line in every publish's log. */
 export function testOverridesSet(env: Record<string, string | undefined>): string[] {
-  return ["ROOST_TEST_ANDROID_PUBLISHER_URL", "ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL", "ROOST_TEST_APP_STORE_CONNECT_URL", "ROOST_TEST_ALTOOL"].filter((k) => env[k]);
+  return ["ROOST_TEST_ANDROID_PUBLISHER_URL", "ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL", "ROOST_TEST_APP_STORE_CONNECT_URL", "ROOST_TEST_ALTOOL"].filter(
+    (k) => env[k],
+  );
 }

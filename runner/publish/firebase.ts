@@ -48,14 +48,20 @@ export async function publishFirebase(ctx: PublishContext): Promise<StoreAnswer>
   try {
     let op = await storeRequest<Operation>(ctx, "firebase", `${ctx.endpoints.firebaseAppDistribution}/upload/v1/${app}/releases:upload`, {
       method: "POST",
-      headers: { ...auth, "content-type": "application/octet-stream", "x-goog-upload-protocol": "raw", "x-goog-upload-file-name": binary.path.split("/").pop()! },
+      headers: {
+        ...auth,
+        "content-type": "application/octet-stream",
+        "x-goog-upload-protocol": "raw",
+        "x-goog-upload-file-name": binary.path.split("/").pop()!,
+      },
       body: readFileSync(binary.file),
       timeoutMs: 30 * 60_000,
       label: `/upload/v1/${app}/releases:upload (${binary.path}, ${binary.size} bytes)`,
     });
     const deadline = Date.now() + POLL_LIMIT_MS;
     while (!op.done) {
-      if (Date.now() > deadline) throw new PublishFailure(`Firebase did not finish processing ${binary.path} within ${POLL_LIMIT_MS / 60_000} minutes (operation ${op.name})`);
+      if (Date.now() > deadline)
+        throw new PublishFailure(`Firebase did not finish processing ${binary.path} within ${POLL_LIMIT_MS / 60_000} minutes (operation ${op.name})`);
       await Bun.sleep(POLL_MS);
       op = await storeRequest<Operation>(ctx, "firebase", `${ctx.endpoints.firebaseAppDistribution}/v1/${op.name}`, { headers: auth });
     }
@@ -63,16 +69,29 @@ export async function publishFirebase(ctx: PublishContext): Promise<StoreAnswer>
     const release = op.response?.release;
     if (!release?.name) throw new PublishFailure("Firebase finished the upload without naming its release");
     const result = op.response?.result ?? "RELEASE_CREATED";
-    ctx.log(`[firebase] ${result === "RELEASE_UNMODIFIED" ? "Firebase already had these bytes: no new release" : result === "RELEASE_UPDATED" ? "an existing release was updated" : "release created"}: ${release.displayVersion ?? "?"} (${release.buildVersion ?? "?"})`);
+    ctx.log(
+      `[firebase] ${result === "RELEASE_UNMODIFIED" ? "Firebase already had these bytes: no new release" : result === "RELEASE_UPDATED" ? "an existing release was updated" : "release created"}: ${release.displayVersion ?? "?"} (${release.buildVersion ?? "?"})`,
+    );
 
     const notes = limitNotes(ctx.notes, NOTES_MAX, ctx.log, "Firebase");
     const text = notes[p.notes?.language ?? "en-US"] ?? Object.values(notes)[0];
     if (text) {
-      await storeRequest(ctx, "firebase", `${ctx.endpoints.firebaseAppDistribution}/v1/${release.name}?updateMask=release_notes.text`, { method: "PATCH", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ name: release.name, releaseNotes: { text } }), label: `/v1/${release.name} (release notes)` });
+      await storeRequest(ctx, "firebase", `${ctx.endpoints.firebaseAppDistribution}/v1/${release.name}?updateMask=release_notes.text`, {
+        method: "PATCH",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ name: release.name, releaseNotes: { text } }),
+        label: `/v1/${release.name} (release notes)`,
+      });
     }
     if (p.testers.length || p.groups.length) {
-      await storeRequest(ctx, "firebase", `${ctx.endpoints.firebaseAppDistribution}/v1/${release.name}:distribute`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify({ testerEmails: p.testers, groupAliases: p.groups }) });
-      ctx.log(`[firebase] distributed to ${[p.testers.length ? `${p.testers.length} tester(s)` : "", p.groups.length ? `group(s) ${p.groups.join(", ")}` : ""].filter(Boolean).join(" and ")}`);
+      await storeRequest(ctx, "firebase", `${ctx.endpoints.firebaseAppDistribution}/v1/${release.name}:distribute`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ testerEmails: p.testers, groupAliases: p.groups }),
+      });
+      ctx.log(
+        `[firebase] distributed to ${[p.testers.length ? `${p.testers.length} tester(s)` : "", p.groups.length ? `group(s) ${p.groups.join(", ")}` : ""].filter(Boolean).join(" and ")}`,
+      );
     }
     return {
       summary: `Firebase App Distribution has ${release.displayVersion ?? "the release"} (${release.buildVersion ?? "?"}) of ${p.app_id}${p.testers.length || p.groups.length ? ", distributed" : ""}`,
@@ -83,8 +102,12 @@ export async function publishFirebase(ctx: PublishContext): Promise<StoreAnswer>
   } catch (error) {
     if (!(error instanceof StoreRefusal) || error.status === 0) throw error;
     const said = `Firebase said: ${error.status} ${error.storeMessage}`;
-    if (error.status === 404) throw new PublishFailure(`Firebase does not know the app ${p.app_id} (check app_id in the Firebase console's project settings). ${said}`);
-    if (error.status === 401 || error.status === 403) throw new PublishFailure(`the service account may not distribute ${p.app_id}: give it the Firebase App Distribution Admin role (docs/publishing.md). ${said}`);
+    if (error.status === 404)
+      throw new PublishFailure(`Firebase does not know the app ${p.app_id} (check app_id in the Firebase console's project settings). ${said}`);
+    if (error.status === 401 || error.status === 403)
+      throw new PublishFailure(
+        `the service account may not distribute ${p.app_id}: give it the Firebase App Distribution Admin role (docs/publishing.md). ${said}`,
+      );
     if (error.status === 400 && /tester|group/i.test(error.storeMessage)) throw new PublishFailure(`Firebase refused the testers or groups: ${said}`);
     throw new PublishFailure(said);
   }

@@ -21,14 +21,24 @@ export function readServiceAccount(text: string, secretName: string): ServiceAcc
   try {
     key = JSON.parse(text);
   } catch {
-    throw new PublishFailure(`secret ${secretName} is not a service account's JSON key (it is not JSON); download the key from the Google Cloud console (docs/publishing.md)`);
+    throw new PublishFailure(
+      `secret ${secretName} is not a service account's JSON key (it is not JSON); download the key from the Google Cloud console (docs/publishing.md)`,
+    );
   }
-  if (key.type !== "service_account" || !key.client_email || !key.private_key) throw new PublishFailure(`secret ${secretName} is not a service account's JSON key (it needs type "service_account", client_email and private_key)`);
+  if (key.type !== "service_account" || !key.client_email || !key.private_key)
+    throw new PublishFailure(`secret ${secretName} is not a service account's JSON key (it needs type "service_account", client_email and private_key)`);
   const tokenUri = key.token_uri ?? "https://oauth2.googleapis.com/token";
   const url = URL.canParse(tokenUri) ? new URL(tokenUri) : null;
   // The key names where its tokens come from; plain http only to this machine (the tests' stand-in).
-  if (!url || (url.protocol !== "https:" && !(url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname)))) throw new PublishFailure(`secret ${secretName}'s token_uri must be an https:// URL`);
-  return { client_email: key.client_email, private_key: key.private_key, ...(key.private_key_id ? { private_key_id: key.private_key_id } : {}), token_uri: tokenUri, ...(key.project_id ? { project_id: key.project_id } : {}) };
+  if (!url || (url.protocol !== "https:" && !(url.protocol === "http:" && ["127.0.0.1", "localhost", "[::1]"].includes(url.hostname))))
+    throw new PublishFailure(`secret ${secretName}'s token_uri must be an https:// URL`);
+  return {
+    client_email: key.client_email,
+    private_key: key.private_key,
+    ...(key.private_key_id ? { private_key_id: key.private_key_id } : {}),
+    token_uri: tokenUri,
+    ...(key.project_id ? { project_id: key.project_id } : {}),
+  };
 }
 
 export async function googleAccessToken(ctx: PublishContext, key: ServiceAccountKey, scope: string): Promise<string> {
@@ -55,7 +65,10 @@ export async function googleAccessToken(ctx: PublishContext, key: ServiceAccount
       body: new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion }).toString(),
     });
   } catch (error) {
-    if (error instanceof StoreRefusal && error.status > 0) throw new PublishFailure(`Google refused the service account ${key.client_email}: ${error.storeMessage}${error.reason === "invalid_grant" ? " (is the key revoked, or the runner's clock wrong?)" : ""}`);
+    if (error instanceof StoreRefusal && error.status > 0)
+      throw new PublishFailure(
+        `Google refused the service account ${key.client_email}: ${error.storeMessage}${error.reason === "invalid_grant" ? " (is the key revoked, or the runner's clock wrong?)" : ""}`,
+      );
     throw error;
   }
   if (!answer.access_token) throw new PublishFailure("Google's token endpoint answered without an access token");

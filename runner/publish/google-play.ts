@@ -58,7 +58,12 @@ export async function publishGooglePlay(ctx: PublishContext): Promise<StoreAnswe
   try {
     // 2-3. The binaries: reused when Play has their bytes, uploaded otherwise.
     const kind = bundle ? "bundles" : "apks";
-    const listed = await storeRequest<{ bundles?: { versionCode: number; sha256: string }[]; apks?: { versionCode: number; binary?: { sha256?: string } }[] }>(ctx, "google play", `${api}/edits/${editId}/${kind}`, { headers: auth });
+    const listed = await storeRequest<{ bundles?: { versionCode: number; sha256: string }[]; apks?: { versionCode: number; binary?: { sha256?: string } }[] }>(
+      ctx,
+      "google play",
+      `${api}/edits/${editId}/${kind}`,
+      { headers: auth },
+    );
     const known = new Map<string, number>();
     for (const b of listed.bundles ?? []) known.set(b.sha256, b.versionCode);
     for (const a of listed.apks ?? []) if (a.binary?.sha256) known.set(a.binary.sha256, a.versionCode);
@@ -90,28 +95,48 @@ export async function publishGooglePlay(ctx: PublishContext): Promise<StoreAnswe
       ...(p.user_fraction !== undefined ? { userFraction: p.user_fraction } : {}),
       ...(Object.keys(notes).length ? { releaseNotes: Object.entries(notes).map(([language, text]) => ({ language, text })) } : {}),
     };
-    const current = await storeRequest<{ releases?: Release[] }>(ctx, "google play", `${api}/edits/${editId}/tracks/${encodeURIComponent(p.track)}`, { headers: auth }).catch((error) => {
+    const current = await storeRequest<{ releases?: Release[] }>(ctx, "google play", `${api}/edits/${editId}/tracks/${encodeURIComponent(p.track)}`, {
+      headers: auth,
+    }).catch((error) => {
       // A custom track that has never had a release answers 404; it is created by the update.
       if (error instanceof StoreRefusal && error.status === 404) return { releases: [] as Release[] };
       throw error;
     });
     const codes = release.versionCodes!.slice().sort().join(",");
-    const same = (current.releases ?? []).find((r) => (r.versionCodes ?? []).slice().sort().join(",") === codes && r.status === status && (r.userFraction ?? null) === (release.userFraction ?? null));
+    const same = (current.releases ?? []).find(
+      (r) => (r.versionCodes ?? []).slice().sort().join(",") === codes && r.status === status && (r.userFraction ?? null) === (release.userFraction ?? null),
+    );
     const what = `version code${versionCodes.length > 1 ? "s" : ""} ${versionCodes.join(", ")} on track ${p.track} (${status}${p.user_fraction !== undefined ? `, ${Math.round(p.user_fraction * 1000) / 10} % of users` : ""})`;
     if (same) {
       ctx.log(`[google play] track ${p.track} already has this release; the edit is discarded, nothing is committed twice`);
       await discard(ctx, api, editId, auth);
-      return { summary: `Google Play already had ${what}`, version: versionCodes.join(","), url: null, details: { package_name: p.package_name, track: p.track, status } };
+      return {
+        summary: `Google Play already had ${what}`,
+        version: versionCodes.join(","),
+        url: null,
+        details: { package_name: p.package_name, track: p.track, status },
+      };
     }
     // The new release alone, as Play's staged rollout guide sends it: the completed release before
     // it keeps serving the users outside userFraction
     // (https://developers.google.com/android-publisher/tracks#staged_rollouts).
-    await storeRequest(ctx, "google play", `${api}/edits/${editId}/tracks/${encodeURIComponent(p.track)}`, { method: "PUT", headers: json, body: JSON.stringify({ track: p.track, releases: [release] }) });
-    ctx.log(`[google play] track ${p.track}: ${what}${release.releaseNotes ? `, release notes in ${release.releaseNotes.map((n) => n.language).join(", ")}` : ""}`);
+    await storeRequest(ctx, "google play", `${api}/edits/${editId}/tracks/${encodeURIComponent(p.track)}`, {
+      method: "PUT",
+      headers: json,
+      body: JSON.stringify({ track: p.track, releases: [release] }),
+    });
+    ctx.log(
+      `[google play] track ${p.track}: ${what}${release.releaseNotes ? `, release notes in ${release.releaseNotes.map((n) => n.language).join(", ")}` : ""}`,
+    );
     // 6. Commit.
     await storeRequest(ctx, "google play", `${api}/edits/${editId}:commit`, { method: "POST", headers: auth });
     ctx.log(`[google play] edit ${editId} committed`);
-    return { summary: `Google Play has ${what}`, version: versionCodes.join(","), url: null, details: { package_name: p.package_name, track: p.track, status, edit_id: editId } };
+    return {
+      summary: `Google Play has ${what}`,
+      version: versionCodes.join(","),
+      url: null,
+      details: { package_name: p.package_name, track: p.track, status, edit_id: editId },
+    };
   } catch (error) {
     await discard(ctx, api, editId, auth);
     throw explain(error, p);
@@ -132,9 +157,17 @@ function explain(error: unknown, p: GooglePlayConfig): unknown {
   const said = `Google Play said: ${error.status} ${error.storeMessage}`;
   const message = error.storeMessage.toLowerCase();
   if (/version code.*already been used|apkUpgradeVersionConflict/i.test(error.storeMessage) || error.reason === "apkUpgradeVersionConflict") {
-    return new PublishFailure(`this version code was already used for another upload of ${p.package_name}; raise the build number (e.g. flutter build appbundle --build-number=$ROOST_BUILD_NUMBER). ${said}`);
+    return new PublishFailure(
+      `this version code was already used for another upload of ${p.package_name}; raise the build number (e.g. flutter build appbundle --build-number=$ROOST_BUILD_NUMBER). ${said}`,
+    );
   }
-  if (error.status === 404 || message.includes("package not found")) return new PublishFailure(`Google Play does not know the package ${p.package_name}: create the app in the Play Console and upload its first bundle there by hand (docs/publishing.md). ${said}`);
-  if (error.status === 401 || error.status === 403) return new PublishFailure(`the service account may not release ${p.package_name}: invite it in the Play Console (Users and permissions) with the release permissions (docs/publishing.md). ${said}`);
+  if (error.status === 404 || message.includes("package not found"))
+    return new PublishFailure(
+      `Google Play does not know the package ${p.package_name}: create the app in the Play Console and upload its first bundle there by hand (docs/publishing.md). ${said}`,
+    );
+  if (error.status === 401 || error.status === 403)
+    return new PublishFailure(
+      `the service account may not release ${p.package_name}: invite it in the Play Console (Users and permissions) with the release permissions (docs/publishing.md). ${said}`,
+    );
   return new PublishFailure(said);
 }

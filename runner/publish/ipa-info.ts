@@ -30,7 +30,11 @@ export function readZipEntry(file: string, wanted: RegExp): Buffer | null {
     const tailLength = Math.min(size, 65_557);
     const tail = readAt(fd, size - tailLength, tailLength);
     let eocd = -1;
-    for (let i = tail.length - 22; i >= 0; i--) if (tail.readUInt32LE(i) === 0x06054b50) { eocd = i; break; }
+    for (let i = tail.length - 22; i >= 0; i--)
+      if (tail.readUInt32LE(i) === 0x06054b50) {
+        eocd = i;
+        break;
+      }
     if (eocd < 0) throw new IpaError("it is not a ZIP file (no end of central directory)");
     const entries = tail.readUInt16LE(eocd + 10);
     const dirSize = tail.readUInt32LE(eocd + 12);
@@ -71,7 +75,12 @@ export function plistStrings(bytes: Buffer): Record<string, string> {
 }
 
 function unescapeXml(s: string): string {
-  return s.replace(/&lt;/g, "<").replace(/&gt;/g, ">").replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, "&");
+  return s
+    .replace(/&lt;/g, "<")
+    .replace(/&gt;/g, ">")
+    .replace(/&quot;/g, '"')
+    .replace(/&apos;/g, "'")
+    .replace(/&amp;/g, "&");
 }
 
 function binaryPlistStrings(b: Buffer): Record<string, string> {
@@ -102,7 +111,10 @@ function binaryPlistStrings(b: Buffer): Record<string, string> {
     const kind = b[at]! >> 4;
     const { length, start } = lengthAt(at);
     if (kind === 0x5) return b.subarray(start, start + length).toString("latin1");
-    if (kind === 0x6) return Buffer.from(b.subarray(start, start + length * 2)).swap16().toString("utf16le");
+    if (kind === 0x6)
+      return Buffer.from(b.subarray(start, start + length * 2))
+        .swap16()
+        .toString("utf16le");
     return null;
   };
   const dictAt = offsetOf(top);

@@ -45,18 +45,36 @@ export async function runPublish(api: RunnerApi, claimed: ClaimedPublish, o: Pic
   const onStop = () => abort.abort();
   o.stop.addEventListener("abort", onStop, { once: true });
   const needles: string[] = [];
-  const shipper = new LogShipper(api, claimed.deployment_id, (status) => status !== "running" && abort.abort(), (first, lines) => api.appendPublishLogs(claimed.deployment_id, first, lines));
+  const shipper = new LogShipper(
+    api,
+    claimed.deployment_id,
+    (status) => status !== "running" && abort.abort(),
+    (first, lines) => api.appendPublishLogs(claimed.deployment_id, first, lines),
+  );
   const log = (text: string) => shipper.add({ step: claimed.step, stream: "stdout", text: maskLine(text, needles) });
   const beat = setInterval(() => {
-    void api.publishHeartbeat(claimed.deployment_id).then((a) => a.ok && a.body.status !== "running" && abort.abort(), () => {});
+    void api.publishHeartbeat(claimed.deployment_id).then(
+      (a) => a.ok && a.body.status !== "running" && abort.abort(),
+      () => {},
+    );
   }, claimed.heartbeat_seconds * 1000);
   const dir = mkdtempSync(join(tmpdir(), "roost-publish-"));
   chmodSync(dir, 0o700);
   let outcome: { status: "succeeded"; answer: StoreAnswer } | { status: "failed"; reason: string };
   try {
-    outcome = { status: "succeeded", answer: await publish(api, claimed, o.publishEndpoints ?? publishEndpointsFrom(process.env), dir, abort.signal, log, needles) };
+    outcome = {
+      status: "succeeded",
+      answer: await publish(api, claimed, o.publishEndpoints ?? publishEndpointsFrom(process.env), dir, abort.signal, log, needles),
+    };
   } catch (error) {
-    const reason = error instanceof PublishFailure ? error.message : error instanceof StoreRefusal ? `the store refused: ${error.message}` : abort.signal.aborted ? "the publish was stopped (the runner is stopping, or the deployment ended)" : `the publish failed: ${(error as Error).message}`;
+    const reason =
+      error instanceof PublishFailure
+        ? error.message
+        : error instanceof StoreRefusal
+          ? `the store refused: ${error.message}`
+          : abort.signal.aborted
+            ? "the publish was stopped (the runner is stopping, or the deployment ended)"
+            : `the publish failed: ${(error as Error).message}`;
     log(`[roost] ${reason}`);
     outcome = { status: "failed", reason: maskLine(reason, needles) };
   } finally {
@@ -74,17 +92,33 @@ export async function runPublish(api: RunnerApi, claimed: ClaimedPublish, o: Pic
   }
 }
 
-async function publish(api: RunnerApi, claimed: ClaimedPublish, endpoints: PublishEndpoints, dir: string, signal: AbortSignal, log: (text: string) => void, needles: string[]): Promise<StoreAnswer> {
+async function publish(
+  api: RunnerApi,
+  claimed: ClaimedPublish,
+  endpoints: PublishEndpoints,
+  dir: string,
+  signal: AbortSignal,
+  log: (text: string) => void,
+  needles: string[],
+): Promise<StoreAnswer> {
   const parsed = PublisherInput.safeParse(claimed.publisher);
-  if (!parsed.success) throw new PublishFailure(`this runner does not understand the publisher's configuration: ${parsed.error.issues[0]?.message ?? "invalid"}; upgrade the runner`);
+  if (!parsed.success)
+    throw new PublishFailure(
+      `this runner does not understand the publisher's configuration: ${parsed.error.issues[0]?.message ?? "invalid"}; upgrade the runner`,
+    );
   const publisher = normalizePublisher(parsed.data);
   const client = CLIENTS[publisher.type];
   if (!client) throw new PublishFailure(`a ${publisher.type} publish is made by Roost itself, not by a runner`);
-  log(`[roost] publish ${publisherName(publisher)} (${publisher.type}) of build #${claimed.build.build_number} (${claimed.build.commit_sha.slice(0, 12)}) to environment ${claimed.environment}: ${targetOf(publisher)}`);
+  log(
+    `[roost] publish ${publisherName(publisher)} (${publisher.type}) of build #${claimed.build.build_number} (${claimed.build.commit_sha.slice(0, 12)}) to environment ${claimed.environment}: ${targetOf(publisher)}`,
+  );
   const overrides = testOverridesSet(process.env);
-  if (overrides.length) log(`[roost] WARNING: test-only store addresses are set on this runner (${overrides.join(", ")}): this publish goes to them, not to the stores`);
+  if (overrides.length)
+    log(`[roost] WARNING: test-only store addresses are set on this runner (${overrides.join(", ")}): this publish goes to them, not to the stores`);
   if (claimed.missing_secrets.length) {
-    throw new PublishFailure(`environment ${claimed.environment} has no secret ${claimed.missing_secrets.join(", ")} (or does not give it to this build's ref): set it with PUT /v1/projects/{project_id}/environments/${claimed.environment}/secrets/${claimed.missing_secrets[0]}`);
+    throw new PublishFailure(
+      `environment ${claimed.environment} has no secret ${claimed.missing_secrets.join(", ")} (or does not give it to this build's ref): set it with PUT /v1/projects/{project_id}/environments/${claimed.environment}/secrets/${claimed.missing_secrets[0]}`,
+    );
   }
   // 2. Secrets: masked first, then written.
   const secretFiles = new Map<string, PublishSecretFile>();
@@ -99,7 +133,10 @@ async function publish(api: RunnerApi, claimed: ClaimedPublish, endpoints: Publi
     writeFileSync(path, bytes, { mode: 0o600, flag: "wx" });
     secretFiles.set(s.key, { key: s.key, text: bytes.toString("utf8"), path });
   }
-  if (claimed.secrets.length) log(`[roost] secrets of environment ${claimed.environment} written for this publish (0600, removed when it ends): ${claimed.secrets.map((s) => s.key).join(", ")}`);
+  if (claimed.secrets.length)
+    log(
+      `[roost] secrets of environment ${claimed.environment} written for this publish (0600, removed when it ends): ${claimed.secrets.map((s) => s.key).join(", ")}`,
+    );
   // 3. The files, checked.
   const artifacts: LocalArtifact[] = [];
   for (const a of claimed.artifacts) {
@@ -129,10 +166,18 @@ async function publish(api: RunnerApi, claimed: ClaimedPublish, endpoints: Publi
   return answer;
 }
 
-async function finish(api: RunnerApi, claimed: ClaimedPublish, shipper: LogShipper, outcome: { status: "succeeded"; answer: StoreAnswer } | { status: "failed"; reason: string }): Promise<void> {
+async function finish(
+  api: RunnerApi,
+  claimed: ClaimedPublish,
+  shipper: LogShipper,
+  outcome: { status: "succeeded"; answer: StoreAnswer } | { status: "failed"; reason: string },
+): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
     await shipper.drain();
-    const body = outcome.status === "succeeded" ? { status: "succeeded" as const, store_answer: outcome.answer, line_count: shipper.total } : { status: "failed" as const, failure_reason: outcome.reason.slice(0, 1000), line_count: shipper.total };
+    const body =
+      outcome.status === "succeeded"
+        ? { status: "succeeded" as const, store_answer: outcome.answer, line_count: shipper.total }
+        : { status: "failed" as const, failure_reason: outcome.reason.slice(0, 1000), line_count: shipper.total };
     const answer = await api.finishPublish(claimed.deployment_id, body);
     if (answer.ok || answer.code !== "log_incomplete") return;
     shipper.rewind(Number(answer.headers.get("x-roost-log-next-line") ?? 0));

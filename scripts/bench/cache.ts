@@ -40,7 +40,7 @@ export async function cacheRows(): Promise<CacheBenchRow[]> {
   let runner: ReturnType<typeof Bun.spawn> | undefined;
   try {
     mkdirSync(join(repo, "android", "app"), { recursive: true });
-    writeFileSync(join(repo, "pubspec.lock"), "packages:\n  http:\n    version: \"1.2.0\"\n");
+    writeFileSync(join(repo, "pubspec.lock"), 'packages:\n  http:\n    version: "1.2.0"\n');
     writeFileSync(join(repo, "android", "build.gradle"), "// top-level build file\n");
     writeFileSync(join(repo, "android", "app", "build.gradle"), "// app build file\n");
     await sh("git init -q -b main && git add . && git -c user.email=b@example.test -c user.name=Bench commit -q -m app", repo);
@@ -49,7 +49,15 @@ export async function cacheRows(): Promise<CacheBenchRow[]> {
     const owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "bench@example.test" } })).body.session_token;
     await http(daemon.url, "POST", "/v1/integrations", {
       token: owner,
-      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+      body: {
+        provider: "github",
+        name: "gh",
+        api_url: host.url,
+        app_id: host.github.appId,
+        installation_id: host.github.installationId,
+        private_key: host.github.privateKeyPem,
+        webhook_secret: "0123456789abcdef-secret",
+      },
     });
     const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
     const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -70,12 +78,19 @@ export async function cacheRows(): Promise<CacheBenchRow[]> {
     const pipelineId = (
       await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
         token: owner,
-        body: { name: "cache", execution_config: { env: [{ key: "FLUTTER_STAND_IN_DOWNLOAD_SECONDS", value: String(DOWNLOAD_SECONDS) }], commands: { pre_build: ["flutter pub get"] } } },
+        body: {
+          name: "cache",
+          execution_config: {
+            env: [{ key: "FLUTTER_STAND_IN_DOWNLOAD_SECONDS", value: String(DOWNLOAD_SECONDS) }],
+            commands: { pre_build: ["flutter pub get"] },
+          },
+        },
       })
     ).body.pipeline.id as string;
     const build = async (pipelineId: string) => {
       const t0 = performance.now();
-      const id = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } })).body.build.id;
+      const id = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } }))
+        .body.build.id;
       for (;;) {
         const b = (await http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner })).body.build;
         if (b.status === "succeeded") {
@@ -88,11 +103,28 @@ export async function cacheRows(): Promise<CacheBenchRow[]> {
     };
     const first = await build(pipelineId);
     const second = await build(pipelineId);
-    if (first.downloads !== 2 || second.downloads !== 0) throw new Error(`downloads: ${first.downloads} in the first build, ${second.downloads} in the second (want 2 and 0)`);
+    if (first.downloads !== 2 || second.downloads !== 0)
+      throw new Error(`downloads: ${first.downloads} in the first build, ${second.downloads} in the second (want 2 and 0)`);
     const scenario = `runner cache: the same commit built twice, pub and Gradle downloads of ${DOWNLOAD_SECONDS} s each (flutter stand-in)`;
     return [
-      { scenario, metric: "second build, cache restored", roost: second.wall, baseline: first.wall, baselineName: "first build (downloads, saves the cache)", higherIsBetter: false, unit: "s" },
-      { scenario, metric: "time saved by the cache", roost: first.wall - second.wall, baseline: 2 * DOWNLOAD_SECONDS, baselineName: "the simulated downloads", higherIsBetter: true, unit: "s" },
+      {
+        scenario,
+        metric: "second build, cache restored",
+        roost: second.wall,
+        baseline: first.wall,
+        baselineName: "first build (downloads, saves the cache)",
+        higherIsBetter: false,
+        unit: "s",
+      },
+      {
+        scenario,
+        metric: "time saved by the cache",
+        roost: first.wall - second.wall,
+        baseline: 2 * DOWNLOAD_SECONDS,
+        baselineName: "the simulated downloads",
+        higherIsBetter: true,
+        unit: "s",
+      },
     ];
   } finally {
     runner?.kill();
@@ -104,5 +136,6 @@ export async function cacheRows(): Promise<CacheBenchRow[]> {
 }
 
 if (import.meta.main) {
-  for (const row of await cacheRows()) console.log(`${row.scenario} · ${row.metric}: roost ${row.roost.toFixed(2)} ${row.unit} vs ${row.baselineName} ${row.baseline.toFixed(2)} ${row.unit}`);
+  for (const row of await cacheRows())
+    console.log(`${row.scenario} · ${row.metric}: roost ${row.roost.toFixed(2)} ${row.unit} vs ${row.baselineName} ${row.baseline.toFixed(2)} ${row.unit}`);
 }

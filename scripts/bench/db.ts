@@ -43,7 +43,9 @@ try {
     const p50 = await pointQuery(db);
     const grouped = await burst(db, true);
     const serial = await burst(db, false);
-    console.log(`${driver.padEnd(10)} point query p50 ${p50.toFixed(1)} µs · ${BURST} writes at once: ${grouped.commits} commit(s), ${grouped.ms.toFixed(0)} ms · one by one: ${serial.commits} commits, ${serial.ms.toFixed(0)} ms`);
+    console.log(
+      `${driver.padEnd(10)} point query p50 ${p50.toFixed(1)} µs · ${BURST} writes at once: ${grouped.commits} commit(s), ${grouped.ms.toFixed(0)} ms · one by one: ${serial.commits} commits, ${serial.ms.toFixed(0)} ms`,
+    );
     db.close();
   }
 } finally {

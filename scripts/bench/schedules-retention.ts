@@ -48,8 +48,14 @@ interface BenchRow {
 async function seed(db: Db, dataDir: string): Promise<{ projectId: string; pipelineIds: string[] }> {
   const t = NOW - 400 * DAY;
   await db.batch([
-    { sql: "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'github', 'bench', 'https://api.github.invalid', 'https://github.invalid', '', ?, ?)", args: [t, t] },
-    { sql: "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at) VALUES ('r', 'i', 'github', '1', 'acme/app', 'main', 'https://github.invalid', ?, ?)", args: [t, t] },
+    {
+      sql: "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'github', 'bench', 'https://api.github.invalid', 'https://github.invalid', '', ?, ?)",
+      args: [t, t],
+    },
+    {
+      sql: "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at) VALUES ('r', 'i', 'github', '1', 'acme/app', 'main', 'https://github.invalid', ?, ?)",
+      args: [t, t],
+    },
     { sql: "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', ?, ?)", args: [t, t] },
   ]);
   const secrets = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
@@ -61,30 +67,44 @@ async function seed(db: Db, dataDir: string): Promise<{ projectId: string; pipel
   }
   // One real build gives the row every seeded build copies (its config snapshot and defaults).
   const ctx = { db, clock: { now: () => t }, events: new EventBus(), log: silentLogger };
-  const { build } = await createBuild(ctx as never, { pipelineId: pipelineIds[0]!, branch: "main", commitSha: "a".repeat(40), triggerType: "manual", concurrencyKey: null });
+  const { build } = await createBuild(ctx as never, {
+    pipelineId: pipelineIds[0]!,
+    branch: "main",
+    commitSha: "a".repeat(40),
+    triggerType: "manual",
+    concurrencyKey: null,
+  });
   const raw = new Database(join(dataDir, "roost.db"));
   raw.exec("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;");
   raw.exec("BEGIN");
   const ids = JSON.stringify(pipelineIds);
   // Build n (1 … BUILDS) finished 200 days × (1 − n/BUILDS) ago.
-  raw.query(
-    `INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, started_at, finished_at, created_at, updated_at)
+  raw
+    .query(
+      `INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, started_at, finished_at, created_at, updated_at)
      WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
      SELECT 'b' || i, 'p', json_extract(?, '$[' || (i % ?) || ']'), i, CASE i % 4 WHEN 0 THEN 'main' WHEN 1 THEN 'develop' ELSE 'feature-' || (i % 50) END,
             printf('%040x', i), (SELECT config_snapshot FROM builds WHERE id = ?), CASE WHEN i % 4 = 3 THEN 'failed' ELSE 'succeeded' END, 'manual',
             ? - CAST(200 * ? * (1.0 - i * 1.0 / ?) AS INTEGER) - 600, ? - CAST(200 * ? * (1.0 - i * 1.0 / ?) AS INTEGER) - 500, ? - CAST(200 * ? * (1.0 - i * 1.0 / ?) AS INTEGER),
             ? - CAST(200 * ? * (1.0 - i * 1.0 / ?) AS INTEGER) - 600, ? - CAST(200 * ? * (1.0 - i * 1.0 / ?) AS INTEGER)
        FROM n`,
-  ).run(BUILDS, ids, PIPELINES, build.id, NOW, DAY, BUILDS, NOW, DAY, BUILDS, NOW, DAY, BUILDS, NOW, DAY, BUILDS, NOW, DAY, BUILDS);
+    )
+    .run(BUILDS, ids, PIPELINES, build.id, NOW, DAY, BUILDS, NOW, DAY, BUILDS, NOW, DAY, BUILDS, NOW, DAY, BUILDS, NOW, DAY, BUILDS);
   raw.query("UPDATE projects SET next_build_number = ? WHERE id = 'p'").run(BUILDS + 1);
-  raw.query(
-    `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
+  raw
+    .query(
+      `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
      WITH RECURSIVE l(s) AS (SELECT 1 UNION ALL SELECT s + 1 FROM l WHERE s < ?)
      SELECT b.id, l.s, 'job', l.s - 1, 'build', 'stdout', COALESCE(b.finished_at, b.created_at), 'Running Gradle task ''assembleRelease''... line ' || l.s || ' ' || printf('%.80c', 'x')
        FROM builds b, l`,
-  ).run(LINES_PER_BUILD);
+    )
+    .run(LINES_PER_BUILD);
   raw.query("INSERT INTO build_log_stats (build_id, last_seq, bytes) SELECT build_id, MAX(seq), SUM(length(text) + 1) FROM build_logs GROUP BY build_id").run();
-  raw.query("INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) SELECT 'a' || id, id, 'job', 'app-release.apk', 25000000, printf('%064x', build_number), COALESCE(finished_at, created_at) FROM builds").run();
+  raw
+    .query(
+      "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) SELECT 'a' || id, id, 'job', 'app-release.apk', 25000000, printf('%064x', build_number), COALESCE(finished_at, created_at) FROM builds",
+    )
+    .run();
   raw.exec("COMMIT");
   raw.exec("PRAGMA wal_checkpoint(TRUNCATE)");
   raw.close();
@@ -115,19 +135,42 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
     const secrets = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
     const ctx = { db, config, clock: { now: () => clock }, events: new EventBus(), log: silentLogger, secrets, metrics: new MetricsRegistry() };
     for (let i = 0; i < SCHEDULES; i++) {
-      await insertSchedule(db, { projectId, pipelineId: pipelineIds[i % PIPELINES]!, createdBy: null, cron: "0 2 * * *", timezone: "UTC", branch: `nightly-${i}`, build_when_unchanged: true, enabled: true }, clock);
+      await insertSchedule(
+        db,
+        {
+          projectId,
+          pipelineId: pipelineIds[i % PIPELINES]!,
+          createdBy: null,
+          cron: "0 2 * * *",
+          timezone: "UTC",
+          branch: `nightly-${i}`,
+          build_when_unchanged: true,
+          enabled: true,
+        },
+        clock,
+      );
     }
     clock = NOW;
     await db.execute({ sql: "UPDATE pipeline_schedules SET next_slot_at = ?", args: [NOW - 60] });
     let tickStarted = performance.now();
-    const tick = await runDueSchedules(ctx, SCHEDULES, async () => "c".repeat(40), async () => ({ kind: "definition" }));
+    const tick = await runDueSchedules(
+      ctx,
+      SCHEDULES,
+      async () => "c".repeat(40),
+      async () => ({ kind: "definition" }),
+    );
     const tickMs = performance.now() - tickStarted;
     if (tick.built !== SCHEDULES) throw new Error(`the tick built ${tick.built} of ${SCHEDULES} schedules`);
     // An idle tick (nothing due), the one a daemon runs every 15 s almost always.
     const idle: number[] = [];
     for (let i = 0; i < 200; i++) {
       tickStarted = performance.now();
-      await runDueSchedules(ctx, SCHEDULES, async () => "c".repeat(40), async () => ({ kind: "definition" }));
+      await runDueSchedules(
+        ctx,
+        SCHEDULES,
+        async () => "c".repeat(40),
+        async () => ({ kind: "definition" }),
+      );
       idle.push(performance.now() - tickStarted);
     }
     const raw = new Database(join(dir, "baseline.db"), { readonly: true });
@@ -144,8 +187,24 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
     }
     raw.close();
     const scenario = `scheduler tick, ${BUILDS.toLocaleString("en-US")} builds in the database`;
-    rows.push({ scenario, metric: `one tick firing ${SCHEDULES} due schedules (a build each)`, roost: tickMs, baseline: selectMs, baselineName: `${SCHEDULES} bare indexed SELECTs of a pipeline's newest build`, higherIsBetter: false, unit: "ms" });
-    rows.push({ scenario, metric: "an idle tick (nothing due), median of 200", roost: median(idle) * 1000, baseline: median(idleBase) * 1000, baselineName: "the bare indexed SELECT of due schedules", higherIsBetter: false, unit: "µs" });
+    rows.push({
+      scenario,
+      metric: `one tick firing ${SCHEDULES} due schedules (a build each)`,
+      roost: tickMs,
+      baseline: selectMs,
+      baselineName: `${SCHEDULES} bare indexed SELECTs of a pipeline's newest build`,
+      higherIsBetter: false,
+      unit: "ms",
+    });
+    rows.push({
+      scenario,
+      metric: "an idle tick (nothing due), median of 200",
+      roost: median(idle) * 1000,
+      baseline: median(idleBase) * 1000,
+      baselineName: "the bare indexed SELECT of due schedules",
+      higherIsBetter: false,
+      unit: "µs",
+    });
 
     // 2. A full retention pass: every build finished more than 30 days ago, but the latest success of each branch.
     let batches = 0;
@@ -180,8 +239,24 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
     base.close();
     if (lines !== pass.log_lines) throw new Error(`the baseline deleted ${lines} lines, retention ${pass.log_lines}`);
     const rScenario = `retention, ${BUILDS.toLocaleString("en-US")} builds (${pass.logs.toLocaleString("en-US")} past 30 days: ${pass.log_lines.toLocaleString("en-US")} log lines, ${pass.artifacts.toLocaleString("en-US")} artifacts)`;
-    rows.push({ scenario: rScenario, metric: `full pass (${batches} batches of at most 500 builds, one transaction each)`, roost: retentionMs, baseline: deleteMs, baselineName: "raw DELETE of the same rows in one transaction", higherIsBetter: false, unit: "ms" });
-    rows.push({ scenario: rScenario, metric: "longest batch (the longest the writer is held)", roost: Math.max(...batchMs), baseline: deleteMs, baselineName: "the raw DELETE, which holds it for all of them", higherIsBetter: false, unit: "ms" });
+    rows.push({
+      scenario: rScenario,
+      metric: `full pass (${batches} batches of at most 500 builds, one transaction each)`,
+      roost: retentionMs,
+      baseline: deleteMs,
+      baselineName: "raw DELETE of the same rows in one transaction",
+      higherIsBetter: false,
+      unit: "ms",
+    });
+    rows.push({
+      scenario: rScenario,
+      metric: "longest batch (the longest the writer is held)",
+      roost: Math.max(...batchMs),
+      baseline: deleteMs,
+      baselineName: "the raw DELETE, which holds it for all of them",
+      higherIsBetter: false,
+      unit: "ms",
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -190,6 +265,8 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
 
 if (import.meta.main) {
   for (const r of await schedulesRetentionRows()) {
-    console.log(`${r.scenario} · ${r.metric}: roost ${r.roost.toFixed(2)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`);
+    console.log(
+      `${r.scenario} · ${r.metric}: roost ${r.roost.toFixed(2)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`,
+    );
   }
 }

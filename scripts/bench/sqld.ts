@@ -85,7 +85,14 @@ async function webhooks(database: Database, tag: string): Promise<WebhookFigures
     const count = buildCounter(daemon, token, ci.projectId, "&trigger_type=webhook");
     const before = await count();
     const cpu0 = cpu();
-    const pushes = await runWrk({ origin: daemon.url, requests: pushDeliveries(SECRET, 1 + Math.ceil((DURATION_MS / 1000) * 2_000), tag), mode: "once", connections: 64, threads: 2, durationMs: DURATION_MS });
+    const pushes = await runWrk({
+      origin: daemon.url,
+      requests: pushDeliveries(SECRET, 1 + Math.ceil((DURATION_MS / 1000) * 2_000), tag),
+      mode: "once",
+      connections: 64,
+      threads: 2,
+      durationMs: DURATION_MS,
+    });
     const cpu1 = cpu();
     const built = (await count()) - before;
     return { builds: built / pushes.seconds, cpu: (cpu1 - cpu0) / built, errors: pushes.errors };
@@ -102,14 +109,22 @@ interface AppendFigures {
 
 async function appends(database: Database): Promise<AppendFigures> {
   return withWorld(database, async ({ daemon, token, ci, cpu }) => {
-    const created = await Promise.all(Array.from({ length: RUNNERS }, () => http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } })));
-    if (created.some((r) => r.status !== 201)) throw new Error(`${database}: creating the runners' builds failed: ${JSON.stringify(created.find((r) => r.status !== 201)?.body)}`);
+    const created = await Promise.all(
+      Array.from({ length: RUNNERS }, () =>
+        http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } }),
+      ),
+    );
+    if (created.some((r) => r.status !== 201))
+      throw new Error(`${database}: creating the runners' builds failed: ${JSON.stringify(created.find((r) => r.status !== 201)?.body)}`);
     const jobs: { runner: { id: string; token: string }; jobId: string }[] = [];
     for (let i = 0; i < RUNNERS; i++) {
       const made = (await http(daemon.url, "POST", "/v1/runners", { token, body: { name: `bench-${i}` } })).body;
       const runner = { id: made.runner.id as string, token: made.token as string };
       await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-      const claim = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } });
+      const claim = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
+        token: runner.token,
+        body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+      });
       if (claim.status !== 201) throw new Error(`${database}: a runner's claim answered ${claim.status}`);
       jobs.push({ runner, jobId: claim.body.job.job_id });
     }
@@ -127,7 +142,10 @@ async function appends(database: Database): Promise<AppendFigures> {
           const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${jobId}/logs`, {
             method: "POST",
             headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" },
-            body: JSON.stringify({ first_line: next, lines: Array.from({ length: LINES_PER_APPEND }, (_, i) => ({ step: "build", text: `${LINE} ${next + i}` })) }),
+            body: JSON.stringify({
+              first_line: next,
+              lines: Array.from({ length: LINES_PER_APPEND }, (_, i) => ({ step: "build", text: `${LINE} ${next + i}` })),
+            }),
           });
           const body = (await res.json()) as { next_line?: number };
           latencies.push(performance.now() - sent);
@@ -155,8 +173,17 @@ interface ReadFigures {
 
 async function reads(database: Database): Promise<ReadFigures> {
   return withWorld(database, async ({ daemon, token, ci }) => {
-    const build = (await http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } })).body.build;
-    const read = await runWrk({ origin: daemon.url, requests: [{ path: `/v1/builds/${build.id}`, headers: { authorization: `Bearer ${token}` } }], mode: "cycle", connections: 32, threads: 2, durationMs: DURATION_MS });
+    const build = (
+      await http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } })
+    ).body.build;
+    const read = await runWrk({
+      origin: daemon.url,
+      requests: [{ path: `/v1/builds/${build.id}`, headers: { authorization: `Bearer ${token}` } }],
+      mode: "cycle",
+      connections: 32,
+      threads: 2,
+      durationMs: DURATION_MS,
+    });
     return { rps: read.rps, p50: read.p50_ms };
   });
 }
@@ -181,27 +208,69 @@ export async function sqldRows(notes: string[]): Promise<{ rows: SqldBenchRow[];
     const l = logs.get(database)!;
     const g = gets.get(database)!;
     const scenario = `one daemon on ${database}, loopback`;
-    rows.push({ scenario, metric: "webhook pushes → builds committed/s (wrk, 64 connections, distinct pushes)", roost: h.builds, baseline: file.hooks.builds, baselineName, higherIsBetter: true, unit: "/s" });
-    rows.push({ scenario, metric: "CPU per webhook build (daemon + sqld)", roost: h.cpu, baseline: file.hooks.cpu, baselineName, higherIsBetter: false, unit: "ms" });
-    rows.push({ scenario, metric: `log lines stored/s (${RUNNERS} runners, ${LINES_PER_APPEND}-line appends)`, roost: l.lines, baseline: file.logs.lines, baselineName, higherIsBetter: true, unit: "lines/s" });
-    rows.push({ scenario, metric: "CPU per 1000 log lines (daemon + sqld)", roost: l.cpu, baseline: file.logs.cpu, baselineName, higherIsBetter: false, unit: "ms" });
+    rows.push({
+      scenario,
+      metric: "webhook pushes → builds committed/s (wrk, 64 connections, distinct pushes)",
+      roost: h.builds,
+      baseline: file.hooks.builds,
+      baselineName,
+      higherIsBetter: true,
+      unit: "/s",
+    });
+    rows.push({
+      scenario,
+      metric: "CPU per webhook build (daemon + sqld)",
+      roost: h.cpu,
+      baseline: file.hooks.cpu,
+      baselineName,
+      higherIsBetter: false,
+      unit: "ms",
+    });
+    rows.push({
+      scenario,
+      metric: `log lines stored/s (${RUNNERS} runners, ${LINES_PER_APPEND}-line appends)`,
+      roost: l.lines,
+      baseline: file.logs.lines,
+      baselineName,
+      higherIsBetter: true,
+      unit: "lines/s",
+    });
+    rows.push({
+      scenario,
+      metric: "CPU per 1000 log lines (daemon + sqld)",
+      roost: l.cpu,
+      baseline: file.logs.cpu,
+      baselineName,
+      higherIsBetter: false,
+      unit: "ms",
+    });
     rows.push({ scenario, metric: "log append p50", roost: l.p50, baseline: file.logs.p50, baselineName, higherIsBetter: false, unit: "ms" });
     rows.push({ scenario, metric: "log append p99", roost: l.p99, baseline: file.logs.p99, baselineName, higherIsBetter: false, unit: "ms" });
-    rows.push({ scenario, metric: "GET /v1/builds/{id} requests/s (wrk, 32 connections)", roost: g.rps, baseline: file.gets.rps, baselineName, higherIsBetter: true, unit: "req/s" });
+    rows.push({
+      scenario,
+      metric: "GET /v1/builds/{id} requests/s (wrk, 32 connections)",
+      roost: g.rps,
+      baseline: file.gets.rps,
+      baselineName,
+      higherIsBetter: true,
+      unit: "req/s",
+    });
     rows.push({ scenario, metric: "GET /v1/builds/{id} p50", roost: g.p50, baseline: file.gets.p50, baselineName, higherIsBetter: false, unit: "ms" });
     const key = database === "sqld over HTTP" ? "http" : "ws";
     ratios[`sqld ${key} webhook ratio`] = h.builds / file.hooks.builds;
     ratios[`sqld ${key} log append ratio`] = l.lines / file.logs.lines;
     if (h.errors || l.errors) notes.push(`${database}: ${h.errors} webhook requests and ${l.errors} appends failed.`);
   }
-  if (file.hooks.errors || file.logs.errors) notes.push(`local file (the sqld baseline): ${file.hooks.errors} webhook requests and ${file.logs.errors} appends failed.`);
+  if (file.hooks.errors || file.logs.errors)
+    notes.push(`local file (the sqld baseline): ${file.hooks.errors} webhook requests and ${file.logs.errors} appends failed.`);
   return { rows, ratios };
 }
 
 if (import.meta.main) {
   const notes: string[] = [];
   const { rows, ratios } = await sqldRows(notes);
-  for (const r of rows) console.log(`${r.scenario} · ${r.metric}: ${r.roost.toFixed(2)} ${r.unit} vs ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`);
+  for (const r of rows)
+    console.log(`${r.scenario} · ${r.metric}: ${r.roost.toFixed(2)} ${r.unit} vs ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`);
   for (const [key, value] of Object.entries(ratios)) console.log(`${key}: ${value.toFixed(3)}`);
   for (const note of notes) console.log(note);
 }

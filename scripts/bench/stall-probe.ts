@@ -36,7 +36,10 @@ if (file) {
   const proto = Database.prototype as unknown as Record<string, (...args: unknown[]) => unknown>;
   const exec = proto.exec!;
   proto.exec = proto.run = function (this: unknown, ...args: unknown[]) {
-    return time(() => exec.apply(this, args), () => String(args[0]));
+    return time(
+      () => exec.apply(this, args),
+      () => String(args[0]),
+    );
   };
   // A statement's all/get/run/values are set on each statement, not its prototype: wrap each
   // statement the first time query() or prepare() hands it out.
@@ -50,7 +53,11 @@ if (file) {
         for (const method of ["all", "get", "run", "values"]) {
           const original = statement[method];
           if (typeof original !== "function") continue;
-          statement[method] = (...a: unknown[]) => time(() => original.apply(statement, a), () => String(statement));
+          statement[method] = (...a: unknown[]) =>
+            time(
+              () => original.apply(statement, a),
+              () => String(statement),
+            );
         }
       }
       return statement;

@@ -84,23 +84,45 @@ export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
     host.heads.set("bench/app@main", "c".repeat(40));
     const integration = await http(daemon.url, "POST", "/v1/integrations", {
       token: session,
-      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "bench-webhook-secret-0123" },
+      body: {
+        provider: "github",
+        name: "gh",
+        api_url: host.url,
+        app_id: host.github.appId,
+        installation_id: host.github.installationId,
+        private_key: host.github.privateKeyPem,
+        webhook_secret: "bench-webhook-secret-0123",
+      },
     });
     if (integration.status !== 201) throw new Error(`web bench: integration ${integration.status} ${JSON.stringify(integration.body)}`);
     const repository = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: session })).body.repositories[0].id;
     const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: session, body: { repository_id: repository } })).body.project.id as string;
-    const pipelineId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: session, body: { name: "android" } })).body.pipeline.id as string;
-    const build = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: session, body: { pipeline_id: pipelineId, commit_sha: "c".repeat(40) } })).body.build;
+    const pipelineId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: session, body: { name: "android" } })).body.pipeline
+      .id as string;
+    const build = (
+      await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: session, body: { pipeline_id: pipelineId, commit_sha: "c".repeat(40) } })
+    ).body.build;
     const created = (await http(daemon.url, "POST", "/v1/runners", { token: session, body: { name: "bench" } })).body;
     const runner = { id: created.runner.id as string, token: created.token as string };
     await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-    const job = (await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job as { job_id: string };
+    const job = (
+      await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })
+    ).body.job as { job_id: string };
     for (let first = 0; first < LOG_LINES; first += BATCH) {
-      const lines = Array.from({ length: Math.min(BATCH, LOG_LINES - first) }, (_, k) => ({ step: first + k < 2000 ? "pre_build" : "build_android", text: lineText(first + k) }));
-      const res = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, { token: runner.token, body: { first_line: first, lines } });
+      const lines = Array.from({ length: Math.min(BATCH, LOG_LINES - first) }, (_, k) => ({
+        step: first + k < 2000 ? "pre_build" : "build_android",
+        text: lineText(first + k),
+      }));
+      const res = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, {
+        token: runner.token,
+        body: { first_line: first, lines },
+      });
       if (res.status >= 300) throw new Error(`web bench: log append ${res.status} ${JSON.stringify(res.body)}`);
     }
-    const finished = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { status: "succeeded", exit_code: 0, line_count: LOG_LINES } });
+    const finished = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, {
+      token: runner.token,
+      body: { status: "succeeded", exit_code: 0, line_count: LOG_LINES },
+    });
     if (finished.status !== 200) throw new Error(`web bench: finish ${finished.status} ${JSON.stringify(finished.body)}`);
     await host.stop();
     const logs = (await http(daemon.url, "GET", `/v1/builds/${build.id}/logs?limit=1`, { token: session })).body as Array<{ seq: number }>;
@@ -121,7 +143,11 @@ export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
     const page = `${daemon.url}/projects/${projectId}/builds/${build.id}`;
     const cases = [
       { metric: "first line of a finished 100,000-line build visible", roost: [page, `#L${firstSeq}`], bare: [bareUrl, `#L${firstSeq}`] },
-      { metric: "last line of a finished 100,000-line build visible (opened at #L<last>)", roost: [`${page}#L${lastSeq}`, `#L${lastSeq}`], bare: [`${bareUrl}#L${lastSeq}`, `#L${lastSeq}`] },
+      {
+        metric: "last line of a finished 100,000-line build visible (opened at #L<last>)",
+        roost: [`${page}#L${lastSeq}`, `#L${lastSeq}`],
+        bare: [`${bareUrl}#L${lastSeq}`, `#L${lastSeq}`],
+      },
     ] as const;
     const rows: WebLogRow[] = [];
     for (const c of cases) {
@@ -131,7 +157,10 @@ export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
       let theirsTask = 0;
       // One warm-up load of each (assets and the HTTP connection), then alternate.
       for (let i = -1; i < LOADS; i++) {
-        for (const [target, into] of [[c.roost, ours], [c.bare, theirs]] as const) {
+        for (const [target, into] of [
+          [c.roost, ours],
+          [c.bare, theirs],
+        ] as const) {
           const tab = await context.newPage();
           const t = await timeToLine(tab, target[0], target[1]);
           await tab.close();
@@ -141,8 +170,18 @@ export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
           else theirsTask = Math.max(theirsTask, t.longestTaskMs);
         }
       }
-      rows.push({ scenario: "web app in Chromium", metric: c.metric, roost: median(ours), baseline: median(theirs), baselineName: "static HTML page with the same lines", higherIsBetter: false, unit: "ms" });
-      notes.push(`web app, ${c.metric}: longest main-thread task ${oursTask.toFixed(0)} ms in Roost's page, ${theirsTask.toFixed(0)} ms in the static page (medians of ${LOADS} loads after one warm-up; Chromium ${tb.browser.version()}).`);
+      rows.push({
+        scenario: "web app in Chromium",
+        metric: c.metric,
+        roost: median(ours),
+        baseline: median(theirs),
+        baselineName: "static HTML page with the same lines",
+        higherIsBetter: false,
+        unit: "ms",
+      });
+      notes.push(
+        `web app, ${c.metric}: longest main-thread task ${oursTask.toFixed(0)} ms in Roost's page, ${theirsTask.toFixed(0)} ms in the static page (medians of ${LOADS} loads after one warm-up; Chromium ${tb.browser.version()}).`,
+      );
     }
     await context.close();
     return rows;

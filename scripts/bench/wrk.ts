@@ -62,8 +62,30 @@ export async function runWrk(spec: WrkSpec): Promise<WrkResult> {
     const file = join(dir, "requests");
     writeFileSync(file, Buffer.concat(parts));
     const child = Bun.spawn(
-      ["wrk", "-t", String(spec.threads), "-c", String(spec.connections), "-d", `${Math.round(spec.durationMs / 1000)}s`, "--timeout", "10s", "-s", DRIVER, spec.origin + "/"],
-      { env: { ...process.env, ROOST_WRK_REQUESTS: file, ROOST_WRK_THREADS: String(spec.threads), ROOST_WRK_MODE: spec.mode === "cycle" && spec.requests.length === 1 ? "static" : spec.mode }, stdout: "pipe", stderr: "pipe" },
+      [
+        "wrk",
+        "-t",
+        String(spec.threads),
+        "-c",
+        String(spec.connections),
+        "-d",
+        `${Math.round(spec.durationMs / 1000)}s`,
+        "--timeout",
+        "10s",
+        "-s",
+        DRIVER,
+        spec.origin + "/",
+      ],
+      {
+        env: {
+          ...process.env,
+          ROOST_WRK_REQUESTS: file,
+          ROOST_WRK_THREADS: String(spec.threads),
+          ROOST_WRK_MODE: spec.mode === "cycle" && spec.requests.length === 1 ? "static" : spec.mode,
+        },
+        stdout: "pipe",
+        stderr: "pipe",
+      },
     );
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     const line = out.split("\n").find((l) => l.startsWith("WRK_JSON "));

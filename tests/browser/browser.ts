@@ -40,7 +40,8 @@ export async function newPage(context: BrowserContext, errors: string[]): Promis
   const page = await context.newPage();
   page.on("pageerror", (error) => errors.push(`pageerror: ${error.message}`));
   page.on("console", (message) => {
-    if (message.type() === "error" && !/Failed to load resource: the server responded with a status of (400|401|403|404|409)/.test(message.text())) errors.push(`console: ${message.text()}`);
+    if (message.type() === "error" && !/Failed to load resource: the server responded with a status of (400|401|403|404|409)/.test(message.text()))
+      errors.push(`console: ${message.text()}`);
   });
   return page;
 }
@@ -53,7 +54,12 @@ export async function axeViolations(page: Page): Promise<Array<{ id: string; imp
   const result = (await page.evaluate(async () => {
     // @ts-expect-error axe is the global the injected script defines
     const r = await window.axe.run(document, { resultTypes: ["violations"] });
-    return r.violations.map((v: { id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(" ")) }));
+    return r.violations.map((v: { id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }) => ({
+      id: v.id,
+      impact: v.impact,
+      help: v.help,
+      nodes: v.nodes.map((n) => n.target.join(" ")),
+    }));
   })) as Array<{ id: string; impact: string; help: string; nodes: string[] }>;
   return result.filter((v) => v.impact === "serious" || v.impact === "critical");
 }

@@ -23,11 +23,16 @@ let runner = { id: "", token: "" };
 const errors: string[] = [];
 const DIGEST = `sha256:${"3f".repeat(32)}`;
 
-async function finishedBuild(executionConfig: Record<string, unknown>, executor: Record<string, unknown> | null, outcome: { status: string; exit_code: number; failure_reason?: string }) {
+async function finishedBuild(
+  executionConfig: Record<string, unknown>,
+  executor: Record<string, unknown> | null,
+  outcome: { status: string; exit_code: number; failure_reason?: string },
+) {
   const pipeline = await createPipeline(t, owner, projectId, { execution_config: executionConfig });
   const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
   if (!executor) return build.id as string;
-  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
+    .body.job;
   expect(job.build.id).toBe(build.id);
   await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { ...outcome, line_count: 0, executor } });
   return build.id as string;
@@ -37,7 +42,9 @@ async function finishedBuild(executionConfig: Record<string, unknown>, executor:
 async function facts(buildId: string): Promise<string[]> {
   await page.goto(`${base}/projects/${projectId}/builds/${buildId}`);
   await page.locator("dt", { hasText: "Definition" }).waitFor();
-  return page.locator("dl > div").evaluateAll((divs) => divs.map((d) => `${d.querySelector("dt")?.textContent}: ${d.querySelector("dd")?.textContent?.replace(/\s+/g, " ").trim()}`));
+  return page
+    .locator("dl > div")
+    .evaluateAll((divs) => divs.map((d) => `${d.querySelector("dt")?.textContent}: ${d.querySelector("dd")?.textContent?.replace(/\s+/g, " ").trim()}`));
 }
 
 beforeAll(async () => {
@@ -51,7 +58,11 @@ beforeAll(async () => {
   tb = await launchBrowser();
   context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
   page = await newPage(context, errors);
-  expect((await context.request.post(`${base}/v1/auth/local/login`, { data: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })).status()).toBe(200);
+  expect(
+    (
+      await context.request.post(`${base}/v1/auth/local/login`, { data: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })
+    ).status(),
+  ).toBe(200);
 }, 60_000);
 
 afterAll(async () => {
@@ -63,7 +74,15 @@ afterAll(async () => {
 test("a container build shows its engine, its image with the digest a re-run runs, and its limits", async () => {
   const id = await finishedBuild(
     { image: "ghcr.io/acme/flutter:3.27", limits: { memory_mb: 4096 } },
-    { kind: "container", engine: "podman 4.3.1", image: "ghcr.io/acme/flutter:3.27", image_digest: `ghcr.io/acme/flutter@${DIGEST}`, network: "default", limits: { cpus: 2, memory_mb: 4096, pids: 4096, disk_mb: null }, error: null },
+    {
+      kind: "container",
+      engine: "podman 4.3.1",
+      image: "ghcr.io/acme/flutter:3.27",
+      image_digest: `ghcr.io/acme/flutter@${DIGEST}`,
+      network: "default",
+      limits: { cpus: 2, memory_mb: 4096, pids: 4096, disk_mb: null },
+      error: null,
+    },
     { status: "succeeded", exit_code: 0 },
   );
   const shown = await facts(id);
@@ -87,7 +106,11 @@ test("a container that could not start says why; a host build says host; a waiti
   expect(shown).toContain("Image: ghcr.io/acme/missing:1");
   expect(await page.locator(".notice", { hasText: error }).count()).toBe(1);
 
-  const host = await finishedBuild({}, { kind: "host", engine: null, image: null, image_digest: null, network: null, limits: null, error: null }, { status: "succeeded", exit_code: 0 });
+  const host = await finishedBuild(
+    {},
+    { kind: "host", engine: null, image: null, image_digest: null, network: null, limits: null, error: null },
+    { status: "succeeded", exit_code: 0 },
+  );
   expect(await facts(host)).toContain("Executor: host: the runner's own machine and user");
 
   const waiting = await finishedBuild({ image: "ghcr.io/acme/flutter:3.29" }, null, { status: "queued", exit_code: 0 });

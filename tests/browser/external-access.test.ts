@@ -26,7 +26,10 @@ const providerErrors: string[] = [];
 const a11y: Record<string, unknown[]> = {};
 
 async function startProvider(redirectUri: string): Promise<{ issuer: string; proc: Subprocess }> {
-  const proc = Bun.spawn(["node", resolve(import.meta.dir, "../support/oidc-provider.mjs"), CLIENT_ID, CLIENT_SECRET, redirectUri], { stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn(["node", resolve(import.meta.dir, "../support/oidc-provider.mjs"), CLIENT_ID, CLIENT_SECRET, redirectUri], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
   let text = "";
   while (!text.includes("\n")) {
@@ -85,7 +88,8 @@ describe("External Access with OIDC, in Chromium", () => {
     // counted on Roost's pages only.
     page = await newPage(context, providerErrors);
     page.on("console", (message) => {
-      if (message.type() === "error" && page.url().startsWith(daemon.url) && !/status of (400|401|403|404|409)/.test(message.text())) errors.push(`console: ${message.text()}`);
+      if (message.type() === "error" && page.url().startsWith(daemon.url) && !/status of (400|401|403|404|409)/.test(message.text()))
+        errors.push(`console: ${message.text()}`);
     });
     page.setDefaultTimeout(10_000);
   }, 40_000);
@@ -162,7 +166,14 @@ describe("External Access with a trusted proxy (nginx), in Chromium", () => {
     // write from the proxy's origin passes the CSRF origin check.
     const port = await freePort();
     daemon = await startDaemon({ env: { ROOST_PUBLIC_URL: `http://127.0.0.1:${port}` } });
-    nginx = await startNginx({ upstream: daemon.url, bindAddress: "127.0.0.2", sharedSecret: PROXY_SECRET, users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"], emailDomain: "example.test", port });
+    nginx = await startNginx({
+      upstream: daemon.url,
+      bindAddress: "127.0.0.2",
+      sharedSecret: PROXY_SECRET,
+      users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"],
+      emailDomain: "example.test",
+      port,
+    });
     context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
   }, 40_000);
   afterAll(async () => {

@@ -34,7 +34,8 @@ async function sh(cmd: string, cwd: string): Promise<void> {
   if ((await p.exited) !== 0) throw new Error(`${cmd}: ${await new Response(p.stderr).text()}`);
 }
 
-const start = () => startDaemon({ dataDir, cleanup: false, listen: `127.0.0.1:${port}`, env: { ROOST_GIT_ALLOW_LOCAL_REMOTES: "true", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
+const start = () =>
+  startDaemon({ dataDir, cleanup: false, listen: `127.0.0.1:${port}`, env: { ROOST_GIT_ALLOW_LOCAL_REMOTES: "true", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
 
 async function call(method: string, path: string, body?: unknown): Promise<any> {
   const res = await http(daemon.url, method, path, { token, body });
@@ -57,11 +58,21 @@ beforeAll(async () => {
   const repository = (await call("GET", "/v1/integration-repositories")).repositories[0].id;
   projectId = (await call("POST", "/v1/projects", { repository_id: repository })).project.id;
   const ticks = `for i in $(seq 1 ${TICKS}); do echo "tick $i"; sleep 0.25; done`;
-  pipelineId = (await call("POST", `/v1/projects/${projectId}/pipelines`, { name: "ticks", execution_config: { commands: { pre_build: [ticks] }, artifact_patterns: [] } })).pipeline.id;
+  pipelineId = (
+    await call("POST", `/v1/projects/${projectId}/pipelines`, { name: "ticks", execution_config: { commands: { pre_build: [ticks] }, artifact_patterns: [] } })
+  ).pipeline.id;
   const registered = await call("POST", "/v1/runners", { name: "restart-e2e" });
   runner = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
     cwd: REPO_ROOT,
-    env: { PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`, HOME: work, ROOST_URL: daemon.url, ROOST_RUNNER_ID: registered.runner.id, ROOST_RUNNER_TOKEN: registered.token, ROOST_RUNNER_WORKDIR: join(work, "runner-work"), ROOST_RUNNER_GRACE_SECONDS: "1" },
+    env: {
+      PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
+      HOME: work,
+      ROOST_URL: daemon.url,
+      ROOST_RUNNER_ID: registered.runner.id,
+      ROOST_RUNNER_TOKEN: registered.token,
+      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
+      ROOST_RUNNER_GRACE_SECONDS: "1",
+    },
     stdout: "ignore",
     stderr: "ignore",
   });
@@ -71,7 +82,11 @@ beforeAll(async () => {
   page.on("console", (message) => {
     // While the daemon is down or starting again (503 not_ready until it is ready) the browser
     // reports the refused or refused-for-now requests; nothing else may fail.
-    if (message.type() === "error" && !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_INCOMPLETE_CHUNKED_ENCODING|status of (401|404|502|503)/.test(message.text())) errors.push(`console: ${message.text()}`);
+    if (
+      message.type() === "error" &&
+      !/ERR_CONNECTION_REFUSED|ERR_EMPTY_RESPONSE|ERR_INCOMPLETE_CHUNKED_ENCODING|status of (401|404|502|503)/.test(message.text())
+    )
+      errors.push(`console: ${message.text()}`);
   });
 }, 60_000);
 

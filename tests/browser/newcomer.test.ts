@@ -48,7 +48,14 @@ const dialogs: string[] = [];
 const a11y: Record<string, unknown[]> = {};
 
 function git(...args: string[]): string {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: work,
+    GIT_AUTHOR_NAME: "Dev",
+    GIT_AUTHOR_EMAIL: "dev@example.test",
+    GIT_COMMITTER_NAME: "Dev",
+    GIT_COMMITTER_EMAIL: "dev@example.test",
+  };
   const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
   if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
   return run.stdout.toString().trim();
@@ -66,7 +73,11 @@ function commitFile(content: string | null, message: string): string {
 async function push(sha: string): Promise<void> {
   const body = JSON.stringify({ project_id: projectId, ref: "refs/heads/main", before: "0".repeat(40), after: sha });
   const signature = "sha256=" + createHmac("sha256", WEBHOOK_SECRET).update(body).digest("hex");
-  const res = await fetch(`${base}/v1/webhooks/git`, { method: "POST", headers: { "content-type": "application/json", "x-roost-signature-256": signature }, body });
+  const res = await fetch(`${base}/v1/webhooks/git`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-roost-signature-256": signature },
+    body,
+  });
   if (res.status !== 200) throw new Error(`push: ${res.status} ${await res.text()}`);
 }
 
@@ -105,7 +116,11 @@ beforeAll(async () => {
   const repository = (await ok("GET", "/v1/integration-repositories")).repositories[0].id;
   projectId = (await ok("POST", "/v1/projects", { repository_id: repository })).project.id;
   // Configured through the API before the file existed: android (the file defines it too) and legacy (it does not).
-  await ok("POST", `/v1/projects/${projectId}/pipelines`, { name: "android", trigger_config: { branches: ["**"], events: ["push"] }, execution_config: { commands: { build: ["echo configured in Roost"] } } });
+  await ok("POST", `/v1/projects/${projectId}/pipelines`, {
+    name: "android",
+    trigger_config: { branches: ["**"], events: ["push"] },
+    execution_config: { commands: { build: ["echo configured in Roost"] } },
+  });
   await ok("POST", `/v1/projects/${projectId}/pipelines`, { name: "legacy" });
 }, 60_000);
 
@@ -140,11 +155,15 @@ describe("what trips a newcomer, in the web app", () => {
     expect(await android.locator("dl").textContent()).toContain("build: flutter test");
     // legacy: configured in Roost, but the file exists and does not define it.
     const legacy = card("legacy");
-    expect(await legacy.locator(".origin").textContent()).toBe("Not in roost.yaml on main: it builds nothing from pushes while the file exists. Add it to the file, or delete it.");
+    expect(await legacy.locator(".origin").textContent()).toBe(
+      "Not in roost.yaml on main: it builds nothing from pushes while the file exists. Add it to the file, or delete it.",
+    );
     expect(await legacy.getByRole("button", { name: "Edit legacy" }).count()).toBe(0);
     expect(await legacy.getByRole("button", { name: "Delete legacy" }).count()).toBe(1);
     // nightly: in the file, not yet in Roost.
-    expect(await card("nightly").locator(".origin").textContent()).toBe(`From roost.yaml, line 7 on main at ${head.slice(0, 12)} — not in Roost yet: the next push to the repository adds it.`);
+    expect(await card("nightly").locator(".origin").textContent()).toBe(
+      `From roost.yaml, line 7 on main at ${head.slice(0, 12)} — not in Roost yet: the next push to the repository adds it.`,
+    );
     // Each pipeline's status is its own word, not the runners' "online".
     expect(await android.locator(".badge").textContent()).toBe("✓ enabled");
     await android.getByRole("button", { name: "Disable android" }).click();
@@ -216,7 +235,9 @@ describe("what trips a newcomer, in the web app", () => {
     await mode.getByLabel("a trusted proxy", { exact: false }).check();
     await mode.getByRole("button", { name: "Switch to External Access" }).click();
     await mode.locator(".notice-error").waitFor();
-    expect(await mode.locator(".notice-error").textContent()).toBe("Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy.");
+    expect(await mode.locator(".notice-error").textContent()).toBe(
+      "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy.",
+    );
     expect(dialogs.at(-1)).toStartWith("Switch to External Access through the trusted proxy?");
     expect((await ok("GET", "/v1/setup/status")).runtime_mode).toBe("local");
     await checkA11y("sign-in settings with a refusal");

@@ -46,7 +46,14 @@ const errors: string[] = [];
 const a11y: Record<string, unknown[]> = {};
 
 function git(...args: string[]): string {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: work,
+    GIT_AUTHOR_NAME: "Dev",
+    GIT_AUTHOR_EMAIL: "dev@example.test",
+    GIT_COMMITTER_NAME: "Dev",
+    GIT_COMMITTER_EMAIL: "dev@example.test",
+  };
   const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
   if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
   return run.stdout.toString().trim();
@@ -88,7 +95,11 @@ beforeAll(async () => {
     async fetch(request) {
       const text = await request.text();
       const signature = (request.headers.get("x-roost-signature-256") ?? "").replace(/^sha256=/, "");
-      received.push({ event: request.headers.get("x-roost-event"), body: JSON.parse(text), verified: await verify(SIGNING_SECRET, text, `sha256=${signature}`) });
+      received.push({
+        event: request.headers.get("x-roost-event"),
+        body: JSON.parse(text),
+        verified: await verify(SIGNING_SECRET, text, `sha256=${signature}`),
+      });
       return new Response("ok");
     },
   });
@@ -101,7 +112,8 @@ beforeAll(async () => {
   await ok("POST", "/v1/integrations", { provider: "git", name: "app", url: repo });
   const repository = (await ok("GET", "/v1/integration-repositories")).repositories[0].id;
   projectId = (await ok("POST", "/v1/projects", { repository_id: repository })).project.id;
-  pipelineId = (await ok("POST", `/v1/projects/${projectId}/pipelines`, { name: "android", execution_config: { commands: { build: ["echo build"] } } })).pipeline.id;
+  pipelineId = (await ok("POST", `/v1/projects/${projectId}/pipelines`, { name: "android", execution_config: { commands: { build: ["echo build"] } } }))
+    .pipeline.id;
 }, 60_000);
 
 afterAll(async () => {
@@ -236,7 +248,9 @@ describe("project settings in the web app", () => {
     await form.getByLabel("Cron expression").fill("every day");
     await form.getByLabel("Time zone").fill("UTC");
     await form.getByRole("button", { name: "Create schedule" }).click();
-    expect(await form.locator("#f-cron-error").textContent()).toBe("must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)");
+    expect(await form.locator("#f-cron-error").textContent()).toBe(
+      "must have five fields: minute hour day-of-month month day-of-week (or a nickname such as @daily)",
+    );
     await form.getByLabel("Cron expression").fill("*/15 * * * *");
     await form.getByLabel("Time zone").fill("Mars/Olympus");
     await form.getByRole("button", { name: "Create schedule" }).click();
@@ -318,7 +332,12 @@ describe("project settings in the web app", () => {
     await form.getByLabel("Keep the logs and artifacts of the newest builds (per pipeline)").fill("1");
     await form.getByRole("button", { name: "Save retention" }).click();
     await form.getByText("Saved; the next background pass applies it.").waitFor();
-    expect(await ok("GET", `/v1/projects/${projectId}/retention`)).toMatchObject({ log_retention_days: null, artifact_retention_days: 0, keep_builds: 1, effective: { log_retention_days: 90, artifact_retention_days: 0, keep_builds: 1 } });
+    expect(await ok("GET", `/v1/projects/${projectId}/retention`)).toMatchObject({
+      log_retention_days: null,
+      artifact_retention_days: 0,
+      keep_builds: 1,
+      effective: { log_retention_days: 90, artifact_retention_days: 0, keep_builds: 1 },
+    });
     const facts = await page.locator(".retention-effective").textContent();
     expect(facts).toContain("90 days (instance default)");
     expect(facts).toContain("no limit (this project; the instance default is 90 days)");
@@ -333,7 +352,10 @@ describe("project settings in the web app", () => {
     await page.goto(`${base}/projects/${projectId}/builds/${builds[0]}`);
     await page.getByRole("heading", { name: "Build #1" }).waitFor();
     // Formatted as the page formats every date (web/format.ts dateTime).
-    const when = await page.evaluate((s) => new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" }).format(new Date(s * 1000)), removed.logs_deleted_at as number);
+    const when = await page.evaluate(
+      (s) => new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" }).format(new Date(s * 1000)),
+      removed.logs_deleted_at as number,
+    );
     await page.getByText(`Log removed by retention on ${when}.`).waitFor();
     await page.getByText(`Artifacts removed by retention on ${when}.`).waitFor();
     await checkA11y("build page after retention");

@@ -30,7 +30,14 @@ let devId = "";
 const errors: string[] = [];
 
 function git(...args: string[]): void {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: DEV, GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: DEV };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: work,
+    GIT_AUTHOR_NAME: "Dev",
+    GIT_AUTHOR_EMAIL: DEV,
+    GIT_COMMITTER_NAME: "Dev",
+    GIT_COMMITTER_EMAIL: DEV,
+  };
   const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
   if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
 }
@@ -67,7 +74,12 @@ beforeAll(async () => {
   git("commit", "-q", "-m", "first");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, idleTimeout: 30, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
+  server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 30,
+    fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null),
+  });
   base = `http://127.0.0.1:${server.port}`;
   tb = await launchBrowser();
   owner = await tb.browser.newContext();
@@ -76,7 +88,8 @@ beforeAll(async () => {
   const repository = (await ok(owner, "GET", "/v1/integration-repositories")).repositories[0].id;
   projectId = (await ok(owner, "POST", "/v1/projects", { repository_id: repository })).project.id;
   // No runner has this label: the build stays queued, so its page follows a live stream.
-  const pipeline = (await ok(owner, "POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } })).pipeline;
+  const pipeline = (await ok(owner, "POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } }))
+    .pipeline;
   buildId = (await ok(owner, "POST", `/v1/projects/${projectId}/builds`, { pipeline_id: pipeline.id })).build.id;
   devId = (await ok(owner, "POST", "/v1/users", { email: DEV, role: "developer" })).user.id;
 }, 60_000);

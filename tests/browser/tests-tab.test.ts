@@ -51,19 +51,33 @@ async function build(reports: Record<string, string>, o: { commit?: string; stat
   const made = o.rerunOf
     ? await t.call("POST", `/v1/builds/${o.rerunOf}/rerun`, { token: owner })
     : await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: o.commit ?? SHA_A } });
-  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
+    .body.job;
   // Builds take a while, so the duration chart has something to draw.
   t.clock.advance(5);
   for (const [path, text] of Object.entries(reports)) {
-    await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent(path)}`, { token: runner.token, raw: text, contentType: "application/octet-stream", headers: { "x-roost-workspace": WORKSPACE } });
+    await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent(path)}`, {
+      token: runner.token,
+      raw: text,
+      contentType: "application/octet-stream",
+      headers: { "x-roost-workspace": WORKSPACE },
+    });
   }
   if (o.artifact) {
     const body = "x".repeat(o.artifact);
     const sha = new Bun.CryptoHasher("sha256").update(body).digest("hex");
-    await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=build/app/outputs/flutter-apk/app-release.apk`, { token: runner.token, raw: body, contentType: "application/octet-stream", headers: { "x-roost-artifact-sha256": sha } });
+    await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=build/app/outputs/flutter-apk/app-release.apk`, {
+      token: runner.token,
+      raw: body,
+      contentType: "application/octet-stream",
+      headers: { "x-roost-artifact-sha256": sha },
+    });
   }
   t.clock.advance(60 + built.length * 17);
-  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { status: o.status ?? "failed", exit_code: o.status === "succeeded" ? 0 : 1, line_count: 0 } });
+  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, {
+    token: runner.token,
+    body: { status: o.status ?? "failed", exit_code: o.status === "succeeded" ? 0 : 1, line_count: 0 },
+  });
   built.push({ id: made.body.build.id, number: made.body.build.build_number });
   return built.at(-1)!;
 }
@@ -98,7 +112,9 @@ beforeAll(async () => {
     {
       "build/test-results/flutter.json": flutter,
       "build/test-results/cut.json": fixture("flutter-machine-cut.jsonl").split("\n").slice(0, 12).join("\n"),
-      "build/app/test-results/testDebugUnitTest/TEST-com.example.counter.CounterRepositoryTest.xml": fixture("gradle-TEST-com.example.counter.CounterRepositoryTest.xml"),
+      "build/app/test-results/testDebugUnitTest/TEST-com.example.counter.CounterRepositoryTest.xml": fixture(
+        "gradle-TEST-com.example.counter.CounterRepositoryTest.xml",
+      ),
       "coverage/lcov.info": lostCoverage,
       "build/analyze.txt": fixture("dart-analyze-machine.txt"),
     },
@@ -109,7 +125,11 @@ beforeAll(async () => {
   context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: "light" });
   page = await newPage(context, errors);
   // Setup is over (the fixture's owner): a local sign-in needs the one-time capability `roost login` mints.
-  expect((await context.request.post(`${base}/v1/auth/local/login`, { data: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })).status()).toBe(200);
+  expect(
+    (
+      await context.request.post(`${base}/v1/auth/local/login`, { data: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })
+    ).status(),
+  ).toBe(200);
 }, 60_000);
 
 afterAll(async () => {
@@ -128,7 +148,9 @@ describe("the Tests tab", () => {
     await page.getByRole("heading", { name: "Tests", exact: true }).waitFor();
     expect((await page.locator(".test-counts").textContent())!.replace(/\s+/g, " ")).toContain("✕ 7 failed ✓ 6 passed – 2 skipped");
     // The report cut short says so, and what was kept.
-    expect(await page.locator(".notice", { hasText: "build/test-results/cut.json" }).textContent()).toContain("was read in part: The report ends before the test run's done event");
+    expect(await page.locator(".notice", { hasText: "build/test-results/cut.json" }).textContent()).toContain(
+      "was read in part: The report ends before the test run's done event",
+    );
     await page.locator(".test-case").first().waitFor();
     await page.evaluate("window.scrollTo(0, document.querySelector('nav.tabs').getBoundingClientRect().top + window.scrollY - 8)");
     await page.screenshot({ path: join(SHOTS, "build-tests.png") });
@@ -141,22 +163,31 @@ describe("the Tests tab", () => {
     expect(await decremented.locator(".badge-new").textContent()).toBe("new failure");
     const frame = decremented.locator(".test-stack a", { hasText: "test/counter_test.dart 22:7" });
     expect(await frame.getAttribute("href")).toBe(`https://github.example.test/acme/app/blob/${SHA_B}/test/counter_test.dart#L22`);
-    expect(await decremented.getByRole("link", { name: "test/counter_test.dart:18" }).getAttribute("href")).toBe(`https://github.example.test/acme/app/blob/${SHA_B}/test/counter_test.dart#L18`);
+    expect(await decremented.getByRole("link", { name: "test/counter_test.dart:18" }).getAttribute("href")).toBe(
+      `https://github.example.test/acme/app/blob/${SHA_B}/test/counter_test.dart#L18`,
+    );
     // The strip: this build (failed) and the one before (passed), newest first, each a word too.
     const strip = decremented.getByRole("list", { name: /Last 2 results of this test on main/ });
     expect(await strip.getByRole("link").allTextContents()).toEqual([`✕#${failing.number} failed`, `✓#${built[0]!.number} passed`]);
     // The widget test failed before too: still failing, since that build.
-    expect(await page.locator(".test-case", { hasText: "Counter shows the title" }).first().locator("details > summary").first().textContent()).toContain(`failing since #${built[0]!.number}`);
+    expect(await page.locator(".test-case", { hasText: "Counter shows the title" }).first().locator("details > summary").first().textContent()).toContain(
+      `failing since #${built[0]!.number}`,
+    );
     // What a widget test printed, its paths linked too.
     const printed = page.locator(".test-case", { hasText: "Counter shows the title" }).first().locator(".test-output");
     await printed.locator("summary").click();
-    expect(await printed.locator("a", { hasText: "test/widget_test.dart:35:5" }).first().getAttribute("href")).toBe(`https://github.example.test/acme/app/blob/${SHA_B}/test/widget_test.dart#L35`);
+    expect(await printed.locator("a", { hasText: "test/widget_test.dart:35:5" }).first().getAttribute("href")).toBe(
+      `https://github.example.test/acme/app/blob/${SHA_B}/test/widget_test.dart#L35`,
+    );
     await checkA11y("tests tab");
   });
 
   test("a filter and a search narrow the cases; analyzer issues and coverage follow", async () => {
     await page.getByLabel("Result", { exact: true }).selectOption({ label: "Skipped" });
-    await until("the skipped cases", async () => (await page.locator(".test-case").count()) === 2 && (await page.locator(".test-case.test-skipped").count()) === 2);
+    await until(
+      "the skipped cases",
+      async () => (await page.locator(".test-case").count()) === 2 && (await page.locator(".test-case.test-skipped").count()) === 2,
+    );
     expect(await page.locator(".test-case strong").allTextContents()).toEqual(["Counter value should reset", "clearsOnSignOut"]);
     await page.getByLabel("Result", { exact: true }).selectOption({ label: "All, failures first" });
     await page.getByLabel("Test name or file").fill("title");
@@ -165,10 +196,14 @@ describe("the Tests tab", () => {
     // Analyzer issues, errors first, linked to their lines.
     const issues = page.getByRole("table", { name: "Analyzer issues, errors first" });
     expect(await issues.locator("tbody tr").count()).toBe(4);
-    expect(await issues.getByRole("link", { name: "test/broken_test.dart:4" }).getAttribute("href")).toBe(`https://github.example.test/acme/app/blob/${SHA_B}/test/broken_test.dart#L4`);
+    expect(await issues.getByRole("link", { name: "test/broken_test.dart:4" }).getAttribute("href")).toBe(
+      `https://github.example.test/acme/app/blob/${SHA_B}/test/broken_test.dart#L4`,
+    );
     // Coverage against the build before on main, the file that lost most first.
     const coverage = page.getByRole("region", { name: "Coverage" });
-    expect((await coverage.locator("p").first().textContent())!.replace(/\s+/g, " ")).toBe(`47.62 % of 21 lines -14.28 points against build #${built[0]!.number} on main (61.9 %)`);
+    expect((await coverage.locator("p").first().textContent())!.replace(/\s+/g, " ")).toBe(
+      `47.62 % of 21 lines -14.28 points against build #${built[0]!.number} on main (61.9 %)`,
+    );
     const first = coverage.locator("tbody tr").first();
     expect(await first.locator("td").allTextContents()).toEqual(["lib/counter.dart", "1 of 6", "16.67 %", "-50 points"]);
     await checkA11y("tests tab, filtered");
@@ -219,7 +254,9 @@ describe("lists and the pipeline's page", () => {
     const tests = figures.filter({ hasText: "Tests" }).nth(0);
     await tests.getByText("The numbers").click();
     expect(await tests.locator("tbody tr").first().locator("th, td").allTextContents()).toEqual([`#${built[0]!.number}`, "2", "5", "1"]);
-    expect(await figures.filter({ hasText: "Artifact size" }).locator("figcaption").textContent()).toContain("app-release.apk: 3.2 KB in the last build that made each.");
+    expect(await figures.filter({ hasText: "Artifact size" }).locator("figcaption").textContent()).toContain(
+      "app-release.apk: 3.2 KB in the last build that made each.",
+    );
     const flaky = page.getByRole("table", { name: "Flaky tests" });
     expect(await flaky.locator("tbody tr").first().locator("td").first().textContent()).toBe("test/counter_test.dart › Counter value should be decremented");
     expect(await flaky.locator("tbody tr").first().locator("td").nth(1).textContent()).toBe("33 % (1 of 3 runs)");

@@ -56,7 +56,12 @@ async function push(branch: string): Promise<{ status: number; body: any }> {
   const body = JSON.stringify(payload);
   const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "push",
+      "x-github-delivery": crypto.randomUUID(),
+      "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
+    },
     body,
   });
   return { status: res.status, body: await res.json() };
@@ -74,7 +79,10 @@ async function checkA11y(name: string): Promise<void> {
 
 beforeAll(async () => {
   mkdirSync(repo, { recursive: true });
-  await sh("git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  await sh(
+    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
   commit = await sh("git rev-parse HEAD", repo);
   mkdirSync(flutterDir);
   writeFileSync(
@@ -169,7 +177,9 @@ describe("the web app in Chromium", () => {
     const form = page.getByRole("form", { name: "New pipeline" });
     await form.getByLabel("Name").fill("android");
     await form.getByLabel("Flutter version").fill("banana");
-    await form.getByLabel("Commands before the build (one a line)").fill(["echo preparing", "sleep 2", "printf '\\033[31mred text\\033[0m <img src=x onerror=alert(3)> \\033]0;evil-title\\007end\\n'"].join("\n"));
+    await form
+      .getByLabel("Commands before the build (one a line)")
+      .fill(["echo preparing", "sleep 2", "printf '\\033[31mred text\\033[0m <img src=x onerror=alert(3)> \\033]0;evil-title\\007end\\n'"].join("\n"));
     await form.getByLabel("Build commands (one a line; empty: flutter build)").fill("flutter build apk");
     await form.getByRole("button", { name: "Create pipeline" }).click();
     expect(await form.locator("#f-flutter_version-error").textContent()).toContain("must be stable, beta, main, fvm");
@@ -188,7 +198,9 @@ describe("the web app in Chromium", () => {
     expect(match?.[1]).toBe(daemon.url);
     expect(checkout).toBe(`ROOST_URL=${match![1]} ROOST_RUNNER_ID=${match![2]} ROOST_RUNNER_TOKEN=${match![3]} npm run roost -- runner`);
     // Which user: its own, not root nor the daemon's (which the runner refuses on the daemon's host).
-    expect(await page.locator(".secret-once").textContent()).toContain("as an OS user of its own: not root, and on Roost's own host not the user the daemon runs as");
+    expect(await page.locator(".secret-once").textContent()).toContain(
+      "as an OS user of its own: not root, and on Roost's own host not the user the daemon runs as",
+    );
     expect(await page.getByRole("button", { name: "Copy" }).count()).toBe(1);
     await checkA11y("runners");
     // The checkout's command, pasted into a shell in this checkout as it is shown (the test runs
@@ -263,13 +275,20 @@ describe("the web app in Chromium", () => {
     const expected = `fake apk for ${commit}`;
     const sha = new Bun.CryptoHasher("sha256").update(expected).digest("hex");
     await page.getByText(sha).waitFor();
-    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "build/app/outputs/flutter-apk/app-release.apk" }).click()]);
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      page.getByRole("link", { name: "build/app/outputs/flutter-apk/app-release.apk" }).click(),
+    ]);
     expect(readFileSync((await download.path())!, "utf8")).toBe(expected);
   }, 90_000);
 
   test("cancel a running build, then re-run it", async () => {
     // A second pipeline for any branch, slow enough to cancel.
-    const slow = await api("POST", `/v1/projects/${projectId}/pipelines`, { name: "slow", trigger_config: { branches: ["**"], events: ["push"] }, execution_config: { commands: { pre_build: ["echo slow pipeline", "sleep 20"] } } });
+    const slow = await api("POST", `/v1/projects/${projectId}/pipelines`, {
+      name: "slow",
+      trigger_config: { branches: ["**"], events: ["push"] },
+      execution_config: { commands: { pre_build: ["echo slow pipeline", "sleep 20"] } },
+    });
     expect(slow.status).toBe(201);
     await page.goto(`${daemon.url}/projects/${projectId}`);
     await page.getByText("Start a build").click();
@@ -324,7 +343,9 @@ describe("the web app in Chromium", () => {
 
     // The push refused (a proxy that cuts it): the dashboard polls every 5 seconds as before.
     const fallback = await context.newPage();
-    await fallback.route("**/v1/events", (route) => route.fulfill({ status: 502, contentType: "application/json", body: '{"code":"bad_gateway","message":"no"}' }));
+    await fallback.route("**/v1/events", (route) =>
+      route.fulfill({ status: 502, contentType: "application/json", body: '{"code":"bad_gateway","message":"no"}' }),
+    );
     await fallback.goto(`${daemon.url}/`);
     await fallback.getByRole("heading", { name: /^Running and queued/ }).waitFor();
     const polled = (await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: slowId, commit_sha: commit })).body.build;
@@ -342,7 +363,10 @@ describe("the web app in Chromium", () => {
     expect(await page.locator("main img").count()).toBe(0);
     await page.locator("tr", { has: cell }).getByRole("link").click();
     expect(await page.locator(".facts .branch").textContent()).toBe(XSS_BRANCH);
-    await page.getByRole("button", { name: "Cancel build" }).click().catch(() => {});
+    await page
+      .getByRole("button", { name: "Cancel build" })
+      .click()
+      .catch(() => {});
     await checkA11y("project builds");
     // Deliveries explain every decision.
     await page.goto(`${daemon.url}/projects/${projectId}?tab=deliveries`);
@@ -354,9 +378,11 @@ describe("the web app in Chromium", () => {
 
   test("the builds list pages by cursor: Older builds shows the next page, Newer builds comes back", async () => {
     // A pipeline no runner can take, so its builds stay queued: 51 of them fill more than a page of 50.
-    const parked = (await api("POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } })).body.pipeline;
+    const parked = (await api("POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } })).body
+      .pipeline;
     const created = [];
-    for (let i = 0; i < 51; i++) created.push((await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: parked.id, commit_sha: commit })).body.build);
+    for (let i = 0; i < 51; i++)
+      created.push((await api("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: parked.id, commit_sha: commit })).body.build);
     await page.goto(`${daemon.url}/projects/${projectId}`);
     await page.getByRole("form", { name: "Filter builds" }).getByLabel("Pipeline").selectOption({ label: "parked" });
     const newest = created[50]!.build_number;

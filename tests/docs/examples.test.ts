@@ -22,7 +22,13 @@ import { routes } from "../../handlers/routes.ts";
 import { BUN, REPO_ROOT, ROOST, startDaemon } from "../helpers/daemon.ts";
 import { fencedBlocks, type FencedBlock } from "../helpers/markdown.ts";
 
-const DOCS = ["README.md", ...readdirSync(join(REPO_ROOT, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
+const DOCS = [
+  "README.md",
+  ...readdirSync(join(REPO_ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => `docs/${f}`),
+];
 const COMMAND_LANGUAGES = new Set(["sh", "bash", "shell", "console"]);
 const work = mkdtempSync(join(tmpdir(), "roost-doc-examples-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -72,7 +78,9 @@ async function bash(script: string, cwd: string, env: Record<string, string>): P
 
 describe("every command example in README.md and docs/ is marked", () => {
   test("as run:<scenario>, run, quickstart or check", () => {
-    const unmarked = commandExamples.filter((e) => !e.info.slice(1).some((w) => w === "run" || w === "quickstart" || w === "check" || w.startsWith("run:"))).map(where);
+    const unmarked = commandExamples
+      .filter((e) => !e.info.slice(1).some((w) => w === "run" || w === "quickstart" || w === "check" || w.startsWith("run:")))
+      .map(where);
     expect(unmarked).toEqual([]);
   });
 
@@ -110,7 +118,9 @@ function routeFor(method: string, path: string): string | null {
 describe("check blocks call routes that exist, and commands that exist", () => {
   const checked = commandExamples.filter((e) => e.info.includes("check") || e.info.includes("quickstart"));
   test.each(checked.map((e) => [where(e), e] as const))("%s", async (_, example) => {
-    const missing = curlCalls(example.code).filter((c) => routeFor(c.method, c.path) === null).map((c) => `${c.method} ${c.path}`);
+    const missing = curlCalls(example.code)
+      .filter((c) => routeFor(c.method, c.path) === null)
+      .map((c) => `${c.method} ${c.path}`);
     expect(missing).toEqual([]);
     // `roost <command>` (not a path ending in /roost, nor the user of `sudo -u roost`).
     for (const [, command] of example.code.matchAll(/(?<!-u |\/)\broost ([a-z][a-z-]*)/g)) {
@@ -129,21 +139,25 @@ describe("runnable examples run as written against a real daemon", () => {
     groups.set(key, [...(groups.get(key) ?? []), e]);
   }
 
-  test.each([...groups.entries()])("%s", async (key, blocks) => {
-    const scenario = key.split(" ")[1]!;
-    const dir = join(work, key.replace(/[^A-Za-z0-9]+/g, "-"));
-    mkdirSync(dir, { recursive: true });
-    const daemon = await startDaemon({ dataDir: join(dir, "data"), cleanup: false });
-    try {
-      const env = { ...shellEnvironment(dir, Number(new URL(daemon.url).port)), ROOST_DATA_DIR: join(dir, "data") };
-      // One shell for the scenario's blocks, in order: a variable a block sets is there for the next.
-      const script = ["set -e -o pipefail", PRELUDES[scenario], ...blocks.map((b) => `echo "### ${where(b)}" >&2\n${b.code}`)].join("\n");
-      const res = await bash(script, dir, env);
-      if (res.code !== 0) throw new Error(`exit ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
-    } finally {
-      await daemon.stop();
-    }
-  }, 90_000);
+  test.each([...groups.entries()])(
+    "%s",
+    async (key, blocks) => {
+      const scenario = key.split(" ")[1]!;
+      const dir = join(work, key.replace(/[^A-Za-z0-9]+/g, "-"));
+      mkdirSync(dir, { recursive: true });
+      const daemon = await startDaemon({ dataDir: join(dir, "data"), cleanup: false });
+      try {
+        const env = { ...shellEnvironment(dir, Number(new URL(daemon.url).port)), ROOST_DATA_DIR: join(dir, "data") };
+        // One shell for the scenario's blocks, in order: a variable a block sets is there for the next.
+        const script = ["set -e -o pipefail", PRELUDES[scenario], ...blocks.map((b) => `echo "### ${where(b)}" >&2\n${b.code}`)].join("\n");
+        const res = await bash(script, dir, env);
+        if (res.code !== 0) throw new Error(`exit ${res.code}\n--- stdout\n${res.stdout}\n--- stderr\n${res.stderr}`);
+      } finally {
+        await daemon.stop();
+      }
+    },
+    90_000,
+  );
 });
 
 describe("console examples print what the docs show", () => {

@@ -12,9 +12,52 @@ const app = [read("web/main.tsx"), ...readdirSync(join(REPO_ROOT, "web/pages")).
 const flat = (text: string) => text.replace(/\s+/g, " ");
 
 const GUIDES: Array<[string, string[]]> = [
-  ["docs/github.md", ["Connect a source host", "GitHub (App)", "App id", "Installation id", "Private key (PEM)", "Webhook secret", "Sync now", "New project", "New pipeline", "Webhook deliveries"]],
-  ["docs/gitlab.md", ["Connect a source host", "GitLab", "Instance URL", "Access token", "Sync now", "New project", "New pipeline", "Create or rotate the webhook token", "Webhook deliveries"]],
-  ["docs/any-git.md", ["Connect a source host", "Gitea / Forgejo", "Bitbucket Cloud", "Plain git remote", "Instance URL", "Workspace", "Repository URL", "Deploy key", "Sync now", "New project", "New pipeline", "Webhook deliveries"]],
+  [
+    "docs/github.md",
+    [
+      "Connect a source host",
+      "GitHub (App)",
+      "App id",
+      "Installation id",
+      "Private key (PEM)",
+      "Webhook secret",
+      "Sync now",
+      "New project",
+      "New pipeline",
+      "Webhook deliveries",
+    ],
+  ],
+  [
+    "docs/gitlab.md",
+    [
+      "Connect a source host",
+      "GitLab",
+      "Instance URL",
+      "Access token",
+      "Sync now",
+      "New project",
+      "New pipeline",
+      "Create or rotate the webhook token",
+      "Webhook deliveries",
+    ],
+  ],
+  [
+    "docs/any-git.md",
+    [
+      "Connect a source host",
+      "Gitea / Forgejo",
+      "Bitbucket Cloud",
+      "Plain git remote",
+      "Instance URL",
+      "Workspace",
+      "Repository URL",
+      "Deploy key",
+      "Sync now",
+      "New project",
+      "New pipeline",
+      "Webhook deliveries",
+    ],
+  ],
   ["README.md", ["Register a runner", "Rotate token", "Revoke"]],
 ];
 
@@ -29,6 +72,7 @@ for (const [doc, labels] of GUIDES) {
 }
 
 test("the guides that show how to connect a host with curl also say where the web app does it", () => {
-  for (const doc of ["docs/github.md", "docs/gitlab.md", "docs/any-git.md"]) expect(flat(read(doc))).toContain("Administration → Integrations → Connect a source host");
+  for (const doc of ["docs/github.md", "docs/gitlab.md", "docs/any-git.md"])
+    expect(flat(read(doc))).toContain("Administration → Integrations → Connect a source host");
   expect(flat(read("README.md"))).toContain("**Runners → Register a runner**");
 });

@@ -21,7 +21,17 @@ function documentedMetrics(): string[] {
 
 test("the docs list the metrics this test checks", () => {
   expect(documentedMetrics()).toEqual(
-    expect.arrayContaining(["roost_builds", "roost_disk_full_at_seconds", "roost_disk_full_errors_total", "roost_http_requests_total", "roost_log_bytes_ingested_total", "roost_queue_depth", "roost_runners_connected", "roost_sse_catchup_reads_total", "roost_sse_subscribers"]),
+    expect.arrayContaining([
+      "roost_builds",
+      "roost_disk_full_at_seconds",
+      "roost_disk_full_errors_total",
+      "roost_http_requests_total",
+      "roost_log_bytes_ingested_total",
+      "roost_queue_depth",
+      "roost_runners_connected",
+      "roost_sse_catchup_reads_total",
+      "roost_sse_subscribers",
+    ]),
   );
 });
 
@@ -29,7 +39,13 @@ test("a fresh daemon's /metrics has a sample of every documented metric", async 
   const text = await (await fetch(`${daemon.url}/metrics`)).text();
   const missing = documentedMetrics().filter((name) => !new RegExp(`^${name}(\\{[^}]*\\})? \\d`, "m").test(text));
   expect(missing).toEqual([]);
-  for (const name of ["roost_disk_full_errors_total", "roost_log_bytes_ingested_total", "roost_sse_catchup_reads_total", "roost_sse_subscribers", "roost_queue_depth"]) {
+  for (const name of [
+    "roost_disk_full_errors_total",
+    "roost_log_bytes_ingested_total",
+    "roost_sse_catchup_reads_total",
+    "roost_sse_subscribers",
+    "roost_queue_depth",
+  ]) {
     expect(text).toContain(`\n${name} 0\n`);
   }
 });

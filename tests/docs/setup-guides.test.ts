@@ -11,7 +11,8 @@ const hasRoute = (method: string, path: string) => routes.some((r) => r.method =
 
 test("docs/github.md: permissions, events, App ID, installation id, private key, webhook URL and secret", () => {
   const doc = read("docs/github.md");
-  for (const row of ["| Contents | Read-only |", "| Metadata | Read-only |", "| Commit statuses | Read and write |", "| Pull requests | Read-only |"]) expect(doc).toContain(row);
+  for (const row of ["| Contents | Read-only |", "| Metadata | Read-only |", "| Commit statuses | Read and write |", "| Pull requests | Read-only |"])
+    expect(doc).toContain(row);
   expect(doc).toContain("**Push** and **Pull request**");
   expect(doc).toContain("*App ID*");
   expect(doc).toContain("https://github.com/settings/installations/<installation id>");

@@ -42,12 +42,24 @@ function freePort(): number {
 
 /** `roost <args>` as another OS user (setpriv, util-linux), with the daemon's configuration. */
 function asOtherUser(args: string[], env: Record<string, string>): Subprocess<"ignore", "pipe", "pipe"> {
-  return Bun.spawn(["setpriv", `--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, "--clear-groups", BUN, ROOST, ...args], { cwd: REPO_ROOT, env, stdout: "pipe", stderr: "pipe" });
+  return Bun.spawn(["setpriv", `--reuid=${OTHER_UID}`, `--regid=${OTHER_UID}`, "--clear-groups", BUN, ROOST, ...args], {
+    cwd: REPO_ROOT,
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
 }
 
 function runnerEnv(which: "other" | "same"): Record<string, string> {
   const home = which === "other" ? runnerHome : work;
-  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: home, ROOST_URL: daemon.url, ROOST_RUNNER_ID: runners[which].id, ROOST_RUNNER_TOKEN: runners[which].token, ROOST_RUNNER_WORKDIR: join(home, "runner-work") };
+  return {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: home,
+    ROOST_URL: daemon.url,
+    ROOST_RUNNER_ID: runners[which].id,
+    ROOST_RUNNER_TOKEN: runners[which].token,
+    ROOST_RUNNER_WORKDIR: join(home, "runner-work"),
+  };
 }
 
 async function sessions(): Promise<number> {
@@ -62,15 +74,22 @@ async function sessions(): Promise<number> {
 async function finishedBuild(which: "other" | "same", commands: string[], env: { key: string; value: string }[] = []): Promise<{ build: any; log: string }> {
   const created = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
     token: owner,
-    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: { env, runner_labels: [which], platform_commands: { android: "echo no flutter needed" }, commands: { build: commands } } },
+    body: {
+      name: `p-${crypto.randomUUID().slice(0, 6)}`,
+      execution_config: { env, runner_labels: [which], platform_commands: { android: "echo no flutter needed" }, commands: { build: commands } },
+    },
   });
   if (created.status !== 201) throw new Error(JSON.stringify(created.body));
-  const buildId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: created.body.pipeline.id, commit_sha: commit } })).body.build.id;
+  const buildId = (
+    await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: created.body.pipeline.id, commit_sha: commit } })
+  ).body.build.id;
   const deadline = Date.now() + 30_000;
   for (;;) {
     const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
     if (["succeeded", "failed", "canceled"].includes(build.status)) {
-      const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+      const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
+        r.text(),
+      );
       return { build, log };
     }
     if (Date.now() > deadline) throw new Error(`build did not finish: ${JSON.stringify(build)}`);
@@ -90,7 +109,10 @@ beforeAll(async () => {
   // The repository and the runner's home must be reachable by the other user; the data dir is not.
   chmodSync(work, 0o755);
   mkdirSync(repo);
-  await sh("git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  await sh(
+    "git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
   commit = await sh("git rev-parse HEAD", repo);
   mkdirSync(runnerHome);
   // git refuses repositories owned by another user unless told otherwise (git-config safe.directory).
@@ -106,7 +128,15 @@ beforeAll(async () => {
   owner = first.body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -142,7 +172,10 @@ describe("build code on a runner on the daemon's host", () => {
     );
     expect(build.status).toBe("succeeded");
     expect(log).toContain(
-      JSON.stringify({ code: "local_capability_required", message: "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user." }),
+      JSON.stringify({
+        code: "local_capability_required",
+        message: "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user.",
+      }),
     );
     expect(log).toContain("login HTTP 403");
     expect(log).toContain("management socket refused this build (curl exit 7)");
@@ -168,7 +201,9 @@ describe("build code on a runner on the daemon's host", () => {
     running.push(proc);
     const { build, log } = await finishedBuild("same", ["echo hello"]);
     expect(build.status).toBe("succeeded");
-    expect(log).toContain(`[roost] WARNING (--unsafe-allow-same-user): build steps would run as the Roost daemon's own user (uid ${process.getuid!()}) on the daemon's host`);
+    expect(log).toContain(
+      `[roost] WARNING (--unsafe-allow-same-user): build steps would run as the Roost daemon's own user (uid ${process.getuid!()}) on the daemon's host`,
+    );
     await stopRunners();
     const stderr = await new Response(proc.stderr).text();
     expect(stderr).toContain(`"msg":"WARNING (--unsafe-allow-same-user): build steps would run as the Roost daemon's own user`);
@@ -181,7 +216,11 @@ describe("roost login", () => {
     expect(minted.code).toBe(0);
     // stderr, for a person: what it is, the capability alone on a line, then what the command is.
     const said = minted.stderr.split("\n");
-    expect(said[0]).toMatch(new RegExp(`^one-time capability, valid until \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z, single use; paste it on the sign-in page \\(${daemon.url.replace(/\./g, "\\.")}/sign-in\\):$`));
+    expect(said[0]).toMatch(
+      new RegExp(
+        `^one-time capability, valid until \\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z, single use; paste it on the sign-in page \\(${daemon.url.replace(/\./g, "\\.")}/sign-in\\):$`,
+      ),
+    );
     expect(said[1]).toMatch(/^roost_rcv_[0-9A-Za-z]{58}$/);
     expect(said.slice(2)).toEqual(["or sign in from a shell on this host with:", ""]);
     const capability = said[1]!;
@@ -196,7 +235,10 @@ describe("roost login", () => {
     expect(first.user).toMatchObject({ email: "owner@example.test", role: "owner" });
     expect((await http(daemon.url, "GET", "/v1/users/me", { token: first.session_token })).status).toBe(200);
     const again = JSON.parse(await sh(command));
-    expect(again).toEqual({ code: "recovery_capability_invalid", message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one." });
+    expect(again).toEqual({
+      code: "recovery_capability_invalid",
+      message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one.",
+    });
   }, 30_000);
 
   test("someone who cannot open the socket gets no capability", async () => {

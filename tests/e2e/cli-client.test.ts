@@ -34,9 +34,18 @@ interface Run {
 }
 
 /** `roost <args>` as a user runs it: only PATH, HOME and the given variables (ROOST_URL and ROOST_TOKEN unless replaced). */
-function spawnRoost(args: string[], env: Record<string, string | undefined> = {}, cwd = work): { child: Subprocess<"ignore", "pipe", "pipe">; done: Promise<Run> } {
+function spawnRoost(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+  cwd = work,
+): { child: Subprocess<"ignore", "pipe", "pipe">; done: Promise<Run> } {
   const merged = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_URL: daemon.url, ROOST_TOKEN: apiToken, ...env };
-  const child = Bun.spawn([BUN, ROOST, ...args], { env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as Record<string, string>, cwd, stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn([BUN, ROOST, ...args], {
+    env: Object.fromEntries(Object.entries(merged).filter(([, v]) => v !== undefined)) as Record<string, string>,
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => child.kill("SIGKILL"), 50_000);
   const done = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]).then(([stdout, stderr, code]) => {
     clearTimeout(timer);
@@ -67,11 +76,18 @@ async function waitFor(id: string, predicate: (b: any) => boolean, timeoutMs = 3
   }
 }
 
-const jsonLines = (stdout: string) => stdout.trimEnd().split("\n").map((l) => JSON.parse(l));
+const jsonLines = (stdout: string) =>
+  stdout
+    .trimEnd()
+    .split("\n")
+    .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
   mkdirSync(repo, { recursive: true });
-  await sh("git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  await sh(
+    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
   commit = await sh("git rev-parse HEAD", repo);
   mkdirSync(flutterDir);
   writeFileSync(
@@ -87,7 +103,11 @@ fi
   );
   chmodSync(join(flutterDir, "flutter"), 0o755);
 
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" } });
+  daemon = await startDaemon({
+    dataDir: join(work, "data"),
+    cleanup: false,
+    env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" },
+  });
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   const integration = await http(daemon.url, "POST", "/v1/integrations", { token: owner, body: { provider: "git", name: "app", url: repo } });
   if (integration.status !== 201) throw new Error(JSON.stringify(integration.body));
@@ -98,7 +118,15 @@ fi
   // The tests run the daemon and the runner as one user: the documented override (docs/runners.md).
   runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
     cwd: REPO_ROOT,
-    env: { PATH: `${flutterDir}:${process.env.PATH}`, HOME: work, ROOST_URL: daemon.url, ROOST_RUNNER_ID: created.runner.id, ROOST_RUNNER_TOKEN: created.token, ROOST_RUNNER_WORKDIR: join(work, "runner-work"), ROOST_RUNNER_GRACE_SECONDS: "1" },
+    env: {
+      PATH: `${flutterDir}:${process.env.PATH}`,
+      HOME: work,
+      ROOST_URL: daemon.url,
+      ROOST_RUNNER_ID: created.runner.id,
+      ROOST_RUNNER_TOKEN: created.token,
+      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
+      ROOST_RUNNER_GRACE_SECONDS: "1",
+    },
     stdout: "ignore",
     stderr: "ignore",
   });
@@ -162,10 +190,19 @@ describe("roost build start --follow: the log live, and the build's result as ex
     expect(events[0]).toMatchObject({ event: "build", build: { status: "queued", commit_sha: commit, branch: "main", trigger_type: "manual" } });
     const logs = events.filter((e) => e.event === "log");
     expect(logs.map((l) => l.seq)).toEqual(logs.map((_, i) => i + 1));
-    expect(logs.find((l) => l.text === "about to fail")).toMatchObject({ event: "log", step: "build", stream: "stdout", ts: expect.any(Number), seq: expect.any(Number) });
+    expect(logs.find((l) => l.text === "about to fail")).toMatchObject({
+      event: "log",
+      step: "build",
+      stream: "stdout",
+      ts: expect.any(Number),
+      seq: expect.any(Number),
+    });
     expect(events.some((e) => e.event === "status" && e.status === "running")).toBe(true);
     const last = events[events.length - 1];
-    expect(last).toMatchObject({ event: "end", build: { id: events[0].build.id, status: "failed", exit_code: 7, failure_reason: "step build failed with exit code 7" } });
+    expect(last).toMatchObject({
+      event: "end",
+      build: { id: events[0].build.id, status: "failed", exit_code: 7, failure_reason: "step build failed with exit code 7" },
+    });
     expect(Object.keys(last)).toEqual(["event", "build"]);
   }, 40_000);
 
@@ -174,14 +211,18 @@ describe("roost build start --follow: the log live, and the build's result as ex
     const res = await roost(["build", "follow", builds[0].id]);
     expect(res.code).toBe(1);
     expect(res.stdout).toContain("==> build\n$ echo about to fail\nabout to fail\n$ exit 7\n");
-    expect(res.stderr).toBe(`roost: build #${builds[0].build_number} failed: step build failed with exit code 7 (${builds[0].finished_at - builds[0].started_at} s)\n`);
+    expect(res.stderr).toBe(
+      `roost: build #${builds[0].build_number} failed: step build failed with exit code 7 (${builds[0].finished_at - builds[0].started_at} s)\n`,
+    );
   }, 30_000);
 
   test("build list and show: the builds so far, newest first", async () => {
     const json = JSON.parse((await roost(["build", "list", "app", "--json"])).stdout);
     expect(json.builds.length).toBeGreaterThanOrEqual(2);
     expect(json.next_cursor).toBeNull();
-    expect(json.builds.map((b: { build_number: number }) => b.build_number)).toEqual([...json.builds.map((b: { build_number: number }) => b.build_number)].sort((a, b) => b - a));
+    expect(json.builds.map((b: { build_number: number }) => b.build_number)).toEqual(
+      [...json.builds.map((b: { build_number: number }) => b.build_number)].sort((a, b) => b - a),
+    );
     const failed = await roost(["build", "list", "app", "--status", "failed", "--pipeline", "red"]);
     expect(failed.code).toBe(0);
     const rows = failed.stdout.trimEnd().split("\n");
@@ -213,7 +254,11 @@ describe("cancel and re-run", () => {
     expect(followed.stderr).toContain(`roost: build #${build.build_number} canceled (`);
 
     const again = await roost(["build", "cancel", build.id]);
-    expect(again).toEqual({ code: 4, stdout: "", stderr: `roost: build_not_cancelable: Build #${build.build_number} is canceled; only queued or running builds can be canceled.\n` });
+    expect(again).toEqual({
+      code: 4,
+      stdout: "",
+      stderr: `roost: build_not_cancelable: Build #${build.build_number} is canceled; only queued or running builds can be canceled.\n`,
+    });
   }, 60_000);
 
   test("rerun --follow builds the same commit again and exits with the new build's result", async () => {
@@ -248,7 +293,17 @@ describe("roost build download", () => {
     expect(json.code).toBe(0);
     const file = join(dir, "build/app/outputs/flutter-apk/app-release.apk");
     expect(JSON.parse(json.stdout)).toEqual({
-      artifacts: [{ id: expect.any(String), build_id: buildId, path: "build/app/outputs/flutter-apk/app-release.apk", size: expected().length, sha256: sha, created_at: expect.any(Number), file }],
+      artifacts: [
+        {
+          id: expect.any(String),
+          build_id: buildId,
+          path: "build/app/outputs/flutter-apk/app-release.apk",
+          size: expected().length,
+          sha256: sha,
+          created_at: expect.any(Number),
+          file,
+        },
+      ],
     });
     expect(readFileSync(file, "utf8")).toBe(expected());
   }, 30_000);
@@ -341,7 +396,9 @@ describe("a dropped log stream", () => {
       const texts = logs.map((l) => l.text);
       expect(texts.filter((t) => ["one", "two", "three"].includes(t))).toEqual(["one", "two", "three"]);
       // Compared with the log the daemon kept: nothing lost, nothing twice.
-      const stored = (await fetch(`${daemon.url}/v1/builds/${events[0].build.id}/logs`, { headers: { authorization: `Bearer ${owner}` } }).then((r) => r.json())) as { seq: number; text: string }[];
+      const stored = (await fetch(`${daemon.url}/v1/builds/${events[0].build.id}/logs`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
+        r.json(),
+      )) as { seq: number; text: string }[];
       expect(logs.map((l) => [l.seq, l.text])).toEqual(stored.map((l) => [l.seq, l.text]));
     } finally {
       proxy.stop();
@@ -357,7 +414,11 @@ describe("where the commands find Roost", () => {
     writeFileSync(file, JSON.stringify({ url: daemon.url, token: apiToken }));
     chmodSync(file, 0o644);
     const env = { HOME: home, ROOST_URL: undefined, ROOST_TOKEN: undefined };
-    expect(await roost(["project", "list"], env)).toEqual({ code: 2, stdout: "", stderr: `roost: ${file} holds an API token but its group or others may access it (mode 0644); run 'chmod 600 ${file}'\n` });
+    expect(await roost(["project", "list"], env)).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `roost: ${file} holds an API token but its group or others may access it (mode 0644); run 'chmod 600 ${file}'\n`,
+    });
     chmodSync(file, 0o640);
     expect((await roost(["project", "list"], env)).code).toBe(2);
     chmodSync(file, 0o600);
@@ -371,8 +432,11 @@ describe("where the commands find Roost", () => {
   });
 
   test.each([
-    [{ ROOST_URL: undefined }, "roost: no ROOST_URL; set ROOST_URL, or write {\"url\": …, \"token\": …} to CONFIG (mode 0600); see 'roost build --help'"],
-    [{ ROOST_URL: undefined, ROOST_TOKEN: undefined }, "roost: no ROOST_URL and ROOST_TOKEN; set ROOST_URL and ROOST_TOKEN, or write {\"url\": …, \"token\": …} to CONFIG (mode 0600); see 'roost build --help'"],
+    [{ ROOST_URL: undefined }, 'roost: no ROOST_URL; set ROOST_URL, or write {"url": …, "token": …} to CONFIG (mode 0600); see \'roost build --help\''],
+    [
+      { ROOST_URL: undefined, ROOST_TOKEN: undefined },
+      'roost: no ROOST_URL and ROOST_TOKEN; set ROOST_URL and ROOST_TOKEN, or write {"url": …, "token": …} to CONFIG (mode 0600); see \'roost build --help\'',
+    ],
     [{ ROOST_URL: "ftp://example.test" }, "roost: ROOST_URL must be http:// or https://, not 'ftp://example.test'"],
   ])("missing or wrong settings exit 2: %p", async (env, message) => {
     const res = await roost(["build", "list", "app"], env);

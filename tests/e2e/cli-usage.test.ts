@@ -20,7 +20,12 @@ function scratch(name: string): string {
 
 /** `roost <args>` in `cwd`, with only the given ROOST_* variables (and a data dir that must stay untouched unless said). */
 async function roost(args: string[], env: Record<string, string>, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = Bun.spawn([BUN, ROOST, ...args], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env }, cwd, stdout: "pipe", stderr: "pipe" });
+  const child = Bun.spawn([BUN, ROOST, ...args], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env },
+    cwd,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const timer = setTimeout(() => child.kill("SIGKILL"), 15_000);
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   clearTimeout(timer);
@@ -44,7 +49,10 @@ describe("usage errors exit 2 with one line naming the option, and start or writ
     [["backup", "one.db", "two.db"], "roost backup: unexpected argument 'two.db'; see 'roost backup --help'"],
     [["login", "--email"], "roost login: option '--email' needs a value; see 'roost login --help'"],
     [["login", "--email="], "roost login: option '--email' needs a value; see 'roost login --help'"],
-    [["login", "--email", "--verbose"], "roost login: option '--email' needs a value (for one that starts with a dash, write --email=-…); see 'roost login --help'"],
+    [
+      ["login", "--email", "--verbose"],
+      "roost login: option '--email' needs a value (for one that starts with a dash, write --email=-…); see 'roost login --help'",
+    ],
     [["login", "-e", "a@example.test"], "roost login: unknown option '-e'; see 'roost login --help'"],
     [["recover", "everything"], "roost recover: unknown target 'everything' (only setup-token); see 'roost recover --help'"],
     [["recover", "--force"], "roost recover: unknown option '--force'; see 'roost recover --help'"],
@@ -72,20 +80,23 @@ describe("usage errors exit 2 with one line naming the option, and start or writ
 });
 
 describe("admin commands refuse a data directory without a Roost database", () => {
-  test.each([[["user", "list"]], [["token", "list"]], [["user", "invite", "ops@example.test"]], [["backup", "copy.db"]]])("roost %p on an empty directory exits 2 naming it and creates nothing", async (args) => {
-    const cwd = scratch(`empty-${args.join("_")}`);
-    const dataDir = join(cwd, "data");
-    mkdirSync(dataDir);
-    const res = await roost(args, { ROOST_DATA_DIR: dataDir }, cwd);
-    const command = `roost ${args[0]}`;
-    expect(res).toEqual({
-      code: 2,
-      stdout: "",
-      stderr: `${command}: no Roost database in ${dataDir} (looked for ${join(dataDir, "roost.db")}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one\n`,
-    });
-    expect(readdirSync(cwd)).toEqual(["data"]);
-    expect(readdirSync(dataDir)).toEqual([]);
-  });
+  test.each([[["user", "list"]], [["token", "list"]], [["user", "invite", "ops@example.test"]], [["backup", "copy.db"]]])(
+    "roost %p on an empty directory exits 2 naming it and creates nothing",
+    async (args) => {
+      const cwd = scratch(`empty-${args.join("_")}`);
+      const dataDir = join(cwd, "data");
+      mkdirSync(dataDir);
+      const res = await roost(args, { ROOST_DATA_DIR: dataDir }, cwd);
+      const command = `roost ${args[0]}`;
+      expect(res).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `${command}: no Roost database in ${dataDir} (looked for ${join(dataDir, "roost.db")}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one\n`,
+      });
+      expect(readdirSync(cwd)).toEqual(["data"]);
+      expect(readdirSync(dataDir)).toEqual([]);
+    },
+  );
 
   test("a data directory that does not exist is not created", async () => {
     const cwd = scratch("admin-missing-dir");
@@ -97,9 +108,17 @@ describe("admin commands refuse a data directory without a Roost database", () =
 
   test("the management-socket companion refuses too, and serves no socket", async () => {
     const cwd = scratch("companion-empty");
-    const child = Bun.spawn([BUN, join(REPO_ROOT, "scripts/management-socket.ts")], { env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ROOST_DATA_DIR: cwd }, cwd, stdout: "pipe", stderr: "pipe" });
+    const child = Bun.spawn([BUN, join(REPO_ROOT, "scripts/management-socket.ts")], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ROOST_DATA_DIR: cwd },
+      cwd,
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
-    expect({ code, stderr }).toEqual({ code: 2, stderr: `management-socket: no Roost database in ${cwd} (looked for ${join(cwd, "roost.db")}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one\n` });
+    expect({ code, stderr }).toEqual({
+      code: 2,
+      stderr: `management-socket: no Roost database in ${cwd} (looked for ${join(cwd, "roost.db")}); set ROOST_DATA_DIR (or ROOST_DATABASE_URL) to the daemon's, or run 'roost serve' to create one\n`,
+    });
     expect(readdirSync(cwd)).toEqual([]);
   });
 
@@ -129,7 +148,11 @@ describe("start-up problems stop roost serve with one line and exit 2", () => {
       const setupToken = readFileSync(join(first.dataDir, "setup-token"), "utf8");
       // Same data dir and same port, as a second service unit started by mistake would be.
       const res = await roost(["serve"], { ROOST_DATA_DIR: first.dataDir, ROOST_LISTEN: address }, work);
-      expect(res).toEqual({ code: 2, stdout: "", stderr: `roost serve: cannot listen on ROOST_LISTEN ${address}: the address is already in use (another roost or another program listens there)\n` });
+      expect(res).toEqual({
+        code: 2,
+        stdout: "",
+        stderr: `roost serve: cannot listen on ROOST_LISTEN ${address}: the address is already in use (another roost or another program listens there)\n`,
+      });
       // It did not get as far as minting a setup token (which would have replaced the first one's).
       expect(readFileSync(join(first.dataDir, "setup-token"), "utf8")).toBe(setupToken);
       expect((await http(first.url, "GET", "/readyz")).status).toBe(200);
@@ -144,7 +167,11 @@ describe("start-up problems stop roost serve with one line and exit 2", () => {
     writeFileSync(join(cwd, "not-a-dir"), "");
     const dataDir = join(cwd, "not-a-dir", "data");
     const res = await roost(["serve"], { ROOST_DATA_DIR: dataDir, ROOST_LISTEN: "127.0.0.1:0" }, cwd);
-    expect(res).toEqual({ code: 2, stdout: "", stderr: `roost serve: data directory ${dataDir} is not writable: a part of the path is a file, not a directory\n` });
+    expect(res).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: `roost serve: data directory ${dataDir} is not writable: a part of the path is a file, not a directory\n`,
+    });
   });
 
   test("a read-only data directory (a read-only tmpfs: mounting needs root, as the test suite runs)", async () => {
@@ -162,7 +189,11 @@ describe("start-up problems stop roost serve with one line and exit 2", () => {
   test("an unreachable database server, named without its credentials", async () => {
     const cwd = scratch("serve-no-db");
     const port = closedPort();
-    const res = await roost(["serve"], { ROOST_DATA_DIR: join(cwd, "data"), ROOST_LISTEN: "127.0.0.1:0", ROOST_DATABASE_URL: `http://roost:hunter2@127.0.0.1:${port}/roost?authToken=secret` }, cwd);
+    const res = await roost(
+      ["serve"],
+      { ROOST_DATA_DIR: join(cwd, "data"), ROOST_LISTEN: "127.0.0.1:0", ROOST_DATABASE_URL: `http://roost:hunter2@127.0.0.1:${port}/roost?authToken=secret` },
+      cwd,
+    );
     expect(res.code).toBe(2);
     expect(res.stdout).toBe("");
     expect(res.stderr).toStartWith(`roost serve: cannot use the database http://127.0.0.1:${port}/roost: `);
@@ -177,7 +208,11 @@ describe("start-up problems stop roost serve with one line and exit 2", () => {
   ])("a heartbeat interval not shorter than the lease: %p", async (env) => {
     const cwd = scratch(`serve-heartbeat-${env.ROOST_RUNNER_HEARTBEAT_SECONDS}`);
     const res = await roost(["serve"], { ROOST_DATA_DIR: join(cwd, "data"), ROOST_LISTEN: "127.0.0.1:0", ...env }, cwd);
-    expect(res).toEqual({ code: 2, stdout: "", stderr: "invalid configuration: ROOST_RUNNER_HEARTBEAT_SECONDS: must be shorter than ROOST_RUNNER_LEASE_SECONDS\n" });
+    expect(res).toEqual({
+      code: 2,
+      stdout: "",
+      stderr: "invalid configuration: ROOST_RUNNER_HEARTBEAT_SECONDS: must be shorter than ROOST_RUNNER_LEASE_SECONDS\n",
+    });
     expect(readdirSync(cwd)).toEqual([]);
   });
 });

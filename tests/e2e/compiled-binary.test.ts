@@ -84,7 +84,15 @@ describe("the compiled roost binary, alone in an empty directory", () => {
     // The GitHub App JWT is signed inside the binary (jose) and the catalogue synced from the host API stand-in.
     const integration = await http(url, "POST", "/v1/integrations", {
       token,
-      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+      body: {
+        provider: "github",
+        name: "gh",
+        api_url: host.url,
+        app_id: host.github.appId,
+        installation_id: host.github.installationId,
+        private_key: host.github.privateKeyPem,
+        webhook_secret: "0123456789abcdef-secret",
+      },
     });
     expect(integration.body.repositories_synced).toBe(1);
     const repo = (await http(url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];

@@ -47,7 +47,13 @@ async function registerRunner(): Promise<{ id: string; token: string }> {
 }
 
 /** A `roost runner --executor container` process (its stderr lines collected); `prefix` runs it through nsenter. */
-function startRunner(r: { id: string; token: string }, args: string[] = [], workDir = join(work, `runner-work-${r.id}`), via: { prefix: string[]; url: string } | null = null, env: Record<string, string> = {}): Runner {
+function startRunner(
+  r: { id: string; token: string },
+  args: string[] = [],
+  workDir = join(work, `runner-work-${r.id}`),
+  via: { prefix: string[]; url: string } | null = null,
+  env: Record<string, string> = {},
+): Runner {
   const proc = Bun.spawn([...(via?.prefix ?? []), BUN, ROOST, "runner", "--executor", "container", "--engine", "podman", "--image", image, ...args], {
     cwd: REPO_ROOT,
     env: {
@@ -82,7 +88,10 @@ function startRunner(r: { id: string; token: string }, args: string[] = [], work
 }
 
 async function pipeline(executionConfig: Record<string, unknown>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig } });
+  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+    token: owner,
+    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig },
+  });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   return res.body.pipeline.id;
 }
@@ -126,8 +135,14 @@ async function runningContainer(buildId: string, process: string): Promise<strin
 }
 
 /** What is left of a build's container: containers, mounts naming it, its workspace and cache homes on the host. */
-async function leftovers(buildId: string, containerId: string, runnerWorkDir: string): Promise<{ containers: string[]; mounts: string[]; workspaces: string[] }> {
-  const mounts = readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((l) => l.includes(containerId));
+async function leftovers(
+  buildId: string,
+  containerId: string,
+  runnerWorkDir: string,
+): Promise<{ containers: string[]; mounts: string[]; workspaces: string[] }> {
+  const mounts = readFileSync("/proc/self/mountinfo", "utf8")
+    .split("\n")
+    .filter((l) => l.includes(containerId));
   const workspaces = ["jobs", "homes"].flatMap((d) => (existsSync(join(runnerWorkDir, d)) ? readdirSync(join(runnerWorkDir, d)).map((j) => `${d}/${j}`) : []));
   return { containers: await containersOf(buildId), mounts, workspaces };
 }
@@ -147,9 +162,14 @@ async function nothingLeft(buildId: string, containerId: string, runnerWorkDir: 
 beforeAll(async () => {
   // The engine and the image, or a failure that says what is missing (never a skip).
   const made = Bun.spawnSync(["bash", join(REPO_ROOT, "scripts/ensure-test-image")], { stdout: "pipe", stderr: "pipe" });
-  if (made.exitCode !== 0) throw new Error(`Podman cannot build the test image on this machine (scripts/ensure-test-image exited ${made.exitCode}): ${made.stderr.toString().trim()}`);
+  if (made.exitCode !== 0)
+    throw new Error(`Podman cannot build the test image on this machine (scripts/ensure-test-image exited ${made.exitCode}): ${made.stderr.toString().trim()}`);
   image = made.stdout.toString().trim().split("\n").at(-1)!;
-  const probe = Bun.spawnSync(["podman", "run", "--rm", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", image, "true"], { stdout: "pipe", stderr: "pipe", env: { ...process.env, CONTAINERS_CONF: join(cacheDir, "containers.conf") } });
+  const probe = Bun.spawnSync(["podman", "run", "--rm", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", image, "true"], {
+    stdout: "pipe",
+    stderr: "pipe",
+    env: { ...process.env, CONTAINERS_CONF: join(cacheDir, "containers.conf") },
+  });
   if (probe.exitCode !== 0) throw new Error(`Podman cannot run a container on this machine: ${probe.stderr.toString().trim()}`);
 
   mkdirSync(repo, { recursive: true });
@@ -164,7 +184,15 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -192,15 +220,34 @@ describe("configuration", () => {
     [["--image", "x"], "roost runner: --image is for --executor container (see roost runner --help)"],
     [["--executor", "container", "--engine", "lxc"], 'roost runner: --engine is podman or docker, not "lxc" (see roost runner --help)'],
     [["--executor", "container", "--memory", "lots"], 'roost runner: --memory is not a size like 512m or 4g: "lots" (see roost runner --help)'],
-    [["--executor", "container", "--container-user", "0:0"], 'roost runner: --container-user is UID:GID of a user other than root, not "0:0" (see roost runner --help)'],
+    [
+      ["--executor", "container", "--container-user", "0:0"],
+      'roost runner: --container-user is UID:GID of a user other than root, not "0:0" (see roost runner --help)',
+    ],
   ])("%p: exit 2 with one line saying what is wrong", async (args, message) => {
-    const p = Bun.spawn([BUN, ROOST, "runner", ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t" }, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([BUN, ROOST, "runner", ...args], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t" },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
     expect({ code, stderr: stderr.trim() }).toEqual({ code: 2, stderr: message });
   });
 
   test("an engine that does not answer: exit 2 naming it (this machine's docker CLI has no daemon)", async () => {
-    const p = Bun.spawn([BUN, ROOST, "runner", "--executor", "container", "--engine", "docker"], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t", DOCKER_HOST: `unix://${work}/no-docker.sock` }, stdout: "pipe", stderr: "pipe" });
+    const p = Bun.spawn([BUN, ROOST, "runner", "--executor", "container", "--engine", "docker"], {
+      cwd: REPO_ROOT,
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: work,
+        ROOST_RUNNER_ID: "r",
+        ROOST_RUNNER_TOKEN: "t",
+        DOCKER_HOST: `unix://${work}/no-docker.sock`,
+      },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
     const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
     expect(code).toBe(2);
     expect(stderr).toStartWith("roost runner: docker info failed: ");
@@ -247,7 +294,9 @@ describe("a build in a fresh container", () => {
     ]);
     const artifacts = (await http(daemon.url, "GET", `/v1/builds/${first.id}/artifacts`, { token: owner })).body.artifacts;
     expect(artifacts.map((a: { path: string }) => a.path)).toEqual(["build/app/outputs/flutter-apk/app-release.apk"]);
-    const apk = await fetch(`${daemon.url}/v1/builds/${first.id}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) => r.text());
+    const apk = await fetch(`${daemon.url}/v1/builds/${first.id}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
+      r.text(),
+    );
     expect(apk).toBe(`placeholder apk written by scripts/flutter-stand-in for commit ${commit}; not an app\n`);
 
     const second = await waitFor(await build(id), finished);
@@ -264,14 +313,20 @@ describe("Flutter in the container", () => {
   test("a pinned version is the runner's SDK, mounted: it runs, writes its caches in the container, and the runner's copy stays as it was", async () => {
     const sdks = join(work, "sdks");
     mkdirSync(join(sdks, "3.27.1", "bin"), { recursive: true });
-    writeFileSync(join(sdks, "3.27.1", "bin", "flutter"), '#!/bin/sh\necho "runner SDK 3.27.1: $0 $*"\nmkdir -p "$(dirname "$0")/cache" && date > "$(dirname "$0")/cache/stamp" && echo "cache written"\n', { mode: 0o755 });
+    writeFileSync(
+      join(sdks, "3.27.1", "bin", "flutter"),
+      '#!/bin/sh\necho "runner SDK 3.27.1: $0 $*"\nmkdir -p "$(dirname "$0")/cache" && date > "$(dirname "$0")/cache/stamp" && echo "cache written"\n',
+      { mode: 0o755 },
+    );
     const runner = startRunner(await registerRunner(), [], undefined, null, { ROOST_FLUTTER_SDKS: sdks });
     const id = await build(await pipeline({ platforms: [], flutter_version: "3.27.1", commands: { build: ["flutter --version"] } }));
     const done = await waitFor(id, finished);
     const text = await log(id);
     expect(done.status).toBe("succeeded");
     expect(done.flutter_sdk).toMatchObject({ requested: "3.27.1", source: "sdks_dir" });
-    expect(text).toContain(`[roost] Flutter 3.27.1 (the pipeline's flutter_version): ${join(sdks, "3.27.1")} (mounted in the build's container at /opt/roost/flutter)`);
+    expect(text).toContain(
+      `[roost] Flutter 3.27.1 (the pipeline's flutter_version): ${join(sdks, "3.27.1")} (mounted in the build's container at /opt/roost/flutter)`,
+    );
     expect(text).toContain("runner SDK 3.27.1: /opt/roost/flutter/bin/flutter --version\ncache written\n");
     expect(existsSync(join(sdks, "3.27.1", "bin", "cache"))).toBe(false);
     expect(readdirSync(join(runner.workDir, "overlays"))).toEqual([]);
@@ -310,11 +365,18 @@ describe("what a build's code can reach from its container", () => {
       ["write_etc", "echo x >> /etc/passwd"],
       ["write_workspace", "echo inside > inside.txt"],
     ];
-    const id = await build(await pipeline({
-      platforms: [],
-      artifact_patterns: ["inside.txt"],
-      commands: { build: [...probes.map(([name, cmd]) => `if (${cmd}) >/dev/null 2>&1; then echo "PROBE ${name} reached"; else echo "PROBE ${name} blocked"; fi`), "cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u"] },
-    }));
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        artifact_patterns: ["inside.txt"],
+        commands: {
+          build: [
+            ...probes.map(([name, cmd]) => `if (${cmd}) >/dev/null 2>&1; then echo "PROBE ${name} reached"; else echo "PROBE ${name} blocked"; fi`),
+            "cat /proc/[0-9]*/environ | tr '\\0' '\\n' | sort -u",
+          ],
+        },
+      }),
+    );
     const done = await waitFor(id, finished);
     expect(done.status).toBe("succeeded");
     const text = await log(id);
@@ -380,7 +442,9 @@ describe("the network of a build's container", () => {
 
   function probes(text: string): Record<string, string> {
     // "blocked: bash: line 1: /dev/tcp/169.254.169.254/80: No route to host" → "blocked: No route to host"
-    return Object.fromEntries([...text.matchAll(/^PROBE (\w+) (reached|blocked): ?(.*)$/gm)].map((m) => [m[1], `${m[2]}: ${m[2] === "blocked" ? m[3]!.split(": ").at(-1) : m[3]}`]));
+    return Object.fromEntries(
+      [...text.matchAll(/^PROBE (\w+) (reached|blocked): ?(.*)$/gm)].map((m) => [m[1], `${m[2]}: ${m[2] === "blocked" ? m[3]!.split(": ").at(-1) : m[3]}`]),
+    );
   }
 
   test("from the runner's host both are there; a container of the engine's own reaches them without Roost's routes and loopback flag", async () => {
@@ -394,10 +458,20 @@ describe("the network of a build's container", () => {
 
   test("a build reaches neither the daemon on the runner's loopback nor 169.254.169.254", async () => {
     const runner = startRunner(await registerRunner(), [], undefined, { prefix: inNetns, url: `http://127.0.0.1:${port}` });
-    const id = await build(await pipeline({
-      platforms: [],
-      commands: { build: [probe("metadata", "169.254.169.254", 80), probe("link_local", "169.254.1.1", 80), probe("host_loopback", "10.0.2.2", port), probe("own_loopback", "127.0.0.1", port), "cat /proc/net/route | cut -f1,2,4 | sort"] },
-    }));
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        commands: {
+          build: [
+            probe("metadata", "169.254.169.254", 80),
+            probe("link_local", "169.254.1.1", 80),
+            probe("host_loopback", "10.0.2.2", port),
+            probe("own_loopback", "127.0.0.1", port),
+            "cat /proc/net/route | cut -f1,2,4 | sort",
+          ],
+        },
+      }),
+    );
     const done = await waitFor(id, finished);
     expect(done.status).toBe("succeeded");
     const text = await log(id);
@@ -415,7 +489,13 @@ describe("the network of a build's container", () => {
 
   test("network: none leaves the build only its own loopback", async () => {
     const runner = startRunner(await registerRunner(), [], undefined, { prefix: inNetns, url: `http://127.0.0.1:${port}` });
-    const id = await build(await pipeline({ platforms: [], network: "none", commands: { build: [probe("metadata", "169.254.169.254", 80), probe("host_loopback", "10.0.2.2", port), "ls /sys/class/net"] } }));
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        network: "none",
+        commands: { build: [probe("metadata", "169.254.169.254", 80), probe("host_loopback", "10.0.2.2", port), "ls /sys/class/net"] },
+      }),
+    );
     const done = await waitFor(id, finished);
     expect(done).toMatchObject({ status: "succeeded", executor: { network: "none" } });
     const text = await log(id);
@@ -514,7 +594,15 @@ describe("the image", () => {
     expect(original.status).toBe("succeeded");
     expect(await log(original.id)).toContain("\nfirst image\n");
     const digest = await sh("podman image inspect --format '{{.Digest}}' localhost/roost-test-moving:latest");
-    expect(original.executor).toEqual({ kind: "container", engine: expect.stringMatching(/^podman \d/), image: "localhost/roost-test-moving:latest", image_digest: `localhost/roost-test-moving@${digest}`, network: "default", limits: { cpus: null, memory_mb: null, pids: 4096, disk_mb: null }, error: null });
+    expect(original.executor).toEqual({
+      kind: "container",
+      engine: expect.stringMatching(/^podman \d/),
+      image: "localhost/roost-test-moving:latest",
+      image_digest: `localhost/roost-test-moving@${digest}`,
+      network: "default",
+      limits: { cpus: null, memory_mb: null, pids: 4096, disk_mb: null },
+      error: null,
+    });
 
     const second = await tagMovingImage("second image");
     const rerun = await waitFor((await http(daemon.url, "POST", `/v1/builds/${original.id}/rerun`, { token: owner })).body.build.id, finished);
@@ -537,7 +625,11 @@ describe("the image", () => {
     const done = await waitFor(id, finished);
     expect(done).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/^the image localhost\/roost-test-missing:1 could not be pulled: /) });
     expect(done.executor).toMatchObject({ kind: "container", image: "localhost/roost-test-missing:1", image_digest: null, error: done.failure_reason });
-    expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([["checkout", "succeeded"], ["container", "failed"], ["build", "skipped"]]);
+    expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+      ["checkout", "succeeded"],
+      ["container", "failed"],
+      ["build", "skipped"],
+    ]);
     runner.proc.kill("SIGTERM");
     await runner.proc.exited;
   }, 120_000);
@@ -546,7 +638,13 @@ describe("the image", () => {
 describe("limits", () => {
   test("a build past its memory limit fails saying it ran out of memory; the pipeline's limit within the runner's", async () => {
     const runner = startRunner(await registerRunner(), ["--memory", "512m"]);
-    const id = await build(await pipeline({ platforms: [], limits: { memory_mb: 96 }, commands: { build: ["echo allocating", "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo survived"] } }));
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        limits: { memory_mb: 96 },
+        commands: { build: ["echo allocating", "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo survived"] },
+      }),
+    );
     const done = await waitFor(id, finished);
     expect(done).toMatchObject({ status: "failed", failure_reason: "the build ran out of memory (limit 96 MiB)" });
     const text = await log(id);
@@ -560,7 +658,17 @@ describe("limits", () => {
 
   test("a pipeline asking more than the runner allows gets the runner's, and the log says so; cpus and pids reach the container", async () => {
     const runner = startRunner(await registerRunner(), ["--memory", "256m", "--cpus", "1", "--pids", "200"]);
-    const id = await build(await pipeline({ platforms: [], limits: { memory_mb: 1024, cpus: 0.5 }, commands: { build: ["cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max"] } }));
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        limits: { memory_mb: 1024, cpus: 0.5 },
+        commands: {
+          build: [
+            "cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null || cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max /sys/fs/cgroup/cpu.max",
+          ],
+        },
+      }),
+    );
     const done = await waitFor(id, finished);
     expect(done.status).toBe("succeeded");
     expect(done.executor.limits).toEqual({ cpus: 0.5, memory_mb: 256, pids: 200, disk_mb: null });
@@ -575,7 +683,10 @@ describe("limits", () => {
     const runner = startRunner(await registerRunner(), ["--disk", "20m"]);
     const id = await build(await pipeline({ platforms: [], commands: { build: ["head -c 60000000 /dev/zero > big.bin && sleep 3148"] } }));
     const done = await waitFor(id, finished);
-    expect(done).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/^the build used more disk than its limit \(\d+ MiB written, limit 20 MiB\)$/) });
+    expect(done).toMatchObject({
+      status: "failed",
+      failure_reason: expect.stringMatching(/^the build used more disk than its limit \(\d+ MiB written, limit 20 MiB\)$/),
+    });
     expect(await containersOf(id)).toEqual([]);
     runner.proc.kill("SIGTERM");
     await runner.proc.exited;

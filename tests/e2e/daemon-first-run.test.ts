@@ -70,18 +70,25 @@ describe("first run, restart, and the files on disk", () => {
     } finally {
       await daemon.stop();
     }
-    expect(daemon.logs.filter((l) => String(l.msg).startsWith("open ")).map((l) => l.msg)).toEqual([`open ${daemon.url}/ in a browser on this machine to use Roost`]);
+    expect(daemon.logs.filter((l) => String(l.msg).startsWith("open ")).map((l) => l.msg)).toEqual([
+      `open ${daemon.url}/ in a browser on this machine to use Roost`,
+    ]);
   });
 
   test("over a real socket, errors are {code, message} with a request id", async () => {
     const daemon = await startDaemon();
     try {
-      const res = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer x" }, body: "{" });
+      const res = await fetch(daemon.url + "/v1/api-tokens", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer x" },
+        body: "{",
+      });
       expect(res.status).toBe(401);
       // "x" is no Roost credential at all: the answer says what the endpoint takes, nothing about any token.
       expect(await res.json()).toEqual({
         code: "wrong_credential",
-        message: "A bearer value that is not a Roost credential (those start with roost_) cannot call user endpoints: this endpoint takes a user session or an API token.",
+        message:
+          "A bearer value that is not a Roost credential (those start with roost_) cannot call user endpoints: this endpoint takes a user session or an API token.",
       });
       expect(res.headers.get("www-authenticate")).toStartWith("Bearer");
       expect(res.headers.get("x-request-id")).toBeTruthy();
@@ -200,7 +207,11 @@ describe("oversized bodies over a real socket", () => {
     try {
       const owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
       const big = "a".repeat(28 * 1024 * 1024);
-      const declared = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${owner}` }, body: big });
+      const declared = await fetch(daemon.url + "/v1/api-tokens", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${owner}` },
+        body: big,
+      });
       expect(declared.status).toBe(413);
       expect(await declared.json()).toEqual({ code: "payload_too_large", message: "The request body is larger than the limit of 1048576 bytes." });
       const stream = new ReadableStream({
@@ -209,7 +220,11 @@ describe("oversized bodies over a real socket", () => {
           controller.close();
         },
       });
-      const chunked = await fetch(daemon.url + "/v1/api-tokens", { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${owner}` }, body: stream });
+      const chunked = await fetch(daemon.url + "/v1/api-tokens", {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${owner}` },
+        body: stream,
+      });
       expect(chunked.status).toBe(413);
       expect(((await chunked.json()) as { code: string }).code).toBe("payload_too_large");
     } finally {

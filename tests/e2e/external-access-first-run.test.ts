@@ -18,7 +18,10 @@ describe("External Access first run", () => {
     setupToken = readFileSync(join(daemon.dataDir, "setup-token"), "utf8").trim();
     const anonymous = await http(daemon.url, "POST", "/v1/setup/preferences", { body: { runtime_mode: "remote", remote_auth_mode: "trusted_proxy" } });
     expect(anonymous.status).toBe(401);
-    const prefs = await http(daemon.url, "POST", "/v1/setup/preferences", { token: setupToken, body: { runtime_mode: "remote", remote_auth_mode: "trusted_proxy" } });
+    const prefs = await http(daemon.url, "POST", "/v1/setup/preferences", {
+      token: setupToken,
+      body: { runtime_mode: "remote", remote_auth_mode: "trusted_proxy" },
+    });
     expect(prefs.status).toBe(200);
     expect(prefs.body).toMatchObject({ runtime_mode: "remote", remote_auth_mode: "trusted_proxy" });
     // While setup is incomplete in External Access mode, neither local login nor sign-in works.
@@ -32,13 +35,18 @@ describe("External Access first run", () => {
     const early = await http(daemon.url, "POST", "/v1/setup/complete", { token: setupToken });
     expect(early.status).toBe(409);
     expect(early.body.code).toBe("remote_auth_not_configured");
-    const proxy = await http(daemon.url, "PUT", "/v1/setup/trusted-proxy", { token: setupToken, body: { trusted_peers: ["127.0.0.2"], shared_secret: "a-long-shared-proxy-secret" } });
+    const proxy = await http(daemon.url, "PUT", "/v1/setup/trusted-proxy", {
+      token: setupToken,
+      body: { trusted_peers: ["127.0.0.2"], shared_secret: "a-long-shared-proxy-secret" },
+    });
     expect(proxy.status).toBe(200);
     const done = await http(daemon.url, "POST", "/v1/setup/complete", { token: setupToken });
     expect(done.status).toBe(200);
     expect(done.body).toEqual({ state: "ready", runtime_mode: "remote", remote_auth_mode: "trusted_proxy" });
     expect(() => readFileSync(join(daemon.dataDir, "setup-token"))).toThrow();
-    expect((await http(daemon.url, "POST", "/v1/setup/preferences", { token: setupToken, body: { runtime_mode: "local" } })).body.code).toBe("setup_already_complete");
+    expect((await http(daemon.url, "POST", "/v1/setup/preferences", { token: setupToken, body: { runtime_mode: "local" } })).body.code).toBe(
+      "setup_already_complete",
+    );
     expect((await daemon.cli(["recover", "setup-token"])).code).toBe(1);
   });
 

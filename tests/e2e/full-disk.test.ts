@@ -48,7 +48,11 @@ function fillDisk(): void {
 async function upload(path: string, content: Uint8Array): Promise<{ status: number; body: any }> {
   const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, {
     method: "PUT",
-    headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/octet-stream", "x-roost-artifact-sha256": createHash("sha256").update(content).digest("hex") },
+    headers: {
+      authorization: `Bearer ${runner.token}`,
+      "content-type": "application/octet-stream",
+      "x-roost-artifact-sha256": createHash("sha256").update(content).digest("hex"),
+    },
     body: content,
   });
   return { status: res.status, body: await res.json() };
@@ -68,7 +72,15 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -76,8 +88,14 @@ beforeAll(async () => {
   await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: "a".repeat(40) } });
   const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
   runner = { id: created.runner.id, token: created.token };
-  await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" } });
-  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } });
+  await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, {
+    token: runner.token,
+    body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
+  });
+  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
+    token: runner.token,
+    body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+  });
   if (claimed.status !== 201) throw new Error(`no job to upload to: ${claimed.status} ${JSON.stringify(claimed.body)}`);
   job = { job_id: claimed.body.job.job_id, build_id: claimed.body.job.build.id };
 }, 60_000);

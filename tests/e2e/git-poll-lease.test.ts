@@ -41,7 +41,9 @@ const server = Bun.serve({
 function git(cwd: string, ...args: string[]): string {
   // Only these repositories: a GIT_DIR inherited from a hook or a script would point git elsewhere.
   const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GIT_")));
-  const out = Bun.spawnSync(["git", "-C", cwd, ...args], { env: { ...clean, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" } });
+  const out = Bun.spawnSync(["git", "-C", cwd, ...args], {
+    env: { ...clean, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" },
+  });
   if (out.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${out.stderr.toString()}`);
   return out.stdout.toString().trim();
 }
@@ -70,7 +72,8 @@ let b: Daemon | undefined;
 let c: Daemon | undefined;
 let owner = "";
 let projectId = "";
-const builds = async (d: Daemon) => (await http(d.url, "GET", `/v1/projects/${projectId}/builds?limit=50`, { token: owner })).body.builds as { commit_sha: string; trigger_type: string }[];
+const builds = async (d: Daemon) =>
+  (await http(d.url, "GET", `/v1/projects/${projectId}/builds?limit=50`, { token: owner })).body.builds as { commit_sha: string; trigger_type: string }[];
 function release(): void {
   holding = false;
   held.forEach((r) => r());
@@ -94,12 +97,24 @@ test("after a daemon is killed mid-poll, another polls the repository within sec
   const connected = pushCommit("connected");
   a = await startDaemon({ dataDir, cleanup: false, env });
   owner = (await http(a.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token as string;
-  const integration = await http(a.url, "POST", "/v1/integrations", { token: owner, body: { provider: "git", name: "app", url: `http://127.0.0.1:${server.port}/app.git` } });
+  const integration = await http(a.url, "POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "git", name: "app", url: `http://127.0.0.1:${server.port}/app.git` },
+  });
   expect(integration.body).toMatchObject({ repositories_synced: 1, sync_error: null });
-  const repository = (await http(a.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories.find((r: { integration_id: string }) => r.integration_id === integration.body.integration.id);
+  const repository = (await http(a.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories.find(
+    (r: { integration_id: string }) => r.integration_id === integration.body.integration.id,
+  );
   const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repository.id } })).body.project;
   projectId = project.id;
-  expect((await http(a.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { events: ["push"], branches: ["**"] } } })).status).toBe(201);
+  expect(
+    (
+      await http(a.url, "POST", `/v1/projects/${project.id}/pipelines`, {
+        token: owner,
+        body: { name: "all", trigger_config: { events: ["push"], branches: ["**"] } },
+      })
+    ).status,
+  ).toBe(201);
 
   // 1. A's next poll takes the lease and hangs in git ls-remote; a commit is pushed meanwhile.
   holding = true;

@@ -16,7 +16,10 @@ let jobId = "";
 let nextLine = 0;
 
 async function append(texts: string[]) {
-  const res = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${jobId}/logs`, { token: runner.token, body: { first_line: nextLine, lines: texts.map((text) => ({ step: "build", text })) } });
+  const res = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${jobId}/logs`, {
+    token: runner.token,
+    body: { first_line: nextLine, lines: texts.map((text) => ({ step: "build", text })) },
+  });
   expect(res.status).toBe(202);
   nextLine = res.body.next_line;
 }
@@ -36,17 +39,34 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repo = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
   const project = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
-  const pipeline = (await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "android", concurrency: { max_concurrent: 5 } } })).body.pipeline;
-  buildId = (await http(daemon.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "a".repeat(40) } })).body.build.id;
-  otherBuildId = (await http(daemon.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "b".repeat(40) } })).body.build.id;
+  const pipeline = (
+    await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "android", concurrency: { max_concurrent: 5 } } })
+  ).body.pipeline;
+  buildId = (
+    await http(daemon.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "a".repeat(40) } })
+  ).body.build.id;
+  otherBuildId = (
+    await http(daemon.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "b".repeat(40) } })
+  ).body.build.id;
   const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
   runner = { id: created.runner.id, token: created.token };
   await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } });
+  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
+    token: runner.token,
+    body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+  });
   expect(claimed.body.job.build.id).toBe(buildId);
   jobId = claimed.body.job.job_id;
 });
@@ -75,7 +95,12 @@ describe("the log stream", () => {
     await append(["gamma"]);
     await append(["gamma", "delta"].slice(1)); // the next batch
     await sse.until((e) => e.filter((x) => x.event === "log").length >= 4);
-    expect(sse.logs().map((l) => [l.seq, l.text])).toEqual([[1, "alpha"], [2, "beta"], [3, "gamma"], [4, "delta"]]);
+    expect(sse.logs().map((l) => [l.seq, l.text])).toEqual([
+      [1, "alpha"],
+      [2, "beta"],
+      [3, "gamma"],
+      [4, "delta"],
+    ]);
     expect(sse.events.filter((x) => x.event === "log").map((x) => x.id)).toEqual(["1", "2", "3", "4"]);
     await sse.cancel();
   });
@@ -101,7 +126,10 @@ describe("the log stream", () => {
   test("when the build finishes the stream sends end and closes; reconnecting at the end is 204", async () => {
     const sse = new SseReader(await open({ lastEventId: "7" }));
     await append(["last line"]);
-    const finish = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${jobId}/finish`, { token: runner.token, body: { status: "succeeded", exit_code: 0, line_count: nextLine } });
+    const finish = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/${jobId}/finish`, {
+      token: runner.token,
+      body: { status: "succeeded", exit_code: 0, line_count: nextLine },
+    });
     expect(finish.body.build.status).toBe("succeeded");
     await sse.until((e) => e.some((x) => x.event === "end"));
     expect(sse.logs().map((l) => l.text)).toEqual(["last line"]);

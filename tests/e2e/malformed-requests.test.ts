@@ -100,25 +100,125 @@ describe("methods", () => {
 /** What the HTTP parser refuses: each is answered with JSON {code, message}, then the connection closes. */
 const UNPARSED: Array<[string, string, number, { code: string; message: string }, Record<string, string>?]> = [
   // RFC 9110 section 9.1: methods are case-sensitive; `get` is not GET.
-  ["a lower-case method", "get /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, { code: "invalid_request", message: "Methods are case-sensitive (RFC 9110 section 9.1): send GET, not get." }],
-  ["a lower-case method on the API", "post /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}", 400, { code: "invalid_request", message: "Methods are case-sensitive (RFC 9110 section 9.1): send POST, not post." }],
-  ["an unknown method on a known path", "FOO /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405, { code: "method_not_allowed", message: "FOO is not allowed on /healthz; use GET." }, { allow: "GET" }],
-  ["an unknown method on an unknown path", "FROB /v1/nowhere?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 404, { code: "not_found", message: "No endpoint at FROB /v1/nowhere." }],
-  ["CONNECT", "CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n", 400, { code: "invalid_request", message: "Roost is not a proxy: CONNECT is refused (RFC 9110 section 9.3.6)." }],
-  ["a request line that is not one", "GARBAGE\r\n\r\n", 400, { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1 (RFC 9112 section 3)." }],
-  ["a request line without a version", "GET /healthz\r\n\r\n", 400, { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." }],
-  ["a space in the target", "GET /a b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 400, { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." }],
-  ["HTTP/2.0 in an HTTP/1 request line", "GET /healthz HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", 400, { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." }],
-  ["lines ending in LF alone", "GET /healthz HTTP/1.1\nHost: 127.0.0.1\n\n", 400, { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." }],
-  ["a header line without a colon", "GET /healthz HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n", 400, { code: "invalid_request", message: "A request header is not name: value with a valid name and value (RFC 9112 section 5)." }],
-  ["a control character in a header", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\u0001b\r\n\r\n", 400, { code: "invalid_request", message: "A request header is not name: value with a valid name and value (RFC 9112 section 5)." }],
-  ["a Content-Length that is not a number", "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n", 400, { code: "invalid_request", message: "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6)." }],
-  ["Content-Length with Transfer-Encoding", "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", 400, { code: "invalid_request", message: "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6)." }],
-  ["two Content-Lengths", "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, { code: "invalid_request", message: "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6)." }],
-  ["an HTTP/1.1 request without Host", "GET /healthz HTTP/1.1\r\n\r\n", 400, { code: "invalid_request", message: "An HTTP/1.1 request needs a Host header (RFC 9112 section 3.2)." }],
-  ["headers over 16 KiB", `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`, 431, { code: "headers_too_large", message: "The request line and headers are larger than 16 KiB in all (RFC 6585 section 5)." }],
+  [
+    "a lower-case method",
+    "get /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "Methods are case-sensitive (RFC 9110 section 9.1): send GET, not get." },
+  ],
+  [
+    "a lower-case method on the API",
+    "post /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}",
+    400,
+    { code: "invalid_request", message: "Methods are case-sensitive (RFC 9110 section 9.1): send POST, not post." },
+  ],
+  [
+    "an unknown method on a known path",
+    "FOO /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    405,
+    { code: "method_not_allowed", message: "FOO is not allowed on /healthz; use GET." },
+    { allow: "GET" },
+  ],
+  [
+    "an unknown method on an unknown path",
+    "FROB /v1/nowhere?x=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    404,
+    { code: "not_found", message: "No endpoint at FROB /v1/nowhere." },
+  ],
+  [
+    "CONNECT",
+    "CONNECT example.test:443 HTTP/1.1\r\nHost: example.test:443\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "Roost is not a proxy: CONNECT is refused (RFC 9110 section 9.3.6)." },
+  ],
+  [
+    "a request line that is not one",
+    "GARBAGE\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1 (RFC 9112 section 3)." },
+  ],
+  [
+    "a request line without a version",
+    "GET /healthz\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." },
+  ],
+  [
+    "a space in the target",
+    "GET /a b HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." },
+  ],
+  [
+    "HTTP/2.0 in an HTTP/1 request line",
+    "GET /healthz HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." },
+  ],
+  [
+    "lines ending in LF alone",
+    "GET /healthz HTTP/1.1\nHost: 127.0.0.1\n\n",
+    400,
+    { code: "invalid_request", message: "The request line is not METHOD target HTTP/1.1, with a target of URL characters (RFC 9112 section 3)." },
+  ],
+  [
+    "a header line without a colon",
+    "GET /healthz HTTP/1.1\r\nHost 127.0.0.1\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "A request header is not name: value with a valid name and value (RFC 9112 section 5)." },
+  ],
+  [
+    "a control character in a header",
+    "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: a\u0001b\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "A request header is not name: value with a valid name and value (RFC 9112 section 5)." },
+  ],
+  [
+    "a Content-Length that is not a number",
+    "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n",
+    400,
+    {
+      code: "invalid_request",
+      message: "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6).",
+    },
+  ],
+  [
+    "Content-Length with Transfer-Encoding",
+    "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    400,
+    {
+      code: "invalid_request",
+      message: "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6).",
+    },
+  ],
+  [
+    "two Content-Lengths",
+    "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab",
+    400,
+    {
+      code: "invalid_request",
+      message: "The request body's framing is not valid: one Content-Length, or Transfer-Encoding: chunked with valid chunks (RFC 9112 section 6).",
+    },
+  ],
+  [
+    "an HTTP/1.1 request without Host",
+    "GET /healthz HTTP/1.1\r\n\r\n",
+    400,
+    { code: "invalid_request", message: "An HTTP/1.1 request needs a Host header (RFC 9112 section 3.2)." },
+  ],
+  [
+    "headers over 16 KiB",
+    `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${"a".repeat(20_000)}\r\n\r\n`,
+    431,
+    { code: "headers_too_large", message: "The request line and headers are larger than 16 KiB in all (RFC 6585 section 5)." },
+  ],
   // The head is fine and the handler reads the body, whose chunked framing breaks half-way.
-  ["a bad chunk size in a body being read", "POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{\"\r\nzz\r\n\r\n", 400, { code: "invalid_request", message: "The request body's framing is not valid HTTP/1.1 (RFC 9112 section 7)." }],
+  [
+    "a bad chunk size in a body being read",
+    'POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{"\r\nzz\r\n\r\n',
+    400,
+    { code: "invalid_request", message: "The request body's framing is not valid HTTP/1.1 (RFC 9112 section 7)." },
+  ],
 ];
 
 describe("requests the HTTP parser refuses", () => {
@@ -137,7 +237,7 @@ describe("requests the HTTP parser refuses", () => {
   test("a malformed request pipelined after a good one is answered after it, in order", async () => {
     const answer = await raw("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nget /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
     expect(answer!.status).toBe(200);
-    expect(answer!.body).toContain('HTTP/1.1 400 Bad Request');
+    expect(answer!.body).toContain("HTTP/1.1 400 Bad Request");
     expect(answer!.body).toEndWith('{"code":"invalid_request","message":"Methods are case-sensitive (RFC 9110 section 9.1): send GET, not get."}');
   });
 

@@ -22,7 +22,13 @@ beforeAll(async () => {
     await http(daemon.url, "POST", "/v1/setup/complete", { token }),
   ];
   for (const s of steps) if (s.status >= 300) throw new Error(`setup failed: ${s.status} ${JSON.stringify(s.body)}`);
-  nginx = await startNginx({ upstream: daemon.url, bindAddress: "127.0.0.2", sharedSecret: SECRET, users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"], emailDomain: "example.test" });
+  nginx = await startNginx({
+    upstream: daemon.url,
+    bindAddress: "127.0.0.2",
+    sharedSecret: SECRET,
+    users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"],
+    emailDomain: "example.test",
+  });
 });
 afterAll(async () => {
   await nginx?.stop();
@@ -33,7 +39,20 @@ const basic = (user: string, password: string) => `Basic ${btoa(`${user}:${passw
 
 /** curl from a chosen loopback source address (Bun's fetch has no source-address option). */
 async function curlFrom(source: string, headers: string[]): Promise<{ status: number; body: any }> {
-  const args = ["curl", "-s", "-m", "5", "--interface", source, "-X", "POST", "-w", "\n%{http_code}", ...headers.flatMap((h) => ["-H", h]), `${daemon.url}/v1/auth/trusted-proxy/login`];
+  const args = [
+    "curl",
+    "-s",
+    "-m",
+    "5",
+    "--interface",
+    source,
+    "-X",
+    "POST",
+    "-w",
+    "\n%{http_code}",
+    ...headers.flatMap((h) => ["-H", h]),
+    `${daemon.url}/v1/auth/trusted-proxy/login`,
+  ];
   const p = Bun.spawn(args, { stdout: "pipe", stderr: "pipe" });
   const out = (await new Response(p.stdout).text()).trimEnd().split("\n");
   await p.exited;
@@ -44,7 +63,12 @@ async function curlFrom(source: string, headers: string[]): Promise<{ status: nu
 describe("trusted-proxy login behind nginx", () => {
   test("nginx authenticates the user and the daemon signs them in, whatever identity the client claimed", async () => {
     const res = await http(nginx.url, "POST", "/v1/auth/trusted-proxy/login", {
-      headers: { authorization: basic("ada", "wonderland"), "x-roost-user-email": "mallory@example.test", "X-Roost-Trusted-Proxy-Secret": "guess", "x-forwarded-for": "127.0.0.2" },
+      headers: {
+        authorization: basic("ada", "wonderland"),
+        "x-roost-user-email": "mallory@example.test",
+        "X-Roost-Trusted-Proxy-Secret": "guess",
+        "x-forwarded-for": "127.0.0.2",
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body.user).toMatchObject({ email: "ada@example.test", role: "owner" });
@@ -64,7 +88,13 @@ describe("trusted-proxy login behind nginx", () => {
   });
 
   test("direct requests from untrusted loopback peers with spoofed headers are 403 trusted_proxy_peer_not_allowed", async () => {
-    const spoofed = [`X-Roost-User-Email: ada@example.test`, `X-Roost-Trusted-Proxy-Secret: ${SECRET}`, "X-Forwarded-For: 127.0.0.2", "Forwarded: for=127.0.0.2", "X-Real-IP: 127.0.0.2"];
+    const spoofed = [
+      `X-Roost-User-Email: ada@example.test`,
+      `X-Roost-Trusted-Proxy-Secret: ${SECRET}`,
+      "X-Forwarded-For: 127.0.0.2",
+      "Forwarded: for=127.0.0.2",
+      "X-Real-IP: 127.0.0.2",
+    ];
     for (const source of ["127.0.0.9", "127.0.0.1"]) {
       const res = await curlFrom(source, spoofed);
       expect([source, res.status]).toEqual([source, 403]);
@@ -77,7 +107,11 @@ describe("trusted-proxy login behind nginx", () => {
     expect(noSecret.body).toEqual({ code: "trusted_proxy_shared_secret_missing", message: "The trusted proxy must send X-Roost-Trusted-Proxy-Secret." });
     const wrong = await curlFrom("127.0.0.2", ["X-Roost-User-Email: ada@example.test", "X-Roost-Trusted-Proxy-Secret: wrong"]);
     expect(wrong.body).toEqual({ code: "trusted_proxy_shared_secret_invalid", message: "X-Roost-Trusted-Proxy-Secret does not match." });
-    const twice = await curlFrom("127.0.0.2", [`X-Roost-Trusted-Proxy-Secret: ${SECRET}`, "X-Roost-User-Email: ada@example.test", "X-Roost-User-Email: mallory@example.test"]);
+    const twice = await curlFrom("127.0.0.2", [
+      `X-Roost-Trusted-Proxy-Secret: ${SECRET}`,
+      "X-Roost-User-Email: ada@example.test",
+      "X-Roost-User-Email: mallory@example.test",
+    ]);
     expect(twice.status).toBe(401);
     expect(twice.body.code).toBe("trusted_proxy_identity_invalid");
   });
@@ -114,7 +148,12 @@ describe("nginx access log", () => {
   // 404 JSON (it serves the stream at its exact path only) and nginx still logs no token.
   test("a stream URL that is not the exact path is 404 from Roost, and its token stays out of nginx's log", async () => {
     const token = "roost_st_" + "T".repeat(58);
-    for (const path of [`/v1/builds/b1/logs/stream/?token=${token}`, `/v1/builds/b1/logs/stream//?token=${token}`, `/v1/builds/b1/logs/stream/?a=1&token=${token}`, `/v1/builds/b1/logs/stream/?%74oken=${token}`]) {
+    for (const path of [
+      `/v1/builds/b1/logs/stream/?token=${token}`,
+      `/v1/builds/b1/logs/stream//?token=${token}`,
+      `/v1/builds/b1/logs/stream/?a=1&token=${token}`,
+      `/v1/builds/b1/logs/stream/?%74oken=${token}`,
+    ]) {
       // With Basic credentials, so nginx passes it on (its "location /" asks for them) and Roost answers.
       const res = await fetch(`${nginx.url}${path}`, { headers: { authorization: basic("ada", "wonderland") } });
       expect([path, res.status]).toEqual([path, 404]);

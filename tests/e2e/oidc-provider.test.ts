@@ -19,7 +19,10 @@ let provider: Subprocess;
 let issuer = "";
 
 async function startProvider(): Promise<void> {
-  provider = Bun.spawn(["node", resolve(import.meta.dir, "../support/oidc-provider.mjs"), CLIENT_ID, CLIENT_SECRET, CALLBACK], { stdout: "pipe", stderr: "pipe" });
+  provider = Bun.spawn(["node", resolve(import.meta.dir, "../support/oidc-provider.mjs"), CLIENT_ID, CLIENT_SECRET, CALLBACK], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const reader = (provider.stdout as ReadableStream<Uint8Array>).getReader();
   let text = "";
   const deadline = Date.now() + 15_000;
@@ -40,7 +43,10 @@ beforeAll(async () => {
   const steps = [
     await http(daemon.url, "POST", "/v1/setup/preferences", { token, body: { runtime_mode: "remote", remote_auth_mode: "oidc" } }),
     await http(daemon.url, "POST", "/v1/setup/owner", { token, body: { email: "ada@example.test" } }),
-    await http(daemon.url, "PUT", "/v1/setup/oidc", { token, body: { issuer, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [CALLBACK], scopes: ["openid", "email"] } }),
+    await http(daemon.url, "PUT", "/v1/setup/oidc", {
+      token,
+      body: { issuer, client_id: CLIENT_ID, client_secret: CLIENT_SECRET, redirect_uris: [CALLBACK], scopes: ["openid", "email"] },
+    }),
     await http(daemon.url, "POST", "/v1/setup/complete", { token }),
   ];
   for (const s of steps) if (s.status >= 300) throw new Error(`setup failed: ${s.status} ${JSON.stringify(s.body)}`);
@@ -105,18 +111,31 @@ describe("OIDC sign-in through oidc-provider", () => {
     expect(returned.get("state")).toBe(start.body.state);
     expect(returned.get("iss")).toBe(issuer);
 
-    const callback = await http(daemon.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: binding } });
+    const callback = await http(daemon.url, "POST", "/v1/auth/oidc/callback", {
+      body: { code: returned.get("code"), state: returned.get("state") },
+      headers: { cookie: binding },
+    });
     expect(callback.status).toBe(200);
     // Both cookies: the binding is cleared, and the browser gets its session (docs/web-app.md "Security").
     const setCookies = callback.headers.getSetCookie();
     expect(setCookies.find((c) => c.startsWith("__Host-roost_oidc="))).toContain("Max-Age=0");
     expect(setCookies.find((c) => c.startsWith("roost_session="))).toMatch(/^roost_session=[^;]+;.*HttpOnly.*SameSite=Strict/i);
-    expect(callback.body.user).toEqual({ id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "ada", role: "owner", avatar_url: "" });
+    expect(callback.body.user).toEqual({
+      id: expect.any(String),
+      user_id: expect.any(String),
+      email: "ada@example.test",
+      oidc_subject: "ada",
+      role: "owner",
+      avatar_url: "",
+    });
     const me = await http(daemon.url, "GET", "/v1/users/me", { token: callback.body.session_token });
     expect(me.status).toBe(200);
 
     // The code and state are spent: a replay is refused by Roost before the provider is asked again.
-    const replay = await http(daemon.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: binding } });
+    const replay = await http(daemon.url, "POST", "/v1/auth/oidc/callback", {
+      body: { code: returned.get("code"), state: returned.get("state") },
+      headers: { cookie: binding },
+    });
     expect(replay.body).toEqual({ code: "invalid_state", message: "This sign-in is unknown or was already used; start again." });
   });
 
@@ -133,7 +152,10 @@ describe("OIDC sign-in through oidc-provider", () => {
     const attacker = await http(daemon.url, "GET", "/v1/auth/oidc/start");
     const returned = await browseProvider(attacker.body.authorization_url, "ada");
     const victim = await http(daemon.url, "GET", "/v1/auth/oidc/start");
-    const res = await http(daemon.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: victim.headers.get("set-cookie")!.split(";")[0]! } });
+    const res = await http(daemon.url, "POST", "/v1/auth/oidc/callback", {
+      body: { code: returned.get("code"), state: returned.get("state") },
+      headers: { cookie: victim.headers.get("set-cookie")!.split(";")[0]! },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "invalid_state", message: "This sign-in was started in another browser; start again here." });
   });
@@ -141,7 +163,10 @@ describe("OIDC sign-in through oidc-provider", () => {
   test("a flow started on one daemon process finishes on another: pending authorizations live in the database", async () => {
     const start = await http(daemon.url, "GET", "/v1/auth/oidc/start");
     const returned = await browseProvider(start.body.authorization_url, "ada");
-    const res = await http(second.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! } });
+    const res = await http(second.url, "POST", "/v1/auth/oidc/callback", {
+      body: { code: returned.get("code"), state: returned.get("state") },
+      headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! },
+    });
     expect(res.status).toBe(200);
     expect(res.body.user.email).toBe("ada@example.test");
   });
@@ -149,7 +174,10 @@ describe("OIDC sign-in through oidc-provider", () => {
   test("a process with another ROOST_SECRET_KEY cannot open the client secret: 500 decryption_error", async () => {
     const start = await http(otherKey.url, "GET", "/v1/auth/oidc/start");
     const returned = await browseProvider(start.body.authorization_url, "ada");
-    const res = await http(otherKey.url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! } });
+    const res = await http(otherKey.url, "POST", "/v1/auth/oidc/callback", {
+      body: { code: returned.get("code"), state: returned.get("state") },
+      headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! },
+    });
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ code: "decryption_error", message: "The stored client secret cannot be decrypted with this instance's key; set it again." });
     // The refused callback spent the state (single use); the process holding the right key still serves new flows.

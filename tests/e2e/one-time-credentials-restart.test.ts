@@ -27,7 +27,10 @@ const setupTokenFile = () => readFileSync(join(dataDir, "setup-token"), "utf8").
 const trySetupToken = (d: Daemon, token: string) => http(d.url, "POST", "/v1/setup/preferences", { token, body: { runtime_mode: "neither" } });
 
 const STALE_SETUP_TOKEN = { code: "invalid_setup_token", message: "The setup token is unknown or expired; mint a new one with `roost recover setup-token`." };
-const STALE_CAPABILITY = { code: "recovery_capability_invalid", message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one." };
+const STALE_CAPABILITY = {
+  code: "recovery_capability_invalid",
+  message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one.",
+};
 
 async function mint(d: Daemon, args: string[]): Promise<string> {
   const out = await d.cli(args);

@@ -75,12 +75,19 @@ async function deliver(event: string, payload: unknown): Promise<string> {
   const body = JSON.stringify(payload);
   const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-github-event": event, "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": event,
+      "x-github-delivery": crypto.randomUUID(),
+      "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
+    },
     body,
   });
   const answer = (await res.json()) as { builds?: { id: string }[]; delivery_id?: string };
   if (answer.builds?.length !== 1) {
-    const why = answer.delivery_id ? (await http(daemon.url, "GET", `/v1/webhook-deliveries/${answer.delivery_id}`, { token: owner })).body.delivery.reason : null;
+    const why = answer.delivery_id
+      ? (await http(daemon.url, "GET", `/v1/webhook-deliveries/${answer.delivery_id}`, { token: owner })).body.delivery.reason
+      : null;
     throw new Error(`the ${event} did not start one build: ${JSON.stringify(answer)} ${JSON.stringify(why)}`);
   }
   return answer.builds[0]!.id;
@@ -125,7 +132,8 @@ async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => 
 
 const buildOf = (id: string) => http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner }).then((r) => r.body.build);
 const deploymentsOf = (id: string) => http(daemon.url, "GET", `/v1/builds/${id}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]);
-const logOf = (id: string) => fetch(`${daemon.url}/v1/builds/${id}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+const logOf = (id: string) =>
+  fetch(`${daemon.url}/v1/builds/${id}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
 const finished = (b: any) => ["succeeded", "failed", "canceled"].includes(b.status);
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 
@@ -165,7 +173,15 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: WEBHOOK_SECRET,
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -221,47 +237,93 @@ describe("publishing with a real daemon and runner", () => {
     bundleSha = artifacts[0].sha256;
 
     // Play waits for its approver; Firebase's environment needs none and publishes at once.
-    const waiting = await waitFor("deployments", () => deploymentsOf(firstBuild), (ds) => ds.length === 2 && ds.some((d) => d.publisher === "firebase" && settled(d)));
+    const waiting = await waitFor(
+      "deployments",
+      () => deploymentsOf(firstBuild),
+      (ds) => ds.length === 2 && ds.some((d) => d.publisher === "firebase" && settled(d)),
+    );
     const play = waiting.find((d) => d.publisher === "play");
     expect(play).toMatchObject({ status: "waiting_approval", environment: "beta-testers", target: "com.example.app beta" });
     expect(google.play.uploads).toEqual([]);
     const firebase = waiting.find((d) => d.publisher === "firebase");
-    expect(firebase).toMatchObject({ status: "succeeded", store_answer: { summary: `Firebase App Distribution has 1.0.0 (1) of ${FIREBASE_APP}, distributed`, version: "1.0.0 (1)" } });
+    expect(firebase).toMatchObject({
+      status: "succeeded",
+      store_answer: { summary: `Firebase App Distribution has 1.0.0 (1) of ${FIREBASE_APP}, distributed`, version: "1.0.0 (1)" },
+    });
     expect(google.firebase.uploads.map((u) => u.sha256)).toEqual([bundleSha]);
-    expect(google.firebase.releases(FIREBASE_APP)[0]).toMatchObject({ testers: ["tester@example.com"], groups: ["qa-team"], releaseNotes: { text: expect.stringContaining("First release") } });
+    expect(google.firebase.releases(FIREBASE_APP)[0]).toMatchObject({
+      testers: ["tester@example.com"],
+      groups: ["qa-team"],
+      releaseNotes: { text: expect.stringContaining("First release") },
+    });
 
     const approved = await http(daemon.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
     expect(approved.body.deployment).toMatchObject({ status: "approved", decided_by: "owner@example.test" });
-    const done = await waitFor("the Play publish", () => http(daemon.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment), settled);
+    const done = await waitFor(
+      "the Play publish",
+      () => http(daemon.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
+      settled,
+    );
     expect(done).toMatchObject({
       status: "succeeded",
       decided_by: "owner@example.test",
-      store_answer: { summary: "Google Play has version code 1 on track beta (inProgress, 20 % of users)", version: "1", details: { package_name: "com.example.app", track: "beta", status: "inProgress" } },
+      store_answer: {
+        summary: "Google Play has version code 1 on track beta (inProgress, 20 % of users)",
+        version: "1",
+        details: { package_name: "com.example.app", track: "beta", status: "inProgress" },
+      },
       artifacts: [{ path: "build/app/outputs/bundle/release/app-release.aab", sha256: bundleSha, role: "binary" }],
     });
-    expect(google.play.track("com.example.app", "beta")).toEqual([{ versionCodes: ["1"], status: "inProgress", userFraction: 0.2, releaseNotes: [{ language: "en-US", text: "Faster start" }, { language: "de-DE", text: "Schnellerer Start" }] }]);
-    expect(google.play.uploads).toEqual([{ package_name: "com.example.app", kind: "bundles", version_code: 1, sha256: bundleSha, size: expect.any(Number), by: testersKey.client_email }]);
+    expect(google.play.track("com.example.app", "beta")).toEqual([
+      {
+        versionCodes: ["1"],
+        status: "inProgress",
+        userFraction: 0.2,
+        releaseNotes: [
+          { language: "en-US", text: "Faster start" },
+          { language: "de-DE", text: "Schnellerer Start" },
+        ],
+      },
+    ]);
+    expect(google.play.uploads).toEqual([
+      { package_name: "com.example.app", kind: "bundles", version_code: 1, sha256: bundleSha, size: expect.any(Number), by: testersKey.client_email },
+    ]);
 
     const log = await logOf(firstBuild);
     expect(log).toContain("[roost] publish play to beta-testers (com.example.app beta) waits for approval.");
     expect(log).toContain("[roost] publish play to beta-testers approved by owner@example.test; it is queued for a runner.");
-    expect(log).toContain(`[roost] build/app/outputs/bundle/release/app-release.aab (${done.artifacts[0].size} bytes) downloaded; SHA-256 ${bundleSha} as the build recorded`);
+    expect(log).toContain(
+      `[roost] build/app/outputs/bundle/release/app-release.aab (${done.artifacts[0].size} bytes) downloaded; SHA-256 ${bundleSha} as the build recorded`,
+    );
     expect(log).toContain("[google play] uploaded build/app/outputs/bundle/release/app-release.aab: version code 1");
     expect(log).toContain("[roost] secrets of environment beta-testers written for this publish (0600, removed when it ends): GOOGLE_PLAY_SERVICE_ACCOUNT");
     expect(log).toContain("[roost] this publish's secrets and files were removed from the runner");
     expect(log).toContain("[roost] publish play to beta-testers succeeded: Google Play has version code 1 on track beta (inProgress, 20 % of users)");
 
     const env = (await http(daemon.url, "GET", `/v1/projects/${projectId}/environments/beta-testers`, { token: owner })).body.environment;
-    expect(env.current).toEqual([expect.objectContaining({ target: "com.example.app beta", publisher: "play", build_id: firstBuild, commit_sha: commits.first, version: "1" })]);
+    expect(env.current).toEqual([
+      expect.objectContaining({ target: "com.example.app beta", publisher: "play", build_id: firstBuild, commit_sha: commits.first, version: "1" }),
+    ]);
   }, 90_000);
 
   test("a store refusal fails the publish with the store's message", async () => {
     const second = await pushTag("v1.0.1", commits.second!, "Docs, same version code");
     await waitFor("the second tag build", () => buildOf(second), finished);
-    const play = (await waitFor("its Play deployment", () => deploymentsOf(second), (ds) => ds.some((d) => d.publisher === "play"))).find((d) => d.publisher === "play");
+    const play = (
+      await waitFor(
+        "its Play deployment",
+        () => deploymentsOf(second),
+        (ds) => ds.some((d) => d.publisher === "play"),
+      )
+    ).find((d) => d.publisher === "play");
     await http(daemon.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
-    const failed = await waitFor("the refused publish", () => http(daemon.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment), settled);
-    const refusal = "this version code was already used for another upload of com.example.app; raise the build number (e.g. flutter build appbundle --build-number=$ROOST_BUILD_NUMBER). Google Play said: 403 Version code 1 has already been used.";
+    const failed = await waitFor(
+      "the refused publish",
+      () => http(daemon.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
+      settled,
+    );
+    const refusal =
+      "this version code was already used for another upload of com.example.app; raise the build number (e.g. flutter build appbundle --build-number=$ROOST_BUILD_NUMBER). Google Play said: 403 Version code 1 has already been used.";
     expect(failed).toMatchObject({ status: "failed", failure_reason: refusal, store_answer: null });
     const log = await logOf(second);
     expect(log).toContain(`[roost] ${refusal}`);
@@ -272,20 +334,46 @@ describe("publishing with a real daemon and runner", () => {
 
   test("the same build promoted to production goes out as the same bytes, with production's own key", async () => {
     const before = google.requests.length;
-    const promoted = await http(daemon.url, "POST", `/v1/builds/${firstBuild}/publish`, { token: owner, body: { publisher: "play", environment: "production", overrides: { track: "production", release_status: "completed" } } });
+    const promoted = await http(daemon.url, "POST", `/v1/builds/${firstBuild}/publish`, {
+      token: owner,
+      body: { publisher: "play", environment: "production", overrides: { track: "production", release_status: "completed" } },
+    });
     expect(promoted.status).toBe(201);
     expect(promoted.body.deployment).toMatchObject({ trigger: "promotion", environment: "production", status: "approved", artifacts: [{ sha256: bundleSha }] });
-    const done = await waitFor("the promotion", () => http(daemon.url, "GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: owner }).then((r) => r.body.deployment), settled);
-    expect(done).toMatchObject({ status: "succeeded", store_answer: { summary: "Google Play has version code 1 on track production (completed)", version: "1" } });
-    expect(google.play.track("com.example.app", "production")).toEqual([{ versionCodes: ["1"], status: "completed", releaseNotes: [{ language: "en-US", text: "Faster start" }, { language: "de-DE", text: "Schnellerer Start" }] }]);
+    const done = await waitFor(
+      "the promotion",
+      () => http(daemon.url, "GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: owner }).then((r) => r.body.deployment),
+      settled,
+    );
+    expect(done).toMatchObject({
+      status: "succeeded",
+      store_answer: { summary: "Google Play has version code 1 on track production (completed)", version: "1" },
+    });
+    expect(google.play.track("com.example.app", "production")).toEqual([
+      {
+        versionCodes: ["1"],
+        status: "completed",
+        releaseNotes: [
+          { language: "en-US", text: "Faster start" },
+          { language: "de-DE", text: "Schnellerer Start" },
+        ],
+      },
+    ]);
     // Version code 1 is the bundle the tag build made: Play has its bytes, so nothing was uploaded again.
     expect(google.play.uploads.map((u) => [u.version_code, u.sha256])).toEqual([[1, bundleSha]]);
     expect(await logOf(firstBuild)).toContain("is already in Play as version code 1 (same SHA-256): not uploaded again");
     // Production's publish spoke to Google as production's service account only.
-    const accounts = new Set(google.requests.slice(before).filter((r) => r.as && r.path.includes("androidpublisher")).map((r) => r.as));
+    const accounts = new Set(
+      google.requests
+        .slice(before)
+        .filter((r) => r.as && r.path.includes("androidpublisher"))
+        .map((r) => r.as),
+    );
     expect([...accounts]).toEqual([productionKey.client_email]);
     const env = (await http(daemon.url, "GET", `/v1/projects/${projectId}/environments`, { token: owner })).body.environments;
-    expect(env.find((e: any) => e.name === "production").current).toEqual([expect.objectContaining({ target: "com.example.app production", build_id: firstBuild, version: "1" })]);
+    expect(env.find((e: any) => e.name === "production").current).toEqual([
+      expect.objectContaining({ target: "com.example.app production", build_id: firstBuild, version: "1" }),
+    ]);
   }, 60_000);
 
   test("a pull request builds and never publishes", async () => {

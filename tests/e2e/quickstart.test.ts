@@ -114,12 +114,16 @@ async function runQuickstart(env: Record<string, string> = {}): Promise<Run> {
   return { ...result, port };
 }
 
-const logs = () => ["roost.log", "runner.log"].map((f) => (existsSync(join(checkout, f)) ? `--- ${f}\n${readFileSync(join(checkout, f), "utf8").slice(-4000)}` : `--- no ${f}`)).join("\n");
+const logs = () =>
+  ["roost.log", "runner.log"]
+    .map((f) => (existsSync(join(checkout, f)) ? `--- ${f}\n${readFileSync(join(checkout, f), "utf8").slice(-4000)}` : `--- no ${f}`))
+    .join("\n");
 const readJson = (file: string) => JSON.parse(readFileSync(join(work, file), "utf8"));
 
 /** What every successful run shows: the status line, the log, the build and its artifact, and nothing left running. */
 async function expectGreen(r: Run): Promise<void> {
-  if (r.code !== 0) throw new Error(`the quick start failed (exit ${r.code})\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}\n${logs()}`);
+  if (r.code !== 0)
+    throw new Error(`the quick start failed (exit ${r.code})\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}\n${logs()}`);
   expect(r.elapsed).toBeLessThan(300_000);
   expect(r.stderr).not.toContain("quick start:");
 
@@ -152,10 +156,15 @@ async function expectGreen(r: Run): Promise<void> {
   expect(await portClosed(r.port)).toBe(true);
   // The runner stops within a few seconds (docs/runners.md: it tries 3 s to reach a Roost that
   // has gone); exited children nobody has reaped yet (state Z) are not running.
-  const running = () => Bun.spawnSync(["ps", "-o", "stat=", "-s", String(r.session)]).stdout.toString().split("\n").filter((st) => st.trim() && !st.startsWith("Z"));
+  const running = () =>
+    Bun.spawnSync(["ps", "-o", "stat=", "-s", String(r.session)])
+      .stdout.toString()
+      .split("\n")
+      .filter((st) => st.trim() && !st.startsWith("Z"));
   const stopBy = Date.now() + 10_000;
   while (running().length && Date.now() < stopBy) await Bun.sleep(250);
-  if (running().length) throw new Error(`processes left after the quick start's last block: ${run(["ps", "-o", "pid,args", "-s", String(r.session)])}\n${logs()}`);
+  if (running().length)
+    throw new Error(`processes left after the quick start's last block: ${run(["ps", "-o", "pid,args", "-s", String(r.session)])}\n${logs()}`);
 }
 
 /** One of each thing the quick start makes, whichever run made it. */
@@ -214,7 +223,9 @@ describe("README's quick start, as written", () => {
     try {
       const r = await runScript("step1.sh", ["set -m -e -o pipefail", blocks[0]!.code].join("\n"), { ROOST_LISTEN: `127.0.0.1:${port}` });
       expect(r.code).not.toBe(0);
-      expect(r.stderr.trim()).toBe(`quick start: something already answers at http://127.0.0.1:${port}: stop it (step 8), or set ROOST_LISTEN to a free port, then run this step again`);
+      expect(r.stderr.trim()).toBe(
+        `quick start: something already answers at http://127.0.0.1:${port}: stop it (step 8), or set ROOST_LISTEN to a free port, then run this step again`,
+      );
     } finally {
       other.stop(true);
     }

@@ -39,7 +39,13 @@ function freePort(): number {
 function startRunner(env: Record<string, string>, args: string[] = ["--unsafe-allow-same-user"]) {
   const proc = Bun.spawn([BUN, ROOST, "runner", ...args], {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_WORKDIR: join(work, `runner-work-${crypto.randomUUID().slice(0, 6)}`), ROOST_RUNNER_GRACE_SECONDS: "10", ...env },
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: work,
+      ROOST_RUNNER_WORKDIR: join(work, `runner-work-${crypto.randomUUID().slice(0, 6)}`),
+      ROOST_RUNNER_GRACE_SECONDS: "10",
+      ...env,
+    },
     stdout: "pipe",
     stderr: "pipe",
   });
@@ -84,9 +90,17 @@ async function registerRunner(): Promise<Record<string, string>> {
 }
 
 async function queueBuild(executionConfig: Record<string, unknown>, commitSha = commit): Promise<string> {
-  const pipeline = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig } });
+  const pipeline = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+    token: owner,
+    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig },
+  });
   if (pipeline.status !== 201) throw new Error(JSON.stringify(pipeline.body));
-  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commitSha } })).body.build.id;
+  return (
+    await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, {
+      token: owner,
+      body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commitSha },
+    })
+  ).body.build.id;
 }
 
 async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
@@ -103,7 +117,10 @@ const finished = (b: { status: string }) => ["succeeded", "failed", "canceled"].
 
 beforeAll(async () => {
   mkdirSync(repo, { recursive: true });
-  await sh("git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  await sh(
+    "git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
   commit = await sh("git rev-parse HEAD", repo);
   daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_MAX_ARTIFACT_BYTES: "1024", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
   host = await startHostApiStandIn();
@@ -111,7 +128,15 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -165,12 +190,18 @@ describe("the build's environment", () => {
     // A check pipeline (platforms: []): its commands and no platform build.
     const buildId = await queueBuild({
       platforms: [],
-      commands: { build: ['for v in ANDROID_HOME ANDROID_SDK_ROOT JAVA_HOME PUB_HOSTED_URL https_proxy no_proxy MY_TOOL_HOME ANOTHER_TOOL NOT_PASSED ROOST_RUNNER_TOKEN ROOST_RUNNER_ID ROOST_URL; do echo "$v=${!v-unset}"; done'] },
+      commands: {
+        build: [
+          'for v in ANDROID_HOME ANDROID_SDK_ROOT JAVA_HOME PUB_HOSTED_URL https_proxy no_proxy MY_TOOL_HOME ANOTHER_TOOL NOT_PASSED ROOST_RUNNER_TOKEN ROOST_RUNNER_ID ROOST_URL; do echo "$v=${!v-unset}"; done',
+        ],
+      },
     });
     const build = await waitFor(buildId, finished, 30_000);
     expect(build.status).toBe("succeeded");
     expect(build.step_results.map((s: { name: string }) => s.name)).toEqual(["checkout", "build"]);
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
+      res.text(),
+    );
     const seen = log.split("\n").filter((l) => /^[A-Za-z_]+=/.test(l));
     expect(seen).toEqual([
       "ANDROID_HOME=/opt/android-sdk",
@@ -196,7 +227,9 @@ describe("the build's environment", () => {
     const { code, stderr } = await r.exit();
     expect(code).toBe(2);
     expect(stderr.trim().split("\n")).toHaveLength(1);
-    expect(stderr).toStartWith(`roost runner: cannot pass ${name.startsWith("ROOST") ? name : JSON.stringify(name)} to build steps (--env, ROOST_RUNNER_ENV): `);
+    expect(stderr).toStartWith(
+      `roost runner: cannot pass ${name.startsWith("ROOST") ? name : JSON.stringify(name)} to build steps (--env, ROOST_RUNNER_ENV): `,
+    );
   });
 });
 
@@ -208,7 +241,9 @@ describe("an unreachable Roost", () => {
     await r.until((m) => m.some((x) => x.startsWith("cannot reach Roost")));
     // Several attempts fail meanwhile (backoff from 200 ms); still a single line.
     await Bun.sleep(2500);
-    expect(r.msgs().filter((x) => x.startsWith("cannot reach Roost"))).toEqual([`cannot reach Roost at http://127.0.0.1:${port}; retrying with backoff (up to 10 s between attempts)`]);
+    expect(r.msgs().filter((x) => x.startsWith("cannot reach Roost"))).toEqual([
+      `cannot reach Roost at http://127.0.0.1:${port}; retrying with backoff (up to 10 s between attempts)`,
+    ]);
     // Roost comes up on that address: the runner connects.
     const second = await startDaemon({ dataDir: join(work, "data"), cleanup: false, listen: `127.0.0.1:${port}` });
     try {
@@ -289,7 +324,9 @@ describe("SIGTERM", () => {
     expect(build).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
     expect(build.step_results.find((s: { name: string }) => s.name === "build").status).toBe("canceled");
     expect(await sh("pgrep -f 'sleep 3134[01]' | wc -l")).toBe("0");
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
+      res.text(),
+    );
     expect(log).toContain("[roost] the runner is stopping: the build was canceled and its process tree stopped");
   }, 40_000);
 
@@ -343,11 +380,31 @@ const stubJob = {
   lease_seconds: 45,
   heartbeat_seconds: 10,
   next_line: 0,
-  build: { id: "b1", build_number: 1, project_id: "p1", pipeline_id: "pl1", branch: "main", commit_sha: "a".repeat(40), trigger_type: "manual", trigger_event: "push", trigger_ref: "", repository_full_name: "acme/app", clone_url: "/nonexistent" },
+  build: {
+    id: "b1",
+    build_number: 1,
+    project_id: "p1",
+    pipeline_id: "pl1",
+    branch: "main",
+    commit_sha: "a".repeat(40),
+    trigger_type: "manual",
+    trigger_event: "push",
+    trigger_ref: "",
+    repository_full_name: "acme/app",
+    clone_url: "/nonexistent",
+  },
   clone_credentials: null,
   config: {
     pipeline_name: "p",
-    execution_config: { artifact_patterns: [], commands: { pre_build: [], build: ["echo must not run"], post_build: [] }, env: [], flutter_version: "stable", platform_build_args: {}, platform_commands: {}, platforms: ["android"] },
+    execution_config: {
+      artifact_patterns: [],
+      commands: { pre_build: [], build: ["echo must not run"], post_build: [] },
+      env: [],
+      flutter_version: "stable",
+      platform_build_args: {},
+      platform_commands: {},
+      platforms: ["android"],
+    },
   },
 };
 
@@ -355,7 +412,11 @@ describe("artifacts", () => {
   test("an artifact the daemon refuses fails the build, saying which file and why", async () => {
     const r = startRunner(await registerRunner());
     await r.until((m) => m.includes("runner connected"));
-    const buildId = await queueBuild({ platform_commands: { android: "true" }, artifact_patterns: ["out/*.apk"], commands: { build: ["mkdir -p out && head -c 4096 /dev/zero > out/app.apk"] } });
+    const buildId = await queueBuild({
+      platform_commands: { android: "true" },
+      artifact_patterns: ["out/*.apk"],
+      commands: { build: ["mkdir -p out && head -c 4096 /dev/zero > out/app.apk"] },
+    });
     const build = await waitFor(buildId, finished, 30_000);
     expect(build).toMatchObject({ status: "failed", exit_code: 1 });
     expect(build.failure_reason).toMatch(/^artifact out\/app\.apk was refused by Roost: 413 payload_too_large: /);
@@ -393,9 +454,13 @@ describe("artifacts", () => {
       ["out/inside.apk", 9],
       ["out/real.apk", 9],
     ]);
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
+      res.text(),
+    );
     for (const path of ["out/passwd.apk", "out/outside.apk", "out/climb.apk", "linked/outside-secret.txt"]) {
-      expect(log).toContain(`[roost] skipped ${path}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are uploaded`);
+      expect(log).toContain(
+        `[roost] skipped ${path}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are uploaded`,
+      );
     }
     expect(log).not.toContain("root:x:0:0");
     r.proc.kill("SIGTERM");

@@ -38,7 +38,10 @@ async function sh(cmd: string, cwd = work): Promise<string> {
 const GIT = "git -c user.email=ci@example.test -c user.name=CI";
 
 async function pipeline(execution_config: Record<string, unknown>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config } });
+  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+    token: owner,
+    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config },
+  });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   return res.body.pipeline.id;
 }
@@ -71,7 +74,12 @@ async function pushTag(tag: string, sha: string): Promise<string> {
   const body = JSON.stringify(payload);
   const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
     method: "POST",
-    headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
+    headers: {
+      "content-type": "application/json",
+      "x-github-event": "push",
+      "x-github-delivery": crypto.randomUUID(),
+      "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
+    },
     body,
   });
   const answer = (await res.json()) as { builds?: { id: string }[] };
@@ -98,10 +106,13 @@ beforeAll(async () => {
   // The Flutter repository stand-in: bin/flutter is the quick start's stand-in script.
   mkdirSync(join(flutterRepo, "bin"), { recursive: true });
   copyFileSync(join(REPO_ROOT, "scripts/flutter-stand-in/flutter"), join(flutterRepo, "bin", "flutter"));
-  await sh(`chmod +x bin/flutter && git init -q -b stable && ${GIT} add . && ${GIT} commit -q -m 'Flutter stand-in 3.27.1' && git tag 3.27.1 && echo 2 > VERSION && ${GIT} add . && ${GIT} commit -q -m 'Flutter stand-in 3.28.0' && git tag 3.28.0`, flutterRepo);
+  await sh(
+    `chmod +x bin/flutter && git init -q -b stable && ${GIT} add . && ${GIT} commit -q -m 'Flutter stand-in 3.27.1' && git tag 3.27.1 && echo 2 > VERSION && ${GIT} add . && ${GIT} commit -q -m 'Flutter stand-in 3.28.0' && git tag 3.28.0`,
+    flutterRepo,
+  );
 
   mkdirSync(join(repo, "android"), { recursive: true });
-  writeFileSync(join(repo, "pubspec.lock"), "packages:\n  http:\n    version: \"1.2.0\"\n");
+  writeFileSync(join(repo, "pubspec.lock"), 'packages:\n  http:\n    version: "1.2.0"\n');
   writeFileSync(join(repo, "android", "build.gradle"), "// gradle\n");
   writeFileSync(join(repo, ".fvmrc"), JSON.stringify({ flutter: "3.28.0" }));
   await sh(`git init -q -b main && ${GIT} add . && ${GIT} commit -q -m 'app'`, repo);
@@ -115,7 +126,15 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: WEBHOOK_SECRET,
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -125,7 +144,10 @@ beforeAll(async () => {
   runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
     cwd: REPO_ROOT,
     env: {
-      PATH: (process.env.PATH ?? "").split(":").filter((d) => d && !existsSync(join(d, "flutter"))).join(":"),
+      PATH: (process.env.PATH ?? "")
+        .split(":")
+        .filter((d) => d && !existsSync(join(d, "flutter")))
+        .join(":"),
       HOME: work,
       ROOST_URL: daemon.url,
       ROOST_RUNNER_ID: runner.id,
@@ -148,7 +170,12 @@ afterAll(async () => {
 
 describe("Flutter SDK provisioning", () => {
   test("a pinned version is installed once from the Flutter git repository, recorded on the build, and reused", async () => {
-    const id = await pipeline({ flutter_version: "3.27.1", commands: { pre_build: ["flutter --version"] }, platforms: ["android"], platform_commands: { android: ["echo no build"] } });
+    const id = await pipeline({
+      flutter_version: "3.27.1",
+      commands: { pre_build: ["flutter --version"] },
+      platforms: ["android"],
+      platform_commands: { android: ["echo no build"] },
+    });
     const first = await runBuild(id);
     expect(first.build.status).toBe("succeeded");
     expect(steps(first.build).slice(0, 2)).toEqual([
@@ -168,7 +195,9 @@ describe("Flutter SDK provisioning", () => {
   }, 60_000);
 
   test("flutter_version fvm installs what .fvmrc names, borrowing the objects of the one shared mirror", async () => {
-    const { build, log } = await runBuild(await pipeline({ flutter_version: "fvm", platforms: ["android"], platform_commands: { android: ["flutter --version"] } }));
+    const { build, log } = await runBuild(
+      await pipeline({ flutter_version: "fvm", platforms: ["android"], platform_commands: { android: ["flutter --version"] } }),
+    );
     expect(build.status).toBe("succeeded");
     expect(build.flutter_sdk).toMatchObject({ requested: "3.28.0", version: "3.28.0", source: "installed" });
     expect(log).not.toMatch(/^cloning the Flutter repository/m); // the mirror of the first install served it
@@ -177,7 +206,9 @@ describe("Flutter SDK provisioning", () => {
   }, 60_000);
 
   test("with ROOST_FLUTTER_GIT_URL set and no flutter on PATH, a channel is installed from its branch", async () => {
-    const { build, log } = await runBuild(await pipeline({ flutter_version: "stable", platforms: ["android"], platform_commands: { android: ["flutter --version"] } }));
+    const { build, log } = await runBuild(
+      await pipeline({ flutter_version: "stable", platforms: ["android"], platform_commands: { android: ["flutter --version"] } }),
+    );
     expect(build.status).toBe("succeeded");
     expect(build.flutter_sdk).toEqual({ requested: "stable", version: "3.28.0", source: "installed", revision: await sh("git rev-parse stable", flutterRepo) });
     expect(await sh(`git -C ${join(sdks, "stable")} rev-parse --abbrev-ref HEAD`)).toBe("stable");
@@ -186,7 +217,10 @@ describe("Flutter SDK provisioning", () => {
 
   test("a version the Flutter repository does not have fails the build, saying so", async () => {
     const { build, log } = await runBuild(await pipeline({ flutter_version: "3.99.0", commands: { pre_build: ["echo must not run"] } }));
-    expect(build).toMatchObject({ status: "failed", failure_reason: `Flutter 3.99.0 could not be installed on this runner from file://${flutterRepo} (step flutter_install failed with exit code 1)` });
+    expect(build).toMatchObject({
+      status: "failed",
+      failure_reason: `Flutter 3.99.0 could not be installed on this runner from file://${flutterRepo} (step flutter_install failed with exit code 1)`,
+    });
     expect(steps(build)).toEqual([
       ["checkout", "succeeded"],
       ["flutter_install", "failed"],
@@ -231,11 +265,20 @@ describe("dependency caches of tags", () => {
   test("a release pipeline that runs only on tags restores what the project's main-branch pipeline saved", async () => {
     const env = [{ key: "FLUTTER_STAND_IN_DOWNLOAD_SECONDS", value: "1" }];
     // Cache paths of their own: a key no earlier test's pipeline saved.
-    const execution = { flutter_version: "3.27.1", env, commands: { pre_build: ["flutter pub get"] }, platforms: [], cache: { paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/wrapper"] } };
+    const execution = {
+      flutter_version: "3.27.1",
+      env,
+      commands: { pre_build: ["flutter pub get"] },
+      platforms: [],
+      cache: { paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/wrapper"] },
+    };
     const ci = await pipeline(execution);
     const saved = await runBuild(ci);
     expect(saved.log).toMatch(/\[roost\] cache: saved [0-9a-f]{12}/);
-    const release = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "release", trigger_config: { events: ["tag"] }, execution_config: execution } });
+    const release = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+      token: owner,
+      body: { name: "release", trigger_config: { events: ["tag"] }, execution_config: execution },
+    });
     expect(release.status).toBe(201);
 
     const tagged = await waitForBuild(await pushTag("v1.0.0", commit));
@@ -250,7 +293,12 @@ describe("timeouts and stray processes", () => {
   test("a step that leaves a background process behind ends on time; the process is stopped when the job ends, and the log says so", async () => {
     const started = Date.now();
     const { build, log } = await runBuild(
-      await pipeline({ flutter_version: "3.27.1", commands: { pre_build: [`${SLEEP} & echo started a server`], build: ["echo the build goes on"] }, platforms: ["android"], platform_commands: { android: ["true"] } }),
+      await pipeline({
+        flutter_version: "3.27.1",
+        commands: { pre_build: [`${SLEEP} & echo started a server`], build: ["echo the build goes on"] },
+        platforms: ["android"],
+        platform_commands: { android: ["true"] },
+      }),
     );
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(build).toMatchObject({ status: "succeeded", exit_code: 0 });
@@ -262,7 +310,9 @@ describe("timeouts and stray processes", () => {
 
   test("a build past its timeout is stopped and fails with reason timeout", async () => {
     const started = Date.now();
-    const { build, log } = await runBuild(await pipeline({ flutter_version: "3.27.1", timeout_seconds: 3, commands: { pre_build: ["sleep 60"], post_build: ["echo must not run"] } }));
+    const { build, log } = await runBuild(
+      await pipeline({ flutter_version: "3.27.1", timeout_seconds: 3, commands: { pre_build: ["sleep 60"], post_build: ["echo must not run"] } }),
+    );
     expect(Date.now() - started).toBeLessThan(15_000);
     expect(build).toMatchObject({ status: "failed", exit_code: 124, failure_reason: "timeout: the build ran past its timeout of 3 s" });
     expect(steps(build)).toEqual([
@@ -276,7 +326,15 @@ describe("timeouts and stray processes", () => {
   }, 30_000);
 
   test("a step past its own timeout fails the build with reason timeout", async () => {
-    const { build } = await runBuild(await pipeline({ flutter_version: "3.27.1", step_timeout_seconds: { build: 1 }, commands: { build: ["sleep 60"] }, platforms: ["android"], platform_commands: { android: ["true"] } }));
+    const { build } = await runBuild(
+      await pipeline({
+        flutter_version: "3.27.1",
+        step_timeout_seconds: { build: 1 },
+        commands: { build: ["sleep 60"] },
+        platforms: ["android"],
+        platform_commands: { android: ["true"] },
+      }),
+    );
     expect(build).toMatchObject({ status: "failed", exit_code: 124, failure_reason: "timeout: step build ran past its timeout of 1 s" });
   }, 30_000);
 });

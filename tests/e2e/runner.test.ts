@@ -49,13 +49,17 @@ function startRunner(): Subprocess {
 }
 
 async function pipeline(body: Record<string, unknown>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body } });
+  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+    token: owner,
+    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body },
+  });
   if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   return res.body.pipeline.id;
 }
 
 async function build(pipelineId: string): Promise<string> {
-  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } })).body.build.id;
+  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } })).body
+    .build.id;
 }
 
 async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
@@ -70,12 +74,17 @@ async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutM
 
 async function stream(buildId: string, lastEventId?: string): Promise<SseReader> {
   const { token } = (await http(daemon.url, "POST", `/v1/builds/${buildId}/stream-token`, { token: owner })).body;
-  return new SseReader(await fetch(`${daemon.url}/v1/builds/${buildId}/logs/stream?token=${token}`, { headers: lastEventId ? { "last-event-id": lastEventId } : {} }));
+  return new SseReader(
+    await fetch(`${daemon.url}/v1/builds/${buildId}/logs/stream?token=${token}`, { headers: lastEventId ? { "last-event-id": lastEventId } : {} }),
+  );
 }
 
 beforeAll(async () => {
   mkdirSync(repo, { recursive: true });
-  await sh("git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  await sh(
+    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
   commit = await sh("git rev-parse HEAD", repo);
   mkdirSync(flutterDir);
   writeFileSync(
@@ -100,7 +109,15 @@ fi
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -125,7 +142,11 @@ describe("a real runner", () => {
           { key: "FLAVOR", value: "prod" },
           { key: "SIGNING_PASSWORD", value: "s3cr3t-signing-pass", secret: true },
         ],
-        commands: { pre_build: ["echo pre-build for build $ROOST_BUILD_NUMBER at $ROOST_COMMIT_SHA", "sleep 1.5", "test -f lib/main.dart"], build: ["echo flavor $FLAVOR password $SIGNING_PASSWORD"], post_build: ["ls build/app/outputs/flutter-apk"] },
+        commands: {
+          pre_build: ["echo pre-build for build $ROOST_BUILD_NUMBER at $ROOST_COMMIT_SHA", "sleep 1.5", "test -f lib/main.dart"],
+          build: ["echo flavor $FLAVOR password $SIGNING_PASSWORD"],
+          post_build: ["ls build/app/outputs/flutter-apk"],
+        },
       },
     });
     const buildId = await build(id);
@@ -162,7 +183,16 @@ describe("a real runner", () => {
     const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
     const expected = `fake apk for ${commit}`;
     const sha = new Bun.CryptoHasher("sha256").update(expected).digest("hex");
-    expect(artifacts).toEqual([{ id: expect.any(String), build_id: buildId, path: "build/app/outputs/flutter-apk/app-release.apk", size: expected.length, sha256: sha, created_at: expect.any(Number) }]);
+    expect(artifacts).toEqual([
+      {
+        id: expect.any(String),
+        build_id: buildId,
+        path: "build/app/outputs/flutter-apk/app-release.apk",
+        size: expected.length,
+        sha256: sha,
+        created_at: expect.any(Number),
+      },
+    ]);
     const download = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } });
     expect(download.headers.get("x-roost-artifact-sha256")).toBe(sha);
     expect(download.headers.get("content-disposition")).toBe('attachment; filename="app-release.apk"');
@@ -174,7 +204,9 @@ describe("a real runner", () => {
     const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
     expect(done).toMatchObject({ status: "failed", exit_code: 7, failure_reason: "step build failed with exit code 7" });
     expect(done.step_results.find((s: { name: string }) => s.name === "post_build").status).toBe("skipped");
-    const log = (await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text()));
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
+      r.text(),
+    );
     expect(log).toContain("about to fail");
     expect(log).not.toContain("never\n");
   }, 40_000);
@@ -184,8 +216,12 @@ describe("a real runner", () => {
     const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
     expect(done.status).toBe("failed");
     // The runner installs a missing version from ROOST_FLUTTER_GIT_URL, which here has no Flutter.
-    expect(done.failure_reason).toMatch(/^Flutter 3\.99\.0 could not be installed on this runner from file:\/\/\/nonexistent\/flutter.git \(step flutter_install failed with exit code \d+\)$/);
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+    expect(done.failure_reason).toMatch(
+      /^Flutter 3\.99\.0 could not be installed on this runner from file:\/\/\/nonexistent\/flutter.git \(step flutter_install failed with exit code \d+\)$/,
+    );
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
+      r.text(),
+    );
     expect(log).not.toContain("should not run\n");
   }, 40_000);
 
@@ -199,12 +235,16 @@ describe("a real runner", () => {
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && (await sh("pgrep -f 'sleep 3133[67]' | wc -l")) !== "0") await Bun.sleep(200);
     expect(await sh("pgrep -f 'sleep 3133[67]' | wc -l")).toBe("0");
-    const after = await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "canceled"), 15_000);
+    const after = await waitFor(
+      buildId,
+      (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "canceled"),
+      15_000,
+    );
     expect(after.status).toBe("canceled");
   }, 40_000);
 
   test("the daemon restarted mid-build: the runner keeps its job, no acknowledged line is lost or doubled, the build completes", async () => {
-    const buildId = await build(await pipeline({ execution_config: { commands: { build: ["for i in $(seq 1 80); do echo \"count $i\"; sleep 0.04; done"] } } }));
+    const buildId = await build(await pipeline({ execution_config: { commands: { build: ['for i in $(seq 1 80); do echo "count $i"; sleep 0.04; done'] } } }));
     await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
     await Bun.sleep(600);
     const listen = daemon.url.replace("http://", "");
@@ -212,7 +252,9 @@ describe("a real runner", () => {
     daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, listen, env: DAEMON_ENV });
     const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
     expect(done.status).toBe("succeeded");
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
+      r.text(),
+    );
     const counts = log.split("\n").filter((l) => l.startsWith("count "));
     expect(counts).toEqual(Array.from({ length: 80 }, (_, i) => `count ${i + 1}`));
   }, 60_000);

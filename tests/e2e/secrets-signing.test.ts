@@ -36,14 +36,24 @@ beforeAll(async () => {
   writeFileSync(join(repo, "android", "build.gradle"), "// the app's Gradle file would read key.properties here\n");
   await sh("git init -q -b main && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'app with android/'", repo);
   commit = await sh("git rev-parse HEAD", repo);
-  await sh(`keytool -genkeypair -keystore ${join(work, "upload.p12")} -storetype PKCS12 -storepass ${STORE_PASSWORD} -keypass ${STORE_PASSWORD} -alias upload -keyalg RSA -keysize 2048 -validity 2 -dname "CN=Roost Signing Test, O=Roost"`);
+  await sh(
+    `keytool -genkeypair -keystore ${join(work, "upload.p12")} -storetype PKCS12 -storepass ${STORE_PASSWORD} -keypass ${STORE_PASSWORD} -alias upload -keyalg RSA -keysize 2048 -validity 2 -dname "CN=Roost Signing Test, O=Roost"`,
+  );
   daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 91, full_name: "acme/signed", default_branch: "main", private: true, clone_url: repo });
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -96,18 +106,23 @@ test("secrets reach the build masked, the keystore file lives only during the jo
     },
   });
   expect(pipeline.status).toBe(201);
-  const buildId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit } })).body.build.id;
+  const buildId = (
+    await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit } })
+  ).body.build.id;
   let build: any;
   for (const deadline = Date.now() + 60_000; Date.now() < deadline; await Bun.sleep(200)) {
     build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
     if (["succeeded", "failed", "canceled"].includes(build.status)) break;
   }
-  const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+  const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
+    r.text(),
+  );
   expect({ status: build.status, failure: build.failure_reason }).toEqual({ status: "succeeded", failure: null });
 
   // Masked wherever it appears, plainly or base64-encoded at any offset.
   expect(log).toContain("token: ********");
-  for (const form of [API_TOKEN, STORE_PASSWORD, Buffer.from(API_TOKEN).toString("base64"), Buffer.from(`x${API_TOKEN}`).toString("base64").slice(4, 24)]) expect(log).not.toContain(form);
+  for (const form of [API_TOKEN, STORE_PASSWORD, Buffer.from(API_TOKEN).toString("base64"), Buffer.from(`x${API_TOKEN}`).toString("base64").slice(4, 24)])
+    expect(log).not.toContain(form);
   expect(log).toContain("[roost] files written for this job (removed when it ends): ANDROID_KEYSTORE");
   expect(log).toContain("[roost] android/key.properties written for release signing (removed when the job ends)");
   expect(log).toContain("mode 600\nmode 700\nmode 600");
@@ -123,7 +138,9 @@ test("secrets reach the build masked, the keystore file lives only during the jo
   // The artifact is signed by the test keystore's certificate.
   const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
   expect(artifacts.map((a: any) => a.path)).toEqual(["build/app/outputs/flutter-apk/app-release.apk"]);
-  const apk = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) => r.arrayBuffer());
+  const apk = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
+    r.arrayBuffer(),
+  );
   writeFileSync(join(work, "downloaded.apk"), new Uint8Array(apk));
   const verified = await sh(`jarsigner -verify -verbose -certs ${join(work, "downloaded.apk")}`);
   expect(verified).toContain("jar verified.");

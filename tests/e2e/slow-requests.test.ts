@@ -75,7 +75,9 @@ describe("a slow body", () => {
     const head = `POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n`;
     const answer = await trickle(head, body);
     expect(answer.text.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
-    expect(answer.text).toEndWith(`{"code":"request_timeout","message":"The request body did not all arrive within ${BOUND_SECONDS} s of its headers; the connection is closed."}`);
+    expect(answer.text).toEndWith(
+      `{"code":"request_timeout","message":"The request body did not all arrive within ${BOUND_SECONDS} s of its headers; the connection is closed."}`,
+    );
   });
 
   test("a body that arrives within the bound, in pieces, is served", async () => {
@@ -83,7 +85,9 @@ describe("a slow body", () => {
     const answer = await new Promise<string>((resolve) => {
       const chunks: Buffer[] = [];
       const socket = connect(port, "127.0.0.1", () => {
-        socket.write(`POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`);
+        socket.write(
+          `POST /v1/auth/local/login HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+        );
         setTimeout(() => socket.write(body.slice(5)), 300);
       });
       socket.on("data", (chunk: Buffer) => chunks.push(chunk));

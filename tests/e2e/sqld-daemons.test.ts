@@ -24,7 +24,10 @@ beforeAll(async () => {
   // Started together on an empty server, as a service manager would start two hosts; one talks
   // Hrana over HTTP, the other over WebSocket (a libsql:// URL).
   const port = new URL(sqld.url).port;
-  [a, b] = await Promise.all([startDaemon({ env: { ...env, ROOST_DATABASE_URL: sqld.url } }), startDaemon({ env: { ...env, ROOST_DATABASE_URL: `libsql://127.0.0.1:${port}?tls=0` } })]);
+  [a, b] = await Promise.all([
+    startDaemon({ env: { ...env, ROOST_DATABASE_URL: sqld.url } }),
+    startDaemon({ env: { ...env, ROOST_DATABASE_URL: `libsql://127.0.0.1:${port}?tls=0` } }),
+  ]);
   owner = (await http(a.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
 });
 afterAll(async () => {
@@ -75,14 +78,32 @@ describe("two daemons on one sqld", () => {
   test("runners racing through both while the server is busy: no 500, every build runs once, every line is stored once", async () => {
     await http(a.url, "POST", "/v1/integrations", {
       token: owner,
-      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "sqld-daemons-secret" },
+      body: {
+        provider: "github",
+        name: "gh",
+        api_url: host.url,
+        app_id: host.github.appId,
+        installation_id: host.github.installationId,
+        private_key: host.github.privateKeyPem,
+        webhook_secret: "sqld-daemons-secret",
+      },
     });
     const repo = (await http(b.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
     const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
-    const pipeline = (await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } } })).body.pipeline;
+    const pipeline = (
+      await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, {
+        token: owner,
+        body: { name: "all", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } },
+      })
+    ).body.pipeline;
     const BUILDS = 24;
     const created = await Promise.all(
-      Array.from({ length: BUILDS }, (_, i) => http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "a".repeat(40) } })),
+      Array.from({ length: BUILDS }, (_, i) =>
+        http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, {
+          token: owner,
+          body: { pipeline_id: pipeline.id, commit_sha: "a".repeat(40) },
+        }),
+      ),
     );
     expect(created.map((r) => `${r.status} ${r.status === 201 ? "" : JSON.stringify(r.body)}`)).toEqual(Array(BUILDS).fill("201 "));
 
@@ -119,7 +140,7 @@ describe("two daemons on one sqld", () => {
     const busy = holdServerWriteLock(400).then(async (released) => {
       await released;
       await Bun.sleep(150);
-      await (await holdServerWriteLock(400));
+      await await holdServerWriteLock(400);
     });
     await Promise.all([...runners.map(work), busy]);
 

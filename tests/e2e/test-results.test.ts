@@ -40,11 +40,18 @@ async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => 
 }
 
 const finished = (buildId: string) =>
-  waitFor("the build's end", async () => (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build, (b) => ["succeeded", "failed", "canceled"].includes(b.status));
+  waitFor(
+    "the build's end",
+    async () => (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build,
+    (b) => ["succeeded", "failed", "canceled"].includes(b.status),
+  );
 
 beforeAll(async () => {
   mkdirSync(repo, { recursive: true });
-  await sh("git init -q -b main && mkdir -p lib test && echo 'void main() {}' > lib/main.dart && echo '// tests' > test/widget_test.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'", repo);
+  await sh(
+    "git init -q -b main && mkdir -p lib test && echo 'void main() {}' > lib/main.dart && echo '// tests' > test/widget_test.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
+    repo,
+  );
   commit = await sh("git rev-parse HEAD", repo);
   daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } });
   host = await startHostApiStandIn();
@@ -52,7 +59,15 @@ beforeAll(async () => {
   owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
   await http(daemon.url, "POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: "0123456789abcdef-secret" },
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: "0123456789abcdef-secret",
+    },
   });
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
@@ -94,23 +109,43 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
         },
       })
     ).body.pipeline;
-    const first = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: commit } })).body.build;
+    const first = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: commit } }))
+      .body.build;
     expect((await finished(first.id)).status).toBe("failed");
 
     const tests = (await http(daemon.url, "GET", `/v1/builds/${first.id}/tests`, { token: owner })).body;
     expect(tests.summary).toMatchObject({ total: 3, passed: 1, failed: 1, skipped: 1, coverage_percent: 75, text: "1 passed, 1 failed, 1 skipped" });
-    expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual(["build/test-results/flutter.json dart_json read", "coverage/lcov.info lcov read"]);
+    expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual([
+      "build/test-results/flutter.json dart_json read",
+      "coverage/lcov.info lcov read",
+    ]);
     const cases = (await http(daemon.url, "GET", `/v1/builds/${first.id}/tests/cases?status=failed`, { token: owner })).body.cases;
-    expect(cases).toMatchObject([{ suite: "test/widget_test.dart", name: "stand-in: counter increments", file: "test/widget_test.dart", line: 14, message: "Expected: <1>\n  Actual: <0>\n", output: "tapping the + button\n", new_failure: true }]);
+    expect(cases).toMatchObject([
+      {
+        suite: "test/widget_test.dart",
+        name: "stand-in: counter increments",
+        file: "test/widget_test.dart",
+        line: 14,
+        message: "Expected: <1>\n  Actual: <0>\n",
+        output: "tapping the + button\n",
+        new_failure: true,
+      },
+    ]);
     // The log says what was read, in the build where people look.
     const log = String((await http(daemon.url, "GET", `/v1/builds/${first.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).body);
     expect(log).toContain("[roost] test report build/test-results/flutter.json (dart_json): 3 test results read");
     expect(log).toContain("[roost] test report coverage/lcov.info (lcov): coverage read");
 
     // GitHub: a failed check run with an annotation on the test's line, and the status's description.
-    const run = await waitFor("the check run", async () => host.github.checkRuns.find((r) => r.head_sha === commit && r.conclusion === "failure"), (r) => r !== undefined);
+    const run = await waitFor(
+      "the check run",
+      async () => host.github.checkRuns.find((r) => r.head_sha === commit && r.conclusion === "failure"),
+      (r) => r !== undefined,
+    );
     expect(run).toMatchObject({ name: "roost/checks", output: { title: "1 of 3 tests failed" } });
-    expect(run!.annotations).toMatchObject([{ path: "test/widget_test.dart", start_line: 14, annotation_level: "failure", title: "test/widget_test.dart › stand-in: counter increments" }]);
+    expect(run!.annotations).toMatchObject([
+      { path: "test/widget_test.dart", start_line: 14, annotation_level: "failure", title: "test/widget_test.dart › stand-in: counter increments" },
+    ]);
     await waitFor(
       "the commit status",
       async () => host.requests.filter((r) => r.path === `/repos/acme/app/statuses/${commit}`).map((r) => (r.body as { description: string }).description),
@@ -120,7 +155,9 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
     const rerun = (await http(daemon.url, "POST", `/v1/builds/${first.id}/rerun`, { token: owner })).body.build;
     expect((await finished(rerun.id)).status).toBe("succeeded");
     const flaky = (await http(daemon.url, "GET", `/v1/pipelines/${pipeline.id}/flaky-tests`, { token: owner })).body.tests;
-    expect(flaky).toMatchObject([{ name: "stand-in: counter increments", runs: 2, failures: 1, failure_rate: 0.5, flaky_runs: 1, last_flaky_build_id: rerun.id }]);
+    expect(flaky).toMatchObject([
+      { name: "stand-in: counter increments", runs: 2, failures: 1, failure_rate: 0.5, flaky_runs: 1, last_flaky_build_id: rerun.id },
+    ]);
     const listed = (await http(daemon.url, "GET", `/v1/pipelines/${pipeline.id}/builds`, { token: owner })).body.builds;
     expect(listed.map((b: { test_summary: { text: string } }) => b.test_summary.text)).toEqual(["2 passed, 1 skipped", "1 passed, 1 failed, 1 skipped"]);
   }, 90_000);

@@ -48,7 +48,9 @@ describe("two daemons, one database", () => {
 
   test("100 token creations spread over both processes all land, each once", async () => {
     const results = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => http(i % 2 ? a.url : b.url, "POST", "/v1/api-tokens", { token: owner, body: { name: `t${i}`, role: "developer" } })),
+      Array.from({ length: 100 }, (_, i) =>
+        http(i % 2 ? a.url : b.url, "POST", "/v1/api-tokens", { token: owner, body: { name: `t${i}`, role: "developer" } }),
+      ),
     );
     expect(results.every((r) => r.status === 201)).toBe(true);
     const listed = await http(a.url, "GET", "/v1/api-tokens?limit=200", { token: owner });
@@ -66,24 +68,52 @@ describe("two daemons, one database", () => {
   test("50 builds created through both processes at once are numbered 1..50, each once", async () => {
     await http(a.url, "POST", "/v1/integrations", {
       token: owner,
-      body: { provider: "github", name: "gh", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: WEBHOOK_SECRET },
+      body: {
+        provider: "github",
+        name: "gh",
+        api_url: host.url,
+        app_id: host.github.appId,
+        installation_id: host.github.installationId,
+        private_key: host.github.privateKeyPem,
+        webhook_secret: WEBHOOK_SECRET,
+      },
     });
     const repo = (await http(b.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
     const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
-    const pipeline = (await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] } } })).body.pipeline;
+    const pipeline = (
+      await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] } } })
+    ).body.pipeline;
     projectId = project.id;
     const results = await Promise.all(
-      Array.from({ length: 50 }, (_, i) => http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "d".repeat(40) } })),
+      Array.from({ length: 50 }, (_, i) =>
+        http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, {
+          token: owner,
+          body: { pipeline_id: pipeline.id, commit_sha: "d".repeat(40) },
+        }),
+      ),
     );
     expect(results.every((r) => r.status === 201)).toBe(true);
     expect(results.map((r) => r.body.build.build_number).sort((x, y) => x - y)).toEqual(Array.from({ length: 50 }, (_, i) => i + 1));
   });
 
   test("the same webhook delivery sent to both processes at once creates one build", async () => {
-    const body = JSON.stringify({ ref: "refs/heads/main", deleted: false, after: "e".repeat(40), head_commit: { id: "e".repeat(40), message: "two processes" }, commits: [], repository: { id: 4242, full_name: "acme/app" }, pusher: { name: "dev" } });
+    const body = JSON.stringify({
+      ref: "refs/heads/main",
+      deleted: false,
+      after: "e".repeat(40),
+      head_commit: { id: "e".repeat(40), message: "two processes" },
+      commits: [],
+      repository: { id: 4242, full_name: "acme/app" },
+      pusher: { name: "dev" },
+    });
     const signature = await sign(WEBHOOK_SECRET, body);
     const delivery = crypto.randomUUID();
-    const send = (url: string) => fetch(`${url}/v1/webhooks/github`, { method: "POST", headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": signature }, body }).then((r) => r.json() as Promise<{ duplicate: boolean }>);
+    const send = (url: string) =>
+      fetch(`${url}/v1/webhooks/github`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": signature },
+        body,
+      }).then((r) => r.json() as Promise<{ duplicate: boolean }>);
     const answers = await Promise.all([send(a.url), send(b.url), send(a.url), send(b.url)]);
     expect(answers.filter((x) => !x.duplicate)).toHaveLength(1);
     const builds = (await http(a.url, "GET", `/v1/projects/${projectId}/builds?trigger_type=webhook`, { token: owner })).body;
@@ -98,7 +128,12 @@ describe("two daemons, one database", () => {
     await http(a.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
     // Both processes race to hand out work: each build goes to one claim only.
     const claims = await Promise.all(
-      Array.from({ length: 6 }, (_, i) => http(i % 2 ? a.url : b.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })),
+      Array.from({ length: 6 }, (_, i) =>
+        http(i % 2 ? a.url : b.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
+          token: runner.token,
+          body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+        }),
+      ),
     );
     const claimed = claims.filter((c) => c.status === 201).map((c) => c.body.job);
     expect(new Set(claimed.map((j) => j.build.id)).size).toBe(claimed.length);
@@ -107,7 +142,10 @@ describe("two daemons, one database", () => {
     const viewer = new SseReader(await fetch(`${b.url}/v1/builds/${job.build.id}/logs/stream?token=${token}`));
     await viewer.until((e) => e.some((x) => x.event === "status"));
     const sentAt = Date.now();
-    await http(a.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, { token: runner.token, body: { first_line: 0, lines: [{ text: "from process A" }, { text: "second" }] } });
+    await http(a.url, "POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/logs`, {
+      token: runner.token,
+      body: { first_line: 0, lines: [{ text: "from process A" }, { text: "second" }] },
+    });
     await viewer.until((e) => e.filter((x) => x.event === "log").length >= 2, 5000);
     expect(Date.now() - sentAt).toBeLessThan(3000);
     expect(viewer.logs().map((l) => l.text)).toEqual(["from process A", "second"]);

@@ -248,7 +248,7 @@ function buildRequest(n: number, op: Operation, world: World): FuzzRequest {
   for (const q of op.query) {
     if (!chance(0.6)) continue;
     const value = chance(0.6) ? sample(q.schema, world.allIds) : nastyScalar();
-    search.append(q.name, typeof value === "string" ? value : JSON.stringify(value) ?? "");
+    search.append(q.name, typeof value === "string" ? value : (JSON.stringify(value) ?? ""));
     if (chance(0.1)) search.append(q.name, "again");
   }
   if (chance(0.1)) search.append(pick(["unknown", "token", "limit", "offset"]), String(pick(NASTY_STRINGS.filter((s) => s.length < 1000))));
@@ -258,14 +258,25 @@ function buildRequest(n: number, op: Operation, world: World): FuzzRequest {
   const who = random();
   if (who < 0.55) headers.authorization = `Bearer ${world.ownerToken}`;
   else if (who < 0.65) headers.authorization = `Bearer ${world.developerToken}`;
-  else if (who < 0.8) headers.authorization = pick(["Bearer ", "Bearer roost_pat_nope", "Bearer roost_sess_nope", "Bearer roost_rt_nope", "Basic Zm9vOmJhcg==", "Bearer \u00ff", `Bearer ${"a".repeat(5000)}`]);
+  else if (who < 0.8)
+    headers.authorization = pick([
+      "Bearer ",
+      "Bearer roost_pat_nope",
+      "Bearer roost_sess_nope",
+      "Bearer roost_rt_nope",
+      "Basic Zm9vOmJhcg==",
+      "Bearer \u00ff",
+      `Bearer ${"a".repeat(5000)}`,
+    ]);
   if (chance(0.15)) headers.host = pick(["127.0.0.1:99999", "evil.example.test", "", "[::1", "localhost:8080", "a b", "127.0.0.1:0"]);
   if (chance(0.1)) headers.origin = pick(["https://evil.example.test", "null", "http://127.0.0.1:8080", "not an origin"]);
   if (chance(0.05)) headers["x-forwarded-for"] = "127.0.0.1";
 
   let body: string | undefined;
   if (op.method !== "GET" && (op.body !== undefined || chance(0.3))) {
-    const contentType = chance(0.9) ? "application/json" : pick(["text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", "application/merge-patch+json", "multipart/form-data"]);
+    const contentType = chance(0.9)
+      ? "application/json"
+      : pick(["text/plain", "application/x-www-form-urlencoded", "application/json; charset=latin1", "application/merge-patch+json", "multipart/form-data"]);
     headers["content-type"] = contentType;
     const roll = random();
     const sampled = sample(op.body, world.allIds);
@@ -274,7 +285,7 @@ function buildRequest(n: number, op: Operation, world: World): FuzzRequest {
     else if (roll < 0.78) body = JSON.stringify(nastyScalar());
     else if (roll < 0.84) body = deepText(pick([17, 65, 1000, 50_000]));
     else if (roll < 0.88) body = `{"settings":${deepText(pick([15, 17, 64, 2000]))}}`;
-    else if (roll < 0.92) body = pick(["", "{", "nul", "{\"a\":1}{", "\"\\ud800\"", "[1,2", "\u00ff\u00fe"]);
+    else if (roll < 0.92) body = pick(["", "{", "nul", '{"a":1}{', '"\\ud800"', "[1,2", "\u00ff\u00fe"]);
     else if (roll < 0.96) body = JSON.stringify({ ...(sampled as object), padding: "p".repeat(int(1, 3) * 400_000) });
     else body = JSON.stringify(sampled).replace(/"([^"\\]*)"/, '"$1\\udc00"');
   }
@@ -333,7 +344,10 @@ const PROTOCOL_BREAKS: Array<[string, (m: { head: string; body: Buffer }) => { h
   ["no version", (m) => ({ ...m, head: m.head.replace(" HTTP/1.1\r\n", "\r\n") })],
   ["space in the target", (m) => ({ ...m, head: m.head.replace(/^(\S+ \/\S*?)\//, "$1 x/") })],
   ["raw byte in the target", (m) => ({ ...m, head: m.head.replace(/^(\S+ \/)/, `$1${pick(["\u00e9", "\u0001", "\u007f", "<"])}`) })],
-  ["absolute-form target", (m) => ({ ...m, head: m.head.replace(/^(\S+ )\//, `$1${pick(["http://evil.example.test/", "https://127.0.0.1:8080/", "ftp://x/", "//"])}`) })],
+  [
+    "absolute-form target",
+    (m) => ({ ...m, head: m.head.replace(/^(\S+ )\//, `$1${pick(["http://evil.example.test/", "https://127.0.0.1:8080/", "ftp://x/", "//"])}`) }),
+  ],
   ["asterisk-form target", (m) => ({ ...m, head: m.head.replace(/^(\S+) \S+/, "$1 *") })],
   ["LF line endings", (m) => ({ ...m, head: m.head.replace(/\r\n/g, "\n") })],
   ["header without a colon", (m) => ({ ...m, head: m.head.replace("\r\n", "\r\nX-Broken header\r\n") })],
@@ -343,14 +357,60 @@ const PROTOCOL_BREAKS: Array<[string, (m: { head: string; body: Buffer }) => { h
   ["oversized headers", (m) => ({ ...m, head: m.head.replace("\r\n", `\r\nX-Big: ${"a".repeat(int(17, 40) * 1024)}\r\n`) })],
   ["no Host", (m) => ({ ...m, head: m.head.replace(/\r\nhost: [^\r]*/i, "") })],
   ["HTTP/1.0 without Host", (m) => ({ ...m, head: m.head.replace(" HTTP/1.1\r\n", " HTTP/1.0\r\n").replace(/\r\nhost: [^\r]*/i, "") })],
-  ["bad Host", (m) => ({ ...m, head: m.head.replace(/\r\nhost: [^\r]*/i, `\r\nhost: ${pick(["127.0.0.1:99999", "[::1", "a b", "x/y", "@evil", "127.0.0.1:-1", ""])}`) })],
+  [
+    "bad Host",
+    (m) => ({ ...m, head: m.head.replace(/\r\nhost: [^\r]*/i, `\r\nhost: ${pick(["127.0.0.1:99999", "[::1", "a b", "x/y", "@evil", "127.0.0.1:-1", ""])}`) }),
+  ],
   ["two Hosts", (m) => ({ ...m, head: m.head.replace("\r\n", "\r\nHost: evil.example.test\r\n") })],
-  ["Content-Length not a number", (m) => ({ ...m, head: m.head.replace("\r\n", `\r\nContent-Length: ${pick(["abc", "-1", "1e3", "0x10", "99999999999999999999"])}\r\n`) })],
-  ["two Content-Lengths", (m) => ({ ...m, head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nContent-Length: ${m.body.byteLength}\r\nContent-Length: ${m.body.byteLength + 1}\r\n`) })],
-  ["Content-Length and chunked", (m) => ({ ...m, head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nTransfer-Encoding: chunked\r\nContent-Length: ${m.body.byteLength}\r\n`) })],
-  ["bad chunk", (m) => ({ head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", "\r\nTransfer-Encoding: chunked\r\n"), body: Buffer.from(pick(["zz\r\n\r\n", "3\r\nabcd\r\n0\r\n\r\n", "-1\r\n\r\n", "2;x=\"\u0001\"\r\nab\r\n0\r\n\r\n"])) })],
-  ["a transfer coding other than chunked last", (m) => ({ ...m, head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nTransfer-Encoding: ${pick(["gzip", "chunked, gzip", "identity", "chunk"])}\r\n`) })],
-  ["garbage", () => ({ head: pick(["GARBAGE\r\n\r\n", "\u0016\u0003\u0001\u0002\u0000\u0001\u0000\u0001\u00fc\u0003\u0003", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "GET\r\n\r\n", " / HTTP/1.1\r\n\r\n"]), body: Buffer.alloc(0) })],
+  [
+    "Content-Length not a number",
+    (m) => ({ ...m, head: m.head.replace("\r\n", `\r\nContent-Length: ${pick(["abc", "-1", "1e3", "0x10", "99999999999999999999"])}\r\n`) }),
+  ],
+  [
+    "two Content-Lengths",
+    (m) => ({
+      ...m,
+      head: m.head
+        .replace(/\r\ncontent-length: \d+/i, "")
+        .replace("\r\n", `\r\nContent-Length: ${m.body.byteLength}\r\nContent-Length: ${m.body.byteLength + 1}\r\n`),
+    }),
+  ],
+  [
+    "Content-Length and chunked",
+    (m) => ({
+      ...m,
+      head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", `\r\nTransfer-Encoding: chunked\r\nContent-Length: ${m.body.byteLength}\r\n`),
+    }),
+  ],
+  [
+    "bad chunk",
+    (m) => ({
+      head: m.head.replace(/\r\ncontent-length: \d+/i, "").replace("\r\n", "\r\nTransfer-Encoding: chunked\r\n"),
+      body: Buffer.from(pick(["zz\r\n\r\n", "3\r\nabcd\r\n0\r\n\r\n", "-1\r\n\r\n", '2;x="\u0001"\r\nab\r\n0\r\n\r\n'])),
+    }),
+  ],
+  [
+    "a transfer coding other than chunked last",
+    (m) => ({
+      ...m,
+      head: m.head
+        .replace(/\r\ncontent-length: \d+/i, "")
+        .replace("\r\n", `\r\nTransfer-Encoding: ${pick(["gzip", "chunked, gzip", "identity", "chunk"])}\r\n`),
+    }),
+  ],
+  [
+    "garbage",
+    () => ({
+      head: pick([
+        "GARBAGE\r\n\r\n",
+        "\u0016\u0003\u0001\u0002\u0000\u0001\u0000\u0001\u00fc\u0003\u0003",
+        "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        "GET\r\n\r\n",
+        " / HTTP/1.1\r\n\r\n",
+      ]),
+      body: Buffer.alloc(0),
+    }),
+  ],
 ];
 
 interface RawAnswer {
@@ -439,7 +499,11 @@ beforeAll(async () => {
   const document = await t.call("GET", "/v1/openapi.json");
   operations = operationsOf(document.body);
   listener = await listen(
-    { fetch: (request, peer, connection) => t.app.fetch(request, peer, connection), refuseMethod: (method, pathname) => t.app.refuseMethod(method, pathname), error: () => new Response("listener error handler reached", { status: 500 }) },
+    {
+      fetch: (request, peer, connection) => t.app.fetch(request, peer, connection),
+      refuseMethod: (method, pathname) => t.app.refuseMethod(method, pathname),
+      error: () => new Response("listener error handler reached", { status: 500 }),
+    },
     { hostname: "127.0.0.1", port: 0, fallbackOrigin: null, requestTimeoutSeconds: 30, idleTimeoutSeconds: 30, log: silentLogger },
   );
 });
@@ -472,7 +536,13 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
         // Well-formed, over a kept-alive connection: what the listener makes of a fetch Response.
         request.broken = "";
         const url = request.url.replace("http://127.0.0.1:8080", `http://127.0.0.1:${listener.port}`);
-        const response = await fetch(url, { method: request.method, headers: request.headers, body: request.body, redirect: "manual", signal: AbortSignal.timeout(SLOW_MS) });
+        const response = await fetch(url, {
+          method: request.method,
+          headers: request.headers,
+          body: request.body,
+          redirect: "manual",
+          signal: AbortSignal.timeout(SLOW_MS),
+        });
         socketRequests++;
         problem = await judge(op, response);
         if (problem === null && response.status >= 400) socketErrors++;
@@ -482,7 +552,10 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
         request.broken = `${name}: ${JSON.stringify(message.head.length > 200 ? message.head.slice(0, 200) + "…" : message.head)}`;
         const answer = await sendRaw(listener.port, message);
         socketRequests++;
-        problem = answer === null ? "no answer: the connection closed (or stayed silent) without a status line" : await judge(op, new Response(answer.body, { status: answer.status, headers: answer.headers }));
+        problem =
+          answer === null
+            ? "no answer: the connection closed (or stayed silent) without a status line"
+            : await judge(op, new Response(answer.body, { status: answer.status, headers: answer.headers }));
         if (problem === null && answer !== null && answer.status >= 400) socketErrors++;
       }
     } catch (error) {
@@ -497,7 +570,9 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
   expect(socketRequests).toBeGreaterThan(REQUESTS / 10);
   expect(socketErrors).toBeGreaterThan(REQUESTS / 30);
   if (failures.length > 0) {
-    console.error(`api fuzz: ${failures.length} of ${REQUESTS} requests failed (ROOST_FUZZ_SEED=${SEED} ROOST_FUZZ_REQUESTS=${REQUESTS}):\n  ${failures.slice(0, 25).join("\n  ")}`);
+    console.error(
+      `api fuzz: ${failures.length} of ${REQUESTS} requests failed (ROOST_FUZZ_SEED=${SEED} ROOST_FUZZ_REQUESTS=${REQUESTS}):\n  ${failures.slice(0, 25).join("\n  ")}`,
+    );
   }
   expect(failures.slice(0, 10)).toEqual([]);
   // About 15 s of CPU; 25 s on an idle two-core machine, up to a minute on a busy one.

@@ -29,7 +29,9 @@ let remote: string;
 function git(...args: string[]): string {
   // Only this repository: a GIT_DIR or GIT_INDEX_FILE inherited from a hook or a script would point git elsewhere.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GIT_")));
-  const out = Bun.spawnSync(["git", "-C", remote, ...args], { env: { ...env, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" } });
+  const out = Bun.spawnSync(["git", "-C", remote, ...args], {
+    env: { ...env, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" },
+  });
   if (out.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${out.stderr.toString()}`);
   return out.stdout.toString().trim();
 }
@@ -42,18 +44,42 @@ function commit(message: string): string {
 
 async function projectFor(repositoryId: string): Promise<{ id: string; pipeline: string }> {
   const p = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repositoryId } })).body.project;
-  const pipeline = (await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } } })).body.pipeline;
+  const pipeline = (
+    await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
+      token: owner,
+      body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } },
+    })
+  ).body.pipeline;
   return { id: p.id, pipeline: pipeline.id };
 }
-const buildsOf = async (projectId: string) => (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds as { id: string; commit_sha: string; branch: string; trigger_event: string }[];
-const deliveriesOf = async (projectId: string) => (await t.call("GET", `/v1/projects/${projectId}/webhook-deliveries?limit=200`, { token: owner })).body.deliveries as { host: string; result: string; reason: string; verified: boolean }[];
+const buildsOf = async (projectId: string) =>
+  (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds as {
+    id: string;
+    commit_sha: string;
+    branch: string;
+    trigger_event: string;
+  }[];
+const deliveriesOf = async (projectId: string) =>
+  (await t.call("GET", `/v1/projects/${projectId}/webhook-deliveries?limit=200`, { token: owner })).body.deliveries as {
+    host: string;
+    result: string;
+    reason: string;
+    verified: boolean;
+  }[];
 // Duplicates belong to no project (nothing was decided for one), so they are read from the admin log.
-const gitDuplicates = async () => ((await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries as { host: string; result: string; event: string }[]).filter((d) => d.host === "git" && d.result === "duplicate");
+const gitDuplicates = async () =>
+  ((await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries as { host: string; result: string; event: string }[]).filter(
+    (d) => d.host === "git" && d.result === "duplicate",
+  );
 
 beforeAll(async () => {
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true", ROOST_GIT_POLL_INTERVAL_SECONDS: "30" });
   host = await startHostApiStandIn();
-  host.gitea.repos.push({ id: 140, full_name: "gitea/webhooks", default_branch: "master", private: false }, { id: 141, full_name: "mallory/webhooks", default_branch: "master", private: false }, { id: 7, full_name: "team/other", default_branch: "main", private: true });
+  host.gitea.repos.push(
+    { id: 140, full_name: "gitea/webhooks", default_branch: "master", private: false },
+    { id: 141, full_name: "mallory/webhooks", default_branch: "master", private: false },
+    { id: 7, full_name: "team/other", default_branch: "main", private: true },
+  );
   owner = await bootstrapOwner(t);
   remote = mkdtempSync(join(tmpdir(), "roost-remote-"));
   git("init", "-q", "-b", "main");
@@ -68,10 +94,17 @@ afterAll(async () => {
 describe("Gitea and Forgejo", () => {
   let project: { id: string; pipeline: string };
   const gitea = (event: string, body: string, headers: Record<string, string> = {}) =>
-    t.call("POST", "/v1/webhooks/gitea", { raw: body, contentType: "application/json", headers: { "x-gitea-event": event, "x-gitea-delivery": crypto.randomUUID(), "x-gitea-signature": hex(GITEA_SECRET, body), ...headers } });
+    t.call("POST", "/v1/webhooks/gitea", {
+      raw: body,
+      contentType: "application/json",
+      headers: { "x-gitea-event": event, "x-gitea-delivery": crypto.randomUUID(), "x-gitea-signature": hex(GITEA_SECRET, body), ...headers },
+    });
 
   test("an integration syncs its catalogue from /api/v1/user/repos, following the Link header", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitea", name: "Forgejo", api_url: host.url, access_token: host.gitea.token, webhook_secret: GITEA_SECRET } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitea", name: "Forgejo", api_url: host.url, access_token: host.gitea.token, webhook_secret: GITEA_SECRET },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ integration: { provider: "gitea", api_url: host.url }, repositories_synced: 3, sync_error: null });
     expect(JSON.stringify(res.body)).not.toContain(host.gitea.token);
@@ -85,7 +118,11 @@ describe("Gitea and Forgejo", () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, duplicate: false, builds: [{ pipeline_id: project.pipeline }] });
     const body = fixture("push.json").replace("Webhooks Yay!", "Forgejo too");
-    const forgejo = await t.call("POST", "/v1/webhooks/gitea", { raw: body, contentType: "application/json", headers: { "x-forgejo-event": "push", "x-forgejo-delivery": crypto.randomUUID(), "x-forgejo-signature": hex(GITEA_SECRET, body) } });
+    const forgejo = await t.call("POST", "/v1/webhooks/gitea", {
+      raw: body,
+      contentType: "application/json",
+      headers: { "x-forgejo-event": "push", "x-forgejo-delivery": crypto.randomUUID(), "x-forgejo-signature": hex(GITEA_SECRET, body) },
+    });
     expect(forgejo.body.builds).toHaveLength(1);
     const builds = await buildsOf(project.id);
     expect(builds.map((b) => [b.branch, b.commit_sha, b.trigger_event])).toEqual([
@@ -100,12 +137,22 @@ describe("Gitea and Forgejo", () => {
     ["pull_request", "pull_request__opened.json", 1, null],
     ["pull_request", "pull_request__synchronized.json", 1, null],
     ["pull_request", "pull_request__closed.json", 0, 'pull request action "closed" brings no new commit'],
-    ["pull_request", "pull_request__opened_from_fork.json", 0, "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)"],
+    [
+      "pull_request",
+      "pull_request__opened_from_fork.json",
+      0,
+      "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)",
+    ],
   ] as const)("%s %s builds %d", async (event, file, builds, reason) => {
     const res = await gitea(event, fixture(file));
     expect(res.status).toBe(200);
     expect(res.body.builds).toHaveLength(builds);
-    if (reason) expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({ host: "gitea", result: "ignored", reason });
+    if (reason)
+      expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({
+        host: "gitea",
+        result: "ignored",
+        reason,
+      });
   });
 
   test("a push without head_commit (older Gitea and Forgejo versions) builds the commit `after` names", async () => {
@@ -113,7 +160,12 @@ describe("Gitea and Forgejo", () => {
     expect(res.status).toBe(200);
     expect(res.body.builds).toHaveLength(1);
     const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
-    expect(build).toMatchObject({ branch: "develop", commit_sha: "bffeb74224043ba2feb48d137756c8a9331c449a", trigger_event: "push", changelog: "bffeb74 Webhooks Yay! (Gitea)" });
+    expect(build).toMatchObject({
+      branch: "develop",
+      commit_sha: "bffeb74224043ba2feb48d137756c8a9331c449a",
+      trigger_event: "push",
+      changelog: "bffeb74 Webhooks Yay! (Gitea)",
+    });
   });
 
   test("a pull request body without pull_request.number builds with the top-level number; with neither it is 400", async () => {
@@ -146,9 +198,16 @@ describe("Gitea and Forgejo", () => {
     const wrong = await gitea("push", fixture("push.json"), { "x-gitea-signature": hex("not-the-secret-at-all", fixture("push.json")) });
     expect(wrong.status).toBe(401);
     expect(wrong.body).toEqual({ code: "webhook_signature_invalid", message: "X-Gitea-Signature does not match the webhook secret." });
-    const missing = await t.call("POST", "/v1/webhooks/gitea", { raw: fixture("push.json"), contentType: "application/json", headers: { "x-gitea-event": "push" } });
+    const missing = await t.call("POST", "/v1/webhooks/gitea", {
+      raw: fixture("push.json"),
+      contentType: "application/json",
+      headers: { "x-gitea-event": "push" },
+    });
     expect(missing.status).toBe(401);
-    expect(missing.body).toEqual({ code: "webhook_signature_missing", message: "Gitea and Forgejo deliveries must carry X-Gitea-Signature; set the integration's webhook secret as the hook's secret." });
+    expect(missing.body).toEqual({
+      code: "webhook_signature_missing",
+      message: "Gitea and Forgejo deliveries must carry X-Gitea-Signature; set the integration's webhook secret as the hook's secret.",
+    });
     expect((await buildsOf(project.id)).length).toBe(before);
   });
 
@@ -166,7 +225,11 @@ describe("Gitea and Forgejo", () => {
     const statuses = host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/api/v1/repos/gitea/webhooks/statuses/"));
     expect(statuses.map((r) => r.path)).toContain("/api/v1/repos/gitea/webhooks/statuses/bffeb74224043ba2feb48d137756c8a9331c449a");
     expect(statuses[0]!.headers.authorization).toBe(`token ${host.gitea.token}`);
-    expect(statuses[0]!.body).toMatchObject({ state: "pending", context: "roost/all", target_url: expect.stringMatching(/^https:\/\/ci\.example\.test\/v1\/builds\//) });
+    expect(statuses[0]!.body).toMatchObject({
+      state: "pending",
+      context: "roost/all",
+      target_url: expect.stringMatching(/^https:\/\/ci\.example\.test\/v1\/builds\//),
+    });
   });
 });
 
@@ -192,7 +255,10 @@ describe("a plain git remote", () => {
         message: "The body is not valid: body.url: is a path on this machine, allowed only with ROOST_GIT_ALLOW_LOCAL_REMOTES=true",
         details: [{ path: "body.url", message: "is a path on this machine, allowed only with ROOST_GIT_ALLOW_LOCAL_REMOTES=true" }],
       });
-      const inline = await strict.call("POST", "/v1/integrations", { token, body: { provider: "git", name: "x", url: "https://bob:hunter2@git.example.test/app.git" } });
+      const inline = await strict.call("POST", "/v1/integrations", {
+        token,
+        body: { provider: "git", name: "x", url: "https://bob:hunter2@git.example.test/app.git" },
+      });
       expect(inline.body.details).toEqual([{ path: "body.url", message: "must not carry credentials: give them as username/password or ssh_private_key" }]);
       const helper = await strict.call("POST", "/v1/integrations", { token, body: { provider: "git", name: "x", url: "ext::sh -c touch% /tmp/pwned" } });
       expect(helper.body.details).toEqual([{ path: "body.url", message: "must not use a remote helper (ext::, fd::)" }]);
@@ -203,12 +269,25 @@ describe("a plain git remote", () => {
 
   test("one integration is one repository, named after the URL, its default branch read with ls-remote", async () => {
     first = commit("first");
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "git", name: "Local app", url: `file://${remote}`, webhook_secret: GIT_SECRET } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "git", name: "Local app", url: `file://${remote}`, webhook_secret: GIT_SECRET },
+    });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ integration: { provider: "git", api_url: `file://${remote}` }, repositories_synced: 1, sync_error: null });
     integrationId = res.body.integration.id;
-    const repos = (await t.call("GET", "/v1/integration-repositories?limit=200", { token: owner })).body.repositories.filter((r: { integration_id: string }) => r.integration_id === integrationId);
-    expect(repos).toEqual([expect.objectContaining({ provider: "git", external_id: integrationId, default_branch: "main", clone_url: `file://${remote}`, full_name: expect.stringContaining("roost-remote-") })]);
+    const repos = (await t.call("GET", "/v1/integration-repositories?limit=200", { token: owner })).body.repositories.filter(
+      (r: { integration_id: string }) => r.integration_id === integrationId,
+    );
+    expect(repos).toEqual([
+      expect.objectContaining({
+        provider: "git",
+        external_id: integrationId,
+        default_branch: "main",
+        clone_url: `file://${remote}`,
+        full_name: expect.stringContaining("roost-remote-"),
+      }),
+    ]);
     project = await projectFor(repos[0].id);
   });
 
@@ -302,10 +381,16 @@ describe("a plain git remote", () => {
     const body = { project_id: project.id, ref: "refs/heads/main", after: sha };
     const bad = await push(body, `sha256=${hex("some-other-secret-entirely", JSON.stringify(body))}`);
     expect(bad.status).toBe(401);
-    expect(bad.body).toEqual({ code: "webhook_signature_invalid", message: "X-Roost-Signature-256 does not match the webhook secret of the project the body names." });
+    expect(bad.body).toEqual({
+      code: "webhook_signature_invalid",
+      message: "X-Roost-Signature-256 does not match the webhook secret of the project the body names.",
+    });
     const missing = await push(body, null);
     expect(missing.status).toBe(401);
-    expect(missing.body).toEqual({ code: "webhook_signature_missing", message: "Deliveries must carry X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the body with the webhook secret>." });
+    expect(missing.body).toEqual({
+      code: "webhook_signature_missing",
+      message: "Deliveries must carry X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the body with the webhook secret>.",
+    });
     const unknown = await push({ ...body, project_id: "no-such-project" });
     expect(unknown.body.code).toBe("webhook_signature_invalid");
 
@@ -322,7 +407,10 @@ describe("a plain git remote", () => {
   });
 
   test("https credentials are sealed at rest and handed to runners only as clone credentials", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "git", name: "https", url: "https://127.0.0.1:9/team/app.git", username: "ci", password: "s3cret-password" } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "git", name: "https", url: "https://127.0.0.1:9/team/app.git", username: "ci", password: "s3cret-password" },
+    });
     expect(res.status).toBe(201);
     expect(res.text).not.toContain("s3cret-password");
     const row = (await t.db.execute({ sql: "SELECT credentials_sealed FROM integrations WHERE id = ?", args: [res.body.integration.id] })).rows[0]!;
@@ -330,7 +418,21 @@ describe("a plain git remote", () => {
     expect(res.body.sync_error).toStartWith("git ls-remote failed:");
     // The catalogue entry exists only after a sync; insert it as a sync would to ask what a runner gets.
     const integration = (await findIntegration(t.db, res.body.integration.id))!;
-    await upsertRepositories(t.db, integration, [{ external_id: integration.id, full_name: "team/app", default_branch: "main", is_private: true, avatar_url: "", clone_url: "https://127.0.0.1:9/team/app.git" }], t.clock.now());
+    await upsertRepositories(
+      t.db,
+      integration,
+      [
+        {
+          external_id: integration.id,
+          full_name: "team/app",
+          default_branch: "main",
+          is_private: true,
+          avatar_url: "",
+          clone_url: "https://127.0.0.1:9/team/app.git",
+        },
+      ],
+      t.clock.now(),
+    );
     const repo = (await findRepositoriesByExternalId(t.db, "git", integration.id))[0]!;
     expect(await cloneCredentials(t.ctx, repo)).toEqual({ username: "ci", password: "s3cret-password" });
   });

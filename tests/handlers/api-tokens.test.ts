@@ -257,13 +257,19 @@ describe("credentials", () => {
   ])("%s %s without Authorization is 401 missing_auth", async (method, path) => {
     const res = await t.call(method, path, { body: method === "POST" ? { name: "x", role: "developer" } : undefined });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "missing_auth", message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the request has none." });
+    expect(res.body).toEqual({
+      code: "missing_auth",
+      message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the request has none.",
+    });
   });
 
   test("a token of another kind (setup, recovery) is not a session", async () => {
     const res = await t.call("GET", "/v1/api-tokens", { token: "roost_setup_" + "a".repeat(58) });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "wrong_credential", message: "A setup token (roost_setup_…) cannot call user endpoints: this endpoint takes a user session or an API token." });
+    expect(res.body).toEqual({
+      code: "wrong_credential",
+      message: "A setup token (roost_setup_…) cannot call user endpoints: this endpoint takes a user session or an API token.",
+    });
   });
 
   test("a tampered token (checksum mismatch) is refused", async () => {

@@ -52,14 +52,19 @@ beforeAll(async () => {
   owner = await bootstrapOwner(t);
   await createGithubIntegration(t, owner, host);
   // GitLab webhook tokens exist only for GitLab projects: a second project there, with the same members.
-  const gitlab = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token } });
+  const gitlab = await t.call("POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token },
+  });
   if (gitlab.status !== 201) throw new Error(gitlab.text);
   gitlabProjectId = (await createProject(t, owner, "group/mobile")).id;
   const p = await createProject(t, owner);
   projectId = p.id;
   pipelineId = (await createPipeline(t, owner, projectId)).id;
   buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
-  incidentId = (await raiseIncident(t.db, t.clock.now(), { severity: "info", reason: "walk", message: "m", resource_kind: "test", resource_id: "x", resource_name: "x" })).id;
+  incidentId = (
+    await raiseIncident(t.db, t.clock.now(), { severity: "info", reason: "walk", message: "m", resource_kind: "test", resource_id: "x", resource_name: "x" })
+  ).id;
   tokens.owner = owner;
   for (const role of ["developer", "maintainer", "admin"] as const) {
     const u = await userWithRole(t, owner, role);
@@ -89,17 +94,35 @@ beforeAll(async () => {
     ["POST /v1/setup/preferences", [], async () => ({ path: "/v1/setup/preferences", body: { runtime_mode: "local" } })],
     ["POST /v1/setup/owner", [], async () => ({ path: "/v1/setup/owner", body: { email: "x@example.test" } })],
     ["POST /v1/setup/complete", [], async () => ({ path: "/v1/setup/complete" })],
-    ["POST /v1/auth/local/login", EVERYONE, async () => ({ path: "/v1/auth/local/login", body: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })],
+    [
+      "POST /v1/auth/local/login",
+      EVERYONE,
+      async () => ({ path: "/v1/auth/local/login", body: { email: "owner@example.test", recovery_capability: await loginCapability(t) } }),
+    ],
     ["POST /v1/auth/logout", BY_RULE, async () => ({ path: "/v1/auth/logout" })],
     // External Access sign-in on this Local Only instance: OIDC start and callback answer what they answer anyone
     // (not a refusal); trusted-proxy login is 403 mode_restricted for everyone (tests/handlers/trusted-proxy-login.test.ts).
     ["GET /v1/auth/oidc/start", { everyone: OIDC_START_STATUS }, async () => ({ path: "/v1/auth/oidc/start" })],
     ["POST /v1/auth/oidc/callback", { everyone: 400 }, async () => ({ path: "/v1/auth/oidc/callback", body: { code: "c", state: "s" } })], // invalid_state
     ["POST /v1/auth/trusted-proxy/login", [], async () => ({ path: "/v1/auth/trusted-proxy/login" })],
-    ["PUT /v1/setup/oidc", [], async () => ({ path: "/v1/setup/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
+    [
+      "PUT /v1/setup/oidc",
+      [],
+      async () => ({
+        path: "/v1/setup/oidc",
+        body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] },
+      }),
+    ],
     ["PUT /v1/setup/trusted-proxy", [], async () => ({ path: "/v1/setup/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
     ["GET /v1/settings/oidc", BY_RULE, async () => ({ path: "/v1/settings/oidc" })],
-    ["PUT /v1/settings/oidc", BY_RULE, async () => ({ path: "/v1/settings/oidc", body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } })],
+    [
+      "PUT /v1/settings/oidc",
+      BY_RULE,
+      async () => ({
+        path: "/v1/settings/oidc",
+        body: { issuer: "https://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] },
+      }),
+    ],
     ["GET /v1/settings/trusted-proxy", BY_RULE, async () => ({ path: "/v1/settings/trusted-proxy" })],
     ["PUT /v1/settings/trusted-proxy", BY_RULE, async () => ({ path: "/v1/settings/trusted-proxy", body: { trusted_peers: ["10.0.0.5"] } })],
     ["PUT /v1/settings/runtime-mode", BY_RULE, async () => ({ path: "/v1/settings/runtime-mode", body: { runtime_mode: "local" } })],
@@ -110,8 +133,18 @@ beforeAll(async () => {
     ["DELETE /v1/users/{user_id}", BY_RULE, async () => ({ path: `/v1/users/${(await userWithRole(t, owner, "developer")).id}` })],
     ["GET /v1/api-tokens", BY_RULE, async () => ({ path: "/v1/api-tokens" })],
     ["POST /v1/api-tokens", BY_RULE, async () => ({ path: "/v1/api-tokens", body: { name: "walk", role: "developer" } })],
-    ["DELETE /v1/api-tokens/{token_id}", BY_RULE, async (token) => ({ path: `/v1/api-tokens/${token ? (await t.call("POST", "/v1/api-tokens", { token, body: { name: "walk", role: "developer" } })).body.token_info?.id ?? (await t.call("GET", "/v1/api-tokens", { token })).body.tokens?.[0]?.id : "unknown"}` })],
-    ["POST /v1/integrations", BY_RULE, async () => ({ path: "/v1/integrations", body: { provider: "gitlab", name: "walk", api_url: host.url, access_token: host.gitlab.token } })],
+    [
+      "DELETE /v1/api-tokens/{token_id}",
+      BY_RULE,
+      async (token) => ({
+        path: `/v1/api-tokens/${token ? ((await t.call("POST", "/v1/api-tokens", { token, body: { name: "walk", role: "developer" } })).body.token_info?.id ?? (await t.call("GET", "/v1/api-tokens", { token })).body.tokens?.[0]?.id) : "unknown"}`,
+      }),
+    ],
+    [
+      "POST /v1/integrations",
+      BY_RULE,
+      async () => ({ path: "/v1/integrations", body: { provider: "gitlab", name: "walk", api_url: host.url, access_token: host.gitlab.token } }),
+    ],
     ["GET /v1/integrations", BY_RULE, async () => ({ path: "/v1/integrations" })],
     ["POST /v1/integrations/{integration_id}/sync", BY_RULE, async () => ({ path: `/v1/integrations/${await integrationId()}/sync` })],
     ["DELETE /v1/integrations/{integration_id}", BY_RULE, async () => ({ path: `/v1/integrations/${await integrationId()}` })],
@@ -122,7 +155,11 @@ beforeAll(async () => {
     ["PATCH /v1/projects/{project_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}`, body: { description: "walked" } })],
     ["DELETE /v1/projects/{project_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}` })],
     ["GET /v1/projects/{project_id}/members", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/members` })],
-    ["PUT /v1/projects/{project_id}/members/{user_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/members/${developerId}`, body: { role: "developer" } })],
+    [
+      "PUT /v1/projects/{project_id}/members/{user_id}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/members/${developerId}`, body: { role: "developer" } }),
+    ],
     [
       "DELETE /v1/projects/{project_id}/members/{user_id}",
       BY_RULE,
@@ -132,13 +169,21 @@ beforeAll(async () => {
         return { path: `/v1/projects/${projectId}/members/${member.id}` };
       },
     ],
-    ["POST /v1/projects/{project_id}/pipelines", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipelines`, body: { name: `walk-${crypto.randomUUID()}` } })],
+    [
+      "POST /v1/projects/{project_id}/pipelines",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/pipelines`, body: { name: `walk-${crypto.randomUUID()}` } }),
+    ],
     ["GET /v1/projects/{project_id}/pipelines", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipelines` })],
     ["GET /v1/projects/{project_id}/pipeline-file", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/pipeline-file` })],
     ["GET /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}` })],
     ["PATCH /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}`, body: { enabled: true } })],
     ["DELETE /v1/pipelines/{pipeline_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}` })],
-    ["POST /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })],
+    [
+      "POST /v1/projects/{project_id}/builds",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/builds`, body: { pipeline_id: pipelineId, commit_sha: SHA_A } }),
+    ],
     ["GET /v1/projects/{project_id}/builds", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/builds` })],
     ["GET /v1/pipelines/{pipeline_id}/builds", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/builds` })],
     ["GET /v1/projects/{project_id}/badges", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/badges` })],
@@ -156,21 +201,57 @@ beforeAll(async () => {
     ],
     ["POST /v1/projects/{project_id}/notifications", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications`, body: NOTIFICATION })],
     ["GET /v1/projects/{project_id}/notifications", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications` })],
-    ["GET /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` })],
-    ["PATCH /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}`, body: { enabled: false } })],
-    ["DELETE /v1/projects/{project_id}/notifications/{notification_id}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` })],
-    ["GET /v1/projects/{project_id}/notifications/{notification_id}/deliveries", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}/deliveries` })],
+    [
+      "GET /v1/projects/{project_id}/notifications/{notification_id}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` }),
+    ],
+    [
+      "PATCH /v1/projects/{project_id}/notifications/{notification_id}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}`, body: { enabled: false } }),
+    ],
+    [
+      "DELETE /v1/projects/{project_id}/notifications/{notification_id}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}` }),
+    ],
+    [
+      "GET /v1/projects/{project_id}/notifications/{notification_id}/deliveries",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/notifications/${await notificationId()}/deliveries` }),
+    ],
     ["POST /v1/pipelines/{pipeline_id}/schedules", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules`, body: { cron: "@daily" } })],
     ["GET /v1/pipelines/{pipeline_id}/schedules", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules` })],
     ["GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
-    ["PATCH /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}`, body: { enabled: false } })],
-    ["DELETE /v1/pipelines/{pipeline_id}/schedules/{schedule_id}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` })],
+    [
+      "PATCH /v1/pipelines/{pipeline_id}/schedules/{schedule_id}",
+      BY_RULE,
+      async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}`, body: { enabled: false } }),
+    ],
+    [
+      "DELETE /v1/pipelines/{pipeline_id}/schedules/{schedule_id}",
+      BY_RULE,
+      async () => ({ path: `/v1/pipelines/${pipelineId}/schedules/${await scheduleId()}` }),
+    ],
     ["GET /v1/projects/{project_id}/variables", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variables` })],
-    ["PUT /v1/projects/{project_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variables/WALK`, body: { value: "walk-secret", secret: true } })],
-    ["DELETE /v1/projects/{project_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variables/${await variableKey(`/v1/projects/${projectId}`)}` })],
+    [
+      "PUT /v1/projects/{project_id}/variables/{key}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/variables/WALK`, body: { value: "walk-secret", secret: true } }),
+    ],
+    [
+      "DELETE /v1/projects/{project_id}/variables/{key}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/variables/${await variableKey(`/v1/projects/${projectId}`)}` }),
+    ],
     ["GET /v1/pipelines/{pipeline_id}/variables", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/variables` })],
     ["PUT /v1/pipelines/{pipeline_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/variables/WALK`, body: { value: "walk" } })],
-    ["DELETE /v1/pipelines/{pipeline_id}/variables/{key}", BY_RULE, async () => ({ path: `/v1/pipelines/${pipelineId}/variables/${await variableKey(`/v1/pipelines/${pipelineId}`)}` })],
+    [
+      "DELETE /v1/pipelines/{pipeline_id}/variables/{key}",
+      BY_RULE,
+      async () => ({ path: `/v1/pipelines/${pipelineId}/variables/${await variableKey(`/v1/pipelines/${pipelineId}`)}` }),
+    ],
     ["GET /v1/projects/{project_id}/variable-changes", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/variable-changes` })],
     ["GET /v1/builds/{build_id}", BY_RULE, async () => ({ path: `/v1/builds/${buildId}` })],
     ["POST /v1/builds/{build_id}/rerun", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/rerun` })],
@@ -180,7 +261,11 @@ beforeAll(async () => {
     ["POST /v1/webhooks/gitlab", [], async () => ({ path: "/v1/webhooks/gitlab", body: { object_kind: "push", project: { id: 1 } } })],
     ["POST /v1/webhooks/gitea", [], async () => ({ path: "/v1/webhooks/gitea", body: { ref: "refs/heads/main" } })],
     ["POST /v1/webhooks/bitbucket", [], async () => ({ path: "/v1/webhooks/bitbucket", body: { push: { changes: [] } } })],
-    ["POST /v1/webhooks/git", [], async () => ({ path: "/v1/webhooks/git", body: { project_id: projectId, ref: "refs/heads/main", before: SHA_A, after: SHA_A } })],
+    [
+      "POST /v1/webhooks/git",
+      [],
+      async () => ({ path: "/v1/webhooks/git", body: { project_id: projectId, ref: "refs/heads/main", before: SHA_A, after: SHA_A } }),
+    ],
     ["POST /v1/projects/{project_id}/webhook-token", BY_RULE, async () => ({ path: `/v1/projects/${gitlabProjectId}/webhook-token` })],
     ["GET /v1/projects/{project_id}/webhook-deliveries", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/webhook-deliveries` })],
     ["GET /v1/webhook-deliveries", BY_RULE, async () => ({ path: "/v1/webhook-deliveries" })],
@@ -189,7 +274,25 @@ beforeAll(async () => {
       BY_RULE,
       async () => {
         const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
-        await insertDelivery(t.db, { id, host: "github", delivery_id: "d", event: "push", action: "", verified: true, result: "ignored", reason: "walk", repository_external_id: null, repository_full_name: null, repository_id: null, project_id: projectId, commit_sha: null, decisions: [], duplicate_of: null, received_at: 1, body: null });
+        await insertDelivery(t.db, {
+          id,
+          host: "github",
+          delivery_id: "d",
+          event: "push",
+          action: "",
+          verified: true,
+          result: "ignored",
+          reason: "walk",
+          repository_external_id: null,
+          repository_full_name: null,
+          repository_id: null,
+          project_id: projectId,
+          commit_sha: null,
+          decisions: [],
+          duplicate_of: null,
+          received_at: 1,
+          body: null,
+        });
         return { path: `/v1/webhook-deliveries/${id}` };
       },
     ],
@@ -201,20 +304,47 @@ beforeAll(async () => {
       async () => {
         // A stored artifact of the walk's build (row and file), so allowed callers get 200.
         const id = crypto.randomUUID().replace(/-/g, "").slice(0, 20);
-        await t.db.execute({ sql: "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, 'j', ?, 2, 'x', 1)", args: [id, buildId, `${id}.apk`] });
+        await t.db.execute({
+          sql: "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, 'j', ?, 2, 'x', 1)",
+          args: [id, buildId, `${id}.apk`],
+        });
         mkdirSync(join(t.dataDir, "artifacts", buildId), { recursive: true });
         writeFileSync(artifactFile(t.dataDir, buildId, id), "ok");
         return { path: `/v1/builds/${buildId}/artifacts/${id}` };
       },
     ],
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/artifacts?path=a.apk` })],
-    ["PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/test-reports?path=coverage/lcov.info` })],
+    [
+      "PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/test-reports?path=coverage/lcov.info` }),
+    ],
     ["GET /v1/projects/{project_id}/environments", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments` })],
-    ["GET /v1/projects/{project_id}/environments/{environment}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}` })],
-    ["PUT /v1/projects/{project_id}/environments/{environment}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/walk`, body: { requires_approval: true } })],
-    ["DELETE /v1/projects/{project_id}/environments/{environment}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}` })],
-    ["GET /v1/projects/{project_id}/environments/{environment}/secrets", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}/secrets` })],
-    ["PUT /v1/projects/{project_id}/environments/{environment}/secrets/{key}", BY_RULE, async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}/secrets/WALK`, body: { value: "walk-secret", secret: true } })],
+    [
+      "GET /v1/projects/{project_id}/environments/{environment}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}` }),
+    ],
+    [
+      "PUT /v1/projects/{project_id}/environments/{environment}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/environments/walk`, body: { requires_approval: true } }),
+    ],
+    [
+      "DELETE /v1/projects/{project_id}/environments/{environment}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}` }),
+    ],
+    [
+      "GET /v1/projects/{project_id}/environments/{environment}/secrets",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}/secrets` }),
+    ],
+    [
+      "PUT /v1/projects/{project_id}/environments/{environment}/secrets/{key}",
+      BY_RULE,
+      async () => ({ path: `/v1/projects/${projectId}/environments/${await environmentName()}/secrets/WALK`, body: { value: "walk-secret", secret: true } }),
+    ],
     [
       "DELETE /v1/projects/{project_id}/environments/{environment}/secrets/{key}",
       BY_RULE,
@@ -231,11 +361,27 @@ beforeAll(async () => {
     ["POST /v1/deployments/{deployment_id}/approve", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("waiting_approval")}/approve` })],
     ["POST /v1/deployments/{deployment_id}/reject", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("waiting_approval")}/reject` })],
     ["POST /v1/deployments/{deployment_id}/retry", BY_RULE, async () => ({ path: `/v1/deployments/${await deploymentId("failed")}/retry` })],
-    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/heartbeat` })],
-    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/logs", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/logs`, body: { first_line: 0, lines: [] } })],
-    ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/finish", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/finish`, body: { status: "succeeded", line_count: 0 } })],
+    [
+      "POST /v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/heartbeat` }),
+    ],
+    [
+      "POST /v1/runners/{runner_id}/deployments/{deployment_id}/logs",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/logs`, body: { first_line: 0, lines: [] } }),
+    ],
+    [
+      "POST /v1/runners/{runner_id}/deployments/{deployment_id}/finish",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/finish`, body: { status: "succeeded", line_count: 0 } }),
+    ],
     ["POST /v1/runners/{runner_id}/deployments/{deployment_id}/release", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/release` })],
-    ["GET /v1/runners/{runner_id}/deployments/{deployment_id}/artifacts/{artifact_id}", [], async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/artifacts/y` })],
+    [
+      "GET /v1/runners/{runner_id}/deployments/{deployment_id}/artifacts/{artifact_id}",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/deployments/x/artifacts/y` }),
+    ],
     ["GET /v1/builds/{build_id}/tests", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/tests` })],
     ["GET /v1/builds/{build_id}/tests/cases", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/tests/cases?status=failed` })],
     ["GET /v1/builds/{build_id}/coverage", BY_RULE, async () => ({ path: `/v1/builds/${buildId}/coverage` })],
@@ -244,7 +390,10 @@ beforeAll(async () => {
       BY_RULE,
       async () => {
         // A test the walk's pipeline knows, so allowed callers get 200.
-        await t.db.execute({ sql: "INSERT OR IGNORE INTO tests (pipeline_id, test_key, suite, name, first_seen_at, last_seen_at) VALUES (?, '00000000000000aa', 's', 'n', 1, 1)", args: [pipelineId] });
+        await t.db.execute({
+          sql: "INSERT OR IGNORE INTO tests (pipeline_id, test_key, suite, name, first_seen_at, last_seen_at) VALUES (?, '00000000000000aa', 's', 'n', 1, 1)",
+          args: [pipelineId],
+        });
         return { path: `/v1/pipelines/${pipelineId}/tests/00000000000000aa` };
       },
     ],
@@ -260,12 +409,32 @@ beforeAll(async () => {
     ["POST /v1/runners/{runner_id}/token", BY_RULE, async () => ({ path: `/v1/runners/${await runnerId()}/token` })],
     ["DELETE /v1/runners/{runner_id}", BY_RULE, async () => ({ path: `/v1/runners/${await runnerId()}` })],
     // The runner protocol takes the runner's own token only: no user credential works.
-    ["POST /v1/runners/{runner_id}/connect", [], async () => ({ path: `/v1/runners/${await runnerId()}/connect`, body: { capabilities: { os: "linux", arch: "x64" } } })],
-    ["POST /v1/runners/{runner_id}/jobs/claim", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/claim`, body: { claim_id: "walk-claim-1", wait_seconds: 0 } })],
+    [
+      "POST /v1/runners/{runner_id}/connect",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/connect`, body: { capabilities: { os: "linux", arch: "x64" } } }),
+    ],
+    [
+      "POST /v1/runners/{runner_id}/jobs/claim",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/claim`, body: { claim_id: "walk-claim-1", wait_seconds: 0 } }),
+    ],
     ["POST /v1/runners/{runner_id}/heartbeat", [], async () => ({ path: `/v1/runners/${await runnerId()}/heartbeat`, body: {} })],
-    ["PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/steps/build`, body: { status: "running", started_at: 1 } })],
-    ["POST /v1/runners/{runner_id}/jobs/{job_id}/logs", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/logs`, body: { first_line: 0, lines: [] } })],
-    ["POST /v1/runners/{runner_id}/jobs/{job_id}/finish", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/finish`, body: { status: "succeeded", exit_code: 0, line_count: 0 } })],
+    [
+      "PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step}",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/steps/build`, body: { status: "running", started_at: 1 } }),
+    ],
+    [
+      "POST /v1/runners/{runner_id}/jobs/{job_id}/logs",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/logs`, body: { first_line: 0, lines: [] } }),
+    ],
+    [
+      "POST /v1/runners/{runner_id}/jobs/{job_id}/finish",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/finish`, body: { status: "succeeded", exit_code: 0, line_count: 0 } }),
+    ],
     ["POST /v1/runners/{runner_id}/jobs/{job_id}/release", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/release` })],
     ["GET /v1/operator-incidents", BY_RULE, async () => ({ path: "/v1/operator-incidents" })],
     ["POST /v1/operator-incidents/{id}/read", BY_RULE, async () => ({ path: `/v1/operator-incidents/${incidentId}/read` })],
@@ -350,18 +519,25 @@ describe("the authorization walk", () => {
         if (succeeded && route.method === "DELETE" && route.path === "/v1/projects/{project_id}") {
           projectId = (await createProject(t, owner)).id;
           pipelineId = (await createPipeline(t, owner, projectId)).id;
-          buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
-          for (const [w, role] of [["project_viewer", "viewer"], ["project_developer", "developer"], ["project_maintainer", "maintainer"]] as const) {
+          buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body
+            .build.id;
+          for (const [w, role] of [
+            ["project_viewer", "viewer"],
+            ["project_developer", "developer"],
+            ["project_maintainer", "maintainer"],
+          ] as const) {
             const me = await t.call("GET", "/v1/users/me", { token: tokens[w] });
             await t.call("PUT", `/v1/projects/${projectId}/members/${me.body.user.id}`, { token: owner, body: { role } });
           }
         }
         if (succeeded && route.method === "DELETE" && route.path === "/v1/pipelines/{pipeline_id}") {
           pipelineId = (await createPipeline(t, owner, projectId)).id;
-          buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
+          buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body
+            .build.id;
         }
         if (succeeded && route.path === "/v1/builds/{build_id}/cancel") {
-          buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build.id;
+          buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body
+            .build.id;
         }
         // Logout ends the caller's session, and a login ends the session presented with it: sign in again.
         if (succeeded && (route.path === "/v1/auth/logout" || route.path === "/v1/auth/local/login") && who !== "none") await signIn(who);
@@ -383,7 +559,10 @@ async function scheduleId(): Promise<string> {
 }
 
 async function integrationId(): Promise<string> {
-  const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: `walk-${crypto.randomUUID().slice(0, 6)}`, api_url: host.url, access_token: host.gitlab.token } });
+  const res = await t.call("POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "gitlab", name: `walk-${crypto.randomUUID().slice(0, 6)}`, api_url: host.url, access_token: host.gitlab.token },
+  });
   return res.body.integration.id;
 }
 
@@ -396,7 +575,6 @@ async function signIn(who: Who): Promise<void> {
   tokens[who] = res.body.session_token;
   if (who === "owner") owner = res.body.session_token;
 }
-
 
 /** A fresh environment of the walk's project, so each caller's DELETE finds one. */
 async function environmentName(): Promise<string> {
@@ -413,7 +591,10 @@ async function publishableBuild(): Promise<string> {
   const pipeline = await createPipeline(t, owner, projectId, { execution_config: { publish: [WALK_PUBLISHER] } });
   const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
   await t.db.execute({ sql: "UPDATE builds SET status = 'succeeded', finished_at = 1 WHERE id = ?", args: [build.id] });
-  await t.db.execute({ sql: "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, 'j', 'app.aab', 2, 'x', 1)", args: [crypto.randomUUID().replace(/-/g, "").slice(0, 20), build.id] });
+  await t.db.execute({
+    sql: "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, 'j', 'app.aab', 2, 'x', 1)",
+    args: [crypto.randomUUID().replace(/-/g, "").slice(0, 20), build.id],
+  });
   return build.id;
 }
 

@@ -23,8 +23,18 @@ let owner: string;
 let project: { id: string; pipeline: string };
 
 const deliver = (event: string, body: string, headers: Record<string, string> = {}) =>
-  t.call("POST", "/v1/webhooks/bitbucket", { raw: body, contentType: "application/json", headers: { "x-event-key": event, "x-request-uuid": crypto.randomUUID(), "x-hub-signature": sign(SECRET, body), ...headers } });
-const buildsOf = async (projectId: string) => (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds as { id: string; commit_sha: string; branch: string; trigger_event: string }[];
+  t.call("POST", "/v1/webhooks/bitbucket", {
+    raw: body,
+    contentType: "application/json",
+    headers: { "x-event-key": event, "x-request-uuid": crypto.randomUUID(), "x-hub-signature": sign(SECRET, body), ...headers },
+  });
+const buildsOf = async (projectId: string) =>
+  (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds as {
+    id: string;
+    commit_sha: string;
+    branch: string;
+    trigger_event: string;
+  }[];
 
 beforeAll(async () => {
   t = await createTestApp();
@@ -45,31 +55,79 @@ afterAll(async () => {
 
 describe("Bitbucket Cloud", () => {
   test("an integration needs a workspace and one way to sign in", async () => {
-    const none = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "bitbucket", name: "BB", workspace: "team_name", webhook_secret: SECRET } });
+    const none = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "bitbucket", name: "BB", workspace: "team_name", webhook_secret: SECRET },
+    });
     expect(none.status).toBe(400);
-    expect(none.body).toMatchObject({ code: "invalid_request", details: [{ path: "body.access_token", message: "give either access_token, or username and app_password" }] });
-    const noWorkspace = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "bitbucket", name: "BB", access_token: "x", webhook_secret: SECRET } });
+    expect(none.body).toMatchObject({
+      code: "invalid_request",
+      details: [{ path: "body.access_token", message: "give either access_token, or username and app_password" }],
+    });
+    const noWorkspace = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "bitbucket", name: "BB", access_token: "x", webhook_secret: SECRET },
+    });
     expect(noWorkspace.status).toBe(400);
     expect(noWorkspace.body.details[0].path).toBe("body.workspace");
   });
 
   test("the catalogue is the workspace's repositories (role=member), following `next`", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "bitbucket", name: "Bitbucket", api_url: `${host.url}/2.0`, workspace: "team_name", access_token: host.bitbucket.token, webhook_secret: SECRET } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: {
+        provider: "bitbucket",
+        name: "Bitbucket",
+        api_url: `${host.url}/2.0`,
+        workspace: "team_name",
+        access_token: host.bitbucket.token,
+        webhook_secret: SECRET,
+      },
+    });
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ integration: { provider: "bitbucket", api_url: `${host.url}/2.0`, web_url: "https://bitbucket.org/team_name" }, repositories_synced: 3, sync_error: null });
+    expect(res.body).toMatchObject({
+      integration: { provider: "bitbucket", api_url: `${host.url}/2.0`, web_url: "https://bitbucket.org/team_name" },
+      repositories_synced: 3,
+      sync_error: null,
+    });
     expect(JSON.stringify(res.body)).not.toContain(host.bitbucket.token);
     const listed = host.requests.filter((r) => r.path.startsWith("/2.0/repositories/team_name?"));
-    expect(listed.map((r) => r.path)).toEqual(["/2.0/repositories/team_name?role=member&pagelen=100", "/2.0/repositories/team_name?role=member&pagelen=100&page=2"]);
+    expect(listed.map((r) => r.path)).toEqual([
+      "/2.0/repositories/team_name?role=member&pagelen=100",
+      "/2.0/repositories/team_name?role=member&pagelen=100&page=2",
+    ]);
     expect(listed[0]!.headers.authorization).toBe(`Bearer ${host.bitbucket.token}`);
     const repos = (await t.call("GET", "/v1/integration-repositories?q=team_name/repo_name", { token: owner })).body.repositories;
-    expect(repos[0]).toMatchObject({ provider: "bitbucket", external_id: REPO_UUID, full_name: "team_name/repo_name", default_branch: "master", clone_url: "https://bitbucket.example.test/team_name/repo_name.git" });
+    expect(repos[0]).toMatchObject({
+      provider: "bitbucket",
+      external_id: REPO_UUID,
+      full_name: "team_name/repo_name",
+      default_branch: "master",
+      clone_url: "https://bitbucket.example.test/team_name/repo_name.git",
+    });
     const p = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repos[0].id } })).body.project;
-    const pipeline = (await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } } })).body.pipeline;
+    const pipeline = (
+      await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
+        token: owner,
+        body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } },
+      })
+    ).body.pipeline;
     project = { id: p.id, pipeline: pipeline.id };
   });
 
   test("an app password works too, sent as HTTP Basic, and runners clone with it", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "bitbucket", name: "BB app password", api_url: `${host.url}/2.0`, workspace: "mallory", username: host.bitbucket.username, app_password: host.bitbucket.appPassword, webhook_secret: SECRET } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: {
+        provider: "bitbucket",
+        name: "BB app password",
+        api_url: `${host.url}/2.0`,
+        workspace: "mallory",
+        username: host.bitbucket.username,
+        app_password: host.bitbucket.appPassword,
+        webhook_secret: SECRET,
+      },
+    });
     expect(res.body).toMatchObject({ repositories_synced: 1, sync_error: null });
     const [repo] = await findRepositoriesByExternalId(t.ctx.db, "bitbucket", "{b9c1f4a8-2d3e-4f5a-8b6c-7d8e9f0a1b2c}");
     expect(await cloneCredentials(t.ctx, repo!)).toEqual({ username: host.bitbucket.username, password: host.bitbucket.appPassword });
@@ -81,7 +139,9 @@ describe("Bitbucket Cloud", () => {
     const res = await deliver("repo:push", fixture("repo_push.json"));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, duplicate: false, builds: [{ pipeline_id: project.pipeline }] });
-    expect((await buildsOf(project.id)).map((b) => [b.branch, b.commit_sha, b.trigger_event])).toEqual([["name-of-branch", "709d658dc5b6d6afcd46049c2f332ee3f515a67d", "push"]]);
+    expect((await buildsOf(project.id)).map((b) => [b.branch, b.commit_sha, b.trigger_event])).toEqual([
+      ["name-of-branch", "709d658dc5b6d6afcd46049c2f332ee3f515a67d", "push"],
+    ]);
   });
 
   test.each([
@@ -90,21 +150,41 @@ describe("Bitbucket Cloud", () => {
     ["pullrequest:created", "pullrequest_created.json", 1, null],
     ["pullrequest:updated", "pullrequest_updated.json", 1, null],
     ["pullrequest:fulfilled", "pullrequest_fulfilled", 0, 'Bitbucket event "pullrequest:fulfilled" does not trigger builds'],
-    ["pullrequest:created", "pullrequest_created__from_fork.json", 0, "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)"],
+    [
+      "pullrequest:created",
+      "pullrequest_created__from_fork.json",
+      0,
+      "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)",
+    ],
   ] as const)("%s %s builds %d", async (event, file, builds, reason) => {
     // A merged pull request: the updated payload in the state Bitbucket gives it then.
     const body = file === "pullrequest_fulfilled" ? fixture("pullrequest_updated.json").replace('"state": "OPEN"', '"state": "MERGED"') : fixture(file);
     const res = await deliver(event, body);
     expect(res.status).toBe(200);
     expect(res.body.builds).toHaveLength(builds);
-    if (reason) expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({ host: "bitbucket", result: "ignored", reason });
+    if (reason)
+      expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({
+        host: "bitbucket",
+        result: "ignored",
+        reason,
+      });
   });
 
   test("a tag push builds the tag, a pull request builds its source commit against the destination branch", async () => {
     const builds = await buildsOf(project.id);
-    expect(builds.filter((b) => b.trigger_event === "tag").map((b) => [b.branch, b.commit_sha])).toEqual([["v1.0.0", "709d658dc5b6d6afcd46049c2f332ee3f515a67d"]]);
+    expect(builds.filter((b) => b.trigger_event === "tag").map((b) => [b.branch, b.commit_sha])).toEqual([
+      ["v1.0.0", "709d658dc5b6d6afcd46049c2f332ee3f515a67d"],
+    ]);
     expect(builds.filter((b) => b.trigger_event === "push").map((b) => b.branch)).toEqual(["name-of-branch"]);
-    expect(builds.filter((b) => b.trigger_event === "pull_request").map((b) => [b.branch, b.commit_sha]).sort()).toEqual([["master", "a8c3e1f0b7d2"], ["master", "d3022fc0ca3d"]]);
+    expect(
+      builds
+        .filter((b) => b.trigger_event === "pull_request")
+        .map((b) => [b.branch, b.commit_sha])
+        .sort(),
+    ).toEqual([
+      ["master", "a8c3e1f0b7d2"],
+      ["master", "d3022fc0ca3d"],
+    ]);
   });
 
   test("the same body under another X-Request-UUID builds again (a tag pushed again at the same commit is byte-identical)", async () => {
@@ -129,10 +209,17 @@ describe("Bitbucket Cloud", () => {
     expect(bare.body.code).toBe("webhook_signature_invalid");
     const missing = await t.call("POST", "/v1/webhooks/bitbucket", { raw: body, contentType: "application/json", headers: { "x-event-key": "repo:push" } });
     expect(missing.status).toBe(401);
-    expect(missing.body).toEqual({ code: "webhook_signature_missing", message: "Bitbucket deliveries must carry X-Hub-Signature; set the integration's webhook secret as the webhook's secret." });
+    expect(missing.body).toEqual({
+      code: "webhook_signature_missing",
+      message: "Bitbucket deliveries must carry X-Hub-Signature; set the integration's webhook secret as the webhook's secret.",
+    });
     expect((await buildsOf(project.id)).length).toBe(before);
-    const rejected = ((await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries as { host: string; result: string; reason: string }[]).filter((d) => d.host === "bitbucket" && d.result === "rejected");
-    expect(rejected.map((d) => d.reason)).toContain(`the signature does not match the webhook secret of any Bitbucket integration that has repository ${REPO_UUID}`);
+    const rejected = (
+      (await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries as { host: string; result: string; reason: string }[]
+    ).filter((d) => d.host === "bitbucket" && d.result === "rejected");
+    expect(rejected.map((d) => d.reason)).toContain(
+      `the signature does not match the webhook secret of any Bitbucket integration that has repository ${REPO_UUID}`,
+    );
   });
 
   test("a signed body that is not a Bitbucket payload is 400 invalid_payload", async () => {
@@ -149,6 +236,11 @@ describe("Bitbucket Cloud", () => {
     const statuses = host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/2.0/repositories/team_name/repo_name/commit/"));
     expect(statuses.map((r) => r.path)).toContain("/2.0/repositories/team_name/repo_name/commit/709d658dc5b6d6afcd46049c2f332ee3f515a67d/statuses/build");
     expect(statuses[0]!.headers.authorization).toBe(`Bearer ${host.bitbucket.token}`);
-    expect(statuses[0]!.body).toMatchObject({ state: "INPROGRESS", key: "roost/all", name: "roost/all", url: expect.stringMatching(/^https:\/\/ci\.example\.test\/v1\/builds\//) });
+    expect(statuses[0]!.body).toMatchObject({
+      state: "INPROGRESS",
+      key: "roost/all",
+      name: "roost/all",
+      url: expect.stringMatching(/^https:\/\/ci\.example\.test\/v1\/builds\//),
+    });
   });
 });

@@ -35,13 +35,24 @@ async function drainQueue() {
 describe("a pipeline's image, network and limits", () => {
   test("are stored, shown, frozen with the build and handed to the runner", async () => {
     await drainQueue();
-    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } } });
-    expect(pipeline.execution_config).toMatchObject({ image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } });
-    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const pipeline = await createPipeline(t, owner, projectId, {
+      execution_config: { image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } },
+    });
+    expect(pipeline.execution_config).toMatchObject({
+      image: "ghcr.io/acme/flutter:3.27",
+      network: "none",
+      limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 },
+    });
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     expect(build.config_snapshot.execution_config).toMatchObject({ image: "ghcr.io/acme/flutter:3.27", network: "none" });
     expect(build.executor).toBeNull();
     const job = (await (await runner()).claim()).body.job;
-    expect(job.config.execution_config).toMatchObject({ image: "ghcr.io/acme/flutter:3.27", network: "none", limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 } });
+    expect(job.config.execution_config).toMatchObject({
+      image: "ghcr.io/acme/flutter:3.27",
+      network: "none",
+      limits: { cpus: 2, memory_mb: 4096, pids: 2048, disk_mb: 20480 },
+    });
   });
 
   test("a pipeline without them has none of the keys (the runner's defaults apply)", async () => {
@@ -60,15 +71,24 @@ describe("a pipeline's image, network and limits", () => {
     [{ limits: { cpus: 0 } }, "execution_config.limits.cpus"],
     [{ limits: { swap_mb: 10 } }, "execution_config.limits"],
   ])("%p is refused with 400 naming the field", async (config: Record<string, unknown>, field: string) => {
-    const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: config } });
+    const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
+      token: owner,
+      body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: config },
+    });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe("invalid_request");
     expect(res.body.details.map((d: { path: string }) => d.path)).toEqual([`body.${field}`]);
   });
 
   test("roost.yaml takes them too, and its JSON Schema describes them", () => {
-    const parsed = parsePipelineFile(`pipelines:\n  android:\n    image: ghcr.io/acme/flutter@${DIGEST}\n    network: none\n    limits:\n      memory_mb: 512\n`);
-    expect(parsed.ok && parsed.pipelines.get("android")).toMatchObject({ image: `ghcr.io/acme/flutter@${DIGEST}`, network: "none", limits: { memory_mb: 512 } });
+    const parsed = parsePipelineFile(
+      `pipelines:\n  android:\n    image: ghcr.io/acme/flutter@${DIGEST}\n    network: none\n    limits:\n      memory_mb: 512\n`,
+    );
+    expect(parsed.ok && parsed.pipelines.get("android")).toMatchObject({
+      image: `ghcr.io/acme/flutter@${DIGEST}`,
+      network: "none",
+      limits: { memory_mb: 512 },
+    });
     const bad = parsePipelineFile(`pipelines:\n  android:\n    image: "-v /:/host"\n`);
     expect(bad.ok ? [] : bad.problems.map((p) => `${p.line}:${p.path}`)).toEqual(["3:pipelines.android.image"]);
     const schema = JSON.stringify(pipelineFileJsonSchema());
@@ -80,10 +100,19 @@ describe("where a build ran", () => {
   test("the runner's report is the build's executor; a re-run runs the image by the digest its source ran", async () => {
     await drainQueue();
     const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/flutter:3.27" } });
-    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     const r = await runner();
     const job = (await r.claim()).body.job;
-    const executor = { kind: "container", engine: "podman 4.3.1", image: "ghcr.io/acme/flutter:3.27", image_digest: `ghcr.io/acme/flutter@${DIGEST}`, network: "default", limits: { cpus: null, memory_mb: 4096, pids: 4096, disk_mb: null }, error: null };
+    const executor = {
+      kind: "container",
+      engine: "podman 4.3.1",
+      image: "ghcr.io/acme/flutter:3.27",
+      image_digest: `ghcr.io/acme/flutter@${DIGEST}`,
+      network: "default",
+      limits: { cpus: null, memory_mb: 4096, pids: 4096, disk_mb: null },
+      error: null,
+    };
     const done = await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0, executor });
     expect(done.status).toBe(200);
     expect(done.body.build.executor).toEqual(executor);
@@ -98,11 +127,14 @@ describe("where a build ran", () => {
   test("a host build records the host executor, and its re-run changes nothing", async () => {
     await drainQueue();
     const pipeline = await createPipeline(t, owner, projectId);
-    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     const r = await runner();
     const job = (await r.claim()).body.job;
     const executor = { kind: "host", engine: null, image: null, image_digest: null, network: null, limits: null, error: null };
-    expect((await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0, executor })).body.build.executor).toEqual(executor);
+    expect((await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0, executor })).body.build.executor).toEqual(
+      executor,
+    );
     const rerun = (await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner })).body.build;
     expect(rerun.config_snapshot).toEqual(build.config_snapshot);
   });
@@ -110,14 +142,29 @@ describe("where a build ran", () => {
   test("a container that could not start is said on the build", async () => {
     await drainQueue();
     const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/missing:1" } });
-    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     const r = await runner();
     const job = (await r.claim()).body.job;
     const error = "the image ghcr.io/acme/missing:1 could not be pulled: manifest unknown";
-    const executor = { kind: "container", engine: "podman 4.3.1", image: "ghcr.io/acme/missing:1", image_digest: null, network: "default", limits: null, error };
+    const executor = {
+      kind: "container",
+      engine: "podman 4.3.1",
+      image: "ghcr.io/acme/missing:1",
+      image_digest: null,
+      network: "default",
+      limits: null,
+      error,
+    };
     await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "failed", exit_code: 1, failure_reason: error, line_count: 0, executor });
-    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build).toMatchObject({ status: "failed", failure_reason: error, executor: { error, image_digest: null } });
+    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build).toMatchObject({
+      status: "failed",
+      failure_reason: error,
+      executor: { error, image_digest: null },
+    });
     // Nothing to pin: the re-run asks for the image again.
-    expect((await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner })).body.build.config_snapshot.execution_config.image).toBe("ghcr.io/acme/missing:1");
+    expect((await t.call("POST", `/v1/builds/${build.id}/rerun`, { token: owner })).body.build.config_snapshot.execution_config.image).toBe(
+      "ghcr.io/acme/missing:1",
+    );
   });
 });

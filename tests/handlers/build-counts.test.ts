@@ -25,14 +25,30 @@ async function truth(): Promise<Record<string, number>> {
 /** Every include=total a listing can be asked for, against counting the builds themselves. */
 async function totalsAgree(pipelineIds: string[]): Promise<void> {
   const { t, owner, projectId } = f;
-  const scopes: [string, string, string][] = [[`/v1/projects/${projectId}/builds`, "project_id", projectId], ...pipelineIds.map((id): [string, string, string] => [`/v1/pipelines/${id}/builds`, "pipeline_id", id])];
+  const scopes: [string, string, string][] = [
+    [`/v1/projects/${projectId}/builds`, "project_id", projectId],
+    ...pipelineIds.map((id): [string, string, string] => [`/v1/pipelines/${id}/builds`, "pipeline_id", id]),
+  ];
   for (const [path, column, id] of scopes)
     for (const status of [undefined, "queued", "succeeded", "canceled"])
       for (const branch of [undefined, "main", "feature"])
         for (const trigger of [undefined, "manual", "schedule", "webhook"]) {
-          const q = new URLSearchParams({ include: "total", ...(status ? { status } : {}), ...(branch ? { branch } : {}), ...(trigger ? { trigger_type: trigger } : {}) });
-          const where = [`${column} = ?`, ...(status ? ["status = ?"] : []), ...(branch ? ["branch = ?"] : []), ...(trigger ? ["(CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END) = ?"] : [])];
-          const truth = await all(t.db, `SELECT COUNT(*) AS n FROM builds WHERE ${where.join(" AND ")}`, [id, ...[status, branch, trigger].filter((v): v is string => v !== undefined)]);
+          const q = new URLSearchParams({
+            include: "total",
+            ...(status ? { status } : {}),
+            ...(branch ? { branch } : {}),
+            ...(trigger ? { trigger_type: trigger } : {}),
+          });
+          const where = [
+            `${column} = ?`,
+            ...(status ? ["status = ?"] : []),
+            ...(branch ? ["branch = ?"] : []),
+            ...(trigger ? ["(CASE WHEN trigger_event = 'schedule' THEN 'schedule' ELSE trigger_type END) = ?"] : []),
+          ];
+          const truth = await all(t.db, `SELECT COUNT(*) AS n FROM builds WHERE ${where.join(" AND ")}`, [
+            id,
+            ...[status, branch, trigger].filter((v): v is string => v !== undefined),
+          ]);
           const res = await t.call("GET", `${path}?${q}`, { token: owner });
           if (res.body.total !== Number(truth[0]!.n)) throw new Error(`${path}?${q}: total ${res.body.total}, builds ${truth[0]!.n}`);
         }
@@ -47,8 +63,16 @@ test("the counters follow creations, transitions and cascading deletes, and /met
   const a = await createPipeline(t, owner, projectId);
   const b = await createPipeline(t, owner, projectId);
   const ids: string[] = [];
-  for (const [p, branch] of [[a, "main"], [a, "feature"], [a, "main"], [b, "feature"], [b, "main"]] as const)
-    ids.push((await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: p.id, branch, commit_sha: SHA_A } })).body.build.id);
+  for (const [p, branch] of [
+    [a, "main"],
+    [a, "feature"],
+    [a, "main"],
+    [b, "feature"],
+    [b, "main"],
+  ] as const)
+    ids.push(
+      (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: p.id, branch, commit_sha: SHA_A } })).body.build.id,
+    );
   ids.push((await createBuild(t.ctx, { pipelineId: a.id, branch: "main", commitSha: SHA_A, triggerType: "schedule" })).build.id);
   ids.push((await createBuild(t.ctx, { pipelineId: b.id, branch: "feature", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push" })).build.id);
   expect(await counted()).toEqual({ queued: 7 });

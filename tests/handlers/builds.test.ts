@@ -56,7 +56,10 @@ describe("manual builds", () => {
   test("a named branch and commit are used as given; an unknown branch is 404; an unreachable host is 502", async () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id);
-    const given = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0", commit_sha: SHA_B } });
+    const given = await t.call("POST", `/v1/projects/${project.id}/builds`, {
+      token: owner,
+      body: { pipeline_id: pipeline.id, branch: "release/1.0", commit_sha: SHA_B },
+    });
     expect(given.body.build).toMatchObject({ branch: "release/1.0", commit_sha: SHA_B });
     const head = await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0" } });
     expect(head.body.build.commit_sha).toBe(SHA_B);
@@ -97,7 +100,9 @@ describe("build numbers", () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id);
     const results = await Promise.all(
-      Array.from({ length: 50 }, () => t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })),
+      Array.from({ length: 50 }, () =>
+        t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } }),
+      ),
     );
     expect(results.every((r) => r.status === 201)).toBe(true);
     const numbers = results.map((r) => r.body.build.build_number).sort((a, b) => a - b);
@@ -109,11 +114,20 @@ describe("re-run", () => {
   test("copies the source's snapshot, branch and commit even after the pipeline changed", async () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id, { execution_config: { flutter_version: "3.22.0" } });
-    const source = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0", commit_sha: SHA_B } })).body.build;
+    const source = (
+      await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "release/1.0", commit_sha: SHA_B } })
+    ).body.build;
     await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { execution_config: { flutter_version: "3.24.5" } } });
     const res = await t.call("POST", `/v1/builds/${source.id}/rerun`, { token: owner });
     expect(res.status).toBe(201);
-    expect(res.body.build).toMatchObject({ source_build_id: source.id, branch: "release/1.0", commit_sha: SHA_B, trigger_type: "rerun", status: "queued", build_number: source.build_number + 1 });
+    expect(res.body.build).toMatchObject({
+      source_build_id: source.id,
+      branch: "release/1.0",
+      commit_sha: SHA_B,
+      trigger_type: "rerun",
+      status: "queued",
+      build_number: source.build_number + 1,
+    });
     expect(res.body.build.config_snapshot).toEqual(source.config_snapshot);
     expect(res.body.build.config_snapshot.execution_config.flutter_version).toBe("3.22.0");
     expect((await t.call("POST", "/v1/builds/nope/rerun", { token: owner })).status).toBe(404);
@@ -124,15 +138,20 @@ describe("cancel", () => {
   test("queued and running builds are canceled with finished_at; anything else is 409 build_not_cancelable", async () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id);
-    const queued = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const queued = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     const res = await t.call("POST", `/v1/builds/${queued.id}/cancel`, { token: owner });
     expect(res.status).toBe(200);
     expect(res.body.build).toMatchObject({ status: "canceled", finished_at: t.clock.now(), failure_reason: "canceled by owner@example.test" });
     const again = await t.call("POST", `/v1/builds/${queued.id}/cancel`, { token: owner });
     expect(again.status).toBe(409);
-    expect(again.body).toEqual({ code: "build_not_cancelable", message: `Build #${queued.build_number} is canceled; only queued or running builds can be canceled.` });
+    expect(again.body).toEqual({
+      code: "build_not_cancelable",
+      message: `Build #${queued.build_number} is canceled; only queued or running builds can be canceled.`,
+    });
 
-    const running = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const running = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     t.clock.advance(5);
     await transitionBuild(t.ctx, running.id, "start", { runner_id: "r1" });
     const stopped = await t.call("POST", `/v1/builds/${running.id}/cancel`, { token: owner });
@@ -156,11 +175,22 @@ describe("concurrency", () => {
   test("cancel_previous cancels older queued/running builds of the same branch, never other branches, tags or manual builds", async () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id, { concurrency: { cancel_previous: true, max_concurrent: 5 } });
-    const push = (branch: string) => createBuild(t.ctx, { pipelineId: pipeline.id, branch, commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", concurrencyKey: `branch:${branch}` });
+    const push = (branch: string) =>
+      createBuild(t.ctx, {
+        pipelineId: pipeline.id,
+        branch,
+        commitSha: SHA_A,
+        triggerType: "webhook",
+        triggerEvent: "push",
+        concurrencyKey: `branch:${branch}`,
+      });
     const first = (await push("main")).build;
     const other = (await push("dev")).build;
-    const tag = (await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "tag", concurrencyKey: null })).build;
-    const manual = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const tag = (
+      await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "tag", concurrencyKey: null })
+    ).build;
+    const manual = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     await transitionBuild(t.ctx, first.id, "start", { runner_id: "r1" });
     const newer = await push("main");
     expect(newer.canceled.map((b) => b.id)).toEqual([first.id]);
@@ -212,7 +242,15 @@ describe("listings", () => {
       }
     };
     await walk(`/v1/projects/${project.id}/builds`, [[5, 4], [3, 2], [1]], 1);
-    await walk(`/v1/pipelines/${pipeline.id}/builds`, [[6, 5], [4, 3], [2, 1]], 0);
+    await walk(
+      `/v1/pipelines/${pipeline.id}/builds`,
+      [
+        [6, 5],
+        [4, 3],
+        [2, 1],
+      ],
+      0,
+    );
     // An exactly full last page says so too: no cursor to an empty page.
     const exact = await t.call("GET", `/v1/projects/${project.id}/builds?limit=7`, { token: owner });
     expect(numbers(exact)).toEqual([7, 6, 5, 4, 3, 2, 1]);
@@ -224,7 +262,10 @@ describe("listings", () => {
     for (const cursor of ["not-a-cursor", "YjA", Buffer.from("b-1").toString("base64url"), "%E2%9C%93", "x".repeat(40)]) {
       const res = await t.call("GET", `/v1/projects/${project.id}/builds?cursor=${cursor}`, { token: owner });
       expect(res.status).toBe(400);
-      expect(res.body).toMatchObject({ code: "invalid_request", details: [{ path: "query.cursor", message: "is not a cursor from this listing (use next_cursor as given)" }] });
+      expect(res.body).toMatchObject({
+        code: "invalid_request",
+        details: [{ path: "query.cursor", message: "is not a cursor from this listing (use next_cursor as given)" }],
+      });
     }
     const offset = await t.call("GET", `/v1/projects/${project.id}/builds?offset=50`, { token: owner });
     expect(offset.status).toBe(400);
@@ -236,7 +277,9 @@ describe("listings", () => {
   test(`filters the index does not hold together read at most ${LIST_SCAN_BUDGET} builds a page, and the cursor goes on below them`, async () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id);
-    const seed = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "feature", commit_sha: SHA_B } })).body.build;
+    const seed = (
+      await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, branch: "feature", commit_sha: SHA_B } })
+    ).body.build;
     // 1,500 newer builds on main, copied from the first in one statement.
     await t.db.execute({
       sql: `INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, trigger_event, queued_at, created_at, updated_at)

@@ -23,7 +23,10 @@ async function runner(labels: string[] = [], os: "linux" | "macos" = "linux") {
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}`, labels } });
   const { id } = created.body.runner;
   const token: string = created.body.token;
-  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os, arch: "x64", flutter_versions: [], xcode: os === "macos" ? "16.0" : null }, version: "test" } });
+  await t.call("POST", `/v1/runners/${id}/connect`, {
+    token,
+    body: { capabilities: { os, arch: "x64", flutter_versions: [], xcode: os === "macos" ? "16.0" : null }, version: "test" },
+  });
   return {
     id,
     /** The build number the claim handed out, or null (204). */
@@ -41,7 +44,10 @@ async function runner(labels: string[] = [], os: "linux" | "macos" = "linux") {
 }
 
 async function build(pipelineId: string, projectId: string) {
-  return (await f.t.call("POST", `/v1/projects/${projectId}/builds`, { token: f.owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build as { id: string; build_number: number };
+  return (await f.t.call("POST", `/v1/projects/${projectId}/builds`, { token: f.owner, body: { pipeline_id: pipelineId, commit_sha: SHA_A } })).body.build as {
+    id: string;
+    build_number: number;
+  };
 }
 
 beforeEach(async () => {
@@ -55,7 +61,13 @@ describe("the claim", () => {
     const a = await createPipeline(f.t, f.owner, f.projectId, { concurrency: { max_concurrent: 10 } });
     const b = await createPipeline(f.t, f.owner, other.id, { concurrency: { max_concurrent: 10 } });
     // The test clock stands still: every build is queued in the same second.
-    const order = [await build(a.id, f.projectId), await build(a.id, f.projectId), await build(a.id, f.projectId), await build(b.id, other.id), await build(a.id, f.projectId)];
+    const order = [
+      await build(a.id, f.projectId),
+      await build(a.id, f.projectId),
+      await build(a.id, f.projectId),
+      await build(b.id, other.id),
+      await build(a.id, f.projectId),
+    ];
     const r = await runner();
     const claimed = [];
     for (let i = 0; i < order.length; i++) claimed.push((await r.claim())!.id);
@@ -114,7 +126,18 @@ describe("the claim", () => {
     const fromFile = { ...snapshot, concurrency: { ...snapshot.concurrency, max_concurrent: 3 } };
     const made = [];
     for (let i = 0; i < 4; i++)
-      made.push((await createBuild(f.t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "manual", configSnapshot: fromFile, definitionSource: { source: "file", path: "roost.yaml", commit_sha: SHA_A } })).build.id);
+      made.push(
+        (
+          await createBuild(f.t.ctx, {
+            pipelineId: pipeline.id,
+            branch: "main",
+            commitSha: SHA_A,
+            triggerType: "manual",
+            configSnapshot: fromFile,
+            definitionSource: { source: "file", path: "roost.yaml", commit_sha: SHA_A },
+          })
+        ).build.id,
+      );
     const r = await runner();
     expect([(await r.claim())!.id, (await r.claim())!.id, (await r.claim())!.id]).toEqual(made.slice(0, 3));
     expect(await r.claim()).toBeNull();
@@ -122,7 +145,10 @@ describe("the claim", () => {
 
   test("the queue's groups always match the queued builds", async () => {
     const rows = await all(f.t.db, "SELECT pipeline_id, runner_route, own_max_concurrent, queued FROM build_queue_groups ORDER BY 1, 2, 3");
-    const truth = await all(f.t.db, "SELECT pipeline_id, runner_route, own_max_concurrent, COUNT(*) AS queued FROM builds WHERE status = 'queued' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3");
+    const truth = await all(
+      f.t.db,
+      "SELECT pipeline_id, runner_route, own_max_concurrent, COUNT(*) AS queued FROM builds WHERE status = 'queued' GROUP BY 1, 2, 3 ORDER BY 1, 2, 3",
+    );
     expect(rows).toEqual(truth);
   });
 });

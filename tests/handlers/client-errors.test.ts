@@ -47,7 +47,11 @@ describe("URLs in settings", () => {
 describe("deep and large JSON", () => {
   test("project settings nested 50,000 deep answer 400 quickly", async () => {
     const started = performance.now();
-    const res = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: `{"settings":${nestedObjectText(50_000)}}`, contentType: "application/json" });
+    const res = await t.call("PATCH", `/v1/projects/${projectId}`, {
+      token: owner,
+      raw: `{"settings":${nestedObjectText(50_000)}}`,
+      contentType: "application/json",
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "invalid_request", message: "The request body nests arrays and objects more than 64 levels deep." });
     expect(performance.now() - started).toBeLessThan(500);
@@ -63,10 +67,18 @@ describe("deep and large JSON", () => {
   });
 
   test("project settings deeper than 16 levels answer 400 with the field", async () => {
-    const res = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: `{"settings":${nestedObjectText(17)}}`, contentType: "application/json" });
+    const res = await t.call("PATCH", `/v1/projects/${projectId}`, {
+      token: owner,
+      raw: `{"settings":${nestedObjectText(17)}}`,
+      contentType: "application/json",
+    });
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ path: "body.settings", message: "must nest at most 16 levels deep" }]);
-    const ok = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: `{"settings":${nestedObjectText(16)}}`, contentType: "application/json" });
+    const ok = await t.call("PATCH", `/v1/projects/${projectId}`, {
+      token: owner,
+      raw: `{"settings":${nestedObjectText(16)}}`,
+      contentType: "application/json",
+    });
     expect(ok.status).toBe(200);
     expect(JSON.stringify(ok.body.project.settings)).toBe(nestedObjectText(16));
   });
@@ -90,21 +102,33 @@ describe("strings that are not valid Unicode", () => {
   });
 
   test("a lone low surrogate in a nested key or array answers 400 with its path", async () => {
-    const res = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: '{"settings":{"list":["ok","\\udc00x"]}}', contentType: "application/json" });
+    const res = await t.call("PATCH", `/v1/projects/${projectId}`, {
+      token: owner,
+      raw: '{"settings":{"list":["ok","\\udc00x"]}}',
+      contentType: "application/json",
+    });
     expect(res.body.details).toEqual([{ path: "body.settings.list.1", message }]);
     const key = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: '{"settings":{"\\ud83d":1}}', contentType: "application/json" });
     expect(key.body.details).toEqual([{ path: "body.settings.\ud83d", message }]);
   });
 
   test("a proper surrogate pair (an emoji) is accepted and stored as sent", async () => {
-    const res = await t.call("POST", "/v1/api-tokens", { token: owner, raw: '{"name":"deploy \\ud83d\\ude80","role":"developer"}', contentType: "application/json" });
+    const res = await t.call("POST", "/v1/api-tokens", {
+      token: owner,
+      raw: '{"name":"deploy \\ud83d\\ude80","role":"developer"}',
+      contentType: "application/json",
+    });
     expect(res.status).toBe(201);
     expect(res.body.name).toBe("deploy 🚀");
   });
 
   test("bytes that are not UTF-8 answer 400 malformed_json", async () => {
     const res = await t.app.fetch(
-      new Request("http://127.0.0.1:8080/v1/api-tokens", { method: "POST", headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]) }),
+      new Request("http://127.0.0.1:8080/v1/api-tokens", {
+        method: "POST",
+        headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+        body: new Uint8Array([0x7b, 0x22, 0x6e, 0x22, 0x3a, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x7d]),
+      }),
       "127.0.0.1",
     );
     expect(res.status).toBe(400);

@@ -38,7 +38,11 @@ describe("errors are JSON {code, message}", () => {
   });
 
   test("a body over the 1 MiB limit answers 413", async () => {
-    const res = await t.call("POST", "/v1/api-tokens", { token: owner, raw: JSON.stringify({ name: "x".repeat(1024 * 1024 + 10), role: "owner" }), contentType: "application/json" });
+    const res = await t.call("POST", "/v1/api-tokens", {
+      token: owner,
+      raw: JSON.stringify({ name: "x".repeat(1024 * 1024 + 10), role: "owner" }),
+      contentType: "application/json",
+    });
     expect(res.status).toBe(413);
     expect(res.body.code).toBe("payload_too_large");
   });

@@ -70,7 +70,8 @@ describe("GET /v1/events", () => {
     const stream = await open({ authorization: `Bearer ${owner}` });
     try {
       expect(stream.events[0]!.event).toBe("retry");
-      const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+      const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+        .build;
       await stream.until(has(build.id, "queued"), 3000);
       const canceled = (await t.call("POST", `/v1/builds/${build.id}/cancel`, { token: owner })).body.build;
       await stream.until(has(build.id, "canceled"), 3000);
@@ -89,7 +90,8 @@ describe("GET /v1/events", () => {
     const pipeline = await createPipeline(t, owner, project.id);
     const stream = await open({ cookie: `${SESSION_COOKIE}=${owner}` });
     try {
-      const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+      const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+        .build;
       await stream.until(has(build.id, "queued"), 3000);
     } finally {
       await stream.cancel();
@@ -105,9 +107,11 @@ describe("GET /v1/events", () => {
     expect((await t.call("PUT", `/v1/projects/${mine.id}/members/${dev.id}`, { token: owner, body: { role: "viewer" } })).status).toBe(200);
     const stream = await open({ authorization: `Bearer ${dev.token}` });
     try {
-      const secret = (await t.call("POST", `/v1/projects/${hidden.id}/builds`, { token: owner, body: { pipeline_id: hiddenPipeline.id, commit_sha: SHA_A } })).body.build;
+      const secret = (await t.call("POST", `/v1/projects/${hidden.id}/builds`, { token: owner, body: { pipeline_id: hiddenPipeline.id, commit_sha: SHA_A } }))
+        .body.build;
       await t.call("POST", `/v1/builds/${secret.id}/cancel`, { token: owner });
-      const visible = (await t.call("POST", `/v1/projects/${mine.id}/builds`, { token: owner, body: { pipeline_id: minePipeline.id, commit_sha: SHA_A } })).body.build;
+      const visible = (await t.call("POST", `/v1/projects/${mine.id}/builds`, { token: owner, body: { pipeline_id: minePipeline.id, commit_sha: SHA_A } })).body
+        .build;
       await stream.until(has(visible.id, "queued"), 3000);
       // Past a check of the database too.
       await Bun.sleep(1500);
@@ -121,19 +125,30 @@ describe("GET /v1/events", () => {
   test("unauthenticated is 401 {code, message}", async () => {
     const response = await fetch(`http://127.0.0.1:${server.port}/v1/events`);
     expect(response.status).toBe(401);
-    expect(await response.json()).toEqual({ code: "missing_auth", message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the request has none." });
+    expect(await response.json()).toEqual({
+      code: "missing_auth",
+      message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the request has none.",
+    });
   });
 
   test("a build queued and canceled through another daemon process on the same database arrives, with one check per process", async () => {
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id);
-    const streams = await Promise.all([open({ authorization: `Bearer ${owner}` }), open({ authorization: `Bearer ${owner}` }), open({ authorization: `Bearer ${owner}` })]);
+    const streams = await Promise.all([
+      open({ authorization: `Bearer ${owner}` }),
+      open({ authorization: `Bearer ${owner}` }),
+      open({ authorization: `Bearer ${owner}` }),
+    ]);
     try {
       const feed = t.ctx.live.builds;
       expect(feed.listeners).toBe(3);
       const before = feed.checks;
       const through = (method: string, path: string, body?: unknown) =>
-        fetch(`http://127.0.0.1:${secondServer.port}${path}`, { method, headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) }).then((r) => r.json() as Promise<any>);
+        fetch(`http://127.0.0.1:${secondServer.port}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }).then((r) => r.json() as Promise<any>);
       const build = (await through("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: pipeline.id, commit_sha: SHA_A })).build;
       for (const s of streams) await s.until(has(build.id, "queued"), 4000);
       await through("POST", `/v1/builds/${build.id}/cancel`);
@@ -163,7 +178,8 @@ describe("GET /v1/events", () => {
       // The slow client reads nothing more; each build frame is about 1.5 KB.
       let last = "";
       for (let i = 0; i < 250 && feed.listeners === 2; i++) {
-        last = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build.id;
+        last = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build
+          .id;
       }
       await Bun.sleep(50);
       expect(feed.listeners).toBe(1);

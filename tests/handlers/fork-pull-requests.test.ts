@@ -40,10 +40,22 @@ beforeAll(async () => {
   owner = await bootstrapOwner(t);
   await t.call("POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "GitHub", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: SECRET },
+    body: {
+      provider: "github",
+      name: "GitHub",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: SECRET,
+    },
   });
-  projectId = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: await repositoryId(t, owner, "Codertocat/Hello-World") } })).body.project.id;
-  await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "pr-check", trigger_config: { events: ["pull_request"], branches: ["**"] } } });
+  projectId = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: await repositoryId(t, owner, "Codertocat/Hello-World") } })).body
+    .project.id;
+  await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
+    token: owner,
+    body: { name: "pr-check", trigger_config: { events: ["pull_request"], branches: ["**"] } },
+  });
   await t.call("PUT", `/v1/projects/${projectId}/variables/DEPLOY_TOKEN`, { token: owner, body: { value: DEPLOY_SECRET, secret: true } });
 });
 afterAll(async () => {
@@ -57,7 +69,10 @@ describe("pull requests from forks", () => {
     expect(res.status).toBe(200);
     expect(res.body.builds).toEqual([]);
     const delivery = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
-    expect(delivery).toMatchObject({ result: "ignored", reason: "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)" });
+    expect(delivery).toMatchObject({
+      result: "ignored",
+      reason: "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)",
+    });
   });
 
   test("build once the project opts in, and the build's claim carries no secret", async () => {
@@ -69,7 +84,10 @@ describe("pull requests from forks", () => {
     const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "fork-runner" } });
     const runner = created.body.runner.id;
     const token = created.body.token;
-    await t.call("POST", `/v1/runners/${runner}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" } });
+    await t.call("POST", `/v1/runners/${runner}/connect`, {
+      token,
+      body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
+    });
     const claim = await t.call("POST", `/v1/runners/${runner}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } });
     expect(claim.status).toBe(201);
     expect(claim.body.job.withheld_secrets).toEqual(["DEPLOY_TOKEN"]);

@@ -29,7 +29,13 @@ describe("GitHub App integration", () => {
     const created = await createGithubIntegration(t, owner, host);
     expect(created.repositories_synced).toBe(3);
     expect(created.sync_error).toBeNull();
-    expect(created.integration).toMatchObject({ provider: "github", name: "GitHub (stand-in)", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId });
+    expect(created.integration).toMatchObject({
+      provider: "github",
+      name: "GitHub (stand-in)",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+    });
     expect(created.integration.last_synced_at).toBe(t.clock.now());
     // The installation token was requested with a JWT, then the repositories with the token, over two pages.
     const paths = host.requests.map((r) => r.path);
@@ -50,14 +56,20 @@ describe("GitHub App integration", () => {
 
 describe("GitLab integration", () => {
   test("connects with an access token and follows x-next-page", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token },
+    });
     expect(res.status).toBe(201);
     expect(res.body.repositories_synced).toBe(2);
     expect(res.text).not.toContain(host.gitlab.token);
   });
 
   test("a refused sync keeps the integration, says why, and raises one incident that counts occurrences", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Wrong token", api_url: host.url, access_token: "wrong" } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitlab", name: "Wrong token", api_url: host.url, access_token: "wrong" },
+    });
     expect(res.status).toBe(201);
     expect(res.body.repositories_synced).toBe(0);
     expect(res.body.sync_error).toContain("401");
@@ -66,20 +78,35 @@ describe("GitLab integration", () => {
     expect(again.body.code).toBe("source_host_error");
     const incidents = await t.call("GET", "/v1/operator-incidents?status=open", { token: owner });
     const incident = incidents.body.incidents.find((i: { resource_id: string }) => i.resource_id === res.body.integration.id);
-    expect(incident).toMatchObject({ reason: "integration_sync_failed", resource_kind: "integration", resource_name: "Wrong token", occurrence_count: 2, status: "open", read_at: null });
+    expect(incident).toMatchObject({
+      reason: "integration_sync_failed",
+      resource_kind: "integration",
+      resource_name: "Wrong token",
+      occurrence_count: 2,
+      status: "open",
+      read_at: null,
+    });
     // The advice names the web app's button, where the person reading it is.
-    expect(incident.repair_action).toBe("Check the integration's host URL and credentials, then press Sync now beside it under Administration → Integrations (the API: POST /v1/integrations/{id}/sync).");
+    expect(incident.repair_action).toBe(
+      "Check the integration's host URL and credentials, then press Sync now beside it under Administration → Integrations (the API: POST /v1/integrations/{id}/sync).",
+    );
   });
 
   test("removing an integration resolves its open incidents: nothing is left to repair", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Soon removed", api_url: host.url, access_token: "wrong" } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitlab", name: "Soon removed", api_url: host.url, access_token: "wrong" },
+    });
     const id = res.body.integration.id;
-    const open = async () => (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: { resource_id: string }) => i.resource_id === id);
+    const open = async () =>
+      (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: { resource_id: string }) => i.resource_id === id);
     expect(await open()).toHaveLength(1);
     const removed = await t.call("DELETE", `/v1/integrations/${id}`, { token: owner });
     expect(removed.body).toEqual({ deleted: true });
     expect(await open()).toEqual([]);
-    const resolved = (await t.call("GET", "/v1/operator-incidents?status=resolved", { token: owner })).body.incidents.find((i: { resource_id: string }) => i.resource_id === id);
+    const resolved = (await t.call("GET", "/v1/operator-incidents?status=resolved", { token: owner })).body.incidents.find(
+      (i: { resource_id: string }) => i.resource_id === id,
+    );
     expect(resolved).toMatchObject({ reason: "integration_sync_failed", status: "resolved", resolved_at: t.clock.now() });
   });
 });
@@ -91,7 +118,13 @@ describe("the catalogue", () => {
     const acme = await t.call("GET", "/v1/integration-repositories?q=ACME&limit=2&offset=1", { token: owner });
     expect(acme.body.total).toBe(3);
     expect(acme.body.repositories.map((r: { full_name: string }) => r.full_name)).toEqual(["acme/flutter-kit", "acme/website"]);
-    expect(acme.body.repositories[0]).toMatchObject({ provider: "github", external_id: "1003", default_branch: "develop", is_private: true, installation_id: host.github.installationId });
+    expect(acme.body.repositories[0]).toMatchObject({
+      provider: "github",
+      external_id: "1003",
+      default_branch: "develop",
+      is_private: true,
+      installation_id: host.github.installationId,
+    });
   });
 
   test("a re-sync updates known repositories instead of duplicating them", async () => {
@@ -128,10 +161,15 @@ describe("outbound requests", () => {
     let calls = 0;
     const fetchImpl = async (url: string) => {
       calls++;
-      if (url.includes("access_tokens")) return new Response(JSON.stringify({ token: "x", expires_at: new Date(Date.now() + 3600_000).toISOString() }), { status: 201 });
+      if (url.includes("access_tokens"))
+        return new Response(JSON.stringify({ token: "x", expires_at: new Date(Date.now() + 3600_000).toISOString() }), { status: 201 });
       return new Response(JSON.stringify({ repositories: [] }), { headers: { link: '<http://169.254.169.254/latest/meta-data>; rel="next"' } });
     };
-    const client = new GithubClient({ api_url: "https://api.github.example.test", app_id: "1", installation_id: "9" }, { private_key: host.github.privateKeyPem, webhook_secret: "x" }, { fetch: fetchImpl as never, allowLinkLocal: false, now: () => t.clock.now(), tokens: new Map() });
+    const client = new GithubClient(
+      { api_url: "https://api.github.example.test", app_id: "1", installation_id: "9" },
+      { private_key: host.github.privateKeyPem, webhook_secret: "x" },
+      { fetch: fetchImpl as never, allowLinkLocal: false, now: () => t.clock.now(), tokens: new Map() },
+    );
     await expect(client.listRepositories()).rejects.toThrow("not the configured host");
     expect(calls).toBe(2);
   });
@@ -141,12 +179,20 @@ describe("what a host's failure shows, and to whom", () => {
   // A host that answers every request with an error page full of things users must not see.
   let leaky: ReturnType<typeof Bun.serve>;
   beforeAll(() => {
-    leaky = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response('{"message":"db=postgres://admin:hunter2@10.0.0.9 AKIAEXAMPLESECRET"}', { status: 500, headers: { "content-type": "application/json" } }) });
+    leaky = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      fetch: () =>
+        new Response('{"message":"db=postgres://admin:hunter2@10.0.0.9 AKIAEXAMPLESECRET"}', { status: 500, headers: { "content-type": "application/json" } }),
+    });
   });
   afterAll(() => leaky.stop(true));
 
   test("sync_error, the sync answer and the incident carry a status and a short reason, never the host's body", async () => {
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Leaky", api_url: `http://127.0.0.1:${leaky.port}`, access_token: "t" } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitlab", name: "Leaky", api_url: `http://127.0.0.1:${leaky.port}`, access_token: "t" },
+    });
     expect(res.status).toBe(201);
     expect(res.body.sync_error).toBe(`127.0.0.1:${leaky.port} answered HTTP 500 (the host had an error)`);
     const again = await t.call("POST", `/v1/integrations/${res.body.integration.id}/sync`, { token: owner });
@@ -160,7 +206,10 @@ describe("what a host's failure shows, and to whom", () => {
     const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("") });
     const port = closed.port;
     await closed.stop(true);
-    const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Gone", api_url: `http://127.0.0.1:${port}`, access_token: "t" } });
+    const res = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitlab", name: "Gone", api_url: `http://127.0.0.1:${port}`, access_token: "t" },
+    });
     expect(res.body.sync_error).toBe(`cannot reach 127.0.0.1:${port}: the connection failed`);
   });
 
@@ -179,10 +228,22 @@ describe("what a host's failure shows, and to whom", () => {
 });
 
 describe("link-local and cloud metadata addresses", () => {
-  for (const apiUrl of ["http://169.254.169.254", "http://169.254.10.1:8080/api", "http://2852039166", "http://[::ffff:169.254.169.254]", "http://[fe80::1]", "http://[fd00:ec2::254]", "http://metadata.google.internal", "http://METADATA.google.internal./computeMetadata/v1"]) {
+  for (const apiUrl of [
+    "http://169.254.169.254",
+    "http://169.254.10.1:8080/api",
+    "http://2852039166",
+    "http://[::ffff:169.254.169.254]",
+    "http://[fe80::1]",
+    "http://[fd00:ec2::254]",
+    "http://metadata.google.internal",
+    "http://METADATA.google.internal./computeMetadata/v1",
+  ]) {
     test(`api_url ${apiUrl} is refused with 400 and nothing is stored`, async () => {
       const before = (await t.call("GET", "/v1/integrations", { token: owner })).body.integrations.length;
-      const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "Metadata", api_url: apiUrl, access_token: "t" } });
+      const res = await t.call("POST", "/v1/integrations", {
+        token: owner,
+        body: { provider: "gitlab", name: "Metadata", api_url: apiUrl, access_token: "t" },
+      });
       expect(res.status).toBe(400);
       expect(res.body.code).toBe("invalid_request");
       expect(res.body.details).toHaveLength(1);
@@ -200,12 +261,18 @@ describe("link-local and cloud metadata addresses", () => {
     writeFileSync(hostsFile, "127.0.0.1 localhost\n169.254.169.254 meta-alias.roost.test\n");
     const script = `ip link set lo up && ip addr add 169.254.169.254/32 dev lo && mount --bind ${hostsFile} /etc/hosts && exec ${BUN} tests/support/metadata-probe.ts`;
     // Bun caches DNS answers (30 s by default); the probe changes /etc/hosts between two lookups.
-    const child = Bun.spawn(["unshare", "--net", "--mount", "sh", "-c", script], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe", env: { ...process.env, BUN_CONFIG_DNS_TIME_TO_LIVE_SECONDS: "0" } });
+    const child = Bun.spawn(["unshare", "--net", "--mount", "sh", "-c", script], {
+      cwd: REPO_ROOT,
+      stdout: "pipe",
+      stderr: "pipe",
+      env: { ...process.env, BUN_CONFIG_DNS_TIME_TO_LIVE_SECONDS: "0" },
+    });
     const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     rmSync(dir, { recursive: true, force: true });
     if (code !== 0) throw new Error(`metadata probe failed (${code}): ${err}`);
     const unexpected = "sync failed: the host's answer was not what Roost expected";
-    const byName = "must not be a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true";
+    const byName =
+      "must not be a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true";
     expect(JSON.parse(out.trim().split("\n").pop()!)).toEqual({
       allow_false: {
         // The name is resolved when the integration or the notification is saved: 400, nothing contacted.
@@ -216,7 +283,8 @@ describe("link-local and cloud metadata addresses", () => {
         resolved_later: {
           created: 201,
           sync: 502,
-          message: "refusing to contact late-alias.roost.test: it is a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)",
+          message:
+            "refusing to contact late-alias.roost.test: it is a name that resolves to a link-local address (169.254.0.0/16, where cloud metadata services answer) (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)",
           reached: 0,
         },
       },

@@ -8,11 +8,14 @@ beforeEach(async () => (t = await createTestApp()));
 afterEach(() => t.close());
 
 describe("loopback is decided by the socket peer", () => {
-  test.each([["203.0.113.7"], ["10.0.0.2"], ["::ffff:192.0.2.1"], ["2001:db8::1"], [null]])("peer %p is refused with 403 local_login_loopback_required", async (peer) => {
-    const res = await t.call("POST", "/v1/auth/local/login", { peer, body: { email: "a@example.test" } });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ code: "local_login_loopback_required", message: "Local login is accepted only from this machine's loopback." });
-  });
+  test.each([["203.0.113.7"], ["10.0.0.2"], ["::ffff:192.0.2.1"], ["2001:db8::1"], [null]])(
+    "peer %p is refused with 403 local_login_loopback_required",
+    async (peer) => {
+      const res = await t.call("POST", "/v1/auth/local/login", { peer, body: { email: "a@example.test" } });
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ code: "local_login_loopback_required", message: "Local login is accepted only from this machine's loopback." });
+    },
+  );
 
   test("forwarding headers claiming loopback do not help a remote peer", async () => {
     const res = await t.call("POST", "/v1/auth/local/login", {
@@ -112,7 +115,10 @@ describe("Ready Local Only: loopback alone signs nobody in (build code on a runn
     expect(ok.body.user).toMatchObject({ email: "owner@example.test", role: "owner" });
     const reused = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: capability } });
     expect(reused.status).toBe(403);
-    expect(reused.body).toEqual({ code: "recovery_capability_invalid", message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one." });
+    expect(reused.body).toEqual({
+      code: "recovery_capability_invalid",
+      message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one.",
+    });
   });
 
   test("a made-up capability is 403 recovery_capability_invalid", async () => {
@@ -136,7 +142,10 @@ describe("Ready External Access: local login needs a recovery capability", () =>
     await readyRemote();
     const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
     expect(res.status).toBe(403);
-    expect(res.body).toEqual({ code: "recovery_capability_required", message: "In External Access mode, local login needs a recovery capability from `roost recover`." });
+    expect(res.body).toEqual({
+      code: "recovery_capability_required",
+      message: "In External Access mode, local login needs a recovery capability from `roost recover`.",
+    });
   });
 
   test("a capability works once, then is 403 recovery_capability_invalid", async () => {
@@ -147,7 +156,10 @@ describe("Ready External Access: local login needs a recovery capability", () =>
     expect(ok.body.user.email).toBe("owner@example.test");
     const reused = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: token } });
     expect(reused.status).toBe(403);
-    expect(reused.body).toEqual({ code: "recovery_capability_invalid", message: "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`." });
+    expect(reused.body).toEqual({
+      code: "recovery_capability_invalid",
+      message: "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.",
+    });
   });
 
   test("a capability expires after five minutes", async () => {

@@ -28,7 +28,8 @@ async function runningJobs(n: number) {
     const token: string = made.token;
     await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64" } } });
     const job = (await t.call("POST", `/v1/runners/${id}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
-    const append = (first_line: number, texts: string[]) => t.call("POST", `/v1/runners/${id}/jobs/${job.job_id}/logs`, { token, body: { first_line, lines: texts.map((text) => ({ step: "build", text })) } });
+    const append = (first_line: number, texts: string[]) =>
+      t.call("POST", `/v1/runners/${id}/jobs/${job.job_id}/logs`, { token, body: { first_line, lines: texts.map((text) => ({ step: "build", text })) } });
     jobs.push({ jobId: job.job_id as string, buildId: job.build.id as string, append });
   }
   return jobs;
@@ -79,7 +80,8 @@ describe("appends from many runners at once", () => {
   test("an append that fails fails alone; the ones written with it are stored", async () => {
     const jobs = await runningJobs(3);
     // Started in one turn of the event loop, so all four share the first transaction.
-    const append = (jobId: string, buildId: string, text: string) => appendLogLines(t.db, jobId, buildId, 0, [{ step: "build", stream: "stdout", text }], t.clock.now(), 1 << 20);
+    const append = (jobId: string, buildId: string, text: string) =>
+      appendLogLines(t.db, jobId, buildId, 0, [{ step: "build", stream: "stdout", text }], t.clock.now(), 1 << 20);
     const [good0, bad, ...good] = await Promise.allSettled([
       append(jobs[0]!.jobId, jobs[0]!.buildId, "only line of job 0"),
       append("no-such-job", jobs[0]!.buildId, "lost"),

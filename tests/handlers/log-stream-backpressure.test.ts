@@ -25,12 +25,18 @@ describe("a slow stream reader", () => {
     await createGithubIntegration(t, owner, host);
     const project = await createProject(t, owner);
     const pipeline = await createPipeline(t, owner, project.id);
-    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     const created = (await t.call("POST", "/v1/runners", { token: owner, body: { name: "r" } })).body;
     await t.call("POST", `/v1/runners/${created.runner.id}/connect`, { token: created.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-    const job = (await t.call("POST", `/v1/runners/${created.runner.id}/jobs/claim`, { token: created.token, body: { claim_id: "slow-reader-claim", wait_seconds: 0 } })).body.job;
+    const job = (
+      await t.call("POST", `/v1/runners/${created.runner.id}/jobs/claim`, { token: created.token, body: { claim_id: "slow-reader-claim", wait_seconds: 0 } })
+    ).body.job;
     for (let i = 0; i < 3000; i += 1000) {
-      await t.call("POST", `/v1/runners/${created.runner.id}/jobs/${job.job_id}/logs`, { token: created.token, body: { first_line: i, lines: Array.from({ length: 1000 }, (_, k) => ({ text: `line ${i + k}` })) } });
+      await t.call("POST", `/v1/runners/${created.runner.id}/jobs/${job.job_id}/logs`, {
+        token: created.token,
+        body: { first_line: i, lines: Array.from({ length: 1000 }, (_, k) => ({ text: `line ${i + k}` })) },
+      });
     }
 
     // Count the log pages the stream reads from the database.

@@ -63,17 +63,25 @@ async function runningBuild(app: App) {
   const created = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 8)}` } })).body;
   const runner = { id: created.runner.id as string, token: created.token as string };
   await t.call("POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
+    .body.job;
   let next = 0;
   const runnerCall = async (method: string, path: string, body: unknown) => {
     const response = await app.fetch(
-      new Request(`http://127.0.0.1:8080/v1/runners/${runner.id}${path}`, { method, headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" }, body: JSON.stringify(body) }),
+      new Request(`http://127.0.0.1:8080/v1/runners/${runner.id}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      }),
       "127.0.0.1",
     );
     return { status: response.status, body: (await response.json()) as any };
   };
   const append = async (count: number, text = (i: number) => `line ${i}`) => {
-    const res = await runnerCall("POST", `/jobs/${job.job_id}/logs`, { first_line: next, lines: Array.from({ length: count }, (_, k) => ({ text: text(next + k) })) });
+    const res = await runnerCall("POST", `/jobs/${job.job_id}/logs`, {
+      first_line: next,
+      lines: Array.from({ length: count }, (_, k) => ({ text: text(next + k) })),
+    });
     expect(res.status).toBe(202);
     next = res.body.next_line;
   };

@@ -14,7 +14,10 @@ let buildId = "";
 
 const EXPIRED = { code: "invalid_token", message: "The stream token is unknown or expired; ask for a new one." };
 const NO_LONGER_ALLOWED = { code: "forbidden", message: "The user this stream token was issued to can no longer see this build." };
-const CREDENTIAL_ENDED = { code: "forbidden", message: "The session or API token this stream token was minted with no longer works (signed out, revoked, expired, or its user deactivated)." };
+const CREDENTIAL_ENDED = {
+  code: "forbidden",
+  message: "The session or API token this stream token was minted with no longer works (signed out, revoked, expired, or its user deactivated).",
+};
 
 beforeAll(async () => {
   t = await createTestApp();

@@ -32,7 +32,10 @@ beforeAll(async () => {
         socket.write("220 fake ESMTP\r\n");
       },
       data(socket, chunk) {
-        for (const line of new TextDecoder().decode(chunk).split("\r\n").filter((l) => l !== "")) {
+        for (const line of new TextDecoder()
+          .decode(chunk)
+          .split("\r\n")
+          .filter((l) => l !== "")) {
           heard.push(line);
           if (socket.data.data) {
             if (line === ".") (socket.data.data = false), socket.write("250 queued\r\n");
@@ -60,7 +63,20 @@ test("pointing an e-mail notification at another SMTP server without the passwor
   const pipeline = await createPipeline(t, owner, project.id);
   const created = await t.call("POST", `/v1/projects/${project.id}/notifications`, {
     token: owner,
-    body: { name: "mail", channel: "email", events: ["failed"], email: { host: "smtp.example.test", port: 587, security: "starttls", username: "roost", password: "the-smtp-password", from: "roost@example.test", to: ["team@example.test"] } },
+    body: {
+      name: "mail",
+      channel: "email",
+      events: ["failed"],
+      email: {
+        host: "smtp.example.test",
+        port: 587,
+        security: "starttls",
+        username: "roost",
+        password: "the-smtp-password",
+        from: "roost@example.test",
+        to: ["team@example.test"],
+      },
+    },
   });
   expect(created.status).toBe(201);
   const path = `/v1/projects/${project.id}/notifications/${created.body.notification.id}`;
@@ -82,7 +98,14 @@ test("pointing an e-mail notification at another SMTP server without the passwor
   expect(heard.filter((l) => l.includes(password) || Buffer.from(l.split(" ").pop()!, "base64").toString().includes("the-smtp-password"))).toEqual([]);
 
   // With the password sent again, or without AUTH, the server may change; other fields never need it.
-  expect((await t.call("PATCH", path, { token: owner, body: { email: { host: "127.0.0.1", port: smtp.port, security: "none", password: "a-password-for-this-server" } } })).status).toBe(200);
+  expect(
+    (
+      await t.call("PATCH", path, {
+        token: owner,
+        body: { email: { host: "127.0.0.1", port: smtp.port, security: "none", password: "a-password-for-this-server" } },
+      })
+    ).status,
+  ).toBe(200);
   expect((await t.call("PATCH", path, { token: owner, body: { email: { port: smtp.port + 1, username: null } } })).status).toBe(200);
   expect((await t.call("PATCH", path, { token: owner, body: { email: { to: ["lead@example.test"] }, events: ["failed", "fixed"] } })).status).toBe(200);
 });

@@ -58,7 +58,14 @@ afterAll(async () => {
 const hook = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
 
 async function finishedBuild(pipelineId: string, branch: string, outcome: "succeed" | "fail" | "cancel", triggerEvent?: "tag") {
-  const { build } = await createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: triggerEvent ? "webhook" : "manual", triggerEvent, concurrencyKey: null });
+  const { build } = await createBuild(t.ctx, {
+    pipelineId,
+    branch,
+    commitSha: SHA_A,
+    triggerType: triggerEvent ? "webhook" : "manual",
+    triggerEvent,
+    concurrencyKey: null,
+  });
   if (outcome !== "cancel") await transitionBuild(t.ctx, build.id, "start");
   await transitionBuild(t.ctx, build.id, outcome, outcome === "fail" ? { exit_code: 1, failure_reason: "step test exited with 1" } : {});
   return build;
@@ -101,7 +108,10 @@ describe("configuration", () => {
     const patched = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, { token: owner, body: { events: ["failed"] } });
     expect(patched.status).toBe(200);
     expect(patched.text).not.toContain("secretpart");
-    const wrongChannel = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, { token: owner, body: { email: { host: "smtp.example.test" } } });
+    const wrongChannel = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, {
+      token: owner,
+      body: { email: { host: "smtp.example.test" } },
+    });
     expect(wrongChannel.status).toBe(400);
     expect(wrongChannel.body).toEqual({
       code: "invalid_request",
@@ -112,7 +122,10 @@ describe("configuration", () => {
 
   test("an unknown event or a short signing secret answers 400 naming the field", async () => {
     const project = await createProject(t, owner);
-    const res = await t.call("POST", `/v1/projects/${project.id}/notifications`, { token: owner, body: { name: "x", channel: "webhook", events: ["exploded"], webhook: { url: hook("/x"), secret: "short" } } });
+    const res = await t.call("POST", `/v1/projects/${project.id}/notifications`, {
+      token: owner,
+      body: { name: "x", channel: "webhook", events: ["exploded"], webhook: { url: hook("/x"), secret: "short" } },
+    });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe("invalid_request");
     expect(res.body.details.map((d: { path: string }) => d.path).sort()).toEqual(["body.events.0", "body.webhook.secret"]);
@@ -130,7 +143,10 @@ describe("link-local and cloud metadata addresses (the integrations' address pol
     ["email", { host: "169.254.169.254", port: 25, security: "none", from: "ci@example.test", to: ["dev@example.test"] }, "body.email.host", refused],
   ])("a %s channel at %p is refused with 400 when created, and nothing is stored", async (channel, settings, path, reason) => {
     const project = await createProject(t, owner);
-    const res = await t.call("POST", `/v1/projects/${project.id}/notifications`, { token: owner, body: { name: "metadata", channel, events: ["failed"], [channel]: settings } });
+    const res = await t.call("POST", `/v1/projects/${project.id}/notifications`, {
+      token: owner,
+      body: { name: "metadata", channel, events: ["failed"], [channel]: settings },
+    });
     const message = `must not be ${reason} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true`;
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "invalid_request", message: `The body is not valid: ${path}: ${message}`, details: [{ path, message }] });
@@ -138,8 +154,16 @@ describe("link-local and cloud metadata addresses (the integrations' address pol
   });
 
   test("changing a URL to a metadata address is refused with 400 and the stored URL is kept", async () => {
-    const { project, pipeline, notification } = await setup({ name: "hook", channel: "webhook", events: ["failed"], webhook: { url: hook("/kept"), secret: SECRET } });
-    const res = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, { token: owner, body: { webhook: { url: "http://169.254.169.254/latest/meta-data/iam/" } } });
+    const { project, pipeline, notification } = await setup({
+      name: "hook",
+      channel: "webhook",
+      events: ["failed"],
+      webhook: { url: hook("/kept"), secret: SECRET },
+    });
+    const res = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, {
+      token: owner,
+      body: { webhook: { url: "http://169.254.169.254/latest/meta-data/iam/" } },
+    });
     expect(res.status).toBe(400);
     expect(res.body.details).toEqual([{ path: "body.webhook.url", message: `must not be ${refused} unless ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL=true` }]);
     received = [];
@@ -156,7 +180,10 @@ describe("link-local and cloud metadata addresses (the integrations' address pol
       seedStandIn(other);
       await createGithubIntegration(allowing, admin, other);
       const project = await createProject(allowing, admin);
-      const res = await allowing.call("POST", `/v1/projects/${project.id}/notifications`, { token: admin, body: { name: "metadata", channel: "webhook", events: ["failed"], webhook: { url: "http://169.254.169.254/hook", secret: SECRET } } });
+      const res = await allowing.call("POST", `/v1/projects/${project.id}/notifications`, {
+        token: admin,
+        body: { name: "metadata", channel: "webhook", events: ["failed"], webhook: { url: "http://169.254.169.254/hook", secret: SECRET } },
+      });
       expect(res.status).toBe(201);
       await other.stop();
     } finally {
@@ -168,7 +195,13 @@ describe("link-local and cloud metadata addresses (the integrations' address pol
 describe("delivery", () => {
   test("Slack-compatible webhook: failed, then fixed (first success after a failure), not plain successes; other branches are ignored", async () => {
     received = [];
-    const { project, pipeline } = await setup({ name: "chat", channel: "slack", events: ["failed", "fixed"], branches: ["main"], slack: { url: hook("/slack") } });
+    const { project, pipeline } = await setup({
+      name: "chat",
+      channel: "slack",
+      events: ["failed", "fixed"],
+      branches: ["main"],
+      slack: { url: hook("/slack") },
+    });
     const failed = await finishedBuild(pipeline.id, "main", "fail");
     await finishedBuild(pipeline.id, "feature/x", "fail");
     await drain();
@@ -176,13 +209,23 @@ describe("delivery", () => {
     await finishedBuild(pipeline.id, "main", "succeed");
     await drain();
     expect(received.map((r) => r.path)).toEqual(["/slack", "/slack"]);
-    expect(received[0]!.body).toEqual({ text: `${project.name} / ${pipeline.name} #${failed.build_number} failed on main (aaaaaaa)\n${BASE}/v1/builds/${failed.id}\nstep test exited with 1` });
-    expect(received[1]!.body).toEqual({ text: `${project.name} / ${pipeline.name} #${fixed.build_number} is fixed on main (aaaaaaa)\n${BASE}/v1/builds/${fixed.id}` });
+    expect(received[0]!.body).toEqual({
+      text: `${project.name} / ${pipeline.name} #${failed.build_number} failed on main (aaaaaaa)\n${BASE}/v1/builds/${failed.id}\nstep test exited with 1`,
+    });
+    expect(received[1]!.body).toEqual({
+      text: `${project.name} / ${pipeline.name} #${fixed.build_number} is fixed on main (aaaaaaa)\n${BASE}/v1/builds/${fixed.id}`,
+    });
   });
 
   test("a plain branch pattern never announces a tag of the same name; tags are named as refs/tags/<pattern>", async () => {
     received = [];
-    const { pipeline } = await setup({ name: "releases", channel: "slack", events: ["failed"], branches: ["main", "refs/tags/v*"], slack: { url: hook("/slack-tags") } });
+    const { pipeline } = await setup({
+      name: "releases",
+      channel: "slack",
+      events: ["failed"],
+      branches: ["main", "refs/tags/v*"],
+      slack: { url: hook("/slack-tags") },
+    });
     await finishedBuild(pipeline.id, "main", "fail", "tag"); // a tag someone named "main"
     const release = await finishedBuild(pipeline.id, "v1.2.0", "fail", "tag");
     await finishedBuild(pipeline.id, "v1.2.0", "fail"); // a branch named like the tag pattern
@@ -191,14 +234,22 @@ describe("delivery", () => {
     // Deliveries of one pass go out in any order: compare the set of builds announced.
     const announced = received.filter((r) => r.path === "/slack-tags").map((r) => r.body.text.split("\n")[1]);
     expect(announced.sort()).toEqual([`${BASE}/v1/builds/${release.id}`, `${BASE}/v1/builds/${branch.id}`].sort());
-    const bad = await t.call("POST", `/v1/projects/${pipeline.project_id}/notifications`, { token: owner, body: { name: "x", channel: "slack", events: ["failed"], branches: ["refs/pull/*"], slack: { url: hook("/slack") } } });
+    const bad = await t.call("POST", `/v1/projects/${pipeline.project_id}/notifications`, {
+      token: owner,
+      body: { name: "x", channel: "slack", events: ["failed"], branches: ["refs/pull/*"], slack: { url: hook("/slack") } },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.message).toContain("refs/tags/");
   });
 
   test("JSON webhook signed with HMAC-SHA256 like GitHub's; canceled and succeeded events", async () => {
     received = [];
-    const { pipeline, notification } = await setup({ name: "ci bot", channel: "webhook", events: ["succeeded", "canceled"], webhook: { url: hook("/hooks/roost"), secret: SECRET } });
+    const { pipeline, notification } = await setup({
+      name: "ci bot",
+      channel: "webhook",
+      events: ["succeeded", "canceled"],
+      webhook: { url: hook("/hooks/roost"), secret: SECRET },
+    });
     const ok = await finishedBuild(pipeline.id, "main", "succeed");
     const canceled = await finishedBuild(pipeline.id, "develop", "cancel");
     await drain();
@@ -210,15 +261,27 @@ describe("delivery", () => {
       expect(await verify("another-secret-entirely", r.raw, r.headers["x-roost-signature-256"]!)).toBe(false);
     }
     const byEvent = Object.fromEntries(received.map((r) => [r.headers["x-roost-event"], r.body]));
-    expect(byEvent["build.succeeded"]).toMatchObject({ event: "succeeded", build: { id: ok.id, status: "succeeded", branch: "main", commit_sha: SHA_A, url: `${BASE}/v1/builds/${ok.id}` }, pipeline: { id: pipeline.id } });
+    expect(byEvent["build.succeeded"]).toMatchObject({
+      event: "succeeded",
+      build: { id: ok.id, status: "succeeded", branch: "main", commit_sha: SHA_A, url: `${BASE}/v1/builds/${ok.id}` },
+      pipeline: { id: pipeline.id },
+    });
     expect(byEvent["build.canceled"]).toMatchObject({ event: "canceled", build: { id: canceled.id, status: "canceled", branch: "develop" } });
     const deliveries = await t.call("GET", `/v1/projects/${notification.project_id}/notifications/${notification.id}/deliveries`, { token: owner });
-    expect(deliveries.body.deliveries.map((d: { status: string; attempts: number }) => [d.status, d.attempts])).toEqual([["delivered", 1], ["delivered", 1]]);
+    expect(deliveries.body.deliveries.map((d: { status: string; attempts: number }) => [d.status, d.attempts])).toEqual([
+      ["delivered", 1],
+      ["delivered", 1],
+    ]);
   });
 
   test("a refusing receiver is retried with backoff; failures are visible per notification and raise an incident when persistent; a success resolves it", async () => {
     received = [];
-    const { project, pipeline, notification } = await setup({ name: "flaky", channel: "webhook", events: ["failed"], webhook: { url: hook("/flaky"), secret: SECRET } });
+    const { project, pipeline, notification } = await setup({
+      name: "flaky",
+      channel: "webhook",
+      events: ["failed"],
+      webhook: { url: hook("/flaky"), secret: SECRET },
+    });
     await finishedBuild(pipeline.id, "main", "fail");
     failNext = ATTEMPTS_BEFORE_INCIDENT;
     await dispatchNotifications(t.ctx, BASE);
@@ -227,14 +290,18 @@ describe("delivery", () => {
     expect(read.body.deliveries[0].next_attempt_at).toBeGreaterThan(t.clock.now());
     // Not due yet: nothing is sent.
     await dispatchNotifications(t.ctx, BASE);
-    expect((await t.call("GET", `/v1/projects/${project.id}/notifications/${notification.id}/deliveries`, { token: owner })).body.deliveries[0].attempts).toBe(1);
+    expect((await t.call("GET", `/v1/projects/${project.id}/notifications/${notification.id}/deliveries`, { token: owner })).body.deliveries[0].attempts).toBe(
+      1,
+    );
     for (let i = 1; i < ATTEMPTS_BEFORE_INCIDENT; i++) {
       t.clock.advance(7200);
       await dispatchNotifications(t.ctx, BASE);
     }
     const health = (await t.call("GET", `/v1/projects/${project.id}/notifications/${notification.id}`, { token: owner })).body.notification.health;
     expect(health).toEqual({ last_delivered_at: null, failing: true, last_error: "the receiver answered HTTP 503" });
-    let incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: { resource_id: string }) => i.resource_id === notification.id);
+    let incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter(
+      (i: { resource_id: string }) => i.resource_id === notification.id,
+    );
     expect(incidents).toHaveLength(1);
     expect(incidents[0]).toMatchObject({ reason: "notification_failing", resource_kind: "notification", resource_name: "flaky", severity: "warning" });
     expect(incidents[0].message).toBe(`Notification "flaky" cannot be delivered (${ATTEMPTS_BEFORE_INCIDENT} attempts): the receiver answered HTTP 503`);
@@ -243,7 +310,9 @@ describe("delivery", () => {
     expect(received.map((r) => r.path)).toEqual(["/flaky"]);
     read = await t.call("GET", `/v1/projects/${project.id}/notifications/${notification.id}/deliveries`, { token: owner });
     expect(read.body.deliveries[0]).toMatchObject({ status: "delivered", attempts: ATTEMPTS_BEFORE_INCIDENT + 1, last_error: null, next_attempt_at: null });
-    incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: { resource_id: string }) => i.resource_id === notification.id);
+    incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter(
+      (i: { resource_id: string }) => i.resource_id === notification.id,
+    );
     expect(incidents).toHaveLength(0);
   });
 
@@ -270,10 +339,41 @@ describe("e-mail over SMTP", () => {
   let port = 0;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), "roost-smtp-"));
-    const made = Bun.spawnSync(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stderr: "pipe" });
+    const made = Bun.spawnSync(
+      [
+        "openssl",
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stderr: "pipe" },
+    );
     if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
     const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    smtp = Bun.spawn([python, join(import.meta.dir, "../support/smtp-server.py"), join(dir, "mail.jsonl"), join(dir, "cert.pem"), join(dir, "key.pem"), "roost", "smtp-password"], { stdin: "pipe", stdout: "pipe", stderr: "inherit" });
+    smtp = Bun.spawn(
+      [
+        python,
+        join(import.meta.dir, "../support/smtp-server.py"),
+        join(dir, "mail.jsonl"),
+        join(dir, "cert.pem"),
+        join(dir, "key.pem"),
+        "roost",
+        "smtp-password",
+      ],
+      { stdin: "pipe", stdout: "pipe", stderr: "inherit" },
+    );
     const reader = (smtp.stdout as ReadableStream<Uint8Array>).getReader();
     let text = "";
     while (!/ready \d+/.test(text)) {
@@ -288,16 +388,38 @@ describe("e-mail over SMTP", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const mail = () => (existsSync(join(dir, "mail.jsonl")) ? readFileSync(join(dir, "mail.jsonl"), "utf8").trim().split("\n").map((l) => JSON.parse(l)) : []);
+  const mail = () =>
+    existsSync(join(dir, "mail.jsonl"))
+      ? readFileSync(join(dir, "mail.jsonl"), "utf8")
+          .trim()
+          .split("\n")
+          .map((l) => JSON.parse(l))
+      : [];
 
   test("delivered with STARTTLS and AUTH; the password is never returned; a wrong password is a visible failure", async () => {
     const { project, pipeline, notification } = await setup({
       name: "mail the team",
       channel: "email",
       events: ["failed"],
-      email: { host: "127.0.0.1", port, security: "starttls", username: "roost", password: "smtp-password", from: "roost@example.test", to: ["team@example.test", "lead@example.test"], tls_ca: readFileSync(join(dir, "cert.pem"), "utf8") },
+      email: {
+        host: "127.0.0.1",
+        port,
+        security: "starttls",
+        username: "roost",
+        password: "smtp-password",
+        from: "roost@example.test",
+        to: ["team@example.test", "lead@example.test"],
+        tls_ca: readFileSync(join(dir, "cert.pem"), "utf8"),
+      },
     });
-    expect(notification.config).toMatchObject({ host: "127.0.0.1", port, security: "starttls", username: "roost", from: "roost@example.test", to: ["team@example.test", "lead@example.test"] });
+    expect(notification.config).toMatchObject({
+      host: "127.0.0.1",
+      port,
+      security: "starttls",
+      username: "roost",
+      from: "roost@example.test",
+      to: ["team@example.test", "lead@example.test"],
+    });
     expect(JSON.stringify(notification)).not.toContain("smtp-password");
     const build = await finishedBuild(pipeline.id, "main", "fail");
     await drain();
@@ -321,7 +443,10 @@ describe("e-mail over SMTP", () => {
       ].join("\n"),
     );
 
-    const patched = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, { token: owner, body: { email: { password: "wrong" } } });
+    const patched = await t.call("PATCH", `/v1/projects/${project.id}/notifications/${notification.id}`, {
+      token: owner,
+      body: { email: { password: "wrong" } },
+    });
     expect(patched.status).toBe(200);
     t.clock.advance(60);
     await finishedBuild(pipeline.id, "main", "fail");

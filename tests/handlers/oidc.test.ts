@@ -34,7 +34,7 @@ function cookieOf(headers: Headers): string {
 async function start(t: TestApp, query = "", peer = "203.0.113.7") {
   const res = await t.call("GET", `/v1/auth/oidc/start${query}`, { peer });
   if (res.status !== 200) throw new Error(`start failed: ${res.status} ${res.text}`);
-  return { ...res.body as { authorization_url: string; state: string }, cookie: cookieOf(res.headers), headers: res.headers };
+  return { ...(res.body as { authorization_url: string; state: string }), cookie: cookieOf(res.headers), headers: res.headers };
 }
 
 async function signIn(t: TestApp, op: TestOp, scenario: IdTokenScenario = {}) {
@@ -69,8 +69,12 @@ describe("GET /v1/auth/oidc/start", () => {
 
   test("redirect_uri comes only from the allow-list; anything else falls back to the standard callback", async () => {
     const { t } = await instance();
-    expect(new URL((await start(t, `?redirect_uri=${encodeURIComponent(OTHER_CALLBACK)}`)).authorization_url).searchParams.get("redirect_uri")).toBe(OTHER_CALLBACK);
-    expect(new URL((await start(t, `?redirect_uri=${encodeURIComponent("https://evil.example/cb")}`)).authorization_url).searchParams.get("redirect_uri")).toBe(STANDARD_CALLBACK);
+    expect(new URL((await start(t, `?redirect_uri=${encodeURIComponent(OTHER_CALLBACK)}`)).authorization_url).searchParams.get("redirect_uri")).toBe(
+      OTHER_CALLBACK,
+    );
+    expect(new URL((await start(t, `?redirect_uri=${encodeURIComponent("https://evil.example/cb")}`)).authorization_url).searchParams.get("redirect_uri")).toBe(
+      STANDARD_CALLBACK,
+    );
   });
 
   test("409 setup_incomplete before the instance is ready", async () => {
@@ -132,11 +136,18 @@ describe("GET /v1/auth/oidc/start", () => {
     const first = await start(t, "", "203.0.113.50");
     for (let i = 0; i < PENDING_PER_PEER + 5; i++) await start(t, "", "203.0.113.50");
     const count = (await t.db.execute("SELECT peer, COUNT(*) AS n FROM oidc_pending GROUP BY peer ORDER BY peer")).rows.map((r) => [r.peer, Number(r.n)]);
-    expect(count).toEqual([["192.0.2.1", 1], ["203.0.113.50", PENDING_PER_PEER]]);
+    expect(count).toEqual([
+      ["192.0.2.1", 1],
+      ["203.0.113.50", PENDING_PER_PEER],
+    ]);
     const evicted = op.authorize(first.authorization_url);
-    expect((await t.call("POST", "/v1/auth/oidc/callback", { body: { code: evicted.code, state: evicted.state }, headers: { cookie: first.cookie } })).body.code).toBe("invalid_state");
+    expect(
+      (await t.call("POST", "/v1/auth/oidc/callback", { body: { code: evicted.code, state: evicted.state }, headers: { cookie: first.cookie } })).body.code,
+    ).toBe("invalid_state");
     const kept = op.authorize(other.authorization_url);
-    expect((await t.call("POST", "/v1/auth/oidc/callback", { body: { code: kept.code, state: kept.state }, headers: { cookie: other.cookie } })).status).toBe(200);
+    expect((await t.call("POST", "/v1/auth/oidc/callback", { body: { code: kept.code, state: kept.state }, headers: { cookie: other.cookie } })).status).toBe(
+      200,
+    );
   });
 });
 
@@ -181,7 +192,11 @@ describe("POST /v1/auth/oidc/callback", () => {
     ["two audiences with a foreign azp", { aud: ["roost-test-client", "other"], azp: "other" }, "The ID token was issued to another client (azp)."],
     // OIDC Core §3.1.3.7 step 5: when azp is present the Client verifies that it is its own client id, whatever the audiences.
     ["our client id as the only audience with a foreign azp", { aud: "roost-test-client", azp: "evil" }, "The ID token was issued to another client (azp)."],
-    ["our client id as a one-element audience with a foreign azp", { aud: ["roost-test-client"], azp: "evil" }, "The ID token was issued to another client (azp)."],
+    [
+      "our client id as a one-element audience with a foreign azp",
+      { aud: ["roost-test-client"], azp: "evil" },
+      "The ID token was issued to another client (azp).",
+    ],
     ["another issuer", { iss: "http://127.0.0.1:1/evil" }, "The ID token was issued by another issuer (iss)."],
     ["an expired token", { iatOffset: -1000, lifetime: 300 }, "The ID token has expired (exp)."],
     ["an iat in the future", { iatOffset: 600 }, "The ID token was issued in the future (iat)."],
@@ -209,7 +224,11 @@ describe("POST /v1/auth/oidc/callback", () => {
       expect(res.status).toBe(502);
       expect(res.body).toEqual(untrusted);
     }
-    for (const scenario of [{ aud: "roost-test-client" }, { aud: ["roost-test-client"] }, { aud: "roost-test-client", azp: "roost-test-client" }] as IdTokenScenario[]) {
+    for (const scenario of [
+      { aud: "roost-test-client" },
+      { aud: ["roost-test-client"] },
+      { aud: "roost-test-client", azp: "roost-test-client" },
+    ] as IdTokenScenario[]) {
       const res = await signIn(t, op, scenario);
       expect(res.status).toBe(200);
       expect(res.body.user.email).toBe("ada@example.test");
@@ -410,10 +429,24 @@ describe("OIDC settings", () => {
     const early = await t.call("POST", "/v1/setup/complete", { token });
     expect(early.status).toBe(409);
     expect(early.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the identity provider with PUT /v1/setup/oidc first." });
-    const bad = await t.call("PUT", "/v1/setup/oidc", { token, body: { issuer: "http://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: [STANDARD_CALLBACK] } });
+    const bad = await t.call("PUT", "/v1/setup/oidc", {
+      token,
+      body: { issuer: "http://idp.example.test", client_id: "c", client_secret: "s", redirect_uris: [STANDARD_CALLBACK] },
+    });
     expect(bad.status).toBe(400);
-    const put = await t.call("PUT", "/v1/setup/oidc", { token, body: { issuer: op.issuer, client_id: "c", client_secret: "very-secret-value", redirect_uris: [STANDARD_CALLBACK] } });
-    expect(put.body).toEqual({ issuer: op.issuer, client_id: "c", client_secret_set: true, scopes: ["openid", "email", "profile"], redirect_uris: [STANDARD_CALLBACK], id_token_algs: ["RS256", "PS256", "ES256", "EdDSA"], updated_at: t.clock.now() });
+    const put = await t.call("PUT", "/v1/setup/oidc", {
+      token,
+      body: { issuer: op.issuer, client_id: "c", client_secret: "very-secret-value", redirect_uris: [STANDARD_CALLBACK] },
+    });
+    expect(put.body).toEqual({
+      issuer: op.issuer,
+      client_id: "c",
+      client_secret_set: true,
+      scopes: ["openid", "email", "profile"],
+      redirect_uris: [STANDARD_CALLBACK],
+      id_token_algs: ["RS256", "PS256", "ES256", "EdDSA"],
+      updated_at: t.clock.now(),
+    });
     expect((await t.call("POST", "/v1/setup/complete", { token })).status).toBe(200);
     const sealed = String((await t.db.execute("SELECT client_secret_sealed FROM oidc_settings")).rows[0]!.client_secret_sealed);
     expect(sealed).toStartWith("v1.");

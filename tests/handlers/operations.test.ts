@@ -80,11 +80,18 @@ describe("request logs", () => {
     const lines: string[] = [];
     const app = createApp({ ...t.ctx, log: createLogger("debug", (l) => lines.push(l)) }, routes);
     const login = await app.fetch(
-      new Request("http://127.0.0.1:8080/v1/auth/local/login", { method: "POST", headers: { "content-type": "application/json", host: "127.0.0.1:8080" }, body: '{"email":"o@example.test"}' }),
+      new Request("http://127.0.0.1:8080/v1/auth/local/login", {
+        method: "POST",
+        headers: { "content-type": "application/json", host: "127.0.0.1:8080" },
+        body: '{"email":"o@example.test"}',
+      }),
       "127.0.0.1",
     );
     const { session_token } = (await login.json()) as { session_token: string };
-    const res = await app.fetch(new Request(`http://127.0.0.1:8080/v1/users/me?token=${session_token}`, { headers: { authorization: `Bearer ${session_token}` } }), "127.0.0.1");
+    const res = await app.fetch(
+      new Request(`http://127.0.0.1:8080/v1/users/me?token=${session_token}`, { headers: { authorization: `Bearer ${session_token}` } }),
+      "127.0.0.1",
+    );
     const entry = lines.map((l) => JSON.parse(l)).find((e) => e.msg === "request" && e.request_id === res.headers.get("x-request-id"));
     expect(entry).toMatchObject({ level: "debug", method: "GET", route: "/v1/users/me", status: 200, peer: "127.0.0.1" });
     expect(typeof entry.duration_ms).toBe("number");

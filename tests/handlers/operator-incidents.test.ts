@@ -11,14 +11,27 @@ beforeEach(async () => {
 });
 afterEach(() => t.close());
 
-const input = { severity: "warning" as const, reason: "no_runner_for_platform", message: "no macOS runner", resource_kind: "pipeline", resource_id: "p1", resource_name: "iOS" };
+const input = {
+  severity: "warning" as const,
+  reason: "no_runner_for_platform",
+  message: "no macOS runner",
+  resource_kind: "pipeline",
+  resource_id: "p1",
+  resource_name: "iOS",
+};
 
 describe("operator incidents", () => {
   test("are deduplicated per resource and reason while open, counting occurrences", async () => {
     const first = await raiseIncident(t.db, 100, input);
     const second = await raiseIncident(t.db, 160, { ...input, message: "still no macOS runner" });
     expect(second.id).toBe(first.id);
-    expect(second).toMatchObject({ occurrence_count: 2, first_occurrence_at: 100, latest_occurrence_at: 160, message: "still no macOS runner", status: "open" });
+    expect(second).toMatchObject({
+      occurrence_count: 2,
+      first_occurrence_at: 100,
+      latest_occurrence_at: 160,
+      message: "still no macOS runner",
+      status: "open",
+    });
     const other = await raiseIncident(t.db, 170, { ...input, resource_id: "p2" });
     expect(other.id).not.toBe(first.id);
     const listed = await t.call("GET", "/v1/operator-incidents", { token: owner });
@@ -41,7 +54,10 @@ describe("operator incidents", () => {
     await resolveIncident(t.db, 150, "pipeline", "p1", "no_runner_for_platform");
     const fresh = await raiseIncident(t.db, 200, input);
     expect(fresh.id).not.toBe(incident.id);
-    expect((await t.call("GET", "/v1/operator-incidents?status=resolved", { token: owner })).body.incidents[0]).toMatchObject({ id: incident.id, resolved_at: 150 });
+    expect((await t.call("GET", "/v1/operator-incidents?status=resolved", { token: owner })).body.incidents[0]).toMatchObject({
+      id: incident.id,
+      resolved_at: 150,
+    });
   });
 
   test("an unknown incident is 404", async () => {

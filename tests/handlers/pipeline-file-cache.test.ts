@@ -47,7 +47,15 @@ afterAll(async () => {
 });
 
 async function push(branch: string, sha: string): Promise<{ status: number; body: any }> {
-  const body = JSON.stringify({ ref: `refs/heads/${branch}`, before: "0".repeat(40), after: sha, repository: REPO, pusher: { name: "dev" }, head_commit: { id: sha, message: "m" }, commits: [{ id: sha, message: "m" }] });
+  const body = JSON.stringify({
+    ref: `refs/heads/${branch}`,
+    before: "0".repeat(40),
+    after: sha,
+    repository: REPO,
+    pusher: { name: "dev" },
+    head_commit: { id: sha, message: "m" },
+    commits: [{ id: sha, message: "m" }],
+  });
   const res = await t.call("POST", "/v1/webhooks/github", {
     raw: body,
     contentType: "application/json",

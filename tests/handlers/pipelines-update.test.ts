@@ -56,7 +56,11 @@ describe("PATCH merges (RFC 7396)", () => {
     const p = await newPipeline();
     const res = await t.call("PATCH", `/v1/pipelines/${p.id}`, {
       token: owner,
-      body: { concurrency: { max_concurrent: 5 }, execution_config: { commands: { build: ["flutter test --coverage"] } }, trigger_config: { branches: ["develop"] } },
+      body: {
+        concurrency: { max_concurrent: 5 },
+        execution_config: { commands: { build: ["flutter test --coverage"] } },
+        trigger_config: { branches: ["develop"] },
+      },
     });
     expect(res.status).toBe(200);
     expect(res.body.pipeline.concurrency).toEqual({ cancel_previous: true, max_concurrent: 5 });
@@ -66,15 +70,25 @@ describe("PATCH merges (RFC 7396)", () => {
 
   test("null returns a member to its documented default", async () => {
     const p = await newPipeline();
-    const res = await t.call("PATCH", `/v1/pipelines/${p.id}`, { token: owner, body: { config_path: null, trigger_config: { branches: null }, execution_config: { platforms: null } } });
+    const res = await t.call("PATCH", `/v1/pipelines/${p.id}`, {
+      token: owner,
+      body: { config_path: null, trigger_config: { branches: null }, execution_config: { platforms: null } },
+    });
     expect(res.status).toBe(200);
-    expect(res.body.pipeline).toMatchObject({ config_path: "roost.yaml", config_path_explicit: false, trigger_config: { branches: ["main"], events: ["push", "tag"] } });
+    expect(res.body.pipeline).toMatchObject({
+      config_path: "roost.yaml",
+      config_path_explicit: false,
+      trigger_config: { branches: ["main"], events: ["push", "tag"] },
+    });
     expect(res.body.pipeline.execution_config.platforms).toEqual(["android"]);
   });
 
   test("sending env replaces the list; a secret entry without a value keeps its stored value", async () => {
     const p = await newPipeline();
-    const res = await t.call("PATCH", `/v1/pipelines/${p.id}`, { token: owner, body: { execution_config: { env: [{ key: "KEYSTORE_PASSWORD", secret: true }] } } });
+    const res = await t.call("PATCH", `/v1/pipelines/${p.id}`, {
+      token: owner,
+      body: { execution_config: { env: [{ key: "KEYSTORE_PASSWORD", secret: true }] } },
+    });
     expect(res.body.pipeline.execution_config.env).toEqual([{ key: "KEYSTORE_PASSWORD", value: "", secret: true }]);
     expect(await storedEnv(p.id)).not.toContain("FLAVOR");
     expect(await storedEnv(p.id)).toContain("KEYSTORE_PASSWORD");
@@ -112,7 +126,10 @@ describe("platform_commands is a list per platform", () => {
   test("a list is stored as sent; the older single-string form is read as a list of one", async () => {
     const p = await newPipeline({ execution_config: { platform_commands: { android: ["make apk", "make aab"], macos: "make macos" } } });
     expect(p.execution_config.platform_commands).toEqual({ android: ["make apk", "make aab"], ios: [], macos: ["make macos"] });
-    const patched = await t.call("PATCH", `/v1/pipelines/${p.id}`, { token: owner, body: { execution_config: { platform_commands: { ios: "make ipa", android: null } } } });
+    const patched = await t.call("PATCH", `/v1/pipelines/${p.id}`, {
+      token: owner,
+      body: { execution_config: { platform_commands: { ios: "make ipa", android: null } } },
+    });
     expect(patched.body.pipeline.execution_config.platform_commands).toEqual({ android: [], ios: ["make ipa"], macos: ["make macos"] });
   });
 
@@ -121,11 +138,18 @@ describe("platform_commands is a list per platform", () => {
     const stored = JSON.parse(await storedEnv(p.id));
     stored.platform_commands = { ios: "make ipa" };
     await t.db.execute({ sql: "UPDATE pipelines SET execution_config = ? WHERE id = ?", args: [JSON.stringify(stored), p.id] });
-    expect((await t.call("GET", `/v1/pipelines/${p.id}`, { token: owner })).body.pipeline.execution_config.platform_commands).toEqual({ android: [], ios: ["make ipa"], macos: [] });
+    expect((await t.call("GET", `/v1/pipelines/${p.id}`, { token: owner })).body.pipeline.execution_config.platform_commands).toEqual({
+      android: [],
+      ios: ["make ipa"],
+      macos: [],
+    });
   });
 
   test("an empty command in the list is 400 at its index", async () => {
-    const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "bad", execution_config: { platform_commands: { android: ["ok", ""] } } } });
+    const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
+      token: owner,
+      body: { name: "bad", execution_config: { platform_commands: { android: ["ok", ""] } } },
+    });
     expect(res.status).toBe(400);
     expect(res.body.details.map((d: { path: string }) => d.path)).toContain("body.execution_config.platform_commands.android.1");
   });

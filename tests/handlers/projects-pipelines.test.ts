@@ -23,7 +23,10 @@ afterAll(async () => {
 describe("projects", () => {
   test("created from a catalogue repository, with the repository's name and default branch", async () => {
     const maintainer = await userWithRole(t, owner, "maintainer");
-    const res = await t.call("POST", "/v1/projects", { token: maintainer.token, body: { repository_id: await repositoryId(t, owner, "acme/flutter-kit"), description: "the kit" } });
+    const res = await t.call("POST", "/v1/projects", {
+      token: maintainer.token,
+      body: { repository_id: await repositoryId(t, owner, "acme/flutter-kit"), description: "the kit" },
+    });
     expect(res.status).toBe(201);
     expect(res.body.project).toEqual({
       id: expect.any(String),
@@ -50,7 +53,10 @@ describe("projects", () => {
 
   test("PATCH changes the documented fields and refuses others", async () => {
     const project = await createProject(t, owner);
-    const res = await t.call("PATCH", `/v1/projects/${project.id}`, { token: owner, body: { name: "App", default_branch: "release/1.0", settings: { badge: true } } });
+    const res = await t.call("PATCH", `/v1/projects/${project.id}`, {
+      token: owner,
+      body: { name: "App", default_branch: "release/1.0", settings: { badge: true } },
+    });
     expect(res.status).toBe(200);
     expect(res.body.project).toMatchObject({ name: "App", default_branch: "release/1.0", settings: { badge: true }, current_user_role: "maintainer" });
     const bad = await t.call("PATCH", `/v1/projects/${project.id}`, { token: owner, body: { repository_id: "x" } });
@@ -111,7 +117,13 @@ describe("pipelines", () => {
           paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/caches", "$GRADLE_USER_HOME/wrapper", "$CP_HOME_DIR"],
           key_files: ["**/pubspec.lock", "**/*.gradle", "**/*.gradle.kts", "**/gradle-wrapper.properties", "**/Podfile.lock"],
         },
-        test_reports: ["build/test-results/**/*.{json,jsonl,xml}", "build/*/test-results/**/*.xml", "build/*/outputs/androidTest-results/**/*.xml", "coverage/lcov.info", "build/analyze.txt"],
+        test_reports: [
+          "build/test-results/**/*.{json,jsonl,xml}",
+          "build/*/test-results/**/*.xml",
+          "build/*/outputs/androidTest-results/**/*.xml",
+          "coverage/lcov.info",
+          "build/analyze.txt",
+        ],
         publish: [],
       },
       created_at: t.clock.now(),
@@ -121,9 +133,15 @@ describe("pipelines", () => {
 
   test("a check pipeline builds no platform (platforms: []); a pipeline that names none still builds Android", async () => {
     const project = await createProject(t, owner);
-    const check = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "pr-check", execution_config: { platforms: [], commands: { build: ["flutter analyze", "flutter test"] } } } });
+    const check = await t.call("POST", `/v1/projects/${project.id}/pipelines`, {
+      token: owner,
+      body: { name: "pr-check", execution_config: { platforms: [], commands: { build: ["flutter analyze", "flutter test"] } } },
+    });
     expect(check.status).toBe(201);
-    expect(check.body.pipeline.execution_config).toMatchObject({ platforms: [], commands: { pre_build: [], build: ["flutter analyze", "flutter test"], post_build: [] } });
+    expect(check.body.pipeline.execution_config).toMatchObject({
+      platforms: [],
+      commands: { pre_build: [], build: ["flutter analyze", "flutter test"], post_build: [] },
+    });
     const read = await t.call("GET", `/v1/pipelines/${check.body.pipeline.id}`, { token: owner });
     expect(read.body.pipeline.execution_config.platforms).toEqual([]);
     const android = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "android" } });
@@ -176,7 +194,10 @@ describe("pipelines", () => {
     expect(patched.body.pipeline.execution_config.flutter_version).toBe("beta");
     const after = await t.db.execute({ sql: "SELECT execution_config FROM pipelines WHERE id = ?", args: [p.id] });
     expect(String(after.rows[0]!.execution_config)).toContain("KEYSTORE_PASSWORD");
-    const missing = await t.call("PATCH", `/v1/pipelines/${p.id}`, { token: owner, body: { execution_config: { env: [{ key: "NEW_SECRET", secret: true }] } } });
+    const missing = await t.call("PATCH", `/v1/pipelines/${p.id}`, {
+      token: owner,
+      body: { execution_config: { env: [{ key: "NEW_SECRET", secret: true }] } },
+    });
     expect(missing.status).toBe(400);
   });
 
@@ -188,7 +209,18 @@ describe("pipelines", () => {
     [{ name: "x", execution_config: { platforms: ["windows"] } }, "body.execution_config.platforms.0"],
     [{ name: "x", execution_config: { platforms: ["ios", "ios"] } }, "body.execution_config.platforms"],
     [{ name: "x", execution_config: { env: [{ key: "ROOST_BUILD_NUMBER", value: "1" }] } }, "body.execution_config.env.0.key"],
-    [{ name: "x", execution_config: { env: [{ key: "A", value: "1" }, { key: "A", value: "2" }] } }, "body.execution_config.env"],
+    [
+      {
+        name: "x",
+        execution_config: {
+          env: [
+            { key: "A", value: "1" },
+            { key: "A", value: "2" },
+          ],
+        },
+      },
+      "body.execution_config.env",
+    ],
     [{ name: "x", execution_config: { flutter_version: "latest; rm -rf /" } }, "body.execution_config.flutter_version"],
     [{ name: "x", execution_config: { commands: { build: ["x".repeat(5000)] } } }, "body.execution_config.commands.build.0"],
     [{ name: "x", config_path: "../../etc/passwd" }, "body.config_path"],
@@ -214,15 +246,24 @@ describe("pipelines", () => {
     const project = await createProject(t, owner);
     const path = "body.execution_config.artifact_patterns.1";
     const expected = { code: "invalid_request", message: `The body is not valid: ${path}: ${message}`, details: [{ path, message }] };
-    const created = await t.call("POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "x", execution_config: { artifact_patterns: ["build/app/*.apk", pattern] } } });
+    const created = await t.call("POST", `/v1/projects/${project.id}/pipelines`, {
+      token: owner,
+      body: { name: "x", execution_config: { artifact_patterns: ["build/app/*.apk", pattern] } },
+    });
     expect(created.status).toBe(400);
     expect(created.body).toEqual(expected);
     const pipeline = await createPipeline(t, owner, project.id);
-    const updated = await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { execution_config: { artifact_patterns: ["build/app/*.apk", pattern] } } });
+    const updated = await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, {
+      token: owner,
+      body: { execution_config: { artifact_patterns: ["build/app/*.apk", pattern] } },
+    });
     expect(updated.status).toBe(400);
     expect(updated.body).toEqual(expected);
     // Names with dots that do not climb stay allowed.
-    const fine = await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { execution_config: { artifact_patterns: ["build/app..old/*.apk", ".dart_tool/*.json"] } } });
+    const fine = await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, {
+      token: owner,
+      body: { execution_config: { artifact_patterns: ["build/app..old/*.apk", ".dart_tool/*.json"] } },
+    });
     expect(fine.status).toBe(200);
   });
 
@@ -270,11 +311,15 @@ describe("a repository is built by exactly one project", () => {
         "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at, webhook_token_hash) VALUES ('repo1', 'int1', 'gitlab', '7', 'team/app', 'main', 'https://gitlab.example', 1, 1, 'hash-minted-by-anyone')",
         "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('older', 'Real', 'repo1', 'main', 100, 100)",
         "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('newer', 'Takeover', 'repo1', 'main', 200, 200)",
-      ]) await app.db.execute(sql);
+      ])
+        await app.db.execute(sql);
       await migrate(app.db, app.clock.now);
 
       const rows = (await app.db.execute("SELECT id, unlinked_at FROM projects ORDER BY id")).rows.map((r) => [r.id, r.unlinked_at === null]);
-      expect(rows).toEqual([["newer", false], ["older", true]]);
+      expect(rows).toEqual([
+        ["newer", false],
+        ["older", true],
+      ]);
       expect((await app.db.execute("SELECT webhook_token_hash FROM repositories")).rows[0]!.webhook_token_hash).toBeNull();
       const incidents = (await app.call("GET", "/v1/operator-incidents?status=open", { token: admin })).body.incidents;
       expect(incidents).toEqual([

@@ -13,7 +13,11 @@ let fixture: CiFixture;
 let t: TestApp;
 let owner: string;
 let projectId: string;
-const SERVICE_ACCOUNT = JSON.stringify({ type: "service_account", client_email: "ci@example.iam.gserviceaccount.com", private_key: "-----BEGIN PRIVATE KEY-----\nMIIfake\n-----END PRIVATE KEY-----\n" });
+const SERVICE_ACCOUNT = JSON.stringify({
+  type: "service_account",
+  client_email: "ci@example.iam.gserviceaccount.com",
+  private_key: "-----BEGIN PRIVATE KEY-----\nMIIfake\n-----END PRIVATE KEY-----\n",
+});
 
 beforeAll(async () => {
   fixture = await startCiFixture({ ROOST_RUNNER_LEASE_SECONDS: "30" });
@@ -21,7 +25,14 @@ beforeAll(async () => {
 });
 afterAll(() => fixture.stop());
 
-const PLAY = { type: "google_play", name: "play", environment: "testers", package_name: "com.example.app", track: "internal", notes: { text: "Fixes and improvements" } };
+const PLAY = {
+  type: "google_play",
+  name: "play",
+  environment: "testers",
+  package_name: "com.example.app",
+  track: "internal",
+  notes: { text: "Fixes and improvements" },
+};
 
 async function runner(os: "linux" | "macos" = "linux", xcode: string | null = null) {
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
@@ -33,7 +44,8 @@ async function runner(os: "linux" | "macos" = "linux", xcode: string | null = nu
     id,
     token,
     call,
-    claim: (accepts: string[] = ["build", "publish"], claimId = crypto.randomUUID()) => call("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: 0, accepts }),
+    claim: (accepts: string[] = ["build", "publish"], claimId = crypto.randomUUID()) =>
+      call("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: 0, accepts }),
   };
 }
 
@@ -46,7 +58,10 @@ async function drainQueue() {
 }
 
 /** Runs a build to success through the protocol, uploading `files` as its artifacts. */
-async function succeed(build: { id: string }, files: Record<string, string> = { "build/app/outputs/bundle/release/app-release.aab": "fake bundle versionCode=42" }) {
+async function succeed(
+  build: { id: string },
+  files: Record<string, string> = { "build/app/outputs/bundle/release/app-release.aab": "fake bundle versionCode=42" },
+) {
   const r = await runner();
   const claimed = await r.claim(["build"]);
   expect(claimed.body.job.build.id).toBe(build.id);
@@ -54,7 +69,12 @@ async function succeed(build: { id: string }, files: Record<string, string> = { 
   const artifacts: Record<string, { id: string; sha256: string }> = {};
   for (const [path, content] of Object.entries(files)) {
     const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
-    const up = await t.call("PUT", `/v1/runners/${r.id}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, { token: r.token, raw: content, contentType: "application/octet-stream", headers: { "x-roost-artifact-sha256": sha } });
+    const up = await t.call("PUT", `/v1/runners/${r.id}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, {
+      token: r.token,
+      raw: content,
+      contentType: "application/octet-stream",
+      headers: { "x-roost-artifact-sha256": sha },
+    });
     expect(up.status).toBe(201);
     artifacts[path] = { id: up.body.artifact.id, sha256: sha };
   }
@@ -88,13 +108,27 @@ describe("environments", () => {
   test("a maintainer creates one with approval and approvers; viewers read it; developers may not change it", async () => {
     const approver = await userWithRole(t, owner, "developer");
     await t.call("PUT", `/v1/projects/${projectId}/members/${approver.id}`, { token: owner, body: { role: "maintainer" } });
-    const put = await t.call("PUT", `/v1/projects/${projectId}/environments/production`, { token: owner, body: { requires_approval: true, approvers: [approver.email], allowed_refs: ["main", "refs/tags/v*"] } });
+    const put = await t.call("PUT", `/v1/projects/${projectId}/environments/production`, {
+      token: owner,
+      body: { requires_approval: true, approvers: [approver.email], allowed_refs: ["main", "refs/tags/v*"] },
+    });
     expect(put.status).toBe(200);
     expect(put.body).toEqual({
       created: true,
-      environment: { id: expect.any(String), name: "production", requires_approval: true, approvers: [{ id: approver.id, email: approver.email }], allowed_refs: ["main", "refs/tags/v*"], created_at: t.clock.now(), updated_at: t.clock.now(), created_by: expect.any(String) },
+      environment: {
+        id: expect.any(String),
+        name: "production",
+        requires_approval: true,
+        approvers: [{ id: approver.id, email: approver.email }],
+        allowed_refs: ["main", "refs/tags/v*"],
+        created_at: t.clock.now(),
+        updated_at: t.clock.now(),
+        created_by: expect.any(String),
+      },
     });
-    expect((await t.call("PUT", `/v1/projects/${projectId}/environments/production`, { token: owner, body: { requires_approval: true } })).body.created).toBe(false);
+    expect((await t.call("PUT", `/v1/projects/${projectId}/environments/production`, { token: owner, body: { requires_approval: true } })).body.created).toBe(
+      false,
+    );
 
     const viewer = await userWithRole(t, owner, "developer");
     await t.call("PUT", `/v1/projects/${projectId}/members/${viewer.id}`, { token: owner, body: { role: "viewer" } });
@@ -112,7 +146,10 @@ describe("environments", () => {
   test("an approver must be a maintainer of the project; a bad name or ref pattern is refused", async () => {
     const developer = await userWithRole(t, owner, "developer");
     await t.call("PUT", `/v1/projects/${projectId}/members/${developer.id}`, { token: owner, body: { role: "developer" } });
-    const res = await t.call("PUT", `/v1/projects/${projectId}/environments/staging`, { token: owner, body: { requires_approval: true, approvers: [developer.email, "nobody@example.test"] } });
+    const res = await t.call("PUT", `/v1/projects/${projectId}/environments/staging`, {
+      token: owner,
+      body: { requires_approval: true, approvers: [developer.email, "nobody@example.test"] },
+    });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
       code: "invalid_request",
@@ -133,7 +170,10 @@ describe("environments", () => {
 
   test("its secrets are write-only, sealed for the environment, and recorded without their values", async () => {
     await env("testers");
-    const put = await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, { token: owner, body: { value: SERVICE_ACCOUNT, secret: true } });
+    const put = await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, {
+      token: owner,
+      body: { value: SERVICE_ACCOUNT, secret: true },
+    });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ created: true, secret: { key: "GOOGLE_PLAY_SERVICE_ACCOUNT", value: null, secret: true, pipeline_id: null } });
     const listed = await t.call("GET", `/v1/projects/${projectId}/environments/testers/secrets`, { token: owner });
@@ -145,7 +185,10 @@ describe("environments", () => {
     const changes = (await t.call("GET", `/v1/projects/${projectId}/variable-changes`, { token: owner })).body.changes;
     expect(changes[0]).toMatchObject({ key: "GOOGLE_PLAY_SERVICE_ACCOUNT", action: "created", environment_id: expect.any(String) });
     for (const text of [put.text, listed.text]) expect(text).not.toContain("private_key");
-    expect((await t.call("DELETE", `/v1/projects/${projectId}/environments/testers/secrets/NOPE`, { token: owner })).body).toEqual({ code: "not_found", message: "No secret NOPE in environment testers." });
+    expect((await t.call("DELETE", `/v1/projects/${projectId}/environments/testers/secrets/NOPE`, { token: owner })).body).toEqual({
+      code: "not_found",
+      message: "No secret NOPE in environment testers.",
+    });
   });
 });
 
@@ -159,10 +202,19 @@ describe("a successful build publishes", () => {
     const developer = await userWithRole(t, owner, "developer");
     await t.call("PUT", `/v1/projects/${projectId}/members/${developer.id}`, { token: owner, body: { role: "developer" } });
     await env("testers", { requires_approval: true, approvers: [approver.email] });
-    await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, { token: owner, body: { value: SERVICE_ACCOUNT, secret: true } });
-    await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/UNRELATED_TOKEN`, { token: owner, body: { value: "unrelated-secret-value", secret: true } });
+    await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, {
+      token: owner,
+      body: { value: SERVICE_ACCOUNT, secret: true },
+    });
+    await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/UNRELATED_TOKEN`, {
+      token: owner,
+      body: { value: "unrelated-secret-value", secret: true },
+    });
     await env("production");
-    await t.call("PUT", `/v1/projects/${projectId}/environments/production/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, { token: owner, body: { value: "production-key-value", secret: true } });
+    await t.call("PUT", `/v1/projects/${projectId}/environments/production/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, {
+      token: owner,
+      body: { value: "production-key-value", secret: true },
+    });
 
     const pipeline = await pipelineWith([PLAY]);
     const build = await manualBuild(pipeline.id);
@@ -179,7 +231,15 @@ describe("a successful build publishes", () => {
       status: "waiting_approval",
       decided_by: null,
       release_notes: { "en-US": "Fixes and improvements" },
-      artifacts: [{ id: artifacts["build/app/outputs/bundle/release/app-release.aab"]!.id, path: "build/app/outputs/bundle/release/app-release.aab", sha256: artifacts["build/app/outputs/bundle/release/app-release.aab"]!.sha256, size: 26, role: "binary" }],
+      artifacts: [
+        {
+          id: artifacts["build/app/outputs/bundle/release/app-release.aab"]!.id,
+          path: "build/app/outputs/bundle/release/app-release.aab",
+          sha256: artifacts["build/app/outputs/bundle/release/app-release.aab"]!.sha256,
+          size: 26,
+          role: "binary",
+        },
+      ],
     });
     expect(await logOf(build.id)).toContain("[roost] publish play to testers (com.example.app internal) waits for approval.");
     const publisher = await runner();
@@ -197,7 +257,10 @@ describe("a successful build publishes", () => {
     expect(approved.body.deployment).toMatchObject({ status: "approved", decided_by: approver.email, decided_at: t.clock.now() });
     const again = await t.call("POST", `/v1/deployments/${waiting.id}/reject`, { token: approver.token });
     expect(again.status).toBe(409);
-    expect(again.body).toEqual({ code: "deployment_not_waiting", message: `This deployment is approved (decided by ${approver.email}); only a deployment waiting for approval can be approved or rejected.` });
+    expect(again.body).toEqual({
+      code: "deployment_not_waiting",
+      message: `This deployment is approved (decided by ${approver.email}); only a deployment waiting for approval can be approved or rejected.`,
+    });
     expect(await logOf(build.id)).toContain(`[roost] publish play to testers approved by ${approver.email}; it is queued for a runner.`);
 
     // A runner that does not say it publishes gets builds only.
@@ -205,7 +268,14 @@ describe("a successful build publishes", () => {
     const claimed = await publisher.claim();
     expect(claimed.status).toBe(201);
     const job = claimed.body.publish;
-    expect(job).toMatchObject({ deployment_id: waiting.id, step: "publish:play", environment: "testers", next_line: 0, build: { id: build.id, tag: null }, publisher: { type: "google_play", package_name: "com.example.app", track: "internal" } });
+    expect(job).toMatchObject({
+      deployment_id: waiting.id,
+      step: "publish:play",
+      environment: "testers",
+      next_line: 0,
+      build: { id: build.id, tag: null },
+      publisher: { type: "google_play", package_name: "com.example.app", track: "internal" },
+    });
     expect(job.secrets).toEqual([{ key: "GOOGLE_PLAY_SERVICE_ACCOUNT", value: SERVICE_ACCOUNT, file: false }]);
     expect(claimed.text).not.toContain("unrelated-secret-value");
     expect(claimed.text).not.toContain("production-key-value");
@@ -217,26 +287,64 @@ describe("a successful build publishes", () => {
     expect(download.text).toBe("fake bundle versionCode=42");
     expect(download.headers.get("x-roost-artifact-sha256")).toBe(aab.sha256);
     const stranger = await runner();
-    expect((await stranger.call("GET", `/deployments/${waiting.id}/artifacts/${aab.id}`)).body).toEqual({ code: "job_not_assigned", message: "This deployment is not assigned to this runner." });
-    const logged = await publisher.call("POST", `/deployments/${waiting.id}/logs`, { first_line: 0, lines: [{ step: "publish:play", text: "uploaded bundle: version code 42" }] });
+    expect((await stranger.call("GET", `/deployments/${waiting.id}/artifacts/${aab.id}`)).body).toEqual({
+      code: "job_not_assigned",
+      message: "This deployment is not assigned to this runner.",
+    });
+    const logged = await publisher.call("POST", `/deployments/${waiting.id}/logs`, {
+      first_line: 0,
+      lines: [{ step: "publish:play", text: "uploaded bundle: version code 42" }],
+    });
     expect(logged.status).toBe(202);
     expect((await publisher.call("POST", `/deployments/${waiting.id}/finish`, { status: "succeeded", line_count: 2 })).body.code).toBe("log_incomplete");
     t.clock.advance(3);
-    const finished = await publisher.call("POST", `/deployments/${waiting.id}/finish`, { status: "succeeded", line_count: 1, store_answer: { summary: "version code 42 on internal (completed)", version: "42", details: { edit_id: "e1" } } });
+    const finished = await publisher.call("POST", `/deployments/${waiting.id}/finish`, {
+      status: "succeeded",
+      line_count: 1,
+      store_answer: { summary: "version code 42 on internal (completed)", version: "42", details: { edit_id: "e1" } },
+    });
     expect(finished.status).toBe(200);
-    expect(finished.body.deployment).toMatchObject({ status: "succeeded", finished_at: t.clock.now(), store_answer: { summary: "version code 42 on internal (completed)", version: "42", url: null, details: { edit_id: "e1" } } });
+    expect(finished.body.deployment).toMatchObject({
+      status: "succeeded",
+      finished_at: t.clock.now(),
+      store_answer: { summary: "version code 42 on internal (completed)", version: "42", url: null, details: { edit_id: "e1" } },
+    });
     const log = await logOf(build.id);
     expect(log).toContain("uploaded bundle: version code 42");
     expect(log).toContain("[roost] publish play to testers succeeded: version code 42 on internal (completed)");
     const current = (await t.call("GET", `/v1/projects/${projectId}/environments/testers`, { token: owner })).body.environment.current;
-    expect(current).toEqual([{ environment: "testers", target: "com.example.app internal", publisher: "play", deployment_id: waiting.id, build_id: build.id, build_number: build.build_number, commit_sha: SHA_A, version: "42", summary: "version code 42 on internal (completed)", published_at: t.clock.now() }]);
+    expect(current).toEqual([
+      {
+        environment: "testers",
+        target: "com.example.app internal",
+        publisher: "play",
+        deployment_id: waiting.id,
+        build_id: build.id,
+        build_number: build.build_number,
+        commit_sha: SHA_A,
+        version: "42",
+        summary: "version code 42 on internal (completed)",
+        published_at: t.clock.now(),
+      },
+    ]);
     // Late lines after the finish are refused: the deployment is over.
     expect((await publisher.call("POST", `/deployments/${waiting.id}/logs`, { first_line: 1, lines: [{ text: "late" }] })).body.code).toBe("job_finished");
 
     // Promotion: the same bytes to production, with a staged rollout; production needs no approval.
-    const promoted = await t.call("POST", `/v1/builds/${build.id}/publish`, { token: developer.token, body: { publisher: "play", environment: "production", overrides: { track: "production", user_fraction: 0.1, release_status: "inProgress" } } });
+    const promoted = await t.call("POST", `/v1/builds/${build.id}/publish`, {
+      token: developer.token,
+      body: { publisher: "play", environment: "production", overrides: { track: "production", user_fraction: 0.1, release_status: "inProgress" } },
+    });
     expect(promoted.status).toBe(201);
-    expect(promoted.body.deployment).toMatchObject({ environment: "production", trigger: "promotion", status: "approved", target: "com.example.app production", requested_by: developer.email, config: { track: "production", user_fraction: 0.1, release_status: "inProgress" }, artifacts: waiting.artifacts });
+    expect(promoted.body.deployment).toMatchObject({
+      environment: "production",
+      trigger: "promotion",
+      status: "approved",
+      target: "com.example.app production",
+      requested_by: developer.email,
+      config: { track: "production", user_fraction: 0.1, release_status: "inProgress" },
+      artifacts: waiting.artifacts,
+    });
     const prod = (await publisher.claim()).body.publish;
     expect(prod.secrets).toEqual([{ key: "GOOGLE_PLAY_SERVICE_ACCOUNT", value: "production-key-value", file: false }]);
   });
@@ -251,14 +359,29 @@ describe("a successful build publishes", () => {
     expect(rejected.body.deployment).toMatchObject({ status: "rejected", decided_by: "owner@example.test" });
     expect((await (await runner()).claim()).status).toBe(204);
     expect(await logOf(build.id)).toContain("[roost] publish play to gated rejected by owner@example.test; it will not run.");
-    expect((await t.call("POST", `/v1/deployments/${d.id}/retry`, { token: owner })).body).toEqual({ code: "deployment_not_retryable", message: "This deployment is rejected; only a failed deployment can be retried." });
+    expect((await t.call("POST", `/v1/deployments/${d.id}/retry`, { token: owner })).body).toEqual({
+      code: "deployment_not_retryable",
+      message: "This deployment is rejected; only a failed deployment can be retried.",
+    });
   });
 
   test("an environment's allowed refs, a missing environment and a missing artifact each record a failed deployment saying why", async () => {
     await drainQueue();
     await env("store", { allowed_refs: ["refs/tags/v*"] });
-    const pipeline = await pipelineWith([{ ...PLAY, name: "store", environment: "store" }, { ...PLAY, name: "ghost", environment: "no-such-env" }, { ...PLAY, name: "apk-only", environment: "testers", artifact: "**/*.apk" }]);
-    const { build } = await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_B, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/main", context: { fork: false } });
+    const pipeline = await pipelineWith([
+      { ...PLAY, name: "store", environment: "store" },
+      { ...PLAY, name: "ghost", environment: "no-such-env" },
+      { ...PLAY, name: "apk-only", environment: "testers", artifact: "**/*.apk" },
+    ]);
+    const { build } = await createBuild(t.ctx, {
+      pipelineId: pipeline.id,
+      branch: "main",
+      commitSha: SHA_B,
+      triggerType: "webhook",
+      triggerEvent: "push",
+      triggerRef: "refs/heads/main",
+      context: { fork: false },
+    });
     await succeed(build);
     const byName = Object.fromEntries((await deploymentsOf(build.id)).map((d: any) => [d.publisher, [d.status, d.failure_reason]]));
     expect(byName).toEqual({
@@ -266,7 +389,15 @@ describe("a successful build publishes", () => {
       ghost: ["failed", "this project has no environment named no-such-env (create it with PUT /v1/projects/{project_id}/environments/no-such-env)"],
       "apk-only": ["failed", "no artifact of this build is a .aab or .apk matching **/*.apk"],
     });
-    const { build: tag } = await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "v1.2.0", commitSha: SHA_B, triggerType: "webhook", triggerEvent: "tag", triggerRef: "refs/tags/v1.2.0", context: { fork: false, tag: "v1.2.0" } });
+    const { build: tag } = await createBuild(t.ctx, {
+      pipelineId: pipeline.id,
+      branch: "v1.2.0",
+      commitSha: SHA_B,
+      triggerType: "webhook",
+      triggerEvent: "tag",
+      triggerRef: "refs/tags/v1.2.0",
+      context: { fork: false, tag: "v1.2.0" },
+    });
     await succeed(tag);
     expect((await deploymentsOf(tag.id)).find((d: any) => d.publisher === "store").status).toBe("approved");
   });
@@ -275,7 +406,15 @@ describe("a successful build publishes", () => {
     await drainQueue();
     await env("open");
     const pipeline = await pipelineWith([{ ...PLAY, environment: "open" }]);
-    const { build } = await createBuild(t.ctx, { pipelineId: pipeline.id, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "pull_request", triggerRef: "refs/pull/7/head", context: { pull_request: 7, fork: false } });
+    const { build } = await createBuild(t.ctx, {
+      pipelineId: pipeline.id,
+      branch: "main",
+      commitSha: SHA_A,
+      triggerType: "webhook",
+      triggerEvent: "pull_request",
+      triggerRef: "refs/pull/7/head",
+      context: { pull_request: 7, fork: false },
+    });
     await succeed(build);
     expect(await deploymentsOf(build.id)).toEqual([]);
     expect(await logOf(build.id)).toContain("[roost] publishers do not run for a pull request: play skipped.");
@@ -306,12 +445,20 @@ describe("promotion and retries", () => {
     const early = await t.call("POST", `/v1/builds/${build.id}/publish`, { token: owner, body: { publisher: "play" } });
     expect(early.body).toEqual({ code: "build_not_publishable", message: `Build #${build.build_number} is queued; only a successful build publishes.` });
     await succeed(build);
-    const wrong = await t.call("POST", `/v1/builds/${build.id}/publish`, { token: owner, body: { publisher: "play", overrides: { testers: ["a@example.test"] } } });
+    const wrong = await t.call("POST", `/v1/builds/${build.id}/publish`, {
+      token: owner,
+      body: { publisher: "play", overrides: { testers: ["a@example.test"] } },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.body.details).toEqual([{ path: "body.overrides.testers", message: "a google_play publisher has no testers" }]);
-    const rollout = await t.call("POST", `/v1/builds/${build.id}/publish`, { token: owner, body: { publisher: "play", overrides: { user_fraction: 0.2, release_status: "completed" } } });
+    const rollout = await t.call("POST", `/v1/builds/${build.id}/publish`, {
+      token: owner,
+      body: { publisher: "play", overrides: { user_fraction: 0.2, release_status: "completed" } },
+    });
     expect(rollout.status).toBe(400);
-    expect(rollout.body.details).toEqual([{ path: "body.overrides.user_fraction", message: "a staged rollout (user_fraction) needs release_status inProgress or halted" }]);
+    expect(rollout.body.details).toEqual([
+      { path: "body.overrides.user_fraction", message: "a staged rollout (user_fraction) needs release_status inProgress or halted" },
+    ]);
     const viewer = await userWithRole(t, owner, "developer");
     await t.call("PUT", `/v1/projects/${projectId}/members/${viewer.id}`, { token: owner, body: { role: "viewer" } });
     expect((await t.call("POST", `/v1/builds/${build.id}/publish`, { token: viewer.token, body: { publisher: "play" } })).status).toBe(403);
@@ -350,7 +497,14 @@ describe("promotion and retries", () => {
   test("an App Store Connect publish goes only to a macOS runner with Xcode", async () => {
     await drainQueue();
     await env("open");
-    const asc = { type: "app_store_connect", environment: "open", app_id: "1234567890", key_id: "ABCDE12345", issuer_id: "57246542-96fe-1a63-e053-0824d011072a", beta_groups: ["QA"] };
+    const asc = {
+      type: "app_store_connect",
+      environment: "open",
+      app_id: "1234567890",
+      key_id: "ABCDE12345",
+      issuer_id: "57246542-96fe-1a63-e053-0824d011072a",
+      beta_groups: ["QA"],
+    };
     const build = await manualBuild((await pipelineWith([asc])).id);
     await succeed(build, { "build/ios/ipa/Runner.ipa": "fake ipa" });
     expect((await (await runner()).claim()).status).toBe(204);

@@ -32,13 +32,27 @@ async function instance(env: Record<string, string>): Promise<{ t: TestApp; owne
 }
 
 /** A finished build with `lines` log lines and one artifact of `artifactBytes`. */
-async function finishedBuild(t: TestApp, pipelineId: string, branch: string, end: "succeed" | "fail" | "cancel", o: { lines?: number; artifactBytes?: number } = {}) {
+async function finishedBuild(
+  t: TestApp,
+  pipelineId: string,
+  branch: string,
+  end: "succeed" | "fail" | "cancel",
+  o: { lines?: number; artifactBytes?: number } = {},
+) {
   const { build } = await createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: "manual", concurrencyKey: null });
   await transitionBuild(t.ctx, build.id, "start");
   for (let i = 0; i < (o.lines ?? 3); i++) await appendSystemLine(t.db, build.id, `line ${i} ${"x".repeat(200)}`, t.clock.now());
   const bytes = new Uint8Array(o.artifactBytes ?? 1000).fill(7);
   const artifact = await storeArtifact(t.db, {
-    dataDir: t.dataDir, buildId: build.id, jobId: "job", path: "app.apk", body: new Blob([bytes]).stream(), expectedSha256: sha256Hex(bytes), maxBytes: 1e9, declaredLength: bytes.length, now: t.clock.now(),
+    dataDir: t.dataDir,
+    buildId: build.id,
+    jobId: "job",
+    path: "app.apk",
+    body: new Blob([bytes]).stream(),
+    expectedSha256: sha256Hex(bytes),
+    maxBytes: 1e9,
+    declaredLength: bytes.length,
+    now: t.clock.now(),
   });
   if (end !== "cancel") await transitionBuild(t.ctx, build.id, end);
   else await transitionBuild(t.ctx, build.id, "cancel");
@@ -53,7 +67,12 @@ async function seen(t: TestApp, _owner: string, buildId: string) {
   const build = (await t.call("GET", `/v1/builds/${buildId}`, { token })).body.build;
   const logs = (await t.call("GET", `/v1/builds/${buildId}/logs`, { token })).body;
   const artifacts = (await t.call("GET", `/v1/builds/${buildId}/artifacts`, { token })).body.artifacts;
-  return { logs_deleted: build.logs_deleted_at !== null, artifacts_deleted: build.artifacts_deleted_at !== null, log_lines: logs.length, artifacts: artifacts.length };
+  return {
+    logs_deleted: build.logs_deleted_at !== null,
+    artifacts_deleted: build.artifacts_deleted_at !== null,
+    log_lines: logs.length,
+    artifacts: artifacts.length,
+  };
 }
 
 const KEPT = { logs_deleted: false, artifacts_deleted: false, log_lines: 3, artifacts: 1 };
@@ -229,7 +248,12 @@ describe("retention of build logs and artifacts", () => {
   });
 
   test("with retention off and the data directory past ROOST_DATA_DIR_WARN_BYTES, an operator incident warns; it resolves once retention is on", async () => {
-    const { t, owner } = await instance({ ROOST_LOG_RETENTION_DAYS: "0", ROOST_ARTIFACT_RETENTION_DAYS: "0", ROOST_KEEP_BUILDS: "0", ROOST_DATA_DIR_WARN_BYTES: "100000" });
+    const { t, owner } = await instance({
+      ROOST_LOG_RETENTION_DAYS: "0",
+      ROOST_ARTIFACT_RETENTION_DAYS: "0",
+      ROOST_KEEP_BUILDS: "0",
+      ROOST_DATA_DIR_WARN_BYTES: "100000",
+    });
     try {
       const project = await createProject(t, owner);
       const pipeline = await createPipeline(t, owner, project.id);
@@ -237,16 +261,22 @@ describe("retention of build logs and artifacts", () => {
       const check = await checkDataDirGrowth(t.ctx);
       expect(check.projects_keeping_everything).toBe(1);
       expect(check.bytes).toBeGreaterThan(200_000);
-      const open = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: any) => i.reason === "retention_off");
+      const open = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter(
+        (i: any) => i.reason === "retention_off",
+      );
       expect(open).toHaveLength(1);
       expect(open[0]).toMatchObject({ severity: "warning", status: "open", resource_kind: "instance", resource_id: "data_dir", resource_name: t.dataDir });
-      expect(open[0].message).toMatch(/^The data directory holds [\d.]+ GiB, more than ROOST_DATA_DIR_WARN_BYTES \([\d.]+ GiB\), and retention is off for 1 project\(s\): their builds' logs and artifacts are kept forever, so the disk will fill\.$/);
+      expect(open[0].message).toMatch(
+        /^The data directory holds [\d.]+ GiB, more than ROOST_DATA_DIR_WARN_BYTES \([\d.]+ GiB\), and retention is off for 1 project\(s\): their builds' logs and artifacts are kept forever, so the disk will fill\.$/,
+      );
       expect(open[0].repair_action).toContain("PUT /v1/projects/{project_id}/retention");
       expect((await t.call("GET", "/metrics")).text).toMatch(new RegExp(`^roost_data_dir_bytes ${check.bytes}$`, "m"));
 
       await t.call("PUT", `/v1/projects/${project.id}/retention`, { token: owner, body: { artifact_retention_days: 30 } });
       expect((await checkDataDirGrowth(t.ctx)).projects_keeping_everything).toBe(0);
-      const after = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter((i: any) => i.reason === "retention_off");
+      const after = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents.filter(
+        (i: any) => i.reason === "retention_off",
+      );
       expect(after).toEqual([]);
     } finally {
       t.close();

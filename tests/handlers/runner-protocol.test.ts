@@ -21,7 +21,10 @@ async function runner(os: "linux" | "macos" = "linux", labels: string[] = [], xc
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}`, labels } });
   const { id } = created.body.runner;
   const token: string = created.body.token;
-  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os, arch: "x64", flutter_versions: ["3.24.5"], xcode }, version: "test" } });
+  await t.call("POST", `/v1/runners/${id}/connect`, {
+    token,
+    body: { capabilities: { os, arch: "x64", flutter_versions: ["3.24.5"], xcode }, version: "test" },
+  });
   const call = (method: string, path: string, body?: unknown) => t.call(method, `/v1/runners/${id}${path}`, { token, body });
   return { id, token, call, claim: (claimId = crypto.randomUUID()) => call("POST", "/jobs/claim", { claim_id: claimId, wait_seconds: 0 }) };
 }
@@ -91,7 +94,11 @@ describe("claiming", () => {
     const claimId = crypto.randomUUID();
     const res = await r.claim(claimId);
     expect(res.status).toBe(201);
-    expect(res.body.job).toMatchObject({ lease_seconds: 30, next_line: 0, build: { id: build.id, commit_sha: SHA_A, branch: "main", repository_full_name: "acme/app" } });
+    expect(res.body.job).toMatchObject({
+      lease_seconds: 30,
+      next_line: 0,
+      build: { id: build.id, commit_sha: SHA_A, branch: "main", repository_full_name: "acme/app" },
+    });
     expect(res.body.job.config.execution_config.env).toEqual([{ key: "API_KEY", value: "top-secret-value", secret: true }]);
     // A private https repository comes with short-lived clone credentials: an installation token
     // the runner may only read this repository with.
@@ -134,7 +141,9 @@ describe("claiming", () => {
     expect(after.status).toBe("queued");
     expect(after.runner_policy_block_reason).toContain("macos builds need a macOS runner");
     const incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
-    expect(incidents.find((i: { reason: string; resource_id: string }) => i.reason === "no_runner_for_build" && i.resource_id === build.pipeline_id)).toBeDefined();
+    expect(
+      incidents.find((i: { reason: string; resource_id: string }) => i.reason === "no_runner_for_build" && i.resource_id === build.pipeline_id),
+    ).toBeDefined();
   });
 });
 
@@ -144,7 +153,8 @@ describe("logs, steps and finishing", () => {
     const r = await runner();
     const build = await queuedBuild();
     const job = (await r.claim()).body.job;
-    const logs = (first_line: number, texts: string[]) => r.call("POST", `/jobs/${job.job_id}/logs`, { first_line, lines: texts.map((text) => ({ step: "build", text })) });
+    const logs = (first_line: number, texts: string[]) =>
+      r.call("POST", `/jobs/${job.job_id}/logs`, { first_line, lines: texts.map((text) => ({ step: "build", text })) });
     return { r, build, job, logs };
   }
 
@@ -163,14 +173,23 @@ describe("logs, steps and finishing", () => {
     const text = await t.call("GET", `/v1/builds/${build.id}/logs`, { token: owner, headers: { accept: "text/plain" } });
     expect(text.text).toBe("one\ntwo\nthree\nfour\nfive\n");
     const json = await t.call("GET", `/v1/builds/${build.id}/logs?after_seq=1&limit=2`, { token: owner });
-    expect(json.body.map((e: { seq: number; text: string }) => [e.seq, e.text])).toEqual([[2, "two"], [3, "three"]]);
+    expect(json.body.map((e: { seq: number; text: string }) => [e.seq, e.text])).toEqual([
+      [2, "two"],
+      [3, "three"],
+    ]);
     expect(json.body[0]).toMatchObject({ step: "build", stream: "stdout", line: 1 });
   });
 
   test("steps are recorded; finishing needs every line, then sets the status and exit code", async () => {
     const { r, build, job, logs } = await running();
     await logs(0, ["a", "b"]);
-    const step = await r.call("PUT", `/jobs/${job.job_id}/steps/pre_build`, { status: "succeeded", exit_code: 0, started_at: 100, finished_at: 103, duration_ms: 3000 });
+    const step = await r.call("PUT", `/jobs/${job.job_id}/steps/pre_build`, {
+      status: "succeeded",
+      exit_code: 0,
+      started_at: 100,
+      finished_at: 103,
+      duration_ms: 3000,
+    });
     expect(step.body.step_results).toEqual([{ name: "pre_build", status: "succeeded", exit_code: 0, started_at: 100, finished_at: 103, duration_ms: 3000 }]);
     const early = await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "failed", exit_code: 2, line_count: 3 });
     expect(early.status).toBe(409);
@@ -226,7 +245,12 @@ describe("artifacts", () => {
     const content = "PK\u0003\u0004 fake apk";
     const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
     const upload = (path: string, body: string, digest = sha) =>
-      t.call("PUT", `/v1/runners/${r.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, { token: r.token, raw: body, contentType: "application/octet-stream", headers: { "x-roost-artifact-sha256": digest } });
+      t.call("PUT", `/v1/runners/${r.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, {
+        token: r.token,
+        raw: body,
+        contentType: "application/octet-stream",
+        headers: { "x-roost-artifact-sha256": digest },
+      });
     const ok = await upload("build/app/app-release.apk", content);
     expect(ok.status).toBe(201);
     expect(ok.body.artifact).toMatchObject({ path: "build/app/app-release.apk", size: Buffer.byteLength(content), sha256: sha });
@@ -267,7 +291,9 @@ describe("lost runners", () => {
     const log = (await t.call("GET", `/v1/builds/${build.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).text;
     expect(log).toContain("[roost] runner_lost");
     const incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
-    expect(incidents.find((i: { reason: string; resource_id: string }) => i.reason === "runner_lost" && i.resource_id === r.id)).toMatchObject({ severity: "critical" });
+    expect(incidents.find((i: { reason: string; resource_id: string }) => i.reason === "runner_lost" && i.resource_id === r.id)).toMatchObject({
+      severity: "critical",
+    });
     const late = await r.call("POST", `/jobs/${job.job_id}/logs`, { first_line: 0, lines: [{ text: "back from the dead" }] });
     expect(late.status).toBe(410);
   });

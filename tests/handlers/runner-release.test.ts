@@ -41,7 +41,10 @@ describe("releasing a job", () => {
     const after = (await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build;
     expect(after).toMatchObject({ status: "queued", runner_id: null, started_at: null });
     // The released job is over: the runner that let it go cannot report on it.
-    expect((await a.call("PUT", `/jobs/${jobId}/steps/checkout`, { status: "running", started_at: 1 })).body).toEqual({ code: "job_finished", message: "This job is finished; stop working on it." });
+    expect((await a.call("PUT", `/jobs/${jobId}/steps/checkout`, { status: "running", started_at: 1 })).body).toEqual({
+      code: "job_finished",
+      message: "This job is finished; stop working on it.",
+    });
     const b = await runner();
     const again = await b.claim();
     expect(again.status).toBe(201);
@@ -55,7 +58,10 @@ describe("releasing a job", () => {
     await a.call("PUT", `/jobs/${jobId}/steps/checkout`, { status: "running", started_at: 1 });
     const refused = await a.call("POST", `/jobs/${jobId}/release`);
     expect(refused.status).toBe(409);
-    expect(refused.body).toEqual({ code: "job_started", message: "This job has started (it reported a step or a log line); finish it instead of releasing it." });
+    expect(refused.body).toEqual({
+      code: "job_started",
+      message: "This job has started (it reported a step or a log line); finish it instead of releasing it.",
+    });
   });
 
   test("another runner's job is 409 job_not_assigned", async () => {

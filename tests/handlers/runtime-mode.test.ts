@@ -18,9 +18,15 @@ describe("switching a ready instance between Local Only and External Access", ()
   test("remote is refused until the chosen sign-in method is configured, and nothing changes", async () => {
     const res = await switchTo({ runtime_mode: "remote", remote_auth_mode: "trusted_proxy" });
     expect(res.status).toBe(409);
-    expect(res.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy." });
+    expect(res.body).toEqual({
+      code: "remote_auth_not_configured",
+      message: "Configure the trusted proxy first: the Trusted proxy form under Administration → Sign-in, or PUT /v1/settings/trusted-proxy.",
+    });
     const oidc = await switchTo({ runtime_mode: "remote", remote_auth_mode: "oidc" });
-    expect(oidc.body).toEqual({ code: "remote_auth_not_configured", message: "Configure the identity provider first: the OpenID Connect form under Administration → Sign-in, or PUT /v1/settings/oidc." });
+    expect(oidc.body).toEqual({
+      code: "remote_auth_not_configured",
+      message: "Configure the identity provider first: the OpenID Connect form under Administration → Sign-in, or PUT /v1/settings/oidc.",
+    });
     const none = await switchTo({ runtime_mode: "remote" });
     expect(none.status).toBe(400);
     expect(none.body.details).toEqual([{ path: "body.remote_auth_mode", message: "remote_auth_mode is required: choose oidc or trusted_proxy" }]);
@@ -28,7 +34,10 @@ describe("switching a ready instance between Local Only and External Access", ()
   });
 
   test("OIDC whose discovery document cannot be fetched is 502 oidc_discovery_error, and nothing changes", async () => {
-    const put = await t.call("PUT", "/v1/settings/oidc", { token: owner, body: { issuer: "https://127.0.0.1:9", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] } });
+    const put = await t.call("PUT", "/v1/settings/oidc", {
+      token: owner,
+      body: { issuer: "https://127.0.0.1:9", client_id: "c", client_secret: "s", redirect_uris: ["https://ci.example.test/cb"] },
+    });
     expect(put.status).toBe(200);
     const res = await switchTo({ runtime_mode: "remote", remote_auth_mode: "oidc" });
     expect(res.status).toBe(502);

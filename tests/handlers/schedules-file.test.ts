@@ -41,7 +41,14 @@ let projectId: string;
 let dir: string;
 
 function git(...args: string[]): string {
-  const env = { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" };
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    GIT_AUTHOR_NAME: "Dev",
+    GIT_AUTHOR_EMAIL: "dev@example.test",
+    GIT_COMMITTER_NAME: "Dev",
+    GIT_COMMITTER_EMAIL: "dev@example.test",
+  };
   const run = Bun.spawnSync(["git", "-C", dir, ...args], { env, stdout: "pipe", stderr: "pipe" });
   if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
   return run.stdout.toString().trim();
@@ -158,7 +165,10 @@ describe("schedules in roost.yaml", () => {
   });
 
   test("the API refuses to change or delete a file schedule, naming the file", async () => {
-    const refusal = { code: "schedule_from_file", message: "This schedule is defined in roost.yaml; change its schedules there and push to the default branch." };
+    const refusal = {
+      code: "schedule_from_file",
+      message: "This schedule is defined in roost.yaml; change its schedules there and push to the default branch.",
+    };
     const patched = await t.call("PATCH", `/v1/pipelines/${pipeline}/schedules/${fileSchedule.id}`, { token: owner, body: { enabled: false } });
     expect(patched.status).toBe(409);
     expect(patched.body).toEqual(refusal);
@@ -209,10 +219,14 @@ describe("schedules in roost.yaml", () => {
 
   test("a schedule the file gets wrong makes the file invalid, with its line, and changes nothing", async () => {
     const before = await schedules(pipeline);
-    const sha = commit("main", fileWith(`    schedules:
+    const sha = commit(
+      "main",
+      fileWith(`    schedules:
       - cron: "61 * * * *"
         timezone: Mars/Olympus
-`), "bad schedule");
+`),
+      "bad schedule",
+    );
     const delivery = await push("main", sha);
     expect(delivery.reason).toBe(
       `roost.yaml at ${sha.slice(0, 12)} is invalid: line 10, column 15: pipelines.nightly.schedules.0.cron: Invalid value for minute: 61; ` +

@@ -104,7 +104,12 @@ describe("firing", () => {
     // A second connection to the same database file stands for a second daemon process.
     const second = await openDatabase(t.config.databaseUrl);
     try {
-      const results = await Promise.all([runDueSchedules(t.ctx), runDueSchedules({ ...t.ctx, db: second }), runDueSchedules(t.ctx), runDueSchedules({ ...t.ctx, db: second })]);
+      const results = await Promise.all([
+        runDueSchedules(t.ctx),
+        runDueSchedules({ ...t.ctx, db: second }),
+        runDueSchedules(t.ctx),
+        runDueSchedules({ ...t.ctx, db: second }),
+      ]);
       const mine = results.map((r) => r.built).reduce((a, b) => a + b, 0);
       expect(mine).toBe(1);
     } finally {
@@ -112,9 +117,23 @@ describe("firing", () => {
     }
     const builds = await scheduledBuilds(pipeline.id);
     expect(builds).toHaveLength(1);
-    expect(builds[0]).toMatchObject({ trigger_type: "schedule", schedule_id: schedule.id, branch: "main", commit_sha: SHA_A, status: "queued", trigger_ref: "refs/heads/main" });
+    expect(builds[0]).toMatchObject({
+      trigger_type: "schedule",
+      schedule_id: schedule.id,
+      branch: "main",
+      commit_sha: SHA_A,
+      status: "queued",
+      trigger_ref: "refs/heads/main",
+    });
     const read = await t.call("GET", `/v1/pipelines/${pipeline.id}/schedules/${schedule.id}`, { token: owner });
-    expect(read.body.schedule.last_run).toEqual({ slot_at: START + 300, result: "built", build_id: builds[0].id, commit_sha: SHA_A, error: null, created_at: START + 303 });
+    expect(read.body.schedule.last_run).toEqual({
+      slot_at: START + 300,
+      result: "built",
+      build_id: builds[0].id,
+      commit_sha: SHA_A,
+      error: null,
+      created_at: START + 303,
+    });
     expect(read.body.schedule.next_run_at).toBe(START + 600);
   });
 
@@ -139,7 +158,11 @@ describe("firing", () => {
     expect((await runDueSchedules(t.ctx)).built).toBe(1);
     t.clock.set(START + 2 * 3600);
     expect(await runDueSchedules(t.ctx)).toEqual({ built: 0, unchanged: 1, failed: 0, skipped: 0 });
-    expect((await t.call("GET", `/v1/pipelines/${pipeline.id}/schedules/${schedule.id}`, { token: owner })).body.schedule.last_run).toMatchObject({ result: "unchanged", commit_sha: SHA_A, build_id: null });
+    expect((await t.call("GET", `/v1/pipelines/${pipeline.id}/schedules/${schedule.id}`, { token: owner })).body.schedule.last_run).toMatchObject({
+      result: "unchanged",
+      commit_sha: SHA_A,
+      build_id: null,
+    });
     host.heads.set("acme/app@main", SHA_B);
     try {
       t.clock.set(START + 3 * 3600);

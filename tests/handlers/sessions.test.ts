@@ -31,7 +31,8 @@ describe("logout", () => {
     expect(res.status).toBe(401);
     expect(res.body).toEqual({
       code: "wrong_credential",
-      message: "An API token (roost_pat_…) cannot call session-only endpoints (such as logout): this endpoint takes a user session. API tokens are revoked with DELETE /v1/api-tokens/{token_id}.",
+      message:
+        "An API token (roost_pat_…) cannot call session-only endpoints (such as logout): this endpoint takes a user session. API tokens are revoked with DELETE /v1/api-tokens/{token_id}.",
     });
   });
 });
@@ -58,6 +59,10 @@ describe("lifetime and storage", () => {
   test("an Authorization header of another scheme is 401 missing_auth, saying so", async () => {
     const res = await t.call("GET", "/v1/users/me", { headers: { authorization: "Basic abc" } });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "missing_auth", message: "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the Authorization header does not use the Bearer scheme." });
+    expect(res.body).toEqual({
+      code: "missing_auth",
+      message:
+        "This endpoint takes a user session or an API token as 'Authorization: Bearer <token>'; the Authorization header does not use the Bearer scheme.",
+    });
   });
 });

@@ -27,7 +27,14 @@ describe("Local Only first run", () => {
   test("the first loopback login creates the owner, makes the instance ready and returns a session", async () => {
     const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "Ada@Example.test" } });
     expect(res.status).toBe(200);
-    expect(res.body.user).toEqual({ id: expect.any(String), user_id: expect.any(String), email: "ada@example.test", oidc_subject: "", role: "owner", avatar_url: "" });
+    expect(res.body.user).toEqual({
+      id: expect.any(String),
+      user_id: expect.any(String),
+      email: "ada@example.test",
+      oidc_subject: "",
+      role: "owner",
+      avatar_url: "",
+    });
     expect(res.body.session_token).toMatch(/^roost_sess_[0-9A-Za-z]{58}$/);
     expect(res.body.expires_at).toBe(t.clock.now() + 24 * 3600);
     const status = await t.call("GET", "/v1/setup/status");
@@ -128,7 +135,10 @@ describe("the setup credential", () => {
     expect(none.status).toBe(401);
     expect(none.body.code).toBe("missing_auth");
 
-    const forged = await t.call("POST", "/v1/setup/preferences", { token: "roost_setup_" + "A".repeat(58), body: { runtime_mode: "remote", remote_auth_mode: "oidc" } });
+    const forged = await t.call("POST", "/v1/setup/preferences", {
+      token: "roost_setup_" + "A".repeat(58),
+      body: { runtime_mode: "remote", remote_auth_mode: "oidc" },
+    });
     expect(forged.status).toBe(401);
     expect(forged.body.code).toBe("invalid_setup_token");
 

@@ -15,7 +15,14 @@ let jobId = "";
 const shutdown = new AbortController();
 let app: ReturnType<typeof createApp>;
 const call = async (method: string, path: string, token: string, body?: unknown) => {
-  const res = await app.fetch(new Request(`http://127.0.0.1:8080${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) }, body: body ? JSON.stringify(body) : undefined }), "127.0.0.1");
+  const res = await app.fetch(
+    new Request(`http://127.0.0.1:8080${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, ...(body ? { "content-type": "application/json" } : {}) },
+      body: body ? JSON.stringify(body) : undefined,
+    }),
+    "127.0.0.1",
+  );
   return res;
 };
 
@@ -32,7 +39,11 @@ beforeAll(async () => {
   runner = { id: created.runner.id, token: created.token };
   app = createApp({ ...t.ctx, shutdown: shutdown.signal }, routes);
   await call("POST", `/v1/runners/${runner.id}/connect`, runner.token, { capabilities: { os: "linux", arch: "x64" } });
-  jobId = ((await (await call("POST", `/v1/runners/${runner.id}/jobs/claim`, runner.token, { claim_id: "shutdown-claim", wait_seconds: 0 })).json()) as { job: { job_id: string } }).job.job_id;
+  jobId = (
+    (await (await call("POST", `/v1/runners/${runner.id}/jobs/claim`, runner.token, { claim_id: "shutdown-claim", wait_seconds: 0 })).json()) as {
+      job: { job_id: string };
+    }
+  ).job.job_id;
   await call("POST", `/v1/runners/${runner.id}/jobs/${jobId}/logs`, runner.token, { first_line: 0, lines: [{ text: "hello" }] });
 });
 afterAll(async () => {

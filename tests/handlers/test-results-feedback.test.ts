@@ -53,25 +53,55 @@ afterAll(async () => {
 /** A build of `pipelineId` that sends `reports` and finishes `status`. */
 async function build(pipelineId: string, reports: Record<string, string>, status: "succeeded" | "failed", commit = SHA_A) {
   const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } });
-  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
+    .body.job;
   for (const [path, text] of Object.entries(reports)) {
-    const res = await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent(path)}`, { token: runner.token, raw: text, contentType: "application/octet-stream", headers: { "x-roost-workspace": WORKSPACE } });
+    const res = await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent(path)}`, {
+      token: runner.token,
+      raw: text,
+      contentType: "application/octet-stream",
+      headers: { "x-roost-workspace": WORKSPACE },
+    });
     expect(res.status).toBe(201);
   }
-  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { status, exit_code: status === "failed" ? 1 : 0, failure_reason: status === "failed" ? "step pre_build failed with exit code 1" : undefined, line_count: 0 } });
+  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, {
+    token: runner.token,
+    body: {
+      status,
+      exit_code: status === "failed" ? 1 : 0,
+      failure_reason: status === "failed" ? "step pre_build failed with exit code 1" : undefined,
+      line_count: 0,
+    },
+  });
   return made.body.build as { id: string; build_number: number };
 }
 
-const REPORTS = { "build/test-results/flutter.json": fixture("flutter-machine.jsonl"), "build/app/test-results/t/TEST-x.xml": fixture("gradle-TEST-com.example.counter.CounterRepositoryTest.xml"), "build/analyze.txt": fixture("dart-analyze-machine.txt") };
+const REPORTS = {
+  "build/test-results/flutter.json": fixture("flutter-machine.jsonl"),
+  "build/app/test-results/t/TEST-x.xml": fixture("gradle-TEST-com.example.counter.CounterRepositoryTest.xml"),
+  "build/analyze.txt": fixture("dart-analyze-machine.txt"),
+};
 
 describe("the commit status", () => {
   test("a finished build's description carries its tests: failed ones counted of all", async () => {
     const pipeline = await createPipeline(t, owner, projectId, { name: "Android" });
     const failed = await build(pipeline.id, REPORTS, "failed");
     await reportCommitStatuses(deps());
-    const statuses = host.requests.filter((r) => r.method === "POST" && r.path === `/repos/acme/app/statuses/${SHA_A}`).map((r) => r.body as { description: string; context: string });
+    const statuses = host.requests
+      .filter((r) => r.method === "POST" && r.path === `/repos/acme/app/statuses/${SHA_A}`)
+      .map((r) => r.body as { description: string; context: string });
     expect(statuses.at(-1)).toMatchObject({ context: "roost/Android", description: `Build #${failed.build_number} failed: 4 of 12 tests failed` });
-    const passing = await build(pipeline.id, { "build/test-results/flutter.json": fixture("flutter-machine.jsonl").split("\n").filter((l) => !/"result":"(failure|error)"|"type":"error"/.test(l)).join("\n") }, "succeeded", SHA_B);
+    const passing = await build(
+      pipeline.id,
+      {
+        "build/test-results/flutter.json": fixture("flutter-machine.jsonl")
+          .split("\n")
+          .filter((l) => !/"result":"(failure|error)"|"type":"error"/.test(l))
+          .join("\n"),
+      },
+      "succeeded",
+      SHA_B,
+    );
     await reportCommitStatuses(deps());
     const last = host.requests.filter((r) => r.method === "POST" && r.path === `/repos/acme/app/statuses/${SHA_B}`).at(-1)!.body as { description: string };
     // The three tests whose events were removed never finished: errors, so still failing.
@@ -85,10 +115,18 @@ describe("GitHub check runs", () => {
     const b = await build(pipeline.id, REPORTS, "failed");
     expect(await reportCheckRuns(deps())).toBeGreaterThanOrEqual(1);
     const run = host.github.checkRuns.find((r) => r.name === "roost/Checks")!;
-    expect(run).toMatchObject({ repository: "acme/app", head_sha: SHA_A, status: "completed", conclusion: "failure", details_url: `${BASE}/projects/${projectId}/builds/${b.id}?tab=tests` });
+    expect(run).toMatchObject({
+      repository: "acme/app",
+      head_sha: SHA_A,
+      status: "completed",
+      conclusion: "failure",
+      details_url: `${BASE}/projects/${projectId}/builds/${b.id}?tab=tests`,
+    });
     expect(run.output.title).toBe("4 of 12 tests failed");
     expect(run.output.summary).toContain("6 passed, 4 failed, 2 skipped.");
-    expect(run.output.summary).toContain("- test/counter\\_test.dart › Counter value should be decremented: Expected: <-1> (test/counter\\_test.dart:18)".replace("<-1>", "\\<-1\\>"));
+    expect(run.output.summary).toContain(
+      "- test/counter\\_test.dart › Counter value should be decremented: Expected: <-1> (test/counter\\_test.dart:18)".replace("<-1>", "\\<-1\\>"),
+    );
     expect(run.output.summary).toContain("4 analyzer issues.");
     expect(run.annotations.map((a) => `${a.annotation_level} ${a.path}:${a.start_line} ${a.title}`)).toEqual([
       "failure test/counter_test.dart:18 test/counter_test.dart › Counter value should be decremented",
@@ -98,7 +136,10 @@ describe("GitHub check runs", () => {
       "notice lib/main.dart:12 prefer_const_constructors",
       "notice lib/a|b.dart:3 avoid_print",
     ]);
-    expect(run.annotations[0]).toMatchObject({ message: "Expected: <-1>\n  Actual: <1>\n", raw_details: expect.stringContaining("test/counter_test.dart 22:7") });
+    expect(run.annotations[0]).toMatchObject({
+      message: "Expected: <-1>\n  Actual: <1>\n",
+      raw_details: expect.stringContaining("test/counter_test.dart 22:7"),
+    });
     // Sent once.
     const before = host.github.checkRuns.length;
     await reportCheckRuns(deps());
@@ -107,7 +148,10 @@ describe("GitHub check runs", () => {
 
   test("more than 50 annotations go in batches of 50 (GitHub's limit per request)", async () => {
     const pipeline = await createPipeline(t, owner, projectId, { name: "Many" });
-    const cases = Array.from({ length: 120 }, (_, i) => `<testcase classname="C" name="t${i}" file="test/many_test.dart" line="${i + 1}"><failure message="boom ${i}"/></testcase>`).join("");
+    const cases = Array.from(
+      { length: 120 },
+      (_, i) => `<testcase classname="C" name="t${i}" file="test/many_test.dart" line="${i + 1}"><failure message="boom ${i}"/></testcase>`,
+    ).join("");
     await build(pipeline.id, { "build/test-results/many.xml": `<testsuite name="C">${cases}</testsuite>` }, "failed");
     await reportCheckRuns(deps());
     const run = host.github.checkRuns.find((r) => r.name === "roost/Many")!;
@@ -126,7 +170,9 @@ describe("GitHub check runs", () => {
       }
       const incidents = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
       const incident = incidents.find((i: { reason: string }) => i.reason === "check_run_failed");
-      expect(incident).toMatchObject({ message: "Check runs for acme/app cannot be reported: 127.0.0.1:" + new URL(host.url).port + " answered HTTP 403 (the credentials lack access)" });
+      expect(incident).toMatchObject({
+        message: "Check runs for acme/app cannot be reported: 127.0.0.1:" + new URL(host.url).port + " answered HTTP 403 (the credentials lack access)",
+      });
       expect(incident.repair_action).toContain('"Checks: Read and write"');
       // The build itself is untouched.
       expect(host.github.checkRuns.some((r) => r.name === "roost/NoPermission")).toBe(false);
@@ -160,7 +206,7 @@ describe("notifications", () => {
     expect(slack.split("\n").slice(2)).toEqual([
       "step pre_build failed with exit code 1",
       "4 of 12 tests failed:",
-      "• test/broken_test.dart › loading test/broken_test.dart (test/broken_test.dart): Failed to load \"test/broken_test.dart\":",
+      '• test/broken_test.dart › loading test/broken_test.dart (test/broken_test.dart): Failed to load "test/broken_test.dart":',
       "• test/counter_test.dart › Counter value should be decremented (test/counter_test.dart:18): Expected: <-1>",
       "• test/widget_test.dart › Counter shows the title (test/widget_test.dart:31): Test failed. See exception logs above.",
       "• com.example.counter.CounterRepositoryTest › migratesVersion1Preferences: org.opentest4j.AssertionFailedError: expected: <7> but was: <0>",
@@ -168,6 +214,12 @@ describe("notifications", () => {
     ]);
     const json = received.find((r) => r.path === "/hook" && r.body.build?.id === b.id)!.body;
     expect(json.tests).toMatchObject({ summary: "6 passed, 4 failed, 2 skipped", total: 12, failed: 4, url: tab });
-    expect(json.tests.failed_tests[1]).toEqual({ suite: "test/counter_test.dart", name: "Counter value should be decremented", message: "Expected: <-1>\n  Actual: <1>\n", file: "test/counter_test.dart", line: 18 });
+    expect(json.tests.failed_tests[1]).toEqual({
+      suite: "test/counter_test.dart",
+      name: "Counter value should be decremented",
+      message: "Expected: <-1>\n  Actual: <1>\n",
+      file: "test/counter_test.dart",
+      line: 18,
+    });
   });
 });

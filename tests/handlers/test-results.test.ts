@@ -31,17 +31,30 @@ afterAll(() => ci.stop());
 type Upload = { status: number; body: any };
 
 /** Runs one build of `pipelineId` through the protocol: claimed, its reports uploaded, finished. */
-async function build(pipelineId: string, reports: Record<string, string>, o: { commit?: string; branch?: string; rerunOf?: string; status?: "succeeded" | "failed" } = {}) {
+async function build(
+  pipelineId: string,
+  reports: Record<string, string>,
+  o: { commit?: string; branch?: string; rerunOf?: string; status?: "succeeded" | "failed" } = {},
+) {
   const made = o.rerunOf
     ? await t.call("POST", `/v1/builds/${o.rerunOf}/rerun`, { token: owner })
-    : await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: o.commit ?? SHA_A, ...(o.branch ? { branch: o.branch } : {}) } });
+    : await t.call("POST", `/v1/projects/${projectId}/builds`, {
+        token: owner,
+        body: { pipeline_id: pipelineId, commit_sha: o.commit ?? SHA_A, ...(o.branch ? { branch: o.branch } : {}) },
+      });
   if (made.status !== 201) throw new Error(made.text);
-  const claimed = await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } });
+  const claimed = await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, {
+    token: runner.token,
+    body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+  });
   const job = claimed.body.job;
   expect(job.build.id).toBe(made.body.build.id);
   const uploads: Record<string, Upload> = {};
   for (const [path, text] of Object.entries(reports)) uploads[path] = await upload(job.job_id, path, text);
-  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { status: o.status ?? "failed", exit_code: o.status === "succeeded" ? 0 : 1, line_count: 0 } });
+  await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, {
+    token: runner.token,
+    body: { status: o.status ?? "failed", exit_code: o.status === "succeeded" ? 0 : 1, line_count: 0 },
+  });
   return { id: made.body.build.id as string, number: made.body.build.build_number as number, job: job.job_id as string, uploads };
 }
 
@@ -74,11 +87,25 @@ describe("uploading reports", () => {
       "coverage/lcov.info": lcov,
       "build/analyze.txt": analyze,
     });
-    expect(b.uploads["build/test-results/flutter.json"]).toMatchObject({ status: 201, body: { report: { path: "build/test-results/flutter.json", format: "dart_json", status: "read", problems: [], cases: 8 } } });
+    expect(b.uploads["build/test-results/flutter.json"]).toMatchObject({
+      status: 201,
+      body: { report: { path: "build/test-results/flutter.json", format: "dart_json", status: "read", problems: [], cases: 8 } },
+    });
     expect(b.uploads["coverage/lcov.info"]!.body.report).toMatchObject({ format: "lcov", status: "read", cases: 0 });
     const tests = await t.call("GET", `/v1/builds/${b.id}/tests`, { token: owner });
     expect(tests.status).toBe(200);
-    expect(tests.body.summary).toEqual({ total: 12, passed: 6, failed: 2, errored: 2, skipped: 2, flaky: 0, duration_ms: 3901, coverage_percent: 61.9, annotations: 4, text: "6 passed, 4 failed, 2 skipped" });
+    expect(tests.body.summary).toEqual({
+      total: 12,
+      passed: 6,
+      failed: 2,
+      errored: 2,
+      skipped: 2,
+      flaky: 0,
+      duration_ms: 3901,
+      coverage_percent: 61.9,
+      annotations: 4,
+      text: "6 passed, 4 failed, 2 skipped",
+    });
     expect(tests.body.reports.map((r: { path: string; status: string }) => `${r.path} ${r.status}`)).toEqual([
       "build/analyze.txt read",
       "build/app/test-results/testDebugUnitTest/TEST-com.example.counter.CounterRepositoryTest.xml read",
@@ -88,7 +115,12 @@ describe("uploading reports", () => {
     // A file and line link to the source host at the build's commit.
     expect(tests.body.source_file_url).toBe(`https://github.example.test/acme/app/blob/${SHA_A}/{path}#L{line}`);
     // Errors first, then warnings, then notices; paths relative to the checkout.
-    expect(tests.body.annotations.map((a: { severity: string; file: string; line: number }) => `${a.severity} ${a.file}:${a.line}`)).toEqual(["error test/broken_test.dart:4", "warning lib/counter.dart:2", "notice lib/main.dart:12", "notice lib/a|b.dart:3"]);
+    expect(tests.body.annotations.map((a: { severity: string; file: string; line: number }) => `${a.severity} ${a.file}:${a.line}`)).toEqual([
+      "error test/broken_test.dart:4",
+      "warning lib/counter.dart:2",
+      "notice lib/main.dart:12",
+      "notice lib/a|b.dart:3",
+    ]);
     const listed = await t.call("GET", `/v1/pipelines/${pipeline.id}/builds`, { token: owner });
     expect(listed.body.builds[0].test_summary.text).toBe("6 passed, 4 failed, 2 skipped");
   });
@@ -101,9 +133,27 @@ describe("uploading reports", () => {
       "build/test-results/broken.xml": '<testsuite><testcase name="ok" classname="c"/><testcase name="bad',
       "build/test-results/flutter.json": flutter,
     });
-    expect(b.uploads["build/test-results/cut.json"]!.body.report).toMatchObject({ status: "partial", cases: 8, problems: ["The report ends before the test run's done event: the run was cut short. 1 test that had started is reported as errors.", "1 line was not a JSON event and was skipped."] });
-    expect(b.uploads["build/test-results/screenshot.xml"]!.body.report).toMatchObject({ status: "rejected", format: null, cases: 0, problems: ["The format of build/test-results/screenshot.xml was not recognised (expected the Dart JSON reporter's output, JUnit XML, lcov or dart analyze --format=machine); it was not read."] });
-    expect(b.uploads["build/test-results/broken.xml"]!.body.report).toMatchObject({ status: "partial", cases: 1, problems: ["The XML ends inside <testsuite>: the file was cut short; the test cases before that point were read."] });
+    expect(b.uploads["build/test-results/cut.json"]!.body.report).toMatchObject({
+      status: "partial",
+      cases: 8,
+      problems: [
+        "The report ends before the test run's done event: the run was cut short. 1 test that had started is reported as errors.",
+        "1 line was not a JSON event and was skipped.",
+      ],
+    });
+    expect(b.uploads["build/test-results/screenshot.xml"]!.body.report).toMatchObject({
+      status: "rejected",
+      format: null,
+      cases: 0,
+      problems: [
+        "The format of build/test-results/screenshot.xml was not recognised (expected the Dart JSON reporter's output, JUnit XML, lcov or dart analyze --format=machine); it was not read.",
+      ],
+    });
+    expect(b.uploads["build/test-results/broken.xml"]!.body.report).toMatchObject({
+      status: "partial",
+      cases: 1,
+      problems: ["The XML ends inside <testsuite>: the file was cut short; the test cases before that point were read."],
+    });
     expect(b.uploads["build/test-results/flutter.json"]!.body.report).toMatchObject({ status: "read", cases: 8 });
     const summary = (await t.call("GET", `/v1/builds/${b.id}/tests`, { token: owner })).body.summary;
     expect(summary.total).toBe(17);
@@ -112,7 +162,8 @@ describe("uploading reports", () => {
   test("a second upload of the same path is refused; a report over the byte limit says it was cut", async () => {
     const pipeline = await createPipeline(t, owner, projectId);
     await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
-    const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+    const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
+      .body.job;
     expect((await upload(job.job_id, "build/test-results/a.json", flutter)).status).toBe(201);
     const again = await upload(job.job_id, "build/test-results/a.json", flutter);
     expect(again.status).toBe(409);
@@ -121,8 +172,19 @@ describe("uploading reports", () => {
     expect(cut.body.report.problems[0]).toBe("The file is 50000000 bytes; only its first 3000 bytes were uploaded and read.");
     expect((await upload(job.job_id, "../outside.json", flutter)).status).toBe(400);
     // A user credential is not a runner's.
-    expect((await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=x.json`, { token: owner, raw: flutter, contentType: "application/octet-stream" })).status).toBe(401);
-    await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, { token: runner.token, body: { status: "succeeded", exit_code: 0, line_count: 0 } });
+    expect(
+      (
+        await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/test-reports?path=x.json`, {
+          token: owner,
+          raw: flutter,
+          contentType: "application/octet-stream",
+        })
+      ).status,
+    ).toBe(401);
+    await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, {
+      token: runner.token,
+      body: { status: "succeeded", exit_code: 0, line_count: 0 },
+    });
     // The job is over: the report comes too late.
     expect((await upload(job.job_id, "build/test-results/c.json", flutter)).body.code).toBe("job_finished");
   });
@@ -187,9 +249,19 @@ describe("a build's cases", () => {
     const key = (await t.call("GET", `/v1/builds/${second.id}/tests/cases?q=decremented`, { token: owner })).body.cases[0].test_key;
     const res = await t.call("GET", `/v1/pipelines/${pipelineId}/tests/${key}?limit=1`, { token: owner });
     expect(res.status).toBe(200);
-    expect(res.body.test).toMatchObject({ test_key: key, suite: "test/counter_test.dart", name: "Counter value should be decremented", runs: 2, failures: 1, failure_rate: 0.5, flaky_runs: 0 });
+    expect(res.body.test).toMatchObject({
+      test_key: key,
+      suite: "test/counter_test.dart",
+      name: "Counter value should be decremented",
+      runs: 2,
+      failures: 1,
+      failure_rate: 0.5,
+      flaky_runs: 0,
+    });
     expect(res.body.lane).toBe("main");
-    expect(res.body.results.map((r: { build_number: number; status: string; commit_sha: string }) => [r.build_number, r.status, r.commit_sha])).toEqual([[second.number, "failed", SHA_B]]);
+    expect(res.body.results.map((r: { build_number: number; status: string; commit_sha: string }) => [r.build_number, r.status, r.commit_sha])).toEqual([
+      [second.number, "failed", SHA_B],
+    ]);
     const next = await t.call("GET", `/v1/pipelines/${pipelineId}/tests/${key}?limit=1&before=${res.body.next_before}`, { token: owner });
     expect(next.body.results.map((r: { build_number: number; status: string }) => [r.build_number, r.status])).toEqual([[first.number, "passed"]]);
     expect(next.body.next_before).toBeNull();
@@ -201,7 +273,13 @@ describe("a build's cases", () => {
 
   test("people outside the project see none of it", async () => {
     const outsider = await userWithRole(t, owner, "developer");
-    for (const path of [`/v1/builds/${second.id}/tests`, `/v1/builds/${second.id}/tests/cases`, `/v1/builds/${second.id}/coverage`, `/v1/pipelines/${pipelineId}/flaky-tests`, `/v1/pipelines/${pipelineId}/trends`]) {
+    for (const path of [
+      `/v1/builds/${second.id}/tests`,
+      `/v1/builds/${second.id}/tests/cases`,
+      `/v1/builds/${second.id}/coverage`,
+      `/v1/pipelines/${pipelineId}/flaky-tests`,
+      `/v1/pipelines/${pipelineId}/trends`,
+    ]) {
       const res = await t.call("GET", path, { token: outsider.token });
       expect([path, res.status]).toEqual([path, 404]);
     }
@@ -217,9 +295,16 @@ describe("flaky tests", () => {
     expect(cases.map((c: { status: string; flaky: boolean }) => [c.status, c.flaky])).toEqual([["passed", true]]);
     expect((await t.call("GET", `/v1/builds/${rerun.id}/tests`, { token: owner })).body.summary.flaky).toBe(1);
     const flaky = await t.call("GET", `/v1/pipelines/${pipelineId}/flaky-tests`, { token: owner });
-    expect(flaky.body.tests.map((x: { name: string; runs: number; failures: number; failure_rate: number; flaky_runs: number; last_flaky_build_id: string }) => [x.name, x.runs, x.failures, x.failure_rate, x.flaky_runs, x.last_flaky_build_id])).toEqual([
-      ["Counter value should be decremented", 2, 1, 0.5, 1, rerun.id],
-    ]);
+    expect(
+      flaky.body.tests.map((x: { name: string; runs: number; failures: number; failure_rate: number; flaky_runs: number; last_flaky_build_id: string }) => [
+        x.name,
+        x.runs,
+        x.failures,
+        x.failure_rate,
+        x.flaky_runs,
+        x.last_flaky_build_id,
+      ]),
+    ).toEqual([["Counter value should be decremented", 2, 1, 0.5, 1, rerun.id]]);
     expect(flaky.body.next_cursor).toBeNull();
     // The widget test failed both times: consistently broken, not flaky.
     expect(flaky.body.tests.some((x: { name: string }) => x.name === "Counter shows the title")).toBe(false);
@@ -230,7 +315,9 @@ describe("coverage", () => {
   test("a feature branch's coverage against the default branch, the files that lost most first", async () => {
     const pipelineId = (await createPipeline(t, owner, projectId)).id;
     const main = await build(pipelineId, { "coverage/lcov.info": lcov }, { status: "succeeded" });
-    const lostCounter = lcov.replace("DA:3,1\nDA:4,3\nDA:6,1\nDA:7,1", "DA:3,1\nDA:4,0\nDA:6,0\nDA:7,0").replace("SF:lib/settings/settings_page.dart", "SF:lib/settings/new_page.dart");
+    const lostCounter = lcov
+      .replace("DA:3,1\nDA:4,3\nDA:6,1\nDA:7,1", "DA:3,1\nDA:4,0\nDA:6,0\nDA:7,0")
+      .replace("SF:lib/settings/settings_page.dart", "SF:lib/settings/new_page.dart");
     const feature = await build(pipelineId, { "coverage/lcov.info": lostCounter }, { branch: "feature/settings", commit: SHA_B, status: "succeeded" });
     const res = await t.call("GET", `/v1/builds/${feature.id}/coverage`, { token: owner });
     expect(res.status).toBe(200);

@@ -19,7 +19,9 @@ async function app(): Promise<TestApp> {
   return t;
 }
 
-async function proxied(settings: Record<string, unknown> = { trusted_peers: ["10.0.0.5", "2001:db8:1::/64", "::ffff:192.0.2.10"], shared_secret: SECRET }): Promise<TestApp> {
+async function proxied(
+  settings: Record<string, unknown> = { trusted_peers: ["10.0.0.5", "2001:db8:1::/64", "::ffff:192.0.2.10"], shared_secret: SECRET },
+): Promise<TestApp> {
   const t = await app();
   await readyWithTrustedProxy(t, settings);
   await invite(t, "ada@example.test");
@@ -137,15 +139,25 @@ describe("trusted proxy settings", () => {
     const token = await setupToken(t);
     await t.call("POST", "/v1/setup/preferences", { token, body: { runtime_mode: "remote", remote_auth_mode: "trusted_proxy" } });
     await t.call("POST", "/v1/setup/owner", { token, body: { email: "owner@example.test" } });
-    expect((await t.call("POST", "/v1/setup/complete", { token })).body).toEqual({ code: "remote_auth_not_configured", message: "Configure the trusted proxy with PUT /v1/setup/trusted-proxy first." });
+    expect((await t.call("POST", "/v1/setup/complete", { token })).body).toEqual({
+      code: "remote_auth_not_configured",
+      message: "Configure the trusted proxy with PUT /v1/setup/trusted-proxy first.",
+    });
     for (const peers of [["127.0.0.2"], ["::1"], ["10.0.0.0/16"], ["2001:db8::/48"], ["::ffff:127.0.0.1"]]) {
       const res = await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: peers } });
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ code: "invalid_request", message: "A shared secret is required when a trusted peer is a loopback address or a broad range.", details: [{ path: "shared_secret", message: `required for ${peers[0]}` }] });
+      expect(res.body).toEqual({
+        code: "invalid_request",
+        message: "A shared secret is required when a trusted peer is a loopback address or a broad range.",
+        details: [{ path: "shared_secret", message: `required for ${peers[0]}` }],
+      });
     }
     expect((await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["not-an-ip"] } })).status).toBe(400);
     for (const identity_header of ["Authorization", "x-forwarded-for", "X-Roost-Trusted-Proxy-Secret", "X_Email"]) {
-      expect([identity_header, (await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["10.0.0.5"], identity_header } })).status]).toEqual([identity_header, 400]);
+      expect([
+        identity_header,
+        (await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["10.0.0.5"], identity_header } })).status,
+      ]).toEqual([identity_header, 400]);
     }
     const put = await t.call("PUT", "/v1/setup/trusted-proxy", { token, body: { trusted_peers: ["127.0.0.2"], shared_secret: SECRET } });
     expect(put.body).toEqual({ trusted_peers: ["127.0.0.2"], identity_header: "X-Roost-User-Email", shared_secret_set: true, updated_at: t.clock.now() });
@@ -155,7 +167,8 @@ describe("trusted proxy settings", () => {
 
   test("owners and admins change them after setup; omitting the secret keeps it", async () => {
     const t = await proxied();
-    const owner = (await t.call("POST", PATH, { peer: "10.0.0.5", headers: { ...good, "x-roost-user-email": "owner@example.test" } })).body.session_token as string;
+    const owner = (await t.call("POST", PATH, { peer: "10.0.0.5", headers: { ...good, "x-roost-user-email": "owner@example.test" } })).body
+      .session_token as string;
     const developer = (await t.call("POST", PATH, { peer: "10.0.0.5", headers: good })).body.session_token as string;
     expect((await t.call("GET", "/v1/settings/trusted-proxy", { token: developer })).status).toBe(403);
     const put = await t.call("PUT", "/v1/settings/trusted-proxy", { token: owner, body: { trusted_peers: ["127.0.0.2"] } });

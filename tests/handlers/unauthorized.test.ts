@@ -27,14 +27,19 @@ describe("a credential of the wrong kind is named, whether or not it is valid", 
     for (const res of [real, invented]) {
       expect(res.status).toBe(401);
       expect(res.body).toEqual({ code: "wrong_credential", message });
-      expect(res.headers.get("www-authenticate")).toBe(`Bearer realm="roost", error="invalid_token", error_description="A runner token (roost_rt_...) cannot call user endpoints: this endpoint takes a user session or an API token."`);
+      expect(res.headers.get("www-authenticate")).toBe(
+        `Bearer realm="roost", error="invalid_token", error_description="A runner token (roost_rt_...) cannot call user endpoints: this endpoint takes a user session or an API token."`,
+      );
     }
   });
 
   test("a user session cannot call the runner protocol", async () => {
     const res = await t.call("POST", `/v1/runners/${runner.id}/heartbeat`, { token: owner, body: {} });
     expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "wrong_credential", message: "A user session token (roost_sess_…) cannot call runner protocol endpoints: this endpoint takes the runner's own token." });
+    expect(res.body).toEqual({
+      code: "wrong_credential",
+      message: "A user session token (roost_sess_…) cannot call runner protocol endpoints: this endpoint takes the runner's own token.",
+    });
   });
 
   test("a string that is not a Roost credential is told so", async () => {
@@ -42,14 +47,17 @@ describe("a credential of the wrong kind is named, whether or not it is valid", 
     expect(res.status).toBe(401);
     expect(res.body).toEqual({
       code: "wrong_credential",
-      message: "A bearer value that is not a Roost credential (those start with roost_) cannot call user endpoints: this endpoint takes a user session or an API token.",
+      message:
+        "A bearer value that is not a Roost credential (those start with roost_) cannot call user endpoints: this endpoint takes a user session or an API token.",
     });
   });
 
   test("a session token of the right kind that is not valid keeps the one invalid_session answer", async () => {
     const res = await t.call("GET", "/v1/users/me", { token: forged("sess") });
     expect(res.body).toEqual({ code: "invalid_session", message: "The session is invalid or has expired; sign in again." });
-    expect(res.headers.get("www-authenticate")).toBe(`Bearer realm="roost", error="invalid_token", error_description="The session is invalid or has expired; sign in again."`);
+    expect(res.headers.get("www-authenticate")).toBe(
+      `Bearer realm="roost", error="invalid_token", error_description="The session is invalid or has expired; sign in again."`,
+    );
   });
 });
 
@@ -61,7 +69,12 @@ describe("every 401 carries WWW-Authenticate", () => {
     ["GET", "/v1/builds/b/logs/stream", {}, 'Bearer realm="roost"'],
     ["GET", "/v1/builds/b/logs/stream?token=" + forged("st"), {}, 'Bearer realm="roost", error="invalid_token"'],
     ["GET", "/metrics", { token: "nope" }, 'Bearer realm="roost", error="invalid_token", error_description="The metrics token is not valid."'],
-    ["POST", "/v1/webhooks/github", { body: {}, headers: { "x-github-event": "push", "x-github-delivery": "d1" } }, 'HMAC-SHA256 realm="roost", header="X-Hub-Signature-256"'],
+    [
+      "POST",
+      "/v1/webhooks/github",
+      { body: {}, headers: { "x-github-event": "push", "x-github-delivery": "d1" } },
+      'HMAC-SHA256 realm="roost", header="X-Hub-Signature-256"',
+    ],
     ["POST", "/v1/webhooks/gitlab", { body: {}, headers: { "x-gitlab-event": "Push Hook" } }, 'Token realm="roost", header="X-Gitlab-Token"'],
   ] as const)("%s %s", async (method, path, options, challenge) => {
     const res = await t.call(method, path, options);
@@ -73,6 +86,13 @@ describe("every 401 carries WWW-Authenticate", () => {
 describe("one user shape", () => {
   test("the session result's user has the same id as /v1/users/me (user_id kept beside it)", async () => {
     const me = await t.call("GET", "/v1/users/me", { token: owner });
-    expect(firstLogin.user).toEqual({ id: me.body.user.id, user_id: me.body.user.id, email: "owner@example.test", oidc_subject: "", role: "owner", avatar_url: "" });
+    expect(firstLogin.user).toEqual({
+      id: me.body.user.id,
+      user_id: me.body.user.id,
+      email: "owner@example.test",
+      oidc_subject: "",
+      role: "owner",
+      avatar_url: "",
+    });
   });
 });

@@ -20,12 +20,36 @@ const ZOD_DEFAULTS = /Invalid input|Invalid option|Too small|Too big|Unrecognize
 describe("what a form shows for a wrong field", () => {
   const cases: Array<[string, string, string, unknown, { path: string; message: string }]> = [
     ["a runner without a name", "POST", "/v1/runners", {}, { path: "body.name", message: "name is required" }],
-    ["an API token whose name is a number", "POST", "/v1/api-tokens", { name: 5, role: "developer" }, { path: "body.name", message: "must be text, not a number" }],
+    [
+      "an API token whose name is a number",
+      "POST",
+      "/v1/api-tokens",
+      { name: 5, role: "developer" },
+      { path: "body.name", message: "must be text, not a number" },
+    ],
     ["an invitation without an e-mail address", "POST", "/v1/users", { role: "developer" }, { path: "body.email", message: "email is required" }],
-    ["an invitation with an unknown role", "POST", "/v1/users", { email: "a@example.test", role: "boss" }, { path: "body.role", message: "must be one of owner, admin, maintainer or developer" }],
+    [
+      "an invitation with an unknown role",
+      "POST",
+      "/v1/users",
+      { email: "a@example.test", role: "boss" },
+      { path: "body.role", message: "must be one of owner, admin, maintainer or developer" },
+    ],
     ["a runner with a field the API does not know", "POST", "/v1/runners", { name: "r", colour: "red" }, { path: "body", message: 'unknown field "colour"' }],
-    ["a token valid for a fraction of a day", "POST", "/v1/api-tokens", { name: "ci", role: "developer", expires_in_days: 1.5 }, { path: "body.expires_in_days", message: "must be a whole number, not a number with a fraction" }],
-    ["a runner with too many labels", "POST", "/v1/runners", { name: "r", labels: Array.from({ length: 21 }, (_, i) => `l${i}`) }, { path: "body.labels", message: "must have at most 20 entries" }],
+    [
+      "a token valid for a fraction of a day",
+      "POST",
+      "/v1/api-tokens",
+      { name: "ci", role: "developer", expires_in_days: 1.5 },
+      { path: "body.expires_in_days", message: "must be a whole number, not a number with a fraction" },
+    ],
+    [
+      "a runner with too many labels",
+      "POST",
+      "/v1/runners",
+      { name: "r", labels: Array.from({ length: 21 }, (_, i) => `l${i}`) },
+      { path: "body.labels", message: "must have at most 20 entries" },
+    ],
   ];
   for (const [name, method, path, body, detail] of cases) {
     test(name, async () => {
@@ -56,6 +80,9 @@ describe("the pipeline file's problems", () => {
     const parsed = parsePipelineFile("pipelines:\n  app:\n    platforms: [android, linux]\n    schedules:\n      - timezone: UTC\n");
     expect(parsed.ok).toBe(false);
     if (parsed.ok) return;
-    expect(parsed.problems.map((p) => `${p.path}: ${p.message}`)).toEqual(["pipelines.app.platforms.1: must be one of android, ios or macos", "pipelines.app.schedules.0.cron: cron is required"]);
+    expect(parsed.problems.map((p) => `${p.path}: ${p.message}`)).toEqual([
+      "pipelines.app.platforms.1: must be one of android, ios or macos",
+      "pipelines.app.schedules.0.cron: cron is required",
+    ]);
   });
 });

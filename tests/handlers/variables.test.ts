@@ -51,7 +51,10 @@ describe("the API", () => {
   test("a secret is write-only: the answers and listings name it and never show the value, and the database holds it sealed", async () => {
     const put = await t.call("PUT", `/v1/projects/${projectId}/variables/KEYSTORE_PASSWORD`, { token: owner, body: { value: SECRET, secret: true } });
     expect(put.status).toBe(200);
-    expect(put.body).toMatchObject({ created: true, variable: { key: "KEYSTORE_PASSWORD", value: null, secret: true, file: false, pipeline_id: null, protected_refs: [] } });
+    expect(put.body).toMatchObject({
+      created: true,
+      variable: { key: "KEYSTORE_PASSWORD", value: null, secret: true, file: false, pipeline_id: null, protected_refs: [] },
+    });
     const plain = await t.call("PUT", `/v1/projects/${projectId}/variables/APP_FLAVOR`, { token: owner, body: { value: "production" } });
     expect(plain.body.variable).toMatchObject({ key: "APP_FLAVOR", value: "production", secret: false });
     const listed = await t.call("GET", `/v1/projects/${projectId}/variables`, { token: owner });
@@ -75,7 +78,10 @@ describe("the API", () => {
   });
 
   test("a file variable must be base64; an unknown key answers 404; ROOST_ names are refused", async () => {
-    const bad = await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, { token: owner, body: { value: "not base64!", secret: true, file: true } });
+    const bad = await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, {
+      token: owner,
+      body: { value: "not base64!", secret: true, file: true },
+    });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: "invalid_request", details: [{ path: "body.value", message: "a file variable's value must be base64" }] });
     const gone = await t.call("DELETE", `/v1/projects/${projectId}/variables/NOPE`, { token: owner });
@@ -110,18 +116,39 @@ describe("the API", () => {
 describe("what a build receives", () => {
   let pipelineId = "";
   beforeAll(async () => {
-    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { env: [{ key: "PIPELINE_ENV_SECRET", value: "pipeline-env-secret-value", secret: true }, { key: "MODE", value: "ci" }] } });
+    const pipeline = await createPipeline(t, owner, projectId, {
+      execution_config: {
+        env: [
+          { key: "PIPELINE_ENV_SECRET", value: "pipeline-env-secret-value", secret: true },
+          { key: "MODE", value: "ci" },
+        ],
+      },
+    });
     pipelineId = pipeline.id;
-    await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, { token: owner, body: { value: FILE_BYTES.toString("base64"), secret: true, file: true } });
+    await t.call("PUT", `/v1/projects/${projectId}/variables/ANDROID_KEYSTORE`, {
+      token: owner,
+      body: { value: FILE_BYTES.toString("base64"), secret: true, file: true },
+    });
     await t.call("PUT", `/v1/pipelines/${pipelineId}/variables/APP_FLAVOR`, { token: owner, body: { value: "staging" } });
-    await t.call("PUT", `/v1/projects/${projectId}/variables/RELEASE_ONLY`, { token: owner, body: { value: "release-only-secret", secret: true, protected_refs: ["release/*", "refs/tags/v*"] } });
+    await t.call("PUT", `/v1/projects/${projectId}/variables/RELEASE_ONLY`, {
+      token: owner,
+      body: { value: "release-only-secret", secret: true, protected_refs: ["release/*", "refs/tags/v*"] },
+    });
   });
 
   const envOf = (job: any) => Object.fromEntries(job.config.execution_config.env.map((e: any) => [e.key, e.value]));
 
   test("a trusted build gets every secret, decrypted, and file variables; the pipeline's variable replaces the project's", async () => {
     await drainQueue();
-    await createBuild(t.ctx, { pipelineId, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/main", context: { pull_request: null, fork: false } });
+    await createBuild(t.ctx, {
+      pipelineId,
+      branch: "main",
+      commitSha: SHA_A,
+      triggerType: "webhook",
+      triggerEvent: "push",
+      triggerRef: "refs/heads/main",
+      context: { pull_request: null, fork: false },
+    });
     const job = (await (await runner()).claim()).body.job;
     expect(envOf(job)).toEqual({ MODE: "ci", PIPELINE_ENV_SECRET: "pipeline-env-secret-value", KEYSTORE_PASSWORD: SECRET, APP_FLAVOR: "staging" });
     expect(job.files).toEqual([{ key: "ANDROID_KEYSTORE", content_base64: FILE_BYTES.toString("base64"), secret: true }]);
@@ -131,10 +158,25 @@ describe("what a build receives", () => {
 
   test("a build of a protected ref gets the protected secret; a pull request into it does not", async () => {
     await drainQueue();
-    await createBuild(t.ctx, { pipelineId, branch: "release/1.0", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "push", triggerRef: "refs/heads/release/1.0" });
+    await createBuild(t.ctx, {
+      pipelineId,
+      branch: "release/1.0",
+      commitSha: SHA_A,
+      triggerType: "webhook",
+      triggerEvent: "push",
+      triggerRef: "refs/heads/release/1.0",
+    });
     expect(envOf((await (await runner()).claim()).body.job).RELEASE_ONLY).toBe("release-only-secret");
     await drainQueue();
-    await createBuild(t.ctx, { pipelineId, branch: "release/1.0", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "pull_request", triggerRef: "refs/pull/3/head", context: { pull_request: 3, fork: false } });
+    await createBuild(t.ctx, {
+      pipelineId,
+      branch: "release/1.0",
+      commitSha: SHA_A,
+      triggerType: "webhook",
+      triggerEvent: "pull_request",
+      triggerRef: "refs/pull/3/head",
+      context: { pull_request: 3, fork: false },
+    });
     const pr = (await (await runner()).claim()).body.job;
     expect(envOf(pr).RELEASE_ONLY).toBeUndefined();
     expect(envOf(pr).KEYSTORE_PASSWORD).toBe(SECRET);
@@ -147,7 +189,10 @@ describe("what a build receives", () => {
     expect(atHead.status).toBe(201);
     expect(envOf((await (await runner()).claim()).body.job).RELEASE_ONLY).toBe("release-only-secret");
     await drainQueue();
-    const pinned = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, branch: "release/1.0", commit_sha: SHA_A } });
+    const pinned = await t.call("POST", `/v1/projects/${projectId}/builds`, {
+      token: owner,
+      body: { pipeline_id: pipelineId, branch: "release/1.0", commit_sha: SHA_A },
+    });
     expect(pinned.status).toBe(201);
     const job = (await (await runner()).claim()).body.job;
     expect(job.build.id).toBe(pinned.body.build.id);
@@ -159,11 +204,26 @@ describe("what a build receives", () => {
 
   test("a tag pushed with a protected branch's name does not get that branch's secret; a tag named by refs/tags/ does", async () => {
     // Anyone who may push a tag could otherwise name it master and build it with master's secrets.
-    await t.call("PUT", `/v1/projects/${projectId}/variables/MASTER_ONLY`, { token: owner, body: { value: "master-only-secret", secret: true, protected_refs: ["master"] } });
+    await t.call("PUT", `/v1/projects/${projectId}/variables/MASTER_ONLY`, {
+      token: owner,
+      body: { value: "master-only-secret", secret: true, protected_refs: ["master"] },
+    });
     const tags = await createPipeline(t, owner, projectId, { trigger_config: { events: ["tag"] } });
     const pushTag = async (name: string) => {
-      const body = JSON.stringify({ ref: `refs/tags/${name}`, before: "0".repeat(40), after: SHA_A, repository: { id: 1001, full_name: "acme/app" }, installation: { id: Number(host.github.installationId) }, sender: { login: "dev" }, head_commit: { id: SHA_A, message: "tag" } });
-      const headers = { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign("a-webhook-secret-of-some-length", body) };
+      const body = JSON.stringify({
+        ref: `refs/tags/${name}`,
+        before: "0".repeat(40),
+        after: SHA_A,
+        repository: { id: 1001, full_name: "acme/app" },
+        installation: { id: Number(host.github.installationId) },
+        sender: { login: "dev" },
+        head_commit: { id: SHA_A, message: "tag" },
+      });
+      const headers = {
+        "x-github-event": "push",
+        "x-github-delivery": crypto.randomUUID(),
+        "x-hub-signature-256": await sign("a-webhook-secret-of-some-length", body),
+      };
       const res = await t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers });
       expect(res.body.builds.map((b: { pipeline_id: string }) => b.pipeline_id)).toEqual([tags.id]);
       return res.body.builds[0].id as string;
@@ -199,12 +259,24 @@ describe("what a build receives", () => {
     const res = await t.call("PUT", `/v1/projects/${projectId}/variables/X`, { token: owner, body: { value: "1", protected_refs: ["main", "refs/pull/*"] } });
     const message = "a full ref name starts with refs/heads/ (branches) or refs/tags/ (tags); a plain pattern names branches";
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ code: "invalid_request", message: `The body is not valid: body.protected_refs.1: ${message}`, details: [{ path: "body.protected_refs.1", message }] });
+    expect(res.body).toEqual({
+      code: "invalid_request",
+      message: `The body is not valid: body.protected_refs.1: ${message}`,
+      details: [{ path: "body.protected_refs.1", message }],
+    });
   });
 
   test("a pull request from a fork, and its re-run, get no secret at all: plain variables only, and the claim says which were withheld", async () => {
     await drainQueue();
-    const { build } = await createBuild(t.ctx, { pipelineId, branch: "main", commitSha: SHA_A, triggerType: "webhook", triggerEvent: "pull_request", triggerRef: "refs/pull/7/head", context: { pull_request: 7, fork: true } });
+    const { build } = await createBuild(t.ctx, {
+      pipelineId,
+      branch: "main",
+      commitSha: SHA_A,
+      triggerType: "webhook",
+      triggerEvent: "pull_request",
+      triggerRef: "refs/pull/7/head",
+      context: { pull_request: 7, fork: true },
+    });
     const claimed = await (await runner()).claim();
     const job = claimed.body.job;
     expect(job.build.id).toBe(build.id);

@@ -98,7 +98,10 @@ describe("the browser session cookie", () => {
   });
 
   test("a DELETE and a PATCH without the header are refused too", async () => {
-    for (const [method, path] of [["DELETE", "/v1/api-tokens/t_1"], ["PATCH", "/v1/users/u_1"]] as const) {
+    for (const [method, path] of [
+      ["DELETE", "/v1/api-tokens/t_1"],
+      ["PATCH", "/v1/users/u_1"],
+    ] as const) {
       const res = await t.call(method, path, { headers: { cookie }, body: { active: false } });
       expect(res.status).toBe(403);
       expect(res.body.code).toBe("csrf_refused");
@@ -106,15 +109,24 @@ describe("the browser session cookie", () => {
   });
 
   test("the header from another origin is refused", async () => {
-    const res = await t.call("POST", "/v1/api-tokens", { headers: { cookie, "x-roost-csrf": "1", origin: "https://evil.example" }, body: { name: "ci", role: "developer" } });
+    const res = await t.call("POST", "/v1/api-tokens", {
+      headers: { cookie, "x-roost-csrf": "1", origin: "https://evil.example" },
+      body: { name: "ci", role: "developer" },
+    });
     expect(res.status).toBe(403);
     expect(res.body).toEqual({ code: "csrf_refused", message: "The request's Origin is not this Roost, so the browser session cannot be used." });
-    const crossSite = await t.call("POST", "/v1/api-tokens", { headers: { cookie, "x-roost-csrf": "1", "sec-fetch-site": "cross-site" }, body: { name: "ci", role: "developer" } });
+    const crossSite = await t.call("POST", "/v1/api-tokens", {
+      headers: { cookie, "x-roost-csrf": "1", "sec-fetch-site": "cross-site" },
+      body: { name: "ci", role: "developer" },
+    });
     expect(crossSite.body).toEqual({ code: "csrf_refused", message: "A cross-site request cannot use the browser session." });
   });
 
   test("with the header from this origin the write goes through", async () => {
-    const res = await t.call("POST", "/v1/api-tokens", { headers: { cookie, "x-roost-csrf": "1", origin: "http://127.0.0.1:8080" }, body: { name: "ci", role: "developer" } });
+    const res = await t.call("POST", "/v1/api-tokens", {
+      headers: { cookie, "x-roost-csrf": "1", origin: "http://127.0.0.1:8080" },
+      body: { name: "ci", role: "developer" },
+    });
     expect(res.status).toBe(201);
     expect(res.body.name).toBe("ci");
   });
@@ -130,16 +142,21 @@ describe("the browser session cookie", () => {
 
   test("an API token in the session cookie is refused: the cookie carries sessions only", async () => {
     const owner = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: await loginCapability(t) } });
-    const pat = (await t.call("POST", "/v1/api-tokens", { token: owner.body.session_token, body: { name: "in a cookie", role: "developer" } })).body.token as string;
+    const pat = (await t.call("POST", "/v1/api-tokens", { token: owner.body.session_token, body: { name: "in a cookie", role: "developer" } })).body
+      .token as string;
     expect((await t.call("GET", "/v1/users/me", { token: pat })).status).toBe(200);
     const refused = {
       code: "wrong_credential",
-      message: "The roost_session cookie carries a user session only, not an API token (roost_pat_…); send other credentials as 'Authorization: Bearer <token>'.",
+      message:
+        "The roost_session cookie carries a user session only, not an API token (roost_pat_…); send other credentials as 'Authorization: Bearer <token>'.",
     };
     const read = await t.call("GET", "/v1/users/me", { headers: { cookie: `roost_session=${pat}` } });
     expect(read.status).toBe(401);
     expect(read.body).toEqual(refused);
-    const write = await t.call("POST", "/v1/api-tokens", { headers: { cookie: `roost_session=${pat}`, "x-roost-csrf": "1", origin: "http://127.0.0.1:8080" }, body: { name: "via cookie", role: "developer" } });
+    const write = await t.call("POST", "/v1/api-tokens", {
+      headers: { cookie: `roost_session=${pat}`, "x-roost-csrf": "1", origin: "http://127.0.0.1:8080" },
+      body: { name: "via cookie", role: "developer" },
+    });
     expect(write.status).toBe(401);
     expect(write.body).toEqual(refused);
   });

@@ -27,7 +27,12 @@ async function project(fullName: string, provider: "github" | "gitlab", pipeline
   const created = [];
   for (const repo of repos) {
     const p = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
-    const pipeline = (await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] }, ...pipelineBody } })).body.pipeline;
+    const pipeline = (
+      await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
+        token: owner,
+        body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] }, ...pipelineBody },
+      })
+    ).body.pipeline;
     projects.set(`${provider}:${repo.external_id}`, { id: p.id, pipeline: pipeline.id });
     if (provider === "gitlab") gitlabTokens.set(repo.external_id, (await t.call("POST", `/v1/projects/${p.id}/webhook-token`, { token: owner })).body.token);
     created.push(p);
@@ -36,7 +41,11 @@ async function project(fullName: string, provider: "github" | "gitlab", pipeline
 }
 
 async function github(event: string, body: string, options: { delivery?: string; signature?: string | null; contentType?: string } = {}) {
-  const headers: Record<string, string> = { "x-github-event": event, "x-github-delivery": options.delivery ?? crypto.randomUUID(), "user-agent": "GitHub-Hookshot/test" };
+  const headers: Record<string, string> = {
+    "x-github-event": event,
+    "x-github-delivery": options.delivery ?? crypto.randomUUID(),
+    "user-agent": "GitHub-Hookshot/test",
+  };
   const signature = options.signature === undefined ? await sign(SECRET, body) : options.signature;
   if (signature !== null) headers["x-hub-signature-256"] = signature;
   return t.call("POST", "/v1/webhooks/github", { raw: body, contentType: options.contentType ?? "application/json", headers, peer: "140.82.112.1" });
@@ -60,7 +69,15 @@ beforeAll(async () => {
     { id: 13933572, full_name: "bradrydzewski/drone-test-go", default_branch: "master", private: false },
     { id: 186853261, full_name: "Octocoders/Hello-World", default_branch: "master", private: false },
   );
-  for (const [id, name] of [[15, "mike/diaspora"], [1, "jsmith/example"], [32059612, "anbraten/woodpecker"], [72081820, "demoaccount2-commits-group/test_ci_tmp"], [4861503, "gitlab-org/hello-world"], [99, "victim/app"], [98, "mallory/own"]] as const) {
+  for (const [id, name] of [
+    [15, "mike/diaspora"],
+    [1, "jsmith/example"],
+    [32059612, "anbraten/woodpecker"],
+    [72081820, "demoaccount2-commits-group/test_ci_tmp"],
+    [4861503, "gitlab-org/hello-world"],
+    [99, "victim/app"],
+    [98, "mallory/own"],
+  ] as const) {
     host.gitlab.repos.push({ id, full_name: name, default_branch: "main", private: true });
   }
   // The published App payloads come from installation 1 (their `installation.id`).
@@ -68,13 +85,25 @@ beforeAll(async () => {
   owner = await bootstrapOwner(t);
   const gh = await t.call("POST", "/v1/integrations", {
     token: owner,
-    body: { provider: "github", name: "GitHub", api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: SECRET },
+    body: {
+      provider: "github",
+      name: "GitHub",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: SECRET,
+    },
   });
   expect(gh.body.repositories_synced).toBe(4);
-  const gl = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab", api_url: host.url, access_token: host.gitlab.token } });
+  const gl = await t.call("POST", "/v1/integrations", {
+    token: owner,
+    body: { provider: "gitlab", name: "GitLab", api_url: host.url, access_token: host.gitlab.token },
+  });
   expect(gl.body.repositories_synced).toBe(7);
   for (const name of ["Codertocat/Hello-World", "bradrydzewski/drone-test-go", "Octocoders/Hello-World"]) await project(name, "github");
-  for (const name of ["mike/diaspora", "jsmith/example", "anbraten/woodpecker", "demoaccount2-commits-group/test_ci_tmp", "gitlab-org/hello-world"]) await project(name, "gitlab");
+  for (const name of ["mike/diaspora", "jsmith/example", "anbraten/woodpecker", "demoaccount2-commits-group/test_ci_tmp", "gitlab-org/hello-world"])
+    await project(name, "gitlab");
 });
 afterAll(async () => {
   t.close();
@@ -116,23 +145,36 @@ describe("every GitHub fixture, correctly signed", () => {
     const res = await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "Update README again"));
     expect(res.body.builds).toHaveLength(1);
     const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
-    expect(build).toMatchObject({ branch: "master", trigger_ref: "refs/heads/master", trigger_actor: "Codertocat", trigger_type: "webhook", trigger_event: "push" });
+    expect(build).toMatchObject({
+      branch: "master",
+      trigger_ref: "refs/heads/master",
+      trigger_actor: "Codertocat",
+      trigger_type: "webhook",
+      trigger_event: "push",
+    });
     expect(build.changelog).toContain("199eddf Update README again");
   });
 });
 
 describe("every GitHub fixture, wrongly signed", () => {
-  test.each(["ping.json", "push__branch_created.json", "push__branch_updated.json", "push__branch_deleted.json", "push__tag_created.json", "pull_request__opened.json", "pull_request__synchronize.json", "pull_request__labeled.json", "pull_request__closed.json"])(
-    "%s with another secret is 401 and builds nothing",
-    async (file) => {
-      const body = fixture("github", file);
-      const total = (await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total;
-      const res = await github(file.startsWith("pull") ? "pull_request" : "push", body, { signature: await sign("not the secret", body) });
-      expect(res.status).toBe(401);
-      expect(res.body).toEqual({ code: "webhook_signature_invalid", message: "X-Hub-Signature-256 does not match the webhook secret." });
-      expect((await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total).toBe(total);
-    },
-  );
+  test.each([
+    "ping.json",
+    "push__branch_created.json",
+    "push__branch_updated.json",
+    "push__branch_deleted.json",
+    "push__tag_created.json",
+    "pull_request__opened.json",
+    "pull_request__synchronize.json",
+    "pull_request__labeled.json",
+    "pull_request__closed.json",
+  ])("%s with another secret is 401 and builds nothing", async (file) => {
+    const body = fixture("github", file);
+    const total = (await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total;
+    const res = await github(file.startsWith("pull") ? "pull_request" : "push", body, { signature: await sign("not the secret", body) });
+    expect(res.status).toBe(401);
+    expect(res.body).toEqual({ code: "webhook_signature_invalid", message: "X-Hub-Signature-256 does not match the webhook secret." });
+    expect((await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total).toBe(total);
+  });
 
   test("no signature is 401 webhook_signature_missing; a signature over other bytes is refused", async () => {
     const body = fixture("github", "push__branch_updated.json");
@@ -150,7 +192,9 @@ describe("every GitHub fixture, wrongly signed", () => {
 
   test("repeated failures for a repository raise one operator incident", async () => {
     const incidents = await t.call("GET", "/v1/operator-incidents?status=open", { token: owner });
-    const mine = incidents.body.incidents.filter((i: { reason: string; resource_name: string }) => i.reason === "webhook_verification_failed" && i.resource_name === "Codertocat/Hello-World");
+    const mine = incidents.body.incidents.filter(
+      (i: { reason: string; resource_name: string }) => i.reason === "webhook_verification_failed" && i.resource_name === "Codertocat/Hello-World",
+    );
     expect(mine.length).toBeGreaterThan(0);
     // One incident per repository, however many failures: the busiest one counts its repeats.
     expect(Math.max(...mine.map((i: { occurrence_count: number }) => i.occurrence_count))).toBeGreaterThanOrEqual(2);
@@ -204,7 +248,11 @@ describe("GitHub delivery formats and dedupe", () => {
   });
 
   test("a body over 25 MB is 413 before it is read", async () => {
-    const res = await t.call("POST", "/v1/webhooks/github", { raw: "x".repeat(25 * 1024 * 1024 + 1), contentType: "application/json", headers: { "x-github-event": "push", "x-hub-signature-256": "sha256=" + "0".repeat(64) } });
+    const res = await t.call("POST", "/v1/webhooks/github", {
+      raw: "x".repeat(25 * 1024 * 1024 + 1),
+      contentType: "application/json",
+      headers: { "x-github-event": "push", "x-hub-signature-256": "sha256=" + "0".repeat(64) },
+    });
     expect(res.status).toBe(413);
     expect(res.body.code).toBe("payload_too_large");
   });
@@ -214,7 +262,10 @@ describe("trigger rules per pipeline", () => {
   test("several pipelines: each decides, with its reason, and one delivery can start several builds", async () => {
     const p = projects.get("github:135493233")!;
     await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "main only", trigger_config: { branches: ["main", "release/*"] } } });
-    await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "prs only", trigger_config: { events: ["pull_request"], branches: ["**"] } } });
+    await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
+      token: owner,
+      body: { name: "prs only", trigger_config: { events: ["pull_request"], branches: ["**"] } },
+    });
     await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "disabled", enabled: false, trigger_config: { branches: ["**"] } } });
     await t.call("POST", `/v1/projects/${p.id}/pipelines`, { token: owner, body: { name: "also master", trigger_config: { branches: ["master"] } } });
     const res = await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "many pipelines"));
@@ -233,13 +284,21 @@ describe("trigger rules per pipeline", () => {
     const second = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo, name: "second project" } });
     expect(second.status).toBe(409);
     expect(second.body).toEqual({ code: "repository_already_linked", message: ALREADY_LINKED });
-    const res = await github("push", fixture("github", "push__branch_created.json").replace("186853002", "186853261").replace("Initial commit", "still one project"));
+    const res = await github(
+      "push",
+      fixture("github", "push__branch_created.json").replace("186853002", "186853261").replace("Initial commit", "still one project"),
+    );
     expect(res.body.builds).toHaveLength(1);
     expect(res.body.builds[0].pipeline_id).toBe(projects.get("github:186853261")!.pipeline);
   });
 
   test("a repository no project builds is ignored with a reason, and still 200", async () => {
-    const res = await github("push", fixture("github", "push__branch_created.json").replace(/186853002/g, "42").replace("Initial commit", "unknown repo"));
+    const res = await github(
+      "push",
+      fixture("github", "push__branch_created.json")
+        .replace(/186853002/g, "42")
+        .replace("Initial commit", "unknown repo"),
+    );
     expect(res.status).toBe(200);
     const record = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
     expect(record.reason).toBe("no catalogue repository has github id 42");
@@ -251,7 +310,13 @@ describe("every GitLab fixture, with the repository's token", () => {
     ["push.json", "Push Hook", "15", "da1560886d4f094c3e6c9ef40349f7d38b5d27d7", "branch master matches **"],
     ["push__branch_deleted.json", "Push Hook", "4861503", null, "refs/heads/feature was deleted"],
     ["tag_push.json", "Tag Push Hook", "1", "82b3d5ae55f7080f1e6022629cdb57bfae7cccc7", "tag v1.0.0 matches event tag"],
-    ["merge_request__open.json", "Merge Request Hook", "1", null, "ambiguous repository identity: object_attributes.target_project_id 14 differs from project.id 1"],
+    [
+      "merge_request__open.json",
+      "Merge Request Hook",
+      "1",
+      null,
+      "ambiguous repository identity: object_attributes.target_project_id 14 differs from project.id 1",
+    ],
     ["merge_request__update_with_oldrev.json", "Merge Request Hook", "32059612", "c136499ec574e1034b24c5d306de9acda3005367", "pull request #"],
     ["merge_request__update_without_oldrev.json", "Merge Request Hook", "32059612", null, "merge request update without new commits (no oldrev)"],
     ["merge_request__update_labels.json", "Merge Request Hook", "72081820", null, "merge request update without new commits (no oldrev)"],
@@ -274,12 +339,18 @@ describe("every GitLab fixture, with the repository's token", () => {
     }
   });
 
-  test.each(["push.json", "tag_push.json", "merge_request__update_with_oldrev.json", "merge_request__merge.json"])("%s with a wrong token is 401 and builds nothing", async (file) => {
-    const res = await gitlab("Push Hook", fixture("gitlab", file), "roost_whk_" + "A".repeat(58));
-    expect(res.status).toBe(401);
-    expect(res.body).toEqual({ code: "webhook_token_invalid", message: "X-Gitlab-Token is not the current webhook token of the repository this delivery names." });
-    expect((await gitlab("Push Hook", fixture("gitlab", file), null)).body.code).toBe("webhook_token_missing");
-  });
+  test.each(["push.json", "tag_push.json", "merge_request__update_with_oldrev.json", "merge_request__merge.json"])(
+    "%s with a wrong token is 401 and builds nothing",
+    async (file) => {
+      const res = await gitlab("Push Hook", fixture("gitlab", file), "roost_whk_" + "A".repeat(58));
+      expect(res.status).toBe(401);
+      expect(res.body).toEqual({
+        code: "webhook_token_invalid",
+        message: "X-Gitlab-Token is not the current webhook token of the repository this delivery names.",
+      });
+      expect((await gitlab("Push Hook", fixture("gitlab", file), null)).body.code).toBe("webhook_token_missing");
+    },
+  );
 });
 
 describe("GitLab tokens", () => {
@@ -296,7 +367,11 @@ describe("GitLab tokens", () => {
     expect(rotated.status).toBe(201);
     // (Read the token before toMatchObject, which replaces matched values with the matchers.)
     const newToken: string = rotated.body.token;
-    expect({ ...rotated.body }).toMatchObject({ token: expect.stringMatching(/^roost_whk_/), webhook_url: "http://127.0.0.1:8080/v1/webhooks/gitlab", repository_full_name: "mike/diaspora" });
+    expect({ ...rotated.body }).toMatchObject({
+      token: expect.stringMatching(/^roost_whk_/),
+      webhook_url: "http://127.0.0.1:8080/v1/webhooks/gitlab",
+      repository_full_name: "mike/diaspora",
+    });
     const body = fixture("gitlab", "push.json").replace("Update Catalan translation", "after rotation");
     expect((await gitlab("Push Hook", body, old)).status).toBe(401);
     const fresh = await gitlab("Push Hook", body, newToken);
@@ -357,7 +432,10 @@ describe("who builds a repository (a repository is built by exactly one project)
     const alice = await userWithRole(t, owner, "maintainer");
     const victimRepo = await repositoryId(t, owner, "victim/app");
     const real = (await t.call("POST", "/v1/projects", { token: alice.token, body: { repository_id: victimRepo, name: "real" } })).body.project;
-    await t.call("POST", `/v1/projects/${real.id}/pipelines`, { token: alice.token, body: { name: "all", trigger_config: { events: ["push"], branches: ["**"] } } });
+    await t.call("POST", `/v1/projects/${real.id}/pipelines`, {
+      token: alice.token,
+      body: { name: "all", trigger_config: { events: ["push"], branches: ["**"] } },
+    });
     const realToken: string = (await t.call("POST", `/v1/projects/${real.id}/webhook-token`, { token: alice.token })).body.token;
     const realBuilds = async () => (await t.call("GET", `/v1/projects/${real.id}/builds?limit=200`, { token: alice.token })).body.builds.length;
     expect((await gitlab("Push Hook", pushFor(99, "victim/app", "before the attack"), realToken)).body.builds).toHaveLength(1);
@@ -380,7 +458,9 @@ describe("who builds a repository (a repository is built by exactly one project)
     expect((await t.call("DELETE", `/v1/projects/${real.id}`, { token: mallory.token })).body).toEqual(notFound);
 
     // 3. A token mallory mints on a project of her own does not build the real repository.
-    const own = (await t.call("POST", "/v1/projects", { token: mallory.token, body: { repository_id: await repositoryId(t, owner, "mallory/own"), name: "own" } })).body.project;
+    const own = (
+      await t.call("POST", "/v1/projects", { token: mallory.token, body: { repository_id: await repositoryId(t, owner, "mallory/own"), name: "own" } })
+    ).body.project;
     const minted = await t.call("POST", `/v1/projects/${own.id}/webhook-token`, { token: mallory.token });
     expect(minted.status).toBe(201);
     const malloryToken: string = minted.body.token;
@@ -437,7 +517,9 @@ describe("GitLab deliveries are deduplicated by GitLab's event identities only",
 
 describe("malformed deliveries, even when correctly signed, answer 400 and are logged", () => {
   const logged = async (deliveryId: string) =>
-    (await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries.find((d: { delivery_id: string }) => d.delivery_id === deliveryId);
+    (await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries.find(
+      (d: { delivery_id: string }) => d.delivery_id === deliveryId,
+    );
   const githubPush = (change: (p: any) => void) => {
     const payload = JSON.parse(fixture("github", "push__branch_updated.json"));
     change(payload);
@@ -463,7 +545,13 @@ describe("malformed deliveries, even when correctly signed, answer 400 and are l
     ["commits: [null]", "push", githubPush((p) => (p.commits = [null])), "body.commits.0", "must be an object, not null"],
     ["head_commit a string", "push", githubPush((p) => (p.head_commit = "abc")), "body.head_commit", "must be an object, not text"],
     ["repository.id an object", "push", githubPush((p) => (p.repository.id = { id: 1 })), "body.repository.id", "must be a number or text, not an object"],
-    ["pull_request null", "pull_request", JSON.stringify({ ...JSON.parse(fixture("github", "pull_request__opened.json")), pull_request: null }), "body.pull_request", "must be an object, not null"],
+    [
+      "pull_request null",
+      "pull_request",
+      JSON.stringify({ ...JSON.parse(fixture("github", "pull_request__opened.json")), pull_request: null }),
+      "body.pull_request",
+      "must be an object, not null",
+    ],
   ])("GitHub, signed: %s → 400 invalid_payload, logged with the reason", async (_name, event, body, path, issue) => {
     const delivery = crypto.randomUUID();
     const res = await github(event, body, { delivery });
@@ -478,13 +566,27 @@ describe("malformed deliveries, even when correctly signed, answer 400 and are l
     ["a numeric ref", gitlabPush((p) => (p.ref = 1)), "body.ref", "must be text, not a number"],
     ["commits: [null]", gitlabPush((p) => (p.commits = [null])), "body.commits.0", "must be an object, not null"],
     ["checkout_sha a number", gitlabPush((p) => (p.checkout_sha = 7)), "body.checkout_sha", "must be text, not a number"],
-    ["a merge request iid as a string", JSON.stringify({ ...JSON.parse(fixture("gitlab", "merge_request__open.json")), object_attributes: { ...JSON.parse(fixture("gitlab", "merge_request__open.json")).object_attributes, iid: "1" } }), "body.object_attributes.iid", "must be a number, not text"],
+    [
+      "a merge request iid as a string",
+      JSON.stringify({
+        ...JSON.parse(fixture("gitlab", "merge_request__open.json")),
+        object_attributes: { ...JSON.parse(fixture("gitlab", "merge_request__open.json")).object_attributes, iid: "1" },
+      }),
+      "body.object_attributes.iid",
+      "must be a number, not text",
+    ],
   ])("GitLab, with the project's token: %s → 400 invalid_payload, logged with the reason", async (_name, body, path, issue) => {
     const uuid = crypto.randomUUID();
     const res = await gitlab("Push Hook", body, gitlabTokens.get("15")!, { uuid });
     expect(res.status).toBe(400);
     expect(res.body).toEqual(invalid("GitLab", path, issue));
-    expect(await logged(uuid)).toMatchObject({ host: "gitlab", verified: true, result: "rejected", reason: `invalid payload: ${path}: ${issue}`, project_id: projects.get("gitlab:15")!.id });
+    expect(await logged(uuid)).toMatchObject({
+      host: "gitlab",
+      verified: true,
+      result: "rejected",
+      reason: `invalid payload: ${path}: ${issue}`,
+      project_id: projects.get("gitlab:15")!.id,
+    });
   });
 
   test("a body that is not JSON is 400 malformed_json on both hosts, logged", async () => {
@@ -534,12 +636,29 @@ describe("one GitHub App installed on two organisations (one webhook secret, two
     [orgA, orgB] = [await startHostApiStandIn(), await startHostApiStandIn()];
     orgA.github.installationId = "1001";
     orgB.github.installationId = "2002";
-    orgA.github.repos.push({ id: 5001, full_name: "org-a/app", default_branch: "master", private: true }, { id: 5003, full_name: "org-a/shared", default_branch: "master", private: true });
-    orgB.github.repos.push({ id: 5002, full_name: "org-b/app", default_branch: "master", private: true }, { id: 5003, full_name: "org-a/shared", default_branch: "master", private: true });
-    for (const [name, host] of [["org A", orgA], ["org B", orgB]] as const) {
+    orgA.github.repos.push(
+      { id: 5001, full_name: "org-a/app", default_branch: "master", private: true },
+      { id: 5003, full_name: "org-a/shared", default_branch: "master", private: true },
+    );
+    orgB.github.repos.push(
+      { id: 5002, full_name: "org-b/app", default_branch: "master", private: true },
+      { id: 5003, full_name: "org-a/shared", default_branch: "master", private: true },
+    );
+    for (const [name, host] of [
+      ["org A", orgA],
+      ["org B", orgB],
+    ] as const) {
       const res = await app.call("POST", "/v1/integrations", {
         token: admin,
-        body: { provider: "github", name, api_url: host.url, app_id: host.github.appId, installation_id: host.github.installationId, private_key: host.github.privateKeyPem, webhook_secret: SECRET },
+        body: {
+          provider: "github",
+          name,
+          api_url: host.url,
+          app_id: host.github.appId,
+          installation_id: host.github.installationId,
+          private_key: host.github.privateKeyPem,
+          webhook_secret: SECRET,
+        },
       });
       expect(res.status).toBe(201);
     }
@@ -571,7 +690,10 @@ describe("one GitHub App installed on two organisations (one webhook secret, two
     expect(await record(crossed.body.delivery_id)).toMatchObject({ result: "ignored", reason: "no catalogue repository has github id 5002" });
     const unknown = await deliver(pushFrom(3003, { id: 5001, full_name: "org-a/app" }, "an installation with no integration"));
     expect(unknown.body.builds).toEqual([]);
-    expect(await record(unknown.body.delivery_id)).toMatchObject({ result: "ignored", reason: "no GitHub integration with this webhook secret is for installation 3003" });
+    expect(await record(unknown.body.delivery_id)).toMatchObject({
+      result: "ignored",
+      reason: "no GitHub integration with this webhook secret is for installation 3003",
+    });
   });
 
   test("a repository both installations see is still built by exactly one project", async () => {

@@ -110,7 +110,18 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   await migrate(db, clock.now); // nothing left to apply on a copy of the template
   const secrets = await createSecretBox(await loadSecretKey(dataDir, config.secretKey));
   const events = new EventBus();
-  const ctx: AppContext = { db, config, clock, log: silentLogger, secrets, events, metrics: new MetricsRegistry(), live: createLive({ db, events }), shutdown: new AbortController().signal, oidc: createOidcCache() };
+  const ctx: AppContext = {
+    db,
+    config,
+    clock,
+    log: silentLogger,
+    secrets,
+    events,
+    metrics: new MetricsRegistry(),
+    live: createLive({ db, events }),
+    shutdown: new AbortController().signal,
+    oidc: createOidcCache(),
+  };
   const app = createApp(ctx, routes);
   return {
     app,
@@ -130,7 +141,10 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
         body = JSON.stringify(options.body);
         headers["content-type"] = options.contentType ?? "application/json";
       }
-      const response = await app.fetch(new Request(`http://127.0.0.1:8080${path}`, { method, headers, body }), options.peer === undefined ? "127.0.0.1" : options.peer);
+      const response = await app.fetch(
+        new Request(`http://127.0.0.1:8080${path}`, { method, headers, body }),
+        options.peer === undefined ? "127.0.0.1" : options.peer,
+      );
       const text = await response.text();
       let parsed: unknown = undefined;
       try {
@@ -157,7 +171,12 @@ export async function bootstrapOwner(t: TestApp, email = "owner@example.test"): 
 }
 
 /** Invites a user with `role` (as the owner) and signs them in locally; returns their session token and id. */
-export async function userWithRole(t: TestApp, ownerToken: string, role: string, email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.test`): Promise<{ token: string; id: string; email: string }> {
+export async function userWithRole(
+  t: TestApp,
+  ownerToken: string,
+  role: string,
+  email = `${role}-${crypto.randomUUID().slice(0, 8)}@example.test`,
+): Promise<{ token: string; id: string; email: string }> {
   const invited = await t.call("POST", "/v1/users", { token: ownerToken, body: { email, role } });
   if (invited.status !== 201) throw new Error(`invite failed: ${invited.status} ${invited.text}`);
   return { token: await localLogin(t, email), id: invited.body.user.id, email };

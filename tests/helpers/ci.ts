@@ -12,7 +12,10 @@ export function seedStandIn(host: HostApiStandIn): void {
     { id: 1002, full_name: "acme/website", default_branch: "main", private: false },
     { id: 1003, full_name: "acme/flutter-kit", default_branch: "develop", private: true },
   );
-  host.gitlab.repos.push({ id: 77, full_name: "group/mobile", default_branch: "main", private: true }, { id: 78, full_name: "group/other", default_branch: "master", private: false });
+  host.gitlab.repos.push(
+    { id: 77, full_name: "group/mobile", default_branch: "main", private: true },
+    { id: 78, full_name: "group/other", default_branch: "master", private: false },
+  );
   host.heads.set("acme/app@main", SHA_A);
   host.heads.set("acme/app@release/1.0", SHA_B);
   host.heads.set("group/mobile@main", SHA_A);
@@ -48,7 +51,8 @@ export async function createProject(t: TestApp, token: string, fullName = "acme/
   let res = await t.call("POST", "/v1/projects", { token, body: { repository_id: repository } });
   // A repository is built by exactly one project; tests that want several independent projects
   // on one repository name get a twin catalogue entry (same name, another host id) for each.
-  if (res.status === 409 && res.body?.code === "repository_already_linked") res = await t.call("POST", "/v1/projects", { token, body: { repository_id: await twinRepository(t, repository) } });
+  if (res.status === 409 && res.body?.code === "repository_already_linked")
+    res = await t.call("POST", "/v1/projects", { token, body: { repository_id: await twinRepository(t, repository) } });
   if (res.status !== 201) throw new Error(`project failed: ${res.status} ${res.text}`);
   return res.body.project;
 }

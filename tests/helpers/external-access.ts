@@ -17,7 +17,11 @@ async function finishSetup(t: TestApp, mode: "oidc" | "trusted_proxy", configure
   for (const s of steps) if (s.status >= 300) throw new Error(`setup step failed: ${s.status} ${s.text}`);
 }
 
-export async function readyWithOidc(t: TestApp, op: { issuer: string; clientId: string; clientSecret: string }, extra: Record<string, unknown> = {}): Promise<void> {
+export async function readyWithOidc(
+  t: TestApp,
+  op: { issuer: string; clientId: string; clientSecret: string },
+  extra: Record<string, unknown> = {},
+): Promise<void> {
   await finishSetup(t, "oidc", async (token) => {
     const res = await t.call("PUT", "/v1/setup/oidc", {
       token,

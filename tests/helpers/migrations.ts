@@ -34,7 +34,11 @@ export async function migrateTo(db: Db, version: number): Promise<void> {
   const applied = Number((await db.execute("SELECT COALESCE(MAX(version), 0) AS v FROM schema_migrations")).rows[0]?.v ?? 0);
   for (const m of MIGRATIONS.filter((m) => m.version > applied && m.version <= version)) {
     await inTransaction(db, async (tx) => {
-      for (const s of m.sql.split(/;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, "").trim()).filter((s) => s)) await tx.execute(s);
+      for (const s of m.sql
+        .split(/;\s*$/m)
+        .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
+        .filter((s) => s))
+        await tx.execute(s);
       await tx.execute({ sql: "INSERT INTO schema_migrations VALUES (?, ?, 1)", args: [m.version, m.name] });
     });
   }

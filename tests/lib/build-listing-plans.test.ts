@@ -39,7 +39,8 @@ async function plans(filter: BuildFilter): Promise<{ sql: string; plan: string[]
   return out;
 }
 
-const BOUNDED = /^(SEARCH (builds|b) USING (COVERING )?INDEX |SEARCH b USING INTEGER PRIMARY KEY \(rowid=\?\)|SEARCH build_(branch_)?counts USING (INDEX build_(branch_)?counts_project|PRIMARY KEY)|CO-ROUTINE |MATERIALIZE |SCAN (w|\(subquery-\d+\))$)/;
+const BOUNDED =
+  /^(SEARCH (builds|b) USING (COVERING )?INDEX |SEARCH b USING INTEGER PRIMARY KEY \(rowid=\?\)|SEARCH build_(branch_)?counts USING (INDEX build_(branch_)?counts_project|PRIMARY KEY)|CO-ROUTINE |MATERIALIZE |SCAN (w|\(subquery-\d+\))$)/;
 
 const combinations: { name: string; filter: Omit<BuildFilter, "projectId" | "limit"> }[] = [];
 for (const pipelineId of [undefined, "pipeline-1"])
@@ -47,7 +48,9 @@ for (const pipelineId of [undefined, "pipeline-1"])
     for (const branch of [undefined, "main"])
       for (const triggerType of [undefined, "schedule"])
         combinations.push({
-          name: [pipelineId ? "pipeline" : "project", status && `status=${status}`, branch && `branch=${branch}`, triggerType && `trigger_type=${triggerType}`].filter(Boolean).join(", "),
+          name: [pipelineId ? "pipeline" : "project", status && `status=${status}`, branch && `branch=${branch}`, triggerType && `trigger_type=${triggerType}`]
+            .filter(Boolean)
+            .join(", "),
           filter: { pipelineId, status, branch, triggerType },
         });
 
@@ -74,11 +77,17 @@ describe("several filters are checked on the index entries, not on the builds", 
   test.each([
     ["project: running builds of a branch", { status: "running", branch: "main" }, "builds_project_status (project_id=? AND status=? AND build_number<?)"],
     ["project: failed builds of a branch", { status: "failed", branch: "main" }, "builds_project_branch (project_id=? AND branch=? AND build_number<?)"],
-    ["pipeline: failed manual builds", { pipelineId: "p", status: "failed", triggerType: "manual" }, "builds_pipeline_status (pipeline_id=? AND status=? AND build_number<?)"],
+    [
+      "pipeline: failed manual builds",
+      { pipelineId: "p", status: "failed", triggerType: "manual" },
+      "builds_pipeline_status (pipeline_id=? AND status=? AND build_number<?)",
+    ],
   ] as const)("%s", async (_name, filter, index) => {
     const [page] = await plans({ projectId: "project-1", limit: 50, ...filter });
     // The window of at most LIST_SCAN_BUDGET entries is read from the index alone; a build is read only when it matches.
-    expect(page!.plan.filter((line) => line.startsWith("SEARCH builds"))).toEqual([`SEARCH builds USING ${"triggerType" in filter ? "" : "COVERING "}INDEX ${index}`]);
+    expect(page!.plan.filter((line) => line.startsWith("SEARCH builds"))).toEqual([
+      `SEARCH builds USING ${"triggerType" in filter ? "" : "COVERING "}INDEX ${index}`,
+    ]);
     expect(page!.plan).toContain("SEARCH b USING INTEGER PRIMARY KEY (rowid=?)");
   });
 });
@@ -93,7 +102,11 @@ describe("each single filter has its own index, its order the listing's", () => 
     ["pipeline by status", { pipelineId: "p", status: "queued" }, "builds_pipeline_status (pipeline_id=? AND status=? AND build_number<?)"],
     ["pipeline by branch", { pipelineId: "p", branch: "main" }, "builds_pipeline_branch (pipeline_id=? AND branch=? AND build_number<?)"],
     ["pipeline by trigger", { pipelineId: "p", triggerType: "schedule" }, "builds_pipeline_trigger (pipeline_id=? AND trigger_kind=? AND build_number<?)"],
-    ["pipeline by branch and status", { pipelineId: "p", branch: "main", status: "failed" }, "builds_pipeline_branch_status (pipeline_id=? AND branch=? AND status=? AND build_number<?)"],
+    [
+      "pipeline by branch and status",
+      { pipelineId: "p", branch: "main", status: "failed" },
+      "builds_pipeline_branch_status (pipeline_id=? AND branch=? AND status=? AND build_number<?)",
+    ],
   ];
   test.each(cases)("%s", async (_name, filter, index) => {
     const [page] = await plans({ projectId: "project-1", limit: 50, ...filter });

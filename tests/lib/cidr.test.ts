@@ -34,7 +34,8 @@ describe("CIDR matching", () => {
   }
 
   test("invalid entries are refused", () => {
-    for (const bad of ["", "10.0.0.256", "10.0.0.0/33", "2001:db8::/129", "10.0.0.0/8/8", "example.test", "::ffff:10.0.0.0/95"]) expect([bad, parseCidr(bad)]).toEqual([bad, null]);
+    for (const bad of ["", "10.0.0.256", "10.0.0.0/33", "2001:db8::/129", "10.0.0.0/8/8", "example.test", "::ffff:10.0.0.0/95"])
+      expect([bad, parseCidr(bad)]).toEqual([bad, null]);
     expect(parseAddress("not-an-ip")).toBeNull();
     expect(cidrContains(parseCidr("10.0.0.0/8")!, null)).toBe(false);
   });

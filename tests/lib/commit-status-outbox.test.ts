@@ -11,7 +11,17 @@ import { all } from "../../lib/db/client.ts";
 
 let f: CiFixture;
 const BASE = "https://ci.example.test";
-const report = (claimer?: string) => reportCommitStatuses({ db: f.t.db, secrets: f.t.ctx.secrets, config: f.t.ctx.config, clock: f.t.clock, log: f.t.ctx.log, now: f.t.clock.now(), baseUrl: BASE, ...(claimer ? { claimer } : {}) });
+const report = (claimer?: string) =>
+  reportCommitStatuses({
+    db: f.t.db,
+    secrets: f.t.ctx.secrets,
+    config: f.t.ctx.config,
+    clock: f.t.clock,
+    log: f.t.ctx.log,
+    now: f.t.clock.now(),
+    baseUrl: BASE,
+    ...(claimer ? { claimer } : {}),
+  });
 const posted = () => f.host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
 
 beforeAll(async () => {
@@ -38,7 +48,13 @@ describe("only the latest state", () => {
     await transitionBuild(f.t.ctx, build.id, "succeed", { exit_code: 0 });
     const before = posted().length;
     expect(await report()).toBe(1);
-    expect(posted().slice(before).map((r) => r.body)).toEqual([{ state: "success", target_url: `${BASE}/v1/builds/${build.id}`, description: `Build #${build.build_number} succeeded`, context: "roost/coalesced" }]);
+    expect(
+      posted()
+        .slice(before)
+        .map((r) => r.body),
+    ).toEqual([
+      { state: "success", target_url: `${BASE}/v1/builds/${build.id}`, description: `Build #${build.build_number} succeeded`, context: "roost/coalesced" },
+    ]);
     expect(await report()).toBe(0);
   });
 
@@ -51,7 +67,11 @@ describe("only the latest state", () => {
     expect(await report()).toBe(1);
     await transitionBuild(f.t.ctx, older.id, "fail", { exit_code: 1 });
     expect(await report()).toBe(0);
-    expect(posted().slice(before).map((r) => (r.body as { description: string }).description)).toEqual([`Build #${newer.build_number} is queued`]);
+    expect(
+      posted()
+        .slice(before)
+        .map((r) => (r.body as { description: string }).description),
+    ).toEqual([`Build #${newer.build_number} is queued`]);
   });
 });
 
@@ -62,14 +82,19 @@ test("a running reporter sends a build's change at once, without waiting for its
     await Bun.sleep(50); // its first pass finds nothing
     const before = posted().length;
     const started = performance.now();
-    const build = (await f.t.call("POST", `/v1/projects/${f.projectId}/builds`, { token: f.owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await f.t.call("POST", `/v1/projects/${f.projectId}/builds`, { token: f.owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     while (posted().length === before && performance.now() - started < 1500) await Bun.sleep(5);
     expect(performance.now() - started).toBeLessThan(1000);
     await f.t.call("POST", `/v1/builds/${build.id}/cancel`, { token: f.owner });
     const canceled = performance.now();
     while (posted().length < before + 2 && performance.now() - canceled < 1500) await Bun.sleep(5);
     expect(performance.now() - canceled).toBeLessThan(1000);
-    expect(posted().slice(before).map((r) => (r.body as { state: string }).state)).toEqual(["pending", "error"]);
+    expect(
+      posted()
+        .slice(before)
+        .map((r) => (r.body as { state: string }).state),
+    ).toEqual(["pending", "error"]);
   } finally {
     await stop();
   }
@@ -92,7 +117,9 @@ test("two reporters at once (two daemon processes) send each status once", async
   const before = posted().length;
   const [a, b] = await Promise.all([report("process-a"), report("process-b")]);
   expect(a + b).toBe(20);
-  const sent = posted().slice(before).map((r) => r.path);
+  const sent = posted()
+    .slice(before)
+    .map((r) => r.path);
   expect(new Set(sent).size).toBe(20);
   expect(sent).toHaveLength(20);
 });

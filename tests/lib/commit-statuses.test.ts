@@ -10,7 +10,16 @@ import { transitionBuild } from "../../lib/builds/transition.ts";
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
-const report = () => reportCommitStatuses({ db: t.db, secrets: t.ctx.secrets, config: t.ctx.config, clock: t.clock, log: t.ctx.log, now: t.clock.now(), baseUrl: "https://ci.example.test" });
+const report = () =>
+  reportCommitStatuses({
+    db: t.db,
+    secrets: t.ctx.secrets,
+    config: t.ctx.config,
+    clock: t.clock,
+    log: t.ctx.log,
+    now: t.clock.now(),
+    baseUrl: "https://ci.example.test",
+  });
 const statusCalls = () => host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
 
 beforeAll(async () => {
@@ -30,7 +39,8 @@ describe("commit statuses", () => {
   test("GitHub: queued, running and finished builds are reported once each, with a link and a context per pipeline", async () => {
     const project = await createProject(t, owner, "acme/app");
     const pipeline = await createPipeline(t, owner, project.id, { name: "Android" });
-    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     const before = statusCalls().length;
     expect(await report()).toBe(1);
     expect(await report()).toBe(0); // nothing changed, nothing sent
@@ -41,14 +51,20 @@ describe("commit statuses", () => {
     const calls = statusCalls().slice(before);
     expect(calls.map((c) => c.path)).toEqual(Array(3).fill(`/repos/acme/app/statuses/${SHA_A}`));
     expect(calls.map((c) => (c.body as { state: string }).state)).toEqual(["pending", "pending", "success"]);
-    expect(calls[2]!.body).toEqual({ state: "success", target_url: `https://ci.example.test/v1/builds/${build.id}`, description: `Build #${build.build_number} succeeded`, context: "roost/Android" });
+    expect(calls[2]!.body).toEqual({
+      state: "success",
+      target_url: `https://ci.example.test/v1/builds/${build.id}`,
+      description: `Build #${build.build_number} succeeded`,
+      context: "roost/Android",
+    });
     expect(calls[0]!.headers.authorization).toBe("token ghs_standin_installation_token");
   });
 
   test("GitLab: the commit status API with GitLab's states", async () => {
     const project = await createProject(t, owner, "group/mobile");
     const pipeline = await createPipeline(t, owner, project.id, { name: "iOS" });
-    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     await transitionBuild(t.ctx, build.id, "start");
     await report();
     await transitionBuild(t.ctx, build.id, "fail", { exit_code: 1 });
@@ -62,7 +78,8 @@ describe("commit statuses", () => {
   test("failures retry with backoff, never touch the build, and raise an incident when persistent", async () => {
     const project = await createProject(t, owner, "acme/website");
     const pipeline = await createPipeline(t, owner, project.id);
-    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+      .build;
     host.failNext(1000);
     for (let i = 0; i < REPORT_ATTEMPTS_BEFORE_INCIDENT; i++) {
       expect(await report()).toBe(0);

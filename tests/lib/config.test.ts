@@ -25,7 +25,10 @@ describe("loadConfig", () => {
     [{ ROOST_DATABASE_URL: "postgres://x" }, "ROOST_DATABASE_URL"],
     [{ ROOST_PUBLIC_URL: "ftp://x" }, "ROOST_PUBLIC_URL"],
     [{ ROOST_SECRET_KEY: "short" }, "ROOST_SECRET_KEY"],
-    [{ ROOST_RUNNER_HEARTBEAT_SECONDS: "45", ROOST_RUNNER_LEASE_SECONDS: "45" }, "ROOST_RUNNER_HEARTBEAT_SECONDS: must be shorter than ROOST_RUNNER_LEASE_SECONDS"],
+    [
+      { ROOST_RUNNER_HEARTBEAT_SECONDS: "45", ROOST_RUNNER_LEASE_SECONDS: "45" },
+      "ROOST_RUNNER_HEARTBEAT_SECONDS: must be shorter than ROOST_RUNNER_LEASE_SECONDS",
+    ],
     [{ ROOST_RUNNER_HEARTBEAT_SECONDS: "60" }, "ROOST_RUNNER_HEARTBEAT_SECONDS: must be shorter than ROOST_RUNNER_LEASE_SECONDS"],
   ])("%p is refused naming %s", (env, name) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);

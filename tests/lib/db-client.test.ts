@@ -92,7 +92,8 @@ describe.each(TARGETS)("through %s", (target) => {
     describe("a local file", () => {
       test("reader and writer both use WAL, synchronous=FULL, foreign keys and no sleeping busy handler", async () => {
         const settings = ["journal_mode", "synchronous", "foreign_keys", "busy_timeout"];
-        const read = async (ex: { execute: Db["execute"] }) => Promise.all(settings.map(async (p) => Object.values((await ex.execute(`PRAGMA ${p}`)).rows[0]!)[0]));
+        const read = async (ex: { execute: Db["execute"] }) =>
+          Promise.all(settings.map(async (p) => Object.values((await ex.execute(`PRAGMA ${p}`)).rows[0]!)[0]));
         expect(await read(db)).toEqual(["wal", 2, 1, 0]);
         expect(await inTransaction(db, (tx) => read(tx))).toEqual(["wal", 2, 1, 0]);
       });
@@ -247,7 +248,11 @@ describe.each(TARGETS)("through %s", (target) => {
       const outcomes = await Promise.allSettled(
         ["a", "boom", "c"].map((name) => inTransaction(db, async (tx) => (await tx.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: [name] }), name))),
       );
-      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : String((o.reason as Error).message)))).toEqual(["a", expect.stringContaining("boom refused"), "c"]);
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value : String((o.reason as Error).message)))).toEqual([
+        "a",
+        expect.stringContaining("boom refused"),
+        "c",
+      ]);
       expect(await committedNames()).toEqual(["a", "c"]);
     });
   });
@@ -351,7 +356,14 @@ describe.each(TARGETS)("through %s", (target) => {
       test("taken while it serves (VACUUM INTO on its file) restores into a new server", async () => {
         await db.execute("INSERT INTO t (name) VALUES ('before the backup')");
         const copy = join(dir, "backup.db");
-        const copier = Bun.spawn([process.execPath, "-e", `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}, { readonly: true }).exec(${JSON.stringify(`VACUUM INTO '${copy}'`)});`], { stderr: "inherit" });
+        const copier = Bun.spawn(
+          [
+            process.execPath,
+            "-e",
+            `const { Database } = require("bun:sqlite"); new Database(${JSON.stringify(file)}, { readonly: true }).exec(${JSON.stringify(`VACUUM INTO '${copy}'`)});`,
+          ],
+          { stderr: "inherit" },
+        );
         expect(await copier.exited).toBe(0);
         await db.execute("INSERT INTO t (name) VALUES ('after the backup')");
         const restoredDir = join(dir, "restored.sqld");

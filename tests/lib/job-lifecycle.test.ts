@@ -66,7 +66,11 @@ async function runningJob() {
  * a fresh `prepare()`d scenario, until the change gets through. Every interrupted attempt must
  * leave the database exactly as it was. Returns how many statements the change has.
  */
-async function interruptAtEveryStatement<S>(prepare: () => Promise<S>, change: (db: Db, s: S) => Promise<unknown>, completed: (s: S) => Promise<void>): Promise<number> {
+async function interruptAtEveryStatement<S>(
+  prepare: () => Promise<S>,
+  change: (db: Db, s: S) => Promise<unknown>,
+  completed: (s: S) => Promise<void>,
+): Promise<number> {
   for (let failAt = 1; failAt < 50; failAt++) {
     const scenario = await prepare();
     const before = await snapshotState(t.db);
@@ -112,7 +116,10 @@ describe("one transaction per state change", () => {
         expect((await findBuild(t.db, job.build_id))!).toMatchObject({ status: "failed", exit_code: -1 });
         const log = await t.db.execute({ sql: "SELECT text FROM build_logs WHERE build_id = ?", args: [job.build_id] });
         expect(String(log.rows.at(-1)!.text)).toContain("runner_lost");
-        const incident = await t.db.execute({ sql: "SELECT * FROM operator_incidents WHERE resource_id = ? AND reason = 'runner_lost' AND status = 'open'", args: [runnerId] });
+        const incident = await t.db.execute({
+          sql: "SELECT * FROM operator_incidents WHERE resource_id = ? AND reason = 'runner_lost' AND status = 'open'",
+          args: [runnerId],
+        });
         expect(incident.rows.length).toBe(1);
       },
     );
@@ -193,7 +200,17 @@ describe("one transaction per state change", () => {
         return (await findBuild(t.db, job.build_id))!;
       },
       (db, source) =>
-        createBuild({ ...t.ctx, db }, { pipelineId: source.pipeline_id, branch: source.branch, commitSha: source.commit_sha, triggerType: "rerun", sourceBuildId: source.id, configSnapshot: source.config_snapshot }),
+        createBuild(
+          { ...t.ctx, db },
+          {
+            pipelineId: source.pipeline_id,
+            branch: source.branch,
+            commitSha: source.commit_sha,
+            triggerType: "rerun",
+            sourceBuildId: source.id,
+            configSnapshot: source.config_snapshot,
+          },
+        ),
       async (source) => {
         const reruns = await t.db.execute({ sql: "SELECT build_number FROM builds WHERE source_build_id = ?", args: [source.id] });
         expect(reruns.rows.length).toBe(1);

@@ -12,7 +12,11 @@ beforeAll(async () => {
   fixture = await startCiFixture();
   const { app } = fixture.t;
   listener = await listen(
-    { fetch: (request, peer, connection) => app.fetch(request, peer, connection), refuseMethod: (m, p) => app.refuseMethod(m, p), error: () => new Response(null, { status: 500 }) },
+    {
+      fetch: (request, peer, connection) => app.fetch(request, peer, connection),
+      refuseMethod: (m, p) => app.refuseMethod(m, p),
+      error: () => new Response(null, { status: 500 }),
+    },
     { hostname: "127.0.0.1", port: 0, fallbackOrigin: null, requestTimeoutSeconds: 1, idleTimeoutSeconds: 30, log: silentLogger },
   );
 });
@@ -47,7 +51,10 @@ test("a runner's artifact upload may take longer than the bound on request bodie
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "slow-link" } });
   const runner = created.body.runner.id as string;
   const token = created.body.token as string;
-  await t.call("POST", `/v1/runners/${runner}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" } });
+  await t.call("POST", `/v1/runners/${runner}/connect`, {
+    token,
+    body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
+  });
   const pipeline = await createPipeline(t, owner, projectId);
   await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
   const job = (await t.call("POST", `/v1/runners/${runner}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;

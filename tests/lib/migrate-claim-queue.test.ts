@@ -25,21 +25,35 @@ async function migrateTo(version: number): Promise<void> {
   await db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
   for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
     await inTransaction(db, async (tx) => {
-      for (const s of m.sql.split(/;\s*$/m).map((s) => s.replace(/^\s*--.*$/gm, "").trim()).filter((s) => s)) await tx.execute(s);
+      for (const s of m.sql
+        .split(/;\s*$/m)
+        .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
+        .filter((s) => s))
+        await tx.execute(s);
       await tx.execute({ sql: "INSERT INTO schema_migrations VALUES (?, ?, 1)", args: [m.version, m.name] });
     });
   }
 }
 
 const snapshot = (platforms: string[], labels: string[] | undefined, maxConcurrent: number) =>
-  JSON.stringify({ pipeline_name: "p", concurrency: { cancel_previous: false, max_concurrent: maxConcurrent }, execution_config: { platforms, ...(labels ? { runner_labels: labels } : {}) } });
+  JSON.stringify({
+    pipeline_name: "p",
+    concurrency: { cancel_previous: false, max_concurrent: maxConcurrent },
+    execution_config: { platforms, ...(labels ? { runner_labels: labels } : {}) },
+  });
 
 test("builds from before are counted, and the queued and running ones keep their order, routes and limits", async () => {
   await migrateTo(16);
-  await db.execute("INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)");
-  await db.execute("INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/app', 'main', '/src/app', '/src/app', 1, 1)");
+  await db.execute(
+    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)",
+  );
+  await db.execute(
+    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
+  );
   await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
-  await db.execute("INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'p', 'roost.yaml', '{}', '{}', 1, 1)");
+  await db.execute(
+    "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'p', 'roost.yaml', '{}', '{}', 1, 1)",
+  );
   const insert = (id: string, n: number, status: string, queuedAt: number, snap: string, source = '{"source":"api"}') =>
     db.execute({
       sql: "INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, created_at, updated_at, definition_source) VALUES (?, 'p1', 'pl1', ?, 'main', 'abc', ?, ?, 'manual', ?, 1, 1, ?)",

@@ -47,6 +47,8 @@ describe("migrate", () => {
 
   test("foreign keys are enforced", async () => {
     await migrate(db, () => 1);
-    await expect(db.execute("INSERT INTO sessions (id, secret_hash, user_id, method, created_at, expires_at) VALUES ('s', 'h', 'missing', 'local', 1, 2)")).rejects.toThrow();
+    await expect(
+      db.execute("INSERT INTO sessions (id, secret_hash, user_id, method, created_at, expires_at) VALUES ('s', 'h', 'missing', 'local', 1, 2)"),
+    ).rejects.toThrow();
   });
 });

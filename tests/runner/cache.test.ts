@@ -8,8 +8,19 @@ import { join } from "node:path";
 import { cacheScope, chooseEntry, evictCaches, findEntries, listEntries, type CacheEntry, type CacheWant, type FoundEntry } from "../../runner/job/cache.ts";
 
 const PATHS = ["$PUB_CACHE", "$GRADLE_USER_HOME/caches"];
-const entry = (key: string, branch: string, created_at: number, last_used_at = created_at, bytes = 100): CacheEntry => ({ key, branch, created_at, last_used_at, bytes });
-const found = (pipeline_id: string, key: string, branch: string, created_at: number, project_id = "proj", paths = PATHS): FoundEntry => ({ ...entry(key, branch, created_at), pipeline_id, project_id, paths });
+const entry = (key: string, branch: string, created_at: number, last_used_at = created_at, bytes = 100): CacheEntry => ({
+  key,
+  branch,
+  created_at,
+  last_used_at,
+  bytes,
+});
+const found = (pipeline_id: string, key: string, branch: string, created_at: number, project_id = "proj", paths = PATHS): FoundEntry => ({
+  ...entry(key, branch, created_at),
+  pipeline_id,
+  project_id,
+  paths,
+});
 const want = (scope: string, key: string, pipelineId = "ci"): CacheWant => ({ pipelineId, projectId: "proj", scope, defaultBranch: "main", key, paths: PATHS });
 const choose = (entries: FoundEntry[], w: CacheWant) => {
   const chosen = chooseEntry(entries, w);
@@ -17,7 +28,12 @@ const choose = (entries: FoundEntry[], w: CacheWant) => {
 };
 
 describe("choosing the entry to restore", () => {
-  const entries = [found("ci", "k1", "main", 10), found("ci", "k2", "main", 20), found("ci", "k3", "feature", 15), found("ci", "k4", "pull_request:refs/pull/7/head", 30)];
+  const entries = [
+    found("ci", "k1", "main", 10),
+    found("ci", "k2", "main", 20),
+    found("ci", "k3", "feature", 15),
+    found("ci", "k4", "pull_request:refs/pull/7/head", 30),
+  ];
 
   test.each([
     ["the exact key of the build's branch", "k3", "feature", { pipeline: "ci", key: "k3", match: "exact key" }],
@@ -37,7 +53,12 @@ describe("choosing the entry to restore", () => {
 
 describe("a tag's build (a release pipeline that runs only on tags)", () => {
   // The project's CI pipeline builds main and pull requests; its release pipeline only tags.
-  const ci = [found("ci", "k-old", "main", 10), found("ci", "k-main", "main", 20), found("ci", "k-pr", "pull_request:refs/pull/7/head", 40), found("ci", "k-feature", "feature", 30)];
+  const ci = [
+    found("ci", "k-old", "main", 10),
+    found("ci", "k-main", "main", 20),
+    found("ci", "k-pr", "pull_request:refs/pull/7/head", 40),
+    found("ci", "k-feature", "feature", 30),
+  ];
   const tagWant = (key: string) => want(cacheScope({ trigger_event: "tag", trigger_ref: "refs/tags/v1.1.0", branch: "v1.1.0" }), key, "release");
 
   test("a tag is its own scope, apart from a branch of the same name", () => {
@@ -45,10 +66,30 @@ describe("a tag's build (a release pipeline that runs only on tags)", () => {
   });
 
   test.each([
-    ["the exact key saved by the project's other pipeline on the default branch", [...ci], "k-old", { pipeline: "ci", key: "k-old", match: "exact key, from another pipeline of this project" }],
-    ["else the newest of the default branch, from the project's other pipeline", [...ci], "k-new", { pipeline: "ci", key: "k-main", match: "newest of the default branch main, from another pipeline of this project" }],
-    ["the exact key of an earlier tag of its own pipeline first", [...ci, found("release", "k-old", "tag:v1.0.0", 5)], "k-old", { pipeline: "release", key: "k-old", match: "exact key" }],
-    ["else the newest of its own pipeline's tags", [...ci, found("release", "k-rel", "tag:v1.0.0", 5)], "k-new", { pipeline: "release", key: "k-rel", match: "newest of the tags" }],
+    [
+      "the exact key saved by the project's other pipeline on the default branch",
+      [...ci],
+      "k-old",
+      { pipeline: "ci", key: "k-old", match: "exact key, from another pipeline of this project" },
+    ],
+    [
+      "else the newest of the default branch, from the project's other pipeline",
+      [...ci],
+      "k-new",
+      { pipeline: "ci", key: "k-main", match: "newest of the default branch main, from another pipeline of this project" },
+    ],
+    [
+      "the exact key of an earlier tag of its own pipeline first",
+      [...ci, found("release", "k-old", "tag:v1.0.0", 5)],
+      "k-old",
+      { pipeline: "release", key: "k-old", match: "exact key" },
+    ],
+    [
+      "else the newest of its own pipeline's tags",
+      [...ci, found("release", "k-rel", "tag:v1.0.0", 5)],
+      "k-new",
+      { pipeline: "release", key: "k-rel", match: "newest of the tags" },
+    ],
   ])("restores %s", (_name, entries, key, expected) => {
     expect(choose(entries as FoundEntry[], tagWant(key))).toEqual(expected);
   });
@@ -72,7 +113,11 @@ describe("a tag's build (a release pipeline that runs only on tags)", () => {
         mkdirSync(dir, { recursive: true });
         writeFileSync(join(dir, "entry.json"), JSON.stringify(stored));
       }
-      expect(choose(findEntries(root), tagWant("k-main"))).toEqual({ pipeline: "ci", key: "k-main", match: "exact key, from another pipeline of this project" });
+      expect(choose(findEntries(root), tagWant("k-main"))).toEqual({
+        pipeline: "ci",
+        key: "k-main",
+        match: "exact key, from another pipeline of this project",
+      });
       expect(findEntries(join(root, "missing"))).toEqual([]);
     } finally {
       rmSync(root, { recursive: true, force: true });

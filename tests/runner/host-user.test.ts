@@ -4,12 +4,14 @@ import { describe, expect, test } from "bun:test";
 import { sameUserProblem, urlIsThisHost } from "../../runner/host-user.ts";
 
 describe("urlIsThisHost", () => {
-  test.each([["http://127.0.0.1:8080", true], ["http://[::1]:8080", true], ["http://localhost:8080", true], ["https://192.0.2.10", false]])(
-    "%p → %p",
-    async (url, expected) => {
-      expect(await urlIsThisHost(url)).toBe(expected);
-    },
-  );
+  test.each([
+    ["http://127.0.0.1:8080", true],
+    ["http://[::1]:8080", true],
+    ["http://localhost:8080", true],
+    ["https://192.0.2.10", false],
+  ])("%p → %p", async (url, expected) => {
+    expect(await urlIsThisHost(url)).toBe(expected);
+  });
 });
 
 describe("sameUserProblem", () => {

@@ -22,7 +22,11 @@ function fixture(env: Record<string, string> = {}) {
   const home = join(root, "home");
   for (const d of [files, state, home]) mkdirSync(d, { mode: 0o700 });
   writeFileSync(join(files, "IOS_CERTIFICATE_P12"), "p12 bytes", { mode: 0o600 });
-  writeFileSync(join(files, "IOS_PROVISIONING_PROFILE"), `<?xml version="1.0"?><plist><dict><key>Name</key><string>App Store</string><key>UUID</key><string>${UUID}</string></dict></plist>`, { mode: 0o600 });
+  writeFileSync(
+    join(files, "IOS_PROVISIONING_PROFILE"),
+    `<?xml version="1.0"?><plist><dict><key>Name</key><string>App Store</string><key>UUID</key><string>${UUID}</string></dict></plist>`,
+    { mode: 0o600 },
+  );
   const log = join(root, "security.log");
   const jobEnv = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -76,7 +80,9 @@ test("a .p12 that does not import fails with security's reason, and the half-mad
     error = e;
   }
   expect(error).toBeInstanceOf(SigningError);
-  expect((error as Error).message).toBe("security import failed (exit 1): security: SecKeychainItemImport: MAC verification failed during PKCS12 import (wrong password?)");
+  expect((error as Error).message).toBe(
+    "security import failed (exit 1): security: SecKeychainItemImport: MAC verification failed during PKCS12 import (wrong password?)",
+  );
   const kc = join(f.files, "roost-build.keychain-db");
   expect(f.calls().slice(-2)).toEqual([`list-keychains -d user -s ${join(f.state, "login.keychain-db")}`, `delete-keychain ${kc}`]);
   expect(existsSync(kc)).toBe(false);
@@ -86,7 +92,13 @@ test("a .p12 that does not import fails with security's reason, and the half-mad
 test("signing is set up only with a certificate and its password", () => {
   expect(iosSigningInputs({ IOS_CERTIFICATE_P12: "/x" }, ["IOS_CERTIFICATE_P12"])).toBeNull();
   expect(iosSigningInputs({ IOS_CERTIFICATE_PASSWORD: "p" }, [])).toBeNull();
-  expect(iosSigningInputs({ IOS_CERTIFICATE_P12: "/c", IOS_CERTIFICATE_PASSWORD: "p", IOS_PROVISIONING_PROFILE_B: "/b", IOS_PROVISIONING_PROFILE: "/a" }, ["IOS_PROVISIONING_PROFILE_B", "IOS_CERTIFICATE_P12", "IOS_PROVISIONING_PROFILE"])).toEqual({
+  expect(
+    iosSigningInputs({ IOS_CERTIFICATE_P12: "/c", IOS_CERTIFICATE_PASSWORD: "p", IOS_PROVISIONING_PROFILE_B: "/b", IOS_PROVISIONING_PROFILE: "/a" }, [
+      "IOS_PROVISIONING_PROFILE_B",
+      "IOS_CERTIFICATE_P12",
+      "IOS_PROVISIONING_PROFILE",
+    ]),
+  ).toEqual({
     p12: "/c",
     p12Password: "p",
     profiles: ["/a", "/b"],

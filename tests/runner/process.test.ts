@@ -17,7 +17,11 @@ describe("masking", () => {
 describe("process trees", () => {
   test("output arrives line by line with its stream, and the exit code is kept", async () => {
     const lines: string[] = [];
-    const cmd = runCommand("echo one; echo two >&2; printf 'no newline'; exit 3", { cwd: "/tmp", env: { PATH: process.env.PATH ?? "" }, onLine: (s, t) => lines.push(`${s}:${t}`) });
+    const cmd = runCommand("echo one; echo two >&2; printf 'no newline'; exit 3", {
+      cwd: "/tmp",
+      env: { PATH: process.env.PATH ?? "" },
+      onLine: (s, t) => lines.push(`${s}:${t}`),
+    });
     expect(await cmd.done).toEqual({ exitCode: 3, signal: null });
     expect(lines.sort()).toEqual(["stderr:two", "stdout:no newline", "stdout:one"]);
   });
@@ -40,7 +44,11 @@ describe("background processes", () => {
   test("a command that leaves `sleep 3600 &` behind is done when its shell exits; its output keeps arriving; stop ends the leftover", async () => {
     const lines: string[] = [];
     const started = Date.now();
-    const cmd = runCommand("(sleep 0.4; echo from-background; exec sleep 3600) & echo foreground done", { cwd: "/tmp", env: { PATH: process.env.PATH ?? "" }, onLine: (_s, t) => lines.push(t) });
+    const cmd = runCommand("(sleep 0.4; echo from-background; exec sleep 3600) & echo foreground done", {
+      cwd: "/tmp",
+      env: { PATH: process.env.PATH ?? "" },
+      onLine: (_s, t) => lines.push(t),
+    });
     expect(await cmd.done).toEqual({ exitCode: 0, signal: null });
     expect(Date.now() - started).toBeLessThan(2000);
     expect(lines).toEqual(["foreground done"]);
@@ -81,7 +89,9 @@ describe("choosing the Flutter SDK", () => {
       writeFileSync(join(repo, ".fvmrc"), JSON.stringify({ flutter: "3.27.1" }));
       expect(requestedVersion("fvm", repo)).toEqual({ version: "3.27.1", from: ".fvmrc" });
       writeFileSync(join(repo, ".fvmrc"), JSON.stringify({ flutter: "latest; rm -rf /" }));
-      expect(requestedVersion("fvm", repo)).toEqual({ error: 'flutter_version is fvm, but .fvmrc names no Flutter version or channel in "flutter" (found "latest; rm -rf /")' });
+      expect(requestedVersion("fvm", repo)).toEqual({
+        error: 'flutter_version is fvm, but .fvmrc names no Flutter version or channel in "flutter" (found "latest; rm -rf /")',
+      });
     } finally {
       rmSync(sdks, { recursive: true, force: true });
     }

@@ -101,14 +101,22 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     if (everywhere !== undefined) return everywhere;
     const dir = state.repositories.get(fullName);
     if (!dir || !ref || ref.startsWith("-") || path.startsWith("-")) return null;
-    const shown = Bun.spawnSync(["git", "-C", dir, "show", `${ref}:${path}`], { stdout: "pipe", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
+    const shown = Bun.spawnSync(["git", "-C", dir, "show", `${ref}:${path}`], {
+      stdout: "pipe",
+      stderr: "ignore",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
+    });
     return shown.exitCode === 0 ? shown.stdout.toString() : null;
   };
   /** A branch's head in a registered repository (when `heads` does not name it), or null. */
   const headOf = (fullName: string, branch: string): string | null => {
     const dir = state.repositories.get(fullName);
     if (!dir || branch.startsWith("-")) return null;
-    const parsed = Bun.spawnSync(["git", "-C", dir, "rev-parse", "--verify", "-q", `refs/heads/${branch}`], { stdout: "pipe", stderr: "ignore", env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir } });
+    const parsed = Bun.spawnSync(["git", "-C", dir, "rev-parse", "--verify", "-q", `refs/heads/${branch}`], {
+      stdout: "pipe",
+      stderr: "ignore",
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: dir },
+    });
     return parsed.exitCode === 0 ? parsed.stdout.toString().trim() : null;
   };
   let failures = 0;
@@ -124,10 +132,19 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     async fetch(request) {
       const url = new URL(request.url);
       const text = request.method === "POST" || request.method === "PATCH" ? await request.text() : "";
-      state.requests.push({ method: request.method, path: url.pathname + url.search, headers: Object.fromEntries(request.headers), body: text ? JSON.parse(text) : undefined });
+      state.requests.push({
+        method: request.method,
+        path: url.pathname + url.search,
+        headers: Object.fromEntries(request.headers),
+        body: text ? JSON.parse(text) : undefined,
+      });
       if (failures > 0) {
         failures--;
-        return json({ message: failure.status === 500 ? "Server Error (stand-in failure)" : "API rate limit exceeded (stand-in failure)" }, failure.status, failure.headers);
+        return json(
+          { message: failure.status === 500 ? "Server Error (stand-in failure)" : "API rate limit exceeded (stand-in failure)" },
+          failure.status,
+          failure.headers,
+        );
       }
       const base: string = `http://127.0.0.1:${server.port}`;
       const page = Number(url.searchParams.get("page") ?? "1");
@@ -150,11 +167,19 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
         const slice = state.github.repos.slice((page - 1) * PAGE, page * PAGE);
         const headers: Record<string, string> = {};
-        if (page * PAGE < state.github.repos.length) headers.link = `<${base}/installation/repositories?per_page=100&page=${page + 1}>; rel="next", <${base}/installation/repositories?page=99>; rel="last"`;
+        if (page * PAGE < state.github.repos.length)
+          headers.link = `<${base}/installation/repositories?per_page=100&page=${page + 1}>; rel="next", <${base}/installation/repositories?page=99>; rel="last"`;
         return json(
           {
             total_count: state.github.repos.length,
-            repositories: slice.map((r) => ({ id: r.id, full_name: r.full_name, default_branch: r.default_branch, private: r.private, owner: { avatar_url: `https://avatars.example.test/${r.id}` }, clone_url: r.clone_url ?? `https://github.example.test/${r.full_name}.git` })),
+            repositories: slice.map((r) => ({
+              id: r.id,
+              full_name: r.full_name,
+              default_branch: r.default_branch,
+              private: r.private,
+              owner: { avatar_url: `https://avatars.example.test/${r.id}` },
+              clone_url: r.clone_url ?? `https://github.example.test/${r.full_name}.git`,
+            })),
           },
           200,
           headers,
@@ -171,7 +196,8 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
         const bytes = fileAt(`${m[1]}/${m[2]}`, url.searchParams.get("ref"), decodeURIComponent(m[3]!));
         if (bytes === null) return json({ message: "Not Found", documentation_url: "https://docs.github.com/rest/repos/contents#get-repository-content" }, 404);
-        if (request.headers.get("accept") === "application/vnd.github.raw+json") return new Response(bytes, { headers: { "content-type": "application/vnd.github.raw+json" } });
+        if (request.headers.get("accept") === "application/vnd.github.raw+json")
+          return new Response(bytes, { headers: { "content-type": "application/vnd.github.raw+json" } });
         return json({ type: "file", encoding: "base64", content: Buffer.from(bytes).toString("base64"), path: decodeURIComponent(m[3]!) });
       }
       m = /^\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
@@ -185,11 +211,20 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
       m = /^\/repos\/([^/]+)\/([^/]+)\/check-runs(?:\/(\d+))?$/.exec(url.pathname);
       if (m && (request.method === "POST" || request.method === "PATCH")) {
         if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
-        if (!state.github.checksPermission) return json({ message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/checks/runs#create-a-check-run" }, 403);
+        if (!state.github.checksPermission)
+          return json(
+            { message: "Resource not accessible by integration", documentation_url: "https://docs.github.com/rest/checks/runs#create-a-check-run" },
+            403,
+          );
         const body = JSON.parse(text) as Omit<StandInCheckRun, "id" | "repository" | "annotations"> & { output: { annotations?: Record<string, unknown>[] } };
         if ((body.output.annotations?.length ?? 0) > 50) return json({ message: "Validation Failed: at most 50 annotations" }, 422);
         if (request.method === "POST") {
-          const run: StandInCheckRun = { ...body, id: state.github.checkRuns.length + 1, repository: `${m[1]}/${m[2]}`, annotations: body.output.annotations ?? [] };
+          const run: StandInCheckRun = {
+            ...body,
+            id: state.github.checkRuns.length + 1,
+            repository: `${m[1]}/${m[2]}`,
+            annotations: body.output.annotations ?? [],
+          };
           state.github.checkRuns.push(run);
           return json({ id: run.id, name: run.name, head_sha: run.head_sha, status: run.status, conclusion: run.conclusion }, 201);
         }
@@ -206,7 +241,14 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
           const slice = state.gitlab.repos.slice((page - 1) * PAGE, page * PAGE);
           const next = page * PAGE < state.gitlab.repos.length ? String(page + 1) : "";
           return json(
-            slice.map((r) => ({ id: r.id, path_with_namespace: r.full_name, default_branch: r.default_branch, visibility: r.private ? "private" : "public", avatar_url: null, http_url_to_repo: `https://gitlab.example.test/${r.full_name}.git` })),
+            slice.map((r) => ({
+              id: r.id,
+              path_with_namespace: r.full_name,
+              default_branch: r.default_branch,
+              visibility: r.private ? "private" : "public",
+              avatar_url: null,
+              http_url_to_repo: `https://gitlab.example.test/${r.full_name}.git`,
+            })),
             200,
             { "x-next-page": next, "x-page": String(page), "x-total": String(state.gitlab.repos.length) },
           );
@@ -221,7 +263,9 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         if (m && request.method === "GET") {
           const repo = state.gitlab.repos.find((r) => String(r.id) === m![1]);
           const bytes = repo ? fileAt(repo.full_name, url.searchParams.get("ref"), decodeURIComponent(m[2]!)) : null;
-          return bytes === null ? json({ message: "404 File Not Found" }, 404) : new Response(bytes, { headers: { "content-type": "text/plain; charset=utf-8" } });
+          return bytes === null
+            ? json({ message: "404 File Not Found" }, 404)
+            : new Response(bytes, { headers: { "content-type": "text/plain; charset=utf-8" } });
         }
         m = /^\/api\/v4\/projects\/(\d+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
@@ -235,7 +279,15 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
           const headers: Record<string, string> = { "x-total-count": String(state.gitea.repos.length) };
           if (page * PAGE < state.gitea.repos.length) headers.link = `<${base}/api/v1/user/repos?limit=50&page=${page + 1}>; rel="next"`;
           return json(
-            slice.map((r) => ({ id: r.id, full_name: r.full_name, default_branch: r.default_branch, private: r.private, avatar_url: "", owner: { avatar_url: `https://gitea.example.test/avatars/${r.id}` }, clone_url: r.clone_url ?? `https://gitea.example.test/${r.full_name}.git` })),
+            slice.map((r) => ({
+              id: r.id,
+              full_name: r.full_name,
+              default_branch: r.default_branch,
+              private: r.private,
+              avatar_url: "",
+              owner: { avatar_url: `https://gitea.example.test/avatars/${r.id}` },
+              clone_url: r.clone_url ?? `https://gitea.example.test/${r.full_name}.git`,
+            })),
             200,
             headers,
           );
@@ -248,7 +300,9 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/raw\/(.+)$/.exec(url.pathname);
         if (m && request.method === "GET") {
           const bytes = fileAt(`${m[1]}/${m[2]}`, url.searchParams.get("ref"), decodeURIComponent(m[3]!));
-          return bytes === null ? json({ message: "GetBlobByPath", errors: ["object does not exist"] }, 404) : new Response(bytes, { headers: { "content-type": "text/plain; charset=utf-8" } });
+          return bytes === null
+            ? json({ message: "GetBlobByPath", errors: ["object does not exist"] }, 404)
+            : new Response(bytes, { headers: { "content-type": "text/plain; charset=utf-8" } });
         }
         m = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
@@ -275,19 +329,29 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
               full_name: r.full_name,
               is_private: r.private,
               mainbranch: { type: "branch", name: r.default_branch },
-              links: { avatar: { href: `https://bytebucket.example.test/${r.id}.png` }, clone: [{ name: "https", href: `https://roost-bot@bitbucket.example.test/${r.full_name}.git` }, { name: "ssh", href: `git@bitbucket.example.test:${r.full_name}.git` }] },
+              links: {
+                avatar: { href: `https://bytebucket.example.test/${r.id}.png` },
+                clone: [
+                  { name: "https", href: `https://roost-bot@bitbucket.example.test/${r.full_name}.git` },
+                  { name: "ssh", href: `git@bitbucket.example.test:${r.full_name}.git` },
+                ],
+              },
             })),
           });
         }
         m = /^\/2\.0\/repositories\/([^/]+)\/([^/]+)\/refs\/branches\/(.+)$/.exec(url.pathname);
         if (m && request.method === "GET") {
           const sha = state.heads.get(`${m[1]}/${m[2]}@${decodeURIComponent(m[3]!)}`) ?? headOf(`${m[1]}/${m[2]}`, decodeURIComponent(m[3]!));
-          return sha ? json({ type: "branch", name: decodeURIComponent(m[3]!), target: { type: "commit", hash: sha } }) : json({ type: "error", error: { message: "Branch not found" } }, 404);
+          return sha
+            ? json({ type: "branch", name: decodeURIComponent(m[3]!), target: { type: "commit", hash: sha } })
+            : json({ type: "error", error: { message: "Branch not found" } }, 404);
         }
         m = /^\/2\.0\/repositories\/([^/]+)\/([^/]+)\/src\/([^/]+)\/(.+)$/.exec(url.pathname);
         if (m && request.method === "GET") {
           const bytes = fileAt(`${m[1]}/${m[2]}`, decodeURIComponent(m[3]!), decodeURIComponent(m[4]!));
-          return bytes === null ? json({ type: "error", error: { message: "No such file or directory" } }, 404) : new Response(bytes, { headers: { "content-type": "text/plain" } });
+          return bytes === null
+            ? json({ type: "error", error: { message: "No such file or directory" } }, 404)
+            : new Response(bytes, { headers: { "content-type": "text/plain" } });
         }
         m = /^\/2\.0\/repositories\/([^/]+)\/([^/]+)\/commit\/([0-9a-f]+)\/statuses\/build$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ type: "build", ...(JSON.parse(text) as object) }, 201);

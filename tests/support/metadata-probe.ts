@@ -25,14 +25,20 @@ seedStandIn(host);
 
 // Both apps live in this one process at once, the refusing one created first: each follows its
 // own configuration, not whichever app was created last.
-const apps = { false: await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "false" }), true: await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" }) };
+const apps = {
+  false: await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "false" }),
+  true: await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" }),
+};
 const results: Record<string, unknown> = {};
 try {
   for (const allow of ["false", "true"] as const) {
     const t = apps[allow];
     const owner = await bootstrapOwner(t);
     const seen: Record<string, unknown> = {};
-    for (const [label, apiUrl] of [["by_name", "http://meta-alias.roost.test"], ["by_address", "http://169.254.169.254"]] as const) {
+    for (const [label, apiUrl] of [
+      ["by_name", "http://meta-alias.roost.test"],
+      ["by_address", "http://169.254.169.254"],
+    ] as const) {
       const before = hits;
       const res = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: label, api_url: apiUrl, access_token: "t" } });
       seen[label] = { status: res.status, sync_error: res.body?.sync_error ?? null, code: res.body?.code ?? null, reached: hits - before };
@@ -41,13 +47,21 @@ try {
     const project = await createProject(t, owner);
     const hook = await t.call("POST", `/v1/projects/${project.id}/notifications`, {
       token: owner,
-      body: { name: "hook", channel: "webhook", events: ["failed"], webhook: { url: "http://meta-alias.roost.test/hook", secret: "a-signing-secret-of-some-length" } },
+      body: {
+        name: "hook",
+        channel: "webhook",
+        events: ["failed"],
+        webhook: { url: "http://meta-alias.roost.test/hook", secret: "a-signing-secret-of-some-length" },
+      },
     });
     seen.notification_by_name = { status: hook.status, message: hook.body?.details?.[0]?.message ?? null };
     if (allow === "false") {
       // A name that resolved nowhere when saved and to the metadata address later: the check
       // before each request still refuses it.
-      const created = await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "late", api_url: "http://late-alias.roost.test", access_token: "t" } });
+      const created = await t.call("POST", "/v1/integrations", {
+        token: owner,
+        body: { provider: "gitlab", name: "late", api_url: "http://late-alias.roost.test", access_token: "t" },
+      });
       appendFileSync("/etc/hosts", "169.254.169.254 late-alias.roost.test\n");
       const before = hits;
       const sync = await t.call("POST", `/v1/integrations/${created.body.integration.id}/sync`, { token: owner });

@@ -29,7 +29,12 @@ server.listen(0, "127.0.0.1", () => {
     claims: { openid: ["sub"], email: ["email", "email_verified"] },
     features: { claimsParameter: { enabled: true }, devInteractions: { enabled: true } },
     async findAccount(_ctx, id) {
-      return { accountId: id, async claims() { return { sub: id, ...(accounts[id] ?? {}) }; } };
+      return {
+        accountId: id,
+        async claims() {
+          return { sub: id, ...(accounts[id] ?? {}) };
+        },
+      };
     },
   });
   server.on("request", provider.callback());

@@ -107,8 +107,12 @@ async function spawnOn(dir: string, port: number, removeDir: boolean, args: stri
   const url = `http://127.0.0.1:${port}`;
   const deadline = performance.now() + 20_000;
   for (;;) {
-    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`sqld exited (${proc.exitCode ?? proc.signalCode}) before answering on ${url}: ${text}`);
-    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (proc.exitCode !== null || proc.signalCode !== null)
+      throw new Error(`sqld exited (${proc.exitCode ?? proc.signalCode}) before answering on ${url}: ${text}`);
+    const ok = await fetch(`${url}/health`).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) break;
     if (performance.now() > deadline) {
       proc.kill("SIGKILL");

@@ -88,7 +88,8 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
         codes.delete(form.get("code") ?? "");
         if (!grant || grant.redirectUri !== form.get("redirect_uri")) return Response.json({ error: "invalid_grant" }, { status: 400 });
         const verifier = form.get("code_verifier") ?? "";
-        if (encodeBase64urlNoPadding(sha256Bytes(verifier)) !== grant.challenge) return Response.json({ error: "invalid_grant", error_description: "PKCE" }, { status: 400 });
+        if (encodeBase64urlNoPadding(sha256Bytes(verifier)) !== grant.challenge)
+          return Response.json({ error: "invalid_grant", error_description: "PKCE" }, { status: 400 });
         const s = grant.scenario;
         if (s.tokenError) return Response.json({ error: "invalid_grant" }, { status: 400 });
         const accessToken = crypto.randomUUID();
@@ -151,7 +152,12 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
       const params = new URL(authorizationUrl).searchParams;
       if (params.get("code_challenge_method") !== "S256") throw new Error("the test OP requires PKCE S256");
       const code = crypto.randomUUID();
-      codes.set(code, { nonce: params.get("nonce") ?? "", challenge: params.get("code_challenge") ?? "", redirectUri: params.get("redirect_uri") ?? "", scenario });
+      codes.set(code, {
+        nonce: params.get("nonce") ?? "",
+        challenge: params.get("code_challenge") ?? "",
+        redirectUri: params.get("redirect_uri") ?? "",
+        scenario,
+      });
       return { code, state: params.get("state") ?? "", nonce: params.get("nonce") ?? "", params };
     },
     stop() {

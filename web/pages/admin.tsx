@@ -111,7 +111,12 @@ function Users() {
                       <label class="sr-only" for={`role-${u.id}`}>
                         Role of {u.email}
                       </label>
-                      <select id={`role-${u.id}`} value={u.role} disabled={!editable || !u.active} onChange={(e) => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { role: e.currentTarget.value }))}>
+                      <select
+                        id={`role-${u.id}`}
+                        value={u.role}
+                        disabled={!editable || !u.active}
+                        onChange={(e) => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { role: e.currentTarget.value }))}
+                      >
                         {ROLES.filter((r) => roleAtLeast(mine, r) || r === u.role).map((r) => (
                           <option value={r}>{r}</option>
                         ))}
@@ -123,12 +128,22 @@ function Users() {
                     <td title={dateTime(u.created_at)}>{ago(u.created_at)}</td>
                     <td>
                       {editable && u.active && (
-                        <button type="button" class="danger small" aria-label={`Deactivate ${u.email}`} onClick={() => confirm(`Deactivate ${u.email}?`) && void act(() => del(`/v1/users/${encodeURIComponent(u.id)}`))}>
+                        <button
+                          type="button"
+                          class="danger small"
+                          aria-label={`Deactivate ${u.email}`}
+                          onClick={() => confirm(`Deactivate ${u.email}?`) && void act(() => del(`/v1/users/${encodeURIComponent(u.id)}`))}
+                        >
                           Deactivate
                         </button>
                       )}
                       {editable && !u.active && (
-                        <button type="button" class="secondary small" aria-label={`Reactivate ${u.email}`} onClick={() => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { active: true }))}>
+                        <button
+                          type="button"
+                          class="secondary small"
+                          aria-label={`Reactivate ${u.email}`}
+                          onClick={() => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { active: true }))}
+                        >
                           Reactivate
                         </button>
                       )}
@@ -149,12 +164,25 @@ function Integrations() {
   const [forge, setForge] = useState<Integration["provider"]>("gitlab");
   const [fields, setFields] = useState<Record<string, string>>({});
   const [error, setError] = useState<ApiFailure | null>(null);
-  const f = (name: string, label: string, type = "text") => <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />;
+  const f = (name: string, label: string, type = "text") => (
+    <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />
+  );
   // A key is pasted as several lines: a textarea keeps its newlines (an <input> drops them, and the PEM breaks).
   const key = (name: string, label: string, hint: string) => (
     <Field label={label} name={name} error={error} hint={hint}>
       {(id, describedBy, invalid) => (
-        <textarea id={id} name={name} class="pem" rows={6} spellcheck={false} autoComplete="off" value={fields[name] ?? ""} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setFields({ ...fields, [name]: e.currentTarget.value })} />
+        <textarea
+          id={id}
+          name={name}
+          class="pem"
+          rows={6}
+          spellcheck={false}
+          autoComplete="off"
+          value={fields[name] ?? ""}
+          aria-describedby={describedBy}
+          aria-invalid={invalid || undefined}
+          onInput={(e) => setFields({ ...fields, [name]: e.currentTarget.value })}
+        />
       )}
     </Field>
   );
@@ -189,9 +217,19 @@ function Integrations() {
           </select>
         </div>
         {f("name", "Name")}
-        {forge === "git" ? f("url", "Repository URL") : f("api_url", forge === "github" ? "API URL (default https://api.github.com)" : forge === "bitbucket" ? "API URL (default https://api.bitbucket.org/2.0)" : "Instance URL")}
+        {forge === "git"
+          ? f("url", "Repository URL")
+          : f(
+              "api_url",
+              forge === "github"
+                ? "API URL (default https://api.github.com)"
+                : forge === "bitbucket"
+                  ? "API URL (default https://api.bitbucket.org/2.0)"
+                  : "Instance URL",
+            )}
         {forge === "bitbucket" && f("workspace", "Workspace")}
-        {(forge === "gitlab" || forge === "gitea" || forge === "bitbucket") && f("access_token", forge === "bitbucket" ? "Workspace access token (or an app password below)" : "Access token", "password")}
+        {(forge === "gitlab" || forge === "gitea" || forge === "bitbucket") &&
+          f("access_token", forge === "bitbucket" ? "Workspace access token (or an app password below)" : "Access token", "password")}
         {forge === "bitbucket" && (
           <>
             {f("username", "User name (with an app password)")}
@@ -213,7 +251,24 @@ function Integrations() {
           </>
         )}
         {forge !== "gitlab" && f("webhook_secret", "Webhook secret", "password")}
-        <FormError error={error} fields={["name", "url", "api_url", "workspace", "access_token", "username", "app_password", "password", "ssh_private_key", "app_id", "installation_id", "private_key", "webhook_secret"]} />
+        <FormError
+          error={error}
+          fields={[
+            "name",
+            "url",
+            "api_url",
+            "workspace",
+            "access_token",
+            "username",
+            "app_password",
+            "password",
+            "ssh_private_key",
+            "app_id",
+            "installation_id",
+            "private_key",
+            "webhook_secret",
+          ]}
+        />
         <button type="submit">Connect</button>
       </form>
       <LoadState state={state} what="integrations" />
@@ -226,10 +281,23 @@ function Integrations() {
             </span>
             {i.last_sync_failed && <Notice kind="error">{i.last_sync_error ?? "The last sync failed."}</Notice>}
             <div class="row">
-              <button type="button" class="secondary small" onClick={async () => void (await post(`/v1/integrations/${encodeURIComponent(i.id)}/sync`).catch((e: ApiFailure) => setError(e)), await state.reload())}>
+              <button
+                type="button"
+                class="secondary small"
+                onClick={async () =>
+                  void (await post(`/v1/integrations/${encodeURIComponent(i.id)}/sync`).catch((e: ApiFailure) => setError(e)), await state.reload())
+                }
+              >
                 Sync now
               </button>
-              <button type="button" class="danger small" onClick={async () => confirm(`Remove ${i.name}?`) && (await del(`/v1/integrations/${encodeURIComponent(i.id)}`).catch((e: ApiFailure) => setError(e)), await state.reload())}>
+              <button
+                type="button"
+                class="danger small"
+                onClick={async () =>
+                  confirm(`Remove ${i.name}?`) &&
+                  (await del(`/v1/integrations/${encodeURIComponent(i.id)}`).catch((e: ApiFailure) => setError(e)), await state.reload())
+                }
+              >
                 Remove
               </button>
             </div>
@@ -241,7 +309,10 @@ function Integrations() {
 }
 
 function SignInSettings() {
-  const oidc = useLoad(() => get<OidcSettings | { configured: false }>("/v1/settings/oidc").catch((e: ApiFailure) => (e.status === 404 ? null : Promise.reject(e))), []);
+  const oidc = useLoad(
+    () => get<OidcSettings | { configured: false }>("/v1/settings/oidc").catch((e: ApiFailure) => (e.status === 404 ? null : Promise.reject(e))),
+    [],
+  );
   const proxy = useLoad(() => get<TrustedProxySettings | { configured: false }>("/v1/settings/trusted-proxy"), []);
   const o = oidc.data && "issuer" in oidc.data ? oidc.data : null;
   const p = proxy.data && "trusted_peers" in proxy.data ? proxy.data : null;
@@ -265,7 +336,12 @@ function SignInSettings() {
           e.preventDefault();
           setError(null);
           try {
-            await put("/v1/settings/oidc", { issuer: issuer || o?.issuer, client_id: clientId || o?.client_id, client_secret: secret, redirect_uris: redirects.split(/\s+/).filter(Boolean) });
+            await put("/v1/settings/oidc", {
+              issuer: issuer || o?.issuer,
+              client_id: clientId || o?.client_id,
+              client_secret: secret,
+              redirect_uris: redirects.split(/\s+/).filter(Boolean),
+            });
             setSaved("OIDC settings saved.");
             await oidc.reload();
           } catch (err) {
@@ -295,7 +371,11 @@ function SignInSettings() {
           e.preventDefault();
           setProxyError(null);
           try {
-            await put("/v1/settings/trusted-proxy", { trusted_peers: (peers || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean), identity_header: header || undefined, shared_secret: proxySecret || undefined });
+            await put("/v1/settings/trusted-proxy", {
+              trusted_peers: (peers || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean),
+              identity_header: header || undefined,
+              shared_secret: proxySecret || undefined,
+            });
             setSaved("Trusted proxy settings saved.");
             await proxy.reload();
           } catch (err) {
@@ -311,8 +391,22 @@ function SignInSettings() {
         ) : (
           <p class="muted">Not configured.</p>
         )}
-        <TextField label="Proxy addresses (IPs or CIDRs)" name="trusted_peers" value={peers} onInput={setPeers} error={proxyError} placeholder={p?.trusted_peers.join(", ")} />
-        <TextField label="Identity header" name="identity_header" value={header} onInput={setHeader} error={proxyError} placeholder={p?.identity_header ?? "X-Roost-User-Email"} />
+        <TextField
+          label="Proxy addresses (IPs or CIDRs)"
+          name="trusted_peers"
+          value={peers}
+          onInput={setPeers}
+          error={proxyError}
+          placeholder={p?.trusted_peers.join(", ")}
+        />
+        <TextField
+          label="Identity header"
+          name="identity_header"
+          value={header}
+          onInput={setHeader}
+          error={proxyError}
+          placeholder={p?.identity_header ?? "X-Roost-User-Email"}
+        />
         <TextField label="Shared secret (empty: keep)" name="shared_secret" type="password" value={proxySecret} onInput={setProxySecret} error={proxyError} />
         <FormError error={proxyError} fields={["trusted_peers", "identity_header", "shared_secret"]} />
         <button type="submit">Save trusted proxy settings</button>
@@ -359,7 +453,12 @@ function RuntimeMode({ oidcConfigured, proxyConfigured }: { oidcConfigured: bool
       aria-label="How people reach Roost"
       onSubmit={(e) => {
         e.preventDefault();
-        if (remote) void switchTo({ runtime_mode: "local" }, "Switch to Local Only? Only this machine can sign in; open sessions stay valid and the External Access settings are kept.", "Roost is Local Only now.");
+        if (remote)
+          void switchTo(
+            { runtime_mode: "local" },
+            "Switch to Local Only? Only this machine can sign in; open sessions stay valid and the External Access settings are kept.",
+            "Roost is Local Only now.",
+          );
         else
           void switchTo(
             { runtime_mode: "remote", remote_auth_mode: method },
@@ -379,14 +478,19 @@ function RuntimeMode({ oidcConfigured, proxyConfigured }: { oidcConfigured: bool
           <fieldset>
             <legend>Switch to External Access, signing in through</legend>
             <label class="inline">
-              <input type="radio" name="remote-method" value="oidc" checked={method === "oidc"} onChange={() => setMethod("oidc")} /> OpenID Connect {oidcConfigured ? "(configured below)" : "(configure it below first)"}
+              <input type="radio" name="remote-method" value="oidc" checked={method === "oidc"} onChange={() => setMethod("oidc")} /> OpenID Connect{" "}
+              {oidcConfigured ? "(configured below)" : "(configure it below first)"}
             </label>
             <label class="inline">
-              <input type="radio" name="remote-method" value="trusted_proxy" checked={method === "trusted_proxy"} onChange={() => setMethod("trusted_proxy")} /> a trusted proxy {proxyConfigured ? "(configured below)" : "(configure it below first)"}
+              <input type="radio" name="remote-method" value="trusted_proxy" checked={method === "trusted_proxy"} onChange={() => setMethod("trusted_proxy")} />{" "}
+              a trusted proxy {proxyConfigured ? "(configured below)" : "(configure it below first)"}
             </label>
             {error?.forField("remote_auth_mode") && <p class="field-error">{error.forField("remote_auth_mode")}</p>}
           </fieldset>
-          <p class="hint">Invite the people who will sign in under Users first. Roost checks the method before it switches (for OpenID Connect it fetches the provider's discovery document) and changes nothing when a check fails.</p>
+          <p class="hint">
+            Invite the people who will sign in under Users first. Roost checks the method before it switches (for OpenID Connect it fetches the provider's
+            discovery document) and changes nothing when a check fails.
+          </p>
         </>
       )}
       <FormError error={error} fields={["remote_auth_mode"]} />
@@ -410,7 +514,8 @@ function Incidents() {
         {state.data?.incidents.map((i) => (
           <li key={i.id} class="panel">
             <div>
-              <StatusBadge status={i.status} /> <strong>{i.severity}</strong> · {i.resource_kind} {i.resource_name} · {i.occurrence_count}× · last {ago(i.latest_occurrence_at)}
+              <StatusBadge status={i.status} /> <strong>{i.severity}</strong> · {i.resource_kind} {i.resource_name} · {i.occurrence_count}× · last{" "}
+              {ago(i.latest_occurrence_at)}
               {i.read_at === null && <span class="badge badge-queued">unread</span>}
             </div>
             <p>{i.message}</p>
@@ -418,7 +523,11 @@ function Incidents() {
               <strong>What to do:</strong> {i.repair_action}
             </p>
             {i.read_at === null && (
-              <button type="button" class="secondary small" onClick={async () => void (await post(`/v1/operator-incidents/${encodeURIComponent(i.id)}/read`), await state.reload())}>
+              <button
+                type="button"
+                class="secondary small"
+                onClick={async () => void (await post(`/v1/operator-incidents/${encodeURIComponent(i.id)}/read`), await state.reload())}
+              >
                 Mark as read
               </button>
             )}

@@ -31,13 +31,18 @@ export function BuildOriginFacts({ build }: { build: Build }) {
 }
 
 function ScheduleFact({ build, scheduleId }: { build: Build; scheduleId: string }) {
-  const state = useLoad(() => get<{ schedule: Schedule }>(`/v1/pipelines/${encodeURIComponent(build.pipeline_id)}/schedules/${encodeURIComponent(scheduleId)}`), [build.pipeline_id, scheduleId]);
+  const state = useLoad(
+    () => get<{ schedule: Schedule }>(`/v1/pipelines/${encodeURIComponent(build.pipeline_id)}/schedules/${encodeURIComponent(scheduleId)}`),
+    [build.pipeline_id, scheduleId],
+  );
   const s = state.data?.schedule;
   return (
     <div>
       <dt>Schedule</dt>
       <dd class="build-schedule">
-        <a href={`/projects/${encodeURIComponent(build.project_id)}?tab=schedules`}>{s ? `${s.cron} (${s.timezone}) on ${s.branch}` : state.error ? "a deleted schedule" : "a schedule"}</a>
+        <a href={`/projects/${encodeURIComponent(build.project_id)}?tab=schedules`}>
+          {s ? `${s.cron} (${s.timezone}) on ${s.branch}` : state.error ? "a deleted schedule" : "a schedule"}
+        </a>
       </dd>
     </div>
   );

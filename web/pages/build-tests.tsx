@@ -17,7 +17,8 @@ export function SummaryCounts({ summary }: { summary: TestSummary }) {
   return (
     <p class="test-counts">
       {failures > 0 && <StatusBadge status="failed" label={`${failures} failed`} />} <StatusBadge status="passed" label={`${summary.passed} passed`} />{" "}
-      {summary.skipped > 0 && <StatusBadge status="skipped" label={`${summary.skipped} skipped`} />} {summary.flaky > 0 && <StatusBadge status="flaky" label={`${summary.flaky} flaky`} />}{" "}
+      {summary.skipped > 0 && <StatusBadge status="skipped" label={`${summary.skipped} skipped`} />}{" "}
+      {summary.flaky > 0 && <StatusBadge status="flaky" label={`${summary.flaky} flaky`} />}{" "}
       <span class="muted">
         {summary.total} tests, {duration(summary.duration_ms) || "0 ms"} in all
         {summary.coverage_percent !== null ? ` · line coverage ${summary.coverage_percent} %` : ""}
@@ -69,7 +70,11 @@ function ResultStrip({ build, c }: { build: Build; c: TestCase }) {
     <ol class="result-strip" aria-label={`Last ${c.last_results.length} results of this test on ${build.branch}, newest first`}>
       {c.last_results.map((d) => (
         <li key={`${d.build_id}-${d.build_number}`}>
-          <a class={`dot dot-${d.status}${d.build_id === build.id ? " dot-this" : ""}`} href={`/projects/${encodeURIComponent(build.project_id)}/builds/${encodeURIComponent(d.build_id)}?tab=tests`} title={`Build #${d.build_number}: ${d.status}`}>
+          <a
+            class={`dot dot-${d.status}${d.build_id === build.id ? " dot-this" : ""}`}
+            href={`/projects/${encodeURIComponent(build.project_id)}/builds/${encodeURIComponent(d.build_id)}?tab=tests`}
+            title={`Build #${d.build_number}: ${d.status}`}
+          >
             <span aria-hidden="true">{symbol[d.status]}</span>
             <span class="sr-only">{`#${d.build_number} ${d.status}`}</span>
           </a>
@@ -85,9 +90,14 @@ function CaseItem({ build, c, source, open }: { build: Build; c: TestCase; sourc
     <li class={`test-case test-${c.status}`} id={`test-${c.id}`}>
       <details open={open}>
         <summary>
-          <StatusBadge status={c.status} /> <span class="test-suite">{c.suite} ›</span> <strong>{c.name}</strong> {c.duration_ms !== null && <span class="muted">{duration(c.duration_ms)}</span>}{" "}
-          {c.flaky && <StatusBadge status="flaky" />}{" "}
-          {failed && (c.new_failure ? <span class="badge badge-new">new failure</span> : c.failing_since && <span class="muted">failing since #{c.failing_since.build_number}</span>)}
+          <StatusBadge status={c.status} /> <span class="test-suite">{c.suite} ›</span> <strong>{c.name}</strong>{" "}
+          {c.duration_ms !== null && <span class="muted">{duration(c.duration_ms)}</span>} {c.flaky && <StatusBadge status="flaky" />}{" "}
+          {failed &&
+            (c.new_failure ? (
+              <span class="badge badge-new">new failure</span>
+            ) : (
+              c.failing_since && <span class="muted">failing since #{c.failing_since.build_number}</span>
+            ))}
         </summary>
         <div class="test-body">
           <ResultStrip build={build} c={c} />
@@ -132,7 +142,9 @@ function Cases({ build, source }: { build: Build; source: string | null }) {
   }, [search]);
   const load = async (cursor: string | null) => {
     try {
-      const page = await get<{ cases: TestCase[]; next_cursor: string | null }>(`/v1/builds/${encodeURIComponent(build.id)}/tests/cases${query({ status, q, limit: 50, cursor })}`);
+      const page = await get<{ cases: TestCase[]; next_cursor: string | null }>(
+        `/v1/builds/${encodeURIComponent(build.id)}/tests/cases${query({ status, q, limit: 50, cursor })}`,
+      );
       setCases((before) => (cursor ? [...before, ...page.cases] : page.cases));
       setNext(page.next_cursor);
       setState("ready");
@@ -163,7 +175,11 @@ function Cases({ build, source }: { build: Build; source: string | null }) {
         </div>
       </form>
       {state instanceof Error && <Notice kind="error">{`Could not load the test cases: ${state.message}`}</Notice>}
-      {state === "loading" && cases.length === 0 && <p class="muted" role="status">Loading the test cases…</p>}
+      {state === "loading" && cases.length === 0 && (
+        <p class="muted" role="status">
+          Loading the test cases…
+        </p>
+      )}
       {state === "ready" && cases.length === 0 && <p class="muted">No test case matches.</p>}
       <ul class="test-cases">
         {cases.map((c, i) => (
@@ -228,7 +244,10 @@ function CoverageSection({ build, source }: { build: Build; source: string | nul
         {c.baseline ? (
           <>
             {sign(c.change!)} points against{" "}
-            <a href={`/projects/${encodeURIComponent(build.project_id)}/builds/${encodeURIComponent(c.baseline.build_id)}?tab=tests`}>build #{c.baseline.build_number}</a> on {c.baseline.lane} ({c.baseline.percent} %)
+            <a href={`/projects/${encodeURIComponent(build.project_id)}/builds/${encodeURIComponent(c.baseline.build_id)}?tab=tests`}>
+              build #{c.baseline.build_number}
+            </a>{" "}
+            on {c.baseline.lane} ({c.baseline.percent} %)
           </>
         ) : (
           <span class="muted">(no earlier build of the target branch has coverage to compare with)</span>
@@ -236,7 +255,11 @@ function CoverageSection({ build, source }: { build: Build; source: string | nul
       </p>
       <div class="table-wrap">
         <table>
-          <caption>{c.baseline ? `The ${c.files.length} files that lost the most coverage, of ${c.total_files}` : `${c.files.length} files of ${c.total_files}, the least covered first`}</caption>
+          <caption>
+            {c.baseline
+              ? `The ${c.files.length} files that lost the most coverage, of ${c.total_files}`
+              : `${c.files.length} files of ${c.total_files}, the least covered first`}
+          </caption>
           <thead>
             <tr>
               <th scope="col">File</th>
@@ -278,7 +301,8 @@ export function TestsTab({ build, tests }: { build: Build; tests: Loaded<BuildTe
         <SummaryCounts summary={t.summary} />
       ) : (
         <p class="muted">
-          {["queued", "running"].includes(build.status) ? "Test results appear when the build's steps are over." : "This build sent no test report."} Reports are read from the files the pipeline's <code>test_reports</code> patterns match (docs/test-results.md).
+          {["queued", "running"].includes(build.status) ? "Test results appear when the build's steps are over." : "This build sent no test report."} Reports
+          are read from the files the pipeline's <code>test_reports</code> patterns match (docs/test-results.md).
         </p>
       )}
       {troubled.map((r) => (

@@ -256,7 +256,15 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
             <dd title={build.flutter_sdk.revision ?? undefined}>
               {build.flutter_sdk.version}
               {build.flutter_sdk.version !== build.flutter_sdk.requested ? ` (asked for ${build.flutter_sdk.requested})` : ""}
-              {{ installed: ", installed for this build", reused: ", installed earlier", path: ", from PATH", sdks_dir: ", from the runner's SDK directory", image: ", the build image's own" }[build.flutter_sdk.source]}
+              {
+                {
+                  installed: ", installed for this build",
+                  reused: ", installed earlier",
+                  path: ", from PATH",
+                  sdks_dir: ", from the runner's SDK directory",
+                  image: ", the build image's own",
+                }[build.flutter_sdk.source]
+              }
             </dd>
           </div>
         )}
@@ -303,13 +311,22 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           </h2>
           <RetentionNotice build={build} what="log" />
           {log.revoked && <Notice kind="warning">The live log stopped: {log.revoked}</Notice>}
-          <LogView store={log.store} version={log.version} steps={build.step_results} live={!finished} target={target ? Number(target) : null} complete={log.complete} />
+          <LogView
+            store={log.store}
+            version={log.version}
+            steps={build.step_results}
+            live={!finished}
+            target={target ? Number(target) : null}
+            complete={log.complete}
+          />
         </section>
         <section aria-labelledby="h-artifacts">
           <h2 id="h-artifacts">Artifacts</h2>
           <RetentionNotice build={build} what="artifacts" />
           <LoadState state={artifacts} what="artifacts" />
-          {artifacts.data && artifacts.data.artifacts.length === 0 && <p class="muted">{finished ? "No artifacts." : "Artifacts appear when the build uploads them."}</p>}
+          {artifacts.data && artifacts.data.artifacts.length === 0 && (
+            <p class="muted">{finished ? "No artifacts." : "Artifacts appear when the build uploads them."}</p>
+          )}
           {artifacts.data && artifacts.data.artifacts.length > 0 && (
             <div class="table-wrap">
               <table>

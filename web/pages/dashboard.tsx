@@ -23,25 +23,41 @@ async function loadOverview(admin: boolean): Promise<Overview> {
   const per = await Promise.all(
     projects.map(async (project) => {
       const [running, queued, failed] = await Promise.all(
-        (["running", "queued", "failed"] as const).map((status) => get<{ builds: Build[] }>(`/v1/projects/${encodeURIComponent(project.id)}/builds?status=${status}&limit=10`)),
+        (["running", "queued", "failed"] as const).map((status) =>
+          get<{ builds: Build[] }>(`/v1/projects/${encodeURIComponent(project.id)}/builds?status=${status}&limit=10`),
+        ),
       );
       const tag = (b: Build) => ({ ...b, project });
       return { active: [...running!.builds, ...queued!.builds].map(tag), failures: failed!.builds.map(tag) };
     }),
   );
   const [runners, incidents] = admin
-    ? await Promise.all([get<{ runners: Runner[] }>("/v1/runners").then((r) => r.runners), get<{ incidents: Incident[] }>("/v1/operator-incidents").then((r) => r.incidents.filter((i) => i.status === "open"))])
+    ? await Promise.all([
+        get<{ runners: Runner[] }>("/v1/runners").then((r) => r.runners),
+        get<{ incidents: Incident[] }>("/v1/operator-incidents").then((r) => r.incidents.filter((i) => i.status === "open")),
+      ])
     : [null, null];
   return {
     projects,
     active: per.flatMap((p) => p.active).sort((a, b) => b.queued_at - a.queued_at),
-    failures: per.flatMap((p) => p.failures).sort((a, b) => (b.finished_at ?? 0) - (a.finished_at ?? 0)).slice(0, 10),
+    failures: per
+      .flatMap((p) => p.failures)
+      .sort((a, b) => (b.finished_at ?? 0) - (a.finished_at ?? 0))
+      .slice(0, 10),
     runners,
     incidents,
   };
 }
 
-export function BuildTable({ builds, showProject = true, caption }: { builds: Array<Build & { project?: Project; test_summary?: TestSummary | null }>; showProject?: boolean; caption: string }) {
+export function BuildTable({
+  builds,
+  showProject = true,
+  caption,
+}: {
+  builds: Array<Build & { project?: Project; test_summary?: TestSummary | null }>;
+  showProject?: boolean;
+  caption: string;
+}) {
   if (builds.length === 0) return <p class="muted">None.</p>;
   // Build lists of the API carry each build's tests in a line ("123 passed, 2 failed").
   const showTests = builds.some((b) => b.test_summary !== undefined);
@@ -86,7 +102,10 @@ export function BuildTable({ builds, showProject = true, caption }: { builds: Ar
               {showTests && (
                 <td>
                   {b.test_summary && b.test_summary.total > 0 && (
-                    <a class={b.test_summary.failed + b.test_summary.errored ? "tests-failing" : "tests-passing"} href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}?tab=tests`}>
+                    <a
+                      class={b.test_summary.failed + b.test_summary.errored ? "tests-failing" : "tests-passing"}
+                      href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}?tab=tests`}
+                    >
                       <span aria-hidden="true">{b.test_summary.failed + b.test_summary.errored ? "✕ " : "✓ "}</span>
                       {b.test_summary.text}
                     </a>
@@ -123,7 +142,12 @@ export function Dashboard() {
   // Pushed build changes update the lists in place. While the push is up, the whole overview
   // (runners, incidents) is reloaded every 30 seconds instead of every 5.
   const skipped = useRef(0);
-  const state = useLoad(() => loadOverview(admin), [admin], 5000, () => events.live() && ++skipped.current % 6 !== 0);
+  const state = useLoad(
+    () => loadOverview(admin),
+    [admin],
+    5000,
+    () => events.live() && ++skipped.current % 6 !== 0,
+  );
   const events = useBuildEvents(
     (build) => {
       if (state.data && !state.data.projects.some((p) => p.id === build.project_id)) void state.reload();
@@ -139,7 +163,15 @@ export function Dashboard() {
       {data && data.projects.length === 0 && (
         <div class="notice notice-info" role="status">
           <p>
-            No projects yet. <a href="/projects/new">Create a project</a> from a repository of your source host{admin ? <>, and <a href="/runners">register a runner</a> to run its builds</> : ""}.
+            No projects yet. <a href="/projects/new">Create a project</a> from a repository of your source host
+            {admin ? (
+              <>
+                , and <a href="/runners">register a runner</a> to run its builds
+              </>
+            ) : (
+              ""
+            )}
+            .
           </p>
         </div>
       )}
@@ -157,7 +189,8 @@ export function Dashboard() {
             <section class="panel" aria-labelledby="h-runners">
               <h2 id="h-runners">Runners</h2>
               <p>
-                {data.runners.filter((r) => !r.revoked_at && runnerOnline(r)).length} online, {data.runners.filter((r) => !r.revoked_at && !runnerOnline(r)).length} offline. <a href="/runners">Manage runners</a>
+                {data.runners.filter((r) => !r.revoked_at && runnerOnline(r)).length} online,{" "}
+                {data.runners.filter((r) => !r.revoked_at && !runnerOnline(r)).length} offline. <a href="/runners">Manage runners</a>
               </p>
               <ul class="plain">
                 {data.runners

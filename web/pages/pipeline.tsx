@@ -23,7 +23,10 @@ function Charts({ builds }: { builds: Trend[] }) {
   // The success rate over the last 10 finished builds up to each point.
   const rolling = points.map((p, i) => {
     if (!FINISHED.has(p.status)) return null;
-    const window = points.slice(0, i + 1).filter((q) => FINISHED.has(q.status)).slice(-10);
+    const window = points
+      .slice(0, i + 1)
+      .filter((q) => FINISHED.has(q.status))
+      .slice(-10);
     return Math.round((window.filter((q) => q.status === "succeeded").length / window.length) * 100);
   });
   const withTests = points.filter((p) => p.tests && p.tests.total > 0);
@@ -37,7 +40,11 @@ function Charts({ builds }: { builds: Trend[] }) {
       <Chart
         id="chart-duration"
         title="Build duration"
-        summary={mid === null ? "No finished build yet." : `Median ${ms(mid)}, slowest ${ms(slowest!.duration_ms!)} (#${slowest!.build_number})${midQueue !== null ? `; median wait in the queue ${ms(midQueue)}` : ""}.`}
+        summary={
+          mid === null
+            ? "No finished build yet."
+            : `Median ${ms(mid)}, slowest ${ms(slowest!.duration_ms!)} (#${slowest!.build_number})${midQueue !== null ? `; median wait in the queue ${ms(midQueue)}` : ""}.`
+        }
         labels={labels}
         format={ms}
         series={[
@@ -49,7 +56,9 @@ function Charts({ builds }: { builds: Trend[] }) {
       <Chart
         id="chart-success"
         title="Success rate"
-        summary={finished.length ? `${ok} of ${finished.length} finished builds succeeded (${Math.round((ok / finished.length) * 100)} %).` : "No finished build yet."}
+        summary={
+          finished.length ? `${ok} of ${finished.length} finished builds succeeded (${Math.round((ok / finished.length) * 100)} %).` : "No finished build yet."
+        }
         labels={labels}
         max={100}
         format={(v) => `${v} %`}
@@ -58,7 +67,11 @@ function Charts({ builds }: { builds: Trend[] }) {
       <Chart
         id="chart-tests"
         title="Tests"
-        summary={lastTests ? `The last build with tests: ${lastTests.text}. ${withTests.filter((p) => p.tests!.failed + p.tests!.errored > 0).length} of ${withTests.length} builds had failures.` : "No build sent test reports."}
+        summary={
+          lastTests
+            ? `The last build with tests: ${lastTests.text}. ${withTests.filter((p) => p.tests!.failed + p.tests!.errored > 0).length} of ${withTests.length} builds had failures.`
+            : "No build sent test reports."
+        }
         labels={labels}
         format={(v) => String(Math.round(v))}
         series={[
@@ -70,7 +83,11 @@ function Charts({ builds }: { builds: Trend[] }) {
       <Chart
         id="chart-coverage"
         title="Coverage"
-        summary={covered.length ? `Line coverage ${covered.at(-1)} % in the last build with coverage${covered.length > 1 ? `, ${covered.at(-1)! >= covered[0]! ? "up" : "down"} from ${covered[0]} %` : ""}.` : "No build sent coverage (lcov)."}
+        summary={
+          covered.length
+            ? `Line coverage ${covered.at(-1)} % in the last build with coverage${covered.length > 1 ? `, ${covered.at(-1)! >= covered[0]! ? "up" : "down"} from ${covered[0]} %` : ""}.`
+            : "No build sent coverage (lcov)."
+        }
         labels={labels}
         max={100}
         format={(v) => `${v} %`}
@@ -79,10 +96,29 @@ function Charts({ builds }: { builds: Trend[] }) {
       <Chart
         id="chart-artifacts"
         title="Artifact size"
-        summary={names.length ? names.map((n) => `${n}: ${bytes([...points].reverse().flatMap((p) => p.artifacts).find((a) => a.path.endsWith(n))!.size)}`).join(", ") + " in the last build that made each." : "No build kept artifacts."}
+        summary={
+          names.length
+            ? names
+                .map(
+                  (n) =>
+                    `${n}: ${bytes(
+                      [...points]
+                        .reverse()
+                        .flatMap((p) => p.artifacts)
+                        .find((a) => a.path.endsWith(n))!.size,
+                    )}`,
+                )
+                .join(", ") + " in the last build that made each."
+            : "No build kept artifacts."
+        }
         labels={labels}
         format={bytes}
-        series={names.map((n, i) => ({ name: n, kind: `artifact-${i}`, draw: "line" as const, values: points.map((p) => p.artifacts.find((a) => a.path.split("/").pop() === n)?.size ?? null) }))}
+        series={names.map((n, i) => ({
+          name: n,
+          kind: `artifact-${i}`,
+          draw: "line" as const,
+          values: points.map((p) => p.artifacts.find((a) => a.path.split("/").pop() === n)?.size ?? null),
+        }))}
       />
     </div>
   );
@@ -90,7 +126,10 @@ function Charts({ builds }: { builds: Trend[] }) {
 
 function FlakyTests({ pipeline, project }: { pipeline: Pipeline; project: Project }) {
   const [cursor, setCursor] = useState<string | undefined>(undefined);
-  const flaky = useLoad(() => get<{ tests: TestInfo[]; next_cursor: string | null }>(`/v1/pipelines/${encodeURIComponent(pipeline.id)}/flaky-tests${query({ limit: 50, cursor })}`), [pipeline.id, cursor]);
+  const flaky = useLoad(
+    () => get<{ tests: TestInfo[]; next_cursor: string | null }>(`/v1/pipelines/${encodeURIComponent(pipeline.id)}/flaky-tests${query({ limit: 50, cursor })}`),
+    [pipeline.id, cursor],
+  );
   return (
     <section aria-labelledby="h-flaky">
       <h2 id="h-flaky">Flaky tests</h2>
@@ -116,11 +155,20 @@ function FlakyTests({ pipeline, project }: { pipeline: Pipeline; project: Projec
                     <span class="test-suite">{t.suite} ›</span> {t.name}
                   </td>
                   <td>
-                    {Math.round(t.failure_rate * 100)} % <span class="muted">({t.failures} of {t.runs} runs)</span>
+                    {Math.round(t.failure_rate * 100)} %{" "}
+                    <span class="muted">
+                      ({t.failures} of {t.runs} runs)
+                    </span>
                   </td>
                   <td>{t.flaky_runs}</td>
                   <td title={dateTime(t.last_flaky_at)}>
-                    {t.last_flaky_build_id ? <a href={`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(t.last_flaky_build_id)}?tab=tests`}>{ago(t.last_flaky_at)}</a> : ago(t.last_flaky_at)}
+                    {t.last_flaky_build_id ? (
+                      <a href={`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(t.last_flaky_build_id)}?tab=tests`}>
+                        {ago(t.last_flaky_at)}
+                      </a>
+                    ) : (
+                      ago(t.last_flaky_at)
+                    )}
                   </td>
                 </tr>
               ))}
@@ -141,7 +189,10 @@ export function PipelinePage({ project_id, pipeline_id }: Record<string, string>
   const project = useLoad(() => get<{ project: Project }>(`/v1/projects/${encodeURIComponent(project_id!)}`), [project_id]);
   const pipeline = useLoad(() => get<{ pipeline: Pipeline }>(`/v1/pipelines/${encodeURIComponent(pipeline_id!)}`), [pipeline_id]);
   const [branch, setBranch] = useState("");
-  const trends = useLoad(() => get<{ builds: Trend[] }>(`/v1/pipelines/${encodeURIComponent(pipeline_id!)}/trends${query({ limit: 50, branch })}`), [pipeline_id, branch]);
+  const trends = useLoad(
+    () => get<{ builds: Trend[] }>(`/v1/pipelines/${encodeURIComponent(pipeline_id!)}/trends${query({ limit: 50, branch })}`),
+    [pipeline_id, branch],
+  );
   const p = pipeline.data?.pipeline;
   if (!p || !project.data) return <LoadState state={p ? project : pipeline} what="the pipeline" />;
   return (
@@ -157,7 +208,15 @@ export function PipelinePage({ project_id, pipeline_id }: Record<string, string>
         </div>
       </form>
       <LoadState state={trends} what="the builds" />
-      {trends.data && (trends.data.builds.length ? <><p class="muted">{`The last ${trends.data.builds.length} builds, oldest on the left.`}</p><Charts builds={trends.data.builds} /></> : <p class="muted">No builds yet.</p>)}
+      {trends.data &&
+        (trends.data.builds.length ? (
+          <>
+            <p class="muted">{`The last ${trends.data.builds.length} builds, oldest on the left.`}</p>
+            <Charts builds={trends.data.builds} />
+          </>
+        ) : (
+          <p class="muted">No builds yet.</p>
+        ))}
       <FlakyTests pipeline={p} project={project.data.project} />
     </section>
   );

@@ -53,7 +53,9 @@ function Badges({ project, maintainer }: { project: Project; maintainer: boolean
             <p>{settings.public ? "The badges are public: anyone may read them." : "The badges are private: only signed-in members see them."}</p>
           )}
           <FormError error={error} />
-          {!settings.public && maintainer && <p class="hint">While private, a badge in a README shows only to people signed in to Roost in the same browser.</p>}
+          {!settings.public && maintainer && (
+            <p class="hint">While private, a badge in a README shows only to people signed in to Roost in the same browser.</p>
+          )}
           {settings.badges.length === 0 && <p class="muted">No pipelines, no badges.</p>}
           <ul class="plain badges">
             {settings.badges.map((b) => {
@@ -61,7 +63,9 @@ function Badges({ project, maintainer }: { project: Project; maintainer: boolean
               return (
                 <li key={b.pipeline_id} class="badge-row">
                   {/* Same-origin path: the page's CSP allows images from this Roost only. A private badge answers 404 to everyone. */}
-                  {settings.public && <img src={`/v1/pipelines/${encodeURIComponent(b.pipeline_id)}/badge.svg`} alt={`Status of ${b.pipeline_name}`} height={20} />}
+                  {settings.public && (
+                    <img src={`/v1/pipelines/${encodeURIComponent(b.pipeline_id)}/badge.svg`} alt={`Status of ${b.pipeline_name}`} height={20} />
+                  )}
                   <label for={`badge-md-${b.pipeline_id}`}>Markdown for {b.pipeline_name}</label>
                   <div class="secret-row">
                     <input id={`badge-md-${b.pipeline_id}`} class="code" readOnly value={markdown} onFocus={(e) => e.currentTarget.select()} />
@@ -95,12 +99,20 @@ function Retention({ project, maintainer }: { project: Project; maintainer: bool
   const [saved, setSaved] = useState(false);
   const settings = state.data;
   useEffect(() => {
-    if (settings) setValues({ log_retention_days: settings.log_retention_days?.toString() ?? "", artifact_retention_days: settings.artifact_retention_days?.toString() ?? "", keep_builds: settings.keep_builds?.toString() ?? "" });
+    if (settings)
+      setValues({
+        log_retention_days: settings.log_retention_days?.toString() ?? "",
+        artifact_retention_days: settings.artifact_retention_days?.toString() ?? "",
+        keep_builds: settings.keep_builds?.toString() ?? "",
+      });
   }, [settings]);
   return (
     <section class="panel" aria-labelledby="h-retention">
       <h2 id="h-retention">Retention of logs and artifacts</h2>
-      <p class="muted">Finished builds lose their log and artifacts after these limits; the build itself stays. The latest successful build of each pipeline and branch, unfinished builds and builds finished within the hour are always kept.</p>
+      <p class="muted">
+        Finished builds lose their log and artifacts after these limits; the build itself stays. The latest successful build of each pipeline and branch,
+        unfinished builds and builds finished within the hour are always kept.
+      </p>
       <LoadState state={state} what="the retention settings" />
       {settings && (
         <dl class="facts retention-effective">

@@ -12,7 +12,11 @@ import type { Notification, NotificationDelivery } from "../settings-types.ts";
 const EVENTS = ["failed", "fixed", "succeeded", "canceled"] as const;
 const CHANNELS = { slack: "Slack-compatible webhook", webhook: "Signed webhook (JSON)", email: "E-mail (SMTP)" } as const;
 type Channel = keyof typeof CHANNELS;
-const lines = (text: string) => text.split(/[\n,]/).map((l) => l.trim()).filter(Boolean);
+const lines = (text: string) =>
+  text
+    .split(/[\n,]/)
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 export function NotificationsTab({ project }: { project: Project }) {
   const base = `/v1/projects/${encodeURIComponent(project.id)}/notifications`;
@@ -25,7 +29,10 @@ export function NotificationsTab({ project }: { project: Project }) {
   };
   return (
     <>
-      <p class="muted">Tell a team about finished builds in a chat channel, over a signed webhook or by e-mail. URLs, signing secrets and passwords are stored encrypted and never shown again.</p>
+      <p class="muted">
+        Tell a team about finished builds in a chat channel, over a signed webhook or by e-mail. URLs, signing secrets and passwords are stored encrypted and
+        never shown again.
+      </p>
       <LoadState state={list} what="notifications" />
       {list.data && list.data.notifications.length === 0 && editing !== "new" && <p class="muted">No notifications yet.</p>}
       <ul class="plain notifications">
@@ -119,7 +126,8 @@ function DeliveryList({ url }: { url: string }) {
     <ul class="plain">
       {list.data.deliveries.map((d) => (
         <li key={d.id}>
-          <StatusBadge status={statusWord[d.status]} /> {d.status} · build {d.event} · <span title={dateTime(d.created_at)}>{ago(d.created_at)}</span> · {d.attempts} {d.attempts === 1 ? "attempt" : "attempts"}
+          <StatusBadge status={statusWord[d.status]} /> {d.status} · build {d.event} · <span title={dateTime(d.created_at)}>{ago(d.created_at)}</span> ·{" "}
+          {d.attempts} {d.attempts === 1 ? "attempt" : "attempts"}
           {d.status === "pending" && d.next_attempt_at !== null && ` · next attempt ${dateTime(d.next_attempt_at)}`}
           {d.last_error && ` · ${d.last_error}`}
         </li>
@@ -157,7 +165,15 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
       if (secret || !editing) w.secret = secret;
       return editing && Object.keys(w).length === 0 ? {} : { webhook: w };
     }
-    const email: Record<string, unknown> = { host, port: Number(port), security, username: username || null, from, to: lines(to), tls_ca: tlsCa.trim() ? tlsCa : null };
+    const email: Record<string, unknown> = {
+      host,
+      port: Number(port),
+      security,
+      username: username || null,
+      from,
+      to: lines(to),
+      tls_ca: tlsCa.trim() ? tlsCa : null,
+    };
     if (password) email.password = password;
     return { email };
   };
@@ -195,25 +211,73 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
         <legend>Events</legend>
         {EVENTS.map((ev) => (
           <label class="inline">
-            <input type="checkbox" checked={events.includes(ev)} onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))} /> {ev}
+            <input
+              type="checkbox"
+              checked={events.includes(ev)}
+              onChange={(e) => setEvents(e.currentTarget.checked ? [...events, ev] : events.filter((x) => x !== ev))}
+            />{" "}
+            {ev}
           </label>
         ))}
         <p class="hint">fixed: the first success after a failure of the same pipeline and branch.</p>
         {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
       </fieldset>
       <Field label="Branches (one pattern a line; empty: every branch)" name="branches" error={error}>
-        {(id, describedBy, invalid) => <textarea id={id} rows={2} value={branches} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setBranches(e.currentTarget.value)} />}
+        {(id, describedBy, invalid) => (
+          <textarea
+            id={id}
+            rows={2}
+            value={branches}
+            aria-describedby={describedBy}
+            aria-invalid={invalid || undefined}
+            onInput={(e) => setBranches(e.currentTarget.value)}
+          />
+        )}
       </Field>
       <label class="inline">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
       </label>
       {channel === "slack" && (
-        <TextField label="Incoming webhook URL (write-only)" name="url" type="password" autoComplete="off" value={url} onInput={setUrl} error={error} required={!editing} hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : "Slack, Mattermost, Rocket.Chat or Discord's …/slack URL; it is its own credential."} />
+        <TextField
+          label="Incoming webhook URL (write-only)"
+          name="url"
+          type="password"
+          autoComplete="off"
+          value={url}
+          onInput={setUrl}
+          error={error}
+          required={!editing}
+          hint={
+            editing
+              ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}`
+              : "Slack, Mattermost, Rocket.Chat or Discord's …/slack URL; it is its own credential."
+          }
+        />
       )}
       {channel === "webhook" && (
         <>
-          <TextField label="URL (write-only)" name="url" type="password" autoComplete="off" value={url} onInput={setUrl} error={error} required={!editing} hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : "Roost POSTs JSON signed with X-Roost-Signature-256."} />
-          <TextField label="Signing secret (write-only, at least 16 characters)" name="secret" type="password" autoComplete="new-password" value={secret} onInput={setSecret} error={error} required={!editing} hint={keep} />
+          <TextField
+            label="URL (write-only)"
+            name="url"
+            type="password"
+            autoComplete="off"
+            value={url}
+            onInput={setUrl}
+            error={error}
+            required={!editing}
+            hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : "Roost POSTs JSON signed with X-Roost-Signature-256."}
+          />
+          <TextField
+            label="Signing secret (write-only, at least 16 characters)"
+            name="secret"
+            type="password"
+            autoComplete="new-password"
+            value={secret}
+            onInput={setSecret}
+            error={error}
+            required={!editing}
+            hint={keep}
+          />
         </>
       )}
       {channel === "email" && (
@@ -232,14 +296,42 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
           </div>
           <div class="row">
             <TextField label="User name (empty: no authentication)" name="username" value={username} onInput={setUsername} error={error} autoComplete="off" />
-            <TextField label="Password (write-only)" name="password" type="password" autoComplete="new-password" value={password} onInput={setPassword} error={error} hint={editing ? "Leave empty to keep the stored one; a changed server needs it again." : undefined} />
+            <TextField
+              label="Password (write-only)"
+              name="password"
+              type="password"
+              autoComplete="new-password"
+              value={password}
+              onInput={setPassword}
+              error={error}
+              hint={editing ? "Leave empty to keep the stored one; a changed server needs it again." : undefined}
+            />
           </div>
           <TextField label="From" name="from" type="email" value={from} onInput={setFrom} error={error} required />
           <Field label="To (one address a line)" name="to" error={error}>
-            {(id, describedBy, invalid) => <textarea id={id} rows={2} value={to} required aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setTo(e.currentTarget.value)} />}
+            {(id, describedBy, invalid) => (
+              <textarea
+                id={id}
+                rows={2}
+                value={to}
+                required
+                aria-describedby={describedBy}
+                aria-invalid={invalid || undefined}
+                onInput={(e) => setTo(e.currentTarget.value)}
+              />
+            )}
           </Field>
           <Field label="Trusted CA certificates (PEM; empty: the system's)" name="tls_ca" error={error}>
-            {(id, describedBy, invalid) => <textarea id={id} rows={2} value={tlsCa} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setTlsCa(e.currentTarget.value)} />}
+            {(id, describedBy, invalid) => (
+              <textarea
+                id={id}
+                rows={2}
+                value={tlsCa}
+                aria-describedby={describedBy}
+                aria-invalid={invalid || undefined}
+                onInput={(e) => setTlsCa(e.currentTarget.value)}
+              />
+            )}
           </Field>
         </>
       )}

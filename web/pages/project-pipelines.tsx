@@ -32,7 +32,17 @@ function originOf(pipeline: Pipeline, status: PipelineFile | undefined): Origin 
   return { kind: "file-broken", file };
 }
 
-export function PipelinesTab({ project, pipelines, reload, maintainer }: { project: Project; pipelines: Pipeline[]; reload: () => Promise<void>; maintainer: boolean }) {
+export function PipelinesTab({
+  project,
+  pipelines,
+  reload,
+  maintainer,
+}: {
+  project: Project;
+  pipelines: Pipeline[];
+  reload: () => Promise<void>;
+  maintainer: boolean;
+}) {
   const status = useLoad(() => get<PipelineFile>(`/v1/projects/${encodeURIComponent(project.id)}/pipeline-file`), [project.id, pipelines.length]);
   const [editing, setEditing] = useState<string | null>(null);
   const [error, setError] = useState<ApiFailure | null>(null);
@@ -60,8 +70,16 @@ export function PipelinesTab({ project, pipelines, reload, maintainer }: { proje
       {file?.last_error && (
         <Notice kind="warning">
           <p>
-            <strong>Last pipeline file error</strong> (a webhook delivery <span title={dateTime(file.last_error.received_at)}>{ago(file.last_error.received_at)}</span>
-            {file.last_error.commit_sha ? <>, commit <code>{fileCommit(file.last_error.commit_sha)}</code></> : ""}):
+            <strong>Last pipeline file error</strong> (a webhook delivery{" "}
+            <span title={dateTime(file.last_error.received_at)}>{ago(file.last_error.received_at)}</span>
+            {file.last_error.commit_sha ? (
+              <>
+                , commit <code>{fileCommit(file.last_error.commit_sha)}</code>
+              </>
+            ) : (
+              ""
+            )}
+            ):
           </p>
           <p class="file-error">{file.last_error.message}</p>
         </Notice>
@@ -73,7 +91,9 @@ export function PipelinesTab({ project, pipelines, reload, maintainer }: { proje
       )}
       {editing === "new" && (
         <>
-          {validFiles.length > 0 && <Notice kind="warning">{`${validFiles.map((f) => f.path).join(", ")} defines this project's pipelines: a pipeline created here builds only if it reads another config file, or the file defines it too.`}</Notice>}
+          {validFiles.length > 0 && (
+            <Notice kind="warning">{`${validFiles.map((f) => f.path).join(", ")} defines this project's pipelines: a pipeline created here builds only if it reads another config file, or the file defines it too.`}</Notice>
+          )}
           <PipelineForm project={project} done={done} />
         </>
       )}
@@ -96,7 +116,8 @@ export function PipelinesTab({ project, pipelines, reload, maintainer }: { proje
               <StatusBadge status={p.enabled ? "enabled" : "disabled"} />
               <OriginLine origin={origin} branch={file?.branch ?? project.default_branch} at={at} />
               <span class="muted">
-                {shown.trigger_config.events.join(", ")} on {shown.trigger_config.branches.join(", ")} · {shown.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {shown.execution_config.flutter_version}
+                {shown.trigger_config.events.join(", ")} on {shown.trigger_config.branches.join(", ")} ·{" "}
+                {shown.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {shown.execution_config.flutter_version}
               </span>
               <a href={`/projects/${encodeURIComponent(project.id)}/pipelines/${encodeURIComponent(p.id)}`}>Trends and flaky tests</a>
               {origin.kind === "file" && <FileDefinition defined={origin.defined} path={origin.file.path} />}
@@ -108,7 +129,12 @@ export function PipelinesTab({ project, pipelines, reload, maintainer }: { proje
                     </button>
                   )}
                   {origin.kind === "file" && (
-                    <button type="button" class="secondary small" aria-label={`${p.enabled ? "Disable" : "Enable"} ${p.name}`} onClick={() => void act(() => patch(`/v1/pipelines/${encodeURIComponent(p.id)}`, { enabled: !p.enabled }))}>
+                    <button
+                      type="button"
+                      class="secondary small"
+                      aria-label={`${p.enabled ? "Disable" : "Enable"} ${p.name}`}
+                      onClick={() => void act(() => patch(`/v1/pipelines/${encodeURIComponent(p.id)}`, { enabled: !p.enabled }))}
+                    >
                       {p.enabled ? "Disable" : "Enable"}
                     </button>
                   )}
@@ -135,7 +161,8 @@ export function PipelinesTab({ project, pipelines, reload, maintainer }: { proje
               {at} — not in Roost yet: the next push to the repository adds it.
             </span>
             <span class="muted">
-              {defined.trigger_config.events.join(", ")} on {defined.trigger_config.branches.join(", ")} · {defined.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {defined.execution_config.flutter_version}
+              {defined.trigger_config.events.join(", ")} on {defined.trigger_config.branches.join(", ")} ·{" "}
+              {defined.execution_config.platforms.join(", ") || "check only (no platform build)"} · Flutter {defined.execution_config.flutter_version}
             </span>
             <FileDefinition defined={defined} path={f.path} />
           </li>
@@ -159,7 +186,8 @@ function FileSummary({ file, branch, at }: { file: FileEntry; branch: string; at
         {`${file.path} on ${branch}${at} defines ${file.pipelines.map((p) => p.name).join(", ")}. Change them in the file and push: it overrides any configuration made here.`}
       </Notice>
     );
-  if (file.status === "unreadable") return <Notice kind="warning">{`Roost could not read ${file.path} on ${branch}: ${file.message ?? "the host did not answer"}.`}</Notice>;
+  if (file.status === "unreadable")
+    return <Notice kind="warning">{`Roost could not read ${file.path} on ${branch}: ${file.message ?? "the host did not answer"}.`}</Notice>;
   return (
     <Notice kind="error">
       <p>
@@ -185,9 +213,26 @@ function OriginLine({ origin, branch, at }: { origin: Origin; branch: string; at
         {at} (read-only here)
       </span>
     );
-  if (origin.kind === "api") return <span class="origin">Configured in Roost (no {origin.path} on {branch})</span>;
-  if (origin.kind === "not-in-file") return <span class="origin">Not in {origin.file.path} on {branch}: it builds nothing from pushes while the file exists. Add it to the file, or delete it.</span>;
-  if (origin.kind === "file-broken") return <span class="origin">{origin.file.status === "invalid" ? `${origin.file.path} on ${branch} is invalid: nothing builds until it is fixed.` : `${origin.file.path} could not be read.`}</span>;
+  if (origin.kind === "api")
+    return (
+      <span class="origin">
+        Configured in Roost (no {origin.path} on {branch})
+      </span>
+    );
+  if (origin.kind === "not-in-file")
+    return (
+      <span class="origin">
+        Not in {origin.file.path} on {branch}: it builds nothing from pushes while the file exists. Add it to the file, or delete it.
+      </span>
+    );
+  if (origin.kind === "file-broken")
+    return (
+      <span class="origin">
+        {origin.file.status === "invalid"
+          ? `${origin.file.path} on ${branch} is invalid: nothing builds until it is fixed.`
+          : `${origin.file.path} could not be read.`}
+      </span>
+    );
   return null;
 }
 
@@ -214,7 +259,8 @@ function FileDefinition({ defined, path }: { defined: FilePipeline; path: string
         </dd>
         <dt>Commands</dt>
         <dd>
-          before: {list(x.commands.pre_build)}; build: {x.commands.build.length ? list(x.commands.build) : "flutter build"}; after: {list(x.commands.post_build)}
+          before: {list(x.commands.pre_build)}; build: {x.commands.build.length ? list(x.commands.build) : "flutter build"}; after:{" "}
+          {list(x.commands.post_build)}
         </dd>
         <dt>Artifacts</dt>
         <dd>{list(x.artifact_patterns)}</dd>
@@ -229,7 +275,11 @@ function FileDefinition({ defined, path }: { defined: FilePipeline; path: string
   );
 }
 
-const lines = (text: string) => text.split("\n").map((l) => l.trim()).filter(Boolean);
+const lines = (text: string) =>
+  text
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
 
 /** The pipeline editor: every field of the pipeline's configuration; the API validates. */
 function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?: Pipeline; done: () => void }) {
@@ -250,12 +300,26 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
   const [post_, setPost] = useState((x?.commands.post_build ?? []).join("\n"));
   const [artifacts, setArtifacts] = useState((x?.artifact_patterns ?? []).join("\n"));
   const [labels, setLabels] = useState((x?.runner_labels ?? []).join(" "));
-  const [env, setEnv] = useState((x?.env ?? []).filter((e) => !e.secret).map((e) => `${e.key}=${e.value}`).join("\n"));
+  const [env, setEnv] = useState(
+    (x?.env ?? [])
+      .filter((e) => !e.secret)
+      .map((e) => `${e.key}=${e.value}`)
+      .join("\n"),
+  );
   const [error, setError] = useState<ApiFailure | null>(null);
   const toggle = (list: string[], value: string, on: boolean) => (on ? [...new Set([...list, value])] : list.filter((v) => v !== value));
   const area = (label: string, name: string, value: string, set: (v: string) => void, hint?: string) => (
     <Field label={label} name={name} error={error} hint={hint}>
-      {(id, describedBy, invalid) => <textarea id={id} rows={3} value={value} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => set(e.currentTarget.value)} />}
+      {(id, describedBy, invalid) => (
+        <textarea
+          id={id}
+          rows={3}
+          value={value}
+          aria-describedby={describedBy}
+          aria-invalid={invalid || undefined}
+          onInput={(e) => set(e.currentTarget.value)}
+        />
+      )}
     </Field>
   );
   return (
@@ -282,7 +346,14 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
             ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
             runner_labels: labels.split(/\s+/).filter(Boolean),
             // Secret entries are never returned; only plain ones are edited here.
-            ...(pipeline && x?.env.some((e) => e.secret) ? {} : { env: lines(env).map((l) => ({ key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")), value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "" })) }),
+            ...(pipeline && x?.env.some((e) => e.secret)
+              ? {}
+              : {
+                  env: lines(env).map((l) => ({
+                    key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")),
+                    value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "",
+                  })),
+                }),
           },
         };
         try {
@@ -297,7 +368,8 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
       <h3>{pipeline ? `Edit ${pipeline.name}` : "New pipeline"}</h3>
       <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
       <label class="inline">
-        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled (a disabled pipeline is never triggered by webhooks)
+        <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled (a disabled pipeline is never triggered by
+        webhooks)
       </label>
       <TextField label="Config file path (empty: roost.yaml)" name="config_path" value={configPath} onInput={setConfigPath} error={error} />
       {area("Branches (one pattern a line)", "branches", branches, setBranches, "e.g. main, release/*")}
@@ -320,22 +392,63 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
         <p class="muted">None: a check pipeline that only runs its commands (analyze, test), with no platform build.</p>
         {error?.forField("platforms") && <p class="field-error">{error.forField("platforms")}</p>}
       </fieldset>
-      <TextField label="Flutter version" name="flutter_version" value={flutter} onInput={setFlutter} error={error} hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it" />
-      <TextField label="Build timeout (minutes)" name="timeout_seconds" type="number" value={timeoutMinutes} onInput={setTimeoutMinutes} error={error} hint="a build running longer is stopped and fails with reason timeout" />
+      <TextField
+        label="Flutter version"
+        name="flutter_version"
+        value={flutter}
+        onInput={setFlutter}
+        error={error}
+        hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it"
+      />
+      <TextField
+        label="Build timeout (minutes)"
+        name="timeout_seconds"
+        type="number"
+        value={timeoutMinutes}
+        onInput={setTimeoutMinutes}
+        error={error}
+        hint="a build running longer is stopped and fails with reason timeout"
+      />
       <label class="inline">
-        <input type="checkbox" checked={cacheOn} onChange={(e) => setCacheOn(e.currentTarget.checked)} /> Cache pub, Gradle and CocoaPods downloads on the runner (keyed by the lock files)
+        <input type="checkbox" checked={cacheOn} onChange={(e) => setCacheOn(e.currentTarget.checked)} /> Cache pub, Gradle and CocoaPods downloads on the
+        runner (keyed by the lock files)
       </label>
       {area("Commands before the build (one a line)", "pre_build", pre, setPre)}
       {area("Build commands (one a line; empty: flutter build)", "build", buildCmds, setBuildCmds)}
       {area("Commands after the build", "post_build", post_, setPost)}
-      {area("Artifact patterns (one a line)", "artifact_patterns", artifacts, setArtifacts, pipeline ? undefined : "empty: the APK, AAB, IPA and macOS app Flutter builds")}
+      {area(
+        "Artifact patterns (one a line)",
+        "artifact_patterns",
+        artifacts,
+        setArtifacts,
+        pipeline ? undefined : "empty: the APK, AAB, IPA and macOS app Flutter builds",
+      )}
       {!(pipeline && x?.env.some((e) => e.secret)) && area("Environment (KEY=value, one a line)", "env", env, setEnv)}
       <TextField label="Runner labels (space-separated)" name="runner_labels" value={labels} onInput={setLabels} error={error} />
       <label class="inline">
-        <input type="checkbox" checked={cancelPrevious} onChange={(e) => setCancelPrevious(e.currentTarget.checked)} /> A newer build of the same branch cancels older ones
+        <input type="checkbox" checked={cancelPrevious} onChange={(e) => setCancelPrevious(e.currentTarget.checked)} /> A newer build of the same branch cancels
+        older ones
       </label>
       <TextField label="Builds at once" name="max_concurrent" type="number" value={maxConcurrent} onInput={setMaxConcurrent} error={error} />
-      <FormError error={error} fields={["name", "config_path", "branches", "events", "platforms", "flutter_version", "timeout_seconds", "pre_build", "build", "post_build", "artifact_patterns", "env", "runner_labels", "max_concurrent"]} />
+      <FormError
+        error={error}
+        fields={[
+          "name",
+          "config_path",
+          "branches",
+          "events",
+          "platforms",
+          "flutter_version",
+          "timeout_seconds",
+          "pre_build",
+          "build",
+          "post_build",
+          "artifact_patterns",
+          "env",
+          "runner_labels",
+          "max_concurrent",
+        ]}
+      />
       {error && error.details.length > 0 && (
         <ul class="field-error" aria-label="Problems">
           {error.details.map((d) => (
@@ -354,4 +467,3 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
     </form>
   );
 }
-

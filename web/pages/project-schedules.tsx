@@ -12,7 +12,10 @@ export function SchedulesTab({ project, pipelines, maintainer }: { project: Proj
   if (pipelines.length === 0) return <p class="muted">This project has no pipeline yet.</p>;
   return (
     <>
-      <p class="muted">A schedule builds a branch of a pipeline at the times of a cron expression (minute hour day-of-month month day-of-week, or @daily and the like), read in its time zone.</p>
+      <p class="muted">
+        A schedule builds a branch of a pipeline at the times of a cron expression (minute hour day-of-month month day-of-week, or @daily and the like), read in
+        its time zone.
+      </p>
       {pipelines.map((p) => (
         <PipelineSchedules key={p.id} project={project} pipeline={p} maintainer={maintainer} />
       ))}
@@ -49,7 +52,8 @@ function PipelineSchedules({ project, pipeline, maintainer }: { project: Project
                 {s.source === "file" && <> · from {s.config_path ?? "the pipeline file"} (change it there)</>}
               </div>
               <div class="muted">
-                Next run: {s.next_run_at === null ? "none" : <time dateTime={new Date(s.next_run_at * 1000).toISOString()}>{dateTime(s.next_run_at)}</time>} (your time)
+                Next run: {s.next_run_at === null ? "none" : <time dateTime={new Date(s.next_run_at * 1000).toISOString()}>{dateTime(s.next_run_at)}</time>}{" "}
+                (your time)
                 {s.last_run && (
                   <>
                     {" "}
@@ -104,7 +108,19 @@ function PipelineSchedules({ project, pipeline, maintainer }: { project: Project
   );
 }
 
-function ScheduleForm({ project, base, pipeline, schedule, done }: { project: Project; base: string; pipeline: Pipeline; schedule?: Schedule; done: () => Promise<void> }) {
+function ScheduleForm({
+  project,
+  base,
+  pipeline,
+  schedule,
+  done,
+}: {
+  project: Project;
+  base: string;
+  pipeline: Pipeline;
+  schedule?: Schedule;
+  done: () => Promise<void>;
+}) {
   const [cron, setCron] = useState(schedule?.cron ?? "0 3 * * *");
   const [timezone, setTimezone] = useState(schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone ?? "UTC");
   const [branch, setBranch] = useState(schedule?.branch ?? project.default_branch);
@@ -131,12 +147,29 @@ function ScheduleForm({ project, base, pipeline, schedule, done }: { project: Pr
     >
       <h3>{label}</h3>
       <div class="row">
-        <TextField label="Cron expression" name="cron" value={cron} onInput={setCron} error={error} required hint="e.g. 0 3 * * 1-5 (03:00 on weekdays) or @daily" />
-        <TextField label="Time zone" name="timezone" value={timezone} onInput={setTimezone} error={error} required hint="IANA name, e.g. Europe/Berlin or UTC" />
+        <TextField
+          label="Cron expression"
+          name="cron"
+          value={cron}
+          onInput={setCron}
+          error={error}
+          required
+          hint="e.g. 0 3 * * 1-5 (03:00 on weekdays) or @daily"
+        />
+        <TextField
+          label="Time zone"
+          name="timezone"
+          value={timezone}
+          onInput={setTimezone}
+          error={error}
+          required
+          hint="IANA name, e.g. Europe/Berlin or UTC"
+        />
         <TextField label="Branch" name="branch" value={branch} onInput={setBranch} error={error} required />
       </div>
       <label class="inline">
-        <input type="checkbox" checked={unchanged} onChange={(e) => setUnchanged(e.currentTarget.checked)} /> Build even when the branch has not changed since the last scheduled build
+        <input type="checkbox" checked={unchanged} onChange={(e) => setUnchanged(e.currentTarget.checked)} /> Build even when the branch has not changed since
+        the last scheduled build
       </label>
       <label class="inline">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled

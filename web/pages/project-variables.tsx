@@ -24,7 +24,10 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
   const [scope, setScope] = useState("");
   const base = scope ? `/v1/pipelines/${encodeURIComponent(scope)}/variables` : `/v1/projects/${encodeURIComponent(project.id)}/variables`;
   const list = useLoad(() => get<{ variables: Variable[] }>(base), [base]);
-  const changes = useLoad(() => get<{ changes: VariableChange[] }>(`/v1/projects/${encodeURIComponent(project.id)}/variable-changes${query({ limit: 50 })}`), [project.id]);
+  const changes = useLoad(
+    () => get<{ changes: VariableChange[] }>(`/v1/projects/${encodeURIComponent(project.id)}/variable-changes${query({ limit: 50 })}`),
+    [project.id],
+  );
   const [error, setError] = useState<ApiFailure | null>(null);
   const [message, setMessage] = useState("");
   // "Replace" fills the form with a variable's settings (its value is write-only: typed again).
@@ -36,7 +39,8 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
   return (
     <>
       <p class="muted">
-        Every build of the project's pipelines receives the project's variables; a pipeline's own variable replaces a project variable of the same name. Secrets are encrypted at rest, masked in logs, withheld from pull requests from forks, and never shown again.
+        Every build of the project's pipelines receives the project's variables; a pipeline's own variable replaces a project variable of the same name. Secrets
+        are encrypted at rest, masked in logs, withheld from pull requests from forks, and never shown again.
       </p>
       <div class="field inline-field">
         <label for="variables-scope">Variables of</label>
@@ -74,7 +78,15 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
                     <td>
                       <code>{v.key}</code>
                     </td>
-                    <td>{v.value === null ? <span class="muted">hidden (write-only)</span> : v.file ? `file, ${bytes(Math.floor((v.value.replace(/\s+/g, "").length * 3) / 4))}` : <code>{v.value}</code>}</td>
+                    <td>
+                      {v.value === null ? (
+                        <span class="muted">hidden (write-only)</span>
+                      ) : v.file ? (
+                        `file, ${bytes(Math.floor((v.value.replace(/\s+/g, "").length * 3) / 4))}`
+                      ) : (
+                        <code>{v.value}</code>
+                      )}
+                    </td>
                     <td>{[v.secret ? "secret" : "plain", v.file ? "file" : ""].filter(Boolean).join(", ")}</td>
                     <td>{v.protected_refs.length > 0 ? v.protected_refs.join(", ") : <span class="muted">every ref</span>}</td>
                     <td title={dateTime(v.updated_at)}>{ago(v.updated_at)}</td>
@@ -129,7 +141,8 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
           <ul class="plain variable-changes">
             {changes.data.changes.map((c) => (
               <li key={c.id}>
-                <span title={dateTime(c.created_at)}>{ago(c.created_at)}</span>: {c.actor || "someone"} {c.action} {c.secret ? "secret" : "variable"} <code>{c.key}</code> of {c.pipeline_id === null ? "the project" : `pipeline ${pipelineName(c.pipeline_id)}`}
+                <span title={dateTime(c.created_at)}>{ago(c.created_at)}</span>: {c.actor || "someone"} {c.action} {c.secret ? "secret" : "variable"}{" "}
+                <code>{c.key}</code> of {c.pipeline_id === null ? "the project" : `pipeline ${pipelineName(c.pipeline_id)}`}
               </li>
             ))}
           </ul>
@@ -156,7 +169,12 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
         e.preventDefault();
         setError(null);
         if (asFile && !file) return setError(new ApiFailure(0, "invalid_request", "Choose a file.", [{ path: "file_upload", message: "Choose a file." }]));
-        if (asFile && file && file.size > MAX_FILE_BYTES) return setError(new ApiFailure(0, "invalid_request", `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.`, [{ path: "file_upload", message: `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.` }]));
+        if (asFile && file && file.size > MAX_FILE_BYTES)
+          return setError(
+            new ApiFailure(0, "invalid_request", `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.`, [
+              { path: "file_upload", message: `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.` },
+            ]),
+          );
         setBusy(true);
         try {
           const body = {
@@ -183,31 +201,82 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
       }}
     >
       <h2>Add or replace a variable</h2>
-      {preset && <p class="hint">Replacing {preset.key}: its settings are filled in; type the {preset.file ? "file" : "value"} again (values are write-only).</p>}
-      <TextField label="Name" name="key" value={key} onInput={setKey} error={error} required hint="Letters, digits and _; an existing name is replaced." autoComplete="off" />
+      {preset && (
+        <p class="hint">
+          Replacing {preset.key}: its settings are filled in; type the {preset.file ? "file" : "value"} again (values are write-only).
+        </p>
+      )}
+      <TextField
+        label="Name"
+        name="key"
+        value={key}
+        onInput={setKey}
+        error={error}
+        required
+        hint="Letters, digits and _; an existing name is replaced."
+        autoComplete="off"
+      />
       <label class="inline">
         <input type="checkbox" checked={secret} onChange={(e) => setSecret(e.currentTarget.checked)} /> Secret (write-only: never shown again, masked in logs)
       </label>
       <label class="inline">
-        <input type="checkbox" checked={asFile} onChange={(e) => setAsFile(e.currentTarget.checked)} /> File (the runner writes it to a private file and sets the variable to its path)
+        <input type="checkbox" checked={asFile} onChange={(e) => setAsFile(e.currentTarget.checked)} /> File (the runner writes it to a private file and sets
+        the variable to its path)
       </label>
       {asFile ? (
         <Field label="File (at most 256 KiB)" name="file_upload" error={error}>
-          {(id, describedBy, invalid) => <input id={id} type="file" aria-describedby={describedBy} aria-invalid={invalid || undefined} onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)} />}
+          {(id, describedBy, invalid) => (
+            <input
+              id={id}
+              type="file"
+              aria-describedby={describedBy}
+              aria-invalid={invalid || undefined}
+              onChange={(e) => setFile(e.currentTarget.files?.[0] ?? null)}
+            />
+          )}
         </Field>
       ) : (
         <Field label="Value" name="value" error={error}>
           {(id, describedBy, invalid) =>
             secret ? (
-              <input id={id} type="password" autoComplete="new-password" value={value} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setValue(e.currentTarget.value)} />
+              <input
+                id={id}
+                type="password"
+                autoComplete="new-password"
+                value={value}
+                aria-describedby={describedBy}
+                aria-invalid={invalid || undefined}
+                onInput={(e) => setValue(e.currentTarget.value)}
+              />
             ) : (
-              <textarea id={id} rows={2} value={value} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setValue(e.currentTarget.value)} />
+              <textarea
+                id={id}
+                rows={2}
+                value={value}
+                aria-describedby={describedBy}
+                aria-invalid={invalid || undefined}
+                onInput={(e) => setValue(e.currentTarget.value)}
+              />
             )
           }
         </Field>
       )}
-      <Field label="Protected refs (one pattern a line; empty: every build)" name="protected_refs" error={error} hint="When set, only builds of a matching branch or tag that are not pull requests receive the variable: branches as main or release/*, tags as refs/tags/v* (a plain name never matches a tag).">
-        {(id, describedBy, invalid) => <textarea id={id} rows={2} value={refs} aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setRefs(e.currentTarget.value)} />}
+      <Field
+        label="Protected refs (one pattern a line; empty: every build)"
+        name="protected_refs"
+        error={error}
+        hint="When set, only builds of a matching branch or tag that are not pull requests receive the variable: branches as main or release/*, tags as refs/tags/v* (a plain name never matches a tag)."
+      >
+        {(id, describedBy, invalid) => (
+          <textarea
+            id={id}
+            rows={2}
+            value={refs}
+            aria-describedby={describedBy}
+            aria-invalid={invalid || undefined}
+            onInput={(e) => setRefs(e.currentTarget.value)}
+          />
+        )}
       </Field>
       <FormError error={error} fields={["key", "value", "file_upload", "protected_refs"]} />
       <button type="submit" disabled={busy}>

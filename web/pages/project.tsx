@@ -53,7 +53,9 @@ export function ProjectPage({ project_id }: Record<string, string>) {
           ))}
       </nav>
       {tab === "builds" && <Builds project={project} pipelines={pipelines.data?.pipelines ?? []} />}
-      {tab === "pipelines" && <PipelinesTab project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} maintainer={may(project, "maintainer")} />}
+      {tab === "pipelines" && (
+        <PipelinesTab project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} maintainer={may(project, "maintainer")} />
+      )}
       {tab === "deliveries" && may(project, "maintainer") && <Deliveries project={project} />}
       {tab === "schedules" && <SchedulesTab project={project} pipelines={pipelines.data?.pipelines ?? []} maintainer={may(project, "maintainer")} />}
       {tab === "variables" && may(project, "maintainer") && <VariablesTab project={project} pipelines={pipelines.data?.pipelines ?? []} />}
@@ -81,7 +83,12 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
   useEffect(() => setCursors([]), [base, status, branch, trigger]);
-  const builds = useLoad(() => get<BuildPage>(base + query({ status, branch, trigger_type: trigger, limit: 50, cursor })), [base, status, branch, trigger, cursor], 5000, () => events.live());
+  const builds = useLoad(
+    () => get<BuildPage>(base + query({ status, branch, trigger_type: trigger, limit: 50, cursor })),
+    [base, status, branch, trigger, cursor],
+    5000,
+    () => events.live(),
+  );
   // A pushed change of this project's builds reloads the filtered page (one request, at most every half second).
   const pending = useRef<ReturnType<typeof setTimeout> | null>(null);
   const events = useBuildEvents(
@@ -98,7 +105,9 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
   return (
     <>
       {may(project, "developer") && pipelines.length > 0 && <ManualBuild project={project} pipelines={pipelines} />}
-      {pipelines.length === 0 && <Notice>This project has no pipeline yet. {may(project, "maintainer") ? <a href="?tab=pipelines">Create one</a> : "A maintainer creates one."}</Notice>}
+      {pipelines.length === 0 && (
+        <Notice>This project has no pipeline yet. {may(project, "maintainer") ? <a href="?tab=pipelines">Create one</a> : "A maintainer creates one."}</Notice>
+      )}
       <form class="filters" aria-label="Filter builds" onSubmit={(e) => e.preventDefault()}>
         <div class="field">
           <label for="filter-pipeline">Pipeline</label>
@@ -177,7 +186,11 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
           setBusy(true);
           setError(null);
           try {
-            const { build } = await post<{ build: Build }>(`/v1/projects/${encodeURIComponent(project.id)}/builds`, { pipeline_id: pipelineId, branch: branch || undefined, commit_sha: sha || undefined });
+            const { build } = await post<{ build: Build }>(`/v1/projects/${encodeURIComponent(project.id)}/builds`, {
+              pipeline_id: pipelineId,
+              branch: branch || undefined,
+              commit_sha: sha || undefined,
+            });
             navigate(`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(build.id)}`);
           } catch (err) {
             setError(err as ApiFailure);
@@ -208,7 +221,11 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
 
 function Deliveries({ project }: { project: Project }) {
   const [result, setResult] = useState("");
-  const state = useLoad(() => get<{ deliveries: Delivery[]; total: number }>(`/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries${query({ result, limit: 50 })}`), [project.id, result], 10000);
+  const state = useLoad(
+    () => get<{ deliveries: Delivery[]; total: number }>(`/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries${query({ result, limit: 50 })}`),
+    [project.id, result],
+    10000,
+  );
   return (
     <>
       <div class="field inline-field">
@@ -234,7 +251,8 @@ export function DeliveryList({ deliveries }: { deliveries: Delivery[] }) {
         <li key={d.id} class="panel">
           <div>
             <StatusBadge status={d.result} /> <strong>{d.event}</strong>
-            {d.action ? ` (${d.action})` : ""} from {d.host} · {d.repository_full_name ?? "unknown repository"} · {d.commit_sha ? <code>{shortSha(d.commit_sha)}</code> : "no commit"} · <span title={dateTime(d.received_at)}>{ago(d.received_at)}</span>
+            {d.action ? ` (${d.action})` : ""} from {d.host} · {d.repository_full_name ?? "unknown repository"} ·{" "}
+            {d.commit_sha ? <code>{shortSha(d.commit_sha)}</code> : "no commit"} · <span title={dateTime(d.received_at)}>{ago(d.received_at)}</span>
           </div>
           <p>{d.reason}</p>
           {d.decisions.length > 0 && (
@@ -413,7 +431,11 @@ function Members({ project }: { project: Project }) {
           try {
             const found = (await get<{ users: User[] }>(`/v1/users${query({ q: wanted, limit: 50 })}`)).users.find((u) => u.email.toLowerCase() === wanted);
             if (found) return void (await set(found.id, role));
-            setError(new ApiFailure(0, "not_found", "No active user has this e-mail address; invite them under Administration → Users first.", [{ path: "email", message: "No active user has this e-mail address; invite them under Administration → Users first." }]));
+            setError(
+              new ApiFailure(0, "not_found", "No active user has this e-mail address; invite them under Administration → Users first.", [
+                { path: "email", message: "No active user has this e-mail address; invite them under Administration → Users first." },
+              ]),
+            );
           } catch (err) {
             setError(err as ApiFailure);
           }
@@ -423,7 +445,18 @@ function Members({ project }: { project: Project }) {
           <Field label="Member's e-mail address" name="email" error={error} hint="Pick a user; invite new people under Administration → Users.">
             {(id, describedBy, invalid) => (
               <>
-                <input id={id} name="email" type="email" list="member-candidates" autoComplete="off" value={email} required aria-describedby={describedBy} aria-invalid={invalid || undefined} onInput={(e) => setEmail(e.currentTarget.value)} />
+                <input
+                  id={id}
+                  name="email"
+                  type="email"
+                  list="member-candidates"
+                  autoComplete="off"
+                  value={email}
+                  required
+                  aria-describedby={describedBy}
+                  aria-invalid={invalid || undefined}
+                  onInput={(e) => setEmail(e.currentTarget.value)}
+                />
                 <datalist id="member-candidates">
                   {candidates.map((u) => (
                     <option key={u.id} value={u.email}>
@@ -435,7 +468,14 @@ function Members({ project }: { project: Project }) {
             )}
           </Field>
         ) : (
-          <TextField label="User id" name="user_id" value={userId} onInput={setUserId} error={error} hint="Only admins can look people up by e-mail; ask one for the id." />
+          <TextField
+            label="User id"
+            name="user_id"
+            value={userId}
+            onInput={setUserId}
+            error={error}
+            hint="Only admins can look people up by e-mail; ask one for the id."
+          />
         )}
         <div class="field">
           <label for="member-role">Role</label>

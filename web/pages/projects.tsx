@@ -13,7 +13,13 @@ export function Projects() {
   const projects = (state.data?.projects ?? []).filter((p) => (p.name + " " + p.repository_full_name).toLowerCase().includes(filter.toLowerCase()));
   return (
     <section>
-      <PageTitle title="Projects">{roleAtLeast(role.value, "maintainer") && <a class="button" href="/projects/new">New project</a>}</PageTitle>
+      <PageTitle title="Projects">
+        {roleAtLeast(role.value, "maintainer") && (
+          <a class="button" href="/projects/new">
+            New project
+          </a>
+        )}
+      </PageTitle>
       <div class="field inline-field">
         <label for="project-filter">Filter projects</label>
         <input id="project-filter" type="search" value={filter} onInput={(e) => setFilter(e.currentTarget.value)} />
@@ -51,7 +57,9 @@ export function NewProject() {
       </div>
       <FormError error={error} />
       <LoadState state={state} what="repositories" />
-      {state.data && state.data.repositories.length === 0 && <p class="muted">No repository matches. An admin adds source hosts under Administration → Integrations.</p>}
+      {state.data && state.data.repositories.length === 0 && (
+        <p class="muted">No repository matches. An admin adds source hosts under Administration → Integrations.</p>
+      )}
       <ul class="cards">
         {state.data?.repositories.map((r) => (
           <li key={r.id} class="project-card">

@@ -57,22 +57,27 @@ export function Runners() {
       {secret && (
         <SecretOnce title={`Token of ${secret.name}.`} secret={secret.token}>
           <p>
-            Start the runner on the machine that builds, <strong>as an OS user of its own</strong>: not root, and on Roost's own host not the user the daemon runs as (the runner refuses both there, exit 2). For example{" "}
-            <code>sudo useradd --system --create-home roost-runner</code>, then run the command as that user (<code>sudo -u roost-runner env ROOST_URL=…</code>).
+            Start the runner on the machine that builds, <strong>as an OS user of its own</strong>: not root, and on Roost's own host not the user the daemon
+            runs as (the runner refuses both there, exit 2). For example <code>sudo useradd --system --create-home roost-runner</code>, then run the command as
+            that user (<code>sudo -u roost-runner env ROOST_URL=…</code>).
           </p>
-          <p>With the <code>roost</code> program installed:</p>
+          <p>
+            With the <code>roost</code> program installed:
+          </p>
           <div class="secret-row">
-            <code class="secret command" data-from="binary">{runnerCommand(secret.id, secret.token, "binary")}</code>
+            <code class="secret command" data-from="binary">
+              {runnerCommand(secret.id, secret.token, "binary")}
+            </code>
           </div>
           <p>
             In a checkout of Roost (in its directory, after <code>npm ci</code>):
           </p>
           <div class="secret-row">
-            <code class="secret command" data-from="checkout">{runnerCommand(secret.id, secret.token, "checkout")}</code>
+            <code class="secret command" data-from="checkout">
+              {runnerCommand(secret.id, secret.token, "checkout")}
+            </code>
           </div>
-          <p class="muted">
-            The build machine needs git and Flutter; see Running a runner in docs/runners.md.
-          </p>
+          <p class="muted">The build machine needs git and Flutter; see Running a runner in docs/runners.md.</p>
         </SecretOnce>
       )}
       <LoadState state={state} what="runners" />
@@ -103,7 +108,15 @@ export function Runners() {
                   </td>
                   <td>{r.all_labels.join(", ") || "—"}</td>
                   <td>
-                    {[r.capabilities.os, r.capabilities.arch, r.capabilities.flutter_versions?.length ? `Flutter ${r.capabilities.flutter_versions.join(", ")}` : "", r.capabilities.xcode ? `Xcode ${r.capabilities.xcode}` : "", r.version ? `roost ${r.version}` : ""].filter(Boolean).join(" · ") || "—"}
+                    {[
+                      r.capabilities.os,
+                      r.capabilities.arch,
+                      r.capabilities.flutter_versions?.length ? `Flutter ${r.capabilities.flutter_versions.join(", ")}` : "",
+                      r.capabilities.xcode ? `Xcode ${r.capabilities.xcode}` : "",
+                      r.version ? `roost ${r.version}` : "",
+                    ]
+                      .filter(Boolean)
+                      .join(" · ") || "—"}
                   </td>
                   <td>{ago(r.last_seen_at)}</td>
                   <td>

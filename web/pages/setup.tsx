@@ -37,7 +37,10 @@ export function SetupWizard() {
             <input type="radio" name="mode" value="remote" checked={mode === "remote"} onChange={() => setMode("remote")} />
             <span>
               <strong>External Access</strong>
-              <span class="muted"> — a team signs in through your OpenID Provider or a trusted reverse proxy. Needs the setup token from the daemon's data directory.</span>
+              <span class="muted">
+                {" "}
+                — a team signs in through your OpenID Provider or a trusted reverse proxy. Needs the setup token from the daemon's data directory.
+              </span>
             </span>
           </label>
         </fieldset>
@@ -73,7 +76,17 @@ function LocalOwner() {
       }}
     >
       <h2>Create the owner</h2>
-      <TextField label="Your e-mail address" name="email" type="email" value={email} onInput={setEmail} error={error} required autoComplete="email" hint="The owner can invite everyone else later." />
+      <TextField
+        label="Your e-mail address"
+        name="email"
+        type="email"
+        value={email}
+        onInput={setEmail}
+        error={error}
+        required
+        autoComplete="email"
+        hint="The owner can invite everyone else later."
+      />
       <FormError error={error} fields={["email"]} />
       <button type="submit" disabled={busy}>
         {busy ? "Signing in…" : "Create owner and sign in"}
@@ -100,7 +113,14 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
 
   // The server says what comes next (GET /v1/setup/status next_step), so a reload mid-way resumes
   // at the right step and a step that failed is asked again.
-  const step = !status.runtime_mode_chosen || status.next_step === "preferences" ? "preferences" : status.next_step === "configure_oidc" || status.next_step === "configure_trusted_proxy" ? "configure" : status.next_step === "owner" ? "owner" : "complete";
+  const step =
+    !status.runtime_mode_chosen || status.next_step === "preferences"
+      ? "preferences"
+      : status.next_step === "configure_oidc" || status.next_step === "configure_trusted_proxy"
+        ? "configure"
+        : status.next_step === "owner"
+          ? "owner"
+          : "complete";
   const run = async (work: () => Promise<void>, byCode: Record<string, string> = {}) => {
     setBusy(true);
     setError(null);
@@ -120,24 +140,40 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
       aria-label="External Access setup"
       onSubmit={(e) => {
         e.preventDefault();
-        if (step === "preferences") void run(async () => {
-          await call("POST", "/v1/setup/preferences", { runtime_mode: "remote", remote_auth_mode: authMode });
-          await loadSetupStatus();
-        });
-        else if (step === "configure") void run(async () => {
-          if (authMode === "oidc") await call("PUT", "/v1/setup/oidc", { issuer, client_id: clientId, client_secret: clientSecret, redirect_uris: [redirect] });
-          else await call("PUT", "/v1/setup/trusted-proxy", { trusted_peers: peers.split(/[\s,]+/).filter(Boolean), identity_header: header, shared_secret: secret || undefined });
-          await loadSetupStatus();
-        }, { oidc_discovery_error: "issuer" });
-        else if (step === "owner") void run(async () => {
-          await call("POST", "/v1/setup/owner", { email: ownerEmail });
-          await loadSetupStatus();
-        }, { owner_exists: "email" });
-        else void run(async () => {
-          await call("POST", "/v1/setup/complete");
-          await loadSetupStatus();
-          navigate("/sign-in", { replace: true });
-        });
+        if (step === "preferences")
+          void run(async () => {
+            await call("POST", "/v1/setup/preferences", { runtime_mode: "remote", remote_auth_mode: authMode });
+            await loadSetupStatus();
+          });
+        else if (step === "configure")
+          void run(
+            async () => {
+              if (authMode === "oidc")
+                await call("PUT", "/v1/setup/oidc", { issuer, client_id: clientId, client_secret: clientSecret, redirect_uris: [redirect] });
+              else
+                await call("PUT", "/v1/setup/trusted-proxy", {
+                  trusted_peers: peers.split(/[\s,]+/).filter(Boolean),
+                  identity_header: header,
+                  shared_secret: secret || undefined,
+                });
+              await loadSetupStatus();
+            },
+            { oidc_discovery_error: "issuer" },
+          );
+        else if (step === "owner")
+          void run(
+            async () => {
+              await call("POST", "/v1/setup/owner", { email: ownerEmail });
+              await loadSetupStatus();
+            },
+            { owner_exists: "email" },
+          );
+        else
+          void run(async () => {
+            await call("POST", "/v1/setup/complete");
+            await loadSetupStatus();
+            navigate("/sign-in", { replace: true });
+          });
       }}
     >
       <h2>External Access</h2>
@@ -148,7 +184,21 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
           </li>
         ))}
       </ol>
-      <TextField label="Setup token" name="setup_token" type="password" value={token} onInput={setToken} error={error} required autoComplete="off" hint={<>The daemon wrote it to <code>setup-token</code> in its data directory (or run <code>roost recover setup-token</code>).</>} />
+      <TextField
+        label="Setup token"
+        name="setup_token"
+        type="password"
+        value={token}
+        onInput={setToken}
+        error={error}
+        required
+        autoComplete="off"
+        hint={
+          <>
+            The daemon wrote it to <code>setup-token</code> in its data directory (or run <code>roost recover setup-token</code>).
+          </>
+        }
+      />
       {step === "preferences" && (
         <fieldset>
           <legend>How will people sign in?</legend>
@@ -156,7 +206,8 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
             <input type="radio" name="auth" checked={authMode === "oidc"} onChange={() => setAuthMode("oidc")} /> OpenID Connect provider
           </label>
           <label class="inline">
-            <input type="radio" name="auth" checked={authMode === "trusted_proxy"} onChange={() => setAuthMode("trusted_proxy")} /> Trusted reverse proxy (identity header)
+            <input type="radio" name="auth" checked={authMode === "trusted_proxy"} onChange={() => setAuthMode("trusted_proxy")} /> Trusted reverse proxy
+            (identity header)
           </label>
         </fieldset>
       )}
@@ -164,20 +215,61 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
         <>
           <TextField label="Issuer URL" name="issuer" value={issuer} onInput={setIssuer} error={error} required placeholder="https://id.example.com" />
           <TextField label="Client ID" name="client_id" value={clientId} onInput={setClientId} error={error} required />
-          <TextField label="Client secret" name="client_secret" type="password" value={clientSecret} onInput={setClientSecret} error={error} required autoComplete="off" />
+          <TextField
+            label="Client secret"
+            name="client_secret"
+            type="password"
+            value={clientSecret}
+            onInput={setClientSecret}
+            error={error}
+            required
+            autoComplete="off"
+          />
           <TextField label="Callback URL (register it at the provider)" name="redirect_uris" value={redirect} onInput={setRedirect} error={error} required />
         </>
       )}
       {step === "configure" && status.remote_auth_mode === "trusted_proxy" && (
         <>
-          <TextField label="Proxy addresses (IPs or CIDRs, comma-separated)" name="trusted_peers" value={peers} onInput={setPeers} error={error} required placeholder="10.0.0.5, 192.168.1.0/24" />
+          <TextField
+            label="Proxy addresses (IPs or CIDRs, comma-separated)"
+            name="trusted_peers"
+            value={peers}
+            onInput={setPeers}
+            error={error}
+            required
+            placeholder="10.0.0.5, 192.168.1.0/24"
+          />
           <TextField label="Identity header" name="identity_header" value={header} onInput={setHeader} error={error} />
-          <TextField label="Shared secret (required for loopback or broad ranges)" name="shared_secret" type="password" value={secret} onInput={setSecret} error={error} autoComplete="off" />
+          <TextField
+            label="Shared secret (required for loopback or broad ranges)"
+            name="shared_secret"
+            type="password"
+            value={secret}
+            onInput={setSecret}
+            error={error}
+            autoComplete="off"
+          />
         </>
       )}
-      {step === "owner" && <TextField label="Owner's e-mail address" name="email" type="email" value={ownerEmail} onInput={setOwnerEmail} error={error} required />}
+      {step === "owner" && (
+        <TextField label="Owner's e-mail address" name="email" type="email" value={ownerEmail} onInput={setOwnerEmail} error={error} required />
+      )}
       {step === "complete" && <Notice>Everything is in place. Finishing makes Roost ready; the owner then signs in.</Notice>}
-      <FormError error={error} fields={["setup_token", "issuer", "client_id", "client_secret", "redirect_uris", "trusted_peers", "identity_header", "shared_secret", "email", "remote_auth_mode"]} />
+      <FormError
+        error={error}
+        fields={[
+          "setup_token",
+          "issuer",
+          "client_id",
+          "client_secret",
+          "redirect_uris",
+          "trusted_peers",
+          "identity_header",
+          "shared_secret",
+          "email",
+          "remote_auth_mode",
+        ]}
+      />
       <button type="submit" disabled={busy}>
         {busy ? "Working…" : step === "complete" ? "Finish setup" : "Continue"}
       </button>

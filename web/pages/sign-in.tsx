@@ -11,7 +11,9 @@ import { loadMe, setupStatus } from "../session.ts";
 const NEXT_KEY = "roost.next";
 
 function nextPath(): string {
-  const next = new URLSearchParams(location.value.search).get("next") ?? (location.value.path.startsWith("/sign-in") ? "/" : location.value.path + location.value.search + location.value.hash);
+  const next =
+    new URLSearchParams(location.value.search).get("next") ??
+    (location.value.path.startsWith("/sign-in") ? "/" : location.value.path + location.value.search + location.value.hash);
   // Only a path of this app: never an absolute URL (an open redirect).
   return next.startsWith("/") && !next.startsWith("//") ? next : "/";
 }
@@ -36,7 +38,9 @@ export function SignIn({ expired }: { expired: boolean }) {
       {signedOut && <Notice>You signed out.</Notice>}
       {status.runtime_mode === "remote" && status.remote_auth_mode === "oidc" && <OidcSignIn next={next} />}
       {status.runtime_mode === "remote" && status.remote_auth_mode === "trusted_proxy" && <ProxySignIn next={next} />}
-      {status.runtime_mode === "local" ? <LocalSignIn next={next} /> : (
+      {status.runtime_mode === "local" ? (
+        <LocalSignIn next={next} />
+      ) : (
         <details class="recovery">
           <summary>Sign in with a recovery capability (operators)</summary>
           <LocalSignIn next={next} />
@@ -72,20 +76,53 @@ function LocalSignIn({ next }: { next: string }) {
         setError(null);
         try {
           const pasted = readPastedCapability(capability);
-          await api("POST", "/v1/auth/local/login", { body: { email: email || pasted.email || undefined, recovery_capability: pasted.capability }, quiet401: true });
+          await api("POST", "/v1/auth/local/login", {
+            body: { email: email || pasted.email || undefined, recovery_capability: pasted.capability },
+            quiet401: true,
+          });
           await finish(next);
         } catch (err) {
-          setError(err instanceof ApiFailure ? err.placed({ email_required: "email", user_not_found: "email", recovery_capability_invalid: "recovery_capability", local_capability_required: "recovery_capability", recovery_capability_required: "recovery_capability" }) : null);
+          setError(
+            err instanceof ApiFailure
+              ? err.placed({
+                  email_required: "email",
+                  user_not_found: "email",
+                  recovery_capability_invalid: "recovery_capability",
+                  local_capability_required: "recovery_capability",
+                  recovery_capability_required: "recovery_capability",
+                })
+              : null,
+          );
         } finally {
           setBusy(false);
         }
       }}
     >
       <p>
-        On the machine Roost runs on, run <code>{remote ? "roost recover" : "roost login --email you@example.com"}</code> as the daemon's user (in a checkout of Roost: <code>{remote ? "npm run roost -- recover" : "npm run roost -- login --email you@example.com"}</code>) and paste the one-time capability it prints (<code>roost_rcv_…</code>, valid 5 minutes), or the whole <code>curl</code> command it prints.
+        On the machine Roost runs on, run <code>{remote ? "roost recover" : "roost login --email you@example.com"}</code> as the daemon's user (in a checkout of
+        Roost: <code>{remote ? "npm run roost -- recover" : "npm run roost -- login --email you@example.com"}</code>) and paste the one-time capability it
+        prints (<code>roost_rcv_…</code>, valid 5 minutes), or the whole <code>curl</code> command it prints.
       </p>
-      <TextField label="E-mail address (optional with one user)" name="email" type="email" value={email} onInput={setEmail} error={error} autoComplete="email" />
-      <TextField label="One-time capability (or the whole curl command)" name="recovery_capability" type="password" value={capability} onInput={setCapability} error={error} required autoComplete="off" placeholder="roost_rcv_…" />
+      <TextField
+        label="E-mail address (optional with one user)"
+        name="email"
+        type="email"
+        value={email}
+        onInput={setEmail}
+        error={error}
+        autoComplete="email"
+      />
+      <TextField
+        label="One-time capability (or the whole curl command)"
+        name="recovery_capability"
+        type="password"
+        value={capability}
+        onInput={setCapability}
+        error={error}
+        required
+        autoComplete="off"
+        placeholder="roost_rcv_…"
+      />
       <FormError error={error} fields={["email", "recovery_capability"]} />
       <button type="submit" disabled={busy}>
         {busy ? "Signing in…" : "Sign in"}
@@ -105,7 +142,9 @@ function OidcSignIn({ next }: { next: string }) {
           try {
             sessionStorage.setItem(NEXT_KEY, next);
             const redirect = `${window.location.origin}/auth/callback`;
-            const started = await api<{ authorization_url: string }>("GET", `/v1/auth/oidc/start?redirect_uri=${encodeURIComponent(redirect)}`, { quiet401: true });
+            const started = await api<{ authorization_url: string }>("GET", `/v1/auth/oidc/start?redirect_uri=${encodeURIComponent(redirect)}`, {
+              quiet401: true,
+            });
             window.location.assign(started.authorization_url);
           } catch (err) {
             setError(err as ApiFailure);

@@ -46,7 +46,10 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
         const query = values.search ? `&q=${encodeURIComponent(String(values.search))}` : "";
         const body = await api.json<ProjectList>("GET", `/v1/projects?limit=200${query}`);
         if (values.json) return printJson(body);
-        table(["ID", "NAME", "REPOSITORY", "BRANCH", "ROLE"], body.projects.map((p) => [p.id, p.name, p.repository_full_name, p.default_branch, p.current_user_role ?? ""]));
+        table(
+          ["ID", "NAME", "REPOSITORY", "BRANCH", "ROLE"],
+          body.projects.map((p) => [p.id, p.name, p.repository_full_name, p.default_branch, p.current_user_role ?? ""]),
+        );
         return EXIT.succeeded;
       },
     },
@@ -61,7 +64,10 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
         const project = await resolveProject(api, projectRef!);
         const body = await api.json<PipelineList>("GET", `/v1/projects/${enc(project.id)}/pipelines`);
         if (values.json) return printJson(body);
-        table(["ID", "NAME", "ENABLED", "PLATFORMS"], body.pipelines.map((p) => [p.id, p.name, p.enabled ? "yes" : "no", p.execution_config.platforms.join(",") || "none"]));
+        table(
+          ["ID", "NAME", "ENABLED", "PLATFORMS"],
+          body.pipelines.map((p) => [p.id, p.name, p.enabled ? "yes" : "no", p.execution_config.platforms.join(",") || "none"]),
+        );
         return EXIT.succeeded;
       },
     },
@@ -78,15 +84,21 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
           throw new UsageError(`roost build list: --status must be one of ${BUILD_STATUSES.join(", ")}, not '${status}'`);
         }
         const limit = (values.limit as string | undefined) ?? "20";
-        if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200) throw new UsageError(`roost build list: --limit must be a whole number from 1 to 200, not '${limit}'`);
+        if (!/^\d+$/.test(limit) || Number(limit) < 1 || Number(limit) > 200)
+          throw new UsageError(`roost build list: --limit must be a whole number from 1 to 200, not '${limit}'`);
         const project = await resolveProject(api, projectRef!);
         const query = new URLSearchParams({ limit });
         if (status) query.set("status", status);
         if (values.branch) query.set("branch", String(values.branch));
-        const path = values.pipeline ? `/v1/pipelines/${enc((await resolvePipeline(api, project.id, String(values.pipeline))).id)}/builds` : `/v1/projects/${enc(project.id)}/builds`;
+        const path = values.pipeline
+          ? `/v1/pipelines/${enc((await resolvePipeline(api, project.id, String(values.pipeline))).id)}/builds`
+          : `/v1/projects/${enc(project.id)}/builds`;
         const body = await api.json<BuildList>("GET", `${path}?${query}`);
         if (values.json) return printJson(body);
-        table(["ID", "#", "STATUS", "BRANCH", "COMMIT", "TRIGGER", "CREATED", "DURATION"], body.builds.map((b) => [b.id, String(b.build_number), b.status, b.branch, b.commit_sha.slice(0, 7), b.trigger_type, time(b.created_at), duration(b)]));
+        table(
+          ["ID", "#", "STATUS", "BRANCH", "COMMIT", "TRIGGER", "CREATED", "DURATION"],
+          body.builds.map((b) => [b.id, String(b.build_number), b.status, b.branch, b.commit_sha.slice(0, 7), b.trigger_type, time(b.created_at), duration(b)]),
+        );
         return EXIT.succeeded;
       },
     },
@@ -114,7 +126,10 @@ const ACTIONS: Record<(typeof CLIENT_GROUPS)[number], Record<string, Action>> = 
         out(rows.map(([k, v]) => `${k.padEnd(9)}${v}`).join("\n") + "\n");
         if (b.step_results.length > 0) {
           out("\n");
-          table(["STEP", "STATUS", "EXIT", "DURATION"], b.step_results.map((s) => [s.name, s.status, s.exit_code === null ? "" : String(s.exit_code), `${(s.duration_ms / 1000).toFixed(1)} s`]));
+          table(
+            ["STEP", "STATUS", "EXIT", "DURATION"],
+            b.step_results.map((s) => [s.name, s.status, s.exit_code === null ? "" : String(s.exit_code), `${(s.duration_ms / 1000).toFixed(1)} s`]),
+          );
         }
         return EXIT.succeeded;
       },
@@ -182,7 +197,10 @@ and "truncated" events as they come, then {"event":"end","build":{…}}.`,
       async run(api, values, [buildId]) {
         const body = await api.json<ArtifactList>("GET", `/v1/builds/${enc(buildId!)}/artifacts`);
         if (values.json) return printJson(body);
-        table(["ID", "SIZE", "SHA256", "PATH"], body.artifacts.map((a: Artifact) => [a.id, String(a.size), a.sha256.slice(0, 12), a.path]));
+        table(
+          ["ID", "SIZE", "SHA256", "PATH"],
+          body.artifacts.map((a: Artifact) => [a.id, String(a.size), a.sha256.slice(0, 12), a.path]),
+        );
         return EXIT.succeeded;
       },
     },
@@ -200,7 +218,10 @@ nothing matches. --json prints {"artifacts":[{…, "file": "/abs/path"}]}.`,
         const glob = values.match === undefined ? null : new Bun.Glob(String(values.match));
         const chosen = glob ? listed.filter((a) => glob.match(a.path)) : listed;
         if (chosen.length === 0) {
-          throw new CommandFailure(`roost: build ${buildId} has no artifacts${glob ? ` matching '${values.match}' (it has ${listed.length})` : ""}`, EXIT.refused);
+          throw new CommandFailure(
+            `roost: build ${buildId} has no artifacts${glob ? ` matching '${values.match}' (it has ${listed.length})` : ""}`,
+            EXIT.refused,
+          );
         }
         const targets = targetsFor(chosen, String(values.dir ?? "."), values["keep-paths"] === true);
         const done: (Artifact & { file: string })[] = [];
@@ -315,7 +336,8 @@ async function resolveProject(api: Api, ref: string): Promise<{ id: string; name
   const { projects } = await api.json<ProjectList>("GET", `/v1/projects?limit=200&q=${encodeURIComponent(ref)}`);
   const matches = projects.filter((p) => p.name === ref || p.repository_full_name === ref);
   if (matches.length === 1) return matches[0]!;
-  if (matches.length === 0) throw new CommandFailure(`roost: no project '${ref}' among those you can see (by id, name or repository); see 'roost project list'`, EXIT.refused);
+  if (matches.length === 0)
+    throw new CommandFailure(`roost: no project '${ref}' among those you can see (by id, name or repository); see 'roost project list'`, EXIT.refused);
   throw new CommandFailure(`roost: '${ref}' names ${matches.length} projects (${matches.map((p) => p.id).join(", ")}); give the id`, EXIT.refused);
 }
 
@@ -343,12 +365,19 @@ function printLine(body: unknown): void {
 
 function table(header: string[], rows: string[][]): void {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd() + "\n";
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd() + "\n";
   out(line(header) + rows.map(line).join(""));
 }
 
 function time(seconds: number): string {
-  return new Date(seconds * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
+  return new Date(seconds * 1000)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.\d+Z$/, "Z");
 }
 
 function duration(b: { started_at: number | null; finished_at: number | null; status: string }): string {

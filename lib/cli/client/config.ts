@@ -57,7 +57,9 @@ function readConfigFile(path: string): { url?: string; token?: string } {
   }
   const mode = stat.mode & 0o777;
   if (mode & 0o077) {
-    throw new UsageError(`roost: ${path} holds an API token but its group or others may access it (mode ${mode.toString(8).padStart(4, "0")}); run 'chmod 600 ${path}'`);
+    throw new UsageError(
+      `roost: ${path} holds an API token but its group or others may access it (mode ${mode.toString(8).padStart(4, "0")}); run 'chmod 600 ${path}'`,
+    );
   }
   if (typeof process.getuid === "function" && stat.uid !== process.getuid()) {
     throw new UsageError(`roost: ${path} belongs to another user (uid ${stat.uid}); a config file with an API token must be your own`);

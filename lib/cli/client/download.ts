@@ -22,7 +22,10 @@ export function targetsFor(artifacts: Artifact[], dir: string, keepPaths: boolea
   artifacts.forEach((a, i) => {
     const other = seen.get(targets[i]!);
     if (other !== undefined) {
-      throw new CommandFailure(`roost: '${other}' and '${a.path}' would both be written to ${targets[i]}; use --keep-paths or --match; nothing was written`, EXIT.usage);
+      throw new CommandFailure(
+        `roost: '${other}' and '${a.path}' would both be written to ${targets[i]}; use --keep-paths or --match; nothing was written`,
+        EXIT.usage,
+      );
     }
     seen.set(targets[i]!, a.path);
   });
@@ -31,7 +34,9 @@ export function targetsFor(artifacts: Artifact[], dir: string, keepPaths: boolea
 
 /** Downloads one artifact to `target` (replacing a file there only once the download checks out). */
 export async function downloadArtifact(api: Api, artifact: Artifact, target: string): Promise<void> {
-  const response = await api.fetch(`/v1/builds/${encodeURIComponent(artifact.build_id)}/artifacts/${encodeURIComponent(artifact.id)}`, { headers: { accept: "application/octet-stream" } });
+  const response = await api.fetch(`/v1/builds/${encodeURIComponent(artifact.build_id)}/artifacts/${encodeURIComponent(artifact.id)}`, {
+    headers: { accept: "application/octet-stream" },
+  });
   if (!response.ok || !response.body) throw await refusal(response, `GET artifact ${artifact.path}`);
   const announced = response.headers.get("x-roost-artifact-sha256");
   await mkdir(dirname(target), { recursive: true });
@@ -47,7 +52,10 @@ export async function downloadArtifact(api: Api, artifact: Artifact, target: str
         await file.write(chunk);
       }
     } catch (error) {
-      throw new CommandFailure(`roost: the download of ${artifact.path} broke off after ${size} bytes (${(error as { code?: string }).code ?? String(error)}); nothing was written`, EXIT.unreachable);
+      throw new CommandFailure(
+        `roost: the download of ${artifact.path} broke off after ${size} bytes (${(error as { code?: string }).code ?? String(error)}); nothing was written`,
+        EXIT.unreachable,
+      );
     } finally {
       await file.close();
     }

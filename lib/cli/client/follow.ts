@@ -38,11 +38,18 @@ export async function followBuild(api: Api, buildId: string, sink: FollowSink): 
   let failingSince: number | null = null;
   let retryMs = MAX_DELAY_MS;
   for (;;) {
-    const outcome = await openOnce(api, buildId, lastSeq, sink, (seq) => {
-      lastSeq = seq;
-      failingSince = null;
-      attempt = 0;
-    }, (ms) => (retryMs = Math.min(ms, MAX_DELAY_MS)));
+    const outcome = await openOnce(
+      api,
+      buildId,
+      lastSeq,
+      sink,
+      (seq) => {
+        lastSeq = seq;
+        failingSince = null;
+        attempt = 0;
+      },
+      (ms) => (retryMs = Math.min(ms, MAX_DELAY_MS)),
+    );
     if (outcome.kind === "end") return outcome.end;
     if (outcome.kind === "finished") {
       const { build } = await api.json<OneBuild>("GET", `/v1/builds/${encodeURIComponent(buildId)}`);
@@ -50,7 +57,10 @@ export async function followBuild(api: Api, buildId: string, sink: FollowSink): 
     }
     failingSince ??= Date.now();
     if (Date.now() - failingSince > GIVE_UP_AFTER_MS) {
-      throw new CommandFailure(`roost: lost the log stream of build ${buildId} and could not get it back for ${GIVE_UP_AFTER_MS / 1000} s (${outcome.reason})`, EXIT.unreachable);
+      throw new CommandFailure(
+        `roost: lost the log stream of build ${buildId} and could not get it back for ${GIVE_UP_AFTER_MS / 1000} s (${outcome.reason})`,
+        EXIT.unreachable,
+      );
     }
     attempt += 1;
     sink.reconnecting(attempt, outcome.reason);
@@ -61,7 +71,14 @@ export async function followBuild(api: Api, buildId: string, sink: FollowSink): 
 
 type Outcome = { kind: "end"; end: StreamEnd } | { kind: "finished" } | { kind: "dropped"; reason: string };
 
-async function openOnce(api: Api, buildId: string, lastSeq: number, sink: FollowSink, seen: (seq: number) => void, retry: (ms: number) => void): Promise<Outcome> {
+async function openOnce(
+  api: Api,
+  buildId: string,
+  lastSeq: number,
+  sink: FollowSink,
+  seen: (seq: number) => void,
+  retry: (ms: number) => void,
+): Promise<Outcome> {
   const id = encodeURIComponent(buildId);
   let token: string;
   try {

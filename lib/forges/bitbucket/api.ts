@@ -60,9 +60,17 @@ export class BitbucketClient {
   }
 
   /** POST /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/statuses/build; `key` names the pipeline. */
-  async createCommitStatus(fullName: string, sha: string, status: { state: BitbucketState; key: string; name: string; url: string; description: string }): Promise<void> {
+  async createCommitStatus(
+    fullName: string,
+    sha: string,
+    status: { state: BitbucketState; key: string; name: string; url: string; description: string },
+  ): Promise<void> {
     const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/commit/${encodeURIComponent(sha)}/statuses/build`;
-    await forgeRequest(this.access, this.apiUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.apiUrl, url, {
+      method: "POST",
+      headers: { ...this.headers(), "content-type": "application/json" },
+      body: JSON.stringify(status),
+    });
   }
 
   private headers(): Record<string, string> {
@@ -77,7 +85,9 @@ export function bitbucketAuthorization(credentials: BitbucketCredentials): strin
 
 /** Cloning over https: an access token goes with the user name x-token-auth, an app password with the account's username. */
 export function bitbucketCloneCredentials(credentials: BitbucketCredentials): { username: string; password: string } {
-  return credentials.access_token ? { username: "x-token-auth", password: credentials.access_token } : { username: credentials.username ?? "", password: credentials.app_password ?? "" };
+  return credentials.access_token
+    ? { username: "x-token-auth", password: credentials.access_token }
+    : { username: credentials.username ?? "", password: credentials.app_password ?? "" };
 }
 
 function repoPath(fullName: string): string {

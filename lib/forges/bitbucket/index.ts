@@ -16,14 +16,31 @@ const NAME = "bitbucket";
 
 const ConnectBody = connectBody(NAME, {
   api_url: ForgeUrl.default("https://api.bitbucket.org/2.0").describe("Bitbucket Cloud's REST API"),
-  workspace: z.string().regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be the workspace ID as in bitbucket.org/{workspace}").describe("the workspace whose repositories the catalogue lists (role=member)"),
-  access_token: z.string().min(1).max(1000).optional().describe("a workspace access token with repository (and repository:write for commit statuses); or username and app_password"),
+  workspace: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,100}$/, "must be the workspace ID as in bitbucket.org/{workspace}")
+    .describe("the workspace whose repositories the catalogue lists (role=member)"),
+  access_token: z
+    .string()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe("a workspace access token with repository (and repository:write for commit statuses); or username and app_password"),
   username: z.string().min(1).max(255).optional().describe("with app_password: the account's username"),
   app_password: z.string().min(1).max(255).optional().describe("an app password with Repositories read (and write for commit statuses)"),
   webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).describe("the secret set on the repositories' webhooks"),
-}).refine((b) => Boolean(b.access_token) !== Boolean(b.username && b.app_password), { message: "give either access_token, or username and app_password", path: ["access_token"] });
+}).refine((b) => Boolean(b.access_token) !== Boolean(b.username && b.app_password), {
+  message: "give either access_token, or username and app_password",
+  path: ["access_token"],
+});
 
-const STATE: Record<BuildStatus, BitbucketState> = { queued: "INPROGRESS", running: "INPROGRESS", succeeded: "SUCCESSFUL", failed: "FAILED", canceled: "STOPPED" };
+const STATE: Record<BuildStatus, BitbucketState> = {
+  queued: "INPROGRESS",
+  running: "INPROGRESS",
+  succeeded: "SUCCESSFUL",
+  failed: "FAILED",
+  canceled: "STOPPED",
+};
 
 const clientFor = (deps: ForgeDeps, integration: Integration) => forgeClient(BitbucketClient, deps, integration);
 
@@ -37,16 +54,24 @@ function credentialsOf(body: z.output<typeof ConnectBody>): BitbucketCredentials
 export const bitbucket: Forge<typeof NAME> = {
   name: NAME,
   connectBody: ConnectBody,
-  connect: (body: z.output<typeof ConnectBody>) => apiConnection(body.api_url, { web_url: `https://bitbucket.org/${body.workspace}`, credentials: credentialsOf(body) }),
+  connect: (body: z.output<typeof ConnectBody>) =>
+    apiConnection(body.api_url, { web_url: `https://bitbucket.org/${body.workspace}`, credentials: credentialsOf(body) }),
   ...apiOperations(clientFor, "full_name"),
   cloneCredentials: async (deps, integration) => bitbucketCloneCredentials(await openCredentials<BitbucketCredentials>(deps.secrets, integration)),
   // Bitbucket keeps one status per `key` on a commit: the pipeline's context, as elsewhere.
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/src/${sha}/{path}#lines-{line}`,
   reportStatus: async (deps, integration, repository, s) =>
-    (await clientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, { state: STATE[s.status], key: s.context, name: s.context, url: s.url, description: s.description }),
+    (await clientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, {
+      state: STATE[s.status],
+      key: s.context,
+      name: s.context,
+      url: s.url,
+      description: s.description,
+    }),
   webhook: repositorySecretWebhook({
     summary: "Receive a Bitbucket Cloud webhook delivery",
-    description: "Headers: X-Hub-Signature (required, sha256=<hex HMAC-SHA256 of the body>), X-Event-Key (repo:push, pullrequest:created, pullrequest:updated), X-Request-UUID. JSON bodies up to 25 MB.",
+    description:
+      "Headers: X-Hub-Signature (required, sha256=<hex HMAC-SHA256 of the body>), X-Event-Key (repo:push, pullrequest:created, pullrequest:updated), X-Request-UUID. JSON bodies up to 25 MB.",
     forge: NAME,
     title: "Bitbucket",
     signatureHeader: "X-Hub-Signature",

@@ -26,14 +26,22 @@ type Json = Record<string, any>;
 const Uuid = z.string().regex(/^\{[0-9a-f-]{36}\}$/i, "must be a Bitbucket UUID in braces");
 const Account = z.looseObject({ display_name: z.string().optional(), nickname: z.string().optional() }).nullish();
 const Repository = z.looseObject({ uuid: Uuid, full_name: z.string().optional() });
-const Commit = z.looseObject({ hash: z.string().regex(/^[0-9a-f]{7,40}$/i), message: z.string().optional(), author: z.looseObject({ raw: z.string().optional() }).nullish() });
+const Commit = z.looseObject({
+  hash: z.string().regex(/^[0-9a-f]{7,40}$/i),
+  message: z.string().optional(),
+  author: z.looseObject({ raw: z.string().optional() }).nullish(),
+});
 const RefState = z.looseObject({ type: z.string(), name: z.string(), target: Commit }).nullable();
 const Push = z.looseObject({
   actor: Account,
   repository: Repository,
   push: z.looseObject({ changes: z.array(z.looseObject({ new: RefState.optional(), old: RefState.optional(), commits: z.array(Commit).optional() })) }),
 });
-const Side = z.looseObject({ branch: z.looseObject({ name: z.string() }), commit: z.looseObject({ hash: z.string().regex(/^[0-9a-f]{7,40}$/i) }), repository: Repository });
+const Side = z.looseObject({
+  branch: z.looseObject({ name: z.string() }),
+  commit: z.looseObject({ hash: z.string().regex(/^[0-9a-f]{7,40}$/i) }),
+  repository: Repository,
+});
 const PullRequest = z.looseObject({
   actor: Account,
   repository: Repository,
@@ -100,7 +108,8 @@ export function parseBitbucketDelivery(eventName: string, body: unknown): Trigge
     base.commitSha = pr.source.commit.hash;
     base.message = pr.title ?? "";
     base.changelog = pr.title ? `#${pr.id} ${pr.title}` : "";
-    if (pr.destination.repository.uuid !== base.repository.externalId) base.identityConflict = `pullrequest.destination.repository.uuid ${pr.destination.repository.uuid} differs from repository.uuid ${base.repository.externalId}`;
+    if (pr.destination.repository.uuid !== base.repository.externalId)
+      base.identityConflict = `pullrequest.destination.repository.uuid ${pr.destination.repository.uuid} differs from repository.uuid ${base.repository.externalId}`;
     // From another repository: a fork, built only when the project opts in (lib/webhooks/accept.ts).
     if (pr.source.repository.uuid !== pr.destination.repository.uuid) base.fromFork = true;
     return { ...base, kind: "pull_request", ignoredReason: null };

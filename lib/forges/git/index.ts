@@ -17,12 +17,21 @@ import { gitPushProjectId, parseGitPush, refKey } from "./parse.ts";
 const NAME = "git";
 
 const ConnectBody = connectBody(NAME, {
-  url: z.string().min(1).max(500).describe("https://, ssh://, user@host:path, or (with ROOST_GIT_ALLOW_LOCAL_REMOTES=true) a path or file:// URL: one integration is one repository"),
+  url: z
+    .string()
+    .min(1)
+    .max(500)
+    .describe("https://, ssh://, user@host:path, or (with ROOST_GIT_ALLOW_LOCAL_REMOTES=true) a path or file:// URL: one integration is one repository"),
   username: z.string().min(1).max(255).optional().describe("https: the user name sent with password"),
   password: z.string().min(1).max(1000).optional().describe("https: a password or access token"),
   ssh_private_key: z.string().min(1).max(20_000).optional().describe("ssh: a deploy key (OpenSSH PEM), read-only on the remote"),
   ssh_known_hosts: z.string().min(1).max(20_000).optional().describe("ssh: known_hosts lines for the host; without them the first key seen is trusted"),
-  webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).optional().describe("signs POST /v1/webhooks/git deliveries; without it only polling triggers builds"),
+  webhook_secret: z
+    .string()
+    .min(16, "must be at least 16 characters")
+    .max(255)
+    .optional()
+    .describe("signs POST /v1/webhooks/git deliveries; without it only polling triggers builds"),
 });
 
 async function credentialsOf(deps: Pick<ForgeDeps, "secrets">, integration: Integration): Promise<GitCredentials> {
@@ -33,7 +42,8 @@ async function credentialsOf(deps: Pick<ForgeDeps, "secrets">, integration: Inte
 function connectCredentials(body: z.output<typeof ConnectBody>): GitCredentials {
   const out: GitCredentials = {};
   if (body.password) Object.assign(out, { username: body.username ?? "git", password: body.password });
-  if (body.ssh_private_key) Object.assign(out, { ssh_private_key: body.ssh_private_key, ...(body.ssh_known_hosts ? { ssh_known_hosts: body.ssh_known_hosts } : {}) });
+  if (body.ssh_private_key)
+    Object.assign(out, { ssh_private_key: body.ssh_private_key, ...(body.ssh_known_hosts ? { ssh_known_hosts: body.ssh_known_hosts } : {}) });
   if (body.webhook_secret) out.webhook_secret = body.webhook_secret;
   return out;
 }
@@ -65,14 +75,24 @@ export const git: Forge<typeof NAME> = {
     const heads = await lsRemote(integration.api_url, await credentialsOf(deps, integration));
     const url = integration.api_url;
     // The integration's id is the repository's identity: the URL may change (a moved server), the repository does not.
-    return [{ external_id: integration.id, full_name: repositoryNameOf(url), default_branch: heads.defaultBranch ?? "main", is_private: true, avatar_url: "", clone_url: url }];
+    return [
+      {
+        external_id: integration.id,
+        full_name: repositoryNameOf(url),
+        default_branch: heads.defaultBranch ?? "main",
+        is_private: true,
+        avatar_url: "",
+        clone_url: url,
+      },
+    ];
   },
   async branchHead(deps, integration, _repository, branch) {
     const sha = (await lsRemote(integration.api_url, await credentialsOf(deps, integration))).refs.get(`refs/heads/${branch}`);
     if (!sha) throw new ForgeApiError(`the remote has no branch ${branch}`, null);
     return sha;
   },
-  readFile: async (deps, integration, _repository, path, sha, ref) => showRemoteFile(integration.api_url, await credentialsOf(deps, integration), sha, path, ref),
+  readFile: async (deps, integration, _repository, path, sha, ref) =>
+    showRemoteFile(integration.api_url, await credentialsOf(deps, integration), sha, path, ref),
   // The remote's own user name and password; null for ssh and local remotes (the runner uses its own keys, or reads the path).
   async cloneCredentials(deps, integration) {
     const credentials = await credentialsOf(deps, integration);
@@ -83,11 +103,21 @@ export const git: Forge<typeof NAME> = {
   reportStatus: null,
   webhook: {
     summary: "Receive a push from any git server (signed with the project's webhook secret)",
-    description: "Body: {project_id, ref, before, after, message?, actor?}. Headers: X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the raw body> (required), X-Roost-Delivery (optional, deduplicates retries). Bodies up to 25 MB.",
-    credential: { kind: "signature", header: "X-Roost-Signature-256", missing: "Deliveries must carry X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the body with the webhook secret>.", invalid: "X-Roost-Signature-256 does not match the webhook secret of the project the body names." },
+    description:
+      "Body: {project_id, ref, before, after, message?, actor?}. Headers: X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the raw body> (required), X-Roost-Delivery (optional, deduplicates retries). Bodies up to 25 MB.",
+    credential: {
+      kind: "signature",
+      header: "X-Roost-Signature-256",
+      missing: "Deliveries must carry X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the body with the webhook secret>.",
+      invalid: "X-Roost-Signature-256 does not match the webhook secret of the project the body names.",
+    },
     payloadName: "a push",
     repairAction: WEBHOOK_SECRET_REPAIR,
-    readHeaders: (headers) => ({ event: "push", deliveryId: (headers.get("x-roost-delivery") ?? "").slice(0, 100), credential: headers.get("x-roost-signature-256") }),
+    readHeaders: (headers) => ({
+      event: "push",
+      deliveryId: (headers.get("x-roost-delivery") ?? "").slice(0, 100),
+      credential: headers.get("x-roost-signature-256"),
+    }),
     // The project the body names picks the one secret to check: that of the plain git integration
     // of the repository it builds (one integration is one repository, so the secret is the project's).
     async verify(deps, delivery) {
@@ -98,7 +128,8 @@ export const git: Forge<typeof NAME> = {
       const linked = repo && (await findProjectBuildingRepository(deps.db, repo.id)) === projectId ? repo : null;
       const integration = linked?.provider === NAME ? await findIntegration(deps.db, linked.integration_id) : null;
       const secret = integration ? ((await credentialsOf(deps, integration).catch(() => null))?.webhook_secret ?? "") : "";
-      if (linked && integration && secret && verifyGithubSignature(secret, delivery.bytes, delivery.credential)) return { sender: { repository: linked, projectId, integrations: [integration] } };
+      if (linked && integration && secret && verifyGithubSignature(secret, delivery.bytes, delivery.credential))
+        return { sender: { repository: linked, projectId, integrations: [integration] } };
       return {
         refused: !integration
           ? "the body names no project that builds a plain git repository"
@@ -116,7 +147,12 @@ export const git: Forge<typeof NAME> = {
     // A retry with the same X-Roost-Delivery is a duplicate; so is the ref at its new commit, shared
     // with polling (./poll.ts), so the next poll does not build the same push again.
     dedupeKeys: (delivery, repository, event) =>
-      repository ? [...(delivery.deliveryId ? [`git:delivery:${repository.id}:${delivery.deliveryId}`] : []), ...(event.commitSha ? [refKey(repository.id, event.ref, event.commitSha)] : [])] : [],
+      repository
+        ? [
+            ...(delivery.deliveryId ? [`git:delivery:${repository.id}:${delivery.deliveryId}`] : []),
+            ...(event.commitSha ? [refKey(repository.id, event.ref, event.commitSha)] : []),
+          ]
+        : [],
     // The signature covers only the body, so a captured body must not build twice.
     dedupeByBody: true,
   },

@@ -29,7 +29,15 @@ export function refKey(repositoryId: string, ref: string, sha: string): string {
 }
 
 /** A ref of the repository moved from `before` to `after`. */
-export function refMoved(input: { repository: { id: string; fullName: string }; event: string; action: string; ref: string; after: string; actor: string; message: string }): TriggerEvent {
+export function refMoved(input: {
+  repository: { id: string; fullName: string };
+  event: string;
+  action: string;
+  ref: string;
+  after: string;
+  actor: string;
+  message: string;
+}): TriggerEvent {
   const base = {
     forge: "git" as const,
     event: input.event,
@@ -54,5 +62,13 @@ export function refMoved(input: { repository: { id: string; fullName: string }; 
 /** Reads a webhook body; throws InvalidPayload when it is not the documented shape. */
 export function parseGitPush(body: unknown, repository: { id: string; fullName: string }): TriggerEvent {
   const payload = checkPayload(GitPushBody, body);
-  return refMoved({ repository, event: "push", action: "webhook", ref: payload.ref, after: payload.after, actor: payload.actor ?? "", message: payload.message ?? "" });
+  return refMoved({
+    repository,
+    event: "push",
+    action: "webhook",
+    ref: payload.ref,
+    after: payload.after,
+    actor: payload.actor ?? "",
+    message: payload.message ?? "",
+  });
 }

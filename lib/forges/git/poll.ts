@@ -60,11 +60,17 @@ export async function pollGitRemotes(deps: PollDeps, owner: string = newId()): P
       args: [owner, now + lease, repositoryId, now, now],
     });
     if (taken.rowsAffected !== 1) continue; // another process took it first
-    const renewal = setInterval(() => {
-      deps.db
-        .execute({ sql: "UPDATE git_polls SET lease_until = ? WHERE repository_id = ? AND lease_owner = ?", args: [deps.clock.now() + lease, repositoryId, owner] })
-        .catch((error) => deps.log.warn("git poll lease renewal failed", { repository_id: repositoryId, error }));
-    }, (lease * 1000) / 3);
+    const renewal = setInterval(
+      () => {
+        deps.db
+          .execute({
+            sql: "UPDATE git_polls SET lease_until = ? WHERE repository_id = ? AND lease_owner = ?",
+            args: [deps.clock.now() + lease, repositoryId, owner],
+          })
+          .catch((error) => deps.log.warn("git poll lease renewal failed", { repository_id: repositoryId, error }));
+      },
+      (lease * 1000) / 3,
+    );
     try {
       await pollOne(deps, repositoryId, owner);
     } finally {
@@ -86,9 +92,13 @@ export async function recordConnectedHeads(deps: PollDeps, repository: Repositor
   let heads: string | null = null;
   try {
     const integration = await findIntegration(deps.db, repository.integration_id);
-    if (integration) heads = JSON.stringify(Object.fromEntries((await lsRemote(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration))).refs));
+    if (integration)
+      heads = JSON.stringify(Object.fromEntries((await lsRemote(integration.api_url, await openCredentials<GitCredentials>(deps.secrets, integration))).refs));
   } catch (error) {
-    deps.log.warn("git heads not recorded on connect; the first poll records them", { repository_id: repository.id, error: error instanceof ForgeApiError ? error.message : String(error) });
+    deps.log.warn("git heads not recorded on connect; the first poll records them", {
+      repository_id: repository.id,
+      error: error instanceof ForgeApiError ? error.message : String(error),
+    });
   }
   await deps.db.execute({
     sql: `INSERT INTO git_polls (repository_id, heads, next_poll_at, failures, last_error, last_polled_at) VALUES (?, ?, ?, 0, NULL, ?)
@@ -158,7 +168,15 @@ export function movedRefs(previous: Record<string, string> | null, current: Map<
 }
 
 async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<DeliveryResult> {
-  const event = refMoved({ repository: { id: repository.external_id, fullName: repository.full_name }, event: ref.startsWith("refs/tags/") ? "tag" : "push", action: "poll", ref, after, actor: "", message: "" });
+  const event = refMoved({
+    repository: { id: repository.external_id, fullName: repository.full_name },
+    event: ref.startsWith("refs/tags/") ? "tag" : "push",
+    action: "poll",
+    ref,
+    after,
+    actor: "",
+    message: "",
+  });
   // The ref at its new commit is the identity, shared with the push webhook (handlers/webhooks/git.ts):
   // a push the webhook already built, or a move a second process saw after a lapsed lease, is
   // recorded as a duplicate and builds nothing.

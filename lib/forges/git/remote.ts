@@ -32,7 +32,8 @@ export function classifyRemote(url: string, allowLocal: boolean): { kind: Remote
   if (/^https?:\/\//i.test(url) || /^ssh:\/\//i.test(url)) {
     const parsed = URL.parse(url);
     if (!parsed) return { refused: "is not a URL" };
-    if (parsed.password || (parsed.username && parsed.protocol !== "ssh:")) return { refused: "must not carry credentials: give them as username/password or ssh_private_key" };
+    if (parsed.password || (parsed.username && parsed.protocol !== "ssh:"))
+      return { refused: "must not carry credentials: give them as username/password or ssh_private_key" };
     return { kind: parsed.protocol === "ssh:" ? "ssh" : "https" };
   }
   if (/^file:\/\//i.test(url) || url.startsWith("/")) {
@@ -44,7 +45,11 @@ export function classifyRemote(url: string, allowLocal: boolean): { kind: Remote
 
 /** A readable name for the catalogue: the URL's path without .git ("team/app" for https://host/team/app.git). */
 export function repositoryNameOf(url: string): string {
-  const path = url.replace(/^[a-z]+:\/\/[^/]*/i, "").replace(/^[^/:]*@?[^/:]*:/, "").replace(/\.git\/?$/, "").replace(/\/+$/, "");
+  const path = url
+    .replace(/^[a-z]+:\/\/[^/]*/i, "")
+    .replace(/^[^/:]*@?[^/:]*:/, "")
+    .replace(/\.git\/?$/, "")
+    .replace(/\/+$/, "");
   const parts = path.split("/").filter((p) => p !== "");
   return parts.slice(-2).join("/") || url;
 }

@@ -52,9 +52,17 @@ export class GiteaClient {
   }
 
   /** POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, one context per pipeline. */
-  async createCommitStatus(fullName: string, sha: string, status: { state: GiteaState; target_url: string; description: string; context: string }): Promise<void> {
+  async createCommitStatus(
+    fullName: string,
+    sha: string,
+    status: { state: GiteaState; target_url: string; description: string; context: string },
+  ): Promise<void> {
     const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/statuses/${encodeURIComponent(sha)}`;
-    await forgeRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.instanceUrl, url, {
+      method: "POST",
+      headers: { ...this.headers(), "content-type": "application/json" },
+      body: JSON.stringify(status),
+    });
   }
 
   private headers(): Record<string, string> {

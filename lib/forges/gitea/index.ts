@@ -26,16 +26,26 @@ const clientFor = (deps: ForgeDeps, integration: Integration) => forgeClient(Git
 export const gitea: Forge<typeof NAME> = {
   name: NAME,
   connectBody: ConnectBody,
-  connect: (body: z.output<typeof ConnectBody>) => apiConnection(body.api_url, { credentials: { access_token: body.access_token, webhook_secret: body.webhook_secret } satisfies GiteaCredentials }),
+  connect: (body: z.output<typeof ConnectBody>) =>
+    apiConnection(body.api_url, { credentials: { access_token: body.access_token, webhook_secret: body.webhook_secret } satisfies GiteaCredentials }),
   ...apiOperations(clientFor, "full_name"),
   // Gitea accepts any user name with a token as the password.
-  cloneCredentials: async (deps, integration) => ({ username: "roost", password: (await openCredentials<GiteaCredentials>(deps.secrets, integration)).access_token }),
+  cloneCredentials: async (deps, integration) => ({
+    username: "roost",
+    password: (await openCredentials<GiteaCredentials>(deps.secrets, integration)).access_token,
+  }),
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/src/commit/${sha}/{path}#L{line}`,
   reportStatus: async (deps, integration, repository, s) =>
-    (await clientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, { state: STATE[s.status], target_url: s.url, description: s.description, context: s.context }),
+    (await clientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, {
+      state: STATE[s.status],
+      target_url: s.url,
+      description: s.description,
+      context: s.context,
+    }),
   webhook: repositorySecretWebhook({
     summary: "Receive a Gitea or Forgejo webhook delivery",
-    description: "Headers: X-Gitea-Signature or X-Forgejo-Signature (required), X-Gitea-Event / X-Forgejo-Event, X-Gitea-Delivery / X-Forgejo-Delivery. JSON bodies up to 25 MB.",
+    description:
+      "Headers: X-Gitea-Signature or X-Forgejo-Signature (required), X-Gitea-Event / X-Forgejo-Event, X-Gitea-Delivery / X-Forgejo-Delivery. JSON bodies up to 25 MB.",
     forge: NAME,
     title: "Gitea",
     signatureHeader: "X-Gitea-Signature",

@@ -94,14 +94,16 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
     const pr = payload.pull_request;
     // A minimal body may leave the number out of pull_request; the hosts send it at the top level too.
     const number: number | undefined = pr.number ?? payload.number;
-    if (number === undefined) throw new InvalidPayload([{ path: "body.pull_request.number", message: "Invalid input: neither pull_request.number nor number is given" }]);
+    if (number === undefined)
+      throw new InvalidPayload([{ path: "body.pull_request.number", message: "Invalid input: neither pull_request.number nor number is given" }]);
     base.prNumber = number;
     base.ref = `refs/pull/${number}/head`;
     base.branch = pr.base.ref;
     base.commitSha = pr.head.sha;
     base.message = pr.title ?? "";
     base.changelog = pr.title ? `#${number} ${pr.title}` : "";
-    if (String(pr.base.repo_id) !== base.repository.externalId) base.identityConflict = `pull_request.base.repo_id ${pr.base.repo_id} differs from repository.id ${base.repository.externalId}`;
+    if (String(pr.base.repo_id) !== base.repository.externalId)
+      base.identityConflict = `pull_request.base.repo_id ${pr.base.repo_id} differs from repository.id ${base.repository.externalId}`;
     if (!NEW_CODE_ACTIONS.has(base.action)) return ignored(base, `pull request action "${base.action}" brings no new commit`);
     // From another repository: a fork, built only when the project opts in (lib/webhooks/accept.ts).
     if (String(pr.head.repo_id) !== String(pr.base.repo_id)) base.fromFork = true;

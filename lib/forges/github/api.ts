@@ -71,7 +71,12 @@ export class GithubClient {
     if (cached && cached.expiresAt - 60 > now) return cached.token;
     const key = await parsedKey(this.credentials.private_key);
     const expiresAt = now + 540;
-    const jwt = await new SignJWT({}).setProtectedHeader({ alg: "RS256" }).setIssuedAt(now - 60).setExpirationTime(expiresAt).setIssuer(this.target.app_id).sign(key);
+    const jwt = await new SignJWT({})
+      .setProtectedHeader({ alg: "RS256" })
+      .setIssuedAt(now - 60)
+      .setExpirationTime(expiresAt)
+      .setIssuer(this.target.app_id)
+      .sign(key);
     this.access.tokens.set(cacheKey, { token: jwt, expiresAt });
     return jwt;
   }
@@ -143,7 +148,9 @@ export class GithubClient {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/contents/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
     try {
-      const response = await forgeRequest(this.access, this.target.api_url, url, { headers: { ...this.headers(`token ${token}`), accept: "application/vnd.github.raw+json" } });
+      const response = await forgeRequest(this.access, this.target.api_url, url, {
+        headers: { ...this.headers(`token ${token}`), accept: "application/vnd.github.raw+json" },
+      });
       return await response.text();
     } catch (error) {
       if (error instanceof ForgeApiError && error.status === 404) return null;
@@ -152,10 +159,18 @@ export class GithubClient {
   }
 
   /** A commit status (the Statuses API), one context per pipeline. */
-  async createCommitStatus(fullName: string, sha: string, status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string }): Promise<void> {
+  async createCommitStatus(
+    fullName: string,
+    sha: string,
+    status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string },
+  ): Promise<void> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/statuses/${encodeURIComponent(sha)}`;
-    await forgeRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.target.api_url, url, {
+      method: "POST",
+      headers: { ...this.headers(`token ${token}`), "content-type": "application/json" },
+      body: JSON.stringify(status),
+    });
   }
 
   /**
@@ -166,7 +181,11 @@ export class GithubClient {
   async createCheckRun(fullName: string, run: CheckRunBody & { name: string; head_sha: string }): Promise<{ id: number }> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs`;
-    const response = await forgeRequest(this.access, this.target.api_url, url, { method: "POST", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
+    const response = await forgeRequest(this.access, this.target.api_url, url, {
+      method: "POST",
+      headers: { ...this.headers(`token ${token}`), "content-type": "application/json" },
+      body: JSON.stringify(run),
+    });
     const body = (await response.json()) as { id?: number };
     if (typeof body.id !== "number") throw new ForgeApiError("GitHub returned no check run id", response.status);
     return { id: body.id };
@@ -175,7 +194,11 @@ export class GithubClient {
   async updateCheckRun(fullName: string, id: number, run: CheckRunBody): Promise<void> {
     const token = await this.installationToken();
     const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs/${id}`;
-    await forgeRequest(this.access, this.target.api_url, url, { method: "PATCH", headers: { ...this.headers(`token ${token}`), "content-type": "application/json" }, body: JSON.stringify(run) });
+    await forgeRequest(this.access, this.target.api_url, url, {
+      method: "PATCH",
+      headers: { ...this.headers(`token ${token}`), "content-type": "application/json" },
+      body: JSON.stringify(run),
+    });
   }
 
   private headers(authorization: string): Record<string, string> {

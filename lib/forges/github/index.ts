@@ -8,7 +8,18 @@ import { findRepositoriesByExternalId, type Repository } from "../../db/reposito
 import { openCredentials } from "../../integrations/credentials.ts";
 import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeAccess } from "../http.ts";
-import { ForgeUrl, WEBHOOK_SECRET_REPAIR, apiConnection, apiOperations, connectBody, type Forge, type ForgeDeps, type Refusal, type Route, type WebhookDeps } from "../forge.ts";
+import {
+  ForgeUrl,
+  WEBHOOK_SECRET_REPAIR,
+  apiConnection,
+  apiOperations,
+  connectBody,
+  type Forge,
+  type ForgeDeps,
+  type Refusal,
+  type Route,
+  type WebhookDeps,
+} from "../forge.ts";
 import { GithubClient, type GithubCredentials } from "./api.ts";
 import { decodeGithubBody, githubInstallationId, parseGithubDelivery, verifyGithubSignature } from "./parse.ts";
 
@@ -23,7 +34,13 @@ const ConnectBody = connectBody(NAME, {
   webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).describe("the App's webhook secret"),
 });
 
-const STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
+const STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = {
+  queued: "pending",
+  running: "pending",
+  succeeded: "success",
+  failed: "failure",
+  canceled: "error",
+};
 
 export async function githubClientFor(deps: ForgeDeps, integration: Integration): Promise<GithubClient> {
   return new GithubClient(
@@ -37,23 +54,45 @@ export const github: Forge<typeof NAME> = {
   name: NAME,
   connectBody: ConnectBody,
   connect: (body: z.output<typeof ConnectBody>) =>
-    apiConnection(body.api_url, { web_url: body.web_url, app_id: body.app_id, installation_id: body.installation_id, credentials: { private_key: body.private_key, webhook_secret: body.webhook_secret } satisfies GithubCredentials }),
+    apiConnection(body.api_url, {
+      web_url: body.web_url,
+      app_id: body.app_id,
+      installation_id: body.installation_id,
+      credentials: { private_key: body.private_key, webhook_secret: body.webhook_secret } satisfies GithubCredentials,
+    }),
   ...apiOperations(githubClientFor, "full_name"),
   // An installation token scoped to the one repository, read-only, valid an hour.
-  cloneCredentials: async (deps, integration, repository) => ({ username: "x-access-token", password: await (await githubClientFor(deps, integration)).cloneToken(repository.external_id) }),
+  cloneCredentials: async (deps, integration, repository) => ({
+    username: "x-access-token",
+    password: await (await githubClientFor(deps, integration)).cloneToken(repository.external_id),
+  }),
   // https://docs.github.com/en/repositories/working-with-files/using-files/getting-permanent-links-to-files
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/blob/${sha}/{path}#L{line}`,
   reportStatus: async (deps, integration, repository, s) =>
-    (await githubClientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, { state: STATE[s.status], target_url: s.url, description: s.description, context: s.context }),
+    (await githubClientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, {
+      state: STATE[s.status],
+      target_url: s.url,
+      description: s.description,
+      context: s.context,
+    }),
   webhook: {
     summary: "Receive a GitHub webhook delivery",
     description: "Headers: X-Hub-Signature-256 (required), X-GitHub-Event, X-GitHub-Delivery. JSON or form-encoded (payload=…) bodies up to 25 MB.",
-    credential: { kind: "signature", header: "X-Hub-Signature-256", missing: "GitHub deliveries must carry X-Hub-Signature-256; set a webhook secret on the hook.", invalid: "X-Hub-Signature-256 does not match the webhook secret." },
+    credential: {
+      kind: "signature",
+      header: "X-Hub-Signature-256",
+      missing: "GitHub deliveries must carry X-Hub-Signature-256; set a webhook secret on the hook.",
+      invalid: "X-Hub-Signature-256 does not match the webhook secret.",
+    },
     payloadName: "a GitHub webhook payload",
     notDecoded: "The delivery body is not JSON (or a form with a JSON payload field).",
     repairAction: WEBHOOK_SECRET_REPAIR,
     // https://docs.github.com/en/webhooks/webhook-events-and-payloads#delivery-headers
-    readHeaders: (headers) => ({ event: headers.get("x-github-event") ?? "", deliveryId: (headers.get("x-github-delivery") ?? "").slice(0, 100), credential: headers.get("x-hub-signature-256") }),
+    readHeaders: (headers) => ({
+      event: headers.get("x-github-event") ?? "",
+      deliveryId: (headers.get("x-github-delivery") ?? "").slice(0, 100),
+      credential: headers.get("x-hub-signature-256"),
+    }),
     decode: decodeGithubBody,
     // Every GitHub integration's secret is tried. One GitHub App installed on several accounts is
     // one integration per installation, all sharing the App's one webhook secret, so every
@@ -70,7 +109,8 @@ export const github: Forge<typeof NAME> = {
       return refusal(deps, "X-Hub-Signature-256 does not match any GitHub integration's webhook secret", delivery.payload);
     },
     parse: (delivery) => parseGithubDelivery(delivery.event, delivery.payload),
-    route: (deps, delivery, sender, event) => routeDelivery(deps, sender.integrations, githubInstallationId(delivery.payload as Record<string, unknown>), event.repository.externalId),
+    route: (deps, delivery, sender, event) =>
+      routeDelivery(deps, sender.integrations, githubInstallationId(delivery.payload as Record<string, unknown>), event.repository.externalId),
     // Also by the body, for a bounded window: GitHub signs only the body, so a captured body
     // replayed under a fresh delivery id would otherwise build again, and distinct GitHub events
     // never share a body (pushes carry repository.pushed_at, pull requests pull_request.updated_at).
@@ -92,7 +132,10 @@ async function routeDelivery(deps: WebhookDeps, signers: Integration[], installa
   }
   const candidates = seen.filter((r) => signers.some((i) => i.id === r.integration_id));
   if (candidates.length > 1) {
-    return { repository: null, unroutedReason: `ambiguous repository identity: ${candidates.length} GitHub integrations with this webhook secret see github id ${externalId}, and the delivery names no installation` };
+    return {
+      repository: null,
+      unroutedReason: `ambiguous repository identity: ${candidates.length} GitHub integrations with this webhook secret see github id ${externalId}, and the delivery names no installation`,
+    };
   }
   return { repository: candidates[0] ?? null };
 }
@@ -102,5 +145,9 @@ async function refusal(deps: WebhookDeps, reason: string, payload: unknown): Pro
   const repository = (payload as { repository?: { id?: unknown; full_name?: unknown } } | null | undefined)?.repository;
   const externalId = repository?.id === undefined ? null : String(repository.id).slice(0, 40);
   const known = externalId ? ((await findRepositoriesByExternalId(deps.db, NAME, externalId))[0] ?? null) : null;
-  return { refused: reason, claimed: { externalId, fullName: typeof repository?.full_name === "string" ? repository.full_name.slice(0, 200) : null }, repository: known };
+  return {
+    refused: reason,
+    claimed: { externalId, fullName: typeof repository?.full_name === "string" ? repository.full_name.slice(0, 200) : null },
+    repository: known,
+  };
 }

@@ -76,7 +76,10 @@ export function parseGithubDelivery(eventName: string, body: unknown): TriggerEv
     forge: "github" as const,
     event: eventName,
     action: typeof payload.action === "string" ? payload.action : "",
-    repository: { externalId: repo.id === undefined || repo.id === null ? null : String(repo.id), fullName: typeof repo.full_name === "string" ? repo.full_name : null },
+    repository: {
+      externalId: repo.id === undefined || repo.id === null ? null : String(repo.id),
+      fullName: typeof repo.full_name === "string" ? repo.full_name : null,
+    },
     identityConflict: null as string | null,
     branch: null as string | null,
     tag: null as string | null,

@@ -52,9 +52,17 @@ export class GitlabClient {
   }
 
   /** A commit status (POST /projects/:id/statuses/:sha), one name per pipeline. */
-  async createCommitStatus(projectId: string, sha: string, status: { state: "pending" | "running" | "success" | "failed" | "canceled"; target_url: string; description: string; name: string }): Promise<void> {
+  async createCommitStatus(
+    projectId: string,
+    sha: string,
+    status: { state: "pending" | "running" | "success" | "failed" | "canceled"; target_url: string; description: string; name: string },
+  ): Promise<void> {
     const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/statuses/${encodeURIComponent(sha)}`;
-    await forgeRequest(this.access, this.instanceUrl, url, { method: "POST", headers: { ...this.headers(), "content-type": "application/json" }, body: JSON.stringify(status) });
+    await forgeRequest(this.access, this.instanceUrl, url, {
+      method: "POST",
+      headers: { ...this.headers(), "content-type": "application/json" },
+      body: JSON.stringify(status),
+    });
   }
 
   private headers(): Record<string, string> {

@@ -105,7 +105,10 @@ export function parseGitlabDelivery(eventHeader: string, body: unknown): Trigger
     const action = base.action;
     const newCode = action === "open" || action === "reopen" || (action === "update" && typeof attrs.oldrev === "string" && attrs.oldrev !== "");
     if (!newCode) {
-      return ignored(base, action === "update" ? "merge request update without new commits (no oldrev)" : `merge request action "${action}" brings no new commit`);
+      return ignored(
+        base,
+        action === "update" ? "merge request update without new commits (no oldrev)" : `merge request action "${action}" brings no new commit`,
+      );
     }
     // From another project: a fork, built only when the project opts in (lib/webhooks/accept.ts).
     if (String(attrs.source_project_id) !== String(attrs.target_project_id)) base.fromFork = true;

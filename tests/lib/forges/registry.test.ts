@@ -15,7 +15,8 @@ describe("the forge registry", () => {
   });
 
   test("the wire enums of provider and host list the registered forges, in order", () => {
-    for (const schema of [IntegrationResource.shape.provider, RepositoryResource.shape.provider, DeliveryResource.shape.host]) expect(schema.options).toEqual(FORGE_NAMES);
+    for (const schema of [IntegrationResource.shape.provider, RepositoryResource.shape.provider, DeliveryResource.shape.host])
+      expect(schema.options).toEqual(FORGE_NAMES);
     expect(FORGE_NAMES).toEqual(["github", "gitlab", "gitea", "git", "bitbucket"]);
   });
 

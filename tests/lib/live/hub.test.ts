@@ -47,9 +47,11 @@ beforeAll(async () => {
 }, 60_000);
 afterAll(async () => mf?.dispose());
 
-const call = async (build: string, method: string, ...args: unknown[]) => (await mf.dispatchFetch(`http://roost/${build}/${method}`, { method: "POST", body: JSON.stringify(args) })).json();
+const call = async (build: string, method: string, ...args: unknown[]) =>
+  (await mf.dispatchFetch(`http://roost/${build}/${method}`, { method: "POST", body: JSON.stringify(args) })).json();
 const line = (seq: number, text = `line ${seq}`): LogFrameEntry => ({ seq, step: "build", stream: "stdout", ts: 1_795_400_000, text });
-const frame = (e: LogFrameEntry) => `id: ${e.seq}\nevent: log\ndata: ${JSON.stringify({ seq: e.seq, step: e.step, stream: e.stream, ts: e.ts, text: e.text })}\n\n`;
+const frame = (e: LogFrameEntry) =>
+  `id: ${e.seq}\nevent: log\ndata: ${JSON.stringify({ seq: e.seq, step: e.step, stream: e.stream, ts: e.ts, text: e.text })}\n\n`;
 
 describe("BuildLogHub as a Durable Object in workerd, by RPC", () => {
   test("one instance per build id keeps its own last seq; a seq never goes back or repeats", async () => {
@@ -81,10 +83,28 @@ describe("BuildLogHub as a Durable Object in workerd, by RPC", () => {
 
   test("status only moves forward and is pushed as a status frame", async () => {
     await call("build-t", "watch");
-    expect(await call("build-t", "setStatus", { status: "running", exit_code: null, ended: false, last_seq: 0 })).toEqual({ status: "running", exit_code: null, ended: false, last_seq: 0 });
-    expect(await call("build-t", "setStatus", { status: "queued", exit_code: null, ended: false, last_seq: 0 })).toEqual({ status: "running", exit_code: null, ended: false, last_seq: 0 });
-    expect(await call("build-t", "setStatus", { status: "succeeded", exit_code: 0, ended: true, last_seq: 7 })).toEqual({ status: "succeeded", exit_code: 0, ended: true, last_seq: 7 });
-    expect(await call("build-t", "seenFrames")).toEqual(['event: status\ndata: {"status":"running","exit_code":null}\n\n', 'event: status\ndata: {"status":"succeeded","exit_code":0}\n\n']);
+    expect(await call("build-t", "setStatus", { status: "running", exit_code: null, ended: false, last_seq: 0 })).toEqual({
+      status: "running",
+      exit_code: null,
+      ended: false,
+      last_seq: 0,
+    });
+    expect(await call("build-t", "setStatus", { status: "queued", exit_code: null, ended: false, last_seq: 0 })).toEqual({
+      status: "running",
+      exit_code: null,
+      ended: false,
+      last_seq: 0,
+    });
+    expect(await call("build-t", "setStatus", { status: "succeeded", exit_code: 0, ended: true, last_seq: 7 })).toEqual({
+      status: "succeeded",
+      exit_code: 0,
+      ended: true,
+      last_seq: 7,
+    });
+    expect(await call("build-t", "seenFrames")).toEqual([
+      'event: status\ndata: {"status":"running","exit_code":null}\n\n',
+      'event: status\ndata: {"status":"succeeded","exit_code":0}\n\n',
+    ]);
   });
 
   test("a waiting reader is woken by a publish on the same build, not another; a wait with nothing new returns at its timeout", async () => {

@@ -16,7 +16,9 @@ describe("sseFrame", () => {
   });
 
   test("a log line and a status are framed as docs/runners.md shows them", () => {
-    expect(logFrame({ seq: 12, step: "build", stream: "stdout", ts: 1_795_400_000, text: "ok" })).toBe('id: 12\nevent: log\ndata: {"seq":12,"step":"build","stream":"stdout","ts":1795400000,"text":"ok"}\n\n');
+    expect(logFrame({ seq: 12, step: "build", stream: "stdout", ts: 1_795_400_000, text: "ok" })).toBe(
+      'id: 12\nevent: log\ndata: {"seq":12,"step":"build","stream":"stdout","ts":1795400000,"text":"ok"}\n\n',
+    );
     expect(statusFrame({ status: "running", exit_code: null })).toBe('event: status\ndata: {"status":"running","exit_code":null}\n\n');
   });
 });

@@ -19,7 +19,20 @@ const GAUGE = { name: "roost_test_streams", help: "Open test streams." };
 const principal = { kind: "session", sessionId: "s" } as Principal;
 
 function context(shutdown = new AbortController().signal): RequestContext {
-  return { ...t.ctx, shutdown, request: new Request("http://127.0.0.1/"), peer: null, requestId: "r", principal: null, setupToken: null, runner: null, scope: null, streamBuildId: null, setIdleTimeout() {}, setBodyTimeout() {} };
+  return {
+    ...t.ctx,
+    shutdown,
+    request: new Request("http://127.0.0.1/"),
+    peer: null,
+    requestId: "r",
+    principal: null,
+    setupToken: null,
+    runner: null,
+    scope: null,
+    streamBuildId: null,
+    setIdleTimeout() {},
+    setBodyTimeout() {},
+  };
 }
 
 function open(options: Partial<SseStreamOptions> = {}, producer: (stream: SseStream) => SseProducer = () => ({ start() {} }), ctx = context()) {

@@ -22,9 +22,17 @@ function streamOf(bytes: Uint8Array, chunk: number): ReadableStream<Uint8Array> 
   });
 }
 
-async function read(name: string, o: { workspace?: string; chunk?: number; maxBytes?: number; limits?: ReportLimits; bytes?: Uint8Array; path?: string } = {}): Promise<ParsedReport> {
+async function read(
+  name: string,
+  o: { workspace?: string; chunk?: number; maxBytes?: number; limits?: ReportLimits; bytes?: Uint8Array; path?: string } = {},
+): Promise<ParsedReport> {
   const bytes = o.bytes ?? readFileSync(join(FIXTURES, name));
-  const result = await readReport(streamOf(bytes, o.chunk ?? 65536), { path: o.path ?? name, workspace: o.workspace ?? LINUX, maxBytes: o.maxBytes ?? 1 << 24, limits: o.limits });
+  const result = await readReport(streamOf(bytes, o.chunk ?? 65536), {
+    path: o.path ?? name,
+    workspace: o.workspace ?? LINUX,
+    maxBytes: o.maxBytes ?? 1 << 24,
+    limits: o.limits,
+  });
   expect(result.report).not.toBeNull();
   return result.report!;
 }
@@ -153,13 +161,22 @@ describe("JUnit XML", () => {
   test("xcpretty: the failure's text is the Swift file and line, relative to the checkout", async () => {
     const r = await read("ios-xcpretty-junit.xml", { workspace: "/Users/ci/roost/jobs/5d1c0e7a", chunk: 7 });
     const failed = r.cases.find((c) => c.status === "failed")!;
-    expect(failed).toMatchObject({ suite: "RunnerTests.RunnerTests", name: "testMethodChannelAnswersPing", message: 'XCTAssertEqual failed: ("pong") is not equal to ("nil")', file: "ios/RunnerTests/RunnerTests.swift", line: 27 });
+    expect(failed).toMatchObject({
+      suite: "RunnerTests.RunnerTests",
+      name: "testMethodChannelAnswersPing",
+      message: 'XCTAssertEqual failed: ("pong") is not equal to ("nil")',
+      file: "ios/RunnerTests/RunnerTests.swift",
+      line: 27,
+    });
   });
 
   test("a file cut inside a test case keeps the cases before it and says so", async () => {
     const text = readFileSync(join(FIXTURES, "gradle-TEST-com.example.counter.CounterRepositoryTest.xml"), "utf8");
-    const r = await read("cut.xml", { bytes: new TextEncoder().encode(text.slice(0, text.indexOf("<testcase name=\"migratesVersion1Preferences\"") + 60)) });
-    expect(summary(r)).toEqual(["passed com.example.counter.CounterRepositoryTest :: loadsTheSavedCount", "passed com.example.counter.CounterRepositoryTest :: savesTheCount"]);
+    const r = await read("cut.xml", { bytes: new TextEncoder().encode(text.slice(0, text.indexOf('<testcase name="migratesVersion1Preferences"') + 60)) });
+    expect(summary(r)).toEqual([
+      "passed com.example.counter.CounterRepositoryTest :: loadsTheSavedCount",
+      "passed com.example.counter.CounterRepositoryTest :: savesTheCount",
+    ]);
     expect(r.problems).toEqual(["The XML ends inside <testsuite>: the file was cut short; the test cases before that point were read."]);
   });
 
@@ -175,7 +192,9 @@ describe("JUnit XML", () => {
     const xml = `<testsuite><testcase name="ok" classname="c"/><testcase name="${"x".repeat(5000)}`;
     const r = await read("long.xml", { bytes: new TextEncoder().encode(xml), limits: { ...DEFAULT_LIMITS, maxTokenChars: 1000 }, chunk: 512 });
     expect(summary(r)).toEqual(["passed c :: ok"]);
-    expect(r.problems).toEqual(["The XML is malformed (a tag, comment or declaration longer than 1000 characters); the test cases before that point were read."]);
+    expect(r.problems).toEqual([
+      "The XML is malformed (a tag, comment or declaration longer than 1000 characters); the test cases before that point were read.",
+    ]);
   });
 
   test("nested suites (trainer) and a failure stack far over the limit stay bounded", async () => {
@@ -201,7 +220,11 @@ describe("lcov", () => {
 
   test("a package's coverage/lcov.info names files from the checkout's root", async () => {
     const r = await read("lcov.info", { path: "packages/core/coverage/lcov.info" });
-    expect(r.coverage.map((f) => f.path)).toEqual(["packages/core/lib/main.dart", "packages/core/lib/counter.dart", "packages/core/lib/settings/settings_page.dart"]);
+    expect(r.coverage.map((f) => f.path)).toEqual([
+      "packages/core/lib/main.dart",
+      "packages/core/lib/counter.dart",
+      "packages/core/lib/settings/settings_page.dart",
+    ]);
   });
 
   test("a file cut inside a record keeps what it had", async () => {
@@ -219,9 +242,30 @@ describe("the Dart analyzer's machine format", () => {
   test("each issue is an annotation on a checkout path, with escapes undone", async () => {
     const r = await read("dart-analyze-machine.txt", { chunk: 7 });
     expect(r.annotations).toEqual([
-      { severity: "notice", file: "lib/main.dart", line: 12, column: 14, code: "prefer_const_constructors", message: "Use 'const' with the constructor to improve performance." },
-      { severity: "warning", file: "lib/counter.dart", line: 2, column: 8, code: "unused_import", message: "Unused import: 'package:flutter/foundation.dart'." },
-      { severity: "error", file: "test/broken_test.dart", line: 4, column: 3, code: "undefined_identifier", message: "Undefined name 'pumpApp'.\nTry correcting the name to one that is defined, or defining the name." },
+      {
+        severity: "notice",
+        file: "lib/main.dart",
+        line: 12,
+        column: 14,
+        code: "prefer_const_constructors",
+        message: "Use 'const' with the constructor to improve performance.",
+      },
+      {
+        severity: "warning",
+        file: "lib/counter.dart",
+        line: 2,
+        column: 8,
+        code: "unused_import",
+        message: "Unused import: 'package:flutter/foundation.dart'.",
+      },
+      {
+        severity: "error",
+        file: "test/broken_test.dart",
+        line: 4,
+        column: 3,
+        code: "undefined_identifier",
+        message: "Undefined name 'pumpApp'.\nTry correcting the name to one that is defined, or defining the name.",
+      },
       { severity: "notice", file: "lib/a|b.dart", line: 3, column: 5, code: "avoid_print", message: "Don't invoke 'print' in production code." },
     ]);
   });

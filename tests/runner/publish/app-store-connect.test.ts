@@ -30,10 +30,25 @@ afterAll(async () => {
   rmSync(work, { recursive: true, force: true });
 });
 
-const publisher = (more: Record<string, unknown> = {}) => ({ type: "app_store_connect", environment: "testflight", app_id: "1234567890", key_id: key.keyId, issuer_id: key.issuerId, private_key: "ASC_KEY", processing_timeout_seconds: 60, ...more });
+const publisher = (more: Record<string, unknown> = {}) => ({
+  type: "app_store_connect",
+  environment: "testflight",
+  app_id: "1234567890",
+  key_id: key.keyId,
+  issuer_id: key.issuerId,
+  private_key: "ASC_KEY",
+  processing_timeout_seconds: 60,
+  ...more,
+});
 
 async function publish(ipa: string, more: Record<string, unknown> = {}, notes: Record<string, string> = {}, p8 = key.p8) {
-  const t = publishContext({ publisher: publisher(more), files: { "build/ios/ipa/Runner.ipa": readFileSync(ipa) }, secrets: { ASC_KEY: p8 }, notes, endpoints: { appStoreConnect: asc.url, altool: [altool] } });
+  const t = publishContext({
+    publisher: publisher(more),
+    files: { "build/ios/ipa/Runner.ipa": readFileSync(ipa) },
+    secrets: { ASC_KEY: p8 },
+    notes,
+    endpoints: { appStoreConnect: asc.url, altool: [altool] },
+  });
   try {
     return { answer: await publishAppStoreConnect(t.ctx).catch((e: Error) => e), lines: t.lines };
   } finally {
@@ -43,7 +58,12 @@ async function publish(ipa: string, more: Record<string, unknown> = {}, notes: R
 
 describe("the IPA reader", () => {
   test("reads the bundle id and versions from a binary or XML Info.plist, stored or deflated", () => {
-    for (const [format, compress] of [["binary", true], ["xml", false], ["xml", true], ["binary", false]] as const) {
+    for (const [format, compress] of [
+      ["binary", true],
+      ["xml", false],
+      ["xml", true],
+      ["binary", false],
+    ] as const) {
       const file = writeIpa(work, `r-${format}-${compress}.ipa`, { bundleId: "com.example.app", version: "42", shortVersion: "1.2.3" }, format, compress);
       expect(readIpaInfo(file)).toEqual({ bundleId: "com.example.app", version: "42", shortVersion: "1.2.3" });
     }
@@ -53,8 +73,17 @@ describe("the IPA reader", () => {
 describe("App Store Connect", () => {
   test("uploads with altool, waits for processing, sets What to Test, adds the groups and submits for beta review", async () => {
     const ipa = writeIpa(work, "a.ipa", { bundleId: "com.example.app", version: "7", shortVersion: "1.0.0" });
-    const { answer, lines } = await publish(ipa, { beta_groups: ["QA", "Friends"], submit_for_review: true }, { "en-US": "Try the new login", "de-DE": "Neue Anmeldung testen" });
-    expect(answer).toEqual({ summary: "TestFlight has 1.0.0 (7) of app 1234567890, in QA, Friends, submitted for beta review", version: "1.0.0 (7)", url: "https://appstoreconnect.apple.com/apps/1234567890/testflight/ios", details: { build_id: expect.any(String), bundle_id: "com.example.app" } });
+    const { answer, lines } = await publish(
+      ipa,
+      { beta_groups: ["QA", "Friends"], submit_for_review: true },
+      { "en-US": "Try the new login", "de-DE": "Neue Anmeldung testen" },
+    );
+    expect(answer).toEqual({
+      summary: "TestFlight has 1.0.0 (7) of app 1234567890, in QA, Friends, submitted for beta review",
+      version: "1.0.0 (7)",
+      url: "https://appstoreconnect.apple.com/apps/1234567890/testflight/ios",
+      details: { build_id: expect.any(String), bundle_id: "com.example.app" },
+    });
     expect(asc.uploads).toEqual([{ app: "1234567890", version: "7", shortVersion: "1.0.0", keyId: key.keyId }]);
     const build = asc.builds.find((b) => b.version === "7")!;
     expect(build).toMatchObject({ processingState: "VALID", submitted: true });
@@ -94,12 +123,16 @@ describe("App Store Connect", () => {
       }
     })();
     const badKey = await publish(ipa, {}, {}, stranger);
-    expect((badKey.answer as Error).message).toStartWith(`App Store Connect refused the API key ${key.keyId} (issuer ${key.issuerId}): is it revoked, or the .p8 another key's? App Store Connect said: 401 Provide a properly configured and signed bearer token`);
+    expect((badKey.answer as Error).message).toStartWith(
+      `App Store Connect refused the API key ${key.keyId} (issuer ${key.issuerId}): is it revoked, or the .p8 another key's? App Store Connect said: 401 Provide a properly configured and signed bearer token`,
+    );
     asc.processing = "FAILED";
     const failed = await publish(writeIpa(work, "c.ipa", { bundleId: "com.example.app", version: "9", shortVersion: "1.0.0" }));
     asc.processing = "VALID";
     expect((failed.answer as Error).message).toBe("Apple could not process build 1.0.0 (9): FAILED; App Store Connect's e-mail to the account holder says why");
     const foreign = await publish(writeIpa(work, "d.ipa", { bundleId: "com.example.other", version: "1", shortVersion: "1.0.0" }));
-    expect((foreign.answer as Error).message).toBe("altool could not upload the IPA (exit code 1): No suitable application records were found. Verify your bundle identifier 'com.example.other' is correct.");
+    expect((foreign.answer as Error).message).toBe(
+      "altool could not upload the IPA (exit code 1): No suitable application records were found. Verify your bundle identifier 'com.example.other' is correct.",
+    );
   });
 });

@@ -38,7 +38,20 @@ export function publishContext(options: {
   });
   const publisher = normalizePublisher(PublisherInput.parse(options.publisher));
   const ctx: PublishContext = {
-    claimed: { deployment_id: "d1", lease_seconds: 30, heartbeat_seconds: 5, next_line: 0, step: "publish:test", environment: String(options.publisher.environment), build: { id: "b1", build_number: 7, project_id: "p1", branch: "main", commit_sha: "a".repeat(40), trigger_event: "push", tag: null }, publisher: publisher as never, artifacts, release_notes: options.notes ?? {}, secrets: [], missing_secrets: [] },
+    claimed: {
+      deployment_id: "d1",
+      lease_seconds: 30,
+      heartbeat_seconds: 5,
+      next_line: 0,
+      step: "publish:test",
+      environment: String(options.publisher.environment),
+      build: { id: "b1", build_number: 7, project_id: "p1", branch: "main", commit_sha: "a".repeat(40), trigger_event: "push", tag: null },
+      publisher: publisher as never,
+      artifacts,
+      release_notes: options.notes ?? {},
+      secrets: [],
+      missing_secrets: [],
+    },
     publisher,
     artifacts,
     notes: options.notes ?? {},

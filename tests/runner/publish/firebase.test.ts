@@ -19,7 +19,13 @@ beforeAll(async () => {
 afterAll(() => google.stop());
 
 async function publish(more: Record<string, unknown>, apk: string, key = distributor) {
-  const t = publishContext({ publisher: { type: "firebase_app_distribution", environment: "qa", app_id: APP, credentials: "FB", ...more }, files: { "app-release.apk": apk }, secrets: { FB: key.json }, notes: { "en-US": "Please try the checkout" }, endpoints: { firebaseAppDistribution: google.url } });
+  const t = publishContext({
+    publisher: { type: "firebase_app_distribution", environment: "qa", app_id: APP, credentials: "FB", ...more },
+    files: { "app-release.apk": apk },
+    secrets: { FB: key.json },
+    notes: { "en-US": "Please try the checkout" },
+    endpoints: { firebaseAppDistribution: google.url },
+  });
   try {
     return { answer: await publishFirebase(t.ctx).catch((e: Error) => e), lines: t.lines };
   } finally {
@@ -30,8 +36,20 @@ async function publish(more: Record<string, unknown>, apk: string, key = distrib
 describe("Firebase App Distribution", () => {
   test("uploads, waits for the operation, sets the notes and distributes; the same bytes again make no new release", async () => {
     const first = await publish({ testers: ["a@example.com"], groups: ["qa"] }, "apk versionName=2.1.0 versionCode=31");
-    expect(first.answer).toMatchObject({ summary: `Firebase App Distribution has 2.1.0 (31) of ${APP}, distributed`, version: "2.1.0 (31)", details: { result: "RELEASE_CREATED" } });
-    expect(google.firebase.releases(APP)).toEqual([expect.objectContaining({ displayVersion: "2.1.0", buildVersion: "31", releaseNotes: { text: "Please try the checkout" }, testers: ["a@example.com"], groups: ["qa"] })]);
+    expect(first.answer).toMatchObject({
+      summary: `Firebase App Distribution has 2.1.0 (31) of ${APP}, distributed`,
+      version: "2.1.0 (31)",
+      details: { result: "RELEASE_CREATED" },
+    });
+    expect(google.firebase.releases(APP)).toEqual([
+      expect.objectContaining({
+        displayVersion: "2.1.0",
+        buildVersion: "31",
+        releaseNotes: { text: "Please try the checkout" },
+        testers: ["a@example.com"],
+        groups: ["qa"],
+      }),
+    ]);
     expect(first.lines.filter((l) => l.includes("/operations/")).length).toBe(2);
     const again = await publish({ testers: ["a@example.com"] }, "apk versionName=2.1.0 versionCode=31");
     expect(again.answer).toMatchObject({ details: { result: "RELEASE_UNMODIFIED" } });
@@ -43,8 +61,12 @@ describe("Firebase App Distribution", () => {
     const group = await publish({ groups: ["nobody"] }, "apk versionCode=32");
     expect((group.answer as Error).message).toBe("Firebase refused the testers or groups: Firebase said: 400 Group not found: nobody.");
     const denied = await publish({}, "apk versionCode=33", outsider);
-    expect((denied.answer as Error).message).toBe(`the service account may not distribute ${APP}: give it the Firebase App Distribution Admin role (docs/publishing.md). Firebase said: 403 The caller does not have permission`);
+    expect((denied.answer as Error).message).toBe(
+      `the service account may not distribute ${APP}: give it the Firebase App Distribution Admin role (docs/publishing.md). Firebase said: 403 The caller does not have permission`,
+    );
     const unknown = await publish({ app_id: "1:555000111222:android:ffff" }, "apk versionCode=34");
-    expect((unknown.answer as Error).message).toBe("Firebase does not know the app 1:555000111222:android:ffff (check app_id in the Firebase console's project settings). Firebase said: 404 App not found: 1:555000111222:android:ffff");
+    expect((unknown.answer as Error).message).toBe(
+      "Firebase does not know the app 1:555000111222:android:ffff (check app_id in the Firebase console's project settings). Firebase said: 404 App not found: 1:555000111222:android:ffff",
+    );
   });
 });

@@ -2,7 +2,13 @@
 // zipfile and plistlib, as Xcode's export writes a real one.
 import { join } from "node:path";
 
-export function writeIpa(dir: string, name: string, info: { bundleId: string; version: string; shortVersion: string }, format: "xml" | "binary" = "binary", compress = true): string {
+export function writeIpa(
+  dir: string,
+  name: string,
+  info: { bundleId: string; version: string; shortVersion: string },
+  format: "xml" | "binary" = "binary",
+  compress = true,
+): string {
   const file = join(dir, name);
   const script = `import plistlib,sys,zipfile
 fmt = plistlib.FMT_BINARY if sys.argv[2] == "binary" else plistlib.FMT_XML

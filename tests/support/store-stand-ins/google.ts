@@ -144,7 +144,8 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
       // The token endpoint (RFC 7523 §2.1, Google's server-to-server guide).
       if (path === "/token" && req.method === "POST") {
         const form = new URLSearchParams(await req.text());
-        if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer") return Response.json({ error: "unsupported_grant_type", error_description: "Invalid grant_type." }, { status: 400 });
+        if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer")
+          return Response.json({ error: "unsupported_grant_type", error_description: "Invalid grant_type." }, { status: 400 });
         const assertion = form.get("assertion") ?? "";
         const claims = JSON.parse(Buffer.from(assertion.split(".")[1] ?? "", "base64url").toString() || "{}") as { iss?: string; scope?: string };
         const key = claims.iss ? publicKeys.get(claims.iss) : undefined;
@@ -161,9 +162,12 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
       }
 
       // Android Publisher API v3.
-      const play = path.match(/^\/(upload\/)?androidpublisher\/v3\/applications\/([^/]+)\/edits(?:\/([^/:]+))?(?::(commit))?(?:\/(bundles|apks|tracks))?(?:\/([^/]+))?$/);
+      const play = path.match(
+        /^\/(upload\/)?androidpublisher\/v3\/applications\/([^/]+)\/edits(?:\/([^/:]+))?(?::(commit))?(?:\/(bundles|apks|tracks))?(?:\/([^/]+))?$/,
+      );
       if (play) {
-        if (!caller || !caller.scope.includes("auth/androidpublisher")) return googleError(401, "UNAUTHENTICATED", "Request is missing required authentication credential.");
+        if (!caller || !caller.scope.includes("auth/androidpublisher"))
+          return googleError(401, "UNAUTHENTICATED", "Request is missing required authentication credential.");
         const [, isUpload, pkg, editId, commit, collection, item] = play;
         const app = apps.get(decodeURIComponent(pkg!));
         if (!app) return googleError(404, "NOT_FOUND", `Package not found: ${decodeURIComponent(pkg!)}.`, "notFound");
@@ -171,7 +175,14 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
         if (!editId) {
           if (req.method !== "POST") return googleError(405, "METHOD_NOT_ALLOWED", "Method not allowed");
           const id = String(10_000_000 + next++);
-          edits.set(id, { id, pkg: pkg!, by: caller.email, bundles: structuredClone(app.bundles), apks: structuredClone(app.apks), tracks: new Map([...app.tracks].map(([k, v]) => [k, structuredClone(v)])) });
+          edits.set(id, {
+            id,
+            pkg: pkg!,
+            by: caller.email,
+            bundles: structuredClone(app.bundles),
+            apks: structuredClone(app.apks),
+            tracks: new Map([...app.tracks].map(([k, v]) => [k, structuredClone(v)])),
+          });
           return Response.json({ id, expiryTimeSeconds: String(Math.floor(Date.now() / 1000) + 3600) });
         }
         const edit = edits.get(editId);
@@ -189,11 +200,17 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
           return new Response(null, { status: 204 });
         }
         if ((collection === "bundles" || collection === "apks") && !item) {
-          if (req.method === "GET") return Response.json(collection === "bundles" ? { kind: "androidpublisher#bundlesListResponse", bundles: edit.bundles } : { kind: "androidpublisher#apksListResponse", apks: edit.apks });
+          if (req.method === "GET")
+            return Response.json(
+              collection === "bundles"
+                ? { kind: "androidpublisher#bundlesListResponse", bundles: edit.bundles }
+                : { kind: "androidpublisher#apksListResponse", apks: edit.apks },
+            );
           if (req.method === "POST" && isUpload && url.searchParams.get("uploadType") === "media") {
             const bytes = new Uint8Array(await req.arrayBuffer());
             const code = Number(marker(bytes, "versionCode"));
-            if (!Number.isInteger(code) || code <= 0) return googleError(400, "INVALID_ARGUMENT", "The file is not a valid Android App Bundle or APK.", "badRequest");
+            if (!Number.isInteger(code) || code <= 0)
+              return googleError(400, "INVALID_ARGUMENT", "The file is not a valid Android App Bundle or APK.", "badRequest");
             const used = [...edit.bundles.map((b) => b.versionCode), ...edit.apks.map((a) => a.versionCode)];
             if (used.includes(code)) {
               return collection === "bundles"
@@ -222,11 +239,14 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
             const body = (await req.json()) as { track?: string; releases?: Release[] };
             const known = new Set([...edit.bundles.map((b) => String(b.versionCode)), ...edit.apks.map((a) => String(a.versionCode))]);
             for (const r of body.releases ?? []) {
-              if (!["completed", "draft", "halted", "inProgress"].includes(r.status ?? "")) return googleError(400, "INVALID_ARGUMENT", `Invalid release status: ${r.status}.`, "badRequest");
+              if (!["completed", "draft", "halted", "inProgress"].includes(r.status ?? ""))
+                return googleError(400, "INVALID_ARGUMENT", `Invalid release status: ${r.status}.`, "badRequest");
               const missing = (r.versionCodes ?? []).filter((c) => !known.has(c));
               if (missing.length) return googleError(400, "INVALID_ARGUMENT", `Version codes not found: ${missing.join(", ")}.`, "badRequest");
-              if (r.userFraction !== undefined && r.status !== "inProgress" && r.status !== "halted") return googleError(400, "INVALID_ARGUMENT", "A user fraction can only be set on an inProgress or halted release.", "badRequest");
-              if (r.status === "inProgress" && !(r.userFraction! > 0 && r.userFraction! < 1)) return googleError(400, "INVALID_ARGUMENT", "An inProgress release needs a user fraction between 0 and 1.", "badRequest");
+              if (r.userFraction !== undefined && r.status !== "inProgress" && r.status !== "halted")
+                return googleError(400, "INVALID_ARGUMENT", "A user fraction can only be set on an inProgress or halted release.", "badRequest");
+              if (r.status === "inProgress" && !(r.userFraction! > 0 && r.userFraction! < 1))
+                return googleError(400, "INVALID_ARGUMENT", "An inProgress release needs a user fraction between 0 and 1.", "badRequest");
             }
             edit.tracks.set(track, body.releases ?? []);
             return Response.json({ track, releases: body.releases ?? [] });
@@ -238,7 +258,8 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
       // Firebase App Distribution.
       const fb = path.match(/^\/(upload\/)?v1\/projects\/(\d+)\/apps\/([^/]+)\/releases(?::upload|\/(-|[^/:]+)(?:\/operations\/([^/]+))?(:distribute)?)?$/);
       if (fb) {
-        if (!caller || !caller.scope.includes("auth/cloud-platform")) return googleError(401, "UNAUTHENTICATED", "Request is missing required authentication credential.");
+        if (!caller || !caller.scope.includes("auth/cloud-platform"))
+          return googleError(401, "UNAUTHENTICATED", "Request is missing required authentication credential.");
         const [, isUpload, , appId, releaseId, operationId, distribute] = fb;
         const app = firebaseApps.get(decodeURIComponent(appId!));
         if (!app) return googleError(404, "NOT_FOUND", `App not found: ${decodeURIComponent(appId!)}`);
@@ -252,7 +273,16 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
           const result = release ? "RELEASE_UNMODIFIED" : "RELEASE_CREATED";
           if (!release) {
             const id = `rel-${next++}`;
-            release = { name: `${path.replace(/^\/upload\/v1\//, "").replace(/:upload$/, "")}/${id}`, displayVersion: marker(bytes, "versionName") ?? "1.0.0", buildVersion: marker(bytes, "versionCode") ?? "1", sha256: digest, releaseNotes: null, testers: [], groups: [], firebaseConsoleUri: `https://console.firebase.google.com/project/stand-in/appdistribution/app/${appId}/releases/${id}` };
+            release = {
+              name: `${path.replace(/^\/upload\/v1\//, "").replace(/:upload$/, "")}/${id}`,
+              displayVersion: marker(bytes, "versionName") ?? "1.0.0",
+              buildVersion: marker(bytes, "versionCode") ?? "1",
+              sha256: digest,
+              releaseNotes: null,
+              testers: [],
+              groups: [],
+              firebaseConsoleUri: `https://console.firebase.google.com/project/stand-in/appdistribution/app/${appId}/releases/${id}`,
+            };
             app.releases.push(release);
           }
           const op = `op-${next++}`;
@@ -265,7 +295,11 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
           // Done at the second poll: a client must poll (the upload answers before processing).
           if (op.polls++ === 0) return Response.json({ name: path.slice(4), done: false });
           const { sha256: _sha, testers: _t, groups: _g, ...release } = op.release;
-          return Response.json({ name: path.slice(4), done: true, response: { "@type": "type.googleapis.com/google.firebase.appdistro.v1.UploadReleaseResponse", result: op.result, release } });
+          return Response.json({
+            name: path.slice(4),
+            done: true,
+            response: { "@type": "type.googleapis.com/google.firebase.appdistro.v1.UploadReleaseResponse", result: op.result, release },
+          });
         }
         const release = app.releases.find((r) => r.name.endsWith(`/releases/${releaseId}`));
         if (!release) return googleError(404, "NOT_FOUND", "Release not found.");

@@ -23,11 +23,18 @@ describe("Bitbucket fixtures", () => {
   });
 
   test("a pull request from another repository is from a fork", () => {
-    expect(parseBitbucketDelivery("pullrequest:created", load("bitbucket", "pullrequest_created__from_fork.json"))).toMatchObject({ kind: "pull_request", fromFork: true, prNumber: 2 });
+    expect(parseBitbucketDelivery("pullrequest:created", load("bitbucket", "pullrequest_created__from_fork.json"))).toMatchObject({
+      kind: "pull_request",
+      fromFork: true,
+      prNumber: 2,
+    });
   });
 
   test("an event that brings no commit is ignored with its name", () => {
-    expect(parseBitbucketDelivery("repo:fork", load("bitbucket", "repo_push.json"))).toMatchObject({ kind: null, ignoredReason: 'Bitbucket event "repo:fork" does not trigger builds' });
+    expect(parseBitbucketDelivery("repo:fork", load("bitbucket", "repo_push.json"))).toMatchObject({
+      kind: null,
+      ignoredReason: 'Bitbucket event "repo:fork" does not trigger builds',
+    });
   });
 
   test("the repository an unverified body claims is its UUID in braces", () => {

@@ -13,7 +13,15 @@ describe("the push webhook body", () => {
     ["refs/tags/v1.0.0", sha, { kind: "tag", branch: null, tag: "v1.0.0", commitSha: sha, ignoredReason: null }],
     ["refs/heads/gone", "0".repeat(40), { kind: null, commitSha: null, ignoredReason: "refs/heads/gone was deleted" }],
   ])("%s at %s", (ref, after, expected) => {
-    expect(parseGitPush({ project_id: "p1", ref, after, message: "fix [skip ci]" }, repository)).toMatchObject({ forge: "git", event: "push", action: "webhook", repository: { externalId: "int_1", fullName: "team/app" }, ref, message: "fix [skip ci]", ...expected });
+    expect(parseGitPush({ project_id: "p1", ref, after, message: "fix [skip ci]" }, repository)).toMatchObject({
+      forge: "git",
+      event: "push",
+      action: "webhook",
+      repository: { externalId: "int_1", fullName: "team/app" },
+      ref,
+      message: "fix [skip ci]",
+      ...expected,
+    });
   });
 
   test("a body that is not the documented shape names each problem", () => {

@@ -20,7 +20,14 @@ describe("Gitea fixtures", () => {
     ["pull_request__opened.json", "pull_request", "pull_request", "master", "d4c1a2b3e5f60718293a4b5c6d7e8f9012345678", null],
     ["pull_request__opened_without_pr_number.json", "pull_request", "pull_request", "master", "d4c1a2b3e5f60718293a4b5c6d7e8f9012345678", null],
     ["pull_request__synchronized.json", "pull_request", "pull_request", "master", "e5d2b3c4f6071829304a5b6c7d8e9f0123456789", null],
-    ["pull_request__closed.json", "pull_request", null, "master", "d4c1a2b3e5f60718293a4b5c6d7e8f9012345678", 'pull request action "closed" brings no new commit'],
+    [
+      "pull_request__closed.json",
+      "pull_request",
+      null,
+      "master",
+      "d4c1a2b3e5f60718293a4b5c6d7e8f9012345678",
+      'pull request action "closed" brings no new commit',
+    ],
   ])("%s (X-Gitea-Event %s) → %p on %p at %p", (file, eventName, kind, branch, sha, reason) => {
     const event = parseGiteaDelivery(eventName, load("gitea", file));
     expect(event).toMatchObject({ forge: "gitea", kind: kind as never, commitSha: sha, ignoredReason: reason, identityConflict: null });
@@ -32,7 +39,11 @@ describe("Gitea fixtures", () => {
   });
 
   test("a pull request whose head branch lives in another repository is from a fork", () => {
-    expect(parseGiteaDelivery("pull_request", load("gitea", "pull_request__opened_from_fork.json"))).toMatchObject({ kind: "pull_request", fromFork: true, prNumber: 7 });
+    expect(parseGiteaDelivery("pull_request", load("gitea", "pull_request__opened_from_fork.json"))).toMatchObject({
+      kind: "pull_request",
+      fromFork: true,
+      prNumber: 7,
+    });
     expect(parseGiteaDelivery("pull_request", load("gitea", "pull_request__opened.json")).fromFork).toBe(false);
   });
 
@@ -45,8 +56,14 @@ describe("Gitea fixtures", () => {
 
 describe("Gitea and Forgejo headers and signatures", () => {
   test("Forgejo's spellings are read first, Gitea's otherwise", () => {
-    expect(giteaHeaders(new Headers({ "x-gitea-event": "push", "x-gitea-delivery": "d1", "x-gitea-signature": "ab" }))).toEqual({ event: "push", deliveryId: "d1", credential: "ab" });
-    expect(giteaHeaders(new Headers({ "x-forgejo-event": "pull_request", "x-gitea-event": "push", "x-forgejo-signature": "cd", "x-gitea-signature": "ab" }))).toEqual({ event: "pull_request", deliveryId: "", credential: "cd" });
+    expect(giteaHeaders(new Headers({ "x-gitea-event": "push", "x-gitea-delivery": "d1", "x-gitea-signature": "ab" }))).toEqual({
+      event: "push",
+      deliveryId: "d1",
+      credential: "ab",
+    });
+    expect(
+      giteaHeaders(new Headers({ "x-forgejo-event": "pull_request", "x-gitea-event": "push", "x-forgejo-signature": "cd", "x-gitea-signature": "ab" })),
+    ).toEqual({ event: "pull_request", deliveryId: "", credential: "cd" });
   });
 
   test("X-Gitea-Signature is the hex HMAC-SHA256 of the raw body; one changed byte or another secret does not verify", () => {

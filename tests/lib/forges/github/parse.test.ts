@@ -19,8 +19,22 @@ describe("GitHub fixtures", () => {
     ["push__tag_created.json", "push", "tag", null, "6113728f27ae82c7b1a177c8d03f9e96e0adf246", null],
     ["pull_request__opened.json", "pull_request", "pull_request", "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", null],
     ["pull_request__synchronize.json", "pull_request", "pull_request", "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", null],
-    ["pull_request__labeled.json", "pull_request", null, "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 'pull request action "labeled" brings no new commit'],
-    ["pull_request__closed.json", "pull_request", null, "master", "ec26c3e57ca3a959ca5aad62de7213c562f8c821", 'pull request action "closed" brings no new commit'],
+    [
+      "pull_request__labeled.json",
+      "pull_request",
+      null,
+      "master",
+      "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+      'pull request action "labeled" brings no new commit',
+    ],
+    [
+      "pull_request__closed.json",
+      "pull_request",
+      null,
+      "master",
+      "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
+      'pull request action "closed" brings no new commit',
+    ],
   ])("%s (X-GitHub-Event %s) → %p on %p at %p", (file, eventName, kind, branch, sha, reason) => {
     const event = parseGithubDelivery(eventName, load("github", file));
     expect(event.kind).toBe(kind as never);
@@ -39,7 +53,13 @@ describe("GitHub fixtures", () => {
 
   test("a pull request matches on its target branch and is grouped by its number", () => {
     const event = parseGithubDelivery("pull_request", load("github", "pull_request__opened.json"));
-    expect(event).toMatchObject({ branch: "master", prNumber: 2, ref: "refs/pull/2/head", actor: "Codertocat", repository: { externalId: "186853002", fullName: "Codertocat/Hello-World" } });
+    expect(event).toMatchObject({
+      branch: "master",
+      prNumber: 2,
+      ref: "refs/pull/2/head",
+      actor: "Codertocat",
+      repository: { externalId: "186853002", fullName: "Codertocat/Hello-World" },
+    });
   });
 
   // No published fork pull request exists (tests/fixtures/webhooks/github/SOURCES.md): these change the fork fields of the opened fixture in memory.
@@ -73,7 +93,9 @@ describe("GitHub fixtures", () => {
 describe("GitHub signatures, checked against @octokit/webhooks-methods", () => {
   const secret = "It's a Secret to Everybody";
   test("GitHub's documented test vector", () => {
-    expect(verifyGithubSignature(secret, new TextEncoder().encode("Hello, World!"), "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17")).toBe(true);
+    expect(
+      verifyGithubSignature(secret, new TextEncoder().encode("Hello, World!"), "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"),
+    ).toBe(true);
   });
 
   test("every fixture as signed by octokit verifies; one changed byte, another secret, or a malformed header does not", async () => {
