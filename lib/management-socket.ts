@@ -10,7 +10,7 @@ import type { Db } from "./db/client.ts";
 import type { Clock } from "./context.ts";
 import type { Logger } from "./log.ts";
 import { getInstance } from "./db/instance.ts";
-import { forgetEarlierCapabilities, mintRecoveryCapability, mintSetupToken } from "./db/one-time-credentials.ts";
+import { mintRecoveryCapability, mintSetupToken } from "./db/one-time-credentials.ts";
 
 /** Another daemon process on this host already serves the socket (they share the database, so it can serve this one too). */
 export class SocketInUseError extends Error {}
@@ -72,10 +72,6 @@ export async function startManagementSocket(deps: { db: Db; clock: Clock; log: L
     process.umask(previous);
   }
   await chmod(path, 0o600);
-  // This process is now the one that mints capabilities; none minted before it (by a daemon that
-  // has since stopped or restarted) may still work.
-  const forgotten = await forgetEarlierCapabilities(db);
-  if (forgotten > 0) log.info("capabilities minted before this start no longer work", { count: forgotten });
   return {
     path,
     async stop() {

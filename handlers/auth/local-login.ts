@@ -83,13 +83,17 @@ export const endpoint = defineEndpoint({
       if (mode === "remote") fail("recovery_capability_required", "In External Access mode, local login needs a recovery capability from `roost recover`.");
       fail("local_capability_required", "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user.");
     }
-    if (!(await consumeRecoveryCapability(ctx.db, body.recovery_capability, now))) {
-      if (mode === "remote")
-        fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
-      fail("recovery_capability_invalid", "The capability is unknown, expired or already used; run `roost login` on this host for a new one.");
-    }
-
-    const user = await resolveUser(ctx.db, body.email, await listActiveUsers(ctx.db, 2));
+    //    The capability is a database row, so it works on every daemon of the database; it is spent
+    //    in the transaction that picks the user, so a refused sign-in (no such user) leaves it unspent.
+    const capability = body.recovery_capability;
+    const user = await inTransaction(ctx.db, async (tx) => {
+      if (!(await consumeRecoveryCapability(tx, capability, now))) {
+        if (mode === "remote")
+          fail("recovery_capability_invalid", "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.");
+        fail("recovery_capability_invalid", "The capability is unknown, expired or already used; run `roost login` on this host for a new one.");
+      }
+      return resolveUser(tx, body.email, await listActiveUsers(tx, 2));
+    });
     return completeLogin(ctx, user, "local");
   },
 });

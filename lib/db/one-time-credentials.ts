@@ -6,10 +6,9 @@
 // - only the newest setup token works: minting one (at every start while setup is incomplete, or
 //   with `roost recover setup-token`) deletes every earlier one, and a token with a newer one
 //   beside it is refused anyway;
-// - a capability belongs to the process that minted it: when a process starts serving the
-//   management socket, every capability minted before is deleted, so none survives a restart.
-//   The rows stay in the database (not in memory) so that a second daemon process on the same
-//   database, whose socket the first one serves, accepts them too.
+// - a recovery capability works once, for five minutes, on every daemon of the database: the row
+//   (its secret hashed) is the capability, not the process that minted it, so a capability minted
+//   through one host's management socket signs in on another, and restarting any daemon voids none.
 import type { Executor } from "./client.ts";
 import { num, one, run, str } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
@@ -46,11 +45,6 @@ export async function deleteSetupTokens(db: Executor): Promise<void> {
   await run(db, "DELETE FROM setup_tokens");
 }
 
-/** A process starts serving the management socket: capabilities minted by earlier processes stop working. */
-export async function forgetEarlierCapabilities(db: Executor): Promise<number> {
-  return run(db, "DELETE FROM recovery_capabilities");
-}
-
 export async function mintRecoveryCapability(db: Executor, now: number): Promise<{ token: string; expires_at: number }> {
   const minted = mintSecret("rcv");
   const expiresAt = now + RECOVERY_CAPABILITY_TTL_SECONDS;
@@ -63,8 +57,9 @@ export async function mintRecoveryCapability(db: Executor, now: number): Promise
 }
 
 /**
- * Spends a recovery capability: true exactly once for a valid, unexpired one. The conditional
- * UPDATE makes two concurrent uses of the same capability succeed at most once.
+ * Spends a recovery capability: true exactly once for a valid, unexpired one, whichever daemon
+ * minted it. The conditional UPDATE makes two concurrent uses (through two daemons too) succeed at
+ * most once; run it in the transaction that signs in, so a refused sign-in leaves it unspent.
  */
 export async function consumeRecoveryCapability(db: Executor, token: string, now: number): Promise<boolean> {
   const parsed = parseSecret("rcv", token);

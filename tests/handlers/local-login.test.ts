@@ -121,6 +121,16 @@ describe("Ready Local Only: loopback alone signs nobody in (build code on a runn
     });
   });
 
+  test("a sign-in refused for its e-mail leaves the capability unspent", async () => {
+    await bootstrapOwner(t);
+    const capability = await loginCapability(t);
+    const refused = await t.call("POST", "/v1/auth/local/login", { body: { email: "nobody@example.test", recovery_capability: capability } });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toEqual({ code: "user_not_found", message: "No active user has that e-mail address; ask an admin for an invitation." });
+    const ok = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: capability } });
+    expect(ok.status).toBe(200);
+  });
+
   test("a made-up capability is 403 recovery_capability_invalid", async () => {
     await bootstrapOwner(t);
     const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: "roost_rcv_guess" } });
