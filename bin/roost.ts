@@ -26,7 +26,7 @@ Commands:
 Commands for users of a Roost instance, over its API (ROOST_URL, ROOST_TOKEN; see docs/cli.md):
   project list          the projects you can see
   pipeline list         a project's pipelines
-  build <action>        list, show, start, follow, cancel, rerun, artifacts, download
+  build <action>        list, show, start, follow, cancel, rerun, publish, artifacts, download
 
 Run 'roost <command> --help' for a command's details.`;
 

@@ -483,7 +483,7 @@ describe("--help and usage errors", () => {
 
   test("roost --help names the user commands", async () => {
     const res = await roost(["--help"]);
-    expect(res.stdout).toContain("build <action>        list, show, start, follow, cancel, rerun, artifacts, download");
+    expect(res.stdout).toContain("build <action>        list, show, start, follow, cancel, rerun, publish, artifacts, download");
   });
 
   test.each([
@@ -493,8 +493,11 @@ describe("--help and usage errors", () => {
     [["build", "list", "app", "--status", "done"], "roost build list: --status must be one of queued, running, succeeded, failed, canceled, not 'done'"],
     [["build", "list", "app", "--limit", "0"], "roost build list: --limit must be a whole number from 1 to 200, not '0'"],
     [["build", "download", "x", "--dir"], "roost build download: option '--dir' needs a value; see 'roost build download --help'"],
-    [["build"], "roost build: missing action (list, show, start, follow, cancel, rerun, artifacts, download); see 'roost build --help'"],
-    [["build", "watch"], "roost build: unknown action 'watch' (list, show, start, follow, cancel, rerun, artifacts, download); see 'roost build --help'"],
+    [["build"], "roost build: missing action (list, show, start, follow, cancel, rerun, publish, artifacts, download); see 'roost build --help'"],
+    [
+      ["build", "watch"],
+      "roost build: unknown action 'watch' (list, show, start, follow, cancel, rerun, publish, artifacts, download); see 'roost build --help'",
+    ],
     [["project", "list", "--all"], "roost project list: unknown option '--all'; see 'roost project list --help'"],
   ])("roost %p exits 2 with one line", async (args, message) => {
     expect(await roost(args)).toEqual({ code: 2, stdout: "", stderr: message + "\n" });

@@ -8,7 +8,7 @@ import { Api, CommandFailure, EXIT, refusal } from "./api.ts";
 import { configPath, resolveRemote } from "./config.ts";
 import { downloadArtifact, targetsFor } from "./download.ts";
 import { followBuild, type LogLine } from "./follow.ts";
-import type { Artifact, ArtifactList, Build, BuildList, OneBuild, PipelineList, ProjectList } from "./resources.ts";
+import type { Artifact, ArtifactList, Build, BuildList, OneBuild, OneDeployment, PipelineList, ProjectList } from "./resources.ts";
 
 /** The groups this module answers for; bin/roost.ts hands them over. */
 export const CLIENT_GROUPS = ["project", "pipeline", "build"] as const;
@@ -189,6 +189,39 @@ and "truncated" events as they come, then {"event":"end","build":{…}}.`,
         return started(api, body.build, values);
       },
     },
+    publish: {
+      usage: "roost build publish <build> --environment E [--publisher P] [--track T] [--rollout FRACTION] [--json]",
+      help: `Publishes an earlier successful build's artifacts again, to environment E, without a rebuild
+(promotion, docs/publishing.md): the same bytes, checked by SHA-256. --publisher names one of the
+build's publishers (needed when it has several); --track and --rollout (0-1, a staged rollout) set a
+Google Play publisher's track and user fraction. The environment's approval and allowed refs apply:
+the deployment may wait for an approver. Prints the deployment; --json prints {"deployment": {…}}.`,
+      options: { ...JSON_OPTION, environment: { type: "string" }, publisher: { type: "string" }, track: { type: "string" }, rollout: { type: "string" } },
+      positionals: ["<build>"],
+      async run(api, values, [buildId]) {
+        if (values.environment === undefined) throw new UsageError("roost build publish: missing --environment; see 'roost build publish --help'");
+        const rollout = values.rollout as string | undefined;
+        if (rollout !== undefined && !(/^(0?\.\d+|1(\.0*)?)$/.test(rollout) && Number(rollout) > 0))
+          throw new UsageError(`roost build publish: --rollout must be a fraction above 0 and at most 1 (0.1 for 10 %), not '${rollout}'`);
+        const { build } = await api.json<OneBuild>("GET", `/v1/builds/${enc(buildId!)}`);
+        const publisher = choosePublisher(build, values.publisher as string | undefined);
+        const overrides = {
+          ...(values.track === undefined ? {} : { track: values.track }),
+          ...(rollout === undefined || Number(rollout) === 1 ? {} : { user_fraction: Number(rollout) }),
+        };
+        const body = await api.json<OneDeployment>("POST", `/v1/builds/${enc(build.id)}/publish`, { publisher, environment: values.environment, overrides });
+        if (values.json) return printJson(body);
+        const d = body.deployment;
+        const next =
+          d.status === "waiting_approval"
+            ? `waiting for approval (Approve on the build's page, or POST /v1/deployments/${d.id}/approve)`
+            : d.status === "approved"
+              ? "queued for a runner"
+              : d.status;
+        out(`deployment ${d.id}: build #${d.build_number} ${d.publisher} to ${d.environment} (${d.target}): ${next}\n`);
+        return EXIT.succeeded;
+      },
+    },
     artifacts: {
       usage: "roost build artifacts <build> [--json]",
       help: "The build's artifacts: id, size, SHA-256 and path.",
@@ -240,7 +273,7 @@ nothing matches. --json prints {"artifacts":[{…, "file": "/abs/path"}]}.`,
 const GROUP_HELP: Record<(typeof CLIENT_GROUPS)[number], string> = {
   project: "roost project: the projects you can see on a Roost instance.",
   pipeline: "roost pipeline: a project's pipelines.",
-  build: "roost build: start, follow, cancel and re-run builds, and download their artifacts.",
+  build: "roost build: start, follow, cancel and re-run builds, download their artifacts, and publish them again (promotion).",
 };
 
 /** `roost <group> …` for the user commands; the exit code (usage errors throw UsageError, exit 2). */
@@ -325,6 +358,21 @@ async function follow(api: Api, build: Build, values: Json): Promise<number> {
     process.stderr.write(`roost: build #${final.build_number} ${final.status}${why} (${duration(final)})\n`);
   }
   return ended.status === "succeeded" ? EXIT.succeeded : ended.status === "canceled" ? EXIT.canceled : EXIT.failed;
+}
+
+/**
+ * The publisher a promotion names: the one asked for, or the build's only one. Its name is the
+ * API's (lib/publishing/publishers.ts publisherName), restated here so the CLI loads no zod.
+ */
+function choosePublisher(build: Build, wanted: string | undefined): string {
+  const names = (build.config_snapshot.execution_config.publish ?? []).map((p) =>
+    typeof p.name === "string" ? p.name : `${p.type === "github_release" ? "host_release" : p.type}-${p.environment}`,
+  );
+  if (names.length === 0)
+    throw new CommandFailure(`roost: build #${build.build_number} has no publishers (its pipeline's publish: list was empty)`, EXIT.refused);
+  if (wanted !== undefined) return wanted;
+  if (names.length === 1) return names[0]!;
+  throw new UsageError(`roost build publish: build #${build.build_number} has several publishers (${names.join(", ")}); name one with --publisher`);
 }
 
 /** A project by id, name or repository full name among those the caller sees. */

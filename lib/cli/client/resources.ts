@@ -4,11 +4,13 @@
 import type { z } from "zod";
 import type { BuildResource, PipelineResource, ProjectResource } from "../../schemas/ci.ts";
 import type { ArtifactResource } from "../../runner-protocol/wire.ts";
+import type { DeploymentResource } from "../../publishing/deployments.ts";
 
 export type Build = z.infer<typeof BuildResource>;
 export type Project = z.infer<typeof ProjectResource>;
 export type Pipeline = z.infer<typeof PipelineResource>;
 export type Artifact = z.infer<typeof ArtifactResource>;
+export type Deployment = z.infer<typeof DeploymentResource>;
 
 export interface ProjectList {
   projects: Project[];
@@ -24,4 +26,7 @@ export interface OneBuild {
 }
 export interface ArtifactList {
   artifacts: Artifact[];
+}
+export interface OneDeployment {
+  deployment: Deployment;
 }
