@@ -5,10 +5,11 @@ import { Router, type RouteEntry as IttyRouteEntry } from "itty-router";
 import { z } from "zod";
 import type { AppContext, RequestContext } from "./context.ts";
 import type { RouteEntry } from "./route.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, databaseUnavailableError } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
 import { authenticate } from "./auth/authenticate.ts";
 import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
+import { isDatabaseUnreachable } from "./db/database.ts";
 import { applyBrowserSession } from "./auth/browser-session.ts";
 import { serveWebApp } from "./web/serve.ts";
 
@@ -119,6 +120,10 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
           recordDiskFull(ctx.metrics, ctx.clock.now());
           ctx.log.error("data directory disk full", { request_id: requestId, method: request.method, error });
           response = renderError(diskFullError());
+        } else if (isDatabaseUnreachable(error)) {
+          // sqld is down or unreachable: not this request's fault, and nothing a stack trace explains.
+          ctx.log.warn("database unreachable", { request_id: requestId, method: request.method, error: String(error) });
+          response = renderError(databaseUnavailableError());
         } else {
           ctx.log.error("unhandled error", { request_id: requestId, method: request.method, path: URL.parse(request.url)?.pathname ?? null, error });
           response = renderError(new ApiError("internal_error", `An unexpected error occurred; quote request id ${requestId} to the operator.`));

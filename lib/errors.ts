@@ -16,6 +16,8 @@ export const ERROR_STATUS = {
   unsupported_media_type: 415,
   internal_error: 500,
   not_ready: 503,
+  // the database server (sqld) does not answer: every daemon of it answers this until it does (docs/operations.md "Several hosts")
+  database_unavailable: 503,
   // the data directory's disk or quota is full (lib/disk.ts; RFC 4918 §11.5)
   insufficient_storage: 507,
 
@@ -127,6 +129,7 @@ export const DEFAULT_MESSAGE: Partial<Record<ErrorCode, string>> = {
   malformed_json: "The request body is not valid JSON.",
   unsupported_media_type: "The request body must be JSON (Content-Type: application/json).",
   internal_error: "An unexpected error occurred.",
+  database_unavailable: "The database does not answer; try again in a moment.",
   missing_auth: "This endpoint needs 'Authorization: Bearer <token>'.",
   invalid_session: "The session is invalid or has expired; sign in again.",
   invalid_token: "The token is not valid.",
@@ -162,6 +165,11 @@ export class ApiError extends Error {
     this.details = options.details;
     this.headers = options.headers;
   }
+}
+
+/** The database server does not answer: 503 with Retry-After (RFC 9110 §10.2.3), since it usually comes back by itself. */
+export function databaseUnavailableError(): ApiError {
+  return new ApiError("database_unavailable", undefined, { headers: { "retry-after": "5" } });
 }
 
 /** Throws the catalogue error `code`; reads as one line at the point of refusal. */

@@ -64,9 +64,9 @@ export function buildOpenApiDocument(routes: RouteEntry[]): Json {
     for (const type of endpoint.produces ?? []) content[type] = { schema: { type: "string" } };
     responses[success] = { description: "Success", ...(Object.keys(content).length ? { content } : {}) };
     const byStatus = new Map<number, ErrorCode[]>();
-    // Any request may fail unexpectedly, and any that writes (most do, if only a last-used time) may find the disk full.
+    // Any request may fail unexpectedly or find the database server down, and any that writes (most do, if only a last-used time) may find the disk full.
     // The route's auth rule adds its own refusals (401/403, and 404 for a project the caller may not see).
-    const codes = new Set<ErrorCode>([...ruleErrors(auth), ...endpoint.errors, "internal_error", "insufficient_storage"]);
+    const codes = new Set<ErrorCode>([...ruleErrors(auth), ...endpoint.errors, "internal_error", "database_unavailable", "insufficient_storage"]);
     if (endpoint.body) ["invalid_request", "malformed_json", "unsupported_media_type", "payload_too_large"].forEach((c) => codes.add(c as ErrorCode));
     if (endpoint.params || endpoint.query) codes.add("invalid_request");
     for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);

@@ -18,8 +18,9 @@ import { mintSetupToken } from "./db/one-time-credentials.ts";
 import { writeSetupTokenFile } from "./setup-token-file.ts";
 import { createLogger, type Logger } from "./log.ts";
 import { renderError } from "./http.ts";
-import { ApiError } from "./errors.ts";
+import { ApiError, databaseUnavailableError } from "./errors.ts";
 import { diskFullError, isDiskFullError } from "./disk.ts";
+import { isDatabaseUnreachable } from "./db/database.ts";
 import { removeUnreferencedFiles } from "./artifacts.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
@@ -165,6 +166,10 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
           if (isDiskFullError(error)) {
             log.error("data directory disk full", { error });
             return renderError(diskFullError());
+          }
+          if (isDatabaseUnreachable(error)) {
+            log.warn("database unreachable", { error: String(error) });
+            return renderError(databaseUnavailableError());
           }
           log.error("unhandled server error", { error });
           return renderError(new ApiError("internal_error", "An unexpected error occurred."));

@@ -10,6 +10,7 @@ import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 import { consumePending, type PendingAuthorization } from "../../lib/db/oidc-pending.ts";
 import { OIDC_CLIENT_SECRET_PURPOSE, getOidcSettings } from "../../lib/db/sign-in-settings.ts";
 import { bindOidcIdentity, findUserByEmail, type User } from "../../lib/db/users.ts";
+import { isDatabaseUnreachable } from "../../lib/db/client.ts";
 import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
 import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { constantTimeEqualStrings } from "../../lib/auth/secrets.ts";
@@ -111,7 +112,7 @@ export const endpoint = defineEndpoint({
     try {
       result = await completeLogin(ctx, user, "oidc");
     } catch (error) {
-      if (error instanceof ApiError) throw error;
+      if (error instanceof ApiError || isDatabaseUnreachable(error)) throw error;
       ctx.log.error("oidc session creation failed", { request_id: ctx.requestId, error: String(error) });
       fail("session_error", "The session could not be created; try again.");
     }
@@ -128,7 +129,7 @@ async function store<T>(work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (error) {
-    if (error instanceof ApiError) throw error;
+    if (error instanceof ApiError || isDatabaseUnreachable(error)) throw error;
     fail("store_error", "A database operation failed during sign-in; try again.");
   }
 }

@@ -100,6 +100,34 @@ export function isBusy(error: unknown): boolean {
 }
 
 /**
+ * The libSQL server did not answer: the HTTP transport could not connect or lost the connection
+ * (lib/db/libsql.ts turns those fetch failures into this error, so a forge or store that does not
+ * answer is never mistaken for the database).
+ */
+export class DatabaseUnreachableError extends Error {
+  constructor(cause: unknown) {
+    super(`the database server does not answer: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = "DatabaseUnreachableError";
+  }
+}
+
+/** @libsql/client's codes for a server it cannot reach, over WebSocket (HRANA_*) or an HTTP answer that is not Hrana's (SERVER_ERROR). */
+const UNREACHABLE_LIBSQL_CODES = new Set(["HRANA_WEBSOCKET_ERROR", "HRANA_CLOSED_ERROR", "SERVER_ERROR"]);
+
+/**
+ * The database server is down or unreachable (as opposed to a statement it refused): the request
+ * is answered 503 database_unavailable and /readyz says not ready, until the server answers again.
+ */
+export function isDatabaseUnreachable(error: unknown): boolean {
+  for (let e = error as { name?: unknown; code?: unknown; cause?: unknown } | null | undefined, depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    if (e instanceof DatabaseUnreachableError) return true;
+    if (e.name === "LibsqlError" && UNREACHABLE_LIBSQL_CODES.has(String(e.code))) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+/**
  * A libSQL server (sqld) ended this transaction because it held the write lock too long while
  * another connection waited (sqld takes the lock back after about 5 s); nothing of it committed.
  */

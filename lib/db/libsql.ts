@@ -8,6 +8,7 @@
 // loads libSQL's native addon, which the compiled binary does not carry.
 import type { Client, InArgs, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
 import {
+  DatabaseUnreachableError,
   isBusy,
   isRead,
   mustRunAlone,
@@ -160,10 +161,16 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
  * Hrana over HTTP with uncompressed answers. Bun's fetch asks for gzip, and sqld then compresses
  * every answer, most of them a few hundred bytes: on loopback or a LAN that costs both ends CPU
  * and saves nothing measurable (a quarter of sqld's time per request, in `npm run bench -- sqld`).
+ * A fetch that fails (the server is down or unreachable) fails as DatabaseUnreachableError.
  */
-function uncompressed(request: Request): Promise<Response> {
+async function uncompressed(request: Request): Promise<Response> {
   request.headers.set("accept-encoding", "identity");
-  return fetch(request);
+  try {
+    return await fetch(request);
+  } catch (error) {
+    // Connection refused or reset, no route, DNS: the server does not answer (a 503, not a 500).
+    throw new DatabaseUnreachableError(error);
+  }
 }
 
 /** How many read requests may be on their way to the server at once. */

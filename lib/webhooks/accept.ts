@@ -6,6 +6,7 @@
 // on it is recorded as a failed delivery, logged, and answered 5xx so the host redelivers it.
 import type { Db } from "../db/client.ts";
 import { all, inTransaction, one } from "../db/client.ts";
+import { isDatabaseUnreachable } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
@@ -263,6 +264,8 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     for (const c of created) publishCreated(deps, c);
     return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: created.map((c) => c.build) };
   } catch (error) {
+    // The database server down: nothing can be recorded, and the receiver's 503 makes the host redeliver.
+    if (isDatabaseUnreachable(error)) throw error;
     if (!(error instanceof Duplicate)) return recordFailed(deps, { ...base, repository: input.repository, body: input.body }, error);
     const of = error.of;
     const reason = `duplicate of delivery ${of}`;

@@ -156,15 +156,46 @@ describe("two daemons on one sqld", () => {
     }
   }, 60_000);
 
-  // Last: it stops the server. Requests fail while it is away (500, /readyz 503) and work again
-  // once it is back, through both transports, without restarting a daemon.
-  test("sqld killed and started again: the daemons are not ready meanwhile, then serve again by themselves", async () => {
+  // Last: it stops the server. Requests that need the database answer 503 database_unavailable
+  // while it is away (/readyz 503 not_ready, so a load balancer stops sending traffic) and work
+  // again once it is back, through both transports, without restarting a daemon.
+  test("sqld killed and started again: the daemons answer 503 database_unavailable meanwhile, then serve again by themselves", async () => {
     const port = Number(new URL(sqld.url).port);
+    const runner = (await http(a.url, "POST", "/v1/runners", { token: owner, body: { name: "while-down" } })).body;
+    const logged = [a.logs.length, b.logs.length];
     await sqld.stop({ signal: "SIGKILL", keep: true });
+    const unavailable = {
+      status: 503,
+      retryAfter: "5",
+      body: { code: "database_unavailable", message: "The database does not answer; try again in a moment." },
+    };
+    const answer = (r: { status: number; headers: Headers; body: unknown }) => ({ status: r.status, retryAfter: r.headers.get("retry-after"), body: r.body });
     for (const d of [a, b]) {
       expect((await http(d.url, "GET", "/readyz")).body).toEqual({ code: "not_ready", message: "The database does not answer." });
-      expect((await http(d.url, "GET", "/v1/users/me", { token: owner })).status).toBe(500);
+      // A read, a write, a runner's call and a webhook: each answers the same 503, twice in a row.
+      for (let i = 0; i < 2; i++) {
+        expect(answer(await http(d.url, "GET", "/v1/users/me", { token: owner }))).toEqual(unavailable);
+        expect(answer(await http(d.url, "POST", "/v1/api-tokens", { token: owner, body: { name: "while-down", role: "developer" } }))).toEqual(unavailable);
+        expect(
+          answer(
+            await http(d.url, "POST", `/v1/runners/${runner.runner.id}/jobs/claim`, {
+              token: runner.token,
+              body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+            }),
+          ),
+        ).toEqual(unavailable);
+        const webhook = await http(d.url, "POST", "/v1/webhooks/github", {
+          headers: { "x-github-event": "ping", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": "sha256=00" },
+          body: { zen: "down" },
+        });
+        expect(answer(webhook)).toEqual(unavailable);
+      }
     }
+    // No stack trace: the daemons log the failure as a warning, never as an unhandled error.
+    const newLogs = [...a.logs.slice(logged[0]), ...b.logs.slice(logged[1])];
+    expect(newLogs.filter((l) => /unhandled/.test(String(l.msg)))).toEqual([]);
+    expect(newLogs.some((l) => l.msg === "database unreachable")).toBe(true);
+
     sqld = await startSqld({ dir: sqld.dir, port });
     for (const d of [a, b]) {
       expect((await http(d.url, "GET", "/readyz")).status).toBe(200);
