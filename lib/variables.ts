@@ -378,3 +378,44 @@ export async function variablesForBuild(db: Executor, secrets: SecretBox, build:
             : "their protected_refs do not match this build's ref",
   };
 }
+
+export interface RegistryAuth {
+  /** The registry auth file registry_credentials names, or null. */
+  auth: { key: string; content: string } | null;
+  /** Why there is none although the pipeline names one: the build fails with it. */
+  problem: string | null;
+}
+
+/**
+ * Takes the variable a pipeline's registry_credentials names out of what its steps receive: it is
+ * for the engine's pulls only (docs/pipelines.md "Private images"), as GitLab's DOCKER_AUTH_CONFIG
+ * is for the runner's (https://docs.gitlab.com/ci/docker/using_docker_images/#access-an-image-from-a-private-container-registry).
+ * It must be a secret holding an auth file, `{"auths": {…}}`, the format of Docker's config.json
+ * and of containers-auth.json(5).
+ */
+export function takeRegistryAuth(variables: BuildVariables, key: string | undefined): RegistryAuth {
+  if (!key) return { auth: null, problem: null };
+  const entry = variables.env.find((e) => e.key === key);
+  const file = variables.files.find((f) => f.key === key);
+  variables.env = variables.env.filter((e) => e.key !== key);
+  variables.files = variables.files.filter((f) => f.key !== key);
+  if (variables.withheld.includes(key))
+    return { auth: null, problem: `the registry credentials ${key} are not given to this build (${variables.withheldReason ?? "not trusted"})` };
+  if (!entry && !file)
+    return { auth: null, problem: `registry_credentials names ${key}, but neither the project nor the pipeline has a secret variable ${key}` };
+  if (!(entry?.secret ?? file?.secret))
+    return { auth: null, problem: `registry_credentials names ${key}, which is not a secret: set it again with secret: true` };
+  const content = entry ? entry.value : Buffer.from(file!.content_base64, "base64").toString("utf8");
+  let auths: unknown;
+  try {
+    auths = (JSON.parse(content) as { auths?: unknown }).auths;
+  } catch {
+    auths = null;
+  }
+  if (!auths || typeof auths !== "object" || Array.isArray(auths))
+    return {
+      auth: null,
+      problem: `the registry credentials ${key} are not a registry auth file: its value must be JSON like {"auths": {"registry.example.com": {"auth": "<base64 of user:password>"}}}`,
+    };
+  return { auth: { key, content }, problem: null };
+}

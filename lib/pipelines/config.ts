@@ -152,6 +152,43 @@ export const ImageReference = z
     "must be an image reference like ghcr.io/acme/flutter:3.27 or name@sha256:<64 hex digits>",
   );
 
+// A service container beside the build (docs/pipelines.md "Services"), as GitLab's `services:`
+// and Woodpecker's `services:` offer: it shares the build container's network, so a step reaches
+// it at its alias (or localhost) on the ports it listens on.
+const ServiceAlias = z
+  .string()
+  .regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, "must be a host name: lowercase letters, digits and '-' (at most 63)")
+  .refine((a) => !["localhost", "roost-build"].includes(a), "localhost and roost-build are taken");
+
+export const ServiceInput = z
+  .object({
+    image: ImageReference.describe("the service's image, e.g. postgres:16; pulled with registry_credentials when the pipeline has them"),
+    alias: ServiceAlias.describe("the host name steps reach the service at (it resolves to the build's own loopback)"),
+    env: z
+      .record(
+        z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be a shell variable name (letters, digits, _; at most 128)"),
+        z
+          .union([
+            z
+              .string()
+              .max(4096, "must be at most 4096 characters")
+              .regex(/^[^\n\r\0]*$/, "must be one line"),
+            z.number(),
+            z.boolean(),
+          ])
+          .transform(String),
+      )
+      .default({})
+      .describe("the service's environment (plain values: the pipeline file is readable by everyone who reads the repository)"),
+    command: z
+      .array(shortText(1024))
+      .min(1)
+      .max(50)
+      .optional()
+      .describe("the arguments the image's entrypoint gets instead of its CMD, e.g. [redis-server, --port, '6380']"),
+  })
+  .strict();
+
 export const LimitsInput = z
   .object({
     cpus: z.number().min(0.1).max(256).optional().describe("CPUs, e.g. 2 or 0.5"),
@@ -227,6 +264,19 @@ export const ExecutionConfigInput = z
       .optional()
       .describe("none: the build's container has no network at all (default: on, without the host's loopback or the cloud metadata address)"),
     limits: LimitsInput.optional().describe('the build container\'s limits; a runner lowers what is above its own (docs/runners.md "Limits")'),
+    registry_credentials: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be the key of a secret variable of the project or pipeline")
+      .optional()
+      .describe(
+        'the key of a secret variable (of the project or the pipeline) holding a registry auth file, {"auths": {"registry.example.com": {"auth": "<base64 of user:password>"}}} as GitLab\'s DOCKER_AUTH_CONFIG: the engine pulls image: and the services\' images with it. Never given to the build\'s steps',
+      ),
+    services: z
+      .array(ServiceInput)
+      .max(10)
+      .optional()
+      .refine((list) => !list || new Set(list.map((s) => s.alias)).size === list.length, "service aliases must be unique")
+      .describe("containers started before the steps in the build's network (a container runner only), reachable at their alias; removed with the build"),
     test_reports: z
       .array(pattern.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout"))
       .max(50)
@@ -274,11 +324,17 @@ export interface ExecutionConfig {
   image?: string;
   network?: "default" | "none";
   limits?: { cpus?: number; memory_mb?: number; pids?: number; disk_mb?: number };
+  /** The key of the secret variable the engine pulls images with (a container runner's). */
+  registry_credentials?: string;
+  /** Service containers beside the build (a container runner's). */
+  services?: Service[];
   /** Absent in builds created before test reports existed: DEFAULT_TEST_REPORT_PATTERNS. */
   test_reports?: string[];
   /** Publishers run after a successful build (docs/publishing.md); absent in builds created before publishing existed. */
   publish?: Publisher[];
 }
+
+export type Service = z.output<typeof ServiceInput>;
 
 export interface CacheConfig {
   enabled: boolean;

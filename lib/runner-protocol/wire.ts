@@ -87,6 +87,10 @@ export const JobConfig = z.looseObject({
       .object({ cpus: z.number().nullable(), memory_mb: z.number().int().nullable(), pids: z.number().int().nullable(), disk_mb: z.number().int().nullable() })
       .partial()
       .optional(),
+    registry_credentials: z.string().optional(),
+    services: z
+      .array(z.object({ image: z.string(), alias: z.string(), env: z.record(z.string(), z.string()).default({}), command: z.array(z.string()).optional() }))
+      .default([]),
   }),
 });
 
@@ -119,6 +123,14 @@ export const ClaimedJob = z.object({
     .describe("file variables: the runner writes each to a private file (0600) and sets its key to the path; removed when the job ends"),
   withheld_secrets: z.array(z.string()).default([]).describe("keys of secrets this build does not receive (a fork pull request, or protected_refs)"),
   withheld_reason: z.string().nullable().default(null),
+  registry_auth: z
+    .object({ key: z.string(), content: z.string() })
+    .nullable()
+    .default(null)
+    .describe(
+      "the registry auth file registry_credentials names: the runner hands it to the engine for pulls only (a 0600 file removed after), never to a step",
+    ),
+  registry_auth_problem: z.string().nullable().default(null).describe("why registry_credentials gives no auth file: the build fails with it"),
 });
 export type ClaimedJob = z.output<typeof ClaimedJob>;
 /** A build's job, or (for a runner that accepts publishes) a deployment to publish (lib/publishing/wire.ts). */

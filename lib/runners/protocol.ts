@@ -10,7 +10,7 @@ import { findIntegration } from "../db/integrations.ts";
 import type { CloneCredentials, ForgeDeps } from "../forges/forge.ts";
 import { forgeOf } from "../forges/registry.ts";
 import type { Repository } from "../db/repositories.ts";
-import { variablesForBuild } from "../variables.ts";
+import { takeRegistryAuth, variablesForBuild } from "../variables.ts";
 
 /**
  * Fencing: the job must be this runner's and still running. Another runner's job is 409
@@ -38,6 +38,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
   // Variables are read when the job is claimed, not frozen with the build: a re-run after a
   // rotated password uses the new one. Secrets only reach builds the project trusts.
   const variables = await variablesForBuild(ctx.db, ctx.secrets, build, await revealEnv(snapshot.execution_config.env, ctx.secrets));
+  const registry = takeRegistryAuth(variables, snapshot.execution_config.registry_credentials);
   return {
     job_id: job.id,
     lease_seconds: ctx.config.runners.leaseSeconds,
@@ -62,6 +63,8 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
     files: variables.files,
     withheld_secrets: variables.withheld,
     withheld_reason: variables.withheldReason,
+    registry_auth: registry.auth,
+    registry_auth_problem: registry.problem,
   };
 }
 

@@ -87,6 +87,11 @@ export const ExecutionConfigOut = z.object({
     .object({ cpus: z.number().optional(), memory_mb: z.number().int().optional(), pids: z.number().int().optional(), disk_mb: z.number().int().optional() })
     .optional()
     .describe("the build container's limits, within the runner's"),
+  registry_credentials: z.string().optional().describe("the key of the secret variable holding the registry auth file images are pulled with"),
+  services: z
+    .array(z.object({ image: z.string(), alias: z.string(), env: z.record(z.string(), z.string()), command: z.array(z.string()).optional() }))
+    .optional()
+    .describe("service containers started before the steps in the build's network, reachable at their alias"),
 });
 
 export const Concurrency = z.object({ cancel_previous: z.boolean(), max_concurrent: z.number().int() });

@@ -32,8 +32,8 @@
 // reads the step's environment from its stdin (`export NAME='value'` lines), so no value, secret
 // or not, is ever on a command line the host's `ps` shows. Stopping a command signals its process
 // group inside the container; the container's removal ends whatever is left.
-import { existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { spawn } from "node:child_process";
 import { pumpLines, type CommandResult, type RunningCommand } from "../process.ts";
 import { engineCall, engineEnv, engineError, type Engine } from "./engine.ts";
@@ -59,6 +59,13 @@ export const INSIDE = { workspace: "/roost/workspace", homes: "/roost/homes", fi
 const PASSED_INTO_CONTAINERS =
   /^(https?_proxy|no_proxy|all_proxy|HTTPS?_PROXY|NO_PROXY|ALL_PROXY|PUB_HOSTED_URL|FLUTTER_STORAGE_BASE_URL|GRADLE_OPTS|LANG|LC_ALL)$/;
 
+/**
+ * What a service's entrypoint may do as root in its container: change owners and modes of its data
+ * directory and become its own user (gosu, su-exec), bind a port below 1024. Nothing else of
+ * Docker's default set (no NET_RAW, MKNOD, SETFCAP, SYS_CHROOT).
+ */
+const SERVICE_CAPABILITIES = ["CHOWN", "DAC_OVERRIDE", "FOWNER", "SETGID", "SETUID", "NET_BIND_SERVICE"];
+
 const MARKER = "\u001eroost-pgid ";
 
 /** A single-quoted shell word. */
@@ -68,6 +75,10 @@ export interface ContainerStart {
   image: string | null;
   network: "default" | "none";
   limits: Partial<Limits> | undefined;
+  /** Service containers started beside the build in its network (docs/pipelines.md "Services"). */
+  services: { image: string; alias: string; env: Record<string, string>; command?: string[] }[];
+  /** The registry auth file images are pulled with (registry_credentials), or why there is none. */
+  registry: { key: string; auth: string | null; problem: string | null } | null;
   /** File variables: written into the container's tmpfs once it runs. */
   files: { key: string; content: Buffer }[];
   /** A line for the build log. */
@@ -88,6 +99,8 @@ export class ContainerExecutor implements Executor {
   #shell = "/bin/bash";
   #oomBaseline = 0;
   #sdkDir: string | null = null;
+  /** The names of the job's service containers that run. */
+  #services: string[] = [];
   readonly #user: { uid: number; gid: number };
 
   constructor(
@@ -162,11 +175,18 @@ export class ContainerExecutor implements Executor {
     this.#limits = limits;
     for (const note of notes) s.say(`[roost] ${note}`);
 
-    // 1. The image: used when the engine has it, pulled with the engine's own credentials otherwise.
-    if ((await engineCall(engine, ["image", "exists", image])).code !== 0 && (await engineCall(engine, ["image", "inspect", image])).code !== 0) {
-      s.say(`[roost] pulling ${image}`);
-      const pulled = await engineCall(engine, ["pull", image], { timeoutMs: 30 * 60_000 });
-      if (pulled.code !== 0) return fail(`the image ${image} could not be pulled: ${engineError(pulled)}`);
+    // 1. The images, the build's and its services': with registry credentials each is pulled (the
+    // registry checks them, also for an image the engine has already: another project's pull must
+    // not lend it), otherwise used when the engine has it and pulled with the engine's own.
+    if (s.registry?.problem) return fail(s.registry.problem);
+    const authFile = s.registry?.auth ? this.#writeAuthFile(s.registry.auth) : null;
+    try {
+      for (const ref of [image, ...s.services.map((svc) => svc.image)]) {
+        const problem = await this.#ensureImage(ref, authFile ? { file: authFile, key: s.registry!.key } : null, s.say);
+        if (problem) return fail(problem);
+      }
+    } finally {
+      if (authFile) rmSync(dirname(authFile), { recursive: true, force: true });
     }
     const inspected = await engineCall(engine, ["image", "inspect", "--format", "{{json .}}", image]);
     if (inspected.code !== 0) return fail(`the image ${image} could not be inspected: ${engineError(inspected)}`);
@@ -184,17 +204,23 @@ export class ContainerExecutor implements Executor {
     const nofile = ownSoftLimit("Max open files");
     const nproc = ownSoftLimit("Max processes");
     const pids = limits.pids;
+    const limitFlags = [
+      "--pids-limit",
+      String(pids),
+      ...(nofile ? ["--ulimit", `nofile=${nofile}:${nofile}`] : []),
+      "--ulimit",
+      `nproc=${Math.min(nproc ?? pids, pids)}:${Math.min(nproc ?? pids, pids)}`,
+      ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`, "--memory-swap", `${limits.memory_mb}m`] : []),
+      ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
+      ...(engine.name === "podman" ? ["--timeout", String(this.job.timeoutSeconds + 600)] : []),
+    ];
+    const labels = ["--label", `roost.job=${this.job.jobId}`, "--label", `roost.runner=${this.job.runnerId}`, "--label", `roost.build=${this.job.buildId}`];
     const args = [
       "run",
       "--detach",
       "--name",
       this.name,
-      "--label",
-      `roost.job=${this.job.jobId}`,
-      "--label",
-      `roost.runner=${this.job.runnerId}`,
-      "--label",
-      `roost.build=${this.job.buildId}`,
+      ...labels,
       "--init",
       "--entrypoint",
       "sleep",
@@ -219,14 +245,9 @@ export class ContainerExecutor implements Executor {
       `${INSIDE.files}:rw,nosuid,nodev,noexec,size=64m,mode=0700,${engine.name === "podman" ? "U" : `uid=${this.#user.uid},gid=${this.#user.gid}`}`,
       "--network",
       s.network === "none" ? "none" : engine.name === "podman" ? "slirp4netns:allow_host_loopback=false" : "bridge",
-      "--pids-limit",
-      String(pids),
-      ...(nofile ? ["--ulimit", `nofile=${nofile}:${nofile}`] : []),
-      "--ulimit",
-      `nproc=${Math.min(nproc ?? pids, pids)}:${Math.min(nproc ?? pids, pids)}`,
-      ...(limits.memory_mb ? ["--memory", `${limits.memory_mb}m`, "--memory-swap", `${limits.memory_mb}m`] : []),
-      ...(limits.cpus ? ["--cpus", String(limits.cpus)] : []),
-      ...(engine.name === "podman" ? ["--timeout", String(this.job.timeoutSeconds + 600)] : []),
+      // Each service's alias names the build's own loopback, where the services listen (they share its network).
+      ...s.services.flatMap((svc) => ["--add-host", `${svc.alias}:127.0.0.1`]),
+      ...limitFlags,
       image,
       "infinity",
     ];
@@ -243,7 +264,13 @@ export class ContainerExecutor implements Executor {
       if (blocked) return fail(blocked);
     }
 
-    // 5. A shell, file variables in the tmpfs, the memory counter's start.
+    // 5. The services, in the build container's network namespace (so behind the same routes).
+    for (const svc of s.services) {
+      const problem = await this.#startService(svc, [...labels, "--label", `roost.service=${svc.alias}`, ...limitFlags], s.say);
+      if (problem) return fail(problem);
+    }
+
+    // 6. A shell, file variables in the tmpfs, the memory counter's start.
     if ((await this.#exec(["test", "-x", "/bin/bash"])).code !== 0) {
       this.#shell = "/bin/sh";
       s.say("[roost] the image has no /bin/bash: commands run with /bin/sh (no pipefail)");
@@ -253,6 +280,79 @@ export class ContainerExecutor implements Executor {
       if (written.code !== 0) return fail(`the file variable ${file.key} could not be written into the container: ${engineError(written)}`);
     }
     this.#oomBaseline = await this.#oomKills();
+    return null;
+  }
+
+  /** Null once the engine has the image; why not otherwise. */
+  async #ensureImage(image: string, auth: { file: string; key: string } | null, say: (text: string) => void): Promise<string | null> {
+    const engine = this.settings.engine;
+    if (!auth && ((await engineCall(engine, ["image", "exists", image])).code === 0 || (await engineCall(engine, ["image", "inspect", image])).code === 0))
+      return null;
+    say(`[roost] pulling ${image}${auth ? ` with the registry credentials ${auth.key}` : ""}`);
+    // Podman reads the file --authfile names (containers-auth.json(5)); Docker reads config.json in DOCKER_CONFIG.
+    const pulled = await engineCall(engine, ["pull", ...(auth && engine.name === "podman" ? ["--authfile", auth.file] : []), image], {
+      timeoutMs: 30 * 60_000,
+      ...(auth && engine.name === "docker" ? { env: engineEnv({ DOCKER_CONFIG: dirname(auth.file) }) } : {}),
+    });
+    if (pulled.code === 0) return null;
+    return `the image ${image} could not be pulled${auth ? ` with the registry credentials ${auth.key}` : ""}: ${engineError(pulled)}`;
+  }
+
+  /** The auth file, 0600 in a 0700 directory of the job's scratch (outside every mount); removed once the images are pulled. */
+  #writeAuthFile(content: string): string {
+    const dir = join(this.scratch, "registry-auth");
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
+    const file = join(dir, "config.json");
+    writeFileSync(file, content, { mode: 0o600 });
+    return file;
+  }
+
+  /**
+   * One service container: in the build container's network namespace, labelled like it (start-up
+   * clean-up finds it), with the build's limits, no new privileges and only the capabilities an
+   * image's entrypoint needs to drop to its own user (postgres', mysql's, redis'). Its environment
+   * goes through a 0600 file removed once it runs, not the engine's command line.
+   */
+  async #startService(svc: ContainerStart["services"][number], flags: string[], say: (text: string) => void): Promise<string | null> {
+    const engine = this.settings.engine;
+    const envFile = join(this.scratch, `service-${svc.alias}.env`);
+    mkdirSync(this.scratch, { recursive: true });
+    writeFileSync(
+      envFile,
+      Object.entries(svc.env)
+        .map(([k, v]) => `${k}=${v}\n`)
+        .join(""),
+      { mode: 0o600 },
+    );
+    say(
+      `[roost] service ${svc.alias}: image ${svc.image}${svc.command ? `, command ${JSON.stringify(svc.command)}` : ""}, reachable at ${svc.alias} (the build's loopback)`,
+    );
+    const started = await engineCall(
+      engine,
+      [
+        "run",
+        "--detach",
+        "--name",
+        `${this.name}-svc-${svc.alias}`,
+        ...flags,
+        "--network",
+        `container:${this.name}`,
+        "--cap-drop",
+        "all",
+        "--cap-add",
+        SERVICE_CAPABILITIES.join(","),
+        "--security-opt",
+        "no-new-privileges",
+        "--env-file",
+        envFile,
+        svc.image,
+        ...(svc.command ?? []),
+      ],
+      { timeoutMs: 5 * 60_000 },
+    ).finally(() => rmSync(envFile, { force: true }));
+    if (started.code !== 0) return `the service ${svc.alias} (${svc.image}) could not start: ${engineError(started)}`;
+    this.#services.push(`${this.name}-svc-${svc.alias}`);
     return null;
   }
 
@@ -348,6 +448,20 @@ export class ContainerExecutor implements Executor {
     if (!this.#started || this.#removed) return null;
     let problem = "";
     for (let attempt = 0; attempt < 5; attempt++) {
+      // The services first: they live in the build container's network namespace.
+      if (this.#services.length) {
+        const services = await engineCall(
+          this.settings.engine,
+          ["rm", "--force", "--volumes", ...(this.settings.engine.name === "podman" ? ["--time", "0"] : []), ...this.#services],
+          { timeoutMs: 120_000 },
+        );
+        if (services.code !== 0 && !/no such container|no container with name/i.test(services.stderr)) {
+          problem = engineError(services);
+          await Bun.sleep(500 * (attempt + 1));
+          continue;
+        }
+        this.#services = [];
+      }
       const removed = await engineCall(
         this.settings.engine,
         ["rm", "--force", "--volumes", ...(this.settings.engine.name === "podman" ? ["--time", "0"] : []), this.name],

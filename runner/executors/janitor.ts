@@ -3,7 +3,7 @@
 // with SIGKILL (or a host that lost power) leaves its container running. So a container runner,
 // when it starts and after each job, removes every container labelled with its runner id that
 // does not belong to the job it is running (with --volumes: anonymous volumes an image declared
-// go too), and the workspaces, cache homes and SDK overlays of jobs it no longer runs. Containers are found by
+// go too; a build's service containers before it), and the workspaces, cache homes and SDK overlays of jobs it no longer runs. Containers are found by
 // label, never by name, so another runner's (another roost.runner label) are left alone.
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -12,16 +12,29 @@ import type { Log } from "../client.ts";
 
 /** Removes this runner's containers, workspaces and cache homes, except `keep` (a job id it runs); returns the job ids removed. */
 export async function removeLeftovers(engine: Engine, runnerId: string, workDir: string, log: Log, keep: string | null = null): Promise<string[]> {
-  const listed = await engineCall(engine, ["ps", "--all", "--filter", `label=roost.runner=${runnerId}`, "--format", '{{.ID}} {{index .Labels "roost.job"}}']);
+  const listed = await engineCall(engine, [
+    "ps",
+    "--all",
+    "--filter",
+    `label=roost.runner=${runnerId}`,
+    "--format",
+    '{{.ID}} {{index .Labels "roost.job"}} {{index .Labels "roost.service"}}',
+  ]);
   const removed: string[] = [];
   if (listed.code !== 0) {
     log("could not list this runner's containers", { level: "warn", error: engineError(listed) });
   } else {
-    for (const line of listed.stdout.trim().split("\n").filter(Boolean)) {
-      const [id, job = ""] = line.trim().split(/\s+/);
+    // Service containers first: they live in their build container's network namespace.
+    const lines = listed.stdout
+      .trim()
+      .split("\n")
+      .filter(Boolean)
+      .map((line) => line.trim().split(/\s+/))
+      .sort((a, b) => Number(!a[2]) - Number(!b[2]));
+    for (const [id, job = ""] of lines) {
       if (!id || job === keep) continue;
       const rm = await engineCall(engine, ["rm", "--force", "--volumes", ...(engine.name === "podman" ? ["--time", "0"] : []), id], { timeoutMs: 120_000 });
-      if (rm.code === 0) removed.push(job);
+      if (rm.code === 0) removed.includes(job) || removed.push(job);
       else log("could not remove a leftover build container", { level: "warn", container: id, job_id: job, error: engineError(rm) });
     }
   }

@@ -73,6 +73,7 @@ export class JobRun {
         ...cfg.env.filter((e) => e.secret).map((e) => e.value),
         ...(credentials && this.basicAuth ? [credentials.password, this.basicAuth] : []),
         ...proxyPasswords(options.stepEnv),
+        ...registryAuthSecrets(job.registry_auth?.content ?? null),
       ],
       job.files.filter((f) => f.secret).map((f) => Buffer.from(f.content_base64, "base64")),
     );
@@ -253,4 +254,22 @@ function jobEnv(job: ClaimedJob, workspace: string, stepEnv: Record<string, stri
 
 export function unixNow(): number {
   return Math.floor(Date.now() / 1000);
+}
+
+/** The pieces of a registry auth file an engine's message could echo: the file, each `auth` (base64 of user:password), and each password. */
+function registryAuthSecrets(content: string | null): string[] {
+  if (!content) return [];
+  const out = [content];
+  try {
+    const auths = (JSON.parse(content) as { auths?: Record<string, { auth?: string; password?: string; identitytoken?: string }> }).auths ?? {};
+    for (const entry of Object.values(auths)) {
+      if (entry?.auth) {
+        const decoded = Buffer.from(entry.auth, "base64").toString("utf8");
+        out.push(entry.auth, decoded, decoded.slice(decoded.indexOf(":") + 1));
+      }
+      if (entry?.password) out.push(entry.password);
+      if (entry?.identitytoken) out.push(entry.identitytoken);
+    }
+  } catch {}
+  return out;
 }

@@ -108,6 +108,7 @@ export async function startContainer(run: JobRun): Promise<void> {
       cfg.image ? `image ${cfg.image}` : null,
       cfg.network === "none" ? "network: none" : null,
       cfg.limits && Object.keys(cfg.limits).length ? "limits" : null,
+      cfg.services.length ? "services" : null,
     ].filter(Boolean);
     if (asked.length) run.system("", `[roost] this runner runs builds on its own host (executor host): the pipeline's ${asked.join(", ")} do not apply here`);
     return;
@@ -120,6 +121,10 @@ export async function startContainer(run: JobRun): Promise<void> {
     image: cfg.image ?? null,
     network: cfg.network ?? "default",
     limits: cfg.limits,
+    services: cfg.services,
+    registry: cfg.registry_credentials
+      ? { key: cfg.registry_credentials, auth: run.job.registry_auth?.content ?? null, problem: run.job.registry_auth_problem }
+      : null,
     files: run.job.files.map((f) => ({ key: f.key, content: Buffer.from(f.content_base64, "base64") })),
     say: (text) => run.system("container", text),
   });

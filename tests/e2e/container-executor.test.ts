@@ -14,6 +14,7 @@ import { connect, createServer } from "node:net";
 import type { Subprocess } from "bun";
 import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { startRegistry, type TestRegistry } from "../support/registry.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-container-e2e-"));
 const repo = join(work, "app");
@@ -632,6 +633,150 @@ describe("the image", () => {
     ]);
     runner.proc.kill("SIGTERM");
     await runner.proc.exited;
+  }, 120_000);
+});
+
+describe("private images: registry_credentials", () => {
+  // A real registry (Debian's docker-registry) with htpasswd authentication holds the test image;
+  // the engine has no tag of it, so each build's pull goes to the registry with the auth file.
+  const PASSWORD = "s3cret-registry-pass";
+  let registry: TestRegistry;
+  let reference = "";
+
+  async function setVariable(key: string, value: string, secret: boolean): Promise<void> {
+    const res = await http(daemon.url, "PUT", `/v1/projects/${projectId}/variables/${key}`, { token: owner, body: { value, secret } });
+    if (res.status >= 300) throw new Error(JSON.stringify(res.body));
+  }
+
+  beforeAll(async () => {
+    registry = await startRegistry({ ci: PASSWORD });
+    reference = `${registry.host}/acme/flutter:1`;
+    const auth = join(work, "push-auth.json");
+    writeFileSync(auth, registry.authFile("ci", PASSWORD), { mode: 0o600 });
+    await sh(
+      `CONTAINERS_REGISTRIES_CONF=${registry.registriesConf} podman push --quiet --authfile ${auth} ${image} ${reference} && podman rmi --force ${reference} >/dev/null 2>&1 || true`,
+    );
+    rmSync(auth);
+    await setVariable("REGISTRY_AUTH", registry.authFile("ci", PASSWORD), true);
+    await setVariable("WRONG_REGISTRY_AUTH", registry.authFile("ci", "not-the-password"), true);
+    await setVariable("PLAIN_REGISTRY_AUTH", registry.authFile("ci", PASSWORD), false);
+  }, 120_000);
+
+  afterAll(async () => {
+    await sh(`podman rmi --force ${reference} >/dev/null 2>&1 || true`).catch(() => {});
+    await registry?.stop();
+  });
+
+  const privateRunner = async () => startRunner(await registerRunner(), [], undefined, null, { CONTAINERS_REGISTRIES_CONF: registry.registriesConf });
+
+  test("a build pulls its image with the project's secret, which is in no log, process, file or step environment", async () => {
+    const runner = await privateRunner();
+    const id = await build(
+      await pipeline({ platforms: [], image: reference, registry_credentials: "REGISTRY_AUTH", commands: { build: ["env | sort", "sleep 3"] } }),
+    );
+    await runningContainer(id, "sleep 3");
+    // While a step runs: no process's arguments and no file under the runner's directories hold the credentials.
+    const basic = Buffer.from(`ci:${PASSWORD}`).toString("base64");
+    const processes = await sh("ps -eo args");
+    expect(processes).not.toContain(PASSWORD);
+    expect(processes).not.toContain(basic);
+    expect(await sh(`grep -rlF -e '${PASSWORD}' -e '${basic}' ${runner.workDir} ${join(work, "runner-home")} 2>/dev/null || true`)).toBe("");
+    const done = await waitFor(id, finished);
+    const text = await log(id);
+    expect(done.status).toBe("succeeded");
+    expect(text).toContain(`[roost] pulling ${reference} with the registry credentials REGISTRY_AUTH`);
+    expect(text).not.toMatch(/^REGISTRY_AUTH=/m);
+    expect(text).not.toContain(PASSWORD);
+    expect(text).not.toContain(basic);
+    expect(done.executor.image_digest).toStartWith(`${registry.host}/acme/flutter@sha256:`);
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 180_000);
+
+  test.each([
+    [
+      "WRONG_REGISTRY_AUTH",
+      `the image REF could not be pulled with the registry credentials WRONG_REGISTRY_AUTH: initializing source docker://REF: reading manifest 1 in HOST/acme/flutter: unauthorized: authentication required`,
+    ],
+    [
+      "MISSING_REGISTRY_AUTH",
+      "registry_credentials names MISSING_REGISTRY_AUTH, but neither the project nor the pipeline has a secret variable MISSING_REGISTRY_AUTH",
+    ],
+    ["PLAIN_REGISTRY_AUTH", "registry_credentials names PLAIN_REGISTRY_AUTH, which is not a secret: set it again with secret: true"],
+  ])(
+    "%s: the build fails at the container step, saying why",
+    async (key, reason) => {
+      const runner = await privateRunner();
+      const id = await build(await pipeline({ platforms: [], image: reference, registry_credentials: key, commands: { build: ["echo never"] } }));
+      const done = await waitFor(id, finished);
+      const expected = reason.replaceAll("REF", reference).replaceAll("HOST", registry.host);
+      expect(done).toMatchObject({ status: "failed", failure_reason: expected });
+      expect(done.executor).toMatchObject({ image: reference, image_digest: null, error: expected });
+      expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+        ["checkout", "succeeded"],
+        ["container", "failed"],
+        ["build", "skipped"],
+      ]);
+      expect(await log(id)).not.toContain(PASSWORD);
+      runner.proc.kill("SIGTERM");
+      await runner.proc.exited;
+    },
+    120_000,
+  );
+});
+
+describe("services", () => {
+  // A small HTTP server of the test image's perl: it answers every request with $GREETING.
+  const server = [
+    "perl",
+    "-MIO::Socket::INET",
+    "-e",
+    '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 8080, Listen => 5, ReuseAddr => 1) or die $!; while ($c = $s->accept) { print $c "HTTP/1.0 200 OK\\r\\n\\r\\n$ENV{GREETING}\\n"; close $c }',
+  ];
+  const client =
+    "for i in $(seq 100); do (exec 3<>/dev/tcp/web/8080 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3) 2>/dev/null && break; sleep 0.1; done";
+
+  test("a step reaches a service at its alias; after the build nothing of it remains", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        services: [{ image, alias: "web", env: { GREETING: "hello from the web service" }, command: server }],
+        commands: { build: [client] },
+      }),
+    );
+    const done = await waitFor(id, finished);
+    const text = await log(id);
+    expect(done.status).toBe("succeeded");
+    expect(text).toContain(`[roost] service web: image ${image}, command ${JSON.stringify(server)}, reachable at web (the build's loopback)`);
+    expect(text).toContain("HTTP/1.0 200 OK");
+    expect(text).toContain("\nhello from the web service\n");
+    expect(await containersOf(id)).toEqual([]);
+    expect(await sh("pgrep -f 'GREETIN[G]' | wc -l")).toBe("0");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
+  test("kill -9 leaves the build and its service running; the restarted runner removes both", async () => {
+    const registered = await registerRunner();
+    const runner = startRunner(registered);
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        services: [{ image, alias: "web", env: { GREETING: "hi" }, command: server }],
+        commands: { build: [client, "sleep 3147"] },
+      }),
+    );
+    const container = await runningContainer(id, "sleep 3147");
+    runner.proc.kill("SIGKILL");
+    await runner.proc.exited;
+    await Bun.sleep(500);
+    expect((await containersOf(id)).length).toBe(2);
+    const restarted = startRunner(registered, [], runner.workDir);
+    expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
+    expect(await sh("pgrep -f 'sleep 314[7]|GREETIN[G]' | wc -l")).toBe("0");
+    restarted.proc.kill("SIGTERM");
+    await restarted.proc.exited;
   }, 120_000);
 });
 
