@@ -27,6 +27,12 @@
 //   --timeout (Podman)                         the engine kills it past the build's timeout even
 //                                              if the runner is gone for good
 //
+// A pipeline's services are containers of their own in the build container's network namespace
+// (--network container:NAME, started after its routes are in place), labelled like it plus
+// roost.service, removed before it. Images are pulled with the pipeline's registry credentials
+// when it has them, through an auth file (0600, in the job's scratch, never mounted) that is gone
+// before the container starts.
+//
 // A command runs as `exec -i … bash -o pipefail -c WRAPPER` (sh when the image has no bash). The
 // wrapper first says its process group on stderr (one marker line the runner takes out), then
 // reads the step's environment from its stdin (`export NAME='value'` lines), so no value, secret

@@ -168,3 +168,95 @@ describe("where a build ran", () => {
     );
   });
 });
+
+describe("services and registry_credentials", () => {
+  const AUTH = JSON.stringify({ auths: { "registry.example.com": { auth: Buffer.from("ci:registry-pass").toString("base64") } } });
+  const services = [
+    { image: "postgres:16", alias: "db", env: { POSTGRES_PASSWORD: "test" } },
+    { image: "redis:7", alias: "cache", env: {}, command: ["redis-server", "--port", "6380"] },
+  ];
+
+  async function claimed(registry_credentials: string) {
+    await drainQueue();
+    const pipeline = await createPipeline(t, owner, projectId, {
+      execution_config: { image: "registry.example.com/acme/flutter:3.27", registry_credentials, services },
+    });
+    await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id } });
+    return { pipeline, job: (await (await runner()).claim()).body.job };
+  }
+
+  async function setVariable(key: string, body: Record<string, unknown>) {
+    const res = await t.call("PUT", `/v1/projects/${projectId}/variables/${key}`, { token: owner, body });
+    expect(res.status).toBeLessThan(300);
+  }
+
+  test("are stored and shown; the runner gets the auth file apart from the job's variables, which never hold it", async () => {
+    await setVariable("REGISTRY_AUTH", { value: AUTH, secret: true });
+    const { pipeline, job } = await claimed("REGISTRY_AUTH");
+    expect(pipeline.execution_config).toMatchObject({ registry_credentials: "REGISTRY_AUTH", services });
+    expect(job.config.execution_config).toMatchObject({ registry_credentials: "REGISTRY_AUTH", services });
+    expect(job.registry_auth).toEqual({ key: "REGISTRY_AUTH", content: AUTH });
+    expect(job.registry_auth_problem).toBeNull();
+    expect(job.config.execution_config.env.map((e: { key: string }) => e.key)).not.toContain("REGISTRY_AUTH");
+    expect(job.files.map((f: { key: string }) => f.key)).not.toContain("REGISTRY_AUTH");
+  });
+
+  test.each([
+    ["NO_SUCH_AUTH", null, "registry_credentials names NO_SUCH_AUTH, but neither the project nor the pipeline has a secret variable NO_SUCH_AUTH"],
+    ["PLAIN_AUTH", { value: AUTH }, "registry_credentials names PLAIN_AUTH, which is not a secret: set it again with secret: true"],
+    [
+      "NOT_AN_AUTH_FILE",
+      { value: "ci:registry-pass", secret: true },
+      'the registry credentials NOT_AN_AUTH_FILE are not a registry auth file: its value must be JSON like {"auths": {"registry.example.com": {"auth": "<base64 of user:password>"}}}',
+    ],
+    [
+      "RELEASE_AUTH",
+      { value: AUTH, secret: true, protected_refs: ["release/*"] },
+      "the registry credentials RELEASE_AUTH are not given to this build (their protected_refs do not match this build's ref)",
+    ],
+  ])("%s: no auth file, and the problem the build fails with", async (key, variable, problem) => {
+    if (variable) await setVariable(key, variable);
+    const { job } = await claimed(key);
+    expect({ auth: job.registry_auth, problem: job.registry_auth_problem }).toEqual({ auth: null, problem });
+    expect(job.config.execution_config.env.map((e: { key: string }) => e.key)).not.toContain(key);
+  });
+
+  test.each([
+    [{ services: [{ image: "redis:7", alias: "Redis" }] }, "execution_config.services.0.alias"],
+    [{ services: [{ image: "redis:7", alias: "localhost" }] }, "execution_config.services.0.alias"],
+    [{ services: [{ image: "--privileged", alias: "x" }] }, "execution_config.services.0.image"],
+    [{ services: [{ image: "redis:7", alias: "x", env: { A: "two\nlines" } }] }, "execution_config.services.0.env.A"],
+    [{ services: [{ image: "redis:7", alias: "x", ports: [6379] }] }, "execution_config.services.0"],
+    [
+      {
+        services: [
+          { image: "redis:7", alias: "x" },
+          { image: "redis:6", alias: "x" },
+        ],
+      },
+      "execution_config.services",
+    ],
+    [{ registry_credentials: "not a key" }, "execution_config.registry_credentials"],
+  ])("%p is refused with 400 naming the field", async (config: Record<string, unknown>, field: string) => {
+    const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
+      token: owner,
+      body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: config },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.details.map((d: { path: string }) => d.path)).toEqual([`body.${field}`]);
+  });
+
+  test("roost.yaml takes them, with lines for their problems, and its JSON Schema describes them", () => {
+    const parsed = parsePipelineFile(
+      "pipelines:\n  it:\n    registry_credentials: REGISTRY_AUTH\n    services:\n      - image: postgres:16\n        alias: db\n        env: {POSTGRES_PASSWORD: test, PORT: 5432}\n",
+    );
+    expect(parsed.ok && parsed.pipelines.get("it")).toMatchObject({
+      registry_credentials: "REGISTRY_AUTH",
+      services: [{ image: "postgres:16", alias: "db", env: { POSTGRES_PASSWORD: "test", PORT: "5432" } }],
+    });
+    const bad = parsePipelineFile("pipelines:\n  it:\n    services:\n      - image: postgres:16\n        alias: DB\n");
+    expect(bad.ok ? [] : bad.problems.map((p) => `${p.line}:${p.path}`)).toEqual(["5:pipelines.it.services.0.alias"]);
+    const schema = JSON.stringify(pipelineFileJsonSchema());
+    for (const key of ['"registry_credentials"', '"services"', '"alias"', '"command"']) expect(schema).toContain(key);
+  });
+});
