@@ -138,6 +138,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
 /** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */
 function queryObject(request: Request): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  if (!request.url.includes("?")) return out;
   for (const [key, value] of new URL(request.url).searchParams) {
     const seen = out[key];
     out[key] = seen === undefined ? value : ([] as string[]).concat(seen, value);

@@ -8,13 +8,26 @@ import { readableIssue } from "./validation-messages.ts";
 /** Default cap for JSON request bodies; routes may lower or raise it (documented in docs/api.md). */
 export const DEFAULT_BODY_LIMIT_BYTES = 1024 * 1024;
 
+/**
+ * The text of each Response json() made, so the listener writes it at once instead of reading the
+ * body back from the Response (a turn of the event loop and a copy per answer: lib/listener.ts).
+ */
+const wholeBodies = new WeakMap<Response, string>();
+
 export function json(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
   const text = JSON.stringify(body) ?? "";
   // The length lets the listener send the answer whole (lib/listener.ts); a streamed body has none.
-  return new Response(text, {
+  const response = new Response(text, {
     status,
     headers: { "content-type": "application/json; charset=utf-8", "content-length": String(Buffer.byteLength(text)), ...headers },
   });
+  wholeBodies.set(response, text);
+  return response;
+}
+
+/** The body json() gave `response`, while nothing has read it; null for any other Response. */
+export function wholeBodyOf(response: Response): string | null {
+  return response.bodyUsed ? null : (wholeBodies.get(response) ?? null);
 }
 
 /**

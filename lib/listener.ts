@@ -7,7 +7,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ApiError } from "./errors.ts";
-import { renderError } from "./http.ts";
+import { renderError, wholeBodyOf } from "./http.ts";
 import type { ConnectionControl } from "./app.ts";
 import type { Logger } from "./log.ts";
 
@@ -61,6 +61,10 @@ interface SocketState {
   /** The body stream of the request being read, so a parse error in its body can end it. */
   body: ReadableStreamDefaultController<Uint8Array> | null;
   headTimer: Timer | null;
+  /** When the connection began waiting for a request's head (performance.now()), or null while a request is in flight. */
+  headSince: number | null;
+  /** The client's address, read once per connection. */
+  peer: string | null;
   /** The answer to a malformed request pipelined behind requests in flight, sent when they are answered. */
   refusal: Response | null;
 }
@@ -70,7 +74,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
   const stateOf = (socket: Socket): SocketState => {
     let state = sockets.get(socket);
     if (!state) {
-      state = { inFlight: 0, answering: null, body: null, headTimer: null, refusal: null };
+      state = { inFlight: 0, answering: null, body: null, headTimer: null, headSince: null, peer: socket.remoteAddress ?? null, refusal: null };
       if (!socket.destroyed) sockets.set(socket, state);
     }
     return state;
@@ -80,33 +84,49 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
 
   // The head must come within the bound: armed when the connection opens and whenever it has no
   // request in flight; a client trickling its headers is disconnected (it never sent a request to answer).
+  // One timer per connection that re-arms itself for what is left (as Node's own socket timeouts
+  // do), not a timer set and cleared for every request of a kept-alive connection.
+  const headBoundMs = options.requestTimeoutSeconds * 1000;
   const armHeadTimer = (socket: Socket, state: SocketState) => {
-    if (state.headTimer) clearTimeout(state.headTimer);
-    state.headTimer = setTimeout(() => socket.destroy(), options.requestTimeoutSeconds * 1000);
+    state.headSince = performance.now();
+    if (state.headTimer === null) state.headTimer = setTimeout(checkHead, headBoundMs, socket, state);
+  };
+  const checkHead = (socket: Socket, state: SocketState) => {
+    state.headTimer = null;
+    if (state.headSince === null) return;
+    const left = state.headSince + headBoundMs - performance.now();
+    if (left <= 0) socket.destroy();
+    else state.headTimer = setTimeout(checkHead, left, socket, state);
   };
   const disarmHeadTimer = (state: SocketState) => {
+    state.headSince = null;
+  };
+  const clearHeadTimer = (state: SocketState) => {
+    state.headSince = null;
     if (state.headTimer) clearTimeout(state.headTimer);
     state.headTimer = null;
+  };
+
+  /** The connection's part of an answer's end: the next request's bounds, or a refusal pipelined behind it, or the close on stop. */
+  const answered = (req: IncomingMessage, res: ServerResponse, state: SocketState) => {
+    state.inFlight--;
+    if (state.answering === res) state.answering = null;
+    if (state.inFlight > 0 || req.socket.destroyed) return;
+    if (stopping) return void req.socket.destroy();
+    if (state.refusal) {
+      void rawAnswer(req.socket, state.refusal);
+      state.refusal = null;
+      return;
+    }
+    req.socket.setTimeout(options.idleTimeoutSeconds * 1000);
+    armHeadTimer(req.socket, state);
   };
 
   const server: Server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => {
     const state = stateOf(req.socket);
     state.inFlight++;
     disarmHeadTimer(state);
-    res.on("close", () => {
-      state.inFlight--;
-      if (state.answering === res) state.answering = null;
-      if (state.inFlight > 0 || req.socket.destroyed) return;
-      if (stopping) return void req.socket.destroy();
-      if (state.refusal) {
-        void rawAnswer(req.socket, state.refusal);
-        state.refusal = null;
-        return;
-      }
-      req.socket.setTimeout(options.idleTimeoutSeconds * 1000);
-      armHeadTimer(req.socket, state);
-    });
-    void serveRequest(req, res, state).catch((error: unknown) => {
+    serveRequest(req, res, state).catch((error: unknown) => {
       options.log.error("unhandled listener error", { error });
       req.socket.destroy();
     });
@@ -123,7 +143,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
       armHeadTimer(socket, state);
     }
     socket.on("close", () => {
-      disarmHeadTimer(stateOf(socket));
+      clearHeadTimer(stateOf(socket));
       sockets.delete(socket);
     });
   });
@@ -131,7 +151,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
   // What the parser refused: answered here, as JSON, and the connection closed.
   server.on("clientError", (error: Error & { code?: string; rawPacket?: Buffer }, socket: Socket) => {
     const state = stateOf(socket);
-    disarmHeadTimer(state);
+    clearHeadTimer(state);
     if (error.code === "ECONNRESET" || error.code === "HPE_INVALID_EOF_STATE" || !socket.writable) {
       socket.destroy();
       return;
@@ -159,9 +179,12 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
   let fallbackOrigin = options.fallbackOrigin ?? "";
 
   async function serveRequest(req: IncomingMessage, res: ServerResponse, state: SocketState): Promise<void> {
-    const peer = req.socket.remoteAddress ?? null;
+    const peer = state.peer;
     const built = buildRequest(req, fallbackOrigin, handler);
-    if (built instanceof Response) return writeResponse(req, res, built, state, stopping);
+    if (built instanceof Response) {
+      res.once("close", () => answered(req, res, state));
+      return writeResponse(req, res, built, state, stopping);
+    }
 
     const { request, abort } = built;
     let bodyDeadline: Timer | null = null;
@@ -179,11 +202,12 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
         if (state.body === controller) state.body = null;
       });
     }
-    res.on("close", () => {
+    res.once("close", () => {
       if (bodyDeadline) clearTimeout(bodyDeadline);
       if (state.body === controller) state.body = null;
       // The client went away before the whole answer: long polls and streams stop.
       if (!res.writableFinished) abort.abort();
+      answered(req, res, state);
     });
 
     const connection: ConnectionControl = {
@@ -415,12 +439,13 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
   state.answering = res;
   const headers: Record<string, string | string[]> = {};
   let length: string | null = null;
+  let cookies = false;
   response.headers.forEach((value, name) => {
     if (name === "content-length") length = value;
-    else if (name !== "set-cookie") headers[name] = value;
+    else if (name === "set-cookie") cookies = true;
+    else headers[name] = value;
   });
-  const cookies = response.headers.getSetCookie();
-  if (cookies.length > 0) headers["set-cookie"] = cookies;
+  if (cookies) headers["set-cookie"] = response.headers.getSetCookie();
   const keepAlive = req.complete && !stopping;
   if (!keepAlive) headers.connection = "close";
   const closeAfter = () => {
@@ -433,6 +458,15 @@ async function writeResponse(req: IncomingMessage, res: ServerResponse, response
     await response.body?.cancel().catch(() => {});
     res.writeHead(response.status, length === null ? headers : { ...headers, "content-length": length });
     res.end();
+    return closeAfter();
+  }
+
+  // A JSON answer (lib/http.ts json()): its text, written now.
+  const text = wholeBodyOf(response);
+  if (text !== null && length !== null) {
+    headers["content-length"] = length;
+    res.writeHead(response.status, headers);
+    res.end(text);
     return closeAfter();
   }
 

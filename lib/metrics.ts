@@ -12,6 +12,8 @@ function key(labels: Labels): string {
 
 class Family {
   readonly values = new Map<string, number>();
+  /** Label values (in the order given) → their rendered key: key() sorts and escapes, and a request counts once per answer. */
+  readonly #keys = new Map<string, string>();
   constructor(
     readonly name: string,
     readonly help: string,
@@ -19,12 +21,23 @@ class Family {
   ) {}
 
   inc(labels: Labels = {}, by = 1): void {
-    const k = key(labels);
+    const k = this.#keyOf(labels);
     this.values.set(k, (this.values.get(k) ?? 0) + by);
   }
 
   set(labels: Labels, value: number): void {
-    this.values.set(key(labels), value);
+    this.values.set(this.#keyOf(labels), value);
+  }
+
+  #keyOf(labels: Labels): string {
+    let given = "";
+    for (const name in labels) given += `${name}\u0000${labels[name]}\u0000`;
+    let k = this.#keys.get(given);
+    if (k === undefined) {
+      k = key(labels);
+      this.#keys.set(given, k);
+    }
+    return k;
   }
 
   render(): string {
