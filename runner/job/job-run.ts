@@ -18,6 +18,7 @@ import { formatTimeout } from "../../lib/pipelines/config.ts";
 import type { FlutterSdk } from "./flutter.ts";
 import type { FlutterSdkUsed } from "../../lib/runner-protocol/wire.ts";
 import type { KeychainSession } from "./ios-signing.ts";
+import { MachineOutput } from "./machine-output.ts";
 
 export type JobStatus = "succeeded" | "failed" | "canceled";
 
@@ -51,6 +52,8 @@ export class JobRun {
   cleanupPaths: string[] = [];
   /** The build's temporary keychain on macOS (ios-signing.ts), while it exists. */
   keychain: KeychainSession | null = null;
+  /** Test results commands printed on standard output (machine-output.ts), sent with the test reports. */
+  readonly printedReports: { step: string; bytes: Uint8Array; cut: boolean }[] = [];
   /** Set ("timeout: …") when the build or a step ran past its timeout: the build fails with it. */
   timedOut: string | null = null;
   #current: RunningCommand | null = null;
@@ -221,11 +224,18 @@ export class JobRun {
     const env = this.sdk.path && !onHost ? { ...base, PATH: path ? `${this.sdk.path}:${path}` : this.sdk.path } : base;
     for (const command of commands) {
       this.system(step, `$ ${maskLine(command, this.secrets)}`);
-      const onLine = (stream: "stdout" | "stderr", text: string) => this.shipper.add({ step, stream, text: maskLine(text, this.secrets) });
+      const printed = new MachineOutput();
+      const onLine = (stream: "stdout" | "stderr", text: string) => {
+        const masked = maskLine(text, this.secrets);
+        this.shipper.add({ step, stream, text: masked });
+        if (stream === "stdout" && !onHost) printed.stdout(masked);
+      };
       this.#current = onHost ? runCommand(command, { cwd, env, onLine }) : this.executor.run(command, { cwd: this.executor.inside(cwd), env, onLine });
       this.#started.push({ step, command: this.#current });
       const result = await this.#current.done;
       this.#current = null;
+      const report = printed.report();
+      if (report) this.printedReports.push({ step, bytes: report, cut: printed.cut });
       if (this.canceled || this.timedOut || result.exitCode !== 0) return result.exitCode;
     }
     return 0;

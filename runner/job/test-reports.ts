@@ -10,16 +10,27 @@ import type { JobRun } from "./job-run.ts";
 import { TEST_REPORT_LIMIT, TEST_REPORTS_PER_BUILD } from "../../lib/runner-protocol/wire.ts";
 
 const STEP = "test_reports";
+/** The name a printed report is stored under: not a file in the checkout, said so by its folder. */
+const PRINTED_DIR = "(printed by flutter test --machine)";
 
 export async function uploadTestReports(run: JobRun): Promise<void> {
   if (run.canceled) return;
   const paths = await reportPaths(run);
   if (paths.found > paths.list.length) run.system(STEP, `[roost] ${paths.found} files match test_reports; only the first ${TEST_REPORTS_PER_BUILD} are sent`);
-  for (const path of paths.list) {
+  const reports: { path: string; size: number; whole: number; body: () => ReadableStream<Uint8Array> }[] = paths.list.map((path) => {
     const file = Bun.file(join(run.workspace, path));
-    const whole = file.size;
-    const size = Math.min(whole, TEST_REPORT_LIMIT);
-    const answer = await run.api.uploadTestReport(run.id, path, run.workspace, size, whole, () => file.slice(0, size).stream()).catch((error: Error) => error);
+    const size = Math.min(file.size, TEST_REPORT_LIMIT);
+    return { path, size, whole: file.size, body: () => file.slice(0, size).stream() };
+  });
+  // What commands printed (flutter test --machine), named by their step, after the files.
+  const printed = run.printedReports.slice(0, Math.max(0, TEST_REPORTS_PER_BUILD - reports.length));
+  printed.forEach(({ step, bytes, cut }, i) => {
+    const path = `${PRINTED_DIR}/${step}-${i + 1}.json`;
+    if (cut) run.system(STEP, `[roost] ${step} printed more test events than a report holds (${TEST_REPORT_LIMIT} bytes): ${path} has the first ones`);
+    reports.push({ path, size: bytes.length, whole: bytes.length, body: () => new Blob([bytes]).stream() });
+  });
+  for (const { path, size, whole, body } of reports) {
+    const answer = await run.api.uploadTestReport(run.id, path, run.workspace, size, whole, body).catch((error: Error) => error);
     if (answer instanceof Error) return run.system(STEP, `[roost] test reports not sent: ${answer.message}`);
     if (!answer.ok) {
       if (answer.code !== "test_report_exists")

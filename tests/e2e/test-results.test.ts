@@ -161,4 +161,33 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
     const listed = (await http(daemon.url, "GET", `/v1/pipelines/${pipeline.id}/builds`, { token: owner })).body.builds;
     expect(listed.map((b: { test_summary: { text: string } }) => b.test_summary.text)).toEqual(["2 passed, 1 skipped", "1 passed, 1 failed, 1 skipped"]);
   }, 90_000);
+
+  test("a step that prints flutter test --machine to its log has its results read, with no file and no test_reports pattern", async () => {
+    const pipeline = (
+      await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+        token: owner,
+        body: {
+          name: "printed",
+          execution_config: {
+            env: [{ key: "FLUTTER_STAND_IN_TESTS", value: "fail" }],
+            commands: { pre_build: ["echo before the tests", "flutter test --machine"] },
+          },
+        },
+      })
+    ).body.pipeline;
+    const build = (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: commit } }))
+      .body.build;
+    expect((await finished(build.id)).status).toBe("failed");
+    const tests = (await http(daemon.url, "GET", `/v1/builds/${build.id}/tests`, { token: owner })).body;
+    expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual([
+      "(printed by flutter test --machine)/pre_build-1.json dart_json read",
+    ]);
+    expect(tests.summary).toMatchObject({ total: 3, passed: 1, failed: 1, skipped: 1 });
+    const failed = (await http(daemon.url, "GET", `/v1/builds/${build.id}/tests/cases?status=failed`, { token: owner })).body.cases;
+    expect(failed).toMatchObject([{ name: "stand-in: counter increments", file: "test/widget_test.dart", line: 14 }]);
+    // The events stay in the log too: the step printed them there.
+    const log = String((await http(daemon.url, "GET", `/v1/builds/${build.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).body);
+    expect(log).toContain('"type":"testDone"');
+    expect(log).toContain("[roost] test report (printed by flutter test --machine)/pre_build-1.json (dart_json): 3 test results read");
+  }, 90_000);
 });
