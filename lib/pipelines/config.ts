@@ -67,13 +67,26 @@ export const EnvEntryInput = z
   })
   .strict();
 
+/**
+ * The most builds of one pipeline that may run at once: a fleet's worth. The claim does not read
+ * the running builds, it compares a counter with the limit (lib/db/jobs.ts), so a claim costs the
+ * same with a limit of 1 or of MAX_CONCURRENT_LIMIT.
+ */
+export const MAX_CONCURRENT_LIMIT = 1000;
+
 export const ConcurrencyInput = z
   .object({
     cancel_previous: z
       .boolean()
       .default(false)
       .describe("a newer push or pull-request build cancels older queued/running ones of the same branch or pull request"),
-    max_concurrent: z.number().int().min(1).max(50).default(1).describe("running builds of this pipeline at once; more wait queued"),
+    max_concurrent: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_CONCURRENT_LIMIT)
+      .default(1)
+      .describe(`running builds of this pipeline at once (1 to ${MAX_CONCURRENT_LIMIT}); more wait queued, oldest first`),
   })
   .strict();
 

@@ -95,6 +95,34 @@ describe("the claim", () => {
     expect((await r.claim())!.id).toBe(ids[4]!);
   });
 
+  test("a pipeline for a large fleet: 200 of its builds run at once on 20 runners, the 201st waits for a slot", async () => {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { concurrency: { max_concurrent: 200 } });
+    const ids: string[] = [];
+    for (let i = 0; i < 201; i++) ids.push((await build(pipeline.id, f.projectId)).id);
+    const runners = await Promise.all(Array.from({ length: 20 }, () => runner()));
+    // Twenty runners claiming side by side, ten rounds each: every claim gets a build, none twice.
+    const rounds = async (r: Awaited<ReturnType<typeof runner>>) => {
+      const got: string[] = [];
+      for (let i = 0; i < 10; i++) got.push((await r.claim())!.id);
+      return got;
+    };
+    const claimed = (await Promise.all(runners.map(rounds))).flat();
+    expect(claimed).toHaveLength(200);
+    expect(new Set(claimed)).toEqual(new Set(ids.slice(0, 200)));
+    expect(await runners[0]!.claim()).toBeNull();
+    await transitionBuild(f.t.ctx, ids[7]!, "succeed", { exit_code: 0 });
+    expect((await runners[1]!.claim())!.id).toBe(ids[200]!);
+  }, 60_000);
+
+  test("max_concurrent goes up to 1000; above is refused with the field named", async () => {
+    const pipeline = await createPipeline(f.t, f.owner, f.projectId, { concurrency: { max_concurrent: 1000 } });
+    expect(pipeline.concurrency.max_concurrent).toBe(1000);
+    const over = await f.t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: f.owner, body: { concurrency: { max_concurrent: 1001 } } });
+    expect(over.status).toBe(400);
+    expect(over.body.code).toBe("invalid_request");
+    expect(over.body.details).toEqual([{ path: "body.concurrency.max_concurrent", message: "must be at most 1000" }]);
+  });
+
   test("a runner without a build's labels or platform takes the next build it can; the right runner takes the skipped one", async () => {
     const gpu = await createPipeline(f.t, f.owner, f.projectId, { execution_config: { runner_labels: ["gpu"] } });
     const ios = await createPipeline(f.t, f.owner, f.projectId, { execution_config: { platforms: ["ios"] } });

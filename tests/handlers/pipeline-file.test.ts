@@ -276,6 +276,7 @@ describe("roost.yaml in the repository decides what builds", () => {
       expect.arrayContaining(["triggers", "concurrency", "flutter_version", "platforms", "platform_build_args", "commands", "artifact_patterns", "env"]),
     );
     expect(pipeline.additionalProperties).toBe(false);
+    expect(pipeline.properties.concurrency.properties.max_concurrent).toMatchObject({ type: "integer", minimum: 1, maximum: 1000, default: 1 });
   });
 });
 
