@@ -1,15 +1,15 @@
-// Build artifacts (docs/runners.md "Artifacts"): streamed from the runner to a file under the
-// data dir while their size is counted against the limit and their SHA-256 computed, fsynced,
-// and recorded only when the digest matches the one the runner announced. Downloads stream the file.
-import { sha256Stream } from "./crypto/hash.ts";
-import { statSync } from "node:fs";
-import { mkdir, open, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
+// Build artifacts (docs/runners.md "Artifacts"): streamed from the runner to the object store
+// (lib/object-store/: the data dir, or an S3-compatible bucket) while their size is counted
+// against the limit and their SHA-256 computed, and recorded only once the stored bytes match the
+// digest the runner announced. Downloads stream the object, or redirect to a presigned URL.
+import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { Row } from "./db/database.ts";
 import type { Executor } from "./db/client.ts";
 import { all, isUniqueViolation, num, one, str } from "./db/client.ts";
 import { newId } from "./auth/secrets.ts";
 import { fail } from "./errors.ts";
+import { artifactKey, type ObjectStore } from "./object-store/store.ts";
 
 export interface Artifact {
   id: string;
@@ -31,8 +31,9 @@ function toArtifact(row: Row): Artifact {
   };
 }
 
+/** Where the default (disk) object store keeps an artifact. */
 export function artifactFile(dataDir: string, buildId: string, id: string): string {
-  return join(dataDir, "artifacts", buildId, id);
+  return join(dataDir, artifactKey(buildId, id));
 }
 
 /** A relative path inside the workspace: no leading /, no .., no control characters, ≤ 500 characters. */
@@ -40,25 +41,20 @@ export function validArtifactPath(path: string): boolean {
   return path.length > 0 && path.length <= 500 && !path.startsWith("/") && !path.split("/").includes("..") && !/[\p{Cc}\\]/u.test(path);
 }
 
-/** Uploads in progress are written beside their final name with this suffix, then renamed. */
-export const PARTIAL_SUFFIX = ".partial";
-
 /**
  * Stores one upload durably before it is acknowledged:
- * 1. stream the body to `<id>.partial` in the build's directory, counting and hashing as it goes
- *    (never more than one chunk in memory);
- * 2. fsync the file and check that it holds every byte received;
- * 3. check the SHA-256 against the announced one;
- * 4. rename it to its final name and fsync the directory, so the name survives a crash
- *    (rename(2) is atomic; the directory entry is durable only once the directory is synced);
- * 5. record the row.
- * Any failure on the way (a full disk, a dropped connection, a mismatch, the database refusing the
- * row) removes whatever file it left, so nothing is left on disk that no row describes.
+ * 1. stream the body to the object store, counting and hashing as it goes (never more than one
+ *    chunk in memory); the store makes it durable (an fsynced file renamed into place, or an
+ *    object the bucket acknowledged);
+ * 2. check the SHA-256 against the announced one before the object counts as stored;
+ * 3. record the row.
+ * Any failure on the way (a full disk, a refusing bucket, a dropped connection, a mismatch, the
+ * database refusing the row) removes whatever it stored, so no object is left that no row describes.
  */
 export async function storeArtifact(
   db: Executor,
+  objects: ObjectStore,
   o: {
-    dataDir: string;
     buildId: string;
     jobId: string;
     path: string;
@@ -73,34 +69,29 @@ export async function storeArtifact(
   if (await one(db, "SELECT 1 FROM artifacts WHERE build_id = ? AND path = ?", [o.buildId, o.path]))
     fail("artifact_exists", `This build already has an artifact ${o.path}.`);
   const id = newId();
-  const dir = join(o.dataDir, "artifacts", o.buildId);
-  const file = artifactFile(o.dataDir, o.buildId, id);
-  const partial = file + PARTIAL_SUFFIX;
-  let renamed = false;
+  const key = artifactKey(o.buildId, id);
+  const { size, sha256 } = await objects.put(key, o.body, {
+    maxBytes: o.maxBytes,
+    tooLarge: `Artifacts are at most ${o.maxBytes} bytes.`,
+    verify({ sha256 }) {
+      if (sha256 !== o.expectedSha256.toLowerCase())
+        fail("artifact_checksum_mismatch", `The upload's SHA-256 is ${sha256}, not the announced ${o.expectedSha256}; upload again.`);
+    },
+  });
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    const { size, digest } = await writeSynced(partial, o.body, o.maxBytes);
-    if (digest !== o.expectedSha256.toLowerCase()) {
-      fail("artifact_checksum_mismatch", `The upload's SHA-256 is ${digest}, not the announced ${o.expectedSha256}; upload again.`);
-    }
-    await rename(partial, file);
-    renamed = true;
-    await syncDirectory(dir);
     const row = await one(db, "INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *", [
       id,
       o.buildId,
       o.jobId,
       o.path,
       size,
-      digest,
+      sha256,
       o.now,
     ]);
     return toArtifact(row!);
   } catch (error) {
-    await rm(partial, { force: true }).catch(() => {});
-    if (renamed) await rm(file, { force: true }).catch(() => {});
+    await objects.delete(key).catch(() => {});
     if (isUniqueViolation(error)) fail("artifact_exists", `This build already has an artifact ${o.path}.`);
-    // A full disk propagates as it is: lib/app.ts answers 507 and /readyz learns of it.
     throw error;
   }
 }
@@ -155,41 +146,6 @@ export async function removeUnreferencedFiles(db: Executor, dataDir: string, now
   return removed;
 }
 
-/** Writes `body` to a new file and fsyncs it; its size on disk must equal the bytes received. */
-async function writeSynced(path: string, body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<{ size: number; digest: string }> {
-  const handle = await open(path, "wx", 0o600);
-  const hash = sha256Stream();
-  let size = 0;
-  try {
-    // A reader, not `for await`: the DOM typings the web app's type check also reads this file with
-    // do not make a ReadableStream async-iterable.
-    const reader = body?.getReader();
-    for (let next = await reader?.read(); next && !next.done; next = await reader!.read()) {
-      const chunk = next.value;
-      size += chunk.byteLength;
-      if (size > maxBytes) fail("payload_too_large", `Artifacts are at most ${maxBytes} bytes.`);
-      hash.update(chunk);
-      // write(2) may take fewer bytes than offered; a full disk then fails with ENOSPC.
-      for (let offset = 0; offset < chunk.byteLength; ) offset += (await handle.write(chunk, offset, chunk.byteLength - offset)).bytesWritten;
-    }
-    await handle.sync();
-    const onDisk = (await handle.stat()).size;
-    if (onDisk !== size) throw new Error(`artifact file holds ${onDisk} bytes after fsync, ${size} were received`);
-  } finally {
-    await handle.close();
-  }
-  return { size, digest: hash.hex() };
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
-}
-
 export async function listArtifacts(db: Executor, buildId: string): Promise<Artifact[]> {
   return (await all(db, "SELECT * FROM artifacts WHERE build_id = ? ORDER BY path", [buildId])).map(toArtifact);
 }
@@ -199,10 +155,7 @@ export async function findArtifact(db: Executor, buildId: string, id: string): P
   return row ? toArtifact(row) : null;
 }
 
-export function artifactExists(dataDir: string, a: Artifact): boolean {
-  try {
-    return statSync(artifactFile(dataDir, a.build_id, a.id)).size === a.size;
-  } catch {
-    return false;
-  }
+/** The artifact's bytes from the object store, or null when they are gone (or not whole). */
+export function readArtifact(objects: ObjectStore, a: Artifact): Promise<ReadableStream<Uint8Array> | Blob | null> {
+  return objects.get(artifactKey(a.build_id, a.id), a.size);
 }

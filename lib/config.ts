@@ -47,16 +47,70 @@ const EnvSchema = z
       .int()
       .min(0)
       .default(10 * 1024 ** 3),
+    ROOST_OBJECT_STORE: z
+      .string()
+      .refine(
+        (v) => v === "disk" || parseObjectStoreUrl(v) !== null,
+        "must be disk or s3://<bucket>[/<prefix>][?endpoint=<url>&region=<region>&virtual_hosted=true]",
+      )
+      .default("disk"),
+    ROOST_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
+    ROOST_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+    ROOST_S3_SESSION_TOKEN: z.string().min(1).optional(),
+    ROOST_S3_PRESIGN_SECONDS: z.coerce.number().int().min(0).max(604_800).default(0),
     ROOST_SECRET_KEY: z
       .string()
       .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
       .optional(),
+  })
+  .refine((e) => e.ROOST_OBJECT_STORE === "disk" || (e.ROOST_S3_ACCESS_KEY_ID && e.ROOST_S3_SECRET_ACCESS_KEY), {
+    path: ["ROOST_OBJECT_STORE"],
+    message: "an s3:// store needs ROOST_S3_ACCESS_KEY_ID and ROOST_S3_SECRET_ACCESS_KEY",
   })
   .refine((e) => e.ROOST_RUNNER_HEARTBEAT_SECONDS < e.ROOST_RUNNER_LEASE_SECONDS, {
     // A runner that beats only once per lease (or less often) loses its job between two heartbeats.
     path: ["ROOST_RUNNER_HEARTBEAT_SECONDS"],
     message: "must be shorter than ROOST_RUNNER_LEASE_SECONDS",
   });
+
+/** Where artifacts live (lib/object-store/): the data directory, or an S3-compatible bucket (docs/operations.md "Object storage"). */
+export type ObjectStoreConfig =
+  | { kind: "disk" }
+  | {
+      kind: "s3";
+      bucket: string;
+      /** Prepended to every key ("" or ending in "/"), so several instances may share a bucket. */
+      prefix: string;
+      /** Absent: AWS S3 in `region`. */
+      endpoint: string | undefined;
+      region: string | undefined;
+      virtualHostedStyle: boolean;
+      accessKeyId: string;
+      secretAccessKey: string;
+      sessionToken: string | undefined;
+      /** Downloads answer 302 to a URL presigned for this many seconds; 0 streams them through the daemon. */
+      presignSeconds: number;
+    };
+
+/** `s3://bucket[/prefix][?endpoint=…&region=…&virtual_hosted=true]`, or null when it is not one. */
+export function parseObjectStoreUrl(
+  value: string,
+): { bucket: string; prefix: string; endpoint: string | undefined; region: string | undefined; virtualHostedStyle: boolean } | null {
+  const url = URL.parse(value);
+  if (!url || url.protocol !== "s3:" || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(url.hostname) || url.username || url.password) return null;
+  const endpoint = url.searchParams.get("endpoint") ?? undefined;
+  if (endpoint !== undefined && !/^https?:$/.test(URL.parse(endpoint)?.protocol ?? "")) return null;
+  const known = new Set(["endpoint", "region", "virtual_hosted"]);
+  if ([...url.searchParams.keys()].some((k) => !known.has(k))) return null;
+  const path = decodeURIComponent(url.pathname).replace(/^\/+|\/+$/g, "");
+  return {
+    bucket: url.hostname,
+    prefix: path ? `${path}/` : "",
+    endpoint,
+    region: url.searchParams.get("region") ?? undefined,
+    virtualHostedStyle: url.searchParams.get("virtual_hosted") === "true",
+  };
+}
 
 export interface Config {
   listen: { hostname: string; port: number };
@@ -67,6 +121,7 @@ export interface Config {
   publicUrl: string | undefined;
   managementSocketPath: string;
   secretKey: string | undefined;
+  objectStore: ObjectStoreConfig;
   /** Bearer token Prometheus presents to GET /metrics; without it, /metrics answers loopback peers only. */
   metricsToken: string | undefined;
   /** Seconds a client has to send a request's head, then its body (docs/operations.md "Malformed and slow requests"). */
@@ -127,6 +182,17 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     publicUrl: e.ROOST_PUBLIC_URL?.replace(/\/+$/, ""),
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),
     secretKey: e.ROOST_SECRET_KEY,
+    objectStore:
+      e.ROOST_OBJECT_STORE === "disk"
+        ? { kind: "disk" }
+        : {
+            kind: "s3",
+            ...parseObjectStoreUrl(e.ROOST_OBJECT_STORE)!,
+            accessKeyId: e.ROOST_S3_ACCESS_KEY_ID!,
+            secretAccessKey: e.ROOST_S3_SECRET_ACCESS_KEY!,
+            sessionToken: e.ROOST_S3_SESSION_TOKEN,
+            presignSeconds: e.ROOST_S3_PRESIGN_SECONDS,
+          },
     metricsToken: e.ROOST_METRICS_TOKEN,
     requestTimeoutSeconds: e.ROOST_REQUEST_TIMEOUT_SECONDS,
     integrations: {
@@ -147,6 +213,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       warnDataDirBytes: e.ROOST_DATA_DIR_WARN_BYTES,
     },
   };
+}
+
+/** The object store as it may be printed: never its credentials. */
+export function displayObjectStore(store: ObjectStoreConfig): string {
+  if (store.kind === "disk") return "disk";
+  return `s3://${store.bucket}/${store.prefix}${store.endpoint ? ` at ${store.endpoint}` : ""}`;
 }
 
 /** The database URL as it may be printed: no credentials, no query string (it may carry an auth token). */

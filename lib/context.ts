@@ -11,6 +11,7 @@ import type { MetricsRegistry } from "./metrics.ts";
 import type { Live } from "./live/live.ts";
 import type { ProjectScope } from "./auth/project-access.ts";
 import type { OidcCache } from "./auth/oidc.ts";
+import type { ObjectStore } from "./object-store/store.ts";
 
 export interface Clock {
   /** Unix epoch seconds (docs/api.md "Conventions"). */
@@ -36,6 +37,8 @@ export interface AppContext {
   shutdown: AbortSignal;
   /** The identity provider's discovery document and key set, per app rather than per process (lib/auth/oidc.ts). */
   oidc: OidcCache;
+  /** Where artifacts and finished logs are kept: the data directory or an S3-compatible bucket (lib/object-store/). */
+  objects: ObjectStore;
 }
 
 export interface RequestContext extends AppContext {

@@ -20,6 +20,8 @@ export const ERROR_STATUS = {
   database_unavailable: 503,
   // the data directory's disk or quota is full (lib/disk.ts; RFC 4918 §11.5)
   insufficient_storage: 507,
+  // the configured S3-compatible object store refused or could not be reached (lib/object-store/s3.ts)
+  object_store_error: 502,
 
   // credentials
   missing_auth: 401,

@@ -18,12 +18,12 @@
 // be a broken download. Freed database pages go back to the file system with
 // PRAGMA incremental_vacuum when the database was created with auto_vacuum = INCREMENTAL
 // (https://www.sqlite.org/pragma.html#pragma_auto_vacuum; lib/db/bun-sqlite.ts sets it on new files).
-import { readdir, rm, rmdir, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "./context.ts";
 import type { Executor } from "./db/client.ts";
 import { all, inTransaction, num, numOrNull, one, str } from "./db/client.ts";
-import { artifactFile } from "./artifacts.ts";
+import { artifactKey } from "./object-store/store.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { MetricsRegistry } from "./metrics.ts";
 
@@ -179,7 +179,10 @@ const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(",
  * One retention pass: at most `limit` builds, one transaction; then their artifact files are
  * unlinked and the freed pages returned to the file system.
  */
-export async function enforceRetention(ctx: Pick<AppContext, "db" | "clock" | "config" | "metrics" | "log">, limit = RETENTION_BATCH): Promise<RetentionPass> {
+export async function enforceRetention(
+  ctx: Pick<AppContext, "db" | "clock" | "config" | "metrics" | "log" | "objects">,
+  limit = RETENTION_BATCH,
+): Promise<RetentionPass> {
   const now = ctx.clock.now();
   const pass: RetentionPass = { logs: 0, log_lines: 0, log_bytes: 0, artifacts: 0, artifact_bytes: 0, more: false };
   const due: Due[] = [];
@@ -239,13 +242,16 @@ export async function enforceRetention(ctx: Pick<AppContext, "db" | "clock" | "c
       : [];
     pass.artifacts = removed.length;
     pass.artifact_bytes = removed.reduce((sum, r) => sum + num(r, "size"), 0);
-    const rows = removed.map((r) => ({ id: str(r, "id"), build_id: str(r, "build_id") }));
-    return { rows, builds: [...new Set(rows.map((r) => r.build_id))] };
+    return { rows: removed.map((r) => ({ id: str(r, "id"), build_id: str(r, "build_id") })) };
   });
 
-  // The rows are gone: now the files (a crash here leaves files no row names, never the reverse).
-  for (const f of files.rows) await rm(artifactFile(ctx.config.dataDir, f.build_id, f.id), { force: true });
-  for (const buildId of files.builds) await rmdir(join(ctx.config.dataDir, "artifacts", buildId)).catch(() => {});
+  // The rows are gone: now the objects (a crash here leaves objects no row names, never the reverse).
+  // A store that refuses is logged and the pass goes on; its objects are then only unreferenced.
+  for (const f of files.rows) {
+    await ctx.objects.delete(artifactKey(f.build_id, f.id)).catch((error: unknown) => {
+      ctx.log.warn("retention could not delete an artifact object", { build_id: f.build_id, artifact_id: f.id, error });
+    });
+  }
   await reclaimFreePages(ctx);
 
   const counters = retentionCounters(ctx.metrics);
@@ -285,11 +291,12 @@ async function reclaimFreePages(ctx: Pick<AppContext, "db" | "log">): Promise<vo
 }
 
 /** Bytes under the data directory: the files at its top (the database and its WAL) and every stored artifact. */
-export async function dataDirBytes(db: Executor, dataDir: string): Promise<number> {
+export async function dataDirBytes(db: Executor, dataDir: string, artifactsOnDisk = true): Promise<number> {
   let bytes = 0;
   for (const entry of await readdir(dataDir, { withFileTypes: true }).catch(() => [])) {
     if (entry.isFile()) bytes += (await stat(join(dataDir, entry.name)).catch(() => ({ size: 0 }))).size;
   }
+  if (!artifactsOnDisk) return bytes;
   const artifacts = await one(db, "SELECT COALESCE(SUM(size), 0) AS n FROM artifacts");
   return bytes + num(artifacts!, "n");
 }
@@ -306,7 +313,7 @@ export async function checkDataDirGrowth(
   ctx: Pick<AppContext, "db" | "clock" | "config" | "metrics">,
 ): Promise<{ bytes: number; projects_keeping_everything: number }> {
   const now = ctx.clock.now();
-  const bytes = await dataDirBytes(ctx.db, ctx.config.dataDir);
+  const bytes = await dataDirBytes(ctx.db, ctx.config.dataDir, ctx.config.objectStore.kind === "disk");
   ctx.metrics.gauge("roost_data_dir_bytes", "Bytes in the data directory: the database files and the stored artifacts.").set({}, bytes);
   const defaults = instancePolicy(ctx.config);
   const rows = await all(

@@ -6,7 +6,7 @@ import { createLive } from "./live/live.ts";
 import { MetricsRegistry } from "./metrics.ts";
 import { access, chmod, constants, mkdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import { displayDatabaseUrl, type Config } from "./config.ts";
+import { displayDatabaseUrl, displayObjectStore, type Config } from "./config.ts";
 import type { AppContext } from "./context.ts";
 import { systemClock } from "./context.ts";
 import { createApp, type App } from "./app.ts";
@@ -24,6 +24,7 @@ import { isDatabaseUnreachable } from "./db/database.ts";
 import { removeUnreferencedFiles } from "./artifacts.ts";
 import { createSecretBox, loadSecretKey } from "./crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
+import { openObjectStore } from "./object-store/store.ts";
 import { createOidcCache } from "./auth/oidc.ts";
 import { SocketInUseError, startManagementSocket, type ManagementSocket } from "./management-socket.ts";
 import type { RouteEntry } from "./route.ts";
@@ -209,6 +210,7 @@ export async function startDaemon(config: Config, routes: RouteEntry[], log: Log
       live: createLive({ db, events }),
       shutdown: shutdown.signal,
       oidc: createOidcCache(),
+      objects: openObjectStore(config.objectStore, config.dataDir, log),
     };
     const socket = await startManagementSocket({ db, clock: systemClock, log, path: config.managementSocketPath }).catch((error: unknown) => {
       // A second daemon on the same data dir: the first one's socket mints capabilities for the shared database.
@@ -261,7 +263,12 @@ function running(ctx: AppContext, server: Listener, shutdown: AbortController, s
   const { config, log, db } = ctx;
   const url = `http://${server.hostname?.includes(":") ? `[${server.hostname}]` : server.hostname}:${server.port}`;
   const stopBackground = startBackgroundWork(ctx, config.publicUrl ?? url);
-  log.notice("roost listening", { url, data_dir: config.dataDir, management_socket: socket?.path ?? null });
+  log.notice("roost listening", {
+    url,
+    data_dir: config.dataDir,
+    object_store: displayObjectStore(config.objectStore),
+    management_socket: socket?.path ?? null,
+  });
 
   return {
     url,

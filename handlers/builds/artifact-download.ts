@@ -1,11 +1,13 @@
 // GET /v1/builds/{build_id}/artifacts/{artifact_id} (project viewer): the file, streamed, with
-// its SHA-256 in X-Roost-Artifact-SHA256 and a download file name.
+// its SHA-256 in X-Roost-Artifact-SHA256 and a download file name; or, with an S3 store and
+// ROOST_S3_PRESIGN_SECONDS set, 302 to a presigned URL the bucket serves it from.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { artifactExists, artifactFile, findArtifact } from "../../lib/artifacts.ts";
+import { findArtifact, readArtifact } from "../../lib/artifacts.ts";
+import { artifactKey } from "../../lib/object-store/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "download_build_artifact",
@@ -13,16 +15,21 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   params: z.object({ build_id: IdParam, artifact_id: IdParam }),
   produces: ["application/octet-stream"],
-  errors: [],
+  errors: ["object_store_error"],
   async handle({ params }, ctx) {
     const build = scopedBuild(ctx);
     const artifact = await findArtifact(ctx.db, build.id, params.artifact_id);
-    if (!artifact || !artifactExists(ctx.config.dataDir, artifact)) fail("not_found", "No artifact with that id in this build.");
+    if (!artifact) fail("not_found", "No artifact with that id in this build.");
     const name = artifact.path
       .split("/")
       .pop()!
       .replace(/[^\w.-]/g, "_");
-    return new Response(Bun.file(artifactFile(ctx.config.dataDir, build.id, artifact.id)), {
+    // Authorized above; the URL itself is the bucket's short-lived grant for this one object.
+    const presigned = ctx.objects.presign(artifactKey(build.id, artifact.id), { filename: name });
+    if (presigned) return new Response(null, { status: 302, headers: { location: presigned, "cache-control": "no-store" } });
+    const body = await readArtifact(ctx.objects, artifact);
+    if (!body) fail("not_found", "No artifact with that id in this build.");
+    return new Response(body, {
       headers: {
         "content-type": "application/octet-stream",
         "content-disposition": `attachment; filename="${name}"`,

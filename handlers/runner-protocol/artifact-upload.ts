@@ -1,8 +1,9 @@
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts?path=<relative path> (runner token): the
 // raw file as the body, its SHA-256 in X-Roost-Artifact-SHA256. Refused over
 // ROOST_MAX_ARTIFACT_BYTES (413, before reading when Content-Length says so), when the digest
-// differs (422) and when the data directory's disk is full (507); nothing is recorded and no file
-// is left then. 201 means the bytes are on disk and fsynced (lib/artifacts.ts).
+// differs (422), when the data directory's disk is full (507) and when the S3 object store refuses
+// (502); nothing is recorded and no object is left then. 201 means the bytes are stored (fsynced on
+// disk, or acknowledged by the bucket) and match the digest (lib/artifacts.ts).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
@@ -19,7 +20,15 @@ export const endpoint = defineEndpoint({
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
   response: ArtifactAnswer,
   successStatus: 201,
-  errors: ["job_not_assigned", "job_finished", "payload_too_large", "artifact_checksum_mismatch", "artifact_exists", "insufficient_storage"],
+  errors: [
+    "job_not_assigned",
+    "job_finished",
+    "payload_too_large",
+    "artifact_checksum_mismatch",
+    "artifact_exists",
+    "insufficient_storage",
+    "object_store_error",
+  ],
   async handle({ params, query }, ctx) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const sha = ctx.request.headers.get("x-roost-artifact-sha256") ?? "";
@@ -28,8 +37,7 @@ export const endpoint = defineEndpoint({
     // An artifact may be gigabytes on a slow link: no bound on the whole body's time (the
     // connection's idle timeout still ends an upload that stalls), unlike every other request body.
     ctx.setBodyTimeout(0);
-    const artifact = await storeArtifact(ctx.db, {
-      dataDir: ctx.config.dataDir,
+    const artifact = await storeArtifact(ctx.db, ctx.objects, {
       buildId: job.build_id,
       jobId: job.id,
       path: query.path,

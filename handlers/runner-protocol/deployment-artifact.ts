@@ -5,7 +5,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { artifactExists, artifactFile, findArtifact } from "../../lib/artifacts.ts";
+import { findArtifact, readArtifact } from "../../lib/artifacts.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 
 export const endpoint = defineEndpoint({
@@ -14,14 +14,15 @@ export const endpoint = defineEndpoint({
   tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, deployment_id: IdParam, artifact_id: IdParam }),
   produces: ["application/octet-stream"],
-  errors: ["job_not_assigned", "job_finished", "not_found"],
+  errors: ["job_not_assigned", "job_finished", "not_found", "object_store_error"],
   async handle({ params }, ctx) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
     const listed = d.artifacts.find((a) => a.id === params.artifact_id);
     const artifact = listed ? await findArtifact(ctx.db, d.build_id, listed.id) : null;
-    if (!listed || !artifact || !artifactExists(ctx.config.dataDir, artifact))
-      fail("not_found", "No such artifact in this deployment (or retention deleted it).");
-    return new Response(Bun.file(artifactFile(ctx.config.dataDir, d.build_id, artifact.id)), {
+    // Streamed even where user downloads redirect: the runner's request carries its token, which must not follow a redirect to the bucket.
+    const body = listed && artifact ? await readArtifact(ctx.objects, artifact) : null;
+    if (!artifact || !body) fail("not_found", "No such artifact in this deployment (or retention deleted it).");
+    return new Response(body, {
       headers: { "content-type": "application/octet-stream", "x-roost-artifact-sha256": artifact.sha256, "content-length": String(artifact.size) },
     });
   },

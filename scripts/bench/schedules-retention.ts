@@ -26,6 +26,7 @@ import { insertPipeline } from "../../lib/db/pipelines.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { insertSchedule, runDueSchedules } from "../../lib/schedules.ts";
 import { enforceRetention } from "../../lib/retention.ts";
+import { openObjectStore } from "../../lib/object-store/store.ts";
 
 const BUILDS = 100_000;
 const PIPELINES = 20;
@@ -133,7 +134,16 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
     // 1. One scheduler tick firing SCHEDULES due schedules.
     let clock = NOW - 3600;
     const secrets = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
-    const ctx = { db, config, clock: { now: () => clock }, events: new EventBus(), log: silentLogger, secrets, metrics: new MetricsRegistry() };
+    const ctx = {
+      db,
+      config,
+      clock: { now: () => clock },
+      events: new EventBus(),
+      log: silentLogger,
+      secrets,
+      metrics: new MetricsRegistry(),
+      objects: openObjectStore(config.objectStore, config.dataDir, silentLogger),
+    };
     for (let i = 0; i < SCHEDULES; i++) {
       await insertSchedule(
         db,

@@ -43,8 +43,7 @@ async function finishedBuild(
   await transitionBuild(t.ctx, build.id, "start");
   for (let i = 0; i < (o.lines ?? 3); i++) await appendSystemLine(t.db, build.id, `line ${i} ${"x".repeat(200)}`, t.clock.now());
   const bytes = new Uint8Array(o.artifactBytes ?? 1000).fill(7);
-  const artifact = await storeArtifact(t.db, {
-    dataDir: t.dataDir,
+  const artifact = await storeArtifact(t.db, t.ctx.objects, {
     buildId: build.id,
     jobId: "job",
     path: "app.apk",

@@ -17,6 +17,7 @@ import { silentLogger } from "../../lib/log.ts";
 import { routes } from "../../handlers/routes.ts";
 import { mintRecoveryCapability, mintSetupToken } from "../../lib/db/one-time-credentials.ts";
 import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
+import { openObjectStore } from "../../lib/object-store/store.ts";
 import { createOidcCache } from "../../lib/auth/oidc.ts";
 import { startSqld, testDatabase, type Sqld } from "../support/sqld.ts";
 
@@ -121,6 +122,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
     live: createLive({ db, events }),
     shutdown: new AbortController().signal,
     oidc: createOidcCache(),
+    objects: openObjectStore(config.objectStore, dataDir, silentLogger),
   };
   const app = createApp(ctx, routes);
   return {
