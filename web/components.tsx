@@ -28,6 +28,9 @@ const STATUS_ICON: Record<string, string> = {
   ignored: "–",
   duplicate: "=",
   rejected: "✕",
+  // Deployments (web/pages/deployments.tsx).
+  waiting_approval: "‖",
+  approved: "→",
   // Test results and analyzer issues (web/pages/build-tests.tsx).
   passed: "✓",
   error: "!",

@@ -20,6 +20,8 @@ import type { PublicOidcSettings } from "../lib/auth/oidc.ts";
 import type { PublicTrustedProxySettings } from "../lib/auth/trusted-proxy.ts";
 import type { MeResult } from "../handlers/users/me.ts";
 import type { PipelineFileResult } from "../handlers/projects/pipeline-file.ts";
+import type { CurrentVersion, DeploymentResource } from "../lib/publishing/deployments.ts";
+import type { EnvironmentResource } from "../lib/publishing/environments.ts";
 import type {
   Annotation,
   BuildListItem,
@@ -54,6 +56,9 @@ export type OidcSettings = z.infer<typeof PublicOidcSettings>;
 export type TrustedProxySettings = z.infer<typeof PublicTrustedProxySettings>;
 export type Me = z.infer<typeof MeResult>;
 export type PipelineFile = z.infer<typeof PipelineFileResult>;
+export type Deployment = z.infer<typeof DeploymentResource>;
+/** An environment as GET /v1/projects/{id}/environments lists it: with what each of its targets holds now. */
+export type Environment = z.infer<typeof EnvironmentResource> & { current: z.infer<typeof CurrentVersion>[] };
 
 export type BuildListEntry = z.infer<typeof BuildListItem>;
 export type TestSummary = z.infer<typeof TestSummary>;

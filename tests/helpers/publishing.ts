@@ -60,3 +60,22 @@ export async function runBuild(
   if (finished.status !== 200) throw new Error(`finish failed: ${finished.status} ${finished.text}`);
   return (await t.call("GET", `/v1/builds/${made.body.build.id}`, { token: owner })).body.build;
 }
+
+/** A runner that publishes claims the next approved deployment and finishes it as a store client would, with the store's answer. */
+export async function publishNext(
+  t: TestApp,
+  runner: TestRunner,
+  answer: { summary: string; version?: string | null; url?: string | null } | { failure: string },
+): Promise<string> {
+  const claimed = await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, {
+    token: runner.token,
+    body: { claim_id: crypto.randomUUID(), wait_seconds: 0, accepts: ["publish"] },
+  });
+  if (claimed.status !== 201 || !claimed.body.publish) throw new Error(`no publish to claim: ${claimed.status} ${claimed.text}`);
+  const id: string = claimed.body.publish.deployment_id;
+  const outcome =
+    "failure" in answer ? { status: "failed", failure_reason: answer.failure } : { status: "succeeded", store_answer: { version: null, url: null, ...answer } };
+  const finished = await t.call("POST", `/v1/runners/${runner.id}/deployments/${id}/finish`, { token: runner.token, body: { ...outcome, line_count: 0 } });
+  if (finished.status !== 200) throw new Error(`finish failed: ${finished.status} ${finished.text}`);
+  return id;
+}

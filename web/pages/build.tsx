@@ -12,6 +12,7 @@ import type { Artifact, Build, BuildTests, LogLine, Project } from "../types.ts"
 import { BuildOriginFacts, RetentionNotice } from "./build-origin.tsx";
 import { TestsTab } from "./build-tests.tsx";
 import { ContainerErrorNotice, ExecutorFacts } from "./build-executor.tsx";
+import { BuildDeployments } from "./deployments.tsx";
 
 const FINISHED = new Set(["succeeded", "failed", "canceled"]);
 const PAGE = 5000;
@@ -273,6 +274,7 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
       <ContainerErrorNotice build={build} />
       {build.runner_policy_block_reason && build.status === "queued" && <Notice kind="warning">{build.runner_policy_block_reason}</Notice>}
       {build.changelog && <pre class="changelog">{build.changelog}</pre>}
+      <BuildDeployments build={build} project={project.data?.project} />
       <nav class="tabs" aria-label="Build sections">
         <a href="?tab=log" aria-current={tab === "log" ? "page" : undefined}>
           Log, steps and artifacts

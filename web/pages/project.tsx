@@ -16,6 +16,7 @@ import { VariablesTab } from "./project-variables.tsx";
 import { SchedulesTab } from "./project-schedules.tsx";
 import { NotificationsTab } from "./project-notifications.tsx";
 import { BadgesRetentionTab } from "./project-badges-retention.tsx";
+import { DeploymentsTab } from "./deployments.tsx";
 
 const ROLE_RANK = { viewer: 0, developer: 1, maintainer: 2 } as const;
 type ProjectRole = keyof typeof ROLE_RANK;
@@ -30,6 +31,7 @@ export function ProjectPage({ project_id }: Record<string, string>) {
   const tabs: Array<[string, string, boolean]> = [
     ["builds", "Builds", true],
     ["pipelines", "Pipelines", true],
+    ["deployments", "Deployments", true],
     ["deliveries", "Webhook deliveries", may(project, "maintainer")],
     ["schedules", "Schedules", true],
     ["variables", "Variables and secrets", may(project, "maintainer")],
@@ -56,6 +58,7 @@ export function ProjectPage({ project_id }: Record<string, string>) {
       {tab === "pipelines" && (
         <PipelinesTab project={project} pipelines={pipelines.data?.pipelines ?? []} reload={pipelines.reload} maintainer={may(project, "maintainer")} />
       )}
+      {tab === "deployments" && <DeploymentsTab project={project} />}
       {tab === "deliveries" && may(project, "maintainer") && <Deliveries project={project} />}
       {tab === "schedules" && <SchedulesTab project={project} pipelines={pipelines.data?.pipelines ?? []} maintainer={may(project, "maintainer")} />}
       {tab === "variables" && may(project, "maintainer") && <VariablesTab project={project} pipelines={pipelines.data?.pipelines ?? []} />}
