@@ -1,7 +1,8 @@
 // Two `roost serve` processes on one libSQL server (sqld, tests/support/sqld.ts), as several
 // hosts run Roost (docs/operations.md "Several hosts"): both migrate an empty server at once, and
 // runners claiming, appending, heartbeating and finishing through both get no 500 while the
-// server answers SQLITE_BUSY, every build is run once, and every line is stored once.
+// server answers SQLITE_BUSY, every build is run once, and every line is stored once; GitHub gets
+// each commit status change once from their two reporters; sqld stopped, they answer 503.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -154,6 +155,55 @@ describe("two daemons on one sqld", () => {
       const log: { stream: string; text: string }[] = (await http(a.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body;
       expect(log.filter((l) => l.stream !== "system").map((l) => l.text)).toEqual(Array.from({ length: LINES }, (_, i) => `line ${i} of ${id}`));
     }
+  }, 60_000);
+
+  test("commit statuses: with both daemons' reporters claiming from one outbox, GitHub gets each change of each commit once", async () => {
+    const project = (await http(a.url, "GET", "/v1/projects", { token: owner })).body.projects[0];
+    const pipeline = (
+      await http(a.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "statuses", concurrency: { max_concurrent: 50 } } })
+    ).body.pipeline;
+    // A slow host, so that one reporter's sends are still in flight while the other claims.
+    host.statuses.delayMs = 30;
+    const COMMITS = 30;
+    const shas = Array.from({ length: COMMITS }, (_, i) => i.toString(16).padStart(40, "e"));
+    const builds = await Promise.all(
+      shas.map(async (sha, i) => {
+        const res = await http(i % 2 ? a.url : b.url, "POST", `/v1/projects/${project.id}/builds`, {
+          token: owner,
+          body: { pipeline_id: pipeline.id, commit_sha: sha },
+        });
+        expect(res.status).toBe(201);
+        return res.body.build as { id: string; build_number: number };
+      }),
+    );
+    const made = (await http(a.url, "POST", "/v1/runners", { token: owner, body: { name: "statuses" } })).body;
+    const runner = (url: string, path: string, body: unknown) => http(url, "POST", `/v1/runners/${made.runner.id}${path}`, { token: made.token, body });
+    await runner(b.url, "/connect", { capabilities: { os: "linux", arch: "x64" } });
+    // Each build is started through one daemon and finished through the other, so both report.
+    for (let i = 0; i < COMMITS; i++) {
+      const [one, other] = i % 2 ? [a.url, b.url] : [b.url, a.url];
+      const claim = await runner(one, "/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 });
+      expect(claim.status).toBe(201);
+      const finished = await runner(other, `/jobs/${claim.body.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 });
+      expect(finished.status).toBe(200);
+    }
+    const posts = () =>
+      host.requests
+        .filter((r) => r.method === "POST" && shas.some((sha) => r.path === `/repos/acme/app/statuses/${sha}`))
+        .map((r) => `${r.path.split("/").pop()} ${(r.body as { state: string }).state} ${(r.body as { description: string }).description}`);
+    const finishedEverywhere = () => shas.every((sha) => posts().some((p) => p.startsWith(sha) && p.includes(" success ")));
+    for (const deadline = Date.now() + 20_000; !finishedEverywhere() && Date.now() < deadline; ) await Bun.sleep(100);
+    // Two more passes of each reporter (every 2 s), in which a status sent twice would show.
+    await Bun.sleep(4500);
+    const sent = posts();
+    expect(sent.filter((p, i) => sent.indexOf(p) !== i)).toEqual([]);
+    const byNumber = new Map(builds.map((x, i) => [shas[i]!, x.build_number]));
+    // Each commit's final state exactly once (its queued and running states are sent only if a
+    // reporter came by before the build moved on: only the latest state of a commit is ever sent).
+    expect(shas.map((sha) => sent.filter((p) => p.startsWith(`${sha} success`)))).toEqual(
+      shas.map((sha) => [`${sha} success Build #${byNumber.get(sha)} succeeded`]),
+    );
+    host.statuses.delayMs = 0;
   }, 60_000);
 
   // Last: it stops the server. Requests that need the database answer 503 database_unavailable
