@@ -1,6 +1,6 @@
 // Periodic work of a daemon process: commit statuses to the hosts (as builds change, lib/commit-statuses.ts),
 // GitHub check runs (every 2 s), polls of plain git
-// remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications (every 2 s), retention of
+// remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications and host releases (every 2 s), retention of
 // build logs and artifacts (lib/retention.ts, a batch every 10 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention, the data directory's size). Every task
@@ -18,6 +18,7 @@ import { runDueSchedules } from "./schedules.ts";
 import { dispatchNotifications } from "./notifications.ts";
 import { checkDataDirGrowth, enforceRetention } from "./retention.ts";
 import { reapLostDeployments } from "./publishing/reaper.ts";
+import { publishHostReleases } from "./publishing/host-release.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -25,6 +26,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
   let polling: Promise<unknown> | null = null;
   let sending: Promise<unknown> | null = null;
   let retaining: Promise<unknown> | null = null;
+  let releasing: Promise<unknown> | null = null;
   const pollOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
@@ -72,6 +74,14 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
         .catch((error) => ctx.log.error("retention pass failed", { error }))
         .finally(() => (retaining = null));
     }, 10_000),
+    // Host releases (docs/publishing.md "Host releases"): the daemon makes them with the host's
+    // credentials; their own chain, so a large upload delays no other task.
+    setInterval(() => {
+      if (!running || releasing) return;
+      releasing = publishHostReleases(ctx)
+        .catch((error) => ctx.log.error("host release pass failed", { error }))
+        .finally(() => (releasing = null));
+    }, 2000),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());
@@ -88,5 +98,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     await polling;
     await sending;
     await retaining;
+    await releasing;
   };
 }

@@ -186,6 +186,52 @@ export interface ForgeWebhook {
   dedupeByBody: boolean;
 }
 
+/** A file attached to a release: its name there, its size and SHA-256, and its bytes (read when sent). */
+export interface ReleaseAsset {
+  name: string;
+  size: number;
+  sha256: string;
+  bytes(): Blob;
+}
+
+/** A release of a tag as a host_release publisher asks for it (docs/publishing.md "Host releases"). */
+export interface HostRelease {
+  tag: string;
+  /** The commit the tag is created at when the host does not have it yet. */
+  commit_sha: string;
+  name: string;
+  notes: string;
+  draft: boolean;
+  prerelease: boolean;
+  assets: ReleaseAsset[];
+}
+
+/** What the host has after publishRelease. */
+export interface HostReleaseAnswer {
+  /** The host's id of the release (GitHub's number; GitLab names a release by its tag). */
+  id: string;
+  /** The release's page. */
+  url: string;
+  /** False when the release existed already (a retry, a promotion) and was updated. */
+  created: boolean;
+  /** Asset names sent now, and those the host had already with the same bytes. */
+  uploaded: string[];
+  kept: string[];
+}
+
+/**
+ * Creates the release of a tag, or brings an existing one up to date, so that a retry never makes
+ * a second release nor sends an asset the host already has; throws ForgeApiError. `log` writes a
+ * line of the publish's log (method, path, status: never a body or a credential).
+ */
+export type PublishRelease = (
+  deps: ForgeDeps,
+  integration: Integration,
+  repository: ForgeRepository,
+  release: HostRelease,
+  log: (line: string) => void,
+) => Promise<HostReleaseAnswer>;
+
 export interface Forge<N extends string = string> {
   /** integrations.provider, repositories.provider, webhook_deliveries.host. */
   name: N;
@@ -208,5 +254,7 @@ export interface Forge<N extends string = string> {
   fileLink: ((repositoryUrl: string, sha: string) => string) | null;
   /** Shows a build's status on its commit; null for a forge without commit statuses. */
   reportStatus: ((deps: ForgeDeps, integration: Integration, repository: ForgeRepository, status: CommitStatus) => Promise<void>) | null;
+  /** Publishes a release of a tag with assets (a host_release publisher); null for a forge Roost makes no releases on. */
+  publishRelease: PublishRelease | null;
   webhook: ForgeWebhook;
 }

@@ -63,6 +63,11 @@ function keptOf(owner: object): Required<Pick<ForgeAccess, "tokens" | "limits">>
 }
 
 export const FORGE_TIMEOUT_MS = 10_000;
+
+/** How long an upload of `size` bytes may take: a minute, and a second more for each 100 KB (at least 100 KB/s). */
+export function uploadTimeoutMs(size: number): number {
+  return 60_000 + Math.ceil(size / 100_000) * 1000;
+}
 /** Catalogue sync stops after this many pages (10,000 repositories at 100 a page). */
 export const MAX_PAGES = 100;
 
@@ -74,7 +79,8 @@ export function sameOrigin(base: string, url: string): boolean {
   }
 }
 
-export async function forgeRequest(access: ForgeAccess, base: string, url: string, init: RequestInit): Promise<Response> {
+/** One request to the forge at `base`; `timeoutMs` is longer than FORGE_TIMEOUT_MS only for uploads (a release's assets). */
+export async function forgeRequest(access: ForgeAccess, base: string, url: string, init: RequestInit, timeoutMs = FORGE_TIMEOUT_MS): Promise<Response> {
   if (!sameOrigin(base, url)) throw new ForgeApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
   const refusal = await hostRefusal(new URL(url).hostname, access.allowLinkLocal);
   if (refusal) throw new ForgeApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
@@ -87,10 +93,10 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
   }
   let response: Response;
   try {
-    response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(FORGE_TIMEOUT_MS) });
+    response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
-    throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${FORGE_TIMEOUT_MS / 1000} s` : "the connection failed"}`, null);
+    throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : "the connection failed"}`, null);
   }
   const retryAt = rateLimitedUntil(response, access.now());
   if (retryAt !== null) access.limits?.set(limitKey, retryAt);

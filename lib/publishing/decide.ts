@@ -22,7 +22,7 @@ export async function decide(
   const decided = await inTransaction(ctx.db, async (tx) => {
     const d = await decideDeployment(tx, deployment.id, decision, actor, now);
     if (!d) return null;
-    const next = decision === "approved" ? "it is queued for a runner" : "it will not run";
+    const next = decision === "rejected" ? "it will not run" : d.publisher_type === "host_release" ? "Roost makes it now" : "it is queued for a runner";
     await appendSystemLineIn(tx, d.build_id, `[roost] publish ${d.publisher_name} to ${d.environment_name} ${decision} by ${actor.email}; ${next}.`, now);
     return d;
   });

@@ -12,6 +12,7 @@ import type { Build } from "../db/builds.ts";
 import { findEnvironment, whyEnvironmentRefuses } from "./environments.ts";
 import { DEFAULT_ARTIFACT, publisherName, targetOf, type Publisher } from "./publishers.ts";
 import { insertDeployment, lastPublishedBuildNumber, type Deployment, type DeploymentArtifact, type ReleaseNotes } from "./deployments.ts";
+import { notesFromChangelogs } from "./notes.ts";
 
 export interface PlanInput {
   build: Build;
@@ -68,7 +69,8 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
     now,
   );
   const what = `[roost] publish ${name} to ${publisher.environment} (${targetOf(publisher)})`;
-  const next = status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : "is queued for a runner";
+  const queued = publisher.type === "host_release" ? "is queued (Roost makes host releases itself)" : "is queued for a runner";
+  const next = status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : queued;
   await appendSystemLineIn(tx, build.id, `${what} ${next}.`, now);
   return deployment;
 }
@@ -134,9 +136,11 @@ export function chooseArtifacts(p: Publisher, all: Artifact[]): DeploymentArtifa
       break;
     }
     case "host_release": {
+      // The notes file is the release's description, not one of its assets.
+      const notesGlob = p.notes?.file ? new Bun.Glob(p.notes.file) : null;
       const globs = p.attach.map((g) => new Bun.Glob(g));
       chosen = as(
-        all.filter((a) => globs.some((g) => g.match(a.path))),
+        all.filter((a) => globs.some((g) => g.match(a.path)) && !notesGlob?.match(a.path)),
         "asset",
       );
       if (chosen.length === 0 && p.attach.length > 0) return `no artifact of this build matches attach [${p.attach.join(", ")}]`;
@@ -148,7 +152,7 @@ export function chooseArtifacts(p: Publisher, all: Artifact[]): DeploymentArtifa
   if (p.notes?.file) {
     const notesGlob = new Bun.Glob(p.notes.file);
     const file = all.find((a) => notesGlob.match(a.path));
-    if (!file) return `the release notes file ${p.notes.file} is not among this build's artifacts (artifact_patterns must pick it up)`;
+    if (!file) return `the release notes file ${p.notes.file} was neither in the repository nor written by the build (the runner uploads it after the build's steps)`;
     chosen.push(...as([file], "notes"));
   }
   return chosen;
@@ -165,7 +169,5 @@ async function resolveNotes(db: Executor, build: Build, p: Publisher, name: stri
     "SELECT changelog FROM builds WHERE project_id = ? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number",
     [build.project_id, since, build.build_number],
   );
-  const lines: string[] = [];
-  for (const row of rows) for (const line of String(row.changelog).split("\n")) if (line.trim() && !lines.includes(line.trim())) lines.push(line.trim());
-  return { [notes.language]: lines.length ? lines.join("\n") : `Build #${build.build_number} (${build.commit_sha.slice(0, 12)})` };
+  return { [notes.language]: notesFromChangelogs(rows.map((row) => String(row.changelog)), `Build #${build.build_number} (${build.commit_sha.slice(0, 12)})`) };
 }

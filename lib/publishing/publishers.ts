@@ -143,7 +143,9 @@ export const AppStoreConnectPublisher = z
 
 export const HostReleasePublisher = z
   .object({
-    type: z.enum(["host_release", "github_release"]).describe("github_release is read as host_release: the project's source host decides which API"),
+    type: z
+      .enum(["host_release", "github_release", "gitlab_release"])
+      .describe("a release on the project's own source host (GitHub or GitLab); github_release and gitlab_release are read as host_release"),
     ...common,
     tag: z
       .string()
@@ -159,7 +161,7 @@ export const HostReleasePublisher = z
   })
   .strict();
 
-/** One publisher as written (`github_release` is normalized to host_release by normalizePublisher). */
+/** One publisher as written (`github_release` and `gitlab_release` are normalized to host_release by normalizePublisher). */
 export const PublisherInput = z.discriminatedUnion("type", [
   GooglePlayPublisher,
   FirebaseAppDistributionPublisher,
@@ -168,12 +170,13 @@ export const PublisherInput = z.discriminatedUnion("type", [
 ]);
 type Written = z.output<typeof PublisherInput>;
 export type HostReleaseConfig = Omit<z.output<typeof HostReleasePublisher>, "type"> & { type: "host_release" };
-export type Publisher = Exclude<Written, { type: "host_release" | "github_release" }> | HostReleaseConfig;
+type HostReleaseAlias = "host_release" | "github_release" | "gitlab_release";
+export type Publisher = Exclude<Written, { type: HostReleaseAlias }> | HostReleaseConfig;
 
-/** A publisher as stored and run: `github_release` is host_release. */
+/** A publisher as stored and run: `github_release` and `gitlab_release` are host_release. */
 export function normalizePublisher(p: Written): Publisher {
-  if (p.type === "github_release" || p.type === "host_release") return { ...p, type: "host_release" };
-  return p as Exclude<Written, { type: "host_release" | "github_release" }>;
+  if (p.type === "github_release" || p.type === "gitlab_release" || p.type === "host_release") return { ...p, type: "host_release" };
+  return p as Exclude<Written, { type: HostReleaseAlias }>;
 }
 export type GooglePlayConfig = z.output<typeof GooglePlayPublisher>;
 export type FirebaseConfig = z.output<typeof FirebaseAppDistributionPublisher>;
@@ -195,7 +198,7 @@ export const PublishList = z
   .describe("publishers run after a successful build that is not a pull request (docs/publishing.md)");
 
 export function publisherName(p: { name?: string | undefined; type: string; environment: string }): string {
-  return p.name ?? `${p.type === "github_release" ? "host_release" : p.type}-${p.environment}`;
+  return p.name ?? `${p.type === "github_release" || p.type === "gitlab_release" ? "host_release" : p.type}-${p.environment}`;
 }
 
 /** Which artifacts a publisher sends when it names none. */

@@ -13,7 +13,10 @@ export async function reapLostDeployments(ctx: Pick<AppContext, "db" | "clock" |
   const now = ctx.clock.now();
   for (const d of await expiredDeployments(ctx.db, now)) {
     const runner = d.runner_id ? await findRunner(ctx.db, d.runner_id) : null;
-    const reason = `runner_lost: runner ${runner?.name ?? d.runner_id} sent no heartbeat for ${ctx.config.runners.leaseSeconds} s while publishing`;
+    // A host release has no runner: the Roost process making it stopped (lib/publishing/host-release.ts).
+    const reason = d.runner_id
+      ? `runner_lost: runner ${runner?.name ?? d.runner_id} sent no heartbeat for ${ctx.config.runners.leaseSeconds} s while publishing`
+      : `runner_lost: the Roost process making this release stopped renewing it for ${ctx.config.runners.leaseSeconds} s`;
     const failed = await inTransaction(ctx.db, async (tx) => {
       const done = await loseDeployment(tx, d.id, reason, now);
       if (done)

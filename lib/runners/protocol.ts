@@ -34,7 +34,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
   const project = await findProject(ctx.db, build.project_id);
   const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
   const frozen: ConfigSnapshot = build.config_snapshot;
-  const snapshot: ConfigSnapshot = { ...frozen, execution_config: normalizeExecutionConfig(frozen.execution_config) };
+  const snapshot: ConfigSnapshot = { ...frozen, execution_config: withNotesFiles(normalizeExecutionConfig(frozen.execution_config)) };
   // Variables are read when the job is claimed, not frozen with the build: a re-run after a
   // rotated password uses the new one. Secrets only reach builds the project trusts.
   const variables = await variablesForBuild(ctx.db, ctx.secrets, build, await revealEnv(snapshot.execution_config.env, ctx.secrets));
@@ -83,4 +83,15 @@ export async function cloneCredentials(ctx: ForgeDeps & Pick<AppContext, "db">, 
   } catch {
     return null;
   }
+}
+
+/**
+ * The artifact patterns a runner uploads, with the release notes files its publishers read
+ * (docs/publishing.md "Release notes"): a file of the repository (or one the build writes) is then
+ * uploaded with the build's artifacts, and its publishers find it there.
+ */
+export function withNotesFiles(config: ConfigSnapshot["execution_config"]): ConfigSnapshot["execution_config"] {
+  const notesFiles = (config.publish ?? []).flatMap((p) => (p.notes?.file ? [p.notes.file] : []));
+  const missing = notesFiles.filter((f, i) => !config.artifact_patterns.includes(f) && notesFiles.indexOf(f) === i);
+  return missing.length ? { ...config, artifact_patterns: [...config.artifact_patterns, ...missing] } : config;
 }

@@ -1,25 +1,20 @@
 // Release notes as the store gets them (docs/publishing.md "Release notes"): resolved when the
-// deployment was made (given text, commits), or read here from the build's notes file: plain
-// text in the publisher's language, or Codemagic's JSON form [{"language": "en-US", "text": "…"}].
+// deployment was made (given text, commits), or read here from the notes file the build uploaded
+// (lib/publishing/notes.ts reads it, for the daemon's host releases too).
 import { readFileSync } from "node:fs";
 import type { Publisher } from "../../lib/publishing/publishers.ts";
+import { NotesFileProblem, parseNotesFile } from "../../lib/publishing/notes.ts";
 import { PublishFailure, type LocalArtifact } from "./context.ts";
 
 export function resolveNotes(p: Publisher, resolved: Record<string, string>, artifacts: LocalArtifact[]): Record<string, string> {
   const file = artifacts.find((a) => a.role === "notes");
   if (!file) return resolved;
-  const text = readFileSync(file.file, "utf8");
-  if (!file.path.toLowerCase().endsWith(".json")) return { [p.notes?.language ?? "en-US"]: text.trim() };
-  let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
+    return parseNotesFile(file.path, readFileSync(file.file, "utf8"), p.notes?.language ?? "en-US");
   } catch (error) {
-    throw new PublishFailure(`the release notes file ${file.path} is not valid JSON: ${(error as Error).message}`);
+    if (error instanceof NotesFileProblem) throw new PublishFailure(error.message);
+    throw error;
   }
-  if (!Array.isArray(parsed) || !parsed.every((n) => n && typeof n.language === "string" && typeof n.text === "string")) {
-    throw new PublishFailure(`the release notes file ${file.path} must be a JSON list of {"language": "en-US", "text": "…"}`);
-  }
-  return Object.fromEntries((parsed as { language: string; text: string }[]).map((n) => [n.language, n.text.trim()]));
 }
 
 /** Notes cut to a store's limit, with a line saying which were cut. */

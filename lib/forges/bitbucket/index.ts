@@ -68,6 +68,7 @@ export const bitbucket: Forge<typeof NAME> = {
       url: s.url,
       description: s.description,
     }),
+  publishRelease: null,
   webhook: repositorySecretWebhook({
     summary: "Receive a Bitbucket Cloud webhook delivery",
     description:

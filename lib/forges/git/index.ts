@@ -101,6 +101,7 @@ export const git: Forge<typeof NAME> = {
   // A plain git remote has no web view.
   fileLink: null,
   reportStatus: null,
+  publishRelease: null,
   webhook: {
     summary: "Receive a push from any git server (signed with the project's webhook secret)",
     description:

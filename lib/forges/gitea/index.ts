@@ -42,6 +42,7 @@ export const gitea: Forge<typeof NAME> = {
       description: s.description,
       context: s.context,
     }),
+  publishRelease: null,
   webhook: repositorySecretWebhook({
     summary: "Receive a Gitea or Forgejo webhook delivery",
     description:

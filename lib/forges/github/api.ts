@@ -4,7 +4,7 @@
 import { createHash, createPrivateKey } from "node:crypto";
 import { SignJWT, importPKCS8 } from "jose";
 import type { RemoteRepository } from "../../db/repositories.ts";
-import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, type ForgeAccess } from "../http.ts";
+import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, uploadTimeoutMs, type ForgeAccess } from "../http.ts";
 
 /** A clone token is handed out again only while it has this long left (GitHub's live an hour). */
 export const CLONE_TOKEN_MIN_SECONDS = 30 * 60;
@@ -201,6 +201,54 @@ export class GithubClient {
     });
   }
 
+  /**
+   * A JSON request to the REST API with the installation token, its status and answer; a 404 is
+   * answered (body null) when `orNull`, else thrown.
+   * Releases (https://docs.github.com/en/rest/releases/releases) and their assets
+   * (https://docs.github.com/en/rest/releases/assets) go through it.
+   */
+  async call<T>(method: string, path: string, body?: unknown, orNull = false): Promise<{ status: number; body: T | null }> {
+    const token = await this.installationToken();
+    try {
+      const response = await forgeRequest(this.access, this.target.api_url, `${this.target.api_url}${path}`, {
+        method,
+        headers: { ...this.headers(`token ${token}`), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, body: response.status === 204 ? null : ((await response.json()) as T) };
+    } catch (error) {
+      if (orNull && error instanceof ForgeApiError && error.status === 404) return { status: 404, body: null };
+      throw error;
+    }
+  }
+
+  /**
+   * Uploads a release asset to the release's upload URL (a hypermedia template,
+   * "https://uploads.github.com/repos/o/r/releases/1/assets{?name,label}"), raw bytes with their
+   * content type. Only the API's own host, or uploads.github.com for api.github.com, is contacted:
+   * the URL comes from the host's answer, and no other address is trusted.
+   */
+  async uploadReleaseAsset(uploadUrl: string, name: string, bytes: Blob, size: number): Promise<GithubReleaseAsset> {
+    const url = uploadUrl.replace(/\{[^}]*\}$/, "");
+    const api = new URL(this.target.api_url);
+    const allowed = [api.origin, ...(api.hostname === "api.github.com" ? ["https://uploads.github.com"] : [])];
+    const origin = URL.parse(url)?.origin ?? "";
+    if (!allowed.includes(origin)) throw new ForgeApiError(`GitHub named an upload address outside ${allowed.join(" and ")}; refusing it`, null);
+    const token = await this.installationToken();
+    const response = await forgeRequest(
+      this.access,
+      origin,
+      `${url}?name=${encodeURIComponent(name)}`,
+      {
+        method: "POST",
+        headers: { ...this.headers(`token ${token}`), "content-type": "application/octet-stream", "content-length": String(size) },
+        body: bytes,
+      },
+      uploadTimeoutMs(size),
+    );
+    return (await response.json()) as GithubReleaseAsset;
+  }
+
   private headers(authorization: string): Record<string, string> {
     return { authorization, accept: "application/vnd.github+json", "x-github-api-version": "2022-11-28", "user-agent": "roost-ci" };
   }
@@ -222,6 +270,25 @@ export interface CheckRunBody {
   details_url?: string;
   external_id?: string;
   output: { title: string; summary: string; annotations?: CheckRunAnnotation[] };
+}
+
+/** A release asset as GitHub answers it; `digest` ("sha256:…") is there for assets uploaded since June 2025. */
+export interface GithubReleaseAsset {
+  id: number;
+  name: string;
+  size: number;
+  state: "uploaded" | "open" | string;
+  digest?: string | null;
+}
+
+/** A release as GitHub answers it (https://docs.github.com/en/rest/releases/releases#get-a-release). */
+export interface GithubRelease {
+  id: number;
+  tag_name: string;
+  html_url: string;
+  upload_url: string;
+  draft: boolean;
+  assets: GithubReleaseAsset[];
 }
 
 interface GithubRepo {

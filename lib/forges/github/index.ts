@@ -21,6 +21,7 @@ import {
   type WebhookDeps,
 } from "../forge.ts";
 import { GithubClient, type GithubCredentials } from "./api.ts";
+import { githubPublishRelease } from "./releases.ts";
 import { decodeGithubBody, githubInstallationId, parseGithubDelivery, verifyGithubSignature } from "./parse.ts";
 
 const NAME = "github";
@@ -75,6 +76,7 @@ export const github: Forge<typeof NAME> = {
       description: s.description,
       context: s.context,
     }),
+  publishRelease: githubPublishRelease((deps, integration) => githubClientFor(deps, integration)),
   webhook: {
     summary: "Receive a GitHub webhook delivery",
     description: "Headers: X-Hub-Signature-256 (required), X-GitHub-Event, X-GitHub-Delivery. JSON or form-encoded (payload=…) bodies up to 25 MB.",

@@ -1,7 +1,7 @@
 // GitLab through an access token (personal, group or project token with read_api, plus api for
-// commit statuses), against gitlab.com or a self-managed instance URL.
+// commit statuses and releases), against gitlab.com or a self-managed instance URL.
 import type { RemoteRepository } from "../../db/repositories.ts";
-import { ForgeApiError, MAX_PAGES, forgeRequest, type ForgeAccess } from "../http.ts";
+import { ForgeApiError, MAX_PAGES, forgeRequest, uploadTimeoutMs, type ForgeAccess } from "../http.ts";
 
 export interface GitlabCredentials {
   access_token: string;
@@ -63,6 +63,42 @@ export class GitlabClient {
       headers: { ...this.headers(), "content-type": "application/json" },
       body: JSON.stringify(status),
     });
+  }
+
+  /**
+   * A JSON request to the REST API (under /api/v4), its status and answer; a 404 is answered
+   * (body null) when `orNull`, else thrown. Releases, their links and package files go through it.
+   */
+  async call<T>(method: string, path: string, body?: unknown, orNull = false): Promise<{ status: number; body: T | null }> {
+    try {
+      const response = await forgeRequest(this.access, this.instanceUrl, `${this.instanceUrl}/api/v4${path}`, {
+        method,
+        headers: { ...this.headers(), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      return { status: response.status, body: response.status === 204 ? null : ((await response.json()) as T) };
+    } catch (error) {
+      if (orNull && error instanceof ForgeApiError && error.status === 404) return { status: 404, body: null };
+      throw error;
+    }
+  }
+
+  /** Uploads a file to the generic package registry (PUT /projects/:id/packages/generic/:name/:version/:file). */
+  async uploadGenericPackageFile(path: string, bytes: Blob, size: number): Promise<number> {
+    const response = await forgeRequest(
+      this.access,
+      this.instanceUrl,
+      `${this.instanceUrl}/api/v4${path}`,
+      { method: "PUT", headers: { ...this.headers(), "content-type": "application/octet-stream", "content-length": String(size) }, body: bytes },
+      uploadTimeoutMs(size),
+    );
+    await response.body?.cancel().catch(() => {});
+    return response.status;
+  }
+
+  /** The instance's API base, for links that point into it. */
+  get apiBase(): string {
+    return `${this.instanceUrl}/api/v4`;
   }
 
   private headers(): Record<string, string> {

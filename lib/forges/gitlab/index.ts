@@ -10,6 +10,7 @@ import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";
 import { ForgeUrl, apiConnection, apiOperations, connectBody, type Forge, type ForgeDeps, type Refusal, type WebhookDeps } from "../forge.ts";
 import { GitlabClient, type GitlabCredentials } from "./api.ts";
+import { gitlabPublishRelease } from "./releases.ts";
 import { gitlabProjectId, parseGitlabDelivery } from "./parse.ts";
 import { projectForWebhookToken } from "./tokens.ts";
 
@@ -52,6 +53,7 @@ export const gitlab: Forge<typeof NAME> = {
       description: s.description,
       name: s.context,
     }),
+  publishRelease: gitlabPublishRelease((deps, integration) => clientFor(deps, integration)),
   webhook: {
     summary: "Receive a GitLab webhook delivery",
     description: "Headers: X-Gitlab-Token (required), X-Gitlab-Event, X-Gitlab-Event-UUID, Idempotency-Key. JSON bodies up to 25 MB.",
