@@ -16,7 +16,21 @@
 // branch endpoint answers a registered repository's real branch head when `heads` does not name it. It
 // checks the credentials Roost must send (a GitHub App JWT signed with the app's key, then the
 // installation token; GitLab's PRIVATE-TOKEN), and records every request.
-import { generateKeyPairSync } from "node:crypto";
+// Releases, as a host_release publish makes them: GitHub's
+// (https://docs.github.com/en/rest/releases/releases: GET /repos/{o}/{r}/releases/tags/{tag} for
+// published releases only, GET /repos/{o}/{r}/releases newest first with drafts, POST (422
+// already_exists for a tag that has one), PATCH /repos/{o}/{r}/releases/{id}; and
+// https://docs.github.com/en/rest/releases/assets: the upload_url template, POST to it with ?name=
+// and the raw bytes (422 already_exists for a name the release has), DELETE
+// /repos/{o}/{r}/releases/assets/{id}; assets carry `digest` "sha256:…"). The uploads are served
+// under /api/uploads/ of the stand-in's own address, as GitHub Enterprise Server does. GitLab's
+// (https://docs.gitlab.com/api/releases/: GET, POST (409 for a tag that has one), PUT
+// /projects/{id}/releases/{tag}; https://docs.gitlab.com/api/releases/links/: POST and PUT
+// …/assets/links; https://docs.gitlab.com/user/packages/generic_packages/: PUT
+// /projects/{id}/packages/generic/{name}/{version}/{file}, which keeps a second file of the same
+// name as GitLab does; https://docs.gitlab.com/api/packages/: GET /projects/{id}/packages and
+// …/packages/{id}/package_files with file_sha256).
+import { createHash, generateKeyPairSync } from "node:crypto";
 import { jwtVerify, importSPKI } from "jose";
 
 export interface StandInRepo {
@@ -40,6 +54,45 @@ export interface StandInCheckRun {
   annotations: Record<string, unknown>[];
 }
 
+export interface StandInReleaseAsset {
+  id: number;
+  name: string;
+  size: number;
+  /** "uploaded", or "open" for an upload that never finished (GitHub's asset states). */
+  state: string;
+  bytes: Buffer;
+}
+
+export interface StandInGithubRelease {
+  id: number;
+  repository: string;
+  tag_name: string;
+  target_commitish: string;
+  name: string;
+  body: string;
+  draft: boolean;
+  prerelease: boolean;
+  assets: StandInReleaseAsset[];
+}
+
+export interface StandInGitlabRelease {
+  project_id: number;
+  tag_name: string;
+  ref: string;
+  name: string;
+  description: string;
+  links: { id: number; name: string; url: string; direct_asset_path?: string; link_type: string }[];
+}
+
+export interface StandInPackageFile {
+  id: number;
+  project_id: number;
+  package_name: string;
+  package_version: string;
+  file_name: string;
+  bytes: Buffer;
+}
+
 export interface RecordedRequest {
   method: string;
   path: string;
@@ -58,8 +111,11 @@ export interface HostApiStandIn {
     checkRuns: StandInCheckRun[];
     /** Whether the App was granted "Checks: read and write"; without it GitHub answers 403. */
     checksPermission: boolean;
+    releases: StandInGithubRelease[];
+    /** The next `n` asset uploads break off: the asset stays "open" and the answer is 502. */
+    failUploads: number;
   };
-  gitlab: { token: string; repos: StandInRepo[] };
+  gitlab: { token: string; repos: StandInRepo[]; releases: StandInGitlabRelease[]; packageFiles: StandInPackageFile[] };
   gitea: { token: string; repos: StandInRepo[] };
   /** Bitbucket Cloud: repositories carry their UUID ("{…}") in `uuid`; full_name starts with the workspace. */
   bitbucket: { token: string; username: string; appPassword: string; repos: (StandInRepo & { uuid: string })[] };
@@ -85,8 +141,8 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
   const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
   const verifyKey = await importSPKI(publicKey.export({ format: "pem", type: "spki" }).toString(), "RS256");
   const state: Omit<HostApiStandIn, "url" | "failNext" | "stop" | "statuses"> = {
-    github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [], checkRuns: [], checksPermission: true },
-    gitlab: { token: "glpat-standin-token", repos: [] },
+    github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [], checkRuns: [], checksPermission: true, releases: [], failUploads: 0 },
+    gitlab: { token: "glpat-standin-token", repos: [], releases: [], packageFiles: [] },
     gitea: { token: "gitea-standin-token", repos: [] },
     bitbucket: { token: "bitbucket-standin-access-token", username: "roost-bot", appPassword: "bitbucket-standin-app-password", repos: [] },
     heads: new Map(),
@@ -131,12 +187,15 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     port: 0,
     async fetch(request) {
       const url = new URL(request.url);
-      const text = request.method === "POST" || request.method === "PATCH" ? await request.text() : "";
+      const sent = ["POST", "PATCH", "PUT"].includes(request.method) ? Buffer.from(await request.arrayBuffer()) : Buffer.alloc(0);
+      // Uploads (release assets, package files) are bytes; everything else is JSON.
+      const isJson = !(request.headers.get("content-type") ?? "").startsWith("application/octet-stream");
+      const text = isJson ? sent.toString("utf8") : "";
       state.requests.push({
         method: request.method,
         path: url.pathname + url.search,
         headers: Object.fromEntries(request.headers),
-        body: text ? JSON.parse(text) : undefined,
+        body: text ? JSON.parse(text) : isJson ? undefined : { bytes: sent.length },
       });
       if (failures > 0) {
         failures--;
@@ -234,6 +293,91 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         return json({ id: run.id });
       }
 
+      // ---- GitHub releases and their assets
+      const releaseJson = (r: StandInGithubRelease) => ({
+        id: r.id,
+        tag_name: r.tag_name,
+        target_commitish: r.target_commitish,
+        name: r.name,
+        body: r.body,
+        draft: r.draft,
+        prerelease: r.prerelease,
+        html_url: `https://github.example.test/${r.repository}/releases/tag/${encodeURIComponent(r.tag_name)}`,
+        upload_url: `${base}/api/uploads/repos/${r.repository}/releases/${r.id}/assets{?name,label}`,
+        assets: r.assets.map(assetJson),
+      });
+      const assetJson = (a: StandInReleaseAsset) => ({
+        id: a.id,
+        name: a.name,
+        size: a.size,
+        state: a.state,
+        content_type: "application/octet-stream",
+        digest: a.state === "uploaded" ? `sha256:${createHash("sha256").update(a.bytes).digest("hex")}` : null,
+      });
+      m = /^\/repos\/([^/]+)\/([^/]+)\/releases(?:\/(tags\/.+|assets\/\d+|\d+))?$/.exec(url.pathname);
+      if (m) {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        const repository = `${m[1]}/${m[2]}`;
+        const mine = state.github.releases.filter((r) => r.repository === repository);
+        const rest = m[3] ?? "";
+        if (rest.startsWith("tags/") && request.method === "GET") {
+          // "Get a published release with the specified tag name": drafts are not found here.
+          const r = mine.find((r) => r.tag_name === decodeURIComponent(rest.slice(5)) && !r.draft);
+          return r ? json(releaseJson(r)) : json({ message: "Not Found", documentation_url: "https://docs.github.com/rest/releases/releases#get-a-release-by-tag-name" }, 404);
+        }
+        if (rest === "" && request.method === "GET") return json([...mine].reverse().map(releaseJson));
+        if (rest === "" && request.method === "POST") {
+          const body = JSON.parse(text) as Partial<StandInGithubRelease>;
+          if (mine.some((r) => r.tag_name === body.tag_name))
+            return json({ message: "Validation Failed", errors: [{ resource: "Release", code: "already_exists", field: "tag_name" }] }, 422);
+          const r: StandInGithubRelease = {
+            id: 1000 + state.github.releases.length,
+            repository,
+            tag_name: String(body.tag_name),
+            target_commitish: body.target_commitish ?? "main",
+            name: body.name ?? String(body.tag_name),
+            body: body.body ?? "",
+            draft: body.draft ?? false,
+            prerelease: body.prerelease ?? false,
+            assets: [],
+          };
+          state.github.releases.push(r);
+          return json(releaseJson(r), 201);
+        }
+        const r = /^\d+$/.test(rest) ? mine.find((r) => r.id === Number(rest)) : undefined;
+        if (r && request.method === "PATCH") {
+          const body = JSON.parse(text) as Partial<StandInGithubRelease>;
+          for (const k of ["name", "body", "draft", "prerelease"] as const) if (body[k] !== undefined) (r as unknown as Record<string, unknown>)[k] = body[k];
+          return json(releaseJson(r));
+        }
+        if (rest.startsWith("assets/") && request.method === "DELETE") {
+          const id = Number(rest.slice(7));
+          const owner = mine.find((r) => r.assets.some((a) => a.id === id));
+          if (!owner) return json({ message: "Not Found" }, 404);
+          owner.assets = owner.assets.filter((a) => a.id !== id);
+          return new Response(null, { status: 204 });
+        }
+        return json({ message: "Not Found" }, 404);
+      }
+      m = /^\/api\/uploads\/repos\/([^/]+)\/([^/]+)\/releases\/(\d+)\/assets$/.exec(url.pathname);
+      if (m && request.method === "POST") {
+        if (!githubAuthorized) return json({ message: "Bad credentials" }, 401);
+        const r = state.github.releases.find((r) => r.repository === `${m![1]}/${m![2]}` && r.id === Number(m![3]));
+        if (!r) return json({ message: "Not Found" }, 404);
+        const name = url.searchParams.get("name") ?? "";
+        if (!name) return json({ message: "Validation Failed", errors: [{ resource: "ReleaseAsset", code: "missing_field", field: "name" }] }, 422);
+        if (r.assets.some((a) => a.name === name))
+          return json({ message: "Validation Failed", errors: [{ resource: "ReleaseAsset", code: "already_exists", field: "name" }] }, 422);
+        const asset: StandInReleaseAsset = { id: 5000 + state.requests.length, name, size: sent.length, state: "uploaded", bytes: sent };
+        r.assets.push(asset);
+        if (state.github.failUploads > 0) {
+          state.github.failUploads--;
+          asset.state = "open";
+          return json({ message: "Bad Gateway (stand-in failure)" }, 502);
+        }
+        return json(assetJson(asset), 201);
+      }
+
       // ---- GitLab
       if (url.pathname.startsWith("/api/v4/")) {
         if (request.headers.get("private-token") !== state.gitlab.token) return json({ message: "401 Unauthorized" }, 401);
@@ -269,6 +413,93 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         }
         m = /^\/api\/v4\/projects\/(\d+)\/statuses\/([0-9a-f]+)$/.exec(url.pathname);
         if (m && request.method === "POST") return json({ id: state.requests.length, status: (JSON.parse(text) as { state: string }).state }, 201);
+        // Generic packages and the packages API
+        m = /^\/api\/v4\/projects\/(\d+)\/packages\/generic\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+        if (m && request.method === "PUT") {
+          state.gitlab.packageFiles.push({
+            id: state.gitlab.packageFiles.length + 1,
+            project_id: Number(m[1]),
+            package_name: decodeURIComponent(m[2]!),
+            package_version: decodeURIComponent(m[3]!),
+            file_name: decodeURIComponent(m[4]!),
+            bytes: sent,
+          });
+          return json({ message: "201 Created" }, 201);
+        }
+        const packagesOf = (project: number) => {
+          const seen = new Map<string, { id: number; name: string; version: string; package_type: string }>();
+          for (const f of state.gitlab.packageFiles.filter((f) => f.project_id === project)) {
+            const key = `${f.package_name}/${f.package_version}`;
+            if (!seen.has(key)) seen.set(key, { id: 700 + seen.size, name: f.package_name, version: f.package_version, package_type: "generic" });
+          }
+          return [...seen.values()];
+        };
+        m = /^\/api\/v4\/projects\/(\d+)\/packages$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const name = url.searchParams.get("package_name");
+          const version = url.searchParams.get("package_version");
+          return json(packagesOf(Number(m[1])).filter((p) => (!name || p.name === name) && (!version || p.version === version)));
+        }
+        m = /^\/api\/v4\/projects\/(\d+)\/packages\/(\d+)\/package_files$/.exec(url.pathname);
+        if (m && request.method === "GET") {
+          const p = packagesOf(Number(m[1])).find((p) => p.id === Number(m![2]));
+          if (!p) return json({ message: "404 Package Not Found" }, 404);
+          return json(
+            state.gitlab.packageFiles
+              .filter((f) => f.project_id === Number(m![1]) && f.package_name === p.name && f.package_version === p.version)
+              .map((f) => ({ id: f.id, package_id: p.id, file_name: f.file_name, size: f.bytes.length, file_sha256: createHash("sha256").update(f.bytes).digest("hex") })),
+          );
+        }
+        // Releases and their links
+        m = /^\/api\/v4\/projects\/(\d+)\/releases(?:\/([^/]+)(\/assets\/links(?:\/(\d+))?)?)?$/.exec(url.pathname);
+        if (m) {
+          const projectId = Number(m[1]);
+          const tag = m[2] ? decodeURIComponent(m[2]) : null;
+          const repo = state.gitlab.repos.find((r) => r.id === projectId);
+          const releaseJson = (r: StandInGitlabRelease) => ({
+            tag_name: r.tag_name,
+            name: r.name,
+            description: r.description,
+            assets: { count: r.links.length, sources: [], links: r.links.map((l) => ({ ...l, direct_asset_url: `https://gitlab.example.test/${repo?.full_name}/-/releases/${r.tag_name}/downloads${l.direct_asset_path ?? `/${l.name}`}` })) },
+            _links: { self: `https://gitlab.example.test/${repo?.full_name}/-/releases/${encodeURIComponent(r.tag_name)}` },
+          });
+          if (!tag && request.method === "POST") {
+            const body = JSON.parse(text) as { tag_name: string; ref?: string; name?: string; description?: string; assets?: { links?: StandInGitlabRelease["links"] } };
+            if (state.gitlab.releases.some((r) => r.project_id === projectId && r.tag_name === body.tag_name)) return json({ message: "Release already exists" }, 409);
+            const r: StandInGitlabRelease = {
+              project_id: projectId,
+              tag_name: body.tag_name,
+              ref: body.ref ?? "",
+              name: body.name ?? body.tag_name,
+              description: body.description ?? "",
+              links: (body.assets?.links ?? []).map((l, i) => ({ ...l, id: 900 + i + state.requests.length })),
+            };
+            state.gitlab.releases.push(r);
+            return json(releaseJson(r), 201);
+          }
+          const r = state.gitlab.releases.find((r) => r.project_id === projectId && r.tag_name === tag);
+          if (!r) return json({ message: "404 Not Found" }, 404);
+          if (!m[3] && request.method === "GET") return json(releaseJson(r));
+          if (!m[3] && request.method === "PUT") {
+            const body = JSON.parse(text) as { name?: string; description?: string };
+            if (body.name !== undefined) r.name = body.name;
+            if (body.description !== undefined) r.description = body.description;
+            return json(releaseJson(r));
+          }
+          if (m[3] && !m[4] && request.method === "POST") {
+            const body = JSON.parse(text) as StandInGitlabRelease["links"][number];
+            if (r.links.some((l) => l.name === body.name)) return json({ message: { name: ["has already been taken"] } }, 400);
+            const link = { ...body, id: 900 + state.requests.length };
+            r.links.push(link);
+            return json(link, 201);
+          }
+          const link = m[4] ? r.links.find((l) => l.id === Number(m![4])) : undefined;
+          if (link && request.method === "PUT") {
+            Object.assign(link, JSON.parse(text) as object);
+            return json(link);
+          }
+          return json({ message: "404 Not Found" }, 404);
+        }
       }
       // ---- Gitea / Forgejo (https://docs.gitea.com/api/): /api/v1/user/repos paged by a Link header,
       // branches, commit statuses; `Authorization: token <token>`.
