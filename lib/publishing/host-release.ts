@@ -126,7 +126,13 @@ export async function runHostRelease(ctx: Deps, d: Deployment, claimId: string):
     return done;
   });
   if (finished)
-    ctx.events.publish({ type: "deployment.changed", deployment_id: finished.id, build_id: finished.build_id, project_id: finished.project_id, status: finished.status });
+    ctx.events.publish({
+      type: "deployment.changed",
+      deployment_id: finished.id,
+      build_id: finished.build_id,
+      project_id: finished.project_id,
+      status: finished.status,
+    });
 }
 
 /** The release could not be asked for (no tag, a host without releases, a file gone), with a sentence for the deployment. */

@@ -38,7 +38,6 @@ export function notesText(notes: Record<string, string>, language: string | unde
  */
 export function notesFromChangelogs(changelogs: string[], fallback: string): string {
   const lines: string[] = [];
-  for (const changelog of changelogs)
-    for (const line of changelog.split("\n")) if (line.trim() && !lines.includes(line.trim())) lines.push(line.trim());
+  for (const changelog of changelogs) for (const line of changelog.split("\n")) if (line.trim() && !lines.includes(line.trim())) lines.push(line.trim());
   return lines.length ? lines.join("\n") : fallback;
 }

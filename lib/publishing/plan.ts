@@ -152,7 +152,8 @@ export function chooseArtifacts(p: Publisher, all: Artifact[]): DeploymentArtifa
   if (p.notes?.file) {
     const notesGlob = new Bun.Glob(p.notes.file);
     const file = all.find((a) => notesGlob.match(a.path));
-    if (!file) return `the release notes file ${p.notes.file} was neither in the repository nor written by the build (the runner uploads it after the build's steps)`;
+    if (!file)
+      return `the release notes file ${p.notes.file} was neither in the repository nor written by the build (the runner uploads it after the build's steps)`;
     chosen.push(...as([file], "notes"));
   }
   return chosen;
@@ -169,5 +170,10 @@ async function resolveNotes(db: Executor, build: Build, p: Publisher, name: stri
     "SELECT changelog FROM builds WHERE project_id = ? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number",
     [build.project_id, since, build.build_number],
   );
-  return { [notes.language]: notesFromChangelogs(rows.map((row) => String(row.changelog)), `Build #${build.build_number} (${build.commit_sha.slice(0, 12)})`) };
+  return {
+    [notes.language]: notesFromChangelogs(
+      rows.map((row) => String(row.changelog)),
+      `Build #${build.build_number} (${build.commit_sha.slice(0, 12)})`,
+    ),
+  };
 }

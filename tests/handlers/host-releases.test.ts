@@ -226,7 +226,10 @@ describe("release notes", () => {
       ["docs/RELEASE_NOTES.md", "notes"],
     ]);
     await publishHostReleases(t.ctx);
-    expect(host.github.releases.find((r) => r.tag_name === "v3.0.0")).toMatchObject({ body: "Offline mode.", assets: [expect.objectContaining({ name: "app.apk" })] });
+    expect(host.github.releases.find((r) => r.tag_name === "v3.0.0")).toMatchObject({
+      body: "Offline mode.",
+      assets: [expect.objectContaining({ name: "app.apk" })],
+    });
   });
 
   test("a notes file the build did not upload fails the deployment saying where it was looked for", async () => {
@@ -236,7 +239,8 @@ describe("release notes", () => {
     await succeed(build, { "app.apk": "apk" });
     expect((await deploymentsOf(build.id))[0]).toMatchObject({
       status: "failed",
-      failure_reason: "the release notes file CHANGES.md was neither in the repository nor written by the build (the runner uploads it after the build's steps)",
+      failure_reason:
+        "the release notes file CHANGES.md was neither in the repository nor written by the build (the runner uploads it after the build's steps)",
     });
   });
 });

@@ -323,7 +323,9 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         if (rest.startsWith("tags/") && request.method === "GET") {
           // "Get a published release with the specified tag name": drafts are not found here.
           const r = mine.find((r) => r.tag_name === decodeURIComponent(rest.slice(5)) && !r.draft);
-          return r ? json(releaseJson(r)) : json({ message: "Not Found", documentation_url: "https://docs.github.com/rest/releases/releases#get-a-release-by-tag-name" }, 404);
+          return r
+            ? json(releaseJson(r))
+            : json({ message: "Not Found", documentation_url: "https://docs.github.com/rest/releases/releases#get-a-release-by-tag-name" }, 404);
         }
         if (rest === "" && request.method === "GET") return json([...mine].reverse().map(releaseJson));
         if (rest === "" && request.method === "POST") {
@@ -447,7 +449,13 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
           return json(
             state.gitlab.packageFiles
               .filter((f) => f.project_id === Number(m![1]) && f.package_name === p.name && f.package_version === p.version)
-              .map((f) => ({ id: f.id, package_id: p.id, file_name: f.file_name, size: f.bytes.length, file_sha256: createHash("sha256").update(f.bytes).digest("hex") })),
+              .map((f) => ({
+                id: f.id,
+                package_id: p.id,
+                file_name: f.file_name,
+                size: f.bytes.length,
+                file_sha256: createHash("sha256").update(f.bytes).digest("hex"),
+              })),
           );
         }
         // Releases and their links
@@ -460,12 +468,26 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
             tag_name: r.tag_name,
             name: r.name,
             description: r.description,
-            assets: { count: r.links.length, sources: [], links: r.links.map((l) => ({ ...l, direct_asset_url: `https://gitlab.example.test/${repo?.full_name}/-/releases/${r.tag_name}/downloads${l.direct_asset_path ?? `/${l.name}`}` })) },
+            assets: {
+              count: r.links.length,
+              sources: [],
+              links: r.links.map((l) => ({
+                ...l,
+                direct_asset_url: `https://gitlab.example.test/${repo?.full_name}/-/releases/${r.tag_name}/downloads${l.direct_asset_path ?? `/${l.name}`}`,
+              })),
+            },
             _links: { self: `https://gitlab.example.test/${repo?.full_name}/-/releases/${encodeURIComponent(r.tag_name)}` },
           });
           if (!tag && request.method === "POST") {
-            const body = JSON.parse(text) as { tag_name: string; ref?: string; name?: string; description?: string; assets?: { links?: StandInGitlabRelease["links"] } };
-            if (state.gitlab.releases.some((r) => r.project_id === projectId && r.tag_name === body.tag_name)) return json({ message: "Release already exists" }, 409);
+            const body = JSON.parse(text) as {
+              tag_name: string;
+              ref?: string;
+              name?: string;
+              description?: string;
+              assets?: { links?: StandInGitlabRelease["links"] };
+            };
+            if (state.gitlab.releases.some((r) => r.project_id === projectId && r.tag_name === body.tag_name))
+              return json({ message: "Release already exists" }, 409);
             const r: StandInGitlabRelease = {
               project_id: projectId,
               tag_name: body.tag_name,

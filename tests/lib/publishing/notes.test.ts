@@ -9,7 +9,12 @@ describe("a notes file", () => {
     ["RELEASE_NOTES.md", "\n  Offline mode.\n", "en-US", { "en-US": "Offline mode." }],
     ["notes.txt", "Schneller", "de-DE", { "de-DE": "Schneller" }],
     ["notes.txt", "  \n", "en-US", {}],
-    ["notes.json", '[{"language": "en-US", "text": "Faster "}, {"language": "fr-FR", "text": "Plus rapide"}]', "en-US", { "en-US": "Faster", "fr-FR": "Plus rapide" }],
+    [
+      "notes.json",
+      '[{"language": "en-US", "text": "Faster "}, {"language": "fr-FR", "text": "Plus rapide"}]',
+      "en-US",
+      { "en-US": "Faster", "fr-FR": "Plus rapide" },
+    ],
   ])("%s %p in %s", (path, text, language, expected) => expect(parseNotesFile(path, text, language)).toEqual(expected));
 
   test.each([

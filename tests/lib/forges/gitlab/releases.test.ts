@@ -17,8 +17,13 @@ beforeAll(async () => {
 });
 afterAll(() => host.stop());
 
-const publish = gitlabPublishRelease(async () =>
-  new GitlabClient(host.url, { access_token: host.gitlab.token }, { fetch, allowLinkLocal: true, now: () => Math.floor(Date.now() / 1000), tokens: new Map() }),
+const publish = gitlabPublishRelease(
+  async () =>
+    new GitlabClient(
+      host.url,
+      { access_token: host.gitlab.token },
+      { fetch, allowLinkLocal: true, now: () => Math.floor(Date.now() / 1000), tokens: new Map() },
+    ),
 );
 const integration = { web_url: "https://gitlab.example.test" } as Integration;
 const deps = {} as Pick<AppContext, "secrets" | "config" | "clock">;
@@ -83,5 +88,10 @@ test("again, with a file more: the one release is updated, only the new file is 
 });
 
 test("package names and versions keep only what GitLab allows", () => {
-  expect([packageSegment("v1.0.0"), packageSegment("release/2.0"), packageSegment("..x.."), packageSegment("")]).toEqual(["v1.0.0", "release-2.0", "x", "release"]);
+  expect([packageSegment("v1.0.0"), packageSegment("release/2.0"), packageSegment("..x.."), packageSegment("")]).toEqual([
+    "v1.0.0",
+    "release-2.0",
+    "x",
+    "release",
+  ]);
 });
