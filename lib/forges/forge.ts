@@ -186,12 +186,12 @@ export interface ForgeWebhook {
   dedupeByBody: boolean;
 }
 
-/** A file attached to a release: its name there, its size and SHA-256, and its bytes (read when sent). */
+/** A file attached to a release: its name there, its size and SHA-256, and its bytes (opened when sent, once per upload). */
 export interface ReleaseAsset {
   name: string;
   size: number;
   sha256: string;
-  bytes(): Blob;
+  bytes(): Promise<ReadableStream<Uint8Array> | Blob>;
 }
 
 /** A release of a tag as a host_release publisher asks for it (docs/publishing.md "Host releases"). */

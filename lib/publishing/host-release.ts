@@ -4,7 +4,7 @@
 // GitHub App's key and installation tokens, a GitLab token) are the integration's, sealed in the
 // daemon and used for nothing else; handing them to a runner would give every runner that
 // publishes the power to write to every repository of the integration. The artifacts are already
-// in the daemon's data directory, so nothing is downloaded either.
+// in the daemon's object store, so nothing is downloaded either.
 //
 // Each daemon process runs a pass every 2 s (lib/background.ts):
 //  1. it claims one approved host_release deployment (running, with a lease and this pass's claim
@@ -16,7 +16,6 @@
 //     makes a second release nor uploads an asset the host has; each request goes to the build's
 //     log under publish:<name>;
 //  4. the outcome and its line in the build's log are one transaction.
-import { readFileSync } from "node:fs";
 import { basename } from "node:path";
 import type { AppContext } from "../context.ts";
 import { inTransaction, one } from "../db/client.ts";
@@ -28,13 +27,13 @@ import { findIntegration } from "../db/integrations.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import type { HostRelease, ReleaseAsset } from "../forges/forge.ts";
-import { artifactExists, artifactFile, findArtifact } from "../artifacts.ts";
+import { findArtifact, readArtifact } from "../artifacts.ts";
 import { newId } from "../auth/secrets.ts";
 import { toDeployment, type Deployment, type StoreAnswer } from "./deployments.ts";
 import { NotesFileProblem, notesText, parseNotesFile } from "./notes.ts";
 import { publisherName, type HostReleaseConfig } from "./publishers.ts";
 
-type Deps = Pick<AppContext, "db" | "clock" | "events" | "config" | "secrets" | "live" | "log">;
+type Deps = Pick<AppContext, "db" | "clock" | "events" | "config" | "secrets" | "live" | "log" | "objects">;
 
 /** Runs the approved host releases, one at a time; how many it ran. */
 export async function publishHostReleases(ctx: Deps, max = 10): Promise<number> {
@@ -180,8 +179,9 @@ async function releaseNotes(ctx: Deps, d: Deployment, p: HostReleaseConfig): Pro
   const file = d.artifacts.find((a) => a.role === "notes");
   if (!file) return d.release_notes;
   const stored = await findArtifact(ctx.db, d.build_id, file.id);
-  if (!stored || !artifactExists(ctx.config.dataDir, stored)) throw new ReleaseFailure(`the release notes file ${file.path} is gone (retention deleted it)`);
-  return parseNotesFile(file.path, readFileSync(artifactFile(ctx.config.dataDir, d.build_id, stored.id), "utf8"), p.notes?.language ?? "en-US");
+  const body = stored ? await readArtifact(ctx.objects, stored) : null;
+  if (!body) throw new ReleaseFailure(`the release notes file ${file.path} is gone (retention deleted it)`);
+  return parseNotesFile(file.path, await new Response(body).text(), p.notes?.language ?? "en-US");
 }
 
 /** The assets, named by their file name (by their path when two share one), read from the data directory when sent. */
@@ -191,11 +191,15 @@ async function releaseAssets(ctx: Deps, d: Deployment): Promise<ReleaseAsset[]> 
   const out: ReleaseAsset[] = [];
   for (const [i, a] of assets.entries()) {
     const stored = await findArtifact(ctx.db, d.build_id, a.id);
-    if (!stored || stored.sha256 !== a.sha256 || !artifactExists(ctx.config.dataDir, stored))
-      throw new ReleaseFailure(`the artifact ${a.path} is gone (retention deleted it)`);
-    const file = artifactFile(ctx.config.dataDir, d.build_id, stored.id);
+    if (!stored || stored.sha256 !== a.sha256) throw new ReleaseFailure(`the artifact ${a.path} is gone (retention deleted it)`);
     const name = names.indexOf(names[i]!) === names.lastIndexOf(names[i]!) ? names[i]! : a.path.replaceAll("/", "-");
-    out.push({ name, size: a.size, sha256: a.sha256, bytes: () => Bun.file(file) });
+    out.push({
+      name,
+      size: a.size,
+      sha256: a.sha256,
+      bytes: async () =>
+        (await readArtifact(ctx.objects, stored)) ?? Promise.reject(new ReleaseFailure(`the artifact ${a.path} is gone (retention deleted it)`)),
+    });
   }
   return out;
 }

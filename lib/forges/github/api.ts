@@ -228,7 +228,7 @@ export class GithubClient {
    * content type. Only the API's own host, or uploads.github.com for api.github.com, is contacted:
    * the URL comes from the host's answer, and no other address is trusted.
    */
-  async uploadReleaseAsset(uploadUrl: string, name: string, bytes: Blob, size: number): Promise<GithubReleaseAsset> {
+  async uploadReleaseAsset(uploadUrl: string, name: string, bytes: ReadableStream<Uint8Array> | Blob, size: number): Promise<GithubReleaseAsset> {
     const url = uploadUrl.replace(/\{[^}]*\}$/, "");
     const api = new URL(this.target.api_url);
     const allowed = [api.origin, ...(api.hostname === "api.github.com" ? ["https://uploads.github.com"] : [])];

@@ -48,7 +48,7 @@ export function githubPublishRelease(clientFor: (...a: Parameters<PublishRelease
       }
       if (had) await call("DELETE", `${repo}/releases/assets/${had.id}`);
       try {
-        await api.uploadReleaseAsset(current.upload_url, asset.name, asset.bytes(), asset.size);
+        await api.uploadReleaseAsset(current.upload_url, asset.name, await asset.bytes(), asset.size);
         log(`[github] POST ${repo}/releases/${current.id}/assets?name=${asset.name} (${asset.size} bytes): HTTP 201`);
       } catch (error) {
         log(`[github] POST ${repo}/releases/${current.id}/assets?name=${asset.name}: ${(error as Error).message}`);

@@ -84,7 +84,7 @@ export class GitlabClient {
   }
 
   /** Uploads a file to the generic package registry (PUT /projects/:id/packages/generic/:name/:version/:file). */
-  async uploadGenericPackageFile(path: string, bytes: Blob, size: number): Promise<number> {
+  async uploadGenericPackageFile(path: string, bytes: ReadableStream<Uint8Array> | Blob, size: number): Promise<number> {
     const response = await forgeRequest(
       this.access,
       this.instanceUrl,

@@ -81,7 +81,7 @@ export function gitlabPublishRelease(clientFor: (...a: Parameters<PublishRelease
         continue;
       }
       try {
-        const status = await api.uploadGenericPackageFile(packagePath(asset.name), asset.bytes(), asset.size);
+        const status = await api.uploadGenericPackageFile(packagePath(asset.name), await asset.bytes(), asset.size);
         log(`[gitlab] PUT ${packagePath(asset.name)} (${asset.size} bytes): HTTP ${status}`);
       } catch (error) {
         log(`[gitlab] PUT ${packagePath(asset.name)}: ${(error as Error).message}`);

@@ -30,7 +30,7 @@ const deps = {} as Pick<AppContext, "secrets" | "config" | "clock">;
 const repository = { external_id: "77", full_name: "group/mobile" };
 
 function asset(name: string, text: string): ReleaseAsset {
-  return { name, size: text.length, sha256: new Bun.CryptoHasher("sha256").update(text).digest("hex"), bytes: () => new Blob([text]) };
+  return { name, size: text.length, sha256: new Bun.CryptoHasher("sha256").update(text).digest("hex"), bytes: async () => new Blob([text]) };
 }
 const release = (assets: ReleaseAsset[], notes = "Offline mode"): HostRelease => ({
   tag: "v1.0.0",
