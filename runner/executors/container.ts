@@ -346,8 +346,7 @@ export class ContainerExecutor implements Executor {
         `container:${this.name}`,
         "--cap-drop",
         "all",
-        "--cap-add",
-        SERVICE_CAPABILITIES.join(","),
+        ...SERVICE_CAPABILITIES.flatMap((cap) => ["--cap-add", cap]),
         "--security-opt",
         "no-new-privileges",
         "--env-file",
@@ -416,14 +415,17 @@ export class ContainerExecutor implements Executor {
 
   async alive(commands: RunningCommand[]): Promise<RunningCommand[]> {
     if (!this.#started || this.#removed) return [];
-    const top = await engineCall(this.settings.engine, ["top", this.name, "pid", "pgid"]);
+    // The process groups as the container numbers them: Podman's top says them; Docker's says
+    // host pids, so the container's own /proc is read instead (the 5th field of stat, after the
+    // command's parenthesised name, is the group).
+    const docker = this.settings.engine.name === "docker";
+    const top = docker
+      ? await this.#exec(["/bin/sh", "-c", "cat /proc/[0-9]*/stat 2>/dev/null; true"])
+      : await engineCall(this.settings.engine, ["top", this.name, "pid", "pgid"]);
     if (top.code !== 0) return [];
+    const lines = top.stdout.trim().split("\n");
     const groups = new Set(
-      top.stdout
-        .trim()
-        .split("\n")
-        .slice(1)
-        .map((l) => Number(l.trim().split(/\s+/)[1])),
+      docker ? lines.map((l) => Number(l.slice(l.lastIndexOf(")") + 2).split(" ")[2])) : lines.slice(1).map((l) => Number(l.trim().split(/\s+/)[1])),
     );
     return commands.filter((c) => c.pid > 1 && groups.has(c.pid));
   }

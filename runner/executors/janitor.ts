@@ -18,7 +18,10 @@ export async function removeLeftovers(engine: Engine, runnerId: string, workDir:
     "--filter",
     `label=roost.runner=${runnerId}`,
     "--format",
-    '{{.ID}} {{index .Labels "roost.job"}} {{index .Labels "roost.service"}}',
+    // Docker's ps gives Labels as one string and has .Label for one; Podman's gives a map.
+    engine.name === "docker"
+      ? '{{.ID}} {{.Label "roost.job"}} {{.Label "roost.service"}}'
+      : '{{.ID}} {{index .Labels "roost.job"}} {{index .Labels "roost.service"}}',
   ]);
   const removed: string[] = [];
   if (listed.code !== 0) {
