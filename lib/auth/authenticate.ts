@@ -169,13 +169,15 @@ function refuseApiToken(ctx: AppContext, tokenId: string | null, reason: "unknow
 async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Principal> {
   if (!token.startsWith("roost_pat_")) return fromSession(token, ctx);
   const now = ctx.clock.now();
-  const apiToken = await findApiTokenBySecret(ctx.db, token);
-  if (!apiToken) refuseApiToken(ctx, null, "unknown");
+  // The token and its creator in one read, every request: no cache, so a revocation or a
+  // deactivation in any process refuses the very next request.
+  const found = await findApiTokenBySecret(ctx.db, token);
+  if (!found) refuseApiToken(ctx, null, "unknown");
+  const { token: apiToken, creator } = found;
   if (apiToken.revoked_at !== null) refuseApiToken(ctx, apiToken.id, "revoked");
   if (apiToken.expires_at <= now) refuseApiToken(ctx, apiToken.id, "expired");
-  const creator = await findUserById(ctx.db, apiToken.created_by);
   // A token never outlives or outranks its creator (docs/authorization.md "Roles").
-  if (!creator || !creator.active) refuseApiToken(ctx, apiToken.id, "creator_inactive");
+  if (!creator.active) refuseApiToken(ctx, apiToken.id, "creator_inactive");
   // A write (and the write lock) only when last_used_at is due, not on every request.
   if (apiToken.last_used_at === null || apiToken.last_used_at <= now - LAST_USED_RESOLUTION_SECONDS) await touchApiToken(ctx.db, apiToken.id, now);
   return {
