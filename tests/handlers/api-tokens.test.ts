@@ -134,6 +134,10 @@ describe("listing tokens", () => {
     expect(res.body.total).toBe(3);
     const page2 = await t.call("GET", "/v1/api-tokens?q=search&sort=name&direction=asc&limit=2&offset=2", { token: dev.token });
     expect(page2.body.tokens.map((x: { name: string }) => x.name)).toEqual(["gamma-search"]);
+    // A last page shorter than the limit, and a page past the end, still say the total of all matches.
+    expect(page2.body.total).toBe(3);
+    const past = await t.call("GET", "/v1/api-tokens?q=search&limit=2&offset=5", { token: dev.token });
+    expect(past.body).toEqual({ tokens: [], total: 3 });
   });
 
   test("q treats % and _ literally", async () => {
