@@ -114,7 +114,9 @@ export async function readJson(request: Request, limit = DEFAULT_BODY_LIMIT_BYTE
   } catch {
     fail("malformed_json");
   }
-  const illFormed = illFormedStringPath(value);
+  // The text was decoded as strict UTF-8, so a lone surrogate can only come from a \uD800–\uDFFF
+  // escape: without one, no string needs walking (most bodies, and every log batch).
+  const illFormed = SURROGATE_ESCAPE.test(text) ? illFormedStringPath(value) : null;
   if (illFormed !== null) {
     const path = ["body", ...illFormed].join(".");
     const message = "must be valid Unicode text (a lone UTF-16 surrogate such as \\ud800 is not a character)";
@@ -153,6 +155,9 @@ function nestingExceeds(text: string, max: number): boolean {
  * this is the negation of String.prototype.isWellFormed (ES2024).
  */
 const LONE_SURROGATE = /\p{Cs}/u;
+
+/** A JSON escape of a UTF-16 surrogate (RFC 8259 section 7), paired or not. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
 /**
  * The path to the first string (value or key) that is not well-formed UTF-16, or null. JSON text

@@ -110,6 +110,9 @@ describe("strings that are not valid Unicode", () => {
     expect(res.body.details).toEqual([{ path: "body.settings.list.1", message }]);
     const key = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: '{"settings":{"\\ud83d":1}}', contentType: "application/json" });
     expect(key.body.details).toEqual([{ path: "body.settings.\ud83d", message }]);
+    // Escapes may spell the hexadecimal digits in upper case (RFC 8259 section 7).
+    const upper = await t.call("PATCH", `/v1/projects/${projectId}`, { token: owner, raw: '{"settings":{"x":"\\uDFFF"}}', contentType: "application/json" });
+    expect(upper.body.details).toEqual([{ path: "body.settings.x", message }]);
   });
 
   test("a proper surrogate pair (an emoji) is accepted and stored as sent", async () => {
