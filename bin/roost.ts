@@ -4,8 +4,7 @@
 import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
 import pkg from "../package.json" with { type: "json" };
 import { UsageError, parseCommandArgs } from "../lib/cli/args.ts";
-import { RUNNER_HELP, runnerMain } from "../runner/main.ts";
-import { CLIENT_GROUPS, runClientCommand } from "../lib/cli/client/commands.ts";
+import { CLIENT_GROUPS, type ClientGroup } from "../lib/cli/client/groups.ts";
 
 const USAGE = `roost ${pkg.version}: self-hosted CI for Flutter apps
 
@@ -61,8 +60,6 @@ Needs read/write access to the socket file (the daemon's user). Exit 1 when the 
 Needs read/write access to the socket file (the daemon's user). Exit 1 when the daemon is unreachable.`,
   migrate: `roost migrate: apply pending migrations from the embedded schema to the configured database, then exit.`,
   version: `roost version: print the version.`,
-  // One text, kept beside the runner program it describes.
-  runner: RUNNER_HELP,
   backup: `roost backup <file>: write a consistent snapshot of the embedded database to <file> with VACUUM INTO.
 
 Safe while the daemon serves. The file is 0600. Back up secret.key (or keep ROOST_SECRET_KEY) too:
@@ -129,7 +126,11 @@ async function main(argv: string[]): Promise<number> {
     (command ? process.stdout : process.stderr).write(USAGE + "\n");
     return command ? 0 : 2;
   }
-  if ((CLIENT_GROUPS as readonly string[]).includes(command)) return runClientCommand(command as (typeof CLIENT_GROUPS)[number], rest);
+  // The runner and the client commands are loaded when asked for, so `roost serve` neither
+  // evaluates nor holds them (docs/benchmarks.md, start-up); each answers its own --help.
+  if (command === "runner") return (await import("../runner/main.ts")).runnerMain(rest);
+  if ((CLIENT_GROUPS as readonly string[]).includes(command))
+    return (await import("../lib/cli/client/commands.ts")).runClientCommand(command as ClientGroup, rest);
   if (!HELP[command]) throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(HELP[command] + "\n");
@@ -220,8 +221,6 @@ async function main(argv: string[]): Promise<number> {
       );
       return 0;
     }
-    case "runner":
-      return runnerMain(rest);
     case "backup": {
       const target = parseCommandArgs("roost backup", rest, {}, ["<file>"]).positionals[0]!;
       const config = configOrExit();

@@ -9,7 +9,6 @@
 // matching notification and sends due deliveries, retrying with exponential backoff. Rows survive
 // a restart, any daemon process can dispatch, and a slow receiver delays only its own delivery.
 import { createHmac } from "node:crypto";
-import nodemailer from "nodemailer";
 import type { Executor, Row } from "./db/client.ts";
 import { all, inTransaction, num, numOrNull, one, str, strOrNull } from "./db/client.ts";
 import type { AppContext } from "./context.ts";
@@ -366,6 +365,8 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
   }
   const c = n.config as unknown as EmailConfig;
   await checkHost(deps, c.host);
+  // Loaded on the first e-mail, not at start: most daemons send none (docs/benchmarks.md, start-up).
+  const { default: nodemailer } = await import("nodemailer");
   const transport = nodemailer.createTransport({
     host: c.host,
     port: c.port,

@@ -1,6 +1,6 @@
 // Versioned migrations from schema.sql, applied at start-up (and by `roost migrate`).
-// Each pending block runs in its own write transaction that re-checks the applied version first,
-// so two processes starting together apply each block exactly once.
+// The pending blocks run in one write transaction that re-checks each block's version first, so
+// two processes starting together apply each block exactly once.
 import schemaSql from "../../schema.sql" with { type: "text" };
 import type { Db } from "./client.ts";
 import { inTransaction, one } from "./client.ts";
@@ -54,16 +54,18 @@ export async function migrate(db: Db, now: () => number): Promise<{ from: number
   // transaction at all: sixteen-plus empty commits, each with an fsync, were most of a start.
   const applied = await one(db, "SELECT COUNT(*) AS n FROM schema_migrations WHERE version <= ?", [LATEST_SCHEMA_VERSION]);
   if (Number(applied?.n) === LATEST_SCHEMA_VERSION) return { from, to: from };
-  for (const migration of MIGRATIONS) {
-    await inTransaction(db, async (tx) => {
+  // Every pending migration in one transaction: one commit (one fsync) for a new database's
+  // whole schema instead of one per migration, and an upgrade is applied whole or not at all.
+  await inTransaction(db, async (tx) => {
+    for (const migration of MIGRATIONS) {
       const done = await one(tx, "SELECT 1 FROM schema_migrations WHERE version = ?", [migration.version]);
-      if (done) return;
+      if (done) continue;
       for (const statement of statements(migration.sql)) await tx.execute(statement);
       await tx.execute({
         sql: "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
         args: [migration.version, migration.name, now()],
       });
-    });
-  }
+    }
+  });
   return { from, to: LATEST_SCHEMA_VERSION };
 }

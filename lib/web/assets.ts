@@ -14,17 +14,27 @@ export interface WebAsset {
 export type WebAssets = Map<string, WebAsset>;
 
 let embedded: WebAssets | null = null;
+let embeddedFiles: Record<string, { type: string; base64: string }> | null = null;
 let built: Promise<WebAssets> | null = null;
 
-/** Called by the compiled binary's generated entry (scripts/build.ts) before bin/roost.ts runs. */
+/**
+ * Called by the compiled binary's generated entry (scripts/build.ts) before bin/roost.ts runs.
+ * Decoded on the first request for the app, not at start: `roost runner` and the other commands
+ * never serve it, and the daemon is ready sooner (docs/benchmarks.md, start-up).
+ */
 export function registerEmbeddedWebAssets(files: Record<string, { type: string; base64: string }>): void {
-  embedded = new Map();
-  for (const [path, file] of Object.entries(files)) {
-    embedded.set(path, { body: Uint8Array.from(Buffer.from(file.base64, "base64")), type: file.type, immutable: path.startsWith("/assets/") });
-  }
+  embeddedFiles = files;
+  embedded = null;
 }
 
 export function webAssets(): Promise<WebAssets> {
+  if (embeddedFiles) {
+    embedded = new Map();
+    for (const [path, file] of Object.entries(embeddedFiles)) {
+      embedded.set(path, { body: Uint8Array.from(Buffer.from(file.base64, "base64")), type: file.type, immutable: path.startsWith("/assets/") });
+    }
+    embeddedFiles = null;
+  }
   if (embedded) return Promise.resolve(embedded);
   built ??= buildFromSource().catch((error: unknown) => {
     built = null;

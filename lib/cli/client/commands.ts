@@ -10,8 +10,9 @@ import { downloadArtifact, targetsFor } from "./download.ts";
 import { followBuild, type LogLine } from "./follow.ts";
 import type { Artifact, ArtifactList, Build, BuildList, OneBuild, OneDeployment, PipelineList, ProjectList } from "./resources.ts";
 
-/** The groups this module answers for; bin/roost.ts hands them over. */
-export const CLIENT_GROUPS = ["project", "pipeline", "build"] as const;
+import { CLIENT_GROUPS } from "./groups.ts";
+
+export { CLIENT_GROUPS };
 
 const CONNECTION = `Roost and the token come from ROOST_URL and ROOST_TOKEN (an API token, roost_pat_…, from
 POST /v1/api-tokens or the web app's account page), else from a JSON file
