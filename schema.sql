@@ -1236,3 +1236,40 @@ DELETE FROM git_polls;
 INSERT INTO git_polls (repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at)
   SELECT repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at FROM git_polls_copy;
 DROP TABLE git_polls_copy;
+
+-- migration 29: approvers hear of a deployment waiting for approval
+-- (docs/notifications.md "Approvals"). As for a build's end, a trigger writes an outbox row in the
+-- same transaction that creates a waiting deployment (after a build, a promotion or a retry), and
+-- the dispatcher turns it into deliveries of the notifications that want `approval_requested`.
+-- notification_deliveries is rebuilt to take that event and name the deployment: deployment_id
+-- is '' for a build's event, so UNIQUE still keeps one delivery per notification, build and event
+-- (NULLs would be distinct); a deployment goes with its build (ON DELETE CASCADE of build_id).
+CREATE TABLE deployment_notification_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  deployment_id TEXT NOT NULL REFERENCES deployments(id) ON DELETE CASCADE,
+  created_at INTEGER NOT NULL
+);
+CREATE TRIGGER deployments_approval_outbox AFTER INSERT ON deployments WHEN NEW.status = 'waiting_approval'
+  BEGIN INSERT INTO deployment_notification_outbox (deployment_id, created_at) VALUES (NEW.id, NEW.created_at); END;
+CREATE TABLE notification_deliveries_copy AS SELECT * FROM notification_deliveries;
+DROP TABLE notification_deliveries;
+CREATE TABLE notification_deliveries (
+  id TEXT PRIMARY KEY,
+  notification_id TEXT NOT NULL REFERENCES notifications(id) ON DELETE CASCADE,
+  build_id TEXT NOT NULL REFERENCES builds(id) ON DELETE CASCADE,
+  event TEXT NOT NULL CHECK (event IN ('failed', 'fixed', 'succeeded', 'canceled', 'approval_requested')),
+  deployment_id TEXT NOT NULL DEFAULT '',
+  status TEXT NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at INTEGER NOT NULL,
+  last_error TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  delivered_at INTEGER,
+  UNIQUE (notification_id, build_id, event, deployment_id)
+);
+INSERT INTO notification_deliveries (id, notification_id, build_id, event, status, attempts, next_attempt_at, last_error, created_at, updated_at, delivered_at)
+  SELECT id, notification_id, build_id, event, status, attempts, next_attempt_at, last_error, created_at, updated_at, delivered_at FROM notification_deliveries_copy;
+DROP TABLE notification_deliveries_copy;
+CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at);
+CREATE INDEX notification_deliveries_notification ON notification_deliveries (notification_id, created_at);

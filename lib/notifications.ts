@@ -1,12 +1,13 @@
 // Build notifications (docs/notifications.md): per project, on a build that failed, was fixed
 // (the first success after a failure on the same pipeline and branch), succeeded or was canceled,
-// optionally limited to branches; sent to a Slack-compatible incoming webhook, a JSON webhook
+// and on a deployment waiting for approval (to its approvers), optionally limited to branches; sent to a Slack-compatible incoming webhook, a JSON webhook
 // signed like GitHub's (X-Roost-Signature-256), or e-mail over SMTP (nodemailer).
 //
 // Nothing is sent from the code path that changes a build. A trigger in the database
 // (schema.sql, builds_notification_outbox) writes an outbox row in the same transaction as every
 // change to a final status; the background dispatcher turns outbox rows into one delivery row per
-// matching notification and sends due deliveries, retrying with exponential backoff. Rows survive
+// matching notification and sends due deliveries (a trigger on deployments does the same for a
+// deployment created waiting for approval, deployment_notification_outbox), retrying with exponential backoff. Rows survive
 // a restart, any daemon process can dispatch, and a slow receiver delays only its own delivery.
 import { createHmac } from "node:crypto";
 import type { Executor, Row } from "./db/client.ts";
@@ -17,8 +18,9 @@ import { matchRefPatterns } from "./branch-patterns.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import { hostRefusal, refuseSavedHost } from "./address-policy.ts";
 import { failedCases, summaryOf, testsPageUrl } from "./test-results/queries.ts";
+import { approverEmails } from "./publishing/environments.ts";
 
-export const NOTIFICATION_EVENTS = ["failed", "fixed", "succeeded", "canceled"] as const;
+export const NOTIFICATION_EVENTS = ["failed", "fixed", "succeeded", "canceled", "approval_requested"] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
 export const CHANNELS = ["slack", "webhook", "email"] as const;
 export type Channel = (typeof CHANNELS)[number];
@@ -174,6 +176,7 @@ export async function deleteNotification(db: Executor, id: string): Promise<void
 export interface DeliverySummary {
   id: string;
   build_id: string;
+  deployment_id: string | null;
   event: NotificationEvent;
   status: "pending" | "delivered" | "failed";
   attempts: number;
@@ -188,6 +191,7 @@ function toDelivery(row: Row): DeliverySummary {
   return {
     id: str(row, "id"),
     build_id: str(row, "build_id"),
+    deployment_id: str(row, "deployment_id") || null,
     event: str(row, "event") as NotificationEvent,
     status,
     attempts: num(row, "attempts"),
@@ -248,8 +252,46 @@ export function eventToSend(subscribed: readonly NotificationEvent[], status: st
   return eventsFor(status, previous).find((e) => subscribed.includes(e)) ?? null;
 }
 
-/** Turns up to `limit` outbox rows into deliveries, in one transaction per batch. */
+/** Turns up to `limit` outbox rows of builds and of deployments into deliveries, in one transaction per batch. */
 export async function fanOut(ctx: Pick<AppContext, "db" | "clock">, limit = 200): Promise<number> {
+  return (await fanOutBuilds(ctx, limit)) + (await fanOutApprovals(ctx, limit));
+}
+
+/** The ref a notification's branch patterns are matched against: a plain pattern names branches, tags are refs/tags/<glob>. */
+function refOf(row: Row) {
+  return { kind: strOrNull(row, "trigger_event") === "tag" ? "tag" : "branch", name: str(row, "branch") } as const;
+}
+
+async function fanOutApprovals(ctx: Pick<AppContext, "db" | "clock">, limit: number): Promise<number> {
+  return inTransaction(ctx.db, async (tx) => {
+    const rows = await all(
+      tx,
+      `SELECT o.id, d.id AS deployment_id, d.build_id, d.project_id, b.branch, b.trigger_event FROM deployment_notification_outbox o
+       JOIN deployments d ON d.id = o.deployment_id JOIN builds b ON b.id = d.build_id ORDER BY o.id LIMIT ?`,
+      [limit],
+    );
+    if (rows.length === 0) return 0;
+    const now = ctx.clock.now();
+    let created = 0;
+    for (const row of rows) {
+      const notifications = (await all(tx, "SELECT * FROM notifications WHERE project_id = ? AND enabled = 1", [str(row, "project_id")])).map(toNotification);
+      for (const n of notifications) {
+        if (!n.events.includes("approval_requested")) continue;
+        if (n.branches.length > 0 && !matchRefPatterns(n.branches, refOf(row)).matched) continue;
+        const inserted = await tx.execute({
+          sql: `INSERT INTO notification_deliveries (id, notification_id, build_id, deployment_id, event, status, attempts, next_attempt_at, created_at, updated_at)
+                VALUES (?, ?, ?, ?, 'approval_requested', 'pending', 0, ?, ?, ?) ON CONFLICT (notification_id, build_id, event, deployment_id) DO NOTHING`,
+          args: [newId(), n.id, str(row, "build_id"), str(row, "deployment_id"), now, now, now],
+        });
+        created += inserted.rowsAffected;
+      }
+    }
+    await tx.execute({ sql: "DELETE FROM deployment_notification_outbox WHERE id <= ?", args: [num(rows[rows.length - 1]!, "id")] });
+    return created;
+  });
+}
+
+async function fanOutBuilds(ctx: Pick<AppContext, "db" | "clock">, limit: number): Promise<number> {
   return inTransaction(ctx.db, async (tx) => {
     const rows = await all(
       tx,
@@ -273,11 +315,10 @@ export async function fanOut(ctx: Pick<AppContext, "db" | "clock">, limit = 200)
         if (!event) continue;
         // A plain pattern names branches, so `main` does not announce a tag someone named main;
         // tags are named as refs/tags/<glob>, as for a secret's protected_refs.
-        const ref = { kind: strOrNull(row, "trigger_event") === "tag" ? "tag" : "branch", name: str(row, "branch") } as const;
-        if (n.branches.length > 0 && !matchRefPatterns(n.branches, ref).matched) continue;
+        if (n.branches.length > 0 && !matchRefPatterns(n.branches, refOf(row)).matched) continue;
         const inserted = await tx.execute({
           sql: `INSERT INTO notification_deliveries (id, notification_id, build_id, event, status, attempts, next_attempt_at, created_at, updated_at)
-                VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (notification_id, build_id, event) DO NOTHING`,
+                VALUES (?, ?, ?, ?, 'pending', 0, ?, ?, ?) ON CONFLICT (notification_id, build_id, event, deployment_id) DO NOTHING`,
           args: [newId(), n.id, str(row, "build_id"), event, now, now, now],
         });
         created += inserted.rowsAffected;
@@ -302,6 +343,17 @@ export interface Message {
     trigger_type: string;
     failure_reason: string | null;
     finished_at: number | null;
+    url: string;
+  };
+  /** approval_requested: the deployment that waits, and who may decide it. */
+  deployment?: {
+    id: string;
+    publisher: string;
+    environment: string;
+    target: string;
+    requested_by: string;
+    approvers: string[];
+    /** The build's page in the web app, where Approve and Reject are. */
     url: string;
   };
   /** What the build's test reports said (docs/test-results.md); null when it sent none. */
@@ -330,9 +382,17 @@ function failedTestLines(m: Message, bullet: string): string[] {
   return lines;
 }
 
-const HEADLINE: Record<NotificationEvent, string> = { failed: "failed", fixed: "is fixed", succeeded: "succeeded", canceled: "was canceled" };
+const HEADLINE: Record<NotificationEvent, string> = {
+  failed: "failed",
+  fixed: "is fixed",
+  succeeded: "succeeded",
+  canceled: "was canceled",
+  approval_requested: "waits for approval",
+};
 
 export function summary(m: Message): string {
+  if (m.deployment)
+    return `${m.project.name} / ${m.pipeline.name} #${m.build.number}: publish ${m.deployment.publisher} to ${m.deployment.environment} (${m.deployment.target}) ${HEADLINE[m.event]}`;
   return `${m.project.name} / ${m.pipeline.name} #${m.build.number} ${HEADLINE[m.event]} on ${m.build.branch} (${m.build.commit_sha.slice(0, 7)})`;
 }
 
@@ -347,10 +407,12 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
     if (n.channel === "slack") {
       const reason = m.build.failure_reason && m.event !== "succeeded" && m.event !== "fixed" ? `\n${m.build.failure_reason}` : "";
       const tests = failedTestLines(m, "• ");
-      body = JSON.stringify({ text: `${summary(m)}\n${m.build.url}${reason}${tests.length ? `\n${tests.join("\n")}` : ""}` });
+      body = JSON.stringify({
+        text: m.deployment ? approvalLines(m).join("\n") : `${summary(m)}\n${m.build.url}${reason}${tests.length ? `\n${tests.join("\n")}` : ""}`,
+      });
     } else {
       body = JSON.stringify(m);
-      headers["x-roost-event"] = `build.${m.event}`;
+      headers["x-roost-event"] = eventHeader(m);
       headers["x-roost-delivery"] = m.delivery_id;
       // As GitHub signs webhook deliveries: HMAC-SHA256 of the raw body, hex, prefixed "sha256="
       // (https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries).
@@ -380,6 +442,17 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
     socketTimeout: SEND_TIMEOUT_MS,
   });
   try {
+    if (m.deployment) {
+      // The approvers are who must act: they get it beside the channel's own recipients.
+      await transport.sendMail({
+        from: c.from,
+        to: [...new Set([...c.to, ...m.deployment.approvers])],
+        subject: `[Roost] ${summary(m)}`,
+        text: approvalLines(m).join("\n") + "\n",
+        headers: { "X-Roost-Event": eventHeader(m), "X-Roost-Delivery": m.delivery_id },
+      });
+      return;
+    }
     const lines = [
       summary(m),
       "",
@@ -399,11 +472,27 @@ export async function send(deps: Pick<AppContext, "config">, n: Notification, se
       to: c.to,
       subject: `[Roost] ${summary(m)}`,
       text: lines.join("\n") + "\n",
-      headers: { "X-Roost-Event": `build.${m.event}`, "X-Roost-Delivery": m.delivery_id },
+      headers: { "X-Roost-Event": eventHeader(m), "X-Roost-Delivery": m.delivery_id },
     });
   } finally {
     transport.close();
   }
+}
+
+/** X-Roost-Event: build.failed …, or deployment.approval_requested. */
+function eventHeader(m: Message): string {
+  return m.deployment ? `deployment.${m.event}` : `build.${m.event}`;
+}
+
+/** A waiting deployment for chat and e-mail: what, from which build, who asked, who may decide, where. */
+function approvalLines(m: Message): string[] {
+  const d = m.deployment!;
+  return [
+    summary(m),
+    `Build #${m.build.number} of ${m.build.branch} (${m.build.commit_sha.slice(0, 7)}), asked for by ${d.requested_by}.`,
+    `Approvers: ${d.approvers.length > 0 ? d.approvers.join(", ") : "a maintainer of the project"}.`,
+    `Approve or reject it on the build's page: ${d.url}`,
+  ];
 }
 
 /**
@@ -431,7 +520,14 @@ async function checkHost(deps: Pick<AppContext, "config">, hostname: string): Pr
   if (refusal) throw new Error(`${hostname} is refused: ${refusal}`);
 }
 
-async function messageFor(db: Executor, deliveryId: string, event: NotificationEvent, buildId: string, baseUrl: string): Promise<Message | null> {
+async function messageFor(
+  db: Executor,
+  deliveryId: string,
+  event: NotificationEvent,
+  buildId: string,
+  deploymentId: string,
+  baseUrl: string,
+): Promise<Message | null> {
   const row = await one(
     db,
     `SELECT b.*, p.name AS project_name, r.full_name AS repository, pl.name AS pipeline_name FROM builds b
@@ -440,6 +536,20 @@ async function messageFor(db: Executor, deliveryId: string, event: NotificationE
   );
   if (!row) return null;
   const tests = await summaryOf(db, buildId);
+  let deployment: Message["deployment"];
+  if (event === "approval_requested") {
+    const d = await one(db, "SELECT * FROM deployments WHERE id = ?", [deploymentId]);
+    if (!d) return null;
+    deployment = {
+      id: deploymentId,
+      publisher: str(d, "publisher_name"),
+      environment: str(d, "environment_name"),
+      target: str(d, "target"),
+      requested_by: str(d, "requested_by_email"),
+      approvers: await approverEmails(db, str(d, "project_id"), strOrNull(d, "environment_id")),
+      url: `${baseUrl}/projects/${str(row, "project_id")}/builds/${buildId}`,
+    };
+  }
   return {
     event,
     delivery_id: deliveryId,
@@ -469,6 +579,7 @@ async function messageFor(db: Executor, deliveryId: string, event: NotificationE
         line: c.line,
       })),
     },
+    ...(deployment ? { deployment } : {}),
   };
 }
 
@@ -502,7 +613,7 @@ export async function dispatchNotifications(
       if (claimed.rowsAffected !== 1) return;
       const notification = await findNotification(ctx.db, str(row, "notification_id"));
       const event = str(row, "event") as NotificationEvent;
-      const message = notification ? await messageFor(ctx.db, id, event, str(row, "build_id"), baseUrl) : null;
+      const message = notification ? await messageFor(ctx.db, id, event, str(row, "build_id"), str(row, "deployment_id"), baseUrl) : null;
       if (!notification || !message) return;
       try {
         await send(ctx, notification, await openSecrets(ctx, notification), message);

@@ -179,3 +179,26 @@ export function whyEnvironmentRefuses(
   const match = matchRefPatterns(env.allowed_refs, { kind, name: build.branch });
   return match.matched ? null : `environment ${env.name} does not take this build: ${match.reason}`;
 }
+
+/**
+ * Who may decide a waiting deployment, by e-mail, for the notification that asks them to: the
+ * environment's listed approvers, or, when it lists none (or is gone), the project's maintainers
+ * (instance admins may decide too, but are not everyone's to mail). Deactivated users are left out.
+ */
+export async function approverEmails(db: Executor, projectId: string, environmentId: string | null): Promise<string[]> {
+  const env = environmentId ? await findEnvironmentById(db, environmentId) : null;
+  if (env && env.approvers.length > 0) {
+    const emails: string[] = [];
+    for (const id of env.approvers) {
+      const row = await one(db, "SELECT email FROM users WHERE id = ? AND active = 1", [id]);
+      if (row) emails.push(str(row, "email"));
+    }
+    return emails;
+  }
+  const rows = await all(
+    db,
+    "SELECT u.email FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = ? AND m.role = 'maintainer' AND u.active = 1 ORDER BY u.email",
+    [projectId],
+  );
+  return rows.map((r) => str(r, "email"));
+}

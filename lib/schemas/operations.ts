@@ -59,7 +59,9 @@ const Events = z
   .array(z.enum(NOTIFICATION_EVENTS))
   .min(1)
   .refine((e) => new Set(e).size === e.length, "must not repeat an event")
-  .describe("failed; fixed (the first success after a failure on the same pipeline and branch); succeeded; canceled");
+  .describe(
+    "failed; fixed (the first success after a failure on the same pipeline and branch); succeeded; canceled; approval_requested (a deployment waits for its approvers, docs/notifications.md)",
+  );
 const Branches = z
   .array(
     z
@@ -156,6 +158,7 @@ export const NotificationResource = z.object({
 export const NotificationDeliveryResource = z.object({
   id: z.string(),
   build_id: z.string(),
+  deployment_id: z.string().nullable().describe("approval_requested: the deployment that waits"),
   event: z.enum(NOTIFICATION_EVENTS),
   status: z.enum(["pending", "delivered", "failed"]).describe("failed: given up after the last attempt"),
   attempts: z.number().int(),

@@ -9,7 +9,7 @@ import { ago, dateTime } from "../format.ts";
 import type { Project } from "../types.ts";
 import type { Notification, NotificationDelivery } from "../settings-types.ts";
 
-const EVENTS = ["failed", "fixed", "succeeded", "canceled"] as const;
+const EVENTS = ["failed", "fixed", "succeeded", "canceled", "approval_requested"] as const;
 const CHANNELS = { slack: "Slack-compatible webhook", webhook: "Signed webhook (JSON)", email: "E-mail (SMTP)" } as const;
 type Channel = keyof typeof CHANNELS;
 const lines = (text: string) =>
@@ -219,7 +219,10 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
             {ev}
           </label>
         ))}
-        <p class="hint">fixed: the first success after a failure of the same pipeline and branch.</p>
+        <p class="hint">
+          fixed: the first success after a failure of the same pipeline and branch. approval_requested: a deployment waits for approval (an e-mail also goes to
+          its approvers).
+        </p>
         {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
       </fieldset>
       <Field label="Branches (one pattern a line; empty: every branch)" name="branches" error={error}>
