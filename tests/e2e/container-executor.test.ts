@@ -757,6 +757,25 @@ describe("services", () => {
     await runner.proc.exited;
   }, 120_000);
 
+  test("network: none leaves the build and its service their shared loopback, and nothing else", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        network: "none",
+        services: [{ image, alias: "web", env: { GREETING: "hello without a network" }, command: server }],
+        commands: { build: [client, "ls /sys/class/net"] },
+      }),
+    );
+    const done = await waitFor(id, finished);
+    const text = await log(id);
+    expect(done.status).toBe("succeeded");
+    expect(text).toContain("\nhello without a network\n");
+    expect(text).toContain("$ ls /sys/class/net\nlo\n");
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
   test("kill -9 leaves the build and its service running; the restarted runner removes both", async () => {
     const registered = await registerRunner();
     const runner = startRunner(registered);
