@@ -43,16 +43,17 @@ const ArtifactGlob = z
 export const Language = z.string().regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "must be a language tag like en-US");
 
 /**
- * Release notes, one source: `text` (one text, or one per language), `file` (the path of one of
- * the build's artifacts: a text file, or a JSON list [{"language","text"}] as Codemagic's
- * release_notes.json), or `from_commits` (the commits of the pushes Roost built since the build
- * last published to the same environment by this publisher).
+ * Release notes, one source: `text` (one text, or one per language), `file` (a file of the
+ * repository or one the build writes, which the runner uploads with the artifacts: a text file,
+ * or a JSON list [{"language","text"}] as Codemagic's release_notes.json), or `from_commits`
+ * (the commits of the pushes Roost built since the build last published to the same environment
+ * by this publisher).
  */
 export const ReleaseNotesInput = z
   .object({
     text: z.union([z.string().min(1).max(4000), z.record(Language, z.string().min(1).max(4000))]).optional(),
     file: ArtifactGlob.optional().describe(
-      'the path of one of the build\'s artifacts (so artifact_patterns must pick it up): plain text, or JSON [{"language": "en-US", "text": "…"}]',
+      'a file of the repository, or one the build writes, relative to the checkout (uploaded with the artifacts): plain text, or JSON [{"language": "en-US", "text": "…"}]',
     ),
     from_commits: z
       .literal(true)

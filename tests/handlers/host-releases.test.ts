@@ -244,3 +244,31 @@ describe("release notes", () => {
     });
   });
 });
+
+describe("roost.yaml", () => {
+  test("the JSON Schema offers host_release and its other names, and says where a notes file comes from", async () => {
+    const res = await t.call("GET", "/v1/schemas/pipeline-file.json");
+    const publish = res.body.properties.pipelines.additionalProperties.properties.publish;
+    const types = publish.items.oneOf.map((o: any) => o.properties.type.const ?? o.properties.type.enum);
+    expect(types).toEqual(["google_play", "firebase_app_distribution", "app_store_connect", ["host_release", "github_release", "gitlab_release"]]);
+    const host = publish.items.oneOf[3].properties;
+    expect(Object.keys(host)).toEqual(expect.arrayContaining(["tag", "release_name", "draft", "prerelease", "attach", "notes"]));
+    expect(host.notes.properties.file.description).toStartWith("a file of the repository, or one the build writes");
+  });
+
+  test("docs/pipelines.md's publishers example is a valid file; gitlab_release and github_release are host_release", async () => {
+    const { parsePipelineFile } = await import("../../lib/pipelines/file.ts");
+    const { fencedBlocks } = await import("../helpers/markdown.ts");
+    const doc = await Bun.file(new URL("../../docs/pipelines.md", import.meta.url)).text();
+    const example = fencedBlocks(doc).find((b) => b.info[0] === "yaml" && b.code.includes("github_release"))!;
+    const parsed = parsePipelineFile(example.code);
+    expect(parsed.ok && parsed.pipelines.get("release")!.publish.map((p: any) => [p.type, p.notes])).toEqual([
+      ["google_play", { from_commits: true, language: "en-US" }],
+      ["host_release", { file: "RELEASE_NOTES.md", language: "en-US" }],
+    ]);
+    const gitlab = parsePipelineFile("pipelines:\n  r:\n    publish: [{ type: gitlab_release, environment: gitlab }]\n");
+    expect(gitlab.ok && gitlab.pipelines.get("r")!.publish).toEqual([
+      { type: "host_release", environment: "gitlab", draft: false, prerelease: false, attach: ["**/*"] },
+    ]);
+  });
+});
