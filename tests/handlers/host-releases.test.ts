@@ -189,6 +189,17 @@ describe("a host release", () => {
     await publishHostReleases(t.ctx);
     expect((await t.call("GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: owner })).body.deployment.status).toBe("succeeded");
     expect(host.github.releases.find((r) => r.tag_name === "nightly-1")).toMatchObject({ name: "Nightly 1", draft: true, target_commitish: SHA_A });
+    // GitHub finds no draft by its tag: it is found among the releases, and published by the next one.
+    const published = await t.call("POST", `/v1/builds/${build.id}/publish`, {
+      token: owner,
+      body: { publisher: "nightly", overrides: { tag: "nightly-1", release_name: "Nightly 1" } },
+    });
+    await publishHostReleases(t.ctx);
+    expect((await t.call("GET", `/v1/deployments/${published.body.deployment.id}`, { token: owner })).body.deployment.store_answer.details).toMatchObject({
+      created: false,
+      kept: ["a.apk"],
+    });
+    expect(host.github.releases.filter((r) => r.tag_name === "nightly-1").map((r) => [r.draft, r.assets.length])).toEqual([[false, 1]]);
   });
 });
 
