@@ -655,6 +655,14 @@ async function sqldScenario(): Promise<void> {
   for (const [key, value] of Object.entries(ratios)) measured.set(key, value);
 }
 
+/** Three daemons on one sqld beside one daemon on its file, under 100 runners (scripts/bench/cluster.ts). */
+async function clusterScenario(): Promise<void> {
+  const { clusterRows } = await import("./bench/cluster.ts");
+  const { rows: figures, ratios } = await clusterRows(notes);
+  for (const row of figures) record(row);
+  for (const [key, value] of Object.entries(ratios)) measured.set(key, value);
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 /** The web app's shipped size (lib/web/build.ts), against its budget of 100 KB of gzipped JavaScript. */
 async function webScenario(): Promise<void> {
@@ -791,6 +799,20 @@ interface Target {
 
 /** The performance targets Roost is held to, checked against this run (the Targets table of docs/benchmarks.md). */
 const TARGETS: Target[] = [
+  {
+    what: "builds finished by 100 runners, three daemons on one sqld (WebSocket, loopback), ratio to one daemon on its local file",
+    target: "≥ 0.8",
+    key: "cluster builds ratio",
+    met: (v) => v >= 0.8,
+    show: (v) => v.toFixed(3),
+  },
+  {
+    what: "log append p99 under 100 runners, three daemons on one sqld",
+    target: "< 1,000 ms",
+    key: "cluster append p99 ms",
+    met: (v) => v < 1000,
+    show: (v) => `${Math.round(v)} ms`,
+  },
   {
     what: "authenticated GET /v1/api-tokens, ratio to bare Bun.serve (wrk, 32 connections)",
     target: "≥ 0.15",
@@ -932,6 +954,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   cache: cacheScenario,
   "test-results": testResultsScenario,
   sqld: sqldScenario,
+  cluster: clusterScenario,
 };
 
 if (import.meta.main) {
