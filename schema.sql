@@ -1273,3 +1273,8 @@ INSERT INTO notification_deliveries (id, notification_id, build_id, event, statu
 DROP TABLE notification_deliveries_copy;
 CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at);
 CREATE INDEX notification_deliveries_notification ON notification_deliveries (notification_id, created_at);
+
+-- migration 30: finished build logs archived in the object store
+-- The last seq of the lines moved, compressed, to the object store (lib/logs/archive.ts) and
+-- deleted from build_logs; NULL while every line is in build_logs.
+ALTER TABLE build_log_stats ADD COLUMN archived_seq INTEGER;

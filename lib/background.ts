@@ -1,7 +1,8 @@
 // Periodic work of a daemon process: commit statuses to the hosts (as builds change, lib/commit-statuses.ts),
 // GitHub check runs (every 2 s), polls of plain git
 // remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications and host releases (every 2 s), retention of
-// build logs and artifacts (lib/retention.ts, a batch every 10 s) and housekeeping
+// build logs and artifacts (lib/retention.ts, a batch every 10 s), finished logs moved to an S3
+// object store (lib/logs/archive.ts, every 10 s) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention, the data directory's size). Every task
 // works from the database, so several processes can run them side by side.
@@ -19,6 +20,7 @@ import { dispatchNotifications } from "./notifications.ts";
 import { checkDataDirGrowth, enforceRetention } from "./retention.ts";
 import { reapLostDeployments } from "./publishing/reaper.ts";
 import { publishHostReleases } from "./publishing/host-release.ts";
+import { archiveFinishedLogs } from "./logs/archive.ts";
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -27,6 +29,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
   let sending: Promise<unknown> | null = null;
   let retaining: Promise<unknown> | null = null;
   let releasing: Promise<unknown> | null = null;
+  let archiving: Promise<unknown> | null = null;
   const pollOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
@@ -82,6 +85,14 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
         .catch((error) => ctx.log.error("host release pass failed", { error }))
         .finally(() => (releasing = null));
     }, 2000),
+    // Finished logs to the object store (an S3-compatible one only), its own chain: a pass writes
+    // up to 20 logs to the bucket.
+    setInterval(() => {
+      if (!running || archiving || ctx.objects.kind !== "s3") return;
+      archiving = archiveFinishedLogs(ctx)
+        .catch((error) => ctx.log.error("log archive pass failed", { error }))
+        .finally(() => (archiving = null));
+    }, 10_000),
     every(600_000, async () => {
       await deleteExpiredSessions(ctx.db, ctx.clock.now());
       await evictExpiredPending(ctx.db, ctx.clock.now());
@@ -99,5 +110,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     await sending;
     await retaining;
     await releasing;
+    await archiving;
   };
 }

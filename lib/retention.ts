@@ -24,6 +24,7 @@ import type { AppContext } from "./context.ts";
 import type { Executor } from "./db/client.ts";
 import { all, inTransaction, num, numOrNull, one, str } from "./db/client.ts";
 import { artifactKey } from "./object-store/store.ts";
+import { logArchiveKey } from "./logs/archive.ts";
 import { raiseIncident, resolveIncident } from "./incidents.ts";
 import type { MetricsRegistry } from "./metrics.ts";
 
@@ -206,6 +207,7 @@ export async function enforceRetention(
 
   const logIds = due.filter((d) => d.logs).map((d) => d.id);
   const artifactIds = due.filter((d) => d.artifacts).map((d) => d.id);
+  const archivedLogs: string[] = [];
   const files = await inTransaction(ctx.db, async (tx) => {
     // Marking first with "IS NULL" makes the pass idempotent across processes: a build another
     // process has just done is not marked again, and only the marking process deletes.
@@ -224,6 +226,11 @@ export async function enforceRetention(
         markedLogs,
       );
       const deleted = await tx.execute({ sql: `DELETE FROM build_logs WHERE build_id IN (${placeholders(markedLogs.length)})`, args: markedLogs });
+      archivedLogs.push(
+        ...(
+          await all(tx, `SELECT build_id FROM build_log_stats WHERE archived_seq IS NOT NULL AND build_id IN (${placeholders(markedLogs.length)})`, markedLogs)
+        ).map((r) => str(r, "build_id")),
+      );
       pass.logs = markedLogs.length;
       pass.log_lines = deleted.rowsAffected;
       pass.log_bytes = num(bytes!, "n");
@@ -250,6 +257,11 @@ export async function enforceRetention(
   for (const f of files.rows) {
     await ctx.objects.delete(artifactKey(f.build_id, f.id)).catch((error: unknown) => {
       ctx.log.warn("retention could not delete an artifact object", { build_id: f.build_id, artifact_id: f.id, error });
+    });
+  }
+  for (const buildId of archivedLogs) {
+    await ctx.objects.delete(logArchiveKey(buildId)).catch((error: unknown) => {
+      ctx.log.warn("retention could not delete an archived log", { build_id: buildId, error });
     });
   }
   await reclaimFreePages(ctx);

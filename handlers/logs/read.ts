@@ -1,12 +1,14 @@
 // GET /v1/builds/{build_id}/logs (docs/runners.md "Logs"; project viewer): the build's log so far, as a JSON
 // array of entries {seq, job_id, line, step, stream, ts, text} or, with Accept: text/plain, as
-// text. Streamed from the database a page at a time, so a 100 MB log never sits in memory.
+// text. Streamed a page at a time, from the database, or from the object store where a finished
+// build's log was archived (lib/logs/archive.ts), so a 100 MB log never sits in memory.
 // `after_seq` and `limit` page by sequence. Where the cap cut lines out, a marker says so.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { scopedBuild } from "../../lib/auth/project-access.ts";
-import { cutNotice, readLogPage, statsOf } from "../../lib/db/build-logs.ts";
+import { cutNotice, statsOf } from "../../lib/db/build-logs.ts";
+import { openLogReader } from "../../lib/logs/archive.ts";
 
 const PAGE = 1000;
 const intParam = z
@@ -25,9 +27,10 @@ export const endpoint = defineEndpoint({
     limit: intParam.pipe(z.number().min(1)).optional().describe("at most this many lines; default all"),
   }),
   produces: ["application/json", "text/plain"],
-  errors: [],
+  errors: ["object_store_error"],
   async handle({ query }, ctx) {
     const build = scopedBuild(ctx);
+    const log = openLogReader(ctx, build.id);
     const text = (ctx.request.headers.get("accept") ?? "").includes("text/plain");
     const stats = await statsOf(ctx.db, build.id);
     const encoder = new TextEncoder();
@@ -37,7 +40,7 @@ export const endpoint = defineEndpoint({
     let markerSent = stats.head_last_seq === null || stats.cut_lines === 0 || cursor > stats.head_last_seq;
     const body = new ReadableStream<Uint8Array>({
       async pull(controller) {
-        const page = left > 0 ? await readLogPage(ctx.db, build.id, cursor, Math.min(PAGE, left)) : [];
+        const page = left > 0 ? await log.page(cursor, Math.min(PAGE, left)) : [];
         let out = first && !text ? "[" : "";
         for (const entry of page) {
           if (!markerSent && entry.seq > stats.head_last_seq!) {

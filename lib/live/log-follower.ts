@@ -7,7 +7,8 @@
 // not follow on (lines this hub never carried) or the client has more than the stream's bound
 // waiting: then the follower falls back to catching up when the client reads again.
 import type { Db } from "../db/client.ts";
-import { cutNotice, readLogPage, statsOf, type LogStats } from "../db/build-logs.ts";
+import { cutNotice, statsOf, type LogStats } from "../db/build-logs.ts";
+import type { LogReader } from "../logs/archive.ts";
 import type { MetricsRegistry } from "../metrics.ts";
 import { concatBytes, encodeAfter, logFrame, statusFrame, statusRank, type HubPush, type HubStatus, type HubSubscriber, type LogHubStub } from "./hub.ts";
 import { sseFrame } from "./sse-frame.ts";
@@ -22,6 +23,8 @@ type LogPush = Extract<HubPush, { kind: "log" }>;
 export interface FollowerStart {
   db: Db;
   buildId: string;
+  /** Where catching up reads the lines: the database, or the object store for an archived log. */
+  log: LogReader;
   hub: LogHubStub;
   /** Where the client stands: the last seq it has. */
   cursor: number;
@@ -201,7 +204,7 @@ export class LogFollower implements HubSubscriber {
   async #readPage(): Promise<{ lines: number; bytes: Uint8Array }> {
     const { db, buildId } = this.from;
     this.from.catchUps.inc({});
-    const page = await readLogPage(db, buildId, this.#cursor, PAGE);
+    const page = await this.from.log.page(this.#cursor, PAGE);
     const stats = page.length && !this.#markerSent ? await statsOf(db, buildId) : null;
     let text = "";
     for (const entry of page) {

@@ -13,6 +13,7 @@ import type { Principal } from "../auth/principal.ts";
 import { projectRoleOf } from "../auth/project-access.ts";
 import { SseStream } from "./sse-stream.ts";
 import { LogFollower } from "./log-follower.ts";
+import { openLogReader } from "../logs/archive.ts";
 
 /** A client with more than this queued and not taken gets no more pushes; it catches up when it drains. */
 const BEHIND_BYTES = 1024 * 1024;
@@ -39,6 +40,7 @@ export function openLogStream(ctx: RequestContext, build: Build, reader: Princip
   const follower = new LogFollower(stream, {
     db: ctx.db,
     buildId: build.id,
+    log: openLogReader(ctx, build.id),
     hub: ctx.live.hubs.get(build.id),
     cursor,
     initialStats,
