@@ -2,11 +2,12 @@
 // deployment is made by the daemon, never handed to a runner; the release of the tag is created on
 // GitHub (the host-API stand-in, tests/support/host-api-stand-in.ts) with the build's artifacts
 // and notes; a retry after a broken upload and a promotion update the same release and send only
-// what GitHub lacks. Release notes from roost.yaml's text, from the commits since the last publish
+// what GitHub lacks; a GitLab project's release goes to GitLab (generic packages and release
+// links). Release notes from roost.yaml's text, from the commits since the last publish
 // to the environment, and from a file of the repository that the runner is asked to upload.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
-import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, SHA_B, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { publishHostReleases } from "../../lib/publishing/host-release.ts";
@@ -200,6 +201,44 @@ describe("a host release", () => {
       kept: ["a.apk"],
     });
     expect(host.github.releases.filter((r) => r.tag_name === "nightly-1").map((r) => [r.draft, r.assets.length])).toEqual([[false, 1]]);
+  });
+});
+
+describe("a GitLab project's host release", () => {
+  test("goes to the project's GitLab: files in the generic package registry, one release linking them, nothing sent twice", async () => {
+    const integration = await t.call("POST", "/v1/integrations", {
+      token: owner,
+      body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token },
+    });
+    expect(integration.status).toBe(201);
+    const gitlabProject = (await createProject(t, owner, "group/mobile")).id;
+    await t.call("PUT", `/v1/projects/${gitlabProject}/environments/gitlab`, { token: owner, body: {} });
+    const pipeline = await createPipeline(t, owner, gitlabProject, {
+      execution_config: { publish: [{ type: "gitlab_release", name: "gl", environment: "gitlab", notes: { text: "Dark mode" } }] },
+    });
+    const { build } = await createBuild(t.ctx, {
+      pipelineId: pipeline.id,
+      branch: "v4.0.0",
+      commitSha: SHA_B,
+      triggerType: "webhook",
+      triggerEvent: "tag",
+      triggerRef: "refs/tags/v4.0.0",
+      context: { fork: false, tag: "v4.0.0" },
+    });
+    await succeed(build, { "build/app.apk": "gitlab apk" });
+    await publishHostReleases(t.ctx);
+    const retried = await t.call("POST", `/v1/builds/${build.id}/publish`, { token: owner, body: { publisher: "gl" } });
+    await publishHostReleases(t.ctx);
+    const answers = (await deploymentsOf(build.id)).map((d) => [d.status, d.store_answer?.summary]);
+    expect(answers.reverse()).toEqual([
+      ["succeeded", "release v4.0.0 of group/mobile created: 1 asset uploaded, 0 already there"],
+      ["succeeded", "release v4.0.0 of group/mobile updated: 0 assets uploaded, 1 already there"],
+    ]);
+    expect(retried.body.deployment.target).toBe("releases");
+    expect(host.gitlab.releases.map((r) => [r.tag_name, r.ref, r.description, r.links.map((l) => l.url)])).toEqual([
+      ["v4.0.0", SHA_B, "Dark mode", [`${host.url}/api/v4/projects/77/packages/generic/mobile/v4.0.0/app.apk`]],
+    ]);
+    expect(host.gitlab.packageFiles.map((f) => [f.file_name, f.bytes.toString()])).toEqual([["app.apk", "gitlab apk"]]);
   });
 });
 
