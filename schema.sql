@@ -1278,3 +1278,14 @@ CREATE INDEX notification_deliveries_notification ON notification_deliveries (no
 -- The last seq of the lines moved, compressed, to the object store (lib/logs/archive.ts) and
 -- deleted from build_logs; NULL while every line is in build_logs.
 ALTER TABLE build_log_stats ADD COLUMN archived_seq INTEGER;
+
+-- migration 31: what follows a build's change is written by the code that changes it
+-- The notification outbox row of a finished build and the commit status of its commit were written
+-- by triggers no TypeScript showed; lib/builds/what-follows.ts writes the same rows, in the same
+-- transaction, called by lib/builds/transition.ts (every status change) and lib/builds/create.ts
+-- (a new build, and the builds it supersedes). The counters and the claim queue keep their
+-- triggers: they are indexes the database maintains, not steps of the product's flow. (The
+-- deployment approval outbox of migration 29 keeps its trigger for now.)
+DROP TRIGGER builds_notification_outbox;
+DROP TRIGGER commit_status_outbox_insert;
+DROP TRIGGER commit_status_outbox_status;

@@ -2,8 +2,8 @@
 // forge's reportStatus, lib/forges/<forge>/index.ts; plain git remotes have none).
 //
 // What each host should show is kept in commit_status_outbox (schema.sql migration 24), one row per
-// commit and pipeline holding the newest build's status, written by triggers in the same
-// transaction as the build's change: nothing is lost on a crash, and only the latest state of a
+// commit and pipeline holding the newest build's status, written in the same transaction as the
+// build's change (lib/builds/what-follows.ts): nothing is lost on a crash, and only the latest state of a
 // commit and pipeline is ever sent. A reporter in each daemon process sends as soon as a build of
 // this process changes (and every 2 s for changes made by other processes and for retries):
 //   1. it claims due rows in one transaction (claimed_by, claimed_until), so two processes never

@@ -3,11 +3,11 @@
 // and on a deployment waiting for approval (to its approvers), optionally limited to branches; sent to a Slack-compatible incoming webhook, a JSON webhook
 // signed like GitHub's (X-Roost-Signature-256), or e-mail over SMTP (nodemailer).
 //
-// Nothing is sent from the code path that changes a build. A trigger in the database
-// (schema.sql, builds_notification_outbox) writes an outbox row in the same transaction as every
-// change to a final status; the background dispatcher turns outbox rows into one delivery row per
-// matching notification and sends due deliveries (a trigger on deployments does the same for a
-// deployment created waiting for approval, deployment_notification_outbox), retrying with exponential backoff. Rows survive
+// Nothing is sent from the code path that changes a build. That code writes an outbox row in the
+// same transaction as every change to a final status (lib/builds/what-follows.ts), and so does the
+// code that creates a deployment waiting for approval (deployment_notification_outbox); the
+// background dispatcher turns outbox rows into one delivery row per matching notification and
+// sends due deliveries, retrying with exponential backoff. Rows survive
 // a restart, any daemon process can dispatch, and a slow receiver delays only its own delivery.
 import { createHmac } from "node:crypto";
 import type { Executor, Row } from "./db/client.ts";

@@ -12,6 +12,7 @@ import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
 import type { Logger } from "../log.ts";
 import { routeKey, routeOf } from "../runners/routing.ts";
+import { afterBuildCreated, afterStatusChanged } from "./what-follows.ts";
 
 export interface CreateBuildInput {
   pipelineId: string;
@@ -124,5 +125,7 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
     );
     canceled = rows.map(toBuild);
   }
+  await afterBuildCreated(tx, build);
+  await afterStatusChanged(tx, canceled);
   return { build, canceled };
 }

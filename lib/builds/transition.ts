@@ -2,6 +2,9 @@
 // conditional UPDATE makes the move atomic: of two racing transitions (a runner finishing, a user
 // canceling) exactly one wins, and the loser gets null.
 //
+// The change writes what follows it in the same transaction: the notification outbox row of a
+// finished build and the commit status of its commit (lib/builds/what-follows.ts).
+//
 // A state change that writes more than the build row (a job finished *and* its build finished; a
 // lost job, its log line, its build and an incident) runs transitionBuildIn inside one transaction
 // and publishes only after the commit (lib/builds/job-lifecycle.ts): listeners never hear of a
@@ -10,6 +13,7 @@ import type { Db, Executor } from "../db/client.ts";
 import { one } from "../db/client.ts";
 import { toBuild, type Build } from "../db/builds.ts";
 import { allowedFrom, nextStatus, type BuildTransition } from "./state-machine.ts";
+import { afterStatusChanged } from "./what-follows.ts";
 import type { Clock } from "../context.ts";
 import type { EventBus } from "../events.ts";
 
@@ -27,7 +31,13 @@ export async function transitionBuild(
   transition: BuildTransition,
   fields: TransitionFields = {},
 ): Promise<Build | null> {
-  const build = await transitionBuildIn(deps.db, deps.clock.now(), buildId, transition, fields);
+  const now = deps.clock.now();
+  const db = deps.db;
+  // The change and what follows it (what-follows.ts) commit together.
+  const build =
+    "transaction" in db
+      ? await db.transaction((tx) => transitionBuildIn(tx, now, buildId, transition, fields))
+      : await transitionBuildIn(db, now, buildId, transition, fields);
   if (build) publishBuildChanged(deps.events, build);
   return build;
 }
@@ -77,5 +87,8 @@ export async function transitionBuildIn(
       ...from,
     ],
   );
-  return row ? toBuild(row) : null;
+  if (!row) return null;
+  const build = toBuild(row);
+  await afterStatusChanged(db, [build]);
+  return build;
 }

@@ -6,7 +6,7 @@
 // lib/forges/registry.ts's to say.
 import { expect, test } from "bun:test";
 import { all } from "../../lib/db/client.ts";
-import { MIGRATIONS, migrate } from "../../lib/db/migrate.ts";
+import { MIGRATIONS } from "../../lib/db/migrate.ts";
 import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
 
 const VERSION = MIGRATIONS.findIndex((m) => m.name === "the forge's name is the registry's to check") + 1;
@@ -60,7 +60,8 @@ test("the tables lose only the CHECK that listed the forges: rows, indexes, fore
     ),
   ).rejects.toThrow(/CHECK/);
 
-  expect(await migrate(t.db, () => 2)).toEqual({ from: VERSION - 1, to: MIGRATIONS.length });
+  // This migration alone: the triggers it keeps are dropped later (migration 31, lib/builds/what-follows.ts).
+  await migrateTo(t.db, VERSION);
 
   // Every row and index is back, the copies are gone, and every foreign key holds.
   expect(await rowsOf()).toEqual(before);

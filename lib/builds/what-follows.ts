@@ -1,0 +1,52 @@
+// What a build's change writes beside it, in the same transaction as the change, so that nothing
+// acknowledged is lost on a crash and nothing is sent for a change a rollback undid. Every status
+// change goes through lib/builds/transition.ts and every new build through lib/builds/create.ts;
+// both call these. Background workers read the rows after the commit:
+//   notification_outbox    a finished build, for lib/notifications.ts (docs/notifications.md)
+//   commit_status_outbox   the newest state of a commit and pipeline, for lib/commit-statuses.ts
+//                          (docs/webhooks.md "Commit statuses"); plain git remotes have none
+import type { Executor } from "../db/client.ts";
+import type { Build } from "../db/builds.ts";
+import { isFinished } from "./state-machine.ts";
+
+/** A build was created (queued): its commit and pipeline now show it, if it is the newest there. */
+export async function afterBuildCreated(tx: Executor, build: Build): Promise<void> {
+  await queueCommitStatus(tx, build);
+}
+
+/** A build's status changed (one transition, or superseded builds canceled at a creation). */
+export async function afterStatusChanged(tx: Executor, builds: Build[]): Promise<void> {
+  for (const build of builds) {
+    await tx.execute({
+      sql: "UPDATE commit_status_outbox SET status = ?, version = version + 1, updated_at = ? WHERE build_id = ?",
+      args: [build.status, build.updated_at, build.id],
+    });
+  }
+  for (const build of builds.filter((b) => isFinished(b.status))) await queueNotification(tx, build);
+}
+
+/**
+ * The notification outbox row of a finished build. previous_status is the status of the
+ * pipeline's previous finished (succeeded or failed) build on the same branch: a success after a
+ * failure is a fix. One range of the builds_pipeline_branch_status index.
+ */
+async function queueNotification(tx: Executor, build: Build): Promise<void> {
+  await tx.execute({
+    sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
+          VALUES (?, ?, (SELECT b.status FROM builds b WHERE b.pipeline_id = ? AND b.branch = ? AND b.build_number < ? AND b.status IN ('succeeded', 'failed')
+                         ORDER BY b.build_number DESC LIMIT 1), ?)`,
+    args: [build.id, build.status, build.pipeline_id, build.branch, build.build_number, build.updated_at],
+  });
+}
+
+/** The commit status row of a new build's (repository, commit, pipeline), unless a newer build holds it. */
+async function queueCommitStatus(tx: Executor, build: Build): Promise<void> {
+  await tx.execute({
+    sql: `INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at)
+          SELECT p.repository_id, ?, ?, ?, ?, ?, ? FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = ? AND r.provider != 'git'
+          ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number,
+            status = excluded.status, version = version + 1, updated_at = excluded.updated_at
+          WHERE excluded.build_number >= commit_status_outbox.build_number`,
+    args: [build.commit_sha, build.pipeline_id, build.id, build.build_number, build.status, build.updated_at, build.project_id],
+  });
+}
