@@ -148,7 +148,7 @@ describe("fan-out from the log hub", () => {
     // The lines went out from memory: no stream read a page of them back.
     expect(counts.pages).toBe(0);
     await Promise.all(streams.map((s) => s.cancel()));
-  }, 60_000);
+  }, 240_000); // 1000 streams: minutes on a loaded machine, seconds on an idle one
 
   test("idle streams make no query of their own but their credential's: one check per build every CHECK_MS, however many streams", async () => {
     const { app, counts, reset } = countingApp();
@@ -171,7 +171,7 @@ describe("fan-out from the log hub", () => {
     await append(1);
     await Promise.all(streams.map((s) => s.until(() => s.ids().length === 4)));
     await Promise.all(streams.map((s) => s.cancel()));
-  }, 30_000);
+  }, 120_000);
 
   test("a late joiner with an old Last-Event-ID reads the database page by page, then gets live lines: no gap, no duplicate", async () => {
     // The hub keeps the last 100 lines here: older ones come from the database.
