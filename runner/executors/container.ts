@@ -361,6 +361,25 @@ export class ContainerExecutor implements Executor {
     return null;
   }
 
+  /**
+   * After a failed build, what became of each service that is not running any more: its exit code
+   * and the last lines of its output, so a step that could not reach it says why (GitLab prints a
+   * service's log with CI_DEBUG_SERVICES). Nothing for services still running.
+   */
+  async servicesReport(): Promise<string[]> {
+    const lines: string[] = [];
+    for (const name of this.#services) {
+      const alias = name.slice(`${this.name}-svc-`.length);
+      const state = await engineCall(this.settings.engine, ["inspect", "--format", "{{.State.Running}} {{.State.ExitCode}}", name]);
+      const [running, code] = state.stdout.trim().split(" ");
+      if (state.code !== 0 || running === "true") continue;
+      lines.push(`[roost] service ${alias} is not running (exit code ${code}); its last output:`);
+      const output = await engineCall(this.settings.engine, ["logs", "--tail", "20", name]);
+      for (const line of `${output.stdout}${output.stderr}`.split("\n").filter(Boolean)) lines.push(`[roost]   ${line}`);
+    }
+    return lines;
+  }
+
   run(command: string, options: CommandOptions): RunningCommand {
     return new ContainerCommand(this, command, options);
   }

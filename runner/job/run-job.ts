@@ -15,6 +15,7 @@ import { uploadTestReports } from "./test-reports.ts";
 import { cleanUp, finish } from "./finish.ts";
 import { removeSecretFiles, setUpAppleSigning, writeSecretFiles } from "./secret-files.ts";
 import { writeKeyProperties } from "./android-signing.ts";
+import { maskLine } from "../masking.ts";
 
 export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, heartbeatMs: number, unsafe: string | null): Promise<void> {
   if (o.stop.aborted) return releaseJob(api, job, o);
@@ -49,6 +50,8 @@ export async function runJob(api: RunnerApi, job: ClaimedJob, o: RunnerOptions, 
     await postBuild(run);
     // The steps are over: what they left running in the background is stopped now, and logged.
     await run.stopLeftovers();
+    // A failed build says what became of a service that stopped (its exit code and last output).
+    if (run.status === "failed" && run.container) for (const line of await run.container.servicesReport()) run.system("", maskLine(line, run.secrets));
     // Test reports go whether the steps passed or failed: a failing test is what they tell.
     await uploadTestReports(run);
     await saveCache(run);

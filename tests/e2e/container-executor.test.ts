@@ -757,6 +757,23 @@ describe("services", () => {
     await runner.proc.exited;
   }, 120_000);
 
+  test("a service that stopped is said in a failed build's log, with its exit code and last output", async () => {
+    const runner = startRunner(await registerRunner());
+    const id = await build(
+      await pipeline({
+        platforms: [],
+        services: [{ image, alias: "web", command: ["bash", "-c", "echo 'web: no configuration at /etc/web.conf' >&2; exit 3"] }],
+        commands: { build: ["sleep 1", "exec 3<>/dev/tcp/web/8080"] },
+      }),
+    );
+    const done = await waitFor(id, finished);
+    expect(done.status).toBe("failed");
+    expect(await log(id)).toContain("[roost] service web is not running (exit code 3); its last output:\n[roost]   web: no configuration at /etc/web.conf\n");
+    expect(await containersOf(id)).toEqual([]);
+    runner.proc.kill("SIGTERM");
+    await runner.proc.exited;
+  }, 120_000);
+
   test("network: none leaves the build and its service their shared loopback, and nothing else", async () => {
     const runner = startRunner(await registerRunner());
     const id = await build(
