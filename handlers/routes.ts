@@ -1,7 +1,7 @@
 // The map of the whole API: one line a route, grouped by resource, with the auth rule of each
 // (lib/route.ts AuthRule, docs/authorization.md). Nothing else registers a route, and the API
 // document (GET /v1/openapi.json) is generated from this table.
-import { projectRole, type RouteEntry } from "../lib/route.ts";
+import { projectRole, type AuthRule, type EndpointFor, type RouteEntry } from "../lib/route.ts";
 import { buildOpenApiDocument } from "../lib/openapi.ts";
 
 import * as openapi from "./meta/openapi.ts";
@@ -137,7 +137,9 @@ import * as runnerDeploymentFinish from "./runner-protocol/deployment-finish.ts"
 import * as runnerDeploymentRelease from "./runner-protocol/deployment-release.ts";
 import * as runnerDeploymentArtifact from "./runner-protocol/deployment-artifact.ts";
 
-const r = (method: RouteEntry["method"], path: string, auth: RouteEntry["auth"], mod: { endpoint: RouteEntry["endpoint"] }): RouteEntry => ({
+// The rule decides what the handler finds in its context (lib/context.ts ContextFor): a handler
+// that reads more than its line's rule provides does not compile.
+const r = <Rule extends AuthRule>(method: RouteEntry["method"], path: string, auth: Rule, mod: { endpoint: EndpointFor<NoInfer<Rule>> }): RouteEntry => ({
   method,
   path,
   auth,

@@ -7,7 +7,7 @@ import type { AppContext, RequestContext } from "./context.ts";
 import type { RouteEntry } from "./route.ts";
 import { ApiError, databaseUnavailableError } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./http.ts";
-import { authenticate } from "./auth/authenticate.ts";
+import { authenticate, type Authentication } from "./auth/authenticate.ts";
 import { diskFullError, isDiskFullError, recordDiskFull } from "./disk.ts";
 import { isDatabaseUnreachable } from "./db/database.ts";
 import { applyBrowserSession } from "./auth/browser-session.ts";
@@ -52,16 +52,13 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const rawParams: Record<string, string> = {};
       for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
       const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
-      const rc: RequestContext = {
+      // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/context.ts ContextFor).
+      const rc: RequestContext & Authentication = {
         ...ctx,
+        ...auth,
         request,
         peer: meta.peer,
         requestId: meta.requestId,
-        principal: auth.principal,
-        setupToken: auth.setupToken,
-        runner: auth.runner ?? null,
-        streamBuildId: auth.streamBuildId ?? null,
-        scope: auth.scope ?? null,
         setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
         setBodyTimeout: (seconds) => meta.connection.setBodyTimeout(seconds),
       };

@@ -9,7 +9,8 @@ import type { SecretBox } from "./crypto/secret-box.ts";
 import type { EventBus } from "./events.ts";
 import type { MetricsRegistry } from "./metrics.ts";
 import type { Live } from "./live/live.ts";
-import type { ProjectScope } from "./auth/project-access.ts";
+import type { ProjectAccess } from "./auth/project-access.ts";
+import type { AuthRule, InstanceRule, ProjectRule, ProjectScopeParam } from "./route.ts";
 import type { OidcCache } from "./auth/oidc.ts";
 import type { ObjectStore } from "./object-store/store.ts";
 
@@ -46,16 +47,6 @@ export interface RequestContext extends AppContext {
   /** The TCP peer address of the socket (never a forwarding header); null when unknown. */
   peer: string | null;
   requestId: string;
-  /** Who is calling, when the route's auth rule authenticated someone. */
-  principal: Principal | null;
-  /** The setup token that authorized a `setup` route, with its expiry. */
-  setupToken: { id: string; expires_at: number } | null;
-  /** The runner whose token authorized a `runner` route (its id matches the path's runner_id). */
-  runner: Runner | null;
-  /** What a projectRole(...) rule loaded and authorized: the project, the caller's role, the named resource. */
-  scope: ProjectScope | null;
-  /** The build a `stream` route's token grants read access to. */
-  streamBuildId: string | null;
   /**
    * Sets this connection's idle timeout in seconds (0 = none). The listener closes connections idle
    * for longer than 30 seconds, so SSE streams and long polls call this. A no-op in-process.
@@ -68,3 +59,40 @@ export interface RequestContext extends AppContext {
    */
   setBodyTimeout(seconds: number): void;
 }
+
+/** The setup token that authorized a `setup` route, with its expiry. */
+export interface SetupGrant {
+  id: string;
+  expires_at: number;
+}
+
+/**
+ * What a route's auth rule (lib/route.ts AuthRule) authenticated and loaded before the handler
+ * runs, by rule: the caller for user routes, the runner for runner routes, the project (and the
+ * pipeline, build, delivery or deployment the path names) for projectRole(...) routes.
+ */
+export type AuthenticatedBy<R extends AuthRule> =
+  R extends ProjectRule<infer Via>
+    ? ProjectAccess<Via>
+    : R extends "session"
+      ? { principal: Principal & { kind: "session"; sessionId: string } }
+      : R extends InstanceRule
+        ? { principal: Principal }
+        : R extends "runner"
+          ? { runner: Runner }
+          : R extends "setup"
+            ? { setupToken: SetupGrant }
+            : R extends "stream"
+              ? { principal: Principal; streamBuildId: string }
+              : unknown;
+
+/** The context a handler on a route with rule R receives. */
+export type ContextFor<R extends AuthRule> = RequestContext & AuthenticatedBy<R>;
+
+export type UserContext = ContextFor<InstanceRule>;
+export type SessionContext = ContextFor<"session">;
+export type RunnerContext = ContextFor<"runner">;
+export type SetupContext = ContextFor<"setup">;
+export type StreamContext = ContextFor<"stream">;
+/** A projectRole(minimum, via) route: `ProjectContext<"build_id">` carries the build and its project. */
+export type ProjectContext<Via extends ProjectScopeParam = "project_id"> = ContextFor<ProjectRule<Via>>;

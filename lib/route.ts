@@ -3,7 +3,7 @@
 // handlers/routes.ts gives each a method, a path and an auth rule.
 import type { z } from "zod";
 import type { ErrorCode } from "./errors.ts";
-import type { RequestContext } from "./context.ts";
+import type { ContextFor, RequestContext } from "./context.ts";
 
 /**
  * Who may call a route: the whole rule, on the route's line in handlers/routes.ts. The request
@@ -29,14 +29,14 @@ export type ProjectRoleName = "viewer" | "developer" | "maintainer";
 /** The path parameter that names the project, itself or through one of its resources. */
 export type ProjectScopeParam = "project_id" | "pipeline_id" | "build_id" | "delivery_id" | "deployment_id";
 
-export interface ProjectRule {
+export interface ProjectRule<Via extends ProjectScopeParam = ProjectScopeParam> {
   kind: "project";
   minimum: ProjectRoleName;
-  via: ProjectScopeParam;
+  via: Via;
 }
 
 /** The caller's project role must be at least `minimum` on the project `via` names. */
-export function projectRole(minimum: ProjectRoleName, via: ProjectScopeParam): ProjectRule {
+export function projectRole<Via extends ProjectScopeParam>(minimum: ProjectRoleName, via: Via): ProjectRule<Via> {
   return { kind: "project", minimum, via };
 }
 
@@ -77,7 +77,17 @@ export function ruleErrors(rule: AuthRule): ErrorCode[] {
 
 type AnyObject = z.ZodObject<z.ZodRawShape>;
 
-export interface Endpoint<P extends AnyObject = AnyObject, Q extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType> {
+/**
+ * C is what the handler reads beyond the request (lib/context.ts ContextFor): a handler on a
+ * `user` route takes `UserContext` and finds its principal there. The route table checks that its
+ * line's rule provides it (handlers/routes.ts).
+ */
+export interface Endpoint<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  C extends RequestContext = RequestContext,
+> {
   operationId: string;
   summary: string;
   description?: string;
@@ -97,14 +107,22 @@ export interface Endpoint<P extends AnyObject = AnyObject, Q extends AnyObject =
   /** Extra response media types (e.g. text/plain logs, text/event-stream), documented as such. */
   produces?: string[];
   errors: ErrorCode[];
-  handle(input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: RequestContext): Promise<unknown>;
+  // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
+  handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: C) => Promise<unknown>;
 }
 
-export function defineEndpoint<P extends AnyObject = AnyObject, Q extends AnyObject = AnyObject, B extends z.ZodType = z.ZodType>(
-  endpoint: Endpoint<P, Q, B>,
-): Endpoint<P, Q, B> {
+export function defineEndpoint<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  C extends RequestContext = RequestContext,
+>(endpoint: Endpoint<P, Q, B, C>): Endpoint<P, Q, B, C> {
   return endpoint;
 }
+
+/** An endpoint a route with rule R may serve: its handler needs no more than R provides. */
+// biome-ignore lint/suspicious/noExplicitAny: the schemas are checked in the endpoint file
+export type EndpointFor<R extends AuthRule> = Endpoint<any, any, any, ContextFor<R>>;
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
@@ -114,5 +132,5 @@ export interface RouteEntry {
   path: string;
   auth: AuthRule;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  endpoint: Endpoint<any, any, any>;
+  endpoint: Endpoint<any, any, any, any>;
 }

@@ -2,6 +2,7 @@
 // A token never outranks or outlives its creator (docs/authorization.md "Roles").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { ApiTokenCreated, DisplayName } from "../../lib/schemas.ts";
 import { RoleSchema, roleAtLeast } from "../../lib/auth/roles.ts";
@@ -34,8 +35,8 @@ export const endpoint = defineEndpoint({
   response: ApiTokenCreated,
   successStatus: 201,
   errors: ["role_not_allowed"],
-  async handle({ body }, ctx) {
-    const caller = ctx.principal!;
+  async handle({ body }, ctx: UserContext) {
+    const caller = ctx.principal;
     if (!roleAtLeast(caller.role, body.role)) fail("role_not_allowed", `You cannot create a ${body.role} token; your role is ${caller.role}.`);
     const now = ctx.clock.now();
     let expiresAt = now + body.expires_in_days * 86_400;

@@ -1,6 +1,7 @@
 // GET /v1/api-tokens (docs/api.md "API tokens"): admins and owners see every token, others only their own.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { ApiToken, Pagination, SearchQuery } from "../../lib/schemas.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
 import { TOKEN_SORT_FIELDS, listApiTokens, toPublicApiToken } from "../../lib/db/api-tokens.ts";
@@ -20,8 +21,8 @@ export const endpoint = defineEndpoint({
   query: ListTokensQuery,
   response: z.object({ tokens: z.array(ApiToken), total: z.number().int() }),
   errors: [],
-  async handle({ query }, ctx) {
-    const caller = ctx.principal!;
+  async handle({ query }, ctx: UserContext) {
+    const caller = ctx.principal;
     const seesAll = roleAtLeast(caller.role, "admin");
     const page = await listApiTokens(ctx.db, {
       createdBy: seesAll ? null : caller.user.id,

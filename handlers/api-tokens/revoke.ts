@@ -2,6 +2,7 @@
 // others only their own; a token the caller may not see answers 404 as if it did not exist.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
 import { findApiToken, revokeApiToken } from "../../lib/db/api-tokens.ts";
@@ -14,8 +15,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ token_id: z.string().min(1).max(64) }),
   response: z.object({ revoked: z.boolean() }),
   errors: ["token_not_found"],
-  async handle({ params }, ctx) {
-    const caller = ctx.principal!;
+  async handle({ params }, ctx: UserContext) {
+    const caller = ctx.principal;
     const token = await findApiToken(ctx.db, params.token_id);
     const visible = token && (roleAtLeast(caller.role, "admin") || token.created_by === caller.user.id);
     if (!token || !visible) fail("token_not_found", "No API token with that id.");

@@ -1,6 +1,7 @@
 // POST /v1/auth/logout (docs/api.md "Authentication"): ends the presented user session.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { SessionContext } from "../../lib/context.ts";
 import { deleteSession } from "../../lib/db/sessions.ts";
 
 export const endpoint = defineEndpoint({
@@ -10,8 +11,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ ok: z.boolean() }),
   browserSession: "clear",
   errors: [],
-  async handle(_input, ctx) {
-    await deleteSession(ctx.db, ctx.principal!.sessionId!);
+  async handle(_input, ctx: SessionContext) {
+    await deleteSession(ctx.db, ctx.principal.sessionId);
     return { ok: true };
   },
 });

@@ -2,8 +2,8 @@
 // and each pipeline's badge URL.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext, RequestContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { all, str } from "../../lib/db/client.ts";
 import { badgesArePublic } from "../../lib/badges.ts";
 
@@ -14,10 +14,7 @@ export const BadgeSettings = z.object({
   ),
 });
 
-export async function badgeSettings(
-  ctx: Parameters<typeof scopedProject>[0] & { db: Parameters<typeof all>[0]; config: { publicUrl: string | undefined }; request: Request },
-  projectId: string,
-) {
+export async function badgeSettings(ctx: Pick<RequestContext, "db" | "config" | "request">, projectId: string) {
   const base = ctx.config.publicUrl ?? new URL(ctx.request.url).origin;
   const pipelines = await all(ctx.db, "SELECT id, name FROM pipelines WHERE project_id = ? ORDER BY name", [projectId]);
   return {
@@ -33,7 +30,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: BadgeSettings,
   errors: [],
-  async handle(_input, ctx) {
-    return badgeSettings(ctx, scopedProject(ctx).id);
+  async handle(_input, ctx: ProjectContext) {
+    return badgeSettings(ctx, ctx.project.id);
   },
 });

@@ -2,8 +2,8 @@
 // project's status badges (for a README); off by default.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { setBadgesPublic } from "../../lib/badges.ts";
 import { BadgeSettings, badgeSettings } from "./get-settings.ts";
 
@@ -15,8 +15,8 @@ export const endpoint = defineEndpoint({
   body: z.object({ public: z.boolean() }).strict(),
   response: BadgeSettings,
   errors: [],
-  async handle({ body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext) {
+    const project = ctx.project;
     await setBadgesPublic(ctx.db, project.id, body.public, ctx.clock.now());
     return badgeSettings(ctx, project.id);
   },

@@ -3,9 +3,9 @@
 // ROOST_S3_PRESIGN_SECONDS set, 302 to a presigned URL the bucket serves it from.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findArtifact, readArtifact } from "../../lib/artifacts.ts";
 import { artifactKey } from "../../lib/object-store/store.ts";
 
@@ -16,8 +16,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam, artifact_id: IdParam }),
   produces: ["application/octet-stream"],
   errors: ["object_store_error"],
-  async handle({ params }, ctx) {
-    const build = scopedBuild(ctx);
+  async handle({ params }, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     const artifact = await findArtifact(ctx.db, build.id, params.artifact_id);
     if (!artifact) fail("not_found", "No artifact with that id in this build.");
     const name = artifact.path

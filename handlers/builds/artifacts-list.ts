@@ -1,8 +1,8 @@
 // GET /v1/builds/{build_id}/artifacts (project viewer): the build's uploaded files.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { listArtifacts } from "../../lib/artifacts.ts";
 import { ArtifactResource } from "../../lib/runners/wire.ts";
 
@@ -13,8 +13,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ artifacts: z.array(ArtifactResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    const build = scopedBuild(ctx);
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     return { artifacts: await listArtifacts(ctx.db, build.id) };
   },
 });

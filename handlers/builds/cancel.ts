@@ -3,9 +3,9 @@
 // stops the process tree. A finished build answers 409 build_not_cancelable.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
@@ -16,9 +16,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   errors: ["build_not_cancelable"],
-  async handle(_input, ctx) {
-    const build = scopedBuild(ctx);
-    const canceled = await transitionBuild(ctx, build.id, "cancel", { failure_reason: `canceled by ${ctx.principal!.user.email}` });
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
+    const canceled = await transitionBuild(ctx, build.id, "cancel", { failure_reason: `canceled by ${ctx.principal.user.email}` });
     if (!canceled) {
       const now = await findBuild(ctx.db, build.id);
       fail("build_not_cancelable", `Build #${build.build_number} is ${now?.status ?? build.status}; only queued or running builds can be canceled.`);

@@ -5,9 +5,9 @@
 // (docs/pipelines.md).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { BranchName, BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findPipeline, type Pipeline } from "../../lib/db/pipelines.ts";
 import type { ConfigSnapshot } from "../../lib/pipelines/config.ts";
 import type { DefinitionSource } from "../../lib/pipelines/definition.ts";
@@ -41,8 +41,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   successStatus: 201,
   errors: ["source_host_error", "decryption_error", "invalid_pipeline_file"],
-  async handle({ body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext) {
+    const project = ctx.project;
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);
     if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
     const branch = body.branch ?? project.default_branch;
@@ -56,9 +56,9 @@ export const endpoint = defineEndpoint({
       triggerType: "manual",
       triggerEvent: "manual",
       triggerRef: `refs/heads/${branch}`,
-      triggerActor: ctx.principal!.user.email,
+      triggerActor: ctx.principal.user.email,
       concurrencyKey: null,
-      createdBy: ctx.principal!.user.id,
+      createdBy: ctx.principal.user.id,
       // A named commit is not known to be the branch's: such a build gets no protected_refs secret.
       ...(body.commit_sha ? { context: { commit_pinned: true } } : {}),
     });

@@ -1,8 +1,8 @@
 // GET /v1/builds/{build_id} (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,8 +12,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   errors: [],
-  async handle(_input, ctx) {
-    const build = scopedBuild(ctx);
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     return { build: toPublicBuild(build) };
   },
 });

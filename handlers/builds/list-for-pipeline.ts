@@ -1,8 +1,8 @@
 // GET /v1/pipelines/{pipeline_id}/builds (project viewer): newest first, filterable, paged by cursor.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { listBuilds, toPublicBuild } from "../../lib/db/builds.ts";
 import { ListBuildsQuery, ListBuildsResponse, encodeBuildCursor } from "../../lib/builds/listing.ts";
 import { BuildListItem } from "../../lib/test-results/schema.ts";
@@ -16,8 +16,8 @@ export const endpoint = defineEndpoint({
   query: ListBuildsQuery,
   response: z.object({ builds: z.array(BuildListItem), ...ListBuildsResponse }),
   errors: [],
-  async handle({ query }, ctx) {
-    const pipeline = scopedPipeline(ctx);
+  async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
     const page = await listBuilds(ctx.db, {
       projectId: pipeline.project_id,
       pipelineId: pipeline.id,

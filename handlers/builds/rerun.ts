@@ -4,9 +4,9 @@
 // (lib/builds/pin-image.ts). Its trigger_type is "rerun" and it starts queued.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { toPublicBuild } from "../../lib/db/builds.ts";
 import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
 import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
@@ -19,8 +19,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   successStatus: 201,
   errors: [],
-  async handle(_input, ctx) {
-    const source = scopedBuild(ctx);
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const source = ctx.build;
     try {
       const { build } = await createBuild(ctx, {
         pipelineId: source.pipeline_id,
@@ -30,12 +30,12 @@ export const endpoint = defineEndpoint({
         triggerType: "rerun",
         triggerEvent: source.trigger_event,
         triggerRef: source.trigger_ref,
-        triggerActor: ctx.principal!.user.email,
+        triggerActor: ctx.principal.user.email,
         concurrencyKey: null,
         sourceBuildId: source.id,
         configSnapshot: snapshotWithPinnedImage(source),
         definitionSource: source.definition_source,
-        createdBy: ctx.principal!.user.id,
+        createdBy: ctx.principal.user.id,
         context: source.context,
       });
       return { build: toPublicBuild(build) };

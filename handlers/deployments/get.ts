@@ -1,8 +1,8 @@
 // GET /v1/deployments/{deployment_id} (project viewer): one deployment, its decision and the store's answer.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedDeployment } from "../../lib/auth/project-access.ts";
 import { DeploymentResource, deploymentResource } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
   errors: [],
-  async handle(_input, ctx) {
-    return { deployment: (await deploymentResource(ctx.db, scopedDeployment(ctx).id))! };
+  async handle(_input, ctx: ProjectContext<"deployment_id">) {
+    return { deployment: (await deploymentResource(ctx.db, ctx.deployment.id))! };
   },
 });

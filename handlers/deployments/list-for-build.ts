@@ -2,8 +2,8 @@
 // what the build page shows beside its steps (waiting for approval, running, the store's answer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { DeploymentResource, listDeployments } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,8 +13,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ deployments: z.array(DeploymentResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    const build = scopedBuild(ctx);
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     return { deployments: await listDeployments(ctx.db, { projectId: build.project_id, buildId: build.id, limit: 200, offset: 0 }) };
   },
 });

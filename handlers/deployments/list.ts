@@ -2,8 +2,8 @@
 // first, optionally of one environment, status or build (docs/publishing.md "Deployments").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { DEPLOYMENT_STATUSES, DeploymentResource, listDeployments } from "../../lib/publishing/deployments.ts";
 import { EnvironmentName } from "../../lib/publishing/environments.ts";
 
@@ -21,10 +21,10 @@ export const endpoint = defineEndpoint({
   }),
   response: z.object({ deployments: z.array(DeploymentResource) }),
   errors: [],
-  async handle({ query }, ctx) {
+  async handle({ query }, ctx: ProjectContext) {
     return {
       deployments: await listDeployments(ctx.db, {
-        projectId: scopedProject(ctx).id,
+        projectId: ctx.project.id,
         environment: query.environment,
         status: query.status,
         buildId: query.build_id,

@@ -4,9 +4,9 @@
 // every byte). The target environment's approval and allowed refs apply as to any publish.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { EnvironmentName } from "../../lib/publishing/environments.ts";
 import { overridePublisher, PublisherOverrides, publisherName } from "../../lib/publishing/publishers.ts";
@@ -29,8 +29,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ deployment: DeploymentResource }),
   successStatus: 201,
   errors: ["invalid_request", "build_not_publishable"],
-  async handle({ body }, ctx) {
-    const build = scopedBuild(ctx);
+  async handle({ body }, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     const publishers = build.config_snapshot.execution_config.publish ?? [];
     const base = publishers.find((p) => publisherName(p) === body.publisher);
     if (!base)
@@ -45,7 +45,7 @@ export const endpoint = defineEndpoint({
       fail("invalid_request", "The overrides do not make a valid publisher.", {
         details: merged.issues.map((i) => ({ path: `body.${i.path}`, message: i.message })),
       });
-    const user = ctx.principal!.user;
+    const user = ctx.principal.user;
     return {
       deployment: await requestDeployment(ctx, build, { ...merged.publisher, name: base.name ?? publisherName(base) }, "promotion", null, {
         id: user.id,

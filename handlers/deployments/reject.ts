@@ -2,8 +2,8 @@
 // approvers takes only them): a waiting deployment is rejected and never runs.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedDeployment } from "../../lib/auth/project-access.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { decide } from "../../lib/publishing/decide.ts";
 
@@ -15,8 +15,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
   errors: ["deployment_not_waiting"],
-  async handle(_input, ctx) {
-    const user = ctx.principal!.user;
-    return { deployment: await decide(ctx, scopedDeployment(ctx), "rejected", { id: user.id, email: user.email }) };
+  async handle(_input, ctx: ProjectContext<"deployment_id">) {
+    const user = ctx.principal.user;
+    return { deployment: await decide(ctx, ctx.deployment, "rejected", { id: user.id, email: user.email }) };
   },
 });

@@ -4,9 +4,9 @@
 // what the store already has (docs/publishing.md "Retries").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedDeployment } from "../../lib/auth/project-access.ts";
 import { findBuild } from "../../lib/db/builds.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { requestDeployment } from "../../lib/publishing/request.ts";
@@ -19,11 +19,11 @@ export const endpoint = defineEndpoint({
   response: z.object({ deployment: DeploymentResource }),
   successStatus: 201,
   errors: ["deployment_not_retryable", "build_not_publishable"],
-  async handle(_input, ctx) {
-    const failed = scopedDeployment(ctx);
+  async handle(_input, ctx: ProjectContext<"deployment_id">) {
+    const failed = ctx.deployment;
     if (failed.status !== "failed") fail("deployment_not_retryable", `This deployment is ${failed.status}; only a failed deployment can be retried.`);
     const build = (await findBuild(ctx.db, failed.build_id))!;
-    const user = ctx.principal!.user;
+    const user = ctx.principal.user;
     return { deployment: await requestDeployment(ctx, build, failed.publisher, "retry", failed.id, { id: user.id, email: user.email }) };
   },
 });

@@ -2,9 +2,9 @@
 // environment and its secrets; its deployments stay in the record, with its name.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { EnvironmentName, deleteEnvironment } from "../../lib/publishing/environments.ts";
 
 export const endpoint = defineEndpoint({
@@ -14,9 +14,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle({ params }, ctx) {
-    if (!(await deleteEnvironment(ctx.db, scopedProject(ctx).id, params.environment)))
-      fail("not_found", `No environment ${params.environment} in this project.`);
+  async handle({ params }, ctx: ProjectContext) {
+    if (!(await deleteEnvironment(ctx.db, ctx.project.id, params.environment))) fail("not_found", `No environment ${params.environment} in this project.`);
     return { deleted: true };
   },
 });

@@ -1,9 +1,9 @@
 // GET /v1/projects/{project_id}/environments/{environment} (project viewer): one environment and what its targets hold now.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { EnvironmentName, EnvironmentResource, findEnvironment, toPublicEnvironment } from "../../lib/publishing/environments.ts";
 import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";
 
@@ -14,8 +14,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   response: z.object({ environment: EnvironmentResource.extend({ current: z.array(CurrentVersion) }) }),
   errors: [],
-  async handle({ params }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ params }, ctx: ProjectContext) {
+    const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
     const current = (await currentVersions(ctx.db, project.id)).filter((c) => c.environment === env.name);
     return { environment: { ...(await toPublicEnvironment(ctx.db, env)), current } };

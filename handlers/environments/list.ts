@@ -2,8 +2,8 @@
 // with what its targets hold now (the newest successful deployment per target; docs/publishing.md).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { EnvironmentResource, listEnvironments, toPublicEnvironment } from "../../lib/publishing/environments.ts";
 import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";
 
@@ -14,8 +14,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: z.object({ environments: z.array(EnvironmentResource.extend({ current: z.array(CurrentVersion) })) }),
   errors: [],
-  async handle(_input, ctx) {
-    const project = scopedProject(ctx);
+  async handle(_input, ctx: ProjectContext) {
+    const project = ctx.project;
     const current = await currentVersions(ctx.db, project.id);
     const environments = [];
     for (const e of await listEnvironments(ctx.db, project.id))

@@ -3,9 +3,9 @@
 // Approvers are named by e-mail and must be maintainers of the project: the approve route's rule.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import {
   EnvironmentName,
   EnvironmentResource,
@@ -23,22 +23,14 @@ export const endpoint = defineEndpoint({
   body: PutEnvironmentBody,
   response: z.object({ environment: EnvironmentResource, created: z.boolean() }),
   errors: ["invalid_request"],
-  async handle({ params, body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ params, body }, ctx: ProjectContext) {
+    const project = ctx.project;
     const approvers = await resolveApprovers(ctx.db, project.id, body.approvers);
     if (approvers.problems.length)
       fail("invalid_request", "Every approver must be a maintainer of the project.", {
         details: approvers.problems.map((p) => ({ path: `body.approvers.${p.index}`, message: p.message })),
       });
-    const { environment, created } = await putEnvironment(
-      ctx.db,
-      project.id,
-      params.environment,
-      body,
-      approvers.ids,
-      ctx.principal?.user.id ?? null,
-      ctx.clock.now(),
-    );
+    const { environment, created } = await putEnvironment(ctx.db, project.id, params.environment, body, approvers.ids, ctx.principal.user.id, ctx.clock.now());
     return { environment: await toPublicEnvironment(ctx.db, environment), created };
   },
 });

@@ -1,9 +1,9 @@
 // DELETE /v1/projects/{project_id}/environments/{environment}/secrets/{key} (project maintainer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
 import { deleteVariable, VariableKey } from "../../lib/variables.ts";
 
@@ -14,16 +14,16 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, environment: EnvironmentName, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle({ params }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ params }, ctx: ProjectContext) {
+    const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
-    const user = ctx.principal?.user;
+    const user = ctx.principal.user;
     if (
       !(await deleteVariable(
         ctx.db,
         { projectId: project.id, pipelineId: null, environmentId: env.id },
         params.key,
-        { id: user?.id ?? null, email: user?.email ?? "" },
+        { id: user.id, email: user.email },
         ctx.clock.now(),
       ))
     )

@@ -2,9 +2,9 @@
 // environment's secrets and variables, by name (secret values are never returned).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
 import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
 
@@ -15,8 +15,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   response: z.object({ secrets: z.array(VariableResource) }),
   errors: [],
-  async handle({ params }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ params }, ctx: ProjectContext) {
+    const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
     return { secrets: (await listVariables(ctx.db, project.id, null, env.id)).map(toPublicVariable) };
   },

@@ -4,9 +4,9 @@
 // given only to a publish to this environment, never to a build (docs/publishing.md).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
 import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
 
@@ -19,17 +19,17 @@ export const endpoint = defineEndpoint({
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ secret: VariableResource, created: z.boolean() }),
   errors: [],
-  async handle({ params, body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ params, body }, ctx: ProjectContext) {
+    const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
-    const user = ctx.principal?.user;
+    const user = ctx.principal.user;
     const { variable, created } = await putVariable(
       ctx.db,
       ctx.secrets,
       { projectId: project.id, pipelineId: null, environmentId: env.id },
       params.key,
       body,
-      { id: user?.id ?? null, email: user?.email ?? "" },
+      { id: user.id, email: user.email },
       ctx.clock.now(),
     );
     return { secret: toPublicVariable(variable), created };

@@ -14,6 +14,7 @@
 // lib/live/event-stream.ts; the changes, from this process and from others on the same
 // database, lib/live/build-feed.ts.
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { openBuildEventStream } from "../../lib/live/event-stream.ts";
 
 export const endpoint = defineEndpoint({
@@ -24,8 +25,7 @@ export const endpoint = defineEndpoint({
   tag: "builds",
   produces: ["text/event-stream"],
   errors: [],
-  async handle(_input, ctx) {
-    // The "user" rule ran before: a principal is set.
-    return openBuildEventStream(ctx, ctx.principal!);
+  async handle(_input, ctx: UserContext) {
+    return openBuildEventStream(ctx, ctx.principal);
   },
 });

@@ -5,6 +5,7 @@
 // returned.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { IntegrationResource } from "../../lib/schemas/ci.ts";
 import { fail } from "../../lib/errors.ts";
 import { findIntegration, insertIntegration } from "../../lib/db/integrations.ts";
@@ -24,7 +25,7 @@ export const endpoint = defineEndpoint({
   response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
   successStatus: 201,
   errors: ["invalid_request"],
-  async handle({ body }, ctx) {
+  async handle({ body }, ctx: UserContext) {
     const forge = forgeOf({ provider: body.provider });
     const connection = forge.connect(body, ctx.config);
     // Link-local and cloud metadata hosts are refused here, by their literal address or name and
@@ -43,7 +44,7 @@ export const endpoint = defineEndpoint({
         app_id: connection.app_id,
         installation_id: connection.installation_id,
         credentials_sealed: await sealCredentials(ctx.secrets, connection.credentials),
-        created_by: ctx.principal!.user.id,
+        created_by: ctx.principal.user.id,
       },
       now,
     );

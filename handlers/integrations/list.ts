@@ -2,6 +2,7 @@
 // only for admins.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { IntegrationResource } from "../../lib/schemas/ci.ts";
 import { listIntegrations } from "../../lib/db/integrations.ts";
 import { integrationView } from "../../lib/integrations/index.ts";
@@ -13,8 +14,8 @@ export const endpoint = defineEndpoint({
   tag: "integrations",
   response: z.object({ integrations: z.array(IntegrationResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    const isAdmin = ctx.principal !== null && roleAtLeast(ctx.principal.role, "admin");
+  async handle(_input, ctx: UserContext) {
+    const isAdmin = roleAtLeast(ctx.principal.role, "admin");
     return { integrations: (await listIntegrations(ctx.db)).map((i) => integrationView(i, isAdmin)) };
   },
 });

@@ -5,8 +5,8 @@
 // `after_seq` and `limit` page by sequence. Where the cap cut lines out, a marker says so.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { cutNotice, statsOf } from "../../lib/db/build-logs.ts";
 import { openLogReader } from "../../lib/logs/archive.ts";
 
@@ -28,8 +28,8 @@ export const endpoint = defineEndpoint({
   }),
   produces: ["application/json", "text/plain"],
   errors: ["object_store_error"],
-  async handle({ query }, ctx) {
-    const build = scopedBuild(ctx);
+  async handle({ query }, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     const log = openLogReader(ctx, build.id);
     const text = (ctx.request.headers.get("accept") ?? "").includes("text/plain");
     const stats = await statsOf(ctx.db, build.id);

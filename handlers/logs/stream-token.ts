@@ -4,8 +4,8 @@
 // caller still sees the project: checked when it opens and every few seconds after.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { mintStreamToken } from "../../lib/db/stream-tokens.ts";
 import { credentialOf } from "../../lib/auth/reauthenticate.ts";
 import { json } from "../../lib/http.ts";
@@ -17,9 +17,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
   errors: [],
-  async handle(_input, ctx) {
-    const build = scopedBuild(ctx);
-    const principal = ctx.principal!;
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
+    const principal = ctx.principal;
     return json(await mintStreamToken(ctx.db, build.id, principal.user.id, credentialOf(principal), ctx.clock.now()), 200, { "cache-control": "no-store" });
   },
 });

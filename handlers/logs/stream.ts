@@ -13,6 +13,7 @@
 // lib/live/log-stream.ts.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { StreamContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findBuild } from "../../lib/db/builds.ts";
@@ -37,7 +38,7 @@ export const endpoint = defineEndpoint({
   }),
   produces: ["text/event-stream"],
   errors: ["not_found"],
-  async handle({ params, query }, ctx) {
+  async handle({ params, query }, ctx: StreamContext) {
     const build = await findBuild(ctx.db, params.build_id);
     if (!build) fail("not_found", "No build with that id.");
     const header = ctx.request.headers.get("last-event-id");
@@ -48,8 +49,7 @@ export const endpoint = defineEndpoint({
     if (isFinished(build.status) && cursor >= initialStats.last_seq && cursor > 0 && !running) {
       return new Response(null, { status: 204 });
     }
-    // The "stream" rule ran before: the principal behind the stream token is set.
-    return openLogStream(ctx, build, ctx.principal!, cursor, initialStats, running);
+    return openLogStream(ctx, build, ctx.principal, cursor, initialStats, running);
   },
 });
 

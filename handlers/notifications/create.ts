@@ -4,9 +4,9 @@
 // (link-local, cloud metadata; lib/address-policy.ts) is a 400 here, not a failed delivery later.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { CreateNotificationBody, NotificationResource } from "../../lib/schemas/operations.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications.ts";
 
 /** Splits a channel's settings into what the API shows and what is sealed. */
@@ -29,8 +29,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ notification: NotificationResource }),
   successStatus: 201,
   errors: [],
-  async handle({ body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext) {
+    const project = ctx.project;
     await refuseChannelHosts(ctx, body);
     const { config, secrets } = splitSettings(body);
     const n = await insertNotification(
@@ -44,7 +44,7 @@ export const endpoint = defineEndpoint({
         config,
         secrets,
         projectId: project.id,
-        createdBy: ctx.principal?.user.id ?? null,
+        createdBy: ctx.principal.user.id,
       },
       ctx.clock.now(),
     );

@@ -2,8 +2,8 @@
 // pending deliveries go with it.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { deleteNotification } from "../../lib/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
@@ -14,8 +14,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, notification_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle({ params }, ctx) {
-    const n = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+  async handle({ params }, ctx: ProjectContext) {
+    const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     await deleteNotification(ctx.db, n.id);
     return { deleted: true };
   },

@@ -2,9 +2,9 @@
 // the latest deliveries, newest first, with attempts and the last error.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationDeliveryResource } from "../../lib/schemas/operations.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { listDeliveries } from "../../lib/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
@@ -16,8 +16,8 @@ export const endpoint = defineEndpoint({
   query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
   response: z.object({ deliveries: z.array(NotificationDeliveryResource) }),
   errors: [],
-  async handle({ params, query }, ctx) {
-    const n = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+  async handle({ params, query }, ctx: ProjectContext) {
+    const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     return { deliveries: await listDeliveries(ctx.db, n.id, query.limit) };
   },
 });

@@ -1,10 +1,10 @@
 // GET /v1/projects/{project_id}/notifications/{notification_id} (project maintainer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource } from "../../lib/schemas/operations.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findNotification, toPublicNotification, type Notification } from "../../lib/notifications.ts";
 import type { Executor } from "../../lib/db/client.ts";
 
@@ -22,8 +22,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, notification_id: IdParam }),
   response: z.object({ notification: NotificationResource }),
   errors: [],
-  async handle({ params }, ctx) {
-    const n = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+  async handle({ params }, ctx: ProjectContext) {
+    const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     return { notification: await toPublicNotification(ctx.db, n) };
   },
 });

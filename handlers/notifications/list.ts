@@ -1,9 +1,9 @@
 // GET /v1/projects/{project_id}/notifications (project maintainer): with each one's delivery health.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource } from "../../lib/schemas/operations.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { listNotifications, toPublicNotification } from "../../lib/notifications.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,8 +13,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: z.object({ notifications: z.array(NotificationResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    const list = await listNotifications(ctx.db, scopedProject(ctx).id);
+  async handle(_input, ctx: ProjectContext) {
+    const list = await listNotifications(ctx.db, ctx.project.id);
     return { notifications: await Promise.all(list.map((n) => toPublicNotification(ctx.db, n))) };
   },
 });

@@ -4,10 +4,10 @@
 // policy as on create (400 when refused).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource, UpdateNotificationBody } from "../../lib/schemas/operations.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { refuseChannelHosts, toPublicNotification, updateNotification, type ChannelSecrets } from "../../lib/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
@@ -19,8 +19,8 @@ export const endpoint = defineEndpoint({
   body: UpdateNotificationBody,
   response: z.object({ notification: NotificationResource }),
   errors: [],
-  async handle({ params, body }, ctx) {
-    const current = await notificationOfProject(ctx.db, scopedProject(ctx).id, params.notification_id);
+  async handle({ params, body }, ctx: ProjectContext) {
+    const current = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     const settings = body.slack ?? body.webhook ?? body.email;
     const other = (["slack", "webhook", "email"] as const).find((c) => c !== current.channel && body[c] !== undefined);
     if (other)

@@ -2,10 +2,10 @@
 // required; every other field has a documented default (docs/api.md "Pipelines").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { insertPipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
 import { pipelineFields } from "../../lib/pipelines/store.ts";
@@ -31,8 +31,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ pipeline: PipelineResource }),
   successStatus: 201,
   errors: ["pipeline_exists"],
-  async handle({ body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext) {
+    const project = ctx.project;
     const fields = await pipelineFields(body, [], project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {

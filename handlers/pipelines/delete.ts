@@ -1,8 +1,8 @@
 // DELETE /v1/pipelines/{pipeline_id} (project maintainer): removes the pipeline and its builds.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { deletePipeline } from "../../lib/db/pipelines.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,8 +12,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle(_input, ctx) {
-    const pipeline = scopedPipeline(ctx);
+  async handle(_input, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
     await deletePipeline(ctx.db, pipeline.id);
     return { deleted: true };
   },

@@ -1,8 +1,8 @@
 // GET /v1/pipelines/{pipeline_id} (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { toPublicPipeline } from "../../lib/db/pipelines.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,8 +12,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ pipeline: PipelineResource }),
   errors: [],
-  async handle(_input, ctx) {
-    const pipeline = scopedPipeline(ctx);
+  async handle(_input, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
     return { pipeline: toPublicPipeline(pipeline) };
   },
 });

@@ -4,11 +4,11 @@
 // env entry sent without a value keeps its stored value.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { parseWith } from "../../lib/http.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { scopedPipeline, scopedProject } from "../../lib/auth/project-access.ts";
 import { replacePipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
 import { pipelineDocument, pipelineFields } from "../../lib/pipelines/store.ts";
@@ -39,9 +39,9 @@ export const endpoint = defineEndpoint({
   body: UpdatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),
   errors: ["pipeline_exists"],
-  async handle({ body }, ctx) {
-    const pipeline = scopedPipeline(ctx);
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
+    const project = ctx.project;
     const merged = parseWith(PipelineDocument, applyMergePatch(pipelineDocument(pipeline), body), "body");
     const fields = await pipelineFields(merged, pipeline.execution_config.env, project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });

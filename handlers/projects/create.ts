@@ -5,6 +5,7 @@
 // later changes (docs/any-git.md "Polling").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
@@ -34,7 +35,7 @@ export const endpoint = defineEndpoint({
   response: z.object({ project: ProjectResource }),
   successStatus: 201,
   errors: ["not_found", "repository_already_linked"],
-  async handle({ body }, ctx) {
+  async handle({ body }, ctx: UserContext) {
     const repo = await findRepository(ctx.db, body.repository_id);
     if (!repo) fail("not_found", "No catalogue repository with that id; see GET /v1/integration-repositories.");
     // Checked and inserted in one write transaction; the unique index (schema.sql migration 7)
@@ -49,7 +50,7 @@ export const endpoint = defineEndpoint({
           repositoryId: repo.id,
           defaultBranch: body.default_branch ?? repo.default_branch,
           settings: body.settings,
-          createdBy: ctx.principal!.user.id,
+          createdBy: ctx.principal.user.id,
         },
         ctx.clock.now(),
       );

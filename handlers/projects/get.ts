@@ -1,8 +1,8 @@
 // GET /v1/projects/{project_id} (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam, ProjectResource } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { toPublicProject } from "../../lib/db/projects.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,9 +12,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: z.object({ project: ProjectResource }),
   errors: [],
-  async handle(_input, ctx) {
-    const project = scopedProject(ctx);
-    const role = ctx.scope!.role;
+  async handle(_input, ctx: ProjectContext) {
+    const project = ctx.project;
+    const role = ctx.role;
     return { project: toPublicProject(project, role) };
   },
 });

@@ -1,6 +1,7 @@
 // GET /v1/projects: the projects the caller may see (all of them for admins and owners).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { Pagination, SearchQuery } from "../../lib/schemas.ts";
 import { ProjectResource } from "../../lib/schemas/ci.ts";
 import { listProjects, toPublicProject } from "../../lib/db/projects.ts";
@@ -14,8 +15,8 @@ export const endpoint = defineEndpoint({
   query: z.object({ q: SearchQuery.describe("matches the name or repository"), ...Pagination }),
   response: z.object({ projects: z.array(ProjectResource), total: z.number().int() }),
   errors: [],
-  async handle({ query }, ctx) {
-    const p = ctx.principal!;
+  async handle({ query }, ctx: UserContext) {
+    const p = ctx.principal;
     const page = await listProjects(ctx.db, {
       userId: p.user.id,
       seesAll: roleAtLeast(p.role, "admin"),

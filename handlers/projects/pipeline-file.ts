@@ -4,8 +4,8 @@
 // "Seeing the file in Roost"). The host is asked for the branch head and the file on each call.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { Concurrency, ExecutionConfigOut, IdParam, TriggerConfigOut } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { pipelineFileStatus } from "../../lib/pipelines/file-status.ts";
 
 const FileProblem = z.object({
@@ -52,7 +52,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: PipelineFileResult,
   errors: [],
-  async handle(_input, ctx) {
-    return pipelineFileStatus(ctx, scopedProject(ctx));
+  async handle(_input, ctx: ProjectContext) {
+    return pipelineFileStatus(ctx, ctx.project);
   },
 });

@@ -2,6 +2,7 @@
 // name, description, default_branch, settings (replaced as a whole). The repository is fixed.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
 import { findProject, toPublicProject, updateProject } from "../../lib/db/projects.ts";
@@ -24,8 +25,8 @@ export const endpoint = defineEndpoint({
   body: UpdateProjectBody,
   response: z.object({ project: ProjectResource }),
   errors: [],
-  async handle({ params, body }, ctx) {
-    const role = ctx.scope!.role;
+  async handle({ params, body }, ctx: ProjectContext) {
+    const role = ctx.role;
     await updateProject(ctx.db, params.project_id, body, ctx.clock.now());
     return { project: toPublicProject((await findProject(ctx.db, params.project_id))!, role) };
   },

@@ -5,9 +5,9 @@
 // no token.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { rotateWebhookToken } from "../../lib/forges/gitlab/tokens.ts";
 import { findProjectBuildingRepository } from "../../lib/db/projects.ts";
@@ -24,8 +24,8 @@ export const endpoint = defineEndpoint({
   }),
   successStatus: 201,
   errors: ["invalid_request", "repository_already_linked"],
-  async handle(_input, ctx) {
-    const project = scopedProject(ctx);
+  async handle(_input, ctx: ProjectContext) {
+    const project = ctx.project;
     const repo = await findRepository(ctx.db, project.repository_id);
     if (!repo) fail("not_found", "The project's repository is no longer in the catalogue.");
     if (repo.provider !== "gitlab")

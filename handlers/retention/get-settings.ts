@@ -2,8 +2,8 @@
 // (null: the instance default), the instance defaults and the policy in effect (lib/retention.ts).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { projectRetention } from "../../lib/retention.ts";
 
 const Days = z.number().int().min(0).max(36_500);
@@ -33,7 +33,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: RetentionSettings,
   errors: [],
-  async handle(_input, ctx) {
-    return projectRetention(ctx.db, ctx.config, scopedProject(ctx).id);
+  async handle(_input, ctx: ProjectContext) {
+    return projectRetention(ctx.db, ctx.config, ctx.project.id);
   },
 });

@@ -3,8 +3,8 @@
 // background pass applies it (docs/operations.md "Retention").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { projectRetention, setProjectRetention } from "../../lib/retention.ts";
 import { RetentionOverrides, RetentionSettings } from "./get-settings.ts";
 
@@ -22,8 +22,8 @@ export const endpoint = defineEndpoint({
     .strict(),
   response: RetentionSettings,
   errors: [],
-  async handle({ body }, ctx) {
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext) {
+    const project = ctx.project;
     await setProjectRetention(ctx.db, project.id, body, ctx.clock.now());
     return projectRetention(ctx.db, ctx.config, project.id);
   },

@@ -6,6 +6,7 @@
 // disk, or acknowledged by the bucket) and match the digest (lib/artifacts.ts).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
@@ -29,7 +30,7 @@ export const endpoint = defineEndpoint({
     "insufficient_storage",
     "object_store_error",
   ],
-  async handle({ params, query }, ctx) {
+  async handle({ params, query }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const sha = ctx.request.headers.get("x-roost-artifact-sha256") ?? "";
     if (!/^[0-9a-fA-F]{64}$/.test(sha)) fail("invalid_request", "Send the file's SHA-256 (hex) in X-Roost-Artifact-SHA256.");

@@ -4,6 +4,7 @@
 // runners and daemon processes; a retried claim_id returns the same job.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { claimJob } from "../../lib/db/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
@@ -22,11 +23,11 @@ export const endpoint = defineEndpoint({
   response: ClaimAnswer,
   successStatus: 201,
   errors: [],
-  async handle({ body }, ctx) {
+  async handle({ body }, ctx: RunnerContext) {
     ctx.setIdleTimeout(body.wait_seconds + 10);
     const deadline = Date.now() + body.wait_seconds * 1000;
     for (;;) {
-      const claimed = await claimJob(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
+      const claimed = await claimJob(ctx.db, ctx.runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
       if (claimed) {
         ctx.events.publish({ type: "build.changed", build_id: claimed.build.id, project_id: claimed.build.project_id, status: claimed.build.status });
         return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), {
@@ -35,7 +36,7 @@ export const endpoint = defineEndpoint({
         });
       }
       const deployment = body.accepts.includes("publish")
-        ? await claimDeployment(ctx.db, ctx.runner!, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds)
+        ? await claimDeployment(ctx.db, ctx.runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds)
         : null;
       if (deployment) {
         ctx.events.publish({

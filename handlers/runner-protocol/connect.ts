@@ -5,6 +5,7 @@
 // database, the secret key and the management socket (docs/runners.md "Build code and the daemon's host").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ConnectAnswer, ConnectRequest, LOG_REQUEST_LIMIT } from "../../lib/runner-protocol/wire.ts";
 import { recordConnect } from "../../lib/db/runners.ts";
@@ -18,8 +19,8 @@ export const endpoint = defineEndpoint({
   body: ConnectRequest,
   response: ConnectAnswer,
   errors: [],
-  async handle({ body }, ctx) {
-    await recordConnect(ctx.db, ctx.runner!.id, body, ctx.clock.now());
+  async handle({ body }, ctx: RunnerContext) {
+    await recordConnect(ctx.db, ctx.runner.id, body, ctx.clock.now());
     const uid = isThisHostAddress(ctx.peer) ? process.getuid?.() : undefined;
     return {
       heartbeat_seconds: ctx.config.runners.heartbeatSeconds,

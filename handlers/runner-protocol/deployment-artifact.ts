@@ -3,6 +3,7 @@
 // X-Roost-Artifact-SHA256. Only the deployment's own artifacts, only to the runner running it.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findArtifact, readArtifact } from "../../lib/artifacts.ts";
@@ -15,7 +16,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ runner_id: IdParam, deployment_id: IdParam, artifact_id: IdParam }),
   produces: ["application/octet-stream"],
   errors: ["job_not_assigned", "job_finished", "not_found", "object_store_error"],
-  async handle({ params }, ctx) {
+  async handle({ params }, ctx: RunnerContext) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
     const listed = d.artifacts.find((a) => a.id === params.artifact_id);
     const artifact = listed ? await findArtifact(ctx.db, d.build_id, listed.id) : null;

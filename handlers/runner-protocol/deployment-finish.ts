@@ -4,6 +4,7 @@
 // log are one transaction. Idempotent: finishing a finished deployment answers it as it is.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { inTransaction } from "../../lib/db/client.ts";
@@ -19,9 +20,9 @@ export const endpoint = defineEndpoint({
   body: PublishFinishRequest,
   response: z.object({ deployment: DeploymentResource }),
   errors: ["job_not_assigned", "log_incomplete"],
-  async handle({ params, body }, ctx) {
+  async handle({ params, body }, ctx: RunnerContext) {
     const d = await findDeployment(ctx.db, params.deployment_id);
-    if (!d || d.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
+    if (!d || d.runner_id !== ctx.runner.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
     if (d.status === "running") {
       if (body.line_count > d.next_line)
         fail("log_incomplete", `Roost has ${d.next_line} of ${body.line_count} lines; send the rest, then finish.`, {
@@ -32,7 +33,7 @@ export const endpoint = defineEndpoint({
         const done = await finishDeployment(
           tx,
           d.id,
-          ctx.runner!.id,
+          ctx.runner.id,
           {
             status: body.status,
             store_answer: body.store_answer ?? null,

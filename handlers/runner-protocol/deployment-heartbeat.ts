@@ -2,6 +2,7 @@
 // lease of a publish the runner is running; answers its status (anything but running: stop).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findDeployment, renewDeploymentLease } from "../../lib/publishing/deployments.ts";
@@ -14,10 +15,10 @@ export const endpoint = defineEndpoint({
   params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
   response: PublishHeartbeatAnswer,
   errors: ["job_not_assigned"],
-  async handle({ params }, ctx) {
+  async handle({ params }, ctx: RunnerContext) {
     const d = await findDeployment(ctx.db, params.deployment_id);
-    if (!d || d.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
-    await renewDeploymentLease(ctx.db, d.id, ctx.runner!.id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
+    if (!d || d.runner_id !== ctx.runner.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
+    await renewDeploymentLease(ctx.db, d.id, ctx.runner.id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
     return { status: d.status, lease_seconds: ctx.config.runners.leaseSeconds };
   },
 });

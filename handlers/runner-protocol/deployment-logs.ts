@@ -3,6 +3,7 @@
 // (handlers/runner-protocol/logs.ts: idempotent, 416 log_gap with next_line).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { json } from "../../lib/http.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
@@ -20,7 +21,7 @@ export const endpoint = defineEndpoint({
   response: LogAppendAnswer,
   successStatus: 202,
   errors: ["job_not_assigned", "job_finished", "log_gap"],
-  async handle({ params, body }, ctx) {
+  async handle({ params, body }, ctx: RunnerContext) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
     const result = await appendLogLines(
       ctx.db,

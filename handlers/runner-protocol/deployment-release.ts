@@ -3,6 +3,7 @@
 // again, for any runner. 409 job_started once it has begun.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { releaseDeployment } from "../../lib/publishing/claim.ts";
@@ -15,9 +16,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
   response: z.object({ released: z.literal(true) }),
   errors: ["job_not_assigned", "job_finished", "job_started"],
-  async handle({ params }, ctx) {
+  async handle({ params }, ctx: RunnerContext) {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
-    if (!(await releaseDeployment(ctx.db, d.id, ctx.runner!.id, ctx.clock.now())))
+    if (!(await releaseDeployment(ctx.db, d.id, ctx.runner.id, ctx.clock.now())))
       fail("job_started", "This publish has started (it sent a log line); finish it instead of releasing it.");
     ctx.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: "approved" });
     return { released: true as const };

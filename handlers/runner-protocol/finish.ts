@@ -4,6 +4,7 @@
 // a finished job again answers the build as it is.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
 import { findJob } from "../../lib/db/jobs.ts";
@@ -19,9 +20,9 @@ export const endpoint = defineEndpoint({
   body: FinishRequest,
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],
-  async handle({ params, body }, ctx) {
+  async handle({ params, body }, ctx: RunnerContext) {
     const job = await findJob(ctx.db, params.job_id);
-    if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned");
+    if (!job || job.runner_id !== ctx.runner.id) fail("job_not_assigned");
     if (job.status === "lost") fail("job_finished", "This job was lost (its lease expired); its build has already failed.");
     if (job.status === "running") {
       if (body.line_count > job.next_line) {

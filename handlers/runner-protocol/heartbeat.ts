@@ -3,6 +3,7 @@
 // one heartbeat.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { heartbeat } from "../../lib/db/jobs.ts";
 import { HeartbeatAnswer, HeartbeatRequest } from "../../lib/runner-protocol/wire.ts";
@@ -15,8 +16,8 @@ export const endpoint = defineEndpoint({
   body: HeartbeatRequest,
   response: HeartbeatAnswer,
   errors: [],
-  async handle({ body }, ctx) {
-    const result = await heartbeat(ctx.db, ctx.runner!.id, body.job_ids, ctx.clock.now(), ctx.config.runners.leaseSeconds);
+  async handle({ body }, ctx: RunnerContext) {
+    const result = await heartbeat(ctx.db, ctx.runner.id, body.job_ids, ctx.clock.now(), ctx.config.runners.leaseSeconds);
     return { ...result, lease_seconds: ctx.config.runners.leaseSeconds };
   },
 });

@@ -6,6 +6,7 @@
 // Every answer carries X-Roost-Job-Status (running | canceling).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { json } from "../../lib/http.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
@@ -23,7 +24,7 @@ export const endpoint = defineEndpoint({
   response: LogAppendAnswer,
   successStatus: 202,
   errors: ["job_not_assigned", "job_finished", "log_gap"],
-  async handle({ params, body }, ctx) {
+  async handle({ params, body }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const result = await appendLogLines(ctx.db, job.id, job.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes);
     // Committed: the stored lines themselves go to the build's live streams at once (no re-read).

@@ -4,6 +4,7 @@
 // the runner finishes it instead (docs/runners.md "Stopping a runner").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findBuild } from "../../lib/db/builds.ts";
@@ -18,7 +19,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   response: ReleaseAnswer,
   errors: ["job_not_assigned", "job_finished", "job_started"],
-  async handle({ params }, ctx) {
+  async handle({ params }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const build = await findBuild(ctx.db, job.build_id);
     if (job.next_line > 0 || (build && build.step_results.length > 0)) fail("job_started");

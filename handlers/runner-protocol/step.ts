@@ -2,6 +2,7 @@
 // result in the build's step_results, replacing an earlier report of the same step.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { IdParam, StepResult } from "../../lib/schemas/ci.ts";
 import { StepName, StepReport } from "../../lib/runner-protocol/wire.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
@@ -15,7 +16,7 @@ export const endpoint = defineEndpoint({
   body: StepReport,
   response: z.object({ step_results: z.array(StepResult) }),
   errors: ["job_not_assigned", "job_finished"],
-  async handle({ params, body }, ctx) {
+  async handle({ params, body }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);
     return { step_results: await recordStepResult(ctx.db, job.build_id, { name: params.step, ...body }) };
   },

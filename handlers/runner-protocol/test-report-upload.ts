@@ -6,6 +6,7 @@
 // them into the build's log. Only a second upload of the same path is refused (409).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { RunnerContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
@@ -26,7 +27,7 @@ export const endpoint = defineEndpoint({
   response: TestReportAnswer,
   successStatus: 201,
   errors: ["job_not_assigned", "job_finished", "test_report_exists"],
-  async handle({ params, query }, ctx) {
+  async handle({ params, query }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const build = (await findBuild(ctx.db, job.build_id))!;
     if (await one(ctx.db, "SELECT 1 FROM test_reports WHERE build_id = ? AND path = ?", [build.id, query.path]))

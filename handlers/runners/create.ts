@@ -1,6 +1,7 @@
 // POST /v1/runners (admin): registers a runner. The token (roost_rt_…) is in this answer only.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { DisplayName } from "../../lib/schemas.ts";
 import { RunnerResource, RunnerLabel } from "../../lib/runners/wire.ts";
 import { insertRunner, toPublicRunner } from "../../lib/db/runners.ts";
@@ -13,8 +14,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ runner: RunnerResource, token: z.string().describe("roost_rt_…, shown only here") }),
   successStatus: 201,
   errors: [],
-  async handle({ body }, ctx) {
-    const { runner, token } = await insertRunner(ctx.db, { name: body.name, labels: body.labels, createdBy: ctx.principal!.user.id }, ctx.clock.now());
+  async handle({ body }, ctx: UserContext) {
+    const { runner, token } = await insertRunner(ctx.db, { name: body.name, labels: body.labels, createdBy: ctx.principal.user.id }, ctx.clock.now());
     return { runner: toPublicRunner(runner), token };
   },
 });

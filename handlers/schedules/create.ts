@@ -2,9 +2,9 @@
 // branch of the pipeline (docs/operations.md "Scheduled builds").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { CreateScheduleBody, ScheduleResource } from "../../lib/schemas/operations.ts";
-import { scopedPipeline, scopedProject } from "../../lib/auth/project-access.ts";
 import { insertSchedule, toPublicSchedule } from "../../lib/schedules.ts";
 
 export const endpoint = defineEndpoint({
@@ -16,12 +16,12 @@ export const endpoint = defineEndpoint({
   response: z.object({ schedule: ScheduleResource }),
   successStatus: 201,
   errors: [],
-  async handle({ body }, ctx) {
-    const pipeline = scopedPipeline(ctx);
-    const project = scopedProject(ctx);
+  async handle({ body }, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
+    const project = ctx.project;
     const schedule = await insertSchedule(
       ctx.db,
-      { ...body, branch: body.branch ?? project.default_branch, projectId: project.id, pipelineId: pipeline.id, createdBy: ctx.principal?.user.id ?? null },
+      { ...body, branch: body.branch ?? project.default_branch, projectId: project.id, pipelineId: pipeline.id, createdBy: ctx.principal.user.id },
       ctx.clock.now(),
     );
     return { schedule: toPublicSchedule(schedule, null) };

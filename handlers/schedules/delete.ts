@@ -2,8 +2,8 @@
 // started stay; their schedule_id becomes null.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { deleteSchedule } from "../../lib/schedules.ts";
 import { refuseFileSchedule, scheduleOfPipeline } from "./update.ts";
 
@@ -14,8 +14,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   errors: ["schedule_from_file"],
-  async handle({ params }, ctx) {
-    const schedule = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+  async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
+    const schedule = await scheduleOfPipeline(ctx.db, ctx.pipeline.id, params.schedule_id);
     refuseFileSchedule(schedule);
     await deleteSchedule(ctx.db, schedule.id);
     return { deleted: true };

@@ -1,9 +1,9 @@
 // GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id} (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ScheduleResource } from "../../lib/schemas/operations.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { lastRun, toPublicSchedule } from "../../lib/schedules.ts";
 import { scheduleOfPipeline } from "./update.ts";
 
@@ -14,8 +14,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
   response: z.object({ schedule: ScheduleResource }),
   errors: [],
-  async handle({ params }, ctx) {
-    const schedule = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+  async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
+    const schedule = await scheduleOfPipeline(ctx.db, ctx.pipeline.id, params.schedule_id);
     return { schedule: toPublicSchedule(schedule, await lastRun(ctx.db, schedule.id)) };
   },
 });

@@ -1,9 +1,9 @@
 // GET /v1/pipelines/{pipeline_id}/schedules (project viewer): the pipeline's schedules with their last run.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ScheduleResource } from "../../lib/schemas/operations.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,8 +13,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ schedules: z.array(ScheduleResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    const pipeline = scopedPipeline(ctx);
+  async handle(_input, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
     const schedules = await listSchedules(ctx.db, pipeline.id);
     return { schedules: await Promise.all(schedules.map(async (s) => toPublicSchedule(s, await lastRun(ctx.db, s.id)))) };
   },

@@ -2,10 +2,10 @@
 // given fields. A new expression or time zone, or enabling, counts from now: no past slot fires.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ScheduleResource, UpdateScheduleBody } from "../../lib/schemas/operations.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { findSchedule, lastRun, toPublicSchedule, updateSchedule, type Schedule } from "../../lib/schedules.ts";
 import type { Executor } from "../../lib/db/client.ts";
 
@@ -34,8 +34,8 @@ export const endpoint = defineEndpoint({
   body: UpdateScheduleBody,
   response: z.object({ schedule: ScheduleResource }),
   errors: ["schedule_from_file"],
-  async handle({ params, body }, ctx) {
-    const current = await scheduleOfPipeline(ctx.db, scopedPipeline(ctx).id, params.schedule_id);
+  async handle({ params, body }, ctx: ProjectContext<"pipeline_id">) {
+    const current = await scheduleOfPipeline(ctx.db, ctx.pipeline.id, params.schedule_id);
     refuseFileSchedule(current);
     const changes = Object.fromEntries(Object.entries(body).filter(([, v]) => v !== undefined));
     const schedule = await updateSchedule(ctx.db, current, changes, ctx.clock.now());

@@ -1,5 +1,6 @@
 // PUT /v1/settings/oidc: replaces the identity provider settings after setup (owner or admin).
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { OidcSettingsBody, PublicOidcSettings } from "../../lib/auth/oidc.ts";
 import { storeOidcSettings } from "../../lib/auth/sign-in-settings.ts";
 
@@ -10,8 +11,8 @@ export const endpoint = defineEndpoint({
   body: OidcSettingsBody,
   response: PublicOidcSettings,
   errors: [],
-  async handle({ body }, ctx) {
-    ctx.log.info("oidc settings changed", { request_id: ctx.requestId, user_id: ctx.principal?.user.id ?? null, issuer: body.issuer });
+  async handle({ body }, ctx: UserContext) {
+    ctx.log.info("oidc settings changed", { request_id: ctx.requestId, user_id: ctx.principal.user.id, issuer: body.issuer });
     return storeOidcSettings(ctx.db, ctx.secrets, body, ctx.clock.now());
   },
 });

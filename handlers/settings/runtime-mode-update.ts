@@ -5,6 +5,7 @@
 // Switching back to local always works; the remote settings stay stored for a later switch.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { getInstance, setRuntimeMode } from "../../lib/db/instance.ts";
 import { getOidcSettings, getTrustedProxySettings } from "../../lib/db/sign-in-settings.ts";
@@ -29,7 +30,7 @@ export const endpoint = defineEndpoint({
   body: RuntimeModeBody,
   response: RuntimeModeResult,
   errors: ["remote_auth_not_configured", "oidc_discovery_error"],
-  async handle({ body }, ctx) {
+  async handle({ body }, ctx: UserContext) {
     const instance = await getInstance(ctx.db);
     const remoteAuth = body.remote_auth_mode ?? instance.remote_auth_mode;
     if (body.runtime_mode === "remote") {
@@ -55,7 +56,7 @@ export const endpoint = defineEndpoint({
     await setRuntimeMode(ctx.db, body.runtime_mode, remoteAuth);
     ctx.log.info("runtime mode changed", {
       request_id: ctx.requestId,
-      user_id: ctx.principal?.user.id ?? null,
+      user_id: ctx.principal.user.id,
       runtime_mode: body.runtime_mode,
       remote_auth_mode: remoteAuth,
     });

@@ -1,5 +1,6 @@
 // PUT /v1/settings/trusted-proxy: replaces the trusted proxy settings after setup (owner or admin).
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { PublicTrustedProxySettings, TrustedProxySettingsBody } from "../../lib/auth/trusted-proxy.ts";
 import { storeTrustedProxySettings } from "../../lib/auth/sign-in-settings.ts";
 
@@ -10,8 +11,8 @@ export const endpoint = defineEndpoint({
   body: TrustedProxySettingsBody,
   response: PublicTrustedProxySettings,
   errors: [],
-  async handle({ body }, ctx) {
-    ctx.log.info("trusted proxy settings changed", { request_id: ctx.requestId, user_id: ctx.principal?.user.id ?? null, trusted_peers: body.trusted_peers });
+  async handle({ body }, ctx: UserContext) {
+    ctx.log.info("trusted proxy settings changed", { request_id: ctx.requestId, user_id: ctx.principal.user.id, trusted_peers: body.trusted_peers });
     return storeTrustedProxySettings(ctx.db, body, ctx.clock.now());
   },
 });

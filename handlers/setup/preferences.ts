@@ -3,6 +3,7 @@
 // setup token, since no owner exists yet to authorize it (README "First run").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { SetupContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { setPreferences } from "../../lib/db/instance.ts";
 
@@ -30,10 +31,10 @@ export const endpoint = defineEndpoint({
   body: PreferencesBody,
   response: PreferencesResult,
   errors: [],
-  async handle({ body }, ctx) {
+  async handle({ body }, ctx: SetupContext) {
     const remoteAuth = body.runtime_mode === "remote" ? body.remote_auth_mode! : null;
     const stored = await setPreferences(ctx.db, body.runtime_mode, remoteAuth, ctx.clock.now());
     if (!stored) fail("setup_already_complete");
-    return { runtime_mode: body.runtime_mode, remote_auth_mode: remoteAuth, session_expires_at: ctx.setupToken!.expires_at };
+    return { runtime_mode: body.runtime_mode, remote_auth_mode: remoteAuth, session_expires_at: ctx.setupToken.expires_at };
   },
 });

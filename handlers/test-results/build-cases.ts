@@ -4,9 +4,9 @@
 // Each case carries its last results in the build's lane and, when failed, since when.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, SearchQuery } from "../../lib/schemas.ts";
-import { scopedBuild } from "../../lib/auth/project-access.ts";
 import { CaseStatus, TestCaseResource } from "../../lib/test-results/schema.ts";
 import { listCases } from "../../lib/test-results/queries.ts";
 
@@ -39,8 +39,8 @@ export const endpoint = defineEndpoint({
   query: Query,
   response: z.object({ cases: z.array(TestCaseResource), next_cursor: z.string().nullable() }),
   errors: [],
-  async handle({ query }, ctx) {
-    const build = scopedBuild(ctx);
+  async handle({ query }, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
     return listCases(ctx.db, build, { buildId: build.id, statuses: query.status ?? [], q: query.q || undefined, limit: query.limit, cursor: query.cursor });
   },
 });

@@ -4,9 +4,9 @@
 // first (offset paging: a build holds at most 20,000 files).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { Pagination } from "../../lib/schemas.ts";
-import { scopedBuild, scopedProject } from "../../lib/auth/project-access.ts";
 import { CoverageAnswer } from "../../lib/test-results/schema.ts";
 import { coverageOf } from "../../lib/test-results/queries.ts";
 
@@ -18,7 +18,7 @@ export const endpoint = defineEndpoint({
   query: z.object(Pagination),
   response: CoverageAnswer,
   errors: [],
-  async handle({ query }, ctx) {
-    return coverageOf(ctx.db, scopedBuild(ctx), scopedProject(ctx).default_branch, query);
+  async handle({ query }, ctx: ProjectContext<"build_id">) {
+    return coverageOf(ctx.db, ctx.build, ctx.project.default_branch, query);
   },
 });

@@ -3,8 +3,8 @@
 // how to link a file and line to the source host.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedBuild, scopedProject } from "../../lib/auth/project-access.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
 import { sourceFileUrl } from "../../lib/test-results/source-links.ts";
 import { BuildTestsAnswer } from "../../lib/test-results/schema.ts";
@@ -17,9 +17,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ build_id: IdParam }),
   response: BuildTestsAnswer,
   errors: [],
-  async handle(_input, ctx) {
-    const build = scopedBuild(ctx);
-    const repository = await findRepository(ctx.db, scopedProject(ctx).repository_id);
+  async handle(_input, ctx: ProjectContext<"build_id">) {
+    const build = ctx.build;
+    const repository = await findRepository(ctx.db, ctx.project.repository_id);
     return {
       summary: await summaryOf(ctx.db, build.id),
       reports: await listReports(ctx.db, build.id),

@@ -3,9 +3,9 @@
 // with their failure rate over every run; `cursor` is the previous page's next_cursor.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { TestResource } from "../../lib/test-results/schema.ts";
 import { flakyTests } from "../../lib/test-results/queries.ts";
 
@@ -23,7 +23,7 @@ export const endpoint = defineEndpoint({
   }),
   response: z.object({ tests: z.array(TestResource), next_cursor: z.string().nullable() }),
   errors: [],
-  async handle({ query }, ctx) {
-    return flakyTests(ctx.db, scopedPipeline(ctx).id, query);
+  async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
+    return flakyTests(ctx.db, ctx.pipeline.id, query);
   },
 });

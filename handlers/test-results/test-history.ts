@@ -3,10 +3,10 @@
 // pull request, newest first; `before` is the previous page's next_before (a build number).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { BranchName, IdParam } from "../../lib/schemas/ci.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas.ts";
-import { scopedPipeline, scopedProject } from "../../lib/auth/project-access.ts";
 import { HistoryEntry, TestResource } from "../../lib/test-results/schema.ts";
 import { findTest, testHistory } from "../../lib/test-results/queries.ts";
 
@@ -28,12 +28,12 @@ export const endpoint = defineEndpoint({
     next_before: z.number().int().nullable(),
   }),
   errors: ["not_found", "invalid_request"],
-  async handle({ params, query }, ctx) {
-    const pipeline = scopedPipeline(ctx);
+  async handle({ params, query }, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
     if (query.branch && query.pull_request) fail("invalid_request", "Give a branch or a pull_request, not both.");
     const found = await findTest(ctx.db, pipeline.id, params.test_key);
     if (!found) fail("not_found", "No test with that key in this pipeline.");
-    const lane = query.pull_request ? `pr:${query.pull_request}` : (query.branch ?? scopedProject(ctx).default_branch);
+    const lane = query.pull_request ? `pr:${query.pull_request}` : (query.branch ?? ctx.project.default_branch);
     const page = await testHistory(ctx.db, found.id, lane, { limit: query.limit, before: query.before });
     return { test: found.test, lane, ...page };
   },

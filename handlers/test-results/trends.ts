@@ -3,8 +3,8 @@
 // coverage and the size of each artifact, newest first.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { BranchName, IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { TrendPoint } from "../../lib/test-results/schema.ts";
 import { pipelineTrends } from "../../lib/test-results/queries.ts";
 
@@ -19,7 +19,7 @@ export const endpoint = defineEndpoint({
   }),
   response: z.object({ builds: z.array(TrendPoint) }),
   errors: [],
-  async handle({ query }, ctx) {
-    return { builds: await pipelineTrends(ctx.db, scopedPipeline(ctx).id, query) };
+  async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
+    return { builds: await pipelineTrends(ctx.db, ctx.pipeline.id, query) };
   },
 });

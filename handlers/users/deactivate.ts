@@ -2,6 +2,7 @@
 // their sessions end and their API tokens stop working (a token never outlives its creator).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { UserResource } from "../../lib/schemas.ts";
 import { toUserResource } from "../../lib/db/users.ts";
 import { changeUser } from "../../lib/user-admin.ts";
@@ -14,8 +15,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ user_id: z.string().min(1).max(64) }),
   response: z.object({ user: UserResource }),
   errors: ["last_owner", "not_found"],
-  async handle({ params }, ctx) {
-    const user = await changeUser(ctx.db, ctx.principal!, params.user_id, { active: false }, ctx.clock.now());
+  async handle({ params }, ctx: UserContext) {
+    const user = await changeUser(ctx.db, ctx.principal, params.user_id, { active: false }, ctx.clock.now());
     return { user: toUserResource(user) };
   },
 });

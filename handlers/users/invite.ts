@@ -2,6 +2,7 @@
 // nobody invites above their own role (docs/authorization.md "Roles").
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { Email, UserResource } from "../../lib/schemas.ts";
 import { RoleSchema, roleAtLeast } from "../../lib/auth/roles.ts";
@@ -18,8 +19,8 @@ export const endpoint = defineEndpoint({
   response: z.object({ user: UserResource }),
   successStatus: 201,
   errors: ["role_not_allowed", "user_exists"],
-  async handle({ body }, ctx) {
-    const caller = ctx.principal!;
+  async handle({ body }, ctx: UserContext) {
+    const caller = ctx.principal;
     if (!roleAtLeast(caller.role, body.role)) fail("role_not_allowed", `You cannot grant ${body.role}, which is above your own role.`);
     const existing = await findUserByEmail(ctx.db, body.email);
     if (existing) {

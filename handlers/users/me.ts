@@ -1,6 +1,7 @@
 // GET /v1/users/me: who the credential belongs to, and the role it acts with.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { UserResource } from "../../lib/schemas.ts";
 import { RoleSchema } from "../../lib/auth/roles.ts";
 import { toUserResource } from "../../lib/db/users.ts";
@@ -20,8 +21,8 @@ export const endpoint = defineEndpoint({
   tag: "users",
   response: MeResult,
   errors: [],
-  async handle(_input, ctx) {
-    const p = ctx.principal!;
+  async handle(_input, ctx: UserContext) {
+    const p = ctx.principal;
     return { user: toUserResource(p.user), credential: { kind: p.kind, effective_role: p.role, expires_at: p.credentialExpiresAt } };
   },
 });

@@ -1,6 +1,7 @@
 // PATCH /v1/users/{user_id} (admin): change a user's role, or deactivate/reactivate them.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { UserContext } from "../../lib/context.ts";
 import { UserResource } from "../../lib/schemas.ts";
 import { RoleSchema } from "../../lib/auth/roles.ts";
 import { toUserResource } from "../../lib/db/users.ts";
@@ -20,8 +21,8 @@ export const endpoint = defineEndpoint({
   body: UpdateUserBody,
   response: z.object({ user: UserResource }),
   errors: ["role_not_allowed", "last_owner", "not_found"],
-  async handle({ params, body }, ctx) {
-    const user = await changeUser(ctx.db, ctx.principal!, params.user_id, body, ctx.clock.now());
+  async handle({ params, body }, ctx: UserContext) {
+    const user = await changeUser(ctx.db, ctx.principal, params.user_id, body, ctx.clock.now());
     return { user: toUserResource(user) };
   },
 });

@@ -2,8 +2,8 @@
 // deleted which variable of the project or its pipelines, and when; never a value.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { listVariableChanges, VariableChangeResource } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -18,7 +18,7 @@ export const endpoint = defineEndpoint({
   }),
   response: z.object({ changes: z.array(VariableChangeResource) }),
   errors: [],
-  async handle({ query }, ctx) {
-    return { changes: await listVariableChanges(ctx.db, scopedProject(ctx).id, { pipelineId: query.pipeline_id, limit: query.limit, offset: query.offset }) };
+  async handle({ query }, ctx: ProjectContext) {
+    return { changes: await listVariableChanges(ctx.db, ctx.project.id, { pipelineId: query.pipeline_id, limit: query.limit, offset: query.offset }) };
   },
 });

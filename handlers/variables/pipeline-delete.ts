@@ -1,9 +1,9 @@
 // DELETE /v1/pipelines/{pipeline_id}/variables/{key} (project maintainer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { deleteVariable, VariableKey } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,14 +13,14 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle({ params }, ctx) {
-    const pipeline = scopedPipeline(ctx);
-    const user = ctx.principal?.user;
+  async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
+    const user = ctx.principal.user;
     const deleted = await deleteVariable(
       ctx.db,
       { projectId: pipeline.project_id, pipelineId: pipeline.id },
       params.key,
-      { id: user?.id ?? null, email: user?.email ?? "" },
+      { id: user.id, email: user.email },
       ctx.clock.now(),
     );
     if (!deleted) fail("not_found", `No pipeline variable ${params.key}.`);

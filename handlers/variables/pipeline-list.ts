@@ -2,8 +2,8 @@
 // (its project's are listed under the project). Secrets are listed by name only (value null).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,8 +13,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ variables: z.array(VariableResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    const pipeline = scopedPipeline(ctx);
+  async handle(_input, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
     return { variables: (await listVariables(ctx.db, pipeline.project_id, pipeline.id)).map(toPublicVariable) };
   },
 });

@@ -2,8 +2,8 @@
 // pipeline variable; it replaces a project variable of the same key in this pipeline's builds.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedPipeline } from "../../lib/auth/project-access.ts";
 import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -15,16 +15,16 @@ export const endpoint = defineEndpoint({
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ variable: VariableResource, created: z.boolean() }),
   errors: [],
-  async handle({ params, body }, ctx) {
-    const pipeline = scopedPipeline(ctx);
-    const user = ctx.principal?.user;
+  async handle({ params, body }, ctx: ProjectContext<"pipeline_id">) {
+    const pipeline = ctx.pipeline;
+    const user = ctx.principal.user;
     const { variable, created } = await putVariable(
       ctx.db,
       ctx.secrets,
       { projectId: pipeline.project_id, pipelineId: pipeline.id },
       params.key,
       body,
-      { id: user?.id ?? null, email: user?.email ?? "" },
+      { id: user.id, email: user.email },
       ctx.clock.now(),
     );
     return { variable: toPublicVariable(variable), created };

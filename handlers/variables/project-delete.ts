@@ -1,9 +1,9 @@
 // DELETE /v1/projects/{project_id}/variables/{key} (project maintainer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { fail } from "../../lib/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { deleteVariable, VariableKey } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,13 +13,13 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   errors: [],
-  async handle({ params }, ctx) {
-    const user = ctx.principal?.user;
+  async handle({ params }, ctx: ProjectContext) {
+    const user = ctx.principal.user;
     const deleted = await deleteVariable(
       ctx.db,
-      { projectId: scopedProject(ctx).id, pipelineId: null },
+      { projectId: ctx.project.id, pipelineId: null },
       params.key,
-      { id: user?.id ?? null, email: user?.email ?? "" },
+      { id: user.id, email: user.email },
       ctx.clock.now(),
     );
     if (!deleted) fail("not_found", `No project variable ${params.key}.`);

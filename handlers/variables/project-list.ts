@@ -2,8 +2,8 @@
 // Secrets are listed by name only (value null).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -13,7 +13,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ project_id: IdParam }),
   response: z.object({ variables: z.array(VariableResource) }),
   errors: [],
-  async handle(_input, ctx) {
-    return { variables: (await listVariables(ctx.db, scopedProject(ctx).id, null)).map(toPublicVariable) };
+  async handle(_input, ctx: ProjectContext) {
+    return { variables: (await listVariables(ctx.db, ctx.project.id, null)).map(toPublicVariable) };
   },
 });

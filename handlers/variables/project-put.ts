@@ -2,8 +2,8 @@
 // project variable; every build of the project's pipelines receives it (docs/secrets.md).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedProject } from "../../lib/auth/project-access.ts";
 import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
 
 export const endpoint = defineEndpoint({
@@ -15,15 +15,15 @@ export const endpoint = defineEndpoint({
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ variable: VariableResource, created: z.boolean() }),
   errors: [],
-  async handle({ params, body }, ctx) {
-    const user = ctx.principal?.user;
+  async handle({ params, body }, ctx: ProjectContext) {
+    const user = ctx.principal.user;
     const { variable, created } = await putVariable(
       ctx.db,
       ctx.secrets,
-      { projectId: scopedProject(ctx).id, pipelineId: null },
+      { projectId: ctx.project.id, pipelineId: null },
       params.key,
       body,
-      { id: user?.id ?? null, email: user?.email ?? "" },
+      { id: user.id, email: user.email },
       ctx.clock.now(),
     );
     return { variable: toPublicVariable(variable), created };

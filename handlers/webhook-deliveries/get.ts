@@ -3,8 +3,8 @@
 // including those that matched no project (the route's rule).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
+import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { scopedDelivery } from "../../lib/auth/project-access.ts";
 import { toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 
@@ -15,7 +15,7 @@ export const endpoint = defineEndpoint({
   params: z.object({ delivery_id: IdParam }),
   response: z.object({ delivery: DeliveryResource.extend({ body: z.string().nullable().describe("the raw body, kept 7 days") }) }),
   errors: [],
-  async handle(_input, ctx) {
-    return { delivery: toPublicDelivery(scopedDelivery(ctx), true) };
+  async handle(_input, ctx: ProjectContext<"delivery_id">) {
+    return { delivery: toPublicDelivery(ctx.delivery, true) };
   },
 });

@@ -1,8 +1,8 @@
 // One mechanism that enforces every route's auth rule (lib/route.ts AuthRule). Handlers never
 // look at the Authorization header themselves.
 import { isProjectRule, type AuthRule } from "../route.ts";
-import { authorizeProject, type ProjectScope } from "./project-access.ts";
-import type { AppContext } from "../context.ts";
+import { authorizeProject } from "./project-access.ts";
+import type { AppContext, SetupGrant } from "../context.ts";
 import type { Principal } from "./principal.ts";
 import { fail } from "../errors.ts";
 import { bearerToken } from "../http.ts";
@@ -23,12 +23,15 @@ import { cookieSessionToken } from "./browser-session.ts";
 import { credentialKind, describeCredential } from "./credential-kind.ts";
 import type { SecretKind } from "./secrets.ts";
 
+/**
+ * What the rule authenticated, handed to the handler in its context: which fields each rule sets
+ * is lib/context.ts AuthenticatedBy (a projectRole rule adds the project and what the path names).
+ */
 export interface Authentication {
-  principal: Principal | null;
-  setupToken: { id: string; expires_at: number } | null;
-  runner?: Runner | null;
-  streamBuildId?: string | null;
-  scope?: ProjectScope | null;
+  principal?: Principal;
+  setupToken?: SetupGrant;
+  runner?: Runner;
+  streamBuildId?: string;
 }
 
 const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {
@@ -83,7 +86,7 @@ export async function authenticate(
   peer: string | null,
   params: Record<string, string> = {},
 ): Promise<Authentication> {
-  if (rule === "public" || rule === "webhook") return { principal: null, setupToken: null };
+  if (rule === "public" || rule === "webhook") return {};
 
   // Rules that take a user session also read it from the browser's HttpOnly cookie when no
   // Authorization header is sent (lib/auth/browser-session.ts, with its CSRF check).
@@ -97,7 +100,7 @@ export async function authenticate(
     // (each write is a transaction, a round trip on a remote database).
     const now = ctx.clock.now();
     if (runner.last_seen_at === null || runner.last_seen_at < now) await touchRunner(ctx.db, runner.id, now);
-    return { principal: null, setupToken: null, runner };
+    return { runner };
   }
   if (rule === "stream") {
     // Stream tokens travel in the query string (EventSource sends no headers): scoped to one build, read-only, short-lived.
@@ -116,7 +119,7 @@ export async function authenticate(
     if (!build || (await projectRoleOf(ctx.db, principal, build.project_id)) === null) {
       fail("forbidden", "The user this stream token was issued to can no longer see this build.");
     }
-    return { principal, setupToken: null, streamBuildId: grant.build_id };
+    return { principal, streamBuildId: grant.build_id };
   }
   if (rule === "metrics") {
     // Prometheus scrapes with a static bearer token; without one configured, only this host may scrape.
@@ -126,22 +129,22 @@ export async function authenticate(
     } else if (!isLoopbackAddress(peer)) {
       fail("forbidden", "Without ROOST_METRICS_TOKEN, /metrics answers loopback peers only.");
     }
-    return { principal: null, setupToken: null };
+    return {};
   }
   if (rule === "setup") {
     const instance = await getInstance(ctx.db);
     if (instance.state === "ready") fail("setup_already_complete");
     const setupToken = await checkSetupToken(ctx.db, requireCredential(rule, token), ctx.clock.now());
     if (!setupToken) fail("invalid_setup_token", "The setup token is unknown or expired; mint a new one with `roost recover setup-token`.");
-    return { principal: null, setupToken };
+    return { setupToken };
   }
 
   const presented = requireCredential(rule, token);
   const principal = rule === "session" ? await fromSession(presented, ctx) : await fromSessionOrApiToken(presented, ctx);
-  if (isProjectRule(rule)) return { principal, setupToken: null, scope: await authorizeProject(ctx.db, principal, rule, params) };
+  if (isProjectRule(rule)) return authorizeProject(ctx.db, principal, rule, params);
   const minimum = MIN_ROLE[rule]!;
   if (!roleAtLeast(principal.role, minimum)) fail("forbidden", `This endpoint needs the ${minimum} role or higher.`);
-  return { principal, setupToken: null };
+  return { principal };
 }
 
 async function fromSession(token: string, ctx: AppContext): Promise<Principal> {

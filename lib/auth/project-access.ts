@@ -7,7 +7,7 @@
 // needs a membership. A project the caller may not see answers 404, as if it did not exist, so
 // ids cannot be probed; one they see but may not change answers 403.
 import type { Executor } from "../db/client.ts";
-import type { ProjectRule } from "../route.ts";
+import type { ProjectRule, ProjectScopeParam } from "../route.ts";
 import type { Principal } from "./principal.ts";
 import { fail } from "../errors.ts";
 import { roleAtLeast } from "./roles.ts";
@@ -23,16 +23,25 @@ export function projectRoleAtLeast(role: ProjectRole, minimum: ProjectRole): boo
   return RANK[role] >= RANK[minimum];
 }
 
-/** What a project rule resolved: the project, the caller's role on it, and the resource the path named. */
-export interface ProjectScope {
-  /** Null only for a delivery that matched no project (which only admins may read). */
-  project: Project | null;
-  role: ProjectRole;
-  build: Build | null;
-  pipeline: Pipeline | null;
-  delivery: Delivery | null;
-  deployment: Deployment | null;
+/** What each path parameter of a project rule names, loaded before the handler runs. */
+interface ScopedResource {
+  project_id: unknown;
+  pipeline_id: { pipeline: Pipeline };
+  build_id: { build: Build };
+  delivery_id: { delivery: Delivery };
+  deployment_id: { deployment: Deployment };
 }
+
+/**
+ * What a projectRole(minimum, via) rule authorized: the caller, their role on the project, the
+ * project and the resource `via` names. The project is null only for a delivery that matched no
+ * project (which only admins may read).
+ */
+export type ProjectAccess<Via extends ProjectScopeParam> = {
+  principal: Principal;
+  role: ProjectRole;
+  project: Via extends "delivery_id" ? Project | null : Project;
+} & ScopedResource[Via];
 
 /** The caller's role on a project, or null when they may not see it. */
 export async function projectRoleOf(db: Executor, principal: Principal, projectId: string): Promise<ProjectRole | null> {
@@ -56,66 +65,54 @@ const NOUN: Record<ProjectRule["via"], string> = {
  * Loads what the rule's path parameter names and checks the caller's role on its project:
  * 404 when it does not exist or the caller may not see it, 403 when their role is too low.
  */
-export async function authorizeProject(db: Executor, principal: Principal, rule: ProjectRule, params: Record<string, string>): Promise<ProjectScope> {
+export async function authorizeProject<Via extends ProjectScopeParam>(
+  db: Executor,
+  principal: Principal,
+  rule: ProjectRule<Via>,
+  params: Record<string, string>,
+): Promise<ProjectAccess<Via>> {
   const id = params[rule.via] ?? "";
   const hidden = (): never => fail("not_found", `No ${NOUN[rule.via]} with that id.`);
-  const scope: ProjectScope = { project: null, role: "viewer", build: null, pipeline: null, delivery: null, deployment: null };
-  let projectId: string | null;
-  switch (rule.via) {
-    case "project_id":
-      projectId = id;
-      break;
-    case "pipeline_id":
-      scope.pipeline = (await findPipeline(db, id)) ?? hidden();
-      projectId = scope.pipeline.project_id;
-      break;
-    case "build_id":
-      scope.build = (await findBuild(db, id)) ?? hidden();
-      projectId = scope.build.project_id;
-      break;
-    case "delivery_id":
-      scope.delivery = (await findDelivery(db, id)) ?? hidden();
-      projectId = scope.delivery.project_id;
-      break;
-    case "deployment_id":
-      scope.deployment = (await findDeployment(db, id)) ?? hidden();
-      projectId = scope.deployment.project_id;
-      break;
-  }
+  const { projectId, ...resource } = (await loadScoped(db, rule.via, id)) ?? hidden();
+  const access = { ...resource, principal, project: null as Project | null, role: "viewer" as ProjectRole };
   if (projectId === null) {
     // A delivery that matched no project belongs to the instance: admins only.
     if (!roleAtLeast(principal.role, "admin")) hidden();
-    scope.role = "maintainer";
-    return scope;
+    access.role = "maintainer";
+    return access as ProjectAccess<Via>;
   }
-  scope.project = await findProject(db, projectId);
-  const role = scope.project ? await projectRoleOf(db, principal, projectId) : null;
-  if (!scope.project || !role) hidden();
-  if (!projectRoleAtLeast(role!, rule.minimum)) fail("forbidden", `This needs the ${rule.minimum} role on the project; yours is ${role}.`);
-  scope.role = role!;
-  return scope;
+  access.project = await findProject(db, projectId);
+  const role = access.project ? await projectRoleOf(db, principal, projectId) : null;
+  if (!access.project || !role) return hidden();
+  if (!projectRoleAtLeast(role, rule.minimum)) fail("forbidden", `This needs the ${rule.minimum} role on the project; yours is ${role}.`);
+  access.role = role;
+  return access as ProjectAccess<Via>;
 }
 
-// What handlers of project routes read: the pipeline has loaded and authorized these already.
-type ScopedContext = { scope: ProjectScope | null };
-
-export function scopedProject(ctx: ScopedContext): Project {
-  return ctx.scope?.project ?? unscoped("project");
-}
-export function scopedBuild(ctx: ScopedContext): Build {
-  return ctx.scope?.build ?? unscoped("build");
-}
-export function scopedPipeline(ctx: ScopedContext): Pipeline {
-  return ctx.scope?.pipeline ?? unscoped("pipeline");
-}
-export function scopedDelivery(ctx: ScopedContext): Delivery {
-  return ctx.scope?.delivery ?? unscoped("delivery");
-}
-export function scopedDeployment(ctx: ScopedContext): Deployment {
-  return ctx.scope?.deployment ?? unscoped("deployment");
-}
-
-function unscoped(what: string): never {
-  // A programming error: the route's rule does not name this resource.
-  throw new Error(`this route's auth rule does not resolve a ${what}`);
+/** The resource `via` names and the id of its project; null when it does not exist. */
+async function loadScoped(
+  db: Executor,
+  via: ProjectScopeParam,
+  id: string,
+): Promise<({ projectId: string | null } & Partial<{ pipeline: Pipeline; build: Build; delivery: Delivery; deployment: Deployment }>) | null> {
+  switch (via) {
+    case "project_id":
+      return { projectId: id };
+    case "pipeline_id": {
+      const pipeline = await findPipeline(db, id);
+      return pipeline && { projectId: pipeline.project_id, pipeline };
+    }
+    case "build_id": {
+      const build = await findBuild(db, id);
+      return build && { projectId: build.project_id, build };
+    }
+    case "delivery_id": {
+      const delivery = await findDelivery(db, id);
+      return delivery && { projectId: delivery.project_id, delivery };
+    }
+    case "deployment_id": {
+      const deployment = await findDeployment(db, id);
+      return deployment && { projectId: deployment.project_id, deployment };
+    }
+  }
 }

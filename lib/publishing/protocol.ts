@@ -1,12 +1,12 @@
 // Shared steps of the publish protocol (docs/runners.md "Protocol"): fencing, as for jobs
 // (lib/runners/protocol.ts): the deployment must be this runner's and still running.
-import type { RequestContext } from "../context.ts";
+import type { RunnerContext } from "../context.ts";
 import { fail } from "../errors.ts";
 import { findDeployment, type Deployment } from "./deployments.ts";
 
-export async function ownedRunningDeployment(ctx: RequestContext, id: string): Promise<Deployment> {
+export async function ownedRunningDeployment(ctx: RunnerContext, id: string): Promise<Deployment> {
   const d = await findDeployment(ctx.db, id);
-  if (!d || d.runner_id !== ctx.runner!.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
+  if (!d || d.runner_id !== ctx.runner.id) fail("job_not_assigned", "This deployment is not assigned to this runner.");
   if (d.status !== "running") fail("job_finished", `This deployment is ${d.status}; stop working on it.`);
   return d;
 }

@@ -1,5 +1,5 @@
 // Shared steps of the runner protocol (docs/runners.md).
-import type { AppContext, RequestContext } from "../context.ts";
+import type { AppContext, RequestContext, RunnerContext } from "../context.ts";
 import { fail } from "../errors.ts";
 import { findJob, type Job } from "../db/jobs.ts";
 import { findBuild, type Build } from "../db/builds.ts";
@@ -16,9 +16,9 @@ import { takeRegistryAuth, variablesForBuild } from "../variables.ts";
  * Fencing: the job must be this runner's and still running. Another runner's job is 409
  * job_not_assigned; a finished or lost job is 410 job_finished (the runner stops working on it).
  */
-export async function ownedRunningJob(ctx: RequestContext, jobId: string): Promise<Job> {
+export async function ownedRunningJob(ctx: RunnerContext, jobId: string): Promise<Job> {
   const job = await findJob(ctx.db, jobId);
-  if (!job || job.runner_id !== ctx.runner!.id) fail("job_not_assigned");
+  if (!job || job.runner_id !== ctx.runner.id) fail("job_not_assigned");
   if (job.status !== "running") fail("job_finished", `This job is ${job.status === "lost" ? "lost (its lease expired)" : "finished"}; stop working on it.`);
   return job;
 }

@@ -25,11 +25,6 @@ function context(shutdown = new AbortController().signal): RequestContext {
     request: new Request("http://127.0.0.1/"),
     peer: null,
     requestId: "r",
-    principal: null,
-    setupToken: null,
-    runner: null,
-    scope: null,
-    streamBuildId: null,
     setIdleTimeout() {},
     setBodyTimeout() {},
   };
