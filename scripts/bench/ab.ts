@@ -1,0 +1,69 @@
+// `bun scripts/bench/ab.ts <checkout> <checkout>... [--path /healthz] [--token] [--rounds 4] [--seconds 4]`:
+// the same request against `roost serve` from several checkouts (git worktrees of the commits to
+// compare), their wrk runs alternated round by round so that the load of a shared machine falls on
+// each alike. Prints, per round and checkout, requests/s and the server's CPU time per request (user
+// + system from /proc, the figure the other processes disturb least). --token lists 21 API tokens
+// with an owner's token, as the api-tokens scenario of scripts/bench.ts does.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { cpuMsOf } from "../bench.ts";
+import { BUN, http } from "../../tests/helpers/daemon.ts";
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    path: { type: "string", default: "/healthz" },
+    token: { type: "boolean", default: false },
+    rounds: { type: "string", default: "4" },
+    seconds: { type: "string", default: "4" },
+  },
+});
+if (positionals.length === 0) throw new Error("name at least one checkout");
+
+async function start(checkout: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), "roost-ab-"));
+  const child = Bun.spawn([BUN, join(checkout, "bin/roost.ts"), "serve"], {
+    cwd: checkout,
+    env: { PATH: process.env.PATH ?? "", HOME: tmpdir(), ROOST_DATA_DIR: dataDir, ROOST_LISTEN: "127.0.0.1:0", ROOST_LOG_LEVEL: "warn" },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  let log = "";
+  for await (const chunk of child.stderr as ReadableStream<Uint8Array>) {
+    log += new TextDecoder().decode(chunk);
+    const url = /"url":"(http[^"]+)"/.exec(log)?.[1];
+    if (url) return { name: checkout, child, url, dataDir, headers: [] as string[] };
+  }
+  throw new Error(`${checkout} did not start: ${log}`);
+}
+
+const daemons = await Promise.all(positionals.map((p) => start(resolve(p))));
+try {
+  if (values.token)
+    for (const d of daemons) {
+      const login = await http(d.url, "POST", "/v1/auth/local/login", { body: { email: "bench@example.test" } });
+      const owner = (await http(d.url, "POST", "/v1/api-tokens", { token: login.body.session_token, body: { name: "bench", role: "owner" } })).body.token;
+      for (let i = 0; i < 20; i++) await http(d.url, "POST", "/v1/api-tokens", { token: owner, body: { name: `listed-${i}`, role: "developer" } });
+      d.headers = ["-H", `Authorization: Bearer ${owner}`];
+    }
+  for (let round = 0; round < Number(values.rounds); round++) {
+    const line: string[] = [];
+    for (const d of daemons) {
+      const before = cpuMsOf(d.child.pid);
+      const out = await new Response(Bun.spawn(["wrk", "-t2", "-c32", `-d${values.seconds}s`, ...d.headers, d.url + values.path]).stdout).text();
+      const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
+      const failed = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1];
+      const cpu = ((cpuMsOf(d.child.pid) - before) * 1000) / requests;
+      line.push(`${d.name}: ${Math.round(requests / Number(values.seconds))} req/s, ${cpu.toFixed(0)} µs CPU/request${failed ? `, ${failed} not 2xx` : ""}`);
+    }
+    console.log(line.join("  |  "));
+  }
+} finally {
+  for (const d of daemons) {
+    d.child.kill();
+    await d.child.exited;
+    rmSync(d.dataDir, { recursive: true, force: true });
+  }
+}
