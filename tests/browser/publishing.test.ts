@@ -88,10 +88,10 @@ beforeAll(async () => {
   const pipeline = await createPipeline(t, owner, projectId, { name: "android-release", execution_config: { publish: PUBLISHERS } });
   runner = await connectRunner(t, owner, "linux-1");
   publisher = await connectRunner(t, owner, "linux-publish");
-  // Build 1: published to testers; its production deployment rejected by the approver.
+  // Build 1: refused by Play for testers; its production deployment rejected by the approver.
   builds.push(await runBuild(t, owner, runner, projectId, pipeline.id, { files: { "build/app/outputs/bundle/release/app-release.aab": "bundle 41" } }));
   t.clock.advance(90);
-  await publishNext(t, publisher, { summary: "version code 41 on internal (completed)", version: "41" });
+  await publishNext(t, publisher, { failure: "Google Play: APK specifies a version code that has already been used." });
   const waiting1 = (await deploymentsOf(builds[0].id)).find((d) => d.environment === "production");
   const approverToken = approver.token;
   t.clock.advance(600);
@@ -263,9 +263,27 @@ describe("the project's Deployments tab", () => {
     await dark.close();
   });
 
+  test("a developer retries a failed publish from the build page; the new deployment says who asked", async () => {
+    const page = await pageAs(DEVELOPER);
+    await page.goto(`${base}/projects/${projectId}/builds/${builds[0].id}`);
+    const section = page.getByRole("region", { name: "Publishing" });
+    const failed = section.locator("li.deployment", { hasText: "play to testers" });
+    await failed.waitFor();
+    expect(await text(failed.locator(".badge"))).toBe("✕ failed");
+    expect(await text(failed.locator("dd").nth(2).locator(".field-error"))).toBe("Google Play: APK specifies a version code that has already been used.");
+    await section.getByRole("button", { name: `Retry play of build #${builds[0].build_number} to testers` }).click();
+    const retried = section.locator("li.deployment", { hasText: `Retried by ${DEVELOPER}` });
+    await retried.waitFor();
+    expect(await text(retried.locator(".badge"))).toBe("→ approved, waiting for a runner");
+    a11y["build page, failed and retried"] = await axeViolations(page);
+    const again = (await deploymentsOf(builds[0].id)).find((d) => d.trigger === "retry");
+    expect(again).toMatchObject({ environment: "testers", status: "approved", requested_by: DEVELOPER, retry_of: expect.any(String) });
+    await page.close();
+  });
+
   test("no serious or critical accessibility violation, no script error, no CSP violation", () => {
     expect(a11y).toEqual(Object.fromEntries(Object.keys(a11y).map((k) => [k, []])));
-    expect(Object.keys(a11y).length).toBeGreaterThanOrEqual(7);
+    expect(Object.keys(a11y).length).toBeGreaterThanOrEqual(8);
     expect(errors).toEqual([]);
   });
 });

@@ -81,6 +81,34 @@ function DecisionButtons({ d, onDecided }: { d: Deployment; onDecided: () => voi
   );
 }
 
+/** A failed deployment asked for again (POST /v1/deployments/{id}/retry): nothing the store has is sent twice. */
+function RetryButton({ d, onRetried }: { d: Deployment; onRetried: () => void }) {
+  const [error, setError] = useState<ApiFailure | null>(null);
+  return (
+    <>
+      <button
+        type="button"
+        class="secondary small"
+        aria-label={`Retry ${d.publisher} of build #${d.build_number} to ${d.environment}`}
+        onClick={async () => {
+          setError(null);
+          try {
+            await post(`/v1/deployments/${encodeURIComponent(d.id)}/retry`);
+            onRetried();
+          } catch (err) {
+            setError(err as ApiFailure);
+          }
+        }}
+      >
+        Retry
+      </button>
+      <FormError error={error} />
+    </>
+  );
+}
+
+const mayAct = (project: Project | undefined) => project?.current_user_role === "developer" || project?.current_user_role === "maintainer";
+
 /** Who decided and when, or who may; the buttons for those who may. */
 function Decision({ d, env, project, onDecided }: { d: Deployment; env: Environment | undefined; project: Project | undefined; onDecided: () => void }) {
   if (d.decided_by)
@@ -144,6 +172,11 @@ function DeploymentItem({ d, env, project, onChanged }: { d: Deployment; env: En
           <dt>The store said</dt>
           <dd>
             <StoreAnswer d={d} />
+            {d.status === "failed" && mayAct(project) && (
+              <div class="decision">
+                <RetryButton d={d} onRetried={onChanged} />
+              </div>
+            )}
           </dd>
         </div>
       </dl>
@@ -282,7 +315,7 @@ export function BuildDeployments({ build, project }: { build: Build; project: Pr
   const list = deployments.data?.deployments ?? [];
   if (publishers.length === 0 && list.length === 0) return null;
   const envs = environments.data?.environments ?? [];
-  const mayPromote = project?.current_user_role === "developer" || project?.current_user_role === "maintainer";
+  const mayPromote = mayAct(project);
   return (
     <section aria-labelledby="h-publishing" class="publishing">
       <h2 id="h-publishing">Publishing</h2>
@@ -349,7 +382,7 @@ export function DeploymentsTab({ project }: { project: Project }) {
   const shown = environment ? envs.filter((e) => e.name === environment) : envs;
   const current = shown.flatMap((e) => e.current);
   const list = deployments.data?.deployments ?? [];
-  const mayPromote = project.current_user_role === "developer" || project.current_user_role === "maintainer";
+  const mayPromote = mayAct(project);
   const reload = () => {
     void deployments.reload();
     void environments.reload();
@@ -457,7 +490,7 @@ export function DeploymentsTab({ project }: { project: Project }) {
                 <th scope="col">Asked for by</th>
                 <th scope="col">Decision</th>
                 <th scope="col">The store said</th>
-                {mayPromote && <th scope="col">Promote</th>}
+                {mayPromote && <th scope="col">Actions</th>}
               </tr>
             </thead>
             <tbody>
@@ -484,7 +517,7 @@ export function DeploymentsTab({ project }: { project: Project }) {
                     <StoreAnswer d={d} />
                   </td>
                   {mayPromote && (
-                    <td data-label="Promote">
+                    <td data-label="Actions">
                       {d.status === "succeeded" && (
                         <button
                           type="button"
@@ -495,6 +528,7 @@ export function DeploymentsTab({ project }: { project: Project }) {
                           Promote…
                         </button>
                       )}
+                      {d.status === "failed" && <RetryButton d={d} onRetried={reload} />}
                     </td>
                   )}
                 </tr>
