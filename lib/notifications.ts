@@ -19,6 +19,8 @@ import { raiseIncident, resolveIncident } from "./incidents.ts";
 import { hostRefusal, refuseSavedHost } from "./address-policy.ts";
 import { failedCases, summaryOf, testsPageUrl } from "./test-results/queries.ts";
 import { approverEmails } from "./publishing/environments.ts";
+import type { NotificationResource } from "./schemas/operations.ts";
+import type { WireOf } from "./schemas.ts";
 
 export const NOTIFICATION_EVENTS = ["failed", "fixed", "succeeded", "canceled", "approval_requested"] as const;
 export type NotificationEvent = (typeof NOTIFICATION_EVENTS)[number];
@@ -223,7 +225,7 @@ export async function healthOf(db: Executor, notificationId: string) {
 }
 
 /** The API shape: the secrets are never returned, only which ones are set. */
-export async function toPublicNotification(db: Executor, n: Notification) {
+export async function toPublicNotification(db: Executor, n: Notification): Promise<WireOf<typeof NotificationResource>> {
   return {
     id: n.id,
     project_id: n.project_id,

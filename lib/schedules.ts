@@ -23,6 +23,8 @@ import { findIntegration } from "./db/integrations.ts";
 import { forgeOf } from "./forges/registry.ts";
 import { definitionAt, type BuildDefinition } from "./pipelines/source.ts";
 import type { Pipeline } from "./db/pipelines.ts";
+import type { ScheduleResource } from "./schemas/operations.ts";
+import type { WireOf } from "./schemas.ts";
 
 export interface Schedule {
   id: string;
@@ -171,7 +173,7 @@ export async function lastRun(db: Executor, scheduleId: string): Promise<Schedul
 }
 
 /** The API shape. */
-export function toPublicSchedule(s: Schedule, last: ScheduleRun | null) {
+export function toPublicSchedule(s: Schedule, last: ScheduleRun | null): WireOf<typeof ScheduleResource> {
   return {
     id: s.id,
     pipeline_id: s.pipeline_id,

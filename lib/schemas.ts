@@ -2,6 +2,9 @@
 import { z } from "zod";
 import { RoleSchema } from "./auth/roles.ts";
 
+/** The JSON a schema describes: what an encoder (`toPublic…`) returns and a handler answers. */
+export type WireOf<S extends z.ZodType> = z.output<S>;
+
 export const Timestamp = z.number().int().describe("Unix epoch seconds");
 
 /** Page size: default 50, at most 200; offsets up to 2^31 (int64 on the wire, bounded here). */

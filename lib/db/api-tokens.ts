@@ -5,6 +5,7 @@ import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "./cl
 import type { Role } from "../auth/roles.ts";
 import { displayPrefix, mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
 import { toUser, type User } from "./users.ts";
+import type { ApiToken, WireOf } from "../schemas.ts";
 
 export interface ApiTokenRow {
   id: string;
@@ -19,19 +20,7 @@ export interface ApiTokenRow {
 }
 
 /** The listed shape; never carries the hash. */
-export interface PublicApiToken {
-  id: string;
-  name: string;
-  prefix: string;
-  role: Role;
-  created_at: number;
-  created_by: string;
-  created_by_email: string;
-  expires_at: number;
-  last_used_at: number | null;
-  is_expired: boolean;
-  is_revoked: boolean;
-}
+export type PublicApiToken = WireOf<typeof ApiToken>;
 
 /** last_used_at is written at most once a minute per token, so a busy script does not turn every read into a write. */
 export const LAST_USED_RESOLUTION_SECONDS = 60;

@@ -6,15 +6,10 @@ import type { BuildStatus } from "../builds/state-machine.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "../runner-protocol/wire.ts";
 import { publicSnapshot, type ConfigSnapshot } from "../pipelines/config.ts";
 import { parseDefinitionSource, type DefinitionSource } from "../pipelines/definition.ts";
+import type { BuildResource, StepResult as StepResultSchema } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas.ts";
 
-export interface StepResult {
-  name: string;
-  status: string;
-  exit_code: number | null;
-  duration_ms: number;
-  started_at: number;
-  finished_at: number | null;
-}
+export type StepResult = WireOf<typeof StepResultSchema>;
 
 export interface Build {
   id: string;
@@ -99,7 +94,7 @@ export function toBuild(row: Row): Build {
 }
 
 /** The API shape: secret env values in the snapshot are not returned. */
-export function toPublicBuild(b: Build) {
+export function toPublicBuild(b: Build): WireOf<typeof BuildResource> {
   const { concurrency_key: _key, created_by: _by, ...rest } = b;
   return { ...rest, config_snapshot: publicSnapshot(b.config_snapshot) };
 }

@@ -7,6 +7,8 @@ import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
+import type { IntegrationResource } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas.ts";
 
 export interface Integration {
   id: string;
@@ -43,7 +45,8 @@ function toIntegration(row: Row): Integration {
 }
 
 /** The API shape: everything but the credentials. */
-export function toPublicIntegration(i: Integration) {
+/** Without last_sync_failed, which integrationView (lib/integrations/index.ts) adds by the viewer's role. */
+export function toPublicIntegration(i: Integration): Omit<WireOf<typeof IntegrationResource>, "last_sync_failed"> {
   return {
     id: i.id,
     provider: i.provider,

@@ -4,6 +4,8 @@ import type { Executor } from "./client.ts";
 import { all, bool, num, one, str } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
 import { normalizeExecutionConfig, publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "../pipelines/config.ts";
+import type { PipelineResource } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas.ts";
 
 export interface Pipeline {
   id: string;
@@ -36,7 +38,7 @@ function toPipeline(row: Row): Pipeline {
 }
 
 /** The API shape: secret env values are never returned. */
-export function toPublicPipeline(p: Pipeline) {
+export function toPublicPipeline(p: Pipeline): WireOf<typeof PipelineResource> {
   return { ...p, execution_config: { ...p.execution_config, env: publicEnv(p.execution_config.env) } };
 }
 

@@ -3,6 +3,8 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, one, str, strOrNull, likePattern } from "./client.ts";
 import { newId } from "../auth/secrets.ts";
+import type { ProjectResource } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas.ts";
 
 export type ProjectRole = "maintainer" | "developer" | "viewer";
 export interface Project {
@@ -41,7 +43,7 @@ function toProject(row: Row): Project {
 }
 
 /** The API shape, with the caller's role on it. */
-export function toPublicProject(p: Project, currentUserRole: ProjectRole) {
+export function toPublicProject(p: Project, currentUserRole: ProjectRole): WireOf<typeof ProjectResource> {
   return {
     id: p.id,
     name: p.name,

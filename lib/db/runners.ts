@@ -3,6 +3,8 @@ import type { Row } from "./database.ts";
 import type { Executor } from "./client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "./client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+import type { RunnerResource } from "../runners/wire.ts";
+import type { WireOf } from "../schemas.ts";
 
 export interface RunnerCapabilities {
   os?: string;
@@ -107,6 +109,6 @@ export async function liveRunners(db: Executor, now: number, seconds: number): P
   return (await all(db, "SELECT * FROM runners WHERE revoked_at IS NULL AND last_seen_at >= ?", [now - seconds])).map(toRunner);
 }
 
-export function toPublicRunner(r: Runner) {
+export function toPublicRunner(r: Runner): WireOf<typeof RunnerResource> {
   return { ...r, labels: r.labels, all_labels: allLabels(r) };
 }

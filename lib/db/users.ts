@@ -4,6 +4,7 @@ import type { Executor } from "./client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull, likePattern } from "./client.ts";
 import type { Role } from "../auth/roles.ts";
 import { newId } from "../auth/secrets.ts";
+import type { PublicUser, WireOf } from "../schemas.ts";
 
 export interface User {
   id: string;
@@ -124,7 +125,7 @@ export async function bindOidcIdentity(db: Executor, id: string, issuer: string,
  * The user object of the session result (SessionResult in lib/schemas.ts): `id` as in every other
  * user object, and `user_id`, the same value, for clients written against the first release.
  */
-export function toPublicUser(user: User): { id: string; user_id: string; email: string; oidc_subject: string; role: Role | null; avatar_url: string } {
+export function toPublicUser(user: User): WireOf<typeof PublicUser> {
   return {
     id: user.id,
     user_id: user.id,

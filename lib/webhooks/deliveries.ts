@@ -5,6 +5,8 @@ import type { Executor } from "../db/client.ts";
 import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
 import type { ForgeName } from "../forges/registry.ts";
+import type { DeliveryResource } from "./wire.ts";
+import type { WireOf } from "../schemas.ts";
 
 export const BODY_RETENTION_SECONDS = 7 * 86_400;
 export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
@@ -154,8 +156,8 @@ export async function pruneDeliveries(db: Executor, now: number): Promise<void> 
   await db.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE created_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
 }
 
-/** The API shape. */
-export function toPublicDelivery(d: Delivery, includeBody: boolean) {
+/** The API shape; with the raw body for GET /v1/webhook-deliveries/{delivery_id}. */
+export function toPublicDelivery(d: Delivery, includeBody: boolean): WireOf<typeof DeliveryResource> & { body?: string | null } {
   const { body, ...rest } = d;
   return includeBody ? { ...rest, body } : rest;
 }
