@@ -1289,3 +1289,12 @@ ALTER TABLE build_log_stats ADD COLUMN archived_seq INTEGER;
 DROP TRIGGER builds_notification_outbox;
 DROP TRIGGER commit_status_outbox_insert;
 DROP TRIGGER commit_status_outbox_status;
+
+-- migration 32: retention reads only the builds due
+-- Retention asks each pipeline every 10 s for the builds whose logs or artifacts are past their
+-- age (lib/retention.ts). builds_retention_pending (migration 13) is in build order and holds every
+-- build whose logs or artifacts are still kept, so finding the old ones read all the recent ones
+-- too, on the event loop, each time. These two are in finish-time order, one for logs still kept
+-- and one for artifacts still kept: the builds past an age are the start of a range.
+CREATE INDEX builds_logs_kept ON builds (pipeline_id, COALESCE(finished_at, updated_at)) WHERE logs_deleted_at IS NULL;
+CREATE INDEX builds_artifacts_kept ON builds (pipeline_id, COALESCE(finished_at, updated_at)) WHERE artifacts_deleted_at IS NULL;

@@ -22,6 +22,7 @@ import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "./context.ts";
 import type { Executor } from "./db/client.ts";
+import type { Row } from "./db/database.ts";
 import { all, inTransaction, num, numOrNull, one, str } from "./db/client.ts";
 import { artifactKey } from "./object-store/store.ts";
 import { logArchiveKey } from "./logs/archive.ts";
@@ -116,7 +117,12 @@ interface Due {
 
 /**
  * The builds of one pipeline whose logs or artifacts are past the policy, oldest first. NULL
- * bounds switch a limit off (a comparison with NULL is never true).
+ * bounds switch a limit off (a comparison with NULL is never true). Each reason is one index range
+ * that holds only the builds due for it (schema.sql migration 32): logs past their age
+ * (builds_logs_kept, by finish time), artifacts past theirs (builds_artifacts_kept), and builds
+ * below keep_builds whose logs or artifacts are still kept (builds_retention_pending). A pass over
+ * a pipeline with a million recent builds reads none of them; what a range holds beyond the due
+ * builds is the latest successful build of each branch, kept for good.
  */
 async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPolicy, now: number, limit: number): Promise<Due[]> {
   let keepFrom: number | null = null;
@@ -130,25 +136,42 @@ async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPoli
   const logBefore = policy.log_retention_days > 0 ? now - policy.log_retention_days * DAY : null;
   const artifactBefore = policy.artifact_retention_days > 0 ? now - policy.artifact_retention_days * DAY : null;
   if (keepFrom === null && logBefore === null && artifactBefore === null) return [];
-  const rows = await all(
-    db,
-    `SELECT b.id,
+  // Finished before `settled` too (a runner may still be sending): folded into each age's bound, so
+  // the bound of the index range is the age's, not the grace period's (which holds nearly every build).
+  const settled = now - GRACE_SECONDS + 1;
+  const args = {
+    pipeline_id: pipelineId,
+    log_before: logBefore,
+    artifact_before: artifactBefore,
+    keep_from: keepFrom,
+    log_until: logBefore === null ? null : Math.min(logBefore, settled),
+    artifact_until: artifactBefore === null ? null : Math.min(artifactBefore, settled),
+    settled,
+    limit,
+  };
+  const select = `SELECT b.id, b.build_number,
             b.logs_deleted_at IS NULL AND (COALESCE(b.finished_at, b.updated_at) < :log_before OR b.build_number < :keep_from) AS logs_due,
             b.artifacts_deleted_at IS NULL AND (COALESCE(b.finished_at, b.updated_at) < :artifact_before OR b.build_number < :keep_from) AS artifacts_due,
             COALESCE((SELECT s.bytes FROM build_log_stats s WHERE s.build_id = b.id), 0) AS log_bytes
        FROM builds b
       WHERE b.pipeline_id = :pipeline_id
-        AND (b.logs_deleted_at IS NULL OR b.artifacts_deleted_at IS NULL)
         AND b.status IN ('succeeded', 'failed', 'canceled')
-        AND COALESCE(b.finished_at, b.updated_at) <= :settled
-        AND ((b.logs_deleted_at IS NULL AND (COALESCE(b.finished_at, b.updated_at) < :log_before OR b.build_number < :keep_from))
-          OR (b.artifacts_deleted_at IS NULL AND (COALESCE(b.finished_at, b.updated_at) < :artifact_before OR b.build_number < :keep_from)))
         AND NOT (b.status = 'succeeded' AND b.build_number =
-              (SELECT MAX(x.build_number) FROM builds x WHERE x.pipeline_id = b.pipeline_id AND x.branch = b.branch AND x.status = 'succeeded'))
-      ORDER BY b.build_number
-      LIMIT :limit`,
-    { pipeline_id: pipelineId, log_before: logBefore, artifact_before: artifactBefore, keep_from: keepFrom, settled: now - GRACE_SECONDS, limit },
-  );
+              (SELECT MAX(x.build_number) FROM builds x WHERE x.pipeline_id = b.pipeline_id AND x.branch = b.branch AND x.status = 'succeeded'))`;
+  const ranges: string[] = [];
+  if (logBefore !== null)
+    ranges.push("AND b.logs_deleted_at IS NULL AND COALESCE(b.finished_at, b.updated_at) < :log_until ORDER BY COALESCE(b.finished_at, b.updated_at)");
+  if (artifactBefore !== null)
+    ranges.push(
+      "AND b.artifacts_deleted_at IS NULL AND COALESCE(b.finished_at, b.updated_at) < :artifact_until ORDER BY COALESCE(b.finished_at, b.updated_at)",
+    );
+  if (keepFrom !== null)
+    ranges.push(
+      "AND (b.logs_deleted_at IS NULL OR b.artifacts_deleted_at IS NULL) AND b.build_number < :keep_from AND COALESCE(b.finished_at, b.updated_at) < :settled ORDER BY b.build_number",
+    );
+  const found = new Map<string, Row>();
+  for (const range of ranges) for (const r of await all(db, `${select} ${range} LIMIT :limit`, args)) found.set(str(r, "id"), r);
+  const rows = [...found.values()].sort((x, y) => num(x, "build_number") - num(y, "build_number")).slice(0, limit);
   return rows.map((r) => ({ id: str(r, "id"), logs: num(r, "logs_due") === 1, artifacts: num(r, "artifacts_due") === 1, log_bytes: num(r, "log_bytes") }));
 }
 

@@ -20,13 +20,17 @@ const REPORT_WINDOW_SECONDS = 24 * 3600;
 const CONCLUSION = { succeeded: "success", failed: "failure", canceled: "cancelled" } as const;
 const LEVEL = { error: "failure", warning: "warning", notice: "notice" } as const;
 
-/** One pass: sends the check runs of up to `limit` finished builds; returns how many were sent. */
+/**
+ * One pass: sends the check runs of up to `limit` finished builds; returns how many were sent.
+ * The builds are read as the range of the last day's updates (builds_updated_at): left to itself
+ * SQLite read every finished build by status, seconds at a million builds, on the event loop.
+ */
 export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<number> {
   const rows = await all(
     deps.db,
     `SELECT b.id, b.status, b.commit_sha, b.build_number, b.project_id, pl.name AS pipeline_name, r.full_name, r.integration_id, c.attempts
      FROM build_test_summaries s
-     JOIN builds b ON b.id = s.build_id
+     JOIN builds b INDEXED BY builds_updated_at ON b.id = s.build_id
      JOIN pipelines pl ON pl.id = b.pipeline_id
      JOIN projects p ON p.id = b.project_id
      JOIN repositories r ON r.id = p.repository_id

@@ -113,3 +113,25 @@ describe("each single filter has its own index, its order the listing's", () => 
     expect(page!.plan).toEqual([`SEARCH builds USING INDEX ${index}`]);
   });
 });
+
+// The lists `npm run bench -- lists` finds heaviest at a million builds (docs/benchmarks.md "Builds
+// at scale"), and the one it runs beside /readyz: timed there, kept to an index range here, so
+// they cannot fall back to a scan without a test failing.
+describe("the bench's heaviest lists are one index range and counters", () => {
+  test("include=total with branch=main: the page from builds_project_branch, the total from build_branch_counts", async () => {
+    const statements = await plans({ projectId: "project-1", limit: 50, branch: "main", withTotal: true });
+    expect(statements.map(({ plan }) => plan)).toEqual([
+      ["SEARCH builds USING INDEX builds_project_branch (project_id=? AND branch=? AND build_number<?)"],
+      [expect.stringMatching(/^SEARCH build_branch_counts USING /)],
+    ]);
+  });
+
+  test("three filters (status, branch and trigger): one window of the branch's index entries, then the page's builds by rowid", async () => {
+    const [page] = await plans({ projectId: "project-1", limit: 50, status: "canceled", branch: "feature/7", triggerType: "manual" });
+    expect(page!.plan.filter((line) => line.startsWith("SEARCH builds"))).toEqual([
+      "SEARCH builds USING INDEX builds_project_branch (project_id=? AND branch=? AND build_number<?)",
+    ]);
+    expect(page!.plan).toContain("SEARCH b USING INTEGER PRIMARY KEY (rowid=?)");
+    expect(page!.plan.join("\n")).not.toMatch(/SCAN builds/);
+  });
+});
