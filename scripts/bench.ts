@@ -641,6 +641,44 @@ async function testResultsScenario(): Promise<void> {
   for (const row of await testResultsRows()) record(row);
 }
 
+/** What scripts/bench/scale.ts's scenarios borrow from this report. */
+function scaleContext() {
+  return {
+    record,
+    measure: (key: string, value: number) => void measured.set(key, value),
+    note: (text: string) => void notes.push(text),
+    daemonEnv: (name: string) => daemonEnv(name),
+    owner,
+    pushDeliveries,
+    durationMs: DURATION_MS,
+    cpuMsOf,
+  };
+}
+
+/** Lists, the dashboard and /metrics at 10,000 and 1,000,000 builds; /readyz under the heaviest list (scripts/bench/scale.ts). */
+async function listsScenario(): Promise<void> {
+  const { listsAtScale } = await import("./bench/scale.ts");
+  await listsAtScale(scaleContext());
+}
+
+/** The runner claim with 100,000 builds queued behind a full pipeline against one (scripts/bench/scale.ts). */
+async function claimScenario(): Promise<void> {
+  const { claimAtScale } = await import("./bench/scale.ts");
+  await claimAtScale(scaleContext());
+}
+
+/** Webhook pushes with roost.yaml served against without (scripts/bench/scale.ts). */
+async function webhookFileScenario(): Promise<void> {
+  const { webhookWithFile } = await import("./bench/scale.ts");
+  await webhookWithFile(scaleContext());
+}
+
+/** Commit statuses after a burst of 2,000 pushes (scripts/bench/scale.ts). */
+async function statusesScenario(): Promise<void> {
+  const { statusBurst } = await import("./bench/scale.ts");
+  await statusBurst(scaleContext());
+}
+
 /** The runner's dependency cache: the second build of a commit against the first (scripts/bench/cache.ts). */
 async function cacheScenario(): Promise<void> {
   const { cacheRows } = await import("./bench/cache.ts");
@@ -906,6 +944,49 @@ const TARGETS: Target[] = [
     met: (v) => v >= 0.5,
     show: (v) => v.toFixed(3),
   },
+  {
+    what: "every builds list and filter, the dashboard's requests and /metrics: p50 at 1,000,000 builds over 10,000 (the worst)",
+    target: "≤ 1.5×",
+    key: "lists worst ratio",
+    met: (v) => v <= 1.5,
+    show: (v) => `${v.toFixed(2)}×`,
+  },
+  {
+    what: "the same, by the server's CPU time per request (the worst)",
+    target: "≤ 1.5×",
+    key: "lists worst cpu ratio",
+    met: (v) => v <= 1.5,
+    show: (v) => `${v.toFixed(2)}×`,
+  },
+  {
+    what: "/readyz p99 while the heaviest list runs at 1,000,000 builds",
+    target: "< 50 ms",
+    key: "readyz p99 under heaviest list",
+    met: (v) => v < 50,
+    show: (v) => `${fmt(v)} ms`,
+  },
+  {
+    what: "runner claim with 100,000 builds queued over one (median)",
+    target: "≤ 1.5×",
+    key: "claim 100k ratio",
+    met: (v) => v <= 1.5,
+    show: (v) => `${v.toFixed(2)}×`,
+  },
+  { what: "webhook pushes with roost.yaml served over without", target: "≥ 0.9", key: "webhook file ratio", met: (v) => v >= 0.9, show: (v) => v.toFixed(3) },
+  {
+    what: "burst of 2,000 pushes: longest push → its commit status at the host",
+    target: "≤ 10 s",
+    key: "statuses burst max ms",
+    met: (v) => v <= 10_000,
+    show: (v) => `${(v / 1000).toFixed(2)} s`,
+  },
+  {
+    what: "burst of 2,000 pushes: statuses posted twice or not at all",
+    target: "0",
+    key: "statuses posted twice",
+    met: (v) => v === 0,
+    show: (v) => String(v),
+  },
 ];
 
 /** Hand-written analysis below this heading in docs/benchmarks.md survives a regeneration. */
@@ -974,6 +1055,10 @@ export const scenarios: Record<string, () => Promise<void>> = {
   "test-results": testResultsScenario,
   sqld: sqldScenario,
   cluster: clusterScenario,
+  lists: listsScenario,
+  claim: claimScenario,
+  "webhook-file": webhookFileScenario,
+  statuses: statusesScenario,
 };
 
 if (import.meta.main) {

@@ -98,6 +98,8 @@ export interface RecordedRequest {
   path: string;
   headers: Record<string, string>;
   body: unknown;
+  /** When it arrived (Date.now()). */
+  at: number;
 }
 
 export interface HostApiStandIn {
@@ -196,6 +198,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
         path: url.pathname + url.search,
         headers: Object.fromEntries(request.headers),
         body: text ? JSON.parse(text) : isJson ? undefined : { bytes: sent.length },
+        at: Date.now(),
       });
       if (failures > 0) {
         failures--;
