@@ -59,7 +59,9 @@ async function pass(retention: { logDays: number; artifactDays: number; keepBuil
   };
   const config = { retention, dataDir: dir } as never;
   const log = { info() {}, warn() {}, error() {}, debug() {} } as never;
-  const result = await enforceRetention({ db, clock: { now: () => NOW }, config, metrics: new MetricsRegistry(), log, objects: openDiskStore(dir) }).finally(() => (db.execute = execute));
+  const result = await enforceRetention({ db, clock: { now: () => NOW }, config, metrics: new MetricsRegistry(), log, objects: openDiskStore(dir) }).finally(
+    () => (db.execute = execute),
+  );
   const selects = seen.filter(({ sql }) => /^\s*SELECT b\.id, b\.build_number/.test(sql));
   // Explained on a connection of its own: an EXPLAIN through the daemon's reader left that reader
   // on its snapshot (bun:sqlite 1.4.5), so later reads missed the pass's commit.
