@@ -3,16 +3,14 @@
 // build, and after a promotion), over a signed webhook, a Slack-compatible hook and e-mail, the
 // e-mail going to the environment's approvers as well; what needs no approval, and notifications
 // that do not want the event, stay quiet. Receivers are local HTTP servers and aiosmtpd, a real
-// SMTP server (tests/support/smtp-server.py), as in notifications.test.ts.
+// SMTP server (tests/support/smtp.ts), as in notifications.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { verify } from "@octokit/webhooks-methods";
 import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { connectRunner, putEnvironment, runBuild } from "../helpers/publishing.ts";
 import { dispatchNotifications } from "../../lib/notifications.ts";
+import { startSmtpServer, type SmtpServer } from "../support/smtp.ts";
 
 const BASE = "http://roost.example.test";
 const SECRET = "a-signing-secret-of-some-length";
@@ -28,19 +26,11 @@ let owner: string;
 let projectId: string;
 let receiver: ReturnType<typeof Bun.serve>;
 const received: { path: string; headers: Record<string, string>; raw: string; body: any }[] = [];
-let dir: string;
-let smtp: ReturnType<typeof Bun.spawn>;
-let smtpPort = 0;
+let smtp: SmtpServer;
 const notifications: Record<string, string> = {};
 
 const hook = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
-const mail = () =>
-  existsSync(join(dir, "mail.jsonl"))
-    ? readFileSync(join(dir, "mail.jsonl"), "utf8")
-        .trim()
-        .split("\n")
-        .map((l) => JSON.parse(l))
-    : [];
+const mail = () => smtp.mail();
 
 async function drain() {
   for (let i = 0; i < 3; i++) await dispatchNotifications(t.ctx, BASE);
@@ -50,41 +40,6 @@ async function notify(body: Record<string, unknown>): Promise<string> {
   const res = await t.call("POST", `/v1/projects/${projectId}/notifications`, { token: owner, body });
   expect(res.status).toBe(201);
   return res.body.notification.id;
-}
-
-async function startSmtp(): Promise<void> {
-  dir = mkdtempSync(join(tmpdir(), "roost-smtp-approvals-"));
-  const made = Bun.spawnSync(
-    ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"].concat([
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-    ]),
-    { stderr: "pipe" },
-  );
-  if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
-  const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  smtp = Bun.spawn(
-    [
-      python,
-      join(import.meta.dir, "../support/smtp-server.py"),
-      join(dir, "mail.jsonl"),
-      join(dir, "cert.pem"),
-      join(dir, "key.pem"),
-      "roost",
-      "smtp-password",
-    ],
-    { stdin: "pipe", stdout: "pipe", stderr: "inherit" },
-  );
-  const reader = (smtp.stdout as ReadableStream<Uint8Array>).getReader();
-  let text = "";
-  while (!/ready \d+/.test(text)) {
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`smtp server exited: ${text}`);
-    text += new TextDecoder().decode(value);
-  }
-  smtpPort = Number(/ready (\d+)/.exec(text)![1]);
 }
 
 beforeAll(async () => {
@@ -99,7 +54,7 @@ beforeAll(async () => {
       return new Response("ok");
     },
   });
-  await startSmtp();
+  smtp = await startSmtpServer();
   const approver = await userWithRole(t, owner, "developer", APPROVER);
   await t.call("PUT", `/v1/projects/${projectId}/members/${approver.id}`, { token: owner, body: { role: "maintainer" } });
   await putEnvironment(t, owner, projectId, "testers");
@@ -123,23 +78,13 @@ beforeAll(async () => {
     name: "mail the release team",
     channel: "email",
     events: ["approval_requested"],
-    email: {
-      host: "127.0.0.1",
-      port: smtpPort,
-      security: "starttls",
-      username: "roost",
-      password: "smtp-password",
-      from: "roost@example.test",
-      to: ["releases@example.test"],
-      tls_ca: readFileSync(join(dir, "cert.pem"), "utf8"),
-    },
+    email: smtp.settings(["releases@example.test"]),
   });
 }, 30_000);
 
 afterAll(async () => {
   receiver?.stop(true);
-  smtp?.kill();
-  rmSync(dir, { recursive: true, force: true });
+  smtp?.stop();
   await ci?.stop();
 });
 

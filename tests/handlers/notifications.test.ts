@@ -1,9 +1,6 @@
 // Build notifications (docs/notifications.md) against real receivers: an HTTP server for the Slack
 // and signed JSON webhooks, and aiosmtpd (a real SMTP server with STARTTLS and AUTH) for e-mail.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { verify } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
@@ -12,6 +9,7 @@ import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { dispatchNotifications, ATTEMPTS_BEFORE_INCIDENT } from "../../lib/notifications.ts";
 import { openDatabase } from "../../lib/db/client.ts";
+import { startSmtpServer, type SmtpServer } from "../support/smtp.ts";
 
 interface Received {
   path: string;
@@ -334,87 +332,23 @@ describe("delivery", () => {
 });
 
 describe("e-mail over SMTP", () => {
-  let dir: string;
-  let smtp: ReturnType<typeof Bun.spawn>;
-  let port = 0;
+  let smtp: SmtpServer;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), "roost-smtp-"));
-    const made = Bun.spawnSync(
-      [
-        "openssl",
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-days",
-        "1",
-        "-subj",
-        "/CN=127.0.0.1",
-        "-addext",
-        "subjectAltName=IP:127.0.0.1",
-        "-keyout",
-        join(dir, "key.pem"),
-        "-out",
-        join(dir, "cert.pem"),
-      ],
-      { stderr: "pipe" },
-    );
-    if (made.exitCode !== 0) throw new Error(`openssl failed: ${made.stderr.toString()}`);
-    const python = existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-    smtp = Bun.spawn(
-      [
-        python,
-        join(import.meta.dir, "../support/smtp-server.py"),
-        join(dir, "mail.jsonl"),
-        join(dir, "cert.pem"),
-        join(dir, "key.pem"),
-        "roost",
-        "smtp-password",
-      ],
-      { stdin: "pipe", stdout: "pipe", stderr: "inherit" },
-    );
-    const reader = (smtp.stdout as ReadableStream<Uint8Array>).getReader();
-    let text = "";
-    while (!/ready \d+/.test(text)) {
-      const { value, done } = await reader.read();
-      if (done) throw new Error(`smtp server exited: ${text}`);
-      text += new TextDecoder().decode(value);
-    }
-    port = Number(/ready (\d+)/.exec(text)![1]);
+    smtp = await startSmtpServer();
   });
-  afterAll(() => {
-    smtp.kill();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  const mail = () =>
-    existsSync(join(dir, "mail.jsonl"))
-      ? readFileSync(join(dir, "mail.jsonl"), "utf8")
-          .trim()
-          .split("\n")
-          .map((l) => JSON.parse(l))
-      : [];
+  afterAll(() => smtp.stop());
+  const mail = () => smtp.mail();
 
   test("delivered with STARTTLS and AUTH; the password is never returned; a wrong password is a visible failure", async () => {
     const { project, pipeline, notification } = await setup({
       name: "mail the team",
       channel: "email",
       events: ["failed"],
-      email: {
-        host: "127.0.0.1",
-        port,
-        security: "starttls",
-        username: "roost",
-        password: "smtp-password",
-        from: "roost@example.test",
-        to: ["team@example.test", "lead@example.test"],
-        tls_ca: readFileSync(join(dir, "cert.pem"), "utf8"),
-      },
+      email: smtp.settings(["team@example.test", "lead@example.test"]),
     });
     expect(notification.config).toMatchObject({
       host: "127.0.0.1",
-      port,
+      port: smtp.port,
       security: "starttls",
       username: "roost",
       from: "roost@example.test",

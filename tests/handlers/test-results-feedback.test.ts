@@ -13,6 +13,7 @@ import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
 import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
 import { REPORT_ATTEMPTS_BEFORE_INCIDENT } from "../../lib/commit-statuses.ts";
 import { dispatchNotifications } from "../../lib/notifications.ts";
+import { startSmtpServer } from "../support/smtp.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/test-results");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
@@ -221,5 +222,35 @@ describe("notifications", () => {
       file: "test/counter_test.dart",
       line: 18,
     });
+  });
+
+  test("e-mail names the failed tests with file and line and links to the Tests tab", async () => {
+    const smtp = await startSmtpServer();
+    try {
+      const pipeline = await createPipeline(t, owner, projectId, { name: "Mailed" });
+      const body = { name: "mail", channel: "email", events: ["failed"], email: smtp.settings(["team@example.test"]) };
+      expect((await t.call("POST", `/v1/projects/${projectId}/notifications`, { token: owner, body })).status).toBe(201);
+      const b = await build(pipeline.id, REPORTS, "failed");
+      for (let i = 0; i < 3; i++) await dispatchNotifications(t.ctx, BASE);
+      // Earlier failed builds of this project may be mailed in the same passes: this build's message.
+      const message = smtp.mail().find((m) => String(m.body).includes(b.id));
+      const text = String(message.body);
+      expect(text).toContain("Tests:    6 passed, 4 failed, 2 skipped");
+      // The failed tests close the message, after the build's link.
+      expect(text).toEndWith(
+        [
+          "",
+          "4 of 12 tests failed:",
+          '  - test/broken_test.dart › loading test/broken_test.dart (test/broken_test.dart): Failed to load "test/broken_test.dart":',
+          "  - test/counter_test.dart › Counter value should be decremented (test/counter_test.dart:18): Expected: <-1>",
+          "  - test/widget_test.dart › Counter shows the title (test/widget_test.dart:31): Test failed. See exception logs above.",
+          "  - com.example.counter.CounterRepositoryTest › migratesVersion1Preferences: org.opentest4j.AssertionFailedError: expected: <7> but was: <0>",
+          `${BASE}/projects/${projectId}/builds/${b.id}?tab=tests`,
+          "",
+        ].join("\n"),
+      );
+    } finally {
+      smtp.stop();
+    }
   });
 });
