@@ -129,9 +129,10 @@ export async function findApiTokenBySecret(db: Executor, token: string): Promise
  * primary key.
  */
 export async function findLiveApiTokenCreator(db: Executor, tokenId: string, now: number): Promise<{ creator: User; role: Role; expires_at: number } | null> {
+  // `= +?` as in findApiTokenBySecret.
   const row = await one(
     db,
-    "SELECT u.*, t.role AS token_role, t.expires_at AS token_expires_at FROM api_tokens t JOIN users u ON u.id = t.created_by WHERE t.id = ? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.active = 1",
+    "SELECT u.*, t.role AS token_role, t.expires_at AS token_expires_at FROM api_tokens t JOIN users u ON u.id = t.created_by WHERE t.id = +? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.active = 1",
     [tokenId, now],
   );
   return row ? { creator: toUser(row), role: str(row, "token_role") as Role, expires_at: num(row, "token_expires_at") } : null;
