@@ -13,7 +13,7 @@ function schemaOf(schema: z.ZodType, io: "input" | "output"): Json {
   return out;
 }
 
-const ErrorBody = z.object({
+export const ErrorBody = z.object({
   code: z.string().describe("snake_case error code from the catalogue"),
   message: z.string().describe("a sentence for a person"),
   details: z

@@ -20,6 +20,7 @@ import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
 import { openObjectStore } from "../../lib/object-store/store.ts";
 import { createOidcCache } from "../../lib/auth/oidc.ts";
 import { startSqld, testDatabase, type Sqld } from "../support/sqld.ts";
+import { checkResponseSchema } from "./response-schemas.ts";
 
 export interface TestClock extends Clock {
   advance(seconds: number): void;
@@ -154,6 +155,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       } catch {
         parsed = undefined;
       }
+      checkResponseSchema(method, path, response.status, response.headers.get("content-type"), parsed);
       return { status: response.status, headers: response.headers, body: parsed, text };
     },
     close() {
