@@ -3,10 +3,8 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/route.ts";
 import type { ProjectContext } from "../../lib/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { listBuilds, toPublicBuild } from "../../lib/db/builds.ts";
-import { ListBuildsQuery, ListBuildsResponse, encodeBuildCursor } from "../../lib/builds/listing.ts";
+import { ListBuildsQuery, ListBuildsResponse, buildListPage } from "../../lib/builds/listing.ts";
 import { BuildListItem } from "../../lib/test-results/schema.ts";
-import { withTestSummaries } from "../../lib/test-results/queries.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_builds",
@@ -17,21 +15,6 @@ export const endpoint = defineEndpoint({
   response: z.object({ builds: z.array(BuildListItem), ...ListBuildsResponse }),
   errors: [],
   async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    const page = await listBuilds(ctx.db, {
-      projectId: pipeline.project_id,
-      pipelineId: pipeline.id,
-      status: query.status,
-      branch: query.branch,
-      triggerType: query.trigger_type,
-      limit: query.limit,
-      before: query.cursor,
-      withTotal: query.include === "total",
-    });
-    return {
-      builds: await withTestSummaries(ctx.db, page.builds.map(toPublicBuild)),
-      next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore),
-      ...(page.total === undefined ? {} : { total: page.total }),
-    };
+    return buildListPage(ctx.db, { projectId: ctx.pipeline.project_id, pipelineId: ctx.pipeline.id }, query);
   },
 });

@@ -5,6 +5,9 @@
 import { z } from "zod";
 import { Pagination } from "../schemas.ts";
 import { BUILD_STATUSES } from "./state-machine.ts";
+import type { Executor } from "../db/client.ts";
+import { listBuilds, toPublicBuild } from "../db/builds.ts";
+import { withTestSummaries } from "../test-results/queries.ts";
 
 export const BUILD_TRIGGERS = ["manual", "rerun", "webhook", "schedule"] as const;
 
@@ -50,3 +53,21 @@ export const ListBuildsResponse = {
   next_cursor: z.string().nullable().describe("pass as cursor for the next (older) page; null on the last page"),
   total: z.number().int().optional().describe("builds matching the filters, only with include=total"),
 };
+
+/** One page of builds as both listings answer it: newest first, with test summaries, the next cursor and, when asked, the total. */
+export async function buildListPage(db: Executor, where: { projectId: string; pipelineId?: string }, query: z.output<typeof ListBuildsQuery>) {
+  const page = await listBuilds(db, {
+    ...where,
+    status: query.status,
+    branch: query.branch,
+    triggerType: query.trigger_type,
+    limit: query.limit,
+    before: query.cursor,
+    withTotal: query.include === "total",
+  });
+  return {
+    builds: await withTestSummaries(db, page.builds.map(toPublicBuild)),
+    next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore),
+    ...(page.total === undefined ? {} : { total: page.total }),
+  };
+}
