@@ -16,7 +16,6 @@ export const endpoint = defineEndpoint({
   response: z.object({ deployment: DeploymentResource }),
   errors: ["deployment_not_waiting"],
   async handle(_input, ctx: ProjectContext<"deployment_id">) {
-    const user = ctx.principal.user;
-    return { deployment: await decide(ctx, ctx.deployment, "approved", { id: user.id, email: user.email }) };
+    return { deployment: await decide(ctx, ctx.deployment, "approved", ctx.principal.user) };
   },
 });
