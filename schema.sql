@@ -1298,3 +1298,8 @@ DROP TRIGGER commit_status_outbox_status;
 -- and one for artifacts still kept: the builds past an age are the start of a range.
 CREATE INDEX builds_logs_kept ON builds (pipeline_id, COALESCE(finished_at, updated_at)) WHERE logs_deleted_at IS NULL;
 CREATE INDEX builds_artifacts_kept ON builds (pipeline_id, COALESCE(finished_at, updated_at)) WHERE artifacts_deleted_at IS NULL;
+
+-- migration 33: a deployment that waits for approval is announced by the code that creates it
+-- lib/publishing/plan.ts writes the deployment_notification_outbox row in the deployment's own
+-- transaction, as lib/builds/what-follows.ts does for a build (migration 31).
+DROP TRIGGER deployments_approval_outbox;

@@ -5,7 +5,8 @@
 //
 // Nothing is sent from the code path that changes a build. That code writes an outbox row in the
 // same transaction as every change to a final status (lib/builds/what-follows.ts), and so does the
-// code that creates a deployment waiting for approval (deployment_notification_outbox); the
+// code that creates a deployment waiting for approval (lib/publishing/plan.ts,
+// deployment_notification_outbox); the
 // background dispatcher turns outbox rows into one delivery row per matching notification and
 // sends due deliveries, retrying with exponential backoff. Rows survive
 // a restart, any daemon process can dispatch, and a slow receiver delays only its own delivery.

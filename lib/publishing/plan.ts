@@ -68,6 +68,13 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
     },
     now,
   );
+  // What follows, in the same transaction: a deployment that waits is announced to its approvers
+  // (lib/notifications.ts reads deployment_notification_outbox after the commit).
+  if (status === "waiting_approval")
+    await tx.execute({
+      sql: "INSERT INTO deployment_notification_outbox (deployment_id, created_at) VALUES (?, ?)",
+      args: [deployment.id, deployment.created_at],
+    });
   const what = `[roost] publish ${name} to ${publisher.environment} (${targetOf(publisher)})`;
   const queued = publisher.type === "host_release" ? "is queued (Roost makes host releases itself)" : "is queued for a runner";
   const next = status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : queued;
