@@ -1,26 +1,15 @@
 // Status badges (docs/api.md "Status badges"): private by default, public when the project says
 // so, the newest build's status per branch, and cache headers GitHub's image proxy revalidates.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-});
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+let fixture: GithubFixture;
+let t: TestApp, owner: string;
+beforeAll(async () => void ({ t, owner } = fixture = await startGithubFixture()));
+afterAll(() => fixture.stop());
 
 async function build(pipelineId: string, branch: string, ...moves: ("start" | "succeed" | "fail" | "cancel")[]) {
   const { build } = await createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: "manual", concurrencyKey: null });

@@ -6,14 +6,9 @@ import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { parsePipelineFile, pipelineFileJsonSchema } from "../../lib/pipelines/file.ts";
 
-let t: TestApp;
-let owner: string;
-let projectId: string;
 let fixture: CiFixture;
-beforeAll(async () => {
-  fixture = await startCiFixture();
-  ({ t, owner, projectId } = fixture);
-});
+let t: TestApp, owner: string, projectId: string;
+beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
 afterAll(() => fixture.stop());
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;

@@ -1,27 +1,17 @@
 // Builds (docs/api.md "Builds"): manual creation, re-run, cancel, listings, numbering and the
 // concurrency rules.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, SHA_B, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { LIST_SCAN_BUDGET } from "../../lib/db/builds.ts";
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-});
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+let fixture: GithubFixture;
+let t: TestApp, host: HostApiStandIn, owner: string;
+beforeAll(async () => void ({ t, host, owner } = fixture = await startGithubFixture()));
+afterAll(() => fixture.stop());
 
 describe("manual builds", () => {
   test("without a commit, the branch head is asked of the host; the build is queued with a frozen snapshot", async () => {

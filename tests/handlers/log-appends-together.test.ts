@@ -7,14 +7,9 @@ import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { appendLogLines } from "../../lib/db/build-logs.ts";
 
-let t: TestApp;
-let owner: string;
-let projectId: string;
 let fixture: CiFixture;
-beforeAll(async () => {
-  fixture = await startCiFixture();
-  ({ t, owner, projectId } = fixture);
-});
+let t: TestApp, owner: string, projectId: string;
+beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
 afterAll(() => fixture.stop());
 
 /** `n` runners, each running a build of its own. */

@@ -12,14 +12,9 @@ import { createLive } from "../../lib/live/live.ts";
 import { CHECK_MS } from "../../lib/live/log-feed.ts";
 import { RECHECK_MS } from "../../lib/auth/stream-guard.ts";
 
-let t: TestApp;
-let owner: string;
-let projectId: string;
 let fixture: CiFixture;
-beforeAll(async () => {
-  fixture = await startCiFixture();
-  ({ t, owner, projectId } = fixture);
-});
+let t: TestApp, owner: string, projectId: string;
+beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
 afterAll(() => fixture.stop());
 
 /** Every statement the app runs, by kind. */

@@ -4,14 +4,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
-let t: TestApp;
-let owner: string;
-let projectId: string;
 let fixture: CiFixture;
-beforeAll(async () => {
-  fixture = await startCiFixture();
-  ({ t, owner, projectId } = fixture);
-});
+let t: TestApp, owner: string, projectId: string;
+beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
 afterAll(() => fixture.stop());
 
 const release = {

@@ -1,24 +1,13 @@
 // Projects, project roles and pipelines (docs/api.md "Projects", "Pipelines").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
+import { createPipeline, createProject, repositoryId, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { migrate } from "../../lib/db/migrate.ts";
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-});
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+let fixture: GithubFixture;
+let t: TestApp, owner: string;
+beforeAll(async () => void ({ t, owner } = fixture = await startGithubFixture()));
+afterAll(() => fixture.stop());
 
 describe("projects", () => {
   test("created from a catalogue repository, with the repository's name and default branch", async () => {

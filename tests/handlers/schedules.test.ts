@@ -1,26 +1,16 @@
 // Scheduled builds (docs/operations.md "Scheduled builds"): the schedule API, one build per slot
 // across processes sharing one database, one build after downtime, and unchanged heads skipped.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, SHA_B, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { runDueSchedules } from "../../lib/schedules.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-});
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+let fixture: GithubFixture;
+let t: TestApp, host: HostApiStandIn, owner: string;
+beforeAll(async () => void ({ t, host, owner } = fixture = await startGithubFixture()));
+afterAll(() => fixture.stop());
 
 // The test clock starts at 2027-01-15T08:00:00Z.
 const START = 1_800_000_000;

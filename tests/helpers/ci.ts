@@ -74,33 +74,38 @@ export async function createPipeline(t: TestApp, token: string, projectId: strin
   return res.body.pipeline;
 }
 
-export interface CiFixture {
+export interface GithubFixture {
   t: TestApp;
   host: HostApiStandIn;
   owner: string;
-  projectId: string;
   stop(): Promise<void>;
 }
 
-/**
- * The usual handler-test world: an in-process app (with `env`), the host-API stand-in seeded with
- * seedStandIn, the owner, a GitHub integration and a project on acme/app.
- */
-export async function startCiFixture(env: Record<string, string> = {}): Promise<CiFixture> {
+/** An in-process app (with `env`), the host-API stand-in seeded with seedStandIn, the owner and a GitHub integration on the stand-in. */
+export async function startGithubFixture(env: Record<string, string> = {}): Promise<GithubFixture> {
   const t = await createTestApp(env);
   const host = await startHostApiStandIn();
   seedStandIn(host);
   const owner = await bootstrapOwner(t);
   await createGithubIntegration(t, owner, host);
-  const projectId = (await createProject(t, owner)).id as string;
   return {
     t,
     host,
     owner,
-    projectId,
     async stop() {
       t.close();
       await host.stop();
     },
   };
+}
+
+export interface CiFixture extends GithubFixture {
+  projectId: string;
+}
+
+/** The usual handler-test world: startGithubFixture's, and a project on acme/app. */
+export async function startCiFixture(env: Record<string, string> = {}): Promise<CiFixture> {
+  const fixture = await startGithubFixture(env);
+  const projectId = (await createProject(fixture.t, fixture.owner)).id as string;
+  return { ...fixture, projectId };
 }
