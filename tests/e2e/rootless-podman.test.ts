@@ -26,7 +26,7 @@ let home = "";
 let daemon: Daemon;
 let host: HostApiStandIn;
 let owner = "";
-let runner: Subprocess | null = null;
+let runner: Subprocess<"ignore", "pipe", "pipe"> | null = null;
 let commit = "";
 
 async function sh(cmd: string, cwd = work): Promise<string> {
@@ -38,7 +38,10 @@ async function sh(cmd: string, cwd = work): Promise<string> {
 
 /** A command run as the rootless user, with its own home (its Podman storage) and the tests' containers.conf. */
 function asUser(cmd: string): Promise<string> {
-  return sh(`runuser -u ${USER} -- env -i PATH=/usr/bin:/bin HOME=${home} CONTAINERS_CONF=${join(work, "containers.conf")} bash -c ${JSON.stringify(cmd)}`, home);
+  return sh(
+    `runuser -u ${USER} -- env -i PATH=/usr/bin:/bin HOME=${home} CONTAINERS_CONF=${join(work, "containers.conf")} bash -c ${JSON.stringify(cmd)}`,
+    home,
+  );
 }
 
 beforeAll(async () => {
@@ -52,8 +55,13 @@ beforeAll(async () => {
   for (const [file, flag] of [
     ["/etc/subuid", "--add-subuids"],
     ["/etc/subgid", "--add-subgids"],
-  ])
-    if (!readFileSync(file, "utf8").split("\n").some((l) => l.startsWith(`${USER}:`))) await sh(`usermod ${flag} 300000-365535 ${USER}`);
+  ] as const)
+    if (
+      !readFileSync(file, "utf8")
+        .split("\n")
+        .some((l) => l.startsWith(`${USER}:`))
+    )
+      await sh(`usermod ${flag} 300000-365535 ${USER}`);
   uid = Number(await sh(`id -u ${USER}`));
   gid = Number(await sh(`id -g ${USER}`));
   home = await sh(`getent passwd ${USER} | cut -d: -f6`);
@@ -122,7 +130,10 @@ test("a runner run by an ordinary user on rootless Podman: the build succeeds as
     },
   });
   expect(pipeline.status).toBe(201);
-  const created = await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit } });
+  const created = await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, {
+    token: owner,
+    body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit },
+  });
   expect(created.status).toBe(201);
   const buildId = created.body.build.id;
 
@@ -153,13 +164,15 @@ test("a runner run by an ordinary user on rootless Podman: the build succeeds as
       image,
       "--once",
     ],
-    { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" },
+    { cwd: REPO_ROOT, stdin: "ignore", stdout: "pipe", stderr: "pipe" },
   );
   const [stderr, code] = await Promise.all([new Response(runner.stderr).text(), runner.exited]);
   expect({ code, stderr }).toMatchObject({ code: 0 });
 
   const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
-  const text = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) => res.text());
+  const text = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
+    res.text(),
+  );
   expect({ status: build.status, log: text }).toMatchObject({ status: "succeeded" });
   expect(text).toContain("[roost] container: podman (rootless)");
   expect(text).toContain(`steps as uid ${uid}`);
