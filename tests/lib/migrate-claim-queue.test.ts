@@ -2,38 +2,13 @@
 // counted by pipeline and status, and the queued and running ones get their place in the queue
 // (in the order they were queued), their route and their own max_concurrent, so claims after the
 // upgrade hand them out as before.
-import { afterEach, beforeEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { all, inTransaction, openDatabase, type Db } from "../../lib/db/client.ts";
+import { expect, test } from "bun:test";
+import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
+import { all } from "../../lib/db/client.ts";
 import { MIGRATIONS, migrate } from "../../lib/db/migrate.ts";
 import { routeKey } from "../../lib/runners/routing.ts";
 
-let dir: string;
-let db: Db;
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "roost-migrate21-"));
-  db = await openDatabase(`file:${join(dir, "roost.db")}`);
-});
-afterEach(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function migrateTo(version: number): Promise<void> {
-  await db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
-  for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
-    await inTransaction(db, async (tx) => {
-      for (const s of m.sql
-        .split(/;\s*$/m)
-        .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
-        .filter((s) => s))
-        await tx.execute(s);
-      await tx.execute({ sql: "INSERT INTO schema_migrations VALUES (?, ?, 1)", args: [m.version, m.name] });
-    });
-  }
-}
+const t = databasePerTest("roost-migrate21-");
 
 const snapshot = (platforms: string[], labels: string[] | undefined, maxConcurrent: number) =>
   JSON.stringify({
@@ -43,19 +18,19 @@ const snapshot = (platforms: string[], labels: string[] | undefined, maxConcurre
   });
 
 test("builds from before are counted, and the queued and running ones keep their order, routes and limits", async () => {
-  await migrateTo(16);
-  await db.execute(
+  await migrateTo(t.db, 16);
+  await t.db.execute(
     "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)",
   );
-  await db.execute(
+  await t.db.execute(
     "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
   );
-  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
-  await db.execute(
+  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
+  await t.db.execute(
     "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'p', 'roost.yaml', '{}', '{}', 1, 1)",
   );
   const insert = (id: string, n: number, status: string, queuedAt: number, snap: string, source = '{"source":"api"}') =>
-    db.execute({
+    t.db.execute({
       sql: "INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, created_at, updated_at, definition_source) VALUES (?, 'p1', 'pl1', ?, 'main', 'abc', ?, ?, 'manual', ?, 1, 1, ?)",
       args: [id, n, snap, status, queuedAt, source],
     });
@@ -64,21 +39,23 @@ test("builds from before are counted, and the queued and running ones keep their
   await insert("running", 3, "running", 20, snapshot(["android"], undefined, 1));
   await insert("early", 4, "queued", 25, snapshot(["android"], [], 3), '{"source":"file","path":"roost.yaml","commit_sha":"abc"}');
 
-  expect(await migrate(db, () => 2)).toEqual({ from: 16, to: MIGRATIONS.length });
+  expect(await migrate(t.db, () => 2)).toEqual({ from: 16, to: MIGRATIONS.length });
 
-  expect(await all(db, "SELECT status, n FROM build_counts ORDER BY status")).toEqual([
+  expect(await all(t.db, "SELECT status, n FROM build_counts ORDER BY status")).toEqual([
     { status: "queued", n: 2 },
     { status: "running", n: 1 },
     { status: "succeeded", n: 1 },
   ]);
-  expect(await all(db, "SELECT id, queue_seq, runner_route, own_max_concurrent FROM builds WHERE status IN ('queued', 'running') ORDER BY queue_seq")).toEqual([
+  expect(
+    await all(t.db, "SELECT id, queue_seq, runner_route, own_max_concurrent FROM builds WHERE status IN ('queued', 'running') ORDER BY queue_seq"),
+  ).toEqual([
     { id: "running", queue_seq: 1, runner_route: routeKey({ apple: [], labels: [] }), own_max_concurrent: 0 },
     { id: "early", queue_seq: 2, runner_route: routeKey({ apple: [], labels: [] }), own_max_concurrent: 3 },
     { id: "late", queue_seq: 3, runner_route: routeKey({ apple: ["ios", "macos"], labels: ["mac-mini", "gpu"] }), own_max_concurrent: 0 },
   ]);
-  expect(await all(db, "SELECT runner_route, own_max_concurrent, queued FROM build_queue_groups ORDER BY own_max_concurrent")).toEqual([
+  expect(await all(t.db, "SELECT runner_route, own_max_concurrent, queued FROM build_queue_groups ORDER BY own_max_concurrent")).toEqual([
     { runner_route: routeKey({ apple: ["ios", "macos"], labels: ["mac-mini", "gpu"] }), own_max_concurrent: 0, queued: 1 },
     { runner_route: routeKey({ apple: [], labels: [] }), own_max_concurrent: 3, queued: 1 },
   ]);
-  expect(await all(db, "SELECT next FROM build_queue_sequence")).toEqual([{ next: 4 }]);
+  expect(await all(t.db, "SELECT next FROM build_queue_sequence")).toEqual([{ next: 4 }]);
 });

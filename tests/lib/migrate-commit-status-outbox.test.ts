@@ -1,62 +1,37 @@
 // Migration 24 (schema.sql, commit statuses as an outbox) on a database made before it: the
 // statuses already reported stay reported, the others of the last day are due, one row per commit
 // and pipeline holding its newest build, and plain git remotes get none.
-import { afterEach, beforeEach, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { all, inTransaction, openDatabase, type Db } from "../../lib/db/client.ts";
-import { MIGRATIONS, migrate } from "../../lib/db/migrate.ts";
+import { expect, test } from "bun:test";
+import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
+import { all } from "../../lib/db/client.ts";
+import { migrate } from "../../lib/db/migrate.ts";
 
-let dir: string;
-let db: Db;
-beforeEach(async () => {
-  dir = mkdtempSync(join(tmpdir(), "roost-migrate24-"));
-  db = await openDatabase(`file:${join(dir, "roost.db")}`);
-});
-afterEach(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
-async function migrateTo(version: number): Promise<void> {
-  await db.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)");
-  for (const m of MIGRATIONS.filter((m) => m.version <= version)) {
-    await inTransaction(db, async (tx) => {
-      for (const s of m.sql
-        .split(/;\s*$/m)
-        .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
-        .filter((s) => s))
-        await tx.execute(s);
-      await tx.execute({ sql: "INSERT INTO schema_migrations VALUES (?, ?, 1)", args: [m.version, m.name] });
-    });
-  }
-}
+const t = databasePerTest("roost-migrate24-");
 
 test("reported statuses stay reported; the rest of the last day is due, newest build per commit and pipeline", async () => {
-  await migrateTo(23);
-  await db.execute(
+  await migrateTo(t.db, 23);
+  await t.db.execute(
     "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'github', 'gh', 'https://api.github.com', 'https://github.com', 'sealed', 1, 1)",
   );
-  await db.execute(
+  await t.db.execute(
     "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i2', 'git', 'git', '/src/x', '/src/x', 'sealed', 1, 1)",
   );
-  await db.execute(
+  await t.db.execute(
     "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'github', '1', 'acme/app', 'main', 'x', 'x', 1, 1)",
   );
-  await db.execute(
+  await t.db.execute(
     "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r2', 'i2', 'git', 'i2', 'src/x', 'main', 'x', 'x', 1, 1)",
   );
-  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
-  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p2', 'x', 'r2', 'main', 1, 1)");
-  await db.execute(
+  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
+  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p2', 'x', 'r2', 'main', 1, 1)");
+  await t.db.execute(
     "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'ci', 'roost.yaml', '{}', '{}', 1, 1)",
   );
-  await db.execute(
+  await t.db.execute(
     "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl2', 'p2', 'ci', 'roost.yaml', '{}', '{}', 1, 1)",
   );
   const insert = (id: string, project: string, pipeline: string, n: number, sha: string, status: string, updatedAt: number) =>
-    db.execute({
+    t.db.execute({
       sql: "INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'main', ?, '{}', ?, 'manual', 1, 1, ?)",
       args: [id, project, pipeline, n, sha, status, updatedAt],
     });
@@ -66,17 +41,17 @@ test("reported statuses stay reported; the rest of the last day is due, newest b
   await insert("first", "p1", "pl1", 3, "ccc", "succeeded", 2 * DAY);
   await insert("rerun", "p1", "pl1", 4, "ccc", "running", 2 * DAY + 5);
   await insert("git", "p2", "pl2", 1, "ddd", "queued", 2 * DAY);
-  await db.execute(
+  await t.db.execute(
     "INSERT INTO commit_status_reports (build_id, reported_status, attempts, next_attempt_at, updated_at) VALUES ('sent', 'succeeded', 0, 0, 1), ('first', 'succeeded', 0, 0, 1), ('rerun', NULL, 2, 99, 1)",
   );
 
-  await migrate(db, () => 2);
+  await migrate(t.db, () => 2);
 
   expect(
-    await all(db, "SELECT commit_sha, build_id, status, version, sent_version, attempts, next_attempt_at FROM commit_status_outbox ORDER BY commit_sha"),
+    await all(t.db, "SELECT commit_sha, build_id, status, version, sent_version, attempts, next_attempt_at FROM commit_status_outbox ORDER BY commit_sha"),
   ).toEqual([
     { commit_sha: "bbb", build_id: "sent", status: "succeeded", version: 1, sent_version: 1, attempts: 0, next_attempt_at: 0 },
     { commit_sha: "ccc", build_id: "rerun", status: "running", version: 1, sent_version: 0, attempts: 2, next_attempt_at: 99 },
   ]);
-  expect(await all(db, "SELECT name FROM sqlite_master WHERE name = 'commit_status_reports'")).toEqual([]);
+  expect(await all(t.db, "SELECT name FROM sqlite_master WHERE name = 'commit_status_reports'")).toEqual([]);
 });
