@@ -1303,3 +1303,13 @@ CREATE INDEX builds_artifacts_kept ON builds (pipeline_id, COALESCE(finished_at,
 -- lib/publishing/plan.ts writes the deployment_notification_outbox row in the deployment's own
 -- transaction, as lib/builds/what-follows.ts does for a build (migration 31).
 DROP TRIGGER deployments_approval_outbox;
+
+-- migration 34: the API token list is read in its order
+-- GET /v1/api-tokens lists by created_at, newest first, then id (lib/db/api-tokens.ts): read
+-- without an index in that order, every token was read and sorted in a temporary B-tree for each
+-- page, a cost that grows with the tokens (docs/benchmarks.md "The request path (issue 20)"). The first
+-- index serves the list an admin or owner sees; the second, which replaces api_tokens_creator (its
+-- first column is the same), the list of one creator's own tokens.
+CREATE INDEX api_tokens_created ON api_tokens (created_at, id);
+DROP INDEX api_tokens_creator;
+CREATE INDEX api_tokens_creator ON api_tokens (created_by, created_at, id);

@@ -1,0 +1,51 @@
+// GET /v1/api-tokens reads its page in the list's order (docs/api.md "API tokens"): in the default
+// order (created_at, then id; newest first or oldest first), the tokens are read from an index,
+// never all read and sorted in a temporary B-tree, both for an admin or owner (every token) and for
+// anyone else (their own). Asserted on SQLite's own query plans (https://www.sqlite.org/eqp.html)
+// of the statement listApiTokens runs.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { all, openDatabase, type Db, type Executor } from "../../lib/db/client.ts";
+import type { Args, Statement } from "../../lib/db/database.ts";
+import { migrate } from "../../lib/db/migrate.ts";
+import { listApiTokens } from "../../lib/db/api-tokens.ts";
+
+let dir: string;
+let db: Db;
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "roost-token-plans-"));
+  db = await openDatabase(`file:${join(dir, "roost.db")}`);
+  await migrate(db, () => 1_800_000_000);
+});
+afterAll(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** SQLite's plan for the page listApiTokens reads for these options. */
+async function pagePlan(createdBy: string | null, direction: "asc" | "desc"): Promise<string[]> {
+  const seen: { sql: string; args: Args }[] = [];
+  const recorder: Executor = {
+    execute(stmt: Statement, args?: Args) {
+      seen.push(typeof stmt === "string" ? { sql: stmt, args: args ?? [] } : { sql: stmt.sql, args: stmt.args ?? [] });
+      return db.execute(stmt, args);
+    },
+  };
+  await listApiTokens(recorder, { createdBy, q: undefined, sort: "created_at", direction, limit: 50, offset: 0 });
+  const { sql, args } = seen[0]!;
+  return (await all(db, `EXPLAIN QUERY PLAN ${sql}`, args)).map((r) => String(r.detail));
+}
+
+describe("the default order is read from an index, not sorted", () => {
+  test.each(["desc", "asc"] as const)("every token (admin or owner), %s", async (direction) => {
+    expect(await pagePlan(null, direction)).toEqual(["SCAN t USING INDEX api_tokens_created", "SEARCH u USING INDEX sqlite_autoindex_users_1 (id=?)"]);
+  });
+
+  test.each(["desc", "asc"] as const)("the caller's own tokens, %s", async (direction) => {
+    const plan = await pagePlan("user-1", direction);
+    expect(plan).toContain("SEARCH t USING INDEX api_tokens_creator (created_by=?)");
+    expect(plan).not.toContain("USE TEMP B-TREE FOR ORDER BY");
+  });
+});
