@@ -374,7 +374,7 @@ describe("project settings in the web app", () => {
     await dev.goto(`${base}/projects/${projectId}`);
     await dev.getByText("your role: developer").waitFor();
     const sections = await dev.getByRole("navigation", { name: "Project sections" }).getByRole("link").allTextContents();
-    expect(sections).toEqual(["Builds", "Pipelines", "Schedules", "Badges and retention"]);
+    expect(sections).toEqual(["Builds", "Pipelines", "Deployments", "Schedules", "Badges and retention"]);
     await tab("Schedules", dev);
     await dev.locator(".schedule", { hasText: "0 * * * *" }).waitFor();
     expect(await dev.getByRole("button", { name: /schedule/i }).count()).toBe(0);
