@@ -257,8 +257,11 @@ export class ContainerExecutor implements Executor {
       image,
       "infinity",
     ];
+    const limitsText = engine.noCgroupLimits
+      ? `${describeLimits(limits)} (cpus, memory and pids not enforced: rootless Podman cannot set them on cgroups v1)`
+      : describeLimits(limits);
     s.say(
-      `[roost] container: ${this.record().engine}, image ${image}${this.#digest ? ` (${this.#digest})` : ""}, network ${s.network === "none" ? "none" : "on (no host loopback, no link-local or metadata address)"}, ${describeLimits(limits)}, steps as uid ${this.#user.uid}`,
+      `[roost] container: ${this.record().engine}, image ${image}${this.#digest ? ` (${this.#digest})` : ""}, network ${s.network === "none" ? "none" : "on (no host loopback, no link-local or metadata address)"}, ${limitsText}, steps as uid ${this.#user.uid}`,
     );
     const created = await engineCall(engine, args, { timeoutMs: 5 * 60_000 });
     this.#started = true;

@@ -14,6 +14,12 @@ export interface Engine {
   name: EngineName;
   /** Rootless Podman (or rootless Docker): container uids map into the runner user's subordinate ids. */
   rootless: boolean;
+  /**
+   * Rootless Podman on cgroups v1: it cannot set a container's cgroup limits (--cpus, --memory,
+   * --pids-limit) and runs it without them ("Resource limits are not supported and ignored on
+   * cgroups V1 rootless systems"); the build log says so.
+   */
+  noCgroupLimits?: boolean;
   /** `podman version`'s or `docker version`'s client version, for the build's record. */
   version: string;
   /**
@@ -82,10 +88,12 @@ export async function detectEngine(named: EngineName | undefined): Promise<Engin
 }
 
 async function probe(name: EngineName): Promise<Engine | string> {
-  const format = name === "podman" ? "{{.Host.Security.Rootless}}" : "{{json .SecurityOptions}}";
+  const format = name === "podman" ? "{{.Host.Security.Rootless}} {{.Host.CgroupsVersion}}" : "{{json .SecurityOptions}}";
   const info = await engineCall({ name }, ["info", "--format", format], { timeoutMs: 30_000 });
   if (info.code !== 0) return `${name} info failed: ${engineError(info)}`;
   const version = await engineCall({ name }, ["version", "--format", "{{.Client.Version}}"], { timeoutMs: 30_000 });
-  const rootless = name === "podman" ? info.stdout.trim() === "true" : info.stdout.includes("rootless");
-  return { name, rootless, version: version.code === 0 ? version.stdout.trim() : "" };
+  const [podmanRootless, cgroups] = info.stdout.trim().split(" ");
+  const rootless = name === "podman" ? podmanRootless === "true" : info.stdout.includes("rootless");
+  const noCgroupLimits = name === "podman" && rootless && cgroups === "v1";
+  return { name, rootless, noCgroupLimits, version: version.code === 0 ? version.stdout.trim() : "" };
 }

@@ -176,6 +176,8 @@ test("a runner run by an ordinary user on rootless Podman: the build succeeds as
   expect({ status: build.status, log: text }).toMatchObject({ status: "succeeded" });
   expect(text).toContain("[roost] container: podman (rootless)");
   expect(text).toContain(`steps as uid ${uid}`);
+  // This machine's cgroups are v1, where rootless Podman ignores the container's cgroup limits.
+  expect(text).toContain("pids 4096, disk unlimited (cpus, memory and pids not enforced: rootless Podman cannot set them on cgroups v1)");
   // keep-id: inside, the steps are the runner's own user, never root.
   expect(text).toContain(`uid ${uid} gid ${gid}`);
   expect(text).toContain("\nwritten\n");
