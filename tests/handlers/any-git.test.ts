@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { git as gitIn } from "../helpers/git.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
 import { pollGitRemotes } from "../../lib/forges/git/poll.ts";
@@ -26,15 +27,7 @@ let host: HostApiStandIn;
 let owner: string;
 let remote: string;
 
-function git(...args: string[]): string {
-  // Only this repository: a GIT_DIR or GIT_INDEX_FILE inherited from a hook or a script would point git elsewhere.
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("GIT_")));
-  const out = Bun.spawnSync(["git", "-C", remote, ...args], {
-    env: { ...env, GIT_AUTHOR_NAME: "Dev", GIT_AUTHOR_EMAIL: "dev@example.test", GIT_COMMITTER_NAME: "Dev", GIT_COMMITTER_EMAIL: "dev@example.test" },
-  });
-  if (out.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${out.stderr.toString()}`);
-  return out.stdout.toString().trim();
-}
+const git = (...args: string[]) => gitIn(remote, ...args);
 function commit(message: string): string {
   writeFileSync(join(remote, "file.txt"), `${message}\n${Math.random()}\n`);
   git("add", "file.txt");

@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { createGithubIntegration } from "../helpers/ci.ts";
+import { git as gitIn, postGithubPush } from "../helpers/git.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { parseGithubDelivery } from "../../lib/forges/github/parse.ts";
 import { acceptDelivery } from "../../lib/webhooks/accept.ts";
@@ -52,19 +52,7 @@ let owner: string;
 let projectId: string;
 let dir: string;
 
-function git(...args: string[]): string {
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: dir,
-    GIT_AUTHOR_NAME: "Dev",
-    GIT_AUTHOR_EMAIL: "dev@example.test",
-    GIT_COMMITTER_NAME: "Dev",
-    GIT_COMMITTER_EMAIL: "dev@example.test",
-  };
-  const run = Bun.spawnSync(["git", "-C", dir, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
-  return run.stdout.toString().trim();
-}
+const git = (...args: string[]) => gitIn(dir, ...args);
 
 function commit(files: Record<string, string | null>, message: string): string {
   for (const [path, content] of Object.entries(files)) {
@@ -80,22 +68,7 @@ function commit(files: Record<string, string | null>, message: string): string {
 }
 
 async function push(branch: string, sha: string, message = "change") {
-  const body = JSON.stringify({
-    ref: `refs/heads/${branch}`,
-    before: "0".repeat(40),
-    after: sha,
-    repository: { id: REPO.id, full_name: REPO.full_name },
-    installation: { id: Number(host.github.installationId) },
-    pusher: { name: "dev" },
-    sender: { login: "dev" },
-    head_commit: { id: sha, message, author: { name: "Dev" } },
-    commits: [{ id: sha, message, author: { name: "Dev" } }],
-  });
-  const res = await t.call("POST", "/v1/webhooks/github", {
-    raw: body,
-    contentType: "application/json",
-    headers: { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(SECRET, body) },
-  });
+  const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message, secret: SECRET });
   expect(res.status).toBe(200);
   const delivery = await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner });
   return { answer: res.body, delivery: delivery.body.delivery ?? delivery.body };

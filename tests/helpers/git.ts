@@ -1,0 +1,50 @@
+// A real git repository in a temp dir for the tests of what Roost reads from one (docs/pipelines.md,
+// docs/any-git.md), and GitHub push deliveries about it.
+import { sign } from "@octokit/webhooks-methods";
+import type { Called, TestApp } from "./app.ts";
+
+/** Runs git in `dir` as author Dev, with none of the caller's GIT_* variables or git config; stdout, trimmed. */
+export function git(dir: string, ...args: string[]): string {
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: dir,
+    GIT_AUTHOR_NAME: "Dev",
+    GIT_AUTHOR_EMAIL: "dev@example.test",
+    GIT_COMMITTER_NAME: "Dev",
+    GIT_COMMITTER_EMAIL: "dev@example.test",
+  };
+  const run = Bun.spawnSync(["git", "-C", dir, ...args], { env, stdout: "pipe", stderr: "pipe" });
+  if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
+  return run.stdout.toString().trim();
+}
+
+export interface GithubPush {
+  repo: { id: number; full_name: string };
+  installationId: string | number;
+  branch: string;
+  sha: string;
+  message: string;
+  /** The integration's webhook secret, which signs the delivery. */
+  secret: string;
+}
+
+/** POSTs a signed GitHub push delivery (https://docs.github.com/webhooks/webhook-events-and-payloads#push) to /v1/webhooks/github. */
+export async function postGithubPush(t: TestApp, push: GithubPush): Promise<Called> {
+  const { repo, sha, message } = push;
+  const body = JSON.stringify({
+    ref: `refs/heads/${push.branch}`,
+    before: "0".repeat(40),
+    after: sha,
+    repository: { id: repo.id, full_name: repo.full_name },
+    installation: { id: Number(push.installationId) },
+    pusher: { name: "dev" },
+    sender: { login: "dev" },
+    head_commit: { id: sha, message, author: { name: "Dev" } },
+    commits: [{ id: sha, message, author: { name: "Dev" } }],
+  });
+  return t.call("POST", "/v1/webhooks/github", {
+    raw: body,
+    contentType: "application/json",
+    headers: { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(push.secret, body) },
+  });
+}
