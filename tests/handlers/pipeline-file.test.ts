@@ -8,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { createGithubIntegration } from "../helpers/ci.ts";
-import { git as gitIn, postGithubPush } from "../helpers/git.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/git.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { parseGithubDelivery } from "../../lib/forges/github/parse.ts";
 import { acceptDelivery } from "../../lib/webhooks/accept.ts";
 import { findRepository } from "../../lib/db/repositories.ts";
@@ -101,17 +100,7 @@ beforeAll(async () => {
     },
     "Flutter app with two pipelines",
   );
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: REPO.id, full_name: REPO.full_name, default_branch: "main", private: true });
-  host.repositories.set(REPO.full_name, dir);
-  t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" });
-  owner = await bootstrapOwner(t);
-  const integration = await createGithubIntegration(t, owner, host);
-  await t.call("POST", `/v1/integrations/${integration.integration?.id ?? integration.id}/sync`, { token: owner });
-  const repos = (await t.call("GET", `/v1/integration-repositories?q=${encodeURIComponent(REPO.full_name)}`, { token: owner })).body.repositories;
-  const project = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repos[0].id } });
-  expect(project.status).toBe(201);
-  projectId = project.body.project.id;
+  ({ t, host, owner, projectId } = await startAppOnRepository(dir, REPO));
 });
 
 afterAll(async () => {

@@ -8,10 +8,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { createGithubIntegration } from "../helpers/ci.ts";
-import { git as gitIn, postGithubPush } from "../helpers/git.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import type { TestApp } from "../helpers/app.ts";
+import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/git.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { runDueSchedules } from "../../lib/schedules.ts";
 
 const SECRET = "a-webhook-secret-of-some-length";
@@ -83,18 +82,8 @@ beforeAll(async () => {
   writeFileSync(join(dir, "pubspec.yaml"), "name: nightly_shop\n");
   git("add", "pubspec.yaml");
   git("commit", "-q", "-m", "app");
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: REPO.id, full_name: REPO.full_name, default_branch: "main", private: true });
-  host.repositories.set(REPO.full_name, dir);
-  t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" });
+  ({ t, host, owner, projectId } = await startAppOnRepository(dir, REPO));
   t.clock.set(START);
-  owner = await bootstrapOwner(t);
-  const integration = await createGithubIntegration(t, owner, host);
-  await t.call("POST", `/v1/integrations/${integration.integration?.id ?? integration.id}/sync`, { token: owner });
-  const repos = (await t.call("GET", `/v1/integration-repositories?q=${encodeURIComponent(REPO.full_name)}`, { token: owner })).body.repositories;
-  const project = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repos[0].id } });
-  expect(project.status).toBe(201);
-  projectId = project.body.project.id;
 });
 
 afterAll(async () => {

@@ -1,7 +1,9 @@
 // A real git repository in a temp dir for the tests of what Roost reads from one (docs/pipelines.md,
 // docs/any-git.md), and GitHub push deliveries about it.
 import { sign } from "@octokit/webhooks-methods";
-import type { Called, TestApp } from "./app.ts";
+import { bootstrapOwner, createTestApp, type Called, type TestApp } from "./app.ts";
+import { createGithubIntegration } from "./ci.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 /** Runs git in `dir` as author Dev, with none of the caller's GIT_* variables or git config; stdout, trimmed. */
 export function git(dir: string, ...args: string[]): string {
@@ -47,4 +49,29 @@ export async function postGithubPush(t: TestApp, push: GithubPush): Promise<Call
     contentType: "application/json",
     headers: { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(push.secret, body) },
   });
+}
+
+export interface RepositoryApp {
+  t: TestApp;
+  host: HostApiStandIn;
+  owner: string;
+  projectId: string;
+}
+
+/**
+ * An app (allowed to reach the stand-in on 127.0.0.1) whose host stand-in serves the git repository
+ * in `dir` as the GitHub repository `repo`: the owner, a synced GitHub integration and a project on it.
+ */
+export async function startAppOnRepository(dir: string, repo: { id: number; full_name: string }): Promise<RepositoryApp> {
+  const host = await startHostApiStandIn();
+  host.github.repos.push({ id: repo.id, full_name: repo.full_name, default_branch: "main", private: true });
+  host.repositories.set(repo.full_name, dir);
+  const t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" });
+  const owner = await bootstrapOwner(t);
+  const integration = await createGithubIntegration(t, owner, host);
+  await t.call("POST", `/v1/integrations/${integration.integration?.id ?? integration.id}/sync`, { token: owner });
+  const repos = (await t.call("GET", `/v1/integration-repositories?q=${encodeURIComponent(repo.full_name)}`, { token: owner })).body.repositories;
+  const project = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repos[0].id } });
+  if (project.status !== 201) throw new Error(`project failed: ${project.status} ${project.text}`);
+  return { t, host, owner, projectId: project.body.project.id };
 }
