@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
 import { SHA_A, SHA_B, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { uploadArtifact } from "../helpers/publishing.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { publishHostReleases } from "../../lib/publishing/host-release.ts";
@@ -41,13 +42,7 @@ async function succeed(build: { id: string }, files: Record<string, string>) {
   expect(claimed.body.job.build.id).toBe(build.id);
   const jobId = claimed.body.job.job_id;
   for (const [path, content] of Object.entries(files)) {
-    const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
-    const up = await t.call("PUT", `/v1/runners/${r.id}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, {
-      token: r.token,
-      raw: content,
-      contentType: "application/octet-stream",
-      headers: { "x-roost-artifact-sha256": sha },
-    });
+    const { up } = await uploadArtifact(t, r, jobId, path, content);
     expect(up.status).toBe(201);
   }
   expect((await r.call("POST", `/jobs/${jobId}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 })).status).toBe(200);

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { uploadArtifact } from "../helpers/publishing.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { reapLostDeployments } from "../../lib/publishing/reaper.ts";
 
@@ -68,13 +69,7 @@ async function succeed(
   const jobId = claimed.body.job.job_id;
   const artifacts: Record<string, { id: string; sha256: string }> = {};
   for (const [path, content] of Object.entries(files)) {
-    const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
-    const up = await t.call("PUT", `/v1/runners/${r.id}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, {
-      token: r.token,
-      raw: content,
-      contentType: "application/octet-stream",
-      headers: { "x-roost-artifact-sha256": sha },
-    });
+    const { up, sha } = await uploadArtifact(t, r, jobId, path, content);
     expect(up.status).toBe(201);
     artifacts[path] = { id: up.body.artifact.id, sha256: sha };
   }

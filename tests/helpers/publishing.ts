@@ -1,7 +1,7 @@
 // Setting up publishing for tests of what people see and do around it (the web app, the CLI):
 // environments, a runner that builds, and a build run to success through the runner protocol
 // with artifacts, as a runner sends them, so that its publishers make deployments.
-import type { TestApp } from "./app.ts";
+import type { Called, TestApp } from "./app.ts";
 
 export interface TestRunner {
   id: string;
@@ -20,6 +20,18 @@ export async function putEnvironment(t: TestApp, owner: string, projectId: strin
   const res = await t.call("PUT", `/v1/projects/${projectId}/environments/${name}`, { token: owner, body });
   if (res.status !== 200) throw new Error(`environment failed: ${res.status} ${res.text}`);
   return res.body.environment;
+}
+
+/** The runner uploads `content` as the job's artifact at `path`, as a runner does (docs/runners.md "Artifacts"); the answer and the sha256 it sent. */
+export async function uploadArtifact(t: TestApp, runner: TestRunner, jobId: string, path: string, content: string): Promise<{ up: Called; sha: string }> {
+  const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
+  const up = await t.call("PUT", `/v1/runners/${runner.id}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, {
+    token: runner.token,
+    raw: content,
+    contentType: "application/octet-stream",
+    headers: { "x-roost-artifact-sha256": sha },
+  });
+  return { up, sha };
 }
 
 /** A manual build of the pipeline, claimed by `runner` and finished with `status`, uploading `files` as its artifacts first. */
@@ -43,13 +55,7 @@ export async function runBuild(
   const job = claimed.body.job;
   if (job?.build?.id !== made.body.build.id) throw new Error(`the runner claimed another job: ${claimed.text}`);
   for (const [path, content] of Object.entries(o.files ?? { "build/app/outputs/bundle/release/app-release.aab": "fake bundle versionCode=42" })) {
-    const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
-    const up = await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, {
-      token: runner.token,
-      raw: content,
-      contentType: "application/octet-stream",
-      headers: { "x-roost-artifact-sha256": sha },
-    });
+    const { up } = await uploadArtifact(t, runner, job.job_id, path, content);
     if (up.status !== 201) throw new Error(`artifact failed: ${up.status} ${up.text}`);
   }
   const status = o.status ?? "succeeded";
