@@ -6,9 +6,9 @@
 // as a failure, never counted as "allowed". Routes whose rule is public, a setup token, a runner,
 // stream or metrics token, or a webhook signature say here what a bearer caller gets.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, repositoryId, seedStandIn } from "../helpers/ci.ts";
+import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, repositoryId, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { routes } from "../../handlers/routes.ts";
 import { isProjectRule, type AuthRule } from "../../lib/route.ts";
 import { raiseIncident } from "../../lib/incidents.ts";
@@ -33,6 +33,7 @@ const RULES: Record<string, { special: Special | null; request: Request }> = {};
 const BY_RULE = null;
 /** OIDC start on an instance without OIDC configured: 409 oidc_not_configured (docs/external-access.md "Errors"). */
 const OIDC_START_STATUS = 409;
+let fixture: GithubFixture;
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
@@ -46,11 +47,7 @@ let developerId = "";
 let gitlabProjectId = "";
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = fixture = await startGithubFixture());
   // GitLab webhook tokens exist only for GitLab projects: a second project there, with the same members.
   const gitlab = await t.call("POST", "/v1/integrations", {
     token: owner,
@@ -442,8 +439,7 @@ beforeAll(async () => {
   for (const [key, special, request] of rules) RULES[key] = { special, request };
 });
 afterAll(async () => {
-  t.close();
-  await host.stop();
+  await fixture.stop();
 });
 
 type Expected = { allowed: true } | { allowed: false; status: number[] };

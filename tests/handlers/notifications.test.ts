@@ -3,8 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { verify } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { startHostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { dispatchNotifications, ATTEMPTS_BEFORE_INCIDENT } from "../../lib/notifications.ts";
@@ -18,8 +18,8 @@ interface Received {
   body: any;
 }
 
+let fixture: GithubFixture;
 let t: TestApp;
-let host: HostApiStandIn;
 let owner: string;
 let receiver: ReturnType<typeof Bun.serve>;
 let received: Received[] = [];
@@ -28,11 +28,7 @@ const BASE = "http://roost.example.test";
 const SECRET = "a-signing-secret-of-some-length";
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, owner } = fixture = await startGithubFixture());
   receiver = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -49,8 +45,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   receiver.stop(true);
-  t.close();
-  await host.stop();
+  await fixture.stop();
 });
 
 const hook = (path: string) => `http://127.0.0.1:${receiver.port}${path}`;
