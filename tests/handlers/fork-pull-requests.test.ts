@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { repositoryId } from "../helpers/ci.ts";
+import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
 
 const SECRET = "github-app-webhook-secret-for-fork-tests";
 const DEPLOY_SECRET = "the-deploy-secret-value";
@@ -38,18 +38,7 @@ beforeAll(async () => {
   // A fork's build reads the pipeline file at its target branch's head (master), not at the fork's commit.
   host.heads.set("Codertocat/Hello-World@master", "c".repeat(40));
   owner = await bootstrapOwner(t);
-  await t.call("POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "GitHub",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: SECRET,
-    },
-  });
+  await createGithubIntegration(t, owner, host, { name: "GitHub", web_url: undefined, webhook_secret: SECRET });
   projectId = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: await repositoryId(t, owner, "Codertocat/Hello-World") } })).body
     .project.id;
   await t.call("POST", `/v1/projects/${projectId}/pipelines`, {

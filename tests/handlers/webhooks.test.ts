@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { repositoryId } from "../helpers/ci.ts";
+import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../fixtures/webhooks");
 const fixture = (host: string, file: string) => readFileSync(join(FIXTURES, host, file), "utf8");
@@ -83,19 +83,8 @@ beforeAll(async () => {
   // The published App payloads come from installation 1 (their `installation.id`).
   host.github.installationId = "1";
   owner = await bootstrapOwner(t);
-  const gh = await t.call("POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "GitHub",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: SECRET,
-    },
-  });
-  expect(gh.body.repositories_synced).toBe(4);
+  const gh = await createGithubIntegration(t, owner, host, { name: "GitHub", web_url: undefined, webhook_secret: SECRET });
+  expect(gh.repositories_synced).toBe(4);
   const gl = await t.call("POST", "/v1/integrations", {
     token: owner,
     body: { provider: "gitlab", name: "GitLab", api_url: host.url, access_token: host.gitlab.token },

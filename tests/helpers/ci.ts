@@ -21,7 +21,8 @@ export function seedStandIn(host: HostApiStandIn): void {
   host.heads.set("group/mobile@main", SHA_A);
 }
 
-export async function createGithubIntegration(t: TestApp, token: string, host: HostApiStandIn) {
+/** A GitHub integration on the stand-in, its repositories synced; `body` changes the defaults (a field set to undefined is left out). */
+export async function createGithubIntegration(t: TestApp, token: string, host: HostApiStandIn, body: Record<string, unknown> = {}) {
   const res = await t.call("POST", "/v1/integrations", {
     token,
     body: {
@@ -33,6 +34,7 @@ export async function createGithubIntegration(t: TestApp, token: string, host: H
       installation_id: host.github.installationId,
       private_key: host.github.privateKeyPem,
       webhook_secret: "a-webhook-secret-of-some-length",
+      ...body,
     },
   });
   if (res.status !== 201) throw new Error(`integration failed: ${res.status} ${res.text}`);
