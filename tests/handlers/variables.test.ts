@@ -137,18 +137,13 @@ describe("what a build receives", () => {
   });
 
   const envOf = (job: any) => Object.fromEntries(job.config.execution_config.env.map((e: any) => [e.key, e.value]));
+  /** A build of the pipeline on SHA_A as a webhook delivery queues it. */
+  const webhookBuild = (branch: string, triggerEvent: string, triggerRef: string, context?: { pull_request: number | null; fork: boolean }) =>
+    createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: "webhook", triggerEvent, triggerRef, ...(context ? { context } : {}) });
 
   test("a trusted build gets every secret, decrypted, and file variables; the pipeline's variable replaces the project's", async () => {
     await drainQueue();
-    await createBuild(t.ctx, {
-      pipelineId,
-      branch: "main",
-      commitSha: SHA_A,
-      triggerType: "webhook",
-      triggerEvent: "push",
-      triggerRef: "refs/heads/main",
-      context: { pull_request: null, fork: false },
-    });
+    await webhookBuild("main", "push", "refs/heads/main", { pull_request: null, fork: false });
     const job = (await (await runner()).claim()).body.job;
     expect(envOf(job)).toEqual({ MODE: "ci", PIPELINE_ENV_SECRET: "pipeline-env-secret-value", KEYSTORE_PASSWORD: SECRET, APP_FLAVOR: "staging" });
     expect(job.files).toEqual([{ key: "ANDROID_KEYSTORE", content_base64: FILE_BYTES.toString("base64"), secret: true }]);
@@ -158,25 +153,10 @@ describe("what a build receives", () => {
 
   test("a build of a protected ref gets the protected secret; a pull request into it does not", async () => {
     await drainQueue();
-    await createBuild(t.ctx, {
-      pipelineId,
-      branch: "release/1.0",
-      commitSha: SHA_A,
-      triggerType: "webhook",
-      triggerEvent: "push",
-      triggerRef: "refs/heads/release/1.0",
-    });
+    await webhookBuild("release/1.0", "push", "refs/heads/release/1.0");
     expect(envOf((await (await runner()).claim()).body.job).RELEASE_ONLY).toBe("release-only-secret");
     await drainQueue();
-    await createBuild(t.ctx, {
-      pipelineId,
-      branch: "release/1.0",
-      commitSha: SHA_A,
-      triggerType: "webhook",
-      triggerEvent: "pull_request",
-      triggerRef: "refs/pull/3/head",
-      context: { pull_request: 3, fork: false },
-    });
+    await webhookBuild("release/1.0", "pull_request", "refs/pull/3/head", { pull_request: 3, fork: false });
     const pr = (await (await runner()).claim()).body.job;
     expect(envOf(pr).RELEASE_ONLY).toBeUndefined();
     expect(envOf(pr).KEYSTORE_PASSWORD).toBe(SECRET);
@@ -268,15 +248,7 @@ describe("what a build receives", () => {
 
   test("a pull request from a fork, and its re-run, get no secret at all: plain variables only, and the claim says which were withheld", async () => {
     await drainQueue();
-    const { build } = await createBuild(t.ctx, {
-      pipelineId,
-      branch: "main",
-      commitSha: SHA_A,
-      triggerType: "webhook",
-      triggerEvent: "pull_request",
-      triggerRef: "refs/pull/7/head",
-      context: { pull_request: 7, fork: true },
-    });
+    const { build } = await webhookBuild("main", "pull_request", "refs/pull/7/head", { pull_request: 7, fork: true });
     const claimed = await (await runner()).claim();
     const job = claimed.body.job;
     expect(job.build.id).toBe(build.id);
