@@ -1313,3 +1313,14 @@ DROP TRIGGER deployments_approval_outbox;
 CREATE INDEX api_tokens_created ON api_tokens (created_at, id);
 DROP INDEX api_tokens_creator;
 CREATE INDEX api_tokens_creator ON api_tokens (created_by, created_at, id);
+
+-- migration 35: the background passes over deployments and logs read only what is waiting
+-- The publish claim (lib/publishing/claim.ts) and the host release pass (host-release.ts) ask for
+-- the oldest approved deployment of their kind, and whether its project and target has one
+-- running; the log archive pass (lib/logs/archive.ts) asks for finished logs not yet in the
+-- object store. Each read every deployment or every kept build of the history, every few
+-- seconds: these partial indexes hold only what is waiting.
+CREATE INDEX deployments_for_runners ON deployments (created_at) WHERE status = 'approved' AND publisher_type != 'host_release';
+CREATE INDEX deployments_for_daemon ON deployments (created_at) WHERE status = 'approved' AND publisher_type = 'host_release';
+CREATE INDEX deployments_running_target ON deployments (project_id, target) WHERE status = 'running';
+CREATE INDEX build_log_stats_unarchived ON build_log_stats (build_id) WHERE archived_seq IS NULL AND last_seq > 0;

@@ -38,7 +38,8 @@ export async function archiveFinishedLogs(ctx: Pick<AppContext, "db" | "objects"
   if (ctx.objects.kind !== "s3") return { archived: 0 };
   const due = await all(
     ctx.db,
-    `SELECT b.id, s.last_seq FROM builds b JOIN build_log_stats s ON s.build_id = b.id
+    // From the logs not yet archived (build_log_stats_unarchived), never from the builds' history.
+    `SELECT b.id, s.last_seq FROM build_log_stats s CROSS JOIN builds b ON b.id = s.build_id
       WHERE b.finished_at IS NOT NULL AND b.finished_at <= ? AND b.logs_deleted_at IS NULL AND s.archived_seq IS NULL AND s.last_seq > 0
         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.build_id = b.id AND j.status = 'running')
         AND NOT EXISTS (SELECT 1 FROM deployments d WHERE d.build_id = b.id AND d.status = 'running')
