@@ -536,7 +536,7 @@ CREATE TABLE schedule_runs (
 -- transaction would let DROP TABLE cascade into its jobs, logs and artifacts (foreign keys cannot
 -- be switched off inside a transaction: https://www.sqlite.org/foreignkeys.html section 2). So a
 -- scheduled build is stored with trigger_type 'manual' and trigger_event 'schedule', and the API
--- reports trigger_type 'schedule' (lib/db/builds.ts); schedule_id names the schedule.
+-- reports trigger_type 'schedule' (lib/builds/store.ts); schedule_id names the schedule.
 ALTER TABLE builds ADD COLUMN schedule_id TEXT REFERENCES pipeline_schedules(id) ON DELETE SET NULL;
 
 -- Notifications (docs/notifications.md). Non-secret channel settings are plain JSON; the secret
@@ -930,7 +930,7 @@ CREATE TABLE build_annotations (
 
 -- migration 21: the runner claim in O(log n), in queue order
 -- A claim hands out the oldest queued build a runner may take whose pipeline has a free slot
--- (lib/db/jobs.ts). Builds are ordered by queue_seq, a number taken from build_queue_sequence when
+-- (lib/runners/jobs.ts). Builds are ordered by queue_seq, a number taken from build_queue_sequence when
 -- the build is created (queued_at has whole seconds only; a released build keeps its place). What
 -- decides who may take a build is fixed at creation: runner_route, the Apple platforms and the
 -- runner labels it needs (lib/runners/routing.ts), and own_max_concurrent, the max_concurrent of
@@ -985,7 +985,7 @@ CREATE TABLE check_run_reports (
 -- Where a project publishes builds (docs/publishing.md): each environment may require a
 -- person's approval before anything is published to it, names who may approve (approvers: user
 -- ids; [] means the project's maintainers) and which refs may publish to it (allowed_refs:
--- patterns as a variable's protected_refs, lib/branch-patterns.ts; [] means any ref). Its secrets
+-- patterns as a variable's protected_refs, lib/pipelines/branch-patterns.ts; [] means any ref). Its secrets
 -- are variables with environment_id set: given only to a publish to this environment.
 CREATE TABLE environments (
   id TEXT PRIMARY KEY,
@@ -1292,7 +1292,7 @@ DROP TRIGGER commit_status_outbox_status;
 
 -- migration 32: retention reads only the builds due
 -- Retention asks each pipeline every 10 s for the builds whose logs or artifacts are past their
--- age (lib/retention.ts). builds_retention_pending (migration 13) is in build order and holds every
+-- age (lib/retention/retention.ts). builds_retention_pending (migration 13) is in build order and holds every
 -- build whose logs or artifacts are still kept, so finding the old ones read all the recent ones
 -- too, on the event loop, each time. These two are in finish-time order, one for logs still kept
 -- and one for artifacts still kept: the builds past an age are the start of a range.
@@ -1305,7 +1305,7 @@ CREATE INDEX builds_artifacts_kept ON builds (pipeline_id, COALESCE(finished_at,
 DROP TRIGGER deployments_approval_outbox;
 
 -- migration 34: the API token list is read in its order
--- GET /v1/api-tokens lists by created_at, newest first, then id (lib/db/api-tokens.ts): read
+-- GET /v1/api-tokens lists by created_at, newest first, then id (lib/auth/api-tokens.ts): read
 -- without an index in that order, every token was read and sorted in a temporary B-tree for each
 -- page, a cost that grows with the tokens (docs/benchmarks.md "The request path (issue 20)"). The first
 -- index serves the list an admin or owner sees; the second, which replaces api_tokens_creator (its

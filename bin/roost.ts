@@ -1,7 +1,7 @@
 #!/usr/bin/env bun
 // The `roost` command. Exit codes a script can rely on:
 //   0 success · 1 the operation failed (e.g. daemon unreachable) · 2 usage or configuration error.
-import { ConfigError, loadConfig, type Config } from "../lib/config.ts";
+import { ConfigError, loadConfig, type Config } from "../lib/daemon/config.ts";
 import pkg from "../package.json" with { type: "json" };
 import { UsageError, parseCommandArgs } from "../lib/cli/args.ts";
 import { CLIENT_GROUPS, type ClientGroup } from "../lib/cli/client/groups.ts";
@@ -144,7 +144,7 @@ async function main(argv: string[]): Promise<number> {
     case "serve": {
       parseCommandArgs("roost serve", rest, {});
       const config = configOrExit();
-      const { startDaemon, StartupError, describeSystemError } = await import("../lib/server.ts");
+      const { startDaemon, StartupError, describeSystemError } = await import("../lib/daemon/server.ts");
       const { routes } = await import("../handlers/routes.ts");
       const daemon = await startDaemon(config, routes).catch((error: unknown) => {
         // A start-up problem is one line naming its cause, never a stack trace; exit 2 (configuration).
@@ -169,7 +169,7 @@ async function main(argv: string[]): Promise<number> {
       const config = configOrExit();
       const { openDatabase } = await import("../lib/db/client.ts");
       const { migrate } = await import("../lib/db/migrate.ts");
-      const { prepareDataDir, StartupError } = await import("../lib/server.ts");
+      const { prepareDataDir, StartupError } = await import("../lib/daemon/server.ts");
       await prepareDataDir(config).catch((error: unknown) => {
         throw error instanceof StartupError ? new UsageError(`roost migrate: ${error.message}`) : error;
       });

@@ -1,8 +1,8 @@
 // The map of the whole API: one line a route, grouped by resource, with the auth rule of each
-// (lib/route.ts AuthRule, docs/authorization.md). Nothing else registers a route, and the API
+// (lib/http/route.ts AuthRule, docs/authorization.md). Nothing else registers a route, and the API
 // document (GET /v1/openapi.json) is generated from this table.
-import { projectRole, type AuthRule, type EndpointFor, type RouteEntry } from "../lib/route.ts";
-import { buildOpenApiDocument } from "../lib/openapi.ts";
+import { projectRole, type AuthRule, type EndpointFor, type RouteEntry } from "../lib/http/route.ts";
+import { buildOpenApiDocument } from "../lib/http/openapi.ts";
 
 import * as openapi from "./meta/openapi.ts";
 import * as pipelineFileSchema from "./schemas/pipeline-file.ts";
@@ -137,7 +137,7 @@ import * as runnerDeploymentFinish from "./runner-protocol/deployment-finish.ts"
 import * as runnerDeploymentRelease from "./runner-protocol/deployment-release.ts";
 import * as runnerDeploymentArtifact from "./runner-protocol/deployment-artifact.ts";
 
-// The rule decides what the handler finds in its context (lib/context.ts ContextFor): a handler
+// The rule decides what the handler finds in its context (lib/http/context.ts ContextFor): a handler
 // that reads more than its line's rule provides does not compile.
 const r = <Rule extends AuthRule>(method: RouteEntry["method"], path: string, auth: Rule, mod: { endpoint: EndpointFor<NoInfer<Rule>> }): RouteEntry => ({
   method,

@@ -1,5 +1,5 @@
 // The runner's side of the protocol (docs/runners.md "Protocol"). Every answer is parsed with the
-// schema both programs share (lib/runner-protocol/wire.ts). Network errors and 5xx are retried
+// schema both programs share (lib/runners/protocol-wire.ts). Network errors and 5xx are retried
 // with exponential backoff and jitter, so a restarting daemon loses nothing and a fleet of
 // runners does not retry in step; the runner says once when it loses Roost and once when it has
 // it back, not on every attempt.
@@ -16,7 +16,7 @@ import {
   TestReportAnswer,
   type FinishRequest,
   type StepReport,
-} from "../lib/runner-protocol/wire.ts";
+} from "../lib/runners/protocol-wire.ts";
 import type { ShippedLine } from "./shipper.ts";
 import { PublishHeartbeatAnswer, type ClaimedPublish, type PublishFinishRequest } from "../lib/publishing/wire.ts";
 

@@ -8,7 +8,7 @@
 // daemon_uid); the runner checks that its server URL names this host too, so that a runner on
 // another machine behind a reverse proxy on the daemon's host is not mistaken for a local one.
 import { lookup } from "node:dns/promises";
-import { isThisHostAddress } from "../lib/net.ts";
+import { isThisHostAddress } from "../lib/net/addresses.ts";
 
 /** The runner would run build code with the daemon's authority; `roost runner` exits 2 with this message. */
 export class SameUserRefusal extends Error {}

@@ -2,7 +2,7 @@
 // from the daemon's own next_line (so retries and gaps resolve themselves: 202 and 416 both say
 // where to continue), in batches of at most ~256 KiB, at least every half second.
 import type { Answer, RunnerApi } from "./client.ts";
-import { HEADER } from "../lib/runner-protocol/wire.ts";
+import { HEADER } from "../lib/runners/protocol-wire.ts";
 
 export interface ShippedLine {
   step: string;

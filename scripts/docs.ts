@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { routes } from "../handlers/routes.ts";
-import { withFreshTable } from "../lib/authorization-table.ts";
+import { withFreshTable } from "../lib/http/authorization-table.ts";
 import { currentSchema } from "../lib/db/current-schema.ts";
 
 const file = resolve(import.meta.dir, "../docs/authorization.md");

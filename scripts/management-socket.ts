@@ -1,14 +1,14 @@
 // The companion that serves the Unix management socket alone, beside a daemon in another process
 // on the same database: `bun scripts/management-socket.ts` (same ROOST_* environment as the daemon).
-// `roost serve` serves the socket in-process; the logic is lib/management-socket.ts.
-import { startManagementSocket } from "../lib/management-socket.ts";
+// `roost serve` serves the socket in-process; the logic is lib/daemon/management-socket.ts.
+import { startManagementSocket } from "../lib/daemon/management-socket.ts";
 
 if (import.meta.main) {
-  const { ConfigError, loadConfig } = await import("../lib/config.ts");
+  const { ConfigError, loadConfig } = await import("../lib/daemon/config.ts");
   const { UsageError } = await import("../lib/cli/args.ts");
   const { openExistingDatabase } = await import("../lib/cli/database.ts");
-  const { createLogger } = await import("../lib/log.ts");
-  const { systemClock } = await import("../lib/context.ts");
+  const { createLogger } = await import("../lib/daemon/log.ts");
+  const { systemClock } = await import("../lib/http/context.ts");
   try {
     const config = loadConfig(process.env);
     const log = createLogger(config.logLevel);

@@ -33,8 +33,8 @@ describe("layout", () => {
   });
 
   test("every event type is published", () => {
-    const events = readFileSync(join(ROOT, "lib/events.ts"), "utf8");
+    const events = readFileSync(join(ROOT, "lib/daemon/events.ts"), "utf8");
     const types = [...events.matchAll(/type: "([\w.]+)"/g)].map((m) => m[1]!);
-    expect(types.filter((t) => ![...files].some(([p, s]) => p !== "lib/events.ts" && s.includes(`publish({ type: "${t}"`)))).toEqual([]);
+    expect(types.filter((t) => ![...files].some(([p, s]) => p !== "lib/daemon/events.ts" && s.includes(`publish({ type: "${t}"`)))).toEqual([]);
   });
 });

@@ -11,10 +11,10 @@ import type {
   RepositoryResource,
   StepResult,
 } from "../lib/schemas/ci.ts";
-import type { ApiToken, ApiTokenCreated, SessionResult, UserResource } from "../lib/schemas.ts";
+import type { ApiToken, ApiTokenCreated, SessionResult, UserResource } from "../lib/schemas/shared.ts";
 import type { SetupStatus as SetupStatusSchema } from "../handlers/setup/status.ts";
 import type { RunnerResource } from "../lib/runners/wire.ts";
-import type { ArtifactResource } from "../lib/runner-protocol/wire.ts";
+import type { ArtifactResource } from "../lib/runners/protocol-wire.ts";
 import type { DeliveryResource } from "../lib/webhooks/wire.ts";
 import type { PublicOidcSettings } from "../lib/auth/oidc.ts";
 import type { PublicTrustedProxySettings } from "../lib/auth/trusted-proxy.ts";

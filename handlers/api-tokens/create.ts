@@ -1,12 +1,12 @@
 // POST /v1/api-tokens (docs/api.md "API tokens"): the plaintext token is in this response and nowhere else.
 // A token never outranks or outlives its creator (docs/authorization.md "Roles").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { ApiTokenCreated, DisplayName } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { ApiTokenCreated, DisplayName } from "../../lib/schemas/shared.ts";
 import { RoleSchema, roleAtLeast } from "../../lib/auth/roles.ts";
-import { insertApiToken } from "../../lib/db/api-tokens.ts";
+import { insertApiToken } from "../../lib/auth/api-tokens.ts";
 import { displayPrefix } from "../../lib/auth/secrets.ts";
 
 export const TOKEN_EXPIRY_DEFAULT_DAYS = 90;

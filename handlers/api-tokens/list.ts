@@ -1,10 +1,10 @@
 // GET /v1/api-tokens (docs/api.md "API tokens"): admins and owners see every token, others only their own.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { ApiToken, Pagination, SearchQuery } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { ApiToken, Pagination, SearchQuery } from "../../lib/schemas/shared.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
-import { TOKEN_SORT_FIELDS, listApiTokens, toPublicApiToken } from "../../lib/db/api-tokens.ts";
+import { TOKEN_SORT_FIELDS, listApiTokens, toPublicApiToken } from "../../lib/auth/api-tokens.ts";
 
 export const ListTokensQuery = z.object({
   q: SearchQuery.describe("matches name, creator e-mail or prefix"),

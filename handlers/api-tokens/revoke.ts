@@ -1,11 +1,11 @@
 // DELETE /v1/api-tokens/{token_id} (docs/api.md "API tokens"): admins and owners revoke any token,
 // others only their own; a token the caller may not see answers 404 as if it did not exist.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
-import { findApiToken, revokeApiToken } from "../../lib/db/api-tokens.ts";
+import { findApiToken, revokeApiToken } from "../../lib/auth/api-tokens.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "revoke_api_token",

@@ -5,16 +5,16 @@
 // loopback alone proves nothing, because every process on this host is loopback, build steps on
 // a runner included (docs/runners.md "Build code and the daemon's host").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
-import { Email, SessionResult } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { Email, SessionResult } from "../../lib/schemas/shared.ts";
 import { inTransaction, type Executor } from "../../lib/db/client.ts";
-import { getInstance, markReady, runtimeMode } from "../../lib/db/instance.ts";
-import { findUserByEmail, insertUser, listActiveUsers, type User } from "../../lib/db/users.ts";
-import { consumeRecoveryCapability, deleteSetupTokens } from "../../lib/db/one-time-credentials.ts";
-import { isLoopbackAddress, isLoopbackHostHeader, isLoopbackOrigin } from "../../lib/net.ts";
+import { getInstance, markReady, runtimeMode } from "../../lib/setup/instance.ts";
+import { findUserByEmail, insertUser, listActiveUsers, type User } from "../../lib/auth/users.ts";
+import { consumeRecoveryCapability, deleteSetupTokens } from "../../lib/auth/one-time-credentials.ts";
+import { isLoopbackAddress, isLoopbackHostHeader, isLoopbackOrigin } from "../../lib/net/addresses.ts";
 import { completeLogin } from "../../lib/auth/login.ts";
-import { removeSetupTokenFile } from "../../lib/setup-token-file.ts";
+import { removeSetupTokenFile } from "../../lib/setup/token-file.ts";
 
 export const LocalLoginBody = z
   .object({

@@ -1,8 +1,8 @@
 // POST /v1/auth/logout (docs/api.md "Authentication"): ends the presented user session.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { SessionContext } from "../../lib/context.ts";
-import { deleteSession } from "../../lib/db/sessions.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { SessionContext } from "../../lib/http/context.ts";
+import { deleteSession } from "../../lib/auth/sessions.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "logout",

@@ -2,14 +2,14 @@
 // GET /v1/auth/oidc/start began in this browser, verifies the ID token (OIDC Core §3.1.3.7) and
 // signs the invited user in. Each numbered step answers its own code (docs/external-access.md "Errors").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { ApiError, fail } from "../../lib/errors.ts";
-import { json } from "../../lib/http.ts";
-import { SessionResult } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { ApiError, fail } from "../../lib/http/errors.ts";
+import { json } from "../../lib/http/io.ts";
+import { SessionResult } from "../../lib/schemas/shared.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";
-import { consumePending, type PendingAuthorization } from "../../lib/db/oidc-pending.ts";
-import { OIDC_CLIENT_SECRET_PURPOSE, getOidcSettings } from "../../lib/db/sign-in-settings.ts";
-import { bindOidcIdentity, findUserByEmail, type User } from "../../lib/db/users.ts";
+import { consumePending, type PendingAuthorization } from "../../lib/auth/oidc-pending.ts";
+import { OIDC_CLIENT_SECRET_PURPOSE, getOidcSettings } from "../../lib/auth/sign-in-settings-store.ts";
+import { bindOidcIdentity, findUserByEmail, type User } from "../../lib/auth/users.ts";
 import { isDatabaseUnreachable } from "../../lib/db/client.ts";
 import { BINDING_COOKIE, discover, exchangeCode, fillEmailFromUserInfo, readBindingCookie, verifyIdToken } from "../../lib/auth/oidc.ts";
 import { sha256Hex } from "../../lib/crypto/hash.ts";
@@ -118,7 +118,7 @@ export const endpoint = defineEndpoint({
     }
     const response = json(result, 200, { "set-cookie": `${BINDING_COOKIE}=; Path=/; Secure; HttpOnly; SameSite=Lax; Max-Age=0`, "cache-control": "no-store" });
     // The route answers its own Response (to clear the binding cookie), so the browser session
-    // cookie that lib/app.ts adds to the other sign-in routes' answers is added here.
+    // cookie that lib/http/app.ts adds to the other sign-in routes' answers is added here.
     applyBrowserSession("set", result, ctx.request, ctx, response);
     return response;
   },

@@ -2,12 +2,12 @@
 // PKCE S256, a state and a nonce of 256 random bits each. The verifier and the nonce stay in the
 // database; the browser gets a __Host- cookie that binds the state to it (RFC 9700 §2.1.1).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
-import { json } from "../../lib/http.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { json } from "../../lib/http/io.ts";
 import { inTransaction } from "../../lib/db/client.ts";
-import { getOidcSettings } from "../../lib/db/sign-in-settings.ts";
-import { PENDING_LIFETIME_SECONDS, PENDING_LIMIT, evictExpiredPending, insertPending, trimPeerPending } from "../../lib/db/oidc-pending.ts";
+import { getOidcSettings } from "../../lib/auth/sign-in-settings-store.ts";
+import { PENDING_LIFETIME_SECONDS, PENDING_LIMIT, evictExpiredPending, insertPending, trimPeerPending } from "../../lib/auth/oidc-pending.ts";
 import { bindingCookie, buildAuthorizationUrl, discover, randomToken, readBindingCookie } from "../../lib/auth/oidc.ts";
 import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";

@@ -1,11 +1,11 @@
 // POST /v1/auth/trusted-proxy/login (docs/external-access.md, "With a trusted proxy"): the proxy in
 // front of Roost has authenticated the user and names them in one header. Trust comes from the
 // socket peer alone (ctx.peer), never from X-Forwarded-For; every login is a new session.
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
-import { SessionResult } from "../../lib/schemas.ts";
-import { getTrustedProxySettings } from "../../lib/db/sign-in-settings.ts";
-import { findUserByEmail } from "../../lib/db/users.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { SessionResult } from "../../lib/schemas/shared.ts";
+import { getTrustedProxySettings } from "../../lib/auth/sign-in-settings-store.ts";
+import { findUserByEmail } from "../../lib/auth/users.ts";
 import { forwardedIdentity, isTrustedPeer } from "../../lib/auth/trusted-proxy.ts";
 import { completeLogin } from "../../lib/auth/login.ts";
 import { requireReadyInstance } from "../../lib/auth/ready.ts";

@@ -1,11 +1,11 @@
 // GET /v1/projects/{project_id}/badges (project viewer): whether the project's badges are public,
 // and each pipeline's badge URL.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext, RequestContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext, RequestContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { all, str } from "../../lib/db/client.ts";
-import { badgesArePublic } from "../../lib/badges.ts";
+import { badgesArePublic } from "../../lib/badges/badges.ts";
 
 export const BadgeSettings = z.object({
   public: z.boolean().describe("badges readable without sign-in (default false)"),

@@ -1,10 +1,10 @@
 // PUT /v1/projects/{project_id}/badges (project maintainer): {public: true} lets anyone read the
 // project's status badges (for a README); off by default.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { setBadgesPublic } from "../../lib/badges.ts";
+import { setBadgesPublic } from "../../lib/badges/badges.ts";
 import { BadgeSettings, badgeSettings } from "./get-settings.ts";
 
 export const endpoint = defineEndpoint({

@@ -1,13 +1,13 @@
 // GET /v1/pipelines/{pipeline_id}/badge.svg?branch= (public when the project allows it): the
-// status of the pipeline's newest build on the branch as an SVG badge (lib/badges.ts).
+// status of the pipeline's newest build on the branch as an SVG badge (lib/badges/badges.ts).
 import { createHash } from "node:crypto";
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { BranchName, IdParam } from "../../lib/schemas/ci.ts";
-import { findPipeline } from "../../lib/db/pipelines.ts";
-import { findProject } from "../../lib/db/projects.ts";
-import { badgeStatus, badgeSvg, badgesArePublic } from "../../lib/badges.ts";
+import { findPipeline } from "../../lib/pipelines/store.ts";
+import { findProject } from "../../lib/projects/store.ts";
+import { badgeStatus, badgeSvg, badgesArePublic } from "../../lib/badges/badges.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "pipeline_badge",

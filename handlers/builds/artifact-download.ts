@@ -2,11 +2,11 @@
 // its SHA-256 in X-Roost-Artifact-SHA256 and a download file name; or, with an S3 store and
 // ROOST_S3_PRESIGN_SECONDS set, 302 to a presigned URL the bucket serves it from.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findArtifact, readArtifact } from "../../lib/artifacts.ts";
+import { findArtifact, readArtifact } from "../../lib/artifacts/artifacts.ts";
 import { artifactKey } from "../../lib/object-store/store.ts";
 
 export const endpoint = defineEndpoint({

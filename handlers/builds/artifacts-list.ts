@@ -1,9 +1,9 @@
 // GET /v1/builds/{build_id}/artifacts (project viewer): the build's uploaded files.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { listArtifacts } from "../../lib/artifacts.ts";
+import { listArtifacts } from "../../lib/artifacts/artifacts.ts";
 import { ArtifactResource } from "../../lib/runners/wire.ts";
 
 export const endpoint = defineEndpoint({

@@ -2,11 +2,11 @@
 // canceled at once. A runner working on it learns this at its next heartbeat or log append and
 // stops the process tree. A finished build answers 409 build_not_cancelable.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
+import { findBuild, toPublicBuild } from "../../lib/builds/store.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
 export const endpoint = defineEndpoint({

@@ -4,21 +4,21 @@
 // definition is read from the pipeline file at that commit when the repository has one there
 // (docs/pipelines.md).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { BranchName, BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { findPipeline, type Pipeline } from "../../lib/db/pipelines.ts";
+import { findPipeline, type Pipeline } from "../../lib/pipelines/store.ts";
 import type { ConfigSnapshot } from "../../lib/pipelines/config.ts";
 import type { DefinitionSource } from "../../lib/pipelines/definition.ts";
 import { definitionAt } from "../../lib/pipelines/source.ts";
-import { findRepository } from "../../lib/db/repositories.ts";
-import { findIntegration } from "../../lib/db/integrations.ts";
-import { toPublicBuild } from "../../lib/db/builds.ts";
+import { findRepository } from "../../lib/integrations/repositories.ts";
+import { findIntegration } from "../../lib/integrations/store.ts";
+import { toPublicBuild } from "../../lib/builds/store.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import type { ForgeDeps } from "../../lib/forges/forge.ts";
 import { forgeOf } from "../../lib/forges/registry.ts";
-import type { AppContext } from "../../lib/context.ts";
+import type { AppContext } from "../../lib/http/context.ts";
 import { ForgeApiError } from "../../lib/forges/http.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 

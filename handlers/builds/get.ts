@@ -1,9 +1,9 @@
 // GET /v1/builds/{build_id} (project viewer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { toPublicBuild } from "../../lib/db/builds.ts";
+import { toPublicBuild } from "../../lib/builds/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_build",

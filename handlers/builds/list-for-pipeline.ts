@@ -1,7 +1,7 @@
 // GET /v1/pipelines/{pipeline_id}/builds (project viewer): newest first, filterable, paged by cursor.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ListBuildsQuery, ListBuildsResponse, buildListPage } from "../../lib/builds/listing.ts";
 import { BuildListItem } from "../../lib/test-results/schema.ts";

@@ -3,11 +3,11 @@
 // with, even if the pipeline changed since, and the image its container ran, by digest
 // (lib/builds/pin-image.ts). Its trigger_type is "rerun" and it starts queued.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { toPublicBuild } from "../../lib/db/builds.ts";
+import { toPublicBuild } from "../../lib/builds/store.ts";
 import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
 import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
 

@@ -1,8 +1,8 @@
 // POST /v1/deployments/{deployment_id}/approve (project maintainer; an environment that lists
 // approvers takes only them): a waiting deployment is approved and queued for a runner.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { decide } from "../../lib/publishing/decide.ts";

@@ -1,7 +1,7 @@
 // GET /v1/deployments/{deployment_id} (project viewer): one deployment, its decision and the store's answer.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { DeploymentResource, deploymentResource } from "../../lib/publishing/deployments.ts";
 

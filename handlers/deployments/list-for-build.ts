@@ -1,8 +1,8 @@
 // GET /v1/builds/{build_id}/deployments (project viewer): a build's deployments, newest first:
 // what the build page shows beside its steps (waiting for approval, running, the store's answer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { DeploymentResource, listDeployments } from "../../lib/publishing/deployments.ts";
 

@@ -1,8 +1,8 @@
 // GET /v1/projects/{project_id}/deployments (project viewer): the project's deployments, newest
 // first, optionally of one environment, status or build (docs/publishing.md "Deployments").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { DEPLOYMENT_STATUSES, DeploymentResource, listDeployments } from "../../lib/publishing/deployments.ts";
 import { EnvironmentName } from "../../lib/publishing/environments.ts";

@@ -3,9 +3,9 @@
 // track, with the same artifacts (the deployment names them by SHA-256 and the runner checks
 // every byte). The target environment's approval and allowed refs apply as to any publish.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { EnvironmentName } from "../../lib/publishing/environments.ts";

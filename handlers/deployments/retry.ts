@@ -3,11 +3,11 @@
 // one). The environment's approval applies again. The publisher itself does not send twice
 // what the store already has (docs/publishing.md "Retries").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findBuild } from "../../lib/db/builds.ts";
+import { findBuild } from "../../lib/builds/store.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { requestDeployment } from "../../lib/publishing/request.ts";
 

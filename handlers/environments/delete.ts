@@ -1,9 +1,9 @@
 // DELETE /v1/projects/{project_id}/environments/{environment} (project maintainer): the
 // environment and its secrets; its deployments stay in the record, with its name.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { EnvironmentName, deleteEnvironment } from "../../lib/publishing/environments.ts";
 

@@ -1,8 +1,8 @@
 // GET /v1/projects/{project_id}/environments/{environment} (project viewer): one environment and what its targets hold now.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { EnvironmentName, EnvironmentResource, findEnvironment, toPublicEnvironment } from "../../lib/publishing/environments.ts";
 import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";

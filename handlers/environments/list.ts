@@ -1,8 +1,8 @@
 // GET /v1/projects/{project_id}/environments (project viewer): the project's environments, each
 // with what its targets hold now (the newest successful deployment per target; docs/publishing.md).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { EnvironmentResource, listEnvironments, toPublicEnvironment } from "../../lib/publishing/environments.ts";
 import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";

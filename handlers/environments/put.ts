@@ -2,9 +2,9 @@
 // replaces an environment's protection (approval, approvers, allowed refs); its secrets are kept.
 // Approvers are named by e-mail and must be maintainers of the project: the approve route's rule.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import {
   EnvironmentName,

@@ -1,12 +1,12 @@
 // GET /v1/projects/{project_id}/environments/{environment}/secrets (project maintainer): the
 // environment's secrets and variables, by name (secret values are never returned).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
-import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
+import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_environment_secrets",

@@ -3,12 +3,12 @@
 // Store Connect .p8). Sealed for this environment's scope alone, recorded in variable-changes,
 // given only to a publish to this environment, never to a build (docs/publishing.md).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
-import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
+import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_environment_secret",

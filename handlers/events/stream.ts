@@ -13,8 +13,8 @@
 // A client that does not read is dropped and reconnects. The stream itself is
 // lib/live/event-stream.ts; the changes, from this process and from others on the same
 // database, lib/live/build-feed.ts.
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
 import { openBuildEventStream } from "../../lib/live/event-stream.ts";
 
 export const endpoint = defineEndpoint({

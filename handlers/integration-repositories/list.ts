@@ -1,10 +1,10 @@
 // GET /v1/integration-repositories (docs/api.md "Source integrations"; maintainer): searches the
 // repository catalogue of every integration.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { Pagination, SearchQuery } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { Pagination, SearchQuery } from "../../lib/schemas/shared.ts";
 import { RepositoryResource } from "../../lib/schemas/ci.ts";
-import { searchRepositories } from "../../lib/db/repositories.ts";
+import { searchRepositories } from "../../lib/integrations/repositories.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_source_repositories",

@@ -4,14 +4,14 @@
 // seals come from its folder (lib/forges/registry.ts). Credentials are sealed at rest and never
 // returned.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
 import { IntegrationResource } from "../../lib/schemas/ci.ts";
-import { fail } from "../../lib/errors.ts";
-import { findIntegration, insertIntegration } from "../../lib/db/integrations.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { findIntegration, insertIntegration } from "../../lib/integrations/store.ts";
 import { integrationView, syncRepositories } from "../../lib/integrations/index.ts";
 import { sealCredentials } from "../../lib/integrations/credentials.ts";
-import { refuseSavedHost } from "../../lib/address-policy.ts";
+import { refuseSavedHost } from "../../lib/net/address-policy.ts";
 import { ForgeApiError } from "../../lib/forges/http.ts";
 import { ConnectBodies, forgeOf } from "../../lib/forges/registry.ts";
 

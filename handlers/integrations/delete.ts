@@ -1,10 +1,10 @@
 // DELETE /v1/integrations/{integration_id} (admin): disconnects a host, drops its catalogue and
 // resolves the incidents about them; refused while a project still builds one of its repositories.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findIntegration } from "../../lib/db/integrations.ts";
+import { findIntegration } from "../../lib/integrations/store.ts";
 import { removeIntegration } from "../../lib/integrations/index.ts";
 import { one } from "../../lib/db/client.ts";
 

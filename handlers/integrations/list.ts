@@ -1,10 +1,10 @@
 // GET /v1/integrations (maintainer): the connected hosts, without credentials; why a sync failed
 // only for admins.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
 import { IntegrationResource } from "../../lib/schemas/ci.ts";
-import { listIntegrations } from "../../lib/db/integrations.ts";
+import { listIntegrations } from "../../lib/integrations/store.ts";
 import { integrationView } from "../../lib/integrations/index.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
 

@@ -1,9 +1,9 @@
 // POST /v1/integrations/{integration_id}/sync (admin): re-reads the repository catalogue from the host.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findIntegration } from "../../lib/db/integrations.ts";
+import { findIntegration } from "../../lib/integrations/store.ts";
 import { syncRepositories } from "../../lib/integrations/index.ts";
 import { ForgeApiError } from "../../lib/forges/http.ts";
 import { DecryptionError } from "../../lib/crypto/secret-box.ts";

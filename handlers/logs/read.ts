@@ -4,10 +4,10 @@
 // build's log was archived (lib/logs/archive.ts), so a 100 MB log never sits in memory.
 // `after_seq` and `limit` page by sequence. Where the cap cut lines out, a marker says so.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { cutNotice, statsOf } from "../../lib/db/build-logs.ts";
+import { cutNotice, statsOf } from "../../lib/logs/store.ts";
 import { openLogReader } from "../../lib/logs/archive.ts";
 
 const PAGE = 1000;

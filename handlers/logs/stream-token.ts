@@ -3,12 +3,12 @@
 // 60 seconds to open it, stored hashed. The stream lasts while that credential works and the
 // caller still sees the project: checked when it opens and every few seconds after.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { mintStreamToken } from "../../lib/db/stream-tokens.ts";
+import { mintStreamToken } from "../../lib/auth/stream-tokens.ts";
 import { credentialOf } from "../../lib/auth/reauthenticate.ts";
-import { json } from "../../lib/http.ts";
+import { json } from "../../lib/http/io.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "create_stream_token",

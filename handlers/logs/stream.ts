@@ -12,12 +12,12 @@
 // (EventSource then stops). The stream itself (hub pushes, catching up, keepalives) is
 // lib/live/log-stream.ts.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { StreamContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { StreamContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findBuild } from "../../lib/db/builds.ts";
-import { statsOf } from "../../lib/db/build-logs.ts";
+import { findBuild } from "../../lib/builds/store.ts";
+import { statsOf } from "../../lib/logs/store.ts";
 import { openLogStream } from "../../lib/live/log-stream.ts";
 import { isFinished } from "../../lib/builds/state-machine.ts";
 import { one } from "../../lib/db/client.ts";

@@ -1,6 +1,6 @@
 // GET /healthz: the process is up and serving (a liveness probe; it touches nothing else).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "healthz",

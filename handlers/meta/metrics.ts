@@ -3,8 +3,8 @@
 // sharing one database reports the same builds by status and queue depth. Builds are read from
 // their counters (build_counts, kept by triggers in each build change's transaction, schema.sql
 // migration 17): a few rows per pipeline, whatever the number of builds.
-import { defineEndpoint } from "../../lib/route.ts";
-import { MetricsRegistry } from "../../lib/metrics.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { MetricsRegistry } from "../../lib/daemon/metrics.ts";
 import { all } from "../../lib/db/client.ts";
 
 export const endpoint = defineEndpoint({

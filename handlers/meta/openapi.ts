@@ -1,6 +1,6 @@
-// GET /v1/openapi.json: the API document, generated from handlers/routes.ts (lib/openapi.ts).
+// GET /v1/openapi.json: the API document, generated from handlers/routes.ts (lib/http/openapi.ts).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_openapi",

@@ -2,10 +2,10 @@
 // data directory's disk is not full, and the daemon is not shutting down (a load balancer stops
 // sending requests as soon as this says 503).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { LATEST_SCHEMA_VERSION, appliedVersion } from "../../lib/db/migrate.ts";
-import { diskFullReason } from "../../lib/disk.ts";
+import { diskFullReason } from "../../lib/daemon/disk.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "readyz",

@@ -1,13 +1,13 @@
 // POST /v1/projects/{project_id}/notifications (project maintainer): a notification channel for
 // the project's builds (docs/notifications.md). Secrets (URLs, signing secret, SMTP password) are
 // sealed with the secret box and never returned. A URL or SMTP host the address policy refuses
-// (link-local, cloud metadata; lib/address-policy.ts) is a 400 here, not a failed delivery later.
+// (link-local, cloud metadata; lib/net/address-policy.ts) is a 400 here, not a failed delivery later.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { CreateNotificationBody, NotificationResource } from "../../lib/schemas/operations.ts";
-import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications.ts";
+import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications/notifications.ts";
 
 /** Splits a channel's settings into what the API shows and what is sealed. */
 export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?: string; secret?: string }; email?: Record<string, unknown> }): {

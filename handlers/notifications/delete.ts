@@ -1,10 +1,10 @@
 // DELETE /v1/projects/{project_id}/notifications/{notification_id} (project maintainer): its
 // pending deliveries go with it.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { deleteNotification } from "../../lib/notifications.ts";
+import { deleteNotification } from "../../lib/notifications/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
 export const endpoint = defineEndpoint({

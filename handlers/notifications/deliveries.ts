@@ -1,11 +1,11 @@
 // GET /v1/projects/{project_id}/notifications/{notification_id}/deliveries (project maintainer):
 // the latest deliveries, newest first, with attempts and the last error.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationDeliveryResource } from "../../lib/schemas/operations.ts";
-import { listDeliveries } from "../../lib/notifications.ts";
+import { listDeliveries } from "../../lib/notifications/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
 export const endpoint = defineEndpoint({

@@ -1,11 +1,11 @@
 // GET /v1/projects/{project_id}/notifications/{notification_id} (project maintainer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource } from "../../lib/schemas/operations.ts";
-import { findNotification, toPublicNotification, type Notification } from "../../lib/notifications.ts";
+import { findNotification, toPublicNotification, type Notification } from "../../lib/notifications/notifications.ts";
 import type { Executor } from "../../lib/db/client.ts";
 
 /** The notification, when it belongs to the project the route authorized; 404 otherwise. */

@@ -1,10 +1,10 @@
 // GET /v1/projects/{project_id}/notifications (project maintainer): with each one's delivery health.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource } from "../../lib/schemas/operations.ts";
-import { listNotifications, toPublicNotification } from "../../lib/notifications.ts";
+import { listNotifications, toPublicNotification } from "../../lib/notifications/notifications.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_notifications",

@@ -3,12 +3,12 @@
 // and a secret left out keeps its sealed value. A new URL or SMTP host goes through the address
 // policy as on create (400 when refused).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { NotificationResource, UpdateNotificationBody } from "../../lib/schemas/operations.ts";
-import { refuseChannelHosts, toPublicNotification, updateNotification, type ChannelSecrets } from "../../lib/notifications.ts";
+import { refuseChannelHosts, toPublicNotification, updateNotification, type ChannelSecrets } from "../../lib/notifications/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 
 export const endpoint = defineEndpoint({

@@ -1,9 +1,9 @@
 // GET /v1/operator-incidents (admin): what needs an operator's attention, most recent first.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { Pagination } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { Pagination } from "../../lib/schemas/shared.ts";
 import { IncidentResource } from "../../lib/schemas/ci.ts";
-import { listIncidents } from "../../lib/incidents.ts";
+import { listIncidents } from "../../lib/daemon/incidents.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_operator_incidents",

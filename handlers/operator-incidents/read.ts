@@ -2,10 +2,10 @@
 // not resolve it: status stays open until the condition is gone, and a new occurrence makes it
 // unread again.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam, IncidentResource } from "../../lib/schemas/ci.ts";
-import { markIncidentRead } from "../../lib/incidents.ts";
+import { markIncidentRead } from "../../lib/daemon/incidents.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "read_operator_incident",

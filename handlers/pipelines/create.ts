@@ -1,14 +1,14 @@
 // POST /v1/projects/{project_id}/pipelines (project maintainer). Only `name` is
 // required; every other field has a documented default (docs/api.md "Pipelines").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { DisplayName } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { DisplayName } from "../../lib/schemas/shared.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { insertPipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { insertPipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
-import { pipelineFields } from "../../lib/pipelines/store.ts";
+import { pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";
 
 export const CreatePipelineBody = z

@@ -1,9 +1,9 @@
 // DELETE /v1/pipelines/{pipeline_id} (project maintainer): removes the pipeline and its builds.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { deletePipeline } from "../../lib/db/pipelines.ts";
+import { deletePipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_pipeline",

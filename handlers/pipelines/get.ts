@@ -1,9 +1,9 @@
 // GET /v1/pipelines/{pipeline_id} (project viewer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { toPublicPipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline",

@@ -1,8 +1,8 @@
 // GET /v1/projects/{project_id}/pipelines (project viewer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { listPipelines, toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { listPipelines, toPublicPipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_pipelines",

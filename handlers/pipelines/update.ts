@@ -3,16 +3,16 @@
 // returns to its default, and a list (commands, env, branches, ...) is replaced whole. A secret
 // env entry sent without a value keeps its stored value.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { parseWith } from "../../lib/http.ts";
-import { DisplayName } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { parseWith } from "../../lib/http/io.ts";
+import { DisplayName } from "../../lib/schemas/shared.ts";
 import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
-import { replacePipeline, toPublicPipeline } from "../../lib/db/pipelines.ts";
+import { replacePipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
-import { pipelineDocument, pipelineFields } from "../../lib/pipelines/store.ts";
-import { applyMergePatch, mergePatchSchema } from "../../lib/merge-patch.ts";
+import { pipelineDocument, pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
+import { applyMergePatch, mergePatchSchema } from "../../lib/http/merge-patch.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";
 
 /** The whole pipeline as a client writes it; the merged result must be one of these. */

@@ -1,8 +1,8 @@
 // GET /v1/projects/{project_id}/members (project viewer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { IdParam, MemberResource } from "../../lib/schemas/ci.ts";
-import { listMembers } from "../../lib/db/projects.ts";
+import { listMembers } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_project_members",

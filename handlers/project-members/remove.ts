@@ -1,9 +1,9 @@
 // DELETE /v1/projects/{project_id}/members/{user_id} (project maintainer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { removeMember } from "../../lib/db/projects.ts";
+import { removeMember } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "remove_project_member",

@@ -1,11 +1,11 @@
 // PUT /v1/projects/{project_id}/members/{user_id} (project maintainer): adds a member or changes
 // their project role.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam, MemberResource, ProjectRoleSchema } from "../../lib/schemas/ci.ts";
-import { listMembers, setMember } from "../../lib/db/projects.ts";
-import { findUserById } from "../../lib/db/users.ts";
+import { listMembers, setMember } from "../../lib/projects/store.ts";
+import { findUserById } from "../../lib/auth/users.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "set_project_member",

@@ -4,13 +4,13 @@
 // project's maintainer. A plain git repository's heads are recorded now, so polling builds only
 // later changes (docs/any-git.md "Polling").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { DisplayName } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { DisplayName } from "../../lib/schemas/shared.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
-import { findRepository } from "../../lib/db/repositories.ts";
-import { findProject, forgeRepositoryIsLinked, insertProject, toPublicProject } from "../../lib/db/projects.ts";
+import { findRepository } from "../../lib/integrations/repositories.ts";
+import { findProject, forgeRepositoryIsLinked, insertProject, toPublicProject } from "../../lib/projects/store.ts";
 import { inTransaction, isUniqueViolation } from "../../lib/db/client.ts";
 import { recordConnectedHeads } from "../../lib/forges/git/poll.ts";
 

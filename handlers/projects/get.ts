@@ -1,9 +1,9 @@
 // GET /v1/projects/{project_id} (project viewer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam, ProjectResource } from "../../lib/schemas/ci.ts";
-import { toPublicProject } from "../../lib/db/projects.ts";
+import { toPublicProject } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_project",

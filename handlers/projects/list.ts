@@ -1,10 +1,10 @@
 // GET /v1/projects: the projects the caller may see (all of them for admins and owners).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { Pagination, SearchQuery } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { Pagination, SearchQuery } from "../../lib/schemas/shared.ts";
 import { ProjectResource } from "../../lib/schemas/ci.ts";
-import { listProjects, toPublicProject } from "../../lib/db/projects.ts";
+import { listProjects, toPublicProject } from "../../lib/projects/store.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
 
 export const endpoint = defineEndpoint({

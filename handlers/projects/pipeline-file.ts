@@ -3,8 +3,8 @@
 // the file's problems — and the last problem a webhook delivery found with it (docs/pipelines.md
 // "Seeing the file in Roost"). The host is asked for the branch head and the file on each call.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { Concurrency, ExecutionConfigOut, IdParam, TriggerConfigOut } from "../../lib/schemas/ci.ts";
 import { pipelineFileStatus } from "../../lib/pipelines/file-status.ts";
 

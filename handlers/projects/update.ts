@@ -1,11 +1,11 @@
 // PATCH /v1/projects/{project_id} (docs/api.md "Projects"; project maintainer). Updatable fields:
 // name, description, default_branch, settings (replaced as a whole). The repository is fixed.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { DisplayName } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { DisplayName } from "../../lib/schemas/shared.ts";
 import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
-import { findProject, toPublicProject, updateProject } from "../../lib/db/projects.ts";
+import { findProject, toPublicProject, updateProject } from "../../lib/projects/store.ts";
 
 export const UpdateProjectBody = z
   .object({

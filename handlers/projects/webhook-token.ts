@@ -4,13 +4,13 @@
 // deliveries are verified with the GitHub App's webhook secret instead, so GitHub projects need
 // no token.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findRepository } from "../../lib/db/repositories.ts";
+import { findRepository } from "../../lib/integrations/repositories.ts";
 import { rotateWebhookToken } from "../../lib/forges/gitlab/tokens.ts";
-import { findProjectBuildingRepository } from "../../lib/db/projects.ts";
+import { findProjectBuildingRepository } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "rotate_webhook_token",

@@ -1,10 +1,10 @@
 // GET /v1/projects/{project_id}/retention (project viewer): the project's retention overrides
-// (null: the instance default), the instance defaults and the policy in effect (lib/retention.ts).
+// (null: the instance default), the instance defaults and the policy in effect (lib/retention/retention.ts).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { projectRetention } from "../../lib/retention.ts";
+import { projectRetention } from "../../lib/retention/retention.ts";
 
 const Days = z.number().int().min(0).max(36_500);
 const Count = z.number().int().min(0).max(1_000_000);

@@ -2,10 +2,10 @@
 // overrides; a field left out or null follows the instance default, 0 keeps forever. The next
 // background pass applies it (docs/operations.md "Retention").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { projectRetention, setProjectRetention } from "../../lib/retention.ts";
+import { projectRetention, setProjectRetention } from "../../lib/retention/retention.ts";
 import { RetentionOverrides, RetentionSettings } from "./get-settings.ts";
 
 export const endpoint = defineEndpoint({

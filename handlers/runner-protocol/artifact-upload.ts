@@ -3,15 +3,15 @@
 // ROOST_MAX_ARTIFACT_BYTES (413, before reading when Content-Length says so), when the digest
 // differs (422), when the data directory's disk is full (507) and when the S3 object store refuses
 // (502); nothing is recorded and no object is left then. 201 means the bytes are stored (fsynced on
-// disk, or acknowledged by the bucket) and match the digest (lib/artifacts.ts).
+// disk, or acknowledged by the bucket) and match the digest (lib/artifacts/artifacts.ts).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
-import { storeArtifact, validArtifactPath } from "../../lib/artifacts.ts";
-import { ArtifactAnswer } from "../../lib/runner-protocol/wire.ts";
+import { storeArtifact, validArtifactPath } from "../../lib/artifacts/artifacts.ts";
+import { ArtifactAnswer } from "../../lib/runners/protocol-wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_artifact",

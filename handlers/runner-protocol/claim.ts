@@ -3,12 +3,12 @@
 // deployment to publish: docs/publishing.md), or 204 after `wait_seconds`. Atomic across
 // runners and daemon processes; a retried claim_id returns the same job.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { claimJob } from "../../lib/db/jobs.ts";
+import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
-import { ClaimAnswer, ClaimRequest } from "../../lib/runner-protocol/wire.ts";
+import { ClaimAnswer, ClaimRequest } from "../../lib/runners/protocol-wire.ts";
 import { claimDeployment, publishPayload } from "../../lib/publishing/claim.ts";
 
 /** While waiting, the database is also re-read this often, for builds queued through another process. */

@@ -4,12 +4,12 @@
 // as that same user refuses to run builds: build code running as the daemon's user could read the
 // database, the secret key and the management socket (docs/runners.md "Build code and the daemon's host").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { ConnectAnswer, ConnectRequest, LOG_REQUEST_LIMIT } from "../../lib/runner-protocol/wire.ts";
-import { recordConnect } from "../../lib/db/runners.ts";
-import { isThisHostAddress } from "../../lib/net.ts";
+import { ConnectAnswer, ConnectRequest, LOG_REQUEST_LIMIT } from "../../lib/runners/protocol-wire.ts";
+import { recordConnect } from "../../lib/runners/store.ts";
+import { isThisHostAddress } from "../../lib/net/addresses.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_connect",

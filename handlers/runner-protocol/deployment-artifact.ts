@@ -2,11 +2,11 @@
 // one of the files a running publish sends, streamed, with its SHA-256 in
 // X-Roost-Artifact-SHA256. Only the deployment's own artifacts, only to the runner running it.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findArtifact, readArtifact } from "../../lib/artifacts.ts";
+import { findArtifact, readArtifact } from "../../lib/artifacts/artifacts.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 
 export const endpoint = defineEndpoint({

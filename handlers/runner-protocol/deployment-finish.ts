@@ -3,12 +3,12 @@
 // fewer of its lines than the runner says it produced. The outcome and its line in the build's
 // log are one transaction. Idempotent: finishing a finished deployment answers it as it is.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { inTransaction } from "../../lib/db/client.ts";
-import { appendSystemLineIn } from "../../lib/db/build-logs.ts";
+import { appendSystemLineIn } from "../../lib/logs/store.ts";
 import { DeploymentResource, deploymentResource, findDeployment, finishDeployment } from "../../lib/publishing/deployments.ts";
 import { PublishFinishRequest } from "../../lib/publishing/wire.ts";
 

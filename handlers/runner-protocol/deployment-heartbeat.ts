@@ -1,9 +1,9 @@
 // POST /v1/runners/{runner_id}/deployments/{deployment_id}/heartbeat (runner token): renews the
 // lease of a publish the runner is running; answers its status (anything but running: stop).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findDeployment, renewDeploymentLease } from "../../lib/publishing/deployments.ts";
 import { PublishHeartbeatAnswer } from "../../lib/publishing/wire.ts";

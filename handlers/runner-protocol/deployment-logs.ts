@@ -2,13 +2,13 @@
 // lines, appended to its build's log under the publish's step, exactly as a job's
 // (handlers/runner-protocol/logs.ts: idempotent, 416 log_gap with next_line).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { json } from "../../lib/http.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { json } from "../../lib/http/io.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runner-protocol/wire.ts";
-import { appendLogLines } from "../../lib/db/build-logs.ts";
+import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runners/protocol-wire.ts";
+import { appendLogLines } from "../../lib/logs/store.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 
 export const endpoint = defineEndpoint({

@@ -2,9 +2,9 @@
 // runner hands back a publish it claimed but has not started (no log line yet); it is approved
 // again, for any runner. 409 job_started once it has begun.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { releaseDeployment } from "../../lib/publishing/claim.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";

@@ -3,14 +3,14 @@
 // them, then finishes again), so a build never ends with a partial log. Idempotent: finishing
 // a finished job again answers the build as it is.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
-import { findJob } from "../../lib/db/jobs.ts";
-import { findBuild, toPublicBuild } from "../../lib/db/builds.ts";
-import { finishJob } from "../../lib/builds/job-lifecycle.ts";
-import { FinishRequest } from "../../lib/runner-protocol/wire.ts";
+import { findJob } from "../../lib/runners/jobs.ts";
+import { findBuild, toPublicBuild } from "../../lib/builds/store.ts";
+import { finishJob } from "../../lib/runners/job-lifecycle.ts";
+import { FinishRequest } from "../../lib/runners/protocol-wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",

@@ -2,11 +2,11 @@
 // and answers which of them to stop (their build was canceled): cancel reaches a runner within
 // one heartbeat.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { heartbeat } from "../../lib/db/jobs.ts";
-import { HeartbeatAnswer, HeartbeatRequest } from "../../lib/runner-protocol/wire.ts";
+import { heartbeat } from "../../lib/runners/jobs.ts";
+import { HeartbeatAnswer, HeartbeatRequest } from "../../lib/runners/protocol-wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_heartbeat",

@@ -5,14 +5,14 @@
 // 416 log_gap with next_line, and the runner resends from there, so nothing is lost.
 // Every answer carries X-Roost-Job-Status (running | canceling).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { json } from "../../lib/http.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { json } from "../../lib/http/io.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runner-protocol/wire.ts";
+import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runners/protocol-wire.ts";
 import { jobStatusHeader, ownedRunningJob } from "../../lib/runners/protocol.ts";
-import { appendLogLines } from "../../lib/db/build-logs.ts";
+import { appendLogLines } from "../../lib/logs/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_append_logs",

@@ -3,14 +3,14 @@
 // build is queued again, first in line, for any runner. A job that has started is 409 job_started:
 // the runner finishes it instead (docs/runners.md "Stopping a runner").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findBuild } from "../../lib/db/builds.ts";
+import { findBuild } from "../../lib/builds/store.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
-import { releaseJob } from "../../lib/builds/job-lifecycle.ts";
-import { ReleaseAnswer } from "../../lib/runner-protocol/wire.ts";
+import { releaseJob } from "../../lib/runners/job-lifecycle.ts";
+import { ReleaseAnswer } from "../../lib/runners/protocol-wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_release_job",

@@ -1,10 +1,10 @@
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/steps/{step} (runner token): records one step's
 // result in the build's step_results, replacing an earlier report of the same step.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
 import { IdParam, StepResult } from "../../lib/schemas/ci.ts";
-import { StepName, StepReport } from "../../lib/runner-protocol/wire.ts";
+import { StepName, StepReport } from "../../lib/runners/protocol-wire.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { recordStepResult } from "../../lib/runners/steps.ts";
 

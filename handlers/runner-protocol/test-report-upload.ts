@@ -5,15 +5,15 @@
 // format is still answered 201: its status and problems say what was kept, and the runner writes
 // them into the build's log. Only a second upload of the same path is refused (409).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { RunnerContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { RunnerContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
-import { findBuild } from "../../lib/db/builds.ts";
+import { findBuild } from "../../lib/builds/store.ts";
 import { isUniqueViolation, one } from "../../lib/db/client.ts";
-import { validArtifactPath } from "../../lib/artifacts.ts";
-import { HEADER, TEST_REPORT_LIMIT, TEST_REPORTS_PER_BUILD, TestReportAnswer } from "../../lib/runner-protocol/wire.ts";
+import { validArtifactPath } from "../../lib/artifacts/artifacts.ts";
+import { HEADER, TEST_REPORT_LIMIT, TEST_REPORTS_PER_BUILD, TestReportAnswer } from "../../lib/runners/protocol-wire.ts";
 import { readReport } from "../../lib/test-results/read.ts";
 import { recordRejectedReport, recordReport } from "../../lib/test-results/record.ts";
 

@@ -1,10 +1,10 @@
 // POST /v1/runners (admin): registers a runner. The token (roost_rt_…) is in this answer only.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { DisplayName } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { DisplayName } from "../../lib/schemas/shared.ts";
 import { RunnerResource, RunnerLabel } from "../../lib/runners/wire.ts";
-import { insertRunner, toPublicRunner } from "../../lib/db/runners.ts";
+import { insertRunner, toPublicRunner } from "../../lib/runners/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "create_runner",

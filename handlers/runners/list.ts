@@ -1,8 +1,8 @@
 // GET /v1/runners (admin).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { RunnerResource } from "../../lib/runners/wire.ts";
-import { listRunners, toPublicRunner } from "../../lib/db/runners.ts";
+import { listRunners, toPublicRunner } from "../../lib/runners/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_runners",

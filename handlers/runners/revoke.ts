@@ -1,10 +1,10 @@
 // DELETE /v1/runners/{runner_id} (admin): revokes the runner. Its token stops working at once;
 // builds it was running fail (runner revoked) as soon as their lease lapses.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findRunner, revokeRunner } from "../../lib/db/runners.ts";
+import { findRunner, revokeRunner } from "../../lib/runners/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "revoke_runner",

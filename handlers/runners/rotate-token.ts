@@ -1,9 +1,9 @@
 // POST /v1/runners/{runner_id}/token (admin): a new token; the old one stops working at once.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findRunner, rotateRunnerToken } from "../../lib/db/runners.ts";
+import { findRunner, rotateRunnerToken } from "../../lib/runners/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "rotate_runner_token",

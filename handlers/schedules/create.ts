@@ -1,11 +1,11 @@
 // POST /v1/pipelines/{pipeline_id}/schedules (project maintainer): a cron schedule that builds a
 // branch of the pipeline (docs/operations.md "Scheduled builds").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { CreateScheduleBody, ScheduleResource } from "../../lib/schemas/operations.ts";
-import { insertSchedule, toPublicSchedule } from "../../lib/schedules.ts";
+import { insertSchedule, toPublicSchedule } from "../../lib/schedules/schedules.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "create_schedule",

@@ -1,10 +1,10 @@
 // DELETE /v1/pipelines/{pipeline_id}/schedules/{schedule_id} (project maintainer). Builds it
 // started stay; their schedule_id becomes null.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { deleteSchedule } from "../../lib/schedules.ts";
+import { deleteSchedule } from "../../lib/schedules/schedules.ts";
 import { refuseFileSchedule, scheduleOfPipeline } from "./update.ts";
 
 export const endpoint = defineEndpoint({

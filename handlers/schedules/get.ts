@@ -1,10 +1,10 @@
 // GET /v1/pipelines/{pipeline_id}/schedules/{schedule_id} (project viewer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ScheduleResource } from "../../lib/schemas/operations.ts";
-import { lastRun, toPublicSchedule } from "../../lib/schedules.ts";
+import { lastRun, toPublicSchedule } from "../../lib/schedules/schedules.ts";
 import { scheduleOfPipeline } from "./update.ts";
 
 export const endpoint = defineEndpoint({

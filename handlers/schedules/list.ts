@@ -1,10 +1,10 @@
 // GET /v1/pipelines/{pipeline_id}/schedules (project viewer): the pipeline's schedules with their last run.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ScheduleResource } from "../../lib/schemas/operations.ts";
-import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules.ts";
+import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules/schedules.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_schedules",

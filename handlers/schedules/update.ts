@@ -1,12 +1,12 @@
 // PATCH /v1/pipelines/{pipeline_id}/schedules/{schedule_id} (project maintainer): changes the
 // given fields. A new expression or time zone, or enabling, counts from now: no past slot fires.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ScheduleResource, UpdateScheduleBody } from "../../lib/schemas/operations.ts";
-import { findSchedule, lastRun, toPublicSchedule, updateSchedule, type Schedule } from "../../lib/schedules.ts";
+import { findSchedule, lastRun, toPublicSchedule, updateSchedule, type Schedule } from "../../lib/schedules/schedules.ts";
 import type { Executor } from "../../lib/db/client.ts";
 
 /** The schedule, when it belongs to the pipeline the route authorized; 404 otherwise. */

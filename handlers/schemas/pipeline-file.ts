@@ -2,7 +2,7 @@
 // docs/pipelines.md), generated from the zod schema Roost validates the file with, so an editor
 // (e.g. the YAML language server's `# yaml-language-server: $schema=<url>`) completes and checks it.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { pipelineFileJsonSchema } from "../../lib/pipelines/file.ts";
 
 export const endpoint = defineEndpoint({

@@ -1,9 +1,9 @@
 // GET /v1/settings/oidc: the identity provider settings, without the client secret. An instance
 // with no provider answers 200 {configured: false}: nothing is wrong, there is nothing to show.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { PublicOidcSettings } from "../../lib/auth/oidc.ts";
-import { getOidcSettings, toPublicOidcSettings } from "../../lib/db/sign-in-settings.ts";
+import { getOidcSettings, toPublicOidcSettings } from "../../lib/auth/sign-in-settings-store.ts";
 
 export const OidcSettingsView = z.union([
   PublicOidcSettings.extend({ configured: z.literal(true) }),

@@ -1,6 +1,6 @@
 // PUT /v1/settings/oidc: replaces the identity provider settings after setup (owner or admin).
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
 import { OidcSettingsBody, PublicOidcSettings } from "../../lib/auth/oidc.ts";
 import { storeOidcSettings } from "../../lib/auth/sign-in-settings.ts";
 

@@ -4,11 +4,11 @@
 // for OIDC the provider's discovery document must load now, so nobody is locked out by a typo.
 // Switching back to local always works; the remote settings stay stored for a later switch.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { getInstance, setRuntimeMode } from "../../lib/db/instance.ts";
-import { getOidcSettings, getTrustedProxySettings } from "../../lib/db/sign-in-settings.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { getInstance, setRuntimeMode } from "../../lib/setup/instance.ts";
+import { getOidcSettings, getTrustedProxySettings } from "../../lib/auth/sign-in-settings-store.ts";
 import { discover } from "../../lib/auth/oidc.ts";
 
 export const RuntimeModeBody = z

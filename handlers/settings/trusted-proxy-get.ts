@@ -2,9 +2,9 @@
 // instance with no trusted proxy answers 200 {configured: false}, like GET /v1/settings/oidc:
 // nothing is wrong, there is nothing to show.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { PublicTrustedProxySettings } from "../../lib/auth/trusted-proxy.ts";
-import { getTrustedProxySettings, toPublicTrustedProxySettings } from "../../lib/db/sign-in-settings.ts";
+import { getTrustedProxySettings, toPublicTrustedProxySettings } from "../../lib/auth/sign-in-settings-store.ts";
 
 export const TrustedProxySettingsView = z.union([
   PublicTrustedProxySettings.extend({ configured: z.literal(true) }),

@@ -1,6 +1,6 @@
 // PUT /v1/settings/trusted-proxy: replaces the trusted proxy settings after setup (owner or admin).
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
 import { PublicTrustedProxySettings, TrustedProxySettingsBody } from "../../lib/auth/trusted-proxy.ts";
 import { storeTrustedProxySettings } from "../../lib/auth/sign-in-settings.ts";
 

@@ -1,13 +1,13 @@
 // POST /v1/setup/complete: the step that makes the instance ready (docs/api.md
 // "Setup"). Needs an owner; after it, setup tokens stop working and setup endpoints answer 409.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { inTransaction } from "../../lib/db/client.ts";
-import { getInstance, markReady, runtimeMode } from "../../lib/db/instance.ts";
-import { countActiveOwners } from "../../lib/db/users.ts";
-import { deleteSetupTokens } from "../../lib/db/one-time-credentials.ts";
-import { removeSetupTokenFile } from "../../lib/setup-token-file.ts";
+import { getInstance, markReady, runtimeMode } from "../../lib/setup/instance.ts";
+import { countActiveOwners } from "../../lib/auth/users.ts";
+import { deleteSetupTokens } from "../../lib/auth/one-time-credentials.ts";
+import { removeSetupTokenFile } from "../../lib/setup/token-file.ts";
 import { remoteAuthReadiness } from "../../lib/auth/remote-auth-readiness.ts";
 
 export const endpoint = defineEndpoint({

@@ -1,12 +1,12 @@
 // POST /v1/setup/owner: creates the first owner during External Access setup. The owner signs in
 // later through the chosen remote auth mode (OIDC or the trusted proxy) with this e-mail.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { fail } from "../../lib/errors.ts";
-import { Email, UserResource } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { Email, UserResource } from "../../lib/schemas/shared.ts";
 import { inTransaction } from "../../lib/db/client.ts";
-import { countActiveOwners, insertUser } from "../../lib/db/users.ts";
-import { toUserResource } from "../../lib/db/users.ts";
+import { countActiveOwners, insertUser } from "../../lib/auth/users.ts";
+import { toUserResource } from "../../lib/auth/users.ts";
 
 export const OwnerBody = z.object({ email: Email }).strict();
 

@@ -2,10 +2,10 @@
 // External Access, the remote auth mode, before any owner exists. Authorized by the one-time
 // setup token, since no owner exists yet to authorize it (README "First run").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { SetupContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { setPreferences } from "../../lib/db/instance.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { SetupContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { setPreferences } from "../../lib/setup/instance.ts";
 
 export const PreferencesBody = z
   .object({

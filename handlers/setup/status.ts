@@ -1,9 +1,9 @@
 // GET /v1/setup/status: public, so a client (or the web UI) knows what to show before sign-in.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { getInstance, runtimeMode } from "../../lib/db/instance.ts";
-import { countActiveOwners } from "../../lib/db/users.ts";
-import { getOidcSettings, getTrustedProxySettings } from "../../lib/db/sign-in-settings.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { getInstance, runtimeMode } from "../../lib/setup/instance.ts";
+import { countActiveOwners } from "../../lib/auth/users.ts";
+import { getOidcSettings, getTrustedProxySettings } from "../../lib/auth/sign-in-settings-store.ts";
 
 export const SetupStatus = z.object({
   state: z.enum(["incomplete", "ready"]),

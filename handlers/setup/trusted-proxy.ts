@@ -1,6 +1,6 @@
 // PUT /v1/setup/trusted-proxy: the reverse proxy trusted for External Access with trusted_proxy,
 // set during first-run setup (docs/external-access.md). The shared secret is never returned.
-import { defineEndpoint } from "../../lib/route.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
 import { PublicTrustedProxySettings, TrustedProxySettingsBody } from "../../lib/auth/trusted-proxy.ts";
 import { storeTrustedProxySettings } from "../../lib/auth/sign-in-settings.ts";
 

@@ -3,10 +3,10 @@
 // search of the test's name or suite; `cursor` is the previous page's next_cursor (keyset paging).
 // Each case carries its last results in the build's lane and, when failed, since when.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, SearchQuery } from "../../lib/schemas.ts";
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, SearchQuery } from "../../lib/schemas/shared.ts";
 import { CaseStatus, TestCaseResource } from "../../lib/test-results/schema.ts";
 import { listCases } from "../../lib/test-results/queries.ts";
 

@@ -3,10 +3,10 @@
 // request's target, else the project's default branch), and its files, those that lost the most
 // first (offset paging: a build holds at most 20,000 files).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { Pagination } from "../../lib/schemas.ts";
+import { Pagination } from "../../lib/schemas/shared.ts";
 import { CoverageAnswer } from "../../lib/test-results/schema.ts";
 import { coverageOf } from "../../lib/test-results/queries.ts";
 

@@ -2,10 +2,10 @@
 // (docs/test-results.md): the counts, each report with what reading it found, analyzer issues, and
 // how to link a file and line to the source host.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { findRepository } from "../../lib/db/repositories.ts";
+import { findRepository } from "../../lib/integrations/repositories.ts";
 import { sourceFileUrl } from "../../lib/test-results/source-links.ts";
 import { BuildTestsAnswer } from "../../lib/test-results/schema.ts";
 import { listAnnotations, listReports, summaryOf } from "../../lib/test-results/queries.ts";

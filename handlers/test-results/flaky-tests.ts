@@ -2,10 +2,10 @@
 // failed and passed on the same commit (a re-run told them apart), most recently flaky first,
 // with their failure rate over every run; `cursor` is the previous page's next_cursor.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas.ts";
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas/shared.ts";
 import { TestResource } from "../../lib/test-results/schema.ts";
 import { flakyTests } from "../../lib/test-results/queries.ts";
 

@@ -2,11 +2,11 @@
 // its results across the builds of one branch (default: the project's default branch) or of one
 // pull request, newest first; `before` is the previous page's next_before (a build number).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { BranchName, IdParam } from "../../lib/schemas/ci.ts";
-import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas.ts";
+import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas/shared.ts";
 import { HistoryEntry, TestResource } from "../../lib/test-results/schema.ts";
 import { findTest, testHistory } from "../../lib/test-results/queries.ts";
 

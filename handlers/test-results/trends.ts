@@ -2,8 +2,8 @@
 // its charts draw (docs/web-app.md "Pipeline charts"): queue time and duration, test counts,
 // coverage and the size of each artifact, newest first.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { BranchName, IdParam } from "../../lib/schemas/ci.ts";
 import { TrendPoint } from "../../lib/test-results/schema.ts";
 import { pipelineTrends } from "../../lib/test-results/queries.ts";

@@ -1,11 +1,11 @@
 // DELETE /v1/users/{user_id} (admin): deactivates a user. The row stays for audit attribution;
 // their sessions end and their API tokens stop working (a token never outlives its creator).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { UserResource } from "../../lib/schemas.ts";
-import { toUserResource } from "../../lib/db/users.ts";
-import { changeUser } from "../../lib/user-admin.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { UserResource } from "../../lib/schemas/shared.ts";
+import { toUserResource } from "../../lib/auth/users.ts";
+import { changeUser } from "../../lib/auth/user-admin.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "deactivate_user",

@@ -1,12 +1,12 @@
 // POST /v1/users (admin): invites a user by e-mail. Users must be invited before any login works;
 // nobody invites above their own role (docs/authorization.md "Roles").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
-import { Email, UserResource } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
+import { Email, UserResource } from "../../lib/schemas/shared.ts";
 import { RoleSchema, roleAtLeast } from "../../lib/auth/roles.ts";
-import { findUserByEmail, insertUser, toUserResource } from "../../lib/db/users.ts";
+import { findUserByEmail, insertUser, toUserResource } from "../../lib/auth/users.ts";
 
 export const InviteBody = z.object({ email: Email, role: RoleSchema }).strict();
 

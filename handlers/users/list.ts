@@ -1,8 +1,8 @@
 // GET /v1/users (admin): the instance's users, paged.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { Pagination, SearchQuery, UserResource } from "../../lib/schemas.ts";
-import { listUsers, toUserResource } from "../../lib/db/users.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { Pagination, SearchQuery, UserResource } from "../../lib/schemas/shared.ts";
+import { listUsers, toUserResource } from "../../lib/auth/users.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_users",

@@ -1,10 +1,10 @@
 // GET /v1/users/me: who the credential belongs to, and the role it acts with.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { UserResource } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { UserResource } from "../../lib/schemas/shared.ts";
 import { RoleSchema } from "../../lib/auth/roles.ts";
-import { toUserResource } from "../../lib/db/users.ts";
+import { toUserResource } from "../../lib/auth/users.ts";
 
 export const MeResult = z.object({
   user: UserResource,

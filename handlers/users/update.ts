@@ -1,11 +1,11 @@
 // PATCH /v1/users/{user_id} (admin): change a user's role, or deactivate/reactivate them.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { UserContext } from "../../lib/context.ts";
-import { UserResource } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { UserContext } from "../../lib/http/context.ts";
+import { UserResource } from "../../lib/schemas/shared.ts";
 import { RoleSchema } from "../../lib/auth/roles.ts";
-import { toUserResource } from "../../lib/db/users.ts";
-import { changeUser } from "../../lib/user-admin.ts";
+import { toUserResource } from "../../lib/auth/users.ts";
+import { changeUser } from "../../lib/auth/user-admin.ts";
 
 export const UpdateUserBody = z
   .object({ role: RoleSchema.optional(), active: z.boolean().optional() })

@@ -1,10 +1,10 @@
 // GET /v1/projects/{project_id}/variable-changes (project maintainer): who created, replaced or
 // deleted which variable of the project or its pipelines, and when; never a value.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { listVariableChanges, VariableChangeResource } from "../../lib/variables.ts";
+import { listVariableChanges, VariableChangeResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_variable_changes",

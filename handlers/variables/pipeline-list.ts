@@ -1,10 +1,10 @@
 // GET /v1/pipelines/{pipeline_id}/variables (project maintainer): the pipeline's own variables
 // (its project's are listed under the project). Secrets are listed by name only (value null).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables.ts";
+import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_variables",

@@ -1,10 +1,10 @@
 // PUT /v1/pipelines/{pipeline_id}/variables/{key} (project maintainer): creates or replaces a
 // pipeline variable; it replaces a project variable of the same key in this pipeline's builds.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables.ts";
+import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_pipeline_variable",

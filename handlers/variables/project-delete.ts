@@ -1,10 +1,10 @@
 // DELETE /v1/projects/{project_id}/variables/{key} (project maintainer).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
-import { fail } from "../../lib/errors.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
+import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { deleteVariable, VariableKey } from "../../lib/variables.ts";
+import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_project_variable",

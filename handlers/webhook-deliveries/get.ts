@@ -2,8 +2,8 @@
 // retention period, its body. Project maintainers see their project's deliveries; admins all,
 // including those that matched no project (the route's rule).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import type { ProjectContext } from "../../lib/context.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import type { ProjectContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";

@@ -1,8 +1,8 @@
 // GET /v1/webhook-deliveries (admin): every delivery, including those rejected before any project
 // could be known (bad signatures, unknown repositories).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { Pagination } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { Pagination } from "../../lib/schemas/shared.ts";
 import { listDeliveries, toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 

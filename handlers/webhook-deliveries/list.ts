@@ -2,8 +2,8 @@
 // project, newest first: every delivery for its repository, what it was, and why each pipeline
 // did or did not build. Bodies are not listed (GET /v1/webhook-deliveries/{id}).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/route.ts";
-import { Pagination } from "../../lib/schemas.ts";
+import { defineEndpoint } from "../../lib/http/route.ts";
+import { Pagination } from "../../lib/schemas/shared.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { listDeliveries, toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";

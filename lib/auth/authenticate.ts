@@ -1,22 +1,22 @@
-// One mechanism that enforces every route's auth rule (lib/route.ts AuthRule). Handlers never
+// One mechanism that enforces every route's auth rule (lib/http/route.ts AuthRule). Handlers never
 // look at the Authorization header themselves.
-import { isProjectRule, type AuthRule } from "../route.ts";
+import { isProjectRule, type AuthRule } from "../http/route.ts";
 import { authorizeProject } from "./project-access.ts";
-import type { AppContext, SetupGrant } from "../context.ts";
+import type { AppContext, SetupGrant } from "../http/context.ts";
 import type { Principal } from "./principal.ts";
-import { fail } from "../errors.ts";
-import { bearerToken } from "../http.ts";
-import { validateSessionToken } from "../db/sessions.ts";
-import { LAST_USED_RESOLUTION_SECONDS, findApiTokenBySecret, touchApiToken } from "../db/api-tokens.ts";
-import { findUserById } from "../db/users.ts";
-import { getInstance } from "../db/instance.ts";
-import { checkSetupToken } from "../db/one-time-credentials.ts";
+import { fail } from "../http/errors.ts";
+import { bearerToken } from "../http/io.ts";
+import { validateSessionToken } from "./sessions.ts";
+import { LAST_USED_RESOLUTION_SECONDS, findApiTokenBySecret, touchApiToken } from "./api-tokens.ts";
+import { findUserById } from "./users.ts";
+import { getInstance } from "../setup/instance.ts";
+import { checkSetupToken } from "./one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
 import { constantTimeEqualStrings } from "./secrets.ts";
-import { isLoopbackAddress } from "../net.ts";
-import { runnerForToken, touchRunner, type Runner } from "../db/runners.ts";
-import { findStreamGrant } from "../db/stream-tokens.ts";
-import { findBuild } from "../db/builds.ts";
+import { isLoopbackAddress } from "../net/addresses.ts";
+import { runnerForToken, touchRunner, type Runner } from "../runners/store.ts";
+import { findStreamGrant } from "./stream-tokens.ts";
+import { findBuild } from "../builds/store.ts";
 import { projectRoleOf } from "./project-access.ts";
 import { reauthenticate } from "./reauthenticate.ts";
 import { cookieSessionToken } from "./browser-session.ts";
@@ -25,7 +25,7 @@ import type { SecretKind } from "./secrets.ts";
 
 /**
  * What the rule authenticated, handed to the handler in its context: which fields each rule sets
- * is lib/context.ts AuthenticatedBy (a projectRole rule adds the project and what the path names).
+ * is lib/http/context.ts AuthenticatedBy (a projectRole rule adds the project and what the path names).
  */
 export interface Authentication {
   principal?: Principal;

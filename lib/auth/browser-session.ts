@@ -9,8 +9,8 @@
 // the browser names its Origin (or Sec-Fetch-Site), come from this origin. SameSite=Strict already
 // keeps the cookie off cross-site requests; the header covers same-site siblings and old browsers
 // (OWASP CSRF Prevention Cheat Sheet, "Custom Request Headers" and "Verifying Origin").
-import type { AppContext } from "../context.ts";
-import { fail } from "../errors.ts";
+import type { AppContext } from "../http/context.ts";
+import { fail } from "../http/errors.ts";
 import { credentialKind, describeCredential } from "./credential-kind.ts";
 
 export const SESSION_COOKIE = "roost_session";
@@ -70,7 +70,7 @@ export function clearedSessionCookie(request: Request, ctx: AppContext): string 
   return new Bun.Cookie(SESSION_COOKIE, "", { httpOnly: true, sameSite: "strict", secure: isHttps(request, ctx), path: "/", maxAge: 0 }).serialize();
 }
 
-/** What a route does to the browser session cookie after it succeeds (lib/route.ts Endpoint.browserSession). */
+/** What a route does to the browser session cookie after it succeeds (lib/http/route.ts Endpoint.browserSession). */
 export function applyBrowserSession(kind: "set" | "clear", result: unknown, request: Request, ctx: AppContext, response: Response): void {
   if (kind === "clear") {
     response.headers.append("set-cookie", clearedSessionCookie(request, ctx));

@@ -1,10 +1,10 @@
 // Finishing a login, whatever the method: always a new session (session fixation, Jenkins
 // CVE-2024-52553), and a session presented with the login request is ended.
-import type { RequestContext } from "../context.ts";
-import type { User } from "../db/users.ts";
-import { toPublicUser } from "../db/users.ts";
-import { createSession, deleteSession, validateSessionToken, type SessionMethod } from "../db/sessions.ts";
-import { bearerToken } from "../http.ts";
+import type { RequestContext } from "../http/context.ts";
+import type { User } from "./users.ts";
+import { toPublicUser } from "./users.ts";
+import { createSession, deleteSession, validateSessionToken, type SessionMethod } from "./sessions.ts";
+import { bearerToken } from "../http/io.ts";
 
 export async function completeLogin(ctx: RequestContext, user: User, method: SessionMethod) {
   const now = ctx.clock.now();

@@ -12,9 +12,9 @@ import { z } from "zod";
 import * as oauth from "oauth4webapi";
 import { compactVerify, decodeProtectedHeader } from "jose";
 import { encodeBase64urlNoPadding } from "@oslojs/encoding";
-import type { Clock } from "../context.ts";
-import { fail } from "../errors.ts";
-import { isLoopbackHostHeader } from "../net.ts";
+import type { Clock } from "../http/context.ts";
+import { fail } from "../http/errors.ts";
+import { isLoopbackHostHeader } from "../net/addresses.ts";
 
 /** Asymmetric algorithms accepted by default; `none` never, HS* only when an operator lists them. */
 export const DEFAULT_ID_TOKEN_ALGS = ["RS256", "PS256", "ES256", "EdDSA"];

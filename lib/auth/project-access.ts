@@ -7,13 +7,13 @@
 // needs a membership. A project the caller may not see answers 404, as if it did not exist, so
 // ids cannot be probed; one they see but may not change answers 403.
 import type { Executor } from "../db/client.ts";
-import type { ProjectRule, ProjectScopeParam } from "../route.ts";
+import type { ProjectRule, ProjectScopeParam } from "../http/route.ts";
 import type { Principal } from "./principal.ts";
-import { fail } from "../errors.ts";
+import { fail } from "../http/errors.ts";
 import { roleAtLeast } from "./roles.ts";
-import { findMemberRole, findProject, type Project, type ProjectRole } from "../db/projects.ts";
-import { findBuild, type Build } from "../db/builds.ts";
-import { findPipeline, type Pipeline } from "../db/pipelines.ts";
+import { findMemberRole, findProject, type Project, type ProjectRole } from "../projects/store.ts";
+import { findBuild, type Build } from "../builds/store.ts";
+import { findPipeline, type Pipeline } from "../pipelines/store.ts";
 import { findDelivery, type Delivery } from "../webhooks/deliveries.ts";
 import { findDeployment, type Deployment } from "../publishing/deployments.ts";
 

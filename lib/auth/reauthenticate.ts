@@ -4,8 +4,8 @@
 // secret to compare (the secret was checked when the stream opened).
 import type { Executor } from "../db/client.ts";
 import type { Principal } from "./principal.ts";
-import { findLiveSessionUser } from "../db/sessions.ts";
-import { findLiveApiTokenCreator } from "../db/api-tokens.ts";
+import { findLiveSessionUser } from "./sessions.ts";
+import { findLiveApiTokenCreator } from "./api-tokens.ts";
 import { lowerRole } from "./roles.ts";
 
 /** Which session or API token a principal acts through. */

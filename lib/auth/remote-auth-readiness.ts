@@ -1,9 +1,9 @@
 // Whether the chosen remote auth mode has what it needs before the instance may become ready.
 // Returns a sentence saying what is missing, or null when nothing is.
 import type { Executor } from "../db/client.ts";
-import type { Instance } from "../db/instance.ts";
-import { runtimeMode } from "../db/instance.ts";
-import { getOidcSettings, getTrustedProxySettings } from "../db/sign-in-settings.ts";
+import type { Instance } from "../setup/instance.ts";
+import { runtimeMode } from "../setup/instance.ts";
+import { getOidcSettings, getTrustedProxySettings } from "./sign-in-settings-store.ts";
 
 export async function remoteAuthReadiness(db: Executor, instance: Instance): Promise<string | null> {
   if (runtimeMode(instance) === "local") return null;

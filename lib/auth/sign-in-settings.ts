@@ -10,7 +10,7 @@ import {
   saveTrustedProxySettings,
   toPublicOidcSettings,
   toPublicTrustedProxySettings,
-} from "../db/sign-in-settings.ts";
+} from "./sign-in-settings-store.ts";
 import { DEFAULT_ID_TOKEN_ALGS, normalizeScopes, type OidcSettingsBody } from "./oidc.ts";
 import { resolveTrustedProxySettings, type TrustedProxySettingsBody } from "./trusted-proxy.ts";
 

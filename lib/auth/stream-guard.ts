@@ -5,8 +5,8 @@
 // request would get now, and closes (docs/api.md "Streams end with their credential"). The cost
 // is one read by primary key per stream every RECHECK_MS (plus the stream's own access read),
 // however many events flow; nothing is read per event.
-import type { AppContext } from "../context.ts";
-import type { ErrorCode } from "../errors.ts";
+import type { AppContext } from "../http/context.ts";
+import type { ErrorCode } from "../http/errors.ts";
 import type { Principal } from "./principal.ts";
 import { credentialOf, reauthenticate } from "./reauthenticate.ts";
 import { INVALID_API_TOKEN_MESSAGE } from "./authenticate.ts";

@@ -3,11 +3,11 @@
 // socket peer is on the allow-list (never X-Forwarded-For) and, when configured, the shared
 // secret header matches. The header is honoured by POST /v1/auth/trusted-proxy/login alone.
 import { z } from "zod";
-import { fail } from "../errors.ts";
-import { Email } from "../schemas.ts";
-import { AddressSet, needsSharedSecret, parseCidr, type Cidr } from "../net.ts";
+import { fail } from "../http/errors.ts";
+import { Email } from "../schemas/shared.ts";
+import { AddressSet, needsSharedSecret, parseCidr, type Cidr } from "../net/addresses.ts";
 import { hashSecret, secretMatches } from "./secrets.ts";
-import type { TrustedProxySettings } from "../db/sign-in-settings.ts";
+import type { TrustedProxySettings } from "./sign-in-settings-store.ts";
 
 export const DEFAULT_IDENTITY_HEADER = "X-Roost-User-Email";
 export const SHARED_SECRET_HEADER = "X-Roost-Trusted-Proxy-Secret";

@@ -4,13 +4,13 @@ import type { Db } from "../db/client.ts";
 import { inTransaction, one, all } from "../db/client.ts";
 import type { Transaction } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
-import { toBuild, type Build } from "../db/builds.ts";
-import { findPipeline, snapshotOf } from "../db/pipelines.ts";
+import { toBuild, type Build } from "./store.ts";
+import { findPipeline, snapshotOf } from "../pipelines/store.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
-import type { Clock } from "../context.ts";
-import type { EventBus } from "../events.ts";
-import type { Logger } from "../log.ts";
+import type { Clock } from "../http/context.ts";
+import type { EventBus } from "../daemon/events.ts";
+import type { Logger } from "../daemon/log.ts";
 import { routeKey, routeOf } from "../runners/routing.ts";
 import { afterBuildCreated, afterStatusChanged } from "./what-follows.ts";
 

@@ -3,10 +3,10 @@
 // page continues below, so a page costs the same on page 1 and page 20,000 and builds created
 // meanwhile never shift a page. The cursor is opaque to clients (base64url of `b<number>`).
 import { z } from "zod";
-import { Pagination } from "../schemas.ts";
+import { Pagination } from "../schemas/shared.ts";
 import { BUILD_STATUSES } from "./state-machine.ts";
 import type { Executor } from "../db/client.ts";
-import { listBuilds, toPublicBuild } from "../db/builds.ts";
+import { listBuilds, toPublicBuild } from "./store.ts";
 import { withTestSummaries } from "../test-results/queries.ts";
 
 export const BUILD_TRIGGERS = ["manual", "rerun", "webhook", "schedule"] as const;

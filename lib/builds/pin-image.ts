@@ -2,7 +2,7 @@
 // in a container whose image the runner resolved to a digest, the re-run's frozen configuration
 // names the image by that digest (repository@sha256:…), whatever its tag points at by now and
 // whether the image came from the pipeline or from the runner's --image.
-import type { Build } from "../db/builds.ts";
+import type { Build } from "./store.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 
 export function snapshotWithPinnedImage(source: Pick<Build, "config_snapshot" | "executor">): ConfigSnapshot {

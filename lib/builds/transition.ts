@@ -7,15 +7,15 @@
 //
 // A state change that writes more than the build row (a job finished *and* its build finished; a
 // lost job, its log line, its build and an incident) runs transitionBuildIn inside one transaction
-// and publishes only after the commit (lib/builds/job-lifecycle.ts): listeners never hear of a
+// and publishes only after the commit (lib/runners/job-lifecycle.ts): listeners never hear of a
 // change that a rollback then undoes.
 import type { Db, Executor } from "../db/client.ts";
 import { one } from "../db/client.ts";
-import { toBuild, type Build } from "../db/builds.ts";
+import { toBuild, type Build } from "./store.ts";
 import { allowedFrom, nextStatus, type BuildTransition } from "./state-machine.ts";
 import { afterStatusChanged } from "./what-follows.ts";
-import type { Clock } from "../context.ts";
-import type { EventBus } from "../events.ts";
+import type { Clock } from "../http/context.ts";
+import type { EventBus } from "../daemon/events.ts";
 
 export interface TransitionFields {
   runner_id?: string;

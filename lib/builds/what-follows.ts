@@ -2,11 +2,11 @@
 // acknowledged is lost on a crash and nothing is sent for a change a rollback undid. Every status
 // change goes through lib/builds/transition.ts and every new build through lib/builds/create.ts;
 // both call these. Background workers read the rows after the commit:
-//   notification_outbox    a finished build, for lib/notifications.ts (docs/notifications.md)
-//   commit_status_outbox   the newest state of a commit and pipeline, for lib/commit-statuses.ts
+//   notification_outbox    a finished build, for lib/notifications/notifications.ts (docs/notifications.md)
+//   commit_status_outbox   the newest state of a commit and pipeline, for lib/forges/commit-statuses.ts
 //                          (docs/webhooks.md "Commit statuses"); plain git remotes have none
 import type { Executor } from "../db/client.ts";
-import type { Build } from "../db/builds.ts";
+import type { Build } from "./store.ts";
 import { isFinished } from "./state-machine.ts";
 
 /** A build was created (queued): its commit and pipeline now show it, if it is the newest there. */

@@ -4,12 +4,12 @@
 // last owner stays an owner). Whoever can run them can read the database anyway.
 import type { Db } from "../db/client.ts";
 import { RoleSchema, type Role } from "../auth/roles.ts";
-import { findUserByEmail, insertUser, listUsers, normalizeEmail } from "../db/users.ts";
-import { findApiToken, listApiTokens, revokeApiToken } from "../db/api-tokens.ts";
-import { changeUser } from "../user-admin.ts";
+import { findUserByEmail, insertUser, listUsers, normalizeEmail } from "../auth/users.ts";
+import { findApiToken, listApiTokens, revokeApiToken } from "../auth/api-tokens.ts";
+import { changeUser } from "../auth/user-admin.ts";
 import type { Principal } from "../auth/principal.ts";
-import { ApiError } from "../errors.ts";
-import { Email } from "../schemas.ts";
+import { ApiError } from "../http/errors.ts";
+import { Email } from "../schemas/shared.ts";
 import { UsageError, parseCommandArgs } from "./args.ts";
 
 export interface CliResult {

@@ -3,7 +3,7 @@
 // ROOST_DATA_DIR would silently manage a new, empty instance; these commands refuse instead
 // (exit 2) and say where they looked. Only `roost serve` and `roost migrate` create a database.
 import { existsSync } from "node:fs";
-import { displayDatabaseUrl, type Config } from "../config.ts";
+import { displayDatabaseUrl, type Config } from "../daemon/config.ts";
 import { filePath, openDatabase, type Db } from "../db/client.ts";
 import { appliedVersion } from "../db/migrate.ts";
 import { UsageError } from "./args.ts";

@@ -31,7 +31,7 @@ import { WriteQueue, type WriteSession } from "./write-queue.ts";
  * writer; persistent in the file, set again harmlessly); commits synced before they are
  * acknowledged (an acknowledged write survives a power loss); foreign keys enforced.
  * auto_vacuum = INCREMENTAL takes effect only on a new file (before its first table), so that
- * retention can give freed pages back to the file system (lib/retention.ts); on an existing
+ * retention can give freed pages back to the file system (lib/retention/retention.ts); on an existing
  * file it changes nothing.
  * https://www.sqlite.org/pragma.html
  */

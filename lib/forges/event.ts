@@ -1,7 +1,7 @@
 // One neutral shape for what a delivery (or a poll that saw a ref move) means to Roost, produced by
 // lib/forges/<forge>/parse.ts and lib/forges/git/poll.ts from verified payloads and consumed by lib/webhooks/triggers.ts.
 import { z } from "zod";
-import { readableIssue } from "../validation-messages.ts";
+import { readableIssue } from "../http/validation-messages.ts";
 import type { ForgeName } from "./registry.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
@@ -25,7 +25,7 @@ export interface TriggerEvent {
   actor: string;
   changelog: string;
   prNumber: number | null;
-  /** A pull request whose head is another repository: its build never receives secrets (lib/variables.ts). */
+  /** A pull request whose head is another repository: its build never receives secrets (lib/variables/variables.ts). */
   fromFork?: boolean;
   /** Head commit message (push/tag) or title (pull request), for [skip ci]. */
   message: string;

@@ -7,11 +7,11 @@
 // the model). A forge's name is what integrations.provider, repositories.provider and
 // webhook_deliveries.host hold, and what the API calls `provider` and `host`.
 import { z } from "zod";
-import { DisplayName } from "../schemas.ts";
-import type { AppContext } from "../context.ts";
-import type { Config } from "../config.ts";
-import type { Integration } from "../db/integrations.ts";
-import type { RemoteRepository, Repository } from "../db/repositories.ts";
+import { DisplayName } from "../schemas/shared.ts";
+import type { AppContext } from "../http/context.ts";
+import type { Config } from "../daemon/config.ts";
+import type { Integration } from "../integrations/store.ts";
+import type { RemoteRepository, Repository } from "../integrations/repositories.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";
 import type { TriggerEvent } from "./event.ts";
 

@@ -1,11 +1,11 @@
 // Outbound requests to a forge's API. Only the integration's configured API origin is ever
 // contacted: pagination links that point anywhere else are refused, and no URL from a webhook
 // payload is fetched (GitLab CVE-2021-22214 was SSRF through such URLs). Link-local and cloud
-// metadata addresses are refused (lib/address-policy.ts). What users see of a failure is a status and
+// metadata addresses are refused (lib/net/address-policy.ts). What users see of a failure is a status and
 // a fixed phrase, never the host's body.
 import { createHash } from "node:crypto";
-import { hostRefusal } from "../address-policy.ts";
-import type { Integration } from "../db/integrations.ts";
+import { hostRefusal } from "../net/address-policy.ts";
+import type { Integration } from "../integrations/store.ts";
 import { openCredentials } from "../integrations/credentials.ts";
 import type { ForgeDeps } from "./forge.ts";
 

@@ -2,8 +2,8 @@
 // webhook secret of the integration that has it (Gitea/Forgejo and Bitbucket Cloud;
 // docs/webhooks.md): the repository the body claims picks whose secrets are tried, each in
 // constant time, and nothing else in the body is read before a signature holds.
-import { findIntegration } from "../db/integrations.ts";
-import { findRepositoriesByExternalId } from "../db/repositories.ts";
+import { findIntegration } from "../integrations/store.ts";
+import { findRepositoriesByExternalId } from "../integrations/repositories.ts";
 import { openCredentials } from "../integrations/credentials.ts";
 import type { TriggerEvent } from "./event.ts";
 import { WEBHOOK_SECRET_REPAIR, type ForgeWebhook, type IncomingDelivery, type Refusal, type Sender, type WebhookDeps } from "./forge.ts";

@@ -1,7 +1,7 @@
 // An integration's credentials, sealed at rest with the instance's secret box and opened only to
 // talk to its forge (lib/forges/<forge>/index.ts); nothing returns them.
 import type { SecretBox } from "../crypto/secret-box.ts";
-import type { Integration } from "../db/integrations.ts";
+import type { Integration } from "./store.ts";
 
 const PURPOSE = "integration-credentials";
 

@@ -1,12 +1,12 @@
 // Integrations as the rest of Roost sees them: how the API shows one, the catalogue sync through
 // its forge (which raises an operator incident when a forge keeps refusing, and resolves it when
 // sync works again), and disconnecting. Credentials: ./credentials.ts.
-import type { AppContext } from "../context.ts";
-import type { Integration } from "../db/integrations.ts";
-import { deleteIntegration, recordSync, toPublicIntegration } from "../db/integrations.ts";
-import { repositoryIdsOf, upsertRepositories } from "../db/repositories.ts";
+import type { AppContext } from "../http/context.ts";
+import type { Integration } from "./store.ts";
+import { deleteIntegration, recordSync, toPublicIntegration } from "./store.ts";
+import { repositoryIdsOf, upsertRepositories } from "./repositories.ts";
 import { inTransaction, type Db } from "../db/client.ts";
-import { raiseIncident, resolveIncident, resolveIncidentsOf } from "../incidents.ts";
+import { raiseIncident, resolveIncident, resolveIncidentsOf } from "../daemon/incidents.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";

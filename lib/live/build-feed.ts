@@ -1,6 +1,6 @@
 // The build changes of this application, for the event streams of GET /v1/events
 // (event-stream.ts). One feed per application (AppContext.live), whatever the number of streams:
-// - an in-process event (lib/events.ts "build.changed", "build.queued") reads that build once and
+// - an in-process event (lib/daemon/events.ts "build.changed", "build.queued") reads that build once and
 //   hands it, encoded once, to every stream here;
 // - builds changed through another daemon process on the same database are found by the watcher
 //   (watcher.ts) with ONE query every CHECK_MS while any stream is open: the builds whose
@@ -10,8 +10,8 @@
 // check does not repeat what an in-process event already sent.
 import type { Db } from "../db/client.ts";
 import { all, one } from "../db/client.ts";
-import { findBuild, toBuild, toPublicBuild, type Build } from "../db/builds.ts";
-import type { RoostEvent } from "../events.ts";
+import { findBuild, toBuild, toPublicBuild, type Build } from "../builds/store.ts";
+import type { RoostEvent } from "../daemon/events.ts";
 import { sseFrame } from "./sse-frame.ts";
 import type { Hold, Watcher } from "./watcher.ts";
 

@@ -4,9 +4,9 @@
 // for all streams. Each stream only decides whether its caller may see the build's project (their
 // project role, read once per project between two checks of the credential) and queues the frame.
 // Nothing is replayed: a client that (re)connects reads the lists it shows once, then follows.
-import type { RequestContext } from "../context.ts";
+import type { RequestContext } from "../http/context.ts";
 import type { Principal } from "../auth/principal.ts";
-import type { ProjectRole } from "../db/projects.ts";
+import type { ProjectRole } from "../projects/store.ts";
 import { projectRoleOf } from "../auth/project-access.ts";
 import { sseFrame } from "./sse-frame.ts";
 import { SseStream } from "./sse-stream.ts";

@@ -1,10 +1,10 @@
 // The live-update module of one application (AppContext.live): the per-build log hubs and what
 // feeds them, the build feed of GET /v1/events, and the one watcher that looks for changes made
-// through another daemon process. Made with the context (lib/server.ts, tests/helpers/app.ts) and
+// through another daemon process. Made with the context (lib/daemon/server.ts, tests/helpers/app.ts) and
 // closed when the daemon stops, so nothing of it is module state: two applications in one
 // process (a test's second "daemon") each have their own.
 import type { Db } from "../db/client.ts";
-import type { EventBus } from "../events.ts";
+import type { EventBus } from "../daemon/events.ts";
 import { LocalLogHubNamespace, type HubLimits, type LogHubNamespace } from "./hub.ts";
 import { LogFeed } from "./log-feed.ts";
 import { BuildFeed } from "./build-feed.ts";

@@ -8,7 +8,7 @@
 //   a job finished) run the check at once, so `status` and `end` need no query per stream.
 import type { Db } from "../db/client.ts";
 import { one } from "../db/client.ts";
-import { readLogPage, type LogEntry } from "../db/build-logs.ts";
+import { readLogPage, type LogEntry } from "../logs/store.ts";
 import { isFinished, type BuildStatus } from "../builds/state-machine.ts";
 import type { HubStatus, LogFrameEntry, LogHubNamespace } from "./hub.ts";
 import type { Watcher } from "./watcher.ts";

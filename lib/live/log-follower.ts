@@ -7,9 +7,9 @@
 // not follow on (lines this hub never carried) or the client has more than the stream's bound
 // waiting: then the follower falls back to catching up when the client reads again.
 import type { Db } from "../db/client.ts";
-import { cutNotice, statsOf, type LogStats } from "../db/build-logs.ts";
+import { cutNotice, statsOf, type LogStats } from "../logs/store.ts";
 import type { LogReader } from "../logs/archive.ts";
-import type { MetricsRegistry } from "../metrics.ts";
+import type { MetricsRegistry } from "../daemon/metrics.ts";
 import { concatBytes, encodeAfter, logFrame, statusFrame, statusRank, type HubPush, type HubStatus, type HubSubscriber, type LogHubStub } from "./hub.ts";
 import { sseFrame } from "./sse-frame.ts";
 import type { SseStream } from "./sse-stream.ts";

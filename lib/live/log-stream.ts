@@ -5,9 +5,9 @@
 // (log-feed.ts) checks the build for this process. An idle stream makes no query of its own but
 // the check, every RECHECK_MS, that the credential behind its stream token still works and its
 // user still sees the project (lib/auth/stream-guard.ts).
-import type { RequestContext } from "../context.ts";
-import type { Build } from "../db/builds.ts";
-import type { LogStats } from "../db/build-logs.ts";
+import type { RequestContext } from "../http/context.ts";
+import type { Build } from "../builds/store.ts";
+import type { LogStats } from "../logs/store.ts";
 import { isFinished } from "../builds/state-machine.ts";
 import type { Principal } from "../auth/principal.ts";
 import { projectRoleOf } from "../auth/project-access.ts";

@@ -15,7 +15,7 @@
 // 6. the gauge of open streams on /metrics, and no idle timeout for this connection.
 // What goes out in between comes from a producer: `start` once, `pull` whenever the client has
 // taken everything queued.
-import type { RequestContext } from "../context.ts";
+import type { RequestContext } from "../http/context.ts";
 import type { Principal } from "../auth/principal.ts";
 import { guardStream, type StreamRefusal } from "../auth/stream-guard.ts";
 import { sseFrame } from "./sse-frame.ts";

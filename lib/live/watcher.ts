@@ -1,11 +1,11 @@
 // Changes made through another daemon process on the same database reach this one only by
-// looking: lib/events.ts tells a process of its own changes, never of another's. The watcher is
+// looking: lib/daemon/events.ts tells a process of its own changes, never of another's. The watcher is
 // the one place that looks. A part of the live module holds a key (a build's log, the build
 // feed) while it has streams open here, and lets go when the last one closes; for each held key
 // the watcher runs its check every `everyMs` (and at once on an in-process event it asks for),
 // one run at a time, however many streams share the key. Nothing runs while nothing is held.
 // There is one watcher per application (AppContext.live, live.ts), closed when the daemon stops.
-import type { EventBus, RoostEvent } from "../events.ts";
+import type { EventBus, RoostEvent } from "../daemon/events.ts";
 
 export interface Watch {
   /** How often the check runs while the key is held: the latency of another process's changes. */

@@ -6,9 +6,9 @@
 // deployment publishing the build) stay rows after that seq. Readers (openLogReader) read the
 // object up to archived_seq and the rows after it, so GET /v1/builds/{id}/logs and the stream
 // answer the same from any daemon.
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../http/context.ts";
 import { all, inTransaction, num, one, str } from "../db/client.ts";
-import { readLogPage, type LogEntry } from "../db/build-logs.ts";
+import { readLogPage, type LogEntry } from "./store.ts";
 import type { ObjectStore } from "../object-store/store.ts";
 
 /** How long after its build finished a log moves: past the streams that follow it to its end and the statuses that quote it. */

@@ -1,6 +1,6 @@
 // Reading an upload chunk by chunk, counted against its limit and hashed as it goes.
 import { sha256Stream } from "../crypto/hash.ts";
-import { fail } from "../errors.ts";
+import { fail } from "../http/errors.ts";
 
 /** Hands each chunk of `body` to `write` in order; 413 payload_too_large as soon as more than maxBytes arrived. */
 export async function eachChunk(

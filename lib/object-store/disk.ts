@@ -38,7 +38,7 @@ export function openDiskStore(root: string): ObjectStore {
  * 4. rename it to its final name and fsync the directory, so the name survives a crash
  *    (rename(2) is atomic; the directory entry is durable only once the directory is synced).
  * Any failure on the way (a full disk, a dropped connection, a mismatch) removes the partial file;
- * a full disk propagates as it is (lib/app.ts answers 507 and /readyz learns of it).
+ * a full disk propagates as it is (lib/http/app.ts answers 507 and /readyz learns of it).
  */
 async function putFile(file: string, body: ReadableStream<Uint8Array> | Uint8Array | null, o: PutOptions): Promise<{ size: number; sha256: string }> {
   const partial = file + PARTIAL_SUFFIX;

@@ -2,10 +2,10 @@
 // (https://bun.com/docs/runtime/s3): requests signed with AWS Signature Version 4, multipart
 // uploads for large objects, presigned URLs. Every failure the bucket reports becomes 502
 // object_store_error with a sentence an operator can act on; the credentials are never logged.
-import { ApiError } from "../errors.ts";
-import type { ObjectStoreConfig } from "../config.ts";
-import { displayObjectStore } from "../config.ts";
-import type { Logger } from "../log.ts";
+import { ApiError } from "../http/errors.ts";
+import type { ObjectStoreConfig } from "../daemon/config.ts";
+import { displayObjectStore } from "../daemon/config.ts";
+import type { Logger } from "../daemon/log.ts";
 import type { ObjectStore } from "./store.ts";
 import { eachChunk } from "./chunks.ts";
 

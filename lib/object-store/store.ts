@@ -3,8 +3,8 @@
 // drivers: the data directory (the default, one host) and any S3-compatible bucket (AWS S3,
 // Cloudflare R2, MinIO, Garage), which every daemon of an instance reads and writes, so any of
 // them serves any artifact or log.
-import type { ObjectStoreConfig } from "../config.ts";
-import type { Logger } from "../log.ts";
+import type { ObjectStoreConfig } from "../daemon/config.ts";
+import type { Logger } from "../daemon/log.ts";
 import { openDiskStore } from "./disk.ts";
 import { openS3Store } from "./s3.ts";
 

@@ -69,7 +69,7 @@ export const EnvEntryInput = z
 
 /**
  * The most builds of one pipeline that may run at once: a fleet's worth. The claim does not read
- * the running builds, it compares a counter with the limit (lib/db/jobs.ts), so a claim costs the
+ * the running builds, it compares a counter with the limit (lib/runners/jobs.ts), so a claim costs the
  * same with a limit of 1 or of MAX_CONCURRENT_LIMIT.
  */
 export const MAX_CONCURRENT_LIMIT = 1000;

@@ -3,11 +3,11 @@
 // pipelines with the line each is defined on and what they mean, or its problems — and the last
 // problem a webhook delivery found with it. The web app shows this so nobody edits, in a form, a
 // pipeline that the file overrides (docs/pipelines.md "How Roost uses the file").
-import type { AppContext } from "../context.ts";
-import type { Project } from "../db/projects.ts";
-import { listPipelines } from "../db/pipelines.ts";
-import { findRepository } from "../db/repositories.ts";
-import { findIntegration } from "../db/integrations.ts";
+import type { AppContext } from "../http/context.ts";
+import type { Project } from "../projects/store.ts";
+import { listPipelines } from "./store.ts";
+import { findRepository } from "../integrations/repositories.ts";
+import { findIntegration } from "../integrations/store.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";

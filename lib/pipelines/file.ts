@@ -10,7 +10,7 @@ import { LineCounter, isMap, isScalar, isNode, parseDocument, type Document } fr
 import { ConcurrencyInput, ExecutionConfigInput, TriggerConfigInput, type Concurrency, type ExecutionConfig, type TriggerConfig } from "./config.ts";
 import { CronExpression, TimeZone } from "./cron.ts";
 import { BranchName } from "../schemas/ci.ts";
-import { readableIssue } from "../validation-messages.ts";
+import { readableIssue } from "../http/validation-messages.ts";
 
 /** A pipeline file larger than this is refused before parsing. */
 export const MAX_PIPELINE_FILE_BYTES = 256 * 1024;

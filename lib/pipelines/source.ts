@@ -3,12 +3,12 @@
 // GitHub's contents API, GitLab's repository files API, Gitea's and Bitbucket's raw file APIs,
 // or the plain git remote itself), or, when the
 // repository has no such file, the pipelines configured through Roost's API.
-import type { Integration } from "../db/integrations.ts";
-import type { Repository } from "../db/repositories.ts";
-import type { Pipeline } from "../db/pipelines.ts";
+import type { Integration } from "../integrations/store.ts";
+import type { Repository } from "../integrations/repositories.ts";
+import type { Pipeline } from "./store.ts";
 import type { Executor } from "../db/client.ts";
-import { findRepository } from "../db/repositories.ts";
-import { findIntegration } from "../db/integrations.ts";
+import { findRepository } from "../integrations/repositories.ts";
+import { findIntegration } from "../integrations/store.ts";
 import type { ConfigSnapshot } from "./config.ts";
 import { DEFAULT_CONFIG_PATH } from "./config.ts";
 import type { ForgeDeps } from "../forges/forge.ts";

@@ -1,60 +1,112 @@
-// Turning a validated POST body, or a stored pipeline with a PATCH merged in, into the stored
-// pipeline fields: defaults that depend on the project (branches default to its default branch),
-// config_path_explicit, and secret env values sealed (or kept, when a secret entry is sent without a value).
-import { z } from "zod";
-import type { SecretBox } from "../crypto/secret-box.ts";
-import type { Pipeline, PipelineFields } from "../db/pipelines.ts";
-import { ConcurrencyInput, DEFAULT_CONFIG_PATH, ExecutionConfigInput, TriggerConfigInput, storeEnv, type StoredEnvEntry } from "./config.ts";
+// Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
+import type { Row } from "../db/database.ts";
+import type { Executor } from "../db/client.ts";
+import { all, bool, num, one, str } from "../db/client.ts";
+import { newId } from "../auth/secrets.ts";
+import { normalizeExecutionConfig, publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "./config.ts";
+import type { PipelineResource } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas/shared.ts";
 
-export interface PipelineInput {
-  name?: string;
-  enabled?: boolean;
-  config_path?: string;
-  concurrency?: z.output<typeof ConcurrencyInput>;
-  trigger_config?: z.output<typeof TriggerConfigInput>;
-  execution_config?: z.output<typeof ExecutionConfigInput>;
+export interface Pipeline {
+  id: string;
+  project_id: string;
+  name: string;
+  enabled: boolean;
+  config_path: string;
+  config_path_explicit: boolean;
+  concurrency: Concurrency;
+  trigger_config: TriggerConfig;
+  execution_config: ExecutionConfig;
+  created_at: number;
+  updated_at: number;
 }
 
-/**
- * The stored fields of a pipeline from a whole document (a POST body, or the stored pipeline with
- * a PATCH merged in): anything not given takes its documented default. A secret env entry sent
- * without a value keeps the value stored under its key in `previousEnv`.
- * Returns a sentence for a 400 when the input cannot be stored.
- */
-export async function pipelineFields(
-  input: PipelineInput & { name: string },
-  previousEnv: StoredEnvEntry[],
-  projectDefaultBranch: string,
-  secrets: SecretBox,
-): Promise<PipelineFields | string> {
-  const trigger = input.trigger_config ?? TriggerConfigInput.parse({});
-  const execution = input.execution_config ?? ExecutionConfigInput.parse({});
-  const env = await storeEnv(execution.env, previousEnv, secrets);
-  if (typeof env === "string") return env;
+function toPipeline(row: Row): Pipeline {
   return {
-    name: input.name,
-    enabled: input.enabled ?? true,
-    config_path: input.config_path ?? DEFAULT_CONFIG_PATH,
-    config_path_explicit: input.config_path !== undefined,
-    concurrency: input.concurrency ?? ConcurrencyInput.parse({}),
-    trigger_config: { branches: trigger.branches ?? [projectDefaultBranch], events: trigger.events },
-    execution_config: { ...execution, env },
+    id: str(row, "id"),
+    project_id: str(row, "project_id"),
+    name: str(row, "name"),
+    enabled: bool(row, "enabled"),
+    config_path: str(row, "config_path"),
+    config_path_explicit: bool(row, "config_path_explicit"),
+    concurrency: { cancel_previous: bool(row, "cancel_previous"), max_concurrent: num(row, "max_concurrent") },
+    trigger_config: JSON.parse(str(row, "trigger_config")) as TriggerConfig,
+    execution_config: normalizeExecutionConfig(JSON.parse(str(row, "execution_config")) as ExecutionConfig),
+    created_at: num(row, "created_at"),
+    updated_at: num(row, "updated_at"),
   };
 }
 
-/**
- * A stored pipeline as the document a PATCH merges into (RFC 7396): what a client would send to
- * recreate it. Secret env entries carry no value (so they keep theirs), and config_path appears
- * only when a user set it, so a defaulted path stays a default.
- */
-export function pipelineDocument(p: Pipeline): Record<string, unknown> {
-  const { env, ...execution } = p.execution_config;
+/** The API shape: secret env values are never returned. */
+export function toPublicPipeline(p: Pipeline): WireOf<typeof PipelineResource> {
+  return { ...p, execution_config: { ...p.execution_config, env: publicEnv(p.execution_config.env) } };
+}
+
+export function snapshotOf(p: Pipeline): ConfigSnapshot {
   return {
-    name: p.name,
-    enabled: p.enabled,
-    ...(p.config_path_explicit ? { config_path: p.config_path } : {}),
+    pipeline_name: p.name,
+    config_path: p.config_path,
     concurrency: p.concurrency,
     trigger_config: p.trigger_config,
-    execution_config: { ...execution, env: env.map((e) => (e.secret ? { key: e.key, secret: true } : { key: e.key, value: e.value, secret: false })) },
+    execution_config: p.execution_config,
   };
+}
+
+export type PipelineFields = Omit<Pipeline, "id" | "project_id" | "created_at" | "updated_at">;
+
+export async function insertPipeline(db: Executor, projectId: string, f: PipelineFields, now: number): Promise<Pipeline> {
+  const row = await one(
+    db,
+    `INSERT INTO pipelines (id, project_id, name, enabled, config_path, config_path_explicit, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    [
+      newId(),
+      projectId,
+      f.name,
+      f.enabled ? 1 : 0,
+      f.config_path,
+      f.config_path_explicit ? 1 : 0,
+      f.concurrency.cancel_previous ? 1 : 0,
+      f.concurrency.max_concurrent,
+      JSON.stringify(f.trigger_config),
+      JSON.stringify(f.execution_config),
+      now,
+      now,
+    ],
+  );
+  return toPipeline(row!);
+}
+
+export async function replacePipeline(db: Executor, id: string, f: PipelineFields, now: number): Promise<Pipeline | null> {
+  const row = await one(
+    db,
+    `UPDATE pipelines SET name = ?, enabled = ?, config_path = ?, config_path_explicit = ?, cancel_previous = ?, max_concurrent = ?,
+       trigger_config = ?, execution_config = ?, updated_at = ? WHERE id = ? RETURNING *`,
+    [
+      f.name,
+      f.enabled ? 1 : 0,
+      f.config_path,
+      f.config_path_explicit ? 1 : 0,
+      f.concurrency.cancel_previous ? 1 : 0,
+      f.concurrency.max_concurrent,
+      JSON.stringify(f.trigger_config),
+      JSON.stringify(f.execution_config),
+      now,
+      id,
+    ],
+  );
+  return row ? toPipeline(row) : null;
+}
+
+export async function findPipeline(db: Executor, id: string): Promise<Pipeline | null> {
+  const row = await one(db, "SELECT * FROM pipelines WHERE id = ?", [id]);
+  return row ? toPipeline(row) : null;
+}
+
+export async function listPipelines(db: Executor, projectId: string): Promise<Pipeline[]> {
+  return (await all(db, "SELECT * FROM pipelines WHERE project_id = ? ORDER BY name, id", [projectId])).map(toPipeline);
+}
+
+export async function deletePipeline(db: Executor, id: string): Promise<void> {
+  await db.execute({ sql: "DELETE FROM pipelines WHERE id = ?", args: [id] });
 }

@@ -1,5 +1,5 @@
 // Runners and deployments (docs/publishing.md "Where a publish runs"): which runner may take
-// which deployment, the claim (one write transaction, like a job's, lib/db/jobs.ts), and what
+// which deployment, the claim (one write transaction, like a job's, lib/runners/jobs.ts), and what
 // the runner receives. A runner takes a publish only when it says it can (its claim `accepts`
 // publish), the build's pipeline could run on it (runner_labels), and, for App Store Connect, it
 // is a macOS runner with Xcode (altool). Two publishes to one target never run at once: a Play
@@ -7,11 +7,11 @@
 // the daemon holds the host's credentials and makes them itself (lib/publishing/host-release.ts).
 import type { Db, Executor } from "../db/client.ts";
 import { all, inTransaction, one } from "../db/client.ts";
-import type { Runner } from "../db/runners.ts";
-import { allLabels } from "../db/runners.ts";
-import type { AppContext } from "../context.ts";
-import { findBuild, type Build } from "../db/builds.ts";
-import { buildIsTrusted, listVariables, refAllowed, revealVariable } from "../variables.ts";
+import type { Runner } from "../runners/store.ts";
+import { allLabels } from "../runners/store.ts";
+import type { AppContext } from "../http/context.ts";
+import { findBuild, type Build } from "../builds/store.ts";
+import { buildIsTrusted, listVariables, refAllowed, revealVariable } from "../variables/variables.ts";
 import { credentialNames, publisherName } from "./publishers.ts";
 import { toDeployment, type Deployment } from "./deployments.ts";
 import type { ClaimedPublish } from "./wire.ts";

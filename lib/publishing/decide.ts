@@ -1,10 +1,10 @@
 // A person's decision on a waiting deployment (docs/publishing.md "Approvals"): the route's rule
 // makes the caller a maintainer of the project; an environment that lists its approvers takes
 // only those. The decision and its line in the build's log are one transaction.
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../http/context.ts";
 import { inTransaction } from "../db/client.ts";
-import { fail } from "../errors.ts";
-import { appendSystemLineIn } from "../db/build-logs.ts";
+import { fail } from "../http/errors.ts";
+import { appendSystemLineIn } from "../logs/store.ts";
 import { findEnvironmentById } from "./environments.ts";
 import { decideDeployment, deploymentResource, type Deployment, type DeploymentResource } from "./deployments.ts";
 

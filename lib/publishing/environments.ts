@@ -3,15 +3,15 @@
 // (https://docs.github.com/en/actions/managing-workflow-runs-and-deployments/managing-deployments/managing-environments-for-deployment):
 // required reviewers, branch and tag rules, and secrets that only a job for that environment gets.
 // Here: requires_approval with approvers (the project's maintainers, or the maintainers listed),
-// allowed_refs (ref patterns as protected_refs, lib/branch-patterns.ts), and secrets kept as
-// variables of the environment's scope (lib/variables.ts).
+// allowed_refs (ref patterns as protected_refs, lib/pipelines/branch-patterns.ts), and secrets kept as
+// variables of the environment's scope (lib/variables/variables.ts).
 import { z } from "zod";
 import type { Executor, Row } from "../db/client.ts";
 import { all, bool, num, one, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
-import { matchRefPatterns } from "../branch-patterns.ts";
+import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
 import { EnvironmentName, RefPatterns } from "./publishers.ts";
-import type { Build } from "../db/builds.ts";
+import type { Build } from "../builds/store.ts";
 
 export { EnvironmentName };
 

@@ -6,7 +6,7 @@
 // publishes the power to write to every repository of the integration. The artifacts are already
 // in the daemon's object store, so nothing is downloaded either.
 //
-// Each daemon process runs a pass every 2 s (lib/background.ts):
+// Each daemon process runs a pass every 2 s (lib/daemon/background.ts):
 //  1. it claims one approved host_release deployment (running, with a lease and this pass's claim
 //     id; two releases of one project's tags never run at once), renewing the lease while it works:
 //     a process that dies mid-publish leaves it to the reaper, as a lost runner does;
@@ -17,17 +17,17 @@
 //     log under publish:<name>;
 //  4. the outcome and its line in the build's log are one transaction.
 import { basename } from "node:path";
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../http/context.ts";
 import { inTransaction, one } from "../db/client.ts";
-import { appendLogLines, appendSystemLineIn, type LogLineInput } from "../db/build-logs.ts";
-import { findBuild, type Build } from "../db/builds.ts";
-import { findProject } from "../db/projects.ts";
-import { findRepository } from "../db/repositories.ts";
-import { findIntegration } from "../db/integrations.ts";
+import { appendLogLines, appendSystemLineIn, type LogLineInput } from "../logs/store.ts";
+import { findBuild, type Build } from "../builds/store.ts";
+import { findProject } from "../projects/store.ts";
+import { findRepository } from "../integrations/repositories.ts";
+import { findIntegration } from "../integrations/store.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import type { HostRelease, ReleaseAsset } from "../forges/forge.ts";
-import { findArtifact, readArtifact } from "../artifacts.ts";
+import { findArtifact, readArtifact } from "../artifacts/artifacts.ts";
 import { newId } from "../auth/secrets.ts";
 import { toDeployment, type Deployment, type StoreAnswer } from "./deployments.ts";
 import { NotesFileProblem, notesText, parseNotesFile } from "./notes.ts";

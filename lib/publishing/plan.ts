@@ -5,10 +5,10 @@
 import type { Executor } from "../db/client.ts";
 import { all } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
-import { appendSystemLineIn } from "../db/build-logs.ts";
-import { listArtifacts, type Artifact } from "../artifacts.ts";
-import { matchRefPatterns } from "../branch-patterns.ts";
-import type { Build } from "../db/builds.ts";
+import { appendSystemLineIn } from "../logs/store.ts";
+import { listArtifacts, type Artifact } from "../artifacts/artifacts.ts";
+import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
+import type { Build } from "../builds/store.ts";
 import { findEnvironment, whyEnvironmentRefuses } from "./environments.ts";
 import { DEFAULT_ARTIFACT, publisherName, targetOf, type Publisher } from "./publishers.ts";
 import { insertDeployment, lastPublishedBuildNumber, type Deployment, type DeploymentArtifact, type ReleaseNotes } from "./deployments.ts";
@@ -69,7 +69,7 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
     now,
   );
   // What follows, in the same transaction: a deployment that waits is announced to its approvers
-  // (lib/notifications.ts reads deployment_notification_outbox after the commit).
+  // (lib/notifications/notifications.ts reads deployment_notification_outbox after the commit).
   if (status === "waiting_approval")
     await tx.execute({
       sql: "INSERT INTO deployment_notification_outbox (deployment_id, created_at) VALUES (?, ?)",

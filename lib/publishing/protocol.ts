@@ -1,7 +1,7 @@
 // Shared steps of the publish protocol (docs/runners.md "Protocol"): fencing, as for jobs
 // (lib/runners/protocol.ts): the deployment must be this runner's and still running.
-import type { RunnerContext } from "../context.ts";
-import { fail } from "../errors.ts";
+import type { RunnerContext } from "../http/context.ts";
+import { fail } from "../http/errors.ts";
 import { findDeployment, type Deployment } from "./deployments.ts";
 
 export async function ownedRunningDeployment(ctx: RunnerContext, id: string): Promise<Deployment> {

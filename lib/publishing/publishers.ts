@@ -4,7 +4,7 @@
 // one of the environment's secrets, never a credential itself (the file is readable by everyone
 // who can read the repository). The runner (runner/publish/) reads the same schemas.
 import { z } from "zod";
-import { refPatternProblem } from "../branch-patterns.ts";
+import { refPatternProblem } from "../pipelines/branch-patterns.ts";
 
 export const PUBLISHER_TYPES = ["google_play", "firebase_app_distribution", "app_store_connect", "host_release"] as const;
 export type PublisherType = (typeof PUBLISHER_TYPES)[number];

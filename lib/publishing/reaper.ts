@@ -2,10 +2,10 @@
 // expired, so the deployment fails with the runner named, a line in the build's log says so, in
 // one transaction. Nothing is published again on its own: a retry is a person's call, and the
 // publisher checks what the store already has before it sends anything (docs/publishing.md "Retries").
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../http/context.ts";
 import { inTransaction } from "../db/client.ts";
-import { appendSystemLineIn } from "../db/build-logs.ts";
-import { findRunner } from "../db/runners.ts";
+import { appendSystemLineIn } from "../logs/store.ts";
+import { findRunner } from "../runners/store.ts";
 import { expiredDeployments, loseDeployment } from "./deployments.ts";
 
 export async function reapLostDeployments(ctx: Pick<AppContext, "db" | "clock" | "events" | "config">): Promise<number> {

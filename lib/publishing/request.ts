@@ -3,11 +3,11 @@
 // go out: the deployment names the build's artifacts by their SHA-256, which the runner checks.
 // What cannot run is refused here (409 build_not_publishable, 404 for a missing environment)
 // rather than recorded as a failed deployment; the environment's approval applies as to any other.
-import type { AppContext } from "../context.ts";
+import type { AppContext } from "../http/context.ts";
 import { inTransaction } from "../db/client.ts";
-import { fail } from "../errors.ts";
-import { listArtifacts } from "../artifacts.ts";
-import type { Build } from "../db/builds.ts";
+import { fail } from "../http/errors.ts";
+import { listArtifacts } from "../artifacts/artifacts.ts";
+import type { Build } from "../builds/store.ts";
 import { findEnvironment, whyEnvironmentRefuses } from "./environments.ts";
 import { chooseArtifacts, planDeployment } from "./plan.ts";
 import { deploymentResource, type Deployment, type DeploymentResource } from "./deployments.ts";

@@ -1,6 +1,6 @@
 // The publish half of the runner protocol (docs/runners.md "Protocol", docs/publishing.md): what
 // a runner receives when it claims a deployment, and what it sends back. Both programs import
-// these schemas, as they do lib/runner-protocol/wire.ts.
+// these schemas, as they do lib/runners/protocol-wire.ts.
 import { z } from "zod";
 
 /** A file the publish sends (role binary or asset) or reads (notes), with the SHA-256 the runner checks. */

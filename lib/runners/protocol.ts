@@ -1,16 +1,16 @@
 // Shared steps of the runner protocol (docs/runners.md).
-import type { AppContext, RequestContext, RunnerContext } from "../context.ts";
-import { fail } from "../errors.ts";
-import { findJob, type Job } from "../db/jobs.ts";
-import { findBuild, type Build } from "../db/builds.ts";
-import { findRepository } from "../db/repositories.ts";
-import { findProject } from "../db/projects.ts";
+import type { AppContext, RequestContext, RunnerContext } from "../http/context.ts";
+import { fail } from "../http/errors.ts";
+import { findJob, type Job } from "./jobs.ts";
+import { findBuild, type Build } from "../builds/store.ts";
+import { findRepository } from "../integrations/repositories.ts";
+import { findProject } from "../projects/store.ts";
 import { normalizeExecutionConfig, revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
-import { findIntegration } from "../db/integrations.ts";
+import { findIntegration } from "../integrations/store.ts";
 import type { CloneCredentials, ForgeDeps } from "../forges/forge.ts";
 import { forgeOf } from "../forges/registry.ts";
-import type { Repository } from "../db/repositories.ts";
-import { takeRegistryAuth, variablesForBuild } from "../variables.ts";
+import type { Repository } from "../integrations/repositories.ts";
+import { takeRegistryAuth, variablesForBuild } from "../variables/variables.ts";
 
 /**
  * Fencing: the job must be this runner's and still running. Another runner's job is 409

@@ -2,20 +2,20 @@
 // - a job whose lease expired (no heartbeat or log for lease_seconds) is lost: its build fails
 //   at once with exit code -1 and a reason saying which runner vanished, the line is written to
 //   the log, and an operator incident is raised for the runner, all in one transaction
-//   (lib/builds/job-lifecycle.ts). Nothing is silently re-run.
+//   (lib/runners/job-lifecycle.ts). Nothing is silently re-run.
 // - a build queued longer than UNROUTABLE_AFTER_SECONDS that no live runner may take gets a
 //   runner_policy_block_reason and an operator incident for its pipeline; it stays queued and
 //   starts as soon as a suitable runner connects.
 // - a running build past its timeout plus one lease period fails with reason timeout
-//   (lib/builds/job-lifecycle.ts timeOutBuild); its runner stops it at its next heartbeat.
-import type { AppContext } from "../context.ts";
+//   (lib/runners/job-lifecycle.ts timeOutBuild); its runner stops it at its next heartbeat.
+import type { AppContext } from "../http/context.ts";
 import { all } from "../db/client.ts";
-import { expiredJobs, toJob } from "../db/jobs.ts";
-import { liveRunners } from "../db/runners.ts";
-import { loseJob, timeOutBuild } from "../builds/job-lifecycle.ts";
+import { expiredJobs, toJob } from "./jobs.ts";
+import { liveRunners } from "./store.ts";
+import { loseJob, timeOutBuild } from "./job-lifecycle.ts";
 import { DEFAULT_TIMEOUT_SECONDS, type ConfigSnapshot } from "../pipelines/config.ts";
-import { raiseIncident, resolveIncident } from "../incidents.ts";
-import { toBuild } from "../db/builds.ts";
+import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
+import { toBuild } from "../builds/store.ts";
 import { whyNobodyCanTake } from "./routing.ts";
 
 export const UNROUTABLE_AFTER_SECONDS = 30;

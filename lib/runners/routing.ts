@@ -4,9 +4,9 @@
 //
 // What routing reads of a build is its route: the Apple platforms and the labels it needs. Each
 // build stores its route as JSON (builds.runner_route, schema.sql migration 21), so the claim asks
-// each distinct route of the queue once instead of each queued build (lib/db/jobs.ts).
-import type { Runner } from "../db/runners.ts";
-import { allLabels } from "../db/runners.ts";
+// each distinct route of the queue once instead of each queued build (lib/runners/jobs.ts).
+import type { Runner } from "./store.ts";
+import { allLabels } from "./store.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 
 export interface Route {

@@ -1,7 +1,7 @@
 // The runner resource (admin API). The runner protocol's own shapes live in
-// lib/runner-protocol/wire.ts, shared with the runner program; re-exported here for the admin handlers.
+// lib/runners/protocol-wire.ts, shared with the runner program; re-exported here for the admin handlers.
 import { z } from "zod";
-export { ArtifactResource, LOG_REQUEST_LIMIT, LogLine, RunnerLabel } from "../runner-protocol/wire.ts";
+export { ArtifactResource, LOG_REQUEST_LIMIT, LogLine, RunnerLabel } from "./protocol-wire.ts";
 
 export const RunnerResource = z.object({
   id: z.string(),

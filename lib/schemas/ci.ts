@@ -1,10 +1,10 @@
 // Wire schemas of the CI domain: what projects, pipelines, builds, repositories,
 // integrations and incidents look like in responses. The OpenAPI document is generated from these.
 import { z } from "zod";
-import { Timestamp, boundedJsonObject } from "../schemas.ts";
+import { Timestamp, boundedJsonObject } from "./shared.ts";
 import { PLATFORMS, TRIGGER_EVENTS } from "../pipelines/config.ts";
 import { BUILD_STATUSES } from "../builds/state-machine.ts";
-import { ExecutorUsed, FlutterSdkUsed } from "../runner-protocol/wire.ts";
+import { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
 import { FORGE_NAMES } from "../forges/registry.ts";
 
 export const ProjectRoleSchema = z.enum(["maintainer", "developer", "viewer"]);

@@ -1,10 +1,10 @@
 // Request and response shapes of schedules, notifications, badges and retention (docs/api.md).
 import { z } from "zod";
-import { DisplayName, Email, Timestamp } from "../schemas.ts";
+import { DisplayName, Email, Timestamp } from "./shared.ts";
 import { BranchName } from "./ci.ts";
 import { CronExpression, TimeZone } from "../pipelines/cron.ts";
-import { CHANNELS, NOTIFICATION_EVENTS } from "../notifications.ts";
-import { refPatternProblem } from "../branch-patterns.ts";
+import { CHANNELS, NOTIFICATION_EVENTS } from "../notifications/notifications.ts";
+import { refPatternProblem } from "../pipelines/branch-patterns.ts";
 
 export { CronExpression, TimeZone };
 

@@ -6,10 +6,10 @@
 // with backoff like commit statuses and raises an operator incident after a few attempts. Like
 // the commit status reporter this works from the database, in any daemon process.
 import { all, str } from "../db/client.ts";
-import { findIntegration } from "../db/integrations.ts";
+import { findIntegration } from "../integrations/store.ts";
 import { githubClientFor } from "../forges/github/index.ts";
-import { raiseIncident, resolveIncident } from "../incidents.ts";
-import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../commit-statuses.ts";
+import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
+import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../forges/commit-statuses.ts";
 import type { CheckRunAnnotation, CheckRunBody } from "../forges/github/api.ts";
 import { failedCases, listAnnotations, statusSentence, summaryOf, testsPageUrl } from "./queries.ts";
 

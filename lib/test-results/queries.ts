@@ -7,9 +7,9 @@
 import type { z } from "zod";
 import type { Executor, Row } from "../db/client.ts";
 import { all, likePattern, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
-import type { Build } from "../db/builds.ts";
+import type { Build } from "../builds/store.ts";
 import type { CaseStatus, CoverageAnswer, HistoryEntry, TestCaseResource, TestResource, TestSummary, TrendPoint } from "./schema.ts";
-import type { TestReportResource } from "../runner-protocol/wire.ts";
+import type { TestReportResource } from "../runners/protocol-wire.ts";
 import { laneOf } from "./record.ts";
 
 type Status = z.output<typeof CaseStatus>;

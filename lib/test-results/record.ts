@@ -7,7 +7,7 @@ import type { Db, Executor, Transaction } from "../db/client.ts";
 import { all, one } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { sha256Hex } from "../crypto/hash.ts";
-import type { Build } from "../db/builds.ts";
+import type { Build } from "../builds/store.ts";
 import type { ParsedReport, TestCase } from "./report.ts";
 import type { ReadResult } from "./read.ts";
 

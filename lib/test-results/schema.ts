@@ -1,7 +1,7 @@
 // The API's shapes of test results (docs/api.md "Test results"), one per thing on the wire.
 import { z } from "zod";
-import { Timestamp } from "../schemas.ts";
-import { TestReportResource } from "../runner-protocol/wire.ts";
+import { Timestamp } from "../schemas/shared.ts";
+import { TestReportResource } from "../runners/protocol-wire.ts";
 import { BuildResource } from "../schemas/ci.ts";
 
 export const CaseStatus = z.enum(["passed", "failed", "error", "skipped"]);

@@ -2,7 +2,7 @@
 // trace on the build page opens the line that failed. The template keeps `{path}` and `{line}` for
 // the web app to fill in; each forge says its URL shape (lib/forges/<forge>/index.ts fileLink), and a
 // plain git remote has no web view, so no link.
-import type { Repository } from "../db/repositories.ts";
+import type { Repository } from "../integrations/repositories.ts";
 import { forgeNamed } from "../forges/registry.ts";
 
 export function sourceFileUrl(repo: Pick<Repository, "provider" | "host_url" | "full_name"> | null, commitSha: string): string | null {

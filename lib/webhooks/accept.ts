@@ -8,14 +8,14 @@ import type { Db } from "../db/client.ts";
 import { all, inTransaction, one } from "../db/client.ts";
 import { isDatabaseUnreachable } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
-import type { Clock } from "../context.ts";
-import type { EventBus } from "../events.ts";
-import type { Logger } from "../log.ts";
+import type { Clock } from "../http/context.ts";
+import type { EventBus } from "../daemon/events.ts";
+import type { Logger } from "../daemon/log.ts";
 import type { TriggerEvent } from "../forges/event.ts";
-import type { Repository } from "../db/repositories.ts";
-import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../db/pipelines.ts";
-import { buildsForkPullRequests, findProject, findProjectBuildingRepository } from "../db/projects.ts";
-import { findIntegration } from "../db/integrations.ts";
+import type { Repository } from "../integrations/repositories.ts";
+import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../pipelines/store.ts";
+import { buildsForkPullRequests, findProject, findProjectBuildingRepository } from "../projects/store.ts";
+import { findIntegration } from "../integrations/store.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts";
@@ -23,11 +23,11 @@ import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.t
 import { fileDefinition } from "../pipelines/file.ts";
 import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile, type PipelineFileRead } from "../pipelines/source.ts";
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
-import type { Build } from "../db/builds.ts";
+import type { Build } from "../builds/store.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
 import { BODY_RETENTION_SECONDS, insertDelivery, recentFailures, type DeliveryResult } from "./deliveries.ts";
-import { raiseIncident } from "../incidents.ts";
-import { syncFileSchedules, type FileScheduleFields } from "../schedules.ts";
+import { raiseIncident } from "../daemon/incidents.ts";
+import { syncFileSchedules, type FileScheduleFields } from "../schedules/schedules.ts";
 
 export interface Deps extends ForgeDeps {
   db: Db;

@@ -6,7 +6,7 @@ import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts"
 import type { PipelineDecision } from "./triggers.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import type { DeliveryResource } from "./wire.ts";
-import type { WireOf } from "../schemas.ts";
+import type { WireOf } from "../schemas/shared.ts";
 
 export const BODY_RETENTION_SECONDS = 7 * 86_400;
 export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;

@@ -1,7 +1,7 @@
 // Webhook request limits and the receivers' answer (docs/webhooks.md).
 import { sha256Hex } from "../crypto/hash.ts";
 import { z } from "zod";
-import { fail } from "../errors.ts";
+import { fail } from "../http/errors.ts";
 import type { DeliveryResult } from "./deliveries.ts";
 
 /** GitHub and GitLab both stop at 25 MB; a larger body is refused before it is read. */

@@ -8,13 +8,13 @@
 //   3. route: the one catalogue entry the event is for (or none, with the reason);
 //   4. accept: deduplicated, evaluated and built like every delivery (lib/webhooks/accept.ts),
 //      answered 200 {ok, duplicate}, including the deliveries ignored on purpose.
-import type { RequestContext } from "../context.ts";
-import { defineEndpoint } from "../route.ts";
-import { fail } from "../errors.ts";
-import { readBodyBytes } from "../http.ts";
+import type { RequestContext } from "../http/context.ts";
+import { defineEndpoint } from "../http/route.ts";
+import { fail } from "../http/errors.ts";
+import { readBodyBytes } from "../http/io.ts";
 import { newId } from "../auth/secrets.ts";
-import type { Repository } from "../db/repositories.ts";
-import { raiseIncident } from "../incidents.ts";
+import type { Repository } from "../integrations/repositories.ts";
+import { raiseIncident } from "../daemon/incidents.ts";
 import { InvalidPayload, type TriggerEvent } from "../forges/event.ts";
 import type { Forge, ForgeWebhook, IncomingDelivery } from "../forges/forge.ts";
 import type { ForgeName } from "../forges/registry.ts";

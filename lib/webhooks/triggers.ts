@@ -2,8 +2,8 @@
 // "What builds"): the decision is explained per pipeline for the delivery log.
 import type { TriggerEvent } from "../forges/event.ts";
 import { requestsSkipCi } from "../forges/event.ts";
-import type { Pipeline } from "../db/pipelines.ts";
-import { matchBranchPatterns } from "../branch-patterns.ts";
+import type { Pipeline } from "../pipelines/store.ts";
+import { matchBranchPatterns } from "../pipelines/branch-patterns.ts";
 
 export interface PipelineDecision {
   pipeline_id: string;

@@ -5,7 +5,7 @@
 //              executors, and what a Mac runner does)
 //   container  in one fresh container per build (container.ts), through Podman or Docker
 import { runCommand, groupAlive, type RunningCommand } from "../process.ts";
-import type { ExecutorUsed } from "../../lib/runner-protocol/wire.ts";
+import type { ExecutorUsed } from "../../lib/runners/protocol-wire.ts";
 import type { ContainerSettings } from "./container.ts";
 
 /** How a runner runs its builds' commands (`roost runner --executor`). */

@@ -1,7 +1,7 @@
 // Finishing a job: only once the daemon has every line. A 409 log_incomplete says how many it
 // has; the runner resends from there and finishes again.
 import { rmSync } from "node:fs";
-import { HEADER } from "../../lib/runner-protocol/wire.ts";
+import { HEADER } from "../../lib/runners/protocol-wire.ts";
 import type { JobRun } from "./job-run.ts";
 
 export async function finish(run: JobRun): Promise<void> {

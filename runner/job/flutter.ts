@@ -17,7 +17,7 @@
 //    is built beside its final place and renamed into it, so an interrupted one is never used.
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { FlutterSdkUsed } from "../../lib/runner-protocol/wire.ts";
+import type { FlutterSdkUsed } from "../../lib/runners/protocol-wire.ts";
 
 export interface FlutterSdk {
   /** A directory to put first on PATH, or null to use what PATH has. */

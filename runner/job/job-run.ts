@@ -4,7 +4,7 @@
 // (heartbeat answer, an append's X-Roost-Job-Status, or the runner stopping) stops the running
 // command's process tree and reports the rest canceled.
 import { join } from "node:path";
-import type { ClaimedJob } from "../../lib/runner-protocol/wire.ts";
+import type { ClaimedJob } from "../../lib/runners/protocol-wire.ts";
 import type { RunnerApi } from "../client.ts";
 import type { RunnerOptions } from "../agent.ts";
 import { LogShipper } from "../shipper.ts";
@@ -16,7 +16,7 @@ import { ContainerExecutor } from "../executors/container.ts";
 import { cacheHomes } from "./cache.ts";
 import { formatTimeout } from "../../lib/pipelines/config.ts";
 import type { FlutterSdk } from "./flutter.ts";
-import type { FlutterSdkUsed } from "../../lib/runner-protocol/wire.ts";
+import type { FlutterSdkUsed } from "../../lib/runners/protocol-wire.ts";
 import type { KeychainSession } from "./ios-signing.ts";
 import { MachineOutput } from "./machine-output.ts";
 

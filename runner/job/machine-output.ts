@@ -5,7 +5,7 @@
 // A command whose output starts that protocol has its event lines kept, as the log shows them
 // (masked), and sent with the build's test reports (test-reports.ts), so a pipeline that just runs
 // `flutter test --machine` gets its Tests tab without a test_reports pattern.
-import { TEST_REPORT_LIMIT } from "../../lib/runner-protocol/wire.ts";
+import { TEST_REPORT_LIMIT } from "../../lib/runners/protocol-wire.ts";
 
 /** The events one command printed: null until a reporter's start event is seen on its stdout. */
 export class MachineOutput {

@@ -2,7 +2,7 @@
 // carries cancels. A runner told to stop before the job's first step hands the job back (the
 // build is queued again for another runner); once a step has run, the job is canceled and
 // finished as canceled (docs/runners.md "Stopping a runner").
-import type { ClaimedJob } from "../../lib/runner-protocol/wire.ts";
+import type { ClaimedJob } from "../../lib/runners/protocol-wire.ts";
 import type { RunnerApi } from "../client.ts";
 import type { RunnerOptions } from "../agent.ts";
 import { JobRun } from "./job-run.ts";

@@ -7,7 +7,7 @@
 import { realpathSync } from "node:fs";
 import { join } from "node:path";
 import type { JobRun } from "./job-run.ts";
-import { TEST_REPORT_LIMIT, TEST_REPORTS_PER_BUILD } from "../../lib/runner-protocol/wire.ts";
+import { TEST_REPORT_LIMIT, TEST_REPORTS_PER_BUILD } from "../../lib/runners/protocol-wire.ts";
 
 const STEP = "test_reports";
 /** The name a printed report is stored under: not a file in the checkout, said so by its folder. */

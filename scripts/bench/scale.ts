@@ -3,7 +3,7 @@
 //   - lists: every builds listing and filter, the dashboard's requests and GET /metrics under wrk,
 //     the same requests against a daemon whose database holds 10,000 builds and one with 1,000,000
 //     (seeded by scripts/bench/seed-builds.ts); and /readyz's p99 while the heaviest of them runs;
-//   - claim: a runner's claim (lib/db/jobs.ts claimJob, in-process on the daemon's driver) with
+//   - claim: a runner's claim (lib/runners/jobs.ts claimJob, in-process on the daemon's driver) with
 //     100,000 builds queued behind a full pipeline, against the same with one;
 //   - webhook-file: verified pushes with roost.yaml served by the host-API stand-in, against the
 //     same pushes when the repository has no such file;
@@ -301,11 +301,11 @@ export async function listsAtScale(ctx: BenchContext): Promise<void> {
 async function claimTimes(queued: number, claims: number): Promise<number[]> {
   const { openDatabase, inTransaction } = await import("../../lib/db/client.ts");
   const { migrate } = await import("../../lib/db/migrate.ts");
-  const { claimJob, markJob } = await import("../../lib/db/jobs.ts");
-  const { insertRunner } = await import("../../lib/db/runners.ts");
+  const { claimJob, markJob } = await import("../../lib/runners/jobs.ts");
+  const { insertRunner } = await import("../../lib/runners/store.ts");
   const { createBuild } = await import("../../lib/builds/create.ts");
   const { transitionBuildIn } = await import("../../lib/builds/transition.ts");
-  const { EventBus } = await import("../../lib/events.ts");
+  const { EventBus } = await import("../../lib/daemon/events.ts");
   const dir = mkdtempSync(join(tmpdir(), "roost-bench-claim-"));
   const file = join(dir, "roost.db");
   const now = Math.floor(Date.now() / 1000);

@@ -27,7 +27,7 @@ export interface SeedOptions {
 /**
  * Builds that finished longer ago than the default retention (ROOST_LOG_RETENTION_DAYS and
  * ROOST_ARTIFACT_RETENTION_DAYS, 90) have had their logs and artifacts deleted by then, as a daemon
- * that ran all along would have done (lib/retention.ts): history, not a backlog for the bench to wait on.
+ * that ran all along would have done (lib/retention/retention.ts): history, not a backlog for the bench to wait on.
  */
 const RETENTION_SECONDS = 90 * 86_400;
 

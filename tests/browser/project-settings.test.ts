@@ -19,9 +19,9 @@ import type { Server } from "bun";
 import { verify } from "@octokit/webhooks-methods";
 import type { BrowserContext, Page } from "playwright-core";
 import { createTestApp, loginCapability, type TestApp } from "../helpers/app.ts";
-import { runDueSchedules } from "../../lib/schedules.ts";
-import { dispatchNotifications } from "../../lib/notifications.ts";
-import { enforceRetention } from "../../lib/retention.ts";
+import { runDueSchedules } from "../../lib/schedules/schedules.ts";
+import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
+import { enforceRetention } from "../../lib/retention/retention.ts";
 import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-settings-"));

@@ -1,6 +1,6 @@
 // A daemon killed (kill -9) during artifact uploads leaves files no database row refers to: a
 // .partial upload cut short, or a complete file renamed into place whose row was never written.
-// The next start removes those once they are an hour old (lib/artifacts.ts
+// The next start removes those once they are an hour old (lib/artifacts/artifacts.ts
 // removeUnreferencedFiles), and keeps stored artifacts and young files, which another daemon
 // process on the same data dir may still be writing or recording. Real `roost serve` processes.
 import { afterAll, beforeAll, expect, test } from "bun:test";

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { DISK_FULL_MESSAGE } from "../../lib/disk.ts";
+import { DISK_FULL_MESSAGE } from "../../lib/daemon/disk.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-full-disk-"));
 const mountPoint = join(work, "fs");

@@ -1,5 +1,5 @@
 // Requests a client can write but no HTTP library would send, over a real socket to a real
-// daemon, because the listener (lib/listener.ts) reads the request line and headers itself.
+// daemon, because the listener (lib/http/listener.ts) reads the request line and headers itself.
 // Every answer is JSON {code, message}, including to what the HTTP parser refuses (an unknown or
 // lower-case method, a request line or header it cannot parse, oversized headers, a broken
 // body), and the connection is then closed (docs/operations.md, "Malformed and slow requests").

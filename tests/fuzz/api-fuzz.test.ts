@@ -5,7 +5,7 @@
 // that is not JSON, other content types); bad Host headers and odd peers.
 //
 // Most requests go to the app in-process (where the peer address can vary); 10 % go over a real
-// socket to the daemon's listener (lib/listener.ts) with fetch, and 5 % as raw HTTP/1.1 broken at
+// socket to the daemon's listener (lib/http/listener.ts) with fetch, and 5 % as raw HTTP/1.1 broken at
 // the protocol level first (a lower-case or unknown method, a request line or header
 // that is not HTTP/1.1, bad framing, oversized headers, no or a bad Host), as an outside fuzzer
 // sends them: the listener must answer those with JSON too, never close without an answer.
@@ -18,9 +18,9 @@ import { connect } from "node:net";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
-import { ERROR_STATUS } from "../../lib/errors.ts";
-import { listen, type Listener } from "../../lib/listener.ts";
-import { silentLogger } from "../../lib/log.ts";
+import { ERROR_STATUS } from "../../lib/http/errors.ts";
+import { listen, type Listener } from "../../lib/http/listener.ts";
+import { silentLogger } from "../../lib/daemon/log.ts";
 
 const SEED = Number(process.env.ROOST_FUZZ_SEED ?? 20_095);
 const REQUESTS = Number(process.env.ROOST_FUZZ_REQUESTS ?? 26_000);

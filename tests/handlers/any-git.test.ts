@@ -10,11 +10,11 @@ import { join, resolve } from "node:path";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { git as gitIn } from "../helpers/git.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
+import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
 import { pollGitRemotes } from "../../lib/forges/git/poll.ts";
 import { openDatabase } from "../../lib/db/client.ts";
-import { findIntegration } from "../../lib/db/integrations.ts";
-import { findRepositoriesByExternalId, upsertRepositories } from "../../lib/db/repositories.ts";
+import { findIntegration } from "../../lib/integrations/store.ts";
+import { findRepositoriesByExternalId, upsertRepositories } from "../../lib/integrations/repositories.ts";
 import { cloneCredentials } from "../../lib/runners/protocol.ts";
 
 const fixture = (file: string) => readFileSync(join(resolve(import.meta.dir, "../fixtures/webhooks/gitea"), file), "utf8");

@@ -1,7 +1,7 @@
 // API tokens (docs/api.md "API tokens"; docs/authorization.md "Roles").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { createLogger } from "../../lib/log.ts";
+import { createLogger } from "../../lib/daemon/log.ts";
 
 let t: TestApp;
 let owner: string;

@@ -10,8 +10,8 @@ import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { enforceRetention, GRACE_SECONDS } from "../../lib/retention.ts";
-import { loadConfig } from "../../lib/config.ts";
+import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
+import { loadConfig } from "../../lib/daemon/config.ts";
 
 const DAY = 86_400;
 let s3: S3Server;

@@ -4,8 +4,8 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { routes } from "../../handlers/routes.ts";
-import { withFreshTable } from "../../lib/authorization-table.ts";
-import { buildOpenApiDocument } from "../../lib/openapi.ts";
+import { withFreshTable } from "../../lib/http/authorization-table.ts";
+import { buildOpenApiDocument } from "../../lib/http/openapi.ts";
 
 describe("the authorization docs come from the route table", () => {
   test("docs/authorization.md is up to date (run `npm run docs` after changing a rule)", () => {

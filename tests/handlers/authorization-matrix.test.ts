@@ -10,10 +10,10 @@ import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, createProject, repositoryId, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { routes } from "../../handlers/routes.ts";
-import { isProjectRule, type AuthRule } from "../../lib/route.ts";
-import { raiseIncident } from "../../lib/incidents.ts";
+import { isProjectRule, type AuthRule } from "../../lib/http/route.ts";
+import { raiseIncident } from "../../lib/daemon/incidents.ts";
 import { insertDelivery } from "../../lib/webhooks/deliveries.ts";
-import { artifactFile } from "../../lib/artifacts.ts";
+import { artifactFile } from "../../lib/artifacts/artifacts.ts";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 

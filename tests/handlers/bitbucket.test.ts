@@ -8,8 +8,8 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
-import { findRepositoriesByExternalId } from "../../lib/db/repositories.ts";
+import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
+import { findRepositoriesByExternalId } from "../../lib/integrations/repositories.ts";
 import { cloneCredentials } from "../../lib/runners/protocol.ts";
 
 const fixture = (file: string) => readFileSync(join(resolve(import.meta.dir, "../fixtures/webhooks/bitbucket"), file), "utf8");

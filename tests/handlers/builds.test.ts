@@ -6,7 +6,7 @@ import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { LIST_SCAN_BUDGET } from "../../lib/db/builds.ts";
+import { LIST_SCAN_BUDGET } from "../../lib/builds/store.ts";
 
 let fixture: GithubFixture;
 let t: TestApp, host: HostApiStandIn, owner: string;

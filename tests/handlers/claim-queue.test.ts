@@ -6,11 +6,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:tes
 import { SHA_A, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { all, type Executor } from "../../lib/db/client.ts";
 import type { Args, Statement } from "../../lib/db/database.ts";
-import { nextClaimableBuild } from "../../lib/db/jobs.ts";
-import { findRunner } from "../../lib/db/runners.ts";
+import { nextClaimableBuild } from "../../lib/runners/jobs.ts";
+import { findRunner } from "../../lib/runners/store.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { snapshotOf, findPipeline } from "../../lib/db/pipelines.ts";
+import { snapshotOf, findPipeline } from "../../lib/pipelines/store.ts";
 
 let f: CiFixture;
 beforeAll(async () => {

@@ -68,10 +68,10 @@ describe("errors are JSON {code, message}", () => {
 
 describe("an unexpected exception", () => {
   test("is logged with the request id and answered 500 internal_error without internals", async () => {
-    const { createApp } = await import("../../lib/app.ts");
-    const { defineEndpoint } = await import("../../lib/route.ts");
+    const { createApp } = await import("../../lib/http/app.ts");
+    const { defineEndpoint } = await import("../../lib/http/route.ts");
     const lines: string[] = [];
-    const { createLogger } = await import("../../lib/log.ts");
+    const { createLogger } = await import("../../lib/daemon/log.ts");
     const app = createApp({ ...t.ctx, log: createLogger("debug", (l) => lines.push(l)) }, [
       {
         method: "GET",

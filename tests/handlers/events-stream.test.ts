@@ -5,9 +5,9 @@ import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../he
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
-import { createApp } from "../../lib/app.ts";
+import { createApp } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
-import { EventBus } from "../../lib/events.ts";
+import { EventBus } from "../../lib/daemon/events.ts";
 import { createLive } from "../../lib/live/live.ts";
 import { openDatabase, type Db } from "../../lib/db/client.ts";
 import { SESSION_COOKIE } from "../../lib/auth/browser-session.ts";
@@ -20,7 +20,7 @@ let second: Db;
 let secondServer: ReturnType<typeof Bun.serve>;
 const abort = new AbortController();
 
-/** Bun.serve in front of an app, the way lib/server.ts calls it. */
+/** Bun.serve in front of an app, the way lib/daemon/server.ts calls it. */
 function serve(app: ReturnType<typeof createApp>) {
   return Bun.serve({
     port: 0,

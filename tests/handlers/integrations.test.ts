@@ -4,7 +4,7 @@ import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../he
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, createProject, seedStandIn } from "../helpers/ci.ts";
 import { GithubClient } from "../../lib/forges/github/api.ts";
-import { hostRefusal, refusedHostReason } from "../../lib/address-policy.ts";
+import { hostRefusal, refusedHostReason } from "../../lib/net/address-policy.ts";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

@@ -1,7 +1,7 @@
 // POST /v1/auth/local/login (docs/api.md "Authentication") and the recovery capability.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, loginCapability, setupToken, type TestApp } from "../helpers/app.ts";
-import { mintRecoveryCapability } from "../../lib/db/one-time-credentials.ts";
+import { mintRecoveryCapability } from "../../lib/auth/one-time-credentials.ts";
 
 let t: TestApp;
 beforeEach(async () => (t = await createTestApp()));

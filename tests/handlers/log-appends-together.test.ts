@@ -1,11 +1,11 @@
-// Log appends from many runners at once (docs/runners.md "Logs"; lib/db/build-logs.ts): they
+// Log appends from many runners at once (docs/runners.md "Logs"; lib/logs/store.ts): they
 // share one transaction of a few statements, and still each line is stored once, in its job's
 // order, with a build's seqs in sequence; a retry, an overlap and a gap are answered as alone, and
 // an append that fails fails alone. Run on a libSQL server too (scripts/test, ROOST_TEST_DATABASE=sqld).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { appendLogLines } from "../../lib/db/build-logs.ts";
+import { appendLogLines } from "../../lib/logs/store.ts";
 
 let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
-import { createApp } from "../../lib/app.ts";
+import { createApp } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
 
 let t: TestApp;

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { createApp, type App } from "../../lib/app.ts";
+import { createApp, type App } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
 import type { HubLimits } from "../../lib/live/hub.ts";
 import { createLive } from "../../lib/live/live.ts";

@@ -12,10 +12,10 @@ import { SseReader } from "../helpers/sse.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { appendSystemLine, appendSystemLineIn } from "../../lib/db/build-logs.ts";
+import { appendSystemLine, appendSystemLineIn } from "../../lib/logs/store.ts";
 import { inTransaction, num, one } from "../../lib/db/client.ts";
 import { ARCHIVE_AFTER_SECONDS, archiveFinishedLogs } from "../../lib/logs/archive.ts";
-import { enforceRetention, GRACE_SECONDS } from "../../lib/retention.ts";
+import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 
 let s3: S3Server;
 let fixture: CiFixture;

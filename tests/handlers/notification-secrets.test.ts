@@ -8,7 +8,7 @@ import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-st
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { dispatchNotifications } from "../../lib/notifications.ts";
+import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;

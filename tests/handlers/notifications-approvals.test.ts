@@ -9,7 +9,7 @@ import { verify } from "@octokit/webhooks-methods";
 import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { connectRunner, putEnvironment, runBuild } from "../helpers/publishing.ts";
-import { dispatchNotifications } from "../../lib/notifications.ts";
+import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
 import { startSmtpServer, type SmtpServer } from "../support/smtp.ts";
 
 const BASE = "http://roost.example.test";

@@ -7,7 +7,7 @@ import { startHostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { dispatchNotifications, ATTEMPTS_BEFORE_INCIDENT } from "../../lib/notifications.ts";
+import { dispatchNotifications, ATTEMPTS_BEFORE_INCIDENT } from "../../lib/notifications/notifications.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 import { startSmtpServer, type SmtpServer } from "../support/smtp.ts";
 

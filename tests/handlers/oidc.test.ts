@@ -6,7 +6,7 @@ import { afterEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
 import { OTHER_CALLBACK, STANDARD_CALLBACK, invite, readyWithOidc } from "../helpers/external-access.ts";
 import { startTestOp, type IdTokenScenario, type TestOp } from "../support/test-op.ts";
-import { PENDING_PER_PEER } from "../../lib/db/oidc-pending.ts";
+import { PENDING_PER_PEER } from "../../lib/auth/oidc-pending.ts";
 import { JWKS_REFETCH_COOLDOWN_SECONDS } from "../../lib/auth/oidc.ts";
 
 const open: { t: TestApp; op: TestOp }[] = [];

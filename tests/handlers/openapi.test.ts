@@ -1,8 +1,8 @@
-// The API document is generated from the route table and the handlers' schemas (lib/openapi.ts).
+// The API document is generated from the route table and the handlers' schemas (lib/http/openapi.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { routes } from "../../handlers/routes.ts";
-import { describeRule } from "../../lib/route.ts";
+import { describeRule } from "../../lib/http/route.ts";
 
 let t: TestApp;
 beforeAll(async () => (t = await createTestApp()));

@@ -1,8 +1,8 @@
 // Operator endpoints (docs/operations.md "Health and metrics"): /healthz, /readyz, /metrics and request logs.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { createApp } from "../../lib/app.ts";
-import { createLogger } from "../../lib/log.ts";
+import { createApp } from "../../lib/http/app.ts";
+import { createLogger } from "../../lib/daemon/log.ts";
 import { routes } from "../../handlers/routes.ts";
 
 let t: TestApp;

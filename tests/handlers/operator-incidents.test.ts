@@ -1,7 +1,7 @@
 // Operator incidents (docs/api.md "Operator incidents").
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { raiseIncident, resolveIncident } from "../../lib/incidents.ts";
+import { raiseIncident, resolveIncident } from "../../lib/daemon/incidents.ts";
 
 let t: TestApp;
 let owner: string;

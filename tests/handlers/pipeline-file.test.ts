@@ -13,7 +13,7 @@ import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/g
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { parseGithubDelivery } from "../../lib/forges/github/parse.ts";
 import { acceptDelivery } from "../../lib/webhooks/accept.ts";
-import { findRepository } from "../../lib/db/repositories.ts";
+import { findRepository } from "../../lib/integrations/repositories.ts";
 import { parsePipelineFile } from "../../lib/pipelines/file.ts";
 import { fencedBlocks } from "../helpers/markdown.ts";
 import { readFileSync } from "node:fs";

@@ -10,10 +10,10 @@ import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-st
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { appendSystemLine } from "../../lib/db/build-logs.ts";
-import { artifactFile, storeArtifact } from "../../lib/artifacts.ts";
+import { appendSystemLine } from "../../lib/logs/store.ts";
+import { artifactFile, storeArtifact } from "../../lib/artifacts/artifacts.ts";
 import { sha256Hex } from "../../lib/crypto/hash.ts";
-import { checkDataDirGrowth, enforceRetention, GRACE_SECONDS } from "../../lib/retention.ts";
+import { checkDataDirGrowth, enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 import { one, num } from "../../lib/db/client.ts";
 
 const DAY = 86_400;

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import type { TestApp } from "../helpers/app.ts";
 import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/git.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { runDueSchedules } from "../../lib/schedules.ts";
+import { runDueSchedules } from "../../lib/schedules/schedules.ts";
 
 const SECRET = "a-webhook-secret-of-some-length";
 const REPO = { id: 4343, full_name: "acme/nightly-shop" };

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
-import { runDueSchedules } from "../../lib/schedules.ts";
+import { runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 
 let fixture: GithubFixture;

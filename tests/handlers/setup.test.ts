@@ -2,7 +2,7 @@
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
-import { setupTokenPath, writeSetupTokenFile } from "../../lib/setup-token-file.ts";
+import { setupTokenPath, writeSetupTokenFile } from "../../lib/setup/token-file.ts";
 
 let t: TestApp;
 beforeEach(async () => (t = await createTestApp()));

@@ -9,10 +9,10 @@ import { join } from "node:path";
 import type { TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { reportCommitStatuses } from "../../lib/commit-statuses.ts";
+import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
 import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
-import { REPORT_ATTEMPTS_BEFORE_INCIDENT } from "../../lib/commit-statuses.ts";
-import { dispatchNotifications } from "../../lib/notifications.ts";
+import { REPORT_ATTEMPTS_BEFORE_INCIDENT } from "../../lib/forges/commit-statuses.ts";
+import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
 import { startSmtpServer } from "../support/smtp.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/test-results");

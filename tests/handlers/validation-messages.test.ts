@@ -1,4 +1,4 @@
-// The API's validation messages are sentences for people (lib/validation-messages.ts): what the web
+// The API's validation messages are sentences for people (lib/http/validation-messages.ts): what the web
 // app shows beside a field, and what the pipeline file's problems say, never zod's defaults
 // ("Invalid input: expected string, received undefined"). A schema's own message still wins.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";

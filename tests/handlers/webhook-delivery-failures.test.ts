@@ -5,7 +5,7 @@
 // incident when it repeats; once the cause is fixed, the redelivery builds.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sign } from "@octokit/webhooks-methods";
-import { createLogger } from "../../lib/log.ts";
+import { createLogger } from "../../lib/daemon/log.ts";
 import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 const SECRET = "a-webhook-secret-of-some-length"; // createGithubIntegration's

@@ -1,21 +1,21 @@
 // In-process test harness: the real route table and pipeline on a temp-file libSQL database,
-// called through `app.fetch` the way the listener (lib/listener.ts) calls it, with the peer address and clock injected.
+// called through `app.fetch` the way the listener (lib/http/listener.ts) calls it, with the peer address and clock injected.
 // ROOST_TEST_DATABASE=sqld puts each test app's database on a real libSQL server of its own
 // instead (tests/support/sqld.ts), as several hosts run Roost; `npm test` runs a chosen set so.
-import { EventBus } from "../../lib/events.ts";
+import { EventBus } from "../../lib/daemon/events.ts";
 import { createLive } from "../../lib/live/live.ts";
-import { MetricsRegistry } from "../../lib/metrics.ts";
+import { MetricsRegistry } from "../../lib/daemon/metrics.ts";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createApp, type App } from "../../lib/app.ts";
-import { loadConfig, type Config } from "../../lib/config.ts";
-import type { AppContext, Clock } from "../../lib/context.ts";
+import { createApp, type App } from "../../lib/http/app.ts";
+import { loadConfig, type Config } from "../../lib/daemon/config.ts";
+import type { AppContext, Clock } from "../../lib/http/context.ts";
 import { openDatabase, type Db } from "../../lib/db/client.ts";
 import { migrate } from "../../lib/db/migrate.ts";
-import { silentLogger } from "../../lib/log.ts";
+import { silentLogger } from "../../lib/daemon/log.ts";
 import { routes } from "../../handlers/routes.ts";
-import { mintRecoveryCapability, mintSetupToken } from "../../lib/db/one-time-credentials.ts";
+import { mintRecoveryCapability, mintSetupToken } from "../../lib/auth/one-time-credentials.ts";
 import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
 import { openObjectStore } from "../../lib/object-store/store.ts";
 import { createOidcCache } from "../../lib/auth/oidc.ts";

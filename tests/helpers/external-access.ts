@@ -1,6 +1,6 @@
 // Bringing an in-process test instance to Ready External Access through the setup endpoints,
 // with users inserted directly (nobody has a session yet in remote mode).
-import { insertUser } from "../../lib/db/users.ts";
+import { insertUser } from "../../lib/auth/users.ts";
 import { setupToken, type TestApp } from "./app.ts";
 
 export const STANDARD_CALLBACK = "https://ci.example.test/auth/callback";

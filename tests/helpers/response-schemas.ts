@@ -3,8 +3,8 @@
 // mismatch fails the test that received it, so the document cannot drift from the behaviour.
 import { z } from "zod";
 import { routes } from "../../handlers/routes.ts";
-import { ErrorBody } from "../../lib/openapi.ts";
-import type { RouteEntry } from "../../lib/route.ts";
+import { ErrorBody } from "../../lib/http/openapi.ts";
+import type { RouteEntry } from "../../lib/http/route.ts";
 
 const matchers = routes.map((route) => ({
   route,

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
-import { REPORT_ATTEMPTS_BEFORE_INCIDENT, backoffSeconds, reportCommitStatuses } from "../../lib/commit-statuses.ts";
+import { REPORT_ATTEMPTS_BEFORE_INCIDENT, backoffSeconds, reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
 let t: TestApp;

@@ -1,9 +1,9 @@
-// The listener (lib/listener.ts) around the real app, over a real socket, with a 1 s bound on
+// The listener (lib/http/listener.ts) around the real app, over a real socket, with a 1 s bound on
 // request bodies: every body but a runner's artifact upload must arrive within it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { listen, type Listener } from "../../lib/listener.ts";
-import { silentLogger } from "../../lib/log.ts";
+import { listen, type Listener } from "../../lib/http/listener.ts";
+import { silentLogger } from "../../lib/daemon/log.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 let fixture: CiFixture;

@@ -1,7 +1,7 @@
 // What a step printed as the Dart test package's JSON reporter protocol (runner/job/machine-output.ts).
 import { expect, test } from "bun:test";
 import { MachineOutput } from "../../runner/job/machine-output.ts";
-import { TEST_REPORT_LIMIT } from "../../lib/runner-protocol/wire.ts";
+import { TEST_REPORT_LIMIT } from "../../lib/runners/protocol-wire.ts";
 
 const start = '{"protocolVersion":"0.1.1","runnerVersion":"1.25.8","pid":7,"type":"start","time":0}';
 const done = '{"testID":1,"result":"success","skipped":false,"hidden":false,"type":"testDone","time":12}';

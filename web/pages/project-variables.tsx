@@ -9,7 +9,7 @@ import { ago, bytes, dateTime } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Variable, VariableChange } from "../settings-types.ts";
 
-/** Largest file variable the API takes (lib/variables.ts MAX_FILE_BYTES). */
+/** Largest file variable the API takes (lib/variables/variables.ts MAX_FILE_BYTES). */
 const MAX_FILE_BYTES = 256 * 1024;
 
 /** The bytes of a file as base64 (what a file variable's value is). */

@@ -3,7 +3,7 @@
 // rather than an `undefined` printed in a table.
 import type { z } from "zod";
 import type { BuildResource, PipelineResource, ProjectResource } from "../../schemas/ci.ts";
-import type { ArtifactResource } from "../../runner-protocol/wire.ts";
+import type { ArtifactResource } from "../../runners/protocol-wire.ts";
 import type { DeploymentResource } from "../../publishing/deployments.ts";
 
 export type Build = z.infer<typeof BuildResource>;

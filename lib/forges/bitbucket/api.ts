@@ -1,7 +1,7 @@
 // Bitbucket Cloud (REST API 2.0, https://developer.atlassian.com/cloud/bitbucket/rest/) through a
 // workspace access token (Bearer) or an app password (Basic, with the account's username).
 // Bitbucket Server / Data Center has another API and is not covered (docs/any-git.md).
-import type { RemoteRepository } from "../../db/repositories.ts";
+import type { RemoteRepository } from "../../integrations/repositories.ts";
 import { ForgeApiError, MAX_PAGES, forgeRequest, type ForgeAccess } from "../http.ts";
 
 export interface BitbucketCredentials {

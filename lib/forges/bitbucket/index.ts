@@ -3,7 +3,7 @@
 // repository by UUID (../repository-secret.ts); ./parse.ts reads the payloads, ./api.ts is the
 // client. Bitbucket Server / Data Center has another API and is not covered.
 import { z } from "zod";
-import type { Integration } from "../../db/integrations.ts";
+import type { Integration } from "../../integrations/store.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";

@@ -4,9 +4,9 @@
 // or by Roost's own signed push webhook, whose body names the project (./parse.ts). There are no
 // commit statuses to report.
 import { z } from "zod";
-import { findIntegration, type Integration } from "../../db/integrations.ts";
-import { findRepository } from "../../db/repositories.ts";
-import { findProject, findProjectBuildingRepository } from "../../db/projects.ts";
+import { findIntegration, type Integration } from "../../integrations/store.ts";
+import { findRepository } from "../../integrations/repositories.ts";
+import { findProject, findProjectBuildingRepository } from "../../projects/store.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import { ForgeApiError } from "../http.ts";
 import { WEBHOOK_SECRET_REPAIR, connectBody, type Forge, type ForgeDeps } from "../forge.ts";

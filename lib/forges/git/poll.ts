@@ -9,17 +9,17 @@
 // Connecting a repository (creating the project that builds it) records its heads: only later
 // changes build. Errors push the next poll back exponentially (up to an hour) and raise an
 // operator incident after POLL_FAILURES_BEFORE_INCIDENT in a row.
-import type { AppContext } from "../../context.ts";
+import type { AppContext } from "../../http/context.ts";
 import { all, one } from "../../db/client.ts";
-import { findIntegration } from "../../db/integrations.ts";
-import { findRepository, type Repository } from "../../db/repositories.ts";
+import { findIntegration } from "../../integrations/store.ts";
+import { findRepository, type Repository } from "../../integrations/repositories.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import { lsRemote, type GitCredentials } from "./remote.ts";
 import { ForgeApiError } from "../http.ts";
 import { refKey, refMoved } from "./parse.ts";
 import { acceptDelivery } from "../../webhooks/accept.ts";
 import type { DeliveryResult } from "../../webhooks/deliveries.ts";
-import { raiseIncident, resolveIncident } from "../../incidents.ts";
+import { raiseIncident, resolveIncident } from "../../daemon/incidents.ts";
 import { newId } from "../../auth/secrets.ts";
 
 export type PollDeps = Pick<AppContext, "db" | "secrets" | "config" | "clock" | "events" | "log">;

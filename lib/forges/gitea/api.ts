@@ -1,6 +1,6 @@
 // Gitea and Forgejo (the same REST API, https://docs.gitea.com/api/) through an access token
 // with read:repository (and write:repository for commit statuses), against the instance URL.
-import type { RemoteRepository } from "../../db/repositories.ts";
+import type { RemoteRepository } from "../../integrations/repositories.ts";
 import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, type ForgeAccess } from "../http.ts";
 
 export interface GiteaCredentials {

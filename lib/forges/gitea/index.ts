@@ -2,7 +2,7 @@
 // URL (docs/any-git.md). Hooks are signed with the integration's webhook secret and name their
 // repository by id (../repository-secret.ts); ./parse.ts reads the payloads, ./api.ts is the client.
 import { z } from "zod";
-import type { Integration } from "../../db/integrations.ts";
+import type { Integration } from "../../integrations/store.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";

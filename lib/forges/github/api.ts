@@ -3,7 +3,7 @@
 // The API host is configurable for GitHub Enterprise Server (https://ghe.example.com/api/v3).
 import { createHash, createPrivateKey } from "node:crypto";
 import { SignJWT, importPKCS8 } from "jose";
-import type { RemoteRepository } from "../../db/repositories.ts";
+import type { RemoteRepository } from "../../integrations/repositories.ts";
 import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, uploadTimeoutMs, type ForgeAccess } from "../http.ts";
 
 /** A clone token is handed out again only while it has this long left (GitHub's live an hour). */

@@ -3,8 +3,8 @@
 // (X-Hub-Signature-256 over the raw body) and name their installation; ./parse.ts reads them,
 // ./api.ts is the REST client.
 import { z } from "zod";
-import { listIntegrations, type Integration } from "../../db/integrations.ts";
-import { findRepositoriesByExternalId, type Repository } from "../../db/repositories.ts";
+import { listIntegrations, type Integration } from "../../integrations/store.ts";
+import { findRepositoriesByExternalId, type Repository } from "../../integrations/repositories.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeAccess } from "../http.ts";

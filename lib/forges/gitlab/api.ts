@@ -1,6 +1,6 @@
 // GitLab through an access token (personal, group or project token with read_api, plus api for
 // commit statuses and releases), against gitlab.com or a self-managed instance URL.
-import type { RemoteRepository } from "../../db/repositories.ts";
+import type { RemoteRepository } from "../../integrations/repositories.ts";
 import { ForgeApiError, MAX_PAGES, forgeRequest, uploadTimeoutMs, type ForgeAccess } from "../http.ts";
 
 export interface GitlabCredentials {

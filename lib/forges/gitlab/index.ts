@@ -3,8 +3,8 @@
 // repository the payload names (./tokens.ts): a plain shared secret, compared in constant time.
 // ./parse.ts reads the payloads, ./api.ts is the REST client.
 import { z } from "zod";
-import type { Integration } from "../../db/integrations.ts";
-import { findRepositoriesByExternalId, findRepository } from "../../db/repositories.ts";
+import type { Integration } from "../../integrations/store.ts";
+import { findRepositoriesByExternalId, findRepository } from "../../integrations/repositories.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";

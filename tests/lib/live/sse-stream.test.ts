@@ -4,7 +4,7 @@
 // the routes (tests/handlers/streams-revocation.test.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../../helpers/app.ts";
-import type { RequestContext } from "../../../lib/context.ts";
+import type { RequestContext } from "../../../lib/http/context.ts";
 import type { Principal } from "../../../lib/auth/principal.ts";
 import { SseStream, type SseProducer, type SseStreamOptions } from "../../../lib/live/sse-stream.ts";
 

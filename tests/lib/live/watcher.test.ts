@@ -2,7 +2,7 @@
 // checked on a timer while anyone holds it, one run at a time however many hold it, at once on an
 // in-process event it asks for, and not at all once released or closed.
 import { describe, expect, test } from "bun:test";
-import { EventBus } from "../../../lib/events.ts";
+import { EventBus } from "../../../lib/daemon/events.ts";
 import { Watcher } from "../../../lib/live/watcher.ts";
 
 /** A check that counts its runs and how many ran at the same time. */

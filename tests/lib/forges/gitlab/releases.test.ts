@@ -7,8 +7,8 @@ import { startHostApiStandIn, type HostApiStandIn } from "../../../support/host-
 import { GitlabClient } from "../../../../lib/forges/gitlab/api.ts";
 import { gitlabPublishRelease, packageSegment } from "../../../../lib/forges/gitlab/releases.ts";
 import type { HostRelease, ReleaseAsset } from "../../../../lib/forges/forge.ts";
-import type { Integration } from "../../../../lib/db/integrations.ts";
-import type { AppContext } from "../../../../lib/context.ts";
+import type { Integration } from "../../../../lib/integrations/store.ts";
+import type { AppContext } from "../../../../lib/http/context.ts";
 
 let host: HostApiStandIn;
 beforeAll(async () => {

@@ -1,0 +1,187 @@
+// API tokens (docs/api.md "API tokens"): shown once, stored hashed, revocable.
+import type { Row } from "../db/database.ts";
+import type { Executor } from "../db/client.ts";
+import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "../db/client.ts";
+import type { Role } from "./roles.ts";
+import { displayPrefix, mintSecret, parseSecret, secretMatches } from "./secrets.ts";
+import { toUser, type User } from "./users.ts";
+import type { ApiToken, WireOf } from "../schemas/shared.ts";
+
+export interface ApiTokenRow {
+  id: string;
+  name: string;
+  role: Role;
+  created_by: string;
+  created_by_email: string;
+  created_at: number;
+  expires_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+/** The listed shape; never carries the hash. */
+export type PublicApiToken = WireOf<typeof ApiToken>;
+
+/** last_used_at is written at most once a minute per token, so a busy script does not turn every read into a write. */
+export const LAST_USED_RESOLUTION_SECONDS = 60;
+
+function toRow(row: Row): ApiTokenRow {
+  return {
+    id: str(row, "id"),
+    name: str(row, "name"),
+    role: str(row, "role") as Role,
+    created_by: str(row, "created_by"),
+    created_by_email: strOrNull(row, "created_by_email") ?? "",
+    created_at: num(row, "created_at"),
+    expires_at: num(row, "expires_at"),
+    last_used_at: numOrNull(row, "last_used_at"),
+    revoked_at: numOrNull(row, "revoked_at"),
+  };
+}
+
+export function toPublicApiToken(token: ApiTokenRow, now: number): PublicApiToken {
+  return {
+    id: token.id,
+    name: token.name,
+    prefix: displayPrefix("pat", token.id),
+    role: token.role,
+    created_at: token.created_at,
+    created_by: token.created_by,
+    created_by_email: token.created_by_email,
+    expires_at: token.expires_at,
+    last_used_at: token.last_used_at,
+    is_expired: token.expires_at <= now,
+    is_revoked: token.revoked_at !== null,
+  };
+}
+
+const SELECT = `SELECT t.*, u.email AS created_by_email FROM api_tokens t JOIN users u ON u.id = t.created_by`;
+
+export async function insertApiToken(
+  db: Executor,
+  fields: { name: string; role: Role; createdBy: string; createdByEmail: string; now: number; expiresAt: number },
+): Promise<{ token: string; row: ApiTokenRow }> {
+  const minted = mintSecret("pat");
+  await db.execute({
+    sql: `INSERT INTO api_tokens (id, name, secret_hash, role, created_by, created_at, expires_at)
+          VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    args: [minted.id, fields.name, minted.hash, fields.role, fields.createdBy, fields.now, fields.expiresAt],
+  });
+  return {
+    token: minted.token,
+    row: {
+      id: minted.id,
+      name: fields.name,
+      role: fields.role,
+      created_by: fields.createdBy,
+      created_by_email: fields.createdByEmail,
+      created_at: fields.now,
+      expires_at: fields.expiresAt,
+      last_used_at: null,
+      revoked_at: null,
+    },
+  };
+}
+
+export async function findApiToken(db: Executor, id: string): Promise<ApiTokenRow | null> {
+  const row = await one(db, `${SELECT} WHERE t.id = ?`, [id]);
+  return row ? toRow(row) : null;
+}
+
+/**
+ * The token a presented credential names, with its creator, if its secret matches (it may still be
+ * expired or revoked, its creator inactive): one read by primary key on every request an API token
+ * makes, so a revocation or a deactivation answers the very next request.
+ */
+export async function findApiTokenBySecret(db: Executor, token: string): Promise<{ token: ApiTokenRow; creator: User } | null> {
+  const parsed = parseSecret("pat", token);
+  if (!parsed) return null;
+  // `= +?`, not `= ?`: the same plan (both primary keys), but bun:sqlite runs this join with a
+  // bare parameter about ten times slower (measured: docs/benchmarks.md, "Reads").
+  const row = await one(
+    db,
+    `SELECT u.*, t.id AS token_id, t.name AS token_name, t.secret_hash AS token_secret_hash, t.role AS token_role, t.created_at AS token_created_at,
+            t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, t.revoked_at AS token_revoked_at
+     FROM api_tokens t JOIN users u ON u.id = t.created_by WHERE t.id = +?`,
+    [parsed.id],
+  );
+  if (!row || !secretMatches(parsed.secret, str(row, "token_secret_hash"))) return null;
+  const creator = toUser(row);
+  return {
+    token: {
+      id: str(row, "token_id"),
+      name: str(row, "token_name"),
+      role: str(row, "token_role") as Role,
+      created_by: creator.id,
+      created_by_email: creator.email,
+      created_at: num(row, "token_created_at"),
+      expires_at: num(row, "token_expires_at"),
+      last_used_at: numOrNull(row, "token_last_used_at"),
+      revoked_at: numOrNull(row, "token_revoked_at"),
+    },
+    creator,
+  };
+}
+
+/**
+ * The creator and role of an API token that still works (not revoked or expired, its creator
+ * active), by the token's id: how a stream opened with the token asks again, in one read by
+ * primary key.
+ */
+export async function findLiveApiTokenCreator(db: Executor, tokenId: string, now: number): Promise<{ creator: User; role: Role; expires_at: number } | null> {
+  // `= +?` as in findApiTokenBySecret.
+  const row = await one(
+    db,
+    "SELECT u.*, t.role AS token_role, t.expires_at AS token_expires_at FROM api_tokens t JOIN users u ON u.id = t.created_by WHERE t.id = +? AND t.revoked_at IS NULL AND t.expires_at > ? AND u.active = 1",
+    [tokenId, now],
+  );
+  return row ? { creator: toUser(row), role: str(row, "token_role") as Role, expires_at: num(row, "token_expires_at") } : null;
+}
+
+export async function touchApiToken(db: Executor, id: string, now: number): Promise<void> {
+  await run(db, "UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at <= ?)", [
+    now,
+    id,
+    now - LAST_USED_RESOLUTION_SECONDS,
+  ]);
+}
+
+export async function revokeApiToken(db: Executor, id: string, now: number): Promise<void> {
+  await run(db, "UPDATE api_tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", [now, id]);
+}
+
+export const TOKEN_SORT_FIELDS = ["created_at", "name", "expires_at", "last_used_at", "role"] as const;
+export type TokenSortField = (typeof TOKEN_SORT_FIELDS)[number];
+
+export async function listApiTokens(
+  db: Executor,
+  options: {
+    createdBy: string | null;
+    q: string | undefined;
+    sort: TokenSortField;
+    direction: "asc" | "desc";
+    limit: number;
+    offset: number;
+  },
+): Promise<{ rows: ApiTokenRow[]; total: number }> {
+  const where: string[] = [];
+  const args: (string | number)[] = [];
+  if (options.createdBy !== null) {
+    where.push("t.created_by = ?");
+    args.push(options.createdBy);
+  }
+  if (options.q) {
+    // `q` matches the name, the creator's e-mail or the listed prefix, case-insensitively.
+    const pattern = likePattern(options.q);
+    where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR u.email LIKE ? ESCAPE '\\' OR lower('roost_pat_' || substr(t.id, 1, 8)) LIKE ? ESCAPE '\\')");
+    args.push(pattern, pattern, pattern);
+  }
+  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  // The sort column comes from a fixed allow-list (TOKEN_SORT_FIELDS), never from the request text.
+  const order = `t.${options.sort} ${options.direction === "asc" ? "ASC" : "DESC"} NULLS LAST, t.id ${options.direction === "asc" ? "ASC" : "DESC"}`;
+  const rows = await all(db, `${SELECT} ${clause} ORDER BY ${order} LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
+  // A page that is not full ends the list, so it says the total; COUNT(*) only when there may be more.
+  if (rows.length < options.limit && (rows.length > 0 || options.offset === 0)) return { rows: rows.map(toRow), total: options.offset + rows.length };
+  const total = await one(db, `SELECT COUNT(*) AS n FROM api_tokens t JOIN users u ON u.id = t.created_by ${clause}`, args);
+  return { rows: rows.map(toRow), total: Number(total?.n ?? 0) };
+}

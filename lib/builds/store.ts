@@ -1,0 +1,209 @@
+// Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
+import type { Row } from "../db/database.ts";
+import type { Executor } from "../db/client.ts";
+import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import type { BuildStatus } from "./state-machine.ts";
+import type { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
+import { publicSnapshot, type ConfigSnapshot } from "../pipelines/config.ts";
+import { parseDefinitionSource, type DefinitionSource } from "../pipelines/definition.ts";
+import type { BuildResource, StepResult as StepResultSchema } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas/shared.ts";
+
+export type StepResult = WireOf<typeof StepResultSchema>;
+
+export interface Build {
+  id: string;
+  build_number: number;
+  project_id: string;
+  pipeline_id: string;
+  runner_id: string | null;
+  source_build_id: string | null;
+  branch: string;
+  commit_sha: string;
+  changelog: string;
+  config_snapshot: ConfigSnapshot;
+  /** Where config_snapshot came from: the pipeline file at a commit, or the API (docs/pipelines.md). */
+  definition_source: DefinitionSource;
+  context: unknown;
+  runner_policy_block_reason: string | null;
+  status: BuildStatus;
+  exit_code: number | null;
+  failure_reason: string | null;
+  concurrency_key: string | null;
+  queued_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+  created_at: number;
+  updated_at: number;
+  created_by: string | null;
+  trigger_type: "manual" | "rerun" | "webhook" | "schedule";
+  /** The schedule that started this build (null when it was not scheduled, or the schedule is gone). */
+  schedule_id: string | null;
+  trigger_event: string;
+  trigger_ref: string;
+  trigger_actor: string;
+  step_results: StepResult[];
+  /** When retention deleted the build's log lines (lib/retention/retention.ts); null while they are kept. */
+  logs_deleted_at: number | null;
+  /** When retention deleted the build's artifacts; null while they are kept. */
+  artifacts_deleted_at: number | null;
+  /** The Flutter SDK the build used, as its runner reported it; null before that (schema.sql migration 12). */
+  flutter_sdk: FlutterSdkUsed | null;
+  /** Where the build ran (its executor, image by digest, limits), as its runner reported it; null before that (schema.sql migration 25). */
+  executor: ExecutorUsed | null;
+}
+
+export function toBuild(row: Row): Build {
+  const context = strOrNull(row, "context");
+  return {
+    id: str(row, "id"),
+    build_number: num(row, "build_number"),
+    project_id: str(row, "project_id"),
+    pipeline_id: str(row, "pipeline_id"),
+    runner_id: strOrNull(row, "runner_id"),
+    source_build_id: strOrNull(row, "source_build_id"),
+    branch: str(row, "branch"),
+    commit_sha: str(row, "commit_sha"),
+    changelog: str(row, "changelog"),
+    config_snapshot: JSON.parse(str(row, "config_snapshot")) as ConfigSnapshot,
+    definition_source: parseDefinitionSource(row.definition_source),
+    context: context === null ? null : JSON.parse(context),
+    runner_policy_block_reason: strOrNull(row, "runner_policy_block_reason"),
+    status: str(row, "status") as BuildStatus,
+    exit_code: numOrNull(row, "exit_code"),
+    failure_reason: strOrNull(row, "failure_reason"),
+    concurrency_key: strOrNull(row, "concurrency_key"),
+    queued_at: num(row, "queued_at"),
+    started_at: numOrNull(row, "started_at"),
+    finished_at: numOrNull(row, "finished_at"),
+    created_at: num(row, "created_at"),
+    updated_at: num(row, "updated_at"),
+    created_by: strOrNull(row, "created_by"),
+    // Scheduled builds are stored as manual ones with trigger_event "schedule" (schema.sql migration 9).
+    trigger_type: str(row, "trigger_event") === "schedule" ? "schedule" : (str(row, "trigger_type") as Build["trigger_type"]),
+    schedule_id: row.schedule_id === undefined ? null : strOrNull(row, "schedule_id"),
+    trigger_event: str(row, "trigger_event"),
+    trigger_ref: str(row, "trigger_ref"),
+    trigger_actor: str(row, "trigger_actor"),
+    step_results: JSON.parse(str(row, "step_results")) as StepResult[],
+    logs_deleted_at: row.logs_deleted_at === undefined ? null : numOrNull(row, "logs_deleted_at"),
+    artifacts_deleted_at: row.artifacts_deleted_at === undefined ? null : numOrNull(row, "artifacts_deleted_at"),
+    flutter_sdk: typeof row.flutter_sdk === "string" ? (JSON.parse(row.flutter_sdk) as FlutterSdkUsed) : null,
+    executor: typeof row.executor === "string" ? (JSON.parse(row.executor) as ExecutorUsed) : null,
+  };
+}
+
+/** The API shape: secret env values in the snapshot are not returned. */
+export function toPublicBuild(b: Build): WireOf<typeof BuildResource> {
+  const { concurrency_key: _key, created_by: _by, ...rest } = b;
+  return { ...rest, config_snapshot: publicSnapshot(b.config_snapshot) };
+}
+
+export async function findBuild(db: Executor, id: string): Promise<Build | null> {
+  const row = await one(db, "SELECT * FROM builds WHERE id = ?", [id]);
+  return row ? toBuild(row) : null;
+}
+
+/**
+ * At most this many index entries a page walks past when a filter the index does not hold is
+ * checked row by row (several filters at once); a page that stops there carries fewer builds and a
+ * cursor to go on below them, so no request reads more than this many builds.
+ */
+export const LIST_SCAN_BUDGET = 1000;
+
+export interface BuildFilter {
+  projectId: string;
+  pipelineId?: string | undefined;
+  status?: BuildStatus | undefined;
+  branch?: string | undefined;
+  triggerType?: string | undefined;
+  limit: number;
+  /** Only builds numbered below this (the page cursor). */
+  before?: number | undefined;
+  /** Also count the matching builds. */
+  withTotal?: boolean | undefined;
+}
+
+export interface BuildPage {
+  builds: Build[];
+  /** The build number the next page continues below, or null after the last page. */
+  nextBefore: number | null;
+  total?: number;
+}
+
+type Condition = [sql: string, value: string];
+
+/**
+ * Newest first, by keyset: each page is one range of an index that holds the scope, the filter it
+ * leads with and build_number, read from the cursor down (docs/api.md "Builds"). Further filters
+ * are checked on at most LIST_SCAN_BUDGET rows of that range.
+ */
+export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPage> {
+  const scope: Condition = f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId];
+  const status: Condition | null = f.status ? ["status = ?", f.status] : null;
+  const branch: Condition | null = f.branch !== undefined ? ["branch = ?", f.branch] : null;
+  // trigger_kind: trigger_type, but 'schedule' for scheduled builds (a generated column, schema.sql migration 27).
+  const trigger: Condition | null = f.triggerType ? ["trigger_kind = ?", f.triggerType] : null;
+  // The index range to read: a pipeline's branch and status together (builds_pipeline_branch_status),
+  // else one filter, the one likely to match fewest builds first (few builds are queued or running).
+  const active = f.status === "queued" || f.status === "running" ? status : null;
+  const leading: Condition[] =
+    f.pipelineId && branch && status ? [branch, status] : [active ?? branch ?? status ?? trigger].filter((c): c is Condition => c !== null);
+  const rest = [status, branch, trigger].filter((c): c is Condition => c !== null && !leading.includes(c));
+  const range = [scope, ...leading];
+  const rangeSql = range.map(([sql]) => sql).join(" AND ");
+  const rangeArgs = range.map(([, v]) => v);
+  const before = f.before ?? Number.MAX_SAFE_INTEGER;
+
+  let builds: Build[];
+  let nextBefore: number | null;
+  if (rest.length === 0) {
+    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ?`, [
+      ...rangeArgs,
+      before,
+      f.limit + 1,
+    ]);
+    builds = rows.slice(0, f.limit).map(toBuild);
+    nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
+  } else {
+    // The range's index holds every filter column, so the window and its checks read no build;
+    // only the page's builds are read (schema.sql migration 27).
+    // (SQLite reads trigger_kind from the index too, though its plan then says INDEX, not COVERING INDEX.)
+    const checked = ["status", "branch", "trigger_kind"].filter((c) => rest.some(([sql]) => sql.startsWith(`${c} `)));
+    const window = `SELECT rowid AS r, build_number AS n, ${checked.join(", ")} FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ${LIST_SCAN_BUDGET}`;
+    const restSql = rest.map(([sql]) => `w.${sql}`).join(" AND ");
+    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT ?`, [
+      ...rangeArgs,
+      before,
+      ...rest.map(([, v]) => v),
+      f.limit + 1,
+    ]);
+    builds = rows.slice(0, f.limit).map(toBuild);
+    if (rows.length > f.limit) nextBefore = builds[builds.length - 1]!.build_number;
+    else {
+      // Fewer matches than a page: were there more rows in the range than one page may read?
+      const read = await one(db, `SELECT COUNT(*) AS rows, MIN(n) AS last FROM (${window})`, [...rangeArgs, before]);
+      nextBefore = Number(read?.rows ?? 0) === LIST_SCAN_BUDGET ? Number(read!.last) : null;
+    }
+  }
+  if (!f.withTotal) return { builds, nextBefore };
+  return { builds, nextBefore, total: await countBuilds(db, f) };
+}
+
+/**
+ * The builds matching the filters, from counters kept by triggers in each build change's
+ * transaction (schema.sql migrations 17 and 26): a few rows per pipeline, however many builds.
+ */
+async function countBuilds(db: Executor, f: BuildFilter): Promise<number> {
+  const where: Condition[] = [f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId]];
+  if (f.branch !== undefined) where.push(["branch = ?", f.branch]);
+  if (f.status) where.push(["status = ?", f.status]);
+  if (f.triggerType) where.push(["trigger_kind = ?", f.triggerType]);
+  const table = f.branch !== undefined ? "build_branch_counts" : "build_counts";
+  const row = await one(
+    db,
+    `SELECT COALESCE(SUM(n), 0) AS n FROM ${table} WHERE ${where.map(([sql]) => sql).join(" AND ")}`,
+    where.map(([, v]) => v),
+  );
+  return Number(row?.n ?? 0);
+}

@@ -1,0 +1,115 @@
+// Periodic work of a daemon process: commit statuses to the hosts (as builds change, lib/forges/commit-statuses.ts),
+// GitHub check runs (every 2 s), polls of plain git
+// remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications and host releases (every 2 s), retention of
+// build logs and artifacts (lib/retention/retention.ts, a batch every 10 s), finished logs moved to an S3
+// object store (lib/logs/archive.ts, every 10 s) and housekeeping
+// (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
+// retention, the data directory's size). Every task
+// works from the database, so several processes can run them side by side.
+import type { AppContext } from "../http/context.ts";
+import { pruneCommitStatuses, startCommitStatusReporter } from "../forges/commit-statuses.ts";
+import { reportCheckRuns } from "../test-results/check-runs.ts";
+import { pruneDeliveries } from "../webhooks/deliveries.ts";
+import { deleteExpiredSessions } from "../auth/sessions.ts";
+import { evictExpiredPending } from "../auth/oidc-pending.ts";
+import { flagUnroutableBuilds, reapLostJobs, reapTimedOutBuilds } from "../runners/reaper.ts";
+import { pollGitRemotes } from "../forges/git/poll.ts";
+import { newId } from "../auth/secrets.ts";
+import { runDueSchedules } from "../schedules/schedules.ts";
+import { dispatchNotifications } from "../notifications/notifications.ts";
+import { checkDataDirGrowth, enforceRetention } from "../retention/retention.ts";
+import { reapLostDeployments } from "../publishing/reaper.ts";
+import { publishHostReleases } from "../publishing/host-release.ts";
+import { archiveFinishedLogs } from "../logs/archive.ts";
+
+export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
+  let running = true;
+  let current: Promise<unknown> = Promise.resolve();
+  let polling: Promise<unknown> | null = null;
+  let sending: Promise<unknown> | null = null;
+  let retaining: Promise<unknown> | null = null;
+  let releasing: Promise<unknown> | null = null;
+  let archiving: Promise<unknown> | null = null;
+  const pollOwner = newId();
+  const every = (ms: number, task: () => Promise<unknown>) =>
+    setInterval(() => {
+      if (!running) return;
+      current = current.then(task).catch((error) => ctx.log.error("background task failed", { error }));
+    }, ms);
+  const stopStatuses = startCommitStatusReporter(ctx, baseUrl);
+  const timers = [
+    // GitHub check runs of finished builds with test reports (docs/github.md "Check runs").
+    every(2000, () => reportCheckRuns({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
+    // A lost runner is noticed within its lease plus this period.
+    every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), async () => {
+      await reapLostJobs(ctx);
+      await reapLostDeployments(ctx);
+    }),
+    every(10_000, () => flagUnroutableBuilds(ctx)),
+    // A build past its timeout that its runner did not stop fails within this period (docs/runners.md "Timeouts").
+    every(5000, () => reapTimedOutBuilds(ctx)),
+    // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS; its own chain, so a slow remote delays no other task.
+    setInterval(
+      () => {
+        if (!running || polling) return;
+        polling = pollGitRemotes(ctx, pollOwner)
+          .catch((error) => ctx.log.error("git poll pass failed", { error }))
+          .finally(() => (polling = null));
+      },
+      Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500),
+    ),
+    // Schedules have minute resolution; a slot fires within this period of its time.
+    every(15_000, () => runDueSchedules(ctx)),
+    // Notifications leave within this period of a build's finish (docs/notifications.md); their own
+    // chain, so a slow receiver (up to its send timeout) delays no other task.
+    setInterval(() => {
+      if (!running || sending) return;
+      sending = dispatchNotifications(ctx, baseUrl)
+        .catch((error) => ctx.log.error("notification pass failed", { error }))
+        .finally(() => (sending = null));
+    }, 2000),
+    // Retention: one bounded batch (one transaction, at most 500 builds) per period, its own
+    // chain, so a first pass over years of history delays no other task (it catches up at up to
+    // 180,000 builds an hour).
+    setInterval(() => {
+      if (!running || retaining) return;
+      retaining = enforceRetention(ctx)
+        .catch((error) => ctx.log.error("retention pass failed", { error }))
+        .finally(() => (retaining = null));
+    }, 10_000),
+    // Host releases (docs/publishing.md "Host releases"): the daemon makes them with the host's
+    // credentials; their own chain, so a large upload delays no other task.
+    setInterval(() => {
+      if (!running || releasing) return;
+      releasing = publishHostReleases(ctx)
+        .catch((error) => ctx.log.error("host release pass failed", { error }))
+        .finally(() => (releasing = null));
+    }, 2000),
+    // Finished logs to the object store (an S3-compatible one only), its own chain: a pass writes
+    // up to 20 logs to the bucket.
+    setInterval(() => {
+      if (!running || archiving || ctx.objects.kind !== "s3") return;
+      archiving = archiveFinishedLogs(ctx)
+        .catch((error) => ctx.log.error("log archive pass failed", { error }))
+        .finally(() => (archiving = null));
+    }, 10_000),
+    every(600_000, async () => {
+      await deleteExpiredSessions(ctx.db, ctx.clock.now());
+      await evictExpiredPending(ctx.db, ctx.clock.now());
+      await pruneDeliveries(ctx.db, ctx.clock.now());
+      await pruneCommitStatuses(ctx.db, ctx.clock.now());
+      await checkDataDirGrowth(ctx);
+    }),
+  ];
+  return async () => {
+    running = false;
+    await stopStatuses();
+    timers.forEach(clearInterval);
+    await current;
+    await polling;
+    await sending;
+    await retaining;
+    await releasing;
+    await archiving;
+  };
+}

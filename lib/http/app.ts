@@ -1,0 +1,178 @@
+// The application: the route table on an itty-router, wrapped in the one pipeline every request
+// goes through (authenticate → validate → handle → render). `createApp(ctx).fetch(request, peer)`
+// is what the listener (lib/http/listener.ts) calls and what in-process tests call.
+import { Router, type RouteEntry as IttyRouteEntry } from "itty-router";
+import { z } from "zod";
+import type { AppContext, RequestContext } from "./context.ts";
+import type { RouteEntry } from "./route.ts";
+import { ApiError, databaseUnavailableError } from "./errors.ts";
+import { DEFAULT_BODY_LIMIT_BYTES, json, parseWith, readJson, renderError } from "./io.ts";
+import { authenticate, type Authentication } from "../auth/authenticate.ts";
+import { diskFullError, isDiskFullError, recordDiskFull } from "../daemon/disk.ts";
+import { isDatabaseUnreachable } from "../db/database.ts";
+import { applyBrowserSession } from "../auth/browser-session.ts";
+import { serveWebApp } from "../web/serve.ts";
+
+export interface App {
+  fetch(request: Request, peer: string | null, connection?: ConnectionControl): Promise<Response>;
+  /** The answer to `method` on `pathname` when no route has it and it cannot be a fetch Request (`FOO`, TRACE): 405 with Allow, or 404. */
+  refuseMethod(method: string, pathname: string): Response;
+}
+
+/** What the listener lets a request change about its own connection (lib/http/listener.ts). */
+export interface ConnectionControl {
+  /** Seconds without traffic before the connection is closed; 0 = never (SSE streams, long polls). */
+  setIdleTimeout(seconds: number): void;
+  /** Seconds, from now, for the rest of the request body to arrive; 0 = no bound (long uploads). */
+  setBodyTimeout(seconds: number): void;
+}
+
+export interface RequestMeta {
+  peer: string | null;
+  requestId: string;
+  connection: ConnectionControl;
+}
+
+const NO_CONNECTION_CONTROL: ConnectionControl = { setIdleTimeout() {}, setBodyTimeout() {} };
+
+const EMPTY = z.object({});
+
+export function toIttyPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ":$1");
+}
+
+export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
+  const requests = ctx.metrics.counter("roost_http_requests_total", "HTTP requests by method, route template and status.");
+  const router = Router<Request & { params: Record<string, string> }, [RequestMeta]>();
+  const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();
+
+  for (const route of routes) {
+    const { endpoint } = route;
+    router[route.method.toLowerCase() as "get"](toIttyPath(route.path), async (request, meta: RequestMeta) => {
+      const rawParams: Record<string, string> = {};
+      for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
+      const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
+      // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/http/context.ts ContextFor).
+      const rc: RequestContext & Authentication = {
+        ...ctx,
+        ...auth,
+        request,
+        peer: meta.peer,
+        requestId: meta.requestId,
+        setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
+        setBodyTimeout: (seconds) => meta.connection.setBodyTimeout(seconds),
+      };
+      const params = parseWith(endpoint.params ?? EMPTY, rawParams, "path");
+      const query = parseWith(endpoint.query ?? EMPTY, queryObject(request), "query");
+      const body = endpoint.body ? parseWith(endpoint.body, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES), "body") : undefined;
+      const result = await endpoint.handle({ params, query, body }, rc);
+      if (result instanceof Response) return result;
+      const response = json(result, endpoint.successStatus ?? 200);
+      if (endpoint.browserSession) applyBrowserSession(endpoint.browserSession, result, request, ctx, response);
+      return response;
+    });
+    exactMatchOnly(router.routes.at(-1)!);
+    const key = route.path;
+    const entry = allowed.get(key) ?? { pattern: pathPattern(route.path), methods: [] };
+    entry.methods.push(route.method);
+    allowed.set(key, entry);
+  }
+
+  /** Headers every answer carries, the request's line in the log and its count in the metrics. */
+  function finish(response: Response, method: string, route: string, requestId: string, started: number, peer: string | null): Response {
+    response.headers.set("x-request-id", requestId);
+    // Every answer is what its Content-Type says (JSON, SVG, text, an artifact): no browser sniffing.
+    if (!response.headers.has("x-content-type-options")) response.headers.set("x-content-type-options", "nosniff");
+    requests.inc({ method, route, status: String(response.status) });
+    ctx.log[response.status >= 500 ? "error" : "debug"]("request", {
+      request_id: requestId,
+      method,
+      route,
+      status: response.status,
+      duration_ms: Math.round((performance.now() - started) * 10) / 10,
+      peer,
+    });
+    return response;
+  }
+
+  return {
+    refuseMethod(method: string, pathname: string): Response {
+      // Metrics label only methods a client library would send; anything else is one label.
+      return finish(notMatched(method, pathname, allowed), "other", "unmatched", crypto.randomUUID(), performance.now(), null);
+    },
+    async fetch(request: Request, peer: string | null, connection: ConnectionControl = NO_CONNECTION_CONTROL): Promise<Response> {
+      const requestId = crypto.randomUUID();
+      const started = performance.now();
+      let response: Response;
+      try {
+        response =
+          (await router.fetch(request as never, { peer, requestId, connection })) ??
+          (await serveWebApp(request)) ??
+          notMatched(request.method, new URL(request.url).pathname, allowed);
+      } catch (error) {
+        if (error instanceof ApiError) {
+          response = renderError(error);
+        } else if (isDiskFullError(error)) {
+          // SQLITE_FULL, ENOSPC or EDQUOT: the operator's problem, said as such (lib/daemon/disk.ts).
+          recordDiskFull(ctx.metrics, ctx.clock.now());
+          ctx.log.error("data directory disk full", { request_id: requestId, method: request.method, error });
+          response = renderError(diskFullError());
+        } else if (isDatabaseUnreachable(error)) {
+          // sqld is down or unreachable: not this request's fault, and nothing a stack trace explains.
+          ctx.log.warn("database unreachable", { request_id: requestId, method: request.method, error: String(error) });
+          response = renderError(databaseUnavailableError());
+        } else {
+          ctx.log.error("unhandled error", { request_id: requestId, method: request.method, path: URL.parse(request.url)?.pathname ?? null, error });
+          response = renderError(new ApiError("internal_error", `An unexpected error occurred; quote request id ${requestId} to the operator.`));
+        }
+      }
+      // The route template, not the path, so ids and tokens never become metric labels or log fields.
+      return finish(response, request.method, (request as Request & { route?: string }).route ?? "unmatched", requestId, started, peer);
+    },
+  };
+}
+
+/** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */
+function queryObject(request: Request): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!request.url.includes("?")) return out;
+  for (const [key, value] of new URL(request.url).searchParams) {
+    const seen = out[key];
+    out[key] = seen === undefined ? value : ([] as string[]).concat(seen, value);
+  }
+  return out;
+}
+
+function safeDecode(value: string): string {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+function pathPattern(path: string): RegExp {
+  return new RegExp("^" + path.replace(/[.]/g, "\\.").replace(/\{\w+\}/g, "[^/]+") + "$");
+}
+
+/**
+ * itty-router lets any number of trailing slashes follow a route's path (its patterns end in
+ * `/*$`). Roost serves each route at its exact path only: `/v1/builds/b1/logs/stream/` is 404, so
+ * a URL that slips past a proxy's exact `location` for the stream (where its ?token= is kept out of
+ * the access log) never reaches the stream (docs/operations.md, "TLS with nginx").
+ */
+function exactMatchOnly(entry: IttyRouteEntry): void {
+  const pattern = entry[1];
+  const trailing = /\\?\/\*\$$/.exec(pattern.source);
+  if (trailing) entry[1] = new RegExp(pattern.source.slice(0, trailing.index) + "$", pattern.flags);
+}
+
+function notMatched(method: string, pathname: string, allowed: Map<string, { pattern: RegExp; methods: string[] }>): Response {
+  const methods = new Set<string>();
+  for (const entry of allowed.values()) if (entry.pattern.test(pathname)) entry.methods.forEach((m) => methods.add(m));
+  if (methods.size > 0) {
+    const allow = [...methods].join(", ");
+    return renderError(new ApiError("method_not_allowed", `${method} is not allowed on ${pathname}; use ${allow}.`, { headers: { allow } }));
+  }
+  return renderError(new ApiError("not_found", `No endpoint at ${method} ${pathname}.`));
+}

@@ -1,0 +1,136 @@
+// The shape of one endpoint: its schemas (which both validate requests and generate the API
+// document), the error codes it may answer, and its handler. Handler files export one of these;
+// handlers/routes.ts gives each a method, a path and an auth rule.
+import type { z } from "zod";
+import type { ErrorCode } from "./errors.ts";
+import type { ContextFor, RequestContext } from "./context.ts";
+
+/**
+ * Who may call a route: the whole rule, on the route's line in handlers/routes.ts. The request
+ * pipeline (lib/auth/authenticate.ts) enforces it before the handler runs; the API document's
+ * security and 401/403/404 answers, docs/authorization.md and the authorization walk
+ * (tests/handlers/authorization-matrix.test.ts) are all generated from it.
+ * - public: anyone; the handler applies its own rule (e.g. loopback for local login);
+ * - webhook: anyone may send; the receiver verifies the host's signature or token over the raw body;
+ * - setup: the one-time setup token, only while setup is incomplete;
+ * - session: a user session (not an API token), e.g. logout;
+ * - user / maintainer / admin / owner: a session or an API token whose effective role is at least that;
+ * - projectRole(minimum, via): a session or API token whose role on the project named (directly or
+ *   through its pipeline, build, delivery or deployment) by the path parameter `via` is at least `minimum`;
+ * - metrics: the scrape token (ROOST_METRICS_TOKEN) when configured, otherwise a loopback peer;
+ * - runner: a runner token (roost_rt_…) of the runner named by the path's {runner_id};
+ * - stream: a stream token (roost_st_…) in the `token` query parameter, for the path's {build_id} only,
+ *   whose user still sees the build's project when the stream opens.
+ */
+export type InstanceRule = "user" | "maintainer" | "admin" | "owner";
+export type AuthRule = "public" | "webhook" | "setup" | "session" | InstanceRule | "metrics" | "runner" | "stream" | ProjectRule;
+
+export type ProjectRoleName = "viewer" | "developer" | "maintainer";
+/** The path parameter that names the project, itself or through one of its resources. */
+export type ProjectScopeParam = "project_id" | "pipeline_id" | "build_id" | "delivery_id" | "deployment_id";
+
+export interface ProjectRule<Via extends ProjectScopeParam = ProjectScopeParam> {
+  kind: "project";
+  minimum: ProjectRoleName;
+  via: Via;
+}
+
+/** The caller's project role must be at least `minimum` on the project `via` names. */
+export function projectRole<Via extends ProjectScopeParam>(minimum: ProjectRoleName, via: Via): ProjectRule<Via> {
+  return { kind: "project", minimum, via };
+}
+
+export function isProjectRule(rule: AuthRule): rule is ProjectRule {
+  return typeof rule === "object";
+}
+
+/** The rule as one short phrase, for the API document and docs/authorization.md. */
+export function describeRule(rule: AuthRule): string {
+  if (isProjectRule(rule)) return `project ${rule.minimum}${rule.via === "project_id" ? "" : ` (of the ${rule.via.replace("_id", "")}'s project)`}`;
+  return rule;
+}
+
+/** The error codes a rule itself may answer with, before the handler runs. */
+export function ruleErrors(rule: AuthRule): ErrorCode[] {
+  if (isProjectRule(rule)) return ["missing_auth", "wrong_credential", "invalid_session", "invalid_token", "forbidden", "not_found"];
+  switch (rule) {
+    case "public":
+    case "webhook":
+      return [];
+    case "setup":
+      return ["missing_auth", "wrong_credential", "invalid_setup_token", "setup_already_complete"];
+    case "session":
+      return ["missing_auth", "wrong_credential", "invalid_session"];
+    case "user":
+      return ["missing_auth", "wrong_credential", "invalid_session", "invalid_token"];
+    case "maintainer":
+    case "admin":
+    case "owner":
+      return ["missing_auth", "wrong_credential", "invalid_session", "invalid_token", "forbidden"];
+    case "metrics":
+      return ["missing_auth", "invalid_token", "forbidden"];
+    case "runner":
+    case "stream":
+      return ["missing_auth", "wrong_credential", "invalid_token", "forbidden"];
+  }
+}
+
+type AnyObject = z.ZodObject<z.ZodRawShape>;
+
+/**
+ * C is what the handler reads beyond the request (lib/http/context.ts ContextFor): a handler on a
+ * `user` route takes `UserContext` and finds its principal there. The route table checks that its
+ * line's rule provides it (handlers/routes.ts).
+ */
+export interface Endpoint<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  C extends RequestContext = RequestContext,
+> {
+  operationId: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** What the handler checks beyond the route's rule (a loopback peer, a token's owner), for docs/authorization.md. */
+  authNote?: string;
+  params?: P;
+  query?: Q;
+  /** When set, the body must be JSON of this shape (415/413/400 otherwise). */
+  body?: B;
+  bodyLimitBytes?: number;
+  /** JSON response schema for the success status; omitted for streams and raw bodies. */
+  response?: z.ZodType;
+  successStatus?: number;
+  /** Sign-in routes also set the session as the browser's HttpOnly cookie; logout clears it (lib/auth/browser-session.ts). */
+  browserSession?: "set" | "clear";
+  /** Extra response media types (e.g. text/plain logs, text/event-stream), documented as such. */
+  produces?: string[];
+  errors: ErrorCode[];
+  // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
+  handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: C) => Promise<unknown>;
+}
+
+export function defineEndpoint<
+  P extends AnyObject = AnyObject,
+  Q extends AnyObject = AnyObject,
+  B extends z.ZodType = z.ZodType,
+  C extends RequestContext = RequestContext,
+>(endpoint: Endpoint<P, Q, B, C>): Endpoint<P, Q, B, C> {
+  return endpoint;
+}
+
+/** An endpoint a route with rule R may serve: its handler needs no more than R provides. */
+// biome-ignore lint/suspicious/noExplicitAny: the schemas are checked in the endpoint file
+export type EndpointFor<R extends AuthRule> = Endpoint<any, any, any, ContextFor<R>>;
+
+export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+export interface RouteEntry {
+  method: Method;
+  /** OpenAPI-style path: /v1/api-tokens/{token_id} */
+  path: string;
+  auth: AuthRule;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  endpoint: Endpoint<any, any, any, any>;
+}

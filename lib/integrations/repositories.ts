@@ -1,0 +1,114 @@
+// The repository catalogue (docs/api.md "Source integrations"), synced from each integration.
+import type { Row } from "../db/database.ts";
+import type { Executor } from "../db/client.ts";
+import { all, bool, num, one, str, likePattern } from "../db/client.ts";
+import { newId } from "../auth/secrets.ts";
+import type { ForgeName } from "../forges/registry.ts";
+
+export interface Repository {
+  id: string;
+  external_id: string;
+  full_name: string;
+  default_branch: string;
+  is_private: boolean;
+  avatar_url: string;
+  installation_id: string;
+  integration_id: string;
+  host_url: string;
+  clone_url: string;
+  provider: ForgeName;
+  created_at: number;
+  updated_at: number;
+}
+
+function toRepository(row: Row): Repository {
+  return {
+    id: str(row, "id"),
+    external_id: str(row, "external_id"),
+    full_name: str(row, "full_name"),
+    default_branch: str(row, "default_branch"),
+    is_private: bool(row, "is_private"),
+    avatar_url: str(row, "avatar_url"),
+    installation_id: str(row, "installation_id"),
+    integration_id: str(row, "integration_id"),
+    host_url: str(row, "host_url"),
+    clone_url: str(row, "clone_url"),
+    provider: str(row, "provider") as ForgeName,
+    created_at: num(row, "created_at"),
+    updated_at: num(row, "updated_at"),
+  };
+}
+
+/** What a host API client reports for one repository. */
+export interface RemoteRepository {
+  external_id: string;
+  full_name: string;
+  default_branch: string;
+  is_private: boolean;
+  avatar_url: string;
+  clone_url: string;
+}
+
+/** Inserts new repositories and updates known ones (a rename keeps the id: matched by external id). */
+export async function upsertRepositories(
+  db: Executor,
+  integration: { id: string; provider: ForgeName; installation_id: string | null; web_url: string },
+  remote: RemoteRepository[],
+  now: number,
+): Promise<number> {
+  for (const r of remote) {
+    await db.execute({
+      sql: `INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (integration_id, external_id) DO UPDATE SET
+              full_name = excluded.full_name, default_branch = excluded.default_branch, is_private = excluded.is_private,
+              avatar_url = excluded.avatar_url, clone_url = excluded.clone_url, updated_at = excluded.updated_at`,
+      args: [
+        newId(),
+        integration.id,
+        integration.provider,
+        r.external_id,
+        r.full_name,
+        r.default_branch,
+        r.is_private ? 1 : 0,
+        r.avatar_url,
+        integration.installation_id ?? "",
+        integration.web_url,
+        r.clone_url,
+        now,
+        now,
+      ],
+    });
+  }
+  return remote.length;
+}
+
+export async function findRepository(db: Executor, id: string): Promise<Repository | null> {
+  const row = await one(db, "SELECT * FROM repositories WHERE id = ?", [id]);
+  return row ? toRepository(row) : null;
+}
+
+/** The ids of an integration's catalogue entries. */
+export async function repositoryIdsOf(db: Executor, integrationId: string): Promise<string[]> {
+  return (await all(db, "SELECT id FROM repositories WHERE integration_id = ?", [integrationId])).map((row) => str(row, "id"));
+}
+
+/** Every catalogue entry with this host id (one per integration that sees it). */
+export async function findRepositoriesByExternalId(db: Executor, forge: string, externalId: string): Promise<Repository[]> {
+  return (await all(db, "SELECT * FROM repositories WHERE provider = ? AND external_id = ?", [forge, externalId])).map(toRepository);
+}
+
+export async function searchRepositories(
+  db: Executor,
+  options: { q: string | undefined; limit: number; offset: number },
+): Promise<{ repositories: Repository[]; total: number }> {
+  const args: (string | number)[] = [];
+  let where = "";
+  if (options.q) {
+    where = "WHERE lower(full_name) LIKE ? ESCAPE '\\'";
+    args.push(likePattern(options.q));
+  }
+  const total = await one(db, `SELECT COUNT(*) AS n FROM repositories ${where}`, args);
+  const rows = await all(db, `SELECT * FROM repositories ${where} ORDER BY full_name, id LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
+  return { repositories: rows.map(toRepository), total: Number(total?.n ?? 0) };
+}

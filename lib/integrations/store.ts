@@ -1,0 +1,97 @@
+// Integrations: connected forges (a GitHub App installation, a GitLab or Gitea instance, a
+// Bitbucket workspace, a git remote). `provider` names the forge (lib/forges/registry.ts).
+// Credentials are sealed with the secret box (lib/integrations/credentials.ts), opened only to
+// talk to the forge, and nothing returns them.
+import type { Row } from "../db/database.ts";
+import type { Executor } from "../db/client.ts";
+import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { newId } from "../auth/secrets.ts";
+import type { ForgeName } from "../forges/registry.ts";
+import type { IntegrationResource } from "../schemas/ci.ts";
+import type { WireOf } from "../schemas/shared.ts";
+
+export interface Integration {
+  id: string;
+  provider: ForgeName;
+  name: string;
+  api_url: string;
+  web_url: string;
+  app_id: string | null;
+  installation_id: string | null;
+  credentials_sealed: string;
+  created_by: string | null;
+  created_at: number;
+  updated_at: number;
+  last_synced_at: number | null;
+  last_sync_error: string | null;
+}
+
+function toIntegration(row: Row): Integration {
+  return {
+    id: str(row, "id"),
+    provider: str(row, "provider") as ForgeName,
+    name: str(row, "name"),
+    api_url: str(row, "api_url"),
+    web_url: str(row, "web_url"),
+    app_id: strOrNull(row, "app_id"),
+    installation_id: strOrNull(row, "installation_id"),
+    credentials_sealed: str(row, "credentials_sealed"),
+    created_by: strOrNull(row, "created_by"),
+    created_at: num(row, "created_at"),
+    updated_at: num(row, "updated_at"),
+    last_synced_at: numOrNull(row, "last_synced_at"),
+    last_sync_error: strOrNull(row, "last_sync_error"),
+  };
+}
+
+/** The API shape: everything but the credentials. */
+/** Without last_sync_failed, which integrationView (lib/integrations/index.ts) adds by the viewer's role. */
+export function toPublicIntegration(i: Integration): Omit<WireOf<typeof IntegrationResource>, "last_sync_failed"> {
+  return {
+    id: i.id,
+    provider: i.provider,
+    name: i.name,
+    api_url: i.api_url,
+    web_url: i.web_url,
+    app_id: i.app_id,
+    installation_id: i.installation_id,
+    created_at: i.created_at,
+    updated_at: i.updated_at,
+    last_synced_at: i.last_synced_at,
+    last_sync_error: i.last_sync_error,
+  };
+}
+
+export async function insertIntegration(
+  db: Executor,
+  f: Omit<Integration, "id" | "created_at" | "updated_at" | "last_synced_at" | "last_sync_error">,
+  now: number,
+): Promise<Integration> {
+  const row = await one(
+    db,
+    `INSERT INTO integrations (id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_by, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
+    [newId(), f.provider, f.name, f.api_url, f.web_url, f.app_id, f.installation_id, f.credentials_sealed, f.created_by, now, now],
+  );
+  return toIntegration(row!);
+}
+
+export async function findIntegration(db: Executor, id: string): Promise<Integration | null> {
+  const row = await one(db, "SELECT * FROM integrations WHERE id = ?", [id]);
+  return row ? toIntegration(row) : null;
+}
+
+export async function listIntegrations(db: Executor): Promise<Integration[]> {
+  return (await all(db, "SELECT * FROM integrations ORDER BY created_at, id")).map(toIntegration);
+}
+
+export async function recordSync(db: Executor, id: string, now: number, error: string | null): Promise<void> {
+  await db.execute({
+    sql: "UPDATE integrations SET last_synced_at = CASE WHEN ? IS NULL THEN ? ELSE last_synced_at END, last_sync_error = ?, updated_at = ? WHERE id = ?",
+    args: [error, now, error, now, id],
+  });
+}
+
+export async function deleteIntegration(db: Executor, id: string): Promise<void> {
+  await db.execute({ sql: "DELETE FROM integrations WHERE id = ?", args: [id] });
+}

@@ -1,0 +1,311 @@
+// Build logs (docs/runners.md "Logs"): lines numbered per job by the runner (idempotent
+// appends) and per build by Roost (seq, the stable SSE id). Past the per-build cap the head (the
+// first half) stays and a rolling tail (the second half) keeps the newest lines; what was cut in
+// between is counted, and readers are told where and how much.
+import type { Db, Executor, Row } from "../db/client.ts";
+import { all, inTransaction, one } from "../db/client.ts";
+
+export interface LogLineInput {
+  step: string;
+  stream: "stdout" | "stderr" | "system";
+  ts?: number | undefined;
+  text: string;
+}
+
+export interface LogEntry {
+  seq: number;
+  job_id: string;
+  line: number;
+  step: string;
+  stream: string;
+  ts: number;
+  text: string;
+}
+
+export interface LogStats {
+  last_seq: number;
+  bytes: number;
+  head_last_seq: number | null;
+  cut_lines: number;
+  cut_bytes: number;
+}
+
+/** A stored line as live readers get it (lib/live/hub.ts publishes these without reading them back). */
+export interface StoredLine {
+  seq: number;
+  step: string;
+  stream: string;
+  ts: number;
+  text: string;
+}
+
+export type AppendResult = { kind: "ok"; next_line: number; last_seq: number; accepted: number; entries: StoredLine[] } | { kind: "gap"; next_line: number };
+
+const lineBytes = (l: { text: string }) => Buffer.byteLength(l.text) + 1;
+
+/** Rows per INSERT: 8 values each, well under SQLite's 32,766 bound variables (https://www.sqlite.org/limits.html#max_variable_number). */
+const ROWS_PER_INSERT = 500;
+/** At most this many appends share one transaction. */
+const MAX_APPENDS_TOGETHER = 64;
+
+/** Whose lines: a job's, or a deployment's publishing the build (numbered the same way). */
+type LineOwner = "jobs" | "deployments";
+
+interface Append {
+  from: LineOwner;
+  jobId: string;
+  buildId: string;
+  firstLine: number;
+  lines: LogLineInput[];
+  now: number;
+  capBytes: number;
+}
+
+interface Waiting extends Append {
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+/** Appends waiting for a database's next log transaction, and whether one is under way. */
+const waitingFor = new WeakMap<Db, { queue: Waiting[]; running: boolean }>();
+
+/**
+ * Appends lines [firstLine, firstLine + lines.length) of a job (or of a deployment publishing
+ * the build, which numbers its lines the same way: `from` "deployments"). Lines it already has
+ * are skipped (a retried request duplicates nothing); a request that starts past the next
+ * expected line is a gap and stores nothing (the runner resends from next_line).
+ *
+ * Appends that arrive together, from every runner, are written in one transaction with a few
+ * statements whatever their number: one read of the jobs' next lines and their builds' log
+ * stats, then every new line in multi-row INSERTs, sent together with the stats and the jobs'
+ * next lines. On a remote database each statement is a round trip (two for twenty runners'
+ * appends instead of about thirty for each one); on a file, fewer statements cost less too. If
+ * that transaction fails, its appends are written again one by one, so that only a failing one
+ * fails.
+ */
+export function appendLogLines(
+  db: Db,
+  jobId: string,
+  buildId: string,
+  firstLine: number,
+  lines: LogLineInput[],
+  now: number,
+  capBytes: number,
+  from: LineOwner = "jobs",
+): Promise<AppendResult> {
+  let state = waitingFor.get(db);
+  if (!state) waitingFor.set(db, (state = { queue: [], running: false }));
+  const queue = state;
+  return new Promise((resolve, reject) => {
+    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, resolve, reject });
+    if (!queue.running) {
+      queue.running = true;
+      // After this turn's I/O: appends of requests read together share the transaction.
+      setImmediate(() => void writeWaiting(db, queue));
+    }
+  });
+}
+
+async function writeWaiting(db: Db, state: { queue: Waiting[]; running: boolean }): Promise<void> {
+  try {
+    while (state.queue.length > 0 && !db.closed) {
+      const taken = state.queue.splice(0, MAX_APPENDS_TOGETHER);
+      try {
+        const results = await inTransaction(db, (tx) => appendAll(tx, taken));
+        taken.forEach((t, i) => t.resolve(results[i]!));
+      } catch (error) {
+        if (taken.length === 1) taken[0]!.reject(error);
+        else for (const t of taken) await inTransaction(db, (tx) => appendAll(tx, [t])).then(([r]) => t.resolve(r!), t.reject);
+      }
+    }
+    for (const t of state.queue.splice(0)) t.reject(new Error("The database is closed"));
+  } finally {
+    state.running = false;
+  }
+}
+
+/** The appends in order, in the caller's transaction; each one's result. */
+async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[]> {
+  // 1. Where each job's (or deployment's) lines and each build's log stand: read together.
+  const key = (a: Append) => `${a.from}:${a.jobId}`;
+  const owners = (from: LineOwner) => [...new Set(appends.filter((a) => a.from === from).map((a) => a.jobId))];
+  const buildIds = [...new Set(appends.map((a) => a.buildId))];
+  const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
+  const [jobs, deployments, statRows] = await Promise.all([
+    ...(["jobs", "deployments"] as const).map((from) => {
+      const ids = owners(from);
+      return ids.length === 0 ? [] : all(tx, `SELECT id, next_line FROM ${from} WHERE id IN (${marks(ids.length)})`, ids);
+    }),
+    all(tx, `SELECT * FROM build_log_stats WHERE build_id IN (${marks(buildIds.length)})`, buildIds),
+  ]);
+  const nextLine = new Map<string, number>();
+  for (const row of jobs!) nextLine.set(`jobs:${String(row.id)}`, Number(row.next_line));
+  for (const row of deployments!) nextLine.set(`deployments:${String(row.id)}`, Number(row.next_line));
+  const stats = new Map<string, LogStats>(buildIds.map((id) => [id, { last_seq: 0, bytes: 0, head_last_seq: null, cut_lines: 0, cut_bytes: 0 }]));
+  for (const row of statRows!) stats.set(String(row.build_id), statsFrom(row));
+
+  // 2. The lines each append adds, in memory: seqs, bytes and the cap.
+  let rows: Array<[Append, number, StoredLine]> = [];
+  const insertRows = async (): Promise<void> => {
+    const sent = rows;
+    rows = [];
+    const writes: Promise<unknown>[] = [];
+    for (let at = 0; at < sent.length; at += ROWS_PER_INSERT) {
+      const chunk = sent.slice(at, at + ROWS_PER_INSERT);
+      writes.push(
+        tx.execute({
+          sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}`,
+          args: chunk.flatMap(([a, line, e]) => [a.buildId, e.seq, a.jobId, line, e.step, e.stream, e.ts, e.text]),
+        }),
+      );
+    }
+    await Promise.all(writes);
+  };
+  const changedJobs = new Set<string>();
+  const changedBuilds = new Set<string>();
+  const results: AppendResult[] = [];
+  for (const a of appends) {
+    const next = nextLine.get(key(a));
+    if (next === undefined) throw new Error(`${a.from} ${a.jobId} has no row to append log lines to`);
+    if (a.firstLine > next) {
+      results.push({ kind: "gap", next_line: next });
+      continue;
+    }
+    const fresh = a.lines.slice(next - a.firstLine);
+    const build = stats.get(a.buildId)!;
+    if (fresh.length === 0) {
+      results.push({ kind: "ok", next_line: next, last_seq: build.last_seq, accepted: 0, entries: [] });
+      continue;
+    }
+    const entries: StoredLine[] = [];
+    const headCap = Math.floor(a.capBytes / 2);
+    let line = next;
+    for (const l of fresh) {
+      const size = lineBytes(l);
+      if (build.head_last_seq === null && build.bytes + size > headCap) build.head_last_seq = build.last_seq;
+      if (build.head_last_seq !== null && build.bytes + size > a.capBytes) {
+        // Make room in the tail: drop its oldest lines (never the head), the ones just added included.
+        if (rows.length > 0) await insertRows();
+        const oldest = await all(tx, "SELECT seq, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT 1000", [
+          a.buildId,
+          build.head_last_seq,
+        ]);
+        let freed = 0;
+        let upTo = build.head_last_seq;
+        for (const row of oldest) {
+          if (build.bytes - freed + size <= a.capBytes) break;
+          freed += Buffer.byteLength(String(row.text)) + 1;
+          upTo = Number(row.seq);
+          build.cut_lines++;
+        }
+        if (upTo > build.head_last_seq)
+          await tx.execute({ sql: "DELETE FROM build_logs WHERE build_id = ? AND seq > ? AND seq <= ?", args: [a.buildId, build.head_last_seq, upTo] });
+        build.bytes -= freed;
+        build.cut_bytes += freed;
+        if (build.bytes + size > a.capBytes) {
+          // A single line larger than the tail: count it as cut.
+          build.cut_lines++;
+          build.cut_bytes += size;
+          line++;
+          continue;
+        }
+      }
+      build.last_seq++;
+      const entry: StoredLine = { seq: build.last_seq, step: l.step, stream: l.stream, ts: l.ts ?? a.now, text: l.text };
+      rows.push([a, line, entry]);
+      entries.push(entry);
+      build.bytes += size;
+      line++;
+    }
+    nextLine.set(key(a), line);
+    changedJobs.add(key(a));
+    changedBuilds.add(a.buildId);
+    results.push({ kind: "ok", next_line: line, last_seq: build.last_seq, accepted: fresh.length, entries });
+  }
+
+  // 3. Everything written at once: independent statements, and the transaction undoes all if one fails.
+  const builds = [...changedBuilds];
+  await Promise.all([
+    insertRows(),
+    builds.length === 0
+      ? undefined
+      : tx.execute({
+          sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes, head_last_seq, cut_lines, cut_bytes) VALUES ${builds.map(() => "(?, ?, ?, ?, ?, ?)").join(", ")}
+                ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes, head_last_seq = excluded.head_last_seq,
+                  cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
+          args: builds.flatMap((id) => {
+            const b = stats.get(id)!;
+            return [id, b.last_seq, b.bytes, b.head_last_seq, b.cut_lines, b.cut_bytes];
+          }),
+        }),
+    ...[...changedJobs].map((owner) => {
+      const [from, id] = owner.split(":") as [LineOwner, string];
+      return tx.execute({ sql: `UPDATE ${from} SET next_line = ? WHERE id = ?`, args: [nextLine.get(owner)!, id] });
+    }),
+  ]);
+  return results;
+}
+
+/**
+ * A line from Roost itself (stream "system", job "roost"), outside any job's line numbering:
+ * it takes the next seq, so viewers get it like any other line, and counts against the cap.
+ */
+export async function appendSystemLine(db: Db, buildId: string, text: string, now: number): Promise<number> {
+  return inTransaction(db, (tx) => appendSystemLineIn(tx, buildId, text, now));
+}
+
+/** appendSystemLine inside the caller's transaction (a state change that also writes a log line). */
+export async function appendSystemLineIn(tx: Executor, buildId: string, text: string, now: number): Promise<number> {
+  const stats = await statsOf(tx, buildId);
+  const seq = stats.last_seq + 1;
+  await tx.execute({
+    sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)",
+    args: [buildId, seq, now, text],
+  });
+  await tx.execute({
+    sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) VALUES (?, ?, ?)
+          ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes`,
+    args: [buildId, seq, stats.bytes + Buffer.byteLength(text) + 1],
+  });
+  return seq;
+}
+
+export async function statsOf(db: Executor, buildId: string): Promise<LogStats> {
+  const row = await one(db, "SELECT * FROM build_log_stats WHERE build_id = ?", [buildId]);
+  return row ? statsFrom(row) : { last_seq: 0, bytes: 0, head_last_seq: null, cut_lines: 0, cut_bytes: 0 };
+}
+
+/** A build_log_stats row (its columns NULL where the build has no log yet) as stats. */
+function statsFrom(row: Row): LogStats {
+  if (row.last_seq === null || row.last_seq === undefined) return { last_seq: 0, bytes: 0, head_last_seq: null, cut_lines: 0, cut_bytes: 0 };
+  return {
+    last_seq: Number(row.last_seq),
+    bytes: Number(row.bytes),
+    head_last_seq: row.head_last_seq === null ? null : Number(row.head_last_seq),
+    cut_lines: Number(row.cut_lines),
+    cut_bytes: Number(row.cut_bytes),
+  };
+}
+
+/** One page of lines after `afterSeq`, oldest first. */
+export async function readLogPage(db: Executor, buildId: string, afterSeq: number, limit: number): Promise<LogEntry[]> {
+  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT ?", [
+    buildId,
+    afterSeq,
+    limit,
+  ]);
+  return rows.map((r) => ({
+    seq: Number(r.seq),
+    job_id: String(r.job_id),
+    line: Number(r.line),
+    step: String(r.step),
+    stream: String(r.stream),
+    ts: Number(r.ts),
+    text: String(r.text),
+  }));
+}
+
+/** The sentence readers show where the cap cut lines out. */
+export function cutNotice(stats: LogStats): string {
+  return `[roost] ${stats.cut_lines} lines (${stats.cut_bytes} bytes) were cut here: the build log passed its cap; the beginning and the end are kept.`;
+}

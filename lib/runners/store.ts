@@ -1,0 +1,114 @@
+// Runners (docs/runners.md): registered by an admin, authenticated by roost_rt_ tokens stored hashed.
+import type { Row } from "../db/database.ts";
+import type { Executor } from "../db/client.ts";
+import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+import type { RunnerResource } from "./wire.ts";
+import type { WireOf } from "../schemas/shared.ts";
+
+export interface RunnerCapabilities {
+  os?: string;
+  arch?: string;
+  flutter_versions?: string[];
+  xcode?: string | null;
+}
+
+export interface Runner {
+  id: string;
+  name: string;
+  labels: string[];
+  advertised_labels: string[];
+  capabilities: RunnerCapabilities;
+  version: string;
+  created_at: number;
+  last_seen_at: number | null;
+  revoked_at: number | null;
+}
+
+function toRunner(row: Row): Runner {
+  return {
+    id: str(row, "id"),
+    name: str(row, "name"),
+    labels: JSON.parse(str(row, "labels")) as string[],
+    advertised_labels: JSON.parse(str(row, "advertised_labels")) as string[],
+    capabilities: JSON.parse(str(row, "capabilities")) as RunnerCapabilities,
+    version: str(row, "version"),
+    created_at: num(row, "created_at"),
+    last_seen_at: numOrNull(row, "last_seen_at"),
+    revoked_at: numOrNull(row, "revoked_at"),
+  };
+}
+
+export function allLabels(r: Runner): string[] {
+  return [...new Set([...r.labels, ...r.advertised_labels])];
+}
+
+export async function insertRunner(
+  db: Executor,
+  f: { name: string; labels: string[]; createdBy: string },
+  now: number,
+): Promise<{ runner: Runner; token: string }> {
+  const minted = mintSecret("rt");
+  const row = await one(db, "INSERT INTO runners (id, name, secret_hash, labels, created_by, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING *", [
+    minted.id,
+    f.name,
+    minted.hash,
+    JSON.stringify(f.labels),
+    f.createdBy,
+    now,
+  ]);
+  return { runner: toRunner(row!), token: minted.token };
+}
+
+export async function rotateRunnerToken(db: Executor, id: string): Promise<string> {
+  const minted = mintSecret("rt", id);
+  await db.execute({ sql: "UPDATE runners SET secret_hash = ? WHERE id = ?", args: [minted.hash, id] });
+  return minted.token;
+}
+
+export async function findRunner(db: Executor, id: string): Promise<Runner | null> {
+  const row = await one(db, "SELECT * FROM runners WHERE id = ?", [id]);
+  return row ? toRunner(row) : null;
+}
+
+/** The runner a presented token belongs to, when valid and not revoked. */
+export async function runnerForToken(db: Executor, token: string): Promise<Runner | null> {
+  const parsed = parseSecret("rt", token);
+  if (!parsed) return null;
+  const row = await one(db, "SELECT * FROM runners WHERE id = ?", [parsed.id]);
+  if (!row || !secretMatches(parsed.secret, str(row, "secret_hash")) || strOrNull(row, "revoked_at") !== null) return null;
+  return toRunner(row);
+}
+
+export async function listRunners(db: Executor): Promise<Runner[]> {
+  return (await all(db, "SELECT * FROM runners ORDER BY name, id")).map(toRunner);
+}
+
+export async function recordConnect(
+  db: Executor,
+  id: string,
+  f: { labels: string[]; capabilities: RunnerCapabilities; version: string },
+  now: number,
+): Promise<void> {
+  await db.execute({
+    sql: "UPDATE runners SET advertised_labels = ?, capabilities = ?, version = ?, last_seen_at = ? WHERE id = ?",
+    args: [JSON.stringify(f.labels), JSON.stringify(f.capabilities), f.version, now, id],
+  });
+}
+
+export async function touchRunner(db: Executor, id: string, now: number): Promise<void> {
+  await db.execute({ sql: "UPDATE runners SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)", args: [now, id, now] });
+}
+
+export async function revokeRunner(db: Executor, id: string, now: number): Promise<void> {
+  await db.execute({ sql: "UPDATE runners SET revoked_at = COALESCE(revoked_at, ?) WHERE id = ?", args: [now, id] });
+}
+
+/** Runners seen within `seconds` and not revoked (routing and the unroutable check use them). */
+export async function liveRunners(db: Executor, now: number, seconds: number): Promise<Runner[]> {
+  return (await all(db, "SELECT * FROM runners WHERE revoked_at IS NULL AND last_seen_at >= ?", [now - seconds])).map(toRunner);
+}
+
+export function toPublicRunner(r: Runner): WireOf<typeof RunnerResource> {
+  return { ...r, labels: r.labels, all_labels: allLabels(r) };
+}
