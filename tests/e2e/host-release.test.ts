@@ -8,21 +8,20 @@
 //    attaches the APK, byte for byte: one release of the tag, one asset;
 //  - publishing the build again sends nothing GitHub already has.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { sign } from "@octokit/webhooks-methods";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
+import { GIT, pollUntil, runnerEnv, sh as shIn, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-host-release-e2e-"));
 const repo = join(work, "app");
 const flutterDir = join(work, "flutter-stand-in");
-const WEBHOOK_SECRET = "0123456789abcdef-secret";
+let ci: GithubProject;
 let daemon: Daemon;
 let host: HostApiStandIn;
-let runnerProc: Subprocess | undefined;
+let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let tagCommit = "";
@@ -44,47 +43,10 @@ const ROOST_YAML = `pipelines:
         notes: { file: RELEASE_NOTES.md }
 `;
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", HOME: work } });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-const GIT = "git -c user.email=ci@example.test -c user.name=CI";
-
+const sh = (cmd: string, cwd = work) => shIn(cmd, cwd, { PATH: process.env.PATH ?? "", HOME: work });
 /** A tag pushed at `sha`, as GitHub sends it (the recorded fixture, retargeted); the build it starts. */
-async function pushTag(tag: string, sha: string): Promise<string> {
-  const payload = JSON.parse(readFileSync(join(REPO_ROOT, "tests/fixtures/webhooks/github/push__tag_created.json"), "utf8"));
-  Object.assign(payload.repository, { id: 77, full_name: "acme/app", name: "app", default_branch: "main" });
-  payload.repository.owner.login = "acme";
-  if (payload.installation) payload.installation.id = Number(host.github.installationId);
-  Object.assign(payload, { ref: `refs/tags/${tag}`, after: sha });
-  Object.assign(payload.head_commit, { id: sha, message: "Release 1.0" });
-  const body = JSON.stringify(payload);
-  const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": "push",
-      "x-github-delivery": crypto.randomUUID(),
-      "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
-    },
-    body,
-  });
-  const answer = (await res.json()) as { builds?: { id: string }[] };
-  if (answer.builds?.length !== 1) throw new Error(`the tag push did not start one build: ${JSON.stringify(answer)}`);
-  return answer.builds[0]!.id;
-}
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 40_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(value)}`);
-    await Bun.sleep(150);
-  }
-}
+const pushTag = (tag: string, sha: string) => ci.pushTag(tag, sha, "Release 1.0");
+const waitFor = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) => pollUntil(what, read, done, 40_000, 150);
 const deployment = (id: string) => http(daemon.url, "GET", `/v1/deployments/${id}`, { token: owner }).then((r) => r.body.deployment);
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 const uploads = () => host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/api/uploads/"));
@@ -99,49 +61,27 @@ beforeAll(async () => {
   copyFileSync(join(REPO_ROOT, "scripts/flutter-stand-in/flutter"), join(flutterDir, "flutter"));
   await sh(`chmod +x ${join(flutterDir, "flutter")}`);
 
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
-  host.repositories.set("acme/app", repo);
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: WEBHOOK_SECRET,
-    },
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
+    repository: { id: 77, full_name: "acme/app", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  ({ daemon, host, owner, projectId } = ci);
+  host.repositories.set("acme/app", repo);
   const env = await http(daemon.url, "PUT", `/v1/projects/${projectId}/environments/github`, { token: owner, body: { allowed_refs: ["refs/tags/v*"] } });
   if (env.status !== 200) throw new Error(JSON.stringify(env.body));
 
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "builder" } })).body;
-  runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: `${flutterDir}:${process.env.PATH}`,
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: created.runner.id,
-      ROOST_RUNNER_TOKEN: created.token,
-      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-      ROOST_RUNNER_GRACE_SECONDS: "1",
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  const runner = await ci.registerRunner({ name: "builder" });
+  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
+    PATH: `${flutterDir}:${process.env.PATH}`,
+    HOME: work,
+    ROOST_RUNNER_GRACE_SECONDS: "1",
   });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
-  await daemon?.stop();
-  await host?.stop();
+  runnerProc?.proc.kill("SIGKILL");
+  await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -152,11 +92,7 @@ describe("a tag publishes a GitHub Release", () => {
   test("the daemon creates the release of the tag; an upload that breaks off fails the deployment", async () => {
     host.github.failUploads = 1;
     buildId = await pushTag("v1.0.0", tagCommit);
-    const build = await waitFor(
-      "the tag build",
-      () => http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner }).then((r) => r.body.build),
-      (b) => ["succeeded", "failed", "canceled"].includes(b.status),
-    );
+    const build = await ci.waitForBuild(buildId, undefined, 40_000, 150);
     expect(build).toMatchObject({ status: "succeeded", trigger_event: "tag", branch: "v1.0.0" });
     const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
     expect(artifacts.map((a: any) => a.path)).toEqual(["RELEASE_NOTES.md", "build/app/outputs/flutter-apk/app-release.apk"]);
@@ -190,9 +126,7 @@ describe("a tag publishes a GitHub Release", () => {
       ["v1.0.0", [["app-release.apk", "uploaded", `apk of ${tagCommit}`]]],
     ]);
     expect(uploads()).toHaveLength(2);
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
-      r.text(),
-    );
+    const log = await ci.buildLog(buildId);
     expect(log).toContain("[github] release v1.0.0 (");
     expect(log).toContain("existed: updated its name, notes and state");
     expect(log).not.toContain("ghs_standin_installation_token");

@@ -5,72 +5,45 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import {
+  commitRepository,
+  isFinished,
+  runnerEnv,
+  sh as shIn,
+  spawnRunner,
+  startGithubProject,
+  type GithubProject,
+  type RunnerProcess,
+} from "../helpers/ci-daemon.ts";
 import { SseReader } from "../helpers/sse.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-runner-e2e-"));
 const repo = join(work, "app");
 const flutterDir = join(work, "flutter-stand-in");
+let ci: GithubProject;
 let daemon: Daemon;
-let host: HostApiStandIn;
-let runnerProc: Subprocess | undefined;
+let runnerProc: RunnerProcess | undefined;
 let owner = "";
-let projectId = "";
 let commit = "";
 let runner = { id: "", token: "" };
 const DAEMON_ENV = { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" };
+const sh = (cmd: string) => shIn(cmd, work);
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-
-function startRunner(): Subprocess {
+function startRunner(): RunnerProcess {
   // The tests run the daemon and the runner as one user: the documented override (docs/runners.md).
-  return Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: `${flutterDir}:${process.env.PATH}`,
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: runner.id,
-      ROOST_RUNNER_TOKEN: runner.token,
-      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-      ROOST_RUNNER_GRACE_SECONDS: "1",
-      ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  return spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
+    PATH: `${flutterDir}:${process.env.PATH}`,
+    HOME: work,
+    ROOST_RUNNER_GRACE_SECONDS: "1",
+    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
   });
 }
 
-async function pipeline(body: Record<string, unknown>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-    token: owner,
-    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body },
-  });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.pipeline.id;
-}
-
-async function build(pipelineId: string): Promise<string> {
-  return (await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } })).body
-    .build.id;
-}
-
-async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const b = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
-    if (predicate(b)) return b;
-    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
-    await Bun.sleep(100);
-  }
-}
+const pipeline = (body: Record<string, unknown>) => ci.createPipeline(body);
+const build = (pipelineId: string) => ci.queueBuild(pipelineId, commit);
+const waitFor = (buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000) => ci.waitForBuild(buildId, predicate, timeoutMs);
 
 async function stream(buildId: string, lastEventId?: string): Promise<SseReader> {
   const { token } = (await http(daemon.url, "POST", `/v1/builds/${buildId}/stream-token`, { token: owner })).body;
@@ -80,12 +53,10 @@ async function stream(buildId: string, lastEventId?: string): Promise<SseReader>
 }
 
 beforeAll(async () => {
-  mkdirSync(repo, { recursive: true });
-  await sh(
-    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
-    repo,
-  );
-  commit = await sh("git rev-parse HEAD", repo);
+  mkdirSync(join(repo, "lib"), { recursive: true });
+  writeFileSync(join(repo, "README.md"), "# app\n");
+  writeFileSync(join(repo, "lib/main.dart"), "void main() {}\n");
+  commit = await commitRepository(repo);
   mkdirSync(flutterDir);
   writeFileSync(
     join(flutterDir, "flutter"),
@@ -103,33 +74,19 @@ fi
   );
   chmodSync(join(flutterDir, "flutter"), 0o755);
 
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: DAEMON_ENV });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), cleanup: false, env: DAEMON_ENV },
+    repository: { id: 77, full_name: "acme/app", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-e2e" } })).body;
-  runner = { id: created.runner.id, token: created.token };
+  ({ daemon, owner } = ci);
+  runner = await ci.registerRunner({ name: "linux-e2e" });
   runnerProc = startRunner();
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
+  runnerProc?.proc.kill("SIGKILL");
   await daemon?.stop();
-  await host?.stop();
+  await ci?.host.stop();
   await sh("pkill -f 'sleep 3133[0-9]' || true").catch(() => {});
   rmSync(work, { recursive: true, force: true });
 });
@@ -201,27 +158,23 @@ describe("a real runner", () => {
 
   test("a failing step fails the build with its exit code; later steps are skipped", async () => {
     const buildId = await build(await pipeline({ execution_config: { commands: { build: ["echo about to fail", "exit 7"], post_build: ["echo never"] } } }));
-    const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
+    const done = await waitFor(buildId, isFinished, 30_000);
     expect(done).toMatchObject({ status: "failed", exit_code: 7, failure_reason: "step build failed with exit code 7" });
     expect(done.step_results.find((s: { name: string }) => s.name === "post_build").status).toBe("skipped");
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
-      r.text(),
-    );
+    const log = await ci.buildLog(buildId);
     expect(log).toContain("about to fail");
     expect(log).not.toContain("never\n");
   }, 40_000);
 
   test("a pinned Flutter version the runner does not have fails the build clearly, before any build step runs", async () => {
     const buildId = await build(await pipeline({ execution_config: { flutter_version: "3.99.0", commands: { pre_build: ["echo should not run"] } } }));
-    const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
+    const done = await waitFor(buildId, isFinished, 30_000);
     expect(done.status).toBe("failed");
     // The runner installs a missing version from ROOST_FLUTTER_GIT_URL, which here has no Flutter.
     expect(done.failure_reason).toMatch(
       /^Flutter 3\.99\.0 could not be installed on this runner from file:\/\/\/nonexistent\/flutter.git \(step flutter_install failed with exit code \d+\)$/,
     );
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
-      r.text(),
-    );
+    const log = await ci.buildLog(buildId);
     expect(log).not.toContain("should not run\n");
   }, 40_000);
 
@@ -250,11 +203,9 @@ describe("a real runner", () => {
     const listen = daemon.url.replace("http://", "");
     expect(await daemon.stop()).toBe(0);
     daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, listen, env: DAEMON_ENV });
-    const done = await waitFor(buildId, (b) => ["succeeded", "failed", "canceled"].includes(b.status), 30_000);
+    const done = await waitFor(buildId, isFinished, 30_000);
     expect(done.status).toBe("succeeded");
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
-      r.text(),
-    );
+    const log = await ci.buildLog(buildId);
     const counts = log.split("\n").filter((l) => l.startsWith("count "));
     expect(counts).toEqual(Array.from({ length: 80 }, (_, i) => `count ${i + 1}`));
   }, 60_000);
@@ -263,8 +214,8 @@ describe("a real runner", () => {
     const buildId = await build(await pipeline({ execution_config: { commands: { build: ["sleep 31338"] } } }));
     await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
     const killedAt = Date.now();
-    runnerProc!.kill("SIGKILL");
-    await runnerProc!.exited;
+    runnerProc!.proc.kill("SIGKILL");
+    await runnerProc!.proc.exited;
     const failed = await waitFor(buildId, (b) => b.status === "failed", 15_000);
     expect(Date.now() - killedAt).toBeLessThan(4000 + 2000 + 3000);
     expect(failed).toMatchObject({ exit_code: -1 });

@@ -9,74 +9,44 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
+import { commitRepository, runnerEnv, sh as shIn, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-secrets-signing-"));
 const repo = join(work, "app");
 const STORE_PASSWORD = "Keystore-Pa55-word";
 const API_TOKEN = "api-token-0123456789";
+let ci: GithubProject;
 let daemon: Daemon;
-let host: HostApiStandIn;
-let runner: Subprocess | null = null;
+let runner: RunnerProcess | null = null;
 let owner = "";
 let projectId = "";
 let commit = "";
-
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
+const sh = (cmd: string) => shIn(cmd, work);
 
 beforeAll(async () => {
   mkdirSync(join(repo, "android"), { recursive: true });
   writeFileSync(join(repo, "android", "build.gradle"), "// the app's Gradle file would read key.properties here\n");
-  await sh("git init -q -b main && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'app with android/'", repo);
-  commit = await sh("git rev-parse HEAD", repo);
+  commit = await commitRepository(repo, "app with android/");
   await sh(
     `keytool -genkeypair -keystore ${join(work, "upload.p12")} -storetype PKCS12 -storepass ${STORE_PASSWORD} -keypass ${STORE_PASSWORD} -alias upload -keyalg RSA -keysize 2048 -validity 2 -dname "CN=Roost Signing Test, O=Roost"`,
   );
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 91, full_name: "acme/signed", default_branch: "main", private: true, clone_url: repo });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
+    repository: { id: 91, full_name: "acme/signed", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "signer" } })).body;
-  runner = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: created.runner.id,
-      ROOST_RUNNER_TOKEN: created.token,
-      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  ({ daemon, owner, projectId } = ci);
+  const created = await ci.registerRunner({ name: "signer" });
+  runner = spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, created, join(work, "runner-work")),
+    PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    HOME: work,
   });
 }, 60_000);
 
 afterAll(async () => {
-  runner?.kill("SIGKILL");
-  await daemon?.stop();
-  await host?.stop();
+  runner?.proc.kill("SIGKILL");
+  await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
@@ -106,17 +76,9 @@ test("secrets reach the build masked, the keystore file lives only during the jo
     },
   });
   expect(pipeline.status).toBe(201);
-  const buildId = (
-    await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commit } })
-  ).body.build.id;
-  let build: any;
-  for (const deadline = Date.now() + 60_000; Date.now() < deadline; await Bun.sleep(200)) {
-    build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
-    if (["succeeded", "failed", "canceled"].includes(build.status)) break;
-  }
-  const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
-    r.text(),
-  );
+  const buildId = await ci.queueBuild(pipeline.body.pipeline.id, commit);
+  const build = await ci.waitForBuild(buildId, undefined, 60_000, 200);
+  const log = await ci.buildLog(buildId);
   expect({ status: build.status, failure: build.failure_reason }).toEqual({ status: "succeeded", failure: null });
 
   // Masked wherever it appears, plainly or base64-encoded at any offset.

@@ -6,92 +6,49 @@
 // check run with an annotation on the failed test's line, and a re-run that passes marks the test
 // flaky.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
+import { commitRepository, pollUntil, runnerEnv, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-test-results-e2e-"));
 const repo = join(work, "app");
+let ci: GithubProject;
 let daemon: Daemon;
 let host: HostApiStandIn;
-let runnerProc: Subprocess | undefined;
+let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let commit = "";
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen: ${JSON.stringify(v)}`);
-    await Bun.sleep(100);
-  }
-}
-
-const finished = (buildId: string) =>
-  waitFor(
-    "the build's end",
-    async () => (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build,
-    (b) => ["succeeded", "failed", "canceled"].includes(b.status),
-  );
+const waitFor = pollUntil;
+const finished = (buildId: string) => ci.waitForBuild(buildId);
 
 beforeAll(async () => {
-  mkdirSync(repo, { recursive: true });
-  await sh(
-    "git init -q -b main && mkdir -p lib test && echo 'void main() {}' > lib/main.dart && echo '// tests' > test/widget_test.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
-    repo,
-  );
-  commit = await sh("git rev-parse HEAD", repo);
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
+  mkdirSync(join(repo, "lib"), { recursive: true });
+  mkdirSync(join(repo, "test"));
+  writeFileSync(join(repo, "lib/main.dart"), "void main() {}\n");
+  writeFileSync(join(repo, "test/widget_test.dart"), "// tests\n");
+  commit = await commitRepository(repo);
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } },
+    repository: { id: 77, full_name: "acme/app", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-tests" } })).body;
-  runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: created.runner.id,
-      ROOST_RUNNER_TOKEN: created.token,
-      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-      ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  ({ daemon, host, owner, projectId } = ci);
+  const runner = await ci.registerRunner({ name: "linux-tests" });
+  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
+    PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
+    HOME: work,
+    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
   });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
-  await daemon?.stop();
-  await host?.stop();
+  runnerProc?.proc.kill("SIGKILL");
+  await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 

@@ -1,0 +1,236 @@
+// The world most end-to-end tests build in: a real `roost serve` whose owner is logged in (the
+// first loopback login makes the owner, docs/access.md "Local Only"), GitHub connected through the
+// host-API stand-in, a project on the stand-in's repository; the calls those tests make on it
+// (pipelines, builds, a build's end and log) and the `roost runner` processes that build.
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Subprocess } from "bun";
+import { sign } from "@octokit/webhooks-methods";
+import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon, type DaemonOptions } from "./daemon.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+
+/** The webhook secret of the GitHub integration these tests connect. */
+export const WEBHOOK_SECRET = "0123456789abcdef-secret";
+/** git with a committer, for the test repositories. */
+export const GIT = "git -c user.email=ci@example.test -c user.name=CI";
+
+/** `cmd` in bash; its trimmed stdout, or an error with its exit code and stderr. */
+export async function sh(cmd: string, cwd: string, env?: Record<string, string>): Promise<string> {
+  const p = Bun.spawn(["bash", "-c", cmd], { cwd, env, stdout: "pipe", stderr: "pipe" });
+  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
+  if (code !== 0) throw new Error(`${cmd}: exit ${code}: ${err}`);
+  return out.trim();
+}
+
+/** A git repository at `dir` (which exists) with what is in it committed on main; the commit. */
+export async function commitRepository(dir: string, message = "first commit"): Promise<string> {
+  await sh(`git init -q -b main && ${GIT} add . && ${GIT} commit -q -m '${message}'`, dir);
+  return sh("git rev-parse HEAD", dir);
+}
+
+/** Reads until `done` holds of what it read, which it answers; an error naming `what` and the last value when `timeoutMs` passes. */
+export async function pollUntil<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`${what} did not happen: ${JSON.stringify(value)}`);
+    await Bun.sleep(intervalMs);
+  }
+}
+
+export const isFinished = (b: { status: string }) => ["succeeded", "failed", "canceled"].includes(b.status);
+
+/** The first loopback login, which makes the owner; its session token. */
+export async function loginOwner(url: string): Promise<string> {
+  const res = await http(url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
+  if (res.status !== 200) throw new Error(`the owner's login failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.session_token;
+}
+
+/** GitHub connected through the host-API stand-in, and a project on the first repository it lists; the project. */
+export async function createGithubProject(url: string, owner: string, host: HostApiStandIn, webhookSecret = WEBHOOK_SECRET): Promise<any> {
+  const integration = await http(url, "POST", "/v1/integrations", {
+    token: owner,
+    body: {
+      provider: "github",
+      name: "gh",
+      api_url: host.url,
+      app_id: host.github.appId,
+      installation_id: host.github.installationId,
+      private_key: host.github.privateKeyPem,
+      webhook_secret: webhookSecret,
+    },
+  });
+  if (integration.status !== 201) throw new Error(`integration failed: ${JSON.stringify(integration.body)}`);
+  const repository = (await http(url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
+  const project = await http(url, "POST", "/v1/projects", { token: owner, body: { repository_id: repository.id } });
+  if (project.status !== 201) throw new Error(`project failed: ${JSON.stringify(project.body)}`);
+  return project.body.project;
+}
+
+export interface RegisteredRunner {
+  id: string;
+  token: string;
+}
+
+/** The calls the e2e tests make as the owner of one project. */
+export interface ProjectClient {
+  url: string;
+  owner: string;
+  projectId: string;
+  registerRunner(body?: Record<string, unknown>): Promise<RegisteredRunner>;
+  /** A pipeline with a fresh name unless `body` names it; its id. */
+  createPipeline(body?: Record<string, unknown>): Promise<string>;
+  queueBuild(pipelineId: string, commitSha: string): Promise<string>;
+  buildOf(buildId: string): Promise<any>;
+  /** Polls the build until `predicate` holds (by default: it finished); the build. */
+  waitForBuild(buildId: string, predicate?: (b: any) => boolean, timeoutMs?: number, intervalMs?: number): Promise<any>;
+  /** The build's log as plain text. */
+  buildLog(buildId: string): Promise<string>;
+}
+
+export function projectClient(url: string, owner: string, projectId: string): ProjectClient {
+  const buildOf = async (buildId: string) => (await http(url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+  return {
+    url,
+    owner,
+    projectId,
+    async registerRunner(body = {}) {
+      const res = await http(url, "POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}`, ...body } });
+      if (res.status !== 201) throw new Error(`runner failed: ${JSON.stringify(res.body)}`);
+      return { id: res.body.runner.id, token: res.body.token };
+    },
+    async createPipeline(body = {}) {
+      const res = await http(url, "POST", `/v1/projects/${projectId}/pipelines`, {
+        token: owner,
+        body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body },
+      });
+      if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+      return res.body.pipeline.id;
+    },
+    async queueBuild(pipelineId, commitSha) {
+      const res = await http(url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commitSha } });
+      if (res.status !== 201) throw new Error(JSON.stringify(res.body));
+      return res.body.build.id;
+    },
+    buildOf,
+    waitForBuild(buildId, predicate = isFinished, timeoutMs = 30_000, intervalMs = 100) {
+      return pollUntil(`the awaited state of build ${buildId}`, () => buildOf(buildId), predicate, timeoutMs, intervalMs);
+    },
+    buildLog(buildId) {
+      return fetch(`${url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
+    },
+  };
+}
+
+export interface GithubProject extends ProjectClient {
+  daemon: Daemon;
+  host: HostApiStandIn;
+  /** A recorded GitHub webhook payload (tests/fixtures/webhooks/github/<name>) retargeted at the project's repository and the stand-in's installation. */
+  githubPayload(name: string): any;
+  /** `payload` delivered as GitHub's `event`, signed with the integration's secret; the one build it started (or an error with the delivery's reason). */
+  deliverWebhook(event: string, payload: unknown): Promise<string>;
+  /** A tag pushed at `sha` as GitHub sends it (with `message` as its head commit's, when given); the build it started. */
+  pushTag(tag: string, sha: string, message?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** A daemon (`daemon` options), the host-API stand-in listing `repository` (private, on main), the owner logged in and a project on it. */
+export async function startGithubProject(options: {
+  repository: { id: number; full_name: string; clone_url?: string };
+  daemon?: DaemonOptions;
+  webhookSecret?: string;
+}): Promise<GithubProject> {
+  const daemon = await startDaemon(options.daemon);
+  const host = await startHostApiStandIn();
+  host.github.repos.push({ default_branch: "main", private: true, ...options.repository });
+  const owner = await loginOwner(daemon.url);
+  const webhookSecret = options.webhookSecret ?? WEBHOOK_SECRET;
+  const project = await createGithubProject(daemon.url, owner, host, webhookSecret);
+  const { id, full_name } = options.repository;
+  const client = projectClient(daemon.url, owner, project.id);
+  const deliverWebhook = async (event: string, payload: unknown) => {
+    const body = JSON.stringify(payload);
+    const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": event,
+        "x-github-delivery": crypto.randomUUID(),
+        "x-hub-signature-256": await sign(webhookSecret, body),
+      },
+      body,
+    });
+    const answer = (await res.json()) as { builds?: { id: string }[]; delivery_id?: string };
+    if (answer.builds?.length === 1) return answer.builds[0]!.id;
+    const why = answer.delivery_id
+      ? (await http(daemon.url, "GET", `/v1/webhook-deliveries/${answer.delivery_id}`, { token: owner })).body.delivery.reason
+      : null;
+    throw new Error(`the ${event} did not start one build: ${JSON.stringify(answer)} ${JSON.stringify(why)}`);
+  };
+  const githubPayload = (name: string) => {
+    const payload = JSON.parse(readFileSync(join(REPO_ROOT, "tests/fixtures/webhooks/github", name), "utf8"));
+    Object.assign(payload.repository, { id, full_name, name: full_name.split("/")[1], default_branch: "main" });
+    payload.repository.owner.login = full_name.split("/")[0];
+    if (payload.installation) payload.installation.id = Number(host.github.installationId);
+    return payload;
+  };
+  return {
+    ...client,
+    daemon,
+    host,
+    githubPayload,
+    deliverWebhook,
+    pushTag(tag, sha, message) {
+      const payload = githubPayload("push__tag_created.json");
+      Object.assign(payload, { ref: `refs/tags/${tag}`, after: sha });
+      Object.assign(payload.head_commit, { id: sha }, message === undefined ? {} : { message });
+      return deliverWebhook("push", payload);
+    },
+    async stop() {
+      await daemon.stop();
+      await host.stop();
+    },
+  };
+}
+
+/** The variables that make `roost runner` the given registered runner of the daemon at `url`, working in `workDir`. */
+export function runnerEnv(url: string, runner: RegisteredRunner, workDir: string): Record<string, string> {
+  return { ROOST_URL: url, ROOST_RUNNER_ID: runner.id, ROOST_RUNNER_TOKEN: runner.token, ROOST_RUNNER_WORKDIR: workDir };
+}
+
+export interface RunnerProcess {
+  proc: Subprocess;
+  /** Its stderr, line by line, as it comes. */
+  lines: string[];
+  /** Resolves when its stderr is closed and every line is in `lines`. */
+  done: Promise<void>;
+}
+
+/** `roost runner <args>` with only PATH (unless `env` sets it) and `env` in its environment; `prefix` runs it through another command (nsenter, setpriv). */
+export function spawnRunner(args: string[], env: Record<string, string>, prefix: string[] = []): RunnerProcess {
+  const proc = Bun.spawn([...prefix, BUN, ROOST, "runner", ...args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    stdout: "ignore",
+    stderr: "pipe",
+  });
+  const lines: string[] = [];
+  return { proc, lines, done: collectLines(proc.stderr as ReadableStream<Uint8Array>, lines) };
+}
+
+/** Pushes each line of `stream` onto `lines` as it comes (the last one even without a newline). */
+export async function collectLines(stream: ReadableStream<Uint8Array>, lines: string[]): Promise<void> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of stream) {
+    buffer += decoder.decode(chunk, { stream: true });
+    let nl: number;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      lines.push(buffer.slice(0, nl));
+      buffer = buffer.slice(nl + 1);
+    }
+  }
+  if (buffer) lines.push(buffer);
+}
