@@ -10,24 +10,33 @@
 //  - a pull request builds and never publishes;
 //  - an environment's secrets never reach a build step, a pull request, or another environment's publish.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { sign } from "@octokit/webhooks-methods";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
+import {
+  GIT,
+  isFinished,
+  pollUntil,
+  runnerEnv,
+  sh as shIn,
+  spawnRunner,
+  startGithubProject,
+  type GithubProject,
+  type RunnerProcess,
+} from "../helpers/ci-daemon.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startGoogleStandIn, type GoogleStandIn, type ServiceAccount } from "../support/store-stand-ins/google.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-publishing-e2e-"));
 const repo = join(work, "app");
 const flutterDir = join(work, "flutter-stand-in");
-const WEBHOOK_SECRET = "0123456789abcdef-secret";
 const FIREBASE_APP = "1:123456789012:android:0a1b2c3d4e5f6789";
+let ci: GithubProject;
 let daemon: Daemon;
 let host: HostApiStandIn;
 let google: GoogleStandIn;
-let runnerProc: Subprocess | undefined;
+let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let testersKey: ServiceAccount;
@@ -63,51 +72,12 @@ const ROOST_YAML = `pipelines:
         notes: { from_commits: true }
 `;
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", HOME: work } });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-const GIT = "git -c user.email=ci@example.test -c user.name=CI";
-
-async function deliver(event: string, payload: unknown): Promise<string> {
-  const body = JSON.stringify(payload);
-  const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": event,
-      "x-github-delivery": crypto.randomUUID(),
-      "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
-    },
-    body,
-  });
-  const answer = (await res.json()) as { builds?: { id: string }[]; delivery_id?: string };
-  if (answer.builds?.length !== 1) {
-    const why = answer.delivery_id
-      ? (await http(daemon.url, "GET", `/v1/webhook-deliveries/${answer.delivery_id}`, { token: owner })).body.delivery.reason
-      : null;
-    throw new Error(`the ${event} did not start one build: ${JSON.stringify(answer)} ${JSON.stringify(why)}`);
-  }
-  return answer.builds[0]!.id;
-}
-
-function fixture(name: string): any {
-  const payload = JSON.parse(readFileSync(join(REPO_ROOT, `tests/fixtures/webhooks/github/${name}`), "utf8"));
-  Object.assign(payload.repository, { id: 77, full_name: "acme/app", name: "app", default_branch: "main" });
-  payload.repository.owner.login = "acme";
-  if (payload.installation) payload.installation.id = Number(host.github.installationId);
-  return payload;
-}
+const sh = (cmd: string, cwd = work) => shIn(cmd, cwd, { PATH: process.env.PATH ?? "", HOME: work });
+const deliver = (event: string, payload: unknown) => ci.deliverWebhook(event, payload);
+const fixture = (name: string) => ci.githubPayload(name);
 
 /** A tag pushed at `sha`, as GitHub sends it (recorded fixture, retargeted). */
-function pushTag(tag: string, sha: string, message: string): Promise<string> {
-  const payload = fixture("push__tag_created.json");
-  Object.assign(payload, { ref: `refs/tags/${tag}`, after: sha });
-  Object.assign(payload.head_commit, { id: sha, message });
-  return deliver("push", payload);
-}
+const pushTag = (tag: string, sha: string, message: string) => ci.pushTag(tag, sha, message);
 
 /** A pull request from a branch of the same repository into main, head at `sha`. */
 function openPullRequest(sha: string): Promise<string> {
@@ -120,21 +90,12 @@ function openPullRequest(sha: string): Promise<string> {
   return deliver("pull_request", payload);
 }
 
-async function waitFor<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 40_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: ${JSON.stringify(value)}`);
-    await Bun.sleep(150);
-  }
-}
+const waitFor = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) => pollUntil(what, read, done, 40_000, 150);
 
-const buildOf = (id: string) => http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner }).then((r) => r.body.build);
+const buildOf = (id: string) => ci.buildOf(id);
 const deploymentsOf = (id: string) => http(daemon.url, "GET", `/v1/builds/${id}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]);
-const logOf = (id: string) =>
-  fetch(`${daemon.url}/v1/builds/${id}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
-const finished = (b: any) => ["succeeded", "failed", "canceled"].includes(b.status);
+const logOf = (id: string) => ci.buildLog(id);
+const finished = isFinished;
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 
 async function putSecret(env: string, key: string, value: string): Promise<void> {
@@ -166,25 +127,12 @@ beforeAll(async () => {
   copyFileSync(join(REPO_ROOT, "scripts/flutter-stand-in/flutter"), join(flutterDir, "flutter"));
   await sh(`chmod +x ${join(flutterDir, "flutter")}`);
 
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
-  host.repositories.set("acme/app", repo);
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: WEBHOOK_SECRET,
-    },
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
+    repository: { id: 77, full_name: "acme/app", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  ({ daemon, host, owner, projectId } = ci);
+  host.repositories.set("acme/app", repo);
 
   for (const [name, body] of [
     ["beta-testers", { requires_approval: true, approvers: ["owner@example.test"], allowed_refs: ["refs/tags/v*"] }],
@@ -198,29 +146,20 @@ beforeAll(async () => {
   await putSecret("production", "GOOGLE_PLAY_SERVICE_ACCOUNT", productionKey.json);
   await putSecret("qa", "FIREBASE_SERVICE_ACCOUNT", firebaseKey.json);
 
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "publisher" } })).body;
-  runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: `${flutterDir}:${process.env.PATH}`,
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: created.runner.id,
-      ROOST_RUNNER_TOKEN: created.token,
-      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-      ROOST_RUNNER_GRACE_SECONDS: "1",
-      ROOST_TEST_ANDROID_PUBLISHER_URL: google.url,
-      ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url,
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  const runner = await ci.registerRunner({ name: "publisher" });
+  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
+    PATH: `${flutterDir}:${process.env.PATH}`,
+    HOME: work,
+    ROOST_RUNNER_GRACE_SECONDS: "1",
+    ROOST_TEST_ANDROID_PUBLISHER_URL: google.url,
+    ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url,
   });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
-  await daemon?.stop();
-  await host?.stop();
+  runnerProc?.proc.kill("SIGKILL");
+  await ci?.stop();
   await google?.stop();
   rmSync(work, { recursive: true, force: true });
 });

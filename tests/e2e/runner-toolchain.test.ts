@@ -8,10 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Subprocess } from "bun";
-import { sign } from "@octokit/webhooks-methods";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
+import { GIT, runnerEnv, sh as shIn, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-toolchain-e2e-"));
 const repo = join(work, "app");
@@ -20,84 +18,31 @@ const runnerWork = join(work, "runner-work");
 const sdks = join(runnerWork, "flutter");
 // Unique, so the test can look for leftovers of its own and nobody else's.
 const SLEEP = `sleep 36${Math.floor(Math.random() * 90 + 10)}`;
+let ci: GithubProject;
 let daemon: Daemon;
-let host: HostApiStandIn;
-let runnerProc: Subprocess | undefined;
+let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let commit = "";
 let featureCommit = "";
 let runner = { id: "", token: "" };
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe", env: { PATH: process.env.PATH ?? "", HOME: work } });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-const GIT = "git -c user.email=ci@example.test -c user.name=CI";
-
-async function pipeline(execution_config: Record<string, unknown>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-    token: owner,
-    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config },
-  });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.pipeline.id;
-}
+const sh = (cmd: string, cwd = work) => shIn(cmd, cwd, { PATH: process.env.PATH ?? "", HOME: work });
+const pipeline = (execution_config: Record<string, unknown>) => ci.createPipeline({ execution_config });
 
 async function runBuild(pipelineId: string, at = { commit_sha: commit, branch: "main" }, timeoutMs = 30_000): Promise<{ build: any; log: string }> {
-  const created = await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, ...at } });
-  if (created.status !== 201) throw new Error(JSON.stringify(created.body));
-  const id = created.body.build.id;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const build = (await http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner })).body.build;
-    if (build.status !== "queued" && build.status !== "running") {
-      const lines = (await http(daemon.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
-      return { build, log: lines.map((l) => l.text).join("\n") };
-    }
-    if (Date.now() > deadline) throw new Error(`build did not finish: ${JSON.stringify(build)}`);
-    await Bun.sleep(100);
-  }
+  const { commit_sha, ...fields } = at;
+  return waitForBuild(await ci.queueBuild(pipelineId, commit_sha, fields), timeoutMs);
 }
-
-const WEBHOOK_SECRET = "0123456789abcdef-secret";
 
 /** A tag pushed at `sha`, as GitHub sends it (recorded fixture, retargeted), signed with the integration's secret; the build it started. */
-async function pushTag(tag: string, sha: string): Promise<string> {
-  const payload = JSON.parse(readFileSync(join(REPO_ROOT, "tests/fixtures/webhooks/github/push__tag_created.json"), "utf8"));
-  Object.assign(payload, { ref: `refs/tags/${tag}`, after: sha });
-  payload.head_commit.id = sha;
-  Object.assign(payload.repository, { id: 78, full_name: "acme/toolchain", name: "toolchain", default_branch: "main" });
-  payload.repository.owner.login = "acme";
-  const body = JSON.stringify(payload);
-  const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      "x-github-event": "push",
-      "x-github-delivery": crypto.randomUUID(),
-      "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
-    },
-    body,
-  });
-  const answer = (await res.json()) as { builds?: { id: string }[] };
-  if (answer.builds?.length !== 1) throw new Error(`the tag did not start one build: ${JSON.stringify(answer)}`);
-  return answer.builds[0]!.id;
-}
+const pushTag = (tag: string, sha: string) => ci.pushTag(tag, sha);
 
+/** The build once it is over, and its log's lines' text. */
 async function waitForBuild(id: string, timeoutMs = 30_000): Promise<{ build: any; log: string }> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const build = (await http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner })).body.build;
-    if (build.status !== "queued" && build.status !== "running") {
-      const lines = (await http(daemon.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
-      return { build, log: lines.map((l) => l.text).join("\n") };
-    }
-    if (Date.now() > deadline) throw new Error(`build did not finish: ${JSON.stringify(build)}`);
-    await Bun.sleep(100);
-  }
+  const build = await ci.waitForBuild(id, (b) => b.status !== "queued" && b.status !== "running", timeoutMs);
+  const lines = (await http(daemon.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
+  return { build, log: lines.map((l) => l.text).join("\n") };
 }
 
 const steps = (b: any) => b.step_results.map((s: { name: string; status: string }) => [s.name, s.status]);
@@ -120,51 +65,28 @@ beforeAll(async () => {
   await sh(`git checkout -q -b feature && echo '  path: {version: "1.9.0"}' >> pubspec.lock && ${GIT} commit -q -am 'bump path' && git checkout -q main`, repo);
   featureCommit = await sh("git rev-parse feature", repo);
 
-  daemon = await startDaemon({ dataDir: join(work, "data"), env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 78, full_name: "acme/toolchain", default_branch: "main", private: true, clone_url: repo });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: WEBHOOK_SECRET,
-    },
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
+    repository: { id: 78, full_name: "acme/toolchain", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "toolchain" } })).body;
-  runner = { id: created.runner.id, token: created.token };
+  ({ daemon, owner, projectId } = ci);
+  runner = await ci.registerRunner({ name: "toolchain" });
   // No flutter on the runner's PATH: every SDK comes from ROOST_FLUTTER_GIT_URL.
-  runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: (process.env.PATH ?? "")
-        .split(":")
-        .filter((d) => d && !existsSync(join(d, "flutter")))
-        .join(":"),
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: runner.id,
-      ROOST_RUNNER_TOKEN: runner.token,
-      ROOST_RUNNER_WORKDIR: runnerWork,
-      ROOST_RUNNER_GRACE_SECONDS: "1",
-      ROOST_FLUTTER_GIT_URL: `file://${flutterRepo}`,
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, runner, runnerWork),
+    PATH: (process.env.PATH ?? "")
+      .split(":")
+      .filter((d) => d && !existsSync(join(d, "flutter")))
+      .join(":"),
+    HOME: work,
+    ROOST_RUNNER_GRACE_SECONDS: "1",
+    ROOST_FLUTTER_GIT_URL: `file://${flutterRepo}`,
   });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
-  await daemon?.stop();
-  await host?.stop();
+  runnerProc?.proc.kill("SIGKILL");
+  await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 

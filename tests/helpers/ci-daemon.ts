@@ -82,7 +82,8 @@ export interface ProjectClient {
   registerRunner(body?: Record<string, unknown>): Promise<RegisteredRunner>;
   /** A pipeline with a fresh name unless `body` names it; its id. */
   createPipeline(body?: Record<string, unknown>): Promise<string>;
-  queueBuild(pipelineId: string, commitSha: string): Promise<string>;
+  /** A build of the pipeline at `commitSha` (with `fields`, such as its branch); its id. */
+  queueBuild(pipelineId: string, commitSha: string, fields?: Record<string, unknown>): Promise<string>;
   buildOf(buildId: string): Promise<any>;
   /** Polls the build until `predicate` holds (by default: it finished); the build. */
   waitForBuild(buildId: string, predicate?: (b: any) => boolean, timeoutMs?: number, intervalMs?: number): Promise<any>;
@@ -109,8 +110,11 @@ export function projectClient(url: string, owner: string, projectId: string): Pr
       if (res.status !== 201) throw new Error(JSON.stringify(res.body));
       return res.body.pipeline.id;
     },
-    async queueBuild(pipelineId, commitSha) {
-      const res = await http(url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commitSha } });
+    async queueBuild(pipelineId, commitSha, fields = {}) {
+      const res = await http(url, "POST", `/v1/projects/${projectId}/builds`, {
+        token: owner,
+        body: { pipeline_id: pipelineId, commit_sha: commitSha, ...fields },
+      });
       if (res.status !== 201) throw new Error(JSON.stringify(res.body));
       return res.body.build.id;
     },
