@@ -4,7 +4,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext, RequestContext } from "../../lib/http/context.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
-import { all, str } from "../../lib/db/client.ts";
+import { pipelineNames } from "../../lib/pipelines/store.ts";
 import { badgesArePublic } from "../../lib/badges/badges.ts";
 
 export const BadgeSettings = z.object({
@@ -16,10 +16,10 @@ export const BadgeSettings = z.object({
 
 export async function badgeSettings(ctx: Pick<RequestContext, "db" | "config" | "request">, projectId: string) {
   const base = ctx.config.publicUrl ?? new URL(ctx.request.url).origin;
-  const pipelines = await all(ctx.db, "SELECT id, name FROM pipelines WHERE project_id = ? ORDER BY name", [projectId]);
+  const pipelines = await pipelineNames(ctx.db, projectId);
   return {
     public: await badgesArePublic(ctx.db, projectId),
-    badges: pipelines.map((p) => ({ pipeline_id: str(p, "id"), pipeline_name: str(p, "name"), url: `${base}/v1/pipelines/${str(p, "id")}/badge.svg` })),
+    badges: pipelines.map((p) => ({ pipeline_id: p.id, pipeline_name: p.name, url: `${base}/v1/pipelines/${p.id}/badge.svg` })),
   };
 }
 

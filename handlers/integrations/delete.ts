@@ -6,7 +6,7 @@ import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { findIntegration } from "../../lib/integrations/store.ts";
 import { removeIntegration } from "../../lib/integrations/index.ts";
-import { one } from "../../lib/db/client.ts";
+import { countProjectsUsingIntegration } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_integration",
@@ -18,10 +18,8 @@ export const endpoint = defineEndpoint({
   async handle({ params }, ctx) {
     const integration = await findIntegration(ctx.db, params.integration_id);
     if (!integration) fail("not_found", "No integration with that id.");
-    const used = await one(ctx.db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [
-      integration.id,
-    ]);
-    if (Number(used?.n) > 0) fail("integration_in_use", `${used!.n} project(s) build repositories of this integration; delete them first.`);
+    const used = await countProjectsUsingIntegration(ctx.db, integration.id);
+    if (used > 0) fail("integration_in_use", `${used} project(s) build repositories of this integration; delete them first.`);
     await removeIntegration(ctx.db, integration.id, ctx.clock.now());
     return { deleted: true };
   },

@@ -20,7 +20,7 @@ import { findBuild } from "../../lib/builds/store.ts";
 import { statsOf } from "../../lib/logs/store.ts";
 import { openLogStream } from "../../lib/live/log-stream.ts";
 import { isFinished } from "../../lib/builds/state-machine.ts";
-import { one } from "../../lib/db/client.ts";
+import { hasRunningJob } from "../../lib/runners/jobs.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "stream_build_logs",
@@ -52,7 +52,3 @@ export const endpoint = defineEndpoint({
     return openLogStream(ctx, build, ctx.principal, cursor, initialStats, running);
   },
 });
-
-async function hasRunningJob(db: Parameters<typeof one>[0], buildId: string): Promise<boolean> {
-  return (await one(db, "SELECT 1 FROM jobs WHERE build_id = ? AND status = 'running'", [buildId])) !== null;
-}

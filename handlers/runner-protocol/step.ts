@@ -6,7 +6,7 @@ import type { RunnerContext } from "../../lib/http/context.ts";
 import { IdParam, StepResult } from "../../lib/schemas/ci.ts";
 import { StepName, StepReport } from "../../lib/runners/protocol-wire.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
-import { recordStepResult } from "../../lib/runners/steps.ts";
+import { recordStepResult } from "../../lib/builds/steps.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_report_step",

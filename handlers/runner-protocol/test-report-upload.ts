@@ -11,11 +11,11 @@ import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/ci.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { findBuild } from "../../lib/builds/store.ts";
-import { isUniqueViolation, one } from "../../lib/db/client.ts";
+import { isUniqueViolation } from "../../lib/db/client.ts";
 import { validArtifactPath } from "../../lib/artifacts/artifacts.ts";
 import { HEADER, TEST_REPORT_LIMIT, TEST_REPORTS_PER_BUILD, TestReportAnswer } from "../../lib/runners/protocol-wire.ts";
 import { readReport } from "../../lib/test-results/read.ts";
-import { recordRejectedReport, recordReport } from "../../lib/test-results/record.ts";
+import { recordRejectedReport, recordReport, reportsOfBuild } from "../../lib/test-results/record.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_test_report",
@@ -30,13 +30,12 @@ export const endpoint = defineEndpoint({
   async handle({ params, query }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);
     const build = (await findBuild(ctx.db, job.build_id))!;
-    if (await one(ctx.db, "SELECT 1 FROM test_reports WHERE build_id = ? AND path = ?", [build.id, query.path]))
-      fail("test_report_exists", `This build already has the test report ${query.path}.`);
+    const existing = await reportsOfBuild(ctx.db, build.id, query.path);
+    if (existing.exists) fail("test_report_exists", `This build already has the test report ${query.path}.`);
     const declared = Number(ctx.request.headers.get(HEADER.reportBytes) ?? ctx.request.headers.get("content-length") ?? NaN);
     const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
     const now = ctx.clock.now();
-    const reports = Number((await one(ctx.db, "SELECT COUNT(*) AS n FROM test_reports WHERE build_id = ?", [build.id]))?.n ?? 0);
-    if (reports >= TEST_REPORTS_PER_BUILD) {
+    if (existing.count >= TEST_REPORTS_PER_BUILD) {
       await ctx.request.body?.cancel().catch(() => {});
       const problem = `A build reads at most ${TEST_REPORTS_PER_BUILD} test reports; ${query.path} was not read. Narrow the pipeline's test_reports patterns.`;
       return { report: await recordRejectedReport(ctx.db, { build, jobId: job.id, path: query.path, problem, bytes: 0, now }) };

@@ -6,6 +6,7 @@ import type { Transaction } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "./store.ts";
 import { findPipeline, snapshotOf } from "../pipelines/store.ts";
+import { takeBuildNumber } from "../projects/store.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import type { Clock } from "../http/context.ts";
@@ -69,10 +70,7 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   const pipeline = await findPipeline(tx, input.pipelineId);
   if (!pipeline) throw new PipelineNotFoundError(input.pipelineId);
   // The number is taken in the same write transaction as the insert: no gap, no duplicate, across processes too.
-  const numbered = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [
-    pipeline.project_id,
-  ]);
-  const buildNumber = Number(numbered!.n);
+  const buildNumber = (await takeBuildNumber(tx, pipeline.project_id))!;
   const id = newId();
   const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
   const definitionSource = input.definitionSource ?? API_DEFINITION;

@@ -207,3 +207,28 @@ async function countBuilds(db: Executor, f: BuildFilter): Promise<number> {
   );
   return Number(row?.n ?? 0);
 }
+
+/**
+ * Builds by status over every project, read from the counters kept in each build change's
+ * transaction (build_counts, schema.sql migration 17): a few rows per pipeline, whatever the
+ * number of builds.
+ */
+export async function buildCountsByStatus(db: Executor): Promise<Map<string, number>> {
+  const rows = await all(db, "SELECT status, SUM(n) AS n FROM build_counts GROUP BY status");
+  return new Map(rows.map((r) => [str(r, "status"), Number(r.n)]));
+}
+
+/** What the runner reported about where a build ran: its Flutter SDK and its executor. */
+export async function recordBuildEnvironment(
+  tx: Executor,
+  buildId: string,
+  used: { flutter_sdk?: FlutterSdkUsed | null; executor?: ExecutorUsed | null },
+): Promise<void> {
+  if (used.flutter_sdk) await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(used.flutter_sdk), buildId] });
+  if (used.executor) await tx.execute({ sql: "UPDATE builds SET executor = ? WHERE id = ?", args: [JSON.stringify(used.executor), buildId] });
+}
+
+/** Why no runner may take a queued build (shown on the build until one can). */
+export async function setRunnerPolicyBlock(db: Executor, buildId: string, why: string | null): Promise<void> {
+  await db.execute({ sql: "UPDATE builds SET runner_policy_block_reason = ? WHERE id = ? AND status = 'queued'", args: [why, buildId] });
+}

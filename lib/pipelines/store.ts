@@ -110,3 +110,9 @@ export async function listPipelines(db: Executor, projectId: string): Promise<Pi
 export async function deletePipeline(db: Executor, id: string): Promise<void> {
   await db.execute({ sql: "DELETE FROM pipelines WHERE id = ?", args: [id] });
 }
+
+/** A project's pipelines by name, for the lists that show only id and name (badges). */
+export async function pipelineNames(db: Executor, projectId: string): Promise<{ id: string; name: string }[]> {
+  const rows = await all(db, "SELECT id, name FROM pipelines WHERE project_id = ? ORDER BY name", [projectId]);
+  return rows.map((r) => ({ id: str(r, "id"), name: str(r, "name") }));
+}

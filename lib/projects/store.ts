@@ -192,3 +192,20 @@ export async function setMember(db: Executor, projectId: string, userId: string,
 export async function removeMember(db: Executor, projectId: string, userId: string): Promise<boolean> {
   return (await db.execute({ sql: "DELETE FROM project_members WHERE project_id = ? AND user_id = ?", args: [projectId, userId] })).rowsAffected > 0;
 }
+
+/** How many projects build a repository of the integration (an integration in use cannot be disconnected). */
+export async function countProjectsUsingIntegration(db: Executor, integrationId: string): Promise<number> {
+  const row = await one(db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [integrationId]);
+  return Number(row?.n ?? 0);
+}
+
+/** A new webhook token's hash for the project (GitLab and plain-git deliveries prove themselves with it). */
+export async function setWebhookTokenHash(db: Executor, projectId: string, hash: string): Promise<void> {
+  await db.execute({ sql: "UPDATE projects SET webhook_token_hash = ? WHERE id = ?", args: [hash, projectId] });
+}
+
+/** The project's next build number, taken in the caller's transaction so numbers have no gaps. */
+export async function takeBuildNumber(tx: Executor, projectId: string): Promise<number | null> {
+  const row = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [projectId]);
+  return row ? Number(row.n) : null;
+}

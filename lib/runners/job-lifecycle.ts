@@ -9,7 +9,7 @@ import { markJob, type Job } from "./jobs.ts";
 import { appendSystemLineIn } from "../logs/store.ts";
 import { findRunner } from "./store.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
-import type { Build } from "../builds/store.ts";
+import { recordBuildEnvironment, type Build } from "../builds/store.ts";
 import { publishBuildChanged, transitionBuildIn } from "../builds/transition.ts";
 import { formatTimeout } from "../pipelines/config.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "./protocol-wire.ts";
@@ -39,9 +39,7 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
   const result = await inTransaction(deps.db, async (tx) => {
     if (!(await markJob(tx, job.id, "finished", now))) return null;
     // Recorded also when the build had already ended (canceled, timed out): it did run with it.
-    if (outcome.flutter_sdk)
-      await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(outcome.flutter_sdk), job.build_id] });
-    if (outcome.executor) await tx.execute({ sql: "UPDATE builds SET executor = ? WHERE id = ?", args: [JSON.stringify(outcome.executor), job.build_id] });
+    await recordBuildEnvironment(tx, job.build_id, outcome);
     const build = await transitionBuildIn(tx, now, job.build_id, transition, {
       exit_code: outcome.exit_code,
       ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),

@@ -129,3 +129,8 @@ export async function markJob(db: Executor, id: string, status: "finished" | "lo
     (await db.execute({ sql: "UPDATE jobs SET status = ?, finished_at = ? WHERE id = ? AND status = 'running'", args: [status, now, id] })).rowsAffected === 1
   );
 }
+
+/** Whether a runner still holds a job of the build (a canceled build's runner may still be sending its last lines). */
+export async function hasRunningJob(db: Executor, buildId: string): Promise<boolean> {
+  return (await one(db, "SELECT 1 FROM jobs WHERE build_id = ? AND status = 'running'", [buildId])) !== null;
+}

@@ -15,7 +15,7 @@ import { liveRunners } from "./store.ts";
 import { loseJob, timeOutBuild } from "./job-lifecycle.ts";
 import { DEFAULT_TIMEOUT_SECONDS, type ConfigSnapshot } from "../pipelines/config.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
-import { toBuild } from "../builds/store.ts";
+import { setRunnerPolicyBlock, toBuild } from "../builds/store.ts";
 import { whyNobodyCanTake } from "./routing.ts";
 
 export const UNROUTABLE_AFTER_SECONDS = 30;
@@ -63,7 +63,7 @@ export async function flagUnroutableBuilds(ctx: AppContext): Promise<number> {
     const build = toBuild(row);
     const why = whyNobodyCanTake(runners, build.config_snapshot);
     if (why === build.runner_policy_block_reason) continue;
-    await ctx.db.execute({ sql: "UPDATE builds SET runner_policy_block_reason = ? WHERE id = ? AND status = 'queued'", args: [why, build.id] });
+    await setRunnerPolicyBlock(ctx.db, build.id, why);
     if (why) {
       flagged++;
       await raiseIncident(ctx.db, now, {

@@ -112,3 +112,13 @@ export async function liveRunners(db: Executor, now: number, seconds: number): P
 export function toPublicRunner(r: Runner): WireOf<typeof RunnerResource> {
   return { ...r, labels: r.labels, all_labels: allLabels(r) };
 }
+
+/** Runners that contacted the daemon in the last minute; null before the runners table exists (an unmigrated database). */
+export async function connectedRunnerCount(db: Executor): Promise<number | null> {
+  const table = await all(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runners'");
+  if (table.length === 0) return null;
+  const columns = await all(db, "SELECT name FROM pragma_table_info('runners') WHERE name = 'last_seen_at'");
+  if (columns.length === 0) return null;
+  const rows = await all(db, "SELECT COUNT(*) AS n FROM runners WHERE last_seen_at > unixepoch() - 60");
+  return Number(rows[0]?.n ?? 0);
+}

@@ -249,3 +249,10 @@ async function refreshSummary(tx: Transaction, buildId: string, now: number): Pr
     [buildId, now],
   );
 }
+
+/** Whether the build already has a report at this path, and how many it has (both bounded per build). */
+export async function reportsOfBuild(db: Executor, buildId: string, path: string): Promise<{ exists: boolean; count: number }> {
+  const exists = (await one(db, "SELECT 1 FROM test_reports WHERE build_id = ? AND path = ?", [buildId, path])) !== null;
+  const count = Number((await one(db, "SELECT COUNT(*) AS n FROM test_reports WHERE build_id = ?", [buildId]))?.n ?? 0);
+  return { exists, count };
+}

@@ -11,7 +11,7 @@ import { claimJob, findJob, heartbeat } from "../../lib/runners/jobs.ts";
 import { reapTimedOutBuilds } from "../../lib/runners/reaper.ts";
 import { findRunner } from "../../lib/runners/store.ts";
 import { findBuild } from "../../lib/builds/store.ts";
-import { recordStepResult } from "../../lib/runners/steps.ts";
+import { recordStepResult } from "../../lib/builds/steps.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import type { Db } from "../../lib/db/client.ts";

@@ -4,11 +4,12 @@
 // that builds the repository can hold one, so nobody outside it can mint a token that builds it.
 import type { Executor } from "../../db/client.ts";
 import { one, str } from "../../db/client.ts";
+import { setWebhookTokenHash } from "../../projects/store.ts";
 import { mintSecret, parseSecret, secretMatches } from "../../auth/secrets.ts";
 
 export async function rotateWebhookToken(db: Executor, projectId: string): Promise<string> {
   const minted = mintSecret("whk", projectId);
-  await db.execute({ sql: "UPDATE projects SET webhook_token_hash = ? WHERE id = ?", args: [minted.hash, projectId] });
+  await setWebhookTokenHash(db, projectId, minted.hash);
   return minted.token;
 }
 

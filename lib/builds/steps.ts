@@ -1,7 +1,7 @@
 // step_results of a build: one entry per step name, in the order steps first reported.
 import type { Db } from "../db/client.ts";
 import { inTransaction, one } from "../db/client.ts";
-import type { StepResult } from "../builds/store.ts";
+import type { StepResult } from "./store.ts";
 
 export async function recordStepResult(db: Db, buildId: string, step: StepResult): Promise<StepResult[]> {
   return inTransaction(db, async (tx) => {
