@@ -4,10 +4,11 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { routes } from "../handlers/routes.ts";
 import { withFreshTable } from "../lib/http/authorization-table.ts";
+import { loadRoutes } from "../lib/http/route.ts";
 import { currentSchema } from "../lib/db/current-schema.ts";
 
 const file = resolve(import.meta.dir, "../docs/authorization.md");
-writeFileSync(file, withFreshTable(readFileSync(file, "utf8"), routes));
+writeFileSync(file, withFreshTable(readFileSync(file, "utf8"), await loadRoutes(routes)));
 console.log(`wrote ${file}`);
 
 const schemaFile = resolve(import.meta.dir, "../docs/schema.sql");

@@ -47,8 +47,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();
 
   for (const route of routes) {
-    const { endpoint } = route;
+    let loaded: Awaited<ReturnType<RouteEntry["load"]>> | null = null;
     router[route.method.toLowerCase() as "get"](toIttyPath(route.path), async (request, meta: RequestMeta) => {
+      const endpoint = (loaded ??= await route.load());
       const rawParams: Record<string, string> = {};
       for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
       const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);

@@ -1,7 +1,7 @@
 // docs/authorization.md's table of who may call what, generated from the route table so the
 // document cannot drift from what the request pipeline enforces (`npm run docs` rewrites it;
 // tests/handlers/authorization-doc.test.ts fails when it is stale).
-import { describeRule, type RouteEntry } from "./route.ts";
+import { describeRule, type LoadedRoute } from "./route.ts";
 
 export const TABLE_START = "<!-- generated from handlers/routes.ts by `npm run docs`: do not edit by hand -->";
 export const TABLE_END = "<!-- end of generated table -->";
@@ -20,7 +20,7 @@ const RULE_TEXT: Record<string, string> = {
   stream: "a stream token for this build (`?token=`)",
 };
 
-export function authorizationTable(routes: RouteEntry[]): string {
+export function authorizationTable(routes: LoadedRoute[]): string {
   const rows = routes.map(({ method, path, auth, endpoint }) => {
     const rule = typeof auth === "object" ? describeRule(auth) : RULE_TEXT[auth]!;
     return `| \`${method} ${path}\` | ${rule}${endpoint.authNote ? `; ${endpoint.authNote}` : ""} | ${endpoint.summary} |`;
@@ -29,7 +29,7 @@ export function authorizationTable(routes: RouteEntry[]): string {
 }
 
 /** `doc` with its generated table replaced by a fresh one. */
-export function withFreshTable(doc: string, routes: RouteEntry[]): string {
+export function withFreshTable(doc: string, routes: LoadedRoute[]): string {
   const start = doc.indexOf(TABLE_START);
   const end = doc.indexOf(TABLE_END);
   if (start < 0 || end < start) throw new Error("docs/authorization.md has no generated-table markers");

@@ -1,7 +1,7 @@
 // The API document, generated from the route table and the very zod schemas that validate
 // requests, so the document and the behaviour cannot drift apart (handlers/routes.ts).
 import { z } from "zod";
-import { describeRule, isProjectRule, ruleErrors, type AuthRule, type RouteEntry } from "./route.ts";
+import { describeRule, isProjectRule, ruleErrors, type AuthRule, type LoadedRoute } from "./route.ts";
 import { ERROR_STATUS, type ErrorCode } from "./errors.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "./io.ts";
 
@@ -54,7 +54,7 @@ function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, where: "path
   }));
 }
 
-export function buildOpenApiDocument(routes: RouteEntry[]): Json {
+export function buildOpenApiDocument(routes: LoadedRoute[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
   for (const { method, path, auth, endpoint } of routes) {
     const responses: Record<string, Json> = {};

@@ -126,11 +126,27 @@ export type EndpointFor<R extends AuthRule> = Endpoint<any, any, any, ContextFor
 
 export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
+// biome-ignore lint/suspicious/noExplicitAny: each endpoint's own types are checked on its route line
+type AnyEndpoint = Endpoint<any, any, any, any>;
+
 export interface RouteEntry {
   method: Method;
   /** OpenAPI-style path: /v1/api-tokens/{token_id} */
   path: string;
   auth: AuthRule;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
-  endpoint: Endpoint<any, any, any, any>;
+  /**
+   * The endpoint, from its module imported on the route's first request (or by the API
+   * document): a start does not build some 120 handlers' schemas that most runs never call.
+   */
+  load: () => Promise<AnyEndpoint>;
+}
+
+/** A route with its endpoint at hand, for what reads every endpoint (the API document, docs/authorization.md). */
+export interface LoadedRoute extends Omit<RouteEntry, "load"> {
+  endpoint: AnyEndpoint;
+}
+
+/** Every route with its endpoint: imports every handler module. */
+export async function loadRoutes(routes: RouteEntry[]): Promise<LoadedRoute[]> {
+  return Promise.all(routes.map(async ({ load, ...route }) => ({ ...route, endpoint: await load() })));
 }

@@ -6,15 +6,18 @@ import { resolve } from "node:path";
 import { routes } from "../../handlers/routes.ts";
 import { withFreshTable } from "../../lib/http/authorization-table.ts";
 import { buildOpenApiDocument } from "../../lib/http/openapi.ts";
+import { loadRoutes } from "../../lib/http/route.ts";
+
+const loaded = await loadRoutes(routes);
 
 describe("the authorization docs come from the route table", () => {
   test("docs/authorization.md is up to date (run `npm run docs` after changing a rule)", () => {
     const doc = readFileSync(resolve(import.meta.dir, "../../docs/authorization.md"), "utf8");
-    expect(doc).toBe(withFreshTable(doc, routes));
+    expect(doc).toBe(withFreshTable(doc, loaded));
   });
 
   test("every operation documents the refusals its rule can answer", () => {
-    const doc = buildOpenApiDocument(routes) as { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> };
+    const doc = buildOpenApiDocument(loaded) as { paths: Record<string, Record<string, { responses: Record<string, { description: string }> }>> };
     const op = (path: string, method: string) => doc.paths[path]![method]!.responses;
     // an admin route: no credential, a bad one, a role too low
     expect(Object.keys(op("/v1/settings/oidc", "put"))).toEqual(expect.arrayContaining(["401", "403"]));
@@ -27,7 +30,7 @@ describe("the authorization docs come from the route table", () => {
   });
 
   test("no handler lists the refusals its route's rule already answers", () => {
-    const doubled = routes.filter((r) => r.endpoint.errors.some((c: string) => ["missing_auth", "invalid_session", "invalid_token"].includes(c)));
+    const doubled = loaded.filter((r) => r.endpoint.errors.some((c: string) => ["missing_auth", "invalid_session", "invalid_token"].includes(c)));
     expect(doubled.map((r) => `${r.method} ${r.path}`)).toEqual([]);
   });
 });

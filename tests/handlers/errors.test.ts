@@ -77,15 +77,16 @@ describe("an unexpected exception", () => {
         method: "GET",
         path: "/v1/boom",
         auth: "public",
-        endpoint: defineEndpoint({
-          operationId: "boom",
-          summary: "throws",
-          tag: "test",
-          errors: [],
-          async handle() {
-            throw new Error("secret internal detail at /srv/roost/lib/x.ts:12");
-          },
-        }),
+        load: async () =>
+          defineEndpoint({
+            operationId: "boom",
+            summary: "throws",
+            tag: "test",
+            errors: [],
+            async handle() {
+              throw new Error("secret internal detail at /srv/roost/lib/x.ts:12");
+            },
+          }),
       },
     ]);
     const res = await app.fetch(new Request("http://127.0.0.1/v1/boom"), "127.0.0.1");

@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { routes } from "../../handlers/routes.ts";
-import { describeRule } from "../../lib/http/route.ts";
+import { describeRule, loadRoutes } from "../../lib/http/route.ts";
 
 let t: TestApp;
 beforeAll(async () => (t = await createTestApp()));
@@ -13,7 +13,7 @@ describe("GET /v1/openapi.json", () => {
     const res = await t.call("GET", "/v1/openapi.json", { peer: "198.51.100.1" });
     expect(res.status).toBe(200);
     expect(res.body.openapi).toBe("3.1.0");
-    for (const route of routes) {
+    for (const route of await loadRoutes(routes)) {
       const op = res.body.paths[route.path]?.[route.method.toLowerCase()];
       expect(op, `${route.method} ${route.path}`).toBeDefined();
       expect(op["x-roost-auth"]).toBe(describeRule(route.auth));
@@ -36,7 +36,7 @@ describe("GET /v1/openapi.json", () => {
   });
 
   test("operation ids are unique", async () => {
-    const ids = routes.map((r) => r.endpoint.operationId);
+    const ids = (await loadRoutes(routes)).map((r) => r.endpoint.operationId);
     expect(new Set(ids).size).toBe(ids.length);
   });
 });

@@ -4,14 +4,14 @@
 import { z } from "zod";
 import { routes } from "../../handlers/routes.ts";
 import { ErrorBody } from "../../lib/http/openapi.ts";
-import type { RouteEntry } from "../../lib/http/route.ts";
+import { loadRoutes, type LoadedRoute } from "../../lib/http/route.ts";
 
-const matchers = routes.map((route) => ({
+const matchers = (await loadRoutes(routes)).map((route) => ({
   route,
   pattern: new RegExp(`^${route.path.replace(/[.]/g, "\\.").replace(/\{\w+\}/g, "[^/]+")}$`),
 }));
 
-function matchedRoute(method: string, pathname: string): RouteEntry | null {
+function matchedRoute(method: string, pathname: string): LoadedRoute | null {
   return matchers.find((m) => m.route.method === method && m.pattern.test(pathname))?.route ?? null;
 }
 
