@@ -1,7 +1,7 @@
 // The current schema in one place: the tables, indexes and triggers that the migrations of
 // schema.sql leave behind, read back from a freshly migrated database. `npm run docs` writes it to
 // docs/schema.sql so that a reader sees today's tables without replaying sixteen-plus migrations;
-// tests/lib/current-schema.test.ts fails when that file is stale.
+// tests/lib/db/current-schema.test.ts fails when that file is stale.
 import { Database } from "bun:sqlite";
 import { MIGRATIONS } from "./migrate.ts";
 

@@ -6,9 +6,9 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { driverFromEnv, inTransaction, isUniqueViolation, openDatabase, type Db, type DriverChoice } from "../../lib/db/client.ts";
-import type { BunSqliteDb } from "../../lib/db/bun-sqlite.ts";
-import { startSqld, type Sqld } from "../support/sqld.ts";
+import { driverFromEnv, inTransaction, isUniqueViolation, openDatabase, type Db, type DriverChoice } from "../../../lib/db/client.ts";
+import type { BunSqliteDb } from "../../../lib/db/bun-sqlite.ts";
+import { startSqld, type Sqld } from "../../support/sqld.ts";
 
 const TARGETS: Array<DriverChoice | "sqld"> = ["bun:sqlite", "libsql", "sqld"];
 

@@ -1,11 +1,11 @@
 // Commit statuses back to the hosts (docs/webhooks.md "Commit statuses"), against the
 // host API stand-in.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
-import { REPORT_ATTEMPTS_BEFORE_INCIDENT, backoffSeconds, reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
-import { transitionBuild } from "../../lib/builds/transition.ts";
+import { bootstrapOwner, createTestApp, type TestApp } from "../../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../../helpers/ci.ts";
+import { REPORT_ATTEMPTS_BEFORE_INCIDENT, backoffSeconds, reportCommitStatuses } from "../../../lib/forges/commit-statuses.ts";
+import { transitionBuild } from "../../../lib/builds/transition.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;

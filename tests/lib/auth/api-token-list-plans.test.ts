@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { all, openDatabase, type Db, type Executor } from "../../lib/db/client.ts";
-import type { Args, Statement } from "../../lib/db/database.ts";
-import { migrate } from "../../lib/db/migrate.ts";
-import { listApiTokens } from "../../lib/auth/api-tokens.ts";
+import { all, openDatabase, type Db, type Executor } from "../../../lib/db/client.ts";
+import type { Args, Statement } from "../../../lib/db/database.ts";
+import { migrate } from "../../../lib/db/migrate.ts";
+import { listApiTokens } from "../../../lib/auth/api-tokens.ts";
 
 let dir: string;
 let db: Db;

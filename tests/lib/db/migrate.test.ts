@@ -3,8 +3,8 @@ import { afterEach, beforeEach, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Db } from "../../lib/db/client.ts";
-import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate, parseMigrations } from "../../lib/db/migrate.ts";
+import { openDatabase, type Db } from "../../../lib/db/client.ts";
+import { LATEST_SCHEMA_VERSION, MIGRATIONS, migrate, parseMigrations } from "../../../lib/db/migrate.ts";
 
 let dir: string;
 let db: Db;

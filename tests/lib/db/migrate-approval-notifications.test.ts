@@ -3,7 +3,7 @@
 // still keeps one delivery per notification, build and event; a build's deliveries and a
 // deployment's live side by side.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
+import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
 
 const t = databasePerTest("roost-migrate-approvals-");
 

@@ -1,6 +1,6 @@
 // The build state machine (lib/builds/state-machine.ts): every transition from every status.
 import { describe, expect, test } from "bun:test";
-import { BUILD_STATUSES, nextStatus, type BuildStatus, type BuildTransition } from "../../lib/builds/state-machine.ts";
+import { BUILD_STATUSES, nextStatus, type BuildStatus, type BuildTransition } from "../../../lib/builds/state-machine.ts";
 
 const expected: Record<BuildStatus, Partial<Record<BuildTransition, BuildStatus>>> = {
   queued: { start: "running", fail: "failed", cancel: "canceled" },

@@ -7,12 +7,12 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Db } from "../../lib/db/client.ts";
-import type { Args, Statement } from "../../lib/db/database.ts";
-import { migrate } from "../../lib/db/migrate.ts";
-import { archiveFinishedLogs } from "../../lib/logs/archive.ts";
-import { claimDeployment } from "../../lib/publishing/claim.ts";
-import { publishHostReleases } from "../../lib/publishing/host-release.ts";
+import { openDatabase, type Db } from "../../../lib/db/client.ts";
+import type { Args, Statement } from "../../../lib/db/database.ts";
+import { migrate } from "../../../lib/db/migrate.ts";
+import { archiveFinishedLogs } from "../../../lib/logs/archive.ts";
+import { claimDeployment } from "../../../lib/publishing/claim.ts";
+import { publishHostReleases } from "../../../lib/publishing/host-release.ts";
 
 let dir: string;
 let db: Db;

@@ -1,7 +1,7 @@
 // Address facts (lib/net/addresses.ts): loopback for local login, link-local refusal for integrations.
 import { describe, expect, test } from "bun:test";
-import { isLoopbackAddress, isLoopbackHostHeader, isLoopbackOrigin } from "../../lib/net/addresses.ts";
-import { refusedAddressReason } from "../../lib/net/address-policy.ts";
+import { isLoopbackAddress, isLoopbackHostHeader, isLoopbackOrigin } from "../../../lib/net/addresses.ts";
+import { refusedAddressReason } from "../../../lib/net/address-policy.ts";
 
 describe("isLoopbackAddress", () => {
   test.each([

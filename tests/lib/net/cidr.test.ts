@@ -1,6 +1,6 @@
 // The trusted-proxy allow-list's address matching (lib/net/addresses.ts).
 import { describe, expect, test } from "bun:test";
-import { AddressSet, needsSharedSecret, parseAddress, parseCidr } from "../../lib/net/addresses.ts";
+import { AddressSet, needsSharedSecret, parseAddress, parseCidr } from "../../../lib/net/addresses.ts";
 
 const cidrContains = (cidr: NonNullable<ReturnType<typeof parseCidr>>, address: string | null) => new AddressSet([cidr]).has(address);
 

@@ -5,9 +5,9 @@
 // Afterwards a forge Roost does not know yet needs no rebuild; which names exist is
 // lib/forges/registry.ts's to say.
 import { expect, test } from "bun:test";
-import { all } from "../../lib/db/client.ts";
-import { MIGRATIONS } from "../../lib/db/migrate.ts";
-import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
+import { all } from "../../../lib/db/client.ts";
+import { MIGRATIONS } from "../../../lib/db/migrate.ts";
+import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
 
 const VERSION = MIGRATIONS.findIndex((m) => m.name === "the forge's name is the registry's to check") + 1;
 

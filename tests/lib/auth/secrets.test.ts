@@ -1,6 +1,6 @@
 // Token format and comparison (lib/auth/secrets.ts).
 import { describe, expect, test } from "bun:test";
-import { constantTimeEqualStrings, hashSecret, mintSecret, parseSecret, randomBase62, redactSecrets, secretMatches } from "../../lib/auth/secrets.ts";
+import { constantTimeEqualStrings, hashSecret, mintSecret, parseSecret, randomBase62, redactSecrets, secretMatches } from "../../../lib/auth/secrets.ts";
 
 describe("minted secrets", () => {
   test("have the typed prefix, a fixed length and parse back to their id", () => {

@@ -2,9 +2,9 @@
 // request bodies: every body but a runner's artifact upload must arrive within it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
-import { listen, type Listener } from "../../lib/http/listener.ts";
-import { silentLogger } from "../../lib/daemon/log.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { listen, type Listener } from "../../../lib/http/listener.ts";
+import { silentLogger } from "../../../lib/daemon/log.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../../helpers/ci.ts";
 
 let fixture: CiFixture;
 let listener: Listener;

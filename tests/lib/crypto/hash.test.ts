@@ -1,9 +1,9 @@
 // The one SHA-256 helper (lib/crypto/hash.ts) against the FIPS 180-2 test vectors, and the places
 // that store digests agreeing with it.
 import { describe, expect, test } from "bun:test";
-import { sha256Bytes, sha256Hex, sha256Stream } from "../../lib/crypto/hash.ts";
-import { hashSecret, secretMatches } from "../../lib/auth/secrets.ts";
-import { contentKey } from "../../lib/webhooks/limits.ts";
+import { sha256Bytes, sha256Hex, sha256Stream } from "../../../lib/crypto/hash.ts";
+import { hashSecret, secretMatches } from "../../../lib/auth/secrets.ts";
+import { contentKey } from "../../../lib/webhooks/limits.ts";
 
 const ABC = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
 const EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";

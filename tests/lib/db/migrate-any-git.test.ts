@@ -2,8 +2,8 @@
 // repositories, projects and deliveries: the tables are rebuilt with the wider CHECKs, every row
 // and reference survives, and the foreign keys still act.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
-import { MIGRATIONS, migrate } from "../../lib/db/migrate.ts";
+import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { MIGRATIONS, migrate } from "../../../lib/db/migrate.ts";
 
 const t = databasePerTest("roost-migrate8-");
 
@@ -42,7 +42,7 @@ test("migration 8 keeps integrations, repositories, projects and deliveries, and
     "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at) VALUES ('r2', 'i2', 'git', 'i2', 'team/app', 'main', 'x', 1, 1)",
   );
   await t.db.execute("INSERT INTO webhook_deliveries (id, host, verified, result, reason, received_at) VALUES ('d2', 'git', 1, 'built', 'ok', 1)");
-  // 'bitbucket' is allowed from migration 16 on (tests/lib/migrate-bitbucket.test.ts).
+  // 'bitbucket' is allowed from migration 16 on (tests/lib/db/migrate-bitbucket.test.ts).
   // The foreign keys still act: a project cannot name a missing repository, and deleting an integration takes its repositories.
   await expect(
     t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p2', 'x', 'nope', 'main', 1, 1)"),

@@ -7,10 +7,10 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openDatabase, type Db } from "../../lib/db/client.ts";
-import type { Args, Statement } from "../../lib/db/database.ts";
-import { migrate } from "../../lib/db/migrate.ts";
-import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
+import { openDatabase, type Db } from "../../../lib/db/client.ts";
+import type { Args, Statement } from "../../../lib/db/database.ts";
+import { migrate } from "../../../lib/db/migrate.ts";
+import { reportCheckRuns } from "../../../lib/test-results/check-runs.ts";
 
 let dir: string;
 let db: Db;
@@ -33,7 +33,7 @@ test("a pass reads the builds of the last day through builds_updated_at, not eve
   };
   await reportCheckRuns({ db, now: 1_800_000_000 } as never).finally(() => (db.execute = execute));
   const [pass] = seen;
-  // Explained on a connection of its own (see tests/lib/retention-plans.test.ts).
+  // Explained on a connection of its own (see tests/lib/retention/retention-plans.test.ts).
   const explainer = new Database(join(dir, "roost.db"));
   try {
     const plan = explainer

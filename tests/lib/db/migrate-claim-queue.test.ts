@@ -3,10 +3,10 @@
 // (in the order they were queued), their route and their own max_concurrent, so claims after the
 // upgrade hand them out as before.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
-import { all } from "../../lib/db/client.ts";
-import { MIGRATIONS, migrate } from "../../lib/db/migrate.ts";
-import { routeKey } from "../../lib/runners/routing.ts";
+import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { all } from "../../../lib/db/client.ts";
+import { MIGRATIONS, migrate } from "../../../lib/db/migrate.ts";
+import { routeKey } from "../../../lib/runners/routing.ts";
 
 const t = databasePerTest("roost-migrate21-");
 

@@ -2,19 +2,19 @@
 // it leaves the database exactly as it was, and run again it completes. Before this held, a job
 // finish interrupted between its two writes left a finished job beside a build `running` for good.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
-import { InjectedFault, failingAtStatement, snapshotState } from "../helpers/fault-injection.ts";
-import { finishJob, loseJob, timeOutBuild } from "../../lib/runners/job-lifecycle.ts";
-import { claimJob, findJob, heartbeat } from "../../lib/runners/jobs.ts";
-import { reapTimedOutBuilds } from "../../lib/runners/reaper.ts";
-import { findRunner } from "../../lib/runners/store.ts";
-import { findBuild } from "../../lib/builds/store.ts";
-import { recordStepResult } from "../../lib/builds/steps.ts";
-import { createBuild } from "../../lib/builds/create.ts";
-import { transitionBuild } from "../../lib/builds/transition.ts";
-import type { Db } from "../../lib/db/client.ts";
+import { bootstrapOwner, createTestApp, type TestApp } from "../../helpers/app.ts";
+import { startHostApiStandIn, type HostApiStandIn } from "../../support/host-api-stand-in.ts";
+import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../../helpers/ci.ts";
+import { InjectedFault, failingAtStatement, snapshotState } from "../../helpers/fault-injection.ts";
+import { finishJob, loseJob, timeOutBuild } from "../../../lib/runners/job-lifecycle.ts";
+import { claimJob, findJob, heartbeat } from "../../../lib/runners/jobs.ts";
+import { reapTimedOutBuilds } from "../../../lib/runners/reaper.ts";
+import { findRunner } from "../../../lib/runners/store.ts";
+import { findBuild } from "../../../lib/builds/store.ts";
+import { recordStepResult } from "../../../lib/builds/steps.ts";
+import { createBuild } from "../../../lib/builds/create.ts";
+import { transitionBuild } from "../../../lib/builds/transition.ts";
+import type { Db } from "../../../lib/db/client.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;

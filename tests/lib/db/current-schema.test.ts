@@ -2,11 +2,11 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { currentSchema } from "../../lib/db/current-schema.ts";
-import { MIGRATIONS } from "../../lib/db/migrate.ts";
+import { currentSchema } from "../../../lib/db/current-schema.ts";
+import { MIGRATIONS } from "../../../lib/db/migrate.ts";
 
 describe("docs/schema.sql", () => {
-  const doc = readFileSync(resolve(import.meta.dir, "../../docs/schema.sql"), "utf8");
+  const doc = readFileSync(resolve(import.meta.dir, "../../../docs/schema.sql"), "utf8");
 
   test("is up to date (run `npm run docs` after adding a migration)", () => {
     expect(doc).toBe(currentSchema());

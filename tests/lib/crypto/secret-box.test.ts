@@ -1,7 +1,7 @@
 // Secrets at rest (lib/crypto/secret-box.ts): AES-256-GCM bound to a purpose. Opened values are
 // remembered per box, which must never let a value open under another purpose or another key.
 import { describe, expect, test } from "bun:test";
-import { DecryptionError, createSecretBox } from "../../lib/crypto/secret-box.ts";
+import { DecryptionError, createSecretBox } from "../../../lib/crypto/secret-box.ts";
 
 const key = (fill: number) => new Uint8Array(32).fill(fill);
 

@@ -8,12 +8,12 @@ import { Database } from "bun:sqlite";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { all, openDatabase, type Db } from "../../lib/db/client.ts";
-import type { Args, Statement } from "../../lib/db/database.ts";
-import { migrate } from "../../lib/db/migrate.ts";
-import { enforceRetention } from "../../lib/retention/retention.ts";
-import { MetricsRegistry } from "../../lib/daemon/metrics.ts";
-import { openDiskStore } from "../../lib/object-store/disk.ts";
+import { all, openDatabase, type Db } from "../../../lib/db/client.ts";
+import type { Args, Statement } from "../../../lib/db/database.ts";
+import { migrate } from "../../../lib/db/migrate.ts";
+import { enforceRetention } from "../../../lib/retention/retention.ts";
+import { MetricsRegistry } from "../../../lib/daemon/metrics.ts";
+import { openDiskStore } from "../../../lib/object-store/disk.ts";
 
 const NOW = 1_800_000_000;
 const DAY = 86_400;

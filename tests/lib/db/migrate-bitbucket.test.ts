@@ -3,7 +3,7 @@
 // including the git_polls rows that dropping `repositories` cascades into, and the foreign keys
 // still act.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
+import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
 
 const t = databasePerTest("roost-migrate16-");
 

@@ -3,11 +3,11 @@
 // PER_FORGE_IN_FLIGHT, each once even with two reporters, and not before the host's rate limit
 // (Retry-After, x-ratelimit-*) says so. Counted on the GitHub stand-in's requests.
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { PER_FORGE_IN_FLIGHT, reportCommitStatuses, startCommitStatusReporter } from "../../lib/forges/commit-statuses.ts";
-import { transitionBuild } from "../../lib/builds/transition.ts";
-import { createBuild } from "../../lib/builds/create.ts";
-import { all } from "../../lib/db/client.ts";
+import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../../helpers/ci.ts";
+import { PER_FORGE_IN_FLIGHT, reportCommitStatuses, startCommitStatusReporter } from "../../../lib/forges/commit-statuses.ts";
+import { transitionBuild } from "../../../lib/builds/transition.ts";
+import { createBuild } from "../../../lib/builds/create.ts";
+import { all } from "../../../lib/db/client.ts";
 
 let f: CiFixture;
 const BASE = "https://ci.example.test";

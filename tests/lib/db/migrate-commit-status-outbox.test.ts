@@ -2,9 +2,9 @@
 // statuses already reported stay reported, the others of the last day are due, one row per commit
 // and pipeline holding its newest build, and plain git remotes get none.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../helpers/migrations.ts";
-import { all } from "../../lib/db/client.ts";
-import { migrate } from "../../lib/db/migrate.ts";
+import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { all } from "../../../lib/db/client.ts";
+import { migrate } from "../../../lib/db/migrate.ts";
 
 const t = databasePerTest("roost-migrate24-");
 

@@ -1,6 +1,6 @@
 // Configuration from ROOST_* variables (lib/daemon/config.ts): defaults, and a clear error for bad values.
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "../../lib/daemon/config.ts";
+import { ConfigError, loadConfig } from "../../../lib/daemon/config.ts";
 
 describe("loadConfig", () => {
   test("defaults: 127.0.0.1:8080, ./data, an embedded database file there", () => {

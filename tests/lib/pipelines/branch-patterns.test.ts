@@ -1,7 +1,7 @@
 // Branch filter semantics (lib/pipelines/branch-patterns.ts), like GitHub Actions' branch filters, and a
 // variable's protected_refs, where a plain pattern names branches and refs/tags/… names tags.
 import { describe, expect, test } from "bun:test";
-import { matchBranchPatterns, matchRefPatterns, refPatternProblem, type BuildRef } from "../../lib/pipelines/branch-patterns.ts";
+import { matchBranchPatterns, matchRefPatterns, refPatternProblem, type BuildRef } from "../../../lib/pipelines/branch-patterns.ts";
 
 describe("matchBranchPatterns", () => {
   test.each([
