@@ -7,6 +7,8 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node
 import { cpus, loadavg, totalmem, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { BUN, http, startDaemon, type Daemon } from "../tests/helpers/daemon.ts";
+import { githubProject } from "./bench/github.ts";
+import type { BenchRow } from "./bench/row.ts";
 import { runWrk, type RequestSpec, type WrkResult } from "./bench/wrk.ts";
 import { buildBinary } from "./build.ts";
 
@@ -25,22 +27,12 @@ function daemonEnv(name: string, bunOptions: string[] = [], env: Record<string, 
   return { ROOST_LOG_LEVEL: "warn", ...(options.length ? { BUN_OPTIONS: options.join(" ") } : {}), ...env };
 }
 
-interface Row {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  /** Whether a larger number is better (throughput) or worse (latency, memory, time). */
-  higherIsBetter: boolean;
-  unit: string;
-}
-const rows: Row[] = [];
+const rows: BenchRow[] = [];
 const notes: string[] = [];
 /** Measured figures the targets table reads, by name. */
 const measured = new Map<string, number>();
 
-function record(row: Row): void {
+function record(row: BenchRow): void {
   rows.push(row);
   const ratio = row.roost / row.baseline;
   console.log(
@@ -187,27 +179,14 @@ export async function ciFixture(
   const { startHostApiStandIn } = await import("../tests/support/host-api-stand-in.ts");
   const host = await startHostApiStandIn();
   host.github.repos.push({ id: 4242, full_name: "acme/app", default_branch: "main", private: true });
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: webhookSecret,
-    },
-  });
-  const repo = (await http(daemon.url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];
-  const project = (await http(daemon.url, "POST", "/v1/projects", { token, body: { repository_id: repo.id } })).body.project;
+  const projectId = await githubProject(daemon, token, host, webhookSecret);
   const pipeline = (
-    await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, {
+    await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
       token,
       body: { name: "bench", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } },
     })
   ).body.pipeline;
-  return { projectId: project.id, pipelineId: pipeline.id, stop: () => host.stop() };
+  return { projectId, pipelineId: pipeline.id, stop: () => host.stop() };
 }
 
 /** Builds of a project in the database, read through the API (include=total). */

@@ -11,19 +11,11 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { BUN, http, startDaemon } from "../../tests/helpers/daemon.ts";
 import { startHostApiStandIn } from "../../tests/support/host-api-stand-in.ts";
+import { githubProject } from "./github.ts";
+import type { BenchRow } from "./row.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const DOWNLOAD_SECONDS = Number(process.env.BENCH_CACHE_DOWNLOAD_SECONDS ?? 3);
-
-export interface CacheBenchRow {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  higherIsBetter: boolean;
-  unit: string;
-}
 
 async function sh(cmd: string, cwd: string): Promise<string> {
   const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
@@ -32,7 +24,7 @@ async function sh(cmd: string, cwd: string): Promise<string> {
   return out.trim();
 }
 
-export async function cacheRows(): Promise<CacheBenchRow[]> {
+export async function cacheRows(): Promise<BenchRow[]> {
   const work = mkdtempSync(join(tmpdir(), "roost-bench-cache-"));
   const repo = join(work, "app");
   const daemon = await startDaemon({ dataDir: join(work, "data"), env: { ROOST_LOG_LEVEL: "warn" } });
@@ -47,20 +39,7 @@ export async function cacheRows(): Promise<CacheBenchRow[]> {
     const commit = await sh("git rev-parse HEAD", repo);
     host.github.repos.push({ id: 90, full_name: "bench/cache", default_branch: "main", private: true, clone_url: repo });
     const owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "bench@example.test" } })).body.session_token;
-    await http(daemon.url, "POST", "/v1/integrations", {
-      token: owner,
-      body: {
-        provider: "github",
-        name: "gh",
-        api_url: host.url,
-        app_id: host.github.appId,
-        installation_id: host.github.installationId,
-        private_key: host.github.privateKeyPem,
-        webhook_secret: "0123456789abcdef-secret",
-      },
-    });
-    const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-    const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+    const projectId = await githubProject(daemon, owner, host, "0123456789abcdef-secret");
     const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "bench" } })).body;
     runner = Bun.spawn([BUN, join(ROOT, "bin/roost.ts"), "runner", "--unsafe-allow-same-user"], {
       cwd: ROOT,

@@ -9,7 +9,7 @@
 import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
 import { ciFixture, LINE, owner } from "../bench.ts";
-import type { SqldBenchRow } from "./sqld.ts";
+import type { BenchRow } from "./row.ts";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 10_000);
 const RUNNERS = 100;
@@ -132,12 +132,12 @@ async function run(setup: Setup): Promise<ClusterFigures> {
 }
 
 /** The rows `npm run bench -- cluster` records, and the ratio of builds finished. */
-export async function clusterRows(notes: string[]): Promise<{ rows: SqldBenchRow[]; ratios: Record<string, number> }> {
+export async function clusterRows(notes: string[]): Promise<{ rows: BenchRow[]; ratios: Record<string, number> }> {
   const file = await run("one daemon on its local file");
   const cluster = await run("three daemons on one sqld (WebSocket)");
   const scenario = `${RUNNERS} runners (claim, ${APPENDS} appends of ${LINES_PER_APPEND} lines, heartbeat, finish), ${DAEMONS} daemon(s) on one sqld over loopback`;
   const baselineName = "one daemon on its local file";
-  const rows: SqldBenchRow[] = [
+  const rows: BenchRow[] = [
     {
       scenario,
       metric: "builds finished/s",

@@ -16,16 +16,8 @@ import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../../tests/support/host-api-stand-in.ts";
 import { runWrk, type RequestSpec, type WrkResult } from "./wrk.ts";
 import { SEED_ROUTE, seedBuilds } from "./seed-builds.ts";
-
-export interface BenchRow {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  higherIsBetter: boolean;
-  unit: string;
-}
+import { githubProject } from "./github.ts";
+import type { BenchRow } from "./row.ts";
 
 /** What scripts/bench.ts lends these scenarios: its report and its daemon set-up. */
 export interface BenchContext {
@@ -73,20 +65,7 @@ async function world(
   if (options.file) host.files.set("acme/app:roost.yaml", options.file);
   const daemon = await startDaemon({ env: ctx.daemonEnv(name), ...(options.dataDir ? { dataDir: options.dataDir, cleanup: false } : {}) });
   const token = await ctx.owner(daemon);
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: SECRET,
-    },
-  });
-  const repo = (await http(daemon.url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];
-  const projectId = (await http(daemon.url, "POST", "/v1/projects", { token, body: { repository_id: repo.id } })).body.project.id as string;
+  const projectId = await githubProject(daemon, token, host, SECRET);
   const pipelineIds: string[] = [];
   for (const body of options.pipelines ?? [])
     pipelineIds.push((await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token, body })).body.pipeline.id);

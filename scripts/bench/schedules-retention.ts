@@ -27,6 +27,7 @@ import { createBuild } from "../../lib/builds/create.ts";
 import { insertSchedule, runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { enforceRetention } from "../../lib/retention/retention.ts";
 import { openObjectStore } from "../../lib/object-store/store.ts";
+import type { BenchRow } from "./row.ts";
 
 const BUILDS = 100_000;
 const PIPELINES = 20;
@@ -34,16 +35,6 @@ const LINES_PER_BUILD = 10;
 const SCHEDULES = 50;
 const DAY = 86_400;
 const NOW = 1_900_000_000;
-
-interface BenchRow {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  higherIsBetter: boolean;
-  unit: string;
-}
 
 /** Builds spread over 200 days (the newest last), a quarter of them failed, on four branches. */
 async function seed(db: Db, dataDir: string): Promise<{ projectId: string; pipelineIds: string[] }> {

@@ -14,21 +14,12 @@ import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
 import { buildCounter, ciFixture, LINE, owner, pushDeliveries } from "../bench.ts";
 import { runWrk } from "./wrk.ts";
+import type { BenchRow } from "./row.ts";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
 const RUNNERS = 20;
 const LINES_PER_APPEND = 25;
 const SECRET = "bench-webhook-secret-0123";
-
-export interface SqldBenchRow {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  higherIsBetter: boolean;
-  unit: string;
-}
 
 export type Database = "file" | "sqld over HTTP" | "sqld over WebSocket";
 const DATABASES: Database[] = ["file", "sqld over HTTP", "sqld over WebSocket"];
@@ -189,7 +180,7 @@ async function reads(database: Database): Promise<ReadFigures> {
 }
 
 /** The rows `npm run bench -- sqld` records, each sqld figure beside the file's from the same run, and the target ratios. */
-export async function sqldRows(notes: string[]): Promise<{ rows: SqldBenchRow[]; ratios: Record<string, number> }> {
+export async function sqldRows(notes: string[]): Promise<{ rows: BenchRow[]; ratios: Record<string, number> }> {
   const hooks = new Map<Database, WebhookFigures>();
   const logs = new Map<Database, AppendFigures>();
   const gets = new Map<Database, ReadFigures>();
@@ -199,7 +190,7 @@ export async function sqldRows(notes: string[]): Promise<{ rows: SqldBenchRow[];
   for (const database of DATABASES) logs.set(database, await appends(database));
   for (const database of DATABASES) gets.set(database, await reads(database));
 
-  const rows: SqldBenchRow[] = [];
+  const rows: BenchRow[] = [];
   const ratios: Record<string, number> = {};
   const baselineName = "the same daemon on its local file";
   const file = { hooks: hooks.get("file")!, logs: logs.get("file")!, gets: gets.get("file")! };

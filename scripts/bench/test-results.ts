@@ -29,20 +29,11 @@ import { findBuild, type Build } from "../../lib/builds/store.ts";
 import { readReport } from "../../lib/test-results/read.ts";
 import { recordReport, testKey } from "../../lib/test-results/record.ts";
 import { listCases, testHistory } from "../../lib/test-results/queries.ts";
+import type { BenchRow } from "./row.ts";
 
 const CASES = 10_000;
 const STORED_BUILDS = 100;
 const NOW = 1_900_000_000;
-
-interface BenchRow {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  higherIsBetter: boolean;
-  unit: string;
-}
 
 /** A `flutter test --machine` run of CASES tests in 100 files, 1 % failing with a message and a stack. */
 function machineReport(workspace: string): string {

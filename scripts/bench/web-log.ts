@@ -8,20 +8,12 @@
 import type { Page } from "playwright-core";
 import { http, startDaemon } from "../../tests/helpers/daemon.ts";
 import { launchBrowser } from "../../tests/browser/browser.ts";
+import { githubProject } from "./github.ts";
+import type { BenchRow } from "./row.ts";
 
 export const LOG_LINES = 100_000;
 const BATCH = 1000;
 const LOADS = 5;
-
-export interface WebLogRow {
-  scenario: string;
-  metric: string;
-  roost: number;
-  baseline: number;
-  baselineName: string;
-  higherIsBetter: boolean;
-  unit: string;
-}
 
 /** The text of line i: Gradle-like, every tenth one coloured, as a Flutter build writes. */
 function lineText(i: number): string {
@@ -69,7 +61,7 @@ async function timeToLine(page: Page, url: string, selector: string): Promise<{ 
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
+export async function webLogRows(notes: string[]): Promise<BenchRow[]> {
   const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
   const tb = await launchBrowser();
   let bare: ReturnType<typeof Bun.serve> | undefined;
@@ -82,21 +74,7 @@ export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
     const host = await startHostApiStandIn();
     host.github.repos.push({ id: 1, full_name: "bench/app", default_branch: "main", private: true, clone_url: "https://example.invalid/app.git" });
     host.heads.set("bench/app@main", "c".repeat(40));
-    const integration = await http(daemon.url, "POST", "/v1/integrations", {
-      token: session,
-      body: {
-        provider: "github",
-        name: "gh",
-        api_url: host.url,
-        app_id: host.github.appId,
-        installation_id: host.github.installationId,
-        private_key: host.github.privateKeyPem,
-        webhook_secret: "bench-webhook-secret-0123",
-      },
-    });
-    if (integration.status !== 201) throw new Error(`web bench: integration ${integration.status} ${JSON.stringify(integration.body)}`);
-    const repository = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: session })).body.repositories[0].id;
-    const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: session, body: { repository_id: repository } })).body.project.id as string;
+    const projectId = await githubProject(daemon, session, host, "bench-webhook-secret-0123");
     const pipelineId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: session, body: { name: "android" } })).body.pipeline
       .id as string;
     const build = (
@@ -149,7 +127,7 @@ export async function webLogRows(notes: string[]): Promise<WebLogRow[]> {
         bare: [`${bareUrl}#L${lastSeq}`, `#L${lastSeq}`],
       },
     ] as const;
-    const rows: WebLogRow[] = [];
+    const rows: BenchRow[] = [];
     for (const c of cases) {
       const ours: number[] = [];
       const theirs: number[] = [];
