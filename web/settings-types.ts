@@ -2,7 +2,8 @@
 // retention), taken from the daemon's zod schemas as types only, like web/types.ts.
 import type { z } from "zod";
 import type { VariableChangeResource, VariableResource } from "../lib/variables/variables.ts";
-import type { NotificationDeliveryResource, NotificationResource, ScheduleResource } from "../lib/schemas/operations.ts";
+import type { NotificationDeliveryResource, NotificationResource } from "../lib/notifications/wire.ts";
+import type { ScheduleResource } from "../lib/schedules/wire.ts";
 import type { BadgeSettings as BadgeSettingsSchema } from "../handlers/badges/get-settings.ts";
 import type { RetentionSettings as RetentionSettingsSchema } from "../handlers/retention/get-settings.ts";
 

@@ -1,16 +1,11 @@
 // The API's shapes, taken from the daemon's own zod schemas as types only: nothing of zod or the
 // handlers is bundled, and a change of a schema is a type error here, not a silent drift.
 import type { z } from "zod";
-import type {
-  BuildResource,
-  IncidentResource,
-  IntegrationResource,
-  MemberResource,
-  PipelineResource,
-  ProjectResource,
-  RepositoryResource,
-  StepResult,
-} from "../lib/schemas/ci.ts";
+import type { BuildResource, StepResult } from "../lib/builds/wire.ts";
+import type { IncidentResource } from "../lib/daemon/incident-wire.ts";
+import type { IntegrationResource, RepositoryResource } from "../lib/integrations/wire.ts";
+import type { MemberResource, ProjectResource } from "../lib/projects/wire.ts";
+import type { PipelineResource } from "../lib/pipelines/wire.ts";
 import type { ApiToken, ApiTokenCreated, SessionResult, UserResource } from "../lib/schemas/shared.ts";
 import type { SetupStatus as SetupStatusSchema } from "../handlers/setup/status.ts";
 import type { RunnerResource } from "../lib/runners/wire.ts";

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext, RequestContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { pipelineNames } from "../../lib/pipelines/store.ts";
 import { badgesArePublic } from "../../lib/badges/badges.ts";
 

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { listArtifacts } from "../../lib/artifacts/artifacts.ts";
 import { ArtifactResource } from "../../lib/runners/wire.ts";
 

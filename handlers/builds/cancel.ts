@@ -5,7 +5,8 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
+import { BuildResource } from "../../lib/builds/wire.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findBuild, toPublicBuild } from "../../lib/builds/store.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { BuildResource, IdParam } from "../../lib/schemas/ci.ts";
+import { BuildResource } from "../../lib/builds/wire.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { toPublicBuild } from "../../lib/builds/store.ts";
 
 export const endpoint = defineEndpoint({

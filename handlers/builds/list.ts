@@ -1,7 +1,7 @@
 // GET /v1/projects/{project_id}/builds (project viewer): newest first, filterable, paged by cursor.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { ListBuildsQuery, ListBuildsResponse, buildListPage } from "../../lib/builds/listing.ts";
 import { BuildListItem } from "../../lib/test-results/schema.ts";
 

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findBuild } from "../../lib/builds/store.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { requestDeployment } from "../../lib/publishing/request.ts";

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import { Pagination, SearchQuery } from "../../lib/schemas/shared.ts";
-import { RepositoryResource } from "../../lib/schemas/ci.ts";
+import { RepositoryResource } from "../../lib/integrations/wire.ts";
 import { searchRepositories } from "../../lib/integrations/repositories.ts";
 
 export const endpoint = defineEndpoint({

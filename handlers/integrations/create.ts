@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
-import { IntegrationResource } from "../../lib/schemas/ci.ts";
+import { IntegrationResource } from "../../lib/integrations/wire.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { findIntegration, insertIntegration } from "../../lib/integrations/store.ts";
 import { integrationView, syncRepositories } from "../../lib/integrations/index.ts";

@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
-import { IntegrationResource } from "../../lib/schemas/ci.ts";
+import { IntegrationResource } from "../../lib/integrations/wire.ts";
 import { listIntegrations } from "../../lib/integrations/store.ts";
 import { integrationView } from "../../lib/integrations/index.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";

@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findIntegration } from "../../lib/integrations/store.ts";
 import { syncRepositories } from "../../lib/integrations/index.ts";
 import { ForgeApiError } from "../../lib/forges/http.ts";

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { cutNotice, statsOf } from "../../lib/logs/store.ts";
 import { openLogReader } from "../../lib/logs/archive.ts";
 

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { mintStreamToken } from "../../lib/auth/stream-tokens.ts";
 import { credentialOf } from "../../lib/auth/reauthenticate.ts";
 import { json } from "../../lib/http/io.ts";

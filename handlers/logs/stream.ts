@@ -15,7 +15,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { StreamContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findBuild } from "../../lib/builds/store.ts";
 import { statsOf } from "../../lib/logs/store.ts";
 import { openLogStream } from "../../lib/live/log-stream.ts";

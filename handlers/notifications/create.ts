@@ -5,8 +5,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { CreateNotificationBody, NotificationResource } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { CreateNotificationBody, NotificationResource } from "../../lib/notifications/wire.ts";
 import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications/notifications.ts";
 
 /** Splits a channel's settings into what the API shows and what is sealed. */

@@ -3,8 +3,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { NotificationDeliveryResource } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { NotificationDeliveryResource } from "../../lib/notifications/wire.ts";
 import { listDeliveries } from "../../lib/notifications/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 

@@ -3,8 +3,8 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { NotificationResource } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { NotificationResource } from "../../lib/notifications/wire.ts";
 import { findNotification, toPublicNotification, type Notification } from "../../lib/notifications/notifications.ts";
 import type { Executor } from "../../lib/db/client.ts";
 

@@ -2,8 +2,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { NotificationResource } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { NotificationResource } from "../../lib/notifications/wire.ts";
 import { listNotifications, toPublicNotification } from "../../lib/notifications/notifications.ts";
 
 export const endpoint = defineEndpoint({

@@ -6,8 +6,8 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { NotificationResource, UpdateNotificationBody } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { NotificationResource, UpdateNotificationBody } from "../../lib/notifications/wire.ts";
 import { refuseChannelHosts, toPublicNotification, updateNotification, type ChannelSecrets } from "../../lib/notifications/notifications.ts";
 import { notificationOfProject } from "./get.ts";
 

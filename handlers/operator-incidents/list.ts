@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import { Pagination } from "../../lib/schemas/shared.ts";
-import { IncidentResource } from "../../lib/schemas/ci.ts";
+import { IncidentResource } from "../../lib/daemon/incident-wire.ts";
 import { listIncidents } from "../../lib/daemon/incidents.ts";
 
 export const endpoint = defineEndpoint({

@@ -4,7 +4,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam, IncidentResource } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { IncidentResource } from "../../lib/daemon/incident-wire.ts";
 import { markIncidentRead } from "../../lib/daemon/incidents.ts";
 
 export const endpoint = defineEndpoint({

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { toPublicPipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({

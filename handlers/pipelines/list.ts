@@ -1,7 +1,8 @@
 // GET /v1/projects/{project_id}/pipelines (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
-import { IdParam, PipelineResource } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { listPipelines, toPublicPipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({

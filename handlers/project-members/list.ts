@@ -1,7 +1,8 @@
 // GET /v1/projects/{project_id}/members (project viewer).
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
-import { IdParam, MemberResource } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { MemberResource } from "../../lib/projects/wire.ts";
 import { listMembers } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({

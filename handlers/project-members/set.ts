@@ -3,7 +3,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam, MemberResource, ProjectRoleSchema } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { MemberResource, ProjectRoleSchema } from "../../lib/projects/wire.ts";
 import { listMembers, setMember } from "../../lib/projects/store.ts";
 import { findUserById } from "../../lib/auth/users.ts";
 

@@ -1,7 +1,7 @@
 // DELETE /v1/projects/{project_id} (project maintainer): removes the project with its pipelines and builds.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { deleteProject } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({

@@ -2,7 +2,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam, ProjectResource } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { ProjectResource } from "../../lib/projects/wire.ts";
 import { toPublicProject } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
 import { Pagination, SearchQuery } from "../../lib/schemas/shared.ts";
-import { ProjectResource } from "../../lib/schemas/ci.ts";
+import { ProjectResource } from "../../lib/projects/wire.ts";
 import { listProjects, toPublicProject } from "../../lib/projects/store.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
 

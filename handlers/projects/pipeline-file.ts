@@ -5,7 +5,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { Concurrency, ExecutionConfigOut, IdParam, TriggerConfigOut } from "../../lib/schemas/ci.ts";
+import { Concurrency, ExecutionConfigOut, TriggerConfigOut } from "../../lib/pipelines/wire.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { pipelineFileStatus } from "../../lib/pipelines/file-status.ts";
 
 const FileProblem = z.object({

@@ -4,7 +4,9 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { DisplayName } from "../../lib/schemas/shared.ts";
-import { BranchName, IdParam, ProjectResource, ProjectSettings } from "../../lib/schemas/ci.ts";
+import { BranchName } from "../../lib/pipelines/wire.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { ProjectResource, ProjectSettings } from "../../lib/projects/wire.ts";
 import { findProject, toPublicProject, updateProject } from "../../lib/projects/store.ts";
 
 export const UpdateProjectBody = z

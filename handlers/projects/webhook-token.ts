@@ -7,7 +7,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findRepository } from "../../lib/integrations/repositories.ts";
 import { rotateWebhookToken } from "../../lib/forges/gitlab/tokens.ts";
 import { findProjectBuildingRepository } from "../../lib/projects/store.ts";

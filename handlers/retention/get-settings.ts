@@ -3,7 +3,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { projectRetention } from "../../lib/retention/retention.ts";
 
 const Days = z.number().int().min(0).max(36_500);

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { projectRetention, setProjectRetention } from "../../lib/retention/retention.ts";
 import { RetentionOverrides, RetentionSettings } from "./get-settings.ts";
 

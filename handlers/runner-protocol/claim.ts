@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
 import { ClaimAnswer, ClaimRequest } from "../../lib/runners/protocol-wire.ts";

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { ConnectAnswer, ConnectRequest, LOG_REQUEST_LIMIT } from "../../lib/runners/protocol-wire.ts";
 import { recordConnect } from "../../lib/runners/store.ts";
 import { isThisHostAddress } from "../../lib/net/addresses.ts";

@@ -6,7 +6,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { inTransaction } from "../../lib/db/client.ts";
 import { appendSystemLineIn } from "../../lib/logs/store.ts";
 import { DeploymentResource, deploymentResource, findDeployment, finishDeployment } from "../../lib/publishing/deployments.ts";

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findDeployment, renewDeploymentLease } from "../../lib/publishing/deployments.ts";
 import { PublishHeartbeatAnswer } from "../../lib/publishing/wire.ts";
 

@@ -6,7 +6,7 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { json } from "../../lib/http/io.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../../lib/runners/protocol-wire.ts";
 import { appendLogLines } from "../../lib/logs/store.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";

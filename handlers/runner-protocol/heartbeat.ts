@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { heartbeat } from "../../lib/runners/jobs.ts";
 import { HeartbeatAnswer, HeartbeatRequest } from "../../lib/runners/protocol-wire.ts";
 

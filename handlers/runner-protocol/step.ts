@@ -3,7 +3,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
-import { IdParam, StepResult } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { StepResult } from "../../lib/builds/wire.ts";
 import { StepName, StepReport } from "../../lib/runners/protocol-wire.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { recordStepResult } from "../../lib/builds/steps.ts";

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { findBuild } from "../../lib/builds/store.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";

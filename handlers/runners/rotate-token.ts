@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findRunner, rotateRunnerToken } from "../../lib/runners/store.ts";
 
 export const endpoint = defineEndpoint({

@@ -2,8 +2,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { ScheduleResource } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { ScheduleResource } from "../../lib/schedules/wire.ts";
 import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules/schedules.ts";
 
 export const endpoint = defineEndpoint({

@@ -4,8 +4,8 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
-import { ScheduleResource, UpdateScheduleBody } from "../../lib/schemas/operations.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { ScheduleResource, UpdateScheduleBody } from "../../lib/schedules/wire.ts";
 import { findSchedule, lastRun, toPublicSchedule, updateSchedule, type Schedule } from "../../lib/schedules/schedules.ts";
 import type { Executor } from "../../lib/db/client.ts";
 

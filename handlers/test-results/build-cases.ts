@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, SearchQuery } from "../../lib/schemas/shared.ts";
 import { CaseStatus, TestCaseResource } from "../../lib/test-results/schema.ts";
 import { listCases } from "../../lib/test-results/queries.ts";

@@ -5,7 +5,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { Pagination } from "../../lib/schemas/shared.ts";
 import { CoverageAnswer } from "../../lib/test-results/schema.ts";
 import { coverageOf } from "../../lib/test-results/queries.ts";

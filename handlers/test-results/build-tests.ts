@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/ci.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { findRepository } from "../../lib/integrations/repositories.ts";
 import { sourceFileUrl } from "../../lib/test-results/source-links.ts";
 import { BuildTestsAnswer } from "../../lib/test-results/schema.ts";

@@ -4,7 +4,8 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { BranchName, IdParam } from "../../lib/schemas/ci.ts";
+import { BranchName } from "../../lib/pipelines/wire.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
 import { TrendPoint } from "../../lib/test-results/schema.ts";
 import { pipelineTrends } from "../../lib/test-results/queries.ts";
 

@@ -6,7 +6,7 @@ import type { BuildStatus } from "./state-machine.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
 import { publicSnapshot, type ConfigSnapshot } from "../pipelines/config.ts";
 import { parseDefinitionSource, type DefinitionSource } from "../pipelines/definition.ts";
-import type { BuildResource, StepResult as StepResultSchema } from "../schemas/ci.ts";
+import type { BuildResource, StepResult as StepResultSchema } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export type StepResult = WireOf<typeof StepResultSchema>;

@@ -7,7 +7,7 @@ import type { Executor } from "../db/client.ts";
 import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
-import type { IntegrationResource } from "../schemas/ci.ts";
+import type { IntegrationResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export interface Integration {

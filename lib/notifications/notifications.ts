@@ -20,7 +20,7 @@ import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { hostRefusal, refuseSavedHost } from "../net/address-policy.ts";
 import { failedCases, summaryOf, testsPageUrl } from "../test-results/queries.ts";
 import { approverEmails } from "../publishing/environments.ts";
-import type { NotificationResource } from "../schemas/operations.ts";
+import type { NotificationResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export const NOTIFICATION_EVENTS = ["failed", "fixed", "succeeded", "canceled", "approval_requested"] as const;

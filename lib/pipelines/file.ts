@@ -9,7 +9,7 @@ import { z } from "zod";
 import { LineCounter, isMap, isScalar, isNode, parseDocument, type Document } from "yaml";
 import { ConcurrencyInput, ExecutionConfigInput, TriggerConfigInput, type Concurrency, type ExecutionConfig, type TriggerConfig } from "./config.ts";
 import { CronExpression, TimeZone } from "./cron.ts";
-import { BranchName } from "../schemas/ci.ts";
+import { BranchName } from "./wire.ts";
 import { readableIssue } from "../http/validation-messages.ts";
 
 /** A pipeline file larger than this is refused before parsing. */

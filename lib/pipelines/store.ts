@@ -4,7 +4,7 @@ import type { Executor } from "../db/client.ts";
 import { all, bool, num, one, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { normalizeExecutionConfig, publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "./config.ts";
-import type { PipelineResource } from "../schemas/ci.ts";
+import type { PipelineResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export interface Pipeline {

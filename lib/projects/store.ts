@@ -3,7 +3,7 @@ import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
 import { all, num, one, str, strOrNull, likePattern } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
-import type { ProjectResource } from "../schemas/ci.ts";
+import type { ProjectResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export type ProjectRole = "maintainer" | "developer" | "viewer";

@@ -23,7 +23,7 @@ import { findIntegration } from "../integrations/store.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { definitionAt, type BuildDefinition } from "../pipelines/source.ts";
 import type { Pipeline } from "../pipelines/store.ts";
-import type { ScheduleResource } from "../schemas/operations.ts";
+import type { ScheduleResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export interface Schedule {

@@ -132,3 +132,5 @@ export function boundedJsonObject(bounds: { maxDepth?: number; maxBytes?: number
     })
     .describe(`free-form JSON object: at most ${maxKeys} keys, ${maxDepth} levels deep, ${maxBytes} bytes`);
 }
+
+export const IdParam = z.string().min(1).max(64);

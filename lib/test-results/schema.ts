@@ -2,7 +2,7 @@
 import { z } from "zod";
 import { Timestamp } from "../schemas/shared.ts";
 import { TestReportResource } from "../runners/protocol-wire.ts";
-import { BuildResource } from "../schemas/ci.ts";
+import { BuildResource } from "../builds/wire.ts";
 
 export const CaseStatus = z.enum(["passed", "failed", "error", "skipped"]);
 

@@ -2,7 +2,9 @@
 // (type-only imports, nothing of zod is loaded), so a changed response is a type error here
 // rather than an `undefined` printed in a table.
 import type { z } from "zod";
-import type { BuildResource, PipelineResource, ProjectResource } from "../../schemas/ci.ts";
+import type { BuildResource } from "../../builds/wire.ts";
+import type { PipelineResource } from "../../pipelines/wire.ts";
+import type { ProjectResource } from "../../projects/wire.ts";
 import type { ArtifactResource } from "../../runners/protocol-wire.ts";
 import type { DeploymentResource } from "../../publishing/deployments.ts";
 

@@ -5,7 +5,7 @@ import { describe, expect, test } from "bun:test";
 import { routes } from "../../../handlers/routes.ts";
 import { FORGES, FORGE_NAMES, ConnectBodies, forgeOf } from "../../../lib/forges/registry.ts";
 import { ForgeApiError } from "../../../lib/forges/http.ts";
-import { IntegrationResource, RepositoryResource } from "../../../lib/schemas/ci.ts";
+import { IntegrationResource, RepositoryResource } from "../../../lib/integrations/wire.ts";
 import { DeliveryResource } from "../../../lib/webhooks/wire.ts";
 
 describe("the forge registry", () => {
