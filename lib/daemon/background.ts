@@ -8,19 +8,23 @@
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "../http/context.ts";
 import { pruneCommitStatuses, startCommitStatusReporter } from "../forges/commit-statuses.ts";
-import { reportCheckRuns } from "../test-results/check-runs.ts";
-import { pruneDeliveries } from "../webhooks/deliveries.ts";
-import { deleteExpiredSessions } from "../auth/sessions.ts";
-import { evictExpiredPending } from "../auth/oidc-pending.ts";
-import { flagUnroutableBuilds, reapLostJobs, reapTimedOutBuilds } from "../runners/reaper.ts";
-import { pollGitRemotes } from "../forges/git/poll.ts";
 import { newId } from "../auth/secrets.ts";
-import { runDueSchedules } from "../schedules/schedules.ts";
-import { dispatchNotifications } from "../notifications/notifications.ts";
-import { checkDataDirGrowth, enforceRetention } from "../retention/retention.ts";
-import { reapLostDeployments } from "../publishing/reaper.ts";
-import { publishHostReleases } from "../publishing/host-release.ts";
-import { archiveFinishedLogs } from "../logs/archive.ts";
+
+// Each task's module is imported when the task first runs (seconds after the start), not when the
+// daemon starts: they hold the pipeline file's, the publishers' and the runner protocol's schemas,
+// which a start need not build before it is ready (issue 20).
+const checkRuns = () => import("../test-results/check-runs.ts");
+const deliveries = () => import("../webhooks/deliveries.ts");
+const sessions = () => import("../auth/sessions.ts");
+const oidcPending = () => import("../auth/oidc-pending.ts");
+const jobReaper = () => import("../runners/reaper.ts");
+const gitPoll = () => import("../forges/git/poll.ts");
+const schedules = () => import("../schedules/schedules.ts");
+const notifications = () => import("../notifications/notifications.ts");
+const retention = () => import("../retention/retention.ts");
+const deploymentReaper = () => import("../publishing/reaper.ts");
+const hostReleases = () => import("../publishing/host-release.ts");
+const logArchive = () => import("../logs/archive.ts");
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -39,32 +43,44 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
   const stopStatuses = startCommitStatusReporter(ctx, baseUrl);
   const timers = [
     // GitHub check runs of finished builds with test reports (docs/github.md "Check runs").
-    every(2000, () => reportCheckRuns({ db: ctx.db, secrets: ctx.secrets, config: ctx.config, clock: ctx.clock, log: ctx.log, now: ctx.clock.now(), baseUrl })),
+    every(2000, async () =>
+      (await checkRuns()).reportCheckRuns({
+        db: ctx.db,
+        secrets: ctx.secrets,
+        config: ctx.config,
+        clock: ctx.clock,
+        log: ctx.log,
+        now: ctx.clock.now(),
+        baseUrl,
+      }),
+    ),
     // A lost runner is noticed within its lease plus this period.
     every(Math.min(5000, ctx.config.runners.leaseSeconds * 500), async () => {
-      await reapLostJobs(ctx);
-      await reapLostDeployments(ctx);
+      await (await jobReaper()).reapLostJobs(ctx);
+      await (await deploymentReaper()).reapLostDeployments(ctx);
     }),
-    every(10_000, () => flagUnroutableBuilds(ctx)),
+    every(10_000, async () => (await jobReaper()).flagUnroutableBuilds(ctx)),
     // A build past its timeout that its runner did not stop fails within this period (docs/runners.md "Timeouts").
-    every(5000, () => reapTimedOutBuilds(ctx)),
+    every(5000, async () => (await jobReaper()).reapTimedOutBuilds(ctx)),
     // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS; its own chain, so a slow remote delays no other task.
     setInterval(
       () => {
         if (!running || polling) return;
-        polling = pollGitRemotes(ctx, pollOwner)
+        polling = gitPoll()
+          .then((m) => m.pollGitRemotes(ctx, pollOwner))
           .catch((error) => ctx.log.error("git poll pass failed", { error }))
           .finally(() => (polling = null));
       },
       Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500),
     ),
     // Schedules have minute resolution; a slot fires within this period of its time.
-    every(15_000, () => runDueSchedules(ctx)),
+    every(15_000, async () => (await schedules()).runDueSchedules(ctx)),
     // Notifications leave within this period of a build's finish (docs/notifications.md); their own
     // chain, so a slow receiver (up to its send timeout) delays no other task.
     setInterval(() => {
       if (!running || sending) return;
-      sending = dispatchNotifications(ctx, baseUrl)
+      sending = notifications()
+        .then((m) => m.dispatchNotifications(ctx, baseUrl))
         .catch((error) => ctx.log.error("notification pass failed", { error }))
         .finally(() => (sending = null));
     }, 2000),
@@ -73,7 +89,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // 180,000 builds an hour).
     setInterval(() => {
       if (!running || retaining) return;
-      retaining = enforceRetention(ctx)
+      retaining = retention()
+        .then((m) => m.enforceRetention(ctx))
         .catch((error) => ctx.log.error("retention pass failed", { error }))
         .finally(() => (retaining = null));
     }, 10_000),
@@ -81,7 +98,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // credentials; their own chain, so a large upload delays no other task.
     setInterval(() => {
       if (!running || releasing) return;
-      releasing = publishHostReleases(ctx)
+      releasing = hostReleases()
+        .then((m) => m.publishHostReleases(ctx))
         .catch((error) => ctx.log.error("host release pass failed", { error }))
         .finally(() => (releasing = null));
     }, 2000),
@@ -89,16 +107,17 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // up to 20 logs to the bucket.
     setInterval(() => {
       if (!running || archiving || ctx.objects.kind !== "s3") return;
-      archiving = archiveFinishedLogs(ctx)
+      archiving = logArchive()
+        .then((m) => m.archiveFinishedLogs(ctx))
         .catch((error) => ctx.log.error("log archive pass failed", { error }))
         .finally(() => (archiving = null));
     }, 10_000),
     every(600_000, async () => {
-      await deleteExpiredSessions(ctx.db, ctx.clock.now());
-      await evictExpiredPending(ctx.db, ctx.clock.now());
-      await pruneDeliveries(ctx.db, ctx.clock.now());
+      await (await sessions()).deleteExpiredSessions(ctx.db, ctx.clock.now());
+      await (await oidcPending()).evictExpiredPending(ctx.db, ctx.clock.now());
+      await (await deliveries()).pruneDeliveries(ctx.db, ctx.clock.now());
       await pruneCommitStatuses(ctx.db, ctx.clock.now());
-      await checkDataDirGrowth(ctx);
+      await (await retention()).checkDataDirGrowth(ctx);
     }),
   ];
   return async () => {

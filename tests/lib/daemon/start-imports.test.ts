@@ -1,0 +1,34 @@
+// What `roost serve` imports before it is ready (bin/roost.ts: lib/daemon/server.ts and the route
+// table) leaves out the background tasks' modules: each is imported when its task first runs
+// (lib/daemon/background.ts), seconds after the start. Run in a fresh process, whose module
+// registry (require.cache, which lists ES modules too) nothing else has filled.
+import { describe, expect, test } from "bun:test";
+import { BUN, REPO_ROOT } from "../../helpers/daemon.ts";
+
+const TASK_MODULES = [
+  "lib/test-results/check-runs.ts",
+  "lib/runners/reaper.ts",
+  "lib/forges/git/poll.ts",
+  "lib/schedules/schedules.ts",
+  "lib/notifications/notifications.ts",
+  "lib/retention/retention.ts",
+  "lib/publishing/reaper.ts",
+  "lib/publishing/host-release.ts",
+  "lib/logs/archive.ts",
+];
+
+const SCRIPT = `
+await import("./lib/daemon/server.ts");
+await import("./handlers/routes.ts");
+console.log(JSON.stringify(Object.keys(require.cache).map((k) => k.slice(${JSON.stringify(REPO_ROOT + "/")}.length))));
+`;
+
+describe("roost serve's start", () => {
+  test("imports none of the background tasks' modules", () => {
+    const run = Bun.spawnSync([BUN, "-e", SCRIPT], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+    expect(run.stderr.toString()).toBe("");
+    const loaded: string[] = JSON.parse(run.stdout.toString());
+    expect(loaded).toContain("lib/daemon/background.ts");
+    expect(TASK_MODULES.filter((m) => loaded.includes(m))).toEqual([]);
+  });
+});
