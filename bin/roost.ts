@@ -120,6 +120,160 @@ function configOrExit(): Config {
   }
 }
 
+/** `roost version` */
+async function version(rest: string[]): Promise<number> {
+  parseCommandArgs("roost version", rest, {});
+  process.stdout.write(`roost ${pkg.version}\n`);
+  return 0;
+}
+
+/** `roost serve`: runs the daemon until SIGTERM or SIGINT. */
+async function serve(rest: string[]): Promise<number> {
+  parseCommandArgs("roost serve", rest, {});
+  const config = configOrExit();
+  const { startDaemon, StartupError, describeSystemError } = await import("../lib/daemon/server.ts");
+  const { routes } = await import("../handlers/routes.ts");
+  const daemon = await startDaemon(config, routes).catch((error: unknown) => {
+    // A start-up problem is one line naming its cause, never a stack trace; exit 2 (configuration).
+    const cause = error instanceof StartupError ? error.message : `cannot start: ${describeSystemError(error)}`;
+    process.stderr.write(`roost serve: ${cause}\n`);
+    process.exit(2);
+  });
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await daemon.stop();
+    process.exit(0);
+  };
+  process.on("SIGTERM", stop);
+  process.on("SIGINT", stop);
+  return new Promise<number>(() => {});
+}
+
+/** `roost migrate`: the one admin command that may create the database; it prepares an instance before its first start. */
+async function migrate(rest: string[]): Promise<number> {
+  parseCommandArgs("roost migrate", rest, {});
+  const config = configOrExit();
+  const { openDatabase } = await import("../lib/db/client.ts");
+  const { migrate } = await import("../lib/db/migrate.ts");
+  const { prepareDataDir, StartupError } = await import("../lib/daemon/server.ts");
+  await prepareDataDir(config).catch((error: unknown) => {
+    throw error instanceof StartupError ? new UsageError(`roost migrate: ${error.message}`) : error;
+  });
+  const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+  const result = await migrate(db, () => Math.floor(Date.now() / 1000));
+  process.stdout.write(`schema version ${result.from} -> ${result.to}\n`);
+  db.close();
+  return 0;
+}
+
+/** `roost recover [setup-token]`: mints a recovery capability (or a setup token) over the management socket. */
+async function recover(rest: string[]): Promise<number> {
+  const what = parseCommandArgs("roost recover", rest, {}, ["[setup-token]"]).positionals[0];
+  if (what !== undefined && what !== "setup-token") {
+    throw new UsageError(`roost recover: unknown target '${what}' (only setup-token); see 'roost recover --help'`);
+  }
+  const config = configOrExit();
+  const path = what === "setup-token" ? "/setup-tokens" : "/recovery-capabilities";
+  let response: Response;
+  try {
+    response = await fetch(`http://roost${path}`, { method: "POST", unix: config.managementSocketPath } as RequestInit);
+  } catch {
+    process.stderr.write(`cannot reach the management socket at ${config.managementSocketPath}; is 'roost serve' running, and are you its user?\n`);
+    return 1;
+  }
+  const body = (await response.json()) as Record<string, unknown>;
+  if (!response.ok) {
+    process.stderr.write(`${body.code}: ${body.message}\n`);
+    return 1;
+  }
+  process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
+  process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
+  return 0;
+}
+
+/** `roost login [--email]`: a recovery capability, and the command that signs in with it. */
+async function login(rest: string[]): Promise<number> {
+  const email = parseCommandArgs("roost login", rest, { email: { type: "string" } }).values.email as string | undefined;
+  const config = configOrExit();
+  const minted = await mintOverSocket(config, "/recovery-capabilities");
+  if (typeof minted === "number") return minted;
+  const capability = String(minted.recovery_capability);
+  const body = JSON.stringify({ ...(email === undefined ? {} : { email }), recovery_capability: capability });
+  // A person reads the capability on its own line, to paste on the sign-in page, then the
+  // command; stdout is the command alone, as before, so `eval "$(roost login)"` still signs
+  // in (`roost recover` prints the bare capability on stdout for scripts).
+  const until = new Date(Number(minted.expires_at) * 1000).toISOString();
+  process.stderr.write(
+    `one-time capability, valid until ${until}, single use; paste it on the sign-in page (${loginBaseUrl(config)}/sign-in):\n${capability}\nor sign in from a shell on this host with:\n`,
+  );
+  process.stdout.write(
+    `curl -sS -X POST ${loginBaseUrl(config)}/v1/auth/local/login -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'\n`,
+  );
+  return 0;
+}
+
+/** `roost backup <file>`: a consistent copy of a local database file. */
+async function backup(rest: string[]): Promise<number> {
+  const target = parseCommandArgs("roost backup", rest, {}, ["<file>"]).positionals[0]!;
+  const config = configOrExit();
+  if (!config.databaseUrl.startsWith("file:")) {
+    // VACUUM INTO writes on the database's own host, and sqld refuses it.
+    throw new UsageError(`roost backup: the database is a libSQL server (ROOST_DATABASE_URL); back it up on its host, see docs/operations.md "Several hosts"`);
+  }
+  const { openExistingDatabase } = await import("../lib/cli/database.ts");
+  const { resolve } = await import("node:path");
+  const { existsSync } = await import("node:fs");
+  const { chmod } = await import("node:fs/promises");
+  const path = resolve(target);
+  if (existsSync(path)) {
+    process.stderr.write(`${path} exists; choose a new file\n`);
+    return 1;
+  }
+  const db = await openExistingDatabase(config, "roost backup");
+  try {
+    // The copy holds everything the database does (password-equivalent token hashes, encrypted
+    // secrets): 0600 like the data directory's files (the umask is 077; chmod says it again).
+    await db.execute({ sql: "VACUUM INTO ?", args: [path] });
+    await chmod(path, 0o600);
+  } catch (error) {
+    process.stderr.write(`backup failed: ${(error as Error).message}\n`);
+    return 1;
+  } finally {
+    db.close();
+  }
+  process.stdout.write(`${path}\n`);
+  return 0;
+}
+
+/** `roost user …` and `roost token …`: the operator commands on the database itself. */
+async function admin(command: "user" | "token", rest: string[]): Promise<number> {
+  const { parseAdminCommand, runAdminCommand } = await import("../lib/cli/admin.ts");
+  const parsed = parseAdminCommand(command, rest);
+  const config = configOrExit();
+  const { migrate } = await import("../lib/db/migrate.ts");
+  const { openExistingDatabase } = await import("../lib/cli/database.ts");
+  const db = await openExistingDatabase(config, `roost ${command}`);
+  await migrate(db, () => Math.floor(Date.now() / 1000));
+  const result = await runAdminCommand(db, parsed);
+  db.close();
+  (result.code === 0 ? process.stdout : process.stderr).write(result.out + (result.out ? "\n" : ""));
+  return result.code;
+}
+
+/** The commands that `roost --help` lists, beside the runner and the client groups. */
+const COMMANDS = {
+  version,
+  serve,
+  migrate,
+  recover,
+  login,
+  backup,
+  user: (rest: string[]) => admin("user", rest),
+  token: (rest: string[]) => admin("token", rest),
+} satisfies Record<string, (rest: string[]) => Promise<number>>;
+
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   if (!command || command === "help" || command === "--help" || command === "-h") {
@@ -131,146 +285,13 @@ async function main(argv: string[]): Promise<number> {
   if (command === "runner") return (await import("../runner/main.ts")).runnerMain(rest);
   if ((CLIENT_GROUPS as readonly string[]).includes(command))
     return (await import("../lib/cli/client/commands.ts")).runClientCommand(command as ClientGroup, rest);
-  if (!HELP[command]) throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
+  const run = COMMANDS[command as keyof typeof COMMANDS] as ((rest: string[]) => Promise<number>) | undefined;
+  if (!run || !HELP[command]) throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
   if (rest.includes("--help") || rest.includes("-h")) {
     process.stdout.write(HELP[command] + "\n");
     return 0;
   }
-  switch (command) {
-    case "version":
-      parseCommandArgs("roost version", rest, {});
-      process.stdout.write(`roost ${pkg.version}\n`);
-      return 0;
-    case "serve": {
-      parseCommandArgs("roost serve", rest, {});
-      const config = configOrExit();
-      const { startDaemon, StartupError, describeSystemError } = await import("../lib/daemon/server.ts");
-      const { routes } = await import("../handlers/routes.ts");
-      const daemon = await startDaemon(config, routes).catch((error: unknown) => {
-        // A start-up problem is one line naming its cause, never a stack trace; exit 2 (configuration).
-        const cause = error instanceof StartupError ? error.message : `cannot start: ${describeSystemError(error)}`;
-        process.stderr.write(`roost serve: ${cause}\n`);
-        process.exit(2);
-      });
-      let stopping = false;
-      const stop = async () => {
-        if (stopping) return;
-        stopping = true;
-        await daemon.stop();
-        process.exit(0);
-      };
-      process.on("SIGTERM", stop);
-      process.on("SIGINT", stop);
-      return new Promise<number>(() => {});
-    }
-    case "migrate": {
-      // The one admin command that may create the database: it prepares an instance before its first start.
-      parseCommandArgs("roost migrate", rest, {});
-      const config = configOrExit();
-      const { openDatabase } = await import("../lib/db/client.ts");
-      const { migrate } = await import("../lib/db/migrate.ts");
-      const { prepareDataDir, StartupError } = await import("../lib/daemon/server.ts");
-      await prepareDataDir(config).catch((error: unknown) => {
-        throw error instanceof StartupError ? new UsageError(`roost migrate: ${error.message}`) : error;
-      });
-      const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
-      const result = await migrate(db, () => Math.floor(Date.now() / 1000));
-      process.stdout.write(`schema version ${result.from} -> ${result.to}\n`);
-      db.close();
-      return 0;
-    }
-    case "recover": {
-      const what = parseCommandArgs("roost recover", rest, {}, ["[setup-token]"]).positionals[0];
-      if (what !== undefined && what !== "setup-token") {
-        throw new UsageError(`roost recover: unknown target '${what}' (only setup-token); see 'roost recover --help'`);
-      }
-      const config = configOrExit();
-      const path = what === "setup-token" ? "/setup-tokens" : "/recovery-capabilities";
-      let response: Response;
-      try {
-        response = await fetch(`http://roost${path}`, { method: "POST", unix: config.managementSocketPath } as RequestInit);
-      } catch {
-        process.stderr.write(`cannot reach the management socket at ${config.managementSocketPath}; is 'roost serve' running, and are you its user?\n`);
-        return 1;
-      }
-      const body = (await response.json()) as Record<string, unknown>;
-      if (!response.ok) {
-        process.stderr.write(`${body.code}: ${body.message}\n`);
-        return 1;
-      }
-      process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
-      process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
-      return 0;
-    }
-    case "login": {
-      const email = parseCommandArgs("roost login", rest, { email: { type: "string" } }).values.email as string | undefined;
-      const config = configOrExit();
-      const minted = await mintOverSocket(config, "/recovery-capabilities");
-      if (typeof minted === "number") return minted;
-      const capability = String(minted.recovery_capability);
-      const body = JSON.stringify({ ...(email === undefined ? {} : { email }), recovery_capability: capability });
-      // A person reads the capability on its own line, to paste on the sign-in page, then the
-      // command; stdout is the command alone, as before, so `eval "$(roost login)"` still signs
-      // in (`roost recover` prints the bare capability on stdout for scripts).
-      const until = new Date(Number(minted.expires_at) * 1000).toISOString();
-      process.stderr.write(
-        `one-time capability, valid until ${until}, single use; paste it on the sign-in page (${loginBaseUrl(config)}/sign-in):\n${capability}\nor sign in from a shell on this host with:\n`,
-      );
-      process.stdout.write(
-        `curl -sS -X POST ${loginBaseUrl(config)}/v1/auth/local/login -H 'content-type: application/json' -d '${body.replace(/'/g, "'\\''")}'\n`,
-      );
-      return 0;
-    }
-    case "backup": {
-      const target = parseCommandArgs("roost backup", rest, {}, ["<file>"]).positionals[0]!;
-      const config = configOrExit();
-      if (!config.databaseUrl.startsWith("file:")) {
-        // VACUUM INTO writes on the database's own host, and sqld refuses it.
-        throw new UsageError(
-          `roost backup: the database is a libSQL server (ROOST_DATABASE_URL); back it up on its host, see docs/operations.md "Several hosts"`,
-        );
-      }
-      const { openExistingDatabase } = await import("../lib/cli/database.ts");
-      const { resolve } = await import("node:path");
-      const { existsSync } = await import("node:fs");
-      const { chmod } = await import("node:fs/promises");
-      const path = resolve(target);
-      if (existsSync(path)) {
-        process.stderr.write(`${path} exists; choose a new file\n`);
-        return 1;
-      }
-      const db = await openExistingDatabase(config, "roost backup");
-      try {
-        // The copy holds everything the database does (password-equivalent token hashes, encrypted
-        // secrets): 0600 like the data directory's files (the umask is 077; chmod says it again).
-        await db.execute({ sql: "VACUUM INTO ?", args: [path] });
-        await chmod(path, 0o600);
-      } catch (error) {
-        process.stderr.write(`backup failed: ${(error as Error).message}\n`);
-        return 1;
-      } finally {
-        db.close();
-      }
-      process.stdout.write(`${path}\n`);
-      return 0;
-    }
-    case "user":
-    case "token": {
-      const { parseAdminCommand, runAdminCommand } = await import("../lib/cli/admin.ts");
-      const parsed = parseAdminCommand(command, rest);
-      const config = configOrExit();
-      const { migrate } = await import("../lib/db/migrate.ts");
-      const { openExistingDatabase } = await import("../lib/cli/database.ts");
-      const db = await openExistingDatabase(config, `roost ${command}`);
-      await migrate(db, () => Math.floor(Date.now() / 1000));
-      const result = await runAdminCommand(db, parsed);
-      db.close();
-      (result.code === 0 ? process.stdout : process.stderr).write(result.out + (result.out ? "\n" : ""));
-      return result.code;
-    }
-    default:
-      throw new UsageError(`roost: unknown command '${command}'; see 'roost --help'`);
-  }
+  return run(rest);
 }
 
 process.exitCode = await main(process.argv.slice(2)).catch((error: unknown) => {
