@@ -153,3 +153,27 @@ describe("domain stores", () => {
     expect(offending).toEqual([]);
   });
 });
+
+// The runner is a separate program (docs/runners.md): what it imports from lib/ is the wire
+// protocol and pure helpers, never the daemon's database, HTTP framework or process, so the
+// protocol schemas are importable by the runner alone (issue 19).
+describe("the runner's imports", () => {
+  test("everything runner/ reaches, transitively, stays out of the daemon's layers", () => {
+    const reached = new Set<string>();
+    const stack = [...new Bun.Glob("runner/**/*.ts").scanSync({ cwd: ROOT })];
+    while (stack.length) {
+      const path = stack.pop()!;
+      if (reached.has(path)) continue;
+      reached.add(path);
+      for (const specifier of specifiers(readFileSync(join(ROOT, path), "utf8"))) {
+        if (!specifier.startsWith(".")) continue;
+        const target = relative(ROOT, resolve(dirname(join(ROOT, path)), specifier));
+        if (Bun.file(join(ROOT, target)).size > 0) stack.push(target);
+      }
+    }
+    const fromLib = [...reached].filter((p) => p.startsWith("lib/"));
+    expect(fromLib).toContain("lib/runners/protocol-wire.ts");
+    expect(fromLib.filter((p) => /^lib\/(db|http|daemon|auth|live|webhooks|builds)\//.test(p))).toEqual([]);
+    expect([...reached].filter((p) => p.startsWith("handlers/"))).toEqual([]);
+  });
+});
