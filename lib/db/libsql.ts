@@ -6,7 +6,7 @@
 // (ROOST_DB_DRIVER=libsql, @libsql/client's `file:` mode), so the adapter a remote server uses is
 // exercised by every test. The @libsql/client modules are imported only when used: the file mode
 // loads libSQL's native addon, which the compiled binary does not carry.
-import type { Client, InArgs, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
+import type { Client, InArgs, InValue, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
 import {
   DatabaseUnreachableError,
   isBusy,
@@ -323,8 +323,16 @@ function clientSession(tx: LibsqlTransaction): WriteSession {
   };
 }
 
+/**
+ * A libSQL server (Hrana) refuses named arguments the statement does not use ("ARGS_INVALID: too
+ * many parameters"), where SQLite in-process ignores them: only the names the SQL has (:name,
+ * @name or $name) are sent, so a statement made of optional parts works the same on every driver.
+ */
 function toLibsql(stmt: NormalizedStatement): { sql: string; args: InArgs } {
-  return { sql: stmt.sql, args: stmt.args as InArgs };
+  if (Array.isArray(stmt.args)) return { sql: stmt.sql, args: stmt.args };
+  const used: Record<string, InValue> = {};
+  for (const [name, value] of Object.entries(stmt.args)) if (new RegExp(`[:@$]${RegExp.escape(name)}(?![A-Za-z0-9_])`).test(stmt.sql)) used[name] = value;
+  return { sql: stmt.sql, args: used };
 }
 
 /** @libsql/client's rows (values by name and by index) as plain objects; BLOBs as bytes. */

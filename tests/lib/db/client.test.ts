@@ -71,6 +71,12 @@ describe.each(TARGETS)("through %s", (target) => {
       expect(await committedNames()).toEqual(["b"]);
     });
 
+    test("a named argument the statement does not use is ignored (a statement made of optional parts, like retention's)", async () => {
+      const args = { name: "c", n: 3, unused: 4, n_other: 5 };
+      await db.execute({ sql: "INSERT INTO t (name, n) VALUES (:name, :n)", args });
+      expect((await db.execute({ sql: "SELECT n FROM t WHERE name = :name", args })).rows).toEqual([{ n: 3 }]);
+    });
+
     test("a UNIQUE violation is recognised (for a clean 409)", async () => {
       await db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: ["dup"] });
       const error = await db.execute({ sql: "INSERT INTO t (name) VALUES (?)", args: ["dup"] }).catch((e) => e);
