@@ -6,6 +6,8 @@
 // deployment publishing the build) stay rows after that seq. Readers (openLogReader) read the
 // object up to archived_seq and the rows after it, so GET /v1/builds/{id}/logs and the stream
 // answer the same from any daemon.
+import { rm } from "node:fs/promises";
+import { join } from "node:path";
 import type { AppContext } from "../http/context.ts";
 import { all, inTransaction, num, one, str } from "../db/client.ts";
 import { readLogPage, type LogEntry } from "./store.ts";
@@ -27,14 +29,25 @@ export function logArchiveKey(buildId: string): string {
 /**
  * One pass: the logs of builds finished ARCHIVE_AFTER_SECONDS ago (no job or deployment still
  * sending lines), not yet archived nor deleted by retention, go to the object store. For each:
- * 1. note the last seq, and stream every row up to it, as JSON lines through gzip, to the store;
- * 2. in one transaction, set archived_seq, only if no line arrived meanwhile and retention has not
+ * 1. note the last seq, and write every row up to it, as JSON lines through gzip, to a file in the
+ *    data directory;
+ * 2. only if the log is still where it was (not archived by another daemon, no line added, not
+ *    deleted by retention), send that file to the store: every row was there while it was read,
+ *    since another daemon's step 3 deletes them in the transaction that sets archived_seq;
+ * 3. in one transaction, set archived_seq, only if no line arrived meanwhile and retention has not
  *    deleted the log, and delete the rows the object now holds.
- * A build whose step 2 did not happen is taken again by a later pass (its object is rewritten);
- * several daemons may run passes side by side, since step 2 is conditional.
+ * A build whose step 3 did not happen is taken again by a later pass (its object is rewritten);
+ * several daemons may run passes side by side, since step 3 is conditional and steps 1 and 2 never
+ * send a log whose rows went meanwhile. (Streaming the rows straight to the store did: the daemon
+ * that read them after another's step 3 overwrote the object with an empty log. Nor can an upload
+ * be called off once begun: the S3 client completes what was written.) Two daemons that both pass
+ * step 2 write the same lines.
  * Only with an S3-compatible store: on a single host the default keeps logs in the database.
  */
-export async function archiveFinishedLogs(ctx: Pick<AppContext, "db" | "objects" | "clock" | "log">, limit = ARCHIVE_BATCH): Promise<{ archived: number }> {
+export async function archiveFinishedLogs(
+  ctx: Pick<AppContext, "db" | "objects" | "clock" | "log" | "config">,
+  limit = ARCHIVE_BATCH,
+): Promise<{ archived: number }> {
   if (ctx.objects.kind !== "s3") return { archived: 0 };
   const due = await all(
     ctx.db,
@@ -51,10 +64,23 @@ export async function archiveFinishedLogs(ctx: Pick<AppContext, "db" | "objects"
     const buildId = str(row, "id");
     const lastSeq = num(row, "last_seq");
     const key = logArchiveKey(buildId);
-    await ctx.objects.put(key, compressedLines(ctx.db, buildId, lastSeq), {
-      maxBytes: MAX_ARCHIVE_BYTES,
-      tooLarge: `The log of build ${buildId} is too large to archive.`,
-    });
+    const spool = join(ctx.config.dataDir, `.log-archive-${buildId}-${crypto.randomUUID()}.jsonl.gz`);
+    try {
+      await Bun.write(spool, new Response(compressedLines(ctx.db, buildId, lastSeq)));
+      const unmoved = await one(
+        ctx.db,
+        `SELECT 1 FROM build_log_stats s CROSS JOIN builds b ON b.id = s.build_id
+          WHERE s.build_id = ? AND s.archived_seq IS NULL AND s.last_seq = ? AND b.logs_deleted_at IS NULL`,
+        [buildId, lastSeq],
+      );
+      if (!unmoved) continue;
+      await ctx.objects.put(key, Bun.file(spool).stream(), {
+        maxBytes: MAX_ARCHIVE_BYTES,
+        tooLarge: `The log of build ${buildId} is too large to archive.`,
+      });
+    } finally {
+      await rm(spool, { force: true });
+    }
     const moved = await inTransaction(ctx.db, async (tx) => {
       const marked = await one(
         tx,

@@ -107,6 +107,32 @@ describe("finished build logs in an S3-compatible store", () => {
     expect((await readLog(b, finished, "?after_seq=9", true)).text).toBe(`line 10 ✓ ${"x".repeat(10)}\n[roost] a later line\n`);
   });
 
+  test("two daemons archiving one log at once leave it whole: the one that finds its rows gone writes nothing", async () => {
+    const buildId = await buildWithLog(2500);
+    const json = (await readLog(a, buildId)).text;
+    a.clock.advance(ARCHIVE_AFTER_SECONDS);
+    b.clock.advance(a.clock.now() - b.clock.now());
+    // b's pass finds the log due, then reads its rows late: a's whole pass (object written, rows
+    // deleted) happens in between, as when two hosts run the pass at the same moment.
+    const bReads = Promise.withResolvers<void>();
+    const aDone = Promise.withResolvers<void>();
+    const late: typeof b.db = Object.create(b.db);
+    late.execute = async (stmt, args) => {
+      if (/FROM build_logs\b/.test(typeof stmt === "string" ? stmt : stmt.sql)) {
+        bReads.resolve();
+        await aDone.promise;
+      }
+      return b.db.execute(stmt, args);
+    };
+    const bPass = archiveFinishedLogs({ ...b.ctx, db: late });
+    await bReads.promise;
+    expect((await archiveFinishedLogs(a.ctx)).archived).toBeGreaterThanOrEqual(1);
+    aDone.resolve();
+    expect(await bPass).toEqual({ archived: 0 });
+    expect(await rows(buildId)).toBe(0);
+    expect((await readLog(b, buildId)).text).toBe(json);
+  });
+
   test("retention deletes an archived log's object", async () => {
     const buildId = await buildWithLog(5);
     a.clock.advance(ARCHIVE_AFTER_SECONDS);
