@@ -29,6 +29,8 @@ export interface DaemonOptions {
   env?: Record<string, string>;
   /** Remove the data dir on stop (default true for a fresh dir). */
   cleanup?: boolean;
+  /** Run on a host of a test LAN (tests/support/netns.ts): `url` is then that host's address and the listening port. */
+  host?: { run: string[]; address: string };
 }
 
 export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> {
@@ -42,9 +44,9 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
     ROOST_LOG_LEVEL: "debug",
     ...options.env,
   };
-  const proc = Bun.spawn([BUN, ROOST, "serve"], { env, cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+  const proc = Bun.spawn([...(options.host?.run ?? []), BUN, ROOST, "serve"], { env, cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
   const logs: Record<string, unknown>[] = [];
-  const url = await new Promise<string>((resolveUrl, reject) => {
+  const listening = await new Promise<string>((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`daemon did not start in 20 s; logs: ${JSON.stringify(logs)}`)), 20_000);
     void (async () => {
       const decoder = new TextDecoder();
@@ -71,6 +73,8 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
       reject(new Error(`daemon exited before listening; logs: ${JSON.stringify(logs)}`));
     })();
   });
+  // A daemon listening on 0.0.0.0 logs that address; the other hosts reach it at its host's.
+  const url = options.host ? `http://${options.host.address}:${new URL(listening).port}` : listening;
   return {
     url,
     dataDir,

@@ -137,7 +137,8 @@ export interface HostApiStandIn {
 
 const PAGE = 2; // small pages so tests exercise pagination
 
-export async function startHostApiStandIn(): Promise<HostApiStandIn> {
+/** `address`: where it listens (loopback unless given, e.g. this process's address on a test LAN, tests/support/netns.ts). */
+export async function startHostApiStandIn(address = "127.0.0.1"): Promise<HostApiStandIn> {
   const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
   // GitHub hands out PKCS#1 PEM keys; so does the stand-in.
   const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
@@ -185,7 +186,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json", ...headers } });
 
   const server = Bun.serve({
-    hostname: "127.0.0.1",
+    hostname: address,
     port: 0,
     async fetch(request) {
       const url = new URL(request.url);
@@ -208,7 +209,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
           failure.headers,
         );
       }
-      const base: string = `http://127.0.0.1:${server.port}`;
+      const base: string = `http://${address}:${server.port}`;
       const page = Number(url.searchParams.get("page") ?? "1");
 
       // ---- GitHub
@@ -616,7 +617,7 @@ export async function startHostApiStandIn(): Promise<HostApiStandIn> {
     },
   });
   return {
-    url: `http://127.0.0.1:${server.port}`,
+    url: `http://${address}:${server.port}`,
     ...state,
     statuses,
     failNext(n, status = 500, headers = {}) {

@@ -34,14 +34,15 @@ export interface S3Server {
   stop(): Promise<void>;
 }
 
-export async function startS3Server(bucket = "roost-test"): Promise<S3Server> {
+/** `address`: where it listens (loopback unless given, e.g. this process's address on a test LAN, tests/support/netns.ts). */
+export async function startS3Server(bucket = "roost-test", address = "127.0.0.1"): Promise<S3Server> {
   const directory = mkdtempSync(join(tmpdir(), "roost-s3rver-"));
   const accessKeyId = `roost-test-${crypto.randomUUID().slice(0, 8)}`;
   const secretAccessKey = crypto.randomUUID();
   DUMMY_ACCOUNT.createKeyPair(accessKeyId, secretAccessKey);
-  const server = new S3rver({ address: "127.0.0.1", port: 0, silent: true, directory, configureBuckets: [{ name: bucket }], vhostBuckets: false });
+  const server = new S3rver({ address, port: 0, silent: true, directory, configureBuckets: [{ name: bucket }], vhostBuckets: false });
   const { port } = await server.run();
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${address}:${port}`;
   const client = new Bun.S3Client({ endpoint, bucket, accessKeyId, secretAccessKey, region: "us-east-1" });
   return {
     endpoint,

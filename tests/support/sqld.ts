@@ -40,9 +40,9 @@ export function testDatabase(env: Record<string, string | undefined> = process.e
 }
 
 export interface Sqld {
-  /** Hrana over HTTP (`http://127.0.0.1:port`). */
+  /** Hrana over HTTP (`http://127.0.0.1:port`, or the `address` it listens on). */
   url: string;
-  /** Hrana over WebSocket on the same port (`ws://127.0.0.1:port`). */
+  /** Hrana over WebSocket on the same port (`ws://127.0.0.1:port`, or that address). */
   wsUrl: string;
   /** sqld's directory (its --db-path). */
   dir: string;
@@ -64,6 +64,8 @@ export interface SqldOptions {
   args?: string[];
   /** Listen on this port (a restart where clients already point); a free one otherwise. */
   port?: number;
+  /** Run on a host of a test LAN (tests/support/netns.ts), on its address (port 8080 unless `port`). */
+  host?: { run: string[]; address: string };
 }
 
 function freePort(): number {
@@ -81,7 +83,9 @@ export async function startSqld(options: SqldOptions = {}): Promise<Sqld> {
   // A port found free may be taken before sqld binds it: try another.
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
-      return await spawnOn(dir, options.port ?? freePort(), options.dir === undefined, options.args ?? []);
+      // A host of its own (a fresh network namespace) has every port free.
+      const port = options.port ?? (options.host ? 8080 : freePort());
+      return await spawnOn(dir, options.host ?? { run: [], address: "127.0.0.1" }, port, options.dir === undefined, options.args ?? []);
     } catch (error) {
       lastError = error;
     }
@@ -89,8 +93,8 @@ export async function startSqld(options: SqldOptions = {}): Promise<Sqld> {
   throw lastError;
 }
 
-async function spawnOn(dir: string, port: number, removeDir: boolean, args: string[]): Promise<Sqld> {
-  const proc = Bun.spawn([sqldBinary(), "--no-welcome", "--db-path", dir, "--http-listen-addr", `127.0.0.1:${port}`, ...args], {
+async function spawnOn(dir: string, host: { run: string[]; address: string }, port: number, removeDir: boolean, args: string[]): Promise<Sqld> {
+  const proc = Bun.spawn([...host.run, sqldBinary(), "--no-welcome", "--db-path", dir, "--http-listen-addr", `${host.address}:${port}`, ...args], {
     stdout: "pipe",
     stderr: "pipe",
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", RUST_LOG: "warn" },
@@ -104,7 +108,7 @@ async function spawnOn(dir: string, port: number, removeDir: boolean, args: stri
       for await (const chunk of stream) text += decoder.decode(chunk, { stream: true });
     })();
   }
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${host.address}:${port}`;
   const deadline = performance.now() + 20_000;
   for (;;) {
     if (proc.exitCode !== null || proc.signalCode !== null)
@@ -122,7 +126,7 @@ async function spawnOn(dir: string, port: number, removeDir: boolean, args: stri
   }
   return {
     url,
-    wsUrl: `ws://127.0.0.1:${port}`,
+    wsUrl: `ws://${host.address}:${port}`,
     dir,
     dataFile: join(dir, "dbs/default/data"),
     process: proc,
