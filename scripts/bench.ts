@@ -5,7 +5,7 @@
 import { createHmac } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { BUN, http, startDaemon, type Daemon } from "../tests/helpers/daemon.ts";
 import { githubProject } from "./bench/github.ts";
 import type { BenchRow } from "./bench/row.ts";
@@ -971,11 +971,17 @@ const TARGETS: Target[] = [
 /** Hand-written analysis below this heading in docs/benchmarks.md survives a regeneration. */
 const KEPT_HEADING = "## Where the time goes";
 
-function writeReport(loadAtStart: number[]): void {
-  const file = join(ROOT, "docs/benchmarks.md");
+/**
+ * The report. A run of every scenario rewrites docs/benchmarks.md; a run of named scenarios would
+ * drop every other scenario's figures from it, so it writes its own page beside it instead
+ * (docs/benchmarks-<names>.md, not tracked) unless BENCH_WRITE_DOCS=1 says to replace the page.
+ */
+function writeReport(loadAtStart: number[], only: string[]): string {
+  const page = join(ROOT, "docs/benchmarks.md");
+  const file = only.length && process.env.BENCH_WRITE_DOCS !== "1" ? join(ROOT, `docs/benchmarks-${only.join("-")}.md`) : page;
   let kept = "";
   try {
-    const old = readFileSync(file, "utf8");
+    const old = readFileSync(page, "utf8");
     const at = old.indexOf(KEPT_HEADING);
     if (at >= 0) kept = old.slice(at);
   } catch {
@@ -1017,6 +1023,7 @@ function writeReport(loadAtStart: number[]): void {
     ...(kept ? [kept.trimEnd(), ""] : []),
   ];
   writeFileSync(file, lines.join("\n"));
+  return file;
 }
 
 export const scenarios: Record<string, () => Promise<void>> = {
@@ -1062,6 +1069,6 @@ if (import.meta.main) {
     console.log(`== ${name}`);
     await run();
   }
-  writeReport(loadAtStart);
-  console.log(`wrote docs/benchmarks.md in ${((performance.now() - began) / 1000).toFixed(0)} s`);
+  const file = writeReport(loadAtStart, only);
+  console.log(`wrote ${relative(ROOT, file)} in ${((performance.now() - began) / 1000).toFixed(0)} s`);
 }
