@@ -2,7 +2,6 @@
 // (lib/http/route.ts AuthRule, docs/authorization.md). Nothing else registers a route, and the API
 // document (GET /v1/openapi.json) is generated from this table.
 import { loadRoutes, projectRole, type AuthRule, type EndpointFor, type RouteEntry } from "../lib/http/route.ts";
-import { buildOpenApiDocument } from "../lib/http/openapi.ts";
 
 // Each line names its handler module, imported on the route's first request (lib/http/route.ts
 // RouteEntry.load), so a start builds no handler's schemas. The rule decides what the handler
@@ -221,5 +220,6 @@ export const routes: RouteEntry[] = [
 let document: Promise<Record<string, unknown>> | null = null;
 /** The API document, built on its first request: it imports every handler. */
 export function openApiDocument(): Promise<Record<string, unknown>> {
-  return (document ??= loadRoutes(routes).then(buildOpenApiDocument));
+  document ??= Promise.all([loadRoutes(routes), import("../lib/http/openapi.ts")]).then(([loaded, { buildOpenApiDocument }]) => buildOpenApiDocument(loaded));
+  return document;
 }

@@ -388,30 +388,9 @@ export async function storeEnv(input: z.output<typeof EnvEntryInput>[], previous
   return out;
 }
 
-/**
- * An execution config as read back from storage: pipelines and build snapshots stored before
- * platform_commands became lists hold a string (or nothing) per platform.
- */
-export function normalizeExecutionConfig(config: ExecutionConfig): ExecutionConfig {
-  const stored = (config.platform_commands ?? {}) as Partial<Record<Platform, string | string[]>>;
-  const list = (v: string | string[] | undefined): string[] => (v === undefined ? [] : typeof v === "string" ? [v] : v);
-  return { ...config, platform_commands: { android: list(stored.android), ios: list(stored.ios), macos: list(stored.macos) } };
-}
-
-/** The env as the API shows it: secret values are never returned. */
-export function publicEnv(env: StoredEnvEntry[]): { key: string; value: string; secret: boolean }[] {
-  return env.map((e) => ({ key: e.key, value: e.secret ? "" : e.value, secret: e.secret }));
-}
-
 /** The env a runner receives for a build: secret values decrypted. */
 export async function revealEnv(env: StoredEnvEntry[], secrets: SecretBox): Promise<StoredEnvEntry[]> {
   return Promise.all(env.map(async (e) => (e.secret ? { ...e, value: await secrets.open(e.value, SECRET_PURPOSE) } : e)));
-}
-
-/** The snapshot as the API shows it (inside a build). */
-export function publicSnapshot(snapshot: ConfigSnapshot): ConfigSnapshot {
-  const execution = normalizeExecutionConfig(snapshot.execution_config);
-  return { ...snapshot, execution_config: { ...execution, env: publicEnv(execution.env) } };
 }
 
 /** The writable fields of a pipeline (POST and PATCH bodies share them). */

@@ -13,7 +13,8 @@ import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
 import { lastFileProblem } from "../webhooks/deliveries.ts";
-import { publicSnapshot, type ConfigSnapshot } from "./config.ts";
+import type { ConfigSnapshot } from "./config.ts";
+import { publicSnapshot } from "./snapshot.ts";
 import type { FileProblem } from "./file.ts";
 import { configPathsOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile } from "./source.ts";
 

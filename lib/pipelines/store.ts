@@ -3,7 +3,8 @@ import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
 import { all, bool, num, one, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
-import { normalizeExecutionConfig, publicEnv, type Concurrency, type ConfigSnapshot, type ExecutionConfig, type TriggerConfig } from "./config.ts";
+import type { Concurrency, ConfigSnapshot, ExecutionConfig, TriggerConfig } from "./config.ts";
+import { normalizeExecutionConfig, publicEnv } from "./snapshot.ts";
 import type { PipelineResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 

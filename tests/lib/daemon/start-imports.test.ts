@@ -1,6 +1,8 @@
 // What `roost serve` imports before it is ready (bin/roost.ts: lib/daemon/server.ts and the route
-// table) leaves out the background tasks' modules: each is imported when its task first runs
-// (lib/daemon/background.ts), seconds after the start. Run in a fresh process, whose module
+// table) leaves out the background tasks' modules, each imported when its task first runs
+// (lib/daemon/background.ts), seconds after the start, and the largest schemas: the pipeline
+// file's and the publishers' (the stores read rows through lib/pipelines/snapshot.ts) and the
+// API document's builder. Run in a fresh process, whose module
 // registry (require.cache, which lists ES modules too) nothing else has filled.
 import { describe, expect, test } from "bun:test";
 import { BUN, REPO_ROOT } from "../../helpers/daemon.ts";
@@ -17,6 +19,9 @@ const TASK_MODULES = [
   "lib/logs/archive.ts",
 ];
 
+/** Built on first use: by a handler, a background task, or GET /v1/openapi.json. */
+const SCHEMA_MODULES = ["lib/pipelines/config.ts", "lib/publishing/publishers.ts", "lib/http/openapi.ts"];
+
 const SCRIPT = `
 await import("./lib/daemon/server.ts");
 await import("./handlers/routes.ts");
@@ -30,5 +35,12 @@ describe("roost serve's start", () => {
     const loaded: string[] = JSON.parse(run.stdout.toString());
     expect(loaded).toContain("lib/daemon/background.ts");
     expect(TASK_MODULES.filter((m) => loaded.includes(m))).toEqual([]);
+  });
+
+  test("builds neither the pipeline file's nor the publishers' schemas, nor the API document", () => {
+    const run = Bun.spawnSync([BUN, "-e", SCRIPT], { cwd: REPO_ROOT, stdout: "pipe", stderr: "pipe" });
+    expect(run.stderr.toString()).toBe("");
+    const loaded: string[] = JSON.parse(run.stdout.toString());
+    expect(SCHEMA_MODULES.filter((m) => loaded.includes(m))).toEqual([]);
   });
 });
