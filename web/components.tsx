@@ -109,6 +109,34 @@ export function TextField(props: {
   );
 }
 
+/** A textarea with its label and its own error from the API's details (one value a line, a certificate). */
+export function TextAreaField(props: {
+  label: string;
+  name: string;
+  value: string;
+  onInput: (v: string) => void;
+  error?: ApiFailure | null;
+  rows?: number;
+  hint?: ComponentChildren;
+  required?: boolean;
+}) {
+  return (
+    <Field label={props.label} name={props.name} error={props.error} hint={props.hint}>
+      {(id, describedBy, invalid) => (
+        <textarea
+          id={id}
+          rows={props.rows ?? 2}
+          value={props.value}
+          required={props.required}
+          aria-describedby={describedBy}
+          aria-invalid={invalid || undefined}
+          onInput={(e) => props.onInput(e.currentTarget.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
 /** The sentence of an error that no field claims (or of any error, when no field matched). */
 export function FormError({ error, fields = [] }: { error: ApiFailure | Error | null; fields?: string[] }) {
   if (!error) return null;
@@ -232,6 +260,30 @@ export function PageTitle({ title, children }: { title: string; children?: Compo
     <div class="page-head">
       <h1>{title}</h1>
       {children && <div class="page-actions">{children}</div>}
+    </div>
+  );
+}
+
+/**
+ * A table in its scrolling wrapper: a caption (for screen readers only unless `captionShown`), a
+ * heading per column (`false` leaves out a column shown only sometimes), and the rows as children.
+ */
+export function Table(props: {
+  caption: ComponentChildren;
+  captionShown?: boolean;
+  columns: (ComponentChildren | false)[];
+  class?: string;
+  children: ComponentChildren;
+}) {
+  return (
+    <div class="table-wrap">
+      <table class={props.class}>
+        <caption class={props.captionShown ? undefined : "sr-only"}>{props.caption}</caption>
+        <thead>
+          <tr>{props.columns.map((column) => column !== false && <th scope="col">{column}</th>)}</tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
     </div>
   );
 }

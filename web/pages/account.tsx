@@ -1,7 +1,7 @@
 // The signed-in person: who they are, and their API tokens (create: shown once; list; revoke).
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, post } from "../api.ts";
-import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { me } from "../session.ts";
 import type { Token, TokenCreated } from "../types.ts";
@@ -45,53 +45,37 @@ export function Account() {
       {created && <SecretOnce title={`API token ${created.name}.`} secret={created.token} />}
       <LoadState state={tokens} what="tokens" />
       {tokens.data && (
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">API tokens</caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Prefix</th>
-                <th scope="col">Role</th>
-                <th scope="col">State</th>
-                <th scope="col">Last used</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.data.tokens.map((t) => (
-                <tr key={t.id}>
-                  <td>{t.name}</td>
-                  <td>
-                    <code>{t.prefix}…</code>
-                  </td>
-                  <td>{t.role}</td>
-                  <td>
-                    <StatusBadge status={t.is_revoked ? "revoked" : t.is_expired ? "expired" : "active"} />
-                  </td>
-                  <td>{ago(t.last_used_at)}</td>
-                  <td>{dateTime(t.expires_at)}</td>
-                  <td>
-                    {!t.is_revoked && (
-                      <button
-                        type="button"
-                        class="danger small"
-                        aria-label={`Revoke ${t.name}`}
-                        onClick={async () => {
-                          await del(`/v1/api-tokens/${encodeURIComponent(t.id)}`);
-                          await tokens.reload();
-                        }}
-                      >
-                        Revoke
-                      </button>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="API tokens" columns={["Name", "Prefix", "Role", "State", "Last used", "Expires", "Actions"]}>
+          {tokens.data.tokens.map((t) => (
+            <tr key={t.id}>
+              <td>{t.name}</td>
+              <td>
+                <code>{t.prefix}…</code>
+              </td>
+              <td>{t.role}</td>
+              <td>
+                <StatusBadge status={t.is_revoked ? "revoked" : t.is_expired ? "expired" : "active"} />
+              </td>
+              <td>{ago(t.last_used_at)}</td>
+              <td>{dateTime(t.expires_at)}</td>
+              <td>
+                {!t.is_revoked && (
+                  <button
+                    type="button"
+                    class="danger small"
+                    aria-label={`Revoke ${t.name}`}
+                    onClick={async () => {
+                      await del(`/v1/api-tokens/${encodeURIComponent(t.id)}`);
+                      await tokens.reload();
+                    }}
+                  >
+                    Revoke
+                  </button>
+                )}
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
     </section>
   );

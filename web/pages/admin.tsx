@@ -3,7 +3,7 @@
 // every webhook delivery.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put } from "../api.ts";
-import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, Table, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
 import { loadSetupStatus, me, roleAtLeast, setupStatus } from "../session.ts";
@@ -85,75 +85,60 @@ function Users() {
       </form>
       <LoadState state={state} what="users" />
       {state.data && (
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">Users</caption>
-            <thead>
-              <tr>
-                <th scope="col">E-mail</th>
-                <th scope="col">Id</th>
-                <th scope="col">Role</th>
-                <th scope="col">State</th>
-                <th scope="col">Since</th>
-                <th scope="col">Actions</th>
+        <Table caption="Users" columns={["E-mail", "Id", "Role", "State", "Since", "Actions"]}>
+          {state.data.users.map((u) => {
+            const editable = roleAtLeast(mine, u.role) && u.id !== me.value!.user.id;
+            return (
+              <tr key={u.id}>
+                <td>{u.email}</td>
+                <td>
+                  <code>{u.id}</code>
+                </td>
+                <td>
+                  <label class="sr-only" for={`role-${u.id}`}>
+                    Role of {u.email}
+                  </label>
+                  <select
+                    id={`role-${u.id}`}
+                    value={u.role}
+                    disabled={!editable || !u.active}
+                    onChange={(e) => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { role: e.currentTarget.value }))}
+                  >
+                    {ROLES.filter((r) => roleAtLeast(mine, r) || r === u.role).map((r) => (
+                      <option value={r}>{r}</option>
+                    ))}
+                  </select>
+                </td>
+                <td>
+                  <StatusBadge status={u.active ? "active" : "deactivated"} />
+                </td>
+                <td title={dateTime(u.created_at)}>{ago(u.created_at)}</td>
+                <td>
+                  {editable && u.active && (
+                    <button
+                      type="button"
+                      class="danger small"
+                      aria-label={`Deactivate ${u.email}`}
+                      onClick={() => confirm(`Deactivate ${u.email}?`) && void act(() => del(`/v1/users/${encodeURIComponent(u.id)}`))}
+                    >
+                      Deactivate
+                    </button>
+                  )}
+                  {editable && !u.active && (
+                    <button
+                      type="button"
+                      class="secondary small"
+                      aria-label={`Reactivate ${u.email}`}
+                      onClick={() => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { active: true }))}
+                    >
+                      Reactivate
+                    </button>
+                  )}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {state.data.users.map((u) => {
-                const editable = roleAtLeast(mine, u.role) && u.id !== me.value!.user.id;
-                return (
-                  <tr key={u.id}>
-                    <td>{u.email}</td>
-                    <td>
-                      <code>{u.id}</code>
-                    </td>
-                    <td>
-                      <label class="sr-only" for={`role-${u.id}`}>
-                        Role of {u.email}
-                      </label>
-                      <select
-                        id={`role-${u.id}`}
-                        value={u.role}
-                        disabled={!editable || !u.active}
-                        onChange={(e) => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { role: e.currentTarget.value }))}
-                      >
-                        {ROLES.filter((r) => roleAtLeast(mine, r) || r === u.role).map((r) => (
-                          <option value={r}>{r}</option>
-                        ))}
-                      </select>
-                    </td>
-                    <td>
-                      <StatusBadge status={u.active ? "active" : "deactivated"} />
-                    </td>
-                    <td title={dateTime(u.created_at)}>{ago(u.created_at)}</td>
-                    <td>
-                      {editable && u.active && (
-                        <button
-                          type="button"
-                          class="danger small"
-                          aria-label={`Deactivate ${u.email}`}
-                          onClick={() => confirm(`Deactivate ${u.email}?`) && void act(() => del(`/v1/users/${encodeURIComponent(u.id)}`))}
-                        >
-                          Deactivate
-                        </button>
-                      )}
-                      {editable && !u.active && (
-                        <button
-                          type="button"
-                          class="secondary small"
-                          aria-label={`Reactivate ${u.email}`}
-                          onClick={() => void act(() => patch(`/v1/users/${encodeURIComponent(u.id)}`, { active: true }))}
-                        >
-                          Reactivate
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       )}
     </>
   );

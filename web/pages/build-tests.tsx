@@ -5,7 +5,7 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { get, query } from "../api.ts";
-import { LoadState, Notice, StatusBadge, useLoad, type Loaded } from "../components.tsx";
+import { LoadState, Notice, StatusBadge, Table, useLoad, type Loaded } from "../components.tsx";
 import { duration } from "../format.ts";
 import type { AnalyzerIssue, Build, BuildTests, Coverage, TestCase, TestSummary } from "../types.ts";
 
@@ -200,33 +200,21 @@ function AnalyzerIssues({ issues, source }: { issues: AnalyzerIssue[]; source: s
   return (
     <section aria-labelledby="h-analyzer">
       <h3 id="h-analyzer">Analyzer issues</h3>
-      <div class="table-wrap">
-        <table>
-          <caption class="sr-only">Analyzer issues, errors first</caption>
-          <thead>
-            <tr>
-              <th scope="col">Severity</th>
-              <th scope="col">Where</th>
-              <th scope="col">Issue</th>
-            </tr>
-          </thead>
-          <tbody>
-            {issues.map((a, i) => (
-              <tr key={i}>
-                <td>
-                  <StatusBadge status={a.severity} />
-                </td>
-                <td class="branch">
-                  <SourceLink source={source} path={a.file} line={a.line}>{`${a.file}:${a.line}`}</SourceLink>
-                </td>
-                <td>
-                  {a.message} <code class="muted">{a.code}</code>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table caption="Analyzer issues, errors first" columns={["Severity", "Where", "Issue"]}>
+        {issues.map((a, i) => (
+          <tr key={i}>
+            <td>
+              <StatusBadge status={a.severity} />
+            </td>
+            <td class="branch">
+              <SourceLink source={source} path={a.file} line={a.line}>{`${a.file}:${a.line}`}</SourceLink>
+            </td>
+            <td>
+              {a.message} <code class="muted">{a.code}</code>
+            </td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }
@@ -253,39 +241,30 @@ function CoverageSection({ build, source }: { build: Build; source: string | nul
           <span class="muted">(no earlier build of the target branch has coverage to compare with)</span>
         )}
       </p>
-      <div class="table-wrap">
-        <table>
-          <caption>
-            {c.baseline
-              ? `The ${c.files.length} files that lost the most coverage, of ${c.total_files}`
-              : `${c.files.length} files of ${c.total_files}, the least covered first`}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">File</th>
-              <th scope="col">Lines hit</th>
-              <th scope="col">Coverage</th>
-              <th scope="col">Change</th>
-            </tr>
-          </thead>
-          <tbody>
-            {c.files.map((f) => (
-              <tr key={f.path}>
-                <td class="branch">
-                  <SourceLink source={source} path={f.path} line={null}>
-                    {f.path}
-                  </SourceLink>
-                </td>
-                <td>
-                  {f.lines_hit} of {f.lines_found}
-                </td>
-                <td>{f.percent} %</td>
-                <td>{f.change === null ? (f.baseline_percent === null && c.baseline ? "new file" : "") : `${sign(f.change)} points`}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        caption={
+          c.baseline
+            ? `The ${c.files.length} files that lost the most coverage, of ${c.total_files}`
+            : `${c.files.length} files of ${c.total_files}, the least covered first`
+        }
+        captionShown
+        columns={["File", "Lines hit", "Coverage", "Change"]}
+      >
+        {c.files.map((f) => (
+          <tr key={f.path}>
+            <td class="branch">
+              <SourceLink source={source} path={f.path} line={null}>
+                {f.path}
+              </SourceLink>
+            </td>
+            <td>
+              {f.lines_hit} of {f.lines_found}
+            </td>
+            <td>{f.percent} %</td>
+            <td>{f.change === null ? (f.baseline_percent === null && c.baseline ? "new file" : "") : `${sign(f.change)} points`}</td>
+          </tr>
+        ))}
+      </Table>
     </section>
   );
 }

@@ -4,7 +4,7 @@
 // the Tests tab (build-tests.tsx, `?tab=tests`) with what the build's test reports said.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, get, post, query, sessionExpired } from "../api.ts";
-import { FormError, LoadState, Notice, PageTitle, StatusBadge, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, PageTitle, StatusBadge, Table, useLoad } from "../components.tsx";
 import { ago, buildDurationText, bytes, dateTime, duration } from "../format.ts";
 import { LogStore, LogView } from "../log-view.tsx";
 import { location, navigate } from "../router.ts";
@@ -330,33 +330,21 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
             <p class="muted">{finished ? "No artifacts." : "Artifacts appear when the build uploads them."}</p>
           )}
           {artifacts.data && artifacts.data.artifacts.length > 0 && (
-            <div class="table-wrap">
-              <table>
-                <caption class="sr-only">Artifacts</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">File</th>
-                    <th scope="col">Size</th>
-                    <th scope="col">SHA-256</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {artifacts.data.artifacts.map((a) => (
-                    <tr key={a.id}>
-                      <td>
-                        <a href={`/v1/builds/${encodeURIComponent(build.id)}/artifacts/${encodeURIComponent(a.id)}`} download={a.path.split("/").pop()}>
-                          {a.path}
-                        </a>
-                      </td>
-                      <td>{bytes(a.size)}</td>
-                      <td>
-                        <code class="sha">{a.sha256}</code>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table caption="Artifacts" columns={["File", "Size", "SHA-256"]}>
+              {artifacts.data.artifacts.map((a) => (
+                <tr key={a.id}>
+                  <td>
+                    <a href={`/v1/builds/${encodeURIComponent(build.id)}/artifacts/${encodeURIComponent(a.id)}`} download={a.path.split("/").pop()}>
+                      {a.path}
+                    </a>
+                  </td>
+                  <td>{bytes(a.size)}</td>
+                  <td>
+                    <code class="sha">{a.sha256}</code>
+                  </td>
+                </tr>
+              ))}
+            </Table>
           )}
         </section>
       </div>

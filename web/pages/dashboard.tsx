@@ -2,7 +2,7 @@
 // failures, runners online/offline and open incidents (admins). Builds update as the daemon pushes
 // their changes (web/live.ts); everything is reloaded every 5 seconds while the push is down.
 import { get } from "../api.ts";
-import { LoadState, PageTitle, StatusBadge, useLoad } from "../components.tsx";
+import { LoadState, PageTitle, StatusBadge, Table, useLoad } from "../components.tsx";
 import { ago, buildDurationText, shortSha } from "../format.ts";
 import { isAdmin } from "../session.ts";
 import type { Build, Incident, Project, Runner, TestSummary } from "../types.ts";
@@ -62,62 +62,46 @@ export function BuildTable({
   // Build lists of the API carry each build's tests in a line ("123 passed, 2 failed").
   const showTests = builds.some((b) => b.test_summary !== undefined);
   return (
-    <div class="table-wrap">
-      <table>
-        <caption class="sr-only">{caption}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Build</th>
-            <th scope="col">Status</th>
-            {showProject && <th scope="col">Project</th>}
-            <th scope="col">Pipeline</th>
-            <th scope="col">Branch</th>
-            <th scope="col">Commit</th>
-            <th scope="col">Trigger</th>
-            <th scope="col">Duration</th>
-            {showTests && <th scope="col">Tests</th>}
-            <th scope="col">Queued</th>
-          </tr>
-        </thead>
-        <tbody>
-          {builds.map((b) => (
-            <tr key={b.id}>
-              <td>
-                <a href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}`}>#{b.build_number}</a>
-              </td>
-              <td>
-                <StatusBadge status={b.status} />
-              </td>
-              {showProject && <td>{b.project?.name}</td>}
-              <td>{b.config_snapshot.pipeline_name}</td>
-              <td class="branch">{b.branch}</td>
-              <td>
-                <code>{shortSha(b.commit_sha)}</code>
-              </td>
-              <td>
-                {b.trigger_type}
-                {b.trigger_actor ? ` by ${b.trigger_actor}` : ""}
-              </td>
-              <td>{buildDurationText(b)}</td>
-              {showTests && (
-                <td>
-                  {b.test_summary && b.test_summary.total > 0 && (
-                    <a
-                      class={b.test_summary.failed + b.test_summary.errored ? "tests-failing" : "tests-passing"}
-                      href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}?tab=tests`}
-                    >
-                      <span aria-hidden="true">{b.test_summary.failed + b.test_summary.errored ? "✕ " : "✓ "}</span>
-                      {b.test_summary.text}
-                    </a>
-                  )}
-                </td>
+    <Table
+      caption={caption}
+      columns={["Build", "Status", showProject && "Project", "Pipeline", "Branch", "Commit", "Trigger", "Duration", showTests && "Tests", "Queued"]}
+    >
+      {builds.map((b) => (
+        <tr key={b.id}>
+          <td>
+            <a href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}`}>#{b.build_number}</a>
+          </td>
+          <td>
+            <StatusBadge status={b.status} />
+          </td>
+          {showProject && <td>{b.project?.name}</td>}
+          <td>{b.config_snapshot.pipeline_name}</td>
+          <td class="branch">{b.branch}</td>
+          <td>
+            <code>{shortSha(b.commit_sha)}</code>
+          </td>
+          <td>
+            {b.trigger_type}
+            {b.trigger_actor ? ` by ${b.trigger_actor}` : ""}
+          </td>
+          <td>{buildDurationText(b)}</td>
+          {showTests && (
+            <td>
+              {b.test_summary && b.test_summary.total > 0 && (
+                <a
+                  class={b.test_summary.failed + b.test_summary.errored ? "tests-failing" : "tests-passing"}
+                  href={`/projects/${encodeURIComponent(b.project_id)}/builds/${encodeURIComponent(b.id)}?tab=tests`}
+                >
+                  <span aria-hidden="true">{b.test_summary.failed + b.test_summary.errored ? "✕ " : "✓ "}</span>
+                  {b.test_summary.text}
+                </a>
               )}
-              <td>{ago(b.queued_at)}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+            </td>
+          )}
+          <td>{ago(b.queued_at)}</td>
+        </tr>
+      ))}
+    </Table>
   );
 }
 

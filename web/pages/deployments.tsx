@@ -5,7 +5,7 @@
 // promotion of a successful build to another environment (POST /v1/builds/{id}/publish).
 import { useState } from "preact/hooks";
 import { ApiFailure, get, post, query } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, Table, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
 import { me } from "../session.ts";
@@ -431,36 +431,26 @@ export function DeploymentsTab({ project }: { project: Project }) {
           {current.length === 0 ? (
             <p class="muted">Nothing was published {environment ? `to ${environment} ` : ""}yet.</p>
           ) : (
-            <div class="table-wrap">
-              <table class="stack">
-                <caption class="sr-only">What each environment's tracks and groups hold now</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Environment</th>
-                    <th scope="col">Track or group</th>
-                    <th scope="col">Version</th>
-                    <th scope="col">Build</th>
-                    <th scope="col">Published</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {current.map((c) => (
-                    <tr key={c.deployment_id}>
-                      <td data-label="Environment">{c.environment}</td>
-                      <td data-label="Track or group">
-                        {c.target}
-                        <span class="muted"> · {c.publisher}</span>
-                      </td>
-                      <td data-label="Version">{c.version ?? "–"}</td>
-                      <td data-label="Build">{buildLink(c)}</td>
-                      <td data-label="Published">
-                        <When at={c.published_at} />
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <Table
+              caption="What each environment's tracks and groups hold now"
+              columns={["Environment", "Track or group", "Version", "Build", "Published"]}
+              class="stack"
+            >
+              {current.map((c) => (
+                <tr key={c.deployment_id}>
+                  <td data-label="Environment">{c.environment}</td>
+                  <td data-label="Track or group">
+                    {c.target}
+                    <span class="muted"> · {c.publisher}</span>
+                  </td>
+                  <td data-label="Version">{c.version ?? "–"}</td>
+                  <td data-label="Build">{buildLink(c)}</td>
+                  <td data-label="Published">
+                    <When at={c.published_at} />
+                  </td>
+                </tr>
+              ))}
+            </Table>
           )}
         </>
       )}
@@ -478,64 +468,51 @@ export function DeploymentsTab({ project }: { project: Project }) {
       <LoadState state={deployments} what="the deployments" />
       {deployments.data && list.length === 0 && <p class="muted">No deployment {environment ? `to ${environment} ` : ""}yet.</p>}
       {list.length > 0 && (
-        <div class="table-wrap">
-          <table class="deployment-history stack">
-            <caption class="sr-only">Deployments{environment ? ` to ${environment}` : ""}, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Status</th>
-                <th scope="col">Where</th>
-                <th scope="col">Build</th>
-                <th scope="col">Asked for by</th>
-                <th scope="col">Decision</th>
-                <th scope="col">The store said</th>
-                {mayPromote && <th scope="col">Actions</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((d) => (
-                <tr key={d.id}>
-                  <td data-label="When">
-                    <When at={d.finished_at ?? d.created_at} />
-                  </td>
-                  <td data-label="Status">
-                    <StatusBadge status={d.status} label={DEPLOYMENT_LABEL[d.status]} />
-                  </td>
-                  <td data-label="Where">
-                    <strong>{d.environment}</strong>: {d.target}
-                    <span class="muted"> · {d.publisher}</span>
-                  </td>
-                  <td data-label="Build">
-                    {buildLink(d)} <span class="branch">{d.branch}</span>
-                  </td>
-                  <td data-label="Asked for by">{d.trigger === "build" ? `the build (${d.requested_by})` : `${d.requested_by}, ${d.trigger}`}</td>
-                  <td data-label="Decision">
-                    <Decision d={d} env={envs.find((e) => e.name === d.environment)} project={project} onDecided={reload} />
-                  </td>
-                  <td data-label="The store said">
-                    <StoreAnswer d={d} />
-                  </td>
-                  {mayPromote && (
-                    <td data-label="Actions">
-                      {d.status === "succeeded" && (
-                        <button
-                          type="button"
-                          class="secondary small"
-                          aria-label={`Promote build #${d.build_number} (${d.publisher}) to another environment`}
-                          onClick={() => setPromoting(d)}
-                        >
-                          Promote…
-                        </button>
-                      )}
-                      {d.status === "failed" && <RetryButton d={d} onRetried={reload} />}
-                    </td>
+        <Table
+          caption={<>Deployments{environment ? ` to ${environment}` : ""}, newest first</>}
+          columns={["When", "Status", "Where", "Build", "Asked for by", "Decision", "The store said", mayPromote && "Actions"]}
+          class="deployment-history stack"
+        >
+          {list.map((d) => (
+            <tr key={d.id}>
+              <td data-label="When">
+                <When at={d.finished_at ?? d.created_at} />
+              </td>
+              <td data-label="Status">
+                <StatusBadge status={d.status} label={DEPLOYMENT_LABEL[d.status]} />
+              </td>
+              <td data-label="Where">
+                <strong>{d.environment}</strong>: {d.target}
+                <span class="muted"> · {d.publisher}</span>
+              </td>
+              <td data-label="Build">
+                {buildLink(d)} <span class="branch">{d.branch}</span>
+              </td>
+              <td data-label="Asked for by">{d.trigger === "build" ? `the build (${d.requested_by})` : `${d.requested_by}, ${d.trigger}`}</td>
+              <td data-label="Decision">
+                <Decision d={d} env={envs.find((e) => e.name === d.environment)} project={project} onDecided={reload} />
+              </td>
+              <td data-label="The store said">
+                <StoreAnswer d={d} />
+              </td>
+              {mayPromote && (
+                <td data-label="Actions">
+                  {d.status === "succeeded" && (
+                    <button
+                      type="button"
+                      class="secondary small"
+                      aria-label={`Promote build #${d.build_number} (${d.publisher}) to another environment`}
+                      onClick={() => setPromoting(d)}
+                    >
+                      Promote…
+                    </button>
                   )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+                  {d.status === "failed" && <RetryButton d={d} onRetried={reload} />}
+                </td>
+              )}
+            </tr>
+          ))}
+        </Table>
       )}
     </section>
   );

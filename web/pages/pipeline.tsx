@@ -4,7 +4,7 @@
 // failure rate (docs/test-results.md).
 import { useState } from "preact/hooks";
 import { get, query } from "../api.ts";
-import { LoadState, PageTitle, useLoad } from "../components.tsx";
+import { LoadState, PageTitle, Table, useLoad } from "../components.tsx";
 import { ago, bytes, dateTime, duration } from "../format.ts";
 import { Chart, median } from "../charts.tsx";
 import type { Pipeline, Project, TestInfo, Trend } from "../types.ts";
@@ -137,44 +137,31 @@ function FlakyTests({ pipeline, project }: { pipeline: Pipeline; project: Projec
       <LoadState state={flaky} what="the flaky tests" />
       {flaky.data && flaky.data.tests.length === 0 && <p class="muted">None so far.</p>}
       {flaky.data && flaky.data.tests.length > 0 && (
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">Flaky tests</caption>
-            <thead>
-              <tr>
-                <th scope="col">Test</th>
-                <th scope="col">Failure rate</th>
-                <th scope="col">Flaky runs</th>
-                <th scope="col">Last flaky</th>
-              </tr>
-            </thead>
-            <tbody>
-              {flaky.data.tests.map((t) => (
-                <tr key={t.test_key}>
-                  <td>
-                    <span class="test-suite">{t.suite} ›</span> {t.name}
-                  </td>
-                  <td>
-                    {Math.round(t.failure_rate * 100)} %{" "}
-                    <span class="muted">
-                      ({t.failures} of {t.runs} runs)
-                    </span>
-                  </td>
-                  <td>{t.flaky_runs}</td>
-                  <td title={dateTime(t.last_flaky_at)}>
-                    {t.last_flaky_build_id ? (
-                      <a href={`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(t.last_flaky_build_id)}?tab=tests`}>
-                        {ago(t.last_flaky_at)}
-                      </a>
-                    ) : (
-                      ago(t.last_flaky_at)
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="Flaky tests" columns={["Test", "Failure rate", "Flaky runs", "Last flaky"]}>
+          {flaky.data.tests.map((t) => (
+            <tr key={t.test_key}>
+              <td>
+                <span class="test-suite">{t.suite} ›</span> {t.name}
+              </td>
+              <td>
+                {Math.round(t.failure_rate * 100)} %{" "}
+                <span class="muted">
+                  ({t.failures} of {t.runs} runs)
+                </span>
+              </td>
+              <td>{t.flaky_runs}</td>
+              <td title={dateTime(t.last_flaky_at)}>
+                {t.last_flaky_build_id ? (
+                  <a href={`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(t.last_flaky_build_id)}?tab=tests`}>
+                    {ago(t.last_flaky_at)}
+                  </a>
+                ) : (
+                  ago(t.last_flaky_at)
+                )}
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       {flaky.data?.next_cursor && (
         <button type="button" class="secondary" onClick={() => setCursor(flaky.data!.next_cursor!)}>

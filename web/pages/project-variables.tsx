@@ -4,7 +4,7 @@
 // deleted, and the audit list of who changed which one when (never a value).
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, put, query } from "../api.ts";
-import { Field, FormError, LoadState, Notice, TextField, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, TextField, Table, useLoad } from "../components.tsx";
 import { ago, bytes, dateTime } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Variable, VariableChange } from "../settings-types.ts";
@@ -57,69 +57,52 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
         {message && <Notice kind="success">{message}</Notice>}
         {list.data && list.data.variables.length === 0 && <p class="muted">No variables yet.</p>}
         {list.data && list.data.variables.length > 0 && (
-          <div class="table-wrap">
-            <table class="variables">
-              <caption class="sr-only">Variables</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Value</th>
-                  <th scope="col">Kind</th>
-                  <th scope="col">Protected refs</th>
-                  <th scope="col">Updated</th>
-                  <th scope="col">
-                    <span class="sr-only">Actions</span>
-                  </th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.data.variables.map((v) => (
-                  <tr key={v.key}>
-                    <td>
-                      <code>{v.key}</code>
-                    </td>
-                    <td>
-                      {v.value === null ? (
-                        <span class="muted">hidden (write-only)</span>
-                      ) : v.file ? (
-                        `file, ${bytes(Math.floor((v.value.replace(/\s+/g, "").length * 3) / 4))}`
-                      ) : (
-                        <code>{v.value}</code>
-                      )}
-                    </td>
-                    <td>{[v.secret ? "secret" : "plain", v.file ? "file" : ""].filter(Boolean).join(", ")}</td>
-                    <td>{v.protected_refs.length > 0 ? v.protected_refs.join(", ") : <span class="muted">every ref</span>}</td>
-                    <td title={dateTime(v.updated_at)}>{ago(v.updated_at)}</td>
-                    <td class="row">
-                      <button type="button" class="secondary small" aria-label={`Replace ${v.key}`} onClick={() => setPreset(v)}>
-                        Replace
-                      </button>
-                      <button
-                        type="button"
-                        class="danger small"
-                        aria-label={`Delete ${v.key}`}
-                        onClick={async () => {
-                          if (!confirm(`Delete the variable ${v.key}?`)) return;
-                          setError(null);
-                          setMessage("");
-                          try {
-                            await del(`${base}/${encodeURIComponent(v.key)}`);
-                            await reload();
-                            setMessage(`${v.key} deleted.`);
-                          } catch (err) {
-                            setError(err as ApiFailure);
-                            await reload();
-                          }
-                        }}
-                      >
-                        Delete
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table caption="Variables" columns={["Name", "Value", "Kind", "Protected refs", "Updated", <span class="sr-only">Actions</span>]} class="variables">
+            {list.data.variables.map((v) => (
+              <tr key={v.key}>
+                <td>
+                  <code>{v.key}</code>
+                </td>
+                <td>
+                  {v.value === null ? (
+                    <span class="muted">hidden (write-only)</span>
+                  ) : v.file ? (
+                    `file, ${bytes(Math.floor((v.value.replace(/\s+/g, "").length * 3) / 4))}`
+                  ) : (
+                    <code>{v.value}</code>
+                  )}
+                </td>
+                <td>{[v.secret ? "secret" : "plain", v.file ? "file" : ""].filter(Boolean).join(", ")}</td>
+                <td>{v.protected_refs.length > 0 ? v.protected_refs.join(", ") : <span class="muted">every ref</span>}</td>
+                <td title={dateTime(v.updated_at)}>{ago(v.updated_at)}</td>
+                <td class="row">
+                  <button type="button" class="secondary small" aria-label={`Replace ${v.key}`} onClick={() => setPreset(v)}>
+                    Replace
+                  </button>
+                  <button
+                    type="button"
+                    class="danger small"
+                    aria-label={`Delete ${v.key}`}
+                    onClick={async () => {
+                      if (!confirm(`Delete the variable ${v.key}?`)) return;
+                      setError(null);
+                      setMessage("");
+                      try {
+                        await del(`${base}/${encodeURIComponent(v.key)}`);
+                        await reload();
+                        setMessage(`${v.key} deleted.`);
+                      } catch (err) {
+                        setError(err as ApiFailure);
+                        await reload();
+                      }
+                    }}
+                  >
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
         )}
         <FormError error={error} />
       </section>

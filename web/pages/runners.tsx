@@ -2,7 +2,7 @@
 // the list with online/offline, labels, capabilities and last contact, token rotation, revocation.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, post } from "../api.ts";
-import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useLoad } from "../components.tsx";
 import { ago } from "../format.ts";
 import type { Runner } from "../types.ts";
 
@@ -82,78 +82,63 @@ export function Runners() {
       )}
       <LoadState state={state} what="runners" />
       {state.data && (
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">Runners</caption>
-            <thead>
-              <tr>
-                <th scope="col">Runner</th>
-                <th scope="col">State</th>
-                <th scope="col">Labels</th>
-                <th scope="col">Capabilities</th>
-                <th scope="col">Last contact</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {state.data.runners.map((r) => (
-                <tr key={r.id}>
-                  <td>
-                    <strong>{r.name}</strong>
-                    <br />
-                    <code class="muted">{r.id}</code>
-                  </td>
-                  <td>
-                    <StatusBadge status={r.revoked_at ? "revoked" : runnerOnline(r) ? "online" : "offline"} />
-                  </td>
-                  <td>{r.all_labels.join(", ") || "—"}</td>
-                  <td>
-                    {[
-                      r.capabilities.os,
-                      r.capabilities.arch,
-                      r.capabilities.flutter_versions?.length ? `Flutter ${r.capabilities.flutter_versions.join(", ")}` : "",
-                      r.capabilities.xcode ? `Xcode ${r.capabilities.xcode}` : "",
-                      r.version ? `roost ${r.version}` : "",
-                    ]
-                      .filter(Boolean)
-                      .join(" · ") || "—"}
-                  </td>
-                  <td>{ago(r.last_seen_at)}</td>
-                  <td>
-                    {!r.revoked_at && (
-                      <div class="row">
-                        <button
-                          type="button"
-                          class="secondary small"
-                          aria-label={`Rotate token of ${r.name}`}
-                          onClick={async () => {
-                            if (!confirm(`Rotate the token of ${r.name}? The runner stops until it gets the new one.`)) return;
-                            const { token } = await post<{ token: string }>(`/v1/runners/${encodeURIComponent(r.id)}/token`);
-                            setSecret({ id: r.id, name: r.name, token });
-                          }}
-                        >
-                          Rotate token
-                        </button>
-                        <button
-                          type="button"
-                          class="danger small"
-                          aria-label={`Revoke ${r.name}`}
-                          onClick={async () => {
-                            if (!confirm(`Revoke ${r.name}? It can no longer take jobs.`)) return;
-                            await del(`/v1/runners/${encodeURIComponent(r.id)}`);
-                            await state.reload();
-                          }}
-                        >
-                          Revoke
-                        </button>
-                      </div>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table caption="Runners" columns={["Runner", "State", "Labels", "Capabilities", "Last contact", "Actions"]}>
+          {state.data.runners.map((r) => (
+            <tr key={r.id}>
+              <td>
+                <strong>{r.name}</strong>
+                <br />
+                <code class="muted">{r.id}</code>
+              </td>
+              <td>
+                <StatusBadge status={r.revoked_at ? "revoked" : runnerOnline(r) ? "online" : "offline"} />
+              </td>
+              <td>{r.all_labels.join(", ") || "—"}</td>
+              <td>
+                {[
+                  r.capabilities.os,
+                  r.capabilities.arch,
+                  r.capabilities.flutter_versions?.length ? `Flutter ${r.capabilities.flutter_versions.join(", ")}` : "",
+                  r.capabilities.xcode ? `Xcode ${r.capabilities.xcode}` : "",
+                  r.version ? `roost ${r.version}` : "",
+                ]
+                  .filter(Boolean)
+                  .join(" · ") || "—"}
+              </td>
+              <td>{ago(r.last_seen_at)}</td>
+              <td>
+                {!r.revoked_at && (
+                  <div class="row">
+                    <button
+                      type="button"
+                      class="secondary small"
+                      aria-label={`Rotate token of ${r.name}`}
+                      onClick={async () => {
+                        if (!confirm(`Rotate the token of ${r.name}? The runner stops until it gets the new one.`)) return;
+                        const { token } = await post<{ token: string }>(`/v1/runners/${encodeURIComponent(r.id)}/token`);
+                        setSecret({ id: r.id, name: r.name, token });
+                      }}
+                    >
+                      Rotate token
+                    </button>
+                    <button
+                      type="button"
+                      class="danger small"
+                      aria-label={`Revoke ${r.name}`}
+                      onClick={async () => {
+                        if (!confirm(`Revoke ${r.name}? It can no longer take jobs.`)) return;
+                        await del(`/v1/runners/${encodeURIComponent(r.id)}`);
+                        await state.reload();
+                      }}
+                    >
+                      Revoke
+                    </button>
+                  </div>
+                )}
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
     </section>
   );
