@@ -4,7 +4,7 @@
 // returned; left empty on an edit, the stored one is kept), and each one's recent deliveries.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { Field, FormError, LoadState, Notice, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Project } from "../types.ts";
 import type { Notification, NotificationDelivery } from "../settings-types.ts";
@@ -225,18 +225,7 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
         </p>
         {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
       </fieldset>
-      <Field label="Branches (one pattern a line; empty: every branch)" name="branches" error={error}>
-        {(id, describedBy, invalid) => (
-          <textarea
-            id={id}
-            rows={2}
-            value={branches}
-            aria-describedby={describedBy}
-            aria-invalid={invalid || undefined}
-            onInput={(e) => setBranches(e.currentTarget.value)}
-          />
-        )}
-      </Field>
+      <TextAreaField label="Branches (one pattern a line; empty: every branch)" name="branches" value={branches} onInput={setBranches} error={error} />
       <label class="inline">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
       </label>
@@ -311,31 +300,8 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
             />
           </div>
           <TextField label="From" name="from" type="email" value={from} onInput={setFrom} error={error} required />
-          <Field label="To (one address a line)" name="to" error={error}>
-            {(id, describedBy, invalid) => (
-              <textarea
-                id={id}
-                rows={2}
-                value={to}
-                required
-                aria-describedby={describedBy}
-                aria-invalid={invalid || undefined}
-                onInput={(e) => setTo(e.currentTarget.value)}
-              />
-            )}
-          </Field>
-          <Field label="Trusted CA certificates (PEM; empty: the system's)" name="tls_ca" error={error}>
-            {(id, describedBy, invalid) => (
-              <textarea
-                id={id}
-                rows={2}
-                value={tlsCa}
-                aria-describedby={describedBy}
-                aria-invalid={invalid || undefined}
-                onInput={(e) => setTlsCa(e.currentTarget.value)}
-              />
-            )}
-          </Field>
+          <TextAreaField label="To (one address a line)" name="to" value={to} onInput={setTo} error={error} required />
+          <TextAreaField label="Trusted CA certificates (PEM; empty: the system's)" name="tls_ca" value={tlsCa} onInput={setTlsCa} error={error} />
         </>
       )}
       <FormError error={error} fields={["name", "events", "branches", "url", "secret", "host", "port", "username", "password", "from", "to", "tls_ca"]} />

@@ -4,7 +4,7 @@
 // webhook delivery found. A pipeline the file defines has no edit form: the file overrides it.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { Field, FormError, LoadState, Notice, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Pipeline, PipelineFile, Project } from "../types.ts";
 
@@ -309,18 +309,7 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
   const [error, setError] = useState<ApiFailure | null>(null);
   const toggle = (list: string[], value: string, on: boolean) => (on ? [...new Set([...list, value])] : list.filter((v) => v !== value));
   const area = (label: string, name: string, value: string, set: (v: string) => void, hint?: string) => (
-    <Field label={label} name={name} error={error} hint={hint}>
-      {(id, describedBy, invalid) => (
-        <textarea
-          id={id}
-          rows={3}
-          value={value}
-          aria-describedby={describedBy}
-          aria-invalid={invalid || undefined}
-          onInput={(e) => set(e.currentTarget.value)}
-        />
-      )}
-    </Field>
+    <TextAreaField label={label} name={name} rows={3} value={value} onInput={set} error={error} hint={hint} />
   );
   return (
     <form

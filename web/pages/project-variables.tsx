@@ -4,7 +4,7 @@
 // deleted, and the audit list of who changed which one when (never a value).
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, put, query } from "../api.ts";
-import { Field, FormError, LoadState, Notice, TextField, Table, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, TextAreaField, TextField, Table, useLoad } from "../components.tsx";
 import { ago, bytes, dateTime } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Variable, VariableChange } from "../settings-types.ts";
@@ -218,49 +218,19 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
             />
           )}
         </Field>
+      ) : secret ? (
+        <TextField label="Value" name="value" type="password" autoComplete="new-password" value={value} onInput={setValue} error={error} />
       ) : (
-        <Field label="Value" name="value" error={error}>
-          {(id, describedBy, invalid) =>
-            secret ? (
-              <input
-                id={id}
-                type="password"
-                autoComplete="new-password"
-                value={value}
-                aria-describedby={describedBy}
-                aria-invalid={invalid || undefined}
-                onInput={(e) => setValue(e.currentTarget.value)}
-              />
-            ) : (
-              <textarea
-                id={id}
-                rows={2}
-                value={value}
-                aria-describedby={describedBy}
-                aria-invalid={invalid || undefined}
-                onInput={(e) => setValue(e.currentTarget.value)}
-              />
-            )
-          }
-        </Field>
+        <TextAreaField label="Value" name="value" value={value} onInput={setValue} error={error} />
       )}
-      <Field
+      <TextAreaField
         label="Protected refs (one pattern a line; empty: every build)"
         name="protected_refs"
+        value={refs}
+        onInput={setRefs}
         error={error}
         hint="When set, only builds of a matching branch or tag that are not pull requests receive the variable: branches as main or release/*, tags as refs/tags/v* (a plain name never matches a tag)."
-      >
-        {(id, describedBy, invalid) => (
-          <textarea
-            id={id}
-            rows={2}
-            value={refs}
-            aria-describedby={describedBy}
-            aria-invalid={invalid || undefined}
-            onInput={(e) => setRefs(e.currentTarget.value)}
-          />
-        )}
-      </Field>
+      />
       <FormError error={error} fields={["key", "value", "file_upload", "protected_refs"]} />
       <button type="submit" disabled={busy}>
         Save variable
