@@ -177,6 +177,20 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
     if (password) email.password = password;
     return { email };
   };
+  /** The write-only URL of a Slack-compatible or signed webhook; on an edit, the host it is stored for. */
+  const urlField = (label: string, hintWhenNew: string) => (
+    <TextField
+      label={label}
+      name="url"
+      type="password"
+      autoComplete="off"
+      value={url}
+      onInput={setUrl}
+      error={error}
+      required={!editing}
+      hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : hintWhenNew}
+    />
+  );
   const label = editing ? `Edit notification ${notification.name}` : "New notification";
   return (
     <form
@@ -229,36 +243,11 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
       <label class="inline">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
       </label>
-      {channel === "slack" && (
-        <TextField
-          label="Incoming webhook URL (write-only)"
-          name="url"
-          type="password"
-          autoComplete="off"
-          value={url}
-          onInput={setUrl}
-          error={error}
-          required={!editing}
-          hint={
-            editing
-              ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}`
-              : "Slack, Mattermost, Rocket.Chat or Discord's …/slack URL; it is its own credential."
-          }
-        />
-      )}
+      {channel === "slack" &&
+        urlField("Incoming webhook URL (write-only)", "Slack, Mattermost, Rocket.Chat or Discord's …/slack URL; it is its own credential.")}
       {channel === "webhook" && (
         <>
-          <TextField
-            label="URL (write-only)"
-            name="url"
-            type="password"
-            autoComplete="off"
-            value={url}
-            onInput={setUrl}
-            error={error}
-            required={!editing}
-            hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : "Roost POSTs JSON signed with X-Roost-Signature-256."}
-          />
+          {urlField("URL (write-only)", "Roost POSTs JSON signed with X-Roost-Signature-256.")}
           <TextField
             label="Signing secret (write-only, at least 16 characters)"
             name="secret"
