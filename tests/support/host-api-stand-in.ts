@@ -30,8 +30,9 @@
 // /projects/{id}/packages/generic/{name}/{version}/{file}, which keeps a second file of the same
 // name as GitLab does; https://docs.gitlab.com/api/packages/: GET /projects/{id}/packages and
 // …/packages/{id}/package_files with file_sha256).
-import { createHash, generateKeyPairSync } from "node:crypto";
+import { createHash } from "node:crypto";
 import { jwtVerify, importSPKI } from "jose";
+import { borrowRsaKey, returnRsaKeys } from "./test-keys.ts";
 
 export interface StandInRepo {
   id: number;
@@ -139,7 +140,8 @@ const PAGE = 2; // small pages so tests exercise pagination
 
 /** `address`: where it listens (loopback unless given, e.g. this process's address on a test LAN, tests/support/netns.ts). */
 export async function startHostApiStandIn(address = "127.0.0.1"): Promise<HostApiStandIn> {
-  const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const key = borrowRsaKey(); // the App's key, from the process's pool (test-keys.ts)
+  const { privateKey, publicKey } = key;
   // GitHub hands out PKCS#1 PEM keys; so does the stand-in.
   const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
   const verifyKey = await importSPKI(publicKey.export({ format: "pem", type: "spki" }).toString(), "RS256");
@@ -626,6 +628,7 @@ export async function startHostApiStandIn(address = "127.0.0.1"): Promise<HostAp
     },
     async stop() {
       await server.stop(true);
+      returnRsaKeys(key);
     },
   };
 }

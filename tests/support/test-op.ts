@@ -3,9 +3,11 @@
 // key, no or unverified e-mail, another subject), which a real provider never would,
 // so the relying party's refusals can be tested. It serves discovery, JWKS, /token and /userinfo over
 // loopback HTTP, signs with jose, checks PKCE S256 and client_secret_basic, and counts /token calls.
-import { SignJWT, exportJWK, generateKeyPair, type JWK } from "jose";
+import { SignJWT, exportJWK, type JWK } from "jose";
+import type { KeyObject } from "node:crypto";
 import { sha256Bytes } from "../../lib/crypto/hash.ts";
 import { encodeBase64urlNoPadding } from "@oslojs/encoding";
+import { borrowRsaKey, returnRsaKeys, type TestRsaKey } from "./test-keys.ts";
 
 export interface IdTokenScenario {
   sub?: string;
@@ -51,9 +53,11 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
   const clientId = options.clientId ?? "roost-test-client";
   const clientSecret = options.clientSecret ?? "test-client-secret-0123456789";
   const now = options.nowSeconds ?? (() => Math.floor(Date.now() / 1000));
-  let { publicKey, privateKey } = await generateKeyPair("RS256");
-  const stranger = await generateKeyPair("RS256");
-  const published = async (key: CryptoKey): Promise<JWK> => ({ ...(await exportJWK(key)), kid: "test-op-key", alg: "RS256", use: "sig" });
+  // Keys from the process's pool (test-keys.ts); the stranger key is never the published one.
+  const held: TestRsaKey[] = [borrowRsaKey(), borrowRsaKey()];
+  let { publicKey, privateKey } = held[0]!;
+  const stranger = held[1]!;
+  const published = async (key: CryptoKey | KeyObject): Promise<JWK> => ({ ...(await exportJWK(key)), kid: "test-op-key", alg: "RS256", use: "sig" });
   let jwk = await published(publicKey);
   const codes = new Map<string, { nonce: string; challenge: string; redirectUri: string; scenario: IdTokenScenario }>();
   const accessTokens = new Map<string, IdTokenScenario>();
@@ -145,7 +149,9 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
     jwksCalls: 0,
     discoveryBroken: false,
     async rotateKey() {
-      ({ publicKey, privateKey } = await generateKeyPair("RS256"));
+      const replacement = borrowRsaKey();
+      held.push(replacement);
+      ({ publicKey, privateKey } = replacement);
       jwk = await published(publicKey);
     },
     authorize(authorizationUrl, scenario = {}) {
@@ -162,6 +168,7 @@ export async function startTestOp(options: { clientId?: string; clientSecret?: s
     },
     stop() {
       server.stop(true);
+      returnRsaKeys(...held);
     },
   };
   return op;

@@ -22,8 +22,9 @@
 // What a real store reads from the binary, the stand-in cannot: Play takes an upload's version code
 // from the bundle's manifest, and this stand-in from a `versionCode=<n>` text the tests' fake
 // bundles carry (Firebase's display and build versions likewise from `versionName=`/`versionCode=`).
-import { createHash, generateKeyPairSync } from "node:crypto";
+import { createHash } from "node:crypto";
 import { importSPKI, jwtVerify } from "jose";
+import { borrowRsaKey, returnRsaKeys, type TestRsaKey } from "../test-keys.ts";
 
 export interface ServiceAccount {
   client_email: string;
@@ -130,6 +131,7 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
   const firebaseUploads: GoogleStandIn["firebase"]["uploads"] = [];
   let commits = 0;
   let next = 1;
+  const accountKeys: TestRsaKey[] = [];
 
   const server = Bun.serve({
     port: 0,
@@ -326,7 +328,9 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
     url: server.url.origin,
     tokenUri: `${server.url.origin}/token`,
     async serviceAccount(name = `ci-${next++}`) {
-      const { publicKey, privateKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+      const key = borrowRsaKey(); // from the process's pool (test-keys.ts); each account its own
+      accountKeys.push(key);
+      const { publicKey, privateKey } = key;
       const client_email = `${name}@stand-in-project.iam.gserviceaccount.com`;
       publicKeys.set(client_email, await importSPKI(publicKey.export({ type: "spki", format: "pem" }).toString(), "RS256"));
       const json = JSON.stringify({
@@ -360,6 +364,7 @@ export async function startGoogleStandIn(): Promise<GoogleStandIn> {
     requests,
     async stop() {
       await server.stop(true);
+      returnRsaKeys(...accountKeys);
     },
   };
 }
