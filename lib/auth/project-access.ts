@@ -15,7 +15,7 @@ import { findMemberRole, findProject, type Project, type ProjectRole } from "../
 import { findBuild, type Build } from "../builds/store.ts";
 import { findPipeline, type Pipeline } from "../pipelines/store.ts";
 import { findDelivery, type Delivery } from "../webhooks/deliveries.ts";
-import { findDeployment, type Deployment } from "../publishing/deployments.ts";
+import type { Deployment } from "../publishing/deployments.ts";
 
 const RANK: Record<ProjectRole, number> = { maintainer: 3, developer: 2, viewer: 1 };
 
@@ -111,6 +111,8 @@ async function loadScoped(
       return delivery && { projectId: delivery.project_id, delivery };
     }
     case "deployment_id": {
+      // Publishing (its schemas) loads with the first deployment route, not with the daemon (issue 20).
+      const { findDeployment } = await import("../publishing/deployments.ts");
       const deployment = await findDeployment(db, id);
       return deployment && { projectId: deployment.project_id, deployment };
     }

@@ -20,7 +20,6 @@ import type { Logger } from "../daemon/log.ts";
 import type { AppContext } from "../http/context.ts";
 import { findIntegration, type Integration } from "../integrations/store.ts";
 import type { ForgeDeps } from "./forge.ts";
-import { forgeOf } from "./registry.ts";
 import { ForgeApiError } from "./http.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";
@@ -184,6 +183,8 @@ async function sendToForge(deps: ReporterDeps, claimer: string, integrationId: s
 /** Through the repository's forge; a forge without commit statuses (none has rows: the outbox leaves plain git out) sends nothing. */
 async function send(deps: ReporterDeps, integration: Integration, row: Due): Promise<void> {
   const d = row.details;
+  // The forges (their payload schemas among them) load with the first status sent, not with the daemon (issue 20).
+  const { forgeOf } = await import("./registry.ts");
   const report = forgeOf({ provider: String(d.provider) }).reportStatus;
   if (!report) return;
   await report(
