@@ -161,7 +161,7 @@ async function migrate(rest: string[]): Promise<number> {
   await prepareDataDir(config).catch((error: unknown) => {
     throw error instanceof StartupError ? new UsageError(`roost migrate: ${error.message}`) : error;
   });
-  const db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+  const db = await openDatabase(config.databaseUrl, config.databaseAuthToken, undefined, config.databaseTimeoutMs);
   const result = await migrate(db, () => Math.floor(Date.now() / 1000));
   process.stdout.write(`schema version ${result.from} -> ${result.to}\n`);
   db.close();

@@ -23,7 +23,7 @@ export async function openExistingDatabase(config: Config, command: string): Pro
   }
   let db: Db | null = null;
   try {
-    db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+    db = await openDatabase(config.databaseUrl, config.databaseAuthToken, undefined, config.databaseTimeoutMs);
     if ((await appliedVersion(db)) > 0) return db;
   } catch (error) {
     db?.close();

@@ -2,6 +2,7 @@
 // A bad value stops the daemon with a message naming the variable (README "Configuration").
 import { resolve, join } from "node:path";
 import { z } from "zod";
+import { DATABASE_TIMEOUT_MS } from "../db/database.ts";
 
 const hostPort = z
   .string()
@@ -17,6 +18,7 @@ const EnvSchema = z
       .regex(/^(file:|libsql:|https?:|wss?:)/, "must be a libSQL URL (file:, libsql:, http(s): or ws(s):)")
       .optional(),
     ROOST_DATABASE_AUTH_TOKEN: z.string().min(1).optional(),
+    ROOST_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DATABASE_TIMEOUT_MS),
     ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
     ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
     ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
@@ -117,6 +119,8 @@ export interface Config {
   dataDir: string;
   databaseUrl: string;
   databaseAuthToken: string | undefined;
+  /** How long a request to a remote database server may go unanswered (then 503 database_unavailable). */
+  databaseTimeoutMs: number;
   logLevel: "debug" | "info" | "warn" | "error";
   publicUrl: string | undefined;
   managementSocketPath: string;
@@ -178,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dataDir,
     databaseUrl: e.ROOST_DATABASE_URL ?? `file:${join(dataDir, "roost.db")}`,
     databaseAuthToken: e.ROOST_DATABASE_AUTH_TOKEN,
+    databaseTimeoutMs: e.ROOST_DATABASE_TIMEOUT_MS,
     logLevel: e.ROOST_LOG_LEVEL,
     publicUrl: e.ROOST_PUBLIC_URL?.replace(/\/+$/, ""),
     managementSocketPath: e.ROOST_MANAGEMENT_SOCKET ? resolve(e.ROOST_MANAGEMENT_SOCKET) : join(dataDir, "roost.sock"),

@@ -248,7 +248,7 @@ async function sweepArtifactFiles(db: Db, config: Config, log: Logger): Promise<
 async function openAndMigrate(config: Config, log: Logger): Promise<Db> {
   let db: Db | null = null;
   try {
-    db = await openDatabase(config.databaseUrl, config.databaseAuthToken);
+    db = await openDatabase(config.databaseUrl, config.databaseAuthToken, undefined, config.databaseTimeoutMs);
     const migrated = await migrate(db, systemClock.now);
     if (migrated.from !== migrated.to) log.info("database migrated", migrated);
     return db;

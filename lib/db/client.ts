@@ -25,8 +25,9 @@ export function driverFromEnv(env: Record<string, string | undefined> = process.
   throw new Error(`ROOST_DB_DRIVER must be bun:sqlite or libsql, not ${JSON.stringify(v)}`);
 }
 
-export async function openDatabase(url: string, authToken?: string, driver: DriverChoice = driverFromEnv()): Promise<Db> {
-  const db = url.startsWith("file:") && driver === "bun:sqlite" ? await openBunSqlite(filePath(url)) : await openLibsql(url, authToken);
+/** `timeoutMs` bounds each request to a remote server (ROOST_DATABASE_TIMEOUT_MS, lib/db/libsql.ts). */
+export async function openDatabase(url: string, authToken?: string, driver: DriverChoice = driverFromEnv(), timeoutMs?: number): Promise<Db> {
+  const db = url.startsWith("file:") && driver === "bun:sqlite" ? await openBunSqlite(filePath(url)) : await openLibsql(url, authToken, timeoutMs);
   if (url.startsWith("file:")) {
     // Set on each connection by the driver; asserted here so a build that ignored it fails loudly.
     const fk = await db.execute("PRAGMA foreign_keys");

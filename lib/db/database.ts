@@ -144,6 +144,9 @@ export function isRetryableWrite(error: unknown): boolean {
   return isBusy(error) || isTransactionTimeout(error);
 }
 
+/** How long a request to a remote server may go unanswered before it fails (ROOST_DATABASE_TIMEOUT_MS's default). */
+export const DATABASE_TIMEOUT_MS = 10_000;
+
 /** How long a call keeps retrying a busy database before it reports SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 10_000;
 const BUSY_FIRST_DELAY_MS = 1;

@@ -8,6 +8,7 @@
 // loads libSQL's native addon, which the compiled binary does not carry.
 import type { Client, InArgs, InValue, ResultSet as LibsqlResultSet, Transaction as LibsqlTransaction } from "@libsql/client";
 import {
+  DATABASE_TIMEOUT_MS,
   DatabaseUnreachableError,
   isBusy,
   isRead,
@@ -33,11 +34,13 @@ import { WriteQueue, type WriteSession } from "./write-queue.ts";
  */
 const FILE_CONNECTION_SETTINGS = ["PRAGMA busy_timeout = 0", "PRAGMA synchronous = FULL", "PRAGMA foreign_keys = ON"];
 
-export async function openLibsql(url: string, authToken?: string): Promise<Db> {
+export async function openLibsql(url: string, authToken?: string, timeoutMs: number = DATABASE_TIMEOUT_MS): Promise<Db> {
   const file = url.startsWith("file:");
   let reader: Client;
   let writer: Client;
   let fresh: () => Promise<Client>;
+  /** A new client on the remote server (lazy: it connects on its first request). */
+  let connect: () => Client = () => writer;
   if (file) {
     const { createClient } = await import("@libsql/client/sqlite3");
     // One connection per client, kept for the client's life, so the settings made on it hold:
@@ -66,10 +69,41 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
     // @libsql/client/ws): one connection, no HTTP request per statement; `http(s)://` and
     // `ws(s)://` are taken as written. docs/operations.md "Several hosts" has the figures.
     const { createClient } = url.startsWith("libsql:") ? await import("@libsql/client/ws") : await import("@libsql/client/web");
-    reader = writer = createClient({ url, authToken, intMode: "number", fetch: uncompressed });
+    connect = () => createClient({ url, authToken, intMode: "number", fetch: (request: Request) => uncompressed(request, timeoutMs) });
+    reader = writer = connect();
     fresh = async () => writer;
   }
-  const reads = file ? undefined : new ReadPipeline(reader);
+
+  /**
+   * Every request to a remote server has a deadline: a server that accepted the connection and
+   * never answers (blackholed, a half-open connection, sqld stuck) would otherwise hold the request
+   * that waits for it, and the write queue behind it, forever. It fails as DatabaseUnreachableError
+   * (503 database_unavailable, /readyz not ready). A WebSocket carries every request of its client,
+   * so the client whose request went unanswered is closed (its other requests fail the same way)
+   * and the next request opens a new connection. Over HTTP each request is its own fetch, aborted
+   * at the same deadline (uncompressed).
+   */
+  const abandoned = new WeakSet<Client>();
+  const bounded = <T>(client: Client, work: Promise<T>): Promise<T> => {
+    if (file) return work;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (client === writer && client.protocol === "ws" && !closed) {
+          abandoned.add(client);
+          reader = writer = connect();
+          client.close();
+        }
+        reject(new DatabaseUnreachableError(new Error(`no answer within ${timeoutMs} ms`)));
+      }, timeoutMs);
+    });
+    const answered = work.catch((error: unknown) => {
+      throw abandoned.has(client) ? new DatabaseUnreachableError(error) : error;
+    });
+    return Promise.race([answered, expired]).finally(() => clearTimeout(timer));
+  };
+  let closed = false;
+  const reads = file ? undefined : new ReadPipeline(<T>(call: (client: Client) => Promise<T>) => bounded(reader, call(reader)));
 
   /**
    * In `file:` mode a statement that failed with SQLITE_BUSY stays active inside libSQL until
@@ -89,21 +123,22 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
   const queue = new WriteQueue({
     async begin() {
       let tx: LibsqlTransaction;
+      const client = writer;
       try {
-        tx = await writer.transaction("write");
+        tx = await bounded(client, client.transaction("write"));
       } catch (error) {
         if (isBusy(error)) await replace("writer");
         throw error;
       }
-      return clientSession(tx);
+      return clientSession(tx, (work) => bounded(client, work));
     },
     // A remote server: writes known up front in one request, BEGIN IMMEDIATE and COMMIT included
     // (https://github.com/tursodatabase/libsql-client-ts, `client.batch(stmts, "write")`). A file
     // commits in-process, where a group on one open transaction is cheaper.
-    batch: file ? undefined : async (stmts) => (await writer.batch(stmts.map(toLibsql), "write")).map(toResult),
+    batch: file ? undefined : async (stmts) => (await bounded(writer, writer.batch(stmts.map(toLibsql), "write"))).map(toResult),
     alone: async (stmt) => {
       try {
-        return toResult(await writer.execute(toLibsql(stmt)));
+        return toResult(await bounded(writer, writer.execute(toLibsql(stmt))));
       } catch (error) {
         if (isBusy(error)) await replace("writer");
         throw error;
@@ -126,7 +161,6 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
     }
   };
 
-  let closed = false;
   return {
     driver: "libsql",
     get closed() {
@@ -161,12 +195,14 @@ export async function openLibsql(url: string, authToken?: string): Promise<Db> {
  * Hrana over HTTP with uncompressed answers. Bun's fetch asks for gzip, and sqld then compresses
  * every answer, most of them a few hundred bytes: on loopback or a LAN that costs both ends CPU
  * and saves nothing measurable (a quarter of sqld's time per request, in `npm run bench -- sqld`).
- * A fetch that fails (the server is down or unreachable) fails as DatabaseUnreachableError.
+ * A fetch that fails (the server is down or unreachable, or has not answered within the deadline)
+ * fails as DatabaseUnreachableError.
  */
-async function uncompressed(request: Request): Promise<Response> {
+async function uncompressed(request: Request, timeoutMs: number): Promise<Response> {
   request.headers.set("accept-encoding", "identity");
   try {
-    return await fetch(request);
+    // The answer's body too must arrive within the deadline; the abort closes the connection.
+    return await fetch(request, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
     // Connection refused or reset, no route, DNS: the server does not answer (a 503, not a 500).
     throw new DatabaseUnreachableError(error);
@@ -187,13 +223,14 @@ const MAX_READS_PER_REQUEST = 256;
  * Statements other than SELECT, and a batch in which one read failed, are sent one by one.
  */
 class ReadPipeline {
-  readonly #client: Client;
+  /** Sends one request on the current client, within the deadline. */
+  readonly #request: <T>(call: (client: Client) => Promise<T>) => Promise<T>;
   #waiting: Array<{ stmt: NormalizedStatement; resolve(rs: ResultSet): void; reject(error: unknown): void }> = [];
   #inFlight = 0;
   #scheduled = false;
 
-  constructor(client: Client) {
-    this.#client = client;
+  constructor(request: <T>(call: (client: Client) => Promise<T>) => Promise<T>) {
+    this.#request = request;
   }
 
   read(stmt: NormalizedStatement): Promise<ResultSet> {
@@ -227,9 +264,11 @@ class ReadPipeline {
       let results: ResultSet[] | undefined;
       try {
         results = (
-          await this.#client.batch(
-            taken.map((t) => toLibsql(t.stmt)),
-            "read",
+          await this.#request((client) =>
+            client.batch(
+              taken.map((t) => toLibsql(t.stmt)),
+              "read",
+            ),
           )
         ).map(toResult);
       } catch {
@@ -245,7 +284,7 @@ class ReadPipeline {
   }
 
   async #one(stmt: NormalizedStatement): Promise<ResultSet> {
-    return toResult(await this.#client.execute(toLibsql(stmt)));
+    return toResult(await this.#request((client) => client.execute(toLibsql(stmt))));
   }
 }
 
@@ -260,14 +299,14 @@ const TOGETHER = "roost_together";
  *     inside a savepoint: if one fails, the request is undone to it and the statements run again
  *     one at a time, so each gets the answer (or the error) it would have got alone.
  */
-function clientSession(tx: LibsqlTransaction): WriteSession {
+function clientSession(tx: LibsqlTransaction, bounded: <T>(work: Promise<T>) => Promise<T>): WriteSession {
   let waiting: NormalizedStatement[] = [];
   let together: Array<{ stmt: NormalizedStatement; resolve(rs: ResultSet): void; reject(error: unknown): void }> = [];
   const send = async (stmts: NormalizedStatement[]): Promise<ResultSet[]> => {
     const ahead = waiting;
     waiting = [];
-    if (ahead.length === 0 && stmts.length === 1) return [toResult(await tx.execute(toLibsql(stmts[0]!)))];
-    const results = await tx.batch([...ahead, ...stmts].map(toLibsql));
+    if (ahead.length === 0 && stmts.length === 1) return [toResult(await bounded(tx.execute(toLibsql(stmts[0]!))))];
+    const results = await bounded(tx.batch([...ahead, ...stmts].map(toLibsql)));
     return results.slice(ahead.length).map(toResult);
   };
   const sendTogether = async (): Promise<void> => {
@@ -287,7 +326,7 @@ function clientSession(tx: LibsqlTransaction): WriteSession {
       const failedInside = typeof at === "number" && at > ahead && at <= ahead + taken.length;
       if (!failedInside) return taken.forEach((t) => t.reject(error));
       try {
-        await tx.batch([toLibsql(mark(`ROLLBACK TO ${TOGETHER}`)), toLibsql(mark(`RELEASE ${TOGETHER}`))]);
+        await bounded(tx.batch([toLibsql(mark(`ROLLBACK TO ${TOGETHER}`)), toLibsql(mark(`RELEASE ${TOGETHER}`))]));
       } catch {
         return taken.forEach((t) => t.reject(error));
       }
@@ -309,13 +348,13 @@ function clientSession(tx: LibsqlTransaction): WriteSession {
       // COMMIT ends every savepoint still open, so a RELEASE left waiting need not be sent.
       if (waiting.some((s) => !/^\s*RELEASE\b/i.test(s.sql))) await send([]);
       waiting = [];
-      await tx.commit();
+      await bounded(tx.commit());
       tx.close();
     },
     rollback: async () => {
       waiting = [];
       try {
-        await tx.rollback();
+        await bounded(tx.rollback());
       } finally {
         tx.close();
       }
