@@ -137,6 +137,39 @@ export function TextAreaField(props: {
   );
 }
 
+export interface FormState {
+  /** What the last submit threw, shown beside its field or by FormError. */
+  error: ApiFailure | null;
+  setError: (error: ApiFailure | null) => void;
+  /** Whether a submit is running. */
+  busy: boolean;
+  /**
+   * An onSubmit handler: the page stays, the last error is cleared and `busy` set while `act`
+   * runs, and what it throws becomes `error` (through `place`, e.g. to put an error code on its field).
+   */
+  submit: (act: () => Promise<void>, place?: (thrown: unknown) => ApiFailure | null) => (e: Event) => Promise<void>;
+}
+
+export function useForm(): FormState {
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const [busy, setBusy] = useState(false);
+  const submit: FormState["submit"] =
+    (act, place = (thrown) => thrown as ApiFailure) =>
+    async (e) => {
+      e.preventDefault();
+      setBusy(true);
+      setError(null);
+      try {
+        await act();
+      } catch (thrown) {
+        setError(place(thrown));
+      } finally {
+        setBusy(false);
+      }
+    };
+  return { error, setError, busy, submit };
+}
+
 /** The sentence of an error that no field claims (or of any error, when no field matched). */
 export function FormError({ error, fields = [] }: { error: ApiFailure | Error | null; fields?: string[] }) {
   if (!error) return null;

@@ -1,7 +1,7 @@
 // The signed-in person: who they are, and their API tokens (create: shown once; list; revoke).
 import { useState } from "preact/hooks";
-import { ApiFailure, del, get, post } from "../api.ts";
-import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useLoad } from "../components.tsx";
+import { del, get, post } from "../api.ts";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { me } from "../session.ts";
 import type { Token, TokenCreated } from "../types.ts";
@@ -10,30 +10,21 @@ export function Account() {
   const tokens = useLoad(() => get<{ tokens: Token[] }>("/v1/api-tokens"), []);
   const [name, setName] = useState("");
   const [days, setDays] = useState("30");
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const [created, setCreated] = useState<TokenCreated | null>(null);
   const user = me.value!.user;
+  const createToken = submit(async () => {
+    setCreated(await post<TokenCreated>("/v1/api-tokens", { name, role: me.value!.credential.effective_role, expires_in_days: Number(days) }));
+    setName("");
+    await tokens.reload();
+  });
   return (
     <section>
       <PageTitle title="Your account" />
       <p>
         {user.email} · role {user.role} · session until {dateTime(me.value!.credential.expires_at)}
       </p>
-      <form
-        class="panel"
-        aria-label="Create an API token"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          try {
-            setCreated(await post<TokenCreated>("/v1/api-tokens", { name, role: me.value!.credential.effective_role, expires_in_days: Number(days) }));
-            setName("");
-            await tokens.reload();
-          } catch (err) {
-            setError(err as ApiFailure);
-          }
-        }}
-      >
+      <form class="panel" aria-label="Create an API token" onSubmit={createToken}>
         <h2>API tokens</h2>
         <div class="row">
           <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />

@@ -3,7 +3,7 @@
 // every webhook delivery.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put } from "../api.ts";
-import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, Table, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
 import { loadSetupStatus, me, roleAtLeast, setupStatus } from "../session.ts";
@@ -44,7 +44,7 @@ function Users() {
   const state = useLoad(() => get<{ users: User[] }>("/v1/users?limit=200"), []);
   const [email, setEmail] = useState("");
   const [role, setRole] = useState<Role>("developer");
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, setError, submit } = useForm();
   const mine = me.value!.credential.effective_role;
   const act = async (work: () => Promise<unknown>) => {
     setError(null);
@@ -55,19 +55,14 @@ function Users() {
       setError(err as ApiFailure);
     }
   };
+  const invite = submit(async () => {
+    await post("/v1/users", { email, role });
+    setEmail("");
+    await state.reload();
+  });
   return (
     <>
-      <form
-        class="panel"
-        aria-label="Invite a user"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void act(async () => {
-            await post("/v1/users", { email, role });
-            setEmail("");
-          });
-        }}
-      >
+      <form class="panel" aria-label="Invite a user" onSubmit={invite}>
         <h2>Invite a user</h2>
         <div class="row">
           <TextField label="E-mail address" name="email" type="email" value={email} onInput={setEmail} error={error} required />
@@ -148,7 +143,7 @@ function Integrations() {
   const state = useLoad(() => get<{ integrations: Integration[] }>("/v1/integrations"), []);
   const [forge, setForge] = useState<Integration["provider"]>("gitlab");
   const [fields, setFields] = useState<Record<string, string>>({});
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, setError, submit } = useForm();
   const f = (name: string, label: string, type = "text") => (
     <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />
   );
@@ -171,25 +166,16 @@ function Integrations() {
       )}
     </Field>
   );
+  const connect = submit(async () => {
+    const body: Record<string, string> = { provider: forge };
+    for (const [k, v] of Object.entries(fields)) if (v) body[k] = v;
+    await post("/v1/integrations", body);
+    setFields({});
+    await state.reload();
+  });
   return (
     <>
-      <form
-        class="panel"
-        aria-label="Connect a source host"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          const body: Record<string, string> = { provider: forge };
-          for (const [k, v] of Object.entries(fields)) if (v) body[k] = v;
-          try {
-            await post("/v1/integrations", body);
-            setFields({});
-            await state.reload();
-          } catch (err) {
-            setError(err as ApiFailure);
-          }
-        }}
-      >
+      <form class="panel" aria-label="Connect a source host" onSubmit={connect}>
         <h2>Connect a source host</h2>
         <div class="field">
           <label for="provider">Host</label>
@@ -308,32 +294,32 @@ function SignInSettings() {
   const [peers, setPeers] = useState("");
   const [header, setHeader] = useState("");
   const [proxySecret, setProxySecret] = useState("");
-  const [error, setError] = useState<ApiFailure | null>(null);
-  const [proxyError, setProxyError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
+  const { error: proxyError, submit: submitProxy } = useForm();
   const [saved, setSaved] = useState("");
+  const saveOidc = submit(async () => {
+    await put("/v1/settings/oidc", {
+      issuer: issuer || o?.issuer,
+      client_id: clientId || o?.client_id,
+      client_secret: secret,
+      redirect_uris: redirects.split(/\s+/).filter(Boolean),
+    });
+    setSaved("OIDC settings saved.");
+    await oidc.reload();
+  });
+  const saveProxy = submitProxy(async () => {
+    await put("/v1/settings/trusted-proxy", {
+      trusted_peers: (peers || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean),
+      identity_header: header || undefined,
+      shared_secret: proxySecret || undefined,
+    });
+    setSaved("Trusted proxy settings saved.");
+    await proxy.reload();
+  });
   return (
     <>
       <RuntimeMode oidcConfigured={o !== null} proxyConfigured={p !== null} />
-      <form
-        class="panel"
-        aria-label="OpenID Connect"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          try {
-            await put("/v1/settings/oidc", {
-              issuer: issuer || o?.issuer,
-              client_id: clientId || o?.client_id,
-              client_secret: secret,
-              redirect_uris: redirects.split(/\s+/).filter(Boolean),
-            });
-            setSaved("OIDC settings saved.");
-            await oidc.reload();
-          } catch (err) {
-            setError(err as ApiFailure);
-          }
-        }}
-      >
+      <form class="panel" aria-label="OpenID Connect" onSubmit={saveOidc}>
         <h2>OpenID Connect</h2>
         {o ? (
           <p>
@@ -349,25 +335,7 @@ function SignInSettings() {
         <FormError error={error} fields={["issuer", "client_id", "client_secret", "redirect_uris"]} />
         <button type="submit">Save OIDC settings</button>
       </form>
-      <form
-        class="panel"
-        aria-label="Trusted proxy"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setProxyError(null);
-          try {
-            await put("/v1/settings/trusted-proxy", {
-              trusted_peers: (peers || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean),
-              identity_header: header || undefined,
-              shared_secret: proxySecret || undefined,
-            });
-            setSaved("Trusted proxy settings saved.");
-            await proxy.reload();
-          } catch (err) {
-            setProxyError(err as ApiFailure);
-          }
-        }}
-      >
+      <form class="panel" aria-label="Trusted proxy" onSubmit={saveProxy}>
         <h2>Trusted proxy</h2>
         {p ? (
           <p>

@@ -5,7 +5,7 @@
 // promotion of a successful build to another environment (POST /v1/builds/{id}/publish).
 import { useState } from "preact/hooks";
 import { ApiFailure, get, post, query } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, Table, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, Table, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
 import { me } from "../session.ts";
@@ -204,35 +204,26 @@ export function PromoteForm({
   const [environment, setEnvironment] = useState(targets[0]?.name ?? "");
   const [track, setTrack] = useState("");
   const [rollout, setRollout] = useState("");
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const [done, setDone] = useState<Deployment | null>(null);
   const chosen = publishers.find((p) => publisherName(p) === publisher);
   const id = `promote-${build.id}`;
   if (targets.length === 0) return <p class="muted">This project has no other environment to publish to; a maintainer adds one through the API.</p>;
+  const publish = submit(async () => {
+    setDone(null);
+    const overrides: Record<string, unknown> = {};
+    if (chosen?.type === "google_play" && track.trim()) overrides.track = track.trim();
+    if (chosen?.type === "google_play" && rollout.trim()) overrides.user_fraction = Number(rollout) / 100;
+    const { deployment } = await post<{ deployment: Deployment }>(`/v1/builds/${encodeURIComponent(build.id)}/publish`, {
+      publisher,
+      environment,
+      overrides,
+    });
+    setDone(deployment);
+    onDone(deployment);
+  });
   return (
-    <form
-      class="promote"
-      aria-label={`Publish build #${build.build_number} to another environment`}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(null);
-        setDone(null);
-        const overrides: Record<string, unknown> = {};
-        if (chosen?.type === "google_play" && track.trim()) overrides.track = track.trim();
-        if (chosen?.type === "google_play" && rollout.trim()) overrides.user_fraction = Number(rollout) / 100;
-        try {
-          const { deployment } = await post<{ deployment: Deployment }>(`/v1/builds/${encodeURIComponent(build.id)}/publish`, {
-            publisher,
-            environment,
-            overrides,
-          });
-          setDone(deployment);
-          onDone(deployment);
-        } catch (err) {
-          setError(err as ApiFailure);
-        }
-      }}
-    >
+    <form class="promote" aria-label={`Publish build #${build.build_number} to another environment`} onSubmit={publish}>
       <div class="row">
         {publishers.length > 1 && (
           <div class="field">

@@ -3,7 +3,7 @@
 // maintainers change both. The API decides (docs/api.md, docs/operations.md "Retention").
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, get, put } from "../api.ts";
-import { CopyButton, FormError, LoadState, Notice, TextField, useLoad } from "../components.tsx";
+import { CopyButton, FormError, LoadState, Notice, TextField, useLoad, useForm } from "../components.tsx";
 import type { Project } from "../types.ts";
 import type { BadgeSettings, RetentionSettings } from "../settings-types.ts";
 
@@ -95,7 +95,7 @@ function Retention({ project, maintainer }: { project: Project; maintainer: bool
   const base = `/v1/projects/${encodeURIComponent(project.id)}/retention`;
   const state = useLoad(() => get<RetentionSettings>(base), [base]);
   const [values, setValues] = useState<Record<RetentionKey, string>>({ log_retention_days: "", artifact_retention_days: "", keep_builds: "" });
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const [saved, setSaved] = useState(false);
   const settings = state.data;
   useEffect(() => {
@@ -106,6 +106,13 @@ function Retention({ project, maintainer }: { project: Project; maintainer: bool
         keep_builds: settings.keep_builds?.toString() ?? "",
       });
   }, [settings]);
+  const save = submit(async () => {
+    setSaved(false);
+    const body = Object.fromEntries(FIELDS.map(([key]) => [key, values[key].trim() === "" ? null : Number(values[key])]));
+    await put(base, body);
+    setSaved(true);
+    await state.reload();
+  });
   return (
     <section class="panel" aria-labelledby="h-retention">
       <h2 id="h-retention">Retention of logs and artifacts</h2>
@@ -128,22 +135,7 @@ function Retention({ project, maintainer }: { project: Project; maintainer: bool
         </dl>
       )}
       {settings && maintainer && (
-        <form
-          aria-label="Retention"
-          onSubmit={async (e) => {
-            e.preventDefault();
-            setError(null);
-            setSaved(false);
-            const body = Object.fromEntries(FIELDS.map(([key]) => [key, values[key].trim() === "" ? null : Number(values[key])]));
-            try {
-              await put(base, body);
-              setSaved(true);
-              await state.reload();
-            } catch (err) {
-              setError(err as ApiFailure);
-            }
-          }}
-        >
+        <form aria-label="Retention" onSubmit={save}>
           <div class="row">
             {FIELDS.map(([key, label]) => (
               <TextField

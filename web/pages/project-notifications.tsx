@@ -4,7 +4,7 @@
 // returned; left empty on an edit, the stored one is kept), and each one's recent deliveries.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Project } from "../types.ts";
 import type { Notification, NotificationDelivery } from "../settings-types.ts";
@@ -154,7 +154,7 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
   const [from, setFrom] = useState(String(c.from ?? ""));
   const [to, setTo] = useState(Array.isArray(c.to) ? c.to.join("\n") : "");
   const [tlsCa, setTlsCa] = useState(c.tls_ca == null ? "" : String(c.tls_ca));
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const keep = editing ? "Leave empty to keep the stored one." : undefined;
 
   const channelBody = (): Record<string, unknown> => {
@@ -192,23 +192,14 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
     />
   );
   const label = editing ? `Edit notification ${notification.name}` : "New notification";
+  const save = submit(async () => {
+    const body = { name, events, branches: lines(branches), enabled, ...channelBody() };
+    if (editing) await patch(`${base}/${encodeURIComponent(notification.id)}`, body);
+    else await post(base, { ...body, channel });
+    await done();
+  });
   return (
-    <form
-      class="panel"
-      aria-label={label}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(null);
-        const body = { name, events, branches: lines(branches), enabled, ...channelBody() };
-        try {
-          if (editing) await patch(`${base}/${encodeURIComponent(notification.id)}`, body);
-          else await post(base, { ...body, channel });
-          await done();
-        } catch (err) {
-          setError(err as ApiFailure);
-        }
-      }}
-    >
+    <form class="panel" aria-label={label} onSubmit={save}>
       <h3>{label}</h3>
       <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
       {!editing && (

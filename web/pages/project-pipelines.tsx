@@ -4,7 +4,7 @@
 // webhook delivery found. A pipeline the file defines has no edit form: the file overrides it.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Pipeline, PipelineFile, Project } from "../types.ts";
 
@@ -306,54 +306,45 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
       .map((e) => `${e.key}=${e.value}`)
       .join("\n"),
   );
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const toggle = (list: string[], value: string, on: boolean) => (on ? [...new Set([...list, value])] : list.filter((v) => v !== value));
   const area = (label: string, name: string, value: string, set: (v: string) => void, hint?: string) => (
     <TextAreaField label={label} name={name} rows={3} value={value} onInput={set} error={error} hint={hint} />
   );
+  const save = submit(async () => {
+    const body = {
+      name,
+      enabled,
+      config_path: configPath || (pipeline ? null : undefined),
+      concurrency: { cancel_previous: cancelPrevious, max_concurrent: Number(maxConcurrent) },
+      trigger_config: { branches: lines(branches), events },
+      execution_config: {
+        platforms,
+        flutter_version: flutter,
+        timeout_seconds: Math.round(Number(timeoutMinutes) * 60),
+        // Only the switch: paths and key files keep what the pipeline has (the defaults on a new one).
+        cache: { ...(x?.cache ?? {}), enabled: cacheOn },
+        commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
+        // Empty on a new pipeline: the server's defaults (APK, AAB, IPA, macOS app).
+        ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
+        runner_labels: labels.split(/\s+/).filter(Boolean),
+        // Secret entries are never returned; only plain ones are edited here.
+        ...(pipeline && x?.env.some((e) => e.secret)
+          ? {}
+          : {
+              env: lines(env).map((l) => ({
+                key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")),
+                value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "",
+              })),
+            }),
+      },
+    };
+    if (pipeline) await patch(`/v1/pipelines/${encodeURIComponent(pipeline.id)}`, body);
+    else await post(`/v1/projects/${encodeURIComponent(project.id)}/pipelines`, body);
+    done();
+  });
   return (
-    <form
-      class="panel pipeline-form"
-      aria-label={pipeline ? `Edit pipeline ${pipeline.name}` : "New pipeline"}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(null);
-        const body = {
-          name,
-          enabled,
-          config_path: configPath || (pipeline ? null : undefined),
-          concurrency: { cancel_previous: cancelPrevious, max_concurrent: Number(maxConcurrent) },
-          trigger_config: { branches: lines(branches), events },
-          execution_config: {
-            platforms,
-            flutter_version: flutter,
-            timeout_seconds: Math.round(Number(timeoutMinutes) * 60),
-            // Only the switch: paths and key files keep what the pipeline has (the defaults on a new one).
-            cache: { ...(x?.cache ?? {}), enabled: cacheOn },
-            commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
-            // Empty on a new pipeline: the server's defaults (APK, AAB, IPA, macOS app).
-            ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
-            runner_labels: labels.split(/\s+/).filter(Boolean),
-            // Secret entries are never returned; only plain ones are edited here.
-            ...(pipeline && x?.env.some((e) => e.secret)
-              ? {}
-              : {
-                  env: lines(env).map((l) => ({
-                    key: l.slice(0, l.indexOf("=") < 0 ? l.length : l.indexOf("=")),
-                    value: l.includes("=") ? l.slice(l.indexOf("=") + 1) : "",
-                  })),
-                }),
-          },
-        };
-        try {
-          if (pipeline) await patch(`/v1/pipelines/${encodeURIComponent(pipeline.id)}`, body);
-          else await post(`/v1/projects/${encodeURIComponent(project.id)}/pipelines`, body);
-          done();
-        } catch (err) {
-          setError(err as ApiFailure);
-        }
-      }}
-    >
+    <form class="panel pipeline-form" aria-label={pipeline ? `Edit pipeline ${pipeline.name}` : "New pipeline"} onSubmit={save}>
       <h3>{pipeline ? `Edit ${pipeline.name}` : "New pipeline"}</h3>
       <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
       <label class="inline">

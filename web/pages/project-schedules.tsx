@@ -3,7 +3,7 @@
 // expression is read in the schedule's IANA time zone.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, TextField, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, TextField, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Schedule } from "../settings-types.ts";
@@ -126,25 +126,16 @@ function ScheduleForm({
   const [branch, setBranch] = useState(schedule?.branch ?? project.default_branch);
   const [unchanged, setUnchanged] = useState(schedule?.build_when_unchanged ?? true);
   const [enabled, setEnabled] = useState(schedule?.enabled ?? true);
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const label = schedule ? `Edit schedule of ${pipeline.name}` : `New schedule of ${pipeline.name}`;
+  const save = submit(async () => {
+    const body = { cron, timezone, branch, build_when_unchanged: unchanged, enabled };
+    if (schedule) await patch(`${base}/${encodeURIComponent(schedule.id)}`, body);
+    else await post(base, body);
+    await done();
+  });
   return (
-    <form
-      class="card-form"
-      aria-label={label}
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(null);
-        const body = { cron, timezone, branch, build_when_unchanged: unchanged, enabled };
-        try {
-          if (schedule) await patch(`${base}/${encodeURIComponent(schedule.id)}`, body);
-          else await post(base, body);
-          await done();
-        } catch (err) {
-          setError(err as ApiFailure);
-        }
-      }}
-    >
+    <form class="card-form" aria-label={label} onSubmit={save}>
       <h3>{label}</h3>
       <div class="row">
         <TextField

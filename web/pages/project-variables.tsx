@@ -4,7 +4,7 @@
 // deleted, and the audit list of who changed which one when (never a value).
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, put, query } from "../api.ts";
-import { Field, FormError, LoadState, Notice, TextAreaField, TextField, Table, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, TextAreaField, TextField, Table, useLoad, useForm } from "../components.tsx";
 import { ago, bytes, dateTime } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Variable, VariableChange } from "../settings-types.ts";
@@ -142,47 +142,34 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
   const [asFile, setAsFile] = useState(preset?.file ?? false);
   const [file, setFile] = useState<File | null>(null);
   const [refs, setRefs] = useState((preset?.protected_refs ?? []).join("\n"));
-  const [error, setError] = useState<ApiFailure | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, setError, busy, submit } = useForm();
+  const save = submit(async () => {
+    if (asFile && !file) return setError(new ApiFailure(0, "invalid_request", "Choose a file.", [{ path: "file_upload", message: "Choose a file." }]));
+    if (asFile && file && file.size > MAX_FILE_BYTES)
+      return setError(
+        new ApiFailure(0, "invalid_request", `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.`, [
+          { path: "file_upload", message: `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.` },
+        ]),
+      );
+    const body = {
+      value: asFile && file ? await fileToBase64(file) : value,
+      secret,
+      file: asFile,
+      protected_refs: refs
+        .split("\n")
+        .map((r) => r.trim())
+        .filter(Boolean),
+    };
+    const { created } = await put<{ created: boolean }>(`${base}/${encodeURIComponent(key)}`, body);
+    const text = `${key} ${created ? "added" : "replaced"}.`;
+    setKey("");
+    setValue("");
+    setFile(null);
+    setRefs("");
+    await saved(text);
+  });
   return (
-    <form
-      class="panel"
-      aria-label="Add or replace a variable"
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setError(null);
-        if (asFile && !file) return setError(new ApiFailure(0, "invalid_request", "Choose a file.", [{ path: "file_upload", message: "Choose a file." }]));
-        if (asFile && file && file.size > MAX_FILE_BYTES)
-          return setError(
-            new ApiFailure(0, "invalid_request", `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.`, [
-              { path: "file_upload", message: `A file must be at most ${MAX_FILE_BYTES / 1024} KiB.` },
-            ]),
-          );
-        setBusy(true);
-        try {
-          const body = {
-            value: asFile && file ? await fileToBase64(file) : value,
-            secret,
-            file: asFile,
-            protected_refs: refs
-              .split("\n")
-              .map((r) => r.trim())
-              .filter(Boolean),
-          };
-          const { created } = await put<{ created: boolean }>(`${base}/${encodeURIComponent(key)}`, body);
-          const text = `${key} ${created ? "added" : "replaced"}.`;
-          setKey("");
-          setValue("");
-          setFile(null);
-          setRefs("");
-          await saved(text);
-        } catch (err) {
-          setError(err as ApiFailure);
-        } finally {
-          setBusy(false);
-        }
-      }}
-    >
+    <form class="panel" aria-label="Add or replace a variable" onSubmit={save}>
       <h2>Add or replace a variable</h2>
       {preset && (
         <p class="hint">

@@ -4,7 +4,7 @@
 // decision ("why didn't my push build?").
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
-import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useLoad } from "../components.tsx";
+import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
 import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
@@ -177,31 +177,19 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
   const [pipelineId, setPipelineId] = useState(pipelines[0]?.id ?? "");
   const [branch, setBranch] = useState("");
   const [sha, setSha] = useState("");
-  const [error, setError] = useState<ApiFailure | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, submit } = useForm();
+  const start = submit(async () => {
+    const { build } = await post<{ build: Build }>(`/v1/projects/${encodeURIComponent(project.id)}/builds`, {
+      pipeline_id: pipelineId,
+      branch: branch || undefined,
+      commit_sha: sha || undefined,
+    });
+    navigate(`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(build.id)}`);
+  });
   return (
     <details class="panel">
       <summary>Start a build</summary>
-      <form
-        aria-label="Start a build"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setBusy(true);
-          setError(null);
-          try {
-            const { build } = await post<{ build: Build }>(`/v1/projects/${encodeURIComponent(project.id)}/builds`, {
-              pipeline_id: pipelineId,
-              branch: branch || undefined,
-              commit_sha: sha || undefined,
-            });
-            navigate(`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(build.id)}`);
-          } catch (err) {
-            setError(err as ApiFailure);
-          } finally {
-            setBusy(false);
-          }
-        }}
-      >
+      <form aria-label="Start a build" onSubmit={start}>
         <Field label="Pipeline" name="pipeline_id" error={error}>
           {(id, describedBy) => (
             <select id={id} aria-describedby={describedBy} value={pipelineId} onChange={(e) => setPipelineId(e.currentTarget.value)}>
@@ -283,29 +271,20 @@ function Settings({ project, reload }: { project: Project; reload: () => Promise
   const [name, setName] = useState(project.name);
   const [description, setDescription] = useState(project.description);
   const [branch, setBranch] = useState(project.default_branch);
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const [saved, setSaved] = useState(false);
   const [hook, setHook] = useState<{ token: string; webhook_url: string } | null>(null);
   const [hookError, setHookError] = useState<ApiFailure | null>(null);
   const githubUrl = `${window.location.origin}/v1/webhooks/github`;
+  const save = submit(async () => {
+    setSaved(false);
+    await patch(`/v1/projects/${encodeURIComponent(project.id)}`, { name, description, default_branch: branch });
+    setSaved(true);
+    await reload();
+  });
   return (
     <>
-      <form
-        class="panel"
-        aria-label="Project settings"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          setSaved(false);
-          try {
-            await patch(`/v1/projects/${encodeURIComponent(project.id)}`, { name, description, default_branch: branch });
-            setSaved(true);
-            await reload();
-          } catch (err) {
-            setError(err as ApiFailure);
-          }
-        }}
-      >
+      <form class="panel" aria-label="Project settings" onSubmit={save}>
         <h2>Settings</h2>
         <TextField label="Name" name="name" value={name} onInput={setName} error={error} />
         <TextField label="Description" name="description" value={description} onInput={setDescription} error={error} />

@@ -1,8 +1,8 @@
 // Runners (admins): register one (its token shown once, with the exact command that runs it),
 // the list with online/offline, labels, capabilities and last contact, token rotation, revocation.
 import { useState } from "preact/hooks";
-import { ApiFailure, del, get, post } from "../api.ts";
-import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useLoad } from "../components.tsx";
+import { del, get, post } from "../api.ts";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
 import { ago } from "../format.ts";
 import type { Runner } from "../types.ts";
 
@@ -24,28 +24,19 @@ export function Runners() {
   const state = useLoad(() => get<{ runners: Runner[] }>("/v1/runners"), [], 5000);
   const [name, setName] = useState("");
   const [labels, setLabels] = useState("");
-  const [error, setError] = useState<ApiFailure | null>(null);
+  const { error, submit } = useForm();
   const [secret, setSecret] = useState<{ id: string; name: string; token: string } | null>(null);
+  const register = submit(async () => {
+    const created = await post<{ runner: Runner; token: string }>("/v1/runners", { name, labels: labels.split(/[\s,]+/).filter(Boolean) });
+    setSecret({ id: created.runner.id, name: created.runner.name, token: created.token });
+    setName("");
+    setLabels("");
+    await state.reload();
+  });
   return (
     <section>
       <PageTitle title="Runners" />
-      <form
-        class="panel"
-        aria-label="Register a runner"
-        onSubmit={async (e) => {
-          e.preventDefault();
-          setError(null);
-          try {
-            const created = await post<{ runner: Runner; token: string }>("/v1/runners", { name, labels: labels.split(/[\s,]+/).filter(Boolean) });
-            setSecret({ id: created.runner.id, name: created.runner.name, token: created.token });
-            setName("");
-            setLabels("");
-            await state.reload();
-          } catch (err) {
-            setError(err as ApiFailure);
-          }
-        }}
-      >
+      <form class="panel" aria-label="Register a runner" onSubmit={register}>
         <h2>Register a runner</h2>
         <div class="row">
           <TextField label="Name" name="name" value={name} onInput={setName} error={error} required placeholder="mac-mini-1" />

@@ -3,7 +3,7 @@
 // owner → complete). Each error the setup endpoints answer is shown next to its field.
 import { useState } from "preact/hooks";
 import { ApiFailure, api } from "../api.ts";
-import { FormError, Notice, TextField } from "../components.tsx";
+import { FormError, Notice, TextField, useForm } from "../components.tsx";
 import { navigate } from "../router.ts";
 import { loadMe, loadSetupStatus, setupStatus } from "../session.ts";
 
@@ -53,28 +53,18 @@ export function SetupWizard() {
 
 function LocalOwner() {
   const [email, setEmail] = useState("");
-  const [error, setError] = useState<ApiFailure | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, submit } = useForm();
+  const createOwner = submit(
+    async () => {
+      await api("POST", "/v1/auth/local/login", { body: { email }, quiet401: true });
+      await loadSetupStatus();
+      await loadMe();
+      navigate("/", { replace: true });
+    },
+    (err) => asFailure(err, { email_required: "email", user_not_found: "email" }),
+  );
   return (
-    <form
-      class="card-form"
-      aria-label="Local Only: create the owner"
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
-          await api("POST", "/v1/auth/local/login", { body: { email }, quiet401: true });
-          await loadSetupStatus();
-          await loadMe();
-          navigate("/", { replace: true });
-        } catch (err) {
-          setError(asFailure(err, { email_required: "email", user_not_found: "email" }));
-        } finally {
-          setBusy(false);
-        }
-      }}
-    >
+    <form class="card-form" aria-label="Local Only: create the owner" onSubmit={createOwner}>
       <h2>Create the owner</h2>
       <TextField
         label="Your e-mail address"

@@ -4,7 +4,7 @@
 // to the page they were on (?next=, kept across the provider's redirect in sessionStorage).
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, api, sessionExpired } from "../api.ts";
-import { FormError, Notice, TextField } from "../components.tsx";
+import { FormError, Notice, TextField, useForm } from "../components.tsx";
 import { location, navigate } from "../router.ts";
 import { loadMe, setupStatus } from "../session.ts";
 
@@ -63,41 +63,30 @@ function readPastedCapability(text: string): { capability: string; email: string
 function LocalSignIn({ next }: { next: string }) {
   const [email, setEmail] = useState("");
   const [capability, setCapability] = useState("");
-  const [error, setError] = useState<ApiFailure | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { error, busy, submit } = useForm();
   const remote = setupStatus.value?.runtime_mode === "remote";
+  const signIn = submit(
+    async () => {
+      const pasted = readPastedCapability(capability);
+      await api("POST", "/v1/auth/local/login", {
+        body: { email: email || pasted.email || undefined, recovery_capability: pasted.capability },
+        quiet401: true,
+      });
+      await finish(next);
+    },
+    (err) =>
+      err instanceof ApiFailure
+        ? err.placed({
+            email_required: "email",
+            user_not_found: "email",
+            recovery_capability_invalid: "recovery_capability",
+            local_capability_required: "recovery_capability",
+            recovery_capability_required: "recovery_capability",
+          })
+        : null,
+  );
   return (
-    <form
-      class="card-form"
-      aria-label="Local sign-in"
-      onSubmit={async (e) => {
-        e.preventDefault();
-        setBusy(true);
-        setError(null);
-        try {
-          const pasted = readPastedCapability(capability);
-          await api("POST", "/v1/auth/local/login", {
-            body: { email: email || pasted.email || undefined, recovery_capability: pasted.capability },
-            quiet401: true,
-          });
-          await finish(next);
-        } catch (err) {
-          setError(
-            err instanceof ApiFailure
-              ? err.placed({
-                  email_required: "email",
-                  user_not_found: "email",
-                  recovery_capability_invalid: "recovery_capability",
-                  local_capability_required: "recovery_capability",
-                  recovery_capability_required: "recovery_capability",
-                })
-              : null,
-          );
-        } finally {
-          setBusy(false);
-        }
-      }}
-    >
+    <form class="card-form" aria-label="Local sign-in" onSubmit={signIn}>
       <p>
         On the machine Roost runs on, run <code>{remote ? "roost recover" : "roost login --email you@example.com"}</code> as the daemon's user (in a checkout of
         Roost: <code>{remote ? "npm run roost -- recover" : "npm run roost -- login --email you@example.com"}</code>) and paste the one-time capability it
