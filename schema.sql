@@ -1324,3 +1324,10 @@ CREATE INDEX deployments_for_runners ON deployments (created_at) WHERE status = 
 CREATE INDEX deployments_for_daemon ON deployments (created_at) WHERE status = 'approved' AND publisher_type = 'host_release';
 CREATE INDEX deployments_running_target ON deployments (project_id, target) WHERE status = 'running';
 CREATE INDEX build_log_stats_unarchived ON build_log_stats (build_id) WHERE archived_seq IS NULL AND last_seq > 0;
+
+-- migration 36: logs retention deleted before they were archived leave the archive pass's index
+-- The log archive pass starts from build_log_stats_unarchived (migration 35), the logs not yet in
+-- the object store. A log retention deleted before the pass moved it stayed there for good, read
+-- by every pass and skipped. Retention now sets archived_seq to 0 (nothing in the store) in the
+-- transaction that deletes the log (lib/retention/retention.ts); this does it for those deleted before.
+UPDATE build_log_stats SET archived_seq = 0 WHERE archived_seq IS NULL AND build_id IN (SELECT id FROM builds WHERE logs_deleted_at IS NOT NULL);

@@ -2,7 +2,8 @@
 // runs its lines are rows of build_logs, where appends, the live hubs and the streams work on them.
 // With an S3-compatible store configured, a build finished for ARCHIVE_AFTER_SECONDS has its lines
 // written to the bucket as one gzip-compressed JSON-lines object, logs/<build_id>.jsonl.gz, and
-// its rows deleted; build_log_stats.archived_seq says up to which seq. Lines appended later (a
+// its rows deleted; build_log_stats.archived_seq says up to which seq (0 when retention deleted the
+// log before it moved: nothing in the store, nothing left to move). Lines appended later (a
 // deployment publishing the build) stay rows after that seq. Readers (openLogReader) read the
 // object up to archived_seq and the rows after it, so GET /v1/builds/{id}/logs and the stream
 // answer the same from any daemon.

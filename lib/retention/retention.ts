@@ -250,10 +250,17 @@ export async function enforceRetention(
       );
       const deleted = await tx.execute({ sql: `DELETE FROM build_logs WHERE build_id IN (${placeholders(markedLogs.length)})`, args: markedLogs });
       archivedLogs.push(
-        ...(
-          await all(tx, `SELECT build_id FROM build_log_stats WHERE archived_seq IS NOT NULL AND build_id IN (${placeholders(markedLogs.length)})`, markedLogs)
-        ).map((r) => str(r, "build_id")),
+        ...(await all(tx, `SELECT build_id FROM build_log_stats WHERE archived_seq > 0 AND build_id IN (${placeholders(markedLogs.length)})`, markedLogs)).map(
+          (r) => str(r, "build_id"),
+        ),
       );
+      // A log deleted before the archive pass moved it leaves the logs waiting to be archived
+      // (build_log_stats_unarchived) here, in the transaction that deletes it: archived_seq 0,
+      // nothing in the store. Otherwise every archive pass would read it again, forever.
+      await tx.execute({
+        sql: `UPDATE build_log_stats SET archived_seq = 0 WHERE archived_seq IS NULL AND build_id IN (${placeholders(markedLogs.length)})`,
+        args: markedLogs,
+      });
       pass.logs = markedLogs.length;
       pass.log_lines = deleted.rowsAffected;
       pass.log_bytes = num(bytes!, "n");

@@ -133,6 +133,23 @@ describe("finished build logs in an S3-compatible store", () => {
     expect((await readLog(b, buildId)).text).toBe(json);
   });
 
+  test("a log retention deleted before it was archived is no longer among the logs waiting to be archived", async () => {
+    const buildId = await buildWithLog(5);
+    // The archive index (build_log_stats_unarchived, migration 35) is what every archive pass reads.
+    const waiting = async () =>
+      (await a.db.execute("SELECT build_id FROM build_log_stats INDEXED BY build_log_stats_unarchived WHERE archived_seq IS NULL AND last_seq > 0")).rows.map(
+        (r) => r.build_id,
+      );
+    expect(await waiting()).toContain(buildId);
+    a.clock.advance(3 * 86_400 + GRACE_SECONDS);
+    await enforceRetention(a.ctx);
+    expect(await waiting()).not.toContain(buildId);
+    await archiveFinishedLogs(a.ctx);
+    expect(await s3.keys()).not.toContain(`logs/${buildId}.jsonl.gz`);
+    const token = await localLogin(a, "owner@example.test");
+    expect((await a.call("GET", `/v1/builds/${buildId}/logs`, { token })).body).toEqual([]);
+  });
+
   test("retention deletes an archived log's object", async () => {
     const buildId = await buildWithLog(5);
     a.clock.advance(ARCHIVE_AFTER_SECONDS);

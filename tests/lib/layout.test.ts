@@ -102,7 +102,7 @@ const CROSS_DOMAIN_WRITES: Record<string, string[]> = {
   // A deployment waiting for approval asks its approvers in the transaction that plans it.
   "lib/publishing/plan.ts": ["deployment_notification_outbox"],
   // Retention is the one pass that deletes what expired, whichever domain it belongs to.
-  "lib/retention/retention.ts": ["artifacts", "build_logs", "builds", "project_operation_settings"],
+  "lib/retention/retention.ts": ["artifacts", "build_log_stats", "build_logs", "builds", "project_operation_settings"],
   // The badge setting is a column of the project's operation settings row.
   "lib/badges/badges.ts": ["project_operation_settings"],
 };
