@@ -7,8 +7,7 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
-import { inTransaction } from "../../lib/db/client.ts";
-import { appendSystemLineIn } from "../../lib/logs/store.ts";
+import { endDeployment } from "../../lib/publishing/end.ts";
 import { DeploymentResource, deploymentResource, findDeployment, finishDeployment } from "../../lib/publishing/deployments.ts";
 import { PublishFinishRequest } from "../../lib/publishing/wire.ts";
 
@@ -29,32 +28,12 @@ export const endpoint = defineEndpoint({
           headers: { "x-roost-log-next-line": String(d.next_line) },
         });
       const now = ctx.clock.now();
-      const finished = await inTransaction(ctx.db, async (tx) => {
-        const done = await finishDeployment(
-          tx,
-          d.id,
-          ctx.runner.id,
-          {
-            status: body.status,
-            store_answer: body.store_answer ?? null,
-            failure_reason: body.status === "failed" ? (body.failure_reason ?? "the publish failed") : null,
-          },
-          now,
-        );
-        if (done) {
-          const outcome = done.status === "succeeded" ? `succeeded: ${done.store_answer?.summary ?? "published"}` : `failed: ${done.failure_reason}`;
-          await appendSystemLineIn(tx, done.build_id, `[roost] publish ${done.publisher_name} to ${done.environment_name} ${outcome}`, now);
-        }
-        return done;
-      });
-      if (finished)
-        ctx.events.publish({
-          type: "deployment.changed",
-          deployment_id: finished.id,
-          build_id: finished.build_id,
-          project_id: finished.project_id,
-          status: finished.status,
-        });
+      const outcome = {
+        status: body.status,
+        store_answer: body.store_answer ?? null,
+        failure_reason: body.status === "failed" ? (body.failure_reason ?? "the publish failed") : null,
+      };
+      await endDeployment(ctx, now, (tx) => finishDeployment(tx, d.id, ctx.runner.id, outcome, now));
     }
     return { deployment: (await deploymentResource(ctx.db, d.id))! };
   },

@@ -18,8 +18,8 @@
 //  4. the outcome and its line in the build's log are one transaction.
 import { basename } from "node:path";
 import type { AppContext } from "../http/context.ts";
-import { inTransaction, one } from "../db/client.ts";
-import { appendLogLines, appendSystemLineIn, type LogLineInput } from "../logs/store.ts";
+import { one } from "../db/client.ts";
+import { appendLogLines, type LogLineInput } from "../logs/store.ts";
 import { findBuild, type Build } from "../builds/store.ts";
 import { findProject } from "../projects/store.ts";
 import { findRepository } from "../integrations/repositories.ts";
@@ -30,6 +30,7 @@ import type { HostRelease, ReleaseAsset } from "../forges/forge.ts";
 import { findArtifact, readArtifact } from "../artifacts/artifacts.ts";
 import { newId } from "../auth/secrets.ts";
 import { toDeployment, type Deployment, type StoreAnswer } from "./deployments.ts";
+import { endDeployment } from "./end.ts";
 import { NotesFileProblem, notesText, parseNotesFile } from "./notes.ts";
 import { publisherName, type HostReleaseConfig } from "./publishers.ts";
 
@@ -103,7 +104,7 @@ export async function runHostRelease(ctx: Deps, d: Deployment, claimId: string):
   }
   await flushing.catch(() => {});
   const now = ctx.clock.now();
-  const finished = await inTransaction(ctx.db, async (tx) => {
+  await endDeployment(ctx, now, async (tx) => {
     const row = await one(
       tx,
       `UPDATE deployments SET status = ?, store_answer = ?, failure_reason = ?, finished_at = ?, updated_at = ?, lease_expires_at = NULL
@@ -118,20 +119,8 @@ export async function runHostRelease(ctx: Deps, d: Deployment, claimId: string):
         claimId,
       ],
     );
-    if (!row) return null;
-    const done = toDeployment(row);
-    const said = done.status === "succeeded" ? `succeeded: ${done.store_answer?.summary ?? "published"}` : `failed: ${done.failure_reason}`;
-    await appendSystemLineIn(tx, done.build_id, `[roost] publish ${done.publisher_name} to ${done.environment_name} ${said}`, now);
-    return done;
+    return row ? toDeployment(row) : null;
   });
-  if (finished)
-    ctx.events.publish({
-      type: "deployment.changed",
-      deployment_id: finished.id,
-      build_id: finished.build_id,
-      project_id: finished.project_id,
-      status: finished.status,
-    });
 }
 
 /** The release could not be asked for (no tag, a host without releases, a file gone), with a sentence for the deployment. */
