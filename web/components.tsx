@@ -2,7 +2,7 @@
 // their error next to them, notices, copy buttons, and data loading with a visible state.
 import type { ComponentChildren, JSX } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiFailure } from "./api.ts";
+import { ApiFailure, del } from "./api.ts";
 
 const STATUS_ICON: Record<string, string> = {
   queued: "◷",
@@ -179,6 +179,33 @@ export function FormError({ error, fields = [] }: { error: ApiFailure | Error | 
       {error.message}
     </p>
   );
+}
+
+/** A small button that asks `question` (window.confirm) before it runs `act`: a delete, a revoke, a rotation. */
+export function ConfirmButton(props: { label: string; ariaLabel: string; question: string; danger?: boolean; act: () => Promise<void> }) {
+  return (
+    <button
+      type="button"
+      class={props.danger ? "danger small" : "secondary small"}
+      aria-label={props.ariaLabel}
+      onClick={async () => {
+        if (confirm(props.question)) await props.act();
+      }}
+    >
+      {props.label}
+    </button>
+  );
+}
+
+/** DELETE `url`, then `reload()` the list it was in; a refusal becomes the list's error. */
+export async function removeFromList(url: string, setError: (error: ApiFailure | null) => void, reload: () => Promise<void>): Promise<void> {
+  setError(null);
+  try {
+    await del(url);
+  } catch (err) {
+    setError(err as ApiFailure);
+  }
+  await reload();
 }
 
 export function Notice({ kind = "info", children }: { kind?: "info" | "error" | "success" | "warning"; children: ComponentChildren }) {

@@ -3,8 +3,8 @@
 // with write-only secret fields (a webhook URL, a signing secret, an SMTP password are never
 // returned; left empty on an edit, the stored one is kept), and each one's recent deliveries.
 import { useState } from "preact/hooks";
-import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad, useForm } from "../components.tsx";
+import { ApiFailure, get, patch, post } from "../api.ts";
+import { ConfirmButton, FormError, LoadState, removeFromList, Notice, StatusBadge, TextAreaField, TextField, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Project } from "../types.ts";
 import type { Notification, NotificationDelivery } from "../settings-types.ts";
@@ -56,23 +56,13 @@ export function NotificationsTab({ project }: { project: Project }) {
                   <button type="button" class="secondary small" aria-label={`Edit ${n.name}`} onClick={() => setEditing(n.id)}>
                     Edit
                   </button>
-                  <button
-                    type="button"
-                    class="danger small"
-                    aria-label={`Delete ${n.name}`}
-                    onClick={async () => {
-                      if (!confirm(`Delete the notification ${n.name}?`)) return;
-                      setError(null);
-                      try {
-                        await del(`${base}/${encodeURIComponent(n.id)}`);
-                      } catch (err) {
-                        setError(err as ApiFailure);
-                      }
-                      await list.reload();
-                    }}
-                  >
-                    Delete
-                  </button>
+                  <ConfirmButton
+                    danger
+                    label="Delete"
+                    ariaLabel={`Delete ${n.name}`}
+                    question={`Delete the notification ${n.name}?`}
+                    act={() => removeFromList(`${base}/${encodeURIComponent(n.id)}`, setError, list.reload)}
+                  />
                 </div>
               )}
             </li>

@@ -2,8 +2,8 @@
 // sees them with their next run and last run; maintainers create, edit and delete them. The cron
 // expression is read in the schedule's IANA time zone.
 import { useState } from "preact/hooks";
-import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, TextField, useLoad, useForm } from "../components.tsx";
+import { ApiFailure, get, patch, post } from "../api.ts";
+import { ConfirmButton, FormError, LoadState, removeFromList, Notice, TextField, useLoad, useForm } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Schedule } from "../settings-types.ts";
@@ -74,23 +74,13 @@ function PipelineSchedules({ project, pipeline, maintainer }: { project: Project
                   <button type="button" class="secondary small" aria-label={`Edit schedule ${s.cron} on ${s.branch}`} onClick={() => setEditing(s.id)}>
                     Edit
                   </button>
-                  <button
-                    type="button"
-                    class="danger small"
-                    aria-label={`Delete schedule ${s.cron} on ${s.branch}`}
-                    onClick={async () => {
-                      if (!confirm(`Delete the schedule ${s.cron} of ${pipeline.name}?`)) return;
-                      setError(null);
-                      try {
-                        await del(`${base}/${encodeURIComponent(s.id)}`);
-                      } catch (err) {
-                        setError(err as ApiFailure);
-                      }
-                      await list.reload();
-                    }}
-                  >
-                    Delete
-                  </button>
+                  <ConfirmButton
+                    danger
+                    label="Delete"
+                    ariaLabel={`Delete schedule ${s.cron} on ${s.branch}`}
+                    question={`Delete the schedule ${s.cron} of ${pipeline.name}?`}
+                    act={() => removeFromList(`${base}/${encodeURIComponent(s.id)}`, setError, list.reload)}
+                  />
                 </div>
               )}
             </li>

@@ -2,7 +2,7 @@
 // the list with online/offline, labels, capabilities and last contact, token rotation, revocation.
 import { useState } from "preact/hooks";
 import { del, get, post } from "../api.ts";
-import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
+import { ConfirmButton, FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
 import { ago } from "../format.ts";
 import type { Runner } from "../types.ts";
 
@@ -100,30 +100,25 @@ export function Runners() {
               <td>
                 {!r.revoked_at && (
                   <div class="row">
-                    <button
-                      type="button"
-                      class="secondary small"
-                      aria-label={`Rotate token of ${r.name}`}
-                      onClick={async () => {
-                        if (!confirm(`Rotate the token of ${r.name}? The runner stops until it gets the new one.`)) return;
+                    <ConfirmButton
+                      label="Rotate token"
+                      ariaLabel={`Rotate token of ${r.name}`}
+                      question={`Rotate the token of ${r.name}? The runner stops until it gets the new one.`}
+                      act={async () => {
                         const { token } = await post<{ token: string }>(`/v1/runners/${encodeURIComponent(r.id)}/token`);
                         setSecret({ id: r.id, name: r.name, token });
                       }}
-                    >
-                      Rotate token
-                    </button>
-                    <button
-                      type="button"
-                      class="danger small"
-                      aria-label={`Revoke ${r.name}`}
-                      onClick={async () => {
-                        if (!confirm(`Revoke ${r.name}? It can no longer take jobs.`)) return;
+                    />
+                    <ConfirmButton
+                      danger
+                      label="Revoke"
+                      ariaLabel={`Revoke ${r.name}`}
+                      question={`Revoke ${r.name}? It can no longer take jobs.`}
+                      act={async () => {
                         await del(`/v1/runners/${encodeURIComponent(r.id)}`);
                         await state.reload();
                       }}
-                    >
-                      Revoke
-                    </button>
+                    />
                   </div>
                 )}
               </td>
