@@ -70,8 +70,10 @@ export function openS3Store(config: S3Config, log: Logger): ObjectStore {
       try {
         written = await eachChunk(body, o, (chunk) => toBucket(() => writer.write(chunk)).then(() => {}));
       } catch (error) {
-        // An upload cut short is not completed; a part already sent is discarded by the bucket's
-        // incomplete multipart upload rule, or never completed into an object.
+        // Bun's writer completes what was written even when ended with an error (an object of the
+        // bytes so far), so the object is deleted: a put that fails leaves no object at `key`, not
+        // even one that was there before. (The log archive never starts a put it might cut short:
+        // lib/logs/archive.ts.)
         if (!bucketFailed) await Promise.resolve(writer.end(error as Error)).catch(() => {});
         await client.delete(name(key)).catch(() => {});
         throw error;
