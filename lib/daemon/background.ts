@@ -2,11 +2,13 @@
 // GitHub check runs (every 2 s), polls of plain git
 // remotes (lib/forges/git/poll.ts), scheduled builds (every 15 s), notifications and host releases (every 2 s), retention of
 // build logs and artifacts (lib/retention/retention.ts, a batch every 10 s), finished logs moved to an S3
-// object store (lib/logs/archive.ts, every 10 s) and housekeeping
+// object store (lib/logs/archive.ts, every 10 s), objects no row refers to deleted (lib/object-store/sweep.ts,
+// a page of the store's listing a minute) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
 // retention, the data directory's size). Every task
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "../http/context.ts";
+import type { SweepCursor } from "../object-store/sweep.ts";
 import { pruneCommitStatuses, startCommitStatusReporter } from "../forges/commit-statuses.ts";
 import { newId } from "../auth/secrets.ts";
 
@@ -25,6 +27,7 @@ const retention = () => import("../retention/retention.ts");
 const deploymentReaper = () => import("../publishing/reaper.ts");
 const hostReleases = () => import("../publishing/host-release.ts");
 const logArchive = () => import("../logs/archive.ts");
+const objectSweep = () => import("../object-store/sweep.ts");
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -34,6 +37,9 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
   let retaining: Promise<unknown> | null = null;
   let releasing: Promise<unknown> | null = null;
   let archiving: Promise<unknown> | null = null;
+  let sweeping: Promise<unknown> | null = null;
+  /** Where the next sweep lists from (lib/object-store/sweep.ts); this process's own, from the start. */
+  let sweepCursor: SweepCursor = { prefix: 0, after: undefined };
   const pollOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
@@ -112,6 +118,15 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
         .catch((error) => ctx.log.error("log archive pass failed", { error }))
         .finally(() => (archiving = null));
     }, 10_000),
+    // Objects no row refers to: one page of the store's keys a pass, its own chain.
+    setInterval(() => {
+      if (!running || sweeping) return;
+      sweeping = objectSweep()
+        .then((m) => m.sweepOrphanedObjects(ctx, sweepCursor))
+        .then((r) => (sweepCursor = r.next))
+        .catch((error) => ctx.log.error("object sweep pass failed", { error }))
+        .finally(() => (sweeping = null));
+    }, 60_000),
     every(600_000, async () => {
       await (await sessions()).deleteExpiredSessions(ctx.db, ctx.clock.now());
       await (await oidcPending()).evictExpiredPending(ctx.db, ctx.clock.now());
@@ -130,5 +145,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     await retaining;
     await releasing;
     await archiving;
+    await sweeping;
   };
 }

@@ -1,8 +1,8 @@
 // The default object store: files under the data directory, named by their keys
 // (<data dir>/artifacts/<build_id>/<artifact_id>, as before the port existed).
-import { mkdir, open, rename, rm, rmdir, stat } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import type { ObjectStore, PutOptions } from "./store.ts";
+import type { ObjectStore, PutOptions, StoredObject } from "./store.ts";
 import { eachChunk } from "./chunks.ts";
 
 /** Writes in progress are kept beside their final name with this suffix, then renamed. */
@@ -28,7 +28,38 @@ export function openDiskStore(root: string): ObjectStore {
       // The build's directory goes with its last file (it fails, harmlessly, while others are left).
       await rmdir(dirname(path(key))).catch(() => {});
     },
+    async list({ prefix, after, limit }) {
+      const objects: StoredObject[] = [];
+      await listFiles(path(prefix), prefix, after ?? "", objects, limit);
+      return { objects, next: objects.length === limit ? objects.at(-1)!.key : null };
+    },
   };
+}
+
+/**
+ * The files under `dir` (whose key prefix is `keyPrefix`) with keys after `after`, in key order, into
+ * `out` until it holds `limit`. A directory sorts as its name and "/", as its files' keys do, so the
+ * walk is in the order of the whole keys; a directory whose every key comes before `after` is not read.
+ */
+async function listFiles(dir: string, keyPrefix: string, after: string, out: StoredObject[], limit: number): Promise<boolean> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  const named = entries
+    .filter((e) => e.isDirectory() || e.isFile())
+    .map((e) => ({ e, key: keyPrefix + e.name + (e.isDirectory() ? "/" : "") }))
+    .sort((x, y) => (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+  for (const { e, key } of named) {
+    if (e.isDirectory()) {
+      if (key <= after && !after.startsWith(key)) continue;
+      if (await listFiles(join(dir, e.name), key, after, out, limit)) return true;
+      continue;
+    }
+    if (key <= after) continue;
+    const info = await stat(join(dir, e.name)).catch(() => null);
+    if (!info?.isFile()) continue;
+    out.push({ key, size: info.size, modifiedAt: info.mtimeMs / 1000 });
+    if (out.length >= limit) return true;
+  }
+  return false;
 }
 
 /**

@@ -135,5 +135,21 @@ export function openS3Store(config: S3Config, log: Logger): ObjectStore {
         if (!isMissing(error)) throw refused(error, "delete an object", key);
       }
     },
+    async list({ prefix, after, limit }) {
+      // ListObjectsV2 from a key (start-after), not a continuation token: the cursor is a key,
+      // which a later pass, or another daemon, can carry on from.
+      let page: Awaited<ReturnType<typeof client.list>>;
+      try {
+        page = await client.list({ prefix: name(prefix), startAfter: after === undefined ? undefined : name(after), maxKeys: limit });
+      } catch (error) {
+        throw refused(error, "list objects", prefix);
+      }
+      const objects = (page.contents ?? []).map((o) => ({
+        key: o.key.slice(config.prefix.length),
+        size: o.size ?? 0,
+        modifiedAt: Date.parse(o.lastModified ?? "") / 1000,
+      }));
+      return { objects, next: page.isTruncated && objects.length > 0 ? objects.at(-1)!.key : null };
+    },
   };
 }

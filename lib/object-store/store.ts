@@ -19,6 +19,14 @@ export interface PutOptions {
   verify?(written: { size: number; sha256: string }): void;
 }
 
+/** An object as a listing names it. */
+export interface StoredObject {
+  key: string;
+  size: number;
+  /** When it was last written, in seconds since the epoch. */
+  modifiedAt: number;
+}
+
 export interface ObjectStore {
   kind: ObjectStoreConfig["kind"];
   /**
@@ -35,6 +43,11 @@ export interface ObjectStore {
   presign(key: string, o: { filename: string }): string | null;
   /** Removes the object; removing one that is not there is no error. */
   delete(key: string): Promise<void>;
+  /**
+   * Up to `limit` objects whose keys start with `prefix` (ending in "/"), in key order, after the
+   * key `after`; `next` is the last key listed when more may follow, null at the end.
+   */
+  list(o: { prefix: string; after: string | undefined; limit: number }): Promise<{ objects: StoredObject[]; next: string | null }>;
 }
 
 export function openObjectStore(config: ObjectStoreConfig, dataDir: string, log: Logger): ObjectStore {
