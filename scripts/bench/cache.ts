@@ -9,7 +9,8 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { BUN, http, startDaemon } from "../../tests/helpers/daemon.ts";
+import { http, startDaemon } from "../../tests/helpers/daemon.ts";
+import { runnerEnv, spawnRunner } from "../../tests/helpers/ci-daemon.ts";
 import { startHostApiStandIn } from "../../tests/support/host-api-stand-in.ts";
 import { githubProject } from "./github.ts";
 import type { BenchRow } from "./row.ts";
@@ -41,19 +42,11 @@ export async function cacheRows(): Promise<BenchRow[]> {
     const owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "bench@example.test" } })).body.session_token;
     const projectId = await githubProject(daemon, owner, host, "0123456789abcdef-secret");
     const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "bench" } })).body;
-    runner = Bun.spawn([BUN, join(ROOT, "bin/roost.ts"), "runner", "--unsafe-allow-same-user"], {
-      cwd: ROOT,
-      env: {
-        PATH: `${join(ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
-        HOME: work,
-        ROOST_URL: daemon.url,
-        ROOST_RUNNER_ID: created.runner.id,
-        ROOST_RUNNER_TOKEN: created.token,
-        ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-      },
-      stdout: "ignore",
-      stderr: "ignore",
-    });
+    runner = spawnRunner(["--unsafe-allow-same-user"], {
+      PATH: `${join(ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
+      HOME: work,
+      ...runnerEnv(daemon.url, { id: created.runner.id, token: created.token }, join(work, "runner-work")),
+    }).proc;
     const pipelineId = (
       await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
         token: owner,
