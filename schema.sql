@@ -1331,3 +1331,30 @@ CREATE INDEX build_log_stats_unarchived ON build_log_stats (build_id) WHERE arch
 -- by every pass and skipped. Retention now sets archived_seq to 0 (nothing in the store) in the
 -- transaction that deletes the log (lib/retention/retention.ts); this does it for those deleted before.
 UPDATE build_log_stats SET archived_seq = 0 WHERE archived_seq IS NULL AND build_id IN (SELECT id FROM builds WHERE logs_deleted_at IS NOT NULL);
+
+-- migration 37: dependency caches shared by every runner of a project through the object store
+-- One row per saved cache archive (docs/runners.md "Shared caches"): immutable once written, as
+-- actions/cache entries are, named by the build's scope (its branch, tag:<tag> or
+-- pull_request:<ref>, computed by the daemon from the job's build, never sent by the runner) and
+-- the key the runner computed from its lock files. `version` hashes the cache paths and the
+-- platform: a fallback restores only an entry of the same version. The archive is the object
+-- caches/<project_id>/<id>. No foreign key to projects: a deleted project's entries go with their
+-- objects once unused for ROOST_SHARED_CACHE_DAYS (lib/caches/store.ts).
+CREATE TABLE cache_entries (
+  id TEXT PRIMARY KEY,
+  project_id TEXT NOT NULL,
+  pipeline_id TEXT NOT NULL,
+  scope TEXT NOT NULL,
+  key TEXT NOT NULL,
+  version TEXT NOT NULL,
+  size INTEGER NOT NULL,
+  sha256 TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  last_used_at INTEGER NOT NULL,
+  UNIQUE (project_id, scope, key)
+);
+-- The restore lookup: a project's entries of one version in the scopes a build may read, newest first.
+CREATE INDEX cache_entries_restore ON cache_entries (project_id, version, scope, created_at);
+-- Eviction: the least recently used first, of all projects (unused for days) or of one (over its size cap).
+CREATE INDEX cache_entries_unused ON cache_entries (last_used_at);
+CREATE INDEX cache_entries_project_used ON cache_entries (project_id, last_used_at);

@@ -5,7 +5,7 @@
 // object store (lib/logs/archive.ts, every 10 s), objects no row refers to deleted (lib/object-store/sweep.ts,
 // a page of the store's listing a minute) and housekeeping
 // (every 10 minutes: expired sessions and OIDC authorizations, webhook bodies and records past
-// retention, the data directory's size). Every task
+// retention, shared dependency caches unused for days, the data directory's size). Every task
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "../http/context.ts";
 import type { SweepCursor } from "../object-store/sweep.ts";
@@ -28,6 +28,7 @@ const deploymentReaper = () => import("../publishing/reaper.ts");
 const hostReleases = () => import("../publishing/host-release.ts");
 const logArchive = () => import("../logs/archive.ts");
 const objectSweep = () => import("../object-store/sweep.ts");
+const caches = () => import("../caches/store.ts");
 
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
@@ -133,6 +134,11 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       await (await deliveries()).pruneDeliveries(ctx.db, ctx.clock.now());
       await pruneCommitStatuses(ctx.db, ctx.clock.now());
       await (await retention()).checkDataDirGrowth(ctx);
+      // Shared dependency caches no build restored for ROOST_SHARED_CACHE_DAYS (docs/runners.md "Shared caches").
+      const unusedBefore = ctx.clock.now() - ctx.config.sharedCaches.unusedDays * 86_400;
+      let evicted: number;
+      do evicted = await (await caches()).evictCaches(ctx.db, ctx.objects, ctx.log, { unusedBefore });
+      while (evicted === 500);
     }),
   ];
   return async () => {

@@ -60,6 +60,13 @@ const EnvSchema = z
     ROOST_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
     ROOST_S3_SESSION_TOKEN: z.string().min(1).optional(),
     ROOST_S3_PRESIGN_SECONDS: z.coerce.number().int().min(0).max(604_800).default(0),
+    ROOST_SHARED_CACHE_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
+    ROOST_SHARED_CACHE_MAX_MB: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(16 * 1024 * 1024)
+      .default(10 * 1024),
     ROOST_SECRET_KEY: z
       .string()
       .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
@@ -148,6 +155,16 @@ export interface Config {
     /** Largest artifact a runner may upload. */
     maxArtifactBytes: number;
   };
+  /**
+   * Dependency caches shared by every runner of a project (docs/runners.md "Shared caches"): on
+   * when the object store is S3 (several hosts); with the disk store each runner keeps its own.
+   */
+  sharedCaches: {
+    /** An entry no build restored for this many days is deleted with its archive. */
+    unusedDays: number;
+    /** Per project, the least recently used entries are deleted once all of them exceed this; also the largest one archive. */
+    maxBytesPerProject: number;
+  };
   /** Instance defaults for how long finished builds keep their logs and artifacts (0: no limit); a project may override each (docs/operations.md "Retention"). */
   retention: {
     logDays: number;
@@ -210,6 +227,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       leaseSeconds: e.ROOST_RUNNER_LEASE_SECONDS,
       maxBuildLogBytes: e.ROOST_MAX_BUILD_LOG_BYTES,
       maxArtifactBytes: e.ROOST_MAX_ARTIFACT_BYTES,
+    },
+    sharedCaches: {
+      unusedDays: e.ROOST_SHARED_CACHE_DAYS,
+      maxBytesPerProject: e.ROOST_SHARED_CACHE_MAX_MB * 1024 * 1024,
     },
     retention: {
       logDays: e.ROOST_LOG_RETENTION_DAYS,

@@ -103,6 +103,9 @@ export const ERROR_STATUS = {
   artifact_exists: 409,
   // a test report at this path was already uploaded for the build (a retried upload)
   test_report_exists: 409,
+  // a shared cache with this key was already saved in the build's scope (entries are immutable; docs/runners.md "Shared caches")
+  cache_exists: 409,
+  cache_checksum_mismatch: 422,
 
   // publishing (docs/publishing.md)
   // approve or reject a deployment that is not waiting for a decision (decided already, or never needed one)

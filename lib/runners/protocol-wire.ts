@@ -131,6 +131,10 @@ export const ClaimedJob = z.object({
       "the registry auth file registry_credentials names: the runner hands it to the engine for pulls only (a 0600 file removed after), never to a step",
     ),
   registry_auth_problem: z.string().nullable().default(null).describe("why registry_credentials gives no auth file: the build fails with it"),
+  shared_caches: z
+    .boolean()
+    .default(false)
+    .describe("dependency caches are shared through the daemon (its object store is S3): restore from and save to /caches, not only the runner's disk"),
 });
 export type ClaimedJob = z.output<typeof ClaimedJob>;
 /** A build's job, or (for a runner that accepts publishes) a deployment to publish (lib/publishing/wire.ts). */
@@ -229,6 +233,25 @@ export const ArtifactResource = z.object({
 });
 export const ArtifactAnswer = z.object({ artifact: ArtifactResource });
 
+// GET|PUT /v1/runners/{runner_id}/jobs/{job_id}/caches (docs/runners.md "Shared caches")
+export const CacheKey = z.string().regex(/^[A-Za-z0-9._-]{1,128}$/, "letters, digits and ._- (at most 128)");
+export const CacheVersion = z.string().regex(/^[0-9a-f]{8,64}$/, "8 to 64 lower-case hex digits");
+export const CacheResource = z.object({
+  id: z.string(),
+  key: z.string(),
+  version: z.string().describe("a hash of the cache paths and the platform: only an entry of the same version is restored"),
+  scope: z.string().describe("the branch, tag:<tag> or pull_request:<ref> of the build that saved it"),
+  pipeline_id: z.string(),
+  size: z.number().int(),
+  sha256: z.string(),
+  created_at: z.number().int(),
+  last_used_at: z.number().int(),
+});
+export const CacheLookupAnswer = z.object({
+  cache: CacheResource.extend({ exact: z.boolean().describe("true: the key itself; false: the newest entry of a scope the build reads") }).nullable(),
+});
+export const CacheAnswer = z.object({ cache: CacheResource });
+
 // PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports?path=…
 /** The most of one test report a runner sends; the daemon reads no more (docs/test-results.md). */
 export const TEST_REPORT_LIMIT = 32 * 1024 * 1024;
@@ -255,6 +278,7 @@ export const HEADER = {
   jobStatus: "x-roost-job-status",
   logNextLine: "x-roost-log-next-line",
   artifactSha256: "x-roost-artifact-sha256",
+  cacheSha256: "x-roost-cache-sha256",
   /** The runner's absolute checkout path, removed from the paths a report names. */
   workspace: "x-roost-workspace",
   /** A test report's whole size when the runner sent only its first TEST_REPORT_LIMIT bytes. */

@@ -66,6 +66,8 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
     withheld_reason: variables.withheldReason,
     registry_auth: registry.auth,
     registry_auth_problem: registry.problem,
+    // Shared through the object store when it is S3 (several hosts); the disk store keeps each runner's own (docs/runners.md "Shared caches").
+    shared_caches: ctx.objects.kind === "s3",
   };
 }
 

@@ -312,6 +312,17 @@ beforeAll(async () => {
     ],
     ["PUT /v1/runners/{runner_id}/jobs/{job_id}/artifacts", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/artifacts?path=a.apk` })],
     [
+      "GET /v1/runners/{runner_id}/jobs/{job_id}/caches",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/caches?key=k&version=0123456789abcdef` }),
+    ],
+    [
+      "PUT /v1/runners/{runner_id}/jobs/{job_id}/caches",
+      [],
+      async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/caches?key=k&version=0123456789abcdef` }),
+    ],
+    ["GET /v1/runners/{runner_id}/jobs/{job_id}/caches/{cache_id}", [], async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/caches/y` })],
+    [
       "PUT /v1/runners/{runner_id}/jobs/{job_id}/test-reports",
       [],
       async () => ({ path: `/v1/runners/${await runnerId()}/jobs/x/test-reports?path=coverage/lcov.info` }),

@@ -55,6 +55,7 @@ const OWNER: Record<string, string> = {
   trusted_proxy_settings: "auth",
   users: "auth",
   artifacts: "artifacts",
+  cache_entries: "caches",
   builds: "builds",
   build_branch_counts: "builds",
   build_counts: "builds",
