@@ -6,6 +6,8 @@
 import type { z } from "zod";
 import {
   ArtifactAnswer,
+  CacheAnswer,
+  CacheLookupAnswer,
   ClaimAnswer,
   ConnectAnswer,
   ErrorAnswer,
@@ -136,6 +138,38 @@ export class RunnerApi {
       `/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`,
       () => ({ body: body(), headers: { [HEADER.artifactSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }),
       ArtifactAnswer,
+      201,
+      { timeoutMs: 30 * 60_000, finalOn507: true },
+    );
+  }
+
+  /** The shared dependency cache a job restores (docs/runners.md "Shared caches"), or `cache: null`. */
+  findCache(jobId: string, key: string, version: string): Promise<Answer<z.output<typeof CacheLookupAnswer>>> {
+    return this.#json("GET", `/jobs/${jobId}/caches?key=${encodeURIComponent(key)}&version=${version}`, undefined, CacheLookupAnswer, 200);
+  }
+
+  /** The URL and credential of a shared cache archive's download (runner/job/cache.ts streams it to a file). */
+  cacheRequest(jobId: string, cacheId: string): { url: string; headers: Record<string, string> } {
+    return {
+      url: `${this.baseUrl}/v1/runners/${this.runnerId}/jobs/${jobId}/caches/${cacheId}`,
+      headers: { authorization: `Bearer ${this.token}` },
+    };
+  }
+
+  /** Streams a cache archive to the daemon, saved in the job's scope; the body is made again for each attempt by `body()`. */
+  uploadCache(
+    jobId: string,
+    key: string,
+    version: string,
+    sha256: string,
+    size: number,
+    body: () => ReadableStream<Uint8Array>,
+  ): Promise<Answer<z.output<typeof CacheAnswer>>> {
+    return this.#call(
+      "PUT",
+      `/jobs/${jobId}/caches?key=${encodeURIComponent(key)}&version=${version}`,
+      () => ({ body: body(), headers: { [HEADER.cacheSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }),
+      CacheAnswer,
       201,
       { timeoutMs: 30 * 60_000, finalOn507: true },
     );

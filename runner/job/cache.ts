@@ -18,12 +18,25 @@
 //   overwritten (a key names its contents), and the least recently used ones are evicted once
 //   all of them together exceed ROOST_CACHE_MAX_MB.
 //
+// - Shared caches (docs/runners.md "Shared caches"): when the claimed job says shared_caches (the
+//   daemon's object store is S3, so several hosts), a build without an exact entry on this disk
+//   asks the daemon for the project's entry (same rules of scope, decided by the daemon from the
+//   build) and unpacks it into this disk's caches first; a new entry it saves is also uploaded, so
+//   the project's other runners restore it.
+//
 // Restoring and saving are log lines ([roost] cache: …), not reported steps; a cache that cannot be
 // read or written is said in the log and never fails a build.
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JobRun } from "./job-run.ts";
+import { cacheScope as scopeOf } from "../../lib/runners/cache-scope.ts";
+import type { CacheLookupAnswer } from "../../lib/runners/protocol-wire.ts";
+import type { z } from "zod";
+import { sha256OfFile } from "./artifacts.ts";
+
+/** The archives of an entry, beside its entry.json: what a shared cache archive holds. */
+const ARCHIVES = ["homes.tar", "workspace.tar"] as const;
 
 /** The variables a cache path may start with, and their directory under the job's cache homes. */
 const HOMES = ["PUB_CACHE", "GRADLE_USER_HOME", "CP_HOME_DIR"] as const;
@@ -67,9 +80,18 @@ function locate(spec: string): ["homes" | "workspace", string] {
   return home ? ["homes", home + spec.slice(home.length + 1)] : ["workspace", spec];
 }
 
+/** What an entry must share with the build to be restored without its key: the cache paths and the platform (actions/cache's "version"). */
+function versionOf(run: JobRun): string {
+  return JSON.stringify({ paths: run.config.cache.paths, os: process.platform, arch: process.arch });
+}
+
+export function cacheVersion(run: JobRun): string {
+  return createHash("sha256").update(versionOf(run)).digest("hex").slice(0, 32);
+}
+
 /** The key: the cache paths, the platform, and the path and contents of every file the key_files patterns match. */
 export async function cacheKey(run: JobRun): Promise<string> {
-  const hash = createHash("sha256").update(JSON.stringify({ paths: run.config.cache.paths, os: process.platform, arch: process.arch }));
+  const hash = createHash("sha256").update(versionOf(run));
   const files = new Set<string>();
   for (const pattern of run.config.cache.key_files) {
     for await (const path of new Bun.Glob(pattern).scan({ cwd: run.workspace, onlyFiles: true })) files.add(path);
@@ -91,12 +113,8 @@ export function listEntries(dir: string): CacheEntry[] {
   return entries;
 }
 
-/** The build's scope: its branch, tag:<name> for a tag, or for a pull request its own ref. */
-export function cacheScope(build: Pick<JobRun["job"]["build"], "trigger_event" | "trigger_ref" | "branch">): string {
-  if (build.trigger_event === "pull_request") return `pull_request:${build.trigger_ref}`;
-  if (build.trigger_event === "tag") return `tag:${build.branch}`;
-  return build.branch;
-}
+/** The build's scope: its branch, tag:<name> for a tag, or for a pull request its own ref (lib/runners/cache-scope.ts). */
+export const cacheScope = scopeOf;
 
 /** An entry's directory name: its scope and its key. */
 function entryName(scope: string, key: string): string {
@@ -134,14 +152,17 @@ export function chooseEntry(entries: FoundEntry[], want: CacheWant): { entry: Fo
   const chosen = exact ?? readable[0];
   if (!chosen) return null;
   const e = chosen.entry;
-  const scope =
-    e.branch === want.scope
-      ? `newest of ${describeScope(e.branch)}`
-      : e.branch === want.defaultBranch
-        ? `newest of the default branch ${e.branch}`
-        : `newest of the tags`;
   const where = e.pipeline_id === want.pipelineId ? "" : ", from another pipeline of this project";
-  return { entry: e, match: `${exact ? "exact key" : scope}${where}` };
+  return { entry: e, match: `${describeMatch(Boolean(exact), e.branch, want)}${where}` };
+}
+
+function describeMatch(exact: boolean, scope: string, want: CacheWant): string {
+  if (exact) return "exact key";
+  return scope === want.scope
+    ? `newest of ${describeScope(scope)}`
+    : scope === want.defaultBranch
+      ? `newest of the default branch ${scope}`
+      : `newest of the tags`;
 }
 
 function describeScope(scope: string): string {
@@ -175,7 +196,15 @@ export async function restoreCache(run: JobRun): Promise<void> {
       key: run.cacheKey,
       paths: run.config.cache.paths,
     };
-    const found = chooseEntry(findEntries(join(run.options.workDir, "caches")), want);
+    let found = chooseEntry(findEntries(join(run.options.workDir, "caches")), want);
+    if (run.job.shared_caches && !found?.match.startsWith("exact key")) {
+      try {
+        found = (await fetchShared(run, want, found === null)) ?? found;
+      } catch (error) {
+        // This disk's own entry, if any, is still worth restoring.
+        run.system("", `[roost] cache: the shared cache was not read: ${(error as Error).message}`);
+      }
+    }
     if (!found) {
       run.system(
         "",
@@ -254,6 +283,7 @@ export async function saveCache(run: JobRun): Promise<void> {
       "",
       `[roost] cache: saved ${run.cacheKey.slice(0, 12)} (${mib(bytes)}: ${[...members.homes.map((m) => `$${m}`), ...members.workspace].join(", ")}) in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
+    if (run.job.shared_caches) await shareEntry(run, dir);
     const evicted = evictCaches(join(run.options.workDir, "caches"), run.options.cacheMaxBytes);
     if (evicted.length)
       run.system(
@@ -282,6 +312,85 @@ export function evictCaches(root: string, maxBytes: number): string[] {
     evicted.push(e.key);
   }
   return evicted;
+}
+
+type SharedCache = NonNullable<z.output<typeof CacheLookupAnswer>["cache"]>;
+
+/**
+ * The project's shared entry for this build, unpacked into this runner's caches as an entry of
+ * the build's pipeline, or null (none, or only a fallback while this disk has one). Its entry.json
+ * is written here from what the daemon says (the scope it recorded, not anything in the archive),
+ * so an archive cannot pass itself off as another scope's on this disk.
+ */
+async function fetchShared(run: JobRun, want: CacheWant, takeFallback: boolean): Promise<{ entry: FoundEntry; match: string } | null> {
+  const answer = await run.api.findCache(run.id, want.key, cacheVersion(run));
+  if (!answer.ok) {
+    run.system("", `[roost] cache: the shared cache was not read: ${answer.status} ${answer.code}: ${answer.message}`);
+    return null;
+  }
+  const cache = answer.body.cache;
+  if (!cache || (!cache.exact && !takeFallback)) return null;
+  const dir = join(pipelineDir(run), entryName(cache.scope, cache.key));
+  const entry: CacheEntry = {
+    key: cache.key,
+    branch: cache.scope,
+    created_at: cache.created_at,
+    last_used_at: Math.floor(Date.now() / 1000),
+    bytes: cache.size,
+    project_id: want.projectId,
+    paths: want.paths,
+  };
+  if (!existsSync(dir)) {
+    const partial = `${dir}.fetching-${run.id}`;
+    try {
+      mkdirSync(partial, { recursive: true });
+      await downloadShared(run, cache, join(partial, "shared.tar"));
+      await tar(["-xf", join(partial, "shared.tar"), "--no-same-owner", "-C", partial]);
+      for (const name of readdirSync(partial)) {
+        // Only the two archives, as regular files (a link named homes.tar would lead elsewhere).
+        if (!(ARCHIVES as readonly string[]).includes(name) || !statSync(join(partial, name), { throwIfNoEntry: false })?.isFile())
+          rmSync(join(partial, name), { recursive: true, force: true });
+      }
+      writeFileSync(join(partial, "entry.json"), JSON.stringify(entry));
+      if (!existsSync(dir)) renameSync(partial, dir);
+    } finally {
+      rmSync(partial, { recursive: true, force: true });
+    }
+  }
+  return { entry: { ...entry, pipeline_id: run.job.build.pipeline_id }, match: `${describeMatch(cache.exact, cache.scope, want)}, from the shared cache` };
+}
+
+/** Streams one shared cache archive to `file`, refused unless its SHA-256 is the one the daemon recorded. */
+async function downloadShared(run: JobRun, cache: SharedCache, file: string): Promise<void> {
+  const { url, headers } = run.api.cacheRequest(run.id, cache.id);
+  const response = await fetch(url, { headers, signal: AbortSignal.timeout(30 * 60_000) });
+  if (!response.ok || !response.body) throw new Error(`Roost answered ${response.status} for the shared archive: ${(await response.text()).slice(0, 200)}`);
+  const hash = createHash("sha256");
+  const out = Bun.file(file).writer();
+  for await (const chunk of response.body) {
+    hash.update(chunk);
+    out.write(chunk);
+  }
+  await out.end();
+  const sha = hash.digest("hex");
+  if (sha !== cache.sha256) throw new Error(`the shared archive's SHA-256 is ${sha}, not the recorded ${cache.sha256}`);
+}
+
+/** Uploads a new entry's archives for the project's other runners; refusals are said in the log. */
+async function shareEntry(run: JobRun, dir: string): Promise<void> {
+  const archive = `${dir}.sharing-${run.id}.tar`;
+  try {
+    await tar(["-cf", archive, "-C", dir, ...ARCHIVES.filter((a) => existsSync(join(dir, a)))]);
+    const file = Bun.file(archive);
+    const answer = await run.api.uploadCache(run.id, run.cacheKey!, cacheVersion(run), await sha256OfFile(file), file.size, () => file.stream());
+    if (answer.ok) run.system("", `[roost] cache: shared ${run.cacheKey!.slice(0, 12)} with the project's runners (${mib(file.size)})`);
+    else if (answer.code === "cache_exists") run.system("", `[roost] cache: ${run.cacheKey!.slice(0, 12)} is already shared (another build saved it)`);
+    else run.system("", `[roost] cache: not shared: ${answer.status} ${answer.code}: ${answer.message}`);
+  } catch (error) {
+    run.system("", `[roost] cache: not shared: ${(error as Error).message}`);
+  } finally {
+    rmSync(archive, { force: true });
+  }
 }
 
 export function removeCacheHomes(run: Pick<JobRun, "options" | "id">): void {
