@@ -240,12 +240,7 @@ export function PromoteForm({
         <div class="field">
           <label for={`${id}-environment`}>Environment</label>
           <select id={`${id}-environment`} value={environment} onChange={(e) => setEnvironment(e.currentTarget.value)}>
-            {targets.map((e) => (
-              <option value={e.name}>
-                {e.name}
-                {e.requires_approval ? " (needs approval)" : ""}
-              </option>
-            ))}
+            <EnvironmentOptions environments={targets} />
           </select>
         </div>
         {chosen?.type === "google_play" && (
@@ -406,12 +401,7 @@ export function DeploymentsTab({ project }: { project: Project }) {
               }
             >
               <option value="">All environments</option>
-              {envs.map((e) => (
-                <option value={e.name}>
-                  {e.name}
-                  {e.requires_approval ? " (needs approval)" : ""}
-                </option>
-              ))}
+              <EnvironmentOptions environments={envs} />
             </select>
           </div>
         </form>
@@ -506,5 +496,19 @@ export function DeploymentsTab({ project }: { project: Project }) {
         </Table>
       )}
     </section>
+  );
+}
+
+/** An option per environment, saying which ones wait for an approver. */
+function EnvironmentOptions({ environments }: { environments: Environment[] }) {
+  return (
+    <>
+      {environments.map((e) => (
+        <option value={e.name}>
+          {e.name}
+          {e.requires_approval ? " (needs approval)" : ""}
+        </option>
+      ))}
+    </>
   );
 }

@@ -20,6 +20,16 @@ export function runnerCommand(id: string, token: string, from: "binary" | "check
   return from === "binary" ? `${env} roost runner` : `${env} npm run roost -- runner`;
 }
 
+function RunnerCommand({ id, token, from }: { id: string; token: string; from: "binary" | "checkout" }) {
+  return (
+    <div class="secret-row">
+      <code class="secret command" data-from={from}>
+        {runnerCommand(id, token, from)}
+      </code>
+    </div>
+  );
+}
+
 export function Runners() {
   const state = useLoad(() => get<{ runners: Runner[] }>("/v1/runners"), [], 5000);
   const [name, setName] = useState("");
@@ -55,19 +65,11 @@ export function Runners() {
           <p>
             With the <code>roost</code> program installed:
           </p>
-          <div class="secret-row">
-            <code class="secret command" data-from="binary">
-              {runnerCommand(secret.id, secret.token, "binary")}
-            </code>
-          </div>
+          <RunnerCommand id={secret.id} token={secret.token} from="binary" />
           <p>
             In a checkout of Roost (in its directory, after <code>npm ci</code>):
           </p>
-          <div class="secret-row">
-            <code class="secret command" data-from="checkout">
-              {runnerCommand(secret.id, secret.token, "checkout")}
-            </code>
-          </div>
+          <RunnerCommand id={secret.id} token={secret.token} from="checkout" />
           <p class="muted">The build machine needs git and Flutter; see Running a runner in docs/runners.md.</p>
         </SecretOnce>
       )}
