@@ -29,7 +29,6 @@ export const CreateTokenBody = z
 export const endpoint = defineEndpoint({
   operationId: "create_api_token",
   summary: "Create an API token",
-  tag: "api-tokens",
   authNote: "never above the caller's role or past the credential's expiry",
   body: CreateTokenBody,
   response: ApiTokenCreated,

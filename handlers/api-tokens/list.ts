@@ -16,11 +16,9 @@ export const ListTokensQuery = z.object({
 export const endpoint = defineEndpoint({
   operationId: "list_api_tokens",
   summary: "List API tokens",
-  tag: "api-tokens",
   authNote: "admins and owners see every token, others their own",
   query: ListTokensQuery,
   response: z.object({ tokens: z.array(ApiToken), total: z.number().int() }),
-  errors: [],
   async handle({ query }, ctx: UserContext) {
     const caller = ctx.principal;
     const seesAll = roleAtLeast(caller.role, "admin");

@@ -10,7 +10,6 @@ import { findApiToken, revokeApiToken } from "../../lib/auth/api-tokens.ts";
 export const endpoint = defineEndpoint({
   operationId: "revoke_api_token",
   summary: "Revoke an API token",
-  tag: "api-tokens",
   authNote: "admins and owners revoke any token, others their own",
   params: z.object({ token_id: z.string().min(1).max(64) }),
   response: z.object({ revoked: z.boolean() }),

@@ -30,7 +30,6 @@ export const LocalLoginBody = z
 export const endpoint = defineEndpoint({
   operationId: "local_login",
   summary: "Sign in from this machine's loopback",
-  tag: "auth",
   authNote: "loopback socket peers only; after the first run a one-time capability from `roost login` (Local Only) or `roost recover` (External Access)",
   body: LocalLoginBody,
   response: SessionResult,

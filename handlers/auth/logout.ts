@@ -7,10 +7,8 @@ import { deleteSession } from "../../lib/auth/sessions.ts";
 export const endpoint = defineEndpoint({
   operationId: "logout",
   summary: "End the current session",
-  tag: "auth",
   response: z.object({ ok: z.boolean() }),
   browserSession: "clear",
-  errors: [],
   async handle(_input, ctx: SessionContext) {
     await deleteSession(ctx.db, ctx.principal.sessionId);
     return { ok: true };

@@ -29,7 +29,6 @@ export const endpoint = defineEndpoint({
   operationId: "oidc_callback",
   summary: "Finish signing in with the OpenID Provider",
   description: "Requires the __Host-roost_oidc cookie set by start in the same browser (login CSRF defence).",
-  tag: "auth",
   authNote: "needs the browser-binding cookie set by start",
   body: OidcCallbackBody,
   response: SessionResult,

@@ -29,7 +29,6 @@ export const endpoint = defineEndpoint({
   operationId: "oidc_start",
   summary: "Begin signing in with the OpenID Provider",
   description: "Also sets the __Host-roost_oidc cookie (HttpOnly, SameSite=Lax) that the callback requires.",
-  tag: "auth",
   authNote: "only when OIDC is the configured sign-in",
   query: OidcStartQuery,
   response: OidcStartResult,

@@ -14,7 +14,6 @@ export const endpoint = defineEndpoint({
   operationId: "trusted_proxy_login",
   summary: "Sign in as the user named by the trusted proxy",
   description: "Headers: the identity header (default X-Roost-User-Email) and, when configured, X-Roost-Trusted-Proxy-Secret.",
-  tag: "auth",
   authNote: "only from a trusted proxy socket peer with its shared secret",
   response: SessionResult,
   browserSession: "set",

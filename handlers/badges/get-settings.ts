@@ -26,10 +26,8 @@ export async function badgeSettings(ctx: Pick<RequestContext, "db" | "config" | 
 export const endpoint = defineEndpoint({
   operationId: "get_badge_settings",
   summary: "Read a project's badge setting",
-  tag: "badges",
   params: z.object({ project_id: IdParam }),
   response: BadgeSettings,
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     return badgeSettings(ctx, ctx.project.id);
   },

@@ -10,11 +10,9 @@ import { BadgeSettings, badgeSettings } from "./get-settings.ts";
 export const endpoint = defineEndpoint({
   operationId: "put_badge_settings",
   summary: "Make a project's badges public or private",
-  tag: "badges",
   params: z.object({ project_id: IdParam }),
   body: z.object({ public: z.boolean() }).strict(),
   response: BadgeSettings,
-  errors: [],
   async handle({ body }, ctx: ProjectContext) {
     const project = ctx.project;
     await setBadgesPublic(ctx.db, project.id, body.public, ctx.clock.now());

@@ -15,7 +15,6 @@ export const endpoint = defineEndpoint({
   summary: "A pipeline's status badge (SVG)",
   description:
     "passing, failing, running or unknown for the newest build on the branch that was not canceled. Cache-Control: no-cache with an ETag; If-None-Match answers 304.",
-  tag: "badges",
   authNote: "anyone, when the project's badges are public (PUT /v1/projects/{project_id}/badges); otherwise 404 as if the pipeline did not exist",
   params: z.object({ pipeline_id: IdParam }),
   query: z.object({ branch: BranchName.optional().describe("default: the project's default branch") }),

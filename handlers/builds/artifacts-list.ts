@@ -9,10 +9,8 @@ import { ArtifactResource } from "../../lib/runners/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_build_artifacts",
   summary: "A build's artifacts",
-  tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ artifacts: z.array(ArtifactResource) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;
     return { artifacts: await listArtifacts(ctx.db, build.id) };

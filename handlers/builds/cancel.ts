@@ -13,7 +13,6 @@ import { transitionBuild } from "../../lib/builds/transition.ts";
 export const endpoint = defineEndpoint({
   operationId: "cancel_build",
   summary: "Cancel a queued or running build",
-  tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   errors: ["build_not_cancelable"],

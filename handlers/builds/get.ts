@@ -9,10 +9,8 @@ import { toPublicBuild } from "../../lib/builds/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_build",
   summary: "Read a build",
-  tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;
     return { build: toPublicBuild(build) };

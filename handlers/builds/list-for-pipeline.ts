@@ -9,11 +9,9 @@ import { BuildListItem } from "../../lib/test-results/schema.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_builds",
   summary: "List a pipeline's builds",
-  tag: "builds",
   params: z.object({ pipeline_id: IdParam }),
   query: ListBuildsQuery,
   response: z.object({ builds: z.array(BuildListItem), ...ListBuildsResponse }),
-  errors: [],
   async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
     return buildListPage(ctx.db, { projectId: ctx.pipeline.project_id, pipelineId: ctx.pipeline.id }, query);
   },

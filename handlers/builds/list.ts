@@ -8,11 +8,9 @@ import { BuildListItem } from "../../lib/test-results/schema.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_project_builds",
   summary: "List a project's builds",
-  tag: "builds",
   params: z.object({ project_id: IdParam }),
   query: ListBuildsQuery,
   response: z.object({ builds: z.array(BuildListItem), ...ListBuildsResponse }),
-  errors: [],
   async handle({ params, query }, ctx) {
     return buildListPage(ctx.db, { projectId: params.project_id }, query);
   },

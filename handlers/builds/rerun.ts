@@ -15,11 +15,9 @@ import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
 export const endpoint = defineEndpoint({
   operationId: "rerun_build",
   summary: "Re-run a build",
-  tag: "builds",
   params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   successStatus: 201,
-  errors: [],
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const source = ctx.build;
     try {

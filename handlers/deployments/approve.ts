@@ -10,7 +10,6 @@ import { decide } from "../../lib/publishing/decide.ts";
 export const endpoint = defineEndpoint({
   operationId: "approve_deployment",
   summary: "Approve a deployment waiting for approval",
-  tag: "publishing",
   authNote: "when the environment lists approvers, only they (each a project maintainer)",
   params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),

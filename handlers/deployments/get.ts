@@ -8,10 +8,8 @@ import { DeploymentResource, deploymentResource } from "../../lib/publishing/dep
 export const endpoint = defineEndpoint({
   operationId: "get_deployment",
   summary: "Get a deployment",
-  tag: "publishing",
   params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"deployment_id">) {
     return { deployment: (await deploymentResource(ctx.db, ctx.deployment.id))! };
   },

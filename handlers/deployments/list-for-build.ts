@@ -9,10 +9,8 @@ import { DeploymentResource, listDeployments } from "../../lib/publishing/deploy
 export const endpoint = defineEndpoint({
   operationId: "list_build_deployments",
   summary: "List a build's deployments",
-  tag: "publishing",
   params: z.object({ build_id: IdParam }),
   response: z.object({ deployments: z.array(DeploymentResource) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;
     return { deployments: await listDeployments(ctx.db, { projectId: build.project_id, buildId: build.id, limit: 200, offset: 0 }) };

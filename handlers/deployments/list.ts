@@ -10,7 +10,6 @@ import { EnvironmentName } from "../../lib/publishing/environments.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_deployments",
   summary: "List a project's deployments, newest first",
-  tag: "publishing",
   params: z.object({ project_id: IdParam }),
   query: z.object({
     environment: EnvironmentName.optional(),
@@ -20,7 +19,6 @@ export const endpoint = defineEndpoint({
     offset: z.coerce.number().int().min(0).default(0),
   }),
   response: z.object({ deployments: z.array(DeploymentResource) }),
-  errors: [],
   async handle({ query }, ctx: ProjectContext) {
     return {
       deployments: await listDeployments(ctx.db, {

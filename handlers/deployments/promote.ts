@@ -23,7 +23,6 @@ export const PublishBuildBody = z
 export const endpoint = defineEndpoint({
   operationId: "publish_build",
   summary: "Publish an earlier build's artifacts (promotion without a rebuild)",
-  tag: "publishing",
   params: z.object({ build_id: IdParam }),
   body: PublishBuildBody,
   response: z.object({ deployment: DeploymentResource }),

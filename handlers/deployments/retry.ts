@@ -14,7 +14,6 @@ import { requestDeployment } from "../../lib/publishing/request.ts";
 export const endpoint = defineEndpoint({
   operationId: "retry_deployment",
   summary: "Retry a failed deployment",
-  tag: "publishing",
   params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
   successStatus: 201,

@@ -10,10 +10,8 @@ import { EnvironmentName, deleteEnvironment } from "../../lib/publishing/environ
 export const endpoint = defineEndpoint({
   operationId: "delete_environment",
   summary: "Delete an environment and its secrets",
-  tag: "publishing",
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     if (!(await deleteEnvironment(ctx.db, ctx.project.id, params.environment))) fail("not_found", `No environment ${params.environment} in this project.`);
     return { deleted: true };

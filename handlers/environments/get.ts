@@ -10,10 +10,8 @@ import { CurrentVersion, currentVersions } from "../../lib/publishing/deployment
 export const endpoint = defineEndpoint({
   operationId: "get_environment",
   summary: "Get an environment and what it holds now",
-  tag: "publishing",
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   response: z.object({ environment: EnvironmentResource.extend({ current: z.array(CurrentVersion) }) }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);

@@ -10,10 +10,8 @@ import { CurrentVersion, currentVersions } from "../../lib/publishing/deployment
 export const endpoint = defineEndpoint({
   operationId: "list_environments",
   summary: "List a project's environments and what each holds now",
-  tag: "publishing",
   params: z.object({ project_id: IdParam }),
   response: z.object({ environments: z.array(EnvironmentResource.extend({ current: z.array(CurrentVersion) })) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     const project = ctx.project;
     const current = await currentVersions(ctx.db, project.id);

@@ -18,7 +18,6 @@ import {
 export const endpoint = defineEndpoint({
   operationId: "put_environment",
   summary: "Create or replace an environment",
-  tag: "publishing",
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   body: PutEnvironmentBody,
   response: z.object({ environment: EnvironmentResource, created: z.boolean() }),

@@ -10,10 +10,8 @@ import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_environment_secret",
   summary: "Delete an environment's secret",
-  tag: "publishing",
   params: z.object({ project_id: IdParam, environment: EnvironmentName, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);

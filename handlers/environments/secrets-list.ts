@@ -11,10 +11,8 @@ import { listVariables, toPublicVariable, VariableResource } from "../../lib/var
 export const endpoint = defineEndpoint({
   operationId: "list_environment_secrets",
   summary: "List an environment's secrets (values are never returned)",
-  tag: "publishing",
   params: z.object({ project_id: IdParam, environment: EnvironmentName }),
   response: z.object({ secrets: z.array(VariableResource) }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);

@@ -13,12 +13,10 @@ import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, Variabl
 export const endpoint = defineEndpoint({
   operationId: "put_environment_secret",
   summary: "Create or replace an environment's secret",
-  tag: "publishing",
   params: z.object({ project_id: IdParam, environment: EnvironmentName, key: VariableKey }),
   body: PutVariableBody,
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ secret: VariableResource, created: z.boolean() }),
-  errors: [],
   async handle({ params, body }, ctx: ProjectContext) {
     const project = ctx.project;
     const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);

@@ -22,9 +22,7 @@ export const endpoint = defineEndpoint({
   summary: "Build changes of the caller's projects (Server-Sent Events)",
   description:
     "event: build for every build queued or changed in a project the caller may see; event: ready once following; : ping every 15 s; event: revoked, then the end, once the credential that opened it stops working.",
-  tag: "builds",
   produces: ["text/event-stream"],
-  errors: [],
   async handle(_input, ctx: UserContext) {
     return openBuildEventStream(ctx, ctx.principal);
   },

@@ -9,10 +9,8 @@ import { searchRepositories } from "../../lib/integrations/repositories.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_source_repositories",
   summary: "Search repositories across integrations",
-  tag: "integrations",
   query: z.object({ q: SearchQuery.describe("matches full_name"), ...Pagination }),
   response: z.object({ repositories: z.array(RepositoryResource), total: z.number().int() }),
-  errors: [],
   async handle({ query }, ctx) {
     return searchRepositories(ctx.db, { q: query.q || undefined, limit: query.limit, offset: query.offset });
   },

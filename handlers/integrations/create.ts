@@ -20,7 +20,6 @@ export const CreateIntegrationBody = ConnectBodies;
 export const endpoint = defineEndpoint({
   operationId: "create_integration",
   summary: "Connect a GitHub App installation, a GitLab or Gitea/Forgejo instance, a Bitbucket Cloud workspace, or a plain git repository",
-  tag: "integrations",
   body: CreateIntegrationBody,
   response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
   successStatus: 201,

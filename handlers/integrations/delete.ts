@@ -11,7 +11,6 @@ import { countProjectsUsingIntegration } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_integration",
   summary: "Disconnect a source integration",
-  tag: "integrations",
   params: z.object({ integration_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   errors: ["not_found", "integration_in_use"],

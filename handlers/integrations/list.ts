@@ -11,9 +11,7 @@ import { roleAtLeast } from "../../lib/auth/roles.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_integrations",
   summary: "List source integrations",
-  tag: "integrations",
   response: z.object({ integrations: z.array(IntegrationResource) }),
-  errors: [],
   async handle(_input, ctx: UserContext) {
     const isAdmin = roleAtLeast(ctx.principal.role, "admin");
     return { integrations: (await listIntegrations(ctx.db)).map((i) => integrationView(i, isAdmin)) };

@@ -11,7 +11,6 @@ import { DecryptionError } from "../../lib/crypto/secret-box.ts";
 export const endpoint = defineEndpoint({
   operationId: "sync_integration",
   summary: "Sync an integration's repository catalogue now",
-  tag: "integrations",
   params: z.object({ integration_id: IdParam }),
   response: z.object({ repositories_synced: z.number().int() }),
   errors: ["not_found", "source_host_error", "decryption_error"],

@@ -20,7 +20,6 @@ export const endpoint = defineEndpoint({
   operationId: "get_build_logs",
   summary: "A build's log (JSON entries or plain text)",
   description: "Accept: text/plain for text; otherwise a JSON array of {seq, job_id, line, step, stream, ts, text}.",
-  tag: "logs",
   params: z.object({ build_id: IdParam }),
   query: z.object({
     after_seq: intParam.default(0).describe("only lines after this seq"),

@@ -13,10 +13,8 @@ import { json } from "../../lib/http/io.ts";
 export const endpoint = defineEndpoint({
   operationId: "create_stream_token",
   summary: "A short-lived token for one build's log stream",
-  tag: "logs",
   params: z.object({ build_id: IdParam }),
   response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;
     const principal = ctx.principal;

@@ -27,7 +27,6 @@ export const endpoint = defineEndpoint({
   summary: "Live build log (Server-Sent Events)",
   description:
     "Authenticated by ?token= from POST /v1/builds/{build_id}/stream-token. Resume with Last-Event-ID or ?last_event_id=. Ends with event: revoked once the credential behind the token stops working or its user loses the project.",
-  tag: "logs",
   params: z.object({ build_id: IdParam }),
   query: z.object({
     token: z.string().max(200),

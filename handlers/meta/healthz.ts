@@ -5,9 +5,7 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 export const endpoint = defineEndpoint({
   operationId: "healthz",
   summary: "Liveness: the process is up",
-  tag: "meta",
   response: z.object({ status: z.literal("ok") }),
-  errors: [],
   async handle() {
     return { status: "ok" as const };
   },

@@ -12,9 +12,7 @@ export const endpoint = defineEndpoint({
   operationId: "metrics",
   summary: "Prometheus metrics",
   description: "Protected by ROOST_METRICS_TOKEN (bearer) when set; otherwise loopback peers only.",
-  tag: "meta",
   produces: ["text/plain; version=0.0.4"],
-  errors: [],
   async handle(_input, ctx) {
     const builds = MetricsRegistry.snapshot("roost_builds", "Builds by status (from the database).", "gauge");
     for (const status of ["queued", "running", "succeeded", "failed", "canceled"]) builds.set({ status }, 0);

@@ -5,9 +5,7 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_openapi",
   summary: "The OpenAPI 3.1 document of this API",
-  tag: "meta",
   response: z.record(z.string(), z.unknown()),
-  errors: [],
   async handle() {
     // Imported lazily: the route table imports this file, and the document is built from the table.
     const { openApiDocument } = await import("../routes.ts");

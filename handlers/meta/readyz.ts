@@ -10,7 +10,6 @@ import { diskFullReason } from "../../lib/daemon/disk.ts";
 export const endpoint = defineEndpoint({
   operationId: "readyz",
   summary: "Readiness: database reachable and migrated, disk not full",
-  tag: "meta",
   response: z.object({ status: z.literal("ready"), schema_version: z.number().int() }),
   errors: ["not_ready"],
   async handle(_input, ctx) {

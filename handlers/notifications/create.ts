@@ -23,12 +23,10 @@ export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?
 export const endpoint = defineEndpoint({
   operationId: "create_notification",
   summary: "Create a build notification",
-  tag: "notifications",
   params: z.object({ project_id: IdParam }),
   body: CreateNotificationBody,
   response: z.object({ notification: NotificationResource }),
   successStatus: 201,
-  errors: [],
   async handle({ body }, ctx: ProjectContext) {
     const project = ctx.project;
     await refuseChannelHosts(ctx, body);

@@ -10,10 +10,8 @@ import { notificationOfProject } from "./get.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_notification",
   summary: "Delete a build notification",
-  tag: "notifications",
   params: z.object({ project_id: IdParam, notification_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     await deleteNotification(ctx.db, n.id);

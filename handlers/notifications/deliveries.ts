@@ -11,11 +11,9 @@ import { notificationOfProject } from "./get.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_notification_deliveries",
   summary: "List a notification's deliveries",
-  tag: "notifications",
   params: z.object({ project_id: IdParam, notification_id: IdParam }),
   query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
   response: z.object({ deliveries: z.array(NotificationDeliveryResource) }),
-  errors: [],
   async handle({ params, query }, ctx: ProjectContext) {
     const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     return { deliveries: await listDeliveries(ctx.db, n.id, query.limit) };

@@ -18,10 +18,8 @@ export async function notificationOfProject(db: Executor, projectId: string, id:
 export const endpoint = defineEndpoint({
   operationId: "get_notification",
   summary: "Read a build notification",
-  tag: "notifications",
   params: z.object({ project_id: IdParam, notification_id: IdParam }),
   response: z.object({ notification: NotificationResource }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     return { notification: await toPublicNotification(ctx.db, n) };

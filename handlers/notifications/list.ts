@@ -9,10 +9,8 @@ import { listNotifications, toPublicNotification } from "../../lib/notifications
 export const endpoint = defineEndpoint({
   operationId: "list_notifications",
   summary: "List a project's build notifications",
-  tag: "notifications",
   params: z.object({ project_id: IdParam }),
   response: z.object({ notifications: z.array(NotificationResource) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     const list = await listNotifications(ctx.db, ctx.project.id);
     return { notifications: await Promise.all(list.map((n) => toPublicNotification(ctx.db, n))) };

@@ -14,11 +14,9 @@ import { notificationOfProject } from "./get.ts";
 export const endpoint = defineEndpoint({
   operationId: "update_notification",
   summary: "Update a build notification",
-  tag: "notifications",
   params: z.object({ project_id: IdParam, notification_id: IdParam }),
   body: UpdateNotificationBody,
   response: z.object({ notification: NotificationResource }),
-  errors: [],
   async handle({ params, body }, ctx: ProjectContext) {
     const current = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);
     const settings = body.slack ?? body.webhook ?? body.email;

@@ -8,10 +8,8 @@ import { listIncidents } from "../../lib/daemon/incidents.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_operator_incidents",
   summary: "List operator incidents",
-  tag: "operator-incidents",
   query: z.object({ status: z.enum(["open", "resolved"]).optional(), unread: z.enum(["true", "false"]).optional(), ...Pagination }),
   response: z.object({ incidents: z.array(IncidentResource), total: z.number().int() }),
-  errors: [],
   async handle({ query }, ctx) {
     return listIncidents(ctx.db, { status: query.status, unread: query.unread === "true", limit: query.limit, offset: query.offset });
   },

@@ -11,7 +11,6 @@ import { markIncidentRead } from "../../lib/daemon/incidents.ts";
 export const endpoint = defineEndpoint({
   operationId: "read_operator_incident",
   summary: "Mark an operator incident read",
-  tag: "operator-incidents",
   params: z.object({ id: IdParam }),
   response: IncidentResource,
   errors: ["not_found"],

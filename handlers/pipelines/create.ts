@@ -26,7 +26,6 @@ export const CreatePipelineBody = z
 export const endpoint = defineEndpoint({
   operationId: "create_pipeline",
   summary: "Create a pipeline",
-  tag: "pipelines",
   params: z.object({ project_id: IdParam }),
   body: CreatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),

@@ -8,10 +8,8 @@ import { deletePipeline } from "../../lib/pipelines/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_pipeline",
   summary: "Delete a pipeline",
-  tag: "pipelines",
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     await deletePipeline(ctx.db, pipeline.id);

@@ -9,10 +9,8 @@ import { toPublicPipeline } from "../../lib/pipelines/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline",
   summary: "Read a pipeline",
-  tag: "pipelines",
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ pipeline: PipelineResource }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     return { pipeline: toPublicPipeline(pipeline) };

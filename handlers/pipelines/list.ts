@@ -8,10 +8,8 @@ import { listPipelines, toPublicPipeline } from "../../lib/pipelines/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_pipelines",
   summary: "List a project's pipelines",
-  tag: "pipelines",
   params: z.object({ project_id: IdParam }),
   response: z.object({ pipelines: z.array(PipelineResource) }),
-  errors: [],
   async handle({ params }, ctx) {
     return { pipelines: (await listPipelines(ctx.db, params.project_id)).map(toPublicPipeline) };
   },

@@ -35,7 +35,6 @@ export const UpdatePipelineBody = mergePatchSchema(PipelineDocument)
 export const endpoint = defineEndpoint({
   operationId: "update_pipeline",
   summary: "Update a pipeline",
-  tag: "pipelines",
   params: z.object({ pipeline_id: IdParam }),
   body: UpdatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),

@@ -8,10 +8,8 @@ import { listMembers } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_project_members",
   summary: "List a project's members",
-  tag: "projects",
   params: z.object({ project_id: IdParam }),
   response: z.object({ members: z.array(MemberResource) }),
-  errors: [],
   async handle({ params }, ctx) {
     return { members: await listMembers(ctx.db, params.project_id) };
   },

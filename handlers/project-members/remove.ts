@@ -8,10 +8,8 @@ import { removeMember } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "remove_project_member",
   summary: "Remove a project member",
-  tag: "projects",
   params: z.object({ project_id: IdParam, user_id: IdParam }),
   response: z.object({ removed: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx) {
     if (!(await removeMember(ctx.db, params.project_id, params.user_id))) fail("not_found", "That user is not a member of the project.");
     return { removed: true };

@@ -11,11 +11,9 @@ import { findUserById } from "../../lib/auth/users.ts";
 export const endpoint = defineEndpoint({
   operationId: "set_project_member",
   summary: "Add a project member or change their role",
-  tag: "projects",
   params: z.object({ project_id: IdParam, user_id: IdParam }),
   body: z.object({ role: ProjectRoleSchema }).strict(),
   response: z.object({ member: MemberResource }),
-  errors: [],
   async handle({ params, body }, ctx) {
     const user = await findUserById(ctx.db, params.user_id);
     if (!user || !user.active) fail("not_found", "No active user with that id.");

@@ -32,7 +32,6 @@ export const CreateProjectBody = z
 export const endpoint = defineEndpoint({
   operationId: "create_project",
   summary: "Create a project from a catalogue repository",
-  tag: "projects",
   body: CreateProjectBody,
   response: z.object({ project: ProjectResource }),
   successStatus: 201,

@@ -7,10 +7,8 @@ import { deleteProject } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_project",
   summary: "Delete a project",
-  tag: "projects",
   params: z.object({ project_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx) {
     await deleteProject(ctx.db, params.project_id);
     return { deleted: true };

@@ -9,10 +9,8 @@ import { toPublicProject } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_project",
   summary: "Read a project",
-  tag: "projects",
   params: z.object({ project_id: IdParam }),
   response: z.object({ project: ProjectResource }),
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     const project = ctx.project;
     const role = ctx.role;

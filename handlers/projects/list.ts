@@ -10,11 +10,9 @@ import { roleAtLeast } from "../../lib/auth/roles.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_projects",
   summary: "List projects",
-  tag: "projects",
   authNote: "lists the projects the caller may see",
   query: z.object({ q: SearchQuery.describe("matches the name or repository"), ...Pagination }),
   response: z.object({ projects: z.array(ProjectResource), total: z.number().int() }),
-  errors: [],
   async handle({ query }, ctx: UserContext) {
     const p = ctx.principal;
     const page = await listProjects(ctx.db, {

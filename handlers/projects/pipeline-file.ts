@@ -49,10 +49,8 @@ export const PipelineFileResult = z.object({
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline_file",
   summary: "Read the project's pipeline file at the default branch's head",
-  tag: "pipelines",
   params: z.object({ project_id: IdParam }),
   response: PipelineFileResult,
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     return pipelineFileStatus(ctx, ctx.project);
   },

@@ -22,11 +22,9 @@ export const UpdateProjectBody = z
 export const endpoint = defineEndpoint({
   operationId: "update_project",
   summary: "Update a project",
-  tag: "projects",
   params: z.object({ project_id: IdParam }),
   body: UpdateProjectBody,
   response: z.object({ project: ProjectResource }),
-  errors: [],
   async handle({ params, body }, ctx: ProjectContext) {
     const role = ctx.role;
     await updateProject(ctx.db, params.project_id, body, ctx.clock.now());

@@ -15,7 +15,6 @@ import { findProjectBuildingRepository } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "rotate_webhook_token",
   summary: "Mint (or rotate) the GitLab webhook token of a project",
-  tag: "webhooks",
   params: z.object({ project_id: IdParam }),
   response: z.object({
     token: z.string().describe('roost_whk_…: GitLab\'s "Secret token"; shown only here'),

@@ -29,10 +29,8 @@ export const RetentionSettings = RetentionOverrides.extend({
 export const endpoint = defineEndpoint({
   operationId: "get_retention_settings",
   summary: "Read a project's retention of build logs and artifacts",
-  tag: "retention",
   params: z.object({ project_id: IdParam }),
   response: RetentionSettings,
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     return projectRetention(ctx.db, ctx.config, ctx.project.id);
   },

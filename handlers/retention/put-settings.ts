@@ -11,7 +11,6 @@ import { RetentionOverrides, RetentionSettings } from "./get-settings.ts";
 export const endpoint = defineEndpoint({
   operationId: "put_retention_settings",
   summary: "Set how long a project's builds keep their logs and artifacts",
-  tag: "retention",
   params: z.object({ project_id: IdParam }),
   body: z
     .object({
@@ -21,7 +20,6 @@ export const endpoint = defineEndpoint({
     })
     .strict(),
   response: RetentionSettings,
-  errors: [],
   async handle({ body }, ctx: ProjectContext) {
     const project = ctx.project;
     await setProjectRetention(ctx.db, project.id, body, ctx.clock.now());

@@ -16,7 +16,6 @@ import { ArtifactAnswer } from "../../lib/runners/protocol-wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_artifact",
   summary: "Runner: upload one artifact",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
   response: ArtifactAnswer,

@@ -16,7 +16,6 @@ import { storeCache } from "../../lib/caches/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_cache",
   summary: "Runner: save a shared cache archive",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   query: z.object({ key: CacheKey, version: CacheVersion }),
   response: CacheAnswer,

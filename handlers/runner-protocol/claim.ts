@@ -17,12 +17,10 @@ const RECHECK_MS = 1000;
 export const endpoint = defineEndpoint({
   operationId: "runner_claim_job",
   summary: "Runner: claim a job (long poll)",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam }),
   body: ClaimRequest,
   response: ClaimAnswer,
   successStatus: 201,
-  errors: [],
   async handle({ body }, ctx: RunnerContext) {
     ctx.setIdleTimeout(body.wait_seconds + 10);
     const deadline = Date.now() + body.wait_seconds * 1000;

@@ -14,11 +14,9 @@ import { isThisHostAddress } from "../../lib/net/addresses.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_connect",
   summary: "Runner: connect and advertise labels and capabilities",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam }),
   body: ConnectRequest,
   response: ConnectAnswer,
-  errors: [],
   async handle({ body }, ctx: RunnerContext) {
     await recordConnect(ctx.db, ctx.runner.id, body, ctx.clock.now());
     const uid = isThisHostAddress(ctx.peer) ? process.getuid?.() : undefined;

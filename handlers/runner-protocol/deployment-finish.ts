@@ -14,7 +14,6 @@ import { PublishFinishRequest } from "../../lib/publishing/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_deployment",
   summary: "Runner: finish a publish",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
   body: PublishFinishRequest,
   response: z.object({ deployment: DeploymentResource }),

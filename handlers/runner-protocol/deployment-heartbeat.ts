@@ -11,7 +11,6 @@ import { PublishHeartbeatAnswer } from "../../lib/publishing/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_deployment_heartbeat",
   summary: "Runner: heartbeat of a publish",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
   response: PublishHeartbeatAnswer,
   errors: ["job_not_assigned"],

@@ -16,7 +16,6 @@ import { FinishRequest } from "../../lib/runners/protocol-wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",
   summary: "Runner: finish a job",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   body: FinishRequest,
   response: z.object({ build: BuildResource }),

@@ -11,11 +11,9 @@ import { HeartbeatAnswer, HeartbeatRequest } from "../../lib/runners/protocol-wi
 export const endpoint = defineEndpoint({
   operationId: "runner_heartbeat",
   summary: "Runner: heartbeat",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam }),
   body: HeartbeatRequest,
   response: HeartbeatAnswer,
-  errors: [],
   async handle({ body }, ctx: RunnerContext) {
     const result = await heartbeat(ctx.db, ctx.runner.id, body.job_ids, ctx.clock.now(), ctx.config.runners.leaseSeconds);
     return { ...result, lease_seconds: ctx.config.runners.leaseSeconds };

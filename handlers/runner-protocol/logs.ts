@@ -17,7 +17,6 @@ import { appendLogLines } from "../../lib/logs/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_append_logs",
   summary: "Runner: append log lines (idempotent)",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   body: LogAppendRequest,
   bodyLimitBytes: LOG_REQUEST_LIMIT,

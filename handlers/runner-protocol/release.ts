@@ -15,7 +15,6 @@ import { ReleaseAnswer } from "../../lib/runners/protocol-wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_release_job",
   summary: "Runner: hand back a job it has not started",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam }),
   response: ReleaseAnswer,
   errors: ["job_not_assigned", "job_finished", "job_started"],

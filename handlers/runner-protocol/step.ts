@@ -12,7 +12,6 @@ import { recordStepResult } from "../../lib/builds/steps.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_report_step",
   summary: "Runner: report a step's result",
-  tag: "runner-protocol",
   params: z.object({ runner_id: IdParam, job_id: IdParam, step: StepName }),
   body: StepReport,
   response: z.object({ step_results: z.array(StepResult) }),

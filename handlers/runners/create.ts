@@ -9,11 +9,9 @@ import { insertRunner, toPublicRunner } from "../../lib/runners/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "create_runner",
   summary: "Register a runner",
-  tag: "runners",
   body: z.object({ name: DisplayName, labels: z.array(RunnerLabel).max(20).default([]) }).strict(),
   response: z.object({ runner: RunnerResource, token: z.string().describe("roost_rt_…, shown only here") }),
   successStatus: 201,
-  errors: [],
   async handle({ body }, ctx: UserContext) {
     const { runner, token } = await insertRunner(ctx.db, { name: body.name, labels: body.labels, createdBy: ctx.principal.user.id }, ctx.clock.now());
     return { runner: toPublicRunner(runner), token };

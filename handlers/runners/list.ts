@@ -7,9 +7,7 @@ import { listRunners, toPublicRunner } from "../../lib/runners/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_runners",
   summary: "List runners",
-  tag: "runners",
   response: z.object({ runners: z.array(RunnerResource) }),
-  errors: [],
   async handle(_input, ctx) {
     return { runners: (await listRunners(ctx.db)).map(toPublicRunner) };
   },

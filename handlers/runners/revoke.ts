@@ -9,7 +9,6 @@ import { findRunner, revokeRunner } from "../../lib/runners/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "revoke_runner",
   summary: "Revoke a runner",
-  tag: "runners",
   params: z.object({ runner_id: IdParam }),
   response: z.object({ revoked: z.boolean() }),
   errors: ["not_found"],

@@ -8,7 +8,6 @@ import { findRunner, rotateRunnerToken } from "../../lib/runners/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "rotate_runner_token",
   summary: "Rotate a runner's token",
-  tag: "runners",
   params: z.object({ runner_id: IdParam }),
   response: z.object({ token: z.string() }),
   successStatus: 201,

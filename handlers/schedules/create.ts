@@ -10,12 +10,10 @@ import { insertSchedule, toPublicSchedule } from "../../lib/schedules/schedules.
 export const endpoint = defineEndpoint({
   operationId: "create_schedule",
   summary: "Create a build schedule",
-  tag: "schedules",
   params: z.object({ pipeline_id: IdParam }),
   body: CreateScheduleBody,
   response: z.object({ schedule: ScheduleResource }),
   successStatus: 201,
-  errors: [],
   async handle({ body }, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     const project = ctx.project;

@@ -10,10 +10,8 @@ import { scheduleOfPipeline } from "./update.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_schedule",
   summary: "Read a build schedule",
-  tag: "schedules",
   params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
   response: z.object({ schedule: ScheduleResource }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
     const schedule = await scheduleOfPipeline(ctx.db, ctx.pipeline.id, params.schedule_id);
     return { schedule: toPublicSchedule(schedule, await lastRun(ctx.db, schedule.id)) };

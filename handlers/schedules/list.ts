@@ -9,10 +9,8 @@ import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules/sc
 export const endpoint = defineEndpoint({
   operationId: "list_schedules",
   summary: "List a pipeline's build schedules",
-  tag: "schedules",
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ schedules: z.array(ScheduleResource) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     const schedules = await listSchedules(ctx.db, pipeline.id);

@@ -29,7 +29,6 @@ export function refuseFileSchedule(schedule: Schedule): void {
 export const endpoint = defineEndpoint({
   operationId: "update_schedule",
   summary: "Update a build schedule",
-  tag: "schedules",
   params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
   body: UpdateScheduleBody,
   response: z.object({ schedule: ScheduleResource }),

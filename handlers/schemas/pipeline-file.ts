@@ -8,9 +8,7 @@ import { pipelineFileJsonSchema } from "../../lib/pipelines/file.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline_file_schema",
   summary: "The JSON Schema of the pipeline file (roost.yaml)",
-  tag: "meta",
   response: z.record(z.string(), z.unknown()),
-  errors: [],
   async handle() {
     return pipelineFileJsonSchema();
   },

@@ -13,9 +13,7 @@ export const OidcSettingsView = z.union([
 export const endpoint = defineEndpoint({
   operationId: "get_oidc_settings",
   summary: "Show the OpenID Provider settings (never the client secret)",
-  tag: "settings",
   response: OidcSettingsView,
-  errors: [],
   async handle(_input, ctx) {
     const settings = await getOidcSettings(ctx.db);
     if (!settings) return { configured: false };

@@ -7,10 +7,8 @@ import { storeOidcSettings } from "../../lib/auth/sign-in-settings.ts";
 export const endpoint = defineEndpoint({
   operationId: "update_oidc_settings",
   summary: "Replace the OpenID Provider settings",
-  tag: "settings",
   body: OidcSettingsBody,
   response: PublicOidcSettings,
-  errors: [],
   async handle({ body }, ctx: UserContext) {
     ctx.log.info("oidc settings changed", { request_id: ctx.requestId, user_id: ctx.principal.user.id, issuer: body.issuer });
     return storeOidcSettings(ctx.db, ctx.secrets, body, ctx.clock.now());

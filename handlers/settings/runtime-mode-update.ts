@@ -26,7 +26,6 @@ export const RuntimeModeResult = z.object({
 export const endpoint = defineEndpoint({
   operationId: "update_runtime_mode",
   summary: "Switch between Local Only and External Access",
-  tag: "settings",
   body: RuntimeModeBody,
   response: RuntimeModeResult,
   errors: ["remote_auth_not_configured", "oidc_discovery_error"],

@@ -14,9 +14,7 @@ export const TrustedProxySettingsView = z.union([
 export const endpoint = defineEndpoint({
   operationId: "get_trusted_proxy_settings",
   summary: "Show the trusted proxy settings (never the shared secret)",
-  tag: "settings",
   response: TrustedProxySettingsView,
-  errors: [],
   async handle(_input, ctx) {
     const settings = await getTrustedProxySettings(ctx.db);
     if (!settings) return { configured: false };

@@ -7,10 +7,8 @@ import { storeTrustedProxySettings } from "../../lib/auth/sign-in-settings.ts";
 export const endpoint = defineEndpoint({
   operationId: "update_trusted_proxy_settings",
   summary: "Replace the trusted proxy settings",
-  tag: "settings",
   body: TrustedProxySettingsBody,
   response: PublicTrustedProxySettings,
-  errors: [],
   async handle({ body }, ctx: UserContext) {
     ctx.log.info("trusted proxy settings changed", { request_id: ctx.requestId, user_id: ctx.principal.user.id, trusted_peers: body.trusted_peers });
     return storeTrustedProxySettings(ctx.db, body, ctx.clock.now());

@@ -13,7 +13,6 @@ import { remoteAuthReadiness } from "../../lib/auth/remote-auth-readiness.ts";
 export const endpoint = defineEndpoint({
   operationId: "setup_complete",
   summary: "Finish first-run setup and make the instance ready",
-  tag: "setup",
   response: z.object({ state: z.literal("ready"), runtime_mode: z.enum(["local", "remote"]), remote_auth_mode: z.enum(["oidc", "trusted_proxy"]).nullable() }),
   errors: ["owner_required", "remote_auth_not_configured"],
   async handle(_input, ctx) {

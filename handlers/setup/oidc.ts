@@ -7,10 +7,8 @@ import { storeOidcSettings } from "../../lib/auth/sign-in-settings.ts";
 export const endpoint = defineEndpoint({
   operationId: "setup_oidc",
   summary: "Configure the OpenID Provider during first-run setup",
-  tag: "setup",
   body: OidcSettingsBody,
   response: PublicOidcSettings,
-  errors: [],
   async handle({ body }, ctx) {
     return storeOidcSettings(ctx.db, ctx.secrets, body, ctx.clock.now());
   },

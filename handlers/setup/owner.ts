@@ -13,7 +13,6 @@ export const OwnerBody = z.object({ email: Email }).strict();
 export const endpoint = defineEndpoint({
   operationId: "setup_create_owner",
   summary: "Create the first owner during first-run setup",
-  tag: "setup",
   body: OwnerBody,
   response: z.object({ user: UserResource }),
   successStatus: 201,

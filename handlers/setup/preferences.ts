@@ -27,10 +27,8 @@ export const PreferencesResult = z.object({
 export const endpoint = defineEndpoint({
   operationId: "setup_preferences",
   summary: "Choose the runtime mode and remote auth mode during first-run setup",
-  tag: "setup",
   body: PreferencesBody,
   response: PreferencesResult,
-  errors: [],
   async handle({ body }, ctx: SetupContext) {
     const remoteAuth = body.runtime_mode === "remote" ? body.remote_auth_mode! : null;
     const stored = await setPreferences(ctx.db, body.runtime_mode, remoteAuth, ctx.clock.now());

@@ -22,9 +22,7 @@ export const SetupStatus = z.object({
 export const endpoint = defineEndpoint({
   operationId: "get_setup_status",
   summary: "Instance state and chosen modes",
-  tag: "setup",
   response: SetupStatus,
-  errors: [],
   async handle(_input, ctx) {
     const instance = await getInstance(ctx.db);
     const ownerExists = (await countActiveOwners(ctx.db)) > 0;

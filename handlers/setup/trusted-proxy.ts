@@ -7,10 +7,8 @@ import { storeTrustedProxySettings } from "../../lib/auth/sign-in-settings.ts";
 export const endpoint = defineEndpoint({
   operationId: "setup_trusted_proxy",
   summary: "Configure the trusted proxy during first-run setup",
-  tag: "setup",
   body: TrustedProxySettingsBody,
   response: PublicTrustedProxySettings,
-  errors: [],
   async handle({ body }, ctx) {
     return storeTrustedProxySettings(ctx.db, body, ctx.clock.now());
   },

@@ -34,11 +34,9 @@ export const Query = z.object({
 export const endpoint = defineEndpoint({
   operationId: "list_build_test_cases",
   summary: "A build's test results, failures first",
-  tag: "test-results",
   params: z.object({ build_id: IdParam }),
   query: Query,
   response: z.object({ cases: z.array(TestCaseResource), next_cursor: z.string().nullable() }),
-  errors: [],
   async handle({ query }, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;
     return listCases(ctx.db, build, { buildId: build.id, statuses: query.status ?? [], q: query.q || undefined, limit: query.limit, cursor: query.cursor });

@@ -13,11 +13,9 @@ import { coverageOf } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_build_coverage",
   summary: "A build's coverage and its change against the target branch",
-  tag: "test-results",
   params: z.object({ build_id: IdParam }),
   query: z.object(Pagination),
   response: CoverageAnswer,
-  errors: [],
   async handle({ query }, ctx: ProjectContext<"build_id">) {
     return coverageOf(ctx.db, ctx.build, ctx.project.default_branch, query);
   },

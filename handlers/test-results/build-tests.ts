@@ -13,10 +13,8 @@ import { listAnnotations, listReports, summaryOf } from "../../lib/test-results/
 export const endpoint = defineEndpoint({
   operationId: "get_build_tests",
   summary: "A build's test summary, reports and analyzer issues",
-  tag: "test-results",
   params: z.object({ build_id: IdParam }),
   response: BuildTestsAnswer,
-  errors: [],
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;
     const repository = await findRepository(ctx.db, ctx.project.repository_id);

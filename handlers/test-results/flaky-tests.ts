@@ -12,7 +12,6 @@ import { flakyTests } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_flaky_tests",
   summary: "A pipeline's flaky tests with their failure rate",
-  tag: "test-results",
   params: z.object({ pipeline_id: IdParam }),
   query: z.object({
     limit: z.coerce.number().int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT),
@@ -22,7 +21,6 @@ export const endpoint = defineEndpoint({
       .optional(),
   }),
   response: z.object({ tests: z.array(TestResource), next_cursor: z.string().nullable() }),
-  errors: [],
   async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
     return flakyTests(ctx.db, ctx.pipeline.id, query);
   },

@@ -14,7 +14,6 @@ import { findTest, testHistory } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_test_history",
   summary: "One test's results across the builds of a branch or pull request",
-  tag: "test-results",
   params: z.object({ pipeline_id: IdParam, test_key: z.string().regex(/^[0-9a-f]{16}$/, "must be a test_key (16 hex digits)") }),
   query: z.object({
     branch: BranchName.optional().describe("default: the project's default branch"),

@@ -12,14 +12,12 @@ import { pipelineTrends } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline_trends",
   summary: "A pipeline's last builds: duration, tests, coverage, artifact sizes",
-  tag: "test-results",
   params: z.object({ pipeline_id: IdParam }),
   query: z.object({
     limit: z.coerce.number().int().min(1).max(200).default(50),
     branch: BranchName.optional().describe("only this branch's builds"),
   }),
   response: z.object({ builds: z.array(TrendPoint) }),
-  errors: [],
   async handle({ query }, ctx: ProjectContext<"pipeline_id">) {
     return { builds: await pipelineTrends(ctx.db, ctx.pipeline.id, query) };
   },

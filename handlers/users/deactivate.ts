@@ -10,7 +10,6 @@ import { changeUser } from "../../lib/auth/user-admin.ts";
 export const endpoint = defineEndpoint({
   operationId: "deactivate_user",
   summary: "Deactivate a user",
-  tag: "users",
   authNote: "nobody deactivates a user ranked above them",
   params: z.object({ user_id: z.string().min(1).max(64) }),
   response: z.object({ user: UserResource }),

@@ -13,7 +13,6 @@ export const InviteBody = z.object({ email: Email, role: RoleSchema }).strict();
 export const endpoint = defineEndpoint({
   operationId: "invite_user",
   summary: "Invite a user",
-  tag: "users",
   authNote: "nobody invites above their own role",
   body: InviteBody,
   response: z.object({ user: UserResource }),

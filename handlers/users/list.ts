@@ -7,14 +7,12 @@ import { listUsers, toUserResource } from "../../lib/auth/users.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_users",
   summary: "List users",
-  tag: "users",
   query: z.object({
     q: SearchQuery,
     include_inactive: z.enum(["true", "false"]).default("false").describe("also list deactivated users"),
     ...Pagination,
   }),
   response: z.object({ users: z.array(UserResource), total: z.number().int() }),
-  errors: [],
   async handle({ query }, ctx) {
     const page = await listUsers(ctx.db, {
       q: query.q || undefined,

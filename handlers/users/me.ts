@@ -18,9 +18,7 @@ export const MeResult = z.object({
 export const endpoint = defineEndpoint({
   operationId: "get_current_user",
   summary: "The signed-in user",
-  tag: "users",
   response: MeResult,
-  errors: [],
   async handle(_input, ctx: UserContext) {
     const p = ctx.principal;
     return { user: toUserResource(p.user), credential: { kind: p.kind, effective_role: p.role, expires_at: p.credentialExpiresAt } };

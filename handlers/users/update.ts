@@ -15,7 +15,6 @@ export const UpdateUserBody = z
 export const endpoint = defineEndpoint({
   operationId: "update_user",
   summary: "Change a user's role or active flag",
-  tag: "users",
   authNote: "nobody changes a user ranked above them",
   params: z.object({ user_id: z.string().min(1).max(64) }),
   body: UpdateUserBody,

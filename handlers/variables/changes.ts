@@ -9,7 +9,6 @@ import { listVariableChanges, VariableChangeResource } from "../../lib/variables
 export const endpoint = defineEndpoint({
   operationId: "list_variable_changes",
   summary: "List the changes to a project's variables and secrets, newest first",
-  tag: "variables",
   params: z.object({ project_id: IdParam }),
   query: z.object({
     pipeline_id: IdParam.optional().describe("only this pipeline's variables"),
@@ -17,7 +16,6 @@ export const endpoint = defineEndpoint({
     offset: z.coerce.number().int().min(0).default(0),
   }),
   response: z.object({ changes: z.array(VariableChangeResource) }),
-  errors: [],
   async handle({ query }, ctx: ProjectContext) {
     return { changes: await listVariableChanges(ctx.db, ctx.project.id, { pipelineId: query.pipeline_id, limit: query.limit, offset: query.offset }) };
   },

@@ -9,10 +9,8 @@ import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_pipeline_variable",
   summary: "Delete a pipeline variable or secret",
-  tag: "variables",
   params: z.object({ pipeline_id: IdParam, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     const user = ctx.principal.user;

@@ -9,10 +9,8 @@ import { listVariables, toPublicVariable, VariableResource } from "../../lib/var
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_variables",
   summary: "List a pipeline's variables and secrets (secret values are never returned)",
-  tag: "variables",
   params: z.object({ pipeline_id: IdParam }),
   response: z.object({ variables: z.array(VariableResource) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     return { variables: (await listVariables(ctx.db, pipeline.project_id, pipeline.id)).map(toPublicVariable) };

@@ -9,12 +9,10 @@ import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, Variabl
 export const endpoint = defineEndpoint({
   operationId: "put_pipeline_variable",
   summary: "Create or replace a pipeline variable or secret",
-  tag: "variables",
   params: z.object({ pipeline_id: IdParam, key: VariableKey }),
   body: PutVariableBody,
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ variable: VariableResource, created: z.boolean() }),
-  errors: [],
   async handle({ params, body }, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;
     const user = ctx.principal.user;

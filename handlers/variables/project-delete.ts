@@ -9,10 +9,8 @@ import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_project_variable",
   summary: "Delete a project variable or secret",
-  tag: "variables",
   params: z.object({ project_id: IdParam, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
-  errors: [],
   async handle({ params }, ctx: ProjectContext) {
     const user = ctx.principal.user;
     const deleted = await deleteVariable(

@@ -9,10 +9,8 @@ import { listVariables, toPublicVariable, VariableResource } from "../../lib/var
 export const endpoint = defineEndpoint({
   operationId: "list_project_variables",
   summary: "List a project's variables and secrets (secret values are never returned)",
-  tag: "variables",
   params: z.object({ project_id: IdParam }),
   response: z.object({ variables: z.array(VariableResource) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext) {
     return { variables: (await listVariables(ctx.db, ctx.project.id, null)).map(toPublicVariable) };
   },

@@ -9,12 +9,10 @@ import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, Variabl
 export const endpoint = defineEndpoint({
   operationId: "put_project_variable",
   summary: "Create or replace a project variable or secret",
-  tag: "variables",
   params: z.object({ project_id: IdParam, key: VariableKey }),
   body: PutVariableBody,
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ variable: VariableResource, created: z.boolean() }),
-  errors: [],
   async handle({ params, body }, ctx: ProjectContext) {
     const user = ctx.principal.user;
     const { variable, created } = await putVariable(

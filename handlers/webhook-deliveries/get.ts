@@ -11,10 +11,8 @@ import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_webhook_delivery",
   summary: "One webhook delivery, with its body while retained",
-  tag: "webhooks",
   params: z.object({ delivery_id: IdParam }),
   response: z.object({ delivery: DeliveryResource.extend({ body: z.string().nullable().describe("the raw body, kept 7 days") }) }),
-  errors: [],
   async handle(_input, ctx: ProjectContext<"delivery_id">) {
     return { delivery: toPublicDelivery(ctx.delivery, true) };
   },

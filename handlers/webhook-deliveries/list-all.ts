@@ -9,10 +9,8 @@ import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_webhook_deliveries",
   summary: "All webhook deliveries",
-  tag: "webhooks",
   query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(), ...Pagination }),
   response: z.object({ deliveries: z.array(DeliveryResource), total: z.number().int() }),
-  errors: [],
   async handle({ query }, ctx) {
     const page = await listDeliveries(ctx.db, { projectId: null, result: query.result, limit: query.limit, offset: query.offset });
     return { deliveries: page.deliveries.map((d) => toPublicDelivery(d, false)), total: page.total };

@@ -11,11 +11,9 @@ import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_project_webhook_deliveries",
   summary: "The webhook delivery log of a project",
-  tag: "webhooks",
   params: z.object({ project_id: IdParam }),
   query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(), ...Pagination }),
   response: z.object({ deliveries: z.array(DeliveryResource), total: z.number().int() }),
-  errors: [],
   async handle({ params, query }, ctx) {
     const page = await listDeliveries(ctx.db, { projectId: params.project_id, result: query.result, limit: query.limit, offset: query.offset });
     return { deliveries: page.deliveries.map((d) => toPublicDelivery(d, false)), total: page.total };

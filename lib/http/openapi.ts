@@ -56,7 +56,7 @@ function parameters(schema: z.ZodObject<z.ZodRawShape> | undefined, where: "path
 
 export function buildOpenApiDocument(routes: LoadedRoute[]): Json {
   const paths: Record<string, Record<string, Json>> = {};
-  for (const { method, path, auth, endpoint } of routes) {
+  for (const { method, path, auth, tag, endpoint } of routes) {
     const responses: Record<string, Json> = {};
     const success = String(endpoint.successStatus ?? 200);
     const content: Record<string, Json> = {};
@@ -66,7 +66,7 @@ export function buildOpenApiDocument(routes: LoadedRoute[]): Json {
     const byStatus = new Map<number, ErrorCode[]>();
     // Any request may fail unexpectedly or find the database server down, and any that writes (most do, if only a last-used time) may find the disk full.
     // The route's auth rule adds its own refusals (401/403, and 404 for a project the caller may not see).
-    const codes = new Set<ErrorCode>([...ruleErrors(auth), ...endpoint.errors, "internal_error", "database_unavailable", "insufficient_storage"]);
+    const codes = new Set<ErrorCode>([...ruleErrors(auth), ...(endpoint.errors ?? []), "internal_error", "database_unavailable", "insufficient_storage"]);
     if (endpoint.body) ["invalid_request", "malformed_json", "unsupported_media_type", "payload_too_large"].forEach((c) => codes.add(c as ErrorCode));
     if (endpoint.params || endpoint.query) codes.add("invalid_request");
     for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
@@ -80,7 +80,7 @@ export function buildOpenApiDocument(routes: LoadedRoute[]): Json {
       operationId: endpoint.operationId,
       summary: endpoint.summary,
       ...(endpoint.description ? { description: endpoint.description } : {}),
-      tags: [endpoint.tag],
+      tags: [tag],
       "x-roost-auth": describeRule(auth),
       security: securityOf(auth),
       parameters: [...parameters(endpoint.params, "path"), ...parameters(endpoint.query, "query")],

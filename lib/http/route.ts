@@ -91,7 +91,6 @@ export interface Endpoint<
   operationId: string;
   summary: string;
   description?: string;
-  tag: string;
   /** What the handler checks beyond the route's rule (a loopback peer, a token's owner), for docs/authorization.md. */
   authNote?: string;
   params?: P;
@@ -106,7 +105,8 @@ export interface Endpoint<
   browserSession?: "set" | "clear";
   /** Extra response media types (e.g. text/plain logs, text/event-stream), documented as such. */
   produces?: string[];
-  errors: ErrorCode[];
+  /** The error codes the handler itself may answer with; none when omitted. */
+  errors?: ErrorCode[];
   // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
   handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: C) => Promise<unknown>;
 }
@@ -134,6 +134,8 @@ export interface RouteEntry {
   /** OpenAPI-style path: /v1/api-tokens/{token_id} */
   path: string;
   auth: AuthRule;
+  /** The API document's group for the route (its OpenAPI tag). */
+  tag: string;
   /**
    * The endpoint, from its module imported on the route's first request (or by the API
    * document): a start does not build some 120 handlers' schemas that most runs never call.

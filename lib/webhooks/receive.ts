@@ -30,7 +30,6 @@ export function webhookEndpoint(forge: Forge<ForgeName>) {
     operationId: `${forge.name}_webhook`,
     summary: webhook.summary,
     description: webhook.description,
-    tag: "webhooks",
     bodyLimitBytes: WEBHOOK_BODY_LIMIT_BYTES,
     response: WebhookResult,
     errors: [`webhook_${kind}_missing`, `webhook_${kind}_invalid`, "payload_too_large", "malformed_json", "invalid_payload", "webhook_delivery_failed"],

@@ -30,7 +30,7 @@ describe("the authorization docs come from the route table", () => {
   });
 
   test("no handler lists the refusals its route's rule already answers", () => {
-    const doubled = loaded.filter((r) => r.endpoint.errors.some((c: string) => ["missing_auth", "invalid_session", "invalid_token"].includes(c)));
+    const doubled = loaded.filter((r) => (r.endpoint.errors ?? []).some((c: string) => ["missing_auth", "invalid_session", "invalid_token"].includes(c)));
     expect(doubled.map((r) => `${r.method} ${r.path}`)).toEqual([]);
   });
 });

@@ -77,12 +77,11 @@ describe("an unexpected exception", () => {
         method: "GET",
         path: "/v1/boom",
         auth: "public",
+        tag: "test",
         load: async () =>
           defineEndpoint({
             operationId: "boom",
             summary: "throws",
-            tag: "test",
-            errors: [],
             async handle() {
               throw new Error("secret internal detail at /srv/roost/lib/x.ts:12");
             },
