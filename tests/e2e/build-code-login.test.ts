@@ -8,8 +8,8 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { BUN, REPO_ROOT, ROOST, freePort, http, type Daemon } from "../helpers/daemon.ts";
+import { commitRepository, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 
 // The tests run as root; the runner runs as `nobody`, as `sudo -u roost-runner roost runner` would.
@@ -17,28 +17,14 @@ const OTHER_UID = 65534;
 const work = mkdtempSync(join(tmpdir(), "roost-build-code-login-"));
 const repo = join(work, "app");
 const runnerHome = join(work, "runner-home");
+let ci: GithubProject;
 let daemon: Daemon;
-let host: HostApiStandIn;
-let owner = "";
-let projectId = "";
 let commit = "";
 // Two registered runners, each with its own label, so that each build goes to the runner meant for it.
 const runners: Record<"other" | "same", { id: string; token: string }> = { other: { id: "", token: "" }, same: { id: "", token: "" } };
 const running: Subprocess[] = [];
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
+const sh = (cmd: string) => shIn(cmd, work);
 
 /** `roost <args>` as another OS user (setpriv, util-linux), with the daemon's configuration. */
 function asOtherUser(args: string[], env: Record<string, string>): Subprocess<"ignore", "pipe", "pipe"> {
@@ -72,29 +58,11 @@ async function sessions(): Promise<number> {
 }
 
 async function finishedBuild(which: "other" | "same", commands: string[], env: { key: string; value: string }[] = []): Promise<{ build: any; log: string }> {
-  const created = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-    token: owner,
-    body: {
-      name: `p-${crypto.randomUUID().slice(0, 6)}`,
-      execution_config: { env, runner_labels: [which], platform_commands: { android: "echo no flutter needed" }, commands: { build: commands } },
-    },
+  const pipelineId = await ci.createPipeline({
+    execution_config: { env, runner_labels: [which], platform_commands: { android: "echo no flutter needed" }, commands: { build: commands } },
   });
-  if (created.status !== 201) throw new Error(JSON.stringify(created.body));
-  const buildId = (
-    await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: created.body.pipeline.id, commit_sha: commit } })
-  ).body.build.id;
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
-    if (["succeeded", "failed", "canceled"].includes(build.status)) {
-      const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) =>
-        r.text(),
-      );
-      return { build, log };
-    }
-    if (Date.now() > deadline) throw new Error(`build did not finish: ${JSON.stringify(build)}`);
-    await Bun.sleep(100);
-  }
+  const buildId = await ci.queueBuild(pipelineId, commit);
+  return { build: await ci.waitForBuild(buildId), log: await ci.buildLog(buildId) };
 }
 
 /** SIGKILL: a runner stopping with SIGTERM finishes its current long poll first (up to 20 s). */
@@ -109,47 +77,22 @@ beforeAll(async () => {
   // The repository and the runner's home must be reachable by the other user; the data dir is not.
   chmodSync(work, 0o755);
   mkdirSync(repo);
-  await sh(
-    "git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
-    repo,
-  );
-  commit = await sh("git rev-parse HEAD", repo);
+  writeFileSync(join(repo, "README.md"), "# app\n");
+  commit = await commitRepository(repo);
   mkdirSync(runnerHome);
   // git refuses repositories owned by another user unless told otherwise (git-config safe.directory).
   writeFileSync(join(runnerHome, ".gitconfig"), "[safe]\n\tdirectory = *\n");
   await sh(`chown -R ${OTHER_UID}:${OTHER_UID} ${runnerHome}`);
 
-  daemon = await startDaemon({ listen: `127.0.0.1:${freePort()}` });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 10, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
   // The Local Only contract for the person at the host: the first loopback login creates the owner.
-  const first = await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
-  expect(first.status).toBe(200);
-  owner = first.body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
-  });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  for (const which of ["other", "same"] as const) {
-    const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: `${which}-user`, labels: [which] } })).body;
-    runners[which] = { id: created.runner.id, token: created.token };
-  }
+  ci = await startGithubProject({ daemon: { listen: `127.0.0.1:${freePort()}` }, repository: { id: 10, full_name: "acme/app", clone_url: repo } });
+  daemon = ci.daemon;
+  for (const which of ["other", "same"] as const) runners[which] = await ci.registerRunner({ name: `${which}-user`, labels: [which] });
 }, 60_000);
 
 afterAll(async () => {
   await stopRunners();
-  await daemon?.stop();
-  await host?.stop();
+  await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 

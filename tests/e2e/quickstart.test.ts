@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { REPO_ROOT, http, startDaemon } from "../helpers/daemon.ts";
+import { REPO_ROOT, freePort, http, startDaemon } from "../helpers/daemon.ts";
 import { fencedBlocks } from "../helpers/markdown.ts";
 
 const SECTION = "## Quick start: a first green build in five minutes";
@@ -34,13 +34,6 @@ function run(cmd: string[], cwd = REPO_ROOT): string {
   const res = Bun.spawnSync(cmd, { cwd, stdout: "pipe", stderr: "pipe" });
   if (res.exitCode !== 0) throw new Error(`${cmd.join(" ")}: ${res.stderr.toString()}`);
   return res.stdout.toString();
-}
-
-function freePort(): number {
-  const server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
-  const port = server.port!;
-  server.stop(true);
-  return port;
 }
 
 async function portClosed(port: number): Promise<boolean> {

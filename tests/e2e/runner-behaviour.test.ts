@@ -5,65 +5,33 @@
 // workspace never uploaded. Real `roost runner` and
 // `roost serve` processes.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { freePort, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { commitRepository, isFinished, sh as shIn, spawnRunner, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-runner-behaviour-"));
 const repo = join(work, "app");
+let ci: GithubProject;
 let daemon: Daemon;
-let host: HostApiStandIn;
 let owner = "";
 let projectId = "";
 let commit = "";
 const running: Subprocess[] = [];
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
-
-function freePort(): number {
-  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
-  const port = probe.port;
-  probe.stop(true);
-  return port;
-}
+const sh = (cmd: string, cwd = work) => shIn(cmd, cwd);
 
 /** A `roost runner` process whose stderr lines are collected as they come. */
 function startRunner(env: Record<string, string>, args: string[] = ["--unsafe-allow-same-user"]) {
-  const proc = Bun.spawn([BUN, ROOST, "runner", ...args], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: work,
-      ROOST_RUNNER_WORKDIR: join(work, `runner-work-${crypto.randomUUID().slice(0, 6)}`),
-      ROOST_RUNNER_GRACE_SECONDS: "10",
-      ...env,
-    },
-    stdout: "pipe",
-    stderr: "pipe",
+  const { proc, lines, done } = spawnRunner(args, {
+    HOME: work,
+    ROOST_RUNNER_WORKDIR: join(work, `runner-work-${crypto.randomUUID().slice(0, 6)}`),
+    ROOST_RUNNER_GRACE_SECONDS: "10",
+    ...env,
   });
   running.push(proc);
-  const lines: string[] = [];
-  const done = (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        lines.push(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-      }
-    }
-    if (buffer) lines.push(buffer);
-  })();
   const msgs = () => lines.map((l) => (l.startsWith("{") ? String(JSON.parse(l).msg) : l));
   return {
     proc,
@@ -85,67 +53,31 @@ function startRunner(env: Record<string, string>, args: string[] = ["--unsafe-al
 }
 
 async function registerRunner(): Promise<Record<string, string>> {
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } })).body;
-  return { ROOST_URL: daemon.url, ROOST_RUNNER_ID: created.runner.id, ROOST_RUNNER_TOKEN: created.token };
+  const created = await ci.registerRunner();
+  return { ROOST_URL: daemon.url, ROOST_RUNNER_ID: created.id, ROOST_RUNNER_TOKEN: created.token };
 }
 
 async function queueBuild(executionConfig: Record<string, unknown>, commitSha = commit): Promise<string> {
-  const pipeline = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-    token: owner,
-    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig },
-  });
-  if (pipeline.status !== 201) throw new Error(JSON.stringify(pipeline.body));
-  return (
-    await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, {
-      token: owner,
-      body: { pipeline_id: pipeline.body.pipeline.id, commit_sha: commitSha },
-    })
-  ).body.build.id;
+  return ci.queueBuild(await ci.createPipeline({ execution_config: executionConfig }), commitSha);
 }
 
-async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const b = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
-    if (predicate(b)) return b;
-    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
-    await Bun.sleep(100);
-  }
-}
-
-const finished = (b: { status: string }) => ["succeeded", "failed", "canceled"].includes(b.status);
+const waitFor = (buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000) => ci.waitForBuild(buildId, predicate, timeoutMs);
+const finished = isFinished;
 
 beforeAll(async () => {
   mkdirSync(repo, { recursive: true });
-  await sh(
-    "git init -q -b main && echo '# app' > README.md && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
-    repo,
-  );
-  commit = await sh("git rev-parse HEAD", repo);
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_MAX_ARTIFACT_BYTES: "1024", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 78, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
+  writeFileSync(join(repo, "README.md"), "# app\n");
+  commit = await commitRepository(repo);
+  ci = await startGithubProject({
+    daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_MAX_ARTIFACT_BYTES: "1024", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
+    repository: { id: 78, full_name: "acme/app", clone_url: repo },
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  ({ daemon, owner, projectId } = ci);
 }, 60_000);
 
 afterAll(async () => {
   for (const p of running) p.kill("SIGKILL");
-  await daemon?.stop();
-  await host?.stop();
+  await ci?.stop();
   await sh("pkill -f 'sleep 3134[0-9]' || true").catch(() => {});
   rmSync(work, { recursive: true, force: true });
 });
@@ -199,9 +131,7 @@ describe("the build's environment", () => {
     const build = await waitFor(buildId, finished, 30_000);
     expect(build.status).toBe("succeeded");
     expect(build.step_results.map((s: { name: string }) => s.name)).toEqual(["checkout", "build"]);
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
-      res.text(),
-    );
+    const log = await ci.buildLog(buildId);
     const seen = log.split("\n").filter((l) => /^[A-Za-z_]+=/.test(l));
     expect(seen).toEqual([
       "ANDROID_HOME=/opt/android-sdk",
@@ -324,9 +254,7 @@ describe("SIGTERM", () => {
     expect(build).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
     expect(build.step_results.find((s: { name: string }) => s.name === "build").status).toBe("canceled");
     expect(await sh("pgrep -f 'sleep 3134[01]' | wc -l")).toBe("0");
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
-      res.text(),
-    );
+    const log = await ci.buildLog(buildId);
     expect(log).toContain("[roost] the runner is stopping: the build was canceled and its process tree stopped");
   }, 40_000);
 
@@ -454,9 +382,7 @@ describe("artifacts", () => {
       ["out/inside.apk", 9],
       ["out/real.apk", 9],
     ]);
-    const log = await fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((res) =>
-      res.text(),
-    );
+    const log = await ci.buildLog(buildId);
     for (const path of ["out/passwd.apk", "out/outside.apk", "out/climb.apk", "linked/outside-secret.txt"]) {
       expect(log).toContain(
         `[roost] skipped ${path}: it is outside the workspace (a link or a path that leaves it); only files inside the workspace are uploaded`,

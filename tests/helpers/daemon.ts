@@ -95,6 +95,14 @@ export async function startDaemon(options: DaemonOptions = {}): Promise<Daemon> 
   };
 }
 
+/** A TCP port on 127.0.0.1 that was free a moment ago (a daemon to come, or an address where nothing listens). */
+export function freePort(): number {
+  const probe = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { data() {} } });
+  const port = probe.port;
+  probe.stop(true);
+  return port;
+}
+
 /** JSON over real HTTP; returns status, headers and the parsed body. */
 export async function http(
   url: string,
