@@ -8,24 +8,30 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSyn
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket, Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { BUN, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import {
+  commitRepository,
+  loginOwner,
+  projectClient,
+  runnerEnv,
+  sh as shIn,
+  spawnRunner,
+  type ProjectClient,
+  type RunnerProcess,
+} from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-cli-client-"));
 const repo = join(work, "app");
 const flutterDir = join(work, "flutter-stand-in");
 let daemon: Daemon;
-let runnerProc: Subprocess | undefined;
+let ci: ProjectClient;
+let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let apiToken = "";
 let projectId = "";
 let commit = "";
 
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: ${err}`);
-  return out.trim();
-}
+const sh = (cmd: string, cwd = work) => shIn(cmd, cwd);
 
 interface Run {
   code: number;
@@ -56,25 +62,9 @@ function spawnRoost(
 
 const roost = (args: string[], env: Record<string, string | undefined> = {}, cwd = work) => spawnRoost(args, env, cwd).done;
 
-async function pipeline(name: string, commands: Record<string, string[]>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name, execution_config: { commands } } });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.pipeline.id;
-}
-
-async function buildOf(id: string): Promise<any> {
-  return (await http(daemon.url, "GET", `/v1/builds/${id}`, { token: owner })).body.build;
-}
-
-async function waitFor(id: string, predicate: (b: any) => boolean, timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const b = await buildOf(id);
-    if (predicate(b)) return b;
-    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
-    await Bun.sleep(100);
-  }
-}
+const pipeline = (name: string, commands: Record<string, string[]>) => ci.createPipeline({ name, execution_config: { commands } });
+const buildOf = (id: string) => ci.buildOf(id);
+const waitFor = (id: string, predicate: (b: any) => boolean, timeoutMs = 30_000) => ci.waitForBuild(id, predicate, timeoutMs);
 
 const jsonLines = (stdout: string) =>
   stdout
@@ -83,12 +73,10 @@ const jsonLines = (stdout: string) =>
     .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
-  mkdirSync(repo, { recursive: true });
-  await sh(
-    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
-    repo,
-  );
-  commit = await sh("git rev-parse HEAD", repo);
+  mkdirSync(join(repo, "lib"), { recursive: true });
+  writeFileSync(join(repo, "README.md"), "# app\n");
+  writeFileSync(join(repo, "lib/main.dart"), "void main() {}\n");
+  commit = await commitRepository(repo);
   mkdirSync(flutterDir);
   writeFileSync(
     join(flutterDir, "flutter"),
@@ -108,32 +96,25 @@ fi
     cleanup: false,
     env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" },
   });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
+  owner = await loginOwner(daemon.url);
   const integration = await http(daemon.url, "POST", "/v1/integrations", { token: owner, body: { provider: "git", name: "app", url: repo } });
   if (integration.status !== 201) throw new Error(JSON.stringify(integration.body));
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
   projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId, name: "app" } })).body.project.id;
   apiToken = (await http(daemon.url, "POST", "/v1/api-tokens", { token: owner, body: { name: "cli", role: "developer" } })).body.token;
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-cli" } })).body;
+  ci = projectClient(daemon.url, owner, projectId);
+  const runner = await ci.registerRunner({ name: "linux-cli" });
   // The tests run the daemon and the runner as one user: the documented override (docs/runners.md).
-  runnerProc = Bun.spawn([BUN, ROOST, "runner", "--unsafe-allow-same-user"], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: `${flutterDir}:${process.env.PATH}`,
-      HOME: work,
-      ROOST_URL: daemon.url,
-      ROOST_RUNNER_ID: created.runner.id,
-      ROOST_RUNNER_TOKEN: created.token,
-      ROOST_RUNNER_WORKDIR: join(work, "runner-work"),
-      ROOST_RUNNER_GRACE_SECONDS: "1",
-    },
-    stdout: "ignore",
-    stderr: "ignore",
+  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
+    PATH: `${flutterDir}:${process.env.PATH}`,
+    HOME: work,
+    ROOST_RUNNER_GRACE_SECONDS: "1",
   });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.kill("SIGKILL");
+  runnerProc?.proc.kill("SIGKILL");
   await daemon?.stop();
   rmSync(work, { recursive: true, force: true });
 });
