@@ -9,6 +9,7 @@ import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { claimJob, createGithubProject, loginOwner, projectClient } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-abandoned-uploads-"));
@@ -35,35 +36,15 @@ function plant(dir: string, name: string, bytes: number, ageHours: number): void
 async function buildWithArtifact(d: Daemon): Promise<{ buildId: string; artifactId: string }> {
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true });
-  owner = (await http(d.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(d.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
-  });
-  const repoId = (await http(d.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  const projectId = (await http(d.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  const pipelineId = (await http(d.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "release" } })).body.pipeline.id;
-  await http(d.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: "a".repeat(40) } });
-  const created = (await http(d.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
-  await http(d.url, "POST", `/v1/runners/${created.runner.id}/connect`, {
-    token: created.token,
-    body: { capabilities: { os: "linux", arch: "x64" }, version: "test" },
-  });
-  const job = (
-    await http(d.url, "POST", `/v1/runners/${created.runner.id}/jobs/claim`, { token: created.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })
-  ).body.job;
-  const res = await fetch(`${d.url}/v1/runners/${created.runner.id}/jobs/${job.job_id}/artifacts?path=build/app.apk`, {
+  owner = await loginOwner(d.url);
+  const ci = projectClient(d.url, owner, (await createGithubProject(d.url, owner, host)).id);
+  await ci.queueBuild(await ci.createPipeline({ name: "release" }), "a".repeat(40));
+  const runner = await ci.registerRunner({ name: "linux-1" });
+  const job = await claimJob(d.url, runner, { capabilities: { os: "linux", arch: "x64" }, version: "test" });
+  const res = await fetch(`${d.url}/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=build/app.apk`, {
     method: "PUT",
     headers: {
-      authorization: `Bearer ${created.token}`,
+      authorization: `Bearer ${runner.token}`,
       "content-type": "application/octet-stream",
       "x-roost-artifact-sha256": createHash("sha256").update(CONTENT).digest("hex"),
     },

@@ -8,6 +8,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { claimJob, createGithubProject, loginOwner, projectClient } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { DISK_FULL_MESSAGE } from "../../lib/daemon/disk.ts";
 
@@ -69,35 +70,15 @@ beforeAll(async () => {
   daemon = await startDaemon({ dataDir, cleanup: false });
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 77, full_name: "acme/app", default_branch: "main", private: true });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
+  owner = await loginOwner(daemon.url);
+  const ci = projectClient(daemon.url, owner, (await createGithubProject(daemon.url, owner, host)).id);
+  await ci.queueBuild(await ci.createPipeline({ name: "release" }), "a".repeat(40));
+  runner = await ci.registerRunner({ name: "linux-1" });
+  const claimed = await claimJob(daemon.url, runner, {
+    capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null },
+    version: "test",
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
-  const pipelineId = (await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, { token: owner, body: { name: "release" } })).body.pipeline.id;
-  await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: "a".repeat(40) } });
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
-  runner = { id: created.runner.id, token: created.token };
-  await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, {
-    token: runner.token,
-    body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
-  });
-  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
-    token: runner.token,
-    body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
-  });
-  if (claimed.status !== 201) throw new Error(`no job to upload to: ${claimed.status} ${JSON.stringify(claimed.body)}`);
-  job = { job_id: claimed.body.job.job_id, build_id: claimed.body.job.build.id };
+  job = { job_id: claimed.job_id, build_id: claimed.build.id };
 }, 60_000);
 
 afterAll(async () => {

@@ -3,6 +3,7 @@
 // outlives Bun's 10 s idle timeout, the final event, 204 after the end, and the stream token's scope.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { claimJob, createGithubProject, loginOwner } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SseReader } from "../helpers/sse.ts";
 
@@ -36,21 +37,8 @@ beforeAll(async () => {
   daemon = await startDaemon();
   host = await startHostApiStandIn();
   host.github.repos.push({ id: 9, full_name: "acme/app", default_branch: "main", private: true });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
-  });
-  const repo = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
-  const project = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+  owner = await loginOwner(daemon.url);
+  const project = await createGithubProject(daemon.url, owner, host);
   const pipeline = (
     await http(daemon.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "android", concurrency: { max_concurrent: 5 } } })
   ).body.pipeline;
@@ -62,13 +50,9 @@ beforeAll(async () => {
   ).body.build.id;
   const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: "linux-1" } })).body;
   runner = { id: created.runner.id, token: created.token };
-  await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-  const claimed = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
-    token: runner.token,
-    body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
-  });
-  expect(claimed.body.job.build.id).toBe(buildId);
-  jobId = claimed.body.job.job_id;
+  const claimed = await claimJob(daemon.url, runner, { capabilities: { os: "linux", arch: "x64" } });
+  expect(claimed.build.id).toBe(buildId);
+  jobId = claimed.job_id;
 });
 afterAll(async () => {
   await daemon?.stop();

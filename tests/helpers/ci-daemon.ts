@@ -199,6 +199,17 @@ export async function startGithubProject(options: {
   };
 }
 
+/** Speaks the runner protocol as a runner would: connects with `connect` (its capabilities, version) and claims the next job, which it answers. */
+export async function claimJob(url: string, runner: RegisteredRunner, connect: Record<string, unknown>): Promise<any> {
+  await http(url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: connect });
+  const claimed = await http(url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
+    token: runner.token,
+    body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+  });
+  if (claimed.status !== 201) throw new Error(`no job to claim: ${claimed.status} ${JSON.stringify(claimed.body)}`);
+  return claimed.body.job;
+}
+
 /** The variables that make `roost runner` the given registered runner of the daemon at `url`, working in `workDir`. */
 export function runnerEnv(url: string, runner: RegisteredRunner, workDir: string): Record<string, string> {
   return { ROOST_URL: url, ROOST_RUNNER_ID: runner.id, ROOST_RUNNER_TOKEN: runner.token, ROOST_RUNNER_WORKDIR: workDir };
