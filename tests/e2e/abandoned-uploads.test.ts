@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, wr
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { claimJob, createGithubProject, loginOwner, projectClient } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 

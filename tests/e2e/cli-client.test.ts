@@ -9,16 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket, Subprocess } from "bun";
 import { BUN, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import {
-  commitRepository,
-  loginOwner,
-  projectClient,
-  runnerEnv,
-  sh as shIn,
-  spawnRunner,
-  type ProjectClient,
-  type RunnerProcess,
-} from "../helpers/ci-daemon.ts";
+import { commitRepository, loginOwner, projectClient, runnerEnv, spawnRunner, type ProjectClient, type RunnerProcess } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-cli-client-"));
 const repo = join(work, "app");
@@ -30,8 +21,6 @@ let owner = "";
 let apiToken = "";
 let projectId = "";
 let commit = "";
-
-const sh = (cmd: string, cwd = work) => shIn(cmd, cwd);
 
 interface Run {
   code: number;
@@ -63,7 +52,6 @@ function spawnRoost(
 const roost = (args: string[], env: Record<string, string | undefined> = {}, cwd = work) => spawnRoost(args, env, cwd).done;
 
 const pipeline = (name: string, commands: Record<string, string[]>) => ci.createPipeline({ name, execution_config: { commands } });
-const buildOf = (id: string) => ci.buildOf(id);
 const waitFor = (id: string, predicate: (b: any) => boolean, timeoutMs = 30_000) => ci.waitForBuild(id, predicate, timeoutMs);
 
 const jsonLines = (stdout: string) =>

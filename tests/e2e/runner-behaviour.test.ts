@@ -17,7 +17,6 @@ const repo = join(work, "app");
 let ci: GithubProject;
 let daemon: Daemon;
 let owner = "";
-let projectId = "";
 let commit = "";
 const running: Subprocess[] = [];
 
@@ -72,7 +71,7 @@ beforeAll(async () => {
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_MAX_ARTIFACT_BYTES: "1024", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 78, full_name: "acme/app", clone_url: repo },
   });
-  ({ daemon, owner, projectId } = ci);
+  ({ daemon, owner } = ci);
 }, 60_000);
 
 afterAll(async () => {
