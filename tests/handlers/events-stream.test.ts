@@ -1,9 +1,9 @@
 // GET /v1/events (docs/api.md "Build events"): build changes of the caller's projects as
 // Server-Sent Events, over a real socket (Bun.serve in front of the app, as the daemon runs it).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
@@ -32,11 +32,7 @@ function serve(app: ReturnType<typeof createApp>) {
 }
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = await startGithubFixture());
   server = serve(t.app);
   // A second daemon process on the same database file: its own connection, event bus, hubs and watcher.
   second = await openDatabase(t.config.databaseUrl);

@@ -2,9 +2,9 @@
 // who asked for it, 60 seconds to open the stream, and both checked again when it opens. That an
 // open stream ends with the credential or the access: tests/handlers/streams-revocation.test.ts.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -20,11 +20,7 @@ const CREDENTIAL_ENDED = {
 };
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = await startGithubFixture());
   projectId = (await createProject(t, owner)).id;
   const pipeline = await createPipeline(t, owner, projectId);
   buildId = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build.id;

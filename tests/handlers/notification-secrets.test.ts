@@ -3,9 +3,9 @@
 // refused, so nobody who may edit the notification can make Roost hand the password (which the
 // API never returns) to a server of their choosing, or send it unencrypted.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
@@ -18,11 +18,7 @@ let smtp: Bun.TCPSocketListener<{ data: boolean }>;
 const heard: string[] = [];
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = await startGithubFixture());
   smtp = Bun.listen<{ data: boolean }>({
     hostname: "127.0.0.1",
     port: 0,

@@ -2,7 +2,7 @@
 // fencing, idempotent log appends, step results, finishing, cancel, lost runners.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
-import { type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { flagUnroutableBuilds, reapLostJobs } from "../../lib/runners/reaper.ts";
 

@@ -1,8 +1,8 @@
 // Graceful shutdown of long-lived responses and the runner/log/SSE metrics (docs/operations.md "Health and metrics").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
 
@@ -27,11 +27,7 @@ const call = async (method: string, path: string, token: string, body?: unknown)
 };
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = await startGithubFixture());
   const project = await createProject(t, owner);
   const pipeline = await createPipeline(t, owner, project.id);
   buildId = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build.id;

@@ -4,9 +4,9 @@
 // session signing out, the API token being revoked, the user being deactivated, or the access
 // that allowed the stream being taken away.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
 import { SESSION_COOKIE } from "../../lib/auth/browser-session.ts";
 import { RECHECK_MS } from "../../lib/auth/stream-guard.ts";
@@ -29,11 +29,7 @@ const TOKEN_ENDED = { code: "invalid_token", message: "The API token is not vali
 const NO_LONGER_SEES = { code: "forbidden", message: "The user this stream token was issued to can no longer see this build." };
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = await startGithubFixture());
   project = await createProject(t, owner);
   pipelineId = (await createPipeline(t, owner, project.id)).id;
   server = Bun.serve({

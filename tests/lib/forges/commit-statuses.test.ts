@@ -1,9 +1,9 @@
 // Commit statuses back to the hosts (docs/webhooks.md "Commit statuses"), against the
 // host API stand-in.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../../helpers/ci.ts";
+import { type TestApp } from "../../helpers/app.ts";
+import type { HostApiStandIn } from "../../support/host-api-stand-in.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture } from "../../helpers/ci.ts";
 import { REPORT_ATTEMPTS_BEFORE_INCIDENT, backoffSeconds, reportCommitStatuses } from "../../../lib/forges/commit-statuses.ts";
 import { transitionBuild } from "../../../lib/builds/transition.ts";
 
@@ -23,11 +23,7 @@ const report = () =>
 const statusCalls = () => host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
 
 beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
+  ({ t, host, owner } = await startGithubFixture());
   await t.call("POST", "/v1/integrations", { token: owner, body: { provider: "gitlab", name: "GitLab", api_url: host.url, access_token: host.gitlab.token } });
 });
 afterAll(async () => {
