@@ -11,7 +11,7 @@ import { ABANDONED_FILE_SECONDS } from "../artifacts/artifacts.ts";
 import type { StoredObject } from "./store.ts";
 
 /** The prefixes swept, in turn: every key Roost writes is under one of them. */
-const PREFIXES = ["artifacts/", "logs/"] as const;
+const PREFIXES = ["artifacts/", "logs/", "caches/"] as const;
 /** Keys listed per pass (S3 answers at most 1000 per request). */
 const SWEEP_PAGE = 1000;
 
@@ -28,7 +28,9 @@ export const SWEEP_START: SweepCursor = { prefix: 0, after: undefined };
  * ABANDONED_FILE_SECONDS ago are candidates (an upload in progress, or one whose row is being
  * committed, is younger). An artifact object is kept while its artifacts row exists; an archived
  * log while its build exists and retention has not deleted its log (a log archived twice is
- * rewritten in place, so its object is never deleted while it may still be marked archived). A
+ * rewritten in place, so its object is never deleted while it may still be marked archived); a
+ * shared cache archive while its cache_entries row exists (a save whose row lost to a concurrent
+ * one, or never came, leaves an archive nobody restores). A
  * database without a single build beside objects looks like a store paired with the wrong database:
  * then nothing is deleted. Keys of other shapes are left alone.
  */
@@ -44,7 +46,8 @@ export async function sweepOrphanedObjects(
   const old = page.objects.filter((o) => o.modifiedAt <= ctx.clock.now() - ABANDONED_FILE_SECONDS);
   const result = { deleted: 0, bytes: 0, next };
   if (old.length === 0 || !(await one(ctx.db, "SELECT 1 FROM builds LIMIT 1"))) return result;
-  const orphans = prefix === "artifacts/" ? await orphanedArtifacts(ctx.db, old) : await orphanedLogs(ctx.db, old);
+  const orphans =
+    prefix === "artifacts/" ? await orphanedArtifacts(ctx.db, old) : prefix === "logs/" ? await orphanedLogs(ctx.db, old) : await orphanedCaches(ctx.db, old);
   for (const o of orphans) {
     try {
       await ctx.objects.delete(o.key);
@@ -83,4 +86,20 @@ async function orphanedLogs(db: AppContext["db"], objects: StoredObject[]): Prom
   const rows = await all(db, `SELECT id FROM builds WHERE logs_deleted_at IS NULL AND id IN (${builds.map(() => "?").join(", ")})`, builds);
   const kept = new Set(rows.map((r) => str(r, "id")));
   return parsed.filter((p) => !kept.has(p.build)).map((p) => p.o);
+}
+
+/** `caches/<project_id>/<id>` (a shared dependency cache, lib/caches/store.ts) without its cache_entries row. */
+async function orphanedCaches(db: AppContext["db"], objects: StoredObject[]): Promise<StoredObject[]> {
+  const parsed = objects.flatMap((o) => {
+    const m = /^caches\/([^/]+)\/([^/]+)$/.exec(o.key);
+    return m ? [{ o, project: m[1]!, id: m[2]! }] : [];
+  });
+  if (parsed.length === 0) return [];
+  const rows = await all(
+    db,
+    `SELECT project_id, id FROM cache_entries WHERE id IN (${parsed.map(() => "?").join(", ")})`,
+    parsed.map((p) => p.id),
+  );
+  const kept = new Set(rows.map((r) => `${str(r, "project_id")}/${str(r, "id")}`));
+  return parsed.filter((p) => !kept.has(`${p.project}/${p.id}`)).map((p) => p.o);
 }

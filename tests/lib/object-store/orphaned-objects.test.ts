@@ -10,6 +10,7 @@ import { createBuild } from "../../../lib/builds/create.ts";
 import { storeArtifact } from "../../../lib/artifacts/artifacts.ts";
 import { artifactKey } from "../../../lib/object-store/store.ts";
 import { ABANDONED_FILE_SECONDS } from "../../../lib/artifacts/artifacts.ts";
+import { cacheObjectKey, storeCache } from "../../../lib/caches/store.ts";
 import { SWEEP_START, sweepOrphanedObjects, type SweepCursor } from "../../../lib/object-store/sweep.ts";
 
 const bytes = (text: string) => new TextEncoder().encode(text);
@@ -77,6 +78,27 @@ for (const kind of ["disk", "s3"] as const) {
       expect(await keys()).toEqual([artifactKey(build.id, kept.id)]);
       const download = await t.call("GET", `/v1/builds/${build.id}/artifacts/${kept.id}`, { token: fixture.owner });
       expect({ status: download.status, text: download.text }).toEqual({ status: 200, text: "apk" });
+
+      // A shared cache archive: kept with its row, deleted without one once old.
+      const saved = await storeCache(t.db, t.ctx.objects, t.ctx.log, {
+        writer: { projectId: fixture.projectId, pipelineId: pipeline.id, scope: "branch:main" },
+        key: "pub-1",
+        version: "v1",
+        body: new Blob([bytes("pub cache")]).stream(),
+        expectedSha256: new Bun.CryptoHasher("sha256").update("pub cache").digest("hex"),
+        maxBytes: 1024,
+        declaredLength: null,
+        now: t.clock.now(),
+      });
+      const strayCache = cacheObjectKey(fixture.projectId, "never-recorded");
+      await t.ctx.objects.put(strayCache, bytes("stray"), opts);
+      const cacheKeys = async () => (await t.ctx.objects.list({ prefix: "caches/", after: undefined, limit: 100 })).objects.map((o) => o.key).sort();
+      expect(await cacheKeys()).toEqual([cacheObjectKey(fixture.projectId, saved.id), strayCache].sort());
+      t.clock.advance(ABANDONED_FILE_SECONDS + 60);
+      deleted = 0;
+      for (let i = 0; i < 3 && deleted < 1; i++) deleted += await cycle();
+      expect(deleted).toBe(1);
+      expect(await cacheKeys()).toEqual([cacheObjectKey(fixture.projectId, saved.id)]);
     });
   });
 }
