@@ -23,7 +23,8 @@ const ALLOWED_ALGS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES2
 const CLOCK_SKEW_SECONDS = 60;
 const MAX_ID_TOKEN_AGE_SECONDS = 600;
 const DISCOVERY_TTL_SECONDS = 10 * 60;
-const FETCH_TIMEOUT_MS = 5000;
+/** How long a request to the identity provider (discovery, JWKS, the token endpoint) may take. */
+export const FETCH_TIMEOUT_MS = 5000;
 /** At most one JWKS refetch forced by a failed signature per issuer in this many seconds. */
 export const JWKS_REFETCH_COOLDOWN_SECONDS = 30;
 

@@ -21,6 +21,7 @@ import { createGithubIntegration, createPipeline, createProject, seedStandIn } f
 import { ERROR_STATUS } from "../../lib/http/errors.ts";
 import { listen, type Listener } from "../../lib/http/listener.ts";
 import { silentLogger } from "../../lib/daemon/log.ts";
+import { FETCH_TIMEOUT_MS } from "../../lib/auth/oidc.ts";
 
 const SEED = Number(process.env.ROOST_FUZZ_SEED ?? 20_095);
 const REQUESTS = Number(process.env.ROOST_FUZZ_REQUESTS ?? 26_000);
@@ -36,11 +37,10 @@ const SLOW_MS = 2000;
 const UPSTREAM_FAILURES = new Set(["GET /v1/auth/oidc/start oidc_discovery_error", "PUT /v1/settings/runtime-mode oidc_discovery_error"]);
 /**
  * Those two operations wait for the stored provider, without blocking anyone else, for up to the
- * discovery timeout (lib/auth/oidc.ts, 5 s): a name like idp.example.test, on a host whose resolver
+ * discovery timeout (FETCH_TIMEOUT_MS, 5 s): a name like idp.example.test, on a host whose resolver
  * stays silent, is answered only when the timeout fires. They are slow only past that wait.
  */
 const WAITS_FOR_PROVIDER = new Set(["GET /v1/auth/oidc/start", "PUT /v1/settings/runtime-mode"]);
-const PROVIDER_WAIT_MS = 5000;
 
 // --- a seeded PRNG (mulberry32) -------------------------------------------------------------
 
@@ -533,7 +533,7 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
     seen.add(`${op.method} ${op.path}`);
     const request = buildRequest(n, op, world);
     const started = performance.now();
-    const slowMs = WAITS_FOR_PROVIDER.has(`${op.method} ${op.path}`) ? PROVIDER_WAIT_MS + SLOW_MS : SLOW_MS;
+    const slowMs = WAITS_FOR_PROVIDER.has(`${op.method} ${op.path}`) ? FETCH_TIMEOUT_MS + SLOW_MS : SLOW_MS;
     let problem: string | null;
     const transport = random();
     try {
