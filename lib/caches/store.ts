@@ -3,7 +3,7 @@
 // Entries are immutable, as actions/cache's are (https://github.com/actions/cache): a key names its
 // contents, so a second save of the same key in the same scope is 409 cache_exists. Uploads are
 // verified against the SHA-256 the runner announced before their row is written (as artifacts,
-// lib/artifacts.ts); retention deletes rows first and objects after, so no row names a missing
+// lib/artifacts/artifacts.ts); retention deletes rows first and objects after, so no row names a missing
 // object on purpose.
 import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";

@@ -35,7 +35,7 @@ const FileEnv = z
   .describe("plain environment variables (NAME: value); secrets are set through the API, never in the file");
 
 // Scheduled builds of the pipeline, with the API's validation. They take effect when the file is
-// pushed to the project's default branch (lib/pipelines/file-schedules.ts); a schedule is known by
+// pushed to the project's default branch (syncFileSchedules in lib/schedules/schedules.ts); a schedule is known by
 // its expression, time zone and branch, so the file may not name the same one twice.
 export const FileSchedule = z
   .object({
