@@ -175,19 +175,8 @@ async function recover(rest: string[]): Promise<number> {
     throw new UsageError(`roost recover: unknown target '${what}' (only setup-token); see 'roost recover --help'`);
   }
   const config = configOrExit();
-  const path = what === "setup-token" ? "/setup-tokens" : "/recovery-capabilities";
-  let response: Response;
-  try {
-    response = await fetch(`http://roost${path}`, { method: "POST", unix: config.managementSocketPath } as RequestInit);
-  } catch {
-    process.stderr.write(`cannot reach the management socket at ${config.managementSocketPath}; is 'roost serve' running, and are you its user?\n`);
-    return 1;
-  }
-  const body = (await response.json()) as Record<string, unknown>;
-  if (!response.ok) {
-    process.stderr.write(`${body.code}: ${body.message}\n`);
-    return 1;
-  }
+  const body = await mintOverSocket(config, what === "setup-token" ? "/setup-tokens" : "/recovery-capabilities");
+  if (typeof body === "number") return body;
   process.stdout.write(String(body.recovery_capability ?? body.setup_token) + "\n");
   process.stderr.write(`expires at ${new Date(Number(body.expires_at) * 1000).toISOString()}\n`);
   return 0;
