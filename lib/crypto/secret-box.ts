@@ -7,7 +7,7 @@
 // base64url; the associated data binds a value to its purpose, so a sealed client secret cannot
 // be pasted into another column and decrypted there.
 import { join } from "node:path";
-import { readFile, writeFile } from "node:fs/promises";
+import { link, readFile, unlink, writeFile } from "node:fs/promises";
 import { decodeBase64, decodeBase64urlIgnorePadding, encodeBase64, encodeBase64urlNoPadding } from "@oslojs/encoding";
 
 export const SECRET_KEY_FILE = "secret.key";
@@ -34,12 +34,20 @@ export async function loadSecretKey(dataDir: string, fromEnv: string | undefined
   const existing = await readFile(path, "utf8").catch(() => null);
   if (existing !== null) return decodeKey(existing);
   const key = crypto.getRandomValues(new Uint8Array(32));
+  // Written whole under a name of its own, then linked into place: link(2) fails if the name
+  // exists, so a daemon starting beside this one sees no key file or the complete one, never the
+  // empty file an exclusive create shows between its open and its write.
+  const draft = `${path}.${process.pid}.${encodeBase64urlNoPadding(crypto.getRandomValues(new Uint8Array(6)))}`;
+  await writeFile(draft, encodeBase64(key) + "\n", { mode: 0o600, flag: "wx" });
   try {
-    await writeFile(path, encodeBase64(key) + "\n", { mode: 0o600, flag: "wx" });
+    await link(draft, path);
     return key;
-  } catch {
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     // Another process created it first (two daemons starting together): use theirs.
     return decodeKey(await readFile(path, "utf8"));
+  } finally {
+    await unlink(draft).catch(() => {});
   }
 }
 
