@@ -11,6 +11,6 @@ const file = resolve(import.meta.dir, "../docs/authorization.md");
 writeFileSync(file, withFreshTable(readFileSync(file, "utf8"), await loadRoutes(routes)));
 console.log(`wrote ${file}`);
 
-const schemaFile = resolve(import.meta.dir, "../docs/schema.sql");
+const schemaFile = resolve(import.meta.dir, "../docs/schema.md");
 writeFileSync(schemaFile, currentSchema());
 console.log(`wrote ${schemaFile}`);

@@ -120,7 +120,7 @@ const STATEMENT = /["'`]\s*(?:SELECT\s[\s\S]*?\sFROM\s|INSERT\s|UPDATE\s+[a-z_]+
 
 describe("domain stores", () => {
   test("every table in the current schema has one owning domain", () => {
-    const tables = [...readFileSync(join(ROOT, "docs/schema.sql"), "utf8").matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z_]+)/g)].map((m) => m[1]!);
+    const tables = [...readFileSync(join(ROOT, "docs/schema.md"), "utf8").matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([a-z_]+)/g)].map((m) => m[1]!);
     expect(tables.length).toBeGreaterThan(20);
     expect(tables.filter((t) => !(t in OWNER))).toEqual([]);
   });

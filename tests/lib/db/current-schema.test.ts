@@ -1,12 +1,12 @@
-// docs/schema.sql is the schema the migrations leave, so a reader never has to replay them.
+// docs/schema.md is the schema the migrations leave, so a reader never has to replay them.
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { currentSchema } from "../../../lib/db/current-schema.ts";
 import { MIGRATIONS } from "../../../lib/db/migrate.ts";
 
-describe("docs/schema.sql", () => {
-  const doc = readFileSync(resolve(import.meta.dir, "../../../docs/schema.sql"), "utf8");
+describe("docs/schema.md", () => {
+  const doc = readFileSync(resolve(import.meta.dir, "../../../docs/schema.md"), "utf8");
 
   test("is up to date (run `npm run docs` after adding a migration)", () => {
     expect(doc).toBe(currentSchema());
