@@ -31,7 +31,8 @@ export function currentSchema(): string {
         "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite_%' ORDER BY tbl_name, type = 'table' DESC, name",
       )
       .all();
-    const byTable = Map.groupBy(rows, (r) => r.tbl_name);
+    const byTable = new Map<string, SchemaObject[]>();
+    for (const row of rows) byTable.set(row.tbl_name, [...(byTable.get(row.tbl_name) ?? []), row]);
     const version = MIGRATIONS.length;
     const contents = [...byTable.keys()].map((table) => `[${table}](#${table})`).join(" · ");
     const sections = [...byTable].map(([table, objects]) => `## ${table}\n\n\`\`\`sql\n${objects.map((o) => `${o.sql.trim()};`).join("\n\n")}\n\`\`\`\n`);
