@@ -139,6 +139,8 @@ async function serve(rest: string[]): Promise<number> {
     process.stderr.write(`roost serve: ${cause}\n`);
     process.exit(2);
   });
+  // The compiled binary starts with a reluctant JIT (scripts/build.ts); serving is the hot path.
+  Bun.unsafe.setJITPolicy(1);
   let stopping = false;
   const stop = async () => {
     if (stopping) return;
@@ -271,7 +273,10 @@ async function main(argv: string[]): Promise<number> {
   }
   // The runner and the client commands are loaded when asked for, so `roost serve` neither
   // evaluates nor holds them (docs/benchmarks.md, start-up); each answers its own --help.
-  if (command === "runner") return (await import("../runner/main.ts")).runnerMain(rest);
+  if (command === "runner") {
+    Bun.unsafe.setJITPolicy(1); // a runner streams logs for hours: the normal JIT (scripts/build.ts)
+    return (await import("../runner/main.ts")).runnerMain(rest);
+  }
   if ((CLIENT_GROUPS as readonly string[]).includes(command))
     return (await import("../lib/cli/client/commands.ts")).runClientCommand(command as ClientGroup, rest);
   const run = COMMANDS[command as keyof typeof COMMANDS] as ((rest: string[]) => Promise<number>) | undefined;

@@ -4,20 +4,40 @@
 // (its pure-JavaScript web client) or the tests' ROOST_DB_DRIVER=libsql.
 // The web app (web/, lib/web/build.ts) is embedded as a map of its files that a generated entry
 // registers before bin/roost.ts runs, so the binary serves it with nothing beside it.
-import { chmod, mkdir, stat, writeFile } from "node:fs/promises";
+//
+// Start-up (docs/benchmarks.md "Start-up of the compiled binary"): the bytecode is laid out by a
+// profile of `roost serve` starting (https://bun.com/docs/bundler/executables, "Profile-guided
+// bytecode layout"), so a start reads and decodes less of the executable, and the JIT starts
+// reluctant ("JIT policy"): the run-once start-up code stays in the interpreter until
+// bin/roost.ts restores the normal policy once the daemon serves. The profile is recorded by the
+// first build of a checkout, into dist/ (profiles match functions by a hash of their syntax, so a
+// recording keeps applying as the code changes; delete dist/roost-serve.order to record anew).
+import { chmod, mkdir, mkdtemp, rename, rm, stat, writeFile } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { buildWebAssets } from "../lib/web/build.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
+const HOST_TARGET = `bun-${process.platform}-${process.arch}`;
+/** The recorded start of `roost serve` that orders the bytecode. */
+export const ORDER_FILE = join(ROOT, "dist", "roost-serve.order");
+/** JavaScriptCore's tier-up thresholds are this many times higher until the daemon serves. */
+const START_JIT_POLICY = 8;
 
 export async function buildBinary(options: { target?: string; outfile?: string } = {}): Promise<string> {
-  const target = options.target ?? `bun-${process.platform}-${process.arch}`;
+  const target = options.target ?? HOST_TARGET;
   const outfile = options.outfile ?? join(ROOT, "dist", "roost");
   await mkdir(join(ROOT, "dist"), { recursive: true });
+  if (!existsSync(ORDER_FILE)) await recordStartProfile();
+  return compile(target, outfile, existsSync(ORDER_FILE) ? ORDER_FILE : null);
+}
+
+async function compile(target: string, outfile: string, order: string | null): Promise<string> {
   const entry = await writeEmbeddingEntry();
   const result = await Bun.build({
     entrypoints: [entry],
-    compile: { target: target as "bun-linux-x64", outfile },
+    compile: { target: target as "bun-linux-x64", outfile, jitPolicy: START_JIT_POLICY, bytecodeOrder: order },
     minify: true,
     // The bundle is embedded as bytecode too, so a start does not parse 2.5 MB of JavaScript first
     // (about a third of the CPU time to a ready /readyz; https://bun.com/docs/bundler/bytecode).
@@ -32,6 +52,54 @@ export async function buildBinary(options: { target?: string; outfile?: string }
   }
   await chmod(outfile, 0o755);
   return outfile;
+}
+
+/**
+ * Builds a host binary without a profile, starts `roost serve` on an empty data directory until
+ * /readyz answers 200, stops it (the profile is written on exit) and keeps the profile as
+ * ORDER_FILE. A recording that fails leaves no file: the build goes on without one.
+ */
+async function recordStartProfile(): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "roost-order-"));
+  try {
+    const binary = await compile(HOST_TARGET, join(dir, "roost"), null);
+    const recording = join(dir, "serve.order");
+    const child = Bun.spawn([binary, "serve"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", ROOST_LISTEN: "127.0.0.1:0", BUN_BYTECODE_ORDER_OUT: recording },
+      stdout: "ignore",
+      stderr: "pipe",
+    });
+    const url = await listeningUrl(child.stderr);
+    for (let i = 0; url && i < 500; i++) {
+      if (
+        (await fetch(`${url}/readyz`).then(
+          (r) => r.status,
+          () => 0,
+        )) === 200
+      )
+        break;
+      await Bun.sleep(10);
+    }
+    child.kill("SIGTERM");
+    await child.exited;
+    if (url && existsSync(recording)) await rename(recording, ORDER_FILE);
+    else console.error("build: could not record a start-up profile; building without one");
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** The URL of the daemon's "roost listening" log line, or null when it ends without one. */
+async function listeningUrl(stderr: ReadableStream<Uint8Array>): Promise<string | null> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of stderr) {
+    buffer += decoder.decode(chunk);
+    const line = buffer.split("\n").find((l) => l.includes('"roost listening"'));
+    if (line) return (JSON.parse(line) as { url: string }).url;
+  }
+  return null;
 }
 
 /** dist/.embed/entry.ts: registers the web app's files, then runs the CLI. */
