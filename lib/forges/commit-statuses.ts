@@ -11,7 +11,8 @@
 //   2. sends them, up to PER_FORGE_IN_FLIGHT at a time per integration, any number of forges at once;
 //   3. records each: sent (the version it sent; a change meanwhile leaves the row due), or failed
 //      with its retry time: when the host's rate limit resets (Retry-After, x-ratelimit-*), or
-//      exponential backoff with jitter. After REPORT_ATTEMPTS_BEFORE_INCIDENT consecutive failures
+//      exponential backoff with jitter; what was sent is written in batches while the next sends
+//      go on. After REPORT_ATTEMPTS_BEFORE_INCIDENT consecutive failures
 //      an operator incident names the integration. A failure never touches the build.
 import type { Db } from "../db/client.ts";
 import { all } from "../db/client.ts";
@@ -30,8 +31,14 @@ export const REPORT_ATTEMPTS_BEFORE_INCIDENT = 5;
 const MAX_BACKOFF_SECONDS = 600;
 /** Statuses not sent within a day are dropped (the host has moved on), with what was sent. */
 const REPORT_WINDOW_SECONDS = 24 * 3600;
-/** Requests in flight at once to one integration's forge. */
-export const PER_FORGE_IN_FLIGHT = 8;
+/**
+ * Requests in flight at once to one integration's forge. A sender busy with a webhook burst takes
+ * its answers a turn of its event loop at a time (about 100 ms at load 18), so this bounds how many
+ * statuses leave per turn: 8 fell behind a burst of 2,000 pushes (docs/benchmarks.md "Commit
+ * statuses"). GitHub allows 100 concurrent requests per installation across its APIs
+ * (https://docs.github.com/en/rest/using-the-rest-api/rate-limits-for-the-rest-api#about-secondary-rate-limits).
+ */
+export const PER_FORGE_IN_FLIGHT = 32;
 /** Rows one claim takes; a reporter claims again at once while rows are due. */
 const CLAIM_BATCH = 200;
 /** A claim not recorded within this long (its process died) is taken again. */
@@ -144,29 +151,36 @@ async function claimDue(deps: ReporterDeps, claimer: string, limit: number): Pro
   }));
 }
 
-/** Sends one integration's statuses, PER_FORGE_IN_FLIGHT at a time; stops early (leaving the rest due) when the forge asks to wait. */
+/**
+ * Sends one integration's statuses, PER_FORGE_IN_FLIGHT at a time; stops early (leaving the rest
+ * due) when the forge asks to wait. What each send did is recorded in batches, one write for every
+ * outcome waiting, while the next sends go on: a sender never waits for the write queue between
+ * two requests (a webhook burst holds it for a group commit at a time, which paced the statuses
+ * to PER_FORGE_IN_FLIGHT per commit; docs/benchmarks.md "Commit statuses").
+ */
 async function sendToForge(deps: ReporterDeps, claimer: string, integrationId: string, rows: Due[]): Promise<number> {
   const integration = integrationId ? await findIntegration(deps.db, integrationId) : null;
   let sent = 0;
   let waitUntil: number | null = null;
   let failedOnce = false;
+  const outcomes = outcomeRecorder(deps, claimer);
   const queue = [...rows];
   const worker = async () => {
     for (let row = queue.shift(); row; row = queue.shift()) {
       if (waitUntil !== null) {
-        await release(deps, claimer, row, waitUntil);
+        outcomes.add({ row, releasedUntil: waitUntil });
         continue;
       }
       try {
         if (!integration) throw new Error("the repository's integration is gone");
         await send(deps, integration, row);
-        await record(deps, claimer, row);
+        outcomes.add({ row, releasedUntil: null });
         sent++;
       } catch (error) {
         if (error instanceof ForgeApiError && error.retryAt !== null) {
           // The host's rate limit: not a failure of this status; everything for this host waits.
           waitUntil = Math.max(waitUntil ?? 0, error.retryAt);
-          await release(deps, claimer, row, error.retryAt);
+          outcomes.add({ row, releasedUntil: error.retryAt });
           deps.log.warn("commit statuses wait for the host's rate limit", { integration_id: integrationId, until: error.retryAt });
         } else {
           failedOnce = true;
@@ -176,8 +190,68 @@ async function sendToForge(deps: ReporterDeps, claimer: string, integrationId: s
     }
   };
   await Promise.all(Array.from({ length: Math.min(PER_FORGE_IN_FLIGHT, rows.length) }, worker));
+  await outcomes.settled();
   if (sent > 0 && !failedOnce && integrationId) await resolveIncident(deps.db, deps.now, "integration", integrationId, "commit_status_failed");
   return sent;
+}
+
+/** A claimed row sent (releasedUntil null), or not sent because the host asked to wait until then. */
+interface Outcome {
+  row: Due;
+  releasedUntil: number | null;
+}
+
+/**
+ * Records outcomes as they come: one write for everything added since the last one began, never
+ * two at once. A claimed row stays this claimer's until its outcome is written, so no other
+ * process sends it meanwhile.
+ */
+function outcomeRecorder(deps: ReporterDeps, claimer: string): { add(outcome: Outcome): void; settled(): Promise<void> } {
+  let waiting: Outcome[] = [];
+  let writing: Promise<void> | null = null;
+  let failure: unknown = null;
+  const write = () => {
+    if (writing || waiting.length === 0) return;
+    const batch = waiting;
+    waiting = [];
+    writing = recordOutcomes(deps, claimer, batch)
+      .catch((error: unknown) => void (failure ??= error))
+      .finally(() => {
+        writing = null;
+        write();
+      });
+  };
+  return {
+    add(outcome) {
+      waiting.push(outcome);
+      write();
+    },
+    async settled() {
+      while (writing) await writing;
+      if (failure) throw failure;
+    },
+  };
+}
+
+/**
+ * Sent: the version it sent is what the host has (a newer change meanwhile leaves the row due).
+ * Released: due again when the host said, with no attempt counted. One write transaction for all.
+ */
+async function recordOutcomes(deps: ReporterDeps, claimer: string, outcomes: Outcome[]): Promise<void> {
+  await deps.db.batch(
+    outcomes.map(({ row, releasedUntil }) =>
+      releasedUntil === null
+        ? {
+            sql: `UPDATE commit_status_outbox SET sent_version = ?, attempts = 0, next_attempt_at = 0, last_error = NULL, claimed_by = NULL, claimed_until = NULL WHERE ${KEY}`,
+            args: [row.version, ...row.key, claimer],
+          }
+        : {
+            sql: `UPDATE commit_status_outbox SET next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL WHERE ${KEY}`,
+            args: [releasedUntil, ...row.key, claimer],
+          },
+    ),
+    "write",
+  );
 }
 
 /** Through the repository's forge; a forge without commit statuses (none has rows: the outbox leaves plain git out) sends nothing. */
@@ -202,22 +276,6 @@ async function send(deps: ReporterDeps, integration: Integration, row: Due): Pro
 }
 
 const KEY = "repository_id = ? AND commit_sha = ? AND pipeline_id = ? AND claimed_by = ?";
-
-/** Sent: the version it sent is what the host has (a newer change meanwhile leaves the row due). */
-async function record(deps: ReporterDeps, claimer: string, row: Due): Promise<void> {
-  await deps.db.execute({
-    sql: `UPDATE commit_status_outbox SET sent_version = ?, attempts = 0, next_attempt_at = 0, last_error = NULL, claimed_by = NULL, claimed_until = NULL WHERE ${KEY}`,
-    args: [row.version, ...row.key, claimer],
-  });
-}
-
-/** Not sent because the host asked to wait: due again then, with no attempt counted. */
-async function release(deps: ReporterDeps, claimer: string, row: Due, at: number): Promise<void> {
-  await deps.db.execute({
-    sql: `UPDATE commit_status_outbox SET next_attempt_at = ?, claimed_by = NULL, claimed_until = NULL WHERE ${KEY}`,
-    args: [at, ...row.key, claimer],
-  });
-}
 
 async function fail(deps: ReporterDeps, claimer: string, row: Due, integrationId: string, error: Error): Promise<void> {
   const attempts = row.attempts + 1;

@@ -443,6 +443,7 @@ export async function statusBurst(ctx: BenchContext): Promise<void> {
     const pushes = ctx.pushDeliveries(SECRET, 2000, "c");
     const answered = new Map<string, number>();
     const started = Date.now();
+    const cpuBefore = ctx.cpuMsOf(w.daemon.process.pid);
     let next = 0;
     await Promise.all(
       Array.from({ length: 64 }, async () => {
@@ -459,6 +460,7 @@ export async function statusBurst(ctx: BenchContext): Promise<void> {
     const statuses = () => w.host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
     const deadline = Date.now() + 30_000;
     while (statuses().length < answered.size && Date.now() < deadline) await Bun.sleep(50);
+    const cpuMs = ctx.cpuMsOf(w.daemon.process.pid) - cpuBefore;
     const bySha = new Map<string, number[]>();
     for (const r of statuses()) {
       const sha = r.path.split("/statuses/")[1]!;
@@ -486,6 +488,11 @@ export async function statusBurst(ctx: BenchContext): Promise<void> {
       higherIsBetter: false,
       unit: "ms",
     });
+    const duringBurst = statuses().filter((r) => r.at <= started + burstMs).length;
+    say(
+      ctx,
+      `statuses: ${duringBurst.toLocaleString("en-US")} of ${statuses().length.toLocaleString("en-US")} posted while the pushes were arriving; the daemon used ${(cpuMs / 1000).toFixed(1)} s of CPU (user + system) from the first push to the last status, ${(cpuMs / Math.max(1, answered.size)).toFixed(2)} ms a push with its status.`,
+    );
     ctx.measure("statuses burst max ms", Math.max(...delays));
     ctx.measure("statuses posted twice", twice + missing);
     if (twice || missing) ctx.note(`statuses: ${twice} builds' statuses posted more than once, ${missing} not posted within 30 s.`);
