@@ -1,14 +1,11 @@
 // API tokens (docs/api.md "API tokens"; docs/authorization.md "Roles").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { appWithOwner, userWithRole, type TestApp } from "../helpers/app.ts";
 import { createLogger } from "../../lib/daemon/log.ts";
 
 let t: TestApp;
 let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-});
+beforeAll(async () => ({ t, owner } = await appWithOwner()));
 afterAll(() => t.close());
 
 async function create(token: string, body: Record<string, unknown>) {

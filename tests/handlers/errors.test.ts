@@ -1,13 +1,10 @@
 // Cross-cutting error behaviour of the pipeline (docs/api.md "Errors").
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { appWithOwner, type TestApp } from "../helpers/app.ts";
 
 let t: TestApp;
 let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-});
+beforeAll(async () => ({ t, owner } = await appWithOwner()));
 afterAll(() => t.close());
 
 describe("errors are JSON {code, message}", () => {

@@ -1,14 +1,11 @@
 // Operator incidents (docs/api.md "Operator incidents").
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { appWithOwner, type TestApp } from "../helpers/app.ts";
 import { raiseIncident, resolveIncident } from "../../lib/daemon/incidents.ts";
 
 let t: TestApp;
 let owner: string;
-beforeEach(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-});
+beforeEach(async () => ({ t, owner } = await appWithOwner()));
 afterEach(() => t.close());
 
 const input = {

@@ -1,14 +1,11 @@
 // PUT /v1/settings/runtime-mode: the owner moves a ready Local Only instance to External Access
 // once its sign-in method is configured (and, for OIDC, its discovery document loads), and back.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { appWithOwner, userWithRole, type TestApp } from "../helpers/app.ts";
 
 let t: TestApp;
 let owner: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-});
+beforeAll(async () => ({ t, owner } = await appWithOwner()));
 afterAll(() => t.close());
 
 const status = async () => (await t.call("GET", "/v1/setup/status")).body;

@@ -1,13 +1,10 @@
 // User management (docs/api.md "Users"): invite, list, change role, deactivate.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
+import { appWithOwner, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 
 let t: TestApp;
 let owner: string;
-beforeEach(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-});
+beforeEach(async () => ({ t, owner } = await appWithOwner()));
 afterEach(() => t.close());
 
 describe("inviting", () => {

@@ -2,17 +2,12 @@
 // app shows beside a field, and what the pipeline file's problems say, never zod's defaults
 // ("Invalid input: expected string, received undefined"). A schema's own message still wins.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { appWithOwner, type TestApp } from "../helpers/app.ts";
 import { parsePipelineFile } from "../../lib/pipelines/file.ts";
 
 let t: TestApp;
 let owner: string;
-
-beforeAll(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-});
-
+beforeAll(async () => ({ t, owner } = await appWithOwner()));
 afterAll(() => t.close());
 
 const ZOD_DEFAULTS = /Invalid input|Invalid option|Too small|Too big|Unrecognized key|expected (string|number|object)|received undefined/;

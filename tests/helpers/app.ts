@@ -174,6 +174,12 @@ export async function bootstrapOwner(t: TestApp, email = "owner@example.test"): 
   return res.body.session_token;
 }
 
+/** A test app with its owner signed in, where most handler tests start. */
+export async function appWithOwner(env: Record<string, string> = {}): Promise<{ t: TestApp; owner: string }> {
+  const t = await createTestApp(env);
+  return { t, owner: await bootstrapOwner(t) };
+}
+
 /** Invites a user with `role` (as the owner) and signs them in locally; returns their session token and id. */
 export async function userWithRole(
   t: TestApp,
