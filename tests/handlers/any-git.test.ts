@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { git as gitIn } from "../helpers/git.ts";
+import { buildsOf, expectDeliveryBuilt, FORK_PULL_REQUEST_NOT_BUILT, projectBuildingEverything, reportedStatuses } from "../helpers/deliveries.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
 import { pollGitRemotes } from "../../lib/forges/git/poll.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 import { findIntegration } from "../../lib/integrations/store.ts";
@@ -35,23 +35,6 @@ function commit(message: string): string {
   return git("rev-parse", "HEAD");
 }
 
-async function projectFor(repositoryId: string): Promise<{ id: string; pipeline: string }> {
-  const p = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repositoryId } })).body.project;
-  const pipeline = (
-    await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
-      token: owner,
-      body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } },
-    })
-  ).body.pipeline;
-  return { id: p.id, pipeline: pipeline.id };
-}
-const buildsOf = async (projectId: string) =>
-  (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds as {
-    id: string;
-    commit_sha: string;
-    branch: string;
-    trigger_event: string;
-  }[];
 const deliveriesOf = async (projectId: string) =>
   (await t.call("GET", `/v1/projects/${projectId}/webhook-deliveries?limit=200`, { token: owner })).body.deliveries as {
     host: string;
@@ -103,7 +86,7 @@ describe("Gitea and Forgejo", () => {
     expect(JSON.stringify(res.body)).not.toContain(host.gitea.token);
     const repos = (await t.call("GET", "/v1/integration-repositories?q=gitea/webhooks", { token: owner })).body.repositories;
     expect(repos[0]).toMatchObject({ provider: "gitea", external_id: "140", full_name: "gitea/webhooks", default_branch: "master" });
-    project = await projectFor(repos[0].id);
+    project = await projectBuildingEverything(t, owner, repos[0].id);
   });
 
   test("a signed push builds the pushed commit on its branch; the Forgejo headers work alike", async () => {
@@ -117,7 +100,7 @@ describe("Gitea and Forgejo", () => {
       headers: { "x-forgejo-event": "push", "x-forgejo-delivery": crypto.randomUUID(), "x-forgejo-signature": hex(GITEA_SECRET, body) },
     });
     expect(forgejo.body.builds).toHaveLength(1);
-    const builds = await buildsOf(project.id);
+    const builds = await buildsOf(t, owner, project.id);
     expect(builds.map((b) => [b.branch, b.commit_sha, b.trigger_event])).toEqual([
       ["develop", "bffeb74224043ba2feb48d137756c8a9331c449a", "push"],
       ["develop", "bffeb74224043ba2feb48d137756c8a9331c449a", "push"],
@@ -130,22 +113,9 @@ describe("Gitea and Forgejo", () => {
     ["pull_request", "pull_request__opened.json", 1, null],
     ["pull_request", "pull_request__synchronized.json", 1, null],
     ["pull_request", "pull_request__closed.json", 0, 'pull request action "closed" brings no new commit'],
-    [
-      "pull_request",
-      "pull_request__opened_from_fork.json",
-      0,
-      "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)",
-    ],
+    ["pull_request", "pull_request__opened_from_fork.json", 0, FORK_PULL_REQUEST_NOT_BUILT],
   ] as const)("%s %s builds %d", async (event, file, builds, reason) => {
-    const res = await gitea(event, fixture(file));
-    expect(res.status).toBe(200);
-    expect(res.body.builds).toHaveLength(builds);
-    if (reason)
-      expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({
-        host: "gitea",
-        result: "ignored",
-        reason,
-      });
+    await expectDeliveryBuilt(t, owner, await gitea(event, fixture(file)), { host: "gitea", builds, reason });
   });
 
   test("a push without head_commit (older Gitea and Forgejo versions) builds the commit `after` names", async () => {
@@ -187,7 +157,7 @@ describe("Gitea and Forgejo", () => {
   });
 
   test("a wrong or missing signature is refused before anything is built, and logged", async () => {
-    const before = (await buildsOf(project.id)).length;
+    const before = (await buildsOf(t, owner, project.id)).length;
     const wrong = await gitea("push", fixture("push.json"), { "x-gitea-signature": hex("not-the-secret-at-all", fixture("push.json")) });
     expect(wrong.status).toBe(401);
     expect(wrong.body).toEqual({ code: "webhook_signature_invalid", message: "X-Gitea-Signature does not match the webhook secret." });
@@ -201,7 +171,7 @@ describe("Gitea and Forgejo", () => {
       code: "webhook_signature_missing",
       message: "Gitea and Forgejo deliveries must carry X-Gitea-Signature; set the integration's webhook secret as the hook's secret.",
     });
-    expect((await buildsOf(project.id)).length).toBe(before);
+    expect((await buildsOf(t, owner, project.id)).length).toBe(before);
   });
 
   test("a signed body that is not a Gitea payload is 400 invalid_payload", async () => {
@@ -212,10 +182,7 @@ describe("Gitea and Forgejo", () => {
   });
 
   test("commit statuses go back through POST /api/v1/repos/{owner}/{repo}/statuses/{sha}", async () => {
-    host.requests.length = 0;
-    const sent = await reportCommitStatuses({ ...t.ctx, now: t.clock.now(), baseUrl: "https://ci.example.test" });
-    expect(sent).toBeGreaterThan(0);
-    const statuses = host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/api/v1/repos/gitea/webhooks/statuses/"));
+    const statuses = await reportedStatuses(t, host, "/api/v1/repos/gitea/webhooks/statuses/");
     expect(statuses.map((r) => r.path)).toContain("/api/v1/repos/gitea/webhooks/statuses/bffeb74224043ba2feb48d137756c8a9331c449a");
     expect(statuses[0]!.headers.authorization).toBe(`token ${host.gitea.token}`);
     expect(statuses[0]!.body).toMatchObject({
@@ -281,7 +248,7 @@ describe("a plain git remote", () => {
         full_name: expect.stringContaining("roost-remote-"),
       }),
     ]);
-    project = await projectFor(repos[0].id);
+    project = await projectBuildingEverything(t, owner, repos[0].id);
   });
 
   test("connecting records the heads: no poll builds the head a manual build already built; a later commit builds once; no change builds nothing", async () => {
@@ -303,17 +270,17 @@ describe("a plain git remote", () => {
   });
 
   test("a poll whose build cannot be recorded keeps the ref's previous head, and the next poll builds it once the cause is fixed", async () => {
-    const next = (await buildsOf(project.id)).length + 1;
+    const next = (await buildsOf(t, owner, project.id)).length + 1;
     await t.db.execute({ sql: "UPDATE projects SET next_build_number = 1 WHERE id = ?", args: [project.id] });
     const sha = commit("while the counter is behind");
     t.clock.advance(30);
     expect(await pollGitRemotes(t.ctx)).toBe(1);
-    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === sha)).toEqual([]);
+    expect((await buildsOf(t, owner, project.id)).filter((b) => b.commit_sha === sha)).toEqual([]);
     expect((await deliveriesOf(project.id)).filter((d) => d.host === "git").map((d) => d.result)).toEqual(["failed", "built"]);
     await t.db.execute({ sql: "UPDATE projects SET next_build_number = ? WHERE id = ?", args: [next, project.id] });
     t.clock.advance(30);
     expect(await pollGitRemotes(t.ctx)).toBe(1);
-    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
+    expect((await buildsOf(t, owner, project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
   });
 
   test("a new tag and a new branch each build once", async () => {
@@ -321,7 +288,7 @@ describe("a plain git remote", () => {
     git("branch", "feature/x");
     t.clock.advance(30);
     await pollGitRemotes(t.ctx);
-    const builds = await buildsOf(project.id);
+    const builds = await buildsOf(t, owner, project.id);
     expect(builds.filter((b) => b.trigger_event === "tag").map((b) => b.branch)).toEqual(["v1.0"]);
     expect(builds.filter((b) => b.branch === "feature/x")).toHaveLength(1);
   });
@@ -336,7 +303,7 @@ describe("a plain git remote", () => {
     } finally {
       other.close();
     }
-    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === third)).toHaveLength(1);
+    expect((await buildsOf(t, owner, project.id)).filter((b) => b.commit_sha === third)).toHaveLength(1);
     expect(await gitDuplicates()).toEqual([]);
   });
 
@@ -369,7 +336,7 @@ describe("a plain git remote", () => {
     const good = await push({ project_id: project.id, ref: "refs/heads/main", before: "", after: sha, message: "pushed", actor: "dev" });
     expect(good.status).toBe(200);
     expect(good.body).toMatchObject({ ok: true, duplicate: false, builds: [{ pipeline_id: project.pipeline }] });
-    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
+    expect((await buildsOf(t, owner, project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
 
     const body = { project_id: project.id, ref: "refs/heads/main", after: sha };
     const bad = await push(body, `sha256=${hex("some-other-secret-entirely", JSON.stringify(body))}`);
@@ -392,7 +359,7 @@ describe("a plain git remote", () => {
     // The next poll sees main at the commit the webhook already built: a duplicate, no second build.
     t.clock.advance(3600);
     expect(await pollGitRemotes(t.ctx)).toBe(1);
-    expect((await buildsOf(project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
+    expect((await buildsOf(t, owner, project.id)).filter((b) => b.commit_sha === sha)).toHaveLength(1);
     expect((await gitDuplicates()).map((d) => d.event)).toEqual(["push", "push"]); // the replayed body, then the poll
     const invalid = await push({ project_id: project.id, ref: "main", after: "abc" });
     expect(invalid.status).toBe(400);

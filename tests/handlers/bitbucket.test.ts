@@ -7,8 +7,8 @@ import { createHmac } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { buildsOf, expectDeliveryBuilt, FORK_PULL_REQUEST_NOT_BUILT, projectBuildingEverything, reportedStatuses } from "../helpers/deliveries.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
 import { findRepositoriesByExternalId } from "../../lib/integrations/repositories.ts";
 import { cloneCredentials } from "../../lib/runners/protocol.ts";
 
@@ -28,13 +28,6 @@ const deliver = (event: string, body: string, headers: Record<string, string> = 
     contentType: "application/json",
     headers: { "x-event-key": event, "x-request-uuid": crypto.randomUUID(), "x-hub-signature": sign(SECRET, body), ...headers },
   });
-const buildsOf = async (projectId: string) =>
-  (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds as {
-    id: string;
-    commit_sha: string;
-    branch: string;
-    trigger_event: string;
-  }[];
 
 beforeAll(async () => {
   t = await createTestApp();
@@ -105,14 +98,7 @@ describe("Bitbucket Cloud", () => {
       default_branch: "master",
       clone_url: "https://bitbucket.example.test/team_name/repo_name.git",
     });
-    const p = (await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repos[0].id } })).body.project;
-    const pipeline = (
-      await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
-        token: owner,
-        body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } },
-      })
-    ).body.pipeline;
-    project = { id: p.id, pipeline: pipeline.id };
+    project = await projectBuildingEverything(t, owner, repos[0].id);
   });
 
   test("an app password works too, sent as HTTP Basic, and runners clone with it", async () => {
@@ -139,7 +125,7 @@ describe("Bitbucket Cloud", () => {
     const res = await deliver("repo:push", fixture("repo_push.json"));
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ ok: true, duplicate: false, builds: [{ pipeline_id: project.pipeline }] });
-    expect((await buildsOf(project.id)).map((b) => [b.branch, b.commit_sha, b.trigger_event])).toEqual([
+    expect((await buildsOf(t, owner, project.id)).map((b) => [b.branch, b.commit_sha, b.trigger_event])).toEqual([
       ["name-of-branch", "709d658dc5b6d6afcd46049c2f332ee3f515a67d", "push"],
     ]);
   });
@@ -150,28 +136,15 @@ describe("Bitbucket Cloud", () => {
     ["pullrequest:created", "pullrequest_created.json", 1, null],
     ["pullrequest:updated", "pullrequest_updated.json", 1, null],
     ["pullrequest:fulfilled", "pullrequest_fulfilled", 0, 'Bitbucket event "pullrequest:fulfilled" does not trigger builds'],
-    [
-      "pullrequest:created",
-      "pullrequest_created__from_fork.json",
-      0,
-      "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)",
-    ],
+    ["pullrequest:created", "pullrequest_created__from_fork.json", 0, FORK_PULL_REQUEST_NOT_BUILT],
   ] as const)("%s %s builds %d", async (event, file, builds, reason) => {
     // A merged pull request: the updated payload in the state Bitbucket gives it then.
     const body = file === "pullrequest_fulfilled" ? fixture("pullrequest_updated.json").replace('"state": "OPEN"', '"state": "MERGED"') : fixture(file);
-    const res = await deliver(event, body);
-    expect(res.status).toBe(200);
-    expect(res.body.builds).toHaveLength(builds);
-    if (reason)
-      expect((await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery).toMatchObject({
-        host: "bitbucket",
-        result: "ignored",
-        reason,
-      });
+    await expectDeliveryBuilt(t, owner, await deliver(event, body), { host: "bitbucket", builds, reason });
   });
 
   test("a tag push builds the tag, a pull request builds its source commit against the destination branch", async () => {
-    const builds = await buildsOf(project.id);
+    const builds = await buildsOf(t, owner, project.id);
     expect(builds.filter((b) => b.trigger_event === "tag").map((b) => [b.branch, b.commit_sha])).toEqual([
       ["v1.0.0", "709d658dc5b6d6afcd46049c2f332ee3f515a67d"],
     ]);
@@ -200,7 +173,7 @@ describe("Bitbucket Cloud", () => {
   });
 
   test("a wrong or missing signature is refused before anything is built, and logged", async () => {
-    const before = (await buildsOf(project.id)).length;
+    const before = (await buildsOf(t, owner, project.id)).length;
     const body = fixture("repo_push.json");
     const wrong = await deliver("repo:push", body, { "x-hub-signature": sign("not-the-secret-at-all", body) });
     expect(wrong.status).toBe(401);
@@ -213,7 +186,7 @@ describe("Bitbucket Cloud", () => {
       code: "webhook_signature_missing",
       message: "Bitbucket deliveries must carry X-Hub-Signature; set the integration's webhook secret as the webhook's secret.",
     });
-    expect((await buildsOf(project.id)).length).toBe(before);
+    expect((await buildsOf(t, owner, project.id)).length).toBe(before);
     const rejected = (
       (await t.call("GET", "/v1/webhook-deliveries?limit=200", { token: owner })).body.deliveries as { host: string; result: string; reason: string }[]
     ).filter((d) => d.host === "bitbucket" && d.result === "rejected");
@@ -230,10 +203,7 @@ describe("Bitbucket Cloud", () => {
   });
 
   test("build statuses go back through POST /2.0/repositories/{workspace}/{repo_slug}/commit/{sha}/statuses/build", async () => {
-    host.requests.length = 0;
-    const sent = await reportCommitStatuses({ ...t.ctx, now: t.clock.now(), baseUrl: "https://ci.example.test" });
-    expect(sent).toBeGreaterThan(0);
-    const statuses = host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/2.0/repositories/team_name/repo_name/commit/"));
+    const statuses = await reportedStatuses(t, host, "/2.0/repositories/team_name/repo_name/commit/");
     expect(statuses.map((r) => r.path)).toContain("/2.0/repositories/team_name/repo_name/commit/709d658dc5b6d6afcd46049c2f332ee3f515a67d/statuses/build");
     expect(statuses[0]!.headers.authorization).toBe(`Bearer ${host.bitbucket.token}`);
     expect(statuses[0]!.body).toMatchObject({

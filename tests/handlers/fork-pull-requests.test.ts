@@ -8,6 +8,7 @@ import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
+import { expectDeliveryBuilt, FORK_PULL_REQUEST_NOT_BUILT } from "../helpers/deliveries.ts";
 
 const SECRET = "github-app-webhook-secret-for-fork-tests";
 const DEPLOY_SECRET = "the-deploy-secret-value";
@@ -55,13 +56,7 @@ afterAll(async () => {
 describe("pull requests from forks", () => {
   test("are ignored by default, and the delivery log says why and how to change it", async () => {
     const res = await deliver(forkPullRequest("1".repeat(40)));
-    expect(res.status).toBe(200);
-    expect(res.body.builds).toEqual([]);
-    const delivery = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
-    expect(delivery).toMatchObject({
-      result: "ignored",
-      reason: "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)",
-    });
+    await expectDeliveryBuilt(t, owner, res, { host: "github", builds: 0, reason: FORK_PULL_REQUEST_NOT_BUILT });
   });
 
   test("build once the project opts in, and the build's claim carries no secret", async () => {

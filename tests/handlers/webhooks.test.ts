@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, userWithRole, type Called, type TestApp } from "../helpers/app.ts";
+import { buildsOf, deliveryOf } from "../helpers/deliveries.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
 
@@ -58,7 +59,15 @@ async function gitlab(event: string, body: string, token: string | null, options
   return t.call("POST", "/v1/webhooks/gitlab", { raw: body, contentType: "application/json", headers, peer: "34.74.90.64" });
 }
 
-const buildsOf = async (projectId: string) => (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token: owner })).body.builds;
+/** Sends a delivery about one of the projects (`key` as in `projects`): it is answered 200 and is no duplicate; the project's builds before and after it, and its log entry. */
+async function replay(key: string, send: () => Promise<Called>) {
+  const p = projects.get(key)!;
+  const before = (await buildsOf(t, owner, p.id)).length;
+  const res = await send();
+  expect(res.status).toBe(200);
+  expect(res.body).toMatchObject({ ok: true, duplicate: false });
+  return { before, after: await buildsOf(t, owner, p.id), delivery: await deliveryOf(t, owner, res.body.delivery_id) };
+}
 
 beforeAll(async () => {
   t = await createTestApp();
@@ -111,13 +120,7 @@ describe("every GitHub fixture, correctly signed", () => {
     ["pull_request__labeled.json", "pull_request", 186853002, null, 'pull request action "labeled" brings no new commit'],
     ["pull_request__closed.json", "pull_request", 186853002, null, 'pull request action "closed" brings no new commit'],
   ])("%s → commit %p", async (file, event, repo, sha, reason) => {
-    const p = projects.get(`github:${repo}`)!;
-    const before = (await buildsOf(p.id)).length;
-    const res = await github(event, fixture("github", file));
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ ok: true, duplicate: false });
-    const after = await buildsOf(p.id);
-    const delivery = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    const { before, after, delivery } = await replay(`github:${repo}`, () => github(event, fixture("github", file)));
     if (sha) {
       expect(after.length).toBe(before + 1);
       expect(after[0]).toMatchObject({ commit_sha: sha, trigger_type: "webhook", trigger_event: event === "push" && file.includes("tag") ? "tag" : event });
@@ -220,13 +223,13 @@ describe("GitHub delivery formats and dedupe", () => {
 
   test("20 identical deliveries at once create exactly one build", async () => {
     const p = projects.get("github:135493233")!;
-    const before = (await buildsOf(p.id)).length;
+    const before = (await buildsOf(t, owner, p.id)).length;
     const body = fixture("github", "push__branch_updated.json").replace("Update README", "concurrent");
     const id = crypto.randomUUID();
     const results = await Promise.all(Array.from({ length: 20 }, () => github("push", body, { delivery: id })));
     expect(results.every((r) => r.status === 200)).toBe(true);
     expect(results.filter((r) => !r.body.duplicate)).toHaveLength(1);
-    expect((await buildsOf(p.id)).length).toBe(before + 1);
+    expect((await buildsOf(t, owner, p.id)).length).toBe(before + 1);
   });
 
   test("[skip ci] in the head commit message builds nothing, and says so", async () => {
@@ -311,16 +314,10 @@ describe("every GitLab fixture, with the repository's token", () => {
     ["merge_request__update_labels.json", "Merge Request Hook", "72081820", null, "merge request update without new commits (no oldrev)"],
     ["merge_request__merge.json", "Merge Request Hook", "32059612", null, 'merge request action "merge" brings no new commit'],
   ])("%s → commit %p", async (file, event, repo, sha, reason) => {
-    const p = projects.get(`gitlab:${repo}`)!;
-    const before = (await buildsOf(p.id)).length;
-    const res = await gitlab(event, fixture("gitlab", file), gitlabTokens.get(repo)!);
-    expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ ok: true, duplicate: false });
-    const after = await buildsOf(p.id);
-    const delivery = (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+    const { before, after, delivery } = await replay(`gitlab:${repo}`, () => gitlab(event, fixture("gitlab", file), gitlabTokens.get(repo)!));
     if (sha) {
       expect(after.length).toBe(before + 1);
-      expect(after[0].commit_sha).toBe(sha);
+      expect(after[0]?.commit_sha).toBe(sha);
       expect(delivery.decisions[0].reason).toContain(reason);
     } else {
       expect(after.length).toBe(before);

@@ -1,0 +1,60 @@
+// Reading back what a forge's webhook delivery did, through the API: the builds of a project, and
+// the delivery log's entry (docs/api.md "Webhook deliveries").
+import { expect } from "bun:test";
+import type { Called, TestApp } from "./app.ts";
+import type { HostApiStandIn, RecordedRequest } from "../support/host-api-stand-in.ts";
+import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
+
+/** The reason the delivery log gives for a fork's pull request that its project does not build (lib/webhooks/accept.ts). */
+export const FORK_PULL_REQUEST_NOT_BUILT = "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)";
+
+export interface BuildSummary {
+  id: string;
+  commit_sha: string;
+  branch: string;
+  trigger_event: string;
+  [field: string]: unknown;
+}
+
+/** A project's builds, newest first. */
+export async function buildsOf(t: TestApp, token: string, projectId: string): Promise<BuildSummary[]> {
+  return (await t.call("GET", `/v1/projects/${projectId}/builds?limit=200`, { token })).body.builds;
+}
+
+/** The delivery log's entry for one delivery. */
+export async function deliveryOf(t: TestApp, token: string, deliveryId: string): Promise<any> {
+  return (await t.call("GET", `/v1/webhook-deliveries/${deliveryId}`, { token })).body.delivery;
+}
+
+/** A project on a catalogue repository with one pipeline, "all", that builds pushes, pull requests and tags on every branch. */
+export async function projectBuildingEverything(t: TestApp, token: string, repositoryId: string): Promise<{ id: string; pipeline: string }> {
+  const project = (await t.call("POST", "/v1/projects", { token, body: { repository_id: repositoryId } })).body.project;
+  const pipeline = (
+    await t.call("POST", `/v1/projects/${project.id}/pipelines`, {
+      token,
+      body: { name: "all", trigger_config: { events: ["push", "pull_request", "tag"], branches: ["**"] } },
+    })
+  ).body.pipeline;
+  return { id: project.id, pipeline: pipeline.id };
+}
+
+/** A delivery answered 200 with `builds` builds; where it names a `reason`, the log has the delivery ignored by `host` for it. */
+export async function expectDeliveryBuilt(
+  t: TestApp,
+  token: string,
+  res: Called,
+  expected: { host: string; builds: number; reason: string | null },
+): Promise<void> {
+  expect(res.status).toBe(200);
+  expect(res.body.builds).toHaveLength(expected.builds);
+  if (expected.reason)
+    expect(await deliveryOf(t, token, res.body.delivery_id)).toMatchObject({ host: expected.host, result: "ignored", reason: expected.reason });
+}
+
+/** Sends the commit statuses the builds owe; the stand-in's POSTs under `pathPrefix` that it took (at least one status was sent). */
+export async function reportedStatuses(t: TestApp, host: HostApiStandIn, pathPrefix: string): Promise<RecordedRequest[]> {
+  host.requests.length = 0;
+  const sent = await reportCommitStatuses({ ...t.ctx, now: t.clock.now(), baseUrl: "https://ci.example.test" });
+  expect(sent).toBeGreaterThan(0);
+  return host.requests.filter((r) => r.method === "POST" && r.path.startsWith(pathPrefix));
+}
