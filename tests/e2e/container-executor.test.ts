@@ -12,112 +12,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect, createServer } from "node:net";
 import type { Subprocess } from "bun";
-import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { BUN, REPO_ROOT, ROOST, http, type Daemon } from "../helpers/daemon.ts";
+import { pollUntil, sh as shIn } from "../helpers/ci-daemon.ts";
+import { GREETING_SERVER, TEST_CACHE_DIR, ensureTestImage, startContainerWorld, type ContainerWorld } from "../helpers/containers.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-container-e2e-"));
-const repo = join(work, "app");
-const cacheDir = process.env.ROOST_TEST_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(process.env.HOME ?? "/root", ".cache"), "roost-tests");
+let ci: ContainerWorld;
 let image = "";
 let daemon: Daemon;
-let host: HostApiStandIn;
 let owner = "";
 let projectId = "";
 let commit = "";
-const running: Subprocess[] = [];
-
-async function sh(cmd: string, cwd = work): Promise<string> {
-  const p = Bun.spawn(["bash", "-c", cmd], { cwd, stdout: "pipe", stderr: "pipe" });
-  const [out, err, code] = await Promise.all([new Response(p.stdout).text(), new Response(p.stderr).text(), p.exited]);
-  if (code !== 0) throw new Error(`${cmd}: exit ${code}: ${err}`);
-  return out.trim();
-}
-
-interface Runner {
-  id: string;
-  token: string;
-  workDir: string;
-  proc: Subprocess;
-  lines: string[];
-}
-
-async function registerRunner(): Promise<{ id: string; token: string }> {
-  const created = (await http(daemon.url, "POST", "/v1/runners", { token: owner, body: { name: `c-${crypto.randomUUID().slice(0, 6)}` } })).body;
-  return { id: created.runner.id, token: created.token };
-}
-
-/** A `roost runner --executor container` process (its stderr lines collected); `prefix` runs it through nsenter. */
-function startRunner(
-  r: { id: string; token: string },
-  args: string[] = [],
-  workDir = join(work, `runner-work-${r.id}`),
-  via: { prefix: string[]; url: string } | null = null,
-  env: Record<string, string> = {},
-): Runner {
-  const proc = Bun.spawn([...(via?.prefix ?? []), BUN, ROOST, "runner", "--executor", "container", "--engine", "podman", "--image", image, ...args], {
-    cwd: REPO_ROOT,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: join(work, "runner-home"),
-      CONTAINERS_CONF: join(cacheDir, "containers.conf"),
-      ROOST_URL: via?.url ?? daemon.url,
-      ROOST_RUNNER_ID: r.id,
-      ROOST_RUNNER_TOKEN: r.token,
-      ROOST_RUNNER_WORKDIR: workDir,
-      ROOST_RUNNER_GRACE_SECONDS: "2",
-      ...env,
-    },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  running.push(proc);
-  const lines: string[] = [];
-  void (async () => {
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for await (const chunk of proc.stderr as ReadableStream<Uint8Array>) {
-      buffer += decoder.decode(chunk, { stream: true });
-      let nl: number;
-      while ((nl = buffer.indexOf("\n")) >= 0) {
-        lines.push(buffer.slice(0, nl));
-        buffer = buffer.slice(nl + 1);
-      }
-    }
-  })();
-  return { ...r, workDir, proc, lines };
-}
-
-async function pipeline(executionConfig: Record<string, unknown>): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-    token: owner,
-    body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: executionConfig },
-  });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.pipeline.id;
-}
-
-async function build(pipelineId: string): Promise<string> {
-  const res = await http(daemon.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: commit } });
-  if (res.status !== 201) throw new Error(JSON.stringify(res.body));
-  return res.body.build.id;
-}
-
-const finished = (b: { status: string }) => ["succeeded", "failed", "canceled"].includes(b.status);
-
-async function waitFor(buildId: string, predicate: (b: any) => boolean, timeoutMs = 90_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const b = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
-    if (predicate(b)) return b;
-    if (Date.now() > deadline) throw new Error(`build did not get there: ${JSON.stringify(b)}`);
-    await Bun.sleep(200);
-  }
-}
-
-async function log(buildId: string): Promise<string> {
-  return fetch(`${daemon.url}/v1/builds/${buildId}/logs`, { headers: { authorization: `Bearer ${owner}`, accept: "text/plain" } }).then((r) => r.text());
-}
+const sh = (cmd: string) => shIn(cmd, work);
 
 /** The ids of the build's containers (any state), found by the label the runner gives them. */
 async function containersOf(buildId: string): Promise<string[]> {
@@ -126,13 +33,11 @@ async function containersOf(buildId: string): Promise<string[]> {
 
 /** Waits until the build's container runs a process of its step; its container id. */
 async function runningContainer(buildId: string, process: string): Promise<string> {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
+  const top = async () => {
     const [id] = await containersOf(buildId);
-    if (id && (await sh(`podman top ${id} args 2>/dev/null || true`)).includes(process)) return id;
-    if (Date.now() > deadline) throw new Error(`no container of build ${buildId} runs ${process}`);
-    await Bun.sleep(200);
-  }
+    return id && (await sh(`podman top ${id} args 2>/dev/null || true`)).includes(process) ? id : "";
+  };
+  return pollUntil(`a container of build ${buildId} running ${process}`, top, (id) => id !== "", 60_000, 200);
 }
 
 /** What is left of a build's container: containers, mounts naming it, its workspace and cache homes on the host. */
@@ -151,71 +56,56 @@ async function leftovers(
 const NOTHING_LEFT = { containers: [], mounts: [], workspaces: [] };
 
 /** Polls until nothing of the build's container is left (or gives up and answers what is). */
-async function nothingLeft(buildId: string, containerId: string, runnerWorkDir: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const left = await leftovers(buildId, containerId, runnerWorkDir);
-    if (JSON.stringify(left) === JSON.stringify(NOTHING_LEFT) || Date.now() > deadline) return left;
-    await Bun.sleep(300);
-  }
+async function nothingLeft(buildId: string, containerId: string, runnerWorkDir: string) {
+  const nothing = (left: unknown) => JSON.stringify(left) === JSON.stringify(NOTHING_LEFT);
+  return pollUntil("nothing left", () => leftovers(buildId, containerId, runnerWorkDir), nothing, 30_000, 300).catch(() =>
+    leftovers(buildId, containerId, runnerWorkDir),
+  );
 }
+
+const stepStatuses = (build: { step_results: { name: string; status: string }[] }) => build.step_results.map((s) => [s.name, s.status]);
 
 beforeAll(async () => {
   // The engine and the image, or a failure that says what is missing (never a skip).
-  const made = Bun.spawnSync(["bash", join(REPO_ROOT, "scripts/ensure-test-image")], { stdout: "pipe", stderr: "pipe" });
-  if (made.exitCode !== 0)
-    throw new Error(`Podman cannot build the test image on this machine (scripts/ensure-test-image exited ${made.exitCode}): ${made.stderr.toString().trim()}`);
-  image = made.stdout.toString().trim().split("\n").at(-1)!;
+  image = ensureTestImage();
   const probe = Bun.spawnSync(["podman", "run", "--rm", "--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", image, "true"], {
     stdout: "pipe",
     stderr: "pipe",
-    env: { ...process.env, CONTAINERS_CONF: join(cacheDir, "containers.conf") },
+    env: { ...process.env, CONTAINERS_CONF: join(TEST_CACHE_DIR, "containers.conf") },
   });
   if (probe.exitCode !== 0) throw new Error(`Podman cannot run a container on this machine: ${probe.stderr.toString().trim()}`);
-
-  mkdirSync(repo, { recursive: true });
-  await sh(
-    "git init -q -b main && echo '# app' > README.md && mkdir lib && echo 'void main() {}' > lib/main.dart && printf 'packages: {}\\n' > pubspec.lock && git add . && git -c user.email=ci@example.test -c user.name=CI commit -q -m 'first commit'",
-    repo,
-  );
-  commit = await sh("git rev-parse HEAD", repo);
-  daemon = await startDaemon({ dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } });
-  host = await startHostApiStandIn();
-  host.github.repos.push({ id: 79, full_name: "acme/app", default_branch: "main", private: true, clone_url: repo });
-  owner = (await http(daemon.url, "POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } })).body.session_token;
-  await http(daemon.url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: "0123456789abcdef-secret",
-    },
+  ci = await startContainerWorld({
+    work,
+    engine: "podman",
+    image,
+    repositoryId: 79,
+    env: { CONTAINERS_CONF: join(TEST_CACHE_DIR, "containers.conf") },
+    timeoutMs: 90_000,
   });
-  const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId } })).body.project.id;
+  ({ daemon, owner, projectId, commit } = ci);
 }, 600_000);
 
-// A test that failed half-way leaves no runner to take the next test's builds.
-afterEach(async () => {
-  for (const p of running.splice(0)) {
-    p.kill("SIGTERM");
-    await p.exited;
-  }
-});
+afterEach(() => ci.stopRunners());
 
 afterAll(async () => {
-  for (const p of running) p.kill("SIGKILL");
+  await ci?.stop();
   await sh("podman ps --all --filter label=roost.runner --format '{{.ID}}' | xargs -r podman rm --force --time 0 >/dev/null").catch(() => {});
-  await daemon?.stop();
-  await host?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
 describe("configuration", () => {
+  /** `roost runner <args>` with a registration but no daemon to reach: its exit code and stderr. */
+  async function runnerRefusal(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stderr: string }> {
+    const p = Bun.spawn([BUN, ROOST, "runner", ...args], {
+      cwd: REPO_ROOT,
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t", ...env },
+      stdout: "pipe",
+      stderr: "pipe",
+    });
+    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    return { code, stderr };
+  }
+
   test.each([
     [["--executor", "vm"], 'roost runner: --executor is host or container, not "vm" (see roost runner --help)'],
     [["--image", "x"], "roost runner: --image is for --executor container (see roost runner --help)"],
@@ -226,30 +116,12 @@ describe("configuration", () => {
       'roost runner: --container-user is UID:GID of a user other than root, not "0:0" (see roost runner --help)',
     ],
   ])("%p: exit 2 with one line saying what is wrong", async (args, message) => {
-    const p = Bun.spawn([BUN, ROOST, "runner", ...args], {
-      cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: work, ROOST_RUNNER_ID: "r", ROOST_RUNNER_TOKEN: "t" },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    const { code, stderr } = await runnerRefusal(args);
     expect({ code, stderr: stderr.trim() }).toEqual({ code: 2, stderr: message });
   });
 
   test("an engine that does not answer: exit 2 naming it (this machine's docker CLI has no daemon)", async () => {
-    const p = Bun.spawn([BUN, ROOST, "runner", "--executor", "container", "--engine", "docker"], {
-      cwd: REPO_ROOT,
-      env: {
-        PATH: process.env.PATH ?? "/usr/bin:/bin",
-        HOME: work,
-        ROOST_RUNNER_ID: "r",
-        ROOST_RUNNER_TOKEN: "t",
-        DOCKER_HOST: `unix://${work}/no-docker.sock`,
-      },
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const [stderr, code] = await Promise.all([new Response(p.stderr).text(), p.exited]);
+    const { code, stderr } = await runnerRefusal(["--executor", "container", "--engine", "docker"], { DOCKER_HOST: `unix://${work}/no-docker.sock` });
     expect(code).toBe(2);
     expect(stderr).toStartWith("roost runner: docker info failed: ");
   });
@@ -257,26 +129,26 @@ describe("configuration", () => {
 
 describe("a build in a fresh container", () => {
   test("--once: the runner runs one build and stops (exit 0); the next build waits for another runner", async () => {
-    const runner = startRunner(await registerRunner(), ["--once"]);
-    const id = await pipeline({ platforms: [], commands: { build: ["echo one build"] } });
-    const first = await build(id);
+    const runner = await ci.startRunner({ args: ["--once"] });
+    const id = await ci.pipeline({ platforms: [], commands: { build: ["echo one build"] } });
+    const first = await ci.build(id);
     expect(await runner.proc.exited).toBe(0);
-    expect((await waitFor(first, finished)).status).toBe("succeeded");
+    expect((await ci.waitFor(first)).status).toBe("succeeded");
     expect(runner.lines.at(-1)).toContain("runner stopped");
-    const second = await build(id);
+    const second = await ci.build(id);
     await Bun.sleep(1000);
     expect((await http(daemon.url, "GET", `/v1/builds/${second}`, { token: owner })).body.build.status).toBe("queued");
     await http(daemon.url, "POST", `/v1/builds/${second}/cancel`, { token: owner });
   }, 120_000);
 
   test("succeeds with the image's flutter: its log (secrets masked), its artifact, and a second build restoring the first one's cache", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await pipeline({
+    await ci.startRunner();
+    const id = await ci.pipeline({
       env: [{ key: "SIGNING_PASSWORD", value: "s3cr3t-signing-pass", secret: true }],
       commands: { pre_build: ["flutter pub get", "id -u", "echo password $SIGNING_PASSWORD"], build: ["echo workspace $PWD home $HOME pub $PUB_CACHE"] },
     });
-    const first = await waitFor(await build(id), finished);
-    const text = await log(first.id);
+    const first = await ci.waitFor(await ci.build(id));
+    const text = await ci.buildLog(first.id);
     expect(first).toMatchObject({ status: "succeeded", exit_code: 0 });
     expect(text).toContain("[roost] container: podman");
     expect(text).toContain(`image ${image}`);
@@ -286,7 +158,7 @@ describe("a build in a fresh container", () => {
     expect(text).not.toContain("s3cr3t-signing-pass");
     expect(text).toContain("workspace /roost/workspace home /roost/homes/home pub /roost/homes/PUB_CACHE");
     expect(text).toContain("[roost] cache: saved");
-    expect(first.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+    expect(stepStatuses(first)).toEqual([
       ["checkout", "succeeded"],
       ["container", "succeeded"],
       ["pre_build", "succeeded"],
@@ -300,13 +172,11 @@ describe("a build in a fresh container", () => {
     );
     expect(apk).toBe(`placeholder apk written by scripts/flutter-stand-in for commit ${commit}; not an app\n`);
 
-    const second = await waitFor(await build(id), finished);
-    const again = await log(second.id);
+    const second = await ci.waitFor(await ci.build(id));
+    const again = await ci.buildLog(second.id);
     expect(second.status).toBe("succeeded");
     expect(again).toContain("[roost] cache: restored");
     expect(again).toContain("flutter stand-in: packages of pubspec.lock: already in /roost/homes/PUB_CACHE/");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 180_000);
 });
 
@@ -319,10 +189,10 @@ describe("Flutter in the container", () => {
       '#!/bin/sh\necho "runner SDK 3.27.1: $0 $*"\nmkdir -p "$(dirname "$0")/cache" && date > "$(dirname "$0")/cache/stamp" && echo "cache written"\n',
       { mode: 0o755 },
     );
-    const runner = startRunner(await registerRunner(), [], undefined, null, { ROOST_FLUTTER_SDKS: sdks });
-    const id = await build(await pipeline({ platforms: [], flutter_version: "3.27.1", commands: { build: ["flutter --version"] } }));
-    const done = await waitFor(id, finished);
-    const text = await log(id);
+    const runner = await ci.startRunner({ env: { ROOST_FLUTTER_SDKS: sdks } });
+    const id = await ci.build(await ci.pipeline({ platforms: [], flutter_version: "3.27.1", commands: { build: ["flutter --version"] } }));
+    const done = await ci.waitFor(id);
+    const text = await ci.buildLog(id);
     expect(done.status).toBe("succeeded");
     expect(done.flutter_sdk).toMatchObject({ requested: "3.27.1", source: "sdks_dir" });
     expect(text).toContain(
@@ -331,8 +201,6 @@ describe("Flutter in the container", () => {
     expect(text).toContain("runner SDK 3.27.1: /opt/roost/flutter/bin/flutter --version\ncache written\n");
     expect(existsSync(join(sdks, "3.27.1", "bin", "cache"))).toBe(false);
     expect(readdirSync(join(runner.workDir, "overlays"))).toEqual([]);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 });
 
@@ -342,15 +210,15 @@ describe("what a build's code can reach from its container", () => {
     mkdirSync(runnerHome, { recursive: true });
     writeFileSync(join(runnerHome, "secret.txt"), "the runner's own file\n");
     // Another runner's build, running meanwhile, with a file in its workspace.
-    const other = startRunner(await registerRunner());
-    const otherBuild = await build(await pipeline({ platforms: [], commands: { build: ["echo other-job-file > other-secret.txt && sleep 3147"] } }));
+    const other = await ci.startRunner();
+    const otherBuild = await ci.build(await ci.pipeline({ platforms: [], commands: { build: ["echo other-job-file > other-secret.txt && sleep 3147"] } }));
     await runningContainer(otherBuild, "sleep 3147");
     const otherFile = join(other.workDir, "jobs", readdirSync(join(other.workDir, "jobs"))[0]!, "other-secret.txt");
     expect(readFileSync(otherFile, "utf8")).toBe("other-job-file\n");
 
-    const runner = startRunner(await registerRunner());
+    const runner = await ci.startRunner();
     // A cache entry in this runner's store, from a first build.
-    await waitFor(await build(await pipeline({ platforms: [], commands: { build: ["flutter pub get"] } })), finished);
+    await ci.waitFor(await ci.build(await ci.pipeline({ platforms: [], commands: { build: ["flutter pub get"] } })));
     expect(readdirSync(join(runner.workDir, "caches")).length).toBe(1);
     const probes: [string, string][] = [
       ["runner_home", `cat ${join(runnerHome, "secret.txt")}`],
@@ -366,8 +234,8 @@ describe("what a build's code can reach from its container", () => {
       ["write_etc", "echo x >> /etc/passwd"],
       ["write_workspace", "echo inside > inside.txt"],
     ];
-    const id = await build(
-      await pipeline({
+    const id = await ci.build(
+      await ci.pipeline({
         platforms: [],
         artifact_patterns: ["inside.txt"],
         commands: {
@@ -378,9 +246,9 @@ describe("what a build's code can reach from its container", () => {
         },
       }),
     );
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done.status).toBe("succeeded");
-    const text = await log(id);
+    const text = await ci.buildLog(id);
     const results = Object.fromEntries([...text.matchAll(/^PROBE (\w+) (reached|blocked)$/gm)].map((m) => [m[1], m[2]]));
     expect(results).toEqual({
       runner_home: "blocked",
@@ -458,9 +326,9 @@ describe("the network of a build's container", () => {
   }, 120_000);
 
   test("a build reaches neither the daemon on the runner's loopback nor 169.254.169.254", async () => {
-    const runner = startRunner(await registerRunner(), [], undefined, { prefix: inNetns, url: `http://127.0.0.1:${port}` });
-    const id = await build(
-      await pipeline({
+    await ci.startRunner({ via: { prefix: inNetns, url: `http://127.0.0.1:${port}` } });
+    const id = await ci.build(
+      await ci.pipeline({
         platforms: [],
         commands: {
           build: [
@@ -473,9 +341,9 @@ describe("the network of a build's container", () => {
         },
       }),
     );
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done.status).toBe("succeeded");
-    const text = await log(id);
+    const text = await ci.buildLog(id);
     expect(probes(text)).toEqual({
       metadata: "blocked: No route to host",
       link_local: "blocked: No route to host",
@@ -484,73 +352,63 @@ describe("the network of a build's container", () => {
       own_loopback: "blocked: Connection refused",
     });
     expect(text).not.toContain("ASIASTANDIN");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("network: none leaves the build only its own loopback", async () => {
-    const runner = startRunner(await registerRunner(), [], undefined, { prefix: inNetns, url: `http://127.0.0.1:${port}` });
-    const id = await build(
-      await pipeline({
+    await ci.startRunner({ via: { prefix: inNetns, url: `http://127.0.0.1:${port}` } });
+    const id = await ci.build(
+      await ci.pipeline({
         platforms: [],
         network: "none",
         commands: { build: [probe("metadata", "169.254.169.254", 80), probe("host_loopback", "10.0.2.2", port), "ls /sys/class/net"] },
       }),
     );
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done).toMatchObject({ status: "succeeded", executor: { network: "none" } });
-    const text = await log(id);
+    const text = await ci.buildLog(id);
     expect(probes(text)).toEqual({ metadata: "blocked: Network is unreachable", host_loopback: "blocked: Network is unreachable" });
     expect(text).toContain("$ ls /sys/class/net\nlo\n");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 });
 
 describe("clean-up that survives anything", () => {
   test("processes a step left running are stopped when the steps end, saying which step, and the build still succeeds", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(await pipeline({ platforms: [], commands: { pre_build: ["sleep 3140 &", "echo started"], build: ["echo built"] } }));
-    const done = await waitFor(id, finished);
+    await ci.startRunner();
+    const id = await ci.build(await ci.pipeline({ platforms: [], commands: { pre_build: ["sleep 3140 &", "echo started"], build: ["echo built"] } }));
+    const done = await ci.waitFor(id);
     expect(done.status).toBe("succeeded");
-    expect(await log(id)).toMatch(/\[roost\] stopping processes left running by step pre_build \(process group \d+\): the job is over/);
+    expect(await ci.buildLog(id)).toMatch(/\[roost\] stopping processes left running by step pre_build \(process group \d+\): the job is over/);
     expect(await containersOf(id)).toEqual([]);
     expect(await sh("pgrep -f 'sleep 314[0]' | wc -l")).toBe("0");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("a canceled build's container, its processes and mounts are gone", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(await pipeline({ platforms: [], commands: { build: ["sleep 3141 & sleep 3142"] } }));
+    const runner = await ci.startRunner();
+    const id = await ci.build(await ci.pipeline({ platforms: [], commands: { build: ["sleep 3141 & sleep 3142"] } }));
     const container = await runningContainer(id, "sleep 3142");
     expect((await http(daemon.url, "POST", `/v1/builds/${id}/cancel`, { token: owner })).body.build.status).toBe("canceled");
     expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
     expect(await sh("pgrep -f 'sleep 314[12]' | wc -l")).toBe("0");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("a build past its timeout fails with reason timeout, and its container is gone", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(await pipeline({ platforms: [], timeout_seconds: 10, commands: { build: ["sleep 3143 & sleep 3144"] } }));
+    const runner = await ci.startRunner();
+    const id = await ci.build(await ci.pipeline({ platforms: [], timeout_seconds: 10, commands: { build: ["sleep 3143 & sleep 3144"] } }));
     const container = await runningContainer(id, "sleep 3144");
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done).toMatchObject({ status: "failed", exit_code: 124, failure_reason: "timeout: the build ran past its timeout of 10 s" });
     expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
     expect(await sh("pgrep -f 'sleep 314[34]' | wc -l")).toBe("0");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("SIGTERM to the runner cancels its build and removes the container before it exits", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(await pipeline({ platforms: [], commands: { build: ["sleep 3145"] } }));
+    const runner = await ci.startRunner();
+    const id = await ci.build(await ci.pipeline({ platforms: [], commands: { build: ["sleep 3145"] } }));
     const container = await runningContainer(id, "sleep 3145");
     runner.proc.kill("SIGTERM");
     expect(await runner.proc.exited).toBe(0);
     expect(await leftovers(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
-    expect(await waitFor(id, finished)).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
+    expect(await ci.waitFor(id)).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
   }, 120_000);
 
   test("kill -9 leaves the container running; the restarted runner removes it, the volume its image declares, its workspace and its cache homes", async () => {
@@ -559,22 +417,19 @@ describe("clean-up that survives anything", () => {
     writeFileSync(join(dir, "Containerfile"), `FROM ${image}\nVOLUME /roost-test-volume\n`);
     await sh(`podman build --quiet --pull=never -t localhost/roost-test-volume:latest ${dir}`);
     const volumesBefore = await sh("podman volume ls --quiet");
-    const registered = await registerRunner();
-    const runner = startRunner(registered);
-    const id = await build(await pipeline({ platforms: [], image: "localhost/roost-test-volume:latest", commands: { build: ["sleep 3146"] } }));
+    const runner = await ci.startRunner();
+    const id = await ci.build(await ci.pipeline({ platforms: [], image: "localhost/roost-test-volume:latest", commands: { build: ["sleep 3146"] } }));
     const container = await runningContainer(id, "sleep 3146");
     expect(await sh("podman volume ls --quiet")).not.toBe(volumesBefore);
     runner.proc.kill("SIGKILL");
     await runner.proc.exited;
     await Bun.sleep(500);
     expect(await containersOf(id)).toEqual([container]);
-    const restarted = startRunner(registered, [], runner.workDir);
+    const restarted = await ci.startRunner({ again: runner });
     expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
     expect(await sh("pgrep -f 'sleep 314[6]' | wc -l")).toBe("0");
     expect(restarted.lines.some((l) => l.includes("removed what jobs this runner no longer runs had left"))).toBe(true);
     expect(await sh("podman volume ls --quiet")).toBe(volumesBefore);
-    restarted.proc.kill("SIGTERM");
-    await restarted.proc.exited;
   }, 120_000);
 });
 
@@ -588,12 +443,12 @@ describe("the image", () => {
   }
 
   test("is recorded by digest on the build; a re-run runs that digest after the tag moved on", async () => {
-    const runner = startRunner(await registerRunner());
+    await ci.startRunner();
     const first = await tagMovingImage("first image");
-    const id = await pipeline({ platforms: [], image: "localhost/roost-test-moving:latest", commands: { build: ["cat /etc/roost-test-image"] } });
-    const original = await waitFor(await build(id), finished);
+    const id = await ci.pipeline({ platforms: [], image: "localhost/roost-test-moving:latest", commands: { build: ["cat /etc/roost-test-image"] } });
+    const original = await ci.waitFor(await ci.build(id));
     expect(original.status).toBe("succeeded");
-    expect(await log(original.id)).toContain("\nfirst image\n");
+    expect(await ci.buildLog(original.id)).toContain("\nfirst image\n");
     const digest = await sh("podman image inspect --format '{{.Digest}}' localhost/roost-test-moving:latest");
     expect(original.executor).toEqual({
       kind: "container",
@@ -606,33 +461,29 @@ describe("the image", () => {
     });
 
     const second = await tagMovingImage("second image");
-    const rerun = await waitFor((await http(daemon.url, "POST", `/v1/builds/${original.id}/rerun`, { token: owner })).body.build.id, finished);
+    const rerun = await ci.waitFor((await http(daemon.url, "POST", `/v1/builds/${original.id}/rerun`, { token: owner })).body.build.id);
     expect(rerun.status).toBe("succeeded");
     expect(rerun.config_snapshot.execution_config.image).toBe(`localhost/roost-test-moving@${digest}`);
     expect(rerun.executor.image_digest).toBe(`localhost/roost-test-moving@${digest}`);
-    expect(await log(rerun.id)).toContain("\nfirst image\n");
+    expect(await ci.buildLog(rerun.id)).toContain("\nfirst image\n");
     // A new build of the pipeline takes the tag as it is now.
-    const fresh = await waitFor(await build(id), finished);
-    expect(await log(fresh.id)).toContain("\nsecond image\n");
+    const fresh = await ci.waitFor(await ci.build(id));
+    expect(await ci.buildLog(fresh.id)).toContain("\nsecond image\n");
     expect(fresh.executor.image_digest).not.toBe(original.executor.image_digest);
     await sh(`podman rmi --force ${first} ${second} >/dev/null 2>&1 || true`);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 180_000);
 
   test("an image the engine cannot get fails the build at the container step, saying why, on the build", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(await pipeline({ platforms: [], image: "localhost/roost-test-missing:1", commands: { build: ["echo never"] } }));
-    const done = await waitFor(id, finished);
+    await ci.startRunner();
+    const id = await ci.build(await ci.pipeline({ platforms: [], image: "localhost/roost-test-missing:1", commands: { build: ["echo never"] } }));
+    const done = await ci.waitFor(id);
     expect(done).toMatchObject({ status: "failed", failure_reason: expect.stringMatching(/^the image localhost\/roost-test-missing:1 could not be pulled: /) });
     expect(done.executor).toMatchObject({ kind: "container", image: "localhost/roost-test-missing:1", image_digest: null, error: done.failure_reason });
-    expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+    expect(stepStatuses(done)).toEqual([
       ["checkout", "succeeded"],
       ["container", "failed"],
       ["build", "skipped"],
     ]);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 });
 
@@ -667,12 +518,12 @@ describe("private images: registry_credentials", () => {
     await registry?.stop();
   });
 
-  const privateRunner = async () => startRunner(await registerRunner(), [], undefined, null, { CONTAINERS_REGISTRIES_CONF: registry.registriesConf });
+  const privateRunner = () => ci.startRunner({ env: { CONTAINERS_REGISTRIES_CONF: registry.registriesConf } });
 
   test("a build pulls its image with the project's secret, which is in no log, process, file or step environment", async () => {
     const runner = await privateRunner();
-    const id = await build(
-      await pipeline({ platforms: [], image: reference, registry_credentials: "REGISTRY_AUTH", commands: { build: ["env | sort", "sleep 3"] } }),
+    const id = await ci.build(
+      await ci.pipeline({ platforms: [], image: reference, registry_credentials: "REGISTRY_AUTH", commands: { build: ["env | sort", "sleep 3"] } }),
     );
     await runningContainer(id, "sleep 3");
     // While a step runs: no process's arguments and no file under the runner's directories hold the credentials.
@@ -681,16 +532,14 @@ describe("private images: registry_credentials", () => {
     expect(processes).not.toContain(PASSWORD);
     expect(processes).not.toContain(basic);
     expect(await sh(`grep -rlF -e '${PASSWORD}' -e '${basic}' ${runner.workDir} ${join(work, "runner-home")} 2>/dev/null || true`)).toBe("");
-    const done = await waitFor(id, finished);
-    const text = await log(id);
+    const done = await ci.waitFor(id);
+    const text = await ci.buildLog(id);
     expect(done.status).toBe("succeeded");
     expect(text).toContain(`[roost] pulling ${reference} with the registry credentials REGISTRY_AUTH`);
     expect(text).not.toMatch(/^REGISTRY_AUTH=/m);
     expect(text).not.toContain(PASSWORD);
     expect(text).not.toContain(basic);
     expect(done.executor.image_digest).toStartWith(`${registry.host}/acme/flutter@sha256:`);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 180_000);
 
   test.each([
@@ -706,141 +555,101 @@ describe("private images: registry_credentials", () => {
   ])(
     "%s: the build fails at the container step, saying why",
     async (key, reason) => {
-      const runner = await privateRunner();
-      const id = await build(await pipeline({ platforms: [], image: reference, registry_credentials: key, commands: { build: ["echo never"] } }));
-      const done = await waitFor(id, finished);
+      await privateRunner();
+      const id = await ci.build(await ci.pipeline({ platforms: [], image: reference, registry_credentials: key, commands: { build: ["echo never"] } }));
+      const done = await ci.waitFor(id);
       const expected = reason.replaceAll("REF", reference).replaceAll("HOST", registry.host);
       expect(done).toMatchObject({ status: "failed", failure_reason: expected });
       expect(done.executor).toMatchObject({ image: reference, image_digest: null, error: expected });
-      expect(done.step_results.map((s: { name: string; status: string }) => [s.name, s.status])).toEqual([
+      expect(stepStatuses(done)).toEqual([
         ["checkout", "succeeded"],
         ["container", "failed"],
         ["build", "skipped"],
       ]);
-      expect(await log(id)).not.toContain(PASSWORD);
-      runner.proc.kill("SIGTERM");
-      await runner.proc.exited;
+      expect(await ci.buildLog(id)).not.toContain(PASSWORD);
     },
     120_000,
   );
 });
 
 describe("services", () => {
-  // A small HTTP server of the test image's perl: it answers every request with $GREETING.
-  const server = [
-    "perl",
-    "-MIO::Socket::INET",
-    "-e",
-    '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => 8080, Listen => 5, ReuseAddr => 1) or die $!; while ($c = $s->accept) { print $c "HTTP/1.0 200 OK\\r\\n\\r\\n$ENV{GREETING}\\n"; close $c }',
-  ];
-  const client =
-    "for i in $(seq 100); do (exec 3<>/dev/tcp/web/8080 && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3) 2>/dev/null && break; sleep 0.1; done";
-
   test("a step reaches a service at its alias; after the build nothing of it remains", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(
-      await pipeline({
-        platforms: [],
-        services: [{ image, alias: "web", env: { GREETING: "hello from the web service" }, command: server }],
-        commands: { build: [client] },
-      }),
-    );
-    const done = await waitFor(id, finished);
-    const text = await log(id);
+    await ci.startRunner();
+    const id = await ci.buildWithService("hello from the web service");
+    const done = await ci.waitFor(id);
+    const text = await ci.buildLog(id);
     expect(done.status).toBe("succeeded");
-    expect(text).toContain(`[roost] service web: image ${image}, command ${JSON.stringify(server)}, reachable at web (the build's loopback)`);
+    expect(text).toContain(`[roost] service web: image ${image}, command ${JSON.stringify(GREETING_SERVER)}, reachable at web (the build's loopback)`);
     expect(text).toContain("HTTP/1.0 200 OK");
     expect(text).toContain("\nhello from the web service\n");
     expect(await containersOf(id)).toEqual([]);
     expect(await sh("pgrep -f 'GREETIN[G]' | wc -l")).toBe("0");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("a service that stopped is said in a failed build's log, with its exit code and last output", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(
-      await pipeline({
+    await ci.startRunner();
+    const id = await ci.build(
+      await ci.pipeline({
         platforms: [],
         services: [{ image, alias: "web", command: ["bash", "-c", "echo 'web: no configuration at /etc/web.conf' >&2; exit 3"] }],
         commands: { build: ["sleep 1", "exec 3<>/dev/tcp/web/8080"] },
       }),
     );
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done.status).toBe("failed");
-    expect(await log(id)).toContain("[roost] service web is not running (exit code 3); its last output:\n[roost]   web: no configuration at /etc/web.conf\n");
+    expect(await ci.buildLog(id)).toContain(
+      "[roost] service web is not running (exit code 3); its last output:\n[roost]   web: no configuration at /etc/web.conf\n",
+    );
     expect(await containersOf(id)).toEqual([]);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("network: none leaves the build and its service their shared loopback, and nothing else", async () => {
-    const runner = startRunner(await registerRunner());
-    const id = await build(
-      await pipeline({
-        platforms: [],
-        network: "none",
-        services: [{ image, alias: "web", env: { GREETING: "hello without a network" }, command: server }],
-        commands: { build: [client, "ls /sys/class/net"] },
-      }),
-    );
-    const done = await waitFor(id, finished);
-    const text = await log(id);
+    await ci.startRunner();
+    const id = await ci.buildWithService("hello without a network", ["ls /sys/class/net"], { network: "none" });
+    const done = await ci.waitFor(id);
+    const text = await ci.buildLog(id);
     expect(done.status).toBe("succeeded");
     expect(text).toContain("\nhello without a network\n");
     expect(text).toContain("$ ls /sys/class/net\nlo\n");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("kill -9 leaves the build and its service running; the restarted runner removes both", async () => {
-    const registered = await registerRunner();
-    const runner = startRunner(registered);
-    const id = await build(
-      await pipeline({
-        platforms: [],
-        services: [{ image, alias: "web", env: { GREETING: "hi" }, command: server }],
-        commands: { build: [client, "sleep 3147"] },
-      }),
-    );
+    const runner = await ci.startRunner();
+    const id = await ci.buildWithService("hi", ["sleep 3147"]);
     const container = await runningContainer(id, "sleep 3147");
     runner.proc.kill("SIGKILL");
     await runner.proc.exited;
     await Bun.sleep(500);
     expect((await containersOf(id)).length).toBe(2);
-    const restarted = startRunner(registered, [], runner.workDir);
+    await ci.startRunner({ again: runner });
     expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
     expect(await sh("pgrep -f 'sleep 314[7]|GREETIN[G]' | wc -l")).toBe("0");
-    restarted.proc.kill("SIGTERM");
-    await restarted.proc.exited;
   }, 120_000);
 });
 
 describe("limits", () => {
   test("a build past its memory limit fails saying it ran out of memory; the pipeline's limit within the runner's", async () => {
-    const runner = startRunner(await registerRunner(), ["--memory", "512m"]);
-    const id = await build(
-      await pipeline({
+    await ci.startRunner({ args: ["--memory", "512m"] });
+    const id = await ci.build(
+      await ci.pipeline({
         platforms: [],
         limits: { memory_mb: 96 },
         commands: { build: ["echo allocating", "x=$(head -c 400000000 /dev/zero | tr '\\0' x); echo survived"] },
       }),
     );
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done).toMatchObject({ status: "failed", failure_reason: "the build ran out of memory (limit 96 MiB)" });
-    const text = await log(id);
+    const text = await ci.buildLog(id);
     expect(text).toContain("memory 96 MiB");
     expect(done.executor.limits).toEqual({ cpus: null, memory_mb: 96, pids: 4096, disk_mb: null });
     expect(text).toContain("[roost] the build ran out of memory (limit 96 MiB): the kernel killed a process of step build");
     expect(text).not.toContain("\nsurvived");
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("a pipeline asking more than the runner allows gets the runner's, and the log says so; cpus and pids reach the container", async () => {
-    const runner = startRunner(await registerRunner(), ["--memory", "256m", "--cpus", "1", "--pids", "200"]);
-    const id = await build(
-      await pipeline({
+    await ci.startRunner({ args: ["--memory", "256m", "--cpus", "1", "--pids", "200"] });
+    const id = await ci.build(
+      await ci.pipeline({
         platforms: [],
         limits: { memory_mb: 1024, cpus: 0.5 },
         commands: {
@@ -850,26 +659,22 @@ describe("limits", () => {
         },
       }),
     );
-    const done = await waitFor(id, finished);
+    const done = await ci.waitFor(id);
     expect(done.status).toBe("succeeded");
     expect(done.executor.limits).toEqual({ cpus: 0.5, memory_mb: 256, pids: 200, disk_mb: null });
-    const text = await log(id);
+    const text = await ci.buildLog(id);
     expect(text).toContain("[roost] the pipeline's memory_mb 1 GiB is above this runner's 256 MiB: 256 MiB");
     expect(text).toContain(`\n${256 * 1024 * 1024}\n200\n50000\n`);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 
   test("a build writing past its disk limit is stopped, saying so", async () => {
-    const runner = startRunner(await registerRunner(), ["--disk", "20m"]);
-    const id = await build(await pipeline({ platforms: [], commands: { build: ["head -c 60000000 /dev/zero > big.bin && sleep 3148"] } }));
-    const done = await waitFor(id, finished);
+    await ci.startRunner({ args: ["--disk", "20m"] });
+    const id = await ci.build(await ci.pipeline({ platforms: [], commands: { build: ["head -c 60000000 /dev/zero > big.bin && sleep 3148"] } }));
+    const done = await ci.waitFor(id);
     expect(done).toMatchObject({
       status: "failed",
       failure_reason: expect.stringMatching(/^the build used more disk than its limit \(\d+ MiB written, limit 20 MiB\)$/),
     });
     expect(await containersOf(id)).toEqual([]);
-    runner.proc.kill("SIGTERM");
-    await runner.proc.exited;
   }, 120_000);
 });
