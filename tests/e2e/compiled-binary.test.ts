@@ -10,6 +10,7 @@ import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { buildBinary } from "../../scripts/build.ts";
 import { REPO_ROOT, http } from "../helpers/daemon.ts";
+import { githubIntegration } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-binary-"));
@@ -82,18 +83,7 @@ describe("the compiled roost binary, alone in an empty directory", () => {
     expect(me.body.user.email).toBe("owner@example.test");
 
     // The GitHub App JWT is signed inside the binary (jose) and the catalogue synced from the host API stand-in.
-    const integration = await http(url, "POST", "/v1/integrations", {
-      token,
-      body: {
-        provider: "github",
-        name: "gh",
-        api_url: host.url,
-        app_id: host.github.appId,
-        installation_id: host.github.installationId,
-        private_key: host.github.privateKeyPem,
-        webhook_secret: "0123456789abcdef-secret",
-      },
-    });
+    const integration = await http(url, "POST", "/v1/integrations", { token, body: githubIntegration(host) });
     expect(integration.body.repositories_synced).toBe(1);
     const repo = (await http(url, "GET", "/v1/integration-repositories", { token })).body.repositories[0];
     const project = (await http(url, "POST", "/v1/projects", { token, body: { repository_id: repo.id } })).body.project;

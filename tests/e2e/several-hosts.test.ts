@@ -15,6 +15,7 @@ import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { createGithubProject } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startLan, type Lan } from "../support/netns.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
@@ -98,23 +99,8 @@ describe("three hosts on one sqld and one bucket, one killed mid-stream", () => 
   test("the others finish its jobs, serve the artifacts uploaded through it, and the logs it streamed once archived", async () => {
     const [a, b, c] = daemons as [Daemon, Daemon, Daemon];
     expect([a, b, c].map((d) => new URL(d.url).hostname)).toEqual([lan.hosts.a!.address, lan.hosts.b!.address, lan.hosts.c!.address]);
-    const integration = await http(a.url, "POST", "/v1/integrations", {
-      token: owner,
-      body: {
-        provider: "github",
-        name: "gh",
-        api_url: host.url,
-        app_id: host.github.appId,
-        installation_id: host.github.installationId,
-        private_key: host.github.privateKeyPem,
-        webhook_secret: "failover-webhook-secret",
-      },
-    });
-    expect({ status: integration.status, body: integration.status === 201 ? null : integration.body }).toEqual({ status: 201, body: null });
-    const listedRepos = await http(b.url, "GET", "/v1/integration-repositories", { token: owner });
-    const repo = listedRepos.body.repositories?.[0];
-    if (!repo) throw new Error(JSON.stringify(listedRepos.body));
-    const project = (await http(c.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+    // GitHub connected through a, its repositories listed through b, the project made through c.
+    const project = await createGithubProject([a.url, b.url, c.url], owner, host, "failover-webhook-secret");
     const pipeline = (
       await http(a.url, "POST", `/v1/projects/${project.id}/pipelines`, {
         token: owner,

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { createGithubProject } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startSqld, type Sqld } from "../support/sqld.ts";
 
@@ -77,20 +78,7 @@ describe("two daemons on one sqld", () => {
   });
 
   test("runners racing through both while the server is busy: no 500, every build runs once, every line is stored once", async () => {
-    await http(a.url, "POST", "/v1/integrations", {
-      token: owner,
-      body: {
-        provider: "github",
-        name: "gh",
-        api_url: host.url,
-        app_id: host.github.appId,
-        installation_id: host.github.installationId,
-        private_key: host.github.privateKeyPem,
-        webhook_secret: "sqld-daemons-secret",
-      },
-    });
-    const repo = (await http(b.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
-    const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+    const project = await createGithubProject([a.url, b.url, a.url], owner, host, "sqld-daemons-secret");
     const pipeline = (
       await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, {
         token: owner,

@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
+import { createGithubProject } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SseReader } from "../helpers/sse.ts";
 import { startSqld, testDatabase, type Sqld } from "../support/sqld.ts";
@@ -66,20 +67,7 @@ describe("two daemons, one database", () => {
   });
 
   test("50 builds created through both processes at once are numbered 1..50, each once", async () => {
-    await http(a.url, "POST", "/v1/integrations", {
-      token: owner,
-      body: {
-        provider: "github",
-        name: "gh",
-        api_url: host.url,
-        app_id: host.github.appId,
-        installation_id: host.github.installationId,
-        private_key: host.github.privateKeyPem,
-        webhook_secret: WEBHOOK_SECRET,
-      },
-    });
-    const repo = (await http(b.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
-    const project = (await http(a.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repo.id } })).body.project;
+    const project = await createGithubProject([a.url, b.url, a.url], owner, host, WEBHOOK_SECRET);
     const pipeline = (
       await http(b.url, "POST", `/v1/projects/${project.id}/pipelines`, { token: owner, body: { name: "all", trigger_config: { branches: ["**"] } } })
     ).body.pipeline;

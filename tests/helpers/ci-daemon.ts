@@ -48,23 +48,37 @@ export async function loginOwner(url: string): Promise<string> {
   return res.body.session_token;
 }
 
-/** GitHub connected through the host-API stand-in, and a project on the first repository it lists; the project. */
-export async function createGithubProject(url: string, owner: string, host: HostApiStandIn, webhookSecret = WEBHOOK_SECRET): Promise<any> {
-  const integration = await http(url, "POST", "/v1/integrations", {
-    token: owner,
-    body: {
-      provider: "github",
-      name: "gh",
-      api_url: host.url,
-      app_id: host.github.appId,
-      installation_id: host.github.installationId,
-      private_key: host.github.privateKeyPem,
-      webhook_secret: webhookSecret,
-    },
-  });
+/** The body of `POST /v1/integrations` that connects the host-API stand-in's GitHub App as integration "gh". */
+export function githubIntegration(host: HostApiStandIn, webhookSecret = WEBHOOK_SECRET): Record<string, unknown> {
+  return {
+    provider: "github",
+    name: "gh",
+    api_url: host.url,
+    app_id: host.github.appId,
+    installation_id: host.github.installationId,
+    private_key: host.github.privateKeyPem,
+    webhook_secret: webhookSecret,
+  };
+}
+
+/**
+ * GitHub connected through the host-API stand-in, and a project on the first repository it lists;
+ * the project. `url` is the daemon, or where several share one database, the daemon of each call
+ * in turn: the integration, the repository list, the project.
+ */
+export async function createGithubProject(
+  url: string | [string, string, string],
+  owner: string,
+  host: HostApiStandIn,
+  webhookSecret = WEBHOOK_SECRET,
+): Promise<any> {
+  const [integrationUrl, listUrl, projectUrl] = typeof url === "string" ? [url, url, url] : url;
+  const integration = await http(integrationUrl, "POST", "/v1/integrations", { token: owner, body: githubIntegration(host, webhookSecret) });
   if (integration.status !== 201) throw new Error(`integration failed: ${JSON.stringify(integration.body)}`);
-  const repository = (await http(url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0];
-  const project = await http(url, "POST", "/v1/projects", { token: owner, body: { repository_id: repository.id } });
+  const listed = await http(listUrl, "GET", "/v1/integration-repositories", { token: owner });
+  const repository = listed.body.repositories?.[0];
+  if (!repository) throw new Error(`no repository listed: ${JSON.stringify(listed.body)}`);
+  const project = await http(projectUrl, "POST", "/v1/projects", { token: owner, body: { repository_id: repository.id } });
   if (project.status !== 201) throw new Error(`project failed: ${JSON.stringify(project.body)}`);
   return project.body.project;
 }
