@@ -1,12 +1,13 @@
 // The map of the whole API: one line a route, with the auth rule of each, grouped by resource under
 // the API document's tags (lib/http/route.ts AuthRule, docs/authorization.md). Nothing else
 // registers a route, and the API document (GET /v1/openapi.json) is generated from this table.
-import { loadRoutes, projectRole, type AuthRule, type EndpointFor, type RouteEntry } from "../lib/http/route.ts";
+import { loadRoutes, projectRole, withPathParams, type AuthRule, type EndpointFor, type RouteEntry } from "../lib/http/route.ts";
 
 // Each line names its handler module, imported on the route's first request (lib/http/route.ts
 // RouteEntry.load), so a start builds no handler's schemas. The rule decides what the handler
 // finds in its context (lib/http/context.ts ContextFor): a handler that reads more than its
-// line's rule provides does not compile.
+// line's rule provides does not compile. The path names the parameters: a handler states only
+// those it reads or that are not plain ids (lib/http/route.ts withPathParams).
 const r = <Rule extends AuthRule>(
   method: RouteEntry["method"],
   path: string,
@@ -16,7 +17,7 @@ const r = <Rule extends AuthRule>(
   method,
   path,
   auth,
-  load: async () => (await module()).endpoint,
+  load: async () => withPathParams(path, (await module()).endpoint),
 });
 /** A group of routes the API document lists under one tag. */
 const tagged = (tag: string, group: Omit<RouteEntry, "tag">[]): RouteEntry[] => group.map((route) => ({ ...route, tag }));

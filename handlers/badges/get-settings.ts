@@ -3,7 +3,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext, RequestContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { pipelineNames } from "../../lib/pipelines/store.ts";
 import { badgesArePublic } from "../../lib/badges/badges.ts";
 
@@ -26,7 +25,6 @@ export async function badgeSettings(ctx: Pick<RequestContext, "db" | "config" | 
 export const endpoint = defineEndpoint({
   operationId: "get_badge_settings",
   summary: "Read a project's badge setting",
-  params: z.object({ project_id: IdParam }),
   response: BadgeSettings,
   async handle(_input, ctx: ProjectContext) {
     return badgeSettings(ctx, ctx.project.id);

@@ -3,14 +3,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { setBadgesPublic } from "../../lib/badges/badges.ts";
 import { BadgeSettings, badgeSettings } from "./get-settings.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_badge_settings",
   summary: "Make a project's badges public or private",
-  params: z.object({ project_id: IdParam }),
   body: z.object({ public: z.boolean() }).strict(),
   response: BadgeSettings,
   async handle({ body }, ctx: ProjectContext) {

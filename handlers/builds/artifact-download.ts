@@ -12,7 +12,7 @@ import { artifactKey } from "../../lib/object-store/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "download_build_artifact",
   summary: "Download one artifact",
-  params: z.object({ build_id: IdParam, artifact_id: IdParam }),
+  params: z.object({ artifact_id: IdParam }),
   produces: ["application/octet-stream"],
   errors: ["object_store_error"],
   async handle({ params }, ctx: ProjectContext<"build_id">) {

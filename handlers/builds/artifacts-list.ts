@@ -2,14 +2,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { listArtifacts } from "../../lib/artifacts/artifacts.ts";
 import { ArtifactResource } from "../../lib/runners/wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_build_artifacts",
   summary: "A build's artifacts",
-  params: z.object({ build_id: IdParam }),
   response: z.object({ artifacts: z.array(ArtifactResource) }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;

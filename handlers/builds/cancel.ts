@@ -6,14 +6,12 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BuildResource } from "../../lib/builds/wire.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { findBuild, toPublicBuild } from "../../lib/builds/store.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "cancel_build",
   summary: "Cancel a queued or running build",
-  params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   errors: ["build_not_cancelable"],
   async handle(_input, ctx: ProjectContext<"build_id">) {

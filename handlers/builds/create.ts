@@ -37,7 +37,6 @@ export const CreateBuildBody = z
 export const endpoint = defineEndpoint({
   operationId: "create_build",
   summary: "Start a manual build",
-  params: z.object({ project_id: IdParam }),
   body: CreateBuildBody,
   response: z.object({ build: BuildResource }),
   successStatus: 201,

@@ -3,13 +3,11 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { BuildResource } from "../../lib/builds/wire.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { toPublicBuild } from "../../lib/builds/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_build",
   summary: "Read a build",
-  params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;

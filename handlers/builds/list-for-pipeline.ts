@@ -2,14 +2,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { ListBuildsQuery, ListBuildsResponse, buildListPage } from "../../lib/builds/listing.ts";
 import { BuildListItem } from "../../lib/test-results/schema.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_builds",
   summary: "List a pipeline's builds",
-  params: z.object({ pipeline_id: IdParam }),
   query: ListBuildsQuery,
   response: z.object({ builds: z.array(BuildListItem), ...ListBuildsResponse }),
   async handle({ query }, ctx: ProjectContext<"pipeline_id">) {

@@ -7,7 +7,6 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BuildResource } from "../../lib/builds/wire.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { toPublicBuild } from "../../lib/builds/store.ts";
 import { PipelineNotFoundError, createBuild } from "../../lib/builds/create.ts";
 import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
@@ -15,7 +14,6 @@ import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
 export const endpoint = defineEndpoint({
   operationId: "rerun_build",
   summary: "Re-run a build",
-  params: z.object({ build_id: IdParam }),
   response: z.object({ build: BuildResource }),
   successStatus: 201,
   async handle(_input, ctx: ProjectContext<"build_id">) {

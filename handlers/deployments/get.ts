@@ -2,13 +2,11 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { DeploymentResource, deploymentResource } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_deployment",
   summary: "Get a deployment",
-  params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
   async handle(_input, ctx: ProjectContext<"deployment_id">) {
     return { deployment: (await deploymentResource(ctx.db, ctx.deployment.id))! };

@@ -3,13 +3,11 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { DeploymentResource, listDeployments } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_build_deployments",
   summary: "List a build's deployments",
-  params: z.object({ build_id: IdParam }),
   response: z.object({ deployments: z.array(DeploymentResource) }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;

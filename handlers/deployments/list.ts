@@ -10,7 +10,6 @@ import { EnvironmentName } from "../../lib/publishing/environments.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_deployments",
   summary: "List a project's deployments, newest first",
-  params: z.object({ project_id: IdParam }),
   query: z.object({
     environment: EnvironmentName.optional(),
     status: z.enum(DEPLOYMENT_STATUSES).optional(),

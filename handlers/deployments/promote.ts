@@ -6,7 +6,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { EnvironmentName } from "../../lib/publishing/environments.ts";
 import { overridePublisher, PublisherOverrides, publisherName } from "../../lib/publishing/publishers.ts";
@@ -23,7 +22,6 @@ export const PublishBuildBody = z
 export const endpoint = defineEndpoint({
   operationId: "publish_build",
   summary: "Publish an earlier build's artifacts (promotion without a rebuild)",
-  params: z.object({ build_id: IdParam }),
   body: PublishBuildBody,
   response: z.object({ deployment: DeploymentResource }),
   successStatus: 201,

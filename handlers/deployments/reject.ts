@@ -3,7 +3,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { decide } from "../../lib/publishing/decide.ts";
 
@@ -11,7 +10,6 @@ export const endpoint = defineEndpoint({
   operationId: "reject_deployment",
   summary: "Reject a deployment waiting for approval",
   authNote: "when the environment lists approvers, only they (each a project maintainer)",
-  params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
   errors: ["deployment_not_waiting"],
   async handle(_input, ctx: ProjectContext<"deployment_id">) {

@@ -6,7 +6,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { findBuild } from "../../lib/builds/store.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
 import { requestDeployment } from "../../lib/publishing/request.ts";
@@ -14,7 +13,6 @@ import { requestDeployment } from "../../lib/publishing/request.ts";
 export const endpoint = defineEndpoint({
   operationId: "retry_deployment",
   summary: "Retry a failed deployment",
-  params: z.object({ deployment_id: IdParam }),
   response: z.object({ deployment: DeploymentResource }),
   successStatus: 201,
   errors: ["deployment_not_retryable", "build_not_publishable"],

@@ -3,14 +3,13 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { EnvironmentName, EnvironmentResource, findEnvironment, toPublicEnvironment } from "../../lib/publishing/environments.ts";
 import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_environment",
   summary: "Get an environment and what it holds now",
-  params: z.object({ project_id: IdParam, environment: EnvironmentName }),
+  params: z.object({ environment: EnvironmentName }),
   response: z.object({ environment: EnvironmentResource.extend({ current: z.array(CurrentVersion) }) }),
   async handle({ params }, ctx: ProjectContext) {
     const project = ctx.project;

@@ -3,14 +3,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { EnvironmentResource, listEnvironments, toPublicEnvironment } from "../../lib/publishing/environments.ts";
 import { CurrentVersion, currentVersions } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_environments",
   summary: "List a project's environments and what each holds now",
-  params: z.object({ project_id: IdParam }),
   response: z.object({ environments: z.array(EnvironmentResource.extend({ current: z.array(CurrentVersion) })) }),
   async handle(_input, ctx: ProjectContext) {
     const project = ctx.project;

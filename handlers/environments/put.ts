@@ -5,7 +5,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import {
   EnvironmentName,
   EnvironmentResource,
@@ -18,7 +17,7 @@ import {
 export const endpoint = defineEndpoint({
   operationId: "put_environment",
   summary: "Create or replace an environment",
-  params: z.object({ project_id: IdParam, environment: EnvironmentName }),
+  params: z.object({ environment: EnvironmentName }),
   body: PutEnvironmentBody,
   response: z.object({ environment: EnvironmentResource, created: z.boolean() }),
   errors: ["invalid_request"],

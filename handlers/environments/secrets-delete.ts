@@ -3,14 +3,13 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
 import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_environment_secret",
   summary: "Delete an environment's secret",
-  params: z.object({ project_id: IdParam, environment: EnvironmentName, key: VariableKey }),
+  params: z.object({ environment: EnvironmentName, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   async handle({ params }, ctx: ProjectContext) {
     const project = ctx.project;

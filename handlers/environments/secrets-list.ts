@@ -4,14 +4,13 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
 import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_environment_secrets",
   summary: "List an environment's secrets (values are never returned)",
-  params: z.object({ project_id: IdParam, environment: EnvironmentName }),
+  params: z.object({ environment: EnvironmentName }),
   response: z.object({ secrets: z.array(VariableResource) }),
   async handle({ params }, ctx: ProjectContext) {
     const project = ctx.project;

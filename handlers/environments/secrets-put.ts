@@ -6,14 +6,13 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { EnvironmentName, findEnvironment } from "../../lib/publishing/environments.ts";
 import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_environment_secret",
   summary: "Create or replace an environment's secret",
-  params: z.object({ project_id: IdParam, environment: EnvironmentName, key: VariableKey }),
+  params: z.object({ environment: EnvironmentName, key: VariableKey }),
   body: PutVariableBody,
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ secret: VariableResource, created: z.boolean() }),

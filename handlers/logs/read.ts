@@ -6,7 +6,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { cutNotice, statsOf } from "../../lib/logs/store.ts";
 import { openLogReader } from "../../lib/logs/archive.ts";
 
@@ -20,7 +19,6 @@ export const endpoint = defineEndpoint({
   operationId: "get_build_logs",
   summary: "A build's log (JSON entries or plain text)",
   description: "Accept: text/plain for text; otherwise a JSON array of {seq, job_id, line, step, stream, ts, text}.",
-  params: z.object({ build_id: IdParam }),
   query: z.object({
     after_seq: intParam.default(0).describe("only lines after this seq"),
     limit: intParam.pipe(z.number().min(1)).optional().describe("at most this many lines; default all"),

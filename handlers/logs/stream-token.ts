@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { mintStreamToken } from "../../lib/auth/stream-tokens.ts";
 import { credentialOf } from "../../lib/auth/reauthenticate.ts";
 import { json } from "../../lib/http/io.ts";
@@ -13,7 +12,6 @@ import { json } from "../../lib/http/io.ts";
 export const endpoint = defineEndpoint({
   operationId: "create_stream_token",
   summary: "A short-lived token for one build's log stream",
-  params: z.object({ build_id: IdParam }),
   response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;

@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { CreateNotificationBody, NotificationResource } from "../../lib/notifications/wire.ts";
 import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications/notifications.ts";
 
@@ -23,7 +22,6 @@ export function splitSettings(body: { slack?: { url?: string }; webhook?: { url?
 export const endpoint = defineEndpoint({
   operationId: "create_notification",
   summary: "Create a build notification",
-  params: z.object({ project_id: IdParam }),
   body: CreateNotificationBody,
   response: z.object({ notification: NotificationResource }),
   successStatus: 201,

@@ -10,7 +10,7 @@ import { notificationOfProject } from "./get.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_notification",
   summary: "Delete a build notification",
-  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  params: z.object({ notification_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   async handle({ params }, ctx: ProjectContext) {
     const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);

@@ -11,7 +11,7 @@ import { notificationOfProject } from "./get.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_notification_deliveries",
   summary: "List a notification's deliveries",
-  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  params: z.object({ notification_id: IdParam }),
   query: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
   response: z.object({ deliveries: z.array(NotificationDeliveryResource) }),
   async handle({ params, query }, ctx: ProjectContext) {

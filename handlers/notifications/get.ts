@@ -18,7 +18,7 @@ export async function notificationOfProject(db: Executor, projectId: string, id:
 export const endpoint = defineEndpoint({
   operationId: "get_notification",
   summary: "Read a build notification",
-  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  params: z.object({ notification_id: IdParam }),
   response: z.object({ notification: NotificationResource }),
   async handle({ params }, ctx: ProjectContext) {
     const n = await notificationOfProject(ctx.db, ctx.project.id, params.notification_id);

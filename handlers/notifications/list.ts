@@ -2,14 +2,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { NotificationResource } from "../../lib/notifications/wire.ts";
 import { listNotifications, toPublicNotification } from "../../lib/notifications/notifications.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_notifications",
   summary: "List a project's build notifications",
-  params: z.object({ project_id: IdParam }),
   response: z.object({ notifications: z.array(NotificationResource) }),
   async handle(_input, ctx: ProjectContext) {
     const list = await listNotifications(ctx.db, ctx.project.id);

@@ -14,7 +14,7 @@ import { notificationOfProject } from "./get.ts";
 export const endpoint = defineEndpoint({
   operationId: "update_notification",
   summary: "Update a build notification",
-  params: z.object({ project_id: IdParam, notification_id: IdParam }),
+  params: z.object({ notification_id: IdParam }),
   body: UpdateNotificationBody,
   response: z.object({ notification: NotificationResource }),
   async handle({ params, body }, ctx: ProjectContext) {

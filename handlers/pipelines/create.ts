@@ -5,7 +5,6 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { DisplayName } from "../../lib/schemas/shared.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { insertPipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
@@ -26,7 +25,6 @@ export const CreatePipelineBody = z
 export const endpoint = defineEndpoint({
   operationId: "create_pipeline",
   summary: "Create a pipeline",
-  params: z.object({ project_id: IdParam }),
   body: CreatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),
   successStatus: 201,

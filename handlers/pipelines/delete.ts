@@ -2,13 +2,11 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { deletePipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_pipeline",
   summary: "Delete a pipeline",
-  params: z.object({ pipeline_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;

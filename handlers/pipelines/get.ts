@@ -2,14 +2,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { toPublicPipeline } from "../../lib/pipelines/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline",
   summary: "Read a pipeline",
-  params: z.object({ pipeline_id: IdParam }),
   response: z.object({ pipeline: PipelineResource }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;

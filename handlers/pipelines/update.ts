@@ -8,7 +8,6 @@ import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { parseWith } from "../../lib/http/io.ts";
 import { DisplayName } from "../../lib/schemas/shared.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { replacePipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
 import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
@@ -35,7 +34,6 @@ export const UpdatePipelineBody = mergePatchSchema(PipelineDocument)
 export const endpoint = defineEndpoint({
   operationId: "update_pipeline",
   summary: "Update a pipeline",
-  params: z.object({ pipeline_id: IdParam }),
   body: UpdatePipelineBody,
   response: z.object({ pipeline: PipelineResource }),
   errors: ["pipeline_exists"],

@@ -2,14 +2,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { ProjectResource } from "../../lib/projects/wire.ts";
 import { toPublicProject } from "../../lib/projects/store.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_project",
   summary: "Read a project",
-  params: z.object({ project_id: IdParam }),
   response: z.object({ project: ProjectResource }),
   async handle(_input, ctx: ProjectContext) {
     const project = ctx.project;

@@ -6,7 +6,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { Concurrency, ExecutionConfigOut, TriggerConfigOut } from "../../lib/pipelines/wire.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { pipelineFileStatus } from "../../lib/pipelines/file-status.ts";
 
 const FileProblem = z.object({
@@ -49,7 +48,6 @@ export const PipelineFileResult = z.object({
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline_file",
   summary: "Read the project's pipeline file at the default branch's head",
-  params: z.object({ project_id: IdParam }),
   response: PipelineFileResult,
   async handle(_input, ctx: ProjectContext) {
     return pipelineFileStatus(ctx, ctx.project);

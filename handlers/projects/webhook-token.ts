@@ -7,7 +7,6 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { findRepository } from "../../lib/integrations/repositories.ts";
 import { rotateWebhookToken } from "../../lib/forges/gitlab/tokens.ts";
 import { findProjectBuildingRepository } from "../../lib/projects/store.ts";
@@ -15,7 +14,6 @@ import { findProjectBuildingRepository } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "rotate_webhook_token",
   summary: "Mint (or rotate) the GitLab webhook token of a project",
-  params: z.object({ project_id: IdParam }),
   response: z.object({
     token: z.string().describe('roost_whk_…: GitLab\'s "Secret token"; shown only here'),
     webhook_url: z.string(),

@@ -3,7 +3,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { projectRetention } from "../../lib/retention/retention.ts";
 
 const Days = z.number().int().min(0).max(36_500);
@@ -29,7 +28,6 @@ export const RetentionSettings = RetentionOverrides.extend({
 export const endpoint = defineEndpoint({
   operationId: "get_retention_settings",
   summary: "Read a project's retention of build logs and artifacts",
-  params: z.object({ project_id: IdParam }),
   response: RetentionSettings,
   async handle(_input, ctx: ProjectContext) {
     return projectRetention(ctx.db, ctx.config, ctx.project.id);

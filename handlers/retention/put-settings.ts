@@ -4,14 +4,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { projectRetention, setProjectRetention } from "../../lib/retention/retention.ts";
 import { RetentionOverrides, RetentionSettings } from "./get-settings.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_retention_settings",
   summary: "Set how long a project's builds keep their logs and artifacts",
-  params: z.object({ project_id: IdParam }),
   body: z
     .object({
       log_retention_days: RetentionOverrides.shape.log_retention_days.default(null),

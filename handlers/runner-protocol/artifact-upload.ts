@@ -16,7 +16,7 @@ import { ArtifactAnswer } from "../../lib/runners/protocol-wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_artifact",
   summary: "Runner: upload one artifact",
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
   response: ArtifactAnswer,
   successStatus: 201,

@@ -14,7 +14,7 @@ import { cacheObjectKey, findReadableCache, touchCache } from "../../lib/caches/
 export const endpoint = defineEndpoint({
   operationId: "runner_download_cache",
   summary: "Runner: download a shared cache archive",
-  params: z.object({ runner_id: IdParam, job_id: IdParam, cache_id: IdParam }),
+  params: z.object({ job_id: IdParam, cache_id: IdParam }),
   produces: ["application/octet-stream"],
   errors: ["job_not_assigned", "job_finished", "not_found", "object_store_error"],
   async handle({ params }, ctx: RunnerContext) {

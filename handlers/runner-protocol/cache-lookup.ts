@@ -14,7 +14,7 @@ import { findCacheForBuild } from "../../lib/caches/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_find_cache",
   summary: "Runner: find the shared cache a job restores",
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   query: z.object({ key: CacheKey, version: CacheVersion }),
   response: CacheLookupAnswer,
   errors: ["job_not_assigned", "job_finished"],

@@ -16,7 +16,7 @@ import { storeCache } from "../../lib/caches/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_upload_cache",
   summary: "Runner: save a shared cache archive",
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   query: z.object({ key: CacheKey, version: CacheVersion }),
   response: CacheAnswer,
   successStatus: 201,

@@ -2,10 +2,8 @@
 // job as soon as a build this runner may run is queued (or, when it accepts publishes, with a
 // deployment to publish: docs/publishing.md), or 204 after `wait_seconds`. Atomic across
 // runners and daemon processes; a retried claim_id returns the same job.
-import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
 import { ClaimAnswer, ClaimRequest } from "../../lib/runners/protocol-wire.ts";
@@ -17,7 +15,6 @@ const RECHECK_MS = 1000;
 export const endpoint = defineEndpoint({
   operationId: "runner_claim_job",
   summary: "Runner: claim a job (long poll)",
-  params: z.object({ runner_id: IdParam }),
   body: ClaimRequest,
   response: ClaimAnswer,
   successStatus: 201,

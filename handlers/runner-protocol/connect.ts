@@ -3,10 +3,8 @@
 // To a runner on this host, it also says which OS user the daemon runs as, so that a runner started
 // as that same user refuses to run builds: build code running as the daemon's user could read the
 // database, the secret key and the management socket (docs/runners.md "Build code and the daemon's host").
-import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { ConnectAnswer, ConnectRequest, LOG_REQUEST_LIMIT } from "../../lib/runners/protocol-wire.ts";
 import { recordConnect } from "../../lib/runners/store.ts";
 import { isThisHostAddress } from "../../lib/net/addresses.ts";
@@ -14,7 +12,6 @@ import { isThisHostAddress } from "../../lib/net/addresses.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_connect",
   summary: "Runner: connect and advertise labels and capabilities",
-  params: z.object({ runner_id: IdParam }),
   body: ConnectRequest,
   response: ConnectAnswer,
   async handle({ body }, ctx: RunnerContext) {

@@ -12,7 +12,7 @@ import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_download_deployment_artifact",
   summary: "Runner: download a file a publish sends",
-  params: z.object({ runner_id: IdParam, deployment_id: IdParam, artifact_id: IdParam }),
+  params: z.object({ deployment_id: IdParam, artifact_id: IdParam }),
   produces: ["application/octet-stream"],
   errors: ["job_not_assigned", "job_finished", "not_found", "object_store_error"],
   async handle({ params }, ctx: RunnerContext) {

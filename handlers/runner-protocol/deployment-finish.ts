@@ -14,7 +14,7 @@ import { PublishFinishRequest } from "../../lib/publishing/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_deployment",
   summary: "Runner: finish a publish",
-  params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
+  params: z.object({ deployment_id: IdParam }),
   body: PublishFinishRequest,
   response: z.object({ deployment: DeploymentResource }),
   errors: ["job_not_assigned", "log_incomplete"],

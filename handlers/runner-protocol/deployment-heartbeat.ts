@@ -11,7 +11,7 @@ import { PublishHeartbeatAnswer } from "../../lib/publishing/wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_deployment_heartbeat",
   summary: "Runner: heartbeat of a publish",
-  params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
+  params: z.object({ deployment_id: IdParam }),
   response: PublishHeartbeatAnswer,
   errors: ["job_not_assigned"],
   async handle({ params }, ctx: RunnerContext) {

@@ -14,7 +14,7 @@ import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_append_deployment_logs",
   summary: "Runner: append a publish's log lines (idempotent)",
-  params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
+  params: z.object({ deployment_id: IdParam }),
   body: LogAppendRequest,
   bodyLimitBytes: LOG_REQUEST_LIMIT,
   response: LogAppendAnswer,

@@ -12,7 +12,7 @@ import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_release_deployment",
   summary: "Runner: hand back a publish it has not started",
-  params: z.object({ runner_id: IdParam, deployment_id: IdParam }),
+  params: z.object({ deployment_id: IdParam }),
   response: z.object({ released: z.literal(true) }),
   errors: ["job_not_assigned", "job_finished", "job_started"],
   async handle({ params }, ctx: RunnerContext) {

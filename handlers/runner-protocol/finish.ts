@@ -16,7 +16,7 @@ import { FinishRequest } from "../../lib/runners/protocol-wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",
   summary: "Runner: finish a job",
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   body: FinishRequest,
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],

@@ -17,7 +17,7 @@ import { appendLogLines } from "../../lib/logs/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_append_logs",
   summary: "Runner: append log lines (idempotent)",
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   body: LogAppendRequest,
   bodyLimitBytes: LOG_REQUEST_LIMIT,
   response: LogAppendAnswer,

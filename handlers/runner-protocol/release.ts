@@ -15,7 +15,7 @@ import { ReleaseAnswer } from "../../lib/runners/protocol-wire.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_release_job",
   summary: "Runner: hand back a job it has not started",
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   response: ReleaseAnswer,
   errors: ["job_not_assigned", "job_finished", "job_started"],
   async handle({ params }, ctx: RunnerContext) {

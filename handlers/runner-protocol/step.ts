@@ -12,7 +12,7 @@ import { recordStepResult } from "../../lib/builds/steps.ts";
 export const endpoint = defineEndpoint({
   operationId: "runner_report_step",
   summary: "Runner: report a step's result",
-  params: z.object({ runner_id: IdParam, job_id: IdParam, step: StepName }),
+  params: z.object({ job_id: IdParam, step: StepName }),
   body: StepReport,
   response: z.object({ step_results: z.array(StepResult) }),
   errors: ["job_not_assigned", "job_finished"],

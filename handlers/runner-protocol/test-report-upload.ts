@@ -21,7 +21,7 @@ export const endpoint = defineEndpoint({
   operationId: "runner_upload_test_report",
   summary: "Runner: upload one test report",
   description: `The raw file as the body, at most ${TEST_REPORT_LIMIT} bytes (a larger file's first bytes, with its whole size in X-Roost-Report-Bytes). X-Roost-Workspace names the runner's checkout path, removed from the paths the report names.`,
-  params: z.object({ runner_id: IdParam, job_id: IdParam }),
+  params: z.object({ job_id: IdParam }),
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
   response: TestReportAnswer,
   successStatus: 201,

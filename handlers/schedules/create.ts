@@ -3,14 +3,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { CreateScheduleBody, ScheduleResource } from "../../lib/schedules/wire.ts";
 import { insertSchedule, toPublicSchedule } from "../../lib/schedules/schedules.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "create_schedule",
   summary: "Create a build schedule",
-  params: z.object({ pipeline_id: IdParam }),
   body: CreateScheduleBody,
   response: z.object({ schedule: ScheduleResource }),
   successStatus: 201,

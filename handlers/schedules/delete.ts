@@ -10,7 +10,7 @@ import { refuseFileSchedule, scheduleOfPipeline } from "./update.ts";
 export const endpoint = defineEndpoint({
   operationId: "delete_schedule",
   summary: "Delete a build schedule",
-  params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
+  params: z.object({ schedule_id: IdParam }),
   response: z.object({ deleted: z.boolean() }),
   errors: ["schedule_from_file"],
   async handle({ params }, ctx: ProjectContext<"pipeline_id">) {

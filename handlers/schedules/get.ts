@@ -10,7 +10,7 @@ import { scheduleOfPipeline } from "./update.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_schedule",
   summary: "Read a build schedule",
-  params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
+  params: z.object({ schedule_id: IdParam }),
   response: z.object({ schedule: ScheduleResource }),
   async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
     const schedule = await scheduleOfPipeline(ctx.db, ctx.pipeline.id, params.schedule_id);

@@ -2,14 +2,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { ScheduleResource } from "../../lib/schedules/wire.ts";
 import { lastRun, listSchedules, toPublicSchedule } from "../../lib/schedules/schedules.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_schedules",
   summary: "List a pipeline's build schedules",
-  params: z.object({ pipeline_id: IdParam }),
   response: z.object({ schedules: z.array(ScheduleResource) }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;

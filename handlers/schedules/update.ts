@@ -29,7 +29,7 @@ export function refuseFileSchedule(schedule: Schedule): void {
 export const endpoint = defineEndpoint({
   operationId: "update_schedule",
   summary: "Update a build schedule",
-  params: z.object({ pipeline_id: IdParam, schedule_id: IdParam }),
+  params: z.object({ schedule_id: IdParam }),
   body: UpdateScheduleBody,
   response: z.object({ schedule: ScheduleResource }),
   errors: ["schedule_from_file"],

@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX, SearchQuery } from "../../lib/schemas/shared.ts";
 import { CaseStatus, TestCaseResource } from "../../lib/test-results/schema.ts";
 import { listCases } from "../../lib/test-results/queries.ts";
@@ -34,7 +33,6 @@ export const Query = z.object({
 export const endpoint = defineEndpoint({
   operationId: "list_build_test_cases",
   summary: "A build's test results, failures first",
-  params: z.object({ build_id: IdParam }),
   query: Query,
   response: z.object({ cases: z.array(TestCaseResource), next_cursor: z.string().nullable() }),
   async handle({ query }, ctx: ProjectContext<"build_id">) {

@@ -5,7 +5,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { Pagination } from "../../lib/schemas/shared.ts";
 import { CoverageAnswer } from "../../lib/test-results/schema.ts";
 import { coverageOf } from "../../lib/test-results/queries.ts";
@@ -13,7 +12,6 @@ import { coverageOf } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_build_coverage",
   summary: "A build's coverage and its change against the target branch",
-  params: z.object({ build_id: IdParam }),
   query: z.object(Pagination),
   response: CoverageAnswer,
   async handle({ query }, ctx: ProjectContext<"build_id">) {

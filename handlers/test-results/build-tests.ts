@@ -1,10 +1,8 @@
 // GET /v1/builds/{build_id}/tests (project viewer): what the build's test reports said in sum
 // (docs/test-results.md): the counts, each report with what reading it found, analyzer issues, and
 // how to link a file and line to the source host.
-import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { findRepository } from "../../lib/integrations/repositories.ts";
 import { sourceFileUrl } from "../../lib/test-results/source-links.ts";
 import { BuildTestsAnswer } from "../../lib/test-results/schema.ts";
@@ -13,7 +11,6 @@ import { listAnnotations, listReports, summaryOf } from "../../lib/test-results/
 export const endpoint = defineEndpoint({
   operationId: "get_build_tests",
   summary: "A build's test summary, reports and analyzer issues",
-  params: z.object({ build_id: IdParam }),
   response: BuildTestsAnswer,
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const build = ctx.build;

@@ -4,7 +4,6 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas/shared.ts";
 import { TestResource } from "../../lib/test-results/schema.ts";
 import { flakyTests } from "../../lib/test-results/queries.ts";
@@ -12,7 +11,6 @@ import { flakyTests } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "list_flaky_tests",
   summary: "A pipeline's flaky tests with their failure rate",
-  params: z.object({ pipeline_id: IdParam }),
   query: z.object({
     limit: z.coerce.number().int().min(1).max(PAGE_LIMIT_MAX).default(PAGE_LIMIT_DEFAULT),
     cursor: z

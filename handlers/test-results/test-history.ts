@@ -6,7 +6,6 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BranchName } from "../../lib/pipelines/wire.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { PAGE_LIMIT_DEFAULT, PAGE_LIMIT_MAX } from "../../lib/schemas/shared.ts";
 import { HistoryEntry, TestResource } from "../../lib/test-results/schema.ts";
 import { findTest, testHistory } from "../../lib/test-results/queries.ts";
@@ -14,7 +13,7 @@ import { findTest, testHistory } from "../../lib/test-results/queries.ts";
 export const endpoint = defineEndpoint({
   operationId: "get_test_history",
   summary: "One test's results across the builds of a branch or pull request",
-  params: z.object({ pipeline_id: IdParam, test_key: z.string().regex(/^[0-9a-f]{16}$/, "must be a test_key (16 hex digits)") }),
+  params: z.object({ test_key: z.string().regex(/^[0-9a-f]{16}$/, "must be a test_key (16 hex digits)") }),
   query: z.object({
     branch: BranchName.optional().describe("default: the project's default branch"),
     pull_request: z.coerce.number().int().min(1).optional().describe("instead of a branch: that pull request's builds"),

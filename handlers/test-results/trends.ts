@@ -5,14 +5,12 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { BranchName } from "../../lib/pipelines/wire.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { TrendPoint } from "../../lib/test-results/schema.ts";
 import { pipelineTrends } from "../../lib/test-results/queries.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_pipeline_trends",
   summary: "A pipeline's last builds: duration, tests, coverage, artifact sizes",
-  params: z.object({ pipeline_id: IdParam }),
   query: z.object({
     limit: z.coerce.number().int().min(1).max(200).default(50),
     branch: BranchName.optional().describe("only this branch's builds"),

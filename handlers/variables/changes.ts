@@ -9,7 +9,6 @@ import { listVariableChanges, VariableChangeResource } from "../../lib/variables
 export const endpoint = defineEndpoint({
   operationId: "list_variable_changes",
   summary: "List the changes to a project's variables and secrets, newest first",
-  params: z.object({ project_id: IdParam }),
   query: z.object({
     pipeline_id: IdParam.optional().describe("only this pipeline's variables"),
     limit: z.coerce.number().int().min(1).max(200).default(50),

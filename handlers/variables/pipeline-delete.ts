@@ -3,13 +3,12 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "delete_pipeline_variable",
   summary: "Delete a pipeline variable or secret",
-  params: z.object({ pipeline_id: IdParam, key: VariableKey }),
+  params: z.object({ key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;

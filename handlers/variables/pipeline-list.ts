@@ -3,13 +3,11 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { listVariables, toPublicVariable, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "list_pipeline_variables",
   summary: "List a pipeline's variables and secrets (secret values are never returned)",
-  params: z.object({ pipeline_id: IdParam }),
   response: z.object({ variables: z.array(VariableResource) }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
     const pipeline = ctx.pipeline;

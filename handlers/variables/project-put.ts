@@ -3,13 +3,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { MAX_FILE_BYTES, PutVariableBody, putVariable, toPublicVariable, VariableKey, VariableResource } from "../../lib/variables/variables.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "put_project_variable",
   summary: "Create or replace a project variable or secret",
-  params: z.object({ project_id: IdParam, key: VariableKey }),
+  params: z.object({ key: VariableKey }),
   body: PutVariableBody,
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ variable: VariableResource, created: z.boolean() }),

@@ -4,14 +4,12 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
 import { toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "get_webhook_delivery",
   summary: "One webhook delivery, with its body while retained",
-  params: z.object({ delivery_id: IdParam }),
   response: z.object({ delivery: DeliveryResource.extend({ body: z.string().nullable().describe("the raw body, kept 7 days") }) }),
   async handle(_input, ctx: ProjectContext<"delivery_id">) {
     return { delivery: toPublicDelivery(ctx.delivery, true) };

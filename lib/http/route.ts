@@ -1,8 +1,9 @@
 // The shape of one endpoint: its schemas (which both validate requests and generate the API
 // document), the error codes it may answer, and its handler. Handler files export one of these;
 // handlers/routes.ts gives each a method, a path and an auth rule.
-import type { z } from "zod";
+import { z } from "zod";
 import type { ErrorCode } from "./errors.ts";
+import { IdParam } from "../schemas/shared.ts";
 import type { ContextFor, RequestContext } from "./context.ts";
 
 /**
@@ -93,6 +94,10 @@ export interface Endpoint<
   description?: string;
   /** What the handler checks beyond the route's rule (a loopback peer, a token's owner), for docs/authorization.md. */
   authNote?: string;
+  /**
+   * The path parameters the handler reads or that are not plain ids. The route's path names them
+   * all (handlers/routes.ts); any it names that this leaves out is an IdParam (withPathParams).
+   */
   params?: P;
   query?: Q;
   /** When set, the body must be JSON of this shape (415/413/400 otherwise). */
@@ -128,6 +133,20 @@ export type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 
 // biome-ignore lint/suspicious/noExplicitAny: each endpoint's own types are checked on its route line
 type AnyEndpoint = Endpoint<any, any, any, any>;
+
+/**
+ * The endpoint with a schema for every parameter its route's path names, in the path's order: an
+ * IdParam unless the endpoint's own `params` says otherwise. A `params` member the path does not
+ * name could never arrive, so it is a mistake in the route table or the handler, said at load.
+ */
+export function withPathParams<E extends AnyEndpoint>(path: string, endpoint: E): E {
+  const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+  const declared: z.ZodRawShape = endpoint.params?.shape ?? {};
+  const unknown = Object.keys(declared).filter((name) => !names.includes(name));
+  if (unknown.length) throw new Error(`${endpoint.operationId}: params ${unknown.join(", ")} not in the path ${path}`);
+  if (names.length === 0) return endpoint;
+  return { ...endpoint, params: z.object(Object.fromEntries(names.map((name) => [name, declared[name] ?? IdParam]))) };
+}
 
 export interface RouteEntry {
   method: Method;
