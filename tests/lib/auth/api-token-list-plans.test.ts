@@ -3,39 +3,16 @@
 // never all read and sorted in a temporary B-tree, both for an admin or owner (every token) and for
 // anyone else (their own). Asserted on SQLite's own query plans (https://www.sqlite.org/eqp.html)
 // of the statement listApiTokens runs.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { all, openDatabase, type Db, type Executor } from "../../../lib/db/client.ts";
-import type { Args, Statement } from "../../../lib/db/database.ts";
-import { migrate } from "../../../lib/db/migrate.ts";
+import { describe, expect, test } from "bun:test";
+import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
 import { listApiTokens } from "../../../lib/auth/api-tokens.ts";
 
-let dir: string;
-let db: Db;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "roost-token-plans-"));
-  db = await openDatabase(`file:${join(dir, "roost.db")}`);
-  await migrate(db, () => 1_800_000_000);
-});
-afterAll(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const t = migratedDatabasePerFile("roost-token-plans-");
 
 /** SQLite's plan for the page listApiTokens reads for these options. */
 async function pagePlan(createdBy: string | null, direction: "asc" | "desc"): Promise<string[]> {
-  const seen: { sql: string; args: Args }[] = [];
-  const recorder: Executor = {
-    execute(stmt: Statement, args?: Args) {
-      seen.push(typeof stmt === "string" ? { sql: stmt, args: args ?? [] } : { sql: stmt.sql, args: stmt.args ?? [] });
-      return db.execute(stmt, args);
-    },
-  };
-  await listApiTokens(recorder, { createdBy, q: undefined, sort: "created_at", direction, limit: 50, offset: 0 });
-  const { sql, args } = seen[0]!;
-  return (await all(db, `EXPLAIN QUERY PLAN ${sql}`, args)).map((r) => String(r.detail));
+  const { statements } = await plansOf(t, (db) => listApiTokens(db, { createdBy, q: undefined, sort: "created_at", direction, limit: 50, offset: 0 }));
+  return statements[0]!.plan;
 }
 
 describe("the default order is read from an index, not sorted", () => {

@@ -3,40 +3,15 @@
 // scanning the builds table or sorting it, and totals come from counters.
 // Asserted on SQLite's own query plans (https://www.sqlite.org/eqp.html) of the statements
 // listBuilds runs.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { all, openDatabase, type Db, type Executor } from "../../../lib/db/client.ts";
-import type { Args, Statement } from "../../../lib/db/database.ts";
-import { migrate } from "../../../lib/db/migrate.ts";
+import { describe, expect, test } from "bun:test";
+import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
 import { listBuilds, type BuildFilter } from "../../../lib/builds/store.ts";
 
-let dir: string;
-let db: Db;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "roost-plans-"));
-  db = await openDatabase(`file:${join(dir, "roost.db")}`);
-  await migrate(db, () => 1_800_000_000);
-});
-afterAll(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
+const t = migratedDatabasePerFile("roost-plans-");
 
 /** The statements listBuilds runs for `filter`, each with SQLite's plan for it. */
 async function plans(filter: BuildFilter): Promise<{ sql: string; plan: string[] }[]> {
-  const seen: { sql: string; args: Args }[] = [];
-  const recorder: Executor = {
-    execute(stmt: Statement, args?: Args) {
-      seen.push(typeof stmt === "string" ? { sql: stmt, args: args ?? [] } : { sql: stmt.sql, args: stmt.args ?? [] });
-      return db.execute(stmt, args);
-    },
-  };
-  await listBuilds(recorder, filter);
-  const out = [];
-  for (const { sql, args } of seen) out.push({ sql, plan: (await all(db, `EXPLAIN QUERY PLAN ${sql}`, args)).map((r) => String(r.detail)) });
-  return out;
+  return (await plansOf(t, (db) => listBuilds(db, filter))).statements;
 }
 
 const BOUNDED =

@@ -3,26 +3,18 @@
 // their age, artifacts past theirs, below keep_builds) is one index range that starts at the oldest
 // due build, so the builds still kept are never read. Asserted on SQLite's own query plans
 // (https://www.sqlite.org/eqp.html) of the statements a retention pass runs.
-import { afterAll, beforeAll, expect, test } from "bun:test";
-import { Database } from "bun:sqlite";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { all, openDatabase, type Db } from "../../../lib/db/client.ts";
-import type { Args, Statement } from "../../../lib/db/database.ts";
-import { migrate } from "../../../lib/db/migrate.ts";
+import { beforeAll, expect, test } from "bun:test";
+import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
+import { all } from "../../../lib/db/client.ts";
 import { enforceRetention } from "../../../lib/retention/retention.ts";
 import { MetricsRegistry } from "../../../lib/daemon/metrics.ts";
 import { openDiskStore } from "../../../lib/object-store/disk.ts";
 
 const NOW = 1_800_000_000;
 const DAY = 86_400;
-let dir: string;
-let db: Db;
+const t = migratedDatabasePerFile("roost-retention-plans-", NOW);
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "roost-retention-plans-"));
-  db = await openDatabase(`file:${join(dir, "roost.db")}`);
-  await migrate(db, () => NOW);
+  const { db } = t;
   await db.execute(
     "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'git', 'git', '/src/app', '/src/app', 'x', 1, 1)",
   );
@@ -43,41 +35,17 @@ beforeAll(async () => {
      FROM (SELECT i, CASE WHEN i <= 20 THEN ${NOW - 40 * DAY} + i * 60 ELSE ${NOW - 2 * DAY} + i * 30 END AS at FROM n)`,
   );
 });
-afterAll(() => {
-  db.close();
-  rmSync(dir, { recursive: true, force: true });
-});
 
 /** Runs a retention pass with these defaults, and returns each SELECT of builds it ran with SQLite's plan for it. */
 async function pass(retention: { logDays: number; artifactDays: number; keepBuilds: number }) {
-  const seen: { sql: string; args: Args }[] = [];
-  // The database's own execute, recording each statement for the pass (reads and writes alike).
-  const execute = db.execute;
-  db.execute = (stmt: Statement, args?: Args) => {
-    seen.push(typeof stmt === "string" ? { sql: stmt, args: args ?? [] } : { sql: stmt.sql, args: stmt.args ?? [] });
-    return execute(stmt, args);
-  };
-  const config = { retention, dataDir: dir } as never;
+  const config = { retention, dataDir: t.dir } as never;
   const log = { info() {}, warn() {}, error() {}, debug() {} } as never;
-  const result = await enforceRetention({ db, clock: { now: () => NOW }, config, metrics: new MetricsRegistry(), log, objects: openDiskStore(dir) }).finally(
-    () => (db.execute = execute),
+  const { result, statements } = await plansOf(
+    t,
+    (db) => enforceRetention({ db, clock: { now: () => NOW }, config, metrics: new MetricsRegistry(), log, objects: openDiskStore(t.dir) }),
+    /^\s*SELECT b\.id, b\.build_number/,
   );
-  const selects = seen.filter(({ sql }) => /^\s*SELECT b\.id, b\.build_number/.test(sql));
-  // Explained on a connection of its own: an EXPLAIN through the daemon's reader left that reader
-  // on its snapshot (bun:sqlite 1.4.5), so later reads missed the pass's commit.
-  const explainer = new Database(join(dir, "roost.db"), { strict: true });
-  try {
-    const plans = selects.map(({ sql, args }) => ({
-      sql,
-      plan: explainer
-        .query<{ detail: string }, never[]>(`EXPLAIN QUERY PLAN ${sql}`)
-        .all(args as never)
-        .map((r) => r.detail),
-    }));
-    return { result, plans };
-  } finally {
-    explainer.close();
-  }
+  return { result, plans: statements };
 }
 
 test("builds past their logs' or artifacts' age are read from the start of an index range, not among the builds still kept", async () => {
@@ -109,5 +77,5 @@ test("builds below keep_builds are one range of the builds whose logs or artifac
 test("once the due builds are cleaned, a pass by age finds nothing left to clean", async () => {
   const { result } = await pass({ logDays: 30, artifactDays: 60, keepBuilds: 0 });
   expect(result).toMatchObject({ logs: 0, artifacts: 0, more: false });
-  expect(await all(db, "SELECT COUNT(*) AS n FROM builds WHERE logs_deleted_at IS NOT NULL")).toEqual([{ n: 500 }]);
+  expect(await all(t.db, "SELECT COUNT(*) AS n FROM builds WHERE logs_deleted_at IS NOT NULL")).toEqual([{ n: 500 }]);
 });
