@@ -43,3 +43,19 @@ export async function migrateTo(db: Db, version: number): Promise<void> {
     });
   }
 }
+
+/** A migration test's first half: the migrations before `version` applied, then `rows` (INSERT statements) run in order on the database they made. */
+export async function seedBeforeMigration(db: Db, version: number, rows: string[]): Promise<void> {
+  await migrateTo(db, version - 1);
+  for (const sql of rows) await db.execute(sql);
+}
+
+/** The rows a migration test hangs its own on: integration `i<n>` on `provider`, its repository `r<n>` (src/app), project `p<n>` (app) and that project's pipeline `pl<n>` (ci). */
+export function projectRows(n = 1, provider = "git"): string[] {
+  return [
+    `INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i${n}', '${provider}', 'app', '/src/app', '/src/app', 'sealed', 1, 1)`,
+    `INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r${n}', 'i${n}', '${provider}', 'i${n}', 'src/app', 'main', '/src/app', '/src/app', 1, 1)`,
+    `INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p${n}', 'app', 'r${n}', 'main', 1, 1)`,
+    `INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl${n}', 'p${n}', 'ci', 'roost.yaml', '{}', '{}', 1, 1)`,
+  ];
+}

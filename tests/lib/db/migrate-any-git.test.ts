@@ -2,23 +2,18 @@
 // repositories, projects and deliveries: the tables are rebuilt with the wider CHECKs, every row
 // and reference survives, and the foreign keys still act.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { databasePerTest, seedBeforeMigration } from "../../helpers/migrations.ts";
 import { MIGRATIONS, migrate } from "../../../lib/db/migrate.ts";
 
 const t = databasePerTest("roost-migrate8-");
 
 test("migration 8 keeps integrations, repositories, projects and deliveries, and allows gitea and git", async () => {
-  await migrateTo(t.db, 7);
-  await t.db.execute(
+  await seedBeforeMigration(t.db, 8, [
     "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'gitlab', 'GitLab', 'https://gl', 'https://gl', 'sealed', 1, 1)",
-  );
-  await t.db.execute(
     "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at, webhook_token_hash) VALUES ('r1', 'i1', 'gitlab', '15', 'mike/diaspora', 'main', 'https://gl', 'https://gl/x.git', 1, 1, 'h')",
-  );
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'diaspora', 'r1', 'main', 1, 1)");
-  await t.db.execute(
+    "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'diaspora', 'r1', 'main', 1, 1)",
     "INSERT INTO webhook_deliveries (id, host, verified, result, reason, repository_id, project_id, received_at) VALUES ('d1', 'gitlab', 1, 'ignored', 'why', 'r1', 'p1', 1)",
-  );
+  ]);
   await expect(
     t.db.execute(
       "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('x', 'gitea', 'x', 'x', 'x', 'x', 1, 1)",

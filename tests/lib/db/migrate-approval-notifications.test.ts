@@ -3,24 +3,17 @@
 // still keeps one delivery per notification, build and event; a build's deliveries and a
 // deployment's live side by side.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { databasePerTest, migrateTo, projectRows, seedBeforeMigration } from "../../helpers/migrations.ts";
 
 const t = databasePerTest("roost-migrate-approvals-");
 
 test("a delivery made before migration 29 keeps every field; one delivery per notification, build, event and deployment", async () => {
-  await migrateTo(t.db, 28);
-  for (const sql of [
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'git', '/src/x', '/src/x', 'sealed', 1, 1)",
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/x', 'main', 'x', 'x', 1, 1)",
-    "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)",
-    "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'ci', 'roost.yaml', '{}', '{}', 1, 1)",
+  await seedBeforeMigration(t.db, 29, [
+    ...projectRows(),
     "INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, created_at, updated_at) VALUES ('b1', 'p1', 'pl1', 1, 'main', 'abc', '{}', 'failed', 'manual', 1, 1, 1)",
     "INSERT INTO notifications (id, project_id, name, channel, events, secrets_sealed, created_at, updated_at) VALUES ('n1', 'p1', 'chat', 'slack', '[\"failed\"]', 'sealed', 1, 1)",
-  ])
-    await t.db.execute(sql);
-  await t.db.execute(
     "INSERT INTO notification_deliveries (id, notification_id, build_id, event, status, attempts, next_attempt_at, last_error, created_at, updated_at, delivered_at) VALUES ('d1', 'n1', 'b1', 'failed', 'pending', 3, 500, 'the receiver answered HTTP 503', 100, 200, NULL)",
-  );
+  ]);
   await migrateTo(t.db, 29);
   const rows = (await t.db.execute("SELECT * FROM notification_deliveries")).rows.map((r) => ({ ...r }));
   expect(rows).toEqual([

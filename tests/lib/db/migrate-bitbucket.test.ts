@@ -3,23 +3,16 @@
 // including the git_polls rows that dropping `repositories` cascades into, and the foreign keys
 // still act.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { databasePerTest, migrateTo, projectRows, seedBeforeMigration } from "../../helpers/migrations.ts";
 
 const t = databasePerTest("roost-migrate16-");
 
 test("migration 16 keeps integrations, repositories, git polls and deliveries, and allows bitbucket", async () => {
-  await migrateTo(t.db, 15);
-  await t.db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)",
-  );
-  await t.db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
-  );
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
-  await t.db.execute(`INSERT INTO git_polls (repository_id, heads, next_poll_at, failures) VALUES ('r1', '{"refs/heads/main":"abc"}', 42, 2)`);
-  await t.db.execute(
+  await seedBeforeMigration(t.db, 16, [
+    ...projectRows(),
+    `INSERT INTO git_polls (repository_id, heads, next_poll_at, failures) VALUES ('r1', '{"refs/heads/main":"abc"}', 42, 2)`,
     "INSERT INTO webhook_deliveries (id, host, verified, result, reason, repository_id, project_id, received_at) VALUES ('d1', 'git', 1, 'built', 'why', 'r1', 'p1', 1)",
-  );
+  ]);
   const bitbucket =
     "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i2', 'bitbucket', 'Bitbucket', 'https://api.bitbucket.org/2.0', 'https://bitbucket.org/team', 's', 1, 1)";
   await expect(t.db.execute(bitbucket)).rejects.toThrow(/CHECK/);

@@ -3,7 +3,7 @@
 // (in the order they were queued), their route and their own max_concurrent, so claims after the
 // upgrade hand them out as before.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { databasePerTest, projectRows, seedBeforeMigration } from "../../helpers/migrations.ts";
 import { all } from "../../../lib/db/client.ts";
 import { MIGRATIONS, migrate } from "../../../lib/db/migrate.ts";
 import { routeKey } from "../../../lib/runners/routing.ts";
@@ -18,17 +18,7 @@ const snapshot = (platforms: string[], labels: string[] | undefined, maxConcurre
   });
 
 test("builds from before are counted, and the queued and running ones keep their order, routes and limits", async () => {
-  await migrateTo(t.db, 16);
-  await t.db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)",
-  );
-  await t.db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'git', 'i1', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
-  );
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
-  await t.db.execute(
-    "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'p', 'roost.yaml', '{}', '{}', 1, 1)",
-  );
+  await seedBeforeMigration(t.db, 17, projectRows());
   const insert = (id: string, n: number, status: string, queuedAt: number, snap: string, source = '{"source":"api"}') =>
     t.db.execute({
       sql: "INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, created_at, updated_at, definition_source) VALUES (?, 'p1', 'pl1', ?, 'main', 'abc', ?, ?, 'manual', ?, 1, 1, ?)",

@@ -2,34 +2,14 @@
 // statuses already reported stay reported, the others of the last day are due, one row per commit
 // and pipeline holding its newest build, and plain git remotes get none.
 import { expect, test } from "bun:test";
-import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { databasePerTest, projectRows, seedBeforeMigration } from "../../helpers/migrations.ts";
 import { all } from "../../../lib/db/client.ts";
 import { migrate } from "../../../lib/db/migrate.ts";
 
 const t = databasePerTest("roost-migrate24-");
 
 test("reported statuses stay reported; the rest of the last day is due, newest build per commit and pipeline", async () => {
-  await migrateTo(t.db, 23);
-  await t.db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i1', 'github', 'gh', 'https://api.github.com', 'https://github.com', 'sealed', 1, 1)",
-  );
-  await t.db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i2', 'git', 'git', '/src/x', '/src/x', 'sealed', 1, 1)",
-  );
-  await t.db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r1', 'i1', 'github', '1', 'acme/app', 'main', 'x', 'x', 1, 1)",
-  );
-  await t.db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r2', 'i2', 'git', 'i2', 'src/x', 'main', 'x', 'x', 1, 1)",
-  );
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'app', 'r1', 'main', 1, 1)");
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p2', 'x', 'r2', 'main', 1, 1)");
-  await t.db.execute(
-    "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'ci', 'roost.yaml', '{}', '{}', 1, 1)",
-  );
-  await t.db.execute(
-    "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl2', 'p2', 'ci', 'roost.yaml', '{}', '{}', 1, 1)",
-  );
+  await seedBeforeMigration(t.db, 24, [...projectRows(1, "github"), ...projectRows(2, "git")]);
   const insert = (id: string, project: string, pipeline: string, n: number, sha: string, status: string, updatedAt: number) =>
     t.db.execute({
       sql: "INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, trigger_type, queued_at, created_at, updated_at) VALUES (?, ?, ?, ?, 'main', ?, '{}', ?, 'manual', 1, 1, ?)",

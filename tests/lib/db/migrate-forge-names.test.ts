@@ -7,7 +7,7 @@
 import { expect, test } from "bun:test";
 import { all } from "../../../lib/db/client.ts";
 import { MIGRATIONS } from "../../../lib/db/migrate.ts";
-import { databasePerTest, migrateTo } from "../../helpers/migrations.ts";
+import { databasePerTest, migrateTo, projectRows, seedBeforeMigration } from "../../helpers/migrations.ts";
 
 const VERSION = MIGRATIONS.findIndex((m) => m.name === "the forge's name is the registry's to check") + 1;
 
@@ -27,31 +27,17 @@ const schemaOf = async (type: string) =>
 
 test("the tables lose only the CHECK that listed the forges: rows, indexes, foreign keys and triggers stay", async () => {
   expect(VERSION).toBeGreaterThan(25);
-  await migrateTo(t.db, VERSION - 1);
-  await t.db.execute(
+  // A GitHub integration and repository with every column filled, so that each is seen to survive the rebuild.
+  await seedBeforeMigration(t.db, VERSION, [
     "INSERT INTO integrations (id, provider, name, api_url, web_url, app_id, installation_id, credentials_sealed, created_at, updated_at, last_synced_at, last_sync_error) VALUES ('i1', 'github', 'gh', 'https://api.github.com', 'https://github.com', '42', '7', 'sealed', 1, 2, 3, 'HTTP 401')",
-  );
-  await t.db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i2', 'git', 'app', '/src/app', '/src/app', 'sealed', 1, 1)",
-  );
-  await t.db.execute(
     "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at, webhook_token_hash) VALUES ('r1', 'i1', 'github', '1296269', 'octocat/hello', 'main', 0, 'https://a/x.png', '7', 'https://github.com', 'https://github.com/octocat/hello.git', 1, 2, 'h')",
-  );
-  await t.db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r2', 'i2', 'git', 'i2', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
-  );
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'hello', 'r1', 'main', 1, 1)");
-  await t.db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p2', 'app', 'r2', 'main', 1, 1)");
-  await t.db.execute(
+    "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p1', 'hello', 'r1', 'main', 1, 1)",
     "INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at) VALUES ('pl1', 'p1', 'ci', 'roost.yaml', '{}', '{}', 1, 1)",
-  );
-  await t.db.execute(
+    ...projectRows(2, "git"),
     `INSERT INTO git_polls (repository_id, heads, next_poll_at, lease_owner, lease_until, failures, last_error, last_polled_at) VALUES ('r2', '{"refs/heads/main":"abc"}', 42, 'me', 40, 2, 'gone', 39)`,
-  );
-  await t.db.execute(
     "INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id, commit_sha, decisions, body, received_at, body_expires_at) VALUES ('d1', 'github', 'g-1', 'push', '', 1, 'failed', 'why', '1296269', 'octocat/hello', 'r1', 'p1', 'abc', '[]', '{}', 5, 6)",
-  );
-  await t.db.execute("INSERT INTO webhook_deliveries (id, host, verified, result, reason, received_at) VALUES ('d2', 'git', 0, 'rejected', 'no signature', 7)");
+    "INSERT INTO webhook_deliveries (id, host, verified, result, reason, received_at) VALUES ('d2', 'git', 0, 'rejected', 'no signature', 7)",
+  ]);
   const before = await rowsOf();
   const indexes = await schemaOf("index");
   await expect(
