@@ -3,7 +3,9 @@
 // them Chromium waits on connections to Google's services); playwright-core gives every launch a
 // fresh temporary profile (its own --user-data-dir) and removes it on close.
 import { join } from "node:path";
+import type { Server } from "bun";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
+import { loginCapability, type TestApp } from "../helpers/app.ts";
 
 export const CHROMIUM = "/usr/bin/chromium";
 
@@ -33,6 +35,63 @@ export async function launchBrowser(): Promise<TestBrowser> {
       await browser.close();
     },
   };
+}
+
+/** The in-process app (tests/helpers/app.ts) served on 127.0.0.1 as the daemon serves it, each request with its peer's address; the server and its base URL. */
+export function serveApp(t: TestApp, options: { idleTimeout?: number } = {}): { server: Server<undefined>; base: string } {
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    ...options,
+    fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null),
+  });
+  return { server, base: `http://127.0.0.1:${server.port}` };
+}
+
+/**
+ * A browser context signed in as `email` at `base` (a desktop viewport unless `options` say
+ * otherwise): the first loopback sign-in makes the owner; with `t`, a one-time login capability
+ * minted on the host (as `roost login` does) signs in anyone else.
+ */
+export async function signedInContext(
+  browser: Browser,
+  base: string,
+  email: string,
+  options: { t?: TestApp; viewport?: { width: number; height: number }; colorScheme?: "dark" | "light"; acceptDownloads?: boolean } = {},
+): Promise<BrowserContext> {
+  const { t, viewport = { width: 1280, height: 900 }, ...contextOptions } = options;
+  const context = await browser.newContext({ viewport, ...contextOptions });
+  const data = t ? { email, recovery_capability: await loginCapability(t) } : { email };
+  const login = await context.request.post(`${base}/v1/auth/local/login`, { data });
+  if (login.status() !== 200) throw new Error(`${email} could not sign in: ${login.status()} ${await login.text()}`);
+  return context;
+}
+
+/** The API as a signed-in browser calls it (its session cookie, plus the CSRF header): the JSON answered, or an error naming the refusal. */
+export async function browserCall(context: BrowserContext, base: string, method: string, path: string, data?: unknown): Promise<any> {
+  const res = await context.request.fetch(base + path, { method, headers: { "x-roost-csrf": "1" }, data });
+  if (res.status() >= 300) throw new Error(`${method} ${path}: ${res.status()} ${await res.text()}`);
+  return res.json().catch(() => null);
+}
+
+/** A plain git integration on the local repository `repo` (the daemon allows local remotes) and a project on it, made through `call`; the project's id. */
+export async function createGitProject(
+  call: (method: string, path: string, data?: unknown) => Promise<any>,
+  repo: string,
+  webhookSecret?: string,
+): Promise<string> {
+  await call("POST", "/v1/integrations", { provider: "git", name: "app", url: repo, ...(webhookSecret ? { webhook_secret: webhookSecret } : {}) });
+  const repository = (await call("GET", "/v1/integration-repositories")).repositories[0].id;
+  return (await call("POST", "/v1/projects", { repository_id: repository })).project.id;
+}
+
+/** Waits until `ready` holds (a string waitForFunction would be refused by the app's CSP). */
+export async function until(what: string, ready: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await ready())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(50);
+  }
 }
 
 /** A page that fails the test on any script error or CSP violation it reports. */

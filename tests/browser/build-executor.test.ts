@@ -7,8 +7,9 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { loginCapability, type TestApp } from "../helpers/app.ts";
-import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+import type { TestApp } from "../helpers/app.ts";
+import { connectRunner, type TestRunner } from "../helpers/publishing.ts";
+import { axeViolations, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
 
 let ci: CiFixture;
 let t: TestApp;
@@ -19,7 +20,7 @@ let base = "";
 let tb: TestBrowser;
 let context: BrowserContext;
 let page: Page;
-let runner = { id: "", token: "" };
+let runner: TestRunner;
 const errors: string[] = [];
 const DIGEST = `sha256:${"3f".repeat(32)}`;
 
@@ -50,19 +51,12 @@ async function facts(buildId: string): Promise<string[]> {
 beforeAll(async () => {
   ci = await startCiFixture();
   ({ t, owner, projectId } = ci);
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
-  base = `http://127.0.0.1:${server.port}`;
-  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "linux-containers" } });
-  runner = { id: created.body.runner.id, token: created.body.token };
-  await t.call("POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  ({ server, base } = serveApp(t));
+  runner = await connectRunner(t, owner, "linux-containers");
   tb = await launchBrowser();
-  context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // Setup is over (the fixture's owner): a local sign-in needs the one-time capability `roost login` mints.
+  context = await signedInContext(tb.browser, base, "owner@example.test", { t });
   page = await newPage(context, errors);
-  expect(
-    (
-      await context.request.post(`${base}/v1/auth/local/login`, { data: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })
-    ).status(),
-  ).toBe(200);
 }, 60_000);
 
 afterAll(async () => {

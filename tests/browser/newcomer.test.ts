@@ -11,13 +11,14 @@
 // integration on a local repository (ROOST_GIT_ALLOW_LOCAL_REMOTES) and its signed push webhook.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { createHmac } from "node:crypto";
-import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
-import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+import { commitFiles, git } from "../helpers/git.ts";
+import { axeViolations, browserCall, createGitProject, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-newcomer-"));
 const repo = join(work, "app");
@@ -47,27 +48,8 @@ const errors: string[] = [];
 const dialogs: string[] = [];
 const a11y: Record<string, unknown[]> = {};
 
-function git(...args: string[]): string {
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: work,
-    GIT_AUTHOR_NAME: "Dev",
-    GIT_AUTHOR_EMAIL: "dev@example.test",
-    GIT_COMMITTER_NAME: "Dev",
-    GIT_COMMITTER_EMAIL: "dev@example.test",
-  };
-  const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
-  return run.stdout.toString().trim();
-}
-
-function commitFile(content: string | null, message: string): string {
-  if (content === null) unlinkSync(join(repo, "roost.yaml"));
-  else writeFileSync(join(repo, "roost.yaml"), content);
-  git("add", "-A");
-  git("commit", "-q", "-m", message);
-  return git("rev-parse", "HEAD");
-}
+/** roost.yaml committed with `content` (null: removed); the commit. */
+const commitFile = (content: string | null, message: string) => commitFiles(repo, { "roost.yaml": content }, message);
 
 /** A push as a post-receive hook tells it (docs/any-git.md "The push webhook"), signed with the integration's secret. */
 async function push(sha: string): Promise<void> {
@@ -82,11 +64,7 @@ async function push(sha: string): Promise<void> {
 }
 
 /** The API as a signed-in browser calls it: its session cookie, plus the CSRF header. */
-async function ok(method: string, path: string, data?: unknown): Promise<any> {
-  const res = await context.request.fetch(base + path, { method, headers: { "x-roost-csrf": "1" }, data });
-  if (res.status() >= 300) throw new Error(`${method} ${path}: ${res.status()} ${await res.text()}`);
-  return res.json();
-}
+const ok = (method: string, path: string, data?: unknown) => browserCall(context, base, method, path, data);
 
 async function checkA11y(name: string): Promise<void> {
   a11y[name] = await axeViolations(page);
@@ -95,26 +73,19 @@ async function checkA11y(name: string): Promise<void> {
 const card = (name: string) => page.locator(".project-card", { has: page.locator("strong", { hasText: new RegExp(`^${name}$`) }) });
 
 beforeAll(async () => {
-  mkdirSync(repo);
-  git("init", "-q", "-b", "main");
-  writeFileSync(join(repo, "README.md"), "# app\n");
-  commitFile(ROOST_YAML, "pipelines in roost.yaml");
+  commitFiles(repo, { "README.md": "# app\n", "roost.yaml": ROOST_YAML }, "pipelines in roost.yaml");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = serveApp(t));
   tb = await launchBrowser();
-  context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // Local Only first run: the first loopback sign-in creates the owner and sets the session cookie.
+  context = await signedInContext(tb.browser, base, OWNER);
   page = await newPage(context, errors);
   page.on("dialog", (d) => {
     dialogs.push(d.message());
     void (d.type() === "confirm" ? d.accept() : d.dismiss());
   });
-  // Local Only first run: the first loopback sign-in creates the owner and sets the session cookie.
-  expect((await context.request.post(`${base}/v1/auth/local/login`, { data: { email: OWNER } })).status()).toBe(200);
-  await ok("POST", "/v1/integrations", { provider: "git", name: "app", url: repo, webhook_secret: WEBHOOK_SECRET });
-  const repository = (await ok("GET", "/v1/integration-repositories")).repositories[0].id;
-  projectId = (await ok("POST", "/v1/projects", { repository_id: repository })).project.id;
+  projectId = await createGitProject(ok, repo, WEBHOOK_SECRET);
   // Configured through the API before the file existed: android (the file defines it too) and legacy (it does not).
   await ok("POST", `/v1/projects/${projectId}/pipelines`, {
     name: "android",
@@ -142,7 +113,7 @@ describe("what trips a newcomer, in the web app", () => {
   });
 
   test("the Pipelines tab says where each pipeline comes from; the file's pipelines are read-only, with their line", async () => {
-    const head = git("rev-parse", "HEAD");
+    const head = git(repo, "rev-parse", "HEAD");
     await page.goto(`${base}/projects/${projectId}?tab=pipelines`);
     await page.getByText(`roost.yaml on main at ${head.slice(0, 12)} defines android, nightly.`, { exact: false }).waitFor();
     // android: the file decides, so its card shows the file's definition and no edit form.

@@ -12,17 +12,18 @@
 // background passes (schedules, notifications, retention) are the daemon's own functions, called
 // when the test has moved the clock.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import { verify } from "@octokit/webhooks-methods";
 import type { BrowserContext, Page } from "playwright-core";
-import { createTestApp, loginCapability, type TestApp } from "../helpers/app.ts";
+import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
 import { enforceRetention } from "../../lib/retention/retention.ts";
-import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+import { commitFiles } from "../helpers/git.ts";
+import { axeViolations, browserCall, createGitProject, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-settings-"));
 const repo = join(work, "app");
@@ -45,31 +46,13 @@ const builds: string[] = [];
 const errors: string[] = [];
 const a11y: Record<string, unknown[]> = {};
 
-function git(...args: string[]): string {
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: work,
-    GIT_AUTHOR_NAME: "Dev",
-    GIT_AUTHOR_EMAIL: "dev@example.test",
-    GIT_COMMITTER_NAME: "Dev",
-    GIT_COMMITTER_EMAIL: "dev@example.test",
-  };
-  const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
-  return run.stdout.toString().trim();
-}
-
 /** The API as a signed-in browser calls it: its session cookie, plus the CSRF header. */
 async function api(method: string, path: string, data?: unknown, ctx: BrowserContext = context): Promise<{ status: number; body: any }> {
   const res = await ctx.request.fetch(base + path, { method, headers: { "x-roost-csrf": "1" }, data });
   return { status: res.status(), body: await res.json().catch(() => null) };
 }
 
-async function ok(method: string, path: string, data?: unknown): Promise<any> {
-  const res = await api(method, path, data);
-  if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
-  return res.body;
-}
+const ok = (method: string, path: string, data?: unknown) => browserCall(context, base, method, path, data);
 
 async function checkA11y(name: string, p: Page = page): Promise<void> {
   a11y[name] = await axeViolations(p);
@@ -80,15 +63,10 @@ async function tab(name: string, p: Page = page): Promise<void> {
 }
 
 beforeAll(async () => {
-  mkdirSync(repo);
-  git("init", "-q", "-b", "main");
-  writeFileSync(join(repo, "README.md"), "# app\n");
-  git("add", "-A");
-  git("commit", "-q", "-m", "first");
+  commitFiles(repo, { "README.md": "# app\n" }, "first");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = serveApp(t));
   receiver = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -104,14 +82,11 @@ beforeAll(async () => {
     },
   });
   tb = await launchBrowser();
-  context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
+  // Local Only first run: the first loopback sign-in creates the owner and sets the session cookie.
+  context = await signedInContext(tb.browser, base, OWNER);
   page = await newPage(context, errors);
   page.on("dialog", (d) => void (d.type() === "confirm" ? d.accept() : d.dismiss()));
-  // Local Only first run: the first loopback sign-in creates the owner and sets the session cookie.
-  expect((await context.request.post(`${base}/v1/auth/local/login`, { data: { email: OWNER } })).status()).toBe(200);
-  await ok("POST", "/v1/integrations", { provider: "git", name: "app", url: repo });
-  const repository = (await ok("GET", "/v1/integration-repositories")).repositories[0].id;
-  projectId = (await ok("POST", "/v1/projects", { repository_id: repository })).project.id;
+  projectId = await createGitProject(ok, repo);
   pipelineId = (await ok("POST", `/v1/projects/${projectId}/pipelines`, { name: "android", execution_config: { commands: { build: ["echo build"] } } }))
     .pipeline.id;
 }, 60_000);
@@ -236,10 +211,11 @@ describe("project settings in the web app", () => {
     // The first build uses the pipeline as configured through the API.
     builds.push((await ok("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: pipelineId, branch: "main" })).build.id);
     // From now on the repository has a pipeline file defining the same pipeline.
-    writeFileSync(join(repo, "roost.yaml"), "version: 1\npipelines:\n  android:\n    platforms: [android]\n    commands:\n      build: [echo from the file]\n");
-    git("add", "-A");
-    git("commit", "-q", "-m", "pipeline file");
-    const fileCommit = git("rev-parse", "HEAD");
+    const fileCommit = commitFiles(
+      repo,
+      { "roost.yaml": "version: 1\npipelines:\n  android:\n    platforms: [android]\n    commands:\n      build: [echo from the file]\n" },
+      "pipeline file",
+    );
     builds.push((await ok("POST", `/v1/projects/${projectId}/builds`, { pipeline_id: pipelineId, branch: "main" })).build.id);
 
     await tab("Schedules");
@@ -367,9 +343,7 @@ describe("project settings in the web app", () => {
   test("a developer sees schedules, badges and retention without controls; a forged change is refused", async () => {
     const invited = await ok("POST", "/v1/users", { email: DEV, role: "developer" });
     await ok("PUT", `/v1/projects/${projectId}/members/${invited.user.id}`, { role: "developer" });
-    const devContext = await tb.browser.newContext({ viewport: { width: 390, height: 844 } });
-    const signedIn = await devContext.request.post(`${base}/v1/auth/local/login`, { data: { email: DEV, recovery_capability: await loginCapability(t) } });
-    expect(signedIn.status()).toBe(200);
+    const devContext = await signedInContext(tb.browser, base, DEV, { t, viewport: { width: 390, height: 844 } });
     const dev = await newPage(devContext, errors);
     await dev.goto(`${base}/projects/${projectId}`);
     await dev.getByText("your role: developer").waitFor();

@@ -18,7 +18,7 @@ import type { BrowserContext, Page } from "playwright-core";
 import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { connectRunner, publishNext, putEnvironment, runBuild, type TestRunner } from "../helpers/publishing.ts";
-import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+import { axeViolations, launchBrowser, newPage, serveApp, signedInContext, until, type TestBrowser } from "./browser.ts";
 
 const SHOTS = process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), "roost-publishing-shots-"));
 const APPROVER = "release-manager@example.test";
@@ -44,13 +44,11 @@ const PUBLISHERS = [
 ];
 
 async function signedIn(email: string, options: { dark?: boolean; phone?: boolean } = {}): Promise<BrowserContext> {
-  const context = await tb.browser.newContext({
+  return signedInContext(tb.browser, base, email, {
+    t,
     viewport: options.phone ? { width: 390, height: 844 } : { width: 1280, height: 900 },
     colorScheme: options.dark ? "dark" : "light",
   });
-  const login = await context.request.post(`${base}/v1/auth/local/login`, { data: { email, recovery_capability: await loginCapability(t) } });
-  expect(login.status()).toBe(200);
-  return context;
 }
 
 async function pageAs(email: string): Promise<Page> {
@@ -62,23 +60,13 @@ async function deploymentsOf(buildId: string): Promise<any[]> {
   return (await t.call("GET", `/v1/builds/${buildId}/deployments`, { token: owner })).body.deployments;
 }
 
-/** Waits until `ready` holds (a string waitForFunction would be refused by the app's CSP). */
-async function until(what: string, ready: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
-}
-
 const text = async (locator: { textContent(): Promise<string | null> }) => ((await locator.textContent()) ?? "").replace(/\s+/g, " ").trim();
 
 beforeAll(async () => {
   ci = await startCiFixture();
   ({ t, owner, projectId } = ci);
   t.clock.set(Math.floor(Date.now() / 1000) - 7200);
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = serveApp(t));
   const approver = await userWithRole(t, owner, "developer", APPROVER);
   await t.call("PUT", `/v1/projects/${projectId}/members/${approver.id}`, { token: owner, body: { role: "maintainer" } });
   const developer = await userWithRole(t, owner, "developer", DEVELOPER);

@@ -6,13 +6,14 @@
 // The daemon runs in this process (tests/helpers/app.ts) behind Bun.serve, so the test can mint
 // the one-time capability a second user signs in with, as `roost login` does on the host.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
-import { createTestApp, loginCapability, type TestApp } from "../helpers/app.ts";
-import { launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+import { createTestApp, type TestApp } from "../helpers/app.ts";
+import { commitFiles } from "../helpers/git.ts";
+import { browserCall, createGitProject, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-revoked-"));
 const repo = join(work, "app");
@@ -29,34 +30,15 @@ let buildId = "";
 let devId = "";
 const errors: string[] = [];
 
-function git(...args: string[]): void {
-  const env = {
-    PATH: process.env.PATH ?? "/usr/bin:/bin",
-    HOME: work,
-    GIT_AUTHOR_NAME: "Dev",
-    GIT_AUTHOR_EMAIL: DEV,
-    GIT_COMMITTER_NAME: "Dev",
-    GIT_COMMITTER_EMAIL: DEV,
-  };
-  const run = Bun.spawnSync(["git", "-C", repo, ...args], { env, stdout: "pipe", stderr: "pipe" });
-  if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
-}
-
-/** The API as a signed-in browser calls it: its session cookie, plus the CSRF header. */
-async function ok(ctx: BrowserContext, method: string, path: string, data?: unknown): Promise<any> {
-  const res = await ctx.request.fetch(base + path, { method, headers: { "x-roost-csrf": "1" }, data });
-  if (res.status() >= 300) throw new Error(`${method} ${path}: ${res.status()} ${await res.text()}`);
-  return res.json().catch(() => null);
-}
+/** The API as `ctx`'s signed-in browser calls it. */
+const ok = (ctx: BrowserContext, method: string, path: string, data?: unknown) => browserCall(ctx, base, method, path, data);
 
 /** The log heading's "● live" badge, shown while the stream is open. */
 const liveBadge = (page: Page) => page.getByRole("heading", { name: "Log" }).locator(".badge-running");
 
 /** A developer of the project, signed in in a browser context of their own, on the queued build's page. */
 async function developerOnBuildPage(): Promise<{ ctx: BrowserContext; page: Page; streamTokens: () => number }> {
-  const ctx = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const signedIn = await ctx.request.post(`${base}/v1/auth/local/login`, { data: { email: DEV, recovery_capability: await loginCapability(t) } });
-  expect(signedIn.status()).toBe(200);
+  const ctx = await signedInContext(tb.browser, base, DEV, { t });
   await ok(owner, "PUT", `/v1/projects/${projectId}/members/${devId}`, { role: "developer" });
   const page = await newPage(ctx, errors);
   let tokens = 0;
@@ -67,26 +49,13 @@ async function developerOnBuildPage(): Promise<{ ctx: BrowserContext; page: Page
 }
 
 beforeAll(async () => {
-  mkdirSync(repo);
-  git("init", "-q", "-b", "main");
-  writeFileSync(join(repo, "README.md"), "# app\n");
-  git("add", "-A");
-  git("commit", "-q", "-m", "first");
+  commitFiles(repo, { "README.md": "# app\n" }, "first");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  server = Bun.serve({
-    hostname: "127.0.0.1",
-    port: 0,
-    idleTimeout: 30,
-    fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null),
-  });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = serveApp(t, { idleTimeout: 30 }));
   tb = await launchBrowser();
-  owner = await tb.browser.newContext();
-  expect((await owner.request.post(`${base}/v1/auth/local/login`, { data: { email: OWNER } })).status()).toBe(200);
-  await ok(owner, "POST", "/v1/integrations", { provider: "git", name: "app", url: repo });
-  const repository = (await ok(owner, "GET", "/v1/integration-repositories")).repositories[0].id;
-  projectId = (await ok(owner, "POST", "/v1/projects", { repository_id: repository })).project.id;
+  owner = await signedInContext(tb.browser, base, OWNER);
+  projectId = await createGitProject((method, path, data) => ok(owner, method, path, data), repo);
   // No runner has this label: the build stays queued, so its page follows a live stream.
   const pipeline = (await ok(owner, "POST", `/v1/projects/${projectId}/pipelines`, { name: "parked", execution_config: { runner_labels: ["nowhere"] } }))
     .pipeline;

@@ -16,8 +16,9 @@ import { join } from "node:path";
 import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { loginCapability, type TestApp } from "../helpers/app.ts";
-import { axeViolations, launchBrowser, newPage, type TestBrowser } from "./browser.ts";
+import type { TestApp } from "../helpers/app.ts";
+import { connectRunner, uploadArtifact, type TestRunner } from "../helpers/publishing.ts";
+import { axeViolations, launchBrowser, newPage, serveApp, signedInContext, until, type TestBrowser } from "./browser.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/test-results");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
@@ -34,7 +35,7 @@ let base = "";
 let tb: TestBrowser;
 let context: BrowserContext;
 let page: Page;
-let runner = { id: "", token: "" };
+let runner: TestRunner;
 const errors: string[] = [];
 const a11y: Record<string, unknown[]> = {};
 const built: { id: string; number: number }[] = [];
@@ -63,16 +64,7 @@ async function build(reports: Record<string, string>, o: { commit?: string; stat
       headers: { "x-roost-workspace": WORKSPACE },
     });
   }
-  if (o.artifact) {
-    const body = "x".repeat(o.artifact);
-    const sha = new Bun.CryptoHasher("sha256").update(body).digest("hex");
-    await t.call("PUT", `/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=build/app/outputs/flutter-apk/app-release.apk`, {
-      token: runner.token,
-      raw: body,
-      contentType: "application/octet-stream",
-      headers: { "x-roost-artifact-sha256": sha },
-    });
-  }
+  if (o.artifact) await uploadArtifact(t, runner, job.job_id, "build/app/outputs/flutter-apk/app-release.apk", "x".repeat(o.artifact));
   t.clock.advance(60 + built.length * 17);
   await t.call("POST", `/v1/runners/${runner.id}/jobs/${job.job_id}/finish`, {
     token: runner.token,
@@ -80,15 +72,6 @@ async function build(reports: Record<string, string>, o: { commit?: string; stat
   });
   built.push({ id: made.body.build.id, number: made.body.build.build_number });
   return built.at(-1)!;
-}
-
-/** Waits until `ready` holds (a string waitForFunction would be refused by the app's CSP). */
-async function until(what: string, ready: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(50);
-  }
 }
 
 async function checkA11y(name: string, p: Page = page): Promise<void> {
@@ -99,12 +82,9 @@ beforeAll(async () => {
   ci = await startCiFixture();
   ({ t, owner, projectId } = ci);
   t.clock.set(Math.floor(Date.now() / 1000) - 3600);
-  server = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null) });
-  base = `http://127.0.0.1:${server.port}`;
+  ({ server, base } = serveApp(t));
   pipelineId = (await createPipeline(t, owner, projectId, { name: "android" })).id;
-  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "linux-1" } });
-  runner = { id: created.body.runner.id, token: created.body.token };
-  await t.call("POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  runner = await connectRunner(t, owner, "linux-1");
   // History on main: a passing build with coverage, the failing one, its passing re-run (flaky).
   await build({ "build/test-results/flutter.json": flutterFixed, "coverage/lcov.info": lcov }, { status: "succeeded", artifact: 3000 });
   const lostCoverage = lcov.replace("DA:3,1\nDA:4,3\nDA:6,1\nDA:7,1", "DA:3,1\nDA:4,0\nDA:6,0\nDA:7,0");
@@ -122,14 +102,9 @@ beforeAll(async () => {
   );
   await build({ "build/test-results/flutter.json": flutterFixed, "coverage/lcov.info": lcov }, { rerunOf: built[1]!.id, status: "succeeded", artifact: 3300 });
   tb = await launchBrowser();
-  context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme: "light" });
-  page = await newPage(context, errors);
   // Setup is over (the fixture's owner): a local sign-in needs the one-time capability `roost login` mints.
-  expect(
-    (
-      await context.request.post(`${base}/v1/auth/local/login`, { data: { email: "owner@example.test", recovery_capability: await loginCapability(t) } })
-    ).status(),
-  ).toBe(200);
+  context = await signedInContext(tb.browser, base, "owner@example.test", { t, colorScheme: "light" });
+  page = await newPage(context, errors);
 }, 60_000);
 
 afterAll(async () => {

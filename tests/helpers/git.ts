@@ -1,5 +1,7 @@
 // A real git repository in a temp dir for the tests of what Roost reads from one (docs/pipelines.md,
 // docs/any-git.md), and GitHub push deliveries about it.
+import { existsSync, mkdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type Called, type TestApp } from "./app.ts";
 import { createGithubIntegration } from "./ci.ts";
@@ -18,6 +20,24 @@ export function git(dir: string, ...args: string[]): string {
   const run = Bun.spawnSync(["git", "-C", dir, ...args], { env, stdout: "pipe", stderr: "pipe" });
   if (run.exitCode !== 0) throw new Error(`git ${args.join(" ")}: ${run.stderr.toString()}`);
   return run.stdout.toString().trim();
+}
+
+/** `files` (path → text; null removes the file) written in `dir` and committed with `message`, the repository made first (on main) where there is none; the commit. */
+export function commitFiles(dir: string, files: Record<string, string | null>, message: string): string {
+  if (!existsSync(join(dir, ".git"))) {
+    mkdirSync(dir, { recursive: true });
+    git(dir, "init", "-q", "-b", "main");
+  }
+  for (const [path, text] of Object.entries(files)) {
+    if (text === null) unlinkSync(join(dir, path));
+    else {
+      mkdirSync(dirname(join(dir, path)), { recursive: true });
+      writeFileSync(join(dir, path), text);
+    }
+  }
+  git(dir, "add", "-A");
+  git(dir, "commit", "-q", "-m", message);
+  return git(dir, "rev-parse", "HEAD");
 }
 
 export interface GithubPush {
