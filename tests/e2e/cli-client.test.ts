@@ -9,7 +9,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Socket, Subprocess } from "bun";
 import { BUN, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { commitRepository, loginOwner, projectClient, runnerEnv, spawnRunner, type ProjectClient, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import {
+  commitRepository,
+  loginOwner,
+  projectClient,
+  spawnHostRunner,
+  WRITE_APK,
+  writeFlutterStandIn,
+  type ProjectClient,
+  type RunnerProcess,
+} from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-cli-client-"));
 const repo = join(work, "app");
@@ -61,23 +70,9 @@ const jsonLines = (stdout: string) =>
     .map((l) => JSON.parse(l));
 
 beforeAll(async () => {
-  mkdirSync(join(repo, "lib"), { recursive: true });
-  writeFileSync(join(repo, "README.md"), "# app\n");
-  writeFileSync(join(repo, "lib/main.dart"), "void main() {}\n");
-  commit = await commitRepository(repo);
-  mkdirSync(flutterDir);
-  writeFileSync(
-    join(flutterDir, "flutter"),
-    `#!/bin/bash
-# A stand-in for flutter in tests: prints like flutter and writes an .apk.
-echo "Flutter stand-in (tests): flutter $*"
-if [ "$1" = build ]; then
-  mkdir -p build/app/outputs/flutter-apk
-  printf 'fake apk for %s' "$ROOST_COMMIT_SHA" > build/app/outputs/flutter-apk/app-release.apk
-fi
-`,
-  );
-  chmodSync(join(flutterDir, "flutter"), 0o755);
+  commit = await commitRepository(repo, { "README.md": "# app\n", "lib/main.dart": "void main() {}\n" });
+  // A flutter that writes an .apk.
+  writeFlutterStandIn(flutterDir, WRITE_APK);
 
   daemon = await startDaemon({
     dataDir: join(work, "data"),
@@ -92,13 +87,7 @@ fi
   apiToken = (await http(daemon.url, "POST", "/v1/api-tokens", { token: owner, body: { name: "cli", role: "developer" } })).body.token;
   ci = projectClient(daemon.url, owner, projectId);
   const runner = await ci.registerRunner({ name: "linux-cli" });
-  // The tests run the daemon and the runner as one user: the documented override (docs/runners.md).
-  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
-    PATH: `${flutterDir}:${process.env.PATH}`,
-    HOME: work,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-  });
+  runnerProc = spawnHostRunner(daemon.url, runner, { home: work, flutterDir });
 }, 60_000);
 
 afterAll(async () => {

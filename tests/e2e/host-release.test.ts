@@ -8,16 +8,15 @@
 //    attaches the APK, byte for byte: one release of the tag, one asset;
 //  - publishing the build again sends nothing GitHub already has.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
-import { GIT, pollUntil, runnerEnv, sh as shIn, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http, type Daemon } from "../helpers/daemon.ts";
+import { GIT, pollUntil, sh as shIn, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-host-release-e2e-"));
 const repo = join(work, "app");
-const flutterDir = join(work, "flutter-stand-in");
 let ci: GithubProject;
 let daemon: Daemon;
 let host: HostApiStandIn;
@@ -57,10 +56,6 @@ beforeAll(async () => {
   writeFileSync(join(repo, "RELEASE_NOTES.md"), "Offline mode and a faster start.\n");
   await sh(`git init -q -b main && ${GIT} add . && ${GIT} commit -q -m 'Release 1.0' && git tag v1.0.0`, repo);
   tagCommit = await sh("git rev-parse HEAD", repo);
-  mkdirSync(flutterDir);
-  copyFileSync(join(REPO_ROOT, "scripts/flutter-stand-in/flutter"), join(flutterDir, "flutter"));
-  await sh(`chmod +x ${join(flutterDir, "flutter")}`);
-
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
@@ -71,12 +66,7 @@ beforeAll(async () => {
   if (env.status !== 200) throw new Error(JSON.stringify(env.body));
 
   const runner = await ci.registerRunner({ name: "builder" });
-  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
-    PATH: `${flutterDir}:${process.env.PATH}`,
-    HOME: work,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-  });
+  runnerProc = spawnHostRunner(daemon.url, runner, { home: work });
 }, 60_000);
 
 afterAll(async () => {

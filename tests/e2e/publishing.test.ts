@@ -10,27 +10,16 @@
 //  - a pull request builds and never publishes;
 //  - an environment's secrets never reach a build step, a pull request, or another environment's publish.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
-import {
-  GIT,
-  isFinished,
-  pollUntil,
-  runnerEnv,
-  sh as shIn,
-  spawnRunner,
-  startGithubProject,
-  type GithubProject,
-  type RunnerProcess,
-} from "../helpers/ci-daemon.ts";
+import { http, type Daemon } from "../helpers/daemon.ts";
+import { GIT, isFinished, pollUntil, sh as shIn, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startGoogleStandIn, type GoogleStandIn, type ServiceAccount } from "../support/store-stand-ins/google.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-publishing-e2e-"));
 const repo = join(work, "app");
-const flutterDir = join(work, "flutter-stand-in");
 const FIREBASE_APP = "1:123456789012:android:0a1b2c3d4e5f6789";
 let ci: GithubProject;
 let daemon: Daemon;
@@ -123,10 +112,6 @@ beforeAll(async () => {
   await sh(`git checkout -q -b feature && echo change > feature.txt && ${GIT} add . && ${GIT} commit -q -m 'A feature' && git checkout -q main`, repo);
   commits.feature = await sh("git rev-parse feature", repo);
 
-  mkdirSync(flutterDir);
-  copyFileSync(join(REPO_ROOT, "scripts/flutter-stand-in/flutter"), join(flutterDir, "flutter"));
-  await sh(`chmod +x ${join(flutterDir, "flutter")}`);
-
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
@@ -147,13 +132,9 @@ beforeAll(async () => {
   await putSecret("qa", "FIREBASE_SERVICE_ACCOUNT", firebaseKey.json);
 
   const runner = await ci.registerRunner({ name: "publisher" });
-  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
-    PATH: `${flutterDir}:${process.env.PATH}`,
-    HOME: work,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-    ROOST_TEST_ANDROID_PUBLISHER_URL: google.url,
-    ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url,
+  runnerProc = spawnHostRunner(daemon.url, runner, {
+    home: work,
+    env: { ROOST_TEST_ANDROID_PUBLISHER_URL: google.url, ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url },
   });
 }, 60_000);
 

@@ -2,17 +2,18 @@
 // `roost runner` process, a local repository, and a `flutter` stand-in on the runner's PATH (a
 // script that prints like flutter and writes an .apk; no Flutter SDK is installed here).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import {
   commitRepository,
   isFinished,
-  runnerEnv,
   sh as shIn,
-  spawnRunner,
+  spawnHostRunner,
   startGithubProject,
+  WRITE_APK,
+  writeFlutterStandIn,
   type GithubProject,
   type RunnerProcess,
 } from "../helpers/ci-daemon.ts";
@@ -30,16 +31,7 @@ let runner = { id: "", token: "" };
 const DAEMON_ENV = { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" };
 const sh = (cmd: string) => shIn(cmd, work);
 
-function startRunner(): RunnerProcess {
-  // The tests run the daemon and the runner as one user: the documented override (docs/runners.md).
-  return spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
-    PATH: `${flutterDir}:${process.env.PATH}`,
-    HOME: work,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
-  });
-}
+const startRunner = () => spawnHostRunner(daemon.url, runner, { home: work, flutterDir });
 
 const pipeline = (body: Record<string, unknown>) => ci.createPipeline(body);
 const build = (pipelineId: string) => ci.queueBuild(pipelineId, commit);
@@ -53,26 +45,14 @@ async function stream(buildId: string, lastEventId?: string): Promise<SseReader>
 }
 
 beforeAll(async () => {
-  mkdirSync(join(repo, "lib"), { recursive: true });
-  writeFileSync(join(repo, "README.md"), "# app\n");
-  writeFileSync(join(repo, "lib/main.dart"), "void main() {}\n");
-  commit = await commitRepository(repo);
-  mkdirSync(flutterDir);
-  writeFileSync(
-    join(flutterDir, "flutter"),
-    `#!/bin/bash
-# A stand-in for flutter in tests: prints like flutter and writes an .apk.
-echo "Flutter stand-in (tests): flutter $*"
-if [ "$1" = build ]; then
-  echo "Running Gradle task 'assembleRelease'..."
-  for i in 1 2 3; do echo "gradle progress $i"; sleep 0.05; done
-  mkdir -p build/app/outputs/flutter-apk
-  printf 'fake apk for %s' "$ROOST_COMMIT_SHA" > build/app/outputs/flutter-apk/app-release.apk
-  echo "Built build/app/outputs/flutter-apk/app-release.apk"
-fi
-`,
-  );
-  chmodSync(join(flutterDir, "flutter"), 0o755);
+  commit = await commitRepository(repo, { "README.md": "# app\n", "lib/main.dart": "void main() {}\n" });
+  // A flutter whose build prints Gradle's progress over a moment and writes an .apk.
+  writeFlutterStandIn(flutterDir, [
+    `echo "Running Gradle task 'assembleRelease'..."`,
+    'for i in 1 2 3; do echo "gradle progress $i"; sleep 0.05; done',
+    ...WRITE_APK,
+    'echo "Built build/app/outputs/flutter-apk/app-release.apk"',
+  ]);
 
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: DAEMON_ENV },

@@ -6,11 +6,11 @@
 // archive with the keystore key.properties names) produces an artifact `jarsigner -verify`
 // accepts, signed by the test keystore's certificate.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
-import { commitRepository, runnerEnv, sh as shIn, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http, type Daemon } from "../helpers/daemon.ts";
+import { commitRepository, sh as shIn, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-secrets-signing-"));
 const repo = join(work, "app");
@@ -25,9 +25,7 @@ let commit = "";
 const sh = (cmd: string) => shIn(cmd, work);
 
 beforeAll(async () => {
-  mkdirSync(join(repo, "android"), { recursive: true });
-  writeFileSync(join(repo, "android", "build.gradle"), "// the app's Gradle file would read key.properties here\n");
-  commit = await commitRepository(repo, "app with android/");
+  commit = await commitRepository(repo, { "android/build.gradle": "// the app's Gradle file would read key.properties here\n" }, "app with android/");
   await sh(
     `keytool -genkeypair -keystore ${join(work, "upload.p12")} -storetype PKCS12 -storepass ${STORE_PASSWORD} -keypass ${STORE_PASSWORD} -alias upload -keyalg RSA -keysize 2048 -validity 2 -dname "CN=Roost Signing Test, O=Roost"`,
   );
@@ -37,11 +35,7 @@ beforeAll(async () => {
   });
   ({ daemon, owner, projectId } = ci);
   const created = await ci.registerRunner({ name: "signer" });
-  runner = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, created, join(work, "runner-work")),
-    PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-    HOME: work,
-  });
+  runner = spawnHostRunner(daemon.url, created, { home: work });
 }, 60_000);
 
 afterAll(async () => {

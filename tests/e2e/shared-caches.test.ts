@@ -4,10 +4,10 @@
 // through the daemon; runner B, which has never built the project, restores it from the bucket and
 // finds the dependency in place instead of downloading it.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { commitRepository, runnerEnv, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { commitRepository, spawnHostRunner, startGithubProject, writeFlutterStandIn, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-shared-caches-e2e-"));
@@ -23,14 +23,7 @@ const runners: RunnerProcess[] = [];
 async function startRunner(name: string): Promise<RunnerProcess & { workDir: string }> {
   const registered = await ci.registerRunner({ name });
   const workDir = join(work, `${name}-work`);
-  // The tests run the daemon and the runner as one user: the documented override (docs/runners.md).
-  const runner = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(ci.url, registered, workDir),
-    PATH: `${flutterDir}:${process.env.PATH}`,
-    HOME: work,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
-  });
+  const runner = spawnHostRunner(ci.url, registered, { home: work, flutterDir, workDir });
   runners.push(runner);
   return { ...runner, workDir };
 }
@@ -41,12 +34,8 @@ async function runBuild(pipelineId: string): Promise<{ build: any; log: string }
 }
 
 beforeAll(async () => {
-  mkdirSync(repo, { recursive: true });
-  writeFileSync(join(repo, "pubspec.lock"), 'packages:\n  http:\n    version: "1.2.0"\n');
-  commit = await commitRepository(repo, "app");
-  mkdirSync(flutterDir);
-  writeFileSync(join(flutterDir, "flutter"), '#!/bin/bash\necho "Flutter stand-in (tests): flutter $*"\n');
-  chmodSync(join(flutterDir, "flutter"), 0o755);
+  commit = await commitRepository(repo, { "pubspec.lock": 'packages:\n  http:\n    version: "1.2.0"\n' }, "app");
+  writeFlutterStandIn(flutterDir);
 
   s3 = await startS3Server();
   ci = await startGithubProject({

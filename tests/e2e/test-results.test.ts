@@ -6,11 +6,11 @@
 // check run with an annotation on the failed test's line, and a re-run that passes marks the test
 // flaky.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
-import { commitRepository, pollUntil, runnerEnv, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http, type Daemon } from "../helpers/daemon.ts";
+import { commitRepository, pollUntil, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-test-results-e2e-"));
@@ -27,23 +27,14 @@ const waitFor = pollUntil;
 const finished = (buildId: string) => ci.waitForBuild(buildId);
 
 beforeAll(async () => {
-  mkdirSync(join(repo, "lib"), { recursive: true });
-  mkdirSync(join(repo, "test"));
-  writeFileSync(join(repo, "lib/main.dart"), "void main() {}\n");
-  writeFileSync(join(repo, "test/widget_test.dart"), "// tests\n");
-  commit = await commitRepository(repo);
+  commit = await commitRepository(repo, { "lib/main.dart": "void main() {}\n", "test/widget_test.dart": "// tests\n" });
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_RUNNER_LEASE_SECONDS: "4" } },
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
   });
   ({ daemon, host, owner, projectId } = ci);
   const runner = await ci.registerRunner({ name: "linux-tests" });
-  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, runner, join(work, "runner-work")),
-    PATH: `${join(REPO_ROOT, "scripts/flutter-stand-in")}:${process.env.PATH}`,
-    HOME: work,
-    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
-  });
+  runnerProc = spawnHostRunner(daemon.url, runner, { home: work });
 }, 60_000);
 
 afterAll(async () => {

@@ -2,8 +2,8 @@
 // first loopback login makes the owner, docs/access.md "Local Only"), GitHub connected through the
 // host-API stand-in, a project on the stand-in's repository; the calls those tests make on it
 // (pipelines, builds, a build's end and log) and the `roost runner` processes that build.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
 import { sign } from "@octokit/webhooks-methods";
 import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon, type DaemonOptions } from "./daemon.ts";
@@ -22,10 +22,30 @@ export async function sh(cmd: string, cwd: string, env?: Record<string, string>)
   return out.trim();
 }
 
-/** A git repository at `dir` (which exists) with what is in it committed on main; the commit. */
-export async function commitRepository(dir: string, message = "first commit"): Promise<string> {
+/** A git repository at `dir` with `files` (path → text) written in it and all it holds committed on main; the commit. */
+export async function commitRepository(dir: string, files: Record<string, string> = {}, message = "first commit"): Promise<string> {
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  }
   await sh(`git init -q -b main && ${GIT} add . && ${GIT} commit -q -m '${message}'`, dir);
   return sh("git rev-parse HEAD", dir);
+}
+
+/** What a `flutter build` of the stand-ins writes: an .apk naming the commit, where Flutter puts one. */
+export const WRITE_APK = [
+  "mkdir -p build/app/outputs/flutter-apk",
+  `printf 'fake apk for %s' "$ROOST_COMMIT_SHA" > build/app/outputs/flutter-apk/app-release.apk`,
+];
+
+/** A `flutter` in `dir` (made here) that prints like flutter, and on `flutter build` runs `onBuild`; `dir`, for a runner's PATH. */
+export function writeFlutterStandIn(dir: string, onBuild: string[] = []): string {
+  mkdirSync(dir, { recursive: true });
+  const build = onBuild.length ? `if [ "$1" = build ]; then\n${onBuild.map((l) => `  ${l}\n`).join("")}fi\n` : "";
+  writeFileSync(join(dir, "flutter"), `#!/bin/bash\n# A stand-in for flutter in tests.\necho "Flutter stand-in (tests): flutter $*"\n${build}`, {
+    mode: 0o755,
+  });
+  return dir;
 }
 
 /** Reads until `done` holds of what it read, which it answers; an error naming `what` and the last value when `timeoutMs` passes. */
@@ -235,6 +255,28 @@ export interface RunnerProcess {
   lines: string[];
   /** Resolves when its stderr is closed and every line is in `lines`. */
   done: Promise<void>;
+}
+
+/**
+ * `roost runner` on this host, run by the tests' own user (--unsafe-allow-same-user, the
+ * documented override, docs/runners.md): the registered `runner` of the daemon at `url`, with
+ * HOME `home`, working in `home`/runner-work, `flutter` first found in `flutterDir`
+ * (scripts/flutter-stand-in unless given), a grace of 1 s, no Flutter to download, and `env`.
+ */
+export function spawnHostRunner(
+  url: string,
+  runner: RegisteredRunner,
+  options: { home: string; flutterDir?: string; workDir?: string; env?: Record<string, string> },
+): RunnerProcess {
+  const { home, flutterDir = join(REPO_ROOT, "scripts/flutter-stand-in"), workDir = join(home, "runner-work") } = options;
+  return spawnRunner(["--unsafe-allow-same-user"], {
+    ...runnerEnv(url, runner, workDir),
+    PATH: `${flutterDir}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+    HOME: home,
+    ROOST_RUNNER_GRACE_SECONDS: "1",
+    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
+    ...options.env,
+  });
 }
 
 /** `roost runner <args>` with only PATH (unless `env` sets it) and `env` in its environment; `prefix` runs it through another command (nsenter, setpriv). */

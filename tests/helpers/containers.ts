@@ -1,7 +1,6 @@
 // What the container executor's end-to-end tests share (docs/runners.md "Executors"): the test
 // image scripts/ensure-test-image builds with Podman, the app their builds check out, and a world
 // of `roost runner --executor container` processes building a project of the ci-daemon world.
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Subprocess } from "bun";
 import { REPO_ROOT } from "./daemon.ts";
@@ -28,12 +27,8 @@ export function ensureTestImage(): string {
 }
 
 /** The app the container builds check out, committed on main in `dir` (made here): a README, lib/main.dart and an empty pubspec.lock; the commit. */
-export async function commitTestApp(dir: string): Promise<string> {
-  mkdirSync(join(dir, "lib"), { recursive: true });
-  writeFileSync(join(dir, "README.md"), "# app\n");
-  writeFileSync(join(dir, "lib/main.dart"), "void main() {}\n");
-  writeFileSync(join(dir, "pubspec.lock"), "packages: {}\n");
-  return commitRepository(dir);
+export function commitTestApp(dir: string): Promise<string> {
+  return commitRepository(dir, { "README.md": "# app\n", "lib/main.dart": "void main() {}\n", "pubspec.lock": "packages: {}\n" });
 }
 
 /** A service's command: a small HTTP server of the test image's perl, on port 8080, answering every request with $GREETING. */
