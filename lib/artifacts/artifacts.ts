@@ -4,32 +4,22 @@
 // digest the runner announced. Downloads stream the object, or redirect to a presigned URL.
 import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, isUniqueViolation, num, one, str } from "../db/client.ts";
+import { all, isUniqueViolation, num, one, rowMapper, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { fail } from "../http/errors.ts";
 import { artifactKey, type ObjectStore } from "../object-store/store.ts";
 
-export interface Artifact {
-  id: string;
-  build_id: string;
-  path: string;
-  size: number;
-  sha256: string;
-  created_at: number;
-}
-
-function toArtifact(row: Row): Artifact {
-  return {
-    id: str(row, "id"),
-    build_id: str(row, "build_id"),
-    path: str(row, "path"),
-    size: num(row, "size"),
-    sha256: str(row, "sha256"),
-    created_at: num(row, "created_at"),
-  };
-}
+/** One stored artifact (table artifacts). */
+const toArtifact = rowMapper({
+  id: str,
+  build_id: str,
+  path: str,
+  size: num,
+  sha256: str,
+  created_at: num,
+});
+export type Artifact = ReturnType<typeof toArtifact>;
 
 /** Where the default (disk) object store keeps an artifact. */
 export function artifactFile(dataDir: string, buildId: string, id: string): string {

@@ -1,23 +1,10 @@
 // API tokens (docs/api.md "API tokens"): shown once, stored hashed, revocable.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, num, numOrNull, one, run, str, strOrNull, likePattern } from "../db/client.ts";
+import { all, likePattern, num, numOrNull, one, rowMapper, run, str, strAs, strOrNull } from "../db/client.ts";
 import type { Role } from "./roles.ts";
 import { displayPrefix, mintSecret, parseSecret, secretMatches } from "./secrets.ts";
 import { toUser, type User } from "./users.ts";
 import type { ApiToken, WireOf } from "../schemas/shared.ts";
-
-export interface ApiTokenRow {
-  id: string;
-  name: string;
-  role: Role;
-  created_by: string;
-  created_by_email: string;
-  created_at: number;
-  expires_at: number;
-  last_used_at: number | null;
-  revoked_at: number | null;
-}
 
 /** The listed shape; never carries the hash. */
 export type PublicApiToken = WireOf<typeof ApiToken>;
@@ -25,19 +12,19 @@ export type PublicApiToken = WireOf<typeof ApiToken>;
 /** last_used_at is written at most once a minute per token, so a busy script does not turn every read into a write. */
 export const LAST_USED_RESOLUTION_SECONDS = 60;
 
-function toRow(row: Row): ApiTokenRow {
-  return {
-    id: str(row, "id"),
-    name: str(row, "name"),
-    role: str(row, "role") as Role,
-    created_by: str(row, "created_by"),
-    created_by_email: strOrNull(row, "created_by_email") ?? "",
-    created_at: num(row, "created_at"),
-    expires_at: num(row, "expires_at"),
-    last_used_at: numOrNull(row, "last_used_at"),
-    revoked_at: numOrNull(row, "revoked_at"),
-  };
-}
+/** One API token (table api_tokens), with its creator's e-mail joined in. */
+const toRow = rowMapper({
+  id: str,
+  name: str,
+  role: strAs<Role>(),
+  created_by: str,
+  created_by_email: (row, column) => strOrNull(row, column) ?? "",
+  created_at: num,
+  expires_at: num,
+  last_used_at: numOrNull,
+  revoked_at: numOrNull,
+});
+export type ApiTokenRow = ReturnType<typeof toRow>;
 
 export function toPublicApiToken(token: ApiTokenRow, now: number): PublicApiToken {
   return {

@@ -1,41 +1,25 @@
 // Users: invited by e-mail, each with one instance role (docs/authorization.md "Roles").
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, bool, num, numOrNull, one, str, strOrNull, likePattern } from "../db/client.ts";
+import { all, bool, likePattern, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { Role } from "./roles.ts";
 import { newId } from "./secrets.ts";
 import type { PublicUser, WireOf } from "../schemas/shared.ts";
 
-export interface User {
-  id: string;
-  email: string;
-  role: Role;
-  active: boolean;
-  oidc_issuer: string | null;
-  oidc_subject: string | null;
-  avatar_url: string;
-  invited_by: string | null;
-  created_at: number;
-  updated_at: number;
-  deactivated_at: number | null;
-}
-
 /** A users row (or a row whose columns include a users row's, as a join reads it) as a User. */
-export function toUser(row: Row): User {
-  return {
-    id: str(row, "id"),
-    email: str(row, "email"),
-    role: str(row, "role") as Role,
-    active: bool(row, "active"),
-    oidc_issuer: strOrNull(row, "oidc_issuer"),
-    oidc_subject: strOrNull(row, "oidc_subject"),
-    avatar_url: str(row, "avatar_url"),
-    invited_by: strOrNull(row, "invited_by"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-    deactivated_at: numOrNull(row, "deactivated_at"),
-  };
-}
+export const toUser = rowMapper({
+  id: str,
+  email: str,
+  role: strAs<Role>(),
+  active: bool,
+  oidc_issuer: strOrNull,
+  oidc_subject: strOrNull,
+  avatar_url: str,
+  invited_by: strOrNull,
+  created_at: num,
+  updated_at: num,
+  deactivated_at: numOrNull,
+});
+export type User = ReturnType<typeof toUser>;
 
 /** E-mail addresses are compared case-insensitively; they are stored lower-cased. */
 export function normalizeEmail(email: string): string {

@@ -1,7 +1,6 @@
 // Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { BuildStatus } from "./state-machine.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
@@ -11,88 +10,55 @@ import type { BuildResource, StepResult as StepResultSchema } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export type StepResult = WireOf<typeof StepResultSchema>;
+export type BuildTrigger = "manual" | "rerun" | "webhook" | "schedule";
 
-export interface Build {
-  id: string;
-  build_number: number;
-  project_id: string;
-  pipeline_id: string;
-  runner_id: string | null;
-  source_build_id: string | null;
-  branch: string;
-  commit_sha: string;
-  changelog: string;
-  config_snapshot: ConfigSnapshot;
+/** One build (table builds); columns added by later migrations read as null where a row predates them. */
+export const toBuild = rowMapper({
+  id: str,
+  build_number: num,
+  project_id: str,
+  pipeline_id: str,
+  runner_id: strOrNull,
+  source_build_id: strOrNull,
+  branch: str,
+  commit_sha: str,
+  changelog: str,
+  config_snapshot: json<ConfigSnapshot>(),
   /** Where config_snapshot came from: the pipeline file at a commit, or the API (docs/pipelines.md). */
-  definition_source: DefinitionSource;
-  context: unknown;
-  runner_policy_block_reason: string | null;
-  status: BuildStatus;
-  exit_code: number | null;
-  failure_reason: string | null;
-  concurrency_key: string | null;
-  queued_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-  created_at: number;
-  updated_at: number;
-  created_by: string | null;
-  trigger_type: "manual" | "rerun" | "webhook" | "schedule";
+  definition_source: (row, column): DefinitionSource => parseDefinitionSource(row[column]),
+  context: (row, column): unknown => {
+    const context = strOrNull(row, column);
+    return context === null ? null : JSON.parse(context);
+  },
+  runner_policy_block_reason: strOrNull,
+  status: strAs<BuildStatus>(),
+  exit_code: numOrNull,
+  failure_reason: strOrNull,
+  concurrency_key: strOrNull,
+  queued_at: num,
+  started_at: numOrNull,
+  finished_at: numOrNull,
+  created_at: num,
+  updated_at: num,
+  created_by: strOrNull,
+  // Scheduled builds are stored as manual ones with trigger_event "schedule" (schema.sql migration 9).
+  trigger_type: (row, column): BuildTrigger => (str(row, "trigger_event") === "schedule" ? "schedule" : (str(row, column) as BuildTrigger)),
   /** The schedule that started this build (null when it was not scheduled, or the schedule is gone). */
-  schedule_id: string | null;
-  trigger_event: string;
-  trigger_ref: string;
-  trigger_actor: string;
-  step_results: StepResult[];
+  schedule_id: (row, column) => (row[column] === undefined ? null : strOrNull(row, column)),
+  trigger_event: str,
+  trigger_ref: str,
+  trigger_actor: str,
+  step_results: json<StepResult[]>(),
   /** When retention deleted the build's log lines (lib/retention/retention.ts); null while they are kept. */
-  logs_deleted_at: number | null;
+  logs_deleted_at: (row, column) => (row[column] === undefined ? null : numOrNull(row, column)),
   /** When retention deleted the build's artifacts; null while they are kept. */
-  artifacts_deleted_at: number | null;
+  artifacts_deleted_at: (row, column) => (row[column] === undefined ? null : numOrNull(row, column)),
   /** The Flutter SDK the build used, as its runner reported it; null before that (schema.sql migration 12). */
-  flutter_sdk: FlutterSdkUsed | null;
+  flutter_sdk: (row, column) => (typeof row[column] === "string" ? (JSON.parse(row[column]) as FlutterSdkUsed) : null),
   /** Where the build ran (its executor, image by digest, limits), as its runner reported it; null before that (schema.sql migration 25). */
-  executor: ExecutorUsed | null;
-}
-
-export function toBuild(row: Row): Build {
-  const context = strOrNull(row, "context");
-  return {
-    id: str(row, "id"),
-    build_number: num(row, "build_number"),
-    project_id: str(row, "project_id"),
-    pipeline_id: str(row, "pipeline_id"),
-    runner_id: strOrNull(row, "runner_id"),
-    source_build_id: strOrNull(row, "source_build_id"),
-    branch: str(row, "branch"),
-    commit_sha: str(row, "commit_sha"),
-    changelog: str(row, "changelog"),
-    config_snapshot: JSON.parse(str(row, "config_snapshot")) as ConfigSnapshot,
-    definition_source: parseDefinitionSource(row.definition_source),
-    context: context === null ? null : JSON.parse(context),
-    runner_policy_block_reason: strOrNull(row, "runner_policy_block_reason"),
-    status: str(row, "status") as BuildStatus,
-    exit_code: numOrNull(row, "exit_code"),
-    failure_reason: strOrNull(row, "failure_reason"),
-    concurrency_key: strOrNull(row, "concurrency_key"),
-    queued_at: num(row, "queued_at"),
-    started_at: numOrNull(row, "started_at"),
-    finished_at: numOrNull(row, "finished_at"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-    created_by: strOrNull(row, "created_by"),
-    // Scheduled builds are stored as manual ones with trigger_event "schedule" (schema.sql migration 9).
-    trigger_type: str(row, "trigger_event") === "schedule" ? "schedule" : (str(row, "trigger_type") as Build["trigger_type"]),
-    schedule_id: row.schedule_id === undefined ? null : strOrNull(row, "schedule_id"),
-    trigger_event: str(row, "trigger_event"),
-    trigger_ref: str(row, "trigger_ref"),
-    trigger_actor: str(row, "trigger_actor"),
-    step_results: JSON.parse(str(row, "step_results")) as StepResult[],
-    logs_deleted_at: row.logs_deleted_at === undefined ? null : numOrNull(row, "logs_deleted_at"),
-    artifacts_deleted_at: row.artifacts_deleted_at === undefined ? null : numOrNull(row, "artifacts_deleted_at"),
-    flutter_sdk: typeof row.flutter_sdk === "string" ? (JSON.parse(row.flutter_sdk) as FlutterSdkUsed) : null,
-    executor: typeof row.executor === "string" ? (JSON.parse(row.executor) as ExecutorUsed) : null,
-  };
-}
+  executor: (row, column) => (typeof row[column] === "string" ? (JSON.parse(row[column]) as ExecutorUsed) : null),
+});
+export type Build = ReturnType<typeof toBuild>;
 
 /** The API shape: secret env values in the snapshot are not returned. */
 export function toPublicBuild(b: Build): WireOf<typeof BuildResource> {

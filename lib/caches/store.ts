@@ -5,42 +5,28 @@
 // verified against the SHA-256 the runner announced before their row is written (as artifacts,
 // lib/artifacts/artifacts.ts); retention deletes rows first and objects after, so no row names a missing
 // object on purpose.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, isUniqueViolation, num, one, run, str } from "../db/client.ts";
+import { all, isUniqueViolation, num, one, rowMapper, run, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { fail } from "../http/errors.ts";
 import type { ObjectStore } from "../object-store/store.ts";
 import type { Logger } from "../daemon/log.ts";
 import { scopeNearness } from "../runners/cache-scope.ts";
 
-export interface CacheEntry {
-  id: string;
-  project_id: string;
-  pipeline_id: string;
-  scope: string;
-  key: string;
-  version: string;
-  size: number;
-  sha256: string;
-  created_at: number;
-  last_used_at: number;
-}
-
-function toCacheEntry(row: Row): CacheEntry {
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    pipeline_id: str(row, "pipeline_id"),
-    scope: str(row, "scope"),
-    key: str(row, "key"),
-    version: str(row, "version"),
-    size: num(row, "size"),
-    sha256: str(row, "sha256"),
-    created_at: num(row, "created_at"),
-    last_used_at: num(row, "last_used_at"),
-  };
-}
+/** One saved cache (table cache_entries). */
+const toCacheEntry = rowMapper({
+  id: str,
+  project_id: str,
+  pipeline_id: str,
+  scope: str,
+  key: str,
+  version: str,
+  size: num,
+  sha256: str,
+  created_at: num,
+  last_used_at: num,
+});
+export type CacheEntry = ReturnType<typeof toCacheEntry>;
 
 export function cacheObjectKey(projectId: string, id: string): string {
   return `caches/${projectId}/${id}`;

@@ -1,50 +1,31 @@
 // Operator incidents (docs/api.md "Operator incidents"): conditions an operator must act on, raised
 // by the service, deduplicated per resource and reason while open (occurrence_count grows).
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, num, numOrNull, one, str } from "../db/client.ts";
+import { all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 
 export type Severity = "info" | "warning" | "critical";
 export type IncidentStatus = "open" | "resolved";
 
-export interface Incident {
-  id: string;
-  severity: Severity;
-  status: IncidentStatus;
-  reason: string;
-  message: string;
-  repair_action: string;
-  repair_url: string;
-  resource_id: string;
-  resource_kind: string;
-  resource_name: string;
-  first_occurrence_at: number;
-  latest_occurrence_at: number;
-  occurrence_count: number;
-  read_at: number | null;
-  resolved_at: number | null;
-}
-
-function toIncident(row: Row): Incident {
-  return {
-    id: str(row, "id"),
-    severity: str(row, "severity") as Severity,
-    status: str(row, "status") as IncidentStatus,
-    reason: str(row, "reason"),
-    message: str(row, "message"),
-    repair_action: str(row, "repair_action"),
-    repair_url: str(row, "repair_url"),
-    resource_id: str(row, "resource_id"),
-    resource_kind: str(row, "resource_kind"),
-    resource_name: str(row, "resource_name"),
-    first_occurrence_at: num(row, "first_occurrence_at"),
-    latest_occurrence_at: num(row, "latest_occurrence_at"),
-    occurrence_count: num(row, "occurrence_count"),
-    read_at: numOrNull(row, "read_at"),
-    resolved_at: numOrNull(row, "resolved_at"),
-  };
-}
+/** One operator incident (table incidents). */
+const toIncident = rowMapper({
+  id: str,
+  severity: strAs<Severity>(),
+  status: strAs<IncidentStatus>(),
+  reason: str,
+  message: str,
+  repair_action: str,
+  repair_url: str,
+  resource_id: str,
+  resource_kind: str,
+  resource_name: str,
+  first_occurrence_at: num,
+  latest_occurrence_at: num,
+  occurrence_count: num,
+  read_at: numOrNull,
+  resolved_at: numOrNull,
+});
+export type Incident = ReturnType<typeof toIncident>;
 
 export interface IncidentInput {
   severity: Severity;

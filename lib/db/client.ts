@@ -85,6 +85,31 @@ export function numOrNull(row: Row, column: string): number | null {
 export function bool(row: Row, column: string): boolean {
   return Number(row[column]) === 1;
 }
+/** A TEXT column holding JSON of type T (written by this program, so not validated again). */
+export function json<T>(): ColumnReader<T> {
+  return (row, column) => JSON.parse(str(row, column)) as T;
+}
+/** A TEXT column that holds one of the values of T (a CHECK constraint, or only this program writes it). */
+export function strAs<T extends string>(): ColumnReader<T> {
+  return (row, column) => str(row, column) as T;
+}
+
+/** Reads one column: the readers above, or a function of its own for a field made from more. */
+export type ColumnReader<T> = (row: Row, column: string) => T;
+type ColumnReaders = Record<string, ColumnReader<unknown>>;
+
+/**
+ * A row mapper from one reader per column, keyed by the column's name: a table's fields are
+ * written once, and its type is the mapper's (`type Artifact = ReturnType<typeof toArtifact>`).
+ */
+export function rowMapper<R extends ColumnReaders>(readers: R): (row: Row) => { [K in keyof R]: ReturnType<R[K]> } {
+  const columns = Object.entries(readers);
+  return (row) => {
+    const mapped: Record<string, unknown> = {};
+    for (const [column, read] of columns) mapped[column] = read(row, column);
+    return mapped as { [K in keyof R]: ReturnType<R[K]> };
+  };
+}
 
 /** Whether a database error is a UNIQUE constraint violation (for a clean 409). */
 export function isUniqueViolation(error: unknown): boolean {

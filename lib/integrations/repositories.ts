@@ -1,43 +1,26 @@
 // The repository catalogue (docs/api.md "Source integrations"), synced from each integration.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, bool, num, one, str, likePattern } from "../db/client.ts";
+import { all, bool, likePattern, num, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
 
-export interface Repository {
-  id: string;
-  external_id: string;
-  full_name: string;
-  default_branch: string;
-  is_private: boolean;
-  avatar_url: string;
-  installation_id: string;
-  integration_id: string;
-  host_url: string;
-  clone_url: string;
-  provider: ForgeName;
-  created_at: number;
-  updated_at: number;
-}
-
-function toRepository(row: Row): Repository {
-  return {
-    id: str(row, "id"),
-    external_id: str(row, "external_id"),
-    full_name: str(row, "full_name"),
-    default_branch: str(row, "default_branch"),
-    is_private: bool(row, "is_private"),
-    avatar_url: str(row, "avatar_url"),
-    installation_id: str(row, "installation_id"),
-    integration_id: str(row, "integration_id"),
-    host_url: str(row, "host_url"),
-    clone_url: str(row, "clone_url"),
-    provider: str(row, "provider") as ForgeName,
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-  };
-}
+/** One repository of the catalogue (table repositories). */
+const toRepository = rowMapper({
+  id: str,
+  external_id: str,
+  full_name: str,
+  default_branch: str,
+  is_private: bool,
+  avatar_url: str,
+  installation_id: str,
+  integration_id: str,
+  host_url: str,
+  clone_url: str,
+  provider: strAs<ForgeName>(),
+  created_at: num,
+  updated_at: num,
+});
+export type Repository = ReturnType<typeof toRepository>;
 
 /** What a host API client reports for one repository. */
 export interface RemoteRepository {

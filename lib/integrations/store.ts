@@ -2,47 +2,30 @@
 // Bitbucket workspace, a git remote). `provider` names the forge (lib/forges/registry.ts).
 // Credentials are sealed with the secret box (lib/integrations/credentials.ts), opened only to
 // talk to the forge, and nothing returns them.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import type { IntegrationResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
-export interface Integration {
-  id: string;
-  provider: ForgeName;
-  name: string;
-  api_url: string;
-  web_url: string;
-  app_id: string | null;
-  installation_id: string | null;
-  credentials_sealed: string;
-  created_by: string | null;
-  created_at: number;
-  updated_at: number;
-  last_synced_at: number | null;
-  last_sync_error: string | null;
-}
-
-function toIntegration(row: Row): Integration {
-  return {
-    id: str(row, "id"),
-    provider: str(row, "provider") as ForgeName,
-    name: str(row, "name"),
-    api_url: str(row, "api_url"),
-    web_url: str(row, "web_url"),
-    app_id: strOrNull(row, "app_id"),
-    installation_id: strOrNull(row, "installation_id"),
-    credentials_sealed: str(row, "credentials_sealed"),
-    created_by: strOrNull(row, "created_by"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-    last_synced_at: numOrNull(row, "last_synced_at"),
-    last_sync_error: strOrNull(row, "last_sync_error"),
-  };
-}
+/** One connected forge (table integrations); its credentials sealed. */
+const toIntegration = rowMapper({
+  id: str,
+  provider: strAs<ForgeName>(),
+  name: str,
+  api_url: str,
+  web_url: str,
+  app_id: strOrNull,
+  installation_id: strOrNull,
+  credentials_sealed: str,
+  created_by: strOrNull,
+  created_at: num,
+  updated_at: num,
+  last_synced_at: numOrNull,
+  last_sync_error: strOrNull,
+});
+export type Integration = ReturnType<typeof toIntegration>;
 
 /** The API shape: everything but the credentials. */
 /** Without last_sync_failed, which integrationView (lib/integrations/index.ts) adds by the viewer's role. */

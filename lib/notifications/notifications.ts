@@ -12,7 +12,7 @@
 // a restart, any daemon process can dispatch, and a slow receiver delays only its own delivery.
 import { createHmac } from "node:crypto";
 import type { Executor, Row } from "../db/client.ts";
-import { all, inTransaction, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, bool, inTransaction, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { AppContext } from "../http/context.ts";
 import { newId } from "../auth/secrets.ts";
 import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
@@ -63,39 +63,24 @@ export interface ChannelSecrets {
   password?: string;
 }
 
-export interface Notification {
-  id: string;
-  project_id: string;
-  name: string;
-  channel: Channel;
-  events: NotificationEvent[];
-  branches: string[];
-  config: Record<string, unknown>;
-  secrets_sealed: string;
-  enabled: boolean;
-  created_by: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
 const SEAL_PURPOSE = "notification-channel";
 
-function toNotification(row: Row): Notification {
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    name: str(row, "name"),
-    channel: str(row, "channel") as Channel,
-    events: JSON.parse(str(row, "events")) as NotificationEvent[],
-    branches: JSON.parse(str(row, "branches")) as string[],
-    config: JSON.parse(str(row, "config")) as Record<string, unknown>,
-    secrets_sealed: str(row, "secrets_sealed"),
-    enabled: num(row, "enabled") === 1,
-    created_by: strOrNull(row, "created_by"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-  };
-}
+/** One notification channel of a project (table notifications). */
+const toNotification = rowMapper({
+  id: str,
+  project_id: str,
+  name: str,
+  channel: strAs<Channel>(),
+  events: json<NotificationEvent[]>(),
+  branches: json<string[]>(),
+  config: json<Record<string, unknown>>(),
+  secrets_sealed: str,
+  enabled: bool,
+  created_by: strOrNull,
+  created_at: num,
+  updated_at: num,
+});
+export type Notification = ReturnType<typeof toNotification>;
 
 export interface NotificationFields {
   name: string;
@@ -176,34 +161,20 @@ export async function deleteNotification(db: Executor, id: string): Promise<void
   await db.execute({ sql: "DELETE FROM notifications WHERE id = ?", args: [id] });
 }
 
-export interface DeliverySummary {
-  id: string;
-  build_id: string;
-  deployment_id: string | null;
-  event: NotificationEvent;
-  status: "pending" | "delivered" | "failed";
-  attempts: number;
-  next_attempt_at: number | null;
-  last_error: string | null;
-  created_at: number;
-  delivered_at: number | null;
-}
-
-function toDelivery(row: Row): DeliverySummary {
-  const status = str(row, "status") as DeliverySummary["status"];
-  return {
-    id: str(row, "id"),
-    build_id: str(row, "build_id"),
-    deployment_id: str(row, "deployment_id") || null,
-    event: str(row, "event") as NotificationEvent,
-    status,
-    attempts: num(row, "attempts"),
-    next_attempt_at: status === "pending" ? num(row, "next_attempt_at") : null,
-    last_error: strOrNull(row, "last_error"),
-    created_at: num(row, "created_at"),
-    delivered_at: numOrNull(row, "delivered_at"),
-  };
-}
+/** One delivery of a notification (table notification_deliveries); a due time only while it is pending. */
+const toDelivery = rowMapper({
+  id: str,
+  build_id: str,
+  deployment_id: (row, column) => str(row, column) || null,
+  event: strAs<NotificationEvent>(),
+  status: strAs<"pending" | "delivered" | "failed">(),
+  attempts: num,
+  next_attempt_at: (row, column) => (str(row, "status") === "pending" ? num(row, column) : null),
+  last_error: strOrNull,
+  created_at: num,
+  delivered_at: numOrNull,
+});
+export type DeliverySummary = ReturnType<typeof toDelivery>;
 
 export async function listDeliveries(db: Executor, notificationId: string, limit: number): Promise<DeliverySummary[]> {
   return (

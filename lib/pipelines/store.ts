@@ -1,42 +1,27 @@
 // Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, bool, num, one, str } from "../db/client.ts";
+import { all, bool, json, num, one, rowMapper, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Concurrency, ConfigSnapshot, ExecutionConfig, TriggerConfig } from "./config.ts";
 import { normalizeExecutionConfig, publicEnv } from "./snapshot.ts";
 import type { PipelineResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
-export interface Pipeline {
-  id: string;
-  project_id: string;
-  name: string;
-  enabled: boolean;
-  config_path: string;
-  config_path_explicit: boolean;
-  concurrency: Concurrency;
-  trigger_config: TriggerConfig;
-  execution_config: ExecutionConfig;
-  created_at: number;
-  updated_at: number;
-}
-
-function toPipeline(row: Row): Pipeline {
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    name: str(row, "name"),
-    enabled: bool(row, "enabled"),
-    config_path: str(row, "config_path"),
-    config_path_explicit: bool(row, "config_path_explicit"),
-    concurrency: { cancel_previous: bool(row, "cancel_previous"), max_concurrent: num(row, "max_concurrent") },
-    trigger_config: JSON.parse(str(row, "trigger_config")) as TriggerConfig,
-    execution_config: normalizeExecutionConfig(JSON.parse(str(row, "execution_config")) as ExecutionConfig),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-  };
-}
+/** One pipeline (table pipelines); its concurrency is two columns, its trigger and execution settings JSON. */
+const toPipeline = rowMapper({
+  id: str,
+  project_id: str,
+  name: str,
+  enabled: bool,
+  config_path: str,
+  config_path_explicit: bool,
+  concurrency: (row): Concurrency => ({ cancel_previous: bool(row, "cancel_previous"), max_concurrent: num(row, "max_concurrent") }),
+  trigger_config: json<TriggerConfig>(),
+  execution_config: (row, column) => normalizeExecutionConfig(JSON.parse(str(row, column)) as ExecutionConfig),
+  created_at: num,
+  updated_at: num,
+});
+export type Pipeline = ReturnType<typeof toPipeline>;
 
 /** The API shape: secret env values are never returned. */
 export function toPublicPipeline(p: Pipeline): WireOf<typeof PipelineResource> {

@@ -1,46 +1,31 @@
 // Projects (docs/api.md "Projects") and their members (docs/authorization.md "Project roles").
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, num, one, str, strOrNull, likePattern } from "../db/client.ts";
+import { all, json, likePattern, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ProjectResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export type ProjectRole = "maintainer" | "developer" | "viewer";
-export interface Project {
-  id: string;
-  name: string;
-  description: string;
-  repository_id: string;
-  default_branch: string;
-  settings: Record<string, unknown>;
-  created_by: string | null;
-  created_at: number;
-  updated_at: number;
-  repository_full_name: string;
-  repository_avatar_url: string;
-  repository_provider: string | null;
-}
 
 const SELECT = `SELECT p.*, r.full_name AS repository_full_name, r.avatar_url AS repository_avatar_url, r.provider AS repository_provider
   FROM projects p JOIN repositories r ON r.id = p.repository_id`;
 
-function toProject(row: Row): Project {
-  return {
-    id: str(row, "id"),
-    name: str(row, "name"),
-    description: str(row, "description"),
-    repository_id: str(row, "repository_id"),
-    default_branch: str(row, "default_branch"),
-    settings: JSON.parse(str(row, "settings")) as Record<string, unknown>,
-    created_by: strOrNull(row, "created_by"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-    repository_full_name: str(row, "repository_full_name"),
-    repository_avatar_url: str(row, "repository_avatar_url"),
-    repository_provider: strOrNull(row, "repository_provider"),
-  };
-}
+/** One project (table projects), with its repository's name, avatar and forge joined in. */
+const toProject = rowMapper({
+  id: str,
+  name: str,
+  description: str,
+  repository_id: str,
+  default_branch: str,
+  settings: json<Record<string, unknown>>(),
+  created_by: strOrNull,
+  created_at: num,
+  updated_at: num,
+  repository_full_name: str,
+  repository_avatar_url: str,
+  repository_provider: strOrNull,
+});
+export type Project = ReturnType<typeof toProject>;
 
 /** The API shape, with the caller's role on it. */
 export function toPublicProject(p: Project, currentUserRole: ProjectRole): WireOf<typeof ProjectResource> {

@@ -10,7 +10,7 @@
 // such environment, a ref the environment refuses, no artifact) is created failed, with why.
 import { z } from "zod";
 import type { Executor, Row } from "../db/client.ts";
-import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { Publisher } from "./publishers.ts";
 import { DeploymentArtifact, StoreAnswer } from "./wire.ts";
 
@@ -23,72 +23,42 @@ export const DEPLOYMENT_TRIGGERS = ["build", "promotion", "retry"] as const;
 /** Release notes resolved when the deployment is created, per language; a notes file is read by the runner. */
 export type ReleaseNotes = Record<string, string>;
 
-export interface Deployment {
-  id: string;
-  project_id: string;
-  build_id: string;
-  environment_id: string | null;
-  environment_name: string;
-  publisher_name: string;
-  publisher_type: Publisher["type"];
-  publisher: Publisher;
-  target: string;
-  trigger: (typeof DEPLOYMENT_TRIGGERS)[number];
-  retry_of: string | null;
-  status: DeploymentStatus;
-  requested_by: string | null;
-  requested_by_email: string;
-  decided_by: string | null;
-  decided_by_email: string | null;
-  decided_at: number | null;
-  artifacts: DeploymentArtifact[];
-  release_notes: ReleaseNotes;
-  store_answer: StoreAnswer | null;
-  failure_reason: string | null;
-  runner_id: string | null;
-  claim_id: string | null;
-  lease_expires_at: number | null;
-  next_line: number;
-  created_at: number;
-  updated_at: number;
-  started_at: number | null;
-  finished_at: number | null;
-}
-
-export function toDeployment(row: Row): Deployment {
-  const answer = strOrNull(row, "store_answer");
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    build_id: str(row, "build_id"),
-    environment_id: strOrNull(row, "environment_id"),
-    environment_name: str(row, "environment_name"),
-    publisher_name: str(row, "publisher_name"),
-    publisher_type: str(row, "publisher_type") as Publisher["type"],
-    publisher: JSON.parse(str(row, "publisher")) as Publisher,
-    target: str(row, "target"),
-    trigger: str(row, "trigger") as Deployment["trigger"],
-    retry_of: strOrNull(row, "retry_of"),
-    status: str(row, "status") as DeploymentStatus,
-    requested_by: strOrNull(row, "requested_by"),
-    requested_by_email: str(row, "requested_by_email"),
-    decided_by: strOrNull(row, "decided_by"),
-    decided_by_email: strOrNull(row, "decided_by_email"),
-    decided_at: numOrNull(row, "decided_at"),
-    artifacts: JSON.parse(str(row, "artifacts")) as DeploymentArtifact[],
-    release_notes: JSON.parse(str(row, "release_notes")) as ReleaseNotes,
-    store_answer: answer ? (JSON.parse(answer) as StoreAnswer) : null,
-    failure_reason: strOrNull(row, "failure_reason"),
-    runner_id: strOrNull(row, "runner_id"),
-    claim_id: strOrNull(row, "claim_id"),
-    lease_expires_at: numOrNull(row, "lease_expires_at"),
-    next_line: num(row, "next_line"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-    started_at: numOrNull(row, "started_at"),
-    finished_at: numOrNull(row, "finished_at"),
-  };
-}
+/** One deployment (table deployments). */
+export const toDeployment = rowMapper({
+  id: str,
+  project_id: str,
+  build_id: str,
+  environment_id: strOrNull,
+  environment_name: str,
+  publisher_name: str,
+  publisher_type: strAs<Publisher["type"]>(),
+  publisher: json<Publisher>(),
+  target: str,
+  trigger: strAs<(typeof DEPLOYMENT_TRIGGERS)[number]>(),
+  retry_of: strOrNull,
+  status: strAs<DeploymentStatus>(),
+  requested_by: strOrNull,
+  requested_by_email: str,
+  decided_by: strOrNull,
+  decided_by_email: strOrNull,
+  decided_at: numOrNull,
+  artifacts: json<DeploymentArtifact[]>(),
+  release_notes: json<ReleaseNotes>(),
+  store_answer: (row, column) => {
+    const answer = strOrNull(row, column);
+    return answer ? (JSON.parse(answer) as StoreAnswer) : null;
+  },
+  failure_reason: strOrNull,
+  runner_id: strOrNull,
+  claim_id: strOrNull,
+  lease_expires_at: numOrNull,
+  next_line: num,
+  created_at: num,
+  updated_at: num,
+  started_at: numOrNull,
+  finished_at: numOrNull,
+});
+export type Deployment = ReturnType<typeof toDeployment>;
 
 export const DeploymentResource = z.object({
   id: z.string(),

@@ -6,8 +6,8 @@
 // allowed_refs (ref patterns as protected_refs, lib/pipelines/branch-patterns.ts), and secrets kept as
 // variables of the environment's scope (lib/variables/variables.ts).
 import { z } from "zod";
-import type { Executor, Row } from "../db/client.ts";
-import { all, bool, num, one, str, strOrNull } from "../db/client.ts";
+import type { Executor } from "../db/client.ts";
+import { all, bool, json, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
 import { EnvironmentName, RefPatterns } from "./publishers.ts";
@@ -41,32 +41,20 @@ export const EnvironmentResource = z.object({
   created_by: z.string().nullable(),
 });
 
-export interface Environment {
-  id: string;
-  project_id: string;
-  name: string;
-  requires_approval: boolean;
+/** One environment (table environments). */
+const toEnvironment = rowMapper({
+  id: str,
+  project_id: str,
+  name: str,
+  requires_approval: bool,
   /** User ids; [] = the project's maintainers. */
-  approvers: string[];
-  allowed_refs: string[];
-  created_by: string | null;
-  created_at: number;
-  updated_at: number;
-}
-
-function toEnvironment(row: Row): Environment {
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    name: str(row, "name"),
-    requires_approval: bool(row, "requires_approval"),
-    approvers: JSON.parse(str(row, "approvers")) as string[],
-    allowed_refs: JSON.parse(str(row, "allowed_refs")) as string[],
-    created_by: strOrNull(row, "created_by"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-  };
-}
+  approvers: json<string[]>(),
+  allowed_refs: json<string[]>(),
+  created_by: strOrNull,
+  created_at: num,
+  updated_at: num,
+});
+export type Environment = ReturnType<typeof toEnvironment>;
 
 export async function toPublicEnvironment(db: Executor, e: Environment): Promise<z.output<typeof EnvironmentResource>> {
   const approvers = [];

@@ -3,40 +3,27 @@
 // max_concurrent slot), move it to running through the state machine, and insert the job; the
 // unique index on running jobs per build refuses a second claimer in any process. A claim_id the
 // runner already used returns the same job, so a lost claim response strands nothing.
-import type { Row } from "../db/database.ts";
 import type { Db, Executor } from "../db/client.ts";
-import { all, inTransaction, num, numOrNull, one, str } from "../db/client.ts";
+import { all, inTransaction, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../builds/store.ts";
 import { transitionBuildIn } from "../builds/transition.ts";
 import type { Runner } from "./store.ts";
 import { parseRouteKey, whyRunnerCannotTakeRoute } from "./routing.ts";
 
-export interface Job {
-  id: string;
-  build_id: string;
-  runner_id: string;
-  claim_id: string;
-  status: "running" | "finished" | "lost";
-  lease_expires_at: number;
-  next_line: number;
-  created_at: number;
-  finished_at: number | null;
-}
-
-export function toJob(row: Row): Job {
-  return {
-    id: str(row, "id"),
-    build_id: str(row, "build_id"),
-    runner_id: str(row, "runner_id"),
-    claim_id: str(row, "claim_id"),
-    status: str(row, "status") as Job["status"],
-    lease_expires_at: num(row, "lease_expires_at"),
-    next_line: num(row, "next_line"),
-    created_at: num(row, "created_at"),
-    finished_at: numOrNull(row, "finished_at"),
-  };
-}
+/** One job: a build's claim by a runner (table jobs). */
+export const toJob = rowMapper({
+  id: str,
+  build_id: str,
+  runner_id: str,
+  claim_id: str,
+  status: strAs<"running" | "finished" | "lost">(),
+  lease_expires_at: num,
+  next_line: num,
+  created_at: num,
+  finished_at: numOrNull,
+});
+export type Job = ReturnType<typeof toJob>;
 
 export async function findJob(db: Executor, id: string): Promise<Job | null> {
   const row = await one(db, "SELECT * FROM jobs WHERE id = ?", [id]);

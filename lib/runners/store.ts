@@ -1,7 +1,6 @@
 // Runners (docs/runners.md): registered by an admin, authenticated by roost_rt_ tokens stored hashed.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, json, num, numOrNull, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
 import type { RunnerResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
@@ -13,31 +12,19 @@ export interface RunnerCapabilities {
   xcode?: string | null;
 }
 
-export interface Runner {
-  id: string;
-  name: string;
-  labels: string[];
-  advertised_labels: string[];
-  capabilities: RunnerCapabilities;
-  version: string;
-  created_at: number;
-  last_seen_at: number | null;
-  revoked_at: number | null;
-}
-
-function toRunner(row: Row): Runner {
-  return {
-    id: str(row, "id"),
-    name: str(row, "name"),
-    labels: JSON.parse(str(row, "labels")) as string[],
-    advertised_labels: JSON.parse(str(row, "advertised_labels")) as string[],
-    capabilities: JSON.parse(str(row, "capabilities")) as RunnerCapabilities,
-    version: str(row, "version"),
-    created_at: num(row, "created_at"),
-    last_seen_at: numOrNull(row, "last_seen_at"),
-    revoked_at: numOrNull(row, "revoked_at"),
-  };
-}
+/** One registered runner (table runners). */
+const toRunner = rowMapper({
+  id: str,
+  name: str,
+  labels: json<string[]>(),
+  advertised_labels: json<string[]>(),
+  capabilities: json<RunnerCapabilities>(),
+  version: str,
+  created_at: num,
+  last_seen_at: numOrNull,
+  revoked_at: numOrNull,
+});
+export type Runner = ReturnType<typeof toRunner>;
 
 export function allLabels(r: Runner): string[] {
   return [...new Set([...r.labels, ...r.advertised_labels])];

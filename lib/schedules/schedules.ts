@@ -11,8 +11,8 @@
 //     to build unchanged code records the slot as `unchanged` when the head is the commit its
 //     last scheduled build used.
 import { Cron } from "croner";
-import type { Executor, Row } from "../db/client.ts";
-import { all, inTransaction, num, one, str, strOrNull } from "../db/client.ts";
+import type { Executor } from "../db/client.ts";
+import { all, bool, inTransaction, num, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { AppContext } from "../http/context.ts";
 import { newId } from "../auth/secrets.ts";
 import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
@@ -26,33 +26,37 @@ import type { Pipeline } from "../pipelines/store.ts";
 import type { ScheduleResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
-export interface Schedule {
-  id: string;
-  project_id: string;
-  pipeline_id: string;
-  cron: string;
-  timezone: string;
-  branch: string;
-  build_when_unchanged: boolean;
-  enabled: boolean;
-  next_slot_at: number;
-  last_built_sha: string | null;
+/** One schedule (table schedules). */
+const toSchedule = rowMapper({
+  id: str,
+  project_id: str,
+  pipeline_id: str,
+  cron: str,
+  timezone: str,
+  branch: str,
+  build_when_unchanged: bool,
+  enabled: bool,
+  next_slot_at: num,
+  last_built_sha: strOrNull,
   /** 'file': synced from the pipeline file on the default branch, read-only through the API. */
-  source: "api" | "file";
-  config_path: string | null;
-  created_by: string | null;
-  created_at: number;
-  updated_at: number;
-}
+  source: (row, column): "api" | "file" => (str(row, column) === "file" ? "file" : "api"),
+  config_path: strOrNull,
+  created_by: strOrNull,
+  created_at: num,
+  updated_at: num,
+});
+export type Schedule = ReturnType<typeof toSchedule>;
 
-export interface ScheduleRun {
-  slot_at: number;
-  result: "built" | "unchanged" | "failed";
-  build_id: string | null;
-  commit_sha: string | null;
-  error: string | null;
-  created_at: number;
-}
+/** One firing of a schedule (table schedule_runs). */
+const toRun = rowMapper({
+  slot_at: num,
+  result: strAs<"built" | "unchanged" | "failed">(),
+  build_id: strOrNull,
+  commit_sha: strOrNull,
+  error: strOrNull,
+  created_at: num,
+});
+export type ScheduleRun = ReturnType<typeof toRun>;
 
 export { cronProblem, timezoneProblem } from "../pipelines/cron.ts";
 
@@ -74,37 +78,6 @@ export function latestSlot(expression: string, timezone: string, now: number): n
 
 /** Stored when a schedule will never fire again (e.g. "0 0 30 2 *"). */
 const NEVER = Number.MAX_SAFE_INTEGER;
-
-function toSchedule(row: Row): Schedule {
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    pipeline_id: str(row, "pipeline_id"),
-    cron: str(row, "cron"),
-    timezone: str(row, "timezone"),
-    branch: str(row, "branch"),
-    build_when_unchanged: num(row, "build_when_unchanged") === 1,
-    enabled: num(row, "enabled") === 1,
-    next_slot_at: num(row, "next_slot_at"),
-    last_built_sha: strOrNull(row, "last_built_sha"),
-    source: str(row, "source") === "file" ? "file" : "api",
-    config_path: strOrNull(row, "config_path"),
-    created_by: strOrNull(row, "created_by"),
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-  };
-}
-
-function toRun(row: Row): ScheduleRun {
-  return {
-    slot_at: num(row, "slot_at"),
-    result: str(row, "result") as ScheduleRun["result"],
-    build_id: strOrNull(row, "build_id"),
-    commit_sha: strOrNull(row, "commit_sha"),
-    error: strOrNull(row, "error"),
-    created_at: num(row, "created_at"),
-  };
-}
 
 export interface ScheduleFields {
   cron: string;

@@ -10,8 +10,8 @@
 // are variables of an environment scope: never given to a build, only to a publish to that
 // environment (lib/publishing/deployments.ts).
 import { z } from "zod";
-import type { Executor, Row } from "../db/client.ts";
-import { all, bool, inTransaction, num, one, str, strOrNull } from "../db/client.ts";
+import type { Executor } from "../db/client.ts";
+import { all, bool, inTransaction, json, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import type { Db } from "../db/client.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import { newId } from "../auth/secrets.ts";
@@ -91,39 +91,24 @@ export const VariableChangeResource = z.object({
   created_at: z.number().int(),
 });
 
-export interface Variable {
-  id: string;
-  project_id: string;
-  pipeline_id: string | null;
+/** One variable or secret (table variables). */
+const toVariable = rowMapper({
+  id: str,
+  project_id: str,
+  pipeline_id: strOrNull,
   /** Set for an environment's secret: given only to publishes to that environment. */
-  environment_id: string | null;
-  key: string;
+  environment_id: strOrNull,
+  key: str,
   /** Sealed when secret. */
-  value: string;
-  secret: boolean;
-  file: boolean;
-  protected_refs: string[];
-  created_at: number;
-  updated_at: number;
-  updated_by: string | null;
-}
-
-function toVariable(row: Row): Variable {
-  return {
-    id: str(row, "id"),
-    project_id: str(row, "project_id"),
-    pipeline_id: strOrNull(row, "pipeline_id"),
-    environment_id: strOrNull(row, "environment_id"),
-    key: str(row, "key"),
-    value: str(row, "value"),
-    secret: bool(row, "secret"),
-    file: bool(row, "file"),
-    protected_refs: JSON.parse(str(row, "protected_refs")) as string[],
-    created_at: num(row, "created_at"),
-    updated_at: num(row, "updated_at"),
-    updated_by: strOrNull(row, "updated_by"),
-  };
-}
+  value: str,
+  secret: bool,
+  file: bool,
+  protected_refs: json<string[]>(),
+  created_at: num,
+  updated_at: num,
+  updated_by: strOrNull,
+});
+export type Variable = ReturnType<typeof toVariable>;
 
 export function toPublicVariable(v: Variable): z.output<typeof VariableResource> {
   return {

@@ -1,8 +1,7 @@
 // The webhook delivery log (docs/webhooks.md "Delivery log"): every delivery, verified or not,
 // what it was, and what it did for each pipeline. Bodies are kept 7 days, records 30 days.
-import type { Row } from "../db/database.ts";
 import type { Executor } from "../db/client.ts";
-import { all, bool, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, bool, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import type { DeliveryResource } from "./wire.ts";
@@ -13,47 +12,27 @@ export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
 
 export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected" | "failed";
 
-export interface Delivery {
-  id: string;
-  host: ForgeName;
-  delivery_id: string;
-  event: string;
-  action: string;
-  verified: boolean;
-  result: DeliveryResult;
-  reason: string;
-  repository_external_id: string | null;
-  repository_full_name: string | null;
-  repository_id: string | null;
-  project_id: string | null;
-  commit_sha: string | null;
-  decisions: PipelineDecision[];
-  duplicate_of: string | null;
-  received_at: number;
-  body: string | null;
-}
-
-function toDelivery(row: Row): Delivery {
-  return {
-    id: str(row, "id"),
-    host: str(row, "host") as Delivery["host"],
-    delivery_id: str(row, "delivery_id"),
-    event: str(row, "event"),
-    action: str(row, "action"),
-    verified: bool(row, "verified"),
-    result: str(row, "result") as DeliveryResult,
-    reason: str(row, "reason"),
-    repository_external_id: strOrNull(row, "repository_external_id"),
-    repository_full_name: strOrNull(row, "repository_full_name"),
-    repository_id: strOrNull(row, "repository_id"),
-    project_id: strOrNull(row, "project_id"),
-    commit_sha: strOrNull(row, "commit_sha"),
-    decisions: JSON.parse(str(row, "decisions")) as PipelineDecision[],
-    duplicate_of: strOrNull(row, "duplicate_of"),
-    received_at: num(row, "received_at"),
-    body: numOrNull(row, "body_expires_at") !== null ? strOrNull(row, "body") : null,
-  };
-}
+/** One received delivery (table webhook_deliveries); its body only while it is kept. */
+const toDelivery = rowMapper({
+  id: str,
+  host: strAs<ForgeName>(),
+  delivery_id: str,
+  event: str,
+  action: str,
+  verified: bool,
+  result: strAs<DeliveryResult>(),
+  reason: str,
+  repository_external_id: strOrNull,
+  repository_full_name: strOrNull,
+  repository_id: strOrNull,
+  project_id: strOrNull,
+  commit_sha: strOrNull,
+  decisions: json<PipelineDecision[]>(),
+  duplicate_of: strOrNull,
+  received_at: num,
+  body: (row, column) => (numOrNull(row, "body_expires_at") !== null ? strOrNull(row, column) : null),
+});
+export type Delivery = ReturnType<typeof toDelivery>;
 
 export type NewDelivery = Omit<Delivery, "body"> & { body: string | null };
 
