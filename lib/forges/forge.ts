@@ -84,17 +84,20 @@ export interface ForgeApiClient {
   listRepositories(): Promise<RemoteRepository[]>;
   getBranchHead(repository: string, branch: string): Promise<string>;
   getFileRaw(repository: string, path: string, ref: string): Promise<string | null>;
+  /** A build's status on a commit, in the host's own words for the states. */
+  reportStatus(repository: string, status: CommitStatus): Promise<void>;
 }
 
-/** The repository list, branch heads and files through such a client, which names a repository by `key` (GitLab: its id; the others: owner/name). */
+/** The repository list, branch heads, files and commit statuses through such a client, which names a repository by `key` (GitLab: its id; the others: owner/name). */
 export function apiOperations(
   clientFor: (deps: ForgeDeps, integration: Integration) => Promise<ForgeApiClient>,
   key: keyof ForgeRepository,
-): Pick<Forge, "listRepositories" | "branchHead" | "readFile"> {
+): Pick<Forge, "listRepositories" | "branchHead" | "readFile" | "reportStatus"> {
   return {
     listRepositories: async (deps, integration) => (await clientFor(deps, integration)).listRepositories(),
     branchHead: async (deps, integration, repository, branch) => (await clientFor(deps, integration)).getBranchHead(repository[key], branch),
     readFile: async (deps, integration, repository, path, sha) => (await clientFor(deps, integration)).getFileRaw(repository[key], path, sha),
+    reportStatus: async (deps, integration, repository, status) => (await clientFor(deps, integration)).reportStatus(repository[key], status),
   };
 }
 

@@ -110,6 +110,68 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
 }
 
 /**
+ * The REST calls every forge client makes, bound to its API origin and its headers (which carry its
+ * credentials): refusals and host errors are forgeRequest's; a 404 is an answer only where it
+ * means "there is no such thing".
+ */
+export interface ForgeApi {
+  /** GET `url`: the answer, unread. */
+  get(url: string): Promise<Response>;
+  /** A request with a JSON body (none when `body` is undefined): the answer, unread. */
+  send(method: string, url: string, body?: unknown): Promise<Response>;
+  /** A JSON request, its status and answer (null for 204); a 404 is answered (body null) when `orNull`, else thrown. */
+  call<T>(method: string, url: string, body?: unknown, orNull?: boolean): Promise<{ status: number; body: T | null }>;
+  /** A file's text, or null when the host answers 404 (no such file at that ref); `accept` where the host serves raw files by media type. */
+  fileText(url: string, accept?: string): Promise<string | null>;
+}
+
+export function forgeApi(access: ForgeAccess, base: string, headers: Record<string, string>): ForgeApi {
+  const request = (method: string, url: string, body?: unknown, accept?: string): Promise<Response> =>
+    forgeRequest(access, base, url, {
+      method,
+      headers: { ...headers, ...(accept ? { accept } : {}), ...(body === undefined ? {} : { "content-type": "application/json" }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+  return {
+    get: (url) => request("GET", url),
+    send: (method, url, body) => request(method, url, body),
+    async call<T>(method: string, url: string, body?: unknown, orNull = false) {
+      const answer = async () => {
+        const response = await request(method, url, body);
+        return { status: response.status, body: response.status === 204 ? null : ((await response.json()) as T) };
+      };
+      return orNull ? notFoundAs(answer, { status: 404, body: null }) : answer();
+    },
+    fileText: (url, accept) => notFoundAs(async () => (await request("GET", url, undefined, accept)).text(), null),
+  };
+}
+
+/** `attempt`'s result, or `answer` when the host said 404. */
+async function notFoundAs<T>(attempt: () => Promise<T>, answer: T): Promise<T> {
+  try {
+    return await attempt();
+  } catch (error) {
+    if (error instanceof ForgeApiError && error.status === 404) return answer;
+    throw error;
+  }
+}
+
+/**
+ * Every item of a paged list, MAX_PAGES pages at the most: `readPage` reads the page a cursor
+ * names (its URL, or GitLab's page number) and names the next one, null after the last.
+ */
+export async function collectPages<T>(first: string, readPage: (cursor: string) => Promise<{ items: T[]; next: string | null }>): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | null = first;
+  for (let page = 0; cursor && page < MAX_PAGES; page++) {
+    const { items, next } = await readPage(cursor);
+    out.push(...items);
+    cursor = next;
+  }
+  return out;
+}
+
+/**
  * When a host's answer says the next request with the same credentials must wait: Retry-After
  * (seconds or an HTTP date, RFC 9110 section 10.2.3) on any answer, or no requests remaining and
  * when they reset (GitHub's x-ratelimit-remaining/-reset, GitLab's RateLimit-Remaining/-Reset, in

@@ -2,7 +2,9 @@
 // workspace access token (Bearer) or an app password (Basic, with the account's username).
 // Bitbucket Server / Data Center has another API and is not covered (docs/any-git.md).
 import type { RemoteRepository } from "../../integrations/repositories.ts";
-import { ForgeApiError, MAX_PAGES, forgeRequest, type ForgeAccess } from "../http.ts";
+import type { BuildStatus } from "../../builds/state-machine.ts";
+import type { CommitStatus } from "../forge.ts";
+import { ForgeApiError, collectPages, forgeApi, type ForgeAccess, type ForgeApi } from "../http.ts";
 
 export interface BitbucketCredentials {
   workspace: string;
@@ -16,33 +18,38 @@ export interface BitbucketCredentials {
 }
 
 /** Bitbucket's build status states (POST /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/statuses/build). */
-export type BitbucketState = "INPROGRESS" | "SUCCESSFUL" | "FAILED" | "STOPPED";
+const STATE: Record<BuildStatus, "INPROGRESS" | "SUCCESSFUL" | "FAILED" | "STOPPED"> = {
+  queued: "INPROGRESS",
+  running: "INPROGRESS",
+  succeeded: "SUCCESSFUL",
+  failed: "FAILED",
+  canceled: "STOPPED",
+};
 
 export class BitbucketClient {
+  private readonly api: ForgeApi;
+
   constructor(
     private readonly apiUrl: string,
     private readonly credentials: BitbucketCredentials,
-    private readonly access: ForgeAccess,
-  ) {}
+    access: ForgeAccess,
+  ) {
+    this.api = forgeApi(access, apiUrl, { authorization: bitbucketAuthorization(credentials), accept: "application/json", "user-agent": "roost-ci" });
+  }
 
   /** GET /2.0/repositories/{workspace}?role=member, following each page's `next` URL. */
   async listRepositories(): Promise<RemoteRepository[]> {
-    const out: RemoteRepository[] = [];
-    let url: string | null = `${this.apiUrl}/repositories/${encodeURIComponent(this.credentials.workspace)}?role=member&pagelen=100`;
-    for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await forgeRequest(this.access, this.apiUrl, url, { headers: this.headers() });
+    return collectPages(`${this.apiUrl}/repositories/${encodeURIComponent(this.credentials.workspace)}?role=member&pagelen=100`, async (url) => {
+      const response = await this.api.get(url);
       const body = (await response.json()) as { values?: BitbucketRepo[]; next?: string };
       if (!Array.isArray(body?.values)) throw new ForgeApiError("Bitbucket returned something other than a repository list", response.status);
-      for (const r of body.values) out.push(toRemote(r));
-      url = typeof body.next === "string" && body.values.length ? body.next : null;
-    }
-    return out;
+      return { items: body.values.map(toRemote), next: typeof body.next === "string" && body.values.length ? body.next : null };
+    });
   }
 
   /** GET /2.0/repositories/{workspace}/{repo_slug}/refs/branches/{name}: target.hash. */
   async getBranchHead(fullName: string, branch: string): Promise<string> {
-    const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/refs/branches/${encodeURIComponent(branch)}`;
-    const response = await forgeRequest(this.access, this.apiUrl, url, { headers: this.headers() });
+    const response = await this.api.get(`${this.apiUrl}/repositories/${repoPath(fullName)}/refs/branches/${encodeURIComponent(branch)}`);
     const body = (await response.json()) as { target?: { hash?: string } };
     if (!body.target?.hash) throw new ForgeApiError(`Bitbucket returned no commit for ${fullName}@${branch}`, response.status);
     return body.target.hash;
@@ -50,31 +57,18 @@ export class BitbucketClient {
 
   /** A file's bytes at a commit (GET /2.0/repositories/{workspace}/{repo_slug}/src/{commit}/{path}), or null when there is no such file there. */
   async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
-    const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/src/${encodeURIComponent(ref)}/${path.split("/").map(encodeURIComponent).join("/")}`;
-    try {
-      return await (await forgeRequest(this.access, this.apiUrl, url, { headers: this.headers() })).text();
-    } catch (error) {
-      if (error instanceof ForgeApiError && error.status === 404) return null;
-      throw error;
-    }
+    return this.api.fileText(`${this.apiUrl}/repositories/${repoPath(fullName)}/src/${encodeURIComponent(ref)}/${repoPath(path)}`);
   }
 
-  /** POST /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/statuses/build; `key` names the pipeline. */
-  async createCommitStatus(
-    fullName: string,
-    sha: string,
-    status: { state: BitbucketState; key: string; name: string; url: string; description: string },
-  ): Promise<void> {
-    const url = `${this.apiUrl}/repositories/${repoPath(fullName)}/commit/${encodeURIComponent(sha)}/statuses/build`;
-    await forgeRequest(this.access, this.apiUrl, url, {
-      method: "POST",
-      headers: { ...this.headers(), "content-type": "application/json" },
-      body: JSON.stringify(status),
+  /** POST /2.0/repositories/{workspace}/{repo_slug}/commit/{commit}/statuses/build; `key` names the pipeline, one status per key on a commit. */
+  async reportStatus(fullName: string, s: CommitStatus): Promise<void> {
+    await this.api.send("POST", `${this.apiUrl}/repositories/${repoPath(fullName)}/commit/${encodeURIComponent(s.sha)}/statuses/build`, {
+      state: STATE[s.status],
+      key: s.context,
+      name: s.context,
+      url: s.url,
+      description: s.description,
     });
-  }
-
-  private headers(): Record<string, string> {
-    return { authorization: bitbucketAuthorization(this.credentials), accept: "application/json", "user-agent": "roost-ci" };
   }
 }
 
@@ -90,6 +84,7 @@ export function bitbucketCloneCredentials(credentials: BitbucketCredentials): { 
     : { username: credentials.username ?? "", password: credentials.app_password ?? "" };
 }
 
+/** owner/name (or a file's path) with each segment URL-encoded. */
 function repoPath(fullName: string): string {
   return fullName.split("/").map(encodeURIComponent).join("/");
 }

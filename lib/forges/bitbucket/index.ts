@@ -5,11 +5,10 @@
 import { z } from "zod";
 import type { Integration } from "../../integrations/store.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
-import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";
 import { ForgeUrl, apiConnection, apiOperations, connectBody, type Forge, type ForgeDeps } from "../forge.ts";
 import { repositorySecretWebhook } from "../repository-secret.ts";
-import { BitbucketClient, bitbucketCloneCredentials, type BitbucketCredentials, type BitbucketState } from "./api.ts";
+import { BitbucketClient, bitbucketCloneCredentials, type BitbucketCredentials } from "./api.ts";
 import { bitbucketHeaders, bitbucketRepositoryId, parseBitbucketDelivery, verifyBitbucketSignature } from "./parse.ts";
 
 const NAME = "bitbucket";
@@ -34,14 +33,6 @@ const ConnectBody = connectBody(NAME, {
   path: ["access_token"],
 });
 
-const STATE: Record<BuildStatus, BitbucketState> = {
-  queued: "INPROGRESS",
-  running: "INPROGRESS",
-  succeeded: "SUCCESSFUL",
-  failed: "FAILED",
-  canceled: "STOPPED",
-};
-
 const clientFor = (deps: ForgeDeps, integration: Integration) => forgeClient(BitbucketClient, deps, integration);
 
 /** The workspace, the one way of signing in that was given, and the webhook secret. */
@@ -58,16 +49,7 @@ export const bitbucket: Forge<typeof NAME> = {
     apiConnection(body.api_url, { web_url: `https://bitbucket.org/${body.workspace}`, credentials: credentialsOf(body) }),
   ...apiOperations(clientFor, "full_name"),
   cloneCredentials: async (deps, integration) => bitbucketCloneCredentials(await openCredentials<BitbucketCredentials>(deps.secrets, integration)),
-  // Bitbucket keeps one status per `key` on a commit: the pipeline's context, as elsewhere.
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/src/${sha}/{path}#lines-{line}`,
-  reportStatus: async (deps, integration, repository, s) =>
-    (await clientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, {
-      state: STATE[s.status],
-      key: s.context,
-      name: s.context,
-      url: s.url,
-      description: s.description,
-    }),
   publishRelease: null,
   webhook: repositorySecretWebhook({
     summary: "Receive a Bitbucket Cloud webhook delivery",

@@ -1,7 +1,9 @@
 // Gitea and Forgejo (the same REST API, https://docs.gitea.com/api/) through an access token
 // with read:repository (and write:repository for commit statuses), against the instance URL.
 import type { RemoteRepository } from "../../integrations/repositories.ts";
-import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, type ForgeAccess } from "../http.ts";
+import type { BuildStatus } from "../../builds/state-machine.ts";
+import type { CommitStatus } from "../forge.ts";
+import { ForgeApiError, collectPages, forgeApi, nextLink, type ForgeAccess, type ForgeApi } from "../http.ts";
 
 export interface GiteaCredentials {
   access_token: string;
@@ -9,32 +11,42 @@ export interface GiteaCredentials {
   webhook_secret: string;
 }
 
-export type GiteaState = "pending" | "success" | "error" | "failure" | "warning";
+/** Gitea's commit status states (https://docs.gitea.com/api/, CommitStatusState). */
+const STATE: Record<BuildStatus, "pending" | "success" | "error" | "failure" | "warning"> = {
+  queued: "pending",
+  running: "pending",
+  succeeded: "success",
+  failed: "failure",
+  canceled: "error",
+};
 
 export class GiteaClient {
+  private readonly api: ForgeApi;
+
   constructor(
     private readonly instanceUrl: string,
-    private readonly credentials: GiteaCredentials,
-    private readonly access: ForgeAccess,
-  ) {}
+    credentials: GiteaCredentials,
+    access: ForgeAccess,
+  ) {
+    this.api = forgeApi(access, instanceUrl, {
+      authorization: `token ${credentials.access_token}`,
+      accept: "application/json",
+      "user-agent": "roost-ci",
+    });
+  }
 
   /** GET /api/v1/user/repos: every repository the token's user can see, paged by the Link header. */
   async listRepositories(): Promise<RemoteRepository[]> {
-    const out: RemoteRepository[] = [];
-    let url: string | null = `${this.instanceUrl}/api/v1/user/repos?limit=50&page=1`;
-    for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+    return collectPages(`${this.instanceUrl}/api/v1/user/repos?limit=50&page=1`, async (url) => {
+      const response = await this.api.get(url);
       const body = (await response.json()) as GiteaRepo[];
       if (!Array.isArray(body)) throw new ForgeApiError("Gitea returned something other than a repository list", response.status);
-      for (const r of body) out.push(toRemote(r));
-      url = body.length ? nextLink(response.headers.get("link")) : null;
-    }
-    return out;
+      return { items: body.map(toRemote), next: body.length ? nextLink(response.headers.get("link")) : null };
+    });
   }
 
   async getBranchHead(fullName: string, branch: string): Promise<string> {
-    const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/branches/${encodeURIComponent(branch)}`;
-    const response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+    const response = await this.api.get(`${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/branches/${encodeURIComponent(branch)}`);
     const body = (await response.json()) as { commit?: { id?: string } };
     if (!body.commit?.id) throw new ForgeApiError(`Gitea returned no commit for ${fullName}@${branch}`, response.status);
     return body.commit.id;
@@ -42,34 +54,21 @@ export class GiteaClient {
 
   /** A file's bytes at a commit or branch (GET /api/v1/repos/{owner}/{repo}/raw/{filepath}?ref=), or null when there is no such file there. */
   async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
-    const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/raw/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
-    try {
-      return await (await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
-    } catch (error) {
-      if (error instanceof ForgeApiError && error.status === 404) return null;
-      throw error;
-    }
+    return this.api.fileText(`${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/raw/${repoPath(path)}?ref=${encodeURIComponent(ref)}`);
   }
 
   /** POST /api/v1/repos/{owner}/{repo}/statuses/{sha}, one context per pipeline. */
-  async createCommitStatus(
-    fullName: string,
-    sha: string,
-    status: { state: GiteaState; target_url: string; description: string; context: string },
-  ): Promise<void> {
-    const url = `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/statuses/${encodeURIComponent(sha)}`;
-    await forgeRequest(this.access, this.instanceUrl, url, {
-      method: "POST",
-      headers: { ...this.headers(), "content-type": "application/json" },
-      body: JSON.stringify(status),
+  async reportStatus(fullName: string, s: CommitStatus): Promise<void> {
+    await this.api.send("POST", `${this.instanceUrl}/api/v1/repos/${repoPath(fullName)}/statuses/${encodeURIComponent(s.sha)}`, {
+      state: STATE[s.status],
+      target_url: s.url,
+      description: s.description,
+      context: s.context,
     });
-  }
-
-  private headers(): Record<string, string> {
-    return { authorization: `token ${this.credentials.access_token}`, accept: "application/json", "user-agent": "roost-ci" };
   }
 }
 
+/** owner/name (or a file's path) with each segment URL-encoded. */
 function repoPath(fullName: string): string {
   return fullName.split("/").map(encodeURIComponent).join("/");
 }

@@ -4,11 +4,10 @@
 import { z } from "zod";
 import type { Integration } from "../../integrations/store.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
-import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";
 import { ForgeUrl, apiConnection, apiOperations, connectBody, type Forge, type ForgeDeps } from "../forge.ts";
 import { repositorySecretWebhook } from "../repository-secret.ts";
-import { GiteaClient, type GiteaCredentials, type GiteaState } from "./api.ts";
+import { GiteaClient, type GiteaCredentials } from "./api.ts";
 import { giteaHeaders, giteaRepositoryId, parseGiteaDelivery, verifyGiteaSignature } from "./parse.ts";
 
 const NAME = "gitea";
@@ -18,8 +17,6 @@ const ConnectBody = connectBody(NAME, {
   access_token: z.string().min(1).max(255).describe("a token with read:repository (and write:repository for commit statuses)"),
   webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).describe("the secret set on the repositories' webhooks"),
 });
-
-const STATE: Record<BuildStatus, GiteaState> = { queued: "pending", running: "pending", succeeded: "success", failed: "failure", canceled: "error" };
 
 const clientFor = (deps: ForgeDeps, integration: Integration) => forgeClient(GiteaClient, deps, integration);
 
@@ -35,13 +32,6 @@ export const gitea: Forge<typeof NAME> = {
     password: (await openCredentials<GiteaCredentials>(deps.secrets, integration)).access_token,
   }),
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/src/commit/${sha}/{path}#L{line}`,
-  reportStatus: async (deps, integration, repository, s) =>
-    (await clientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, {
-      state: STATE[s.status],
-      target_url: s.url,
-      description: s.description,
-      context: s.context,
-    }),
   publishRelease: null,
   webhook: repositorySecretWebhook({
     summary: "Receive a Gitea or Forgejo webhook delivery",

@@ -4,7 +4,9 @@
 import { createHash, createPrivateKey } from "node:crypto";
 import { SignJWT, importPKCS8 } from "jose";
 import type { RemoteRepository } from "../../integrations/repositories.ts";
-import { ForgeApiError, MAX_PAGES, forgeRequest, nextLink, uploadTimeoutMs, type ForgeAccess } from "../http.ts";
+import type { BuildStatus } from "../../builds/state-machine.ts";
+import type { CommitStatus } from "../forge.ts";
+import { ForgeApiError, collectPages, forgeApi, forgeRequest, nextLink, uploadTimeoutMs, type ForgeAccess, type ForgeApi } from "../http.ts";
 
 /** A clone token is handed out again only while it has this long left (GitHub's live an hour). */
 export const CLONE_TOKEN_MIN_SECONDS = 30 * 60;
@@ -51,6 +53,15 @@ export interface GithubTarget {
   app_id: string;
   installation_id: string;
 }
+
+/** GitHub's commit status states (https://docs.github.com/en/rest/commits/statuses). */
+const STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = {
+  queued: "pending",
+  running: "pending",
+  succeeded: "success",
+  failed: "failure",
+  canceled: "error",
+};
 
 export class GithubClient {
   constructor(
@@ -116,24 +127,20 @@ export class GithubClient {
     return body.token;
   }
 
+  /** GET /installation/repositories: the installation's repositories, paged by the Link header. */
   async listRepositories(): Promise<RemoteRepository[]> {
-    const token = await this.installationToken();
-    const out: RemoteRepository[] = [];
-    let url: string | null = `${this.target.api_url}/installation/repositories?per_page=100`;
-    for (let page = 0; url && page < MAX_PAGES; page++) {
-      const response: Response = await forgeRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+    const api = await this.api();
+    return collectPages(`${this.target.api_url}/installation/repositories?per_page=100`, async (url) => {
+      const response = await api.get(url);
       const body = (await response.json()) as { repositories?: GithubRepo[] };
-      for (const r of body.repositories ?? []) out.push(toRemote(r));
-      url = nextLink(response.headers.get("link"));
-    }
-    return out;
+      return { items: (body.repositories ?? []).map(toRemote), next: nextLink(response.headers.get("link")) };
+    });
   }
 
   /** The head commit of a branch (for manual builds that name no commit). */
   async getBranchHead(fullName: string, branch: string): Promise<string> {
-    const token = await this.installationToken();
-    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/branches/${encodeURIComponent(branch)}`;
-    const response = await forgeRequest(this.access, this.target.api_url, url, { headers: this.headers(`token ${token}`) });
+    const api = await this.api();
+    const response = await api.get(`${this.repoUrl(fullName)}/branches/${encodeURIComponent(branch)}`);
     const body = (await response.json()) as { commit?: { sha?: string } };
     if (!body.commit?.sha) throw new ForgeApiError(`GitHub returned no commit for ${fullName}@${branch}`, response.status);
     return body.commit.sha;
@@ -145,31 +152,18 @@ export class GithubClient {
    * repository has no such file there.
    */
   async getFileRaw(fullName: string, path: string, ref: string): Promise<string | null> {
-    const token = await this.installationToken();
-    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/contents/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
-    try {
-      const response = await forgeRequest(this.access, this.target.api_url, url, {
-        headers: { ...this.headers(`token ${token}`), accept: "application/vnd.github.raw+json" },
-      });
-      return await response.text();
-    } catch (error) {
-      if (error instanceof ForgeApiError && error.status === 404) return null;
-      throw error;
-    }
+    const url = `${this.repoUrl(fullName)}/contents/${path.split("/").map(encodeURIComponent).join("/")}?ref=${encodeURIComponent(ref)}`;
+    return (await this.api()).fileText(url, "application/vnd.github.raw+json");
   }
 
   /** A commit status (the Statuses API), one context per pipeline. */
-  async createCommitStatus(
-    fullName: string,
-    sha: string,
-    status: { state: "pending" | "success" | "failure" | "error"; target_url: string; description: string; context: string },
-  ): Promise<void> {
-    const token = await this.installationToken();
-    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/statuses/${encodeURIComponent(sha)}`;
-    await forgeRequest(this.access, this.target.api_url, url, {
-      method: "POST",
-      headers: { ...this.headers(`token ${token}`), "content-type": "application/json" },
-      body: JSON.stringify(status),
+  async reportStatus(fullName: string, s: CommitStatus): Promise<void> {
+    const api = await this.api();
+    await api.send("POST", `${this.repoUrl(fullName)}/statuses/${encodeURIComponent(s.sha)}`, {
+      state: STATE[s.status],
+      target_url: s.url,
+      description: s.description,
+      context: s.context,
     });
   }
 
@@ -179,26 +173,16 @@ export class GithubClient {
    * updateCheckRun.
    */
   async createCheckRun(fullName: string, run: CheckRunBody & { name: string; head_sha: string }): Promise<{ id: number }> {
-    const token = await this.installationToken();
-    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs`;
-    const response = await forgeRequest(this.access, this.target.api_url, url, {
-      method: "POST",
-      headers: { ...this.headers(`token ${token}`), "content-type": "application/json" },
-      body: JSON.stringify(run),
-    });
+    const api = await this.api();
+    const response = await api.send("POST", `${this.repoUrl(fullName)}/check-runs`, run);
     const body = (await response.json()) as { id?: number };
     if (typeof body.id !== "number") throw new ForgeApiError("GitHub returned no check run id", response.status);
     return { id: body.id };
   }
 
   async updateCheckRun(fullName: string, id: number, run: CheckRunBody): Promise<void> {
-    const token = await this.installationToken();
-    const url = `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}/check-runs/${id}`;
-    await forgeRequest(this.access, this.target.api_url, url, {
-      method: "PATCH",
-      headers: { ...this.headers(`token ${token}`), "content-type": "application/json" },
-      body: JSON.stringify(run),
-    });
+    const api = await this.api();
+    await api.send("PATCH", `${this.repoUrl(fullName)}/check-runs/${id}`, run);
   }
 
   /**
@@ -208,18 +192,7 @@ export class GithubClient {
    * (https://docs.github.com/en/rest/releases/assets) go through it.
    */
   async call<T>(method: string, path: string, body?: unknown, orNull = false): Promise<{ status: number; body: T | null }> {
-    const token = await this.installationToken();
-    try {
-      const response = await forgeRequest(this.access, this.target.api_url, `${this.target.api_url}${path}`, {
-        method,
-        headers: { ...this.headers(`token ${token}`), ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: response.status, body: response.status === 204 ? null : ((await response.json()) as T) };
-    } catch (error) {
-      if (orNull && error instanceof ForgeApiError && error.status === 404) return { status: 404, body: null };
-      throw error;
-    }
+    return (await this.api()).call<T>(method, `${this.target.api_url}${path}`, body, orNull);
   }
 
   /**
@@ -247,6 +220,15 @@ export class GithubClient {
       uploadTimeoutMs(size),
     );
     return (await response.json()) as GithubReleaseAsset;
+  }
+
+  /** The REST API with the installation token, fetched once for the one operation. */
+  private async api(): Promise<ForgeApi> {
+    return forgeApi(this.access, this.target.api_url, this.headers(`token ${await this.installationToken()}`));
+  }
+
+  private repoUrl(fullName: string): string {
+    return `${this.target.api_url}/repos/${fullName.split("/").map(encodeURIComponent).join("/")}`;
   }
 
   private headers(authorization: string): Record<string, string> {

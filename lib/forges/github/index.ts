@@ -6,7 +6,6 @@ import { z } from "zod";
 import { listIntegrations, type Integration } from "../../integrations/store.ts";
 import { findRepositoriesByExternalId, type Repository } from "../../integrations/repositories.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
-import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeAccess } from "../http.ts";
 import {
   ForgeUrl,
@@ -35,14 +34,6 @@ const ConnectBody = connectBody(NAME, {
   webhook_secret: z.string().min(16, "must be at least 16 characters").max(255).describe("the App's webhook secret"),
 });
 
-const STATE: Record<BuildStatus, "pending" | "success" | "failure" | "error"> = {
-  queued: "pending",
-  running: "pending",
-  succeeded: "success",
-  failed: "failure",
-  canceled: "error",
-};
-
 export async function githubClientFor(deps: ForgeDeps, integration: Integration): Promise<GithubClient> {
   return new GithubClient(
     { api_url: integration.api_url, app_id: integration.app_id ?? "", installation_id: integration.installation_id ?? "" },
@@ -69,13 +60,6 @@ export const github: Forge<typeof NAME> = {
   }),
   // https://docs.github.com/en/repositories/working-with-files/using-files/getting-permanent-links-to-files
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/blob/${sha}/{path}#L{line}`,
-  reportStatus: async (deps, integration, repository, s) =>
-    (await githubClientFor(deps, integration)).createCommitStatus(repository.full_name, s.sha, {
-      state: STATE[s.status],
-      target_url: s.url,
-      description: s.description,
-      context: s.context,
-    }),
   publishRelease: githubPublishRelease((deps, integration) => githubClientFor(deps, integration)),
   webhook: {
     summary: "Receive a GitHub webhook delivery",

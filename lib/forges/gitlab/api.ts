@@ -1,37 +1,47 @@
 // GitLab through an access token (personal, group or project token with read_api, plus api for
 // commit statuses and releases), against gitlab.com or a self-managed instance URL.
 import type { RemoteRepository } from "../../integrations/repositories.ts";
-import { ForgeApiError, MAX_PAGES, forgeRequest, uploadTimeoutMs, type ForgeAccess } from "../http.ts";
+import type { BuildStatus } from "../../builds/state-machine.ts";
+import type { CommitStatus } from "../forge.ts";
+import { ForgeApiError, collectPages, forgeApi, forgeRequest, uploadTimeoutMs, type ForgeAccess, type ForgeApi } from "../http.ts";
 
 export interface GitlabCredentials {
   access_token: string;
 }
 
+/** GitLab's commit status states (https://docs.gitlab.com/api/commits/#set-the-pipeline-status-of-a-commit). */
+const STATE: Record<BuildStatus, "pending" | "running" | "success" | "failed" | "canceled"> = {
+  queued: "pending",
+  running: "running",
+  succeeded: "success",
+  failed: "failed",
+  canceled: "canceled",
+};
+
 export class GitlabClient {
+  private readonly api: ForgeApi;
+
   constructor(
     private readonly instanceUrl: string,
     private readonly credentials: GitlabCredentials,
     private readonly access: ForgeAccess,
-  ) {}
+  ) {
+    this.api = forgeApi(access, instanceUrl, this.headers());
+  }
 
+  /** GET /projects?membership=true, paged by X-Next-Page. */
   async listRepositories(): Promise<RemoteRepository[]> {
-    const out: RemoteRepository[] = [];
-    let page: string | null = "1";
-    for (let n = 0; page && n < MAX_PAGES; n++) {
-      const url = `${this.instanceUrl}/api/v4/projects?membership=true&simple=false&per_page=100&page=${encodeURIComponent(page)}`;
-      const response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+    return collectPages("1", async (page) => {
+      const response = await this.api.get(`${this.instanceUrl}/api/v4/projects?membership=true&simple=false&per_page=100&page=${encodeURIComponent(page)}`);
       const body = (await response.json()) as GitlabProject[];
       if (!Array.isArray(body)) throw new ForgeApiError("GitLab returned something other than a project list", response.status);
-      for (const p of body) out.push(toRemote(p));
       const next = response.headers.get("x-next-page");
-      page = next && next.trim() !== "" ? next.trim() : null;
-    }
-    return out;
+      return { items: body.map(toRemote), next: next && next.trim() !== "" ? next.trim() : null };
+    });
   }
 
   async getBranchHead(projectId: string, branch: string): Promise<string> {
-    const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/repository/branches/${encodeURIComponent(branch)}`;
-    const response = await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() });
+    const response = await this.api.get(`${this.apiBase}/projects/${encodeURIComponent(projectId)}/repository/branches/${encodeURIComponent(branch)}`);
     const body = (await response.json()) as { commit?: { id?: string } };
     if (!body.commit?.id) throw new ForgeApiError(`GitLab returned no commit for project ${projectId}@${branch}`, response.status);
     return body.commit.id;
@@ -42,26 +52,18 @@ export class GitlabClient {
    * https://docs.gitlab.com/api/repository_files/), or null when there is no such file there.
    */
   async getFileRaw(projectId: string, path: string, ref: string): Promise<string | null> {
-    const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/repository/files/${encodeURIComponent(path)}/raw?ref=${encodeURIComponent(ref)}`;
-    try {
-      return await (await forgeRequest(this.access, this.instanceUrl, url, { headers: this.headers() })).text();
-    } catch (error) {
-      if (error instanceof ForgeApiError && error.status === 404) return null;
-      throw error;
-    }
+    return this.api.fileText(
+      `${this.apiBase}/projects/${encodeURIComponent(projectId)}/repository/files/${encodeURIComponent(path)}/raw?ref=${encodeURIComponent(ref)}`,
+    );
   }
 
   /** A commit status (POST /projects/:id/statuses/:sha), one name per pipeline. */
-  async createCommitStatus(
-    projectId: string,
-    sha: string,
-    status: { state: "pending" | "running" | "success" | "failed" | "canceled"; target_url: string; description: string; name: string },
-  ): Promise<void> {
-    const url = `${this.instanceUrl}/api/v4/projects/${encodeURIComponent(projectId)}/statuses/${encodeURIComponent(sha)}`;
-    await forgeRequest(this.access, this.instanceUrl, url, {
-      method: "POST",
-      headers: { ...this.headers(), "content-type": "application/json" },
-      body: JSON.stringify(status),
+  async reportStatus(projectId: string, s: CommitStatus): Promise<void> {
+    await this.api.send("POST", `${this.apiBase}/projects/${encodeURIComponent(projectId)}/statuses/${encodeURIComponent(s.sha)}`, {
+      state: STATE[s.status],
+      target_url: s.url,
+      description: s.description,
+      name: s.context,
     });
   }
 
@@ -69,18 +71,8 @@ export class GitlabClient {
    * A JSON request to the REST API (under /api/v4), its status and answer; a 404 is answered
    * (body null) when `orNull`, else thrown. Releases, their links and package files go through it.
    */
-  async call<T>(method: string, path: string, body?: unknown, orNull = false): Promise<{ status: number; body: T | null }> {
-    try {
-      const response = await forgeRequest(this.access, this.instanceUrl, `${this.instanceUrl}/api/v4${path}`, {
-        method,
-        headers: { ...this.headers(), ...(body === undefined ? {} : { "content-type": "application/json" }) },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      return { status: response.status, body: response.status === 204 ? null : ((await response.json()) as T) };
-    } catch (error) {
-      if (orNull && error instanceof ForgeApiError && error.status === 404) return { status: 404, body: null };
-      throw error;
-    }
+  call<T>(method: string, path: string, body?: unknown, orNull = false): Promise<{ status: number; body: T | null }> {
+    return this.api.call<T>(method, `${this.apiBase}${path}`, body, orNull);
   }
 
   /** Uploads a file to the generic package registry (PUT /projects/:id/packages/generic/:name/:version/:file). */
@@ -88,7 +80,7 @@ export class GitlabClient {
     const response = await forgeRequest(
       this.access,
       this.instanceUrl,
-      `${this.instanceUrl}/api/v4${path}`,
+      `${this.apiBase}${path}`,
       { method: "PUT", headers: { ...this.headers(), "content-type": "application/octet-stream", "content-length": String(size) }, body: bytes },
       uploadTimeoutMs(size),
     );

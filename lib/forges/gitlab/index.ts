@@ -6,7 +6,6 @@ import { z } from "zod";
 import type { Integration } from "../../integrations/store.ts";
 import { findRepositoriesByExternalId, findRepository } from "../../integrations/repositories.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
-import type { BuildStatus } from "../../builds/state-machine.ts";
 import { forgeClient } from "../http.ts";
 import { ForgeUrl, apiConnection, apiOperations, connectBody, type Forge, type ForgeDeps, type Refusal, type WebhookDeps } from "../forge.ts";
 import { GitlabClient, type GitlabCredentials } from "./api.ts";
@@ -20,14 +19,6 @@ const ConnectBody = connectBody(NAME, {
   api_url: ForgeUrl.default("https://gitlab.com").describe("the GitLab instance URL"),
   access_token: z.string().min(1).max(255).describe("a token with read_api (and api for commit statuses)"),
 });
-
-const STATE: Record<BuildStatus, "pending" | "running" | "success" | "failed" | "canceled"> = {
-  queued: "pending",
-  running: "running",
-  succeeded: "success",
-  failed: "failed",
-  canceled: "canceled",
-};
 
 const TOKEN_INVALID = "X-Gitlab-Token is not the current webhook token of the repository this delivery names.";
 
@@ -46,13 +37,6 @@ export const gitlab: Forge<typeof NAME> = {
   }),
   // https://docs.gitlab.com/ee/user/project/repository/files/#link-to-specific-lines
   fileLink: (repositoryUrl, sha) => `${repositoryUrl}/-/blob/${sha}/{path}#L{line}`,
-  reportStatus: async (deps, integration, repository, s) =>
-    (await clientFor(deps, integration)).createCommitStatus(repository.external_id, s.sha, {
-      state: STATE[s.status],
-      target_url: s.url,
-      description: s.description,
-      name: s.context,
-    }),
   publishRelease: gitlabPublishRelease((deps, integration) => clientFor(deps, integration)),
   webhook: {
     summary: "Receive a GitLab webhook delivery",
