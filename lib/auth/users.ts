@@ -37,7 +37,7 @@ export async function findUserByEmail(db: Executor, email: string): Promise<User
 }
 
 export async function listActiveUsers(db: Executor, limit: number): Promise<User[]> {
-  return (await all(db, "SELECT * FROM users WHERE active = 1 ORDER BY created_at, id LIMIT ?", [limit])).map(toUser);
+  return (await all(db, "SELECT * FROM users WHERE active = 1 ORDER BY created_at, id LIMIT +?", [limit])).map(toUser);
 }
 
 export async function countActiveOwners(db: Executor): Promise<number> {
@@ -71,7 +71,7 @@ export async function listUsers(db: Executor, options: { q: string | undefined; 
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM users ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM users ${clause} ORDER BY created_at, id LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
+  const rows = await all(db, `SELECT * FROM users ${clause} ORDER BY created_at, id LIMIT +? OFFSET +?`, [...args, options.limit, options.offset]);
   return { users: rows.map(toUser), total: Number(total?.n ?? 0) };
 }
 

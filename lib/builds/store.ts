@@ -125,7 +125,7 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
   let builds: Build[];
   let nextBefore: number | null;
   if (rest.length === 0) {
-    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ?`, [
+    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT +?`, [
       ...rangeArgs,
       before,
       f.limit + 1,
@@ -139,7 +139,7 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
     const checked = ["status", "branch", "trigger_kind"].filter((c) => rest.some(([sql]) => sql.startsWith(`${c} `)));
     const window = `SELECT rowid AS r, build_number AS n, ${checked.join(", ")} FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ${LIST_SCAN_BUDGET}`;
     const restSql = rest.map(([sql]) => `w.${sql}`).join(" AND ");
-    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT ?`, [
+    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT +?`, [
       ...rangeArgs,
       before,
       ...rest.map(([, v]) => v),

@@ -90,7 +90,7 @@ export async function listIncidents(
   if (f.unread) where.push("read_at IS NULL");
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM operator_incidents ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM operator_incidents ${clause} ORDER BY latest_occurrence_at DESC, id LIMIT ? OFFSET ?`, [
+  const rows = await all(db, `SELECT * FROM operator_incidents ${clause} ORDER BY latest_occurrence_at DESC, id LIMIT +? OFFSET +?`, [
     ...args,
     f.limit,
     f.offset,

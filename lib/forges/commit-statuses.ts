@@ -121,7 +121,7 @@ async function claimDue(deps: ReporterDeps, claimer: string, limit: number): Pro
       sql: `UPDATE commit_status_outbox SET claimed_by = ?, claimed_until = ?
             WHERE rowid IN (SELECT rowid FROM commit_status_outbox
               WHERE version != sent_version AND next_attempt_at <= ? AND (claimed_until IS NULL OR claimed_until <= ?) AND updated_at >= ?
-              ORDER BY next_attempt_at LIMIT ?)
+              ORDER BY next_attempt_at LIMIT +?)
             RETURNING repository_id, commit_sha, pipeline_id, build_id, status, version, attempts`,
       args: [claimer, deps.now + CLAIM_SECONDS, deps.now, deps.now, deps.now - REPORT_WINDOW_SECONDS, limit],
     })

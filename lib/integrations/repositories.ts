@@ -92,6 +92,6 @@ export async function searchRepositories(
     args.push(likePattern(options.q));
   }
   const total = await one(db, `SELECT COUNT(*) AS n FROM repositories ${where}`, args);
-  const rows = await all(db, `SELECT * FROM repositories ${where} ORDER BY full_name, id LIMIT ? OFFSET ?`, [...args, options.limit, options.offset]);
+  const rows = await all(db, `SELECT * FROM repositories ${where} ORDER BY full_name, id LIMIT +? OFFSET +?`, [...args, options.limit, options.offset]);
   return { repositories: rows.map(toRepository), total: Number(total?.n ?? 0) };
 }

@@ -100,7 +100,7 @@ export class BuildFeed {
     }
     // updated_at has a resolution of one second: the builds of the newest second are read again
     // (and skipped by version) so one changed later in that same second is not missed.
-    const rows = await all(this.db, "SELECT * FROM builds WHERE updated_at >= ? ORDER BY updated_at LIMIT ?", [this.#since, CHECK_PAGE]);
+    const rows = await all(this.db, "SELECT * FROM builds WHERE updated_at >= ? ORDER BY updated_at LIMIT +?", [this.#since, CHECK_PAGE]);
     for (const r of rows) {
       const build = toBuild(r);
       this.#emit(build);

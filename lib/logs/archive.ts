@@ -57,7 +57,7 @@ export async function archiveFinishedLogs(
       WHERE b.finished_at IS NOT NULL AND b.finished_at <= ? AND b.logs_deleted_at IS NULL AND s.archived_seq IS NULL AND s.last_seq > 0
         AND NOT EXISTS (SELECT 1 FROM jobs j WHERE j.build_id = b.id AND j.status = 'running')
         AND NOT EXISTS (SELECT 1 FROM deployments d WHERE d.build_id = b.id AND d.status = 'running')
-      ORDER BY b.finished_at LIMIT ?`,
+      ORDER BY b.finished_at LIMIT +?`,
     [ctx.clock.now() - ARCHIVE_AFTER_SECONDS, limit],
   );
   let archived = 0;

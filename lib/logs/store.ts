@@ -289,7 +289,7 @@ function statsFrom(row: Row): LogStats {
 
 /** One page of lines after `afterSeq`, oldest first. */
 export async function readLogPage(db: Executor, buildId: string, afterSeq: number, limit: number): Promise<LogEntry[]> {
-  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT ?", [
+  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT +?", [
     buildId,
     afterSeq,
     limit,

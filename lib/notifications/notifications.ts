@@ -178,7 +178,7 @@ export type DeliverySummary = ReturnType<typeof toDelivery>;
 
 export async function listDeliveries(db: Executor, notificationId: string, limit: number): Promise<DeliverySummary[]> {
   return (
-    await all(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? ORDER BY created_at DESC, id DESC LIMIT ?", [notificationId, limit])
+    await all(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? ORDER BY created_at DESC, id DESC LIMIT +?", [notificationId, limit])
   ).map(toDelivery);
 }
 
@@ -241,7 +241,7 @@ async function fanOutApprovals(ctx: Pick<AppContext, "db" | "clock">, limit: num
     const rows = await all(
       tx,
       `SELECT o.id, d.id AS deployment_id, d.build_id, d.project_id, b.branch, b.trigger_event FROM deployment_notification_outbox o
-       JOIN deployments d ON d.id = o.deployment_id JOIN builds b ON b.id = d.build_id ORDER BY o.id LIMIT ?`,
+       JOIN deployments d ON d.id = o.deployment_id JOIN builds b ON b.id = d.build_id ORDER BY o.id LIMIT +?`,
       [limit],
     );
     if (rows.length === 0) return 0;
@@ -269,7 +269,7 @@ async function fanOutBuilds(ctx: Pick<AppContext, "db" | "clock">, limit: number
   return inTransaction(ctx.db, async (tx) => {
     const rows = await all(
       tx,
-      `SELECT o.id, o.build_id, o.status, o.previous_status, b.project_id, b.branch, b.trigger_event FROM notification_outbox o JOIN builds b ON b.id = o.build_id ORDER BY o.id LIMIT ?`,
+      `SELECT o.id, o.build_id, o.status, o.previous_status, b.project_id, b.branch, b.trigger_event FROM notification_outbox o JOIN builds b ON b.id = o.build_id ORDER BY o.id LIMIT +?`,
       [limit],
     );
     if (rows.length === 0) return 0;
@@ -572,7 +572,7 @@ export async function dispatchNotifications(
   const due = await all(
     ctx.db,
     `SELECT d.*, n.name AS notification_name FROM notification_deliveries d JOIN notifications n ON n.id = d.notification_id
-     WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT ?`,
+     WHERE d.status = 'pending' AND d.next_attempt_at <= ? ORDER BY d.next_attempt_at LIMIT +?`,
     [now, limit],
   );
   const outcome = { delivered: 0, failed: 0 };

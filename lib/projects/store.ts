@@ -137,7 +137,7 @@ export async function listProjects(
   const rows = await all(
     db,
     `SELECT p.*, r.full_name AS repository_full_name, r.avatar_url AS repository_avatar_url, r.provider AS repository_provider, m.role AS member_role
-     ${from} ${clause} ORDER BY p.name, p.id LIMIT ? OFFSET ?`,
+     ${from} ${clause} ORDER BY p.name, p.id LIMIT +? OFFSET +?`,
     [...args, options.limit, options.offset],
   );
   return {

@@ -150,7 +150,11 @@ export async function listDeployments(db: Executor, f: DeploymentFilter): Promis
   if (f.buildId) where.push("d.build_id = ?"), args.push(f.buildId);
   if (f.environment) where.push("d.environment_name = ?"), args.push(f.environment);
   if (f.status) where.push("d.status = ?"), args.push(f.status);
-  const rows = await all(db, `${SELECT} WHERE ${where.join(" AND ")} ORDER BY d.created_at DESC, d.rowid DESC LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);
+  const rows = await all(db, `${SELECT} WHERE ${where.join(" AND ")} ORDER BY d.created_at DESC, d.rowid DESC LIMIT +? OFFSET +?`, [
+    ...args,
+    f.limit,
+    f.offset,
+  ]);
   return rows.map(toResource);
 }
 

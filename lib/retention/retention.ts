@@ -127,7 +127,7 @@ interface Due {
 async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPolicy, now: number, limit: number): Promise<Due[]> {
   let keepFrom: number | null = null;
   if (policy.keep_builds > 0) {
-    const row = await one(db, "SELECT build_number FROM builds WHERE pipeline_id = ? ORDER BY build_number DESC LIMIT 1 OFFSET ?", [
+    const row = await one(db, "SELECT build_number FROM builds WHERE pipeline_id = ? ORDER BY build_number DESC LIMIT 1 OFFSET +?", [
       pipelineId,
       policy.keep_builds - 1,
     ]);
@@ -170,7 +170,7 @@ async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPoli
       "AND (b.logs_deleted_at IS NULL OR b.artifacts_deleted_at IS NULL) AND b.build_number < :keep_from AND COALESCE(b.finished_at, b.updated_at) < :settled ORDER BY b.build_number",
     );
   const found = new Map<string, Row>();
-  for (const range of ranges) for (const r of await all(db, `${select} ${range} LIMIT :limit`, args)) found.set(str(r, "id"), r);
+  for (const range of ranges) for (const r of await all(db, `${select} ${range} LIMIT +:limit`, args)) found.set(str(r, "id"), r);
   const rows = [...found.values()].sort((x, y) => num(x, "build_number") - num(y, "build_number")).slice(0, limit);
   return rows.map((r) => ({ id: str(r, "id"), logs: num(r, "logs_due") === 1, artifacts: num(r, "artifacts_due") === 1, log_bytes: num(r, "log_bytes") }));
 }

@@ -187,7 +187,7 @@ export async function runDueSchedules(
 ): Promise<TickResult> {
   const now = ctx.clock.now();
   const result: TickResult = { built: 0, unchanged: 0, failed: 0, skipped: 0 };
-  const due = (await all(ctx.db, "SELECT * FROM pipeline_schedules WHERE enabled = 1 AND next_slot_at <= ? ORDER BY next_slot_at LIMIT ?", [now, limit])).map(
+  const due = (await all(ctx.db, "SELECT * FROM pipeline_schedules WHERE enabled = 1 AND next_slot_at <= ? ORDER BY next_slot_at LIMIT +?", [now, limit])).map(
     toSchedule,
   );
   for (const schedule of due) {

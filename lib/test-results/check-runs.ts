@@ -37,7 +37,7 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
      LEFT JOIN check_run_reports c ON c.build_id = b.id
      WHERE r.provider = 'github' AND b.status IN ('succeeded', 'failed', 'canceled') AND b.updated_at >= ?
        AND COALESCE(c.done, 0) = 0 AND COALESCE(c.next_attempt_at, 0) <= ?
-     ORDER BY b.updated_at LIMIT ?`,
+     ORDER BY b.updated_at LIMIT +?`,
     [deps.now - REPORT_WINDOW_SECONDS, deps.now, limit],
   );
   let sent = 0;

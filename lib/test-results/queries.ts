@@ -71,7 +71,7 @@ export interface FailedCase {
 export async function failedCases(db: Executor, buildId: string, limit: number): Promise<FailedCase[]> {
   const rows = await all(
     db,
-    "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = ? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT ?",
+    "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = ? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT +?",
     [buildId, limit],
   );
   return rows.map((r) => ({
@@ -166,7 +166,7 @@ export async function listCases(
   const rows = await all(
     db,
     `SELECT r.*, t.test_key, t.suite, t.name, ${RANK} AS rank FROM test_results r JOIN tests t ON t.id = r.test_id
-     WHERE ${where.join(" AND ")} ORDER BY rank, r.seq LIMIT ?`,
+     WHERE ${where.join(" AND ")} ORDER BY rank, r.seq LIMIT +?`,
     [...args, query.limit + 1],
   );
   const page = rows.slice(0, query.limit);
@@ -176,7 +176,7 @@ export async function listCases(
     // The strip needs 10 results; a failure looks further back for where its run of failures began.
     const recent = await all(
       db,
-      "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT ?",
+      "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT +?",
       [num(r, "test_id"), str(r, "lane"), build.build_number, FAILED.has(status) ? 50 : 10],
     );
     const dots = recent.map((d) => ({ build_id: str(d, "build_id"), build_number: num(d, "build_number"), status: str(d, "status") as Status }));
@@ -246,7 +246,7 @@ export async function testHistory(
     db,
     `SELECT r.build_id, r.build_number, r.status, r.flaky, r.duration_ms, r.message, b.commit_sha, b.created_at
      FROM test_results r JOIN builds b ON b.id = r.build_id
-     WHERE r.test_id = ? AND r.lane = ? AND r.build_number < ? ORDER BY r.build_number DESC LIMIT ?`,
+     WHERE r.test_id = ? AND r.lane = ? AND r.build_number < ? ORDER BY r.build_number DESC LIMIT +?`,
     [testId, lane, o.before ?? Number.MAX_SAFE_INTEGER, o.limit + 1],
   );
   const page = rows.slice(0, o.limit);
@@ -275,7 +275,7 @@ export async function flakyTests(
   const rows = await all(
     db,
     `SELECT * FROM tests WHERE pipeline_id = ? AND last_flaky_at IS NOT NULL ${after ? "AND (last_flaky_at < ? OR (last_flaky_at = ? AND id < ?))" : ""}
-     ORDER BY last_flaky_at DESC, id DESC LIMIT ?`,
+     ORDER BY last_flaky_at DESC, id DESC LIMIT +?`,
     [pipelineId, ...(after ? [Number(after[1]), Number(after[1]), Number(after[2])] : []), o.limit + 1],
   );
   const page = rows.slice(0, o.limit);
@@ -314,7 +314,7 @@ export async function coverageOf(
      FROM coverage_files f LEFT JOIN coverage_files b ON b.build_id = ? AND b.path = f.path
      WHERE f.build_id = ?
      ORDER BY CASE WHEN b.path IS NULL THEN 1 ELSE 0 END, (${ratio} - COALESCE(${baseRatio}, 0)), (f.lines_found - f.lines_hit) DESC, f.path
-     LIMIT ? OFFSET ?`,
+     LIMIT +? OFFSET +?`,
     [baseline?.build_id ?? "", build.id, o.limit, o.offset],
   );
   const total = await one(db, "SELECT COUNT(*) AS n FROM coverage_files WHERE build_id = ?", [build.id]);
@@ -348,7 +348,7 @@ export async function pipelineTrends(
     db,
     `SELECT b.id, b.build_number, b.branch, b.status, b.queued_at, b.started_at, b.finished_at, s.build_id AS has_summary, s.total, s.passed, s.failed, s.errored, s.skipped, s.flaky, s.duration_ms, s.lines_found, s.lines_hit, s.annotations
      FROM builds b LEFT JOIN build_test_summaries s ON s.build_id = b.id
-     WHERE b.pipeline_id = ? ${o.branch ? "AND b.branch = ?" : ""} ORDER BY b.build_number DESC LIMIT ?`,
+     WHERE b.pipeline_id = ? ${o.branch ? "AND b.branch = ?" : ""} ORDER BY b.build_number DESC LIMIT +?`,
     [pipelineId, ...(o.branch ? [o.branch] : []), o.limit],
   );
   const ids = rows.map((r) => str(r, "id"));

@@ -261,7 +261,7 @@ export async function listVariableChanges(
     where.push("pipeline_id = ?");
     args.push(options.pipelineId);
   }
-  const rows = await all(db, `SELECT * FROM variable_changes WHERE ${where.join(" AND ")} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?`, [
+  const rows = await all(db, `SELECT * FROM variable_changes WHERE ${where.join(" AND ")} ORDER BY created_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
     ...args,
     options.limit,
     options.offset,

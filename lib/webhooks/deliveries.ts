@@ -79,7 +79,11 @@ export async function listDeliveries(
   if (f.result) where.push("result = ?"), args.push(f.result);
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT ? OFFSET ?`, [...args, f.limit, f.offset]);
+  const rows = await all(db, `SELECT * FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
+    ...args,
+    f.limit,
+    f.offset,
+  ]);
   return { deliveries: rows.map(toDelivery), total: Number(total?.n ?? 0) };
 }
 

@@ -1,0 +1,37 @@
+// Statements compiled once, not on every call. SQLite compiles a statement again at its first step
+// after new values are bound whenever a bound value could change its plan (the sqlite3_prepare_v2
+// documentation, https://www.sqlite.org/c3ref/prepare.html): a bare parameter as LIMIT or OFFSET,
+// and a `column = ?` term in a join, are such values in the SQLite that Bun ships, so each call
+// costs a parse and a plan (a page of API tokens took 285 µs of CPU in-process instead of 165).
+// Written `+?`, the value is an expression the planner does not look at; the comparison is the
+// same (neither a parameter nor `+?` has an affinity). docs/benchmarks.md, "The request path".
+import { describe, expect, test } from "bun:test";
+import { Glob } from "bun";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dir, "../../..");
+
+/** Every SQL string literal (a template or double-quoted string holding SELECT/UPDATE/DELETE/INSERT) of the daemon's code, with its file. */
+async function sqlLiterals(pattern: string): Promise<{ file: string; sql: string }[]> {
+  const found: { file: string; sql: string }[] = [];
+  for (const file of new Glob(pattern).scanSync(ROOT)) {
+    const text = await Bun.file(join(ROOT, file)).text();
+    for (const match of text.matchAll(/`[^`]*`|"[^"\n]*"/g)) {
+      const sql = match[0].replace(/\s+/g, " ");
+      if (/\b(SELECT|UPDATE|DELETE|INSERT)\b/.test(sql)) found.push({ file, sql });
+    }
+  }
+  return found;
+}
+
+describe("statements the planner compiles once", () => {
+  test("no statement binds LIMIT or OFFSET as a bare parameter", async () => {
+    const bare = (await sqlLiterals("{lib,handlers}/**/*.ts")).filter(({ sql }) => /\b(LIMIT|OFFSET) (\?|:\w+)/.test(sql));
+    expect(bare).toEqual([]);
+  });
+
+  test("the credential lookups of the authenticated path filter their joins with +?", async () => {
+    const joins = (await sqlLiterals("lib/auth/**/*.ts")).filter(({ sql }) => /\bJOIN\b/.test(sql) && /=\s*(\?|:\w+)/.test(sql));
+    expect(joins).toEqual([]);
+  });
+});
