@@ -6,9 +6,8 @@ import type { AppContext, SetupGrant } from "../http/context.ts";
 import type { Principal } from "./principal.ts";
 import { fail } from "../http/errors.ts";
 import { bearerToken } from "../http/io.ts";
-import { validateSessionToken } from "./sessions.ts";
+import { findSessionBySecret } from "./sessions.ts";
 import { LAST_USED_RESOLUTION_SECONDS, findApiTokenBySecret, touchApiToken } from "./api-tokens.ts";
-import { findUserById } from "./users.ts";
 import { getInstance } from "../setup/instance.ts";
 import { checkSetupToken } from "./one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
@@ -148,10 +147,10 @@ export async function authenticate(
 }
 
 async function fromSession(token: string, ctx: AppContext): Promise<Principal> {
-  const session = await validateSessionToken(ctx.db, token, ctx.clock.now());
-  if (!session) fail("invalid_session");
-  const user = await findUserById(ctx.db, session.user_id);
-  if (!user || !user.active) fail("invalid_session");
+  // The session and its user in one read, every request (no cache): a logout or a deactivation in any process refuses the next request.
+  const found = await findSessionBySecret(ctx.db, token, ctx.clock.now());
+  if (!found || !found.user.active) fail("invalid_session");
+  const { session, user } = found;
   return { kind: "session", user, role: user.role, sessionId: session.id, tokenId: null, credentialExpiresAt: session.expires_at };
 }
 

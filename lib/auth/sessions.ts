@@ -43,6 +43,35 @@ export async function validateSessionToken(db: Executor, token: string, now: num
 }
 
 /**
+ * The live session a token names with its user, in one read by primary key on every request a
+ * session makes (so a logout or a deactivation answers the very next request); null when the
+ * token is unknown, forged or expired. The user may be inactive: the caller refuses that.
+ */
+export async function findSessionBySecret(db: Executor, token: string, now: number): Promise<{ session: SessionRow; user: User } | null> {
+  const parsed = parseSecret("sess", token);
+  if (!parsed) return null;
+  // `= +?` as in findLiveSessionUser.
+  const row = await one(
+    db,
+    `SELECT u.*, s.id AS session_id, s.secret_hash AS session_secret_hash, s.method AS session_method, s.created_at AS session_created_at,
+            s.expires_at AS session_expires_at
+     FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = +?`,
+    [parsed.id],
+  );
+  if (!row || !secretMatches(parsed.secret, str(row, "session_secret_hash"))) return null;
+  if (num(row, "session_expires_at") <= now) return null;
+  const user = toUser(row);
+  const session: SessionRow = {
+    id: str(row, "session_id"),
+    user_id: user.id,
+    method: str(row, "session_method") as SessionMethod,
+    created_at: num(row, "session_created_at"),
+    expires_at: num(row, "session_expires_at"),
+  };
+  return { session, user };
+}
+
+/**
  * The user of a session that still works (not logged out or expired, its user active), by the
  * session's id: how a stream opened with the session asks again, in one read by primary key.
  */
