@@ -2,12 +2,11 @@
 // and printed as a ratio (absolute numbers drift between machines and runs; ratios travel).
 // HTTP load comes from wrk (scripts/bench/wrk.ts). Writes docs/benchmarks.md with the machine it
 // ran on and the targets table. Takes a few minutes; bounded.
-import { createHmac } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { cpus, loadavg, totalmem, tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { BUN, http, startDaemon, type Daemon } from "../tests/helpers/daemon.ts";
-import { githubProject } from "./bench/github.ts";
+import { githubProject, pushDeliveries } from "./bench/github.ts";
 import type { BenchRow } from "./bench/row.ts";
 import { runWrk, type RequestSpec, type WrkResult } from "./bench/wrk.ts";
 import { buildBinary } from "./build.ts";
@@ -233,31 +232,6 @@ function recordBuilds(scenario: string, key: string, builds: number, ours: WrkRe
     unit: "/s",
   });
   measured.set(`${key} builds/s`, builds / ours.seconds);
-}
-
-/** `n` distinct signed push deliveries (ids, commits, bodies): none is a duplicate, so each one creates a build. */
-export function pushDeliveries(secret: string, n: number, tag: string): RequestSpec[] {
-  const requests: RequestSpec[] = [];
-  for (let i = 0; i < n; i++) {
-    const sha = `${tag}${i.toString(16)}`.padStart(40, "0");
-    const body = JSON.stringify({
-      ref: "refs/heads/main",
-      deleted: false,
-      after: sha,
-      head_commit: { id: sha, message: `commit ${i}` },
-      commits: [{ id: sha, message: `commit ${i}` }],
-      repository: { id: 4242, full_name: "acme/app" },
-      pusher: { name: "bench" },
-    });
-    const signature = "sha256=" + createHmac("sha256", secret).update(body).digest("hex");
-    requests.push({
-      method: "POST",
-      path: "/v1/webhooks/github",
-      headers: { "content-type": "application/json", "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": signature },
-      body,
-    });
-  }
-  return requests;
 }
 
 /** Verified GitHub push deliveries end to end: signature, dedupe, trigger match, build row. */

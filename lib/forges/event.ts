@@ -29,6 +29,19 @@ export interface TriggerEvent {
   fromFork?: boolean;
   /** Head commit message (push/tag) or title (pull request), for [skip ci]. */
   message: string;
+  /**
+   * A branch push whose payload lists every commit from the branch's previous head to the pushed
+   * one, with the paths each added, modified or removed (pushedPathsOf in the forge's parse.ts):
+   * a file at any other path is the same at `commitSha` as at `before`. Absent when the list may
+   * be incomplete or the push rewrote history.
+   */
+  pushed?: PushedPaths;
+}
+
+/** The previous head of a pushed branch, and every path the pushed commits touched. */
+export interface PushedPaths {
+  before: string;
+  paths: ReadonlySet<string>;
 }
 
 /** `[skip ci]` / `[ci skip]` (and `-` forms), case-insensitive, as GitHub, GitLab and Woodpecker honour it. */

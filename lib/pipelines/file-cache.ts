@@ -1,8 +1,10 @@
 // The pipeline file at a commit never changes, so it is read from the host once per (repository,
 // path, commit), and the same text (most commits leave roost.yaml alone) is parsed once; both are
 // kept in bounded least-recently-used caches, and deliveries that ask for the same file at the same
-// time share one read (docs/pipelines.md, "Where it is read"). What a host could not answer is
-// not kept: the next delivery asks again.
+// time share one read (docs/pipelines.md, "Where it is read"). A push whose payload shows that
+// none of its commits touched the file takes what is kept for the branch's previous head
+// (lib/pipelines/source.ts unchangedSince). What a host could not answer is not kept: the next
+// delivery asks again.
 import { createHash } from "node:crypto";
 import { parsePipelineFile, type FilePipelineOutput, type FileProblem } from "./file.ts";
 
@@ -67,9 +69,10 @@ class Lru<V> {
 export class PipelineFileCache {
   readonly #files: Lru<Promise<FileContent>>;
   readonly #parsed: Lru<FileContent>;
-  /** Reads from the host and parses since start, for tests and the bench. */
+  /** Reads from the host, parses, and files known from an earlier commit since start, for tests and the bench. */
   reads = 0;
   parses = 0;
+  reused = 0;
 
   constructor(maxEntries = FILE_CACHE_ENTRIES, maxBytes = FILE_CACHE_BYTES) {
     this.#files = new Lru(maxEntries, maxBytes);
@@ -79,10 +82,23 @@ export class PipelineFileCache {
   /**
    * The file's content at one commit (`key` names the repository, path and commit); `read` asks
    * the host for its text (null: no such file there) only when nothing is kept or in flight.
+   * `sameAs` names the same path at another commit known to hold the same file (a push that did
+   * not touch it: its branch's previous head); what is kept or in flight for that one is used.
    */
-  get(key: string, read: () => Promise<string | null>): Promise<FileContent> {
+  get(key: string, read: () => Promise<string | null>, sameAs?: string): Promise<FileContent> {
     const kept = this.#files.get(key);
     if (kept) return kept;
+    const earlier = sameAs === undefined ? undefined : this.#files.get(sameAs);
+    if (earlier) {
+      this.reused++;
+      // A read in flight that fails is forgotten under both keys: the next delivery asks the host.
+      const content = earlier.catch((error: unknown) => {
+        if (this.#files.peek(key) === content) this.#files.delete(key);
+        throw error;
+      });
+      this.#files.set(key, content, 0);
+      return content;
+    }
     this.reads++;
     const content = read().then(
       (text) => {

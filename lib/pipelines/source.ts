@@ -3,6 +3,7 @@
 // GitHub's contents API, GitLab's repository files API, Gitea's and Bitbucket's raw file APIs,
 // or the plain git remote itself), or, when the
 // repository has no such file, the pipelines configured through Roost's API.
+import { posix } from "node:path";
 import type { Integration } from "../integrations/store.ts";
 import type { Repository } from "../integrations/repositories.ts";
 import type { Pipeline } from "./store.ts";
@@ -12,6 +13,7 @@ import { findIntegration } from "../integrations/store.ts";
 import type { ConfigSnapshot } from "./config.ts";
 import { DEFAULT_CONFIG_PATH } from "./config.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
+import type { PushedPaths } from "../forges/event.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import { DecryptionError } from "../crypto/secret-box.ts";
@@ -38,6 +40,19 @@ export interface ReadTarget {
    * branch's head, so a fork cannot change its own triggers or steps.
    */
   forkTargetBranch?: string | null;
+  /** A push's previous head and the paths its commits touched (TriggerEvent.pushed). */
+  pushed?: PushedPaths;
+}
+
+/**
+ * The commit whose file at `path` is the file at the target's commit without asking the host: the
+ * pushed branch's previous head, when no pushed commit added, modified or removed that path.
+ */
+export function unchangedSince(target: Pick<ReadTarget, "pushed" | "forkTargetBranch">, path: string): string | null {
+  if (!target.pushed || target.forkTargetBranch) return null;
+  const normal = posix.normalize(path);
+  for (const touched of target.pushed.paths) if (posix.normalize(touched) === normal) return null;
+  return target.pushed.before;
 }
 
 /** Reads and validates the pipeline file at `path` for one event; never throws for the host's answers. */
@@ -47,9 +62,14 @@ export async function readPipelineFile(deps: ForgeDeps, target: ReadTarget, path
   try {
     if (branch) sha = await forgeOf(target.integration).branchHead(deps, target.integration, target.repository, branch);
     const at = sha;
-    // Read once per repository, path and commit, parsed once per text (lib/pipelines/file-cache.ts).
-    const content = await pipelineFileCacheOf(deps.secrets).get(`${target.repository.id}\n${path}\n${at}`, () =>
-      forgeOf(target.integration).readFile(deps, target.integration, target.repository, path, at, branch ? `refs/heads/${branch}` : target.ref),
+    const keyAt = (commit: string) => `${target.repository.id}\n${path}\n${commit}`;
+    const since = unchangedSince(target, path);
+    // Read once per repository, path and commit, parsed once per text (lib/pipelines/file-cache.ts);
+    // not read at all when the push shows it unchanged since a commit whose file is kept.
+    const content = await pipelineFileCacheOf(deps.secrets).get(
+      keyAt(at),
+      () => forgeOf(target.integration).readFile(deps, target.integration, target.repository, path, at, branch ? `refs/heads/${branch}` : target.ref),
+      since === null ? undefined : keyAt(since),
     );
     if (content.status === "missing") return { status: "missing", path, commit_sha: sha };
     if (content.status === "invalid") return { status: "invalid", path, commit_sha: sha, problems: content.problems, ...(branch ? { branch } : {}) };

@@ -393,7 +393,14 @@ async function readPipelineFiles(deps: Deps, input: AcceptInput): Promise<Pipeli
   if (!project || !integration) return out;
   out.defaultBranch = project.default_branch;
   const fork = event.kind === "pull_request" && event.fromFork === true && event.branch ? event.branch : null;
-  const target = { integration, repository, commitSha: event.commitSha, ref: event.kind === "pull_request" ? null : event.ref, forkTargetBranch: fork };
+  const target = {
+    integration,
+    repository,
+    commitSha: event.commitSha,
+    ref: event.kind === "pull_request" ? null : event.ref,
+    forkTargetBranch: fork,
+    ...(event.kind === "push" && event.pushed ? { pushed: event.pushed } : {}),
+  };
   for (const path of configPathsOf(await listPipelines(deps.db, project.id))) out.set(path, await readPipelineFile(deps, target, path));
   return out;
 }

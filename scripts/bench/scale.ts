@@ -16,7 +16,7 @@ import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../../tests/support/host-api-stand-in.ts";
 import { runWrk, type RequestSpec, type WrkResult } from "./wrk.ts";
 import { SEED_ROUTE, seedBuilds } from "./seed-builds.ts";
-import { githubProject } from "./github.ts";
+import { PIPELINE_FILE_EDIT_EVERY, PUSH_BRANCHES, githubProject } from "./github.ts";
 import type { BenchRow } from "./row.ts";
 
 /** What scripts/bench.ts lends these scenarios: its report and its daemon set-up. */
@@ -27,7 +27,7 @@ export interface BenchContext {
   daemonEnv(name: string): Record<string, string>;
   /** An owner's API token on a fresh daemon. */
   owner(daemon: Daemon): Promise<string>;
-  /** `n` distinct signed GitHub pushes of acme/app (id 4242). */
+  /** `n` distinct signed GitHub pushes of acme/app (id 4242), PUSH_BRANCHES branches of chained commits (scripts/bench.ts). */
   pushDeliveries(secret: string, n: number, tag: string): RequestSpec[];
   durationMs: number;
   /** CPU time (user + system) a process has used so far, in ms. */
@@ -394,19 +394,24 @@ pipelines:
       FLAVOR: production
 `;
 
-/** Builds/s of distinct verified pushes for one world, under wrk. */
-async function pushRate(ctx: BenchContext, w: World, tag: string): Promise<{ rate: number; result: WrkResult }> {
+/** Builds/s of distinct verified pushes for one world under wrk, the daemon's CPU per build, and the file reads the stand-in answered. */
+async function pushRate(ctx: BenchContext, w: World, tag: string): Promise<{ rate: number; cpuMs: number; reads: number; builds: number; result: WrkResult }> {
   const requests = ctx.pushDeliveries(SECRET, Math.ceil((ctx.durationMs / 1000) * 6000), tag);
   const count = async () =>
     (await http(w.daemon.url, "GET", `/v1/projects/${w.projectId}/builds?limit=1&include=total`, { token: w.token })).body.total as number;
+  const fileReads = () => w.host.requests.filter((r) => r.path.startsWith("/repos/acme/app/contents/")).length;
   const before = await count();
+  const readsBefore = fileReads();
+  const cpuBefore = ctx.cpuMsOf(w.daemon.process.pid);
   const result = await runWrk({ origin: w.daemon.url, requests, mode: "once", connections: 64, threads: 2, durationMs: ctx.durationMs });
-  return { rate: ((await count()) - before) / result.seconds, result };
+  const cpuMs = ctx.cpuMsOf(w.daemon.process.pid) - cpuBefore;
+  const builds = (await count()) - before;
+  return { rate: builds / result.seconds, cpuMs: cpuMs / Math.max(1, builds), reads: fileReads() - readsBefore, builds, result };
 }
 
 /** Pushes with roost.yaml served, against the same pushes without it: two rounds each, interleaved, the better of each. */
 export async function webhookWithFile(ctx: BenchContext): Promise<void> {
-  const runs: { file: boolean; rate: number; result: WrkResult }[] = [];
+  const runs: { file: boolean; rate: number; cpuMs: number; reads: number; builds: number; result: WrkResult }[] = [];
   for (const [round, file] of [
     [0, false],
     [0, true],
@@ -422,6 +427,15 @@ export async function webhookWithFile(ctx: BenchContext): Promise<void> {
   }
   const best = (file: boolean) => runs.filter((r) => r.file === file).reduce((a, b) => (b.rate > a.rate ? b : a));
   const [a, b] = [best(false), best(true)];
+  say(
+    ctx,
+    `webhook-file: each push is one commit to one of ${PUSH_BRANCHES} branches, its \`before\` the branch's previous push, listed with the paths it modified (lib/main.dart; roost.yaml in one push of ${PIPELINE_FILE_EDIT_EVERY}), as GitHub sends them; a push that leaves the file alone is built from the file kept for its \`before\`, so the stand-in is asked for the file (or its absence) at a branch's first push and at each edit.`,
+  );
+  for (const r of runs)
+    say(
+      ctx,
+      `webhook-file: ${r.file ? "with" : "without"} roost.yaml: ${r.builds.toLocaleString("en-US")} builds at ${r.rate.toFixed(0)}/s, ${r.reads.toLocaleString("en-US")} file reads from the stand-in, daemon CPU ${r.cpuMs.toFixed(2)} ms a build.`,
+    );
   const scenario = "POST /v1/webhooks/github, distinct verified pushes (wrk, 64 connections; the better of two runs each)";
   ctx.record({
     scenario,
@@ -431,6 +445,15 @@ export async function webhookWithFile(ctx: BenchContext): Promise<void> {
     baselineName: "the same pushes, no roost.yaml (the API's pipeline)",
     higherIsBetter: true,
     unit: "/s",
+  });
+  ctx.record({
+    scenario,
+    metric: "daemon CPU (user + system) per build, with roost.yaml served",
+    roost: b.cpuMs,
+    baseline: a.cpuMs,
+    baselineName: "the same pushes, no roost.yaml",
+    higherIsBetter: false,
+    unit: "ms",
   });
   ctx.measure("webhook file ratio", b.rate / a.rate);
   for (const r of runs) if (r.result.errors) ctx.note(`pushes ${r.file ? "with" : "without"} the file: ${r.result.errors} of ${r.result.requests} failed.`);

@@ -12,7 +12,8 @@
 import { readFileSync } from "node:fs";
 import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
-import { buildCounter, ciFixture, LINE, owner, pushDeliveries } from "../bench.ts";
+import { buildCounter, ciFixture, LINE, owner } from "../bench.ts";
+import { pushDeliveries } from "./github.ts";
 import { runWrk } from "./wrk.ts";
 import type { BenchRow } from "./row.ts";
 

@@ -48,6 +48,33 @@ export interface GithubPush {
   message: string;
   /** The integration's webhook secret, which signs the delivery. */
   secret: string;
+  /** The branch's previous head (40 zeros, a new branch, unless given) and the pushed commits as GitHub lists them (pushedCommits). */
+  before?: string;
+  commits?: PushedCommit[];
+  forced?: boolean;
+}
+
+/** A commit as a GitHub push payload lists it, with the paths it added, removed and modified. */
+export interface PushedCommit {
+  id: string;
+  message: string;
+  author: { name: string };
+  added: string[];
+  removed: string[];
+  modified: string[];
+}
+
+/** The commits of `before..after` in the repository at `dir`, oldest first, as a GitHub push payload lists them (each against its first parent). */
+export function pushedCommits(dir: string, before: string, after: string): PushedCommit[] {
+  const ids = git(dir, "rev-list", "--reverse", `${before}..${after}`).split("\n").filter(Boolean);
+  return ids.map((id) => {
+    const changes = { added: [] as string[], removed: [] as string[], modified: [] as string[] };
+    for (const line of git(dir, "diff-tree", "-r", "--no-commit-id", "--name-status", "--first-parent", id).split("\n").filter(Boolean)) {
+      const [status, path] = line.split("\t") as [string, string];
+      (status === "A" ? changes.added : status === "D" ? changes.removed : changes.modified).push(path);
+    }
+    return { id, message: git(dir, "log", "-1", "--format=%s", id), author: { name: "Dev" }, ...changes };
+  });
 }
 
 /** POSTs a signed GitHub push delivery (https://docs.github.com/webhooks/webhook-events-and-payloads#push) to /v1/webhooks/github. */
@@ -55,14 +82,17 @@ export async function postGithubPush(t: TestApp, push: GithubPush): Promise<Call
   const { repo, sha, message } = push;
   const body = JSON.stringify({
     ref: `refs/heads/${push.branch}`,
-    before: "0".repeat(40),
+    before: push.before ?? "0".repeat(40),
     after: sha,
+    created: push.before === undefined,
+    deleted: false,
+    forced: push.forced ?? false,
     repository: { id: repo.id, full_name: repo.full_name },
     installation: { id: Number(push.installationId) },
     pusher: { name: "dev" },
     sender: { login: "dev" },
     head_commit: { id: sha, message, author: { name: "Dev" } },
-    commits: [{ id: sha, message, author: { name: "Dev" } }],
+    commits: push.commits ?? [{ id: sha, message, author: { name: "Dev" } }],
   });
   return t.call("POST", "/v1/webhooks/github", {
     raw: body,

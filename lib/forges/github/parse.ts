@@ -3,7 +3,7 @@
 // https://docs.github.com/en/webhooks/webhook-events-and-payloads).
 import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { NumericId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
+import { NumericId, PayloadCommit, changelogOf, checkPayload, ignored, type PushedPaths, type TriggerEvent } from "../event.ts";
 
 /** X-Hub-Signature-256 = "sha256=" + hex HMAC-SHA256(secret, raw body); constant-time compare. */
 export function verifyGithubSignature(secret: string, body: Uint8Array, header: string | null): boolean {
@@ -66,6 +66,38 @@ export function githubInstallationId(payload: Json): string | null {
   return id === undefined || id === null ? null : String(id);
 }
 
+/**
+ * GitHub lists at most 20 commits in some push payloads ("The array includes a maximum of 20
+ * commits", https://docs.github.com/en/webhooks/webhook-events-and-payloads#push), so a list of 20
+ * or more may be cut short.
+ */
+export const PUSH_COMMITS_LISTED = 20;
+
+/**
+ * The paths a branch push touched, when its payload proves the list complete: the branch existed
+ * (`before` a commit, not 40 zeros; not `created`), the push was not forced (a forced push can drop
+ * commits that no listed commit undoes), fewer than PUSH_COMMITS_LISTED commits are listed, the
+ * last of them is the pushed head, and each lists its added, removed and modified paths (the
+ * payload GitHub Actions hands a workflow has none). Null otherwise: the file is then read.
+ */
+export function pushedPathsOf(payload: Json): PushedPaths | null {
+  const { before, after, commits } = payload;
+  if (typeof payload.ref !== "string" || !payload.ref.startsWith("refs/heads/")) return null;
+  if (payload.created === true || payload.forced !== false || payload.deleted === true) return null;
+  if (typeof before !== "string" || !/^[0-9a-f]{40}$/.test(before) || /^0{40}$/.test(before)) return null;
+  if (!Array.isArray(commits) || commits.length === 0 || commits.length >= PUSH_COMMITS_LISTED) return null;
+  const head = payload.head_commit?.id;
+  if (typeof head !== "string" || head !== after || commits[commits.length - 1]?.id !== head) return null;
+  const paths = new Set<string>();
+  for (const commit of commits) {
+    for (const list of [commit.added, commit.removed, commit.modified]) {
+      if (!Array.isArray(list) || !list.every((path) => typeof path === "string")) return null;
+      for (const path of list) paths.add(path);
+    }
+  }
+  return { before, paths };
+}
+
 const NEW_CODE_ACTIONS = new Set(["opened", "synchronize", "reopened"]);
 
 /** Reads a delivery into one TriggerEvent; throws InvalidPayload when the payload is not what GitHub sends. */
@@ -105,7 +137,10 @@ export function parseGithubDelivery(eventName: string, body: unknown): TriggerEv
     base.commitSha = head.id;
     base.message = head.message ?? "";
     base.changelog = changelogOf(Array.isArray(payload.commits) && payload.commits.length ? payload.commits : [head]);
-    if (ref.startsWith("refs/heads/")) return { ...base, branch: ref.slice("refs/heads/".length), kind: "push", ignoredReason: null };
+    if (ref.startsWith("refs/heads/")) {
+      const pushed = pushedPathsOf(payload);
+      return { ...base, branch: ref.slice("refs/heads/".length), kind: "push", ignoredReason: null, ...(pushed ? { pushed } : {}) };
+    }
     if (ref.startsWith("refs/tags/")) return { ...base, tag: ref.slice("refs/tags/".length), kind: "tag", ignoredReason: null };
     return ignored(base, `push to ${ref} is neither a branch nor a tag`);
   }

@@ -5,7 +5,8 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
-import { decodeGithubBody, parseGithubDelivery, verifyGithubSignature } from "../../../../lib/forges/github/parse.ts";
+import { PUSH_COMMITS_LISTED, decodeGithubBody, parseGithubDelivery, pushedPathsOf, verifyGithubSignature } from "../../../../lib/forges/github/parse.ts";
+import { unchangedSince } from "../../../../lib/pipelines/source.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../../../fixtures/webhooks");
 const load = (forge: string, file: string) => JSON.parse(readFileSync(join(FIXTURES, forge, file), "utf8"));
@@ -87,6 +88,80 @@ describe("GitHub fixtures", () => {
     const json = readFileSync(join(FIXTURES, "github", "push__branch_updated.json"), "utf8");
     const body = new TextEncoder().encode(`payload=${encodeURIComponent(json)}`);
     expect(decodeGithubBody(body, "application/x-www-form-urlencoded")).toEqual(JSON.parse(json));
+  });
+});
+
+// Which pushes show the pipeline file unchanged since the branch's previous head (docs/pipelines.md
+// "Where it is read"): only those whose commit list is provably the whole of before..after.
+describe("a push's touched paths (pushedPathsOf)", () => {
+  const updated = () => load("github", "push__branch_updated.json");
+  const BEFORE = "a10867b14bb761a232cd80139fbd4c0d33264240";
+  const commit = (id: string, modified: string[]) => ({ id, message: "m", added: [], removed: [], modified });
+  /** `n` commits ending at the fixture's head, each modifying README.md. */
+  const listing = (n: number) => {
+    const p = updated();
+    p.commits = Array.from({ length: n }, (_, i) => commit(i === n - 1 ? p.after : i.toString(16).padStart(40, "b"), ["README.md"]));
+    return p;
+  };
+
+  test("GitHub's published branch update qualifies: its previous head and the one path it modified", () => {
+    expect(pushedPathsOf(updated())).toEqual({ before: BEFORE, paths: new Set(["README.md"]) });
+    expect(parseGithubDelivery("push", updated()).pushed).toEqual({ before: BEFORE, paths: new Set(["README.md"]) });
+  });
+
+  test.each([
+    ["a new branch (before is 40 zeros, created)", "push__branch_created.json", (p: any) => p],
+    ["a deleted branch", "push__branch_deleted.json", (p: any) => p],
+    ["a tag", "push__tag_created.json", (p: any) => p],
+    ["a forced push (it can drop commits no listed one undoes)", "push__branch_updated.json", (p: any) => ({ ...p, forced: true })],
+    ["no `forced` field", "push__branch_updated.json", ({ forced: _, ...p }: any) => p],
+    ["created: true with a non-zero before", "push__branch_updated.json", (p: any) => ({ ...p, created: true })],
+    ["before is not a commit id", "push__branch_updated.json", (p: any) => ({ ...p, before: "main" })],
+    ["no commits listed", "push__branch_updated.json", (p: any) => ({ ...p, commits: [] })],
+    ["the head is not the last commit listed", "push__branch_updated.json", (p: any) => ({ ...p, commits: [commit("c".repeat(40), ["README.md"])] })],
+    [
+      "a commit without its path lists (as GitHub Actions hands the payload)",
+      "push__branch_updated.json",
+      (p: any) => ({ ...p, commits: [{ id: p.after, message: "m" }] }),
+    ],
+    [
+      "a path list holding something other than paths",
+      "push__branch_updated.json",
+      (p: any) => ({ ...p, commits: [{ ...commit(p.after, []), added: [null] }] }),
+    ],
+  ])("%s does not qualify", (_what, file, change) => {
+    expect(pushedPathsOf(change(load("github", file)))).toBeNull();
+    const event = parseGithubDelivery("push", change(load("github", file)));
+    expect(event.pushed).toBeUndefined();
+  });
+
+  test(`${PUSH_COMMITS_LISTED - 1} commits qualify; ${PUSH_COMMITS_LISTED} may be a list cut short`, () => {
+    expect(pushedPathsOf(listing(PUSH_COMMITS_LISTED - 1))?.paths).toEqual(new Set(["README.md"]));
+    expect(pushedPathsOf(listing(PUSH_COMMITS_LISTED))).toBeNull();
+  });
+
+  test("every added, removed and modified path of every commit counts", () => {
+    const p = updated();
+    p.commits = [
+      { id: "d".repeat(40), added: ["ci/roost.yaml"], removed: [], modified: [] },
+      { id: p.after, added: [], removed: ["old.yaml"], modified: ["README.md"] },
+    ];
+    expect(pushedPathsOf(p)?.paths).toEqual(new Set(["ci/roost.yaml", "old.yaml", "README.md"]));
+  });
+
+  test.each([
+    ["roost.yaml", ["README.md"], BEFORE],
+    ["roost.yaml", ["README.md", "roost.yaml"], null],
+    ["./roost.yaml", ["roost.yaml"], null],
+    ["ci/roost.yaml", ["ci//roost.yaml"], null],
+    ["ci/roost.yaml", ["roost.yaml"], BEFORE],
+  ])("the file at %p, when the push touched %p, is known from %p", (path, touched, expected) => {
+    expect(unchangedSince({ pushed: { before: BEFORE, paths: new Set(touched) } }, path)).toBe(expected);
+  });
+
+  test("a fork's pull request, which reads its target branch's head, never uses a push's paths", () => {
+    expect(unchangedSince({ pushed: { before: BEFORE, paths: new Set() }, forkTargetBranch: "main" }, "roost.yaml")).toBeNull();
+    expect(unchangedSince({}, "roost.yaml")).toBeNull();
   });
 });
 
