@@ -2,7 +2,7 @@
 // goes through (authenticate → validate → handle → render). `createApp(ctx).fetch(request, peer)`
 // is what the listener (lib/http/listener.ts) calls and what in-process tests call.
 import { Router, type RouteEntry as IttyRouteEntry } from "itty-router";
-import { z } from "zod";
+import type { z } from "zod";
 import type { AppContext, RequestContext } from "./context.ts";
 import type { RouteEntry } from "./route.ts";
 import { ApiError, databaseUnavailableError } from "./errors.ts";
@@ -35,8 +35,6 @@ export interface RequestMeta {
 
 const NO_CONNECTION_CONTROL: ConnectionControl = { setIdleTimeout() {}, setBodyTimeout() {} };
 
-const EMPTY = z.object({});
-
 export function toIttyPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
 }
@@ -63,8 +61,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
         setBodyTimeout: (seconds) => meta.connection.setBodyTimeout(seconds),
       };
-      const params = parseWith(endpoint.params ?? EMPTY, rawParams, "path");
-      const query = parseWith(endpoint.query ?? EMPTY, queryObject(request), "query");
+      // No schema, no parse: a route without path parameters or a query reads {} (what z.object({}) made of anything).
+      const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
+      const query = endpoint.query ? parseQuery(endpoint.query, request) : {};
       const body = endpoint.body ? parseWith(endpoint.body, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES), "body") : undefined;
       const result = await endpoint.handle({ params, query, body }, rc);
       if (result instanceof Response) return result;
@@ -131,6 +130,22 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       return finish(response, request.method, (request as Request & { route?: string }).route ?? "unmatched", requestId, started, peer);
     },
   };
+}
+
+/**
+ * The parsed query of each schema for a request with none, made once: most requests of a list
+ * send no query, and its defaults are the same every time. Each request gets its own copy.
+ */
+const emptyQueries = new WeakMap<z.ZodType, Record<string, unknown>>();
+
+function parseQuery(schema: z.ZodType, request: Request): unknown {
+  if (request.url.includes("?")) return parseWith(schema, queryObject(request), "query");
+  let parsed = emptyQueries.get(schema);
+  if (parsed === undefined) {
+    parsed = parseWith(schema, {}, "query") as Record<string, unknown>;
+    emptyQueries.set(schema, parsed);
+  }
+  return { ...parsed };
 }
 
 /** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */

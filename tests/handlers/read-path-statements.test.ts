@@ -2,10 +2,11 @@
 // and its user in one read by primary key on every request (never cached, so a logout, a
 // revocation or a deactivation answers the next request), then the page. Counted on the
 // statements the app hands its database.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
 import { bootstrapOwner, createTestApp, localLogin, type TestApp } from "../helpers/app.ts";
 import { createApp, type App } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
+import { ListTokensQuery } from "../../handlers/api-tokens/list.ts";
 
 let t: TestApp;
 let session: string;
@@ -57,5 +58,25 @@ describe("GET /v1/api-tokens, once the credential's last use is recorded", () =>
     const after = await t.call("GET", "/v1/api-tokens", { token });
     expect(after.status).toBe(401);
     expect(after.body.code).toBe("invalid_session");
+  });
+});
+
+describe("the query of a list asked without one", () => {
+  test("is validated once per route, not per request; each request still gets the defaults, whatever the one before asked", async () => {
+    const names = async (query: string) =>
+      (await t.call("GET", `/v1/api-tokens${query}`, { token: session })).body.tokens.map((token: { name: string }) => token.name) as string[];
+    await t.call("POST", "/v1/api-tokens", { token: session, body: { name: "another", role: "developer" } });
+    const byDefault = await names("");
+    const parses = spyOn(ListTokensQuery, "safeParse");
+    try {
+      expect(await names("")).toEqual(byDefault);
+      expect(await names("")).toEqual(byDefault);
+      expect(parses).toHaveBeenCalledTimes(0);
+      expect(await names("?sort=name&direction=asc")).toEqual([...byDefault].sort());
+      expect(parses).toHaveBeenCalledTimes(1);
+      expect(await names("")).toEqual(byDefault);
+    } finally {
+      parses.mockRestore();
+    }
   });
 });
