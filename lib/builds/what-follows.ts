@@ -43,7 +43,7 @@ async function queueNotification(tx: Executor, build: Build): Promise<void> {
 async function queueCommitStatus(tx: Executor, build: Build): Promise<void> {
   await tx.execute({
     sql: `INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at)
-          SELECT p.repository_id, ?, ?, ?, ?, ?, ? FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = ? AND r.provider != 'git'
+          SELECT p.repository_id, ?, ?, ?, ?, ?, ? FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = +? AND r.provider != 'git'
           ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number,
             status = excluded.status, version = version + 1, updated_at = excluded.updated_at
           WHERE excluded.build_number >= commit_status_outbox.build_number`,

@@ -58,7 +58,7 @@ export class LogFeed {
       this.db,
       `SELECT b.status, b.exit_code, COALESCE(s.last_seq, 0) AS last_seq,
               EXISTS (SELECT 1 FROM jobs j WHERE j.build_id = b.id AND j.status = 'running') AS running
-         FROM builds b LEFT JOIN build_log_stats s ON s.build_id = b.id WHERE b.id = ?`,
+         FROM builds b LEFT JOIN build_log_stats s ON s.build_id = b.id WHERE b.id = +?`,
       [buildId],
     );
     if (!row) return;

@@ -71,7 +71,7 @@ export async function archiveFinishedLogs(
       const unmoved = await one(
         ctx.db,
         `SELECT 1 FROM build_log_stats s CROSS JOIN builds b ON b.id = s.build_id
-          WHERE s.build_id = ? AND s.archived_seq IS NULL AND s.last_seq = ? AND b.logs_deleted_at IS NULL`,
+          WHERE s.build_id = +? AND s.archived_seq IS NULL AND s.last_seq = +? AND b.logs_deleted_at IS NULL`,
         [buildId, lastSeq],
       );
       if (!unmoved) continue;

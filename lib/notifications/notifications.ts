@@ -505,7 +505,7 @@ async function messageFor(
   const row = await one(
     db,
     `SELECT b.*, p.name AS project_name, r.full_name AS repository, pl.name AS pipeline_name FROM builds b
-     JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id JOIN pipelines pl ON pl.id = b.pipeline_id WHERE b.id = ?`,
+     JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id JOIN pipelines pl ON pl.id = b.pipeline_id WHERE b.id = +?`,
     [buildId],
   );
   if (!row) return null;

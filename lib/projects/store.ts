@@ -109,7 +109,7 @@ export async function forgeRepositoryIsLinked(db: Executor, repo: { provider: st
   const row = await one(
     db,
     `SELECT 1 FROM projects p JOIN repositories r ON r.id = p.repository_id
-     WHERE r.provider = ? AND r.host_url = ? AND r.external_id = ? AND p.unlinked_at IS NULL LIMIT 1`,
+     WHERE r.provider = +? AND r.host_url = +? AND r.external_id = +? AND p.unlinked_at IS NULL LIMIT 1`,
     [repo.provider, repo.host_url, repo.external_id],
   );
   return row !== null;
@@ -161,7 +161,7 @@ export interface Member {
 export async function listMembers(db: Executor, projectId: string): Promise<Member[]> {
   const rows = await all(
     db,
-    "SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = ? ORDER BY u.email",
+    "SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = +? ORDER BY u.email",
     [projectId],
   );
   return rows.map((r) => ({ user_id: str(r, "user_id"), email: str(r, "email"), role: str(r, "role") as ProjectRole, created_at: num(r, "created_at") }));
@@ -180,7 +180,7 @@ export async function removeMember(db: Executor, projectId: string, userId: stri
 
 /** How many projects build a repository of the integration (an integration in use cannot be disconnected). */
 export async function countProjectsUsingIntegration(db: Executor, integrationId: string): Promise<number> {
-  const row = await one(db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = ?", [integrationId]);
+  const row = await one(db, "SELECT COUNT(*) AS n FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE r.integration_id = +?", [integrationId]);
   return Number(row?.n ?? 0);
 }
 

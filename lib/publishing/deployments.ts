@@ -318,7 +318,7 @@ export async function lastPublishedBuildNumber(
   const row = await one(
     db,
     `SELECT MAX(b.build_number) AS n FROM deployments d JOIN builds b ON b.id = d.build_id
-     WHERE d.project_id = ? AND d.environment_name = ? AND d.publisher_name = ? AND d.status = 'succeeded' AND b.build_number < ?`,
+     WHERE d.project_id = +? AND d.environment_name = +? AND d.publisher_name = +? AND d.status = 'succeeded' AND b.build_number < ?`,
     [projectId, environmentName, publisherName, beforeBuildNumber],
   );
   return row && row.n !== null ? Number(row.n) : null;

@@ -185,7 +185,7 @@ export async function approverEmails(db: Executor, projectId: string, environmen
   }
   const rows = await all(
     db,
-    "SELECT u.email FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = ? AND m.role = 'maintainer' AND u.active = 1 ORDER BY u.email",
+    "SELECT u.email FROM project_members m JOIN users u ON u.id = m.user_id WHERE m.project_id = +? AND m.role = 'maintainer' AND u.active = 1 ORDER BY u.email",
     [projectId],
   );
   return rows.map((r) => str(r, "email"));

@@ -97,7 +97,7 @@ export async function heartbeat(
   });
   const rows = await all(
     db,
-    `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = ? AND j.id IN (${marks})`,
+    `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = +? AND j.id IN (${marks})`,
     [runnerId, ...jobIds],
   );
   const known = new Set(rows.map((r) => String(r.id)));

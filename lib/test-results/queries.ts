@@ -71,7 +71,7 @@ export interface FailedCase {
 export async function failedCases(db: Executor, buildId: string, limit: number): Promise<FailedCase[]> {
   const rows = await all(
     db,
-    "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = ? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT +?",
+    "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = +? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT +?",
     [buildId, limit],
   );
   return rows.map((r) => ({
@@ -246,7 +246,7 @@ export async function testHistory(
     db,
     `SELECT r.build_id, r.build_number, r.status, r.flaky, r.duration_ms, r.message, b.commit_sha, b.created_at
      FROM test_results r JOIN builds b ON b.id = r.build_id
-     WHERE r.test_id = ? AND r.lane = ? AND r.build_number < ? ORDER BY r.build_number DESC LIMIT +?`,
+     WHERE r.test_id = +? AND r.lane = +? AND r.build_number < ? ORDER BY r.build_number DESC LIMIT +?`,
     [testId, lane, o.before ?? Number.MAX_SAFE_INTEGER, o.limit + 1],
   );
   const page = rows.slice(0, o.limit);
@@ -311,8 +311,8 @@ export async function coverageOf(
   const rows = await all(
     db,
     `SELECT f.path, f.lines_found, f.lines_hit, b.lines_found AS base_found, b.lines_hit AS base_hit
-     FROM coverage_files f LEFT JOIN coverage_files b ON b.build_id = ? AND b.path = f.path
-     WHERE f.build_id = ?
+     FROM coverage_files f LEFT JOIN coverage_files b ON b.build_id = +? AND b.path = f.path
+     WHERE f.build_id = +?
      ORDER BY CASE WHEN b.path IS NULL THEN 1 ELSE 0 END, (${ratio} - COALESCE(${baseRatio}, 0)), (f.lines_found - f.lines_hit) DESC, f.path
      LIMIT +? OFFSET +?`,
     [baseline?.build_id ?? "", build.id, o.limit, o.offset],
@@ -348,7 +348,7 @@ export async function pipelineTrends(
     db,
     `SELECT b.id, b.build_number, b.branch, b.status, b.queued_at, b.started_at, b.finished_at, s.build_id AS has_summary, s.total, s.passed, s.failed, s.errored, s.skipped, s.flaky, s.duration_ms, s.lines_found, s.lines_hit, s.annotations
      FROM builds b LEFT JOIN build_test_summaries s ON s.build_id = b.id
-     WHERE b.pipeline_id = ? ${o.branch ? "AND b.branch = ?" : ""} ORDER BY b.build_number DESC LIMIT +?`,
+     WHERE b.pipeline_id = +? ${o.branch ? "AND b.branch = +?" : ""} ORDER BY b.build_number DESC LIMIT +?`,
     [pipelineId, ...(o.branch ? [o.branch] : []), o.limit],
   );
   const ids = rows.map((r) => str(r, "id"));
