@@ -11,16 +11,14 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { http, type Daemon } from "../helpers/daemon.ts";
-import { GIT, pollUntil, sh as shIn, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http } from "../helpers/daemon.ts";
+import { GIT, pollUntil, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-host-release-e2e-"));
 const repo = join(work, "app");
 let ci: GithubProject;
-let daemon: Daemon;
 let host: HostApiStandIn;
-let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let tagCommit = "";
@@ -46,7 +44,7 @@ const sh = (cmd: string, cwd = work) => shIn(cmd, cwd, { PATH: process.env.PATH 
 /** A tag pushed at `sha`, as GitHub sends it (the recorded fixture, retargeted); the build it starts. */
 const pushTag = (tag: string, sha: string) => ci.pushTag(tag, sha, "Release 1.0");
 const waitFor = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) => pollUntil(what, read, done, 40_000, 150);
-const deployment = (id: string) => http(daemon.url, "GET", `/v1/deployments/${id}`, { token: owner }).then((r) => r.body.deployment);
+const deployment = (id: string) => http(ci.url, "GET", `/v1/deployments/${id}`, { token: owner }).then((r) => r.body.deployment);
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 const uploads = () => host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/api/uploads/"));
 
@@ -59,18 +57,15 @@ beforeAll(async () => {
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
+    runner: { name: "builder", home: work },
   });
-  ({ daemon, host, owner, projectId } = ci);
+  ({ host, owner, projectId } = ci);
   host.repositories.set("acme/app", repo);
-  const env = await http(daemon.url, "PUT", `/v1/projects/${projectId}/environments/github`, { token: owner, body: { allowed_refs: ["refs/tags/v*"] } });
+  const env = await http(ci.url, "PUT", `/v1/projects/${projectId}/environments/github`, { token: owner, body: { allowed_refs: ["refs/tags/v*"] } });
   if (env.status !== 200) throw new Error(JSON.stringify(env.body));
-
-  const runner = await ci.registerRunner({ name: "builder" });
-  runnerProc = spawnHostRunner(daemon.url, runner, { home: work });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.proc.kill("SIGKILL");
   await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
@@ -84,11 +79,11 @@ describe("a tag publishes a GitHub Release", () => {
     buildId = await pushTag("v1.0.0", tagCommit);
     const build = await ci.waitForBuild(buildId, undefined, 40_000, 150);
     expect(build).toMatchObject({ status: "succeeded", trigger_event: "tag", branch: "v1.0.0" });
-    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(ci.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
     expect(artifacts.map((a: any) => a.path)).toEqual(["RELEASE_NOTES.md", "build/app/outputs/flutter-apk/app-release.apk"]);
     const [first] = await waitFor(
       "the first deployment",
-      () => http(daemon.url, "GET", `/v1/builds/${buildId}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]),
+      () => http(ci.url, "GET", `/v1/builds/${buildId}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]),
       (ds) => ds.length === 1 && settled(ds[0]),
     );
     firstId = first.id;
@@ -100,7 +95,7 @@ describe("a tag publishes a GitHub Release", () => {
   });
 
   test("its retry attaches the APK to the same release, byte for byte: one release, one asset", async () => {
-    const retried = await http(daemon.url, "POST", `/v1/deployments/${firstId}/retry`, { token: owner });
+    const retried = await http(ci.url, "POST", `/v1/deployments/${firstId}/retry`, { token: owner });
     expect(retried.status).toBe(201);
     const done = await waitFor("the retry", () => deployment(retried.body.deployment.id), settled);
     expect(done).toMatchObject({
@@ -123,7 +118,7 @@ describe("a tag publishes a GitHub Release", () => {
   });
 
   test("publishing the build again sends nothing GitHub has and makes no second release", async () => {
-    const again = await http(daemon.url, "POST", `/v1/builds/${buildId}/publish`, { token: owner, body: { publisher: "github" } });
+    const again = await http(ci.url, "POST", `/v1/builds/${buildId}/publish`, { token: owner, body: { publisher: "github" } });
     expect(again.status).toBe(201);
     const done = await waitFor("the second publish", () => deployment(again.body.deployment.id), settled);
     expect(done.store_answer).toMatchObject({ summary: "release v1.0.0 of acme/app updated: 0 assets uploaded, 1 already there" });

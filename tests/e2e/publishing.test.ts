@@ -13,8 +13,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { http, type Daemon } from "../helpers/daemon.ts";
-import { GIT, isFinished, pollUntil, sh as shIn, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http } from "../helpers/daemon.ts";
+import { GIT, isFinished, pollUntil, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startGoogleStandIn, type GoogleStandIn, type ServiceAccount } from "../support/store-stand-ins/google.ts";
 
@@ -22,10 +22,8 @@ const work = mkdtempSync(join(tmpdir(), "roost-publishing-e2e-"));
 const repo = join(work, "app");
 const FIREBASE_APP = "1:123456789012:android:0a1b2c3d4e5f6789";
 let ci: GithubProject;
-let daemon: Daemon;
 let host: HostApiStandIn;
 let google: GoogleStandIn;
-let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let testersKey: ServiceAccount;
@@ -82,13 +80,13 @@ function openPullRequest(sha: string): Promise<string> {
 const waitFor = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) => pollUntil(what, read, done, 40_000, 150);
 
 const buildOf = (id: string) => ci.buildOf(id);
-const deploymentsOf = (id: string) => http(daemon.url, "GET", `/v1/builds/${id}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]);
+const deploymentsOf = (id: string) => http(ci.url, "GET", `/v1/builds/${id}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]);
 const logOf = (id: string) => ci.buildLog(id);
 const finished = isFinished;
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 
 async function putSecret(env: string, key: string, value: string): Promise<void> {
-  const res = await http(daemon.url, "PUT", `/v1/projects/${projectId}/environments/${env}/secrets/${key}`, { token: owner, body: { value, secret: true } });
+  const res = await http(ci.url, "PUT", `/v1/projects/${projectId}/environments/${env}/secrets/${key}`, { token: owner, body: { value, secret: true } });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
 }
 
@@ -115,8 +113,13 @@ beforeAll(async () => {
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_LEASE_SECONDS: "6", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
+    runner: {
+      name: "publisher",
+      home: work,
+      env: { ROOST_TEST_ANDROID_PUBLISHER_URL: google.url, ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url },
+    },
   });
-  ({ daemon, host, owner, projectId } = ci);
+  ({ host, owner, projectId } = ci);
   host.repositories.set("acme/app", repo);
 
   for (const [name, body] of [
@@ -124,22 +127,15 @@ beforeAll(async () => {
     ["qa", {}],
     ["production", {}],
   ] as const) {
-    const res = await http(daemon.url, "PUT", `/v1/projects/${projectId}/environments/${name}`, { token: owner, body });
+    const res = await http(ci.url, "PUT", `/v1/projects/${projectId}/environments/${name}`, { token: owner, body });
     if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   }
   await putSecret("beta-testers", "GOOGLE_PLAY_SERVICE_ACCOUNT", testersKey.json);
   await putSecret("production", "GOOGLE_PLAY_SERVICE_ACCOUNT", productionKey.json);
   await putSecret("qa", "FIREBASE_SERVICE_ACCOUNT", firebaseKey.json);
-
-  const runner = await ci.registerRunner({ name: "publisher" });
-  runnerProc = spawnHostRunner(daemon.url, runner, {
-    home: work,
-    env: { ROOST_TEST_ANDROID_PUBLISHER_URL: google.url, ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url },
-  });
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.proc.kill("SIGKILL");
   await ci?.stop();
   await google?.stop();
   rmSync(work, { recursive: true, force: true });
@@ -153,7 +149,7 @@ describe("publishing with a real daemon and runner", () => {
     firstBuild = await pushTag("v1.0.0", commits.first!, "First release");
     const build = await waitFor("the tag build", () => buildOf(firstBuild), finished);
     expect(build).toMatchObject({ status: "succeeded", trigger_event: "tag", branch: "v1.0.0", definition_source: { source: "file", path: "roost.yaml" } });
-    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${firstBuild}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(ci.url, "GET", `/v1/builds/${firstBuild}/artifacts`, { token: owner })).body.artifacts;
     bundleSha = artifacts[0].sha256;
 
     // Play waits for its approver; Firebase's environment needs none and publishes at once.
@@ -177,11 +173,11 @@ describe("publishing with a real daemon and runner", () => {
       releaseNotes: { text: expect.stringContaining("First release") },
     });
 
-    const approved = await http(daemon.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
+    const approved = await http(ci.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
     expect(approved.body.deployment).toMatchObject({ status: "approved", decided_by: "owner@example.test" });
     const done = await waitFor(
       "the Play publish",
-      () => http(daemon.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
+      () => http(ci.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
       settled,
     );
     expect(done).toMatchObject({
@@ -220,7 +216,7 @@ describe("publishing with a real daemon and runner", () => {
     expect(log).toContain("[roost] this publish's secrets and files were removed from the runner");
     expect(log).toContain("[roost] publish play to beta-testers succeeded: Google Play has version code 1 on track beta (inProgress, 20 % of users)");
 
-    const env = (await http(daemon.url, "GET", `/v1/projects/${projectId}/environments/beta-testers`, { token: owner })).body.environment;
+    const env = (await http(ci.url, "GET", `/v1/projects/${projectId}/environments/beta-testers`, { token: owner })).body.environment;
     expect(env.current).toEqual([
       expect.objectContaining({ target: "com.example.app beta", publisher: "play", build_id: firstBuild, commit_sha: commits.first, version: "1" }),
     ]);
@@ -236,10 +232,10 @@ describe("publishing with a real daemon and runner", () => {
         (ds) => ds.some((d) => d.publisher === "play"),
       )
     ).find((d) => d.publisher === "play");
-    await http(daemon.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
+    await http(ci.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
     const failed = await waitFor(
       "the refused publish",
-      () => http(daemon.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
+      () => http(ci.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
       settled,
     );
     const refusal =
@@ -254,7 +250,7 @@ describe("publishing with a real daemon and runner", () => {
 
   test("the same build promoted to production goes out as the same bytes, with production's own key", async () => {
     const before = google.requests.length;
-    const promoted = await http(daemon.url, "POST", `/v1/builds/${firstBuild}/publish`, {
+    const promoted = await http(ci.url, "POST", `/v1/builds/${firstBuild}/publish`, {
       token: owner,
       body: { publisher: "play", environment: "production", overrides: { track: "production", release_status: "completed" } },
     });
@@ -262,7 +258,7 @@ describe("publishing with a real daemon and runner", () => {
     expect(promoted.body.deployment).toMatchObject({ trigger: "promotion", environment: "production", status: "approved", artifacts: [{ sha256: bundleSha }] });
     const done = await waitFor(
       "the promotion",
-      () => http(daemon.url, "GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: owner }).then((r) => r.body.deployment),
+      () => http(ci.url, "GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: owner }).then((r) => r.body.deployment),
       settled,
     );
     expect(done).toMatchObject({
@@ -290,7 +286,7 @@ describe("publishing with a real daemon and runner", () => {
         .map((r) => r.as),
     );
     expect([...accounts]).toEqual([productionKey.client_email]);
-    const env = (await http(daemon.url, "GET", `/v1/projects/${projectId}/environments`, { token: owner })).body.environments;
+    const env = (await http(ci.url, "GET", `/v1/projects/${projectId}/environments`, { token: owner })).body.environments;
     expect(env.find((e: any) => e.name === "production").current).toEqual([
       expect.objectContaining({ target: "com.example.app production", build_id: firstBuild, version: "1" }),
     ]);
@@ -308,7 +304,7 @@ describe("publishing with a real daemon and runner", () => {
   }, 60_000);
 
   test("environment secrets never reach a build step, a pull request's build, or another environment", async () => {
-    const builds = (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?limit=50`, { token: owner })).body.builds;
+    const builds = (await http(ci.url, "GET", `/v1/projects/${projectId}/builds?limit=50`, { token: owner })).body.builds;
     expect(builds.length).toBeGreaterThanOrEqual(3);
     for (const b of builds) {
       const log = await logOf(b.id);

@@ -9,16 +9,14 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { http, type Daemon } from "../helpers/daemon.ts";
-import { commitRepository, sh as shIn, spawnHostRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http } from "../helpers/daemon.ts";
+import { commitRepository, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-secrets-signing-"));
 const repo = join(work, "app");
 const STORE_PASSWORD = "Keystore-Pa55-word";
 const API_TOKEN = "api-token-0123456789";
 let ci: GithubProject;
-let daemon: Daemon;
-let runner: RunnerProcess | null = null;
 let owner = "";
 let projectId = "";
 let commit = "";
@@ -32,25 +30,23 @@ beforeAll(async () => {
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 91, full_name: "acme/signed", clone_url: repo },
+    runner: { name: "signer", home: work },
   });
-  ({ daemon, owner, projectId } = ci);
-  const created = await ci.registerRunner({ name: "signer" });
-  runner = spawnHostRunner(daemon.url, created, { home: work });
+  ({ owner, projectId } = ci);
 }, 60_000);
 
 afterAll(async () => {
-  runner?.proc.kill("SIGKILL");
   await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
 
 test("secrets reach the build masked, the keystore file lives only during the job, and the release APK is signed with it", async () => {
-  const put = (key: string, body: Record<string, unknown>) => http(daemon.url, "PUT", `/v1/projects/${projectId}/variables/${key}`, { token: owner, body });
+  const put = (key: string, body: Record<string, unknown>) => http(ci.url, "PUT", `/v1/projects/${projectId}/variables/${key}`, { token: owner, body });
   expect((await put("ANDROID_KEYSTORE", { value: readFileSync(join(work, "upload.p12")).toString("base64"), secret: true, file: true })).status).toBe(200);
   await put("ANDROID_KEYSTORE_PASSWORD", { value: STORE_PASSWORD, secret: true });
   await put("ANDROID_KEY_ALIAS", { value: "upload" });
   await put("API_TOKEN", { value: API_TOKEN, secret: true });
-  const pipeline = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+  const pipeline = await http(ci.url, "POST", `/v1/projects/${projectId}/pipelines`, {
     token: owner,
     body: {
       name: "android-release",
@@ -92,9 +88,9 @@ test("secrets reach the build masked, the keystore file lives only during the jo
   expect(existsSync(join(keystorePath, ".."))).toBe(false);
 
   // The artifact is signed by the test keystore's certificate.
-  const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+  const artifacts = (await http(ci.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
   expect(artifacts.map((a: any) => a.path)).toEqual(["build/app/outputs/flutter-apk/app-release.apk"]);
-  const apk = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
+  const apk = await fetch(`${ci.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
     r.arrayBuffer(),
   );
   writeFileSync(join(work, "downloaded.apk"), new Uint8Array(apk));

@@ -171,6 +171,9 @@ export interface GithubProject extends ProjectClient {
   deliverWebhook(event: string, payload: unknown): Promise<string>;
   /** A tag pushed at `sha` as GitHub sends it (with `message` as its head commit's, when given); the build it started. */
   pushTag(tag: string, sha: string, message?: string): Promise<string>;
+  /** The `roost runner` started with the project (its `runner` option), or null. */
+  hostRunner: RunnerProcess | null;
+  /** The runner killed, the daemon and the stand-in stopped. */
   stop(): Promise<void>;
 }
 
@@ -179,6 +182,8 @@ export async function startGithubProject(options: {
   repository: { id: number; full_name: string; clone_url?: string };
   daemon?: DaemonOptions;
   webhookSecret?: string;
+  /** A runner registered as `name` and started on this host (spawnHostRunner) with the other options. */
+  runner?: { name: string } & HostRunnerOptions;
 }): Promise<GithubProject> {
   const daemon = await startDaemon(options.daemon);
   const host = await startHostApiStandIn();
@@ -188,6 +193,11 @@ export async function startGithubProject(options: {
   const project = await createGithubProject(daemon.url, owner, host, webhookSecret);
   const { id, full_name } = options.repository;
   const client = projectClient(daemon.url, owner, project.id);
+  let hostRunner: RunnerProcess | null = null;
+  if (options.runner) {
+    const { name, ...runnerOptions } = options.runner;
+    hostRunner = spawnHostRunner(daemon.url, await client.registerRunner({ name }), runnerOptions);
+  }
   const deliverWebhook = async (event: string, payload: unknown) => {
     const body = JSON.stringify(payload);
     const res = await fetch(`${daemon.url}/v1/webhooks/github`, {
@@ -226,7 +236,9 @@ export async function startGithubProject(options: {
       Object.assign(payload.head_commit, { id: sha }, message === undefined ? {} : { message });
       return deliverWebhook("push", payload);
     },
+    hostRunner,
     async stop() {
+      hostRunner?.proc.kill("SIGKILL");
       await daemon.stop();
       await host.stop();
     },
@@ -263,11 +275,14 @@ export interface RunnerProcess {
  * HOME `home`, working in `home`/runner-work, `flutter` first found in `flutterDir`
  * (scripts/flutter-stand-in unless given), a grace of 1 s, no Flutter to download, and `env`.
  */
-export function spawnHostRunner(
-  url: string,
-  runner: RegisteredRunner,
-  options: { home: string; flutterDir?: string; workDir?: string; env?: Record<string, string> },
-): RunnerProcess {
+export interface HostRunnerOptions {
+  home: string;
+  flutterDir?: string;
+  workDir?: string;
+  env?: Record<string, string>;
+}
+
+export function spawnHostRunner(url: string, runner: RegisteredRunner, options: HostRunnerOptions): RunnerProcess {
   const { home, flutterDir = join(REPO_ROOT, "scripts/flutter-stand-in"), workDir = join(home, "runner-work") } = options;
   return spawnRunner(["--unsafe-allow-same-user"], {
     ...runnerEnv(url, runner, workDir),
