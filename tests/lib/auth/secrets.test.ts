@@ -25,6 +25,15 @@ describe("minted secrets", () => {
     }
   });
 
+  test("keep parsing when they were minted before: the checksum is CRC-32 (IEEE) of the rest, in base62", () => {
+    // Minted by the table-driven CRC-32 that Bun.hash.crc32 replaced (95d98a7); tokens already handed out must still parse.
+    expect(parseSecret("pat", "roost_pat_0123456789abcdefghijuMmKFMTPXXfjTTKE0KXyL8pKO27J7BGe1gTMqP")).toEqual({
+      id: "0123456789abcdefghij",
+      secret: "uMmKFMTPXXfjTTKE0KXyL8pKO27J7BGe",
+    });
+    expect(parseSecret("sess", "roost_sess_0123456789abcdefghij7z7ChygzaMeeILg6F819aaqvDlwamFRw3rW26h")?.id).toBe("0123456789abcdefghij");
+  });
+
   test("are unique and uniformly drawn from base62", () => {
     const seen = new Set(Array.from({ length: 2000 }, () => mintSecret("pat").token));
     expect(seen.size).toBe(2000);
