@@ -12,8 +12,7 @@ export const endpoint = defineEndpoint({
   body: z.object({ public: z.boolean() }).strict(),
   response: BadgeSettings,
   async handle({ body }, ctx: ProjectContext) {
-    const project = ctx.project;
-    await setBadgesPublic(ctx.db, project.id, body.public, ctx.clock.now());
-    return badgeSettings(ctx, project.id);
+    await setBadgesPublic(ctx.db, ctx.project.id, body.public, ctx.clock.now());
+    return badgeSettings(ctx, ctx.project.id);
   },
 });

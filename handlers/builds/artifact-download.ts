@@ -16,15 +16,14 @@ export const endpoint = defineEndpoint({
   produces: ["application/octet-stream"],
   errors: ["object_store_error"],
   async handle({ params }, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    const artifact = await findArtifact(ctx.db, build.id, params.artifact_id);
+    const artifact = await findArtifact(ctx.db, ctx.build.id, params.artifact_id);
     if (!artifact) fail("not_found", "No artifact with that id in this build.");
     const name = artifact.path
       .split("/")
       .pop()!
       .replace(/[^\w.-]/g, "_");
     // Authorized above; the URL itself is the bucket's short-lived grant for this one object.
-    const presigned = ctx.objects.presign(artifactKey(build.id, artifact.id), { filename: name });
+    const presigned = ctx.objects.presign(artifactKey(ctx.build.id, artifact.id), { filename: name });
     if (presigned) return new Response(null, { status: 302, headers: { location: presigned, "cache-control": "no-store" } });
     const body = await readArtifact(ctx.objects, artifact);
     if (!body) fail("not_found", "No artifact with that id in this build.");

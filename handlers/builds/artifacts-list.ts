@@ -10,7 +10,6 @@ export const endpoint = defineEndpoint({
   summary: "A build's artifacts",
   response: z.object({ artifacts: z.array(ArtifactResource) }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    return { artifacts: await listArtifacts(ctx.db, build.id) };
+    return { artifacts: await listArtifacts(ctx.db, ctx.build.id) };
   },
 });

@@ -15,11 +15,10 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   errors: ["build_not_cancelable"],
   async handle(_input, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    const canceled = await transitionBuild(ctx, build.id, "cancel", { failure_reason: `canceled by ${ctx.principal.user.email}` });
+    const canceled = await transitionBuild(ctx, ctx.build.id, "cancel", { failure_reason: `canceled by ${ctx.principal.user.email}` });
     if (!canceled) {
-      const now = await findBuild(ctx.db, build.id);
-      fail("build_not_cancelable", `Build #${build.build_number} is ${now?.status ?? build.status}; only queued or running builds can be canceled.`);
+      const now = await findBuild(ctx.db, ctx.build.id);
+      fail("build_not_cancelable", `Build #${ctx.build.build_number} is ${now?.status ?? ctx.build.status}; only queued or running builds can be canceled.`);
     }
     return { build: toPublicBuild(canceled) };
   },

@@ -42,12 +42,11 @@ export const endpoint = defineEndpoint({
   successStatus: 201,
   errors: ["source_host_error", "decryption_error", "invalid_pipeline_file"],
   async handle({ body }, ctx: ProjectContext) {
-    const project = ctx.project;
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);
-    if (!pipeline || pipeline.project_id !== project.id) fail("not_found", "No pipeline with that id in this project.");
-    const branch = body.branch ?? project.default_branch;
-    const commitSha = body.commit_sha ?? (await resolveHead(ctx, project.repository_id, branch));
-    const definition = await definitionFor(ctx, project, pipeline, commitSha, branch);
+    if (!pipeline || pipeline.project_id !== ctx.project.id) fail("not_found", "No pipeline with that id in this project.");
+    const branch = body.branch ?? ctx.project.default_branch;
+    const commitSha = body.commit_sha ?? (await resolveHead(ctx, ctx.project.repository_id, branch));
+    const definition = await definitionFor(ctx, ctx.project, pipeline, commitSha, branch);
     const { build } = await createBuild(ctx, {
       ...definition,
       pipelineId: pipeline.id,

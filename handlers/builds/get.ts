@@ -10,7 +10,6 @@ export const endpoint = defineEndpoint({
   summary: "Read a build",
   response: z.object({ build: BuildResource }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    return { build: toPublicBuild(build) };
+    return { build: toPublicBuild(ctx.build) };
   },
 });

@@ -10,7 +10,6 @@ export const endpoint = defineEndpoint({
   summary: "List a build's deployments",
   response: z.object({ deployments: z.array(DeploymentResource) }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    return { deployments: await listDeployments(ctx.db, { projectId: build.project_id, buildId: build.id, limit: 200, offset: 0 }) };
+    return { deployments: await listDeployments(ctx.db, { projectId: ctx.build.project_id, buildId: ctx.build.id, limit: 200, offset: 0 }) };
   },
 });

@@ -27,15 +27,14 @@ export const endpoint = defineEndpoint({
   successStatus: 201,
   errors: ["invalid_request", "build_not_publishable"],
   async handle({ body }, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    const publishers = build.config_snapshot.execution_config.publish ?? [];
+    const publishers = ctx.build.config_snapshot.execution_config.publish ?? [];
     const base = publishers.find((p) => publisherName(p) === body.publisher);
     if (!base)
       fail(
         "not_found",
         publishers.length
-          ? `Build #${build.build_number} has no publisher ${body.publisher}; it has ${publishers.map(publisherName).join(", ")}.`
-          : `Build #${build.build_number} has no publishers.`,
+          ? `Build #${ctx.build.build_number} has no publisher ${body.publisher}; it has ${publishers.map(publisherName).join(", ")}.`
+          : `Build #${ctx.build.build_number} has no publishers.`,
       );
     const merged = overridePublisher(base, body.environment, body.overrides);
     if (!merged.ok)
@@ -44,7 +43,7 @@ export const endpoint = defineEndpoint({
       });
     const user = ctx.principal.user;
     return {
-      deployment: await requestDeployment(ctx, build, { ...merged.publisher, name: base.name ?? publisherName(base) }, "promotion", null, {
+      deployment: await requestDeployment(ctx, ctx.build, { ...merged.publisher, name: base.name ?? publisherName(base) }, "promotion", null, {
         id: user.id,
         email: user.email,
       }),

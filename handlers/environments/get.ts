@@ -12,9 +12,9 @@ export const endpoint = defineEndpoint({
   params: z.object({ environment: EnvironmentName }),
   response: z.object({ environment: EnvironmentResource.extend({ current: z.array(CurrentVersion) }) }),
   async handle({ params }, ctx: ProjectContext) {
-    const project = ctx.project;
-    const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
-    const current = (await currentVersions(ctx.db, project.id)).filter((c) => c.environment === env.name);
+    const env =
+      (await findEnvironment(ctx.db, ctx.project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
+    const current = (await currentVersions(ctx.db, ctx.project.id)).filter((c) => c.environment === env.name);
     return { environment: { ...(await toPublicEnvironment(ctx.db, env)), current } };
   },
 });

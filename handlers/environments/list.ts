@@ -11,10 +11,9 @@ export const endpoint = defineEndpoint({
   summary: "List a project's environments and what each holds now",
   response: z.object({ environments: z.array(EnvironmentResource.extend({ current: z.array(CurrentVersion) })) }),
   async handle(_input, ctx: ProjectContext) {
-    const project = ctx.project;
-    const current = await currentVersions(ctx.db, project.id);
+    const current = await currentVersions(ctx.db, ctx.project.id);
     const environments = [];
-    for (const e of await listEnvironments(ctx.db, project.id))
+    for (const e of await listEnvironments(ctx.db, ctx.project.id))
       environments.push({ ...(await toPublicEnvironment(ctx.db, e)), current: current.filter((c) => c.environment === e.name) });
     return { environments };
   },

@@ -22,13 +22,20 @@ export const endpoint = defineEndpoint({
   response: z.object({ environment: EnvironmentResource, created: z.boolean() }),
   errors: ["invalid_request"],
   async handle({ params, body }, ctx: ProjectContext) {
-    const project = ctx.project;
-    const approvers = await resolveApprovers(ctx.db, project.id, body.approvers);
+    const approvers = await resolveApprovers(ctx.db, ctx.project.id, body.approvers);
     if (approvers.problems.length)
       fail("invalid_request", "Every approver must be a maintainer of the project.", {
         details: approvers.problems.map((p) => ({ path: `body.approvers.${p.index}`, message: p.message })),
       });
-    const { environment, created } = await putEnvironment(ctx.db, project.id, params.environment, body, approvers.ids, ctx.principal.user.id, ctx.clock.now());
+    const { environment, created } = await putEnvironment(
+      ctx.db,
+      ctx.project.id,
+      params.environment,
+      body,
+      approvers.ids,
+      ctx.principal.user.id,
+      ctx.clock.now(),
+    );
     return { environment: await toPublicEnvironment(ctx.db, environment), created };
   },
 });

@@ -12,13 +12,13 @@ export const endpoint = defineEndpoint({
   params: z.object({ environment: EnvironmentName, key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   async handle({ params }, ctx: ProjectContext) {
-    const project = ctx.project;
-    const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
+    const env =
+      (await findEnvironment(ctx.db, ctx.project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
     const user = ctx.principal.user;
     if (
       !(await deleteVariable(
         ctx.db,
-        { projectId: project.id, pipelineId: null, environmentId: env.id },
+        { projectId: ctx.project.id, pipelineId: null, environmentId: env.id },
         params.key,
         { id: user.id, email: user.email },
         ctx.clock.now(),

@@ -13,8 +13,8 @@ export const endpoint = defineEndpoint({
   params: z.object({ environment: EnvironmentName }),
   response: z.object({ secrets: z.array(VariableResource) }),
   async handle({ params }, ctx: ProjectContext) {
-    const project = ctx.project;
-    const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
-    return { secrets: (await listVariables(ctx.db, project.id, null, env.id)).map(toPublicVariable) };
+    const env =
+      (await findEnvironment(ctx.db, ctx.project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
+    return { secrets: (await listVariables(ctx.db, ctx.project.id, null, env.id)).map(toPublicVariable) };
   },
 });

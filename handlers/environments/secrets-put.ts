@@ -17,13 +17,13 @@ export const endpoint = defineEndpoint({
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ secret: VariableResource, created: z.boolean() }),
   async handle({ params, body }, ctx: ProjectContext) {
-    const project = ctx.project;
-    const env = (await findEnvironment(ctx.db, project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
+    const env =
+      (await findEnvironment(ctx.db, ctx.project.id, params.environment)) ?? fail("not_found", `No environment ${params.environment} in this project.`);
     const user = ctx.principal.user;
     const { variable, created } = await putVariable(
       ctx.db,
       ctx.secrets,
-      { projectId: project.id, pipelineId: null, environmentId: env.id },
+      { projectId: ctx.project.id, pipelineId: null, environmentId: env.id },
       params.key,
       body,
       { id: user.id, email: user.email },

@@ -26,10 +26,9 @@ export const endpoint = defineEndpoint({
   produces: ["application/json", "text/plain"],
   errors: ["object_store_error"],
   async handle({ query }, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    const log = openLogReader(ctx, build.id);
+    const log = openLogReader(ctx, ctx.build.id);
     const text = (ctx.request.headers.get("accept") ?? "").includes("text/plain");
-    const stats = await statsOf(ctx.db, build.id);
+    const stats = await statsOf(ctx.db, ctx.build.id);
     const encoder = new TextEncoder();
     let cursor = query.after_seq;
     let left = query.limit ?? Number.MAX_SAFE_INTEGER;

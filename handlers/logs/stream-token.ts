@@ -14,8 +14,7 @@ export const endpoint = defineEndpoint({
   summary: "A short-lived token for one build's log stream",
   response: z.object({ token: z.string().describe("roost_st_…"), expires_at: z.number().int() }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
     const principal = ctx.principal;
-    return json(await mintStreamToken(ctx.db, build.id, principal.user.id, credentialOf(principal), ctx.clock.now()), 200, { "cache-control": "no-store" });
+    return json(await mintStreamToken(ctx.db, ctx.build.id, principal.user.id, credentialOf(principal), ctx.clock.now()), 200, { "cache-control": "no-store" });
   },
 });

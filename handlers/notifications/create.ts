@@ -26,7 +26,6 @@ export const endpoint = defineEndpoint({
   response: z.object({ notification: NotificationResource }),
   successStatus: 201,
   async handle({ body }, ctx: ProjectContext) {
-    const project = ctx.project;
     await refuseChannelHosts(ctx, body);
     const { config, secrets } = splitSettings(body);
     const n = await insertNotification(
@@ -39,7 +38,7 @@ export const endpoint = defineEndpoint({
         enabled: body.enabled,
         config,
         secrets,
-        projectId: project.id,
+        projectId: ctx.project.id,
         createdBy: ctx.principal.user.id,
       },
       ctx.clock.now(),

@@ -30,11 +30,10 @@ export const endpoint = defineEndpoint({
   successStatus: 201,
   errors: ["pipeline_exists"],
   async handle({ body }, ctx: ProjectContext) {
-    const project = ctx.project;
-    const fields = await pipelineFields(body, [], project.default_branch, ctx.secrets);
+    const fields = await pipelineFields(body, [], ctx.project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {
-      return { pipeline: toPublicPipeline(await insertPipeline(ctx.db, project.id, fields, ctx.clock.now())) };
+      return { pipeline: toPublicPipeline(await insertPipeline(ctx.db, ctx.project.id, fields, ctx.clock.now())) };
     } catch (error) {
       if (isUniqueViolation(error)) fail("pipeline_exists", `The project already has a pipeline named ${body.name}.`);
       throw error;

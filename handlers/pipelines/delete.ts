@@ -9,8 +9,7 @@ export const endpoint = defineEndpoint({
   summary: "Delete a pipeline",
   response: z.object({ deleted: z.boolean() }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    await deletePipeline(ctx.db, pipeline.id);
+    await deletePipeline(ctx.db, ctx.pipeline.id);
     return { deleted: true };
   },
 });

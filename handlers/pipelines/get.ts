@@ -10,7 +10,6 @@ export const endpoint = defineEndpoint({
   summary: "Read a pipeline",
   response: z.object({ pipeline: PipelineResource }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    return { pipeline: toPublicPipeline(pipeline) };
+    return { pipeline: toPublicPipeline(ctx.pipeline) };
   },
 });

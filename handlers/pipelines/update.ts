@@ -38,13 +38,11 @@ export const endpoint = defineEndpoint({
   response: z.object({ pipeline: PipelineResource }),
   errors: ["pipeline_exists"],
   async handle({ body }, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    const project = ctx.project;
-    const merged = parseWith(PipelineDocument, applyMergePatch(pipelineDocument(pipeline), body), "body");
-    const fields = await pipelineFields(merged, pipeline.execution_config.env, project.default_branch, ctx.secrets);
+    const merged = parseWith(PipelineDocument, applyMergePatch(pipelineDocument(ctx.pipeline), body), "body");
+    const fields = await pipelineFields(merged, ctx.pipeline.execution_config.env, ctx.project.default_branch, ctx.secrets);
     if (typeof fields === "string") fail("invalid_request", fields, { details: [{ path: "body.execution_config.env", message: fields }] });
     try {
-      return { pipeline: toPublicPipeline((await replacePipeline(ctx.db, pipeline.id, fields, ctx.clock.now()))!) };
+      return { pipeline: toPublicPipeline((await replacePipeline(ctx.db, ctx.pipeline.id, fields, ctx.clock.now()))!) };
     } catch (error) {
       if (isUniqueViolation(error)) fail("pipeline_exists", `The project already has a pipeline named ${fields.name}.`);
       throw error;

@@ -10,8 +10,7 @@ export const endpoint = defineEndpoint({
   summary: "Read a project",
   response: z.object({ project: ProjectResource }),
   async handle(_input, ctx: ProjectContext) {
-    const project = ctx.project;
     const role = ctx.role;
-    return { project: toPublicProject(project, role) };
+    return { project: toPublicProject(ctx.project, role) };
   },
 });

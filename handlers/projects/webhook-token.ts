@@ -22,20 +22,19 @@ export const endpoint = defineEndpoint({
   successStatus: 201,
   errors: ["invalid_request", "repository_already_linked"],
   async handle(_input, ctx: ProjectContext) {
-    const project = ctx.project;
-    const repo = await findRepository(ctx.db, project.repository_id);
+    const repo = await findRepository(ctx.db, ctx.project.repository_id);
     if (!repo) fail("not_found", "The project's repository is no longer in the catalogue.");
     if (repo.provider !== "gitlab")
       fail("invalid_request", "GitHub deliveries are verified with the GitHub App's webhook secret; no per-repository token is needed.");
     // A project unlinked by the one-project-per-repository upgrade builds nothing, so it gets no token.
-    if ((await findProjectBuildingRepository(ctx.db, repo.id)) !== project.id) {
+    if ((await findProjectBuildingRepository(ctx.db, repo.id)) !== ctx.project.id) {
       fail(
         "repository_already_linked",
         "Another project builds this project's repository; a repository is built by exactly one project, so this one needs no webhook token.",
       );
     }
-    const token = await rotateWebhookToken(ctx.db, project.id);
-    ctx.log.info("gitlab webhook token rotated", { request_id: ctx.requestId, project_id: project.id });
+    const token = await rotateWebhookToken(ctx.db, ctx.project.id);
+    ctx.log.info("gitlab webhook token rotated", { request_id: ctx.requestId, project_id: ctx.project.id });
     const base = ctx.config.publicUrl ?? new URL(ctx.request.url).origin;
     return { token, webhook_url: `${base}/v1/webhooks/gitlab`, repository_full_name: repo.full_name };
   },

@@ -19,8 +19,7 @@ export const endpoint = defineEndpoint({
     .strict(),
   response: RetentionSettings,
   async handle({ body }, ctx: ProjectContext) {
-    const project = ctx.project;
-    await setProjectRetention(ctx.db, project.id, body, ctx.clock.now());
-    return projectRetention(ctx.db, ctx.config, project.id);
+    await setProjectRetention(ctx.db, ctx.project.id, body, ctx.clock.now());
+    return projectRetention(ctx.db, ctx.config, ctx.project.id);
   },
 });

@@ -13,11 +13,9 @@ export const endpoint = defineEndpoint({
   response: z.object({ schedule: ScheduleResource }),
   successStatus: 201,
   async handle({ body }, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    const project = ctx.project;
     const schedule = await insertSchedule(
       ctx.db,
-      { ...body, branch: body.branch ?? project.default_branch, projectId: project.id, pipelineId: pipeline.id, createdBy: ctx.principal.user.id },
+      { ...body, branch: body.branch ?? ctx.project.default_branch, projectId: ctx.project.id, pipelineId: ctx.pipeline.id, createdBy: ctx.principal.user.id },
       ctx.clock.now(),
     );
     return { schedule: toPublicSchedule(schedule, null) };

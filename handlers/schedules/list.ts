@@ -10,8 +10,7 @@ export const endpoint = defineEndpoint({
   summary: "List a pipeline's build schedules",
   response: z.object({ schedules: z.array(ScheduleResource) }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    const schedules = await listSchedules(ctx.db, pipeline.id);
+    const schedules = await listSchedules(ctx.db, ctx.pipeline.id);
     return { schedules: await Promise.all(schedules.map(async (s) => toPublicSchedule(s, await lastRun(ctx.db, s.id)))) };
   },
 });

@@ -36,7 +36,12 @@ export const endpoint = defineEndpoint({
   query: Query,
   response: z.object({ cases: z.array(TestCaseResource), next_cursor: z.string().nullable() }),
   async handle({ query }, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
-    return listCases(ctx.db, build, { buildId: build.id, statuses: query.status ?? [], q: query.q || undefined, limit: query.limit, cursor: query.cursor });
+    return listCases(ctx.db, ctx.build, {
+      buildId: ctx.build.id,
+      statuses: query.status ?? [],
+      q: query.q || undefined,
+      limit: query.limit,
+      cursor: query.cursor,
+    });
   },
 });

@@ -13,13 +13,12 @@ export const endpoint = defineEndpoint({
   summary: "A build's test summary, reports and analyzer issues",
   response: BuildTestsAnswer,
   async handle(_input, ctx: ProjectContext<"build_id">) {
-    const build = ctx.build;
     const repository = await findRepository(ctx.db, ctx.project.repository_id);
     return {
-      summary: await summaryOf(ctx.db, build.id),
-      reports: await listReports(ctx.db, build.id),
-      annotations: await listAnnotations(ctx.db, build.id),
-      source_file_url: sourceFileUrl(repository, build.commit_sha),
+      summary: await summaryOf(ctx.db, ctx.build.id),
+      reports: await listReports(ctx.db, ctx.build.id),
+      annotations: await listAnnotations(ctx.db, ctx.build.id),
+      source_file_url: sourceFileUrl(repository, ctx.build.commit_sha),
     };
   },
 });

@@ -28,9 +28,8 @@ export const endpoint = defineEndpoint({
   }),
   errors: ["not_found", "invalid_request"],
   async handle({ params, query }, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
     if (query.branch && query.pull_request) fail("invalid_request", "Give a branch or a pull_request, not both.");
-    const found = await findTest(ctx.db, pipeline.id, params.test_key);
+    const found = await findTest(ctx.db, ctx.pipeline.id, params.test_key);
     if (!found) fail("not_found", "No test with that key in this pipeline.");
     const lane = query.pull_request ? `pr:${query.pull_request}` : (query.branch ?? ctx.project.default_branch);
     const page = await testHistory(ctx.db, found.id, lane, { limit: query.limit, before: query.before });

@@ -11,11 +11,10 @@ export const endpoint = defineEndpoint({
   params: z.object({ key: VariableKey }),
   response: z.object({ deleted: z.boolean() }),
   async handle({ params }, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
     const user = ctx.principal.user;
     const deleted = await deleteVariable(
       ctx.db,
-      { projectId: pipeline.project_id, pipelineId: pipeline.id },
+      { projectId: ctx.pipeline.project_id, pipelineId: ctx.pipeline.id },
       params.key,
       { id: user.id, email: user.email },
       ctx.clock.now(),

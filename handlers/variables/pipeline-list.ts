@@ -10,7 +10,6 @@ export const endpoint = defineEndpoint({
   summary: "List a pipeline's variables and secrets (secret values are never returned)",
   response: z.object({ variables: z.array(VariableResource) }),
   async handle(_input, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
-    return { variables: (await listVariables(ctx.db, pipeline.project_id, pipeline.id)).map(toPublicVariable) };
+    return { variables: (await listVariables(ctx.db, ctx.pipeline.project_id, ctx.pipeline.id)).map(toPublicVariable) };
   },
 });

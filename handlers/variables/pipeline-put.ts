@@ -13,12 +13,11 @@ export const endpoint = defineEndpoint({
   bodyLimitBytes: 2 * MAX_FILE_BYTES,
   response: z.object({ variable: VariableResource, created: z.boolean() }),
   async handle({ params, body }, ctx: ProjectContext<"pipeline_id">) {
-    const pipeline = ctx.pipeline;
     const user = ctx.principal.user;
     const { variable, created } = await putVariable(
       ctx.db,
       ctx.secrets,
-      { projectId: pipeline.project_id, pipelineId: pipeline.id },
+      { projectId: ctx.pipeline.project_id, pipelineId: ctx.pipeline.id },
       params.key,
       body,
       { id: user.id, email: user.email },
