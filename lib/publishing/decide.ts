@@ -1,12 +1,30 @@
 // A person's decision on a waiting deployment (docs/publishing.md "Approvals"): the route's rule
 // makes the caller a maintainer of the project; an environment that lists its approvers takes
 // only those. The decision and its line in the build's log are one transaction.
-import type { AppContext } from "../http/context.ts";
+import { z } from "zod";
+import type { AppContext, ProjectContext } from "../http/context.ts";
+import { defineEndpoint } from "../http/route.ts";
 import { inTransaction } from "../db/client.ts";
 import { fail } from "../http/errors.ts";
 import { appendSystemLineIn } from "../logs/store.ts";
 import { findEnvironmentById } from "./environments.ts";
-import { decideDeployment, deploymentResource, type Deployment, type DeploymentResource } from "./deployments.ts";
+import { decideDeployment, DeploymentResource, deploymentResource, type Deployment } from "./deployments.ts";
+
+/**
+ * POST /v1/deployments/{deployment_id}/approve and …/reject (handlers/deployments/approve.ts,
+ * reject.ts): two endpoints that differ only in the decision they record.
+ */
+export function decisionEndpoint(decision: "approved" | "rejected", operation: { operationId: string; summary: string }) {
+  return defineEndpoint({
+    ...operation,
+    authNote: "when the environment lists approvers, only they (each a project maintainer)",
+    response: z.object({ deployment: DeploymentResource }),
+    errors: ["deployment_not_waiting"],
+    async handle(_input, ctx: ProjectContext<"deployment_id">) {
+      return { deployment: await decide(ctx, ctx.deployment, decision, ctx.principal.user) };
+    },
+  });
+}
 
 export async function decide(
   ctx: Pick<AppContext, "db" | "clock" | "events">,
