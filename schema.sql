@@ -1358,3 +1358,17 @@ CREATE INDEX cache_entries_restore ON cache_entries (project_id, version, scope,
 -- Eviction: the least recently used first, of all projects (unused for days) or of one (over its size cap).
 CREATE INDEX cache_entries_unused ON cache_entries (last_used_at);
 CREATE INDEX cache_entries_project_used ON cache_entries (project_id, last_used_at);
+
+-- migration 38: a running total of each project's shared cache bytes
+-- A save checks its project against ROOST_SHARED_CACHE_MAX_MB. Summing the project's entries for
+-- that read every entry on every save; the total is now kept beside them, in the transaction of
+-- each insert and delete (as build_counts keeps builds), so a save under the cap reads one row and
+-- one over it reads only the least recently used entries it evicts (lib/caches/store.ts).
+CREATE TABLE cache_project_bytes (
+  project_id TEXT PRIMARY KEY,
+  bytes INTEGER NOT NULL
+);
+INSERT INTO cache_project_bytes (project_id, bytes) SELECT project_id, SUM(size) FROM cache_entries GROUP BY project_id;
+-- (Each trigger on one line: lib/db/migrate.ts splits a block at every line-ending ";".)
+CREATE TRIGGER cache_project_bytes_insert AFTER INSERT ON cache_entries BEGIN INSERT INTO cache_project_bytes (project_id, bytes) VALUES (NEW.project_id, NEW.size) ON CONFLICT DO UPDATE SET bytes = bytes + NEW.size; END;
+CREATE TRIGGER cache_project_bytes_delete AFTER DELETE ON cache_entries BEGIN UPDATE cache_project_bytes SET bytes = bytes - OLD.size WHERE project_id = OLD.project_id; END;

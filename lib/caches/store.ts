@@ -151,14 +151,25 @@ export async function evictCaches(
       project_id: str(r, "project_id"),
     }));
   } else {
-    const rows = await all(db, "SELECT id, size FROM cache_entries WHERE project_id = ? ORDER BY last_used_at, created_at, id", [o.projectId]);
-    let total = rows.reduce((n, r) => n + num(r, "size"), 0);
+    // The total is kept by triggers (schema.sql migration 38): a project under its cap reads one
+    // row; one over it reads its least recently used entries only until enough are found.
+    let total = num((await one(db, "SELECT bytes FROM cache_project_bytes WHERE project_id = ?", [o.projectId])) ?? { bytes: 0 }, "bytes");
     doomed = [];
-    for (const r of rows) {
-      if (total <= o.maxBytes) break;
-      if (str(r, "id") === o.keep) continue;
-      doomed.push({ id: str(r, "id"), project_id: o.projectId });
-      total -= num(r, "size");
+    for (let after: [number, string] = [-1, ""]; total > o.maxBytes; ) {
+      const rows = await all(
+        db,
+        "SELECT id, size, last_used_at FROM cache_entries WHERE project_id = ? AND (last_used_at, id) > (?, ?) ORDER BY last_used_at, id LIMIT 50",
+        [o.projectId, after[0], after[1]],
+      );
+      for (const r of rows) {
+        if (total <= o.maxBytes) break;
+        if (str(r, "id") === o.keep) continue;
+        doomed.push({ id: str(r, "id"), project_id: o.projectId });
+        total -= num(r, "size");
+      }
+      if (rows.length < 50) break;
+      const last = rows[rows.length - 1]!;
+      after = [num(last, "last_used_at"), str(last, "id")];
     }
   }
   for (const d of doomed) {

@@ -202,4 +202,23 @@ describe("shared caches", () => {
     expect(await s3.keys()).not.toContain(`caches/${project}/${second.id}`);
     expect((await job.find("k-big-2")).body).toEqual({ cache: null });
   });
+
+  test("over the cap, the entries restored longest ago go first, and only as many as the new one needs", async () => {
+    const project = (await createProject(t, owner)).id;
+    const job = await runningJob({ project });
+    const now = t.ctx.clock.now();
+    const saved = [];
+    for (const [i, usedDaysAgo] of [3, 1, 2].entries()) {
+      const cache = (await job.save(`k-${i}`, "z".repeat(300 * 1024))).body.cache;
+      await t.db.execute({ sql: "UPDATE cache_entries SET last_used_at = ? WHERE id = ?", args: [now - usedDaysAgo * 86_400, cache.id] });
+      saved.push(cache.id);
+    }
+    // 900 KiB stored; 300 KiB more is over the 1 MiB cap: the one used three days ago goes, alone.
+    const fourth = (await job.save("k-3", "z".repeat(300 * 1024))).body.cache;
+    const keys = await s3.keys();
+    expect(keys).not.toContain(`caches/${project}/${saved[0]}`);
+    for (const id of [saved[1], saved[2], fourth.id]) expect(keys).toContain(`caches/${project}/${id}`);
+    const total = await t.db.execute({ sql: "SELECT bytes FROM cache_project_bytes WHERE project_id = ?", args: [project] });
+    expect(Number(total.rows[0]!.bytes)).toBe(3 * 300 * 1024);
+  });
 });

@@ -56,6 +56,7 @@ const OWNER: Record<string, string> = {
   users: "auth",
   artifacts: "artifacts",
   cache_entries: "caches",
+  cache_project_bytes: "caches",
   builds: "builds",
   build_branch_counts: "builds",
   build_counts: "builds",
