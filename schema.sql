@@ -1372,3 +1372,17 @@ INSERT INTO cache_project_bytes (project_id, bytes) SELECT project_id, SUM(size)
 -- (Each trigger on one line: lib/db/migrate.ts splits a block at every line-ending ";".)
 CREATE TRIGGER cache_project_bytes_insert AFTER INSERT ON cache_entries BEGIN INSERT INTO cache_project_bytes (project_id, bytes) VALUES (NEW.project_id, NEW.size) ON CONFLICT DO UPDATE SET bytes = bytes + NEW.size; END;
 CREATE TRIGGER cache_project_bytes_delete AFTER DELETE ON cache_entries BEGIN UPDATE cache_project_bytes SET bytes = bytes - OLD.size WHERE project_id = OLD.project_id; END;
+-- migration 39: one orphan-sweep cursor shared by every daemon
+-- The pass that deletes objects no row refers to (lib/object-store/sweep.ts) lists one page of the
+-- store after where the previous pass stopped. Each daemon kept its own cursor, so with several
+-- daemons on one database each listed the whole bucket. The cursor is now this one row, taken by
+-- one daemon for its pass (taken_by, until taken_until: a daemon killed mid-pass lets it go by
+-- expiry) and moved on after it.
+CREATE TABLE object_sweep (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  prefix INTEGER NOT NULL,
+  after_key TEXT,
+  taken_by TEXT,
+  taken_until INTEGER
+);
+INSERT INTO object_sweep (id, prefix) VALUES (1, 0);

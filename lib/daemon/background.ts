@@ -8,7 +8,6 @@
 // retention, shared dependency caches unused for days, the data directory's size). Every task
 // works from the database, so several processes can run them side by side.
 import type { AppContext } from "../http/context.ts";
-import type { SweepCursor } from "../object-store/sweep.ts";
 import { pruneCommitStatuses, startCommitStatusReporter } from "../forges/commit-statuses.ts";
 import { newId } from "../auth/secrets.ts";
 
@@ -39,9 +38,8 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
   let releasing: Promise<unknown> | null = null;
   let archiving: Promise<unknown> | null = null;
   let sweeping: Promise<unknown> | null = null;
-  /** Where the next sweep lists from (lib/object-store/sweep.ts); this process's own, from the start. */
-  let sweepCursor: SweepCursor = { prefix: 0, after: undefined };
-  const pollOwner = newId();
+  // This daemon's name in the leases it takes (git polls, the object sweep's cursor).
+  const leaseOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
     setInterval(() => {
       if (!running) return;
@@ -74,7 +72,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       () => {
         if (!running || polling) return;
         polling = gitPoll()
-          .then((m) => m.pollGitRemotes(ctx, pollOwner))
+          .then((m) => m.pollGitRemotes(ctx, leaseOwner))
           .catch((error) => ctx.log.error("git poll pass failed", { error }))
           .finally(() => (polling = null));
       },
@@ -119,12 +117,12 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
         .catch((error) => ctx.log.error("log archive pass failed", { error }))
         .finally(() => (archiving = null));
     }, 10_000),
-    // Objects no row refers to: one page of the store's keys a pass, its own chain.
+    // Objects no row refers to: one page of the store's keys a pass, its own chain; the daemons
+    // on one database take turns with one cursor.
     setInterval(() => {
       if (!running || sweeping) return;
       sweeping = objectSweep()
-        .then((m) => m.sweepOrphanedObjects(ctx, sweepCursor))
-        .then((r) => (sweepCursor = r.next))
+        .then((m) => m.sweepNextPage(ctx, leaseOwner))
         .catch((error) => ctx.log.error("object sweep pass failed", { error }))
         .finally(() => (sweeping = null));
     }, 60_000),

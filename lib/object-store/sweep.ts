@@ -6,7 +6,7 @@
 // enough and that no row names; at the end of the listing it starts over. Its cost is one list
 // request and two reads per pass, however many objects the store holds.
 import type { AppContext } from "../http/context.ts";
-import { all, one, str } from "../db/client.ts";
+import { all, num, one, run, str } from "../db/client.ts";
 import { ABANDONED_FILE_SECONDS } from "../artifacts/artifacts.ts";
 import type { StoredObject } from "./store.ts";
 
@@ -60,6 +60,45 @@ export async function sweepOrphanedObjects(
   }
   if (result.deleted) ctx.log.info("deleted objects no row refers to", { objects: result.deleted, bytes: result.bytes });
   return result;
+}
+
+/** How long a daemon holds the shared cursor for its pass; one killed mid-pass lets it go by expiry. */
+export const SWEEP_LEASE_SECONDS = 300;
+
+/**
+ * The pass of whichever daemon gets the turn. The cursor is one row shared by every daemon on the
+ * database (schema.sql migration 39): taken for the pass, then moved on, so several daemons walk
+ * the store once between them instead of once each. Null when another daemon holds it.
+ */
+export async function sweepNextPage(
+  ctx: Pick<AppContext, "db" | "objects" | "clock" | "log">,
+  owner: string,
+  limit = SWEEP_PAGE,
+): Promise<{ deleted: number; bytes: number; next: SweepCursor } | null> {
+  const now = ctx.clock.now();
+  const taken = await one(
+    ctx.db,
+    "UPDATE object_sweep SET taken_by = ?, taken_until = ? WHERE id = 1 AND (taken_until IS NULL OR taken_until < ?) RETURNING prefix, after_key",
+    [owner, now + SWEEP_LEASE_SECONDS, now],
+  );
+  if (!taken) return null;
+  const release = (next?: SweepCursor) =>
+    run(
+      ctx.db,
+      next
+        ? "UPDATE object_sweep SET prefix = ?, after_key = ?, taken_by = NULL, taken_until = NULL WHERE id = 1 AND taken_by = ?"
+        : "UPDATE object_sweep SET taken_by = NULL, taken_until = NULL WHERE id = 1 AND taken_by = ?",
+      next ? [next.prefix, next.after ?? null, owner] : [owner],
+    );
+  try {
+    const cursor = { prefix: num(taken, "prefix"), after: taken.after_key === null ? undefined : str(taken, "after_key") };
+    const result = await sweepOrphanedObjects(ctx, cursor, limit);
+    await release(result.next);
+    return result;
+  } catch (error) {
+    await release().catch(() => {});
+    throw error;
+  }
 }
 
 /** `artifacts/<build_id>/<artifact_id>` (or a disk store's `.partial` beside it) without its artifacts row. */

@@ -63,6 +63,7 @@ const OWNER: Record<string, string> = {
   build_queue_groups: "builds",
   build_queue_sequence: "builds",
   operator_incidents: "daemon",
+  object_sweep: "object-store",
   schema_migrations: "db",
   commit_status_outbox: "forges",
   git_polls: "forges",
