@@ -1386,3 +1386,13 @@ CREATE TABLE object_sweep (
   taken_until INTEGER
 );
 INSERT INTO object_sweep (id, prefix) VALUES (1, 0);
+
+-- migration 40: one daemon at a time archives a build's log
+-- The archive pass (lib/logs/archive.ts) writes a finished build's lines to the object store, then
+-- marks them archived only if no line arrived meanwhile. Two daemons could archive one log at once:
+-- one slow upload of the lines it read could land after the other daemon had archived a line
+-- appended since (a deployment's), overwriting the object without it. A daemon now takes the log
+-- for its pass (archive_taken_until, by archive_taken_by), and no other daemon starts on it until
+-- that has run out; the lease outlasts any upload the pass lets through.
+ALTER TABLE build_log_stats ADD COLUMN archive_taken_by TEXT;
+ALTER TABLE build_log_stats ADD COLUMN archive_taken_until INTEGER;

@@ -113,7 +113,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     setInterval(() => {
       if (!running || archiving || ctx.objects.kind !== "s3") return;
       archiving = logArchive()
-        .then((m) => m.archiveFinishedLogs(ctx))
+        .then((m) => m.archiveFinishedLogs(ctx, leaseOwner))
         .catch((error) => ctx.log.error("log archive pass failed", { error }))
         .finally(() => (archiving = null));
     }, 10_000),

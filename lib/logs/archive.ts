@@ -16,6 +16,8 @@ import type { ObjectStore } from "../object-store/store.ts";
 
 /** How long after its build finished a log moves: past the streams that follow it to its end and the statuses that quote it. */
 export const ARCHIVE_AFTER_SECONDS = 60;
+/** How long a daemon holds a log it archives (the upload's deadline is shorter): no other daemon starts on it meanwhile. */
+export const ARCHIVE_LEASE_SECONDS = 3600;
 /** Builds archived per pass. */
 const ARCHIVE_BATCH = 20;
 /** Rows read from the database per page while one is written out. */
@@ -30,6 +32,9 @@ export function logArchiveKey(buildId: string): string {
 /**
  * One pass: the logs of builds finished ARCHIVE_AFTER_SECONDS ago (no job or deployment still
  * sending lines), not yet archived nor deleted by retention, go to the object store. For each:
+ * 0. take the log for this daemon (`owner`) for ARCHIVE_LEASE_SECONDS, or leave it to the daemon
+ *    that holds it: two daemons archiving one log at once could end with the slower upload, of
+ *    fewer lines, overwriting the object after the other had archived a line appended since;
  * 1. note the last seq, and write every row up to it, as JSON lines through gzip, to a file in the
  *    data directory;
  * 2. only if the log is still where it was (not archived by another daemon, no line added, not
@@ -47,6 +52,7 @@ export function logArchiveKey(buildId: string): string {
  */
 export async function archiveFinishedLogs(
   ctx: Pick<AppContext, "db" | "objects" | "clock" | "log" | "config">,
+  owner: string,
   limit = ARCHIVE_BATCH,
 ): Promise<{ archived: number }> {
   if (ctx.objects.kind !== "s3") return { archived: 0 };
@@ -66,6 +72,14 @@ export async function archiveFinishedLogs(
     const lastSeq = num(row, "last_seq");
     const key = logArchiveKey(buildId);
     const spool = join(ctx.config.dataDir, `.log-archive-${buildId}-${crypto.randomUUID()}.jsonl.gz`);
+    const now = ctx.clock.now();
+    const taken = await one(
+      ctx.db,
+      `UPDATE build_log_stats SET archive_taken_by = ?, archive_taken_until = ?
+        WHERE build_id = ? AND archived_seq IS NULL AND (archive_taken_until IS NULL OR archive_taken_until < ? OR archive_taken_by = ?) RETURNING build_id`,
+      [owner, now + ARCHIVE_LEASE_SECONDS, buildId, now, owner],
+    );
+    if (!taken) continue;
     try {
       await Bun.write(spool, new Response(compressedLines(ctx.db, buildId, lastSeq)));
       const unmoved = await one(

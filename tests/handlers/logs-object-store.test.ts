@@ -14,7 +14,7 @@ import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { appendSystemLine, appendSystemLineIn } from "../../lib/logs/store.ts";
 import { inTransaction, num, one } from "../../lib/db/client.ts";
-import { ARCHIVE_AFTER_SECONDS, archiveFinishedLogs } from "../../lib/logs/archive.ts";
+import { ARCHIVE_AFTER_SECONDS, ARCHIVE_LEASE_SECONDS, archiveFinishedLogs } from "../../lib/logs/archive.ts";
 import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 
 let s3: S3Server;
@@ -63,9 +63,9 @@ describe("finished build logs in an S3-compatible store", () => {
     expect(JSON.parse(json)).toHaveLength(2500);
 
     // Not before ARCHIVE_AFTER_SECONDS: streams following the build to its end read the rows.
-    expect(await archiveFinishedLogs(a.ctx)).toEqual({ archived: 0 });
+    expect(await archiveFinishedLogs(a.ctx, "daemon-a")).toEqual({ archived: 0 });
     a.clock.advance(ARCHIVE_AFTER_SECONDS);
-    expect((await archiveFinishedLogs(a.ctx)).archived).toBeGreaterThanOrEqual(1);
+    expect((await archiveFinishedLogs(a.ctx, "daemon-a")).archived).toBeGreaterThanOrEqual(1);
     expect(await rows(buildId)).toBe(0);
     expect(await s3.keys()).toContain(`logs/${buildId}.jsonl.gz`);
     const object = await s3.client.file(`logs/${buildId}.jsonl.gz`).bytes();
@@ -82,7 +82,7 @@ describe("finished build logs in an S3-compatible store", () => {
   test("the live log endpoint streams an archived log to its end, from another daemon", async () => {
     const buildId = await buildWithLog(30);
     a.clock.advance(ARCHIVE_AFTER_SECONDS);
-    await archiveFinishedLogs(a.ctx);
+    await archiveFinishedLogs(a.ctx, "daemon-a");
     expect(await rows(buildId)).toBe(0);
     const { token } = (await b.call("POST", `/v1/builds/${buildId}/stream-token`, { token: owner })).body;
     const sse = new SseReader(await b.app.fetch(new Request(`http://127.0.0.1:8080/v1/builds/${buildId}/logs/stream?token=${token}`), "127.0.0.1"));
@@ -97,7 +97,7 @@ describe("finished build logs in an S3-compatible store", () => {
     const running = await buildWithLog(10, null);
     const finished = await buildWithLog(10);
     a.clock.advance(ARCHIVE_AFTER_SECONDS);
-    await archiveFinishedLogs(a.ctx);
+    await archiveFinishedLogs(a.ctx, "daemon-a");
     expect(await rows(running)).toBe(10);
     expect(await rows(finished)).toBe(0);
     await appendSystemLine(a.db, finished, "[roost] a later line", a.clock.now());
@@ -107,13 +107,48 @@ describe("finished build logs in an S3-compatible store", () => {
     expect((await readLog(b, finished, "?after_seq=9", true)).text).toBe(`line 10 ✓ ${"x".repeat(10)}\n[roost] a later line\n`);
   });
 
-  test("two daemons archiving one log at once leave it whole: the one that finds its rows gone writes nothing", async () => {
+  test("one daemon at a time archives a log: a line appended during the first one's upload is not lost to a second's pass", async () => {
+    const buildId = await buildWithLog(20);
+    a.clock.advance(ARCHIVE_AFTER_SECONDS);
+    b.clock.advance(a.clock.now() - b.clock.now());
+    // a's upload of the 20 lines it read is slow; a deployment appends a line meanwhile.
+    const uploading = Promise.withResolvers<void>();
+    const gate = Promise.withResolvers<void>();
+    const slow: typeof a.ctx.objects = Object.create(a.ctx.objects);
+    slow.put = async (...args) => {
+      uploading.resolve();
+      await gate.promise;
+      return a.ctx.objects.put(...args);
+    };
+    const aPass = archiveFinishedLogs({ ...a.ctx, objects: slow }, "daemon-a");
+    await uploading.promise;
+    await appendSystemLine(a.db, buildId, "[roost] appended during the upload", a.clock.now());
+    // b leaves the log to a (before, b archived all 21 lines, then a's upload replaced them with 20).
+    expect(await archiveFinishedLogs(b.ctx, "daemon-b")).toEqual({ archived: 0 });
+    gate.resolve();
+    // a's lines are no longer all of them: it marks nothing, and its next pass moves the 21.
+    expect(await aPass).toEqual({ archived: 0 });
+    expect((await archiveFinishedLogs(a.ctx, "daemon-a")).archived).toBeGreaterThanOrEqual(1);
+    expect(await rows(buildId)).toBe(0);
+    const log = (await readLog(b, buildId)).body as { seq: number; text: string }[];
+    expect(log.map((e) => e.seq)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+    expect(log.at(-1)!.text).toBe("[roost] appended during the upload");
+  });
+
+  test("a daemon whose lease ran out (killed mid-pass) leaves the log to the next, which finds it whole", async () => {
     const buildId = await buildWithLog(2500);
     const json = (await readLog(a, buildId)).text;
     a.clock.advance(ARCHIVE_AFTER_SECONDS);
+    await a.db.execute({
+      sql: "UPDATE build_log_stats SET archive_taken_by = 'killed', archive_taken_until = ? WHERE build_id = ?",
+      args: [a.clock.now() + ARCHIVE_LEASE_SECONDS, buildId],
+    });
+    await archiveFinishedLogs(a.ctx, "daemon-a");
+    expect(await rows(buildId)).toBe(2500);
+    a.clock.advance(ARCHIVE_LEASE_SECONDS + 1);
     b.clock.advance(a.clock.now() - b.clock.now());
-    // b's pass finds the log due, then reads its rows late: a's whole pass (object written, rows
-    // deleted) happens in between, as when two hosts run the pass at the same moment.
+    // b's pass then reads the rows late: a's whole pass happens in between (the lease b took ran
+    // out meanwhile too), as when a daemon stalls for an hour; b finds its rows gone and writes nothing.
     const bReads = Promise.withResolvers<void>();
     const aDone = Promise.withResolvers<void>();
     const late: typeof b.db = Object.create(b.db);
@@ -124,9 +159,10 @@ describe("finished build logs in an S3-compatible store", () => {
       }
       return b.db.execute(stmt, args);
     };
-    const bPass = archiveFinishedLogs({ ...b.ctx, db: late });
+    const bPass = archiveFinishedLogs({ ...b.ctx, db: late }, "daemon-b");
     await bReads.promise;
-    expect((await archiveFinishedLogs(a.ctx)).archived).toBeGreaterThanOrEqual(1);
+    a.clock.advance(ARCHIVE_LEASE_SECONDS + 1);
+    expect((await archiveFinishedLogs(a.ctx, "daemon-a")).archived).toBeGreaterThanOrEqual(1);
     aDone.resolve();
     expect(await bPass).toEqual({ archived: 0 });
     expect(await rows(buildId)).toBe(0);
@@ -144,7 +180,7 @@ describe("finished build logs in an S3-compatible store", () => {
     a.clock.advance(3 * 86_400 + GRACE_SECONDS);
     await enforceRetention(a.ctx);
     expect(await waiting()).not.toContain(buildId);
-    await archiveFinishedLogs(a.ctx);
+    await archiveFinishedLogs(a.ctx, "daemon-a");
     expect(await s3.keys()).not.toContain(`logs/${buildId}.jsonl.gz`);
     const token = await localLogin(a, "owner@example.test");
     expect((await a.call("GET", `/v1/builds/${buildId}/logs`, { token })).body).toEqual([]);
@@ -153,7 +189,7 @@ describe("finished build logs in an S3-compatible store", () => {
   test("retention deletes an archived log's object", async () => {
     const buildId = await buildWithLog(5);
     a.clock.advance(ARCHIVE_AFTER_SECONDS);
-    await archiveFinishedLogs(a.ctx);
+    await archiveFinishedLogs(a.ctx, "daemon-a");
     expect(await s3.keys()).toContain(`logs/${buildId}.jsonl.gz`);
     a.clock.advance(3 * 86_400 + GRACE_SECONDS);
     await enforceRetention(a.ctx);
@@ -178,7 +214,7 @@ describe("on the default store", () => {
       await appendSystemLine(local.t.db, build.id, "kept here", local.t.clock.now());
       await transitionBuild(local.t.ctx, build.id, "fail");
       local.t.clock.advance(ARCHIVE_AFTER_SECONDS);
-      expect(await archiveFinishedLogs(local.t.ctx)).toEqual({ archived: 0 });
+      expect(await archiveFinishedLogs(local.t.ctx, "daemon-a")).toEqual({ archived: 0 });
       expect(num((await one(local.t.db, "SELECT COUNT(*) AS n FROM build_logs WHERE build_id = ?", [build.id]))!, "n")).toBe(1);
     } finally {
       await local.stop();

@@ -22,7 +22,7 @@ async function passPlans(work: (recording: Db) => Promise<unknown>, match: RegEx
 test("the log archive pass starts from the logs not yet archived", async () => {
   const objects = { kind: "s3" } as never;
   const [plan] = await passPlans(
-    (recording) => archiveFinishedLogs({ db: recording, objects, clock: { now: () => 1 }, log: console } as never),
+    (recording) => archiveFinishedLogs({ db: recording, objects, clock: { now: () => 1 }, log: console } as never, "daemon"),
     /FROM build_log_stats s/,
   );
   expect(plan).toContain("SCAN s USING INDEX build_log_stats_unarchived");
