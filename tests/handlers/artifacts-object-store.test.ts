@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { runnerClient } from "../helpers/publishing.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
@@ -38,17 +39,11 @@ const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").upd
 
 /** A runner of daemon `a` holding the job of a new build. */
 async function runningJob() {
-  const created = await a.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
-  const { id } = created.body.runner;
-  const token: string = created.body.token;
-  await a.call("POST", `/v1/runners/${id}/connect`, {
-    token,
-    body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
-  });
+  const { id, token, claim } = await runnerClient(a, owner, { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null });
   const pipeline = await createPipeline(a, owner, fixture.projectId);
   const build = (await a.call("POST", `/v1/projects/${fixture.projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
     .build;
-  const job = (await a.call("POST", `/v1/runners/${id}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
+  const job = (await claim()).body.job;
   expect(job.build.id).toBe(build.id);
   const upload = (app: TestApp, path: string, body: string, digest = sha256(body)) =>
     app.call("PUT", `/v1/runners/${id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, {

@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
 import { SHA_A, SHA_B, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { uploadArtifact } from "../helpers/publishing.ts";
+import { runnerClient, uploadArtifact } from "../helpers/publishing.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { publishHostReleases } from "../../lib/publishing/host-release.ts";
@@ -26,19 +26,12 @@ beforeAll(async () => {
 });
 afterAll(() => fixture.stop());
 
-async function runner() {
-  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
-  const { id } = created.body.runner;
-  const token: string = created.body.token;
-  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64", xcode: null }, version: "test" } });
-  const call = (method: string, path: string, body?: unknown) => t.call(method, `/v1/runners/${id}${path}`, { token, body });
-  return { id, token, call, claim: (accepts: string[]) => call("POST", "/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0, accepts }) };
-}
+const runner = () => runnerClient(t, owner, { os: "linux", arch: "x64", xcode: null });
 
 /** Runs the build's job to success through the runner protocol, uploading `files`; the claimed job. */
 async function succeed(build: { id: string }, files: Record<string, string>) {
   const r = await runner();
-  const claimed = await r.claim(["build"]);
+  const claimed = await r.claim({ accepts: ["build"] });
   expect(claimed.body.job.build.id).toBe(build.id);
   const jobId = claimed.body.job.job_id;
   for (const [path, content] of Object.entries(files)) {
@@ -83,7 +76,7 @@ describe("a host release", () => {
       ["build/app/outputs/flutter-apk/app-release.apk", "asset"],
     ]);
     // No runner ever gets it: the host's credentials stay in the daemon.
-    const claim = await (await runner()).claim(["publish"]);
+    const claim = await (await runner()).claim({ accepts: ["publish"] });
     expect([claim.status, claim.text]).toEqual([204, ""]);
 
     expect(await publishHostReleases(t.ctx)).toBe(1);

@@ -3,20 +3,14 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { runnerClient } from "../helpers/publishing.ts";
 
 let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
 beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
 afterAll(() => fixture.stop());
 
-async function runner() {
-  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
-  const { id } = created.body.runner;
-  const token: string = created.body.token;
-  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
-  const call = (method: string, path: string, body?: unknown) => t.call(method, `/v1/runners/${id}${path}`, { token, body });
-  return { id, call, claim: () => call("POST", "/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 }) };
-}
+const runner = () => runnerClient(t, owner);
 
 async function queuedBuild() {
   const pipeline = await createPipeline(t, owner, projectId);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { runnerClient } from "../helpers/publishing.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { sign } from "@octokit/webhooks-methods";
 
@@ -31,13 +32,7 @@ afterAll(async () => {
   await host.stop();
 });
 
-async function runner() {
-  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
-  const { id } = created.body.runner;
-  const token: string = created.body.token;
-  await t.call("POST", `/v1/runners/${id}/connect`, { token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
-  return { claim: () => t.call("POST", `/v1/runners/${id}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }) };
-}
+const runner = () => runnerClient(t, owner);
 
 async function drainQueue() {
   // Each test claims its own build: what earlier ones left queued or running (a pipeline runs one build at a time) is canceled.

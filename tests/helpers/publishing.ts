@@ -8,12 +8,32 @@ export interface TestRunner {
   token: string;
 }
 
-export async function connectRunner(t: TestApp, owner: string, name = `r-${crypto.randomUUID().slice(0, 6)}`): Promise<TestRunner> {
+/** A runner the owner registers, connected with `capabilities` (Linux x64 unless they say otherwise). */
+export async function connectRunner(
+  t: TestApp,
+  owner: string,
+  name = `r-${crypto.randomUUID().slice(0, 6)}`,
+  capabilities: Record<string, unknown> = { os: "linux", arch: "x64" },
+): Promise<TestRunner> {
   const created = await t.call("POST", "/v1/runners", { token: owner, body: { name } });
   if (created.status !== 201) throw new Error(`runner failed: ${created.status} ${created.text}`);
   const runner = { id: created.body.runner.id as string, token: created.body.token as string };
-  await t.call("POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" }, version: "test" } });
+  await t.call("POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities, version: "test" } });
   return runner;
+}
+
+export interface RunnerClient extends TestRunner {
+  /** A call to the runner protocol under /v1/runners/{id}, with the runner's token. */
+  call(method: string, path: string, body?: unknown): Promise<Called>;
+  /** Asks for a job without waiting; `body` adds to the claim (`accepts`). */
+  claim(body?: Record<string, unknown>): Promise<Called>;
+}
+
+/** A connected runner (connectRunner) that makes its own runner-protocol calls. */
+export async function runnerClient(t: TestApp, owner: string, capabilities?: Record<string, unknown>): Promise<RunnerClient> {
+  const runner = await connectRunner(t, owner, undefined, capabilities);
+  const call = (method: string, path: string, body?: unknown) => t.call(method, `/v1/runners/${runner.id}${path}`, { token: runner.token, body });
+  return { ...runner, call, claim: (body = {}) => call("POST", "/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0, ...body }) };
 }
 
 export async function putEnvironment(t: TestApp, owner: string, projectId: string, name: string, body: Record<string, unknown> = {}): Promise<any> {
