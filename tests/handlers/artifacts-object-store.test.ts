@@ -6,17 +6,17 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { createTestApp, type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import type { TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, daemonOnSameDatabase, startS3CiFixture, type S3CiFixture } from "../helpers/ci.ts";
 import { runnerClient } from "../helpers/publishing.ts";
-import { startS3Server, type S3Server } from "../support/s3-server.ts";
+import type { S3Server } from "../support/s3-server.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 import { loadConfig } from "../../lib/daemon/config.ts";
 
 const DAY = 86_400;
+let fixture: S3CiFixture;
 let s3: S3Server;
-let fixture: CiFixture;
 /** The daemon the runner talks to. */
 let a: TestApp;
 /** Another daemon on the same database and bucket, with a data directory of its own. */
@@ -24,15 +24,12 @@ let b: TestApp;
 let owner: string;
 
 beforeAll(async () => {
-  s3 = await startS3Server();
-  fixture = await startCiFixture({ ...s3.env(), ROOST_MAX_ARTIFACT_BYTES: "4096", ROOST_ARTIFACT_RETENTION_DAYS: "1" });
-  ({ t: a, owner } = fixture);
-  b = await createTestApp({ ...s3.env(), ROOST_DATABASE_URL: `file:${join(a.dataDir, "roost.db")}` });
+  ({ t: a, owner, s3 } = fixture = await startS3CiFixture({ ROOST_MAX_ARTIFACT_BYTES: "4096", ROOST_ARTIFACT_RETENTION_DAYS: "1" }));
+  b = await daemonOnSameDatabase(fixture, s3.env());
 });
 afterAll(async () => {
   b.close();
   await fixture.stop();
-  await s3.stop();
 });
 
 const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex");
@@ -90,11 +87,7 @@ describe("artifacts in an S3-compatible store", () => {
   });
 
   test("a large artifact goes up in parts (multipart upload) and comes back whole", async () => {
-    const large = await createTestApp({
-      ...s3.env(),
-      ROOST_DATABASE_URL: `file:${join(a.dataDir, "roost.db")}`,
-      ROOST_MAX_ARTIFACT_BYTES: String(64 * 1024 ** 2),
-    });
+    const large = await daemonOnSameDatabase(fixture, { ...s3.env(), ROOST_MAX_ARTIFACT_BYTES: String(64 * 1024 ** 2) });
     try {
       const { buildId, upload } = await runningJob();
       // 40 MiB: three 16 MiB parts, the last one short; a pattern, so a part out of place shows.
@@ -126,7 +119,7 @@ describe("artifacts in an S3-compatible store", () => {
     const { buildId, upload } = await runningJob();
     const content = "bytes served by the bucket itself";
     const id = (await upload(a, "dist/app.ipa", content)).body.artifact.id;
-    const presigning = await createTestApp({ ...s3.env({ presignSeconds: 300 }), ROOST_DATABASE_URL: `file:${join(a.dataDir, "roost.db")}` });
+    const presigning = await daemonOnSameDatabase(fixture, s3.env({ presignSeconds: 300 }));
     try {
       const res = await presigning.call("GET", `/v1/builds/${buildId}/artifacts/${id}`, { token: owner });
       expect(res.status).toBe(302);
@@ -146,7 +139,7 @@ describe("artifacts in an S3-compatible store", () => {
   });
 
   test("a daemon with the wrong secret answers 502 object_store_error naming the settings to check, and records nothing", async () => {
-    const wrong = await createTestApp({ ...s3.env({ secret: "not-the-secret" }), ROOST_DATABASE_URL: `file:${join(a.dataDir, "roost.db")}` });
+    const wrong = await daemonOnSameDatabase(fixture, s3.env({ secret: "not-the-secret" }));
     try {
       const { buildId, upload } = await runningJob();
       const refused = await upload(wrong, "app.apk", "never stored");

@@ -1,26 +1,13 @@
 // Requests a client can send that used to answer 500: each is now a 4xx JSON {code, message}
 // (docs/api.md "Errors"). Through the router in-process, as Bun.serve calls it.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { createGithubIntegration, createProject, seedStandIn } from "../helpers/ci.ts";
+import { appWithOwner, type TestApp } from "../helpers/app.ts";
+import { startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
-let t: TestApp;
-let owner: string;
-let host: HostApiStandIn;
-let projectId: string;
-beforeAll(async () => {
-  t = await createTestApp();
-  owner = await bootstrapOwner(t);
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  await createGithubIntegration(t, owner, host);
-  projectId = (await createProject(t, owner)).id;
-});
-afterAll(async () => {
-  await host.stop();
-  t.close();
-});
+let fixture: CiFixture;
+let t: TestApp, owner: string, projectId: string;
+beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
+afterAll(() => fixture.stop());
 
 const OIDC_BODY = { client_id: "roost", client_secret: "s3cret", redirect_uris: ["https://ci.example.test/auth/callback"] };
 
@@ -147,9 +134,8 @@ describe("OIDC on an instance without an identity provider", () => {
   });
 
   test("GET /v1/settings/oidc answers 200 {configured: false}", async () => {
-    const fresh = await createTestApp();
+    const { t: fresh, owner: token } = await appWithOwner();
     try {
-      const token = await bootstrapOwner(fresh);
       const res = await fresh.call("GET", "/v1/settings/oidc", { token });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ configured: false });

@@ -4,12 +4,11 @@
 // rows go; GET /v1/builds/{id}/logs and the live stream answer the same as before from another
 // daemon on the same database; lines appended later follow; retention deletes the object.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { join } from "node:path";
 import { gunzipSync } from "node:zlib";
-import { createTestApp, localLogin, type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { localLogin, type TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, daemonOnSameDatabase, startCiFixture, startS3CiFixture, type S3CiFixture } from "../helpers/ci.ts";
 import { SseReader } from "../helpers/sse.ts";
-import { startS3Server, type S3Server } from "../support/s3-server.ts";
+import type { S3Server } from "../support/s3-server.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { appendSystemLine, appendSystemLineIn } from "../../lib/logs/store.ts";
@@ -17,8 +16,8 @@ import { inTransaction, num, one } from "../../lib/db/client.ts";
 import { ARCHIVE_AFTER_SECONDS, ARCHIVE_LEASE_SECONDS, archiveFinishedLogs } from "../../lib/logs/archive.ts";
 import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 
+let fixture: S3CiFixture;
 let s3: S3Server;
-let fixture: CiFixture;
 /** The daemon the build ran on. */
 let a: TestApp;
 /** Another daemon on the same database and bucket, with a data directory of its own. */
@@ -27,16 +26,13 @@ let owner: string;
 let pipelineId: string;
 
 beforeAll(async () => {
-  s3 = await startS3Server();
-  fixture = await startCiFixture({ ...s3.env(), ROOST_LOG_RETENTION_DAYS: "2" });
-  ({ t: a, owner } = fixture);
-  b = await createTestApp({ ...s3.env(), ROOST_DATABASE_URL: `file:${join(a.dataDir, "roost.db")}` });
+  ({ t: a, owner, s3 } = fixture = await startS3CiFixture({ ROOST_LOG_RETENTION_DAYS: "2" }));
+  b = await daemonOnSameDatabase(fixture, s3.env());
   pipelineId = (await createPipeline(a, owner, fixture.projectId)).id;
 });
 afterAll(async () => {
   b.close();
   await fixture.stop();
-  await s3.stop();
 });
 
 /** A build that wrote `lines` lines and ended with `end` (still running when null). */

@@ -5,25 +5,14 @@
 // another project's job is refused; unused and over-cap entries go with their archives.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
-import { startS3Server, type S3Server } from "../support/s3-server.ts";
+import { SHA_A, createPipeline, createProject, startS3CiFixture, type S3CiFixture } from "../helpers/ci.ts";
+import type { S3Server } from "../support/s3-server.ts";
 import { evictCaches } from "../../lib/caches/store.ts";
 
-let s3: S3Server;
-let fixture: CiFixture;
-let t: TestApp;
-let owner: string;
-let projectId: string;
-
-beforeAll(async () => {
-  s3 = await startS3Server();
-  fixture = await startCiFixture({ ...s3.env(), ROOST_SHARED_CACHE_MAX_MB: "1" });
-  ({ t, owner, projectId } = fixture);
-});
-afterAll(async () => {
-  await fixture.stop();
-  await s3.stop();
-});
+let fixture: S3CiFixture;
+let t: TestApp, owner: string, projectId: string, s3: S3Server;
+beforeAll(async () => void ({ t, owner, projectId, s3 } = fixture = await startS3CiFixture({ ROOST_SHARED_CACHE_MAX_MB: "1" })));
+afterAll(() => fixture.stop());
 
 const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex");
 const VERSION = "0123456789abcdef";

@@ -1,7 +1,9 @@
 // Setting up the CI domain for handler tests: a GitHub integration against the host API stand-in,
 // a project on one of its repositories, and pipelines.
 import { bootstrapOwner, createTestApp, type TestApp } from "./app.ts";
+import { join } from "node:path";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { startS3Server, type S3Server } from "../support/s3-server.ts";
 
 export const SHA_A = "a".repeat(40);
 export const SHA_B = "b".repeat(40);
@@ -110,4 +112,27 @@ export async function startCiFixture(env: Record<string, string> = {}): Promise<
   const fixture = await startGithubFixture(env);
   const projectId = (await createProject(fixture.t, fixture.owner)).id as string;
   return { ...fixture, projectId };
+}
+
+export interface S3CiFixture extends CiFixture {
+  s3: S3Server;
+}
+
+/** startCiFixture's world storing its objects in a bucket of a real S3 server that checks signatures (tests/support/s3-server.ts); stop() stops the server too. */
+export async function startS3CiFixture(env: Record<string, string> = {}): Promise<S3CiFixture> {
+  const s3 = await startS3Server();
+  const fixture = await startCiFixture({ ...s3.env(), ...env });
+  return {
+    ...fixture,
+    s3,
+    async stop() {
+      await fixture.stop();
+      await s3.stop();
+    },
+  };
+}
+
+/** Another daemon on the fixture's database with a data directory of its own and `env` (its object store's variables), as a second host would run. */
+export function daemonOnSameDatabase(fixture: GithubFixture, env: Record<string, string>): Promise<TestApp> {
+  return createTestApp({ ...env, ROOST_DATABASE_URL: `file:${join(fixture.t.dataDir, "roost.db")}` });
 }
