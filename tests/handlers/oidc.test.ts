@@ -3,7 +3,7 @@
 // browser binding of RFC 9700 §2.1.1, e-mail from UserInfo (OIDC Core §5.3), email_verified and
 // the (iss, sub) binding (OIDC Core §5.7), and the per-peer cap on pending authorizations.
 import { afterEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, setupToken, type Called, type TestApp } from "../helpers/app.ts";
 import { OTHER_CALLBACK, STANDARD_CALLBACK, invite, readyWithOidc } from "../helpers/external-access.ts";
 import { startTestOp, type IdTokenScenario, type TestOp } from "../support/test-op.ts";
 import { PENDING_PER_PEER } from "../../lib/auth/oidc-pending.ts";
@@ -35,6 +35,14 @@ async function start(t: TestApp, query = "", peer = "203.0.113.7") {
   const res = await t.call("GET", `/v1/auth/oidc/start${query}`, { peer });
   if (res.status !== 200) throw new Error(`start failed: ${res.status} ${res.text}`);
   return { ...(res.body as { authorization_url: string; state: string }), cookie: cookieOf(res.headers), headers: res.headers };
+}
+
+/** Starts a sign-in at the provider, lets `meanwhile` change the instance before the browser comes back, then answers the callback. */
+async function callbackAfter(t: TestApp, op: TestOp, meanwhile: () => unknown): Promise<Called> {
+  const started = await start(t);
+  const { code, state } = op.authorize(started.authorization_url);
+  await meanwhile();
+  return t.call("POST", "/v1/auth/oidc/callback", { body: { code, state }, headers: { cookie: started.cookie } });
 }
 
 async function signIn(t: TestApp, op: TestOp, scenario: IdTokenScenario = {}) {
@@ -271,11 +279,30 @@ describe("POST /v1/auth/oidc/callback", () => {
     expect(op.jwksCalls).toBe(2);
   });
 
-  test("502 missing_email when neither the ID token nor UserInfo has an e-mail", async () => {
+  test.each([
+    [
+      "502 missing_email when neither the ID token nor UserInfo has an e-mail",
+      { email: null },
+      502,
+      { code: "missing_email", message: "The identity provider gave no e-mail address for this account." },
+    ],
+    [
+      "403 user_not_found for an identity nobody invited",
+      { email: "stranger@example.test", sub: "sub-stranger" },
+      403,
+      { code: "user_not_found", message: "No active user has this e-mail address; ask an admin for an invitation." },
+    ],
+    [
+      "502 missing_id_token when the token response has no ID token",
+      { omitIdToken: true },
+      502,
+      { code: "missing_id_token", message: "The identity provider returned no ID token." },
+    ],
+  ] as [string, IdTokenScenario, number, { code: string; message: string }][])("%s", async (_name, scenario, status, body) => {
     const { t, op } = await instance();
-    const res = await signIn(t, op, { email: null });
-    expect(res.status).toBe(502);
-    expect(res.body).toEqual({ code: "missing_email", message: "The identity provider gave no e-mail address for this account." });
+    const res = await signIn(t, op, scenario);
+    expect(res.status).toBe(status);
+    expect(res.body).toEqual(body);
   });
 
   test("403 email_not_verified when email_verified is false or absent", async () => {
@@ -285,13 +312,6 @@ describe("POST /v1/auth/oidc/callback", () => {
       expect(res.status).toBe(403);
       expect(res.body).toEqual({ code: "email_not_verified", message: "The identity provider has not verified this account's e-mail address." });
     }
-  });
-
-  test("403 user_not_found for an identity nobody invited", async () => {
-    const { t, op } = await instance();
-    const res = await signIn(t, op, { email: "stranger@example.test", sub: "sub-stranger" });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ code: "user_not_found", message: "No active user has this e-mail address; ask an admin for an invitation." });
   });
 
   test("403 oidc_identity_mismatch when the bound e-mail arrives with another subject", async () => {
@@ -330,10 +350,7 @@ describe("POST /v1/auth/oidc/callback", () => {
 
   test("400 auth_expired after 10 minutes", async () => {
     const { t, op } = await instance();
-    const started = await start(t);
-    const { code, state } = op.authorize(started.authorization_url);
-    t.clock.advance(600);
-    const res = await t.call("POST", "/v1/auth/oidc/callback", { body: { code, state }, headers: { cookie: started.cookie } });
+    const res = await callbackAfter(t, op, () => t.clock.advance(600));
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "auth_expired", message: "This sign-in is older than 10 minutes; start again." });
     expect(op.tokenCalls).toBe(0);
@@ -341,11 +358,10 @@ describe("POST /v1/auth/oidc/callback", () => {
 
   test("500 decryption_error when the sealed client secret cannot be opened, and the provider is never called", async () => {
     const { t, op } = await instance();
-    const started = await start(t);
-    const { code, state } = op.authorize(started.authorization_url);
     // Corrupt one character of the ciphertext: AES-GCM's tag no longer verifies.
-    await t.db.execute("UPDATE oidc_settings SET client_secret_sealed = substr(client_secret_sealed, 1, length(client_secret_sealed) - 2) || 'AA'");
-    const res = await t.call("POST", "/v1/auth/oidc/callback", { body: { code, state }, headers: { cookie: started.cookie } });
+    const res = await callbackAfter(t, op, () =>
+      t.db.execute("UPDATE oidc_settings SET client_secret_sealed = substr(client_secret_sealed, 1, length(client_secret_sealed) - 2) || 'AA'"),
+    );
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ code: "decryption_error", message: "The stored client secret cannot be decrypted with this instance's key; set it again." });
     expect(op.tokenCalls).toBe(0);
@@ -357,13 +373,6 @@ describe("POST /v1/auth/oidc/callback", () => {
     expect(res.status).toBe(502);
     expect(res.body).toEqual({ code: "token_exchange_error", message: "The identity provider refused the authorization code: invalid_grant." });
     expect(op.tokenCalls).toBe(1);
-  });
-
-  test("502 missing_id_token when the token response has no ID token", async () => {
-    const { t, op } = await instance();
-    const res = await signIn(t, op, { omitIdToken: true });
-    expect(res.status).toBe(502);
-    expect(res.body).toEqual({ code: "missing_id_token", message: "The identity provider returned no ID token." });
   });
 
   test("502 oidc_discovery_error at the callback when discovery fails there (another process, cold cache)", async () => {
@@ -386,24 +395,22 @@ describe("POST /v1/auth/oidc/callback", () => {
     }
   });
 
-  test("500 store_error when the pending authorizations cannot be read (table dropped in this test database)", async () => {
+  test.each([
+    [
+      "500 store_error when the pending authorizations cannot be read (table dropped in this test database)",
+      "oidc_pending",
+      { code: "store_error", message: "A database operation failed during sign-in; try again." },
+    ],
+    [
+      "500 session_error when the session cannot be written (sessions table dropped in this test database)",
+      "sessions",
+      { code: "session_error", message: "The session could not be created; try again." },
+    ],
+  ])("%s", async (_name, table, body) => {
     const { t, op } = await instance();
-    const started = await start(t);
-    const { code, state } = op.authorize(started.authorization_url);
-    await t.db.execute("DROP TABLE oidc_pending");
-    const res = await t.call("POST", "/v1/auth/oidc/callback", { body: { code, state }, headers: { cookie: started.cookie } });
+    const res = await callbackAfter(t, op, () => t.db.execute(`DROP TABLE ${table}`));
     expect(res.status).toBe(500);
-    expect(res.body).toEqual({ code: "store_error", message: "A database operation failed during sign-in; try again." });
-  });
-
-  test("500 session_error when the session cannot be written (sessions table dropped in this test database)", async () => {
-    const { t, op } = await instance();
-    const started = await start(t);
-    const { code, state } = op.authorize(started.authorization_url);
-    await t.db.execute("DROP TABLE sessions");
-    const res = await t.call("POST", "/v1/auth/oidc/callback", { body: { code, state }, headers: { cookie: started.cookie } });
-    expect(res.status).toBe(500);
-    expect(res.body).toEqual({ code: "session_error", message: "The session could not be created; try again." });
+    expect(res.body).toEqual(body);
   });
 
   test("409 setup_incomplete before the instance is ready", async () => {

@@ -4,7 +4,7 @@
 // session signing out, the API token being revoked, the user being deactivated, or the access
 // that allowed the stream being taken away.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { userWithRole, type TestApp } from "../helpers/app.ts";
+import { userWithRole, type Called, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
@@ -55,6 +55,8 @@ async function queueBuild(projectId = project.id, pipeline = pipelineId): Promis
 }
 
 /** A developer who is a viewer of the project. */
+type Member = { id: string; token: string };
+
 async function member(role = "developer") {
   const user = await userWithRole(t, owner, role);
   const added = await t.call("PUT", `/v1/projects/${project.id}/members/${user.id}`, { token: owner, body: { role: "viewer" } });
@@ -100,6 +102,16 @@ function revoked(refusal: { code: string; message: string }) {
   return { event: "revoked", id: null, data: JSON.stringify(refusal) };
 }
 
+/** `revoke` is answered 200 and `stream` then ends with event: revoked carrying `refusal`; the stream is closed in any case. */
+async function expectEndedBy(stream: SseReader, revoke: () => Promise<Called>, refusal: { code: string; message: string }): Promise<void> {
+  try {
+    expect((await revoke()).status).toBe(200);
+    expect((await ended(stream)).last).toEqual(revoked(refusal));
+  } finally {
+    await stream.cancel();
+  }
+}
+
 describe("GET /v1/events ends with its credential", () => {
   test("a user deactivated while following the stream stops getting builds: the stream ends with event: revoked", async () => {
     const user = await member();
@@ -122,12 +134,7 @@ describe("GET /v1/events ends with its credential", () => {
   test("signing out ends the stream the browser opened with the session cookie", async () => {
     const user = await member();
     const stream = await openEvents({ cookie: `${SESSION_COOKIE}=${user.token}` });
-    try {
-      expect((await t.call("POST", "/v1/auth/logout", { token: user.token })).status).toBe(200);
-      expect((await ended(stream)).last).toEqual(revoked(SESSION_ENDED));
-    } finally {
-      await stream.cancel();
-    }
+    await expectEndedBy(stream, () => t.call("POST", "/v1/auth/logout", { token: user.token }), SESSION_ENDED);
   });
 
   test("revoking the API token ends its stream; the creator's other streams go on", async () => {
@@ -170,37 +177,21 @@ describe("GET /v1/events ends with its credential", () => {
 });
 
 describe("the log stream ends with the credential behind its stream token", () => {
-  test("a user removed from the project: the open stream ends with event: revoked", async () => {
+  test.each([
+    [
+      "a user removed from the project: the open stream ends with event: revoked",
+      (user: Member) => t.call("DELETE", `/v1/projects/${project.id}/members/${user.id}`, { token: owner }),
+      NO_LONGER_SEES,
+    ],
+    [
+      "the session that minted the stream token signs out: the stream ends",
+      (user: Member) => t.call("POST", "/v1/auth/logout", { token: user.token }),
+      SESSION_ENDED,
+    ],
+    ["a user deactivated: the stream ends", (user: Member) => t.call("DELETE", `/v1/users/${user.id}`, { token: owner }), SESSION_ENDED],
+  ] as const)("%s", async (_name, revoke, refusal) => {
     const user = await member();
-    const stream = await openLog(user.token, await queueBuild());
-    try {
-      await t.call("DELETE", `/v1/projects/${project.id}/members/${user.id}`, { token: owner });
-      expect((await ended(stream)).last).toEqual(revoked(NO_LONGER_SEES));
-    } finally {
-      await stream.cancel();
-    }
-  });
-
-  test("the session that minted the stream token signs out: the stream ends", async () => {
-    const user = await member();
-    const stream = await openLog(user.token, await queueBuild());
-    try {
-      expect((await t.call("POST", "/v1/auth/logout", { token: user.token })).status).toBe(200);
-      expect((await ended(stream)).last).toEqual(revoked(SESSION_ENDED));
-    } finally {
-      await stream.cancel();
-    }
-  });
-
-  test("a user deactivated: the stream ends", async () => {
-    const user = await member();
-    const stream = await openLog(user.token, await queueBuild());
-    try {
-      expect((await t.call("DELETE", `/v1/users/${user.id}`, { token: owner })).status).toBe(200);
-      expect((await ended(stream)).last).toEqual(revoked(SESSION_ENDED));
-    } finally {
-      await stream.cancel();
-    }
+    await expectEndedBy(await openLog(user.token, await queueBuild()), () => revoke(user), refusal);
   });
 
   test("the API token that minted the stream token is revoked: the stream ends; one minted by the same user's session goes on", async () => {
