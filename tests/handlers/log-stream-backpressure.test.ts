@@ -1,31 +1,21 @@
 // A slow SSE client lags but never makes the server buffer without bound or drop lines:
 // the stream is pulled, so while the client does not read, the server stops reading log pages.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import type { TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { recordingDb } from "../helpers/recording-db.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
 
-let t: TestApp;
-let host: HostApiStandIn;
-beforeAll(async () => {
-  t = await createTestApp();
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-});
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+let fixture: CiFixture;
+let t: TestApp, owner: string, projectId: string;
+beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
+afterAll(() => fixture.stop());
 
 describe("a slow stream reader", () => {
   test("is served page by page as it reads: no page is read ahead of the client, and every line arrives once", async () => {
-    const owner = await bootstrapOwner(t);
-    await createGithubIntegration(t, owner, host);
-    const project = await createProject(t, owner);
-    const pipeline = await createPipeline(t, owner, project.id);
-    const build = (await t.call("POST", `/v1/projects/${project.id}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+    const pipeline = await createPipeline(t, owner, projectId);
+    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
       .build;
     const created = (await t.call("POST", "/v1/runners", { token: owner, body: { name: "r" } })).body;
     await t.call("POST", `/v1/runners/${created.runner.id}/connect`, { token: created.token, body: { capabilities: { os: "linux", arch: "x64" } } });
@@ -41,18 +31,10 @@ describe("a slow stream reader", () => {
 
     // Count the log pages the stream reads from the database.
     let pageReads = 0;
-    const counting = new Proxy(t.db, {
-      get(target, prop, receiver) {
-        const value = Reflect.get(target, prop, receiver);
-        if (prop !== "execute") return typeof value === "function" ? value.bind(target) : value;
-        return (stmt: { sql?: string } | string, ...rest: unknown[]) => {
-          const sql = typeof stmt === "string" ? stmt : (stmt.sql ?? "");
-          if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) pageReads++;
-          return (value as (...a: unknown[]) => unknown).call(target, stmt, ...rest);
-        };
-      },
+    const counting = recordingDb(t.db, (sql) => {
+      if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) pageReads++;
     });
-    const app = createApp({ ...t.ctx, db: counting as typeof t.db }, routes);
+    const app = createApp({ ...t.ctx, db: counting }, routes);
     const { token } = (await t.call("POST", `/v1/builds/${build.id}/stream-token`, { token: owner })).body;
     const response = await app.fetch(new Request(`http://127.0.0.1:8080/v1/builds/${build.id}/logs/stream?token=${token}`), "127.0.0.1");
     const reader = response.body!.getReader();

@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { recordingDb } from "../helpers/recording-db.ts";
 import { createApp, type App } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
 import type { HubLimits } from "../../lib/live/hub.ts";
@@ -31,21 +32,12 @@ interface Counts {
  */
 function countingApp(limits: Partial<HubLimits> = {}): { app: App; counts: Counts; reset(): void } {
   const counts: Counts = { pages: 0, checks: 0, credentials: 0, other: 0 };
-  const counting = new Proxy(t.db, {
-    get(target, prop, receiver) {
-      const value = Reflect.get(target, prop, receiver);
-      if (prop !== "execute") return typeof value === "function" ? value.bind(target) : value;
-      return (stmt: { sql?: string } | string, ...rest: unknown[]) => {
-        const sql = typeof stmt === "string" ? stmt : (stmt.sql ?? "");
-        if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) counts.pages++;
-        else if (sql.includes("FROM builds b LEFT JOIN build_log_stats")) counts.checks++;
-        else if (sql.includes("FROM sessions s JOIN users u")) counts.credentials++;
-        else counts.other++;
-        return (value as (...a: unknown[]) => unknown).call(target, stmt, ...rest);
-      };
-    },
+  const db = recordingDb(t.db, (sql) => {
+    if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) counts.pages++;
+    else if (sql.includes("FROM builds b LEFT JOIN build_log_stats")) counts.checks++;
+    else if (sql.includes("FROM sessions s JOIN users u")) counts.credentials++;
+    else counts.other++;
   });
-  const db = counting as typeof t.db;
   const app = createApp({ ...t.ctx, db, live: createLive({ db, events: t.ctx.events }, limits) }, routes);
   return { app, counts, reset: () => Object.assign(counts, { pages: 0, checks: 0, credentials: 0, other: 0 }) };
 }

@@ -6,7 +6,8 @@ import { afterAll, beforeAll } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { all, openDatabase, type Args, type Db, type Statement } from "../../lib/db/client.ts";
+import { all, openDatabase, type Args, type Db } from "../../lib/db/client.ts";
+import { recordingDb } from "./recording-db.ts";
 import { migrate } from "../../lib/db/migrate.ts";
 
 export interface PlanDatabase {
@@ -38,28 +39,13 @@ export interface PlannedStatement {
 }
 
 /**
- * Runs `work` with a database that records each statement run through it, in its transactions and
- * batches too, and returns what `work` answered with the statements that `match`, each with its plan. The
+ * Runs `work` with a database that records each statement run through it (recordingDb), and returns what `work` answered with the statements that `match`, each with its plan. The
  * plans are explained on a connection of their own: an EXPLAIN through the daemon's reader left
  * that reader on its snapshot (bun:sqlite 1.4.5), so later reads missed the work's commit.
  */
 export async function plansOf<T>(t: PlanDatabase, work: (recording: Db) => Promise<T>, match = /./): Promise<{ result: T; statements: PlannedStatement[] }> {
   const seen: { sql: string; args: Args }[] = [];
-  const record = (stmt: Statement, args?: Args) => {
-    seen.push(typeof stmt === "string" ? { sql: stmt, args: args ?? [] } : { sql: stmt.sql, args: stmt.args ?? [] });
-  };
-  const recordingExecutor = <E extends { execute: Db["execute"] }>(target: E): E =>
-    new Proxy(target, {
-      get(target, key) {
-        if (key === "execute") return (stmt: Statement, args?: Args) => (record(stmt, args), target.execute(stmt, args));
-        if (key === "batch")
-          return (stmts: Statement[], mode?: "write" | "deferred") => (stmts.forEach((s) => record(s)), (target as unknown as Db).batch(stmts, mode));
-        if (key === "transaction")
-          return (work: (tx: Db) => Promise<unknown>) => (target as unknown as Db).transaction((tx) => work(recordingExecutor(tx as Db)));
-        return Reflect.get(target, key);
-      },
-    });
-  const result = await work(recordingExecutor(t.db));
+  const result = await work(recordingDb(t.db, (sql, args) => seen.push({ sql, args })));
   const explainer = await openDatabase(`file:${join(t.dir, "roost.db")}`);
   try {
     const statements: PlannedStatement[] = [];
