@@ -9,6 +9,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync, unlinkSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
+import { deliveryOf } from "../helpers/deliveries.ts";
 import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/git.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { parseGithubDelivery } from "../../lib/forges/github/parse.ts";
@@ -45,11 +46,8 @@ pipelines:
       build: [flutter analyze, flutter test]
 `;
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-let projectId: string;
 let dir: string;
+let t: TestApp, host: HostApiStandIn, owner: string, projectId: string;
 
 const git = (...args: string[]) => gitIn(dir, ...args);
 
@@ -69,8 +67,7 @@ function commit(files: Record<string, string | null>, message: string): string {
 async function push(branch: string, sha: string, message = "change") {
   const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message, secret: SECRET });
   expect(res.status).toBe(200);
-  const delivery = await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner });
-  return { answer: res.body, delivery: delivery.body.delivery ?? delivery.body };
+  return { answer: res.body, delivery: await deliveryOf(t, owner, res.body.delivery_id) };
 }
 
 async function build(id: string) {

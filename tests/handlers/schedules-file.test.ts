@@ -9,6 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestApp } from "../helpers/app.ts";
+import { deliveryOf } from "../helpers/deliveries.ts";
 import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/git.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { runDueSchedules } from "../../lib/schedules/schedules.ts";
@@ -33,11 +34,8 @@ const NIGHTLY = fileWith(`    schedules:
         build_when_unchanged: false
 `);
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-let projectId: string;
 let dir: string;
+let t: TestApp, host: HostApiStandIn, owner: string, projectId: string;
 
 const git = (...args: string[]) => gitIn(dir, ...args);
 
@@ -52,7 +50,7 @@ function commit(branch: string, roostYaml: string, message: string): string {
 async function push(branch: string, sha: string) {
   const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message: "change", secret: SECRET });
   expect(res.status).toBe(200);
-  return (await t.call("GET", `/v1/webhook-deliveries/${res.body.delivery_id}`, { token: owner })).body.delivery;
+  return deliveryOf(t, owner, res.body.delivery_id);
 }
 
 async function pipelineId(): Promise<string> {
