@@ -6,7 +6,7 @@ import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, userWithRole, type Called, type TestApp } from "../helpers/app.ts";
-import { buildsOf, deliveryOf } from "../helpers/deliveries.ts";
+import { buildsOf, deliveryOf, theOneBuild } from "../helpers/deliveries.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
 
@@ -134,9 +134,11 @@ describe("every GitHub fixture, correctly signed", () => {
   });
 
   test("a pinned build carries trigger_ref, trigger_actor and the changelog", async () => {
-    const res = await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "Update README again"));
-    expect(res.body.builds).toHaveLength(1);
-    const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
+    const build = await theOneBuild(
+      t,
+      owner,
+      await github("push", fixture("github", "push__branch_updated.json").replace("Update README", "Update README again")),
+    );
     expect(build).toMatchObject({
       branch: "master",
       trigger_ref: "refs/heads/master",

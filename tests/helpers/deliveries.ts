@@ -38,6 +38,13 @@ export async function projectBuildingEverything(t: TestApp, token: string, repos
   return { id: project.id, pipeline: pipeline.id };
 }
 
+/** A delivery answered 200 with one build: that build, as GET /v1/builds/{id} shows it. */
+export async function theOneBuild(t: TestApp, token: string, res: Called): Promise<any> {
+  expect(res.status).toBe(200);
+  expect(res.body.builds).toHaveLength(1);
+  return (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token })).body.build;
+}
+
 /** A delivery answered 200 with `builds` builds; where it names a `reason`, the log has the delivery ignored by `host` for it. */
 export async function expectDeliveryBuilt(
   t: TestApp,
