@@ -14,14 +14,9 @@ import { createBuild } from "../../lib/builds/create.ts";
 import { publishHostReleases } from "../../lib/publishing/host-release.ts";
 
 let fixture: CiFixture;
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-let projectId: string;
-
+let t: TestApp, host: HostApiStandIn, owner: string, projectId: string;
 beforeAll(async () => {
-  fixture = await startCiFixture({ ROOST_RUNNER_LEASE_SECONDS: "30" });
-  ({ t, owner, projectId, host } = fixture);
+  ({ t, owner, projectId, host } = fixture = await startCiFixture({ ROOST_RUNNER_LEASE_SECONDS: "30" }));
   for (const name of ["releases", "notes"]) await t.call("PUT", `/v1/projects/${projectId}/environments/${name}`, { token: owner, body: {} });
 });
 afterAll(() => fixture.stop());

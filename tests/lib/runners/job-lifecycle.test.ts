@@ -2,9 +2,9 @@
 // it leaves the database exactly as it was, and run again it completes. Before this held, a job
 // finish interrupted between its two writes left a finished job beside a build `running` for good.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../../helpers/app.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../../helpers/ci.ts";
+import type { TestApp } from "../../helpers/app.ts";
+import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../../helpers/ci.ts";
+import { connectRunner } from "../../helpers/publishing.ts";
 import { InjectedFault, failingAtStatement, snapshotState } from "../../helpers/fault-injection.ts";
 import { finishJob, loseJob, timeOutBuild } from "../../../lib/runners/job-lifecycle.ts";
 import { claimJob, findJob, heartbeat } from "../../../lib/runners/jobs.ts";
@@ -16,30 +16,15 @@ import { createBuild } from "../../../lib/builds/create.ts";
 import { transitionBuild } from "../../../lib/builds/transition.ts";
 import type { Db } from "../../../lib/db/client.ts";
 
-let t: TestApp;
-let host: HostApiStandIn;
-let owner: string;
-let projectId: string;
+let fixture: CiFixture;
+let t: TestApp, owner: string, projectId: string;
 let runnerId: string;
 
 beforeAll(async () => {
-  t = await createTestApp({ ROOST_RUNNER_LEASE_SECONDS: "30" });
-  host = await startHostApiStandIn();
-  seedStandIn(host);
-  owner = await bootstrapOwner(t);
-  await createGithubIntegration(t, owner, host);
-  projectId = (await createProject(t, owner)).id;
-  const created = await t.call("POST", "/v1/runners", { token: owner, body: { name: "r-faults" } });
-  runnerId = created.body.runner.id;
-  await t.call("POST", `/v1/runners/${runnerId}/connect`, {
-    token: created.body.token,
-    body: { capabilities: { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }, version: "test" },
-  });
+  ({ t, owner, projectId } = fixture = await startCiFixture({ ROOST_RUNNER_LEASE_SECONDS: "30" }));
+  runnerId = (await connectRunner(t, owner, "r-faults", { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null })).id;
 });
-afterAll(async () => {
-  t.close();
-  await host.stop();
-});
+afterAll(() => fixture.stop());
 
 async function queuedBuild(): Promise<string> {
   const pipeline = await createPipeline(t, owner, projectId);
