@@ -40,6 +40,17 @@ async function drainQueue() {
   for (const b of queued) await t.call("POST", `/v1/builds/${b.id}/cancel`, { token: owner });
 }
 
+/** A new build's job, claimed by a new runner once the queue is empty; `logs` appends lines to it as that runner. */
+async function running() {
+  await drainQueue();
+  const r = await runner();
+  const build = await queuedBuild();
+  const job = (await r.claim()).body.job;
+  const logs = (first_line: number, texts: string[]) =>
+    r.call("POST", `/jobs/${job.job_id}/logs`, { first_line, lines: texts.map((text) => ({ step: "build", text })) });
+  return { r, build, job, logs };
+}
+
 describe("registration", () => {
   test("an admin registers a runner and sees its token once; others cannot", async () => {
     const res = await t.call("POST", "/v1/runners", { token: owner, body: { name: "mac-mini-1", labels: ["xcode-16"] } });
@@ -148,16 +159,6 @@ describe("claiming", () => {
 });
 
 describe("logs, steps and finishing", () => {
-  async function running() {
-    await drainQueue();
-    const r = await runner();
-    const build = await queuedBuild();
-    const job = (await r.claim()).body.job;
-    const logs = (first_line: number, texts: string[]) =>
-      r.call("POST", `/jobs/${job.job_id}/logs`, { first_line, lines: texts.map((text) => ({ step: "build", text })) });
-    return { r, build, job, logs };
-  }
-
   test("appends are idempotent: a retry or an overlap stores each line once; a gap is 416 with where to resume", async () => {
     const { build, logs } = await running();
     const first = await logs(0, ["one", "two", "three"]);
@@ -238,10 +239,7 @@ describe("logs, steps and finishing", () => {
 
 describe("artifacts", () => {
   test("uploaded with a checksum, listed and downloaded by project viewers; bad uploads are refused and not recorded", async () => {
-    await drainQueue();
-    const r = await runner();
-    const build = await queuedBuild();
-    const job = (await r.claim()).body.job;
+    const { r, build, job } = await running();
     const content = "PK\u0003\u0004 fake apk";
     const sha = new Bun.CryptoHasher("sha256").update(content).digest("hex");
     const upload = (path: string, body: string, digest = sha) =>
@@ -274,10 +272,7 @@ describe("artifacts", () => {
 
 describe("lost runners", () => {
   test("a runner silent past its lease: the build fails with the reason, the log says so, an incident is raised", async () => {
-    await drainQueue();
-    const r = await runner();
-    const build = await queuedBuild();
-    const job = (await r.claim()).body.job;
+    const { r, build, job } = await running();
     t.clock.advance(20);
     await r.call("POST", "/heartbeat", { job_ids: [job.job_id] });
     t.clock.advance(25);
