@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createPipeline, createProject, repositoryId, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
+import { SHA_A, createGitlabIntegration, createPipeline, createProject, repositoryId, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
 import { routes } from "../../handlers/routes.ts";
 import { isProjectRule, type AuthRule } from "../../lib/http/route.ts";
 import { raiseIncident } from "../../lib/daemon/incidents.ts";
@@ -49,11 +49,7 @@ let gitlabProjectId = "";
 beforeAll(async () => {
   ({ t, host, owner } = fixture = await startGithubFixture());
   // GitLab webhook tokens exist only for GitLab projects: a second project there, with the same members.
-  const gitlab = await t.call("POST", "/v1/integrations", {
-    token: owner,
-    body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token },
-  });
-  if (gitlab.status !== 201) throw new Error(gitlab.text);
+  await createGitlabIntegration(t, owner, host);
   gitlabProjectId = (await createProject(t, owner, "group/mobile")).id;
   const p = await createProject(t, owner);
   projectId = p.id;

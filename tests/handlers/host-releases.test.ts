@@ -7,7 +7,7 @@
 // to the environment, and from a file of the repository that the runner is asked to upload.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
-import { SHA_A, SHA_B, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, SHA_B, createGitlabIntegration, createPipeline, createProject, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { runnerClient, uploadArtifact } from "../helpers/publishing.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createBuild } from "../../lib/builds/create.ts";
@@ -189,11 +189,7 @@ describe("a host release", () => {
 
 describe("a GitLab project's host release", () => {
   test("goes to the project's GitLab: files in the generic package registry, one release linking them, nothing sent twice", async () => {
-    const integration = await t.call("POST", "/v1/integrations", {
-      token: owner,
-      body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token },
-    });
-    expect(integration.status).toBe(201);
+    await createGitlabIntegration(t, owner, host);
     const gitlabProject = (await createProject(t, owner, "group/mobile")).id;
     await t.call("PUT", `/v1/projects/${gitlabProject}/environments/gitlab`, { token: owner, body: {} });
     const pipeline = await createPipeline(t, owner, gitlabProject, {

@@ -43,6 +43,16 @@ export async function createGithubIntegration(t: TestApp, token: string, host: H
   return res.body;
 }
 
+/** A GitLab integration on the stand-in (an access token), its repositories synced. */
+export async function createGitlabIntegration(t: TestApp, token: string, host: HostApiStandIn) {
+  const res = await t.call("POST", "/v1/integrations", {
+    token,
+    body: { provider: "gitlab", name: "GitLab (stand-in)", api_url: host.url, access_token: host.gitlab.token },
+  });
+  if (res.status !== 201) throw new Error(`integration failed: ${res.status} ${res.text}`);
+  return res.body;
+}
+
 export async function repositoryId(t: TestApp, token: string, fullName: string): Promise<string> {
   const res = await t.call("GET", `/v1/integration-repositories?q=${encodeURIComponent(fullName)}`, { token });
   const repo = res.body.repositories.find((r: { full_name: string }) => r.full_name === fullName);
