@@ -5,11 +5,10 @@
 // process on the same data dir may still be writing or recording. Real `roost serve` processes.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
-import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { claimJob, createGithubProject, loginOwner, projectClient } from "../helpers/ci-daemon.ts";
+import { claimJob, createGithubProject, loginOwner, projectClient, uploadArtifact } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-abandoned-uploads-"));
@@ -41,17 +40,9 @@ async function buildWithArtifact(d: Daemon): Promise<{ buildId: string; artifact
   await ci.queueBuild(await ci.createPipeline({ name: "release" }), "a".repeat(40));
   const runner = await ci.registerRunner({ name: "linux-1" });
   const job = await claimJob(d.url, runner, { capabilities: { os: "linux", arch: "x64" }, version: "test" });
-  const res = await fetch(`${d.url}/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=build/app.apk`, {
-    method: "PUT",
-    headers: {
-      authorization: `Bearer ${runner.token}`,
-      "content-type": "application/octet-stream",
-      "x-roost-artifact-sha256": createHash("sha256").update(CONTENT).digest("hex"),
-    },
-    body: CONTENT,
-  });
-  if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${await res.text()}`);
-  return { buildId: job.build.id, artifactId: ((await res.json()) as { artifact: { id: string } }).artifact.id };
+  const res = await uploadArtifact(d.url, runner, job.job_id, "build/app.apk", CONTENT);
+  if (res.status !== 201) throw new Error(`upload failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { buildId: job.build.id, artifactId: (res.body as { artifact: { id: string } }).artifact.id };
 }
 
 let stored = { buildId: "", artifactId: "" };

@@ -4,11 +4,11 @@
 // runs tests as root); the test says so instead of passing silently when it cannot mount.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, statSync, writeSync } from "node:fs";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { claimJob, createGithubProject, loginOwner, projectClient } from "../helpers/ci-daemon.ts";
+import { claimJob, createGithubProject, loginOwner, projectClient, uploadArtifact } from "../helpers/ci-daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { DISK_FULL_MESSAGE } from "../../lib/daemon/disk.ts";
 
@@ -46,18 +46,7 @@ function fillDisk(): void {
   }
 }
 
-async function upload(path: string, content: Uint8Array): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${job.job_id}/artifacts?path=${encodeURIComponent(path)}`, {
-    method: "PUT",
-    headers: {
-      authorization: `Bearer ${runner.token}`,
-      "content-type": "application/octet-stream",
-      "x-roost-artifact-sha256": createHash("sha256").update(content).digest("hex"),
-    },
-    body: content,
-  });
-  return { status: res.status, body: await res.json() };
-}
+const upload = (path: string, content: Uint8Array) => uploadArtifact(daemon.url, runner, job.job_id, path, content);
 
 function artifactFiles(): string[] {
   const dir = join(dataDir, "artifacts", job.build_id);

@@ -8,8 +8,8 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { REPO_ROOT, http, type Daemon } from "../helpers/daemon.ts";
-import { GIT, runnerEnv, sh as shIn, spawnRunner, startGithubProject, type GithubProject, type RunnerProcess } from "../helpers/ci-daemon.ts";
+import { http, REPO_ROOT } from "../helpers/daemon.ts";
+import { GIT, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-toolchain-e2e-"));
 const repo = join(work, "app");
@@ -19,13 +19,10 @@ const sdks = join(runnerWork, "flutter");
 // Unique, so the test can look for leftovers of its own and nobody else's.
 const SLEEP = `sleep 36${Math.floor(Math.random() * 90 + 10)}`;
 let ci: GithubProject;
-let daemon: Daemon;
-let runnerProc: RunnerProcess | undefined;
 let owner = "";
 let projectId = "";
 let commit = "";
 let featureCommit = "";
-let runner = { id: "", token: "" };
 
 const sh = (cmd: string, cwd = work) => shIn(cmd, cwd, { PATH: process.env.PATH ?? "", HOME: work });
 const pipeline = (execution_config: Record<string, unknown>) => ci.createPipeline({ execution_config });
@@ -41,11 +38,17 @@ const pushTag = (tag: string, sha: string) => ci.pushTag(tag, sha);
 /** The build once it is over, and its log's lines' text. */
 async function waitForBuild(id: string, timeoutMs = 30_000): Promise<{ build: any; log: string }> {
   const build = await ci.waitForBuild(id, (b) => b.status !== "queued" && b.status !== "running", timeoutMs);
-  const lines = (await http(daemon.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
+  const lines = (await http(ci.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
   return { build, log: lines.map((l) => l.text).join("\n") };
 }
 
 const steps = (b: any) => b.step_results.map((s: { name: string; status: string }) => [s.name, s.status]);
+
+/** This host's PATH without any folder that holds a flutter. */
+const withoutFlutter = (process.env.PATH ?? "")
+  .split(":")
+  .filter((d) => d && !existsSync(join(d, "flutter")))
+  .join(":");
 
 beforeAll(async () => {
   // The Flutter repository stand-in: bin/flutter is the quick start's stand-in script.
@@ -68,24 +71,18 @@ beforeAll(async () => {
   ci = await startGithubProject({
     daemon: { dataDir: join(work, "data"), env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 78, full_name: "acme/toolchain", clone_url: repo },
+    runner: {
+      name: "toolchain",
+      home: work,
+      workDir: runnerWork,
+      // No flutter on the runner's PATH: every SDK comes from ROOST_FLUTTER_GIT_URL.
+      env: { PATH: withoutFlutter, ROOST_FLUTTER_GIT_URL: `file://${flutterRepo}` },
+    },
   });
-  ({ daemon, owner, projectId } = ci);
-  runner = await ci.registerRunner({ name: "toolchain" });
-  // No flutter on the runner's PATH: every SDK comes from ROOST_FLUTTER_GIT_URL.
-  runnerProc = spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(daemon.url, runner, runnerWork),
-    PATH: (process.env.PATH ?? "")
-      .split(":")
-      .filter((d) => d && !existsSync(join(d, "flutter")))
-      .join(":"),
-    HOME: work,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-    ROOST_FLUTTER_GIT_URL: `file://${flutterRepo}`,
-  });
+  ({ owner, projectId } = ci);
 }, 60_000);
 
 afterAll(async () => {
-  runnerProc?.proc.kill("SIGKILL");
   await ci?.stop();
   rmSync(work, { recursive: true, force: true });
 });
@@ -194,10 +191,10 @@ describe("dependency caches of tags", () => {
       platforms: [],
       cache: { paths: ["$PUB_CACHE", "$GRADLE_USER_HOME/wrapper"] },
     };
-    const ci = await pipeline(execution);
-    const saved = await runBuild(ci);
+    const ciPipeline = await pipeline(execution);
+    const saved = await runBuild(ciPipeline);
     expect(saved.log).toMatch(/\[roost\] cache: saved [0-9a-f]{12}/);
-    const release = await http(daemon.url, "POST", `/v1/projects/${projectId}/pipelines`, {
+    const release = await http(ci.url, "POST", `/v1/projects/${projectId}/pipelines`, {
       token: owner,
       body: { name: "release", trigger_config: { events: ["tag"] }, execution_config: execution },
     });

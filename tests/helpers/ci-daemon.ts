@@ -2,6 +2,7 @@
 // first loopback login makes the owner, docs/access.md "Local Only"), GitHub connected through the
 // host-API stand-in, a project on the stand-in's repository; the calls those tests make on it
 // (pipelines, builds, a build's end and log) and the `roost runner` processes that build.
+import { createHash } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { Subprocess } from "bun";
@@ -254,6 +255,26 @@ export async function claimJob(url: string, runner: RegisteredRunner, connect: R
   });
   if (claimed.status !== 201) throw new Error(`no job to claim: ${claimed.status} ${JSON.stringify(claimed.body)}`);
   return claimed.body.job;
+}
+
+/** `content` uploaded as the job's artifact at `path`, as the runner sends it (docs/runners.md "Artifacts"), with its SHA-256; the status and the JSON answered. */
+export async function uploadArtifact(
+  url: string,
+  runner: RegisteredRunner,
+  jobId: string,
+  path: string,
+  content: Uint8Array | string,
+): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${url}/v1/runners/${runner.id}/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, {
+    method: "PUT",
+    headers: {
+      authorization: `Bearer ${runner.token}`,
+      "content-type": "application/octet-stream",
+      "x-roost-artifact-sha256": createHash("sha256").update(content).digest("hex"),
+    },
+    body: content,
+  });
+  return { status: res.status, body: await res.json() };
 }
 
 /** The variables that make `roost runner` the given registered runner of the daemon at `url`, working in `workDir`. */
