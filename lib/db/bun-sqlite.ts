@@ -10,21 +10,8 @@
 // Both set busy_timeout = 0, so no call ever sleeps inside SQLite; a busy database (another
 // process writing) is retried on a timer instead (retryBusy in lib/db/database.ts).
 import { Database } from "bun:sqlite";
-import {
-  isBusy,
-  isRead,
-  mustRunAlone,
-  normalize,
-  retryBusy,
-  type Args,
-  type Db,
-  type NormalizedStatement,
-  type ResultSet,
-  type Row,
-  type Statement,
-  type Transaction,
-} from "./database.ts";
-import { WriteQueue, type WriteSession } from "./write-queue.ts";
+import { isBusy, isRead, retryBusy, type Db, type NormalizedStatement, type ResultSet, type Row } from "./database.ts";
+import { WriteQueue, queuedDb, type WriteSession } from "./write-queue.ts";
 
 /**
  * Per-connection settings, on every connection: no sleeping busy handler; WAL (readers beside one
@@ -109,7 +96,6 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
     alone: (stmt) => writer.run(stmt),
   });
 
-  let closed = false;
   const read = (stmt: NormalizedStatement): ResultSet | Promise<ResultSet> => {
     try {
       return reader.run(stmt);
@@ -120,36 +106,13 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
     }
   };
 
-  const db: BunSqliteDb = {
-    driver: "bun:sqlite",
-    get closed() {
-      return closed;
-    },
-    get commits() {
-      return queue.commits;
-    },
-    async execute(stmt: Statement, args?: Args): Promise<ResultSet> {
-      const statement = normalize(stmt, args);
-      if (isRead(statement.sql)) return read(statement);
-      if (mustRunAlone(statement.sql)) return queue.alone(statement);
-      return (await queue.statements([statement]))[0]!;
-    },
-    async batch(stmts: Statement[]): Promise<ResultSet[]> {
-      return queue.statements(stmts.map((s) => normalize(s)));
-    },
-    transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
-      return queue.transaction(work);
-    },
-    close(): void {
-      if (closed) return;
-      closed = true;
-      queue.close();
-      writer.close();
-      reader.close();
-    },
+  const db = queuedDb("bun:sqlite", queue, read, () => {
+    writer.close();
+    reader.close();
+  });
+  return Object.assign(db, {
     pragma(name: string) {
       return { reader: reader.pragma(name), writer: writer.pragma(name) };
     },
-  };
-  return db;
+  });
 }

@@ -11,20 +11,14 @@ import {
   DATABASE_TIMEOUT_MS,
   DatabaseUnreachableError,
   isBusy,
-  isRead,
-  mustRunAlone,
-  normalize,
   retryBusy,
-  type Args,
   type Db,
   type NormalizedStatement,
   type ResultSet,
   type Row,
-  type Statement,
-  type Transaction,
   type Value,
 } from "./database.ts";
-import { WriteQueue, type WriteSession } from "./write-queue.ts";
+import { WriteQueue, queuedDb, type WriteSession } from "./write-queue.ts";
 
 /**
  * The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode.
@@ -89,7 +83,7 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     let timer: ReturnType<typeof setTimeout> | undefined;
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        if (client === writer && client.protocol === "ws" && !closed) {
+        if (client === writer && client.protocol === "ws" && !db.closed) {
           abandoned.add(client);
           reader = writer = connect();
           client.close();
@@ -102,7 +96,6 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     });
     return Promise.race([answered, expired]).finally(() => clearTimeout(timer));
   };
-  let closed = false;
   const reads = file ? undefined : new ReadPipeline(<T>(call: (client: Client) => Promise<T>) => bounded(reader, call(reader)));
 
   /**
@@ -161,34 +154,16 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     }
   };
 
-  return {
-    driver: "libsql",
-    get closed() {
-      return closed;
-    },
-    get commits() {
-      return queue.commits;
-    },
-    async execute(stmt: Statement, args?: Args): Promise<ResultSet> {
-      const statement = normalize(stmt, args);
-      if (isRead(statement.sql)) return retryBusy(() => read(statement));
-      if (mustRunAlone(statement.sql)) return queue.alone(statement);
-      return (await queue.statements([statement]))[0]!;
-    },
-    async batch(stmts: Statement[]): Promise<ResultSet[]> {
-      return queue.statements(stmts.map((s) => normalize(s)));
-    },
-    transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
-      return queue.transaction(work);
-    },
-    close(): void {
-      if (closed) return;
-      closed = true;
-      queue.close();
+  const db = queuedDb(
+    "libsql",
+    queue,
+    (statement) => retryBusy(() => read(statement)),
+    () => {
       writer.close();
       if (reader !== writer) reader.close();
     },
-  };
+  );
+  return db;
 }
 
 /**

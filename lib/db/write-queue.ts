@@ -21,10 +21,14 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import {
   BUSY_TIMEOUT_MS,
   busyDelay,
+  isRead,
   isRetryableWrite,
+  mustRunAlone,
   normalize,
   retryBusy,
   type Args,
+  type Db,
+  type DriverName,
   type NormalizedStatement,
   type ResultSet,
   type Statement,
@@ -402,4 +406,45 @@ async function quietly(action: () => void | Promise<void>): Promise<void> {
   } catch {
     // already rolled back, or the connection is gone: nothing is left to undo
   }
+}
+
+/**
+ * A driver's Db: reads outside transactions go to its reader (`read`), every write through its
+ * write queue, a statement that must run alone (VACUUM) outside any group.
+ * `closeConnections` runs once, after the queue stopped taking work.
+ */
+export function queuedDb(
+  driver: DriverName,
+  queue: WriteQueue,
+  read: (statement: NormalizedStatement) => ResultSet | Promise<ResultSet>,
+  closeConnections: () => void,
+): Db {
+  let closed = false;
+  return {
+    driver,
+    get closed() {
+      return closed;
+    },
+    get commits() {
+      return queue.commits;
+    },
+    async execute(stmt: Statement, args?: Args): Promise<ResultSet> {
+      const statement = normalize(stmt, args);
+      if (isRead(statement.sql)) return read(statement);
+      if (mustRunAlone(statement.sql)) return queue.alone(statement);
+      return (await queue.statements([statement]))[0]!;
+    },
+    async batch(stmts: Statement[]): Promise<ResultSet[]> {
+      return queue.statements(stmts.map((s) => normalize(s)));
+    },
+    transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+      return queue.transaction(work);
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      queue.close();
+      closeConnections();
+    },
+  };
 }
