@@ -1,5 +1,5 @@
 // Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
-import type { Executor } from "../db/client.ts";
+import type { Executor, Value } from "../db/client.ts";
 import { all, bool, json, num, one, rowMapper, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Concurrency, ConfigSnapshot, ExecutionConfig, TriggerConfig } from "./config.ts";
@@ -40,25 +40,26 @@ export function snapshotOf(p: Pipeline): ConfigSnapshot {
 
 export type PipelineFields = Omit<Pipeline, "id" | "project_id" | "created_at" | "updated_at">;
 
+/** The stored values of a pipeline's fields, in the column order insertPipeline and replacePipeline name them. */
+function fieldValues(f: PipelineFields): Value[] {
+  return [
+    f.name,
+    f.enabled ? 1 : 0,
+    f.config_path,
+    f.config_path_explicit ? 1 : 0,
+    f.concurrency.cancel_previous ? 1 : 0,
+    f.concurrency.max_concurrent,
+    JSON.stringify(f.trigger_config),
+    JSON.stringify(f.execution_config),
+  ];
+}
+
 export async function insertPipeline(db: Executor, projectId: string, f: PipelineFields, now: number): Promise<Pipeline> {
   const row = await one(
     db,
     `INSERT INTO pipelines (id, project_id, name, enabled, config_path, config_path_explicit, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    [
-      newId(),
-      projectId,
-      f.name,
-      f.enabled ? 1 : 0,
-      f.config_path,
-      f.config_path_explicit ? 1 : 0,
-      f.concurrency.cancel_previous ? 1 : 0,
-      f.concurrency.max_concurrent,
-      JSON.stringify(f.trigger_config),
-      JSON.stringify(f.execution_config),
-      now,
-      now,
-    ],
+    [newId(), projectId, ...fieldValues(f), now, now],
   );
   return toPipeline(row!);
 }
@@ -68,18 +69,7 @@ export async function replacePipeline(db: Executor, id: string, f: PipelineField
     db,
     `UPDATE pipelines SET name = ?, enabled = ?, config_path = ?, config_path_explicit = ?, cancel_previous = ?, max_concurrent = ?,
        trigger_config = ?, execution_config = ?, updated_at = ? WHERE id = ? RETURNING *`,
-    [
-      f.name,
-      f.enabled ? 1 : 0,
-      f.config_path,
-      f.config_path_explicit ? 1 : 0,
-      f.concurrency.cancel_previous ? 1 : 0,
-      f.concurrency.max_concurrent,
-      JSON.stringify(f.trigger_config),
-      JSON.stringify(f.execution_config),
-      now,
-      id,
-    ],
+    [...fieldValues(f), now, id],
   );
   return row ? toPipeline(row) : null;
 }
