@@ -5,7 +5,17 @@
 // FILE and MESSAGE escape "\" and "|" with a backslash and write newlines as \n
 // (dart-lang/sdk pkg/dartdev/lib/src/commands/analyze.dart, emitMachineFormat). Each issue
 // becomes an annotation: ERROR → error, WARNING → warning, INFO → notice.
-import { clip, lineNumber, withoutWorkspace, workspacePath, type Annotation, type ParsedReport, type ReportLimits, type ReportReader } from "./report.ts";
+import {
+  clip,
+  lineNumber,
+  lineSplitter,
+  withoutWorkspace,
+  workspacePath,
+  type Annotation,
+  type ParsedReport,
+  type ReportLimits,
+  type ReportReader,
+} from "./report.ts";
 
 const SEVERITY: Record<string, Annotation["severity"]> = { ERROR: "error", WARNING: "warning", INFO: "notice" };
 
@@ -29,7 +39,6 @@ export function machineFields(line: string): string[] {
 
 export function analyzerReader(limits: ReportLimits, workspace: string | null): ReportReader {
   const annotations: Annotation[] = [];
-  let pending = "";
   let other = 0;
   let dropped = 0;
 
@@ -52,20 +61,11 @@ export function analyzerReader(limits: ReportLimits, workspace: string | null): 
     });
   }
 
+  const feed = lineSplitter(limits.maxTokenChars, line);
   return {
-    push(text: string): void {
-      pending += text;
-      const nl = pending.lastIndexOf("\n");
-      if (nl === -1) {
-        if (pending.length > limits.maxTokenChars) pending = "";
-        return;
-      }
-      for (const l of pending.slice(0, nl).split("\n")) line(l);
-      pending = pending.slice(nl + 1);
-    },
+    push: feed.push,
     end(): ParsedReport {
-      if (pending) line(pending);
-      pending = "";
+      feed.flush();
       const problems: string[] = [];
       if (annotations.length === 0 && other > 0)
         problems.push(

@@ -3,7 +3,7 @@
 // "TRACEFILE FORMAT"): per source file a record `SF:<path>` … `DA:<line>,<hits>` … `LF:<found>`
 // `LH:<hit>` `end_of_record`; function and branch lines are not used. LF/LH are trusted only when
 // no DA line was given (some writers omit one or the other). A file cut short keeps its records.
-import { clip, workspacePath, type CoverageFile, type ParsedReport, type ReportLimits, type ReportReader } from "./report.ts";
+import { clip, lineSplitter, workspacePath, type CoverageFile, type ParsedReport, type ReportLimits, type ReportReader } from "./report.ts";
 
 /**
  * Paths in Flutter's lcov.info are relative to the package (`lib/main.dart`); a report at
@@ -18,7 +18,6 @@ export function packageRoot(reportPath: string): string {
 export function lcovReader(limits: ReportLimits, workspace: string | null, reportPath: string): ReportReader {
   const files = new Map<string, CoverageFile>();
   const prefix = packageRoot(reportPath);
-  let pending = "";
   let path: string | null = null;
   let lines = new Map<number, number>();
   let found: number | null = null;
@@ -80,23 +79,11 @@ export function lcovReader(limits: ReportLimits, workspace: string | null, repor
     }
   }
 
+  const feed = lineSplitter(limits.maxTokenChars, line, () => void malformed++);
   return {
-    push(text: string): void {
-      pending += text;
-      const nl = pending.lastIndexOf("\n");
-      if (nl === -1) {
-        if (pending.length > limits.maxTokenChars) {
-          malformed++;
-          pending = "";
-        }
-        return;
-      }
-      for (const l of pending.slice(0, nl).split("\n")) line(l);
-      pending = pending.slice(nl + 1);
-    },
+    push: feed.push,
     end(): ParsedReport {
-      if (pending) line(pending);
-      pending = "";
+      feed.flush();
       const cut = path !== null;
       close();
       const problems: string[] = [];

@@ -51,6 +51,34 @@ export interface ReportReader {
   end(): ParsedReport;
 }
 
+/**
+ * A line-oriented report read in chunks: `push` hands each complete line to `line`, `flush` the
+ * last one that had no newline. A line that grows past maxTokenChars without ending is dropped
+ * as it grows (`overlong` is told), so a hostile report cannot make one huge string.
+ */
+export function lineSplitter(maxTokenChars: number, line: (raw: string) => void, overlong: () => void = () => {}): { push(text: string): void; flush(): void } {
+  let pending = "";
+  return {
+    push(text) {
+      pending += text;
+      const nl = pending.lastIndexOf("\n");
+      if (nl === -1) {
+        if (pending.length > maxTokenChars) {
+          overlong();
+          pending = "";
+        }
+        return;
+      }
+      for (const l of pending.slice(0, nl).split("\n")) line(l);
+      pending = pending.slice(nl + 1);
+    },
+    flush() {
+      if (pending) line(pending);
+      pending = "";
+    },
+  };
+}
+
 /** Bounds on what one report may hold; past them the rest is counted and dropped, never stored. */
 export interface ReportLimits {
   maxCases: number;
