@@ -1,6 +1,7 @@
 // A pipeline's configuration: the zod schemas that validate it, with the
 // documented defaults and limits (docs/api.md "Pipelines"), and how secret env values are kept.
 import { z } from "zod";
+import { CheckoutGlob, PatternText } from "../schemas/patterns.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import { PublishList, type Publisher } from "../publishing/publishers.ts";
 
@@ -49,12 +50,6 @@ const SECRET_PURPOSE = "pipeline-env";
 const shortText = (max: number) => z.string().max(max, `must be at most ${max} characters`);
 const command = z.string().min(1, "must not be empty").max(4096, "must be at most 4096 characters");
 const commandList = z.array(command).max(50, "at most 50 commands");
-const pattern = z
-  .string()
-  .trim()
-  .min(1)
-  .max(255)
-  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
 
 export const EnvEntryInput = z
   .object({
@@ -92,7 +87,7 @@ export const ConcurrencyInput = z
 
 export const TriggerConfigInput = z
   .object({
-    branches: z.array(pattern).max(50).optional().describe("branch patterns (docs/api.md); default: the project's default branch"),
+    branches: z.array(PatternText).max(50).optional().describe("branch patterns (docs/api.md); default: the project's default branch"),
     events: z
       .array(z.enum(TRIGGER_EVENTS))
       .max(3)
@@ -123,7 +118,7 @@ export const CacheConfigInput = z
       .default(DEFAULT_CACHE_PATHS)
       .describe("what is cached: $PUB_CACHE, $GRADLE_USER_HOME/…, $CP_HOME_DIR/… or paths relative to the checkout (e.g. ios/Pods)"),
     key_files: z
-      .array(pattern)
+      .array(PatternText)
       .min(1)
       .max(20)
       .default(DEFAULT_CACHE_KEY_FILES)
@@ -134,16 +129,14 @@ export const CacheConfigInput = z
 // An artifact comes from inside the checkout (the runner also resolves links: docs/runners.md
 // "Artifacts"), so a pattern may not start at / nor climb out with a .. segment, however it is
 // spelled to a glob (\.\. or {..,x} are .. too).
-const artifactPattern = pattern
-  .refine((p) => !p.replace(/\\/g, "").startsWith("/"), "must be relative to the checkout, not an absolute path")
-  .refine(
-    (p) =>
-      !p
-        .replace(/\\/g, "")
-        .split(/[/{},]/)
-        .includes(".."),
-    "must not contain .. (artifacts come only from inside the checkout)",
-  );
+const artifactPattern = PatternText.refine((p) => !p.replace(/\\/g, "").startsWith("/"), "must be relative to the checkout, not an absolute path").refine(
+  (p) =>
+    !p
+      .replace(/\\/g, "")
+      .split(/[/{},]/)
+      .includes(".."),
+  "must not contain .. (artifacts come only from inside the checkout)",
+);
 
 const platformArgs = z.array(shortText(1024)).max(50);
 // A list like every other command field; a single string (the form before lists) is still
@@ -291,7 +284,7 @@ export const ExecutionConfigInput = z
       .refine((list) => !list || new Set(list.map((s) => s.alias)).size === list.length, "service aliases must be unique")
       .describe("containers started before the steps in the build's network (a container runner only), reachable at their alias; removed with the build"),
     test_reports: z
-      .array(pattern.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout"))
+      .array(CheckoutGlob)
       .max(50)
       .default(DEFAULT_TEST_REPORT_PATTERNS)
       .describe(

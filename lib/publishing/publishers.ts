@@ -4,7 +4,8 @@
 // one of the environment's secrets, never a credential itself (the file is readable by everyone
 // who can read the repository). The runner (runner/publish/) reads the same schemas.
 import { z } from "zod";
-import { refPatternProblem } from "../pipelines/branch-patterns.ts";
+import { RefPattern } from "../pipelines/branch-patterns.ts";
+import { CheckoutGlob } from "../schemas/patterns.ts";
 
 export const PUBLISHER_TYPES = ["google_play", "firebase_app_distribution", "app_store_connect", "host_release"] as const;
 export type PublisherType = (typeof PUBLISHER_TYPES)[number];
@@ -16,28 +17,8 @@ export const EnvironmentName = z
 /** The name of one of the environment's secrets (a shell variable name, as variables have). */
 export const SecretName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be the name of one of the environment's secrets (letters, digits, _)");
 
-const RefPattern = z
-  .string()
-  .trim()
-  .min(1)
-  .max(255)
-  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
-  .superRefine((p, ctx) => {
-    const problem = refPatternProblem(p);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  });
-
 /** Ref patterns (docs/api.md "Branch patterns"): plain patterns name branches, refs/tags/… names tags. */
 export const RefPatterns = z.array(RefPattern).max(50);
-
-// An artifact is chosen by a glob over the build's artifact paths (relative to the checkout).
-const ArtifactGlob = z
-  .string()
-  .trim()
-  .min(1)
-  .max(255)
-  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
-  .refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout");
 
 /** A BCP 47 language tag as the stores take them (en-US, de-DE, fr). */
 export const Language = z.string().regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, "must be a language tag like en-US");
@@ -52,7 +33,7 @@ export const Language = z.string().regex(/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/, 
 export const ReleaseNotesInput = z
   .object({
     text: z.union([z.string().min(1).max(4000), z.record(Language, z.string().min(1).max(4000))]).optional(),
-    file: ArtifactGlob.optional().describe(
+    file: CheckoutGlob.optional().describe(
       'a file of the repository, or one the build writes, relative to the checkout (uploaded with the artifacts): plain text, or JSON [{"language": "en-US", "text": "…"}]',
     ),
     from_commits: z
@@ -78,7 +59,7 @@ const common = {
   refs: RefPatterns.optional().describe(
     "publish only builds of these refs (branch patterns; refs/tags/… for tags); default: every build of the pipeline that is not a pull request",
   ),
-  artifact: ArtifactGlob.optional().describe("a glob over the build's artifact paths choosing what is published; the default depends on the type"),
+  artifact: CheckoutGlob.optional().describe("a glob over the build's artifact paths choosing what is published; the default depends on the type"),
   notes: ReleaseNotesInput.optional(),
 };
 
@@ -158,7 +139,7 @@ export const HostReleasePublisher = z
     release_name: z.string().min(1).max(255).optional().describe("default: the tag"),
     draft: z.boolean().default(false),
     prerelease: z.boolean().default(false),
-    attach: z.array(ArtifactGlob).max(20).default(["**/*"]).describe("globs over the build's artifact paths attached to the release"),
+    attach: z.array(CheckoutGlob).max(20).default(["**/*"]).describe("globs over the build's artifact paths attached to the release"),
   })
   .strict();
 

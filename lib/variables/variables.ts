@@ -15,7 +15,7 @@ import { all, bool, inTransaction, json, num, one, rowMapper, str, strOrNull } f
 import type { Db } from "../db/client.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import { newId } from "../auth/secrets.ts";
-import { matchRefPatterns, refPatternProblem } from "../pipelines/branch-patterns.ts";
+import { matchRefPatterns, RefPattern } from "../pipelines/branch-patterns.ts";
 import type { Build } from "../builds/store.ts";
 import type { StoredEnvEntry } from "../pipelines/config.ts";
 
@@ -28,24 +28,13 @@ export const VariableKey = z
   .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, "must be a shell variable name (letters, digits, _; at most 128)")
   .refine((k) => !k.startsWith("ROOST_"), "ROOST_ variables are set by the runner");
 
-const refPattern = z
-  .string()
-  .trim()
-  .min(1)
-  .max(255)
-  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters")
-  .superRefine((p, ctx) => {
-    const problem = refPatternProblem(p);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  });
-
 export const PutVariableBody = z
   .object({
     value: z.string().describe("the value; for a file variable, the file's bytes in base64. Always required: values are write-only"),
     secret: z.boolean().default(false).describe("encrypted at rest, never returned, masked in logs, withheld from fork pull requests"),
     file: z.boolean().default(false).describe("the runner writes the value to a private file and sets the variable to its path"),
     protected_refs: z
-      .array(refPattern)
+      .array(RefPattern)
       .max(50)
       .default([])
       .describe(

@@ -1,0 +1,14 @@
+// The patterns people write into pipelines, publishers and variables, validated alike. Only zod:
+// the runner reads pipeline configurations too (tests/lib/layout.test.ts keeps it out of the daemon's layers).
+import { z } from "zod";
+
+/** A pattern people write (a branch or ref pattern, a glob): trimmed, 1–255 characters, no control characters. */
+export const PatternText = z
+  .string()
+  .trim()
+  .min(1)
+  .max(255)
+  .regex(/^[^\p{Cc}]*$/u, "must not contain control characters");
+
+/** A glob over paths relative to the checkout (test reports, a publisher's artifacts): never absolute, never climbing out. */
+export const CheckoutGlob = PatternText.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout");
