@@ -9,11 +9,11 @@
 // lost job, its log line, its build and an incident) runs transitionBuildIn inside one transaction
 // and publishes only after the commit (lib/runners/job-lifecycle.ts): listeners never hear of a
 // change that a rollback then undoes.
-import type { Db, Executor } from "../db/client.ts";
-import { one } from "../db/client.ts";
+import type { Db, Executor, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { toBuild, type Build } from "./store.ts";
-import { allowedFrom, nextStatus, type BuildTransition } from "./state-machine.ts";
-import { afterStatusChanged } from "./what-follows.ts";
+import { allowedFrom, isFinished, nextStatus, type BuildTransition } from "./state-machine.ts";
+import { afterStatusChanged, commitStatusChanged } from "./what-follows.ts";
 import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 
@@ -55,11 +55,37 @@ export async function transitionBuildIn(
   transition: BuildTransition,
   fields: TransitionFields = {},
 ): Promise<Build | null> {
+  const row = (await db.execute(transitionUpdate(now, { sql: "?", args: [buildId] }, transition, fields))).rows[0];
+  if (!row) return null;
+  const build = toBuild(row);
+  await afterStatusChanged(db, [build]);
+  return build;
+}
+
+/**
+ * A transition to a status that is not finished, as statements for one batch (the claim,
+ * lib/runners/jobs.ts): the build is named by an SQL expression over a row an earlier statement of
+ * the same batch wrote, so nothing is read first and the whole change is one round trip to a
+ * remote server. The expression must name a build the transition cannot be refused for under the
+ * same write lock. The first statement RETURNs the build; the second is what follows the change.
+ */
+export function transitionStatements(
+  now: number,
+  target: { sql: string; args: InValue[] },
+  transition: BuildTransition,
+  fields: TransitionFields = {},
+): Statement[] {
+  const to = nextStatus(allowedFrom(transition)[0]!, transition)!;
+  if (isFinished(to)) throw new Error(`transitionStatements: ${transition} finishes a build, and what follows that needs the build read`);
+  return [transitionUpdate(now, target, transition, fields), commitStatusChanged(target, to, now)];
+}
+
+/** The conditional UPDATE of a transition, RETURNING the build when it moved: of two racing transitions exactly one wins. */
+function transitionUpdate(now: number, target: { sql: string; args: InValue[] }, transition: BuildTransition, fields: TransitionFields): Statement {
   const from = allowedFrom(transition);
   const to = nextStatus(from[0]!, transition)!;
-  const row = await one(
-    db,
-    `UPDATE builds SET
+  return {
+    sql: `UPDATE builds SET
        status = ?,
        started_at = CASE ? WHEN 'start' THEN ? WHEN 'release' THEN NULL ELSE started_at END,
        finished_at = CASE WHEN ? IN ('succeed', 'fail', 'cancel') THEN ? ELSE finished_at END,
@@ -68,9 +94,9 @@ export async function transitionBuildIn(
        failure_reason = COALESCE(?, failure_reason),
        runner_policy_block_reason = CASE WHEN ? THEN ? ELSE runner_policy_block_reason END,
        updated_at = ?
-     WHERE id = ? AND status IN (${from.map(() => "?").join(", ")})
+     WHERE id = ${target.sql} AND status IN (${from.map(() => "?").join(", ")})
      RETURNING *`,
-    [
+    args: [
       to,
       transition,
       now,
@@ -83,12 +109,8 @@ export async function transitionBuildIn(
       fields.runner_policy_block_reason !== undefined ? 1 : 0,
       fields.runner_policy_block_reason ?? null,
       now,
-      buildId,
+      ...target.args,
       ...from,
     ],
-  );
-  if (!row) return null;
-  const build = toBuild(row);
-  await afterStatusChanged(db, [build]);
-  return build;
+  };
 }

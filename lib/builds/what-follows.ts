@@ -5,9 +5,10 @@
 //   notification_outbox    a finished build, for lib/notifications/notifications.ts (docs/notifications.md)
 //   commit_status_outbox   the newest state of a commit and pipeline, for lib/forges/commit-statuses.ts
 //                          (docs/webhooks.md "Commit statuses"); plain git remotes have none
-import type { Executor } from "../db/client.ts";
+import type { Executor, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import type { Build } from "./store.ts";
-import { isFinished } from "./state-machine.ts";
+import { isFinished, type BuildStatus } from "./state-machine.ts";
 
 /** A build was created (queued): its commit and pipeline now show it, if it is the newest there. */
 export async function afterBuildCreated(tx: Executor, build: Build): Promise<void> {
@@ -16,13 +17,22 @@ export async function afterBuildCreated(tx: Executor, build: Build): Promise<voi
 
 /** A build's status changed (one transition, or superseded builds canceled at a creation). */
 export async function afterStatusChanged(tx: Executor, builds: Build[]): Promise<void> {
-  for (const build of builds) {
-    await tx.execute({
-      sql: "UPDATE commit_status_outbox SET status = ?, version = version + 1, updated_at = ? WHERE build_id = ?",
-      args: [build.status, build.updated_at, build.id],
-    });
-  }
-  for (const build of builds.filter((b) => isFinished(b.status))) await queueNotification(tx, build);
+  // Independent writes, started together: on a remote database they go in one request (lib/db/libsql.ts).
+  await Promise.all([
+    ...builds.map((build) => tx.execute(commitStatusChanged({ sql: "?", args: [build.id] }, build.status, build.updated_at))),
+    ...builds.filter((b) => isFinished(b.status)).map((build) => queueNotification(tx, build)),
+  ]);
+}
+
+/**
+ * What follows a change to a status that is not finished, as a statement for a batch: the build
+ * named by an SQL expression (`target`, lib/builds/transition.ts transitionStatements).
+ */
+export function commitStatusChanged(target: { sql: string; args: InValue[] }, status: BuildStatus, updatedAt: number): Statement {
+  return {
+    sql: `UPDATE commit_status_outbox SET status = ?, version = version + 1, updated_at = ? WHERE build_id = ${target.sql}`,
+    args: [status, updatedAt, ...target.args],
+  };
 }
 
 /**

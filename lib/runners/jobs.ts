@@ -1,13 +1,13 @@
 // Jobs: a runner's attempt at a build (docs/runners.md "Protocol"). The claim is one write
-// transaction: take the oldest queued build this runner may run (platform, labels, free
-// max_concurrent slot), move it to running through the state machine, and insert the job; the
-// unique index on running jobs per build refuses a second claimer in any process. A claim_id the
-// runner already used returns the same job, so a lost claim response strands nothing.
+// batch: take the oldest queued build this runner may run (platform, labels, free
+// max_concurrent slot), insert the job and move the build to running through the state machine;
+// the unique index on running jobs per build refuses a second claimer in any process. A claim_id
+// the runner already used returns the same job, so a lost claim response strands nothing.
 import type { Db, Executor } from "../db/client.ts";
-import { all, inTransaction, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
+import { all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../builds/store.ts";
-import { transitionBuildIn } from "../builds/transition.ts";
+import { transitionStatements } from "../builds/transition.ts";
 import type { Runner } from "./store.ts";
 import { parseRouteKey, whyRunnerCannotTakeRoute } from "./routing.ts";
 
@@ -57,33 +57,57 @@ export async function nextClaimableBuild(db: Executor, runner: Runner): Promise<
   return row ? toBuild(row) : null;
 }
 
+/**
+ * The claim, one write batch (one round trip to a remote server, which holds its write lock only
+ * while the statements run there): the job is inserted for the build NEXT_CLAIMABLE picks under
+ * that lock, the build starts (the `start` transition of lib/builds/state-machine.ts, named by the
+ * job just inserted), and the runner's job with this claim_id is read back. Daemons on several
+ * hosts, or claims of one daemon sent together, never get the same build: each statement sees the
+ * ones before it, and jobs_one_running_per_build refuses a second running job of a build anyway.
+ * What needs no lock is read first, in one request: an earlier claim with this claim_id (a retried
+ * claim gets the same job) and the routes of the queued builds.
+ */
 export async function claimJob(db: Db, runner: Runner, claimId: string, now: number, leaseSeconds: number): Promise<{ job: Job; build: Build } | null> {
-  return inTransaction(db, async (tx) => {
-    const existing = await one(tx, "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", [runner.id, claimId]);
-    if (existing) {
-      const job = toJob(existing);
-      const build = toBuild((await one(tx, "SELECT * FROM builds WHERE id = ?", [job.build_id]))!);
-      return { job, build };
-    }
-    const candidate = await nextClaimableBuild(tx, runner);
-    if (!candidate) return null;
-    // The `start` transition of lib/builds/state-machine.ts, inside the claim's transaction.
-    const build = await transitionBuildIn(tx, now, candidate.id, "start", { runner_id: runner.id, runner_policy_block_reason: null });
-    if (!build) return null;
-    const job = toJob(
-      (await one(
-        tx,
-        "INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at) VALUES (?, ?, ?, ?, 'running', ?, ?) RETURNING *",
-        [newId(), build.id, runner.id, claimId, now + leaseSeconds, now],
-      ))!,
-    );
-    return { job, build };
-  });
+  const [earlier, routes] = await Promise.all([claimed(db, runner.id, claimId), routesFor(db, runner)]);
+  if (earlier) return earlier;
+  if (routes.length === 0) return null;
+  const jobId = newId();
+  const [, started, , mine] = await db.batch([
+    {
+      // WHERE true: the parser takes an ON CONFLICT after a bare FROM as a join constraint (https://www.sqlite.org/lang_upsert.html).
+      sql: `INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at)
+            SELECT ?, b.id, ?, ?, 'running', ?, ? FROM (${NEXT_CLAIMABLE}) b WHERE true
+            ON CONFLICT (runner_id, claim_id) DO NOTHING`,
+      args: [jobId, runner.id, claimId, now + leaseSeconds, now, JSON.stringify(routes)],
+    },
+    ...transitionStatements(now, { sql: "(SELECT build_id FROM jobs WHERE id = ?)", args: [jobId] }, "start", {
+      runner_id: runner.id,
+      runner_policy_block_reason: null,
+    }),
+    { sql: "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", args: [runner.id, claimId] },
+  ]);
+  const row = mine!.rows[0];
+  if (!row) return null;
+  const job = toJob(row);
+  // Another request with this claim_id (the runner retried through another daemon) claimed first.
+  if (job.id !== jobId) return claimed(db, runner.id, claimId);
+  return { job, build: toBuild(started!.rows[0]!) };
 }
 
-/** Renews the leases of the given running jobs of this runner; returns the ones whose build was canceled (or is gone). */
+/** The job a runner already claimed with this claim_id, and its build. */
+async function claimed(db: Executor, runnerId: string, claimId: string): Promise<{ job: Job; build: Build } | null> {
+  const row = await one(db, "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", [runnerId, claimId]);
+  if (!row) return null;
+  const job = toJob(row);
+  return { job, build: toBuild((await one(db, "SELECT * FROM builds WHERE id = ?", [job.build_id]))!) };
+}
+
+/**
+ * Renews the leases of the given running jobs of this runner; returns the ones whose build was
+ * canceled (or is gone). The renewal and the read of the jobs' state are one batch: one round trip.
+ */
 export async function heartbeat(
-  db: Executor,
+  db: Db,
   runnerId: string,
   jobIds: string[],
   now: number,
@@ -91,15 +115,17 @@ export async function heartbeat(
 ): Promise<{ renewed: string[]; cancel: string[] }> {
   if (jobIds.length === 0) return { renewed: [], cancel: [] };
   const marks = jobIds.map(() => "?").join(", ");
-  await db.execute({
-    sql: `UPDATE jobs SET lease_expires_at = ? WHERE runner_id = ? AND status = 'running' AND id IN (${marks})`,
-    args: [now + leaseSeconds, runnerId, ...jobIds],
-  });
-  const rows = await all(
-    db,
-    `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = +? AND j.id IN (${marks})`,
-    [runnerId, ...jobIds],
-  );
+  const [, state] = await db.batch([
+    {
+      sql: `UPDATE jobs SET lease_expires_at = ? WHERE runner_id = ? AND status = 'running' AND id IN (${marks})`,
+      args: [now + leaseSeconds, runnerId, ...jobIds],
+    },
+    {
+      sql: `SELECT j.id, j.status AS job_status, b.status AS build_status FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.runner_id = +? AND j.id IN (${marks})`,
+      args: [runnerId, ...jobIds],
+    },
+  ]);
+  const rows = state!.rows;
   const known = new Set(rows.map((r) => String(r.id)));
   const cancel = rows.filter((r) => r.job_status !== "running" || r.build_status !== "running").map((r) => String(r.id));
   for (const id of jobIds) if (!known.has(id)) cancel.push(id);

@@ -32,13 +32,15 @@ export async function jobStatusHeader(ctx: RequestContext, buildId: string): Pro
 
 /** What a runner receives with a claimed job: the build, where to fetch it, and its frozen configuration with secrets revealed. */
 export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
-  const project = await findProject(ctx.db, build.project_id);
-  const repo = project ? await findRepository(ctx.db, project.repository_id) : null;
   const frozen: ConfigSnapshot = build.config_snapshot;
   const snapshot: ConfigSnapshot = { ...frozen, execution_config: withNotesFiles(normalizeExecutionConfig(frozen.execution_config)) };
+  // Read side by side: on a remote database each read is a round trip, and these do not depend on each other.
   // Variables are read when the job is claimed, not frozen with the build: a re-run after a
   // rotated password uses the new one. Secrets only reach builds the project trusts.
-  const variables = await variablesForBuild(ctx.db, ctx.secrets, build, await revealEnv(snapshot.execution_config.env, ctx.secrets));
+  const [{ project, repo }, variables] = await Promise.all([
+    findProject(ctx.db, build.project_id).then(async (project) => ({ project, repo: project ? await findRepository(ctx.db, project.repository_id) : null })),
+    revealEnv(snapshot.execution_config.env, ctx.secrets).then((env) => variablesForBuild(ctx.db, ctx.secrets, build, env)),
+  ]);
   const registry = takeRegistryAuth(variables, snapshot.execution_config.registry_credentials);
   return {
     job_id: job.id,

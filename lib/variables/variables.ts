@@ -320,7 +320,7 @@ export async function variablesForBuild(db: Executor, secrets: SecretBox, build:
     if (e.secret && !trusted) withheld.add(e.key);
     else env.set(e.key, e);
   }
-  const scoped = [...(await listVariables(db, build.project_id, null)), ...(await listVariables(db, build.project_id, build.pipeline_id))];
+  const scoped = (await Promise.all([listVariables(db, build.project_id, null), listVariables(db, build.project_id, build.pipeline_id)])).flat();
   for (const v of scoped) {
     if ((v.secret && !trusted) || !refAllowed(v, build)) {
       if (v.secret) withheld.add(v.key);
