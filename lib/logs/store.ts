@@ -2,7 +2,7 @@
 // appends) and per build by Roost (seq, the stable SSE id). Past the per-build cap the head (the
 // first half) stays and a rolling tail (the second half) keeps the newest lines; what was cut in
 // between is counted, and readers are told where and how much.
-import type { Db, Executor, Row } from "../db/client.ts";
+import type { Db, Executor, Row, Statement } from "../db/client.ts";
 import { all, inTransaction, one } from "../db/client.ts";
 
 export interface LogLineInput {
@@ -75,13 +75,15 @@ const waitingFor = new WeakMap<Db, { queue: Waiting[]; running: boolean }>();
  * are skipped (a retried request duplicates nothing); a request that starts past the next
  * expected line is a gap and stores nothing (the runner resends from next_line).
  *
- * Appends that arrive together, from every runner, are written in one transaction with a few
- * statements whatever their number: one read of the jobs' next lines and their builds' log
- * stats, then every new line in multi-row INSERTs, sent together with the stats and the jobs'
- * next lines. On a remote database each statement is a round trip (two for twenty runners'
- * appends instead of about thirty for each one); on a file, fewer statements cost less too. If
- * that transaction fails, its appends are written again one by one, so that only a failing one
- * fails.
+ * Appends that arrive together, from every runner, are written together in two requests
+ * whatever their number (appendGuarded): one read of the jobs' next lines and their builds' log
+ * stats, outside any transaction, then one write batch of every new line, the stats and the jobs'
+ * next lines, each append's writes guarded by what was read. On a remote database each request is
+ * a round trip, and the write lock is held only while the batch runs on the server. An append
+ * whose job or build another process wrote in between writes nothing and goes again; appends that
+ * reach the cap (which deletes lines it must read first) are written in one transaction instead
+ * (appendAll). If the write fails, its appends are written again one by one, so that only a
+ * failing one fails.
  */
 export function appendLogLines(
   db: Db,
@@ -111,7 +113,7 @@ async function writeWaiting(db: Db, state: { queue: Waiting[]; running: boolean 
     while (state.queue.length > 0 && !db.closed) {
       const taken = state.queue.splice(0, MAX_APPENDS_TOGETHER);
       try {
-        const results = await inTransaction(db, (tx) => appendAll(tx, taken));
+        const results = await appendTogether(db, taken);
         taken.forEach((t, i) => t.resolve(results[i]!));
       } catch (error) {
         if (taken.length === 1) taken[0]!.reject(error);
@@ -124,25 +126,142 @@ async function writeWaiting(db: Db, state: { queue: Waiting[]; running: boolean 
   }
 }
 
-/** The appends in order, in the caller's transaction; each one's result. */
-async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[]> {
-  // 1. Where each job's (or deployment's) lines and each build's log stand: read together.
-  const key = (a: Append) => `${a.from}:${a.jobId}`;
+/** How often an append that lost a race to another process goes again before it takes a transaction. */
+const GUARDED_TRIES = 5;
+
+/** The appends, each one's result: guarded batches while races allow, else one transaction. */
+async function appendTogether(db: Db, appends: Append[]): Promise<AppendResult[]> {
+  const results: Array<AppendResult | undefined> = new Array(appends.length);
+  let left = appends.map((_, i) => i);
+  for (let tries = 0; tries < GUARDED_TRIES && left.length > 0; tries++) {
+    const answers = await appendGuarded(
+      db,
+      left.map((i) => appends[i]!),
+    );
+    if (answers === null) break;
+    answers.forEach((r, k) => (results[left[k]!] = r));
+    left = left.filter((i) => results[i] === undefined);
+  }
+  if (left.length > 0) {
+    const rest = await inTransaction(db, (tx) =>
+      appendAll(
+        tx,
+        left.map((i) => appends[i]!),
+      ),
+    );
+    rest.forEach((r, k) => (results[left[k]!] = r));
+  }
+  return results as AppendResult[];
+}
+
+const key = (a: Append) => `${a.from}:${a.jobId}`;
+const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
+
+/** Where each job's (or deployment's) lines and each build's log stand: read together. */
+async function readPositions(ex: Executor, appends: Append[]): Promise<{ nextLine: Map<string, number>; stats: Map<string, LogStats> }> {
   const owners = (from: LineOwner) => [...new Set(appends.filter((a) => a.from === from).map((a) => a.jobId))];
   const buildIds = [...new Set(appends.map((a) => a.buildId))];
-  const marks = (n: number) => Array.from({ length: n }, () => "?").join(", ");
   const [jobs, deployments, statRows] = await Promise.all([
     ...(["jobs", "deployments"] as const).map((from) => {
       const ids = owners(from);
-      return ids.length === 0 ? [] : all(tx, `SELECT id, next_line FROM ${from} WHERE id IN (${marks(ids.length)})`, ids);
+      return ids.length === 0 ? [] : all(ex, `SELECT id, next_line FROM ${from} WHERE id IN (${marks(ids.length)})`, ids);
     }),
-    all(tx, `SELECT * FROM build_log_stats WHERE build_id IN (${marks(buildIds.length)})`, buildIds),
+    all(ex, `SELECT * FROM build_log_stats WHERE build_id IN (${marks(buildIds.length)})`, buildIds),
   ]);
   const nextLine = new Map<string, number>();
   for (const row of jobs!) nextLine.set(`jobs:${String(row.id)}`, Number(row.next_line));
   for (const row of deployments!) nextLine.set(`deployments:${String(row.id)}`, Number(row.next_line));
   const stats = new Map<string, LogStats>(buildIds.map((id) => [id, { last_seq: 0, bytes: 0, head_last_seq: null, cut_lines: 0, cut_bytes: 0 }]));
   for (const row of statRows!) stats.set(String(row.build_id), statsFrom(row));
+  return { nextLine, stats };
+}
+
+/** A build's log stats as the guards compare them (a build without a row has zeros). */
+const STATS_NOW = `COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = ?), '0 0 0 -1')`;
+const statsSignature = (s: LogStats) => `${s.last_seq} ${s.bytes} ${s.cut_lines} ${s.head_last_seq ?? -1}`;
+
+/**
+ * The appends as one write batch after one read, both outside any transaction. Each append's
+ * statements are guarded by what was read of its job and build: first its job's next_line moves
+ * on if the job and the build's stats are as read; then its lines and the new stats are written
+ * if the job's next_line is the new one and the stats still as read, which holds only if that
+ * first statement ran. An append whose guard failed (another process wrote its job's or build's
+ * log since the read) writes nothing, and its result is undefined; so is every later append of
+ * the same job or build in the batch. Null when an append would pass the cap: that needs the lines it
+ * cuts read under the write lock (appendAll).
+ */
+async function appendGuarded(db: Db, appends: Append[]): Promise<Array<AppendResult | undefined> | null> {
+  const { nextLine, stats } = await readPositions(db, appends);
+  const answers: Array<AppendResult | undefined> = [];
+  const statements: Statement[] = [];
+  /** Per append, the index of its guarding statement (the next_line UPDATE) in the batch. */
+  const guards = new Map<number, number>();
+  for (const [i, a] of appends.entries()) {
+    const next = nextLine.get(key(a));
+    if (next === undefined) throw new Error(`${a.from} ${a.jobId} has no row to append log lines to`);
+    const build = stats.get(a.buildId)!;
+    if (a.firstLine > next) {
+      answers.push({ kind: "gap", next_line: next });
+      continue;
+    }
+    const fresh = a.lines.slice(next - a.firstLine);
+    if (fresh.length === 0) {
+      answers.push({ kind: "ok", next_line: next, last_seq: build.last_seq, accepted: 0, entries: [] });
+      continue;
+    }
+    const before = statsSignature(build);
+    const entries: StoredLine[] = [];
+    const headCap = Math.floor(a.capBytes / 2);
+    for (const l of fresh) {
+      const size = lineBytes(l);
+      if (build.head_last_seq === null && build.bytes + size > headCap) build.head_last_seq = build.last_seq;
+      if (build.head_last_seq !== null && build.bytes + size > a.capBytes) return null;
+      build.last_seq++;
+      build.bytes += size;
+      entries.push({ seq: build.last_seq, step: l.step, stream: l.stream, ts: l.ts ?? a.now, text: l.text });
+    }
+    const line = next + fresh.length;
+    nextLine.set(key(a), line);
+    const moved = `(SELECT next_line FROM ${a.from} WHERE id = ?) = ? AND ${STATS_NOW} = ?`;
+    guards.set(i, statements.length);
+    statements.push({
+      sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?`,
+      args: [line, a.jobId, next, a.buildId, before],
+    });
+    for (let at = 0; at < entries.length; at += ROWS_PER_INSERT) {
+      const chunk = entries.slice(at, at + ROWS_PER_INSERT);
+      statements.push({
+        sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
+              SELECT * FROM (VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}) WHERE ${moved}`,
+        args: [...chunk.flatMap((e, k) => [a.buildId, e.seq, a.jobId, next + at + k, e.step, e.stream, e.ts, e.text]), a.jobId, line, a.buildId, before],
+      });
+    }
+    statements.push({
+      sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes, head_last_seq, cut_lines, cut_bytes) SELECT ?, ?, ?, ?, ?, ? WHERE ${moved}
+            ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes, head_last_seq = excluded.head_last_seq,
+              cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
+      args: [a.buildId, build.last_seq, build.bytes, build.head_last_seq, build.cut_lines, build.cut_bytes, a.jobId, line, a.buildId, before],
+    });
+    answers.push({ kind: "ok", next_line: line, last_seq: build.last_seq, accepted: fresh.length, entries });
+  }
+  if (statements.length === 0) return answers;
+  const written = await db.batch(statements);
+  // An append after a lost one of the same job or build was answered from what the lost one would have written.
+  const lost = new Set<string>();
+  for (const [i, a] of appends.entries()) {
+    const at = guards.get(i);
+    if (lost.has(a.buildId) || lost.has(key(a)) || (at !== undefined && written[at]!.rowsAffected !== 1)) {
+      lost.add(a.buildId).add(key(a));
+      answers[i] = undefined;
+    }
+  }
+  return answers;
+}
+
+/** The appends in order, in the caller's transaction; each one's result. */
+async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[]> {
+  // 1. Where each job's (or deployment's) lines and each build's log stand.
+  const { nextLine, stats } = await readPositions(tx, appends);
 
   // 2. The lines each append adds, in memory: seqs, bytes and the cap.
   let rows: Array<[Append, number, StoredLine]> = [];

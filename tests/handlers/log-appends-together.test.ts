@@ -6,6 +6,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { appendLogLines } from "../../lib/logs/store.ts";
+import { openDatabase } from "../../lib/db/client.ts";
+
+const lines30 = () => Array.from({ length: 30 }, (_, i) => `line ${i}`);
 
 let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
@@ -70,6 +73,27 @@ describe("appends from many runners at once", () => {
     }
     // Shared transactions: far fewer commits than appends (runner touches included).
     expect(t.db.commits - before).toBeLessThan(appends);
+  });
+
+  test("two daemons appending the same lines of a job at once store each line once, and both answer as alone", async () => {
+    const [job] = await runningJobs(1);
+    // A second connection to the same database, as a second daemon (a retried request that a load balancer sent elsewhere).
+    const other = await openDatabase(t.config.databaseUrl);
+    try {
+      const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ step: "build", stream: "stdout" as const, text: `line ${from + i}` }));
+      for (let round = 0; round < 3; round++) {
+        const answers = await Promise.all(
+          [t.db, other, t.db, other].map((db) => appendLogLines(db, job!.jobId, job!.buildId, round * 10, lines(round * 10, 10), t.clock.now(), 1 << 20)),
+        );
+        expect(answers.map((a) => a.kind === "ok" && a.next_line)).toEqual([10, 10, 10, 10].map((n) => n * (round + 1)));
+        expect(answers.reduce((n, a) => n + (a.kind === "ok" ? a.accepted : 0), 0)).toBe(10);
+      }
+    } finally {
+      other.close();
+    }
+    const stored = await storedLog(job!.buildId);
+    expect(stored.map((l) => l.text)).toEqual(lines30());
+    expect(stored.map((l) => l.seq - stored[0]!.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i));
   });
 
   test("an append that fails fails alone; the ones written with it are stored", async () => {
