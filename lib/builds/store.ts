@@ -191,8 +191,11 @@ export async function recordBuildEnvironment(
   buildId: string,
   used: { flutter_sdk?: FlutterSdkUsed | null; executor?: ExecutorUsed | null },
 ): Promise<void> {
-  if (used.flutter_sdk) await tx.execute({ sql: "UPDATE builds SET flutter_sdk = ? WHERE id = ?", args: [JSON.stringify(used.flutter_sdk), buildId] });
-  if (used.executor) await tx.execute({ sql: "UPDATE builds SET executor = ? WHERE id = ?", args: [JSON.stringify(used.executor), buildId] });
+  if (!used.flutter_sdk && !used.executor) return;
+  await tx.execute({
+    sql: "UPDATE builds SET flutter_sdk = COALESCE(?, flutter_sdk), executor = COALESCE(?, executor) WHERE id = ?",
+    args: [used.flutter_sdk ? JSON.stringify(used.flutter_sdk) : null, used.executor ? JSON.stringify(used.executor) : null, buildId],
+  });
 }
 
 /** Why no runner may take a queued build (shown on the build until one can). */

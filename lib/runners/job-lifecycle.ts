@@ -39,11 +39,14 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Prom
   const result = await inTransaction(deps.db, async (tx) => {
     if (!(await markJob(tx, job.id, "finished", now))) return null;
     // Recorded also when the build had already ended (canceled, timed out): it did run with it.
-    await recordBuildEnvironment(tx, job.build_id, outcome);
-    const build = await transitionBuildIn(tx, now, job.build_id, transition, {
-      exit_code: outcome.exit_code,
-      ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),
-    });
+    // Started together with the transition: on a remote database one request, not two.
+    const [, build] = await Promise.all([
+      recordBuildEnvironment(tx, job.build_id, outcome),
+      transitionBuildIn(tx, now, job.build_id, transition, {
+        exit_code: outcome.exit_code,
+        ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),
+      }),
+    ]);
     const deployments: Deployment[] = build?.status === "succeeded" ? await planBuildDeployments(tx, build, now) : [];
     return { build, deployments };
   });
