@@ -654,6 +654,14 @@ async function clusterScenario(): Promise<void> {
   for (const [key, value] of Object.entries(ratios)) measured.set(key, value);
 }
 
+/** Claim → finish by 20 and by 100 runners on one daemon, and against a bare server (scripts/bench/fleet.ts). */
+async function fleetScenario(): Promise<void> {
+  const { fleetRows } = await import("./bench/fleet.ts");
+  const { rows, ratios } = await fleetRows(notes);
+  for (const row of rows) record(row);
+  for (const [key, value] of Object.entries(ratios)) measured.set(key, value);
+}
+
 /** Start-up time of the compiled binary to a ready /readyz, its size and idle RSS. */
 /** The web app's shipped size (lib/web/build.ts), against its budget of 100 KB of gzipped JavaScript. */
 async function webScenario(): Promise<void> {
@@ -809,6 +817,20 @@ interface Target {
 
 /** The performance targets Roost is held to, checked against this run (the Targets table of docs/benchmarks.md). */
 const TARGETS: Target[] = [
+  {
+    what: "runner fleet: claim → finish jobs/s with 100 runners, ratio to 20 runners (one daemon, local file)",
+    target: "≥ 2",
+    key: "fleet 100/20 ratio",
+    met: (v) => v >= 2,
+    show: (v) => v.toFixed(2),
+  },
+  {
+    what: "runner fleet: claim → finish jobs/s with 100 runners, ratio to a bare Bun.serve with the same client",
+    target: "≥ 0.15",
+    key: "fleet bare ratio",
+    met: (v) => v >= 0.15,
+    show: (v) => v.toFixed(3),
+  },
   {
     what: "builds finished by 100 runners, three daemons on one sqld (WebSocket, loopback), ratio to one daemon on its local file",
     target: "≥ 0.8",
@@ -1017,6 +1039,7 @@ export const scenarios: Record<string, () => Promise<void>> = {
   cluster: clusterScenario,
   lists: listsScenario,
   claim: claimScenario,
+  fleet: fleetScenario,
   "webhook-file": webhookFileScenario,
   statuses: statusesScenario,
 };

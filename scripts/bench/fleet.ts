@@ -1,0 +1,124 @@
+// A bigger fleet must get more jobs done (issue 20): claim → finish by 20 runners and by 100
+// runners against one daemon on its local file, and the same client against a bare Bun.serve that
+// answers every request with a fixed claim (what this client and machine can do at most). Each
+// runner, in a loop until the time is up: claims a queued build (wait_seconds 0), then finishes
+// it. The builds are queued before the clock starts, more than the runners can finish.
+// `npm run bench -- fleet` records the rows (scripts/bench.ts).
+import { http, startDaemon } from "../../tests/helpers/daemon.ts";
+import { bareServer, ciFixture, owner } from "../bench.ts";
+import type { BenchRow } from "./row.ts";
+
+const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5_000);
+/** Builds queued before each run's clock starts. */
+const QUEUED = Number(process.env.BENCH_FLEET_BUILDS ?? 6_000);
+const SECRET = "bench-webhook-secret-0123";
+
+interface Runner {
+  url: string;
+  id: string;
+  token: string;
+}
+
+/** Jobs claimed and finished per second by `runners`, each looping claim → finish until the deadline. */
+async function claimFinishRate(runners: Runner[], bare: boolean): Promise<{ rate: number; errors: number; drained: boolean }> {
+  let done = 0;
+  let errors = 0;
+  let drained = false;
+  const began = performance.now();
+  const deadline = began + DURATION_MS;
+  await Promise.all(
+    runners.map(async (runner) => {
+      const call = (path: string, body: unknown) => http(runner.url, "POST", `/v1/runners/${runner.id}${path}`, { token: runner.token, body });
+      while (performance.now() < deadline) {
+        const claim = await call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 });
+        if (claim.status === 204) return void (drained = true);
+        if (claim.status !== (bare ? 200 : 201)) {
+          errors++;
+          continue;
+        }
+        const finished = await call(`/jobs/${claim.body.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 });
+        if (finished.status === 200) done++;
+        else errors++;
+      }
+    }),
+  );
+  return { rate: done / ((performance.now() - began) / 1000), errors, drained };
+}
+
+/** One daemon on a fresh local file with QUEUED builds waiting, and `n` connected runners. */
+async function daemonRun(n: number): Promise<{ rate: number; errors: number; drained: boolean }> {
+  const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
+  const token = await owner(daemon);
+  const ci = await ciFixture(daemon, token, SECRET);
+  try {
+    await http(daemon.url, "PATCH", `/v1/pipelines/${ci.pipelineId}`, { token, body: { concurrency: { max_concurrent: 1000 } } });
+    for (let i = 0; i < QUEUED; i += 50) {
+      const made = await Promise.all(
+        Array.from({ length: Math.min(50, QUEUED - i) }, () =>
+          http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } }),
+        ),
+      );
+      const refused = made.find((r) => r.status !== 201);
+      if (refused) throw new Error(`fleet: queueing a build answered ${refused.status} ${JSON.stringify(refused.body)}`);
+    }
+    const runners = await Promise.all(
+      Array.from({ length: n }, async (_, i): Promise<Runner> => {
+        const made = (await http(daemon.url, "POST", "/v1/runners", { token, body: { name: `fleet-${i}` } })).body;
+        const runner = { url: daemon.url, id: made.runner.id as string, token: made.token as string };
+        await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+        return runner;
+      }),
+    );
+    return await claimFinishRate(runners, false);
+  } finally {
+    await ci.stop();
+    await daemon.stop();
+  }
+}
+
+/** The same client against a bare Bun.serve answering a fixed claim to every request. */
+async function bareRun(n: number): Promise<number> {
+  const bare = await bareServer(JSON.stringify({ job: { job_id: "bare-job" } }));
+  try {
+    const runners = Array.from({ length: n }, (_, i) => ({ url: bare.url, id: `runner-${i}`, token: "bare" }));
+    return (await claimFinishRate(runners, true)).rate;
+  } finally {
+    await bare.stop();
+  }
+}
+
+/** The rows of `npm run bench -- fleet` and the two target ratios. */
+export async function fleetRows(notes: string[]): Promise<{ rows: BenchRow[]; ratios: Record<string, number> }> {
+  const twenty = await daemonRun(20);
+  const hundred = await daemonRun(100);
+  const bare100 = await bareRun(100);
+  const scenario = `runner fleet, claim → finish on one daemon (local file), ${QUEUED} builds queued`;
+  const rows: BenchRow[] = [
+    {
+      scenario,
+      metric: "jobs/s, 100 runners",
+      roost: hundred.rate,
+      baseline: twenty.rate,
+      baselineName: "the same with 20 runners",
+      higherIsBetter: true,
+      unit: "/s",
+    },
+    {
+      scenario,
+      metric: "jobs/s, 100 runners",
+      roost: hundred.rate,
+      baseline: bare100,
+      baselineName: "bare Bun.serve answering a fixed claim, same client, 100 runners",
+      higherIsBetter: true,
+      unit: "/s",
+    },
+  ];
+  for (const [name, f] of [
+    ["20 runners", twenty],
+    ["100 runners", hundred],
+  ] as const) {
+    if (f.errors) notes.push(`fleet bench, ${name}: ${f.errors} runner requests failed.`);
+    if (f.drained) notes.push(`fleet bench, ${name}: the runners finished all ${QUEUED} queued builds before the time was up; raise BENCH_FLEET_BUILDS.`);
+  }
+  return { rows, ratios: { "fleet 100/20 ratio": hundred.rate / twenty.rate, "fleet bare ratio": hundred.rate / bare100 } };
+}
