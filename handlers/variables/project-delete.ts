@@ -1,25 +1,4 @@
 // DELETE /v1/projects/{project_id}/variables/{key} (project maintainer).
-import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
-import type { ProjectContext } from "../../lib/http/context.ts";
-import { fail } from "../../lib/http/errors.ts";
-import { deleteVariable, VariableKey } from "../../lib/variables/variables.ts";
+import { deleteVariableEndpoint } from "../../lib/variables/endpoints.ts";
 
-export const endpoint = defineEndpoint({
-  operationId: "delete_project_variable",
-  summary: "Delete a project variable or secret",
-  params: z.object({ key: VariableKey }),
-  response: z.object({ deleted: z.boolean() }),
-  async handle({ params }, ctx: ProjectContext) {
-    const user = ctx.principal.user;
-    const deleted = await deleteVariable(
-      ctx.db,
-      { projectId: ctx.project.id, pipelineId: null },
-      params.key,
-      { id: user.id, email: user.email },
-      ctx.clock.now(),
-    );
-    if (!deleted) fail("not_found", `No project variable ${params.key}.`);
-    return { deleted: true };
-  },
-});
+export const endpoint = deleteVariableEndpoint({ operationId: "delete_project_variable", summary: "Delete a project variable or secret" });
