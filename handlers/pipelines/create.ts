@@ -4,28 +4,16 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { DisplayName } from "../../lib/schemas/shared.ts";
 import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { insertPipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
-import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
+import { PipelineDocument } from "../../lib/pipelines/config.ts";
 import { pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";
-
-export const CreatePipelineBody = z
-  .object({
-    name: DisplayName,
-    enabled: PipelineFieldsInput.enabled.optional(),
-    config_path: PipelineFieldsInput.config_path.optional(),
-    concurrency: PipelineFieldsInput.concurrency.optional(),
-    trigger_config: PipelineFieldsInput.trigger_config.optional(),
-    execution_config: PipelineFieldsInput.execution_config.optional(),
-  })
-  .strict();
 
 export const endpoint = defineEndpoint({
   operationId: "create_pipeline",
   summary: "Create a pipeline",
-  body: CreatePipelineBody,
+  body: PipelineDocument,
   response: z.object({ pipeline: PipelineResource }),
   successStatus: 201,
   errors: ["pipeline_exists"],

@@ -7,25 +7,12 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { parseWith } from "../../lib/http/io.ts";
-import { DisplayName } from "../../lib/schemas/shared.ts";
 import { PipelineResource } from "../../lib/pipelines/wire.ts";
 import { replacePipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
-import { PipelineFieldsInput } from "../../lib/pipelines/config.ts";
+import { PipelineDocument } from "../../lib/pipelines/config.ts";
 import { pipelineDocument, pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
 import { applyMergePatch, mergePatchSchema } from "../../lib/http/merge-patch.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";
-
-/** The whole pipeline as a client writes it; the merged result must be one of these. */
-const PipelineDocument = z
-  .object({
-    name: DisplayName,
-    enabled: PipelineFieldsInput.enabled.optional(),
-    config_path: PipelineFieldsInput.config_path.optional(),
-    concurrency: PipelineFieldsInput.concurrency.optional(),
-    trigger_config: PipelineFieldsInput.trigger_config.optional(),
-    execution_config: PipelineFieldsInput.execution_config.optional(),
-  })
-  .strict();
 
 export const UpdatePipelineBody = mergePatchSchema(PipelineDocument)
   .refine((b) => Object.keys(b).length > 0, { message: "send at least one field to change" })
