@@ -3,7 +3,6 @@
 // them Chromium waits on connections to Google's services); playwright-core gives every launch a
 // fresh temporary profile (its own --user-data-dir) and removes it on close.
 import { join } from "node:path";
-import type { Server } from "bun";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { loginCapability, type TestApp } from "../helpers/app.ts";
 
@@ -37,15 +36,30 @@ export async function launchBrowser(): Promise<TestBrowser> {
   };
 }
 
-/** The in-process app (tests/helpers/app.ts) served on 127.0.0.1 as the daemon serves it, each request with its peer's address; the server and its base URL. */
-export function serveApp(t: TestApp, options: { idleTimeout?: number } = {}): { server: Server<undefined>; base: string } {
+export interface ServedApp {
+  base: string;
+  tb: TestBrowser;
+  /** The browser closed and the server stopped (the app is the caller's). */
+  close(): Promise<void>;
+}
+
+/** The in-process app (tests/helpers/app.ts) served on 127.0.0.1 as the daemon serves it, each request with its peer's address, and a browser launched to visit it at `base`. */
+export async function serveToBrowser(t: TestApp, options: { idleTimeout?: number } = {}): Promise<ServedApp> {
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     ...options,
     fetch: (request, srv) => t.app.fetch(request, srv.requestIP(request)?.address ?? null),
   });
-  return { server, base: `http://127.0.0.1:${server.port}` };
+  const tb = await launchBrowser();
+  return {
+    base: `http://127.0.0.1:${server.port}`,
+    tb,
+    async close() {
+      await tb.close();
+      server.stop(true);
+    },
+  };
 }
 
 /**

@@ -4,18 +4,17 @@
 // for. axe-core on the page. The daemon runs in this process behind Bun.serve; builds finish
 // through the runner protocol with what a container runner reports.
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import type { TestApp } from "../helpers/app.ts";
 import { connectRunner, type TestRunner } from "../helpers/publishing.ts";
-import { axeViolations, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
+import { axeViolations, newPage, serveToBrowser, signedInContext, type ServedApp, type TestBrowser } from "./browser.ts";
 
 let ci: CiFixture;
 let t: TestApp;
 let owner: string;
 let projectId = "";
-let server: Server<undefined>;
+let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
 let context: BrowserContext;
@@ -51,17 +50,16 @@ async function facts(buildId: string): Promise<string[]> {
 beforeAll(async () => {
   ci = await startCiFixture();
   ({ t, owner, projectId } = ci);
-  ({ server, base } = serveApp(t));
+  served = await serveToBrowser(t);
+  ({ base, tb } = served);
   runner = await connectRunner(t, owner, "linux-containers");
-  tb = await launchBrowser();
   // Setup is over (the fixture's owner): a local sign-in needs the one-time capability `roost login` mints.
   context = await signedInContext(tb.browser, base, "owner@example.test", { t });
   page = await newPage(context, errors);
 }, 60_000);
 
 afterAll(async () => {
-  await tb?.close();
-  server?.stop(true);
+  await served?.close();
   await ci?.stop();
 });
 

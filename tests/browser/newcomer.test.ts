@@ -14,11 +14,10 @@ import { createHmac } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { commitFiles, git } from "../helpers/git.ts";
-import { axeViolations, browserCall, createGitProject, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
+import { axeViolations, browserCall, createGitProject, newPage, serveToBrowser, signedInContext, type ServedApp, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-newcomer-"));
 const repo = join(work, "app");
@@ -38,7 +37,7 @@ pipelines:
 `;
 
 let t: TestApp;
-let server: Server<undefined>;
+let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
 let context: BrowserContext;
@@ -76,8 +75,8 @@ beforeAll(async () => {
   commitFiles(repo, { "README.md": "# app\n", "roost.yaml": ROOST_YAML }, "pipelines in roost.yaml");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  ({ server, base } = serveApp(t));
-  tb = await launchBrowser();
+  served = await serveToBrowser(t);
+  ({ base, tb } = served);
   // Local Only first run: the first loopback sign-in creates the owner and sets the session cookie.
   context = await signedInContext(tb.browser, base, OWNER);
   page = await newPage(context, errors);
@@ -96,8 +95,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await tb?.close();
-  server?.stop(true);
+  await served?.close();
   t?.close();
   rmSync(work, { recursive: true, force: true });
 });

@@ -23,7 +23,7 @@ import { runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
 import { enforceRetention } from "../../lib/retention/retention.ts";
 import { commitFiles } from "../helpers/git.ts";
-import { axeViolations, browserCall, createGitProject, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
+import { axeViolations, browserCall, createGitProject, newPage, serveToBrowser, signedInContext, type ServedApp, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-settings-"));
 const repo = join(work, "app");
@@ -33,7 +33,7 @@ const SIGNING_SECRET = "a-signing-secret-for-the-receiver";
 const SECRET_VALUE = "s3cr3t-value-never-shown";
 
 let t: TestApp;
-let server: Server<undefined>;
+let served: ServedApp;
 let base = "";
 let receiver: Server<undefined>;
 const received: Array<{ event: string | null; body: any; verified: boolean }> = [];
@@ -66,7 +66,8 @@ beforeAll(async () => {
   commitFiles(repo, { "README.md": "# app\n" }, "first");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  ({ server, base } = serveApp(t));
+  served = await serveToBrowser(t);
+  ({ base, tb } = served);
   receiver = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -81,7 +82,6 @@ beforeAll(async () => {
       return new Response("ok");
     },
   });
-  tb = await launchBrowser();
   // Local Only first run: the first loopback sign-in creates the owner and sets the session cookie.
   context = await signedInContext(tb.browser, base, OWNER);
   page = await newPage(context, errors);
@@ -92,8 +92,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await tb?.close();
-  server?.stop(true);
+  await served?.close();
   receiver?.stop(true);
   t?.close();
   rmSync(work, { recursive: true, force: true });

@@ -13,12 +13,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { connectRunner, publishNext, putEnvironment, runBuild, type TestRunner } from "../helpers/publishing.ts";
-import { axeViolations, launchBrowser, newPage, serveApp, signedInContext, until, type TestBrowser } from "./browser.ts";
+import { axeViolations, newPage, serveToBrowser, signedInContext, until, type ServedApp, type TestBrowser } from "./browser.ts";
 
 const SHOTS = process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), "roost-publishing-shots-"));
 const APPROVER = "release-manager@example.test";
@@ -28,7 +27,7 @@ let ci: CiFixture;
 let t: TestApp;
 let owner: string;
 let projectId = "";
-let server: Server<undefined>;
+let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
 let runner: TestRunner;
@@ -66,7 +65,8 @@ beforeAll(async () => {
   ci = await startCiFixture();
   ({ t, owner, projectId } = ci);
   t.clock.set(Math.floor(Date.now() / 1000) - 7200);
-  ({ server, base } = serveApp(t));
+  served = await serveToBrowser(t);
+  ({ base, tb } = served);
   const approver = await userWithRole(t, owner, "developer", APPROVER);
   await t.call("PUT", `/v1/projects/${projectId}/members/${approver.id}`, { token: owner, body: { role: "maintainer" } });
   const developer = await userWithRole(t, owner, "developer", DEVELOPER);
@@ -90,12 +90,10 @@ beforeAll(async () => {
   t.clock.advance(60);
   await publishNext(t, publisher, { summary: "version code 42 on internal (completed)", version: "42" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  tb = await launchBrowser();
 }, 60_000);
 
 afterAll(async () => {
-  await tb?.close();
-  server?.stop(true);
+  await served?.close();
   await ci?.stop();
   if (!process.env.ROOST_SCREENSHOTS_DIR) rmSync(SHOTS, { recursive: true, force: true });
 });

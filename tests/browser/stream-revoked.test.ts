@@ -9,11 +9,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { createTestApp, type TestApp } from "../helpers/app.ts";
 import { commitFiles } from "../helpers/git.ts";
-import { browserCall, createGitProject, launchBrowser, newPage, serveApp, signedInContext, type TestBrowser } from "./browser.ts";
+import { browserCall, createGitProject, newPage, serveToBrowser, signedInContext, type ServedApp, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-revoked-"));
 const repo = join(work, "app");
@@ -21,7 +20,7 @@ const OWNER = "owner@example.test";
 const DEV = "dev@example.test";
 
 let t: TestApp;
-let server: Server<undefined>;
+let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
 let owner: BrowserContext;
@@ -52,8 +51,8 @@ beforeAll(async () => {
   commitFiles(repo, { "README.md": "# app\n" }, "first");
   t = await createTestApp({ ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" });
   t.clock.set(Math.floor(Date.now() / 1000));
-  ({ server, base } = serveApp(t, { idleTimeout: 30 }));
-  tb = await launchBrowser();
+  served = await serveToBrowser(t, { idleTimeout: 30 });
+  ({ base, tb } = served);
   owner = await signedInContext(tb.browser, base, OWNER);
   projectId = await createGitProject((method, path, data) => ok(owner, method, path, data), repo);
   // No runner has this label: the build stays queued, so its page follows a live stream.
@@ -64,8 +63,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await tb?.close();
-  server?.stop(true);
+  await served?.close();
   t?.close();
   rmSync(work, { recursive: true, force: true });
 });

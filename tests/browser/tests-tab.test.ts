@@ -13,12 +13,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Server } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import type { TestApp } from "../helpers/app.ts";
 import { connectRunner, uploadArtifact, type TestRunner } from "../helpers/publishing.ts";
-import { axeViolations, launchBrowser, newPage, serveApp, signedInContext, until, type TestBrowser } from "./browser.ts";
+import { axeViolations, newPage, serveToBrowser, signedInContext, until, type ServedApp, type TestBrowser } from "./browser.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/test-results");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
@@ -30,7 +29,7 @@ let t: TestApp;
 let owner: string;
 let projectId = "";
 let pipelineId = "";
-let server: Server<undefined>;
+let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
 let context: BrowserContext;
@@ -82,7 +81,8 @@ beforeAll(async () => {
   ci = await startCiFixture();
   ({ t, owner, projectId } = ci);
   t.clock.set(Math.floor(Date.now() / 1000) - 3600);
-  ({ server, base } = serveApp(t));
+  served = await serveToBrowser(t);
+  ({ base, tb } = served);
   pipelineId = (await createPipeline(t, owner, projectId, { name: "android" })).id;
   runner = await connectRunner(t, owner, "linux-1");
   // History on main: a passing build with coverage, the failing one, its passing re-run (flaky).
@@ -101,15 +101,13 @@ beforeAll(async () => {
     { commit: SHA_B, artifact: 3400 },
   );
   await build({ "build/test-results/flutter.json": flutterFixed, "coverage/lcov.info": lcov }, { rerunOf: built[1]!.id, status: "succeeded", artifact: 3300 });
-  tb = await launchBrowser();
   // Setup is over (the fixture's owner): a local sign-in needs the one-time capability `roost login` mints.
   context = await signedInContext(tb.browser, base, "owner@example.test", { t, colorScheme: "light" });
   page = await newPage(context, errors);
 }, 60_000);
 
 afterAll(async () => {
-  await tb?.close();
-  server?.stop(true);
+  await served?.close();
   await ci?.stop();
   if (!process.env.ROOST_SCREENSHOTS_DIR) rmSync(SHOTS, { recursive: true, force: true });
 });
