@@ -86,13 +86,18 @@ describe("a pipeline's image, network and limits", () => {
 });
 
 describe("where a build ran", () => {
-  test("the runner's report is the build's executor; a re-run runs the image by the digest its source ran", async () => {
+  /** A new build of a pipeline (with `execution_config` where given), its job claimed by a new runner once the queue is empty. */
+  async function claimedBuild(execution_config?: Record<string, unknown>) {
     await drainQueue();
-    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/flutter:3.27" } });
+    const pipeline = await createPipeline(t, owner, projectId, execution_config ? { execution_config } : {});
     const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
       .build;
     const r = await runner();
-    const job = (await r.claim()).body.job;
+    return { build, r, job: (await r.claim()).body.job };
+  }
+
+  test("the runner's report is the build's executor; a re-run runs the image by the digest its source ran", async () => {
+    const { build, r, job } = await claimedBuild({ image: "ghcr.io/acme/flutter:3.27" });
     const executor = {
       kind: "container",
       engine: "podman 4.3.1",
@@ -114,12 +119,7 @@ describe("where a build ran", () => {
   });
 
   test("a host build records the host executor, and its re-run changes nothing", async () => {
-    await drainQueue();
-    const pipeline = await createPipeline(t, owner, projectId);
-    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
-      .build;
-    const r = await runner();
-    const job = (await r.claim()).body.job;
+    const { build, r, job } = await claimedBuild();
     const executor = { kind: "host", engine: null, image: null, image_digest: null, network: null, limits: null, error: null };
     expect((await r.call("POST", `/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0, executor })).body.build.executor).toEqual(
       executor,
@@ -129,12 +129,7 @@ describe("where a build ran", () => {
   });
 
   test("a container that could not start is said on the build", async () => {
-    await drainQueue();
-    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { image: "ghcr.io/acme/missing:1" } });
-    const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
-      .build;
-    const r = await runner();
-    const job = (await r.claim()).body.job;
+    const { build, r, job } = await claimedBuild({ image: "ghcr.io/acme/missing:1" });
     const error = "the image ghcr.io/acme/missing:1 could not be pulled: manifest unknown";
     const executor = {
       kind: "container",
