@@ -32,12 +32,8 @@ const caches = () => import("../caches/store.ts");
 export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Promise<void> {
   let running = true;
   let current: Promise<unknown> = Promise.resolve();
-  let polling: Promise<unknown> | null = null;
-  let sending: Promise<unknown> | null = null;
-  let retaining: Promise<unknown> | null = null;
-  let releasing: Promise<unknown> | null = null;
-  let archiving: Promise<unknown> | null = null;
-  let sweeping: Promise<unknown> | null = null;
+  /** The passes of the tasks on chains of their own, while one runs. */
+  const inFlight = new Set<Promise<unknown>>();
   // This daemon's name in the leases it takes (git polls, the object sweep's cursor).
   const leaseOwner = newId();
   const every = (ms: number, task: () => Promise<unknown>) =>
@@ -45,6 +41,21 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       if (!running) return;
       current = current.then(task).catch((error) => ctx.log.error("background task failed", { error }));
     }, ms);
+  /**
+   * A task on a chain of its own, so a slow pass (a remote, a receiver, an upload) delays no other
+   * task: a period that finds its previous pass still running is skipped.
+   */
+  const ownChain = (what: string, ms: number, task: () => Promise<unknown>) => {
+    let pass: Promise<unknown> | null = null;
+    return setInterval(() => {
+      if (!running || pass) return;
+      const started = task()
+        .catch((error) => ctx.log.error(`${what} pass failed`, { error }))
+        .finally(() => inFlight.delete(started))
+        .finally(() => (pass = null));
+      inFlight.add((pass = started));
+    }, ms);
+  };
   const stopStatuses = startCommitStatusReporter(ctx, baseUrl);
   const timers = [
     // GitHub check runs of finished builds with test reports (docs/github.md "Check runs").
@@ -67,65 +78,24 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     every(10_000, async () => (await jobReaper()).flagUnroutableBuilds(ctx)),
     // A build past its timeout that its runner did not stop fails within this period (docs/runners.md "Timeouts").
     every(5000, async () => (await jobReaper()).reapTimedOutBuilds(ctx)),
-    // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS; its own chain, so a slow remote delays no other task.
-    setInterval(
-      () => {
-        if (!running || polling) return;
-        polling = gitPoll()
-          .then((m) => m.pollGitRemotes(ctx, leaseOwner))
-          .catch((error) => ctx.log.error("git poll pass failed", { error }))
-          .finally(() => (polling = null));
-      },
-      Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500),
-    ),
+    // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS.
+    ownChain("git poll", Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500), async () => (await gitPoll()).pollGitRemotes(ctx, leaseOwner)),
     // Schedules have minute resolution; a slot fires within this period of its time.
     every(15_000, async () => (await schedules()).runDueSchedules(ctx)),
-    // Notifications leave within this period of a build's finish (docs/notifications.md); their own
-    // chain, so a slow receiver (up to its send timeout) delays no other task.
-    setInterval(() => {
-      if (!running || sending) return;
-      sending = notifications()
-        .then((m) => m.dispatchNotifications(ctx, baseUrl))
-        .catch((error) => ctx.log.error("notification pass failed", { error }))
-        .finally(() => (sending = null));
-    }, 2000),
-    // Retention: one bounded batch (one transaction, at most 500 builds) per period, its own
-    // chain, so a first pass over years of history delays no other task (it catches up at up to
-    // 180,000 builds an hour).
-    setInterval(() => {
-      if (!running || retaining) return;
-      retaining = retention()
-        .then((m) => m.enforceRetention(ctx))
-        .catch((error) => ctx.log.error("retention pass failed", { error }))
-        .finally(() => (retaining = null));
-    }, 10_000),
+    // Notifications leave within this period of a build's finish (docs/notifications.md); a slow
+    // receiver holds its chain up to its send timeout.
+    ownChain("notification", 2000, async () => (await notifications()).dispatchNotifications(ctx, baseUrl)),
+    // Retention: one bounded batch (one transaction, at most 500 builds) per period, so a first
+    // pass over years of history catches up at up to 180,000 builds an hour.
+    ownChain("retention", 10_000, async () => (await retention()).enforceRetention(ctx)),
     // Host releases (docs/publishing.md "Host releases"): the daemon makes them with the host's
-    // credentials; their own chain, so a large upload delays no other task.
-    setInterval(() => {
-      if (!running || releasing) return;
-      releasing = hostReleases()
-        .then((m) => m.publishHostReleases(ctx))
-        .catch((error) => ctx.log.error("host release pass failed", { error }))
-        .finally(() => (releasing = null));
-    }, 2000),
-    // Finished logs to the object store (an S3-compatible one only), its own chain: a pass writes
-    // up to 20 logs to the bucket.
-    setInterval(() => {
-      if (!running || archiving || ctx.objects.kind !== "s3") return;
-      archiving = logArchive()
-        .then((m) => m.archiveFinishedLogs(ctx, leaseOwner))
-        .catch((error) => ctx.log.error("log archive pass failed", { error }))
-        .finally(() => (archiving = null));
-    }, 10_000),
-    // Objects no row refers to: one page of the store's keys a pass, its own chain; the daemons
-    // on one database take turns with one cursor.
-    setInterval(() => {
-      if (!running || sweeping) return;
-      sweeping = objectSweep()
-        .then((m) => m.sweepNextPage(ctx, leaseOwner))
-        .catch((error) => ctx.log.error("object sweep pass failed", { error }))
-        .finally(() => (sweeping = null));
-    }, 60_000),
+    // credentials; a large upload holds only its chain.
+    ownChain("host release", 2000, async () => (await hostReleases()).publishHostReleases(ctx)),
+    // Finished logs to the object store (an S3-compatible one only): a pass writes up to 20 logs.
+    ownChain("log archive", 10_000, async () => ctx.objects.kind === "s3" && (await logArchive()).archiveFinishedLogs(ctx, leaseOwner)),
+    // Objects no row refers to: one page of the store's keys a pass; the daemons on one database
+    // take turns with one cursor.
+    ownChain("object sweep", 60_000, async () => (await objectSweep()).sweepNextPage(ctx, leaseOwner)),
     every(600_000, async () => {
       await (await sessions()).deleteExpiredSessions(ctx.db, ctx.clock.now());
       await (await oidcPending()).evictExpiredPending(ctx.db, ctx.clock.now());
@@ -144,11 +114,6 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     await stopStatuses();
     timers.forEach(clearInterval);
     await current;
-    await polling;
-    await sending;
-    await retaining;
-    await releasing;
-    await archiving;
-    await sweeping;
+    await Promise.all(inFlight);
   };
 }
