@@ -1,0 +1,58 @@
+// POST /v1/runners/{runner_id}/jobs/{job_id}/logs and …/deployments/{deployment_id}/logs (runner
+// token; docs/runners.md "Protocol"): a job's or a publish's log lines, appended to its build's log.
+// Body {first_line, lines}: the index of the first line and up to 1 MiB of lines. Idempotent:
+// lines Roost already has are skipped (202 with next_line), so a retried request never
+// duplicates; a request that starts past next_line stores nothing and answers 416 log_gap with
+// next_line, and the runner resends from there, so nothing is lost. Every answer carries
+// X-Roost-Job-Status (running | canceling).
+import type { z } from "zod";
+import type { RunnerContext } from "../http/context.ts";
+import { fail } from "../http/errors.ts";
+import { json } from "../http/io.ts";
+import { defineEndpoint } from "../http/route.ts";
+import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../runners/protocol-wire.ts";
+import { appendLogLines } from "./store.ts";
+
+/** Whose lines they are: the job or publish the runner holds, and the status its answers carry. */
+export interface LogWriter {
+  id: string;
+  build_id: string;
+  /** The table the writer is in (lib/logs/store.ts). */
+  from: "jobs" | "deployments";
+  status(): Promise<Record<string, string>>;
+}
+
+/** The endpoint for one kind of writer; `writer` finds it from the path, refusing one the runner does not hold. */
+export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>>(
+  operation: { operationId: string; summary: string; params: P },
+  writer: (ctx: RunnerContext, params: z.output<P>) => Promise<LogWriter>,
+) {
+  return defineEndpoint({
+    ...operation,
+    body: LogAppendRequest,
+    bodyLimitBytes: LOG_REQUEST_LIMIT,
+    response: LogAppendAnswer,
+    successStatus: 202,
+    errors: ["job_not_assigned", "job_finished", "log_gap"],
+    async handle({ params, body }, ctx: RunnerContext) {
+      const w = await writer(ctx, params);
+      const result = await appendLogLines(ctx.db, w.id, w.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes, w.from);
+      // Committed: the stored lines themselves go to the build's live streams at once (no re-read).
+      if (result.kind === "ok" && result.entries.length > 0) await ctx.live.logs.publish(w.build_id, result.entries);
+      const status = await w.status();
+      if (result.kind === "gap") {
+        fail("log_gap", `Lines from ${result.next_line} are missing; resend from line ${result.next_line}.`, {
+          headers: { ...status, "x-roost-log-next-line": String(result.next_line) },
+        });
+      }
+      ctx.metrics.counter("roost_log_bytes_ingested_total", "Bytes of build log lines stored.").inc(
+        {},
+        body.lines.slice(Math.max(0, body.lines.length - result.accepted)).reduce((n, l) => n + Buffer.byteLength(l.text) + 1, 0),
+      );
+      return json({ next_line: result.next_line, last_seq: result.last_seq, accepted: result.accepted }, 202, {
+        ...status,
+        "x-roost-log-next-line": String(result.next_line),
+      });
+    },
+  });
+}
