@@ -4,9 +4,8 @@ import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
-import { PipelineResource } from "../../lib/pipelines/wire.ts";
+import { PipelineDocument, PipelineResource } from "../../lib/pipelines/wire.ts";
 import { insertPipeline, toPublicPipeline } from "../../lib/pipelines/store.ts";
-import { PipelineDocument } from "../../lib/pipelines/config.ts";
 import { pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
 import { isUniqueViolation } from "../../lib/db/client.ts";
 

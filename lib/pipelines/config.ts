@@ -3,7 +3,6 @@
 import { z } from "zod";
 import { CheckoutGlob, PatternText } from "../schemas/patterns.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
-import { DisplayName } from "../schemas/shared.ts";
 import { PublishList, type Publisher } from "../publishing/publishers.ts";
 
 export const PLATFORMS = ["android", "ios", "macos"] as const;
@@ -400,15 +399,3 @@ export const PipelineFieldsInput = {
   trigger_config: TriggerConfigInput,
   execution_config: ExecutionConfigInput,
 };
-
-/** The whole pipeline as a client writes it: POST's body, and what PATCH's merge patch must make of the pipeline. */
-export const PipelineDocument = z
-  .object({
-    name: DisplayName,
-    enabled: PipelineFieldsInput.enabled.optional(),
-    config_path: PipelineFieldsInput.config_path.optional(),
-    concurrency: PipelineFieldsInput.concurrency.optional(),
-    trigger_config: PipelineFieldsInput.trigger_config.optional(),
-    execution_config: PipelineFieldsInput.execution_config.optional(),
-  })
-  .strict();

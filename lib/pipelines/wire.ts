@@ -1,7 +1,7 @@
 // How pipelines look on the wire (docs/api.md "Pipelines"), and the branch names they take.
 import { z } from "zod";
-import { PLATFORMS, TRIGGER_EVENTS } from "./config.ts";
-import { Timestamp } from "../schemas/shared.ts";
+import { PipelineFieldsInput, PLATFORMS, TRIGGER_EVENTS } from "./config.ts";
+import { DisplayName, Timestamp } from "../schemas/shared.ts";
 
 const EnvEntryOut = z.object({ key: z.string(), value: z.string().describe("empty for secret entries"), secret: z.boolean() });
 const Platform = z.enum(PLATFORMS);
@@ -64,3 +64,15 @@ export const BranchName = z
   .min(1)
   .max(255)
   .regex(/^(?!\/|.*\/\/|.*\.\.|.*@\{|.*\/$|.*\.lock$)[^\s\p{Cc}~^:?*[\\]+$/u, "must be a valid branch name");
+
+/** The whole pipeline as a client writes it: POST's body, and what PATCH's merge patch must make of the pipeline. */
+export const PipelineDocument = z
+  .object({
+    name: DisplayName,
+    enabled: PipelineFieldsInput.enabled.optional(),
+    config_path: PipelineFieldsInput.config_path.optional(),
+    concurrency: PipelineFieldsInput.concurrency.optional(),
+    trigger_config: PipelineFieldsInput.trigger_config.optional(),
+    execution_config: PipelineFieldsInput.execution_config.optional(),
+  })
+  .strict();
