@@ -608,29 +608,14 @@ function scaleContext() {
   };
 }
 
-/** Lists, the dashboard and /metrics at 10,000 and 1,000,000 builds; /readyz under the heaviest list (scripts/bench/scale.ts). */
-async function listsScenario(): Promise<void> {
-  const { listsAtScale } = await import("./bench/scale.ts");
-  await listsAtScale(scaleContext());
-}
-
-/** The runner claim with 100,000 builds queued behind a full pipeline against one (scripts/bench/scale.ts). */
-async function claimScenario(): Promise<void> {
-  const { claimAtScale } = await import("./bench/scale.ts");
-  await claimAtScale(scaleContext());
-}
-
-/** Webhook pushes with roost.yaml served against without (scripts/bench/scale.ts). */
-async function webhookFileScenario(): Promise<void> {
-  const { webhookWithFile } = await import("./bench/scale.ts");
-  await webhookWithFile(scaleContext());
-}
-
-/** Commit statuses after a burst of 2,000 pushes (scripts/bench/scale.ts). */
-async function statusesScenario(): Promise<void> {
-  const { statusBurst } = await import("./bench/scale.ts");
-  await statusBurst(scaleContext());
-}
+/**
+ * A scenario of scripts/bench/scale.ts, loaded when it runs: lists (the dashboard and /metrics at
+ * 10,000 and 1,000,000 builds, /readyz under the heaviest list), claim (100,000 builds queued
+ * behind a full pipeline against one), webhook-file (pushes with roost.yaml served against
+ * without), statuses (a burst of 2,000 pushes).
+ */
+const scaleScenario = (name: "listsAtScale" | "claimAtScale" | "webhookWithFile" | "statusBurst") => async () =>
+  (await import("./bench/scale.ts"))[name](scaleContext());
 
 /** The runner's dependency cache: the second build of a commit against the first (scripts/bench/cache.ts). */
 async function cacheScenario(): Promise<void> {
@@ -933,11 +918,11 @@ export const scenarios: Record<string, () => Promise<void>> = {
   "test-results": testResultsScenario,
   sqld: sqldScenario,
   cluster: clusterScenario,
-  lists: listsScenario,
-  claim: claimScenario,
+  lists: scaleScenario("listsAtScale"),
+  claim: scaleScenario("claimAtScale"),
   fleet: fleetScenario,
-  "webhook-file": webhookFileScenario,
-  statuses: statusesScenario,
+  "webhook-file": scaleScenario("webhookWithFile"),
+  statuses: scaleScenario("statusBurst"),
 };
 
 if (import.meta.main) {

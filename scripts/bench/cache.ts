@@ -13,7 +13,7 @@ import { http, startDaemon } from "../../tests/helpers/daemon.ts";
 import { runnerEnv, spawnRunner } from "../../tests/helpers/ci-daemon.ts";
 import { startHostApiStandIn } from "../../tests/support/host-api-stand-in.ts";
 import { githubProject } from "./github.ts";
-import type { BenchRow } from "./row.ts";
+import { printRows, type BenchRow } from "./row.ts";
 
 const ROOT = resolve(import.meta.dir, "../..");
 const DOWNLOAD_SECONDS = Number(process.env.BENCH_CACHE_DOWNLOAD_SECONDS ?? 3);
@@ -107,7 +107,4 @@ export async function cacheRows(): Promise<BenchRow[]> {
   }
 }
 
-if (import.meta.main) {
-  for (const row of await cacheRows())
-    console.log(`${row.scenario} · ${row.metric}: roost ${row.roost.toFixed(2)} ${row.unit} vs ${row.baselineName} ${row.baseline.toFixed(2)} ${row.unit}`);
-}
+if (import.meta.main) printRows(await cacheRows());

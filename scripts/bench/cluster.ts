@@ -9,7 +9,8 @@
 import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
 import { ciFixture, LINE, owner } from "../bench.ts";
-import type { BenchRow } from "./row.ts";
+import { connectRunners, queueBuilds } from "./fleet.ts";
+import { printRows, type BenchRow } from "./row.ts";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 10_000);
 const RUNNERS = 100;
@@ -54,28 +55,9 @@ async function run(setup: Setup): Promise<ClusterFigures> {
     const ci = await ciFixture(first, token, SECRET);
     stopFixture = ci.stop;
     await http(first.url, "PATCH", `/v1/pipelines/${ci.pipelineId}`, { token, body: { concurrency: { max_concurrent: 1000 } } });
-    // Queued through every daemon, 50 requests at a time.
-    for (let i = 0; i < QUEUED; i += 50) {
-      const made = await Promise.all(
-        Array.from({ length: Math.min(50, QUEUED - i) }, (_, k) =>
-          http(daemons[(i + k) % daemons.length]!.url, "POST", `/v1/projects/${ci.projectId}/builds`, {
-            token,
-            body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) },
-          }),
-        ),
-      );
-      const refused = made.find((r) => r.status !== 201);
-      if (refused) throw new Error(`${setup}: queueing a build answered ${refused.status} ${JSON.stringify(refused.body)}`);
-    }
-    const runners = await Promise.all(
-      Array.from({ length: RUNNERS }, async (_, i) => {
-        const url = daemons[i % daemons.length]!.url;
-        const made = (await http(first.url, "POST", "/v1/runners", { token, body: { name: `bench-${i}` } })).body;
-        const runner = { url, id: made.runner.id as string, token: made.token as string };
-        await http(url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-        return runner;
-      }),
-    );
+    const urls = daemons.map((d) => d.url);
+    await queueBuilds(urls, token, ci, QUEUED);
+    const runners = await connectRunners(urls, token, RUNNERS);
 
     let builds = 0;
     let errors = 0;
@@ -165,8 +147,5 @@ export async function clusterRows(notes: string[]): Promise<{ rows: BenchRow[]; 
 if (import.meta.main) {
   const notes: string[] = [];
   const { rows, ratios } = await clusterRows(notes);
-  for (const r of rows)
-    console.log(`${r.scenario} · ${r.metric}: ${r.roost.toFixed(2)} ${r.unit} vs ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`);
-  for (const [key, value] of Object.entries(ratios)) console.log(`${key}: ${value.toFixed(3)}`);
-  for (const note of notes) console.log(note);
+  printRows(rows, ratios, notes);
 }

@@ -13,10 +13,39 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5_000);
 const QUEUED = Number(process.env.BENCH_FLEET_BUILDS ?? 6_000);
 const SECRET = "bench-webhook-secret-0123";
 
-interface Runner {
+export interface Runner {
   url: string;
   id: string;
   token: string;
+}
+
+/** `n` builds of the fixture's pipeline queued through the daemons at `urls` in turn, 50 requests at a time. */
+export async function queueBuilds(urls: string[], token: string, ci: { projectId: string; pipelineId: string }, n: number): Promise<void> {
+  for (let i = 0; i < n; i += 50) {
+    const made = await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, (_, k) =>
+        http(urls[(i + k) % urls.length]!, "POST", `/v1/projects/${ci.projectId}/builds`, {
+          token,
+          body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) },
+        }),
+      ),
+    );
+    const refused = made.find((r) => r.status !== 201);
+    if (refused) throw new Error(`queueing a build answered ${refused.status} ${JSON.stringify(refused.body)}`);
+  }
+}
+
+/** `n` runners registered on the first daemon and connected, runner i to daemon i mod the number of daemons (as a load balancer spreads them). */
+export async function connectRunners(urls: string[], token: string, n: number): Promise<Runner[]> {
+  return Promise.all(
+    Array.from({ length: n }, async (_, i): Promise<Runner> => {
+      const url = urls[i % urls.length]!;
+      const made = (await http(urls[0]!, "POST", "/v1/runners", { token, body: { name: `bench-${i}` } })).body;
+      const runner = { url, id: made.runner.id as string, token: made.token as string };
+      await http(url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+      return runner;
+    }),
+  );
 }
 
 /** Jobs claimed and finished per second by `runners`, each looping claim → finish until the deadline. */
@@ -52,24 +81,8 @@ async function daemonRun(n: number): Promise<{ rate: number; errors: number; dra
   const ci = await ciFixture(daemon, token, SECRET);
   try {
     await http(daemon.url, "PATCH", `/v1/pipelines/${ci.pipelineId}`, { token, body: { concurrency: { max_concurrent: 1000 } } });
-    for (let i = 0; i < QUEUED; i += 50) {
-      const made = await Promise.all(
-        Array.from({ length: Math.min(50, QUEUED - i) }, () =>
-          http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } }),
-        ),
-      );
-      const refused = made.find((r) => r.status !== 201);
-      if (refused) throw new Error(`fleet: queueing a build answered ${refused.status} ${JSON.stringify(refused.body)}`);
-    }
-    const runners = await Promise.all(
-      Array.from({ length: n }, async (_, i): Promise<Runner> => {
-        const made = (await http(daemon.url, "POST", "/v1/runners", { token, body: { name: `fleet-${i}` } })).body;
-        const runner = { url: daemon.url, id: made.runner.id as string, token: made.token as string };
-        await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-        return runner;
-      }),
-    );
-    return await claimFinishRate(runners, false);
+    await queueBuilds([daemon.url], token, ci, QUEUED);
+    return await claimFinishRate(await connectRunners([daemon.url], token, n), false);
   } finally {
     await ci.stop();
     await daemon.stop();

@@ -11,3 +11,13 @@ export interface BenchRow {
   higherIsBetter: boolean;
   unit: string;
 }
+
+/** What a scenario run on its own (`bun scripts/bench/<file>.ts`) prints: its rows, then any named ratios and notes. */
+export function printRows(rows: BenchRow[], ratios: Record<string, number> = {}, notes: string[] = []): void {
+  for (const r of rows)
+    console.log(
+      `${r.scenario} · ${r.metric}: roost ${r.roost.toFixed(2)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`,
+    );
+  for (const [key, value] of Object.entries(ratios)) console.log(`${key}: ${value.toFixed(3)}`);
+  for (const note of notes) console.log(note);
+}

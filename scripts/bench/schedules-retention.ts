@@ -27,7 +27,7 @@ import { createBuild } from "../../lib/builds/create.ts";
 import { insertSchedule, runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { enforceRetention } from "../../lib/retention/retention.ts";
 import { openObjectStore } from "../../lib/object-store/store.ts";
-import type { BenchRow } from "./row.ts";
+import { printRows, type BenchRow } from "./row.ts";
 
 const BUILDS = 100_000;
 const PIPELINES = 20;
@@ -264,10 +264,4 @@ export async function schedulesRetentionRows(): Promise<BenchRow[]> {
   return rows;
 }
 
-if (import.meta.main) {
-  for (const r of await schedulesRetentionRows()) {
-    console.log(
-      `${r.scenario} · ${r.metric}: roost ${r.roost.toFixed(2)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`,
-    );
-  }
-}
+if (import.meta.main) printRows(await schedulesRetentionRows());

@@ -15,7 +15,7 @@ import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
 import { buildCounter, ciFixture, LINE, owner } from "../bench.ts";
 import { pushDeliveries } from "./github.ts";
 import { runWrk } from "./wrk.ts";
-import type { BenchRow } from "./row.ts";
+import { printRows, type BenchRow } from "./row.ts";
 
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
 const RUNNERS = 20;
@@ -261,8 +261,5 @@ export async function sqldRows(notes: string[]): Promise<{ rows: BenchRow[]; rat
 if (import.meta.main) {
   const notes: string[] = [];
   const { rows, ratios } = await sqldRows(notes);
-  for (const r of rows)
-    console.log(`${r.scenario} · ${r.metric}: ${r.roost.toFixed(2)} ${r.unit} vs ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`);
-  for (const [key, value] of Object.entries(ratios)) console.log(`${key}: ${value.toFixed(3)}`);
-  for (const note of notes) console.log(note);
+  printRows(rows, ratios, notes);
 }

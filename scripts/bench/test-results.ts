@@ -29,7 +29,7 @@ import { findBuild, type Build } from "../../lib/builds/store.ts";
 import { readReport } from "../../lib/test-results/read.ts";
 import { recordReport, testKey } from "../../lib/test-results/record.ts";
 import { listCases, testHistory } from "../../lib/test-results/queries.ts";
-import type { BenchRow } from "./row.ts";
+import { printRows, type BenchRow } from "./row.ts";
 
 const CASES = 10_000;
 const STORED_BUILDS = 100;
@@ -346,10 +346,4 @@ export async function testResultsRows(): Promise<BenchRow[]> {
   return rows;
 }
 
-if (import.meta.main) {
-  for (const r of await testResultsRows()) {
-    console.log(
-      `${r.scenario} · ${r.metric}: roost ${r.roost.toFixed(2)} ${r.unit} vs ${r.baselineName} ${r.baseline.toFixed(2)} ${r.unit} (×${(r.roost / r.baseline).toFixed(3)})`,
-    );
-  }
-}
+if (import.meta.main) printRows(await testResultsRows());
