@@ -133,14 +133,7 @@ export class RunnerApi {
     size: number,
     body: () => ReadableStream<Uint8Array>,
   ): Promise<Answer<z.output<typeof ArtifactAnswer>>> {
-    return this.#call(
-      "PUT",
-      `/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`,
-      () => ({ body: body(), headers: { [HEADER.artifactSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }),
-      ArtifactAnswer,
-      201,
-      { timeoutMs: 30 * 60_000, finalOn507: true },
-    );
+    return this.#upload(`/jobs/${jobId}/artifacts?path=${encodeURIComponent(path)}`, { [HEADER.artifactSha256]: sha256 }, size, body, ArtifactAnswer);
   }
 
   /** The shared dependency cache a job restores (docs/runners.md "Shared caches"), or `cache: null`. */
@@ -165,14 +158,7 @@ export class RunnerApi {
     size: number,
     body: () => ReadableStream<Uint8Array>,
   ): Promise<Answer<z.output<typeof CacheAnswer>>> {
-    return this.#call(
-      "PUT",
-      `/jobs/${jobId}/caches?key=${encodeURIComponent(key)}&version=${version}`,
-      () => ({ body: body(), headers: { [HEADER.cacheSha256]: sha256, "content-type": "application/octet-stream", "content-length": String(size) } }),
-      CacheAnswer,
-      201,
-      { timeoutMs: 30 * 60_000, finalOn507: true },
-    );
+    return this.#upload(`/jobs/${jobId}/caches?key=${encodeURIComponent(key)}&version=${version}`, { [HEADER.cacheSha256]: sha256 }, size, body, CacheAnswer);
   }
 
   /** The first `size` bytes of a test report (the caller caps them at TEST_REPORT_LIMIT); `whole` is the file's size. */
@@ -193,6 +179,15 @@ export class RunnerApi {
     return this.#call("PUT", `/jobs/${jobId}/test-reports?path=${encodeURIComponent(path)}`, () => ({ body: body(), headers }), TestReportAnswer, 201, {
       timeoutMs: 10 * 60_000,
     });
+  }
+
+  /**
+   * A PUT of `size` bytes that may take half an hour (an artifact, a cache archive), with the
+   * headers that announce its digest; a full disk at the daemon (507) is final, not retried.
+   */
+  #upload<T>(path: string, digest: Record<string, string>, size: number, body: () => ReadableStream<Uint8Array>, schema: z.ZodType<T>): Promise<Answer<T>> {
+    const headers = { ...digest, "content-type": "application/octet-stream", "content-length": String(size) };
+    return this.#call("PUT", path, () => ({ body: body(), headers }), schema, 201, { timeoutMs: 30 * 60_000, finalOn507: true });
   }
 
   #json<T>(
