@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { CHANNELS, NOTIFICATION_EVENTS } from "./notifications.ts";
 import { refPatternProblem } from "../pipelines/branch-patterns.ts";
+import { problemCheck } from "../schemas/patterns.ts";
 import { DisplayName, Email, Timestamp } from "../schemas/shared.ts";
 
 const HttpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" }).max(2000);
@@ -13,16 +14,7 @@ const Events = z
     "failed; fixed (the first success after a failure on the same pipeline and branch); succeeded; canceled; approval_requested (a deployment waits for its approvers, docs/notifications.md)",
   );
 const Branches = z
-  .array(
-    z
-      .string()
-      .min(1)
-      .max(255)
-      .superRefine((pattern, issue) => {
-        const problem = refPatternProblem(pattern);
-        if (problem) issue.addIssue({ code: "custom", message: problem });
-      }),
-  )
+  .array(z.string().min(1).max(255).superRefine(problemCheck(refPatternProblem)))
   .max(50)
   .describe('branch patterns (docs/api.md "Branch patterns"), tags as refs/tags/<pattern>; empty: every branch and tag');
 

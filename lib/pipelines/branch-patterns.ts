@@ -11,7 +11,7 @@
 // no positive pattern matches does not match. Tags never go through branch filters, and a pull
 // request is matched on its target branch (the caller passes that branch). A variable's
 // protected_refs use the same patterns for branches and name tags as refs/tags/… (matchRefPatterns).
-import { PatternText } from "../schemas/patterns.ts";
+import { PatternText, problemCheck } from "../schemas/patterns.ts";
 
 export interface BranchMatch {
   matched: boolean;
@@ -79,10 +79,7 @@ export function refPatternProblem(pattern: string): string | null {
 }
 
 /** One protected_refs pattern as the API takes it: it must be able to match something. */
-export const RefPattern = PatternText.superRefine((p, ctx) => {
-  const problem = refPatternProblem(p);
-  if (problem) ctx.addIssue({ code: "custom", message: problem });
-});
+export const RefPattern = PatternText.superRefine(problemCheck(refPatternProblem));
 
 function lastMatch(entries: Array<{ pattern: string; glob: string }>, noun: string, name: string, shown: string[]): BranchMatch {
   let matched = false;

@@ -5,6 +5,7 @@
 // without importing the scheduler.
 import { z } from "zod";
 import { Cron } from "croner";
+import { problemCheck } from "../schemas/patterns.ts";
 
 /** Five fields (minute hour day-of-month month day-of-week) or a nickname such as @daily. */
 export function cronProblem(expression: string): string | null {
@@ -32,18 +33,7 @@ export const CronExpression = z
   .string()
   .min(1)
   .max(200)
-  .superRefine((value, ctx) => {
-    const problem = cronProblem(value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  })
+  .superRefine(problemCheck(cronProblem))
   .describe("standard five-field cron expression (minute hour day-of-month month day-of-week) or @hourly/@daily/@weekly/@monthly/@yearly");
 
-export const TimeZone = z
-  .string()
-  .min(1)
-  .max(64)
-  .superRefine((value, ctx) => {
-    const problem = timezoneProblem(value);
-    if (problem) ctx.addIssue({ code: "custom", message: problem });
-  })
-  .describe("IANA time zone the expression is read in");
+export const TimeZone = z.string().min(1).max(64).superRefine(problemCheck(timezoneProblem)).describe("IANA time zone the expression is read in");

@@ -12,3 +12,11 @@ export const PatternText = z
 
 /** A glob over paths relative to the checkout (test reports, a publisher's artifacts): never absolute, never climbing out. */
 export const CheckoutGlob = PatternText.refine((p) => !p.startsWith("/") && !p.split("/").includes(".."), "must be relative to the checkout");
+
+/** A superRefine that reports the problem `problemOf` finds in a value (null: none), in its words. */
+export function problemCheck(problemOf: (value: string) => string | null): (value: string, ctx: z.RefinementCtx) => void {
+  return (value, ctx) => {
+    const problem = problemOf(value);
+    if (problem) ctx.addIssue({ code: "custom", message: problem });
+  };
+}
