@@ -9,6 +9,9 @@ const hostPort = z
   .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port, e.g. 127.0.0.1:8080 or [::1]:8080")
   .refine((v) => Number(v.slice(v.lastIndexOf(":") + 1)) <= 65535, "port must be at most 65535");
 
+/** A whole number from `min` to `max`, `fallback` when the variable is unset. */
+const wholeNumber = (min: number, max: number, fallback: number) => z.coerce.number().int().min(min).max(max).default(fallback);
+
 const EnvSchema = z
   .object({
     ROOST_LISTEN: hostPort.default("127.0.0.1:8080"),
@@ -18,32 +21,22 @@ const EnvSchema = z
       .regex(/^(file:|libsql:|https?:|wss?:)/, "must be a libSQL URL (file:, libsql:, http(s): or ws(s):)")
       .optional(),
     ROOST_DATABASE_AUTH_TOKEN: z.string().min(1).optional(),
-    ROOST_DATABASE_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DATABASE_TIMEOUT_MS),
+    ROOST_DATABASE_TIMEOUT_MS: wholeNumber(100, 600_000, DATABASE_TIMEOUT_MS),
     ROOST_LOG_LEVEL: z.enum(["debug", "info", "warn", "error"]).default("info"),
     ROOST_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
     ROOST_MANAGEMENT_SOCKET: z.string().min(1).optional(),
-    ROOST_RUNNER_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).max(300).default(10),
-    ROOST_RUNNER_LEASE_SECONDS: z.coerce.number().int().min(2).max(3600).default(45),
-    ROOST_MAX_BUILD_LOG_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1024)
-      .max(1024 ** 3)
-      .default(64 * 1024 * 1024),
-    ROOST_MAX_ARTIFACT_BYTES: z.coerce
-      .number()
-      .int()
-      .min(1024)
-      .max(16 * 1024 ** 3)
-      .default(2 * 1024 ** 3),
+    ROOST_RUNNER_HEARTBEAT_SECONDS: wholeNumber(1, 300, 10),
+    ROOST_RUNNER_LEASE_SECONDS: wholeNumber(2, 3600, 45),
+    ROOST_MAX_BUILD_LOG_BYTES: wholeNumber(1024, 1024 ** 3, 64 * 1024 * 1024),
+    ROOST_MAX_ARTIFACT_BYTES: wholeNumber(1024, 16 * 1024 ** 3, 2 * 1024 ** 3),
     ROOST_METRICS_TOKEN: z.string().min(16, "must be at least 16 characters").optional(),
     ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: z.enum(["true", "false"], "must be true or false").default("false"),
-    ROOST_REQUEST_TIMEOUT_SECONDS: z.coerce.number().int().min(1).max(3600).default(30),
-    ROOST_GIT_POLL_INTERVAL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(60),
+    ROOST_REQUEST_TIMEOUT_SECONDS: wholeNumber(1, 3600, 30),
+    ROOST_GIT_POLL_INTERVAL_SECONDS: wholeNumber(1, 86_400, 60),
     ROOST_GIT_ALLOW_LOCAL_REMOTES: z.enum(["true", "false"], "must be true or false").default("false"),
-    ROOST_LOG_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
-    ROOST_ARTIFACT_RETENTION_DAYS: z.coerce.number().int().min(0).max(36_500).default(90),
-    ROOST_KEEP_BUILDS: z.coerce.number().int().min(0).max(1_000_000).default(0),
+    ROOST_LOG_RETENTION_DAYS: wholeNumber(0, 36_500, 90),
+    ROOST_ARTIFACT_RETENTION_DAYS: wholeNumber(0, 36_500, 90),
+    ROOST_KEEP_BUILDS: wholeNumber(0, 1_000_000, 0),
     ROOST_DATA_DIR_WARN_BYTES: z.coerce
       .number()
       .int()
@@ -59,14 +52,9 @@ const EnvSchema = z
     ROOST_S3_ACCESS_KEY_ID: z.string().min(1).optional(),
     ROOST_S3_SECRET_ACCESS_KEY: z.string().min(1).optional(),
     ROOST_S3_SESSION_TOKEN: z.string().min(1).optional(),
-    ROOST_S3_PRESIGN_SECONDS: z.coerce.number().int().min(0).max(604_800).default(0),
-    ROOST_SHARED_CACHE_DAYS: z.coerce.number().int().min(1).max(3650).default(7),
-    ROOST_SHARED_CACHE_MAX_MB: z.coerce
-      .number()
-      .int()
-      .min(1)
-      .max(16 * 1024 * 1024)
-      .default(10 * 1024),
+    ROOST_S3_PRESIGN_SECONDS: wholeNumber(0, 604_800, 0),
+    ROOST_SHARED_CACHE_DAYS: wholeNumber(1, 3650, 7),
+    ROOST_SHARED_CACHE_MAX_MB: wholeNumber(1, 16 * 1024 * 1024, 10 * 1024),
     ROOST_SECRET_KEY: z
       .string()
       .regex(/^[A-Za-z0-9+/=_-]{43,}$/, "must be at least 32 random bytes, base64-encoded")
