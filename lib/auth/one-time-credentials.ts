@@ -18,16 +18,31 @@ export const SETUP_TOKEN_TTL_SECONDS = 24 * 60 * 60;
 /** A recovery capability lasts five minutes and works once. */
 export const RECOVERY_CAPABILITY_TTL_SECONDS = 5 * 60;
 
+/** Mints a credential of `kind` and stores it hashed through `insert` (id, secret_hash, created_at, expires_at), for `ttlSeconds`. */
+async function mintStored(
+  db: Executor,
+  kind: "setup" | "rcv",
+  insert: string,
+  ttlSeconds: number,
+  now: number,
+): Promise<{ id: string; token: string; expires_at: number }> {
+  const minted = mintSecret(kind);
+  const expiresAt = now + ttlSeconds;
+  await run(db, insert, [minted.id, minted.hash, now, expiresAt]);
+  return { id: minted.id, token: minted.token, expires_at: expiresAt };
+}
+
 export async function mintSetupToken(db: Executor, now: number): Promise<{ token: string; expires_at: number }> {
-  const minted = mintSecret("setup");
-  const expiresAt = now + SETUP_TOKEN_TTL_SECONDS;
-  await db.execute({
-    sql: "INSERT INTO setup_tokens (id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-    args: [minted.id, minted.hash, now, expiresAt],
-  });
+  const { id, token, expires_at } = await mintStored(
+    db,
+    "setup",
+    "INSERT INTO setup_tokens (id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
+    SETUP_TOKEN_TTL_SECONDS,
+    now,
+  );
   // "Newest" is the insertion order (rowid), so of two mints at once exactly the later one survives.
-  await run(db, "DELETE FROM setup_tokens WHERE rowid < (SELECT rowid FROM setup_tokens WHERE id = ?)", [minted.id]);
-  return { token: minted.token, expires_at: expiresAt };
+  await run(db, "DELETE FROM setup_tokens WHERE rowid < (SELECT rowid FROM setup_tokens WHERE id = ?)", [id]);
+  return { token, expires_at };
 }
 
 /** The expiry of a valid setup token, or null. The newest setup token stays valid for every setup step until setup completes. */
@@ -46,14 +61,15 @@ export async function deleteSetupTokens(db: Executor): Promise<void> {
 }
 
 export async function mintRecoveryCapability(db: Executor, now: number): Promise<{ token: string; expires_at: number }> {
-  const minted = mintSecret("rcv");
-  const expiresAt = now + RECOVERY_CAPABILITY_TTL_SECONDS;
-  await db.execute({
-    sql: "INSERT INTO recovery_capabilities (id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
-    args: [minted.id, minted.hash, now, expiresAt],
-  });
+  const { token, expires_at } = await mintStored(
+    db,
+    "rcv",
+    "INSERT INTO recovery_capabilities (id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?)",
+    RECOVERY_CAPABILITY_TTL_SECONDS,
+    now,
+  );
   await run(db, "DELETE FROM recovery_capabilities WHERE expires_at <= ?", [now - 24 * 60 * 60]);
-  return { token: minted.token, expires_at: expiresAt };
+  return { token, expires_at };
 }
 
 /**
