@@ -21,13 +21,11 @@ import { createSecretBox } from "../../lib/crypto/secret-box.ts";
 import { EventBus } from "../../lib/daemon/events.ts";
 import { silentLogger } from "../../lib/daemon/log.ts";
 import { MetricsRegistry } from "../../lib/daemon/metrics.ts";
-import { pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
-import { insertPipeline } from "../../lib/pipelines/store.ts";
-import { createBuild } from "../../lib/builds/create.ts";
 import { insertSchedule, runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { enforceRetention } from "../../lib/retention/retention.ts";
 import { openObjectStore } from "../../lib/object-store/store.ts";
 import { printRows, type BenchRow } from "./row.ts";
+import { seedProject } from "./seed-project.ts";
 
 const BUILDS = 100_000;
 const PIPELINES = 20;
@@ -39,33 +37,12 @@ const NOW = 1_900_000_000;
 /** Builds spread over 200 days (the newest last), a quarter of them failed, on four branches. */
 async function seed(db: Db, dataDir: string): Promise<{ projectId: string; pipelineIds: string[] }> {
   const t = NOW - 400 * DAY;
-  await db.batch([
-    {
-      sql: "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'github', 'bench', 'https://api.github.invalid', 'https://github.invalid', '', ?, ?)",
-      args: [t, t],
-    },
-    {
-      sql: "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at) VALUES ('r', 'i', 'github', '1', 'acme/app', 'main', 'https://github.invalid', ?, ?)",
-      args: [t, t],
-    },
-    { sql: "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', ?, ?)", args: [t, t] },
-  ]);
-  const secrets = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
-  const pipelineIds: string[] = [];
-  for (let i = 0; i < PIPELINES; i++) {
-    const fields = await pipelineFields({ name: `pipeline-${i}` }, [], "main", secrets);
-    if (typeof fields === "string") throw new Error(fields);
-    pipelineIds.push((await insertPipeline(db, "p", fields, t)).id);
-  }
   // One real build gives the row every seeded build copies (its config snapshot and defaults).
-  const ctx = { db, clock: { now: () => t }, events: new EventBus(), log: silentLogger };
-  const { build } = await createBuild(ctx as never, {
-    pipelineId: pipelineIds[0]!,
-    branch: "main",
-    commitSha: "a".repeat(40),
-    triggerType: "manual",
-    concurrencyKey: null,
-  });
+  const { pipelineIds, build } = await seedProject(
+    db,
+    Array.from({ length: PIPELINES }, (_, i) => `pipeline-${i}`),
+    t,
+  );
   const raw = new Database(join(dataDir, "roost.db"));
   raw.exec("PRAGMA journal_mode = WAL; PRAGMA foreign_keys = ON;");
   raw.exec("BEGIN");

@@ -19,17 +19,15 @@ import { Database } from "bun:sqlite";
 import { openDatabase, type Db } from "../../lib/db/client.ts";
 import { migrate } from "../../lib/db/migrate.ts";
 import { loadConfig } from "../../lib/daemon/config.ts";
-import { createSecretBox } from "../../lib/crypto/secret-box.ts";
 import { EventBus } from "../../lib/daemon/events.ts";
 import { silentLogger } from "../../lib/daemon/log.ts";
-import { pipelineFields } from "../../lib/pipelines/stored-pipeline.ts";
-import { insertPipeline } from "../../lib/pipelines/store.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { findBuild, type Build } from "../../lib/builds/store.ts";
 import { readReport } from "../../lib/test-results/read.ts";
 import { recordReport, testKey } from "../../lib/test-results/record.ts";
 import { listCases, testHistory } from "../../lib/test-results/queries.ts";
 import { printRows, type BenchRow } from "./row.ts";
+import { seedProject } from "./seed-project.ts";
 
 const CASES = 10_000;
 const STORED_BUILDS = 100;
@@ -80,28 +78,6 @@ function machineReport(workspace: string): string {
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
-}
-
-async function seedProject(db: Db): Promise<{ pipelineId: string; build: Build }> {
-  const t = NOW - 86_400;
-  await db.batch([
-    {
-      sql: "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'github', 'bench', 'https://api.github.invalid', 'https://github.invalid', '', ?, ?)",
-      args: [t, t],
-    },
-    {
-      sql: "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, created_at, updated_at) VALUES ('r', 'i', 'github', '1', 'acme/app', 'main', 'https://github.invalid', ?, ?)",
-      args: [t, t],
-    },
-    { sql: "INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', ?, ?)", args: [t, t] },
-  ]);
-  const secrets = await createSecretBox(crypto.getRandomValues(new Uint8Array(32)));
-  const fields = await pipelineFields({ name: "android" }, [], "main", secrets);
-  if (typeof fields === "string") throw new Error(fields);
-  const pipelineId = (await insertPipeline(db, "p", fields, t)).id;
-  const ctx = { db, clock: { now: () => t }, events: new EventBus(), log: silentLogger };
-  const { build } = await createBuild(ctx as never, { pipelineId, branch: "main", commitSha: "a".repeat(40), triggerType: "manual", concurrencyKey: null });
-  return { pipelineId, build };
 }
 
 /** A new build of the pipeline (as a re-run would be, on another commit). */
@@ -226,7 +202,8 @@ export async function testResultsRows(): Promise<BenchRow[]> {
     const config = loadConfig({ ROOST_DATA_DIR: dir });
     let db = await openDatabase(config.databaseUrl, undefined, "bun:sqlite");
     await migrate(db, () => NOW);
-    const { pipelineId, build: first } = await seedProject(db);
+    const { pipelineIds, build: first } = await seedProject(db, ["android"], NOW - 86_400);
+    const pipelineId = pipelineIds[0]!;
     let started = performance.now();
     await recordReport(db, { build: first, jobId: "job", path: "build/test-results/flutter.json", read, declaredBytes: null, now: NOW });
     const recordEmpty = performance.now() - started;
