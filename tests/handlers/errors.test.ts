@@ -1,11 +1,10 @@
 // Cross-cutting error behaviour of the pipeline (docs/api.md "Errors").
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { appWithOwner, type TestApp } from "../helpers/app.ts";
+import { beforeAll, describe, expect, test } from "bun:test";
+import { bootstrapOwner, testAppPer } from "../helpers/app.ts";
 
-let t: TestApp;
+const t = testAppPer("file");
 let owner: string;
-beforeAll(async () => ({ t, owner } = await appWithOwner()));
-afterAll(() => t.close());
+beforeAll(async () => (owner = await bootstrapOwner(t)));
 
 describe("errors are JSON {code, message}", () => {
   test("an unknown route answers 404 not_found", async () => {

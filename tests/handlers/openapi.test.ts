@@ -1,12 +1,10 @@
 // The API document is generated from the route table and the handlers' schemas (lib/http/openapi.ts).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { createTestApp, type TestApp } from "../helpers/app.ts";
+import { describe, expect, test } from "bun:test";
+import { testAppPer } from "../helpers/app.ts";
 import { routes } from "../../handlers/routes.ts";
 import { describeRule, loadRoutes } from "../../lib/http/route.ts";
 
-let t: TestApp;
-beforeAll(async () => (t = await createTestApp()));
-afterAll(() => t.close());
+const t = testAppPer("file");
 
 describe("GET /v1/openapi.json", () => {
   test("is public OpenAPI 3.1 and lists every route of the table with its auth rule", async () => {

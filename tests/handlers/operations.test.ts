@@ -1,13 +1,11 @@
 // Operator endpoints (docs/operations.md "Health and metrics"): /healthz, /readyz, /metrics and request logs.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
+import { describe, expect, test } from "bun:test";
+import { bootstrapOwner, createTestApp, testAppPer } from "../helpers/app.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { createLogger } from "../../lib/daemon/log.ts";
 import { routes } from "../../handlers/routes.ts";
 
-let t: TestApp;
-beforeEach(async () => (t = await createTestApp()));
-afterEach(() => t.close());
+const t = testAppPer("test");
 
 describe("health and readiness", () => {
   test("/healthz answers ok to anyone", async () => {

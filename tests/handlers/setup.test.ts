@@ -1,12 +1,10 @@
 // First-run setup (README "First run"; docs/api.md "Setup").
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
-import { createTestApp, setupToken, type TestApp } from "../helpers/app.ts";
+import { setupToken, testAppPer } from "../helpers/app.ts";
 import { setupTokenPath, writeSetupTokenFile } from "../../lib/setup/token-file.ts";
 
-let t: TestApp;
-beforeEach(async () => (t = await createTestApp()));
-afterEach(() => t.close());
+const t = testAppPer("test");
 
 describe("the public status endpoint", () => {
   test("a fresh instance is incomplete, Local Only by default, and expects a local login", async () => {

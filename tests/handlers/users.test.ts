@@ -1,11 +1,10 @@
 // User management (docs/api.md "Users"): invite, list, change role, deactivate.
-import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { appWithOwner, loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
+import { beforeEach, describe, expect, test } from "bun:test";
+import { bootstrapOwner, loginCapability, testAppPer, userWithRole } from "../helpers/app.ts";
 
-let t: TestApp;
+const t = testAppPer("test");
 let owner: string;
-beforeEach(async () => ({ t, owner } = await appWithOwner()));
-afterEach(() => t.close());
+beforeEach(async () => (owner = await bootstrapOwner(t)));
 
 describe("inviting", () => {
   test("an admin invites a user, who can then sign in", async () => {

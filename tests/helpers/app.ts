@@ -2,6 +2,7 @@
 // called through `app.fetch` the way the listener (lib/http/listener.ts) calls it, with the peer address and clock injected.
 // ROOST_TEST_DATABASE=sqld puts each test app's database on a real libSQL server of its own
 // instead (tests/support/sqld.ts), as several hosts run Roost; `npm test` runs a chosen set so.
+import { afterAll, afterEach, beforeAll, beforeEach } from "bun:test";
 import { EventBus } from "../../lib/daemon/events.ts";
 import { createLive } from "../../lib/live/live.ts";
 import { MetricsRegistry } from "../../lib/daemon/metrics.ts";
@@ -165,6 +166,18 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
       void sqld?.stop();
     },
   };
+}
+
+/**
+ * A test app made before each test and closed after it (or, with "file", one for the whole file):
+ * the hooks a handler test file would otherwise write itself. The object returned is filled in by
+ * the hook, so the file can hold it in a `const` as it holds `databasePerTest`'s (tests/helpers/migrations.ts).
+ */
+export function testAppPer(scope: "test" | "file", env: Record<string, string> = {}): TestApp {
+  const t = {} as TestApp;
+  (scope === "test" ? beforeEach : beforeAll)(async () => void Object.assign(t, await createTestApp(env)));
+  (scope === "test" ? afterEach : afterAll)(() => t.close());
+  return t;
 }
 
 /** Local Only first run: the first loopback login creates the owner. Returns the owner's session token. */
