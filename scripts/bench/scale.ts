@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http, startDaemon, type Daemon } from "../../tests/helpers/daemon.ts";
+import { pushPipelineFile } from "../../tests/helpers/pipeline-file.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../../tests/support/host-api-stand-in.ts";
 import { runWrk, type RequestSpec, type WrkResult } from "./wrk.ts";
 import { SEED_ROUTE, seedBuilds } from "./seed-builds.ts";
@@ -378,21 +379,16 @@ export async function claimAtScale(ctx: BenchContext): Promise<void> {
   );
 }
 
-const ROOST_YAML = `version: 1
-pipelines:
-  bench:
-    triggers:
-      events: [push]
-      branches: ["**"]
-    concurrency:
-      max_concurrent: 50
-    platforms: [android]
-    flutter_version: 3.27.1
+const ROOST_YAML = pushPipelineFile(
+  50,
+  "bench",
+  `    flutter_version: 3.27.1
     commands:
       build: [flutter analyze, flutter test, flutter build apk --release]
     env:
       FLAVOR: production
-`;
+`,
+);
 
 /** Builds/s of distinct verified pushes for one world under wrk, the daemon's CPU per build, and the file reads the stand-in answered. */
 async function pushRate(ctx: BenchContext, w: World, tag: string): Promise<{ rate: number; cpuMs: number; reads: number; builds: number; result: WrkResult }> {

@@ -6,22 +6,12 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type TestApp } from "../helpers/app.ts";
-import { createGithubIntegration } from "../helpers/ci.ts";
+import { createGithubIntegration, WEBHOOK_SECRET } from "../helpers/ci.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { pushPipelineFile } from "../helpers/pipeline-file.ts";
 import { pipelineFileCacheOf } from "../../lib/pipelines/file-cache.ts";
 
-const SECRET = "a-webhook-secret-of-some-length";
 const REPO = { id: 5151, full_name: "acme/cached" };
-const ROOST_YAML = `version: 1
-pipelines:
-  ci:
-    triggers:
-      events: [push]
-      branches: ["**"]
-    concurrency:
-      max_concurrent: 50
-    platforms: [android]
-`;
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -31,7 +21,7 @@ let projectId: string;
 beforeAll(async () => {
   host = await startHostApiStandIn();
   host.github.repos.push({ id: REPO.id, full_name: REPO.full_name, default_branch: "main", private: true });
-  host.files.set(`${REPO.full_name}:roost.yaml`, ROOST_YAML);
+  host.files.set(`${REPO.full_name}:roost.yaml`, pushPipelineFile(50));
   t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" });
   // The stand-in's tokens expire an hour from the real now: on the app's clock too, so the
   // installation token is kept and the only request a delivery makes is the file's.
@@ -59,7 +49,7 @@ async function push(branch: string, sha: string): Promise<{ status: number; body
   const res = await t.call("POST", "/v1/webhooks/github", {
     raw: body,
     contentType: "application/json",
-    headers: { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(SECRET, body) },
+    headers: { "x-github-event": "push", "x-github-delivery": crypto.randomUUID(), "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
   });
   return { status: res.status, body: res.body };
 }
@@ -87,7 +77,7 @@ test("new commits are read, but a file whose text did not change is not parsed a
   }
   expect(cache().parses).toBe(parses);
   // A changed file at a new commit is parsed, once.
-  host.files.set(`${REPO.full_name}:roost.yaml`, ROOST_YAML.replace("max_concurrent: 50", "max_concurrent: 40"));
+  host.files.set(`${REPO.full_name}:roost.yaml`, pushPipelineFile(40));
   await push("main", "5".repeat(40));
   await push("other", "5".repeat(40));
   expect(cache().parses).toBe(parses + 1);

@@ -10,20 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestApp } from "../helpers/app.ts";
 import { git as gitIn, postGithubPush, pushedCommits, startAppOnRepository } from "../helpers/git.ts";
+import { pushPipelineFile } from "../helpers/pipeline-file.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { WEBHOOK_SECRET } from "../helpers/ci.ts";
 
-const SECRET = "a-webhook-secret-of-some-length";
 const REPO = { id: 6161, full_name: "acme/unchanged" };
-const roostYaml = (maxConcurrent: number) => `version: 1
-pipelines:
-  ci:
-    triggers:
-      events: [push]
-      branches: ["**"]
-    concurrency:
-      max_concurrent: ${maxConcurrent}
-    platforms: [android]
-`;
 
 let t: TestApp;
 let host: HostApiStandIn;
@@ -46,7 +37,7 @@ async function push(after: string, before?: string, options: { forced?: boolean 
     branch: "main",
     sha: after,
     message: git("log", "-1", "--format=%s", after),
-    secret: SECRET,
+    secret: WEBHOOK_SECRET,
     ...(before ? { before, commits: pushedCommits(dir, before, after), forced: options.forced ?? false } : {}),
   });
   expect(res.status).toBe(200);
@@ -58,7 +49,7 @@ const fileReads = (sha: string) => host.requests.filter((r) => r.path === `/repo
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "roost-unchanged-"));
   git("init", "-q", "-b", "main");
-  commit({ "roost.yaml": roostYaml(5), "README.md": "one\n" }, "first");
+  commit({ "roost.yaml": pushPipelineFile(5), "README.md": "one\n" }, "first");
   ({ t, host, owner } = await startAppOnRepository(dir, REPO));
   // The stand-in's installation tokens expire an hour from the real now: so does the app's clock,
   // so the token is kept and a delivery's only request to the host is the file's.
@@ -85,7 +76,7 @@ test("a push that leaves roost.yaml alone reads nothing; one that modifies it re
   expect(unchanged.config_snapshot.concurrency.max_concurrent).toBe(5);
 
   // A commit modifying roost.yaml: read at the pushed commit, and its new definition builds.
-  const fourth = commit({ "roost.yaml": roostYaml(7) }, "fourth");
+  const fourth = commit({ "roost.yaml": pushPipelineFile(7) }, "fourth");
   const modified = await push(fourth, third);
   expect(fileReads(fourth)).toBe(1);
   expect(modified.config_snapshot.concurrency.max_concurrent).toBe(7);

@@ -18,8 +18,8 @@ import { findRepository } from "../../lib/integrations/repositories.ts";
 import { parsePipelineFile } from "../../lib/pipelines/file.ts";
 import { fencedBlocks } from "../helpers/markdown.ts";
 import { readFileSync } from "node:fs";
+import { WEBHOOK_SECRET } from "../helpers/ci.ts";
 
-const SECRET = "a-webhook-secret-of-some-length";
 const REPO = { id: 4242, full_name: "acme/flutter-shop" };
 
 const ROOST_YAML = `# yaml-language-server: $schema=http://127.0.0.1:8080/v1/schemas/pipeline-file.json
@@ -65,7 +65,7 @@ function commit(files: Record<string, string | null>, message: string): string {
 }
 
 async function push(branch: string, sha: string, message = "change") {
-  const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message, secret: SECRET });
+  const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message, secret: WEBHOOK_SECRET });
   expect(res.status).toBe(200);
   return { answer: res.body, delivery: await deliveryOf(t, owner, res.body.delivery_id) };
 }

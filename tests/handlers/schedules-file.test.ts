@@ -13,8 +13,8 @@ import { deliveryOf } from "../helpers/deliveries.ts";
 import { git as gitIn, postGithubPush, startAppOnRepository } from "../helpers/git.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { runDueSchedules } from "../../lib/schedules/schedules.ts";
+import { WEBHOOK_SECRET } from "../helpers/ci.ts";
 
-const SECRET = "a-webhook-secret-of-some-length";
 const REPO = { id: 4343, full_name: "acme/nightly-shop" };
 // The test clock starts at 2027-01-15T08:00:00Z.
 const START = 1_800_000_000;
@@ -48,7 +48,7 @@ function commit(branch: string, roostYaml: string, message: string): string {
 }
 
 async function push(branch: string, sha: string) {
-  const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message: "change", secret: SECRET });
+  const res = await postGithubPush(t, { repo: REPO, installationId: host.github.installationId, branch, sha, message: "change", secret: WEBHOOK_SECRET });
   expect(res.status).toBe(200);
   return deliveryOf(t, owner, res.body.delivery_id);
 }

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
+import { SHA_A, WEBHOOK_SECRET, createGithubIntegration, createPipeline, createProject, seedStandIn } from "../helpers/ci.ts";
 import { runnerClient } from "../helpers/publishing.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { sign } from "@octokit/webhooks-methods";
@@ -197,7 +197,7 @@ describe("what a build receives", () => {
       const headers = {
         "x-github-event": "push",
         "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": await sign("a-webhook-secret-of-some-length", body),
+        "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
       };
       const res = await t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers });
       expect(res.body.builds.map((b: { pipeline_id: string }) => b.pipeline_id)).toEqual([tags.id]);

@@ -6,9 +6,8 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { sign } from "@octokit/webhooks-methods";
 import { createLogger } from "../../lib/daemon/log.ts";
-import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { createPipeline, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
 
-const SECRET = "a-webhook-secret-of-some-length"; // createGithubIntegration's
 const SHA = "c".repeat(40);
 
 let f: CiFixture;
@@ -35,7 +34,7 @@ async function push(delivery: string, sha = SHA) {
   return f.t.call("POST", "/v1/webhooks/github", {
     raw: body,
     contentType: "application/json",
-    headers: { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(SECRET, body) },
+    headers: { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
     peer: "140.82.112.1",
   });
 }

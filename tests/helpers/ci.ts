@@ -7,6 +7,8 @@ import { startS3Server, type S3Server } from "../support/s3-server.ts";
 
 export const SHA_A = "a".repeat(40);
 export const SHA_B = "b".repeat(40);
+/** The webhook secret createGithubIntegration gives the integration: the key a test signs its deliveries with. */
+export const WEBHOOK_SECRET = "a-webhook-secret-of-some-length";
 
 export function seedStandIn(host: HostApiStandIn): void {
   host.github.repos.push(
@@ -35,7 +37,7 @@ export async function createGithubIntegration(t: TestApp, token: string, host: H
       app_id: host.github.appId,
       installation_id: host.github.installationId,
       private_key: host.github.privateKeyPem,
-      webhook_secret: "a-webhook-secret-of-some-length",
+      webhook_secret: WEBHOOK_SECRET,
       ...body,
     },
   });
