@@ -1,7 +1,7 @@
 // POST /v1/api-tokens (docs/api.md "API tokens"): the plaintext token is in this response and nowhere else.
 // A token never outranks or outlives its creator (docs/authorization.md "Roles").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { ApiTokenCreated, DisplayName } from "../../lib/schemas/shared.ts";
@@ -31,8 +31,7 @@ export const endpoint = defineEndpoint({
   summary: "Create an API token",
   authNote: "never above the caller's role or past the credential's expiry",
   body: CreateTokenBody,
-  response: ApiTokenCreated,
-  successStatus: 201,
+  ...created(ApiTokenCreated),
   errors: ["role_not_allowed"],
   async handle({ body }, ctx: UserContext) {
     const caller = ctx.principal;

@@ -4,7 +4,7 @@
 // definition is read from the pipeline file at that commit when the repository has one there
 // (docs/pipelines.md).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BranchName } from "../../lib/pipelines/wire.ts";
@@ -38,8 +38,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_build",
   summary: "Start a manual build",
   body: CreateBuildBody,
-  response: z.object({ build: BuildResource }),
-  successStatus: 201,
+  ...created({ build: BuildResource }),
   errors: ["source_host_error", "decryption_error", "invalid_pipeline_file"],
   async handle({ body }, ctx: ProjectContext) {
     const pipeline = await findPipeline(ctx.db, body.pipeline_id);

@@ -2,8 +2,7 @@
 // the source build's config_snapshot, branch and commit_sha, so it runs what the original ran
 // with, even if the pipeline changed since, and the image its container ran, by digest
 // (lib/builds/pin-image.ts). Its trigger_type is "rerun" and it starts queued.
-import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BuildResource } from "../../lib/builds/wire.ts";
@@ -14,8 +13,7 @@ import { snapshotWithPinnedImage } from "../../lib/builds/pin-image.ts";
 export const endpoint = defineEndpoint({
   operationId: "rerun_build",
   summary: "Re-run a build",
-  response: z.object({ build: BuildResource }),
-  successStatus: 201,
+  ...created({ build: BuildResource }),
   async handle(_input, ctx: ProjectContext<"build_id">) {
     const source = ctx.build;
     try {

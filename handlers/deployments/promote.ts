@@ -3,7 +3,7 @@
 // track, with the same artifacts (the deployment names them by SHA-256 and the runner checks
 // every byte). The target environment's approval and allowed refs apply as to any publish.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { DeploymentResource } from "../../lib/publishing/deployments.ts";
@@ -23,8 +23,7 @@ export const endpoint = defineEndpoint({
   operationId: "publish_build",
   summary: "Publish an earlier build's artifacts (promotion without a rebuild)",
   body: PublishBuildBody,
-  response: z.object({ deployment: DeploymentResource }),
-  successStatus: 201,
+  ...created({ deployment: DeploymentResource }),
   errors: ["invalid_request", "build_not_publishable"],
   async handle({ body }, ctx: ProjectContext<"build_id">) {
     const publishers = ctx.build.config_snapshot.execution_config.publish ?? [];

@@ -2,8 +2,7 @@
 // for again, as a new deployment of the same build and publisher (retry_of names the failed
 // one). The environment's approval applies again. The publisher itself does not send twice
 // what the store already has (docs/publishing.md "Retries").
-import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { findBuild } from "../../lib/builds/store.ts";
@@ -13,8 +12,7 @@ import { requestDeployment } from "../../lib/publishing/request.ts";
 export const endpoint = defineEndpoint({
   operationId: "retry_deployment",
   summary: "Retry a failed deployment",
-  response: z.object({ deployment: DeploymentResource }),
-  successStatus: 201,
+  ...created({ deployment: DeploymentResource }),
   errors: ["deployment_not_retryable", "build_not_publishable"],
   async handle(_input, ctx: ProjectContext<"deployment_id">) {
     const failed = ctx.deployment;

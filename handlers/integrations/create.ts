@@ -4,7 +4,7 @@
 // seals come from its folder (lib/forges/registry.ts). Credentials are sealed at rest and never
 // returned.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
 import { IntegrationResource } from "../../lib/integrations/wire.ts";
 import { fail } from "../../lib/http/errors.ts";
@@ -21,8 +21,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_integration",
   summary: "Connect a GitHub App installation, a GitLab or Gitea/Forgejo instance, a Bitbucket Cloud workspace, or a plain git repository",
   body: CreateIntegrationBody,
-  response: z.object({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
-  successStatus: 201,
+  ...created({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
   errors: ["invalid_request"],
   async handle({ body }, ctx: UserContext) {
     const forge = forgeOf({ provider: body.provider });

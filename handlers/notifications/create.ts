@@ -2,8 +2,7 @@
 // the project's builds (docs/notifications.md). Secrets (URLs, signing secret, SMTP password) are
 // sealed with the secret box and never returned. A URL or SMTP host the address policy refuses
 // (link-local, cloud metadata; lib/net/address-policy.ts) is a 400 here, not a failed delivery later.
-import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { CreateNotificationBody, NotificationResource } from "../../lib/notifications/wire.ts";
 import { insertNotification, refuseChannelHosts, toPublicNotification, type ChannelSecrets } from "../../lib/notifications/notifications.ts";
@@ -23,8 +22,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_notification",
   summary: "Create a build notification",
   body: CreateNotificationBody,
-  response: z.object({ notification: NotificationResource }),
-  successStatus: 201,
+  ...created({ notification: NotificationResource }),
   async handle({ body }, ctx: ProjectContext) {
     await refuseChannelHosts(ctx, body);
     const { config, secrets } = splitSettings(body);

@@ -1,7 +1,6 @@
 // POST /v1/projects/{project_id}/pipelines (project maintainer). Only `name` is
 // required; every other field has a documented default (docs/api.md "Pipelines").
-import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { PipelineDocument, PipelineResource } from "../../lib/pipelines/wire.ts";
@@ -13,8 +12,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_pipeline",
   summary: "Create a pipeline",
   body: PipelineDocument,
-  response: z.object({ pipeline: PipelineResource }),
-  successStatus: 201,
+  ...created({ pipeline: PipelineResource }),
   errors: ["pipeline_exists"],
   async handle({ body }, ctx: ProjectContext) {
     const fields = await pipelineFields(body, [], ctx.project.default_branch, ctx.secrets);

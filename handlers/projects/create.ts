@@ -4,7 +4,7 @@
 // project's maintainer. A plain git repository's heads are recorded now, so polling builds only
 // later changes (docs/any-git.md "Polling").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { DisplayName } from "../../lib/schemas/shared.ts";
@@ -33,8 +33,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_project",
   summary: "Create a project from a catalogue repository",
   body: CreateProjectBody,
-  response: z.object({ project: ProjectResource }),
-  successStatus: 201,
+  ...created({ project: ProjectResource }),
   errors: ["not_found", "repository_already_linked"],
   async handle({ body }, ctx: UserContext) {
     const repo = await findRepository(ctx.db, body.repository_id);

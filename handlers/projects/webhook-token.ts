@@ -4,7 +4,7 @@
 // deliveries are verified with the GitHub App's webhook secret instead, so GitHub projects need
 // no token.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { findRepository } from "../../lib/integrations/repositories.ts";
@@ -14,12 +14,11 @@ import { findProjectBuildingRepository } from "../../lib/projects/store.ts";
 export const endpoint = defineEndpoint({
   operationId: "rotate_webhook_token",
   summary: "Mint (or rotate) the GitLab webhook token of a project",
-  response: z.object({
+  ...created({
     token: z.string().describe('roost_whk_…: GitLab\'s "Secret token"; shown only here'),
     webhook_url: z.string(),
     repository_full_name: z.string(),
   }),
-  successStatus: 201,
   errors: ["invalid_request", "repository_already_linked"],
   async handle(_input, ctx: ProjectContext) {
     const repo = await findRepository(ctx.db, ctx.project.repository_id);

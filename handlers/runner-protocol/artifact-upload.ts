@@ -5,7 +5,7 @@
 // (502); nothing is recorded and no object is left then. 201 means the bytes are stored (fsynced on
 // disk, or acknowledged by the bucket) and match the digest (lib/artifacts/artifacts.ts).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
@@ -18,8 +18,7 @@ export const endpoint = defineEndpoint({
   summary: "Runner: upload one artifact",
   params: z.object({ job_id: IdParam }),
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
-  response: ArtifactAnswer,
-  successStatus: 201,
+  ...created(ArtifactAnswer),
   errors: [
     "job_not_assigned",
     "job_finished",

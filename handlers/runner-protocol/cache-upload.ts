@@ -5,7 +5,7 @@
 // (409 cache_exists: entries are immutable), over ROOST_SHARED_CACHE_MAX_MB (413), when the digest
 // differs (422), on a full disk (507) or a refusing bucket (502); nothing is recorded then.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
@@ -18,8 +18,7 @@ export const endpoint = defineEndpoint({
   summary: "Runner: save a shared cache archive",
   params: z.object({ job_id: IdParam }),
   query: z.object({ key: CacheKey, version: CacheVersion }),
-  response: CacheAnswer,
-  successStatus: 201,
+  ...created(CacheAnswer),
   errors: ["job_not_assigned", "job_finished", "payload_too_large", "cache_checksum_mismatch", "cache_exists", "insufficient_storage", "object_store_error"],
   async handle({ params, query }, ctx: RunnerContext) {
     const reader = await jobCacheReader(ctx, params.job_id);

@@ -2,7 +2,7 @@
 // job as soon as a build this runner may run is queued (or, when it accepts publishes, with a
 // deployment to publish: docs/publishing.md), or 204 after `wait_seconds`. Atomic across
 // runners and daemon processes; a retried claim_id returns the same job.
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload } from "../../lib/runners/protocol.ts";
@@ -16,8 +16,7 @@ export const endpoint = defineEndpoint({
   operationId: "runner_claim_job",
   summary: "Runner: claim a job (long poll)",
   body: ClaimRequest,
-  response: ClaimAnswer,
-  successStatus: 201,
+  ...created(ClaimAnswer),
   async handle({ body }, ctx: RunnerContext) {
     ctx.setIdleTimeout(body.wait_seconds + 10);
     const deadline = Date.now() + body.wait_seconds * 1000;

@@ -5,7 +5,7 @@
 // format is still answered 201: its status and problems say what was kept, and the runner writes
 // them into the build's log. Only a second upload of the same path is refused (409).
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
@@ -23,8 +23,7 @@ export const endpoint = defineEndpoint({
   description: `The raw file as the body, at most ${TEST_REPORT_LIMIT} bytes (a larger file's first bytes, with its whole size in X-Roost-Report-Bytes). X-Roost-Workspace names the runner's checkout path, removed from the paths the report names.`,
   params: z.object({ job_id: IdParam }),
   query: z.object({ path: z.string().max(500).refine(validArtifactPath, "must be a relative path inside the workspace") }),
-  response: TestReportAnswer,
-  successStatus: 201,
+  ...created(TestReportAnswer),
   errors: ["job_not_assigned", "job_finished", "test_report_exists"],
   async handle({ params, query }, ctx: RunnerContext) {
     const job = await ownedRunningJob(ctx, params.job_id);

@@ -1,6 +1,6 @@
 // POST /v1/runners/{runner_id}/token (admin): a new token; the old one stops working at once.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { findRunner, rotateRunnerToken } from "../../lib/runners/store.ts";
@@ -9,8 +9,7 @@ export const endpoint = defineEndpoint({
   operationId: "rotate_runner_token",
   summary: "Rotate a runner's token",
   params: z.object({ runner_id: IdParam }),
-  response: z.object({ token: z.string() }),
-  successStatus: 201,
+  ...created({ token: z.string() }),
   errors: ["not_found"],
   async handle({ params }, ctx) {
     const runner = await findRunner(ctx.db, params.runner_id);

@@ -1,7 +1,6 @@
 // POST /v1/pipelines/{pipeline_id}/schedules (project maintainer): a cron schedule that builds a
 // branch of the pipeline (docs/operations.md "Scheduled builds").
-import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
 import { CreateScheduleBody, ScheduleResource } from "../../lib/schedules/wire.ts";
 import { insertSchedule, toPublicSchedule } from "../../lib/schedules/schedules.ts";
@@ -10,8 +9,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_schedule",
   summary: "Create a build schedule",
   body: CreateScheduleBody,
-  response: z.object({ schedule: ScheduleResource }),
-  successStatus: 201,
+  ...created({ schedule: ScheduleResource }),
   async handle({ body }, ctx: ProjectContext<"pipeline_id">) {
     const schedule = await insertSchedule(
       ctx.db,

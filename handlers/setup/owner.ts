@@ -1,7 +1,7 @@
 // POST /v1/setup/owner: creates the first owner during External Access setup. The owner signs in
 // later through the chosen remote auth mode (OIDC or the trusted proxy) with this e-mail.
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { Email, UserResource } from "../../lib/schemas/shared.ts";
 import { inTransaction } from "../../lib/db/client.ts";
@@ -14,8 +14,7 @@ export const endpoint = defineEndpoint({
   operationId: "setup_create_owner",
   summary: "Create the first owner during first-run setup",
   body: OwnerBody,
-  response: z.object({ user: UserResource }),
-  successStatus: 201,
+  ...created({ user: UserResource }),
   errors: ["owner_exists"],
   async handle({ body }, ctx) {
     const user = await inTransaction(ctx.db, async (tx) => {

@@ -1,7 +1,7 @@
 // POST /v1/users (admin): invites a user by e-mail. Users must be invited before any login works;
 // nobody invites above their own role (docs/authorization.md "Roles").
 import { z } from "zod";
-import { defineEndpoint } from "../../lib/http/route.ts";
+import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { Email, UserResource } from "../../lib/schemas/shared.ts";
@@ -15,8 +15,7 @@ export const endpoint = defineEndpoint({
   summary: "Invite a user",
   authNote: "nobody invites above their own role",
   body: InviteBody,
-  response: z.object({ user: UserResource }),
-  successStatus: 201,
+  ...created({ user: UserResource }),
   errors: ["role_not_allowed", "user_exists"],
   async handle({ body }, ctx: UserContext) {
     const caller = ctx.principal;

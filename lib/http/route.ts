@@ -116,6 +116,14 @@ export interface Endpoint<
   handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: C) => Promise<unknown>;
 }
 
+/**
+ * The answer of an endpoint that creates something: 201 with the new resource under its name
+ * (`...created({ schedule: ScheduleResource })` answers `{"schedule": …}`), or `schema` as it is.
+ */
+export function created(answer: z.ZodRawShape | z.ZodType): { response: z.ZodType; successStatus: 201 } {
+  return { response: answer instanceof z.ZodType ? answer : z.object(answer), successStatus: 201 };
+}
+
 export function defineEndpoint<
   P extends AnyObject = AnyObject,
   Q extends AnyObject = AnyObject,
