@@ -12,8 +12,6 @@ import { axeViolations, newPage, serveToBrowser, signedInContext, type ServedApp
 
 let ci: CiFixture;
 let t: TestApp;
-let owner: string;
-let projectId = "";
 let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
@@ -28,8 +26,9 @@ async function finishedBuild(
   executor: Record<string, unknown> | null,
   outcome: { status: string; exit_code: number; failure_reason?: string },
 ) {
-  const pipeline = await createPipeline(t, owner, projectId, { execution_config: executionConfig });
-  const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body.build;
+  const pipeline = await createPipeline(t, ci.owner, ci.projectId, { execution_config: executionConfig });
+  const build = (await t.call("POST", `/v1/projects/${ci.projectId}/builds`, { token: ci.owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+    .build;
   if (!executor) return build.id as string;
   const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
     .body.job;
@@ -40,7 +39,7 @@ async function finishedBuild(
 
 /** The build page's facts, as "term: description" lines. */
 async function facts(buildId: string): Promise<string[]> {
-  await page.goto(`${base}/projects/${projectId}/builds/${buildId}`);
+  await page.goto(`${base}/projects/${ci.projectId}/builds/${buildId}`);
   await page.locator("dt", { hasText: "Definition" }).waitFor();
   return page
     .locator("dl > div")
@@ -49,10 +48,10 @@ async function facts(buildId: string): Promise<string[]> {
 
 beforeAll(async () => {
   ci = await startCiFixture();
-  ({ t, owner, projectId } = ci);
+  ({ t } = ci);
   served = await serveToBrowser(t);
   ({ base, tb } = served);
-  runner = await connectRunner(t, owner, "linux-containers");
+  runner = await connectRunner(t, ci.owner, "linux-containers");
   // Setup is over (the fixture's owner): a local sign-in needs the one-time capability `roost login` mints.
   context = await signedInContext(tb.browser, base, "owner@example.test", { t });
   page = await newPage(context, errors);

@@ -25,8 +25,6 @@ const DEVELOPER = "dev@example.test";
 
 let ci: CiFixture;
 let t: TestApp;
-let owner: string;
-let projectId = "";
 let served: ServedApp;
 let base = "";
 let tb: TestBrowser;
@@ -56,28 +54,28 @@ async function pageAs(email: string): Promise<Page> {
 }
 
 async function deploymentsOf(buildId: string): Promise<any[]> {
-  return (await t.call("GET", `/v1/builds/${buildId}/deployments`, { token: owner })).body.deployments;
+  return (await t.call("GET", `/v1/builds/${buildId}/deployments`, { token: ci.owner })).body.deployments;
 }
 
 const text = async (locator: { textContent(): Promise<string | null> }) => ((await locator.textContent()) ?? "").replace(/\s+/g, " ").trim();
 
 beforeAll(async () => {
   ci = await startCiFixture();
-  ({ t, owner, projectId } = ci);
+  ({ t } = ci);
   t.clock.set(Math.floor(Date.now() / 1000) - 7200);
   served = await serveToBrowser(t);
   ({ base, tb } = served);
-  const approver = await userWithRole(t, owner, "developer", APPROVER);
-  await t.call("PUT", `/v1/projects/${projectId}/members/${approver.id}`, { token: owner, body: { role: "maintainer" } });
-  const developer = await userWithRole(t, owner, "developer", DEVELOPER);
-  await t.call("PUT", `/v1/projects/${projectId}/members/${developer.id}`, { token: owner, body: { role: "developer" } });
-  await putEnvironment(t, owner, projectId, "testers");
-  await putEnvironment(t, owner, projectId, "production", { requires_approval: true, approvers: [APPROVER] });
-  const pipeline = await createPipeline(t, owner, projectId, { name: "android-release", execution_config: { publish: PUBLISHERS } });
-  runner = await connectRunner(t, owner, "linux-1");
-  publisher = await connectRunner(t, owner, "linux-publish");
+  const approver = await userWithRole(t, ci.owner, "developer", APPROVER);
+  await t.call("PUT", `/v1/projects/${ci.projectId}/members/${approver.id}`, { token: ci.owner, body: { role: "maintainer" } });
+  const developer = await userWithRole(t, ci.owner, "developer", DEVELOPER);
+  await t.call("PUT", `/v1/projects/${ci.projectId}/members/${developer.id}`, { token: ci.owner, body: { role: "developer" } });
+  await putEnvironment(t, ci.owner, ci.projectId, "testers");
+  await putEnvironment(t, ci.owner, ci.projectId, "production", { requires_approval: true, approvers: [APPROVER] });
+  const pipeline = await createPipeline(t, ci.owner, ci.projectId, { name: "android-release", execution_config: { publish: PUBLISHERS } });
+  runner = await connectRunner(t, ci.owner, "linux-1");
+  publisher = await connectRunner(t, ci.owner, "linux-publish");
   // Build 1: refused by Play for testers; its production deployment rejected by the approver.
-  builds.push(await runBuild(t, owner, runner, projectId, pipeline.id, { files: { "build/app/outputs/bundle/release/app-release.aab": "bundle 41" } }));
+  builds.push(await runBuild(t, ci.owner, runner, ci.projectId, pipeline.id, { files: { "build/app/outputs/bundle/release/app-release.aab": "bundle 41" } }));
   t.clock.advance(90);
   await publishNext(t, publisher, { failure: "Google Play: APK specifies a version code that has already been used." });
   const waiting1 = (await deploymentsOf(builds[0].id)).find((d) => d.environment === "production");
@@ -86,7 +84,7 @@ beforeAll(async () => {
   expect((await t.call("POST", `/v1/deployments/${waiting1.id}/reject`, { token: approverToken })).status).toBe(200);
   // Build 2: published to testers, waiting for approval to production.
   t.clock.advance(1800);
-  builds.push(await runBuild(t, owner, runner, projectId, pipeline.id, { files: { "build/app/outputs/bundle/release/app-release.aab": "bundle 42" } }));
+  builds.push(await runBuild(t, ci.owner, runner, ci.projectId, pipeline.id, { files: { "build/app/outputs/bundle/release/app-release.aab": "bundle 42" } }));
   t.clock.advance(60);
   await publishNext(t, publisher, { summary: "version code 42 on internal (completed)", version: "42" });
   t.clock.set(Math.floor(Date.now() / 1000));
@@ -101,7 +99,7 @@ afterAll(async () => {
 describe("a build's page", () => {
   test("a developer sees the deployment waiting for the environment's approver, without Approve or Reject", async () => {
     const page = await pageAs(DEVELOPER);
-    await page.goto(`${base}/projects/${projectId}/builds/${builds[1].id}`);
+    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[1].id}`);
     const section = page.getByRole("region", { name: "Publishing" });
     const waiting = section.locator("li.deployment", { hasText: "play-production" });
     await waiting.waitFor();
@@ -117,7 +115,7 @@ describe("a build's page", () => {
 
   test("the listed approver approves it; the page says who decided and when, then the store's answer", async () => {
     const page = await pageAs(APPROVER);
-    await page.goto(`${base}/projects/${projectId}/builds/${builds[1].id}`);
+    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[1].id}`);
     const section = page.getByRole("region", { name: "Publishing" });
     const approve = section.getByRole("button", { name: `Approve play-production of build #${builds[1].build_number} to production` });
     await approve.waitFor();
@@ -146,7 +144,7 @@ describe("a build's page", () => {
 
   test("a developer publishes the build to another environment from its page", async () => {
     const page = await pageAs(DEVELOPER);
-    await page.goto(`${base}/projects/${projectId}/builds/${builds[0].id}`);
+    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[0].id}`);
     await page.getByText("Publish to another environment").click();
     const form = page.getByRole("form", { name: `Publish build #${builds[0].build_number} to another environment` });
     await form.getByLabel("Publisher").selectOption("play");
@@ -172,7 +170,7 @@ describe("a build's page", () => {
 describe("the project's Deployments tab", () => {
   test("what each track holds now, and the history with build, commit, who asked, who decided and the store's answer", async () => {
     const page = await pageAs("owner@example.test");
-    await page.goto(`${base}/projects/${projectId}?tab=deployments`);
+    await page.goto(`${base}/projects/${ci.projectId}?tab=deployments`);
     const now = page.getByRole("table", { name: "What each environment's tracks and groups hold now" });
     await now.locator("tbody tr").first().waitFor();
     const rows = await now.locator("tbody tr").evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll("td")].slice(0, 4).map((td) => td.textContent)));
@@ -202,7 +200,7 @@ describe("the project's Deployments tab", () => {
 
   test("a developer promotes what testers have to production with a staged rollout", async () => {
     const page = await pageAs(DEVELOPER);
-    await page.goto(`${base}/projects/${projectId}?tab=deployments&environment=testers`);
+    await page.goto(`${base}/projects/${ci.projectId}?tab=deployments&environment=testers`);
     await page.getByRole("button", { name: `Promote build #${builds[1].build_number} (play) to another environment` }).click();
     const form = page.getByRole("form", { name: `Publish build #${builds[1].build_number} to another environment` });
     await form.getByLabel("Track").fill("production");
@@ -225,14 +223,14 @@ describe("the project's Deployments tab", () => {
   test("dark mode and phone width stay readable: the build page's waiting deployment and the Deployments tab", async () => {
     const dark = await signedIn(APPROVER, { dark: true, phone: true });
     const phone = await newPage(dark, errors);
-    await phone.goto(`${base}/projects/${projectId}/builds/${builds[1].id}`);
+    await phone.goto(`${base}/projects/${ci.projectId}/builds/${builds[1].id}`);
     const section = phone.getByRole("region", { name: "Publishing" });
     await section.getByRole("button", { name: /^Approve play of build/ }).waitFor();
     a11y["build page (dark, phone)"] = await axeViolations(phone);
     expect(await phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")).toBe(true);
     await phone.evaluate("window.scrollTo(0, document.getElementById('h-publishing').getBoundingClientRect().top + window.scrollY - 8)");
     await phone.screenshot({ path: join(SHOTS, "build-publishing-phone-dark.png") });
-    await phone.goto(`${base}/projects/${projectId}?tab=deployments`);
+    await phone.goto(`${base}/projects/${ci.projectId}?tab=deployments`);
     await phone.getByRole("table", { name: "Deployments, newest first" }).waitFor();
     // The approver of production sees Approve on the waiting promotion here too.
     expect(await phone.getByRole("button", { name: /^Approve play of build/ }).count()).toBe(1);
@@ -251,7 +249,7 @@ describe("the project's Deployments tab", () => {
 
   test("a developer retries a failed publish from the build page; the new deployment says who asked", async () => {
     const page = await pageAs(DEVELOPER);
-    await page.goto(`${base}/projects/${projectId}/builds/${builds[0].id}`);
+    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[0].id}`);
     const section = page.getByRole("region", { name: "Publishing" });
     const failed = section.locator("li.deployment", { hasText: "play to testers" });
     await failed.waitFor();

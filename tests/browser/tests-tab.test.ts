@@ -26,8 +26,6 @@ const SHOTS = process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), "r
 
 let ci: CiFixture;
 let t: TestApp;
-let owner: string;
-let projectId = "";
 let pipelineId = "";
 let served: ServedApp;
 let base = "";
@@ -49,8 +47,8 @@ const lcov = fixture("lcov.info");
 
 async function build(reports: Record<string, string>, o: { commit?: string; status?: "succeeded" | "failed"; rerunOf?: string; artifact?: number } = {}) {
   const made = o.rerunOf
-    ? await t.call("POST", `/v1/builds/${o.rerunOf}/rerun`, { token: owner })
-    : await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipelineId, commit_sha: o.commit ?? SHA_A } });
+    ? await t.call("POST", `/v1/builds/${o.rerunOf}/rerun`, { token: ci.owner })
+    : await t.call("POST", `/v1/projects/${ci.projectId}/builds`, { token: ci.owner, body: { pipeline_id: pipelineId, commit_sha: o.commit ?? SHA_A } });
   const job = (await t.call("POST", `/v1/runners/${runner.id}/jobs/claim`, { token: runner.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }))
     .body.job;
   // Builds take a while, so the duration chart has something to draw.
@@ -79,12 +77,12 @@ async function checkA11y(name: string, p: Page = page): Promise<void> {
 
 beforeAll(async () => {
   ci = await startCiFixture();
-  ({ t, owner, projectId } = ci);
+  ({ t } = ci);
   t.clock.set(Math.floor(Date.now() / 1000) - 3600);
   served = await serveToBrowser(t);
   ({ base, tb } = served);
-  pipelineId = (await createPipeline(t, owner, projectId, { name: "android" })).id;
-  runner = await connectRunner(t, owner, "linux-1");
+  pipelineId = (await createPipeline(t, ci.owner, ci.projectId, { name: "android" })).id;
+  runner = await connectRunner(t, ci.owner, "linux-1");
   // History on main: a passing build with coverage, the failing one, its passing re-run (flaky).
   await build({ "build/test-results/flutter.json": flutterFixed, "coverage/lcov.info": lcov }, { status: "succeeded", artifact: 3000 });
   const lostCoverage = lcov.replace("DA:3,1\nDA:4,3\nDA:6,1\nDA:7,1", "DA:3,1\nDA:4,0\nDA:6,0\nDA:7,0");
@@ -115,7 +113,7 @@ afterAll(async () => {
 describe("the Tests tab", () => {
   test("opens on the failures, each with its message, its stack trace linked to the line on GitHub and its last results", async () => {
     const failing = built[1]!;
-    await page.goto(`${base}/projects/${projectId}/builds/${failing.id}?tab=tests`);
+    await page.goto(`${base}/projects/${ci.projectId}/builds/${failing.id}?tab=tests`);
     const tabs = page.getByRole("navigation", { name: "Build sections" });
     expect(await tabs.getByRole("link", { name: "Tests (7 failed)" }).getAttribute("aria-current")).toBe("page");
     await page.getByRole("heading", { name: "Tests", exact: true }).waitFor();
@@ -184,7 +182,7 @@ describe("the Tests tab", () => {
 
   test("a build without reports says how to send them", async () => {
     const none = await build({}, { status: "succeeded" });
-    await page.goto(`${base}/projects/${projectId}/builds/${none.id}?tab=tests`);
+    await page.goto(`${base}/projects/${ci.projectId}/builds/${none.id}?tab=tests`);
     await page.getByText("This build sent no test report.").waitFor();
     // The log tab is the default, and comes back.
     await page.getByRole("link", { name: "Log, steps and artifacts" }).click();
@@ -194,7 +192,7 @@ describe("the Tests tab", () => {
   test("dark mode and phone width stay readable", async () => {
     const dark = await tb.browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: "dark", storageState: await context.storageState() });
     const phone = await newPage(dark, errors);
-    await phone.goto(`${base}/projects/${projectId}/builds/${built[1]!.id}?tab=tests`);
+    await phone.goto(`${base}/projects/${ci.projectId}/builds/${built[1]!.id}?tab=tests`);
     await phone.locator(".test-case").first().waitFor();
     await checkA11y("tests tab (dark, phone)", phone);
     // Nothing is wider than the screen but the tables, which scroll on their own.
@@ -206,16 +204,16 @@ describe("the Tests tab", () => {
 
 describe("lists and the pipeline's page", () => {
   test("the builds list shows each build's tests in a line, linked to its Tests tab", async () => {
-    await page.goto(`${base}/projects/${projectId}`);
+    await page.goto(`${base}/projects/${ci.projectId}`);
     const row = page.locator("tr", { hasText: `#${built[1]!.number}` });
     const cell = row.getByRole("link", { name: "6 passed, 7 failed, 2 skipped" });
     expect((await cell.textContent())!.trim()).toBe("✕ 6 passed, 7 failed, 2 skipped");
-    expect(await cell.getAttribute("href")).toBe(`/projects/${projectId}/builds/${built[1]!.id}?tab=tests`);
+    expect(await cell.getAttribute("href")).toBe(`/projects/${ci.projectId}/builds/${built[1]!.id}?tab=tests`);
     await checkA11y("project builds with tests");
   });
 
   test("charts of duration, success rate, tests, coverage and artifact size, each with its numbers; the flaky tests", async () => {
-    await page.goto(`${base}/projects/${projectId}?tab=pipelines`);
+    await page.goto(`${base}/projects/${ci.projectId}?tab=pipelines`);
     await page.getByRole("link", { name: "Trends and flaky tests" }).click();
     await page.getByRole("heading", { name: "android: trends" }).waitFor();
     const figures = page.locator("figure.chart");

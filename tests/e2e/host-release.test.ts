@@ -19,8 +19,6 @@ const work = mkdtempSync(join(tmpdir(), "roost-host-release-e2e-"));
 const repo = join(work, "app");
 let ci: GithubProject;
 let host: HostApiStandIn;
-let owner = "";
-let projectId = "";
 let tagCommit = "";
 
 const ROOST_YAML = `pipelines:
@@ -44,7 +42,7 @@ const sh = (cmd: string, cwd = work) => shIn(cmd, cwd, { PATH: process.env.PATH 
 /** A tag pushed at `sha`, as GitHub sends it (the recorded fixture, retargeted); the build it starts. */
 const pushTag = (tag: string, sha: string) => ci.pushTag(tag, sha, "Release 1.0");
 const waitFor = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) => pollUntil(what, read, done, 40_000, 150);
-const deployment = (id: string) => http(ci.url, "GET", `/v1/deployments/${id}`, { token: owner }).then((r) => r.body.deployment);
+const deployment = (id: string) => http(ci.url, "GET", `/v1/deployments/${id}`, { token: ci.owner }).then((r) => r.body.deployment);
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 const uploads = () => host.requests.filter((r) => r.method === "POST" && r.path.startsWith("/api/uploads/"));
 
@@ -59,9 +57,9 @@ beforeAll(async () => {
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
     runner: { name: "builder", home: work },
   });
-  ({ host, owner, projectId } = ci);
+  ({ host } = ci);
   host.repositories.set("acme/app", repo);
-  const env = await http(ci.url, "PUT", `/v1/projects/${projectId}/environments/github`, { token: owner, body: { allowed_refs: ["refs/tags/v*"] } });
+  const env = await http(ci.url, "PUT", `/v1/projects/${ci.projectId}/environments/github`, { token: ci.owner, body: { allowed_refs: ["refs/tags/v*"] } });
   if (env.status !== 200) throw new Error(JSON.stringify(env.body));
 }, 60_000);
 
@@ -79,11 +77,11 @@ describe("a tag publishes a GitHub Release", () => {
     buildId = await pushTag("v1.0.0", tagCommit);
     const build = await ci.waitForBuild(buildId, undefined, 40_000, 150);
     expect(build).toMatchObject({ status: "succeeded", trigger_event: "tag", branch: "v1.0.0" });
-    const artifacts = (await http(ci.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(ci.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: ci.owner })).body.artifacts;
     expect(artifacts.map((a: any) => a.path)).toEqual(["RELEASE_NOTES.md", "build/app/outputs/flutter-apk/app-release.apk"]);
     const [first] = await waitFor(
       "the first deployment",
-      () => http(ci.url, "GET", `/v1/builds/${buildId}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]),
+      () => http(ci.url, "GET", `/v1/builds/${buildId}/deployments`, { token: ci.owner }).then((r) => r.body.deployments as any[]),
       (ds) => ds.length === 1 && settled(ds[0]),
     );
     firstId = first.id;
@@ -95,7 +93,7 @@ describe("a tag publishes a GitHub Release", () => {
   });
 
   test("its retry attaches the APK to the same release, byte for byte: one release, one asset", async () => {
-    const retried = await http(ci.url, "POST", `/v1/deployments/${firstId}/retry`, { token: owner });
+    const retried = await http(ci.url, "POST", `/v1/deployments/${firstId}/retry`, { token: ci.owner });
     expect(retried.status).toBe(201);
     const done = await waitFor("the retry", () => deployment(retried.body.deployment.id), settled);
     expect(done).toMatchObject({
@@ -118,7 +116,7 @@ describe("a tag publishes a GitHub Release", () => {
   });
 
   test("publishing the build again sends nothing GitHub has and makes no second release", async () => {
-    const again = await http(ci.url, "POST", `/v1/builds/${buildId}/publish`, { token: owner, body: { publisher: "github" } });
+    const again = await http(ci.url, "POST", `/v1/builds/${buildId}/publish`, { token: ci.owner, body: { publisher: "github" } });
     expect(again.status).toBe(201);
     const done = await waitFor("the second publish", () => deployment(again.body.deployment.id), settled);
     expect(done.store_answer).toMatchObject({ summary: "release v1.0.0 of acme/app updated: 0 assets uploaded, 1 already there" });

@@ -16,7 +16,6 @@ const work = mkdtempSync(join(tmpdir(), "roost-runner-behaviour-"));
 const repo = join(work, "app");
 let ci: GithubProject;
 let daemon: Daemon;
-let owner = "";
 let commit = "";
 const running: Subprocess[] = [];
 
@@ -82,7 +81,7 @@ beforeAll(async () => {
     daemon: { dataDir: join(work, "data"), cleanup: false, env: { ROOST_MAX_ARTIFACT_BYTES: "1024", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 78, full_name: "acme/app", clone_url: repo },
   });
-  ({ daemon, owner } = ci);
+  ({ daemon } = ci);
 }, 60_000);
 
 afterAll(async () => {
@@ -247,7 +246,7 @@ describe("SIGTERM", () => {
     r.proc.kill("SIGTERM");
     expect((await r.exit()).code).toBe(0);
     expect(Date.now() - t0).toBeLessThan(2500);
-    const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build;
+    const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: ci.owner })).body.build;
     expect(build).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
     expect(build.step_results.find((s: { name: string }) => s.name === "build").status).toBe("canceled");
     expect(await sh("pgrep -f 'sleep 3134[01]' | wc -l")).toBe("0");
@@ -345,7 +344,7 @@ describe("artifacts", () => {
     const build = await waitFor(buildId, finished, 30_000);
     expect(build).toMatchObject({ status: "failed", exit_code: 1 });
     expect(build.failure_reason).toMatch(/^artifact out\/app\.apk was refused by Roost: 413 payload_too_large: /);
-    expect((await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts).toEqual([]);
+    expect((await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: ci.owner })).body.artifacts).toEqual([]);
     r.proc.kill("SIGTERM");
     await r.exit();
   }, 40_000);
@@ -374,7 +373,7 @@ describe("artifacts", () => {
     const buildId = await queueBuild({ platform_commands: { android: "true" }, artifact_patterns: patterns }, withLinks);
     const build = await waitFor(buildId, finished, 30_000);
     expect(build).toMatchObject({ status: "succeeded", exit_code: 0 });
-    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: ci.owner })).body.artifacts;
     expect(artifacts.map((a: { path: string; size: number }) => [a.path, a.size])).toEqual([
       ["out/inside.apk", 9],
       ["out/real.apk", 9],

@@ -17,8 +17,6 @@ const repo = join(work, "app");
 const STORE_PASSWORD = "Keystore-Pa55-word";
 const API_TOKEN = "api-token-0123456789";
 let ci: GithubProject;
-let owner = "";
-let projectId = "";
 let commit = "";
 const sh = (cmd: string) => shIn(cmd, work);
 
@@ -32,7 +30,6 @@ beforeAll(async () => {
     repository: { id: 91, full_name: "acme/signed", clone_url: repo },
     runner: { name: "signer", home: work },
   });
-  ({ owner, projectId } = ci);
 }, 60_000);
 
 afterAll(async () => {
@@ -41,13 +38,13 @@ afterAll(async () => {
 });
 
 test("secrets reach the build masked, the keystore file lives only during the job, and the release APK is signed with it", async () => {
-  const put = (key: string, body: Record<string, unknown>) => http(ci.url, "PUT", `/v1/projects/${projectId}/variables/${key}`, { token: owner, body });
+  const put = (key: string, body: Record<string, unknown>) => http(ci.url, "PUT", `/v1/projects/${ci.projectId}/variables/${key}`, { token: ci.owner, body });
   expect((await put("ANDROID_KEYSTORE", { value: readFileSync(join(work, "upload.p12")).toString("base64"), secret: true, file: true })).status).toBe(200);
   await put("ANDROID_KEYSTORE_PASSWORD", { value: STORE_PASSWORD, secret: true });
   await put("ANDROID_KEY_ALIAS", { value: "upload" });
   await put("API_TOKEN", { value: API_TOKEN, secret: true });
-  const pipeline = await http(ci.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-    token: owner,
+  const pipeline = await http(ci.url, "POST", `/v1/projects/${ci.projectId}/pipelines`, {
+    token: ci.owner,
     body: {
       name: "android-release",
       execution_config: {
@@ -88,9 +85,9 @@ test("secrets reach the build masked, the keystore file lives only during the jo
   expect(existsSync(join(keystorePath, ".."))).toBe(false);
 
   // The artifact is signed by the test keystore's certificate.
-  const artifacts = (await http(ci.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+  const artifacts = (await http(ci.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: ci.owner })).body.artifacts;
   expect(artifacts.map((a: any) => a.path)).toEqual(["build/app/outputs/flutter-apk/app-release.apk"]);
-  const apk = await fetch(`${ci.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
+  const apk = await fetch(`${ci.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${ci.owner}` } }).then((r) =>
     r.arrayBuffer(),
   );
   writeFileSync(join(work, "downloaded.apk"), new Uint8Array(apk));

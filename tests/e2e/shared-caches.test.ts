@@ -15,7 +15,6 @@ const repo = join(work, "app");
 const flutterDir = join(work, "flutter-stand-in");
 let s3: S3Server;
 let ci: GithubProject;
-let projectId = "";
 let commit = "";
 const runners: RunnerProcess[] = [];
 
@@ -42,7 +41,6 @@ beforeAll(async () => {
     daemon: { env: { ...s3.env(), ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" } },
     repository: { id: 79, full_name: "acme/shared", clone_url: repo },
   });
-  projectId = ci.projectId;
 }, 60_000);
 
 afterAll(async () => {
@@ -67,7 +65,7 @@ test("a cache one runner saved is restored by another runner, through the daemon
   expect(first.log).toMatch(/^http 1.2.0: downloading$/m);
   expect(first.log).toMatch(/\[roost\] cache: saved [0-9a-f]{12}/);
   expect(first.log).toMatch(/\[roost\] cache: shared [0-9a-f]{12} with the project's runners/);
-  expect((await s3.keys()).filter((k) => k.startsWith(`caches/${projectId}/`))).toHaveLength(1);
+  expect((await s3.keys()).filter((k) => k.startsWith(`caches/${ci.projectId}/`))).toHaveLength(1);
   a.proc.kill("SIGTERM");
   await a.proc.exited;
 

@@ -17,8 +17,6 @@ const work = mkdtempSync(join(tmpdir(), "roost-test-results-e2e-"));
 const repo = join(work, "app");
 let ci: GithubProject;
 let host: HostApiStandIn;
-let owner = "";
-let projectId = "";
 let commit = "";
 
 const waitFor = pollUntil;
@@ -31,7 +29,7 @@ beforeAll(async () => {
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
     runner: { name: "linux-tests", home: work },
   });
-  ({ host, owner, projectId } = ci);
+  ({ host } = ci);
 }, 60_000);
 
 afterAll(async () => {
@@ -42,8 +40,8 @@ afterAll(async () => {
 describe("a pipeline with failing, skipped and flaky tests", () => {
   test("its reports are sent whether the steps passed or failed, shown by the API and on GitHub, and a passing re-run marks the test flaky", async () => {
     const pipeline = (
-      await http(ci.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-        token: owner,
+      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/pipelines`, {
+        token: ci.owner,
         body: {
           name: "checks",
           execution_config: {
@@ -53,17 +51,18 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
         },
       })
     ).body.pipeline;
-    const first = (await http(ci.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: commit } }))
-      .body.build;
+    const first = (
+      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token: ci.owner, body: { pipeline_id: pipeline.id, commit_sha: commit } })
+    ).body.build;
     expect((await finished(first.id)).status).toBe("failed");
 
-    const tests = (await http(ci.url, "GET", `/v1/builds/${first.id}/tests`, { token: owner })).body;
+    const tests = (await http(ci.url, "GET", `/v1/builds/${first.id}/tests`, { token: ci.owner })).body;
     expect(tests.summary).toMatchObject({ total: 3, passed: 1, failed: 1, skipped: 1, coverage_percent: 75, text: "1 passed, 1 failed, 1 skipped" });
     expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual([
       "build/test-results/flutter.json dart_json read",
       "coverage/lcov.info lcov read",
     ]);
-    const cases = (await http(ci.url, "GET", `/v1/builds/${first.id}/tests/cases?status=failed`, { token: owner })).body.cases;
+    const cases = (await http(ci.url, "GET", `/v1/builds/${first.id}/tests/cases?status=failed`, { token: ci.owner })).body.cases;
     expect(cases).toMatchObject([
       {
         suite: "test/widget_test.dart",
@@ -76,7 +75,7 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
       },
     ]);
     // The log says what was read, in the build where people look.
-    const log = String((await http(ci.url, "GET", `/v1/builds/${first.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).body);
+    const log = String((await http(ci.url, "GET", `/v1/builds/${first.id}/logs`, { token: ci.owner, headers: { accept: "text/plain" } })).body);
     expect(log).toContain("[roost] test report build/test-results/flutter.json (dart_json): 3 test results read");
     expect(log).toContain("[roost] test report coverage/lcov.info (lcov): coverage read");
 
@@ -96,20 +95,20 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
       (d) => d.includes(`Build #${first.build_number} failed: 1 of 3 tests failed`),
     );
 
-    const rerun = (await http(ci.url, "POST", `/v1/builds/${first.id}/rerun`, { token: owner })).body.build;
+    const rerun = (await http(ci.url, "POST", `/v1/builds/${first.id}/rerun`, { token: ci.owner })).body.build;
     expect((await finished(rerun.id)).status).toBe("succeeded");
-    const flaky = (await http(ci.url, "GET", `/v1/pipelines/${pipeline.id}/flaky-tests`, { token: owner })).body.tests;
+    const flaky = (await http(ci.url, "GET", `/v1/pipelines/${pipeline.id}/flaky-tests`, { token: ci.owner })).body.tests;
     expect(flaky).toMatchObject([
       { name: "stand-in: counter increments", runs: 2, failures: 1, failure_rate: 0.5, flaky_runs: 1, last_flaky_build_id: rerun.id },
     ]);
-    const listed = (await http(ci.url, "GET", `/v1/pipelines/${pipeline.id}/builds`, { token: owner })).body.builds;
+    const listed = (await http(ci.url, "GET", `/v1/pipelines/${pipeline.id}/builds`, { token: ci.owner })).body.builds;
     expect(listed.map((b: { test_summary: { text: string } }) => b.test_summary.text)).toEqual(["2 passed, 1 skipped", "1 passed, 1 failed, 1 skipped"]);
   }, 90_000);
 
   test("a step that prints flutter test --machine to its log has its results read, with no file and no test_reports pattern", async () => {
     const pipeline = (
-      await http(ci.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-        token: owner,
+      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/pipelines`, {
+        token: ci.owner,
         body: {
           name: "printed",
           execution_config: {
@@ -119,18 +118,19 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
         },
       })
     ).body.pipeline;
-    const build = (await http(ci.url, "POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: commit } }))
-      .body.build;
+    const build = (
+      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token: ci.owner, body: { pipeline_id: pipeline.id, commit_sha: commit } })
+    ).body.build;
     expect((await finished(build.id)).status).toBe("failed");
-    const tests = (await http(ci.url, "GET", `/v1/builds/${build.id}/tests`, { token: owner })).body;
+    const tests = (await http(ci.url, "GET", `/v1/builds/${build.id}/tests`, { token: ci.owner })).body;
     expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual([
       "(printed by flutter test --machine)/pre_build-1.json dart_json read",
     ]);
     expect(tests.summary).toMatchObject({ total: 3, passed: 1, failed: 1, skipped: 1 });
-    const failed = (await http(ci.url, "GET", `/v1/builds/${build.id}/tests/cases?status=failed`, { token: owner })).body.cases;
+    const failed = (await http(ci.url, "GET", `/v1/builds/${build.id}/tests/cases?status=failed`, { token: ci.owner })).body.cases;
     expect(failed).toMatchObject([{ name: "stand-in: counter increments", file: "test/widget_test.dart", line: 14 }]);
     // The events stay in the log too: the step printed them there.
-    const log = String((await http(ci.url, "GET", `/v1/builds/${build.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).body);
+    const log = String((await http(ci.url, "GET", `/v1/builds/${build.id}/logs`, { token: ci.owner, headers: { accept: "text/plain" } })).body);
     expect(log).toContain('"type":"testDone"');
     expect(log).toContain("[roost] test report (printed by flutter test --machine)/pre_build-1.json (dart_json): 3 test results read");
   }, 90_000);
