@@ -63,7 +63,11 @@ describe("the repository stands alone", () => {
 describe("webhook fixtures", () => {
   const FIXTURES = join(ROOT, "tests/fixtures/webhooks");
   const FORGES = ["github", "gitlab", "gitea", "bitbucket"];
-  const READERS = ["tests/handlers/webhooks.test.ts", ...FORGES.map((forge) => `tests/lib/forges/${forge}/parse.test.ts`)];
+  const READERS = [
+    "tests/handlers/webhooks.test.ts",
+    "tests/lib/forges/parse-fixtures.test.ts",
+    ...FORGES.map((forge) => `tests/lib/forges/${forge}/parse.test.ts`),
+  ];
 
   test("the webhook tests read their payloads from tests/fixtures/webhooks", () => {
     for (const reader of READERS) {
