@@ -76,33 +76,40 @@ export function Field(props: {
   );
 }
 
-/** A text input with its label and its own error from the API's details. */
-export function TextField(props: {
+/** What every text control takes: its label, its name (also the API's field name), its value and its error. */
+interface TextControlProps {
   label: string;
   name: string;
   value: string;
   onInput: (v: string) => void;
   error?: ApiFailure | null;
-  type?: string;
   hint?: ComponentChildren;
   required?: boolean;
-  placeholder?: string;
-  autoComplete?: string;
-}) {
+}
+
+/** The attributes an input and a textarea share: the id the label points at, the value, the error's wiring. */
+function controlAttributes(props: TextControlProps, id: string, describedBy: string | undefined, invalid: boolean) {
+  return {
+    id,
+    value: props.value,
+    required: props.required,
+    "aria-describedby": describedBy,
+    "aria-invalid": invalid || undefined,
+    onInput: (e: Event) => props.onInput((e.currentTarget as HTMLInputElement | HTMLTextAreaElement).value),
+  };
+}
+
+/** A text input with its label and its own error from the API's details. */
+export function TextField(props: TextControlProps & { type?: string; placeholder?: string; autoComplete?: string }) {
   return (
     <Field label={props.label} name={props.name} error={props.error} hint={props.hint}>
       {(id, describedBy, invalid) => (
         <input
-          id={id}
+          {...controlAttributes(props, id, describedBy, invalid)}
           name={props.name}
           type={props.type ?? "text"}
-          value={props.value}
-          required={props.required}
           placeholder={props.placeholder}
           autoComplete={props.autoComplete}
-          aria-describedby={describedBy}
-          aria-invalid={invalid || undefined}
-          onInput={(e) => props.onInput((e.currentTarget as HTMLInputElement).value)}
         />
       )}
     </Field>
@@ -110,31 +117,29 @@ export function TextField(props: {
 }
 
 /** A textarea with its label and its own error from the API's details (one value a line, a certificate). */
-export function TextAreaField(props: {
-  label: string;
+export function TextAreaField(props: TextControlProps & { rows?: number }) {
+  return (
+    <Field label={props.label} name={props.name} error={props.error} hint={props.hint}>
+      {(id, describedBy, invalid) => <textarea {...controlAttributes(props, id, describedBy, invalid)} rows={props.rows ?? 2} />}
+    </Field>
+  );
+}
+
+/**
+ * A text field's state, bound to its name and its form's error: spread it into a TextField or a
+ * TextAreaField (`<TextField label="Flutter version" {...flutter} />`), read `.value`, reset with `.set`.
+ */
+export interface FieldBinding {
   name: string;
   value: string;
   onInput: (v: string) => void;
-  error?: ApiFailure | null;
-  rows?: number;
-  hint?: ComponentChildren;
-  required?: boolean;
-}) {
-  return (
-    <Field label={props.label} name={props.name} error={props.error} hint={props.hint}>
-      {(id, describedBy, invalid) => (
-        <textarea
-          id={id}
-          rows={props.rows ?? 2}
-          value={props.value}
-          required={props.required}
-          aria-describedby={describedBy}
-          aria-invalid={invalid || undefined}
-          onInput={(e) => props.onInput(e.currentTarget.value)}
-        />
-      )}
-    </Field>
-  );
+  error: ApiFailure | null;
+  set: (v: string) => void;
+}
+
+export function useField(form: { error: ApiFailure | null }, name: string, initial = ""): FieldBinding {
+  const [value, set] = useState(initial);
+  return { name, value, onInput: set, error: form.error, set };
 }
 
 export interface FormState {

@@ -4,7 +4,7 @@
 // webhook delivery found. A pipeline the file defines has no edit form: the file overrides it.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useLoad, useForm } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Pipeline, PipelineFile, Project } from "../types.ts";
 
@@ -284,50 +284,51 @@ const lines = (text: string) =>
 /** The pipeline editor: every field of the pipeline's configuration; the API validates. */
 function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?: Pipeline; done: () => void }) {
   const x = pipeline?.execution_config;
-  const [name, setName] = useState(pipeline?.name ?? "build");
   const [enabled, setEnabled] = useState(pipeline?.enabled ?? true);
-  const [configPath, setConfigPath] = useState(pipeline?.config_path_explicit ? pipeline.config_path : "");
   const [branches, setBranches] = useState((pipeline?.trigger_config.branches ?? [project.default_branch]).join("\n"));
   const [events, setEvents] = useState<string[]>(pipeline?.trigger_config.events ?? ["push"]);
   const [cancelPrevious, setCancelPrevious] = useState(pipeline?.concurrency.cancel_previous ?? false);
-  const [maxConcurrent, setMaxConcurrent] = useState(String(pipeline?.concurrency.max_concurrent ?? 1));
   const [platforms, setPlatforms] = useState<string[]>(x?.platforms ?? ["android"]);
-  const [flutter, setFlutter] = useState(x?.flutter_version ?? "stable");
-  const [timeoutMinutes, setTimeoutMinutes] = useState(String((x?.timeout_seconds ?? 3600) / 60));
   const [cacheOn, setCacheOn] = useState(x?.cache?.enabled ?? true);
   const [pre, setPre] = useState((x?.commands.pre_build ?? []).join("\n"));
   const [buildCmds, setBuildCmds] = useState((x?.commands.build ?? []).join("\n"));
   const [post_, setPost] = useState((x?.commands.post_build ?? []).join("\n"));
   const [artifacts, setArtifacts] = useState((x?.artifact_patterns ?? []).join("\n"));
-  const [labels, setLabels] = useState((x?.runner_labels ?? []).join(" "));
   const [env, setEnv] = useState(
     (x?.env ?? [])
       .filter((e) => !e.secret)
       .map((e) => `${e.key}=${e.value}`)
       .join("\n"),
   );
-  const { error, submit } = useForm();
+  const form = useForm();
+  const { error, submit } = form;
+  const name = useField(form, "name", pipeline?.name ?? "build");
+  const configPath = useField(form, "config_path", pipeline?.config_path_explicit ? pipeline.config_path : "");
+  const maxConcurrent = useField(form, "max_concurrent", String(pipeline?.concurrency.max_concurrent ?? 1));
+  const flutter = useField(form, "flutter_version", x?.flutter_version ?? "stable");
+  const timeoutMinutes = useField(form, "timeout_seconds", String((x?.timeout_seconds ?? 3600) / 60));
+  const labels = useField(form, "runner_labels", (x?.runner_labels ?? []).join(" "));
   const toggle = (list: string[], value: string, on: boolean) => (on ? [...new Set([...list, value])] : list.filter((v) => v !== value));
   const area = (label: string, name: string, value: string, set: (v: string) => void, hint?: string) => (
     <TextAreaField label={label} name={name} rows={3} value={value} onInput={set} error={error} hint={hint} />
   );
   const save = submit(async () => {
     const body = {
-      name,
+      name: name.value,
       enabled,
-      config_path: configPath || (pipeline ? null : undefined),
-      concurrency: { cancel_previous: cancelPrevious, max_concurrent: Number(maxConcurrent) },
+      config_path: configPath.value || (pipeline ? null : undefined),
+      concurrency: { cancel_previous: cancelPrevious, max_concurrent: Number(maxConcurrent.value) },
       trigger_config: { branches: lines(branches), events },
       execution_config: {
         platforms,
-        flutter_version: flutter,
-        timeout_seconds: Math.round(Number(timeoutMinutes) * 60),
+        flutter_version: flutter.value,
+        timeout_seconds: Math.round(Number(timeoutMinutes.value) * 60),
         // Only the switch: paths and key files keep what the pipeline has (the defaults on a new one).
         cache: { ...(x?.cache ?? {}), enabled: cacheOn },
         commands: { pre_build: lines(pre), build: lines(buildCmds), post_build: lines(post_) },
         // Empty on a new pipeline: the server's defaults (APK, AAB, IPA, macOS app).
         ...(pipeline || lines(artifacts).length > 0 ? { artifact_patterns: lines(artifacts) } : {}),
-        runner_labels: labels.split(/\s+/).filter(Boolean),
+        runner_labels: labels.value.split(/\s+/).filter(Boolean),
         // Secret entries are never returned; only plain ones are edited here.
         ...(pipeline && x?.env.some((e) => e.secret)
           ? {}
@@ -346,12 +347,12 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
   return (
     <form class="panel pipeline-form" aria-label={pipeline ? `Edit pipeline ${pipeline.name}` : "New pipeline"} onSubmit={save}>
       <h3>{pipeline ? `Edit ${pipeline.name}` : "New pipeline"}</h3>
-      <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
+      <TextField label="Name" {...name} required />
       <label class="inline">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled (a disabled pipeline is never triggered by
         webhooks)
       </label>
-      <TextField label="Config file path (empty: roost.yaml)" name="config_path" value={configPath} onInput={setConfigPath} error={error} />
+      <TextField label="Config file path (empty: roost.yaml)" {...configPath} />
       {area("Branches (one pattern a line)", "branches", branches, setBranches, "e.g. main, release/*")}
       <fieldset>
         <legend>Trigger events</legend>
@@ -374,19 +375,13 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
       </fieldset>
       <TextField
         label="Flutter version"
-        name="flutter_version"
-        value={flutter}
-        onInput={setFlutter}
-        error={error}
+        {...flutter}
         hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it"
       />
       <TextField
         label="Build timeout (minutes)"
-        name="timeout_seconds"
+        {...timeoutMinutes}
         type="number"
-        value={timeoutMinutes}
-        onInput={setTimeoutMinutes}
-        error={error}
         hint="a build running longer is stopped and fails with reason timeout"
       />
       <label class="inline">
@@ -404,12 +399,12 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
         pipeline ? undefined : "empty: the APK, AAB, IPA and macOS app Flutter builds",
       )}
       {!(pipeline && x?.env.some((e) => e.secret)) && area("Environment (KEY=value, one a line)", "env", env, setEnv)}
-      <TextField label="Runner labels (space-separated)" name="runner_labels" value={labels} onInput={setLabels} error={error} />
+      <TextField label="Runner labels (space-separated)" {...labels} />
       <label class="inline">
         <input type="checkbox" checked={cancelPrevious} onChange={(e) => setCancelPrevious(e.currentTarget.checked)} /> A newer build of the same branch cancels
         older ones
       </label>
-      <TextField label="Builds at once" name="max_concurrent" type="number" value={maxConcurrent} onInput={setMaxConcurrent} error={error} />
+      <TextField label="Builds at once" {...maxConcurrent} type="number" />
       <FormError
         error={error}
         fields={[
