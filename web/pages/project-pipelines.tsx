@@ -378,12 +378,7 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
         {...flutter}
         hint="stable, beta, main, fvm (the version .fvmrc names) or a version like 3.27.1, which the runner installs when it lacks it"
       />
-      <TextField
-        label="Build timeout (minutes)"
-        {...timeoutMinutes}
-        type="number"
-        hint="a build running longer is stopped and fails with reason timeout"
-      />
+      <TextField label="Build timeout (minutes)" {...timeoutMinutes} type="number" hint="a build running longer is stopped and fails with reason timeout" />
       <label class="inline">
         <input type="checkbox" checked={cacheOn} onChange={(e) => setCacheOn(e.currentTarget.checked)} /> Cache pub, Gradle and CocoaPods downloads on the
         runner (keyed by the lock files)

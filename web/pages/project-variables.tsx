@@ -4,7 +4,7 @@
 // deleted, and the audit list of who changed which one when (never a value).
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, put, query } from "../api.ts";
-import { Field, FormError, LoadState, Notice, TextAreaField, TextField, Table, useLoad, useForm } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, TextAreaField, TextField, Table, useField, useForm, useLoad } from "../components.tsx";
 import { ago, bytes, dateTime } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Variable, VariableChange } from "../settings-types.ts";
@@ -136,13 +136,14 @@ export function VariablesTab({ project, pipelines }: { project: Project; pipelin
 }
 
 function VariableForm({ base, preset, saved }: { base: string; preset: Variable | null; saved: (message: string) => Promise<void> }) {
-  const [key, setKey] = useState(preset?.key ?? "");
-  const [value, setValue] = useState("");
   const [secret, setSecret] = useState(preset?.secret ?? false);
   const [asFile, setAsFile] = useState(preset?.file ?? false);
   const [file, setFile] = useState<File | null>(null);
-  const [refs, setRefs] = useState((preset?.protected_refs ?? []).join("\n"));
-  const { error, setError, busy, submit } = useForm();
+  const form = useForm();
+  const { error, setError, busy, submit } = form;
+  const key = useField(form, "key", preset?.key ?? "");
+  const value = useField(form, "value");
+  const refs = useField(form, "protected_refs", (preset?.protected_refs ?? []).join("\n"));
   const save = submit(async () => {
     if (asFile && !file) return setError(new ApiFailure(0, "invalid_request", "Choose a file.", [{ path: "file_upload", message: "Choose a file." }]));
     if (asFile && file && file.size > MAX_FILE_BYTES)
@@ -152,20 +153,20 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
         ]),
       );
     const body = {
-      value: asFile && file ? await fileToBase64(file) : value,
+      value: asFile && file ? await fileToBase64(file) : value.value,
       secret,
       file: asFile,
-      protected_refs: refs
+      protected_refs: refs.value
         .split("\n")
         .map((r) => r.trim())
         .filter(Boolean),
     };
-    const { created } = await put<{ created: boolean }>(`${base}/${encodeURIComponent(key)}`, body);
-    const text = `${key} ${created ? "added" : "replaced"}.`;
-    setKey("");
-    setValue("");
+    const { created } = await put<{ created: boolean }>(`${base}/${encodeURIComponent(key.value)}`, body);
+    const text = `${key.value} ${created ? "added" : "replaced"}.`;
+    key.set("");
+    value.set("");
     setFile(null);
-    setRefs("");
+    refs.set("");
     await saved(text);
   });
   return (
@@ -176,16 +177,7 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
           Replacing {preset.key}: its settings are filled in; type the {preset.file ? "file" : "value"} again (values are write-only).
         </p>
       )}
-      <TextField
-        label="Name"
-        name="key"
-        value={key}
-        onInput={setKey}
-        error={error}
-        required
-        hint="Letters, digits and _; an existing name is replaced."
-        autoComplete="off"
-      />
+      <TextField label="Name" {...key} required hint="Letters, digits and _; an existing name is replaced." autoComplete="off" />
       <label class="inline">
         <input type="checkbox" checked={secret} onChange={(e) => setSecret(e.currentTarget.checked)} /> Secret (write-only: never shown again, masked in logs)
       </label>
@@ -206,16 +198,13 @@ function VariableForm({ base, preset, saved }: { base: string; preset: Variable 
           )}
         </Field>
       ) : secret ? (
-        <TextField label="Value" name="value" type="password" autoComplete="new-password" value={value} onInput={setValue} error={error} />
+        <TextField label="Value" {...value} type="password" autoComplete="new-password" />
       ) : (
-        <TextAreaField label="Value" name="value" value={value} onInput={setValue} error={error} />
+        <TextAreaField label="Value" {...value} />
       )}
       <TextAreaField
         label="Protected refs (one pattern a line; empty: every build)"
-        name="protected_refs"
-        value={refs}
-        onInput={setRefs}
-        error={error}
+        {...refs}
         hint="When set, only builds of a matching branch or tag that are not pull requests receive the variable: branches as main or release/*, tags as refs/tags/v* (a plain name never matches a tag)."
       />
       <FormError error={error} fields={["key", "value", "file_upload", "protected_refs"]} />

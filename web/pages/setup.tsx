@@ -3,7 +3,7 @@
 // owner → complete). Each error the setup endpoints answer is shown next to its field.
 import { useState } from "preact/hooks";
 import { ApiFailure, api } from "../api.ts";
-import { FormError, Notice, TextField, useForm } from "../components.tsx";
+import { FormError, Notice, TextField, useField, useForm } from "../components.tsx";
 import { navigate } from "../router.ts";
 import { loadMe, loadSetupStatus, setupStatus } from "../session.ts";
 
@@ -52,11 +52,12 @@ export function SetupWizard() {
 }
 
 function LocalOwner() {
-  const [email, setEmail] = useState("");
-  const { error, busy, submit } = useForm();
+  const form = useForm();
+  const { error, busy, submit } = form;
+  const email = useField(form, "email");
   const createOwner = submit(
     async () => {
-      await api("POST", "/v1/auth/local/login", { body: { email }, quiet401: true });
+      await api("POST", "/v1/auth/local/login", { body: { email: email.value }, quiet401: true });
       await loadSetupStatus();
       await loadMe();
       navigate("/", { replace: true });
@@ -66,17 +67,7 @@ function LocalOwner() {
   return (
     <form class="card-form" aria-label="Local Only: create the owner" onSubmit={createOwner}>
       <h2>Create the owner</h2>
-      <TextField
-        label="Your e-mail address"
-        name="email"
-        type="email"
-        value={email}
-        onInput={setEmail}
-        error={error}
-        required
-        autoComplete="email"
-        hint="The owner can invite everyone else later."
-      />
+      <TextField label="Your e-mail address" {...email} type="email" required autoComplete="email" hint="The owner can invite everyone else later." />
       <FormError error={error} fields={["email"]} />
       <button type="submit" disabled={busy}>
         {busy ? "Signing in…" : "Create owner and sign in"}
@@ -90,16 +81,17 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
   const [authMode, setAuthMode] = useState<"oidc" | "trusted_proxy">(status.remote_auth_mode ?? "oidc");
   const [error, setError] = useState<ApiFailure | null>(null);
   const [busy, setBusy] = useState(false);
-  const [ownerEmail, setOwnerEmail] = useState("");
+  const form = { error };
+  const ownerEmail = useField(form, "email");
   // OIDC
-  const [issuer, setIssuer] = useState("");
-  const [clientId, setClientId] = useState("");
-  const [clientSecret, setClientSecret] = useState("");
-  const [redirect, setRedirect] = useState(`${window.location.origin}/auth/callback`);
+  const issuer = useField(form, "issuer");
+  const clientId = useField(form, "client_id");
+  const clientSecret = useField(form, "client_secret");
+  const redirect = useField(form, "redirect_uris", `${window.location.origin}/auth/callback`);
   // trusted proxy
-  const [peers, setPeers] = useState("");
-  const [header, setHeader] = useState("X-Roost-User-Email");
-  const [secret, setSecret] = useState("");
+  const peers = useField(form, "trusted_peers");
+  const header = useField(form, "identity_header", "X-Roost-User-Email");
+  const secret = useField(form, "shared_secret");
 
   // The server says what comes next (GET /v1/setup/status next_step), so a reload mid-way resumes
   // at the right step and a step that failed is asked again.
@@ -139,12 +131,17 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
           void run(
             async () => {
               if (authMode === "oidc")
-                await call("PUT", "/v1/setup/oidc", { issuer, client_id: clientId, client_secret: clientSecret, redirect_uris: [redirect] });
+                await call("PUT", "/v1/setup/oidc", {
+                  issuer: issuer.value,
+                  client_id: clientId.value,
+                  client_secret: clientSecret.value,
+                  redirect_uris: [redirect.value],
+                });
               else
                 await call("PUT", "/v1/setup/trusted-proxy", {
-                  trusted_peers: peers.split(/[\s,]+/).filter(Boolean),
-                  identity_header: header,
-                  shared_secret: secret || undefined,
+                  trusted_peers: peers.value.split(/[\s,]+/).filter(Boolean),
+                  identity_header: header.value,
+                  shared_secret: secret.value || undefined,
                 });
               await loadSetupStatus();
             },
@@ -153,7 +150,7 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
         else if (step === "owner")
           void run(
             async () => {
-              await call("POST", "/v1/setup/owner", { email: ownerEmail });
+              await call("POST", "/v1/setup/owner", { email: ownerEmail.value });
               await loadSetupStatus();
             },
             { owner_exists: "email" },
@@ -203,47 +200,20 @@ function ExternalAccess({ token, setToken }: { token: string; setToken: (t: stri
       )}
       {step === "configure" && status.remote_auth_mode === "oidc" && (
         <>
-          <TextField label="Issuer URL" name="issuer" value={issuer} onInput={setIssuer} error={error} required placeholder="https://id.example.com" />
-          <TextField label="Client ID" name="client_id" value={clientId} onInput={setClientId} error={error} required />
-          <TextField
-            label="Client secret"
-            name="client_secret"
-            type="password"
-            value={clientSecret}
-            onInput={setClientSecret}
-            error={error}
-            required
-            autoComplete="off"
-          />
-          <TextField label="Callback URL (register it at the provider)" name="redirect_uris" value={redirect} onInput={setRedirect} error={error} required />
+          <TextField label="Issuer URL" {...issuer} required placeholder="https://id.example.com" />
+          <TextField label="Client ID" {...clientId} required />
+          <TextField label="Client secret" {...clientSecret} type="password" required autoComplete="off" />
+          <TextField label="Callback URL (register it at the provider)" {...redirect} required />
         </>
       )}
       {step === "configure" && status.remote_auth_mode === "trusted_proxy" && (
         <>
-          <TextField
-            label="Proxy addresses (IPs or CIDRs, comma-separated)"
-            name="trusted_peers"
-            value={peers}
-            onInput={setPeers}
-            error={error}
-            required
-            placeholder="10.0.0.5, 192.168.1.0/24"
-          />
-          <TextField label="Identity header" name="identity_header" value={header} onInput={setHeader} error={error} />
-          <TextField
-            label="Shared secret (required for loopback or broad ranges)"
-            name="shared_secret"
-            type="password"
-            value={secret}
-            onInput={setSecret}
-            error={error}
-            autoComplete="off"
-          />
+          <TextField label="Proxy addresses (IPs or CIDRs, comma-separated)" {...peers} required placeholder="10.0.0.5, 192.168.1.0/24" />
+          <TextField label="Identity header" {...header} />
+          <TextField label="Shared secret (required for loopback or broad ranges)" {...secret} type="password" autoComplete="off" />
         </>
       )}
-      {step === "owner" && (
-        <TextField label="Owner's e-mail address" name="email" type="email" value={ownerEmail} onInput={setOwnerEmail} error={error} required />
-      )}
+      {step === "owner" && <TextField label="Owner's e-mail address" {...ownerEmail} type="email" required />}
       {step === "complete" && <Notice>Everything is in place. Finishing makes Roost ready; the owner then signs in.</Notice>}
       <FormError
         error={error}
