@@ -4,7 +4,7 @@
 // decision ("why didn't my push build?").
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
-import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useLoad, useForm } from "../components.tsx";
+import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
 import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
@@ -175,14 +175,15 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
 
 function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipeline[] }) {
   const [pipelineId, setPipelineId] = useState(pipelines[0]?.id ?? "");
-  const [branch, setBranch] = useState("");
-  const [sha, setSha] = useState("");
-  const { error, busy, submit } = useForm();
+  const form = useForm();
+  const { error, busy, submit } = form;
+  const branch = useField(form, "branch");
+  const sha = useField(form, "commit_sha");
   const start = submit(async () => {
     const { build } = await post<{ build: Build }>(`/v1/projects/${encodeURIComponent(project.id)}/builds`, {
       pipeline_id: pipelineId,
-      branch: branch || undefined,
-      commit_sha: sha || undefined,
+      branch: branch.value || undefined,
+      commit_sha: sha.value || undefined,
     });
     navigate(`/projects/${encodeURIComponent(project.id)}/builds/${encodeURIComponent(build.id)}`);
   });
@@ -199,8 +200,8 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
             </select>
           )}
         </Field>
-        <TextField label="Branch" name="branch" value={branch} onInput={setBranch} error={error} placeholder={project.default_branch} />
-        <TextField label="Commit (full id; empty: the branch's head)" name="commit_sha" value={sha} onInput={setSha} error={error} />
+        <TextField label="Branch" {...branch} placeholder={project.default_branch} />
+        <TextField label="Commit (full id; empty: the branch's head)" {...sha} />
         <FormError error={error} fields={["pipeline_id", "branch", "commit_sha"]} />
         <button type="submit" disabled={busy}>
           Start build
@@ -268,17 +269,22 @@ export function DeliveryList({ deliveries }: { deliveries: Delivery[] }) {
 }
 
 function Settings({ project, reload }: { project: Project; reload: () => Promise<void> }) {
-  const [name, setName] = useState(project.name);
-  const [description, setDescription] = useState(project.description);
-  const [branch, setBranch] = useState(project.default_branch);
-  const { error, submit } = useForm();
+  const form = useForm();
+  const { error, submit } = form;
+  const name = useField(form, "name", project.name);
+  const description = useField(form, "description", project.description);
+  const branch = useField(form, "default_branch", project.default_branch);
   const [saved, setSaved] = useState(false);
   const [hook, setHook] = useState<{ token: string; webhook_url: string } | null>(null);
   const [hookError, setHookError] = useState<ApiFailure | null>(null);
   const githubUrl = `${window.location.origin}/v1/webhooks/github`;
   const save = submit(async () => {
     setSaved(false);
-    await patch(`/v1/projects/${encodeURIComponent(project.id)}`, { name, description, default_branch: branch });
+    await patch(`/v1/projects/${encodeURIComponent(project.id)}`, {
+      name: name.value,
+      description: description.value,
+      default_branch: branch.value,
+    });
     setSaved(true);
     await reload();
   });
@@ -286,9 +292,9 @@ function Settings({ project, reload }: { project: Project; reload: () => Promise
     <>
       <form class="panel" aria-label="Project settings" onSubmit={save}>
         <h2>Settings</h2>
-        <TextField label="Name" name="name" value={name} onInput={setName} error={error} />
-        <TextField label="Description" name="description" value={description} onInput={setDescription} error={error} />
-        <TextField label="Default branch" name="default_branch" value={branch} onInput={setBranch} error={error} />
+        <TextField label="Name" {...name} />
+        <TextField label="Description" {...description} />
+        <TextField label="Default branch" {...branch} />
         <FormError error={error} fields={["name", "description", "default_branch"]} />
         {saved && <Notice kind="success">Saved.</Notice>}
         <button type="submit">Save settings</button>
@@ -348,7 +354,8 @@ function Settings({ project, reload }: { project: Project; reload: () => Promise
 
 function Members({ project }: { project: Project }) {
   const state = useLoad(() => get<{ members: Member[] }>(`/v1/projects/${encodeURIComponent(project.id)}/members`), [project.id]);
-  const [userId, setUserId] = useState("");
+  const [error, setError] = useState<ApiFailure | null>(null);
+  const userId = useField({ error }, "user_id");
   const [email, setEmail] = useState("");
   const [candidates, setCandidates] = useState<User[]>([]);
   const [role, setRole] = useState("developer");
@@ -363,7 +370,6 @@ function Members({ project }: { project: Project }) {
     }, 150);
     return () => clearTimeout(timer);
   }, [email, admin]);
-  const [error, setError] = useState<ApiFailure | null>(null);
   const set = async (id: string, r: string) => {
     setError(null);
     try {
@@ -407,7 +413,7 @@ function Members({ project }: { project: Project }) {
         aria-label="Add a member"
         onSubmit={async (e) => {
           e.preventDefault();
-          if (!admin) return void set(userId, role);
+          if (!admin) return void set(userId.value, role);
           // The picker names people by e-mail; the API takes the user's id.
           const wanted = email.trim().toLowerCase();
           try {
@@ -450,14 +456,7 @@ function Members({ project }: { project: Project }) {
             )}
           </Field>
         ) : (
-          <TextField
-            label="User id"
-            name="user_id"
-            value={userId}
-            onInput={setUserId}
-            error={error}
-            hint="Only admins can look people up by e-mail; ask one for the id."
-          />
+          <TextField label="User id" {...userId} hint="Only admins can look people up by e-mail; ask one for the id." />
         )}
         <div class="field">
           <label for="member-role">Role</label>

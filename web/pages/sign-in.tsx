@@ -4,7 +4,7 @@
 // to the page they were on (?next=, kept across the provider's redirect in sessionStorage).
 import { useEffect, useState } from "preact/hooks";
 import { ApiFailure, api, sessionExpired } from "../api.ts";
-import { FormError, Notice, TextField, useForm } from "../components.tsx";
+import { FormError, Notice, TextField, useField, useForm } from "../components.tsx";
 import { location, navigate } from "../router.ts";
 import { loadMe, setupStatus } from "../session.ts";
 
@@ -61,15 +61,16 @@ function readPastedCapability(text: string): { capability: string; email: string
 }
 
 function LocalSignIn({ next }: { next: string }) {
-  const [email, setEmail] = useState("");
-  const [capability, setCapability] = useState("");
-  const { error, busy, submit } = useForm();
+  const form = useForm();
+  const { error, busy, submit } = form;
+  const email = useField(form, "email");
+  const capability = useField(form, "recovery_capability");
   const remote = setupStatus.value?.runtime_mode === "remote";
   const signIn = submit(
     async () => {
-      const pasted = readPastedCapability(capability);
+      const pasted = readPastedCapability(capability.value);
       await api("POST", "/v1/auth/local/login", {
-        body: { email: email || pasted.email || undefined, recovery_capability: pasted.capability },
+        body: { email: email.value || pasted.email || undefined, recovery_capability: pasted.capability },
         quiet401: true,
       });
       await finish(next);
@@ -92,22 +93,11 @@ function LocalSignIn({ next }: { next: string }) {
         Roost: <code>{remote ? "npm run roost -- recover" : "npm run roost -- login --email you@example.com"}</code>) and paste the one-time capability it
         prints (<code>roost_rcv_…</code>, valid 5 minutes), or the whole <code>curl</code> command it prints.
       </p>
-      <TextField
-        label="E-mail address (optional with one user)"
-        name="email"
-        type="email"
-        value={email}
-        onInput={setEmail}
-        error={error}
-        autoComplete="email"
-      />
+      <TextField label="E-mail address (optional with one user)" {...email} type="email" autoComplete="email" />
       <TextField
         label="One-time capability (or the whole curl command)"
-        name="recovery_capability"
+        {...capability}
         type="password"
-        value={capability}
-        onInput={setCapability}
-        error={error}
         required
         autoComplete="off"
         placeholder="roost_rcv_…"
