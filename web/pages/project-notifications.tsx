@@ -4,7 +4,19 @@
 // returned; left empty on an edit, the stored one is kept), and each one's recent deliveries.
 import { useState } from "preact/hooks";
 import { ApiFailure, get, patch, post } from "../api.ts";
-import { ConfirmButton, FormError, LoadState, removeFromList, Notice, StatusBadge, TextAreaField, TextField, useLoad, useForm } from "../components.tsx";
+import {
+  ConfirmButton,
+  FormError,
+  LoadState,
+  removeFromList,
+  Notice,
+  StatusBadge,
+  TextAreaField,
+  TextField,
+  useField,
+  useForm,
+  useLoad,
+} from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Project } from "../types.ts";
 import type { Notification, NotificationDelivery } from "../settings-types.ts";
@@ -129,61 +141,59 @@ function DeliveryList({ url }: { url: string }) {
 function NotificationForm({ base, notification, done }: { base: string; notification?: Notification; done: () => Promise<void> }) {
   const c = (notification?.config ?? {}) as Record<string, unknown>;
   const editing = notification !== undefined;
-  const [name, setName] = useState(notification?.name ?? "");
   const [channel, setChannel] = useState<Channel>(notification?.channel ?? "slack");
   const [events, setEvents] = useState<string[]>(notification?.events ?? ["failed", "fixed"]);
-  const [branches, setBranches] = useState((notification?.branches ?? []).join("\n"));
   const [enabled, setEnabled] = useState(notification?.enabled ?? true);
-  const [url, setUrl] = useState("");
-  const [secret, setSecret] = useState("");
-  const [host, setHost] = useState(String(c.host ?? ""));
-  const [port, setPort] = useState(String(c.port ?? 587));
   const [security, setSecurity] = useState(String(c.security ?? "starttls"));
-  const [username, setUsername] = useState(c.username == null ? "" : String(c.username));
-  const [password, setPassword] = useState("");
-  const [from, setFrom] = useState(String(c.from ?? ""));
-  const [to, setTo] = useState(Array.isArray(c.to) ? c.to.join("\n") : "");
-  const [tlsCa, setTlsCa] = useState(c.tls_ca == null ? "" : String(c.tls_ca));
-  const { error, submit } = useForm();
+  const form = useForm();
+  const { error, submit } = form;
+  const name = useField(form, "name", notification?.name ?? "");
+  const branches = useField(form, "branches", (notification?.branches ?? []).join("\n"));
+  const url = useField(form, "url");
+  const secret = useField(form, "secret");
+  const host = useField(form, "host", String(c.host ?? ""));
+  const port = useField(form, "port", String(c.port ?? 587));
+  const username = useField(form, "username", c.username == null ? "" : String(c.username));
+  const password = useField(form, "password");
+  const from = useField(form, "from", String(c.from ?? ""));
+  const to = useField(form, "to", Array.isArray(c.to) ? c.to.join("\n") : "");
+  const tlsCa = useField(form, "tls_ca", c.tls_ca == null ? "" : String(c.tls_ca));
   const keep = editing ? "Leave empty to keep the stored one." : undefined;
 
   const channelBody = (): Record<string, unknown> => {
-    if (channel === "slack") return editing && !url ? {} : { slack: { url } };
+    if (channel === "slack") return editing && !url.value ? {} : { slack: { url: url.value } };
     if (channel === "webhook") {
       const w: Record<string, string> = {};
-      if (url || !editing) w.url = url;
-      if (secret || !editing) w.secret = secret;
+      if (url.value || !editing) w.url = url.value;
+      if (secret.value || !editing) w.secret = secret.value;
       return editing && Object.keys(w).length === 0 ? {} : { webhook: w };
     }
     const email: Record<string, unknown> = {
-      host,
-      port: Number(port),
+      host: host.value,
+      port: Number(port.value),
       security,
-      username: username || null,
-      from,
-      to: lines(to),
-      tls_ca: tlsCa.trim() ? tlsCa : null,
+      username: username.value || null,
+      from: from.value,
+      to: lines(to.value),
+      tls_ca: tlsCa.value.trim() ? tlsCa.value : null,
     };
-    if (password) email.password = password;
+    if (password.value) email.password = password.value;
     return { email };
   };
   /** The write-only URL of a Slack-compatible or signed webhook; on an edit, the host it is stored for. */
   const urlField = (label: string, hintWhenNew: string) => (
     <TextField
       label={label}
-      name="url"
+      {...url}
       type="password"
       autoComplete="off"
-      value={url}
-      onInput={setUrl}
-      error={error}
       required={!editing}
       hint={editing ? `Stored for ${String(c.url_host ?? "a host")}. ${keep}` : hintWhenNew}
     />
   );
   const label = editing ? `Edit notification ${notification.name}` : "New notification";
   const save = submit(async () => {
-    const body = { name, events, branches: lines(branches), enabled, ...channelBody() };
+    const body = { name: name.value, events, branches: lines(branches.value), enabled, ...channelBody() };
     if (editing) await patch(`${base}/${encodeURIComponent(notification.id)}`, body);
     else await post(base, { ...body, channel });
     await done();
@@ -191,7 +201,7 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
   return (
     <form class="panel" aria-label={label} onSubmit={save}>
       <h3>{label}</h3>
-      <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
+      <TextField label="Name" {...name} required />
       {!editing && (
         <div class="field">
           <label for="notification-channel">Channel</label>
@@ -220,7 +230,7 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
         </p>
         {error?.forField("events") && <p class="field-error">{error.forField("events")}</p>}
       </fieldset>
-      <TextAreaField label="Branches (one pattern a line; empty: every branch)" name="branches" value={branches} onInput={setBranches} error={error} />
+      <TextAreaField label="Branches (one pattern a line; empty: every branch)" {...branches} />
       <label class="inline">
         <input type="checkbox" checked={enabled} onChange={(e) => setEnabled(e.currentTarget.checked)} /> Enabled
       </label>
@@ -231,12 +241,9 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
           {urlField("URL (write-only)", "Roost POSTs JSON signed with X-Roost-Signature-256.")}
           <TextField
             label="Signing secret (write-only, at least 16 characters)"
-            name="secret"
+            {...secret}
             type="password"
             autoComplete="new-password"
-            value={secret}
-            onInput={setSecret}
-            error={error}
             required={!editing}
             hint={keep}
           />
@@ -245,8 +252,8 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
       {channel === "email" && (
         <>
           <div class="row">
-            <TextField label="SMTP server" name="host" value={host} onInput={setHost} error={error} required />
-            <TextField label="Port" name="port" type="number" value={port} onInput={setPort} error={error} required />
+            <TextField label="SMTP server" {...host} required />
+            <TextField label="Port" {...port} type="number" required />
             <div class="field">
               <label for="notification-security">Security</label>
               <select id="notification-security" value={security} onChange={(e) => setSecurity(e.currentTarget.value)}>
@@ -257,21 +264,18 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
             </div>
           </div>
           <div class="row">
-            <TextField label="User name (empty: no authentication)" name="username" value={username} onInput={setUsername} error={error} autoComplete="off" />
+            <TextField label="User name (empty: no authentication)" {...username} autoComplete="off" />
             <TextField
               label="Password (write-only)"
-              name="password"
+              {...password}
               type="password"
               autoComplete="new-password"
-              value={password}
-              onInput={setPassword}
-              error={error}
               hint={editing ? "Leave empty to keep the stored one; a changed server needs it again." : undefined}
             />
           </div>
-          <TextField label="From" name="from" type="email" value={from} onInput={setFrom} error={error} required />
-          <TextAreaField label="To (one address a line)" name="to" value={to} onInput={setTo} error={error} required />
-          <TextAreaField label="Trusted CA certificates (PEM; empty: the system's)" name="tls_ca" value={tlsCa} onInput={setTlsCa} error={error} />
+          <TextField label="From" {...from} type="email" required />
+          <TextAreaField label="To (one address a line)" {...to} required />
+          <TextAreaField label="Trusted CA certificates (PEM; empty: the system's)" {...tlsCa} />
         </>
       )}
       <FormError error={error} fields={["name", "events", "branches", "url", "secret", "host", "port", "username", "password", "from", "to", "tls_ca"]} />
