@@ -3,7 +3,7 @@
 // expression is read in the schedule's IANA time zone.
 import { useState } from "preact/hooks";
 import { ApiFailure, get, patch, post } from "../api.ts";
-import { ConfirmButton, FormError, LoadState, removeFromList, Notice, TextField, useLoad, useForm } from "../components.tsx";
+import { ConfirmButton, FormError, LoadState, removeFromList, Notice, TextField, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Schedule } from "../settings-types.ts";
@@ -111,15 +111,16 @@ function ScheduleForm({
   schedule?: Schedule;
   done: () => Promise<void>;
 }) {
-  const [cron, setCron] = useState(schedule?.cron ?? "0 3 * * *");
-  const [timezone, setTimezone] = useState(schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone ?? "UTC");
-  const [branch, setBranch] = useState(schedule?.branch ?? project.default_branch);
   const [unchanged, setUnchanged] = useState(schedule?.build_when_unchanged ?? true);
   const [enabled, setEnabled] = useState(schedule?.enabled ?? true);
-  const { error, submit } = useForm();
+  const form = useForm();
+  const { error, submit } = form;
+  const cron = useField(form, "cron", schedule?.cron ?? "0 3 * * *");
+  const timezone = useField(form, "timezone", schedule?.timezone ?? Intl.DateTimeFormat().resolvedOptions().timeZone ?? "UTC");
+  const branch = useField(form, "branch", schedule?.branch ?? project.default_branch);
   const label = schedule ? `Edit schedule of ${pipeline.name}` : `New schedule of ${pipeline.name}`;
   const save = submit(async () => {
-    const body = { cron, timezone, branch, build_when_unchanged: unchanged, enabled };
+    const body = { cron: cron.value, timezone: timezone.value, branch: branch.value, build_when_unchanged: unchanged, enabled };
     if (schedule) await patch(`${base}/${encodeURIComponent(schedule.id)}`, body);
     else await post(base, body);
     await done();
@@ -128,25 +129,9 @@ function ScheduleForm({
     <form class="card-form" aria-label={label} onSubmit={save}>
       <h3>{label}</h3>
       <div class="row">
-        <TextField
-          label="Cron expression"
-          name="cron"
-          value={cron}
-          onInput={setCron}
-          error={error}
-          required
-          hint="e.g. 0 3 * * 1-5 (03:00 on weekdays) or @daily"
-        />
-        <TextField
-          label="Time zone"
-          name="timezone"
-          value={timezone}
-          onInput={setTimezone}
-          error={error}
-          required
-          hint="IANA name, e.g. Europe/Berlin or UTC"
-        />
-        <TextField label="Branch" name="branch" value={branch} onInput={setBranch} error={error} required />
+        <TextField label="Cron expression" {...cron} required hint="e.g. 0 3 * * 1-5 (03:00 on weekdays) or @daily" />
+        <TextField label="Time zone" {...timezone} required hint="IANA name, e.g. Europe/Berlin or UTC" />
+        <TextField label="Branch" {...branch} required />
       </div>
       <label class="inline">
         <input type="checkbox" checked={unchanged} onChange={(e) => setUnchanged(e.currentTarget.checked)} /> Build even when the branch has not changed since
