@@ -142,6 +142,18 @@ export function useField(form: { error: ApiFailure | null }, name: string, initi
   return { name, value, onInput: set, error: form.error, set };
 }
 
+/** The end of an add-or-edit form: its submit button and a Cancel that closes the form unsaved. */
+export function SubmitOrCancel({ label, cancel }: { label: string; cancel: () => void }) {
+  return (
+    <div class="row">
+      <button type="submit">{label}</button>
+      <button type="button" class="secondary" onClick={cancel}>
+        Cancel
+      </button>
+    </div>
+  );
+}
+
 export interface FormState {
   /** What the last submit threw, shown beside its field or by FormError. */
   error: ApiFailure | null;

@@ -11,6 +11,7 @@ import {
   removeFromList,
   Notice,
   StatusBadge,
+  SubmitOrCancel,
   TextAreaField,
   TextField,
   useField,
@@ -279,12 +280,7 @@ function NotificationForm({ base, notification, done }: { base: string; notifica
         </>
       )}
       <FormError error={error} fields={["name", "events", "branches", "url", "secret", "host", "port", "username", "password", "from", "to", "tls_ca"]} />
-      <div class="row">
-        <button type="submit">{editing ? "Save notification" : "Create notification"}</button>
-        <button type="button" class="secondary" onClick={() => void done()}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel label={editing ? "Save notification" : "Create notification"} cancel={() => void done()} />
     </form>
   );
 }

@@ -4,7 +4,7 @@
 // webhook delivery found. A pipeline the file defines has no edit form: the file overrides it.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post } from "../api.ts";
-import { FormError, LoadState, Notice, StatusBadge, TextAreaField, TextField, useField, useForm, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, StatusBadge, SubmitOrCancel, TextAreaField, TextField, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import type { Pipeline, PipelineFile, Project } from "../types.ts";
 
@@ -428,12 +428,7 @@ function PipelineForm({ project, pipeline, done }: { project: Project; pipeline?
           ))}
         </ul>
       )}
-      <div class="row">
-        <button type="submit">{pipeline ? "Save pipeline" : "Create pipeline"}</button>
-        <button type="button" class="secondary" onClick={done}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel label={pipeline ? "Save pipeline" : "Create pipeline"} cancel={done} />
     </form>
   );
 }

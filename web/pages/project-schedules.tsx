@@ -3,7 +3,7 @@
 // expression is read in the schedule's IANA time zone.
 import { useState } from "preact/hooks";
 import { ApiFailure, get, patch, post } from "../api.ts";
-import { ConfirmButton, FormError, LoadState, removeFromList, Notice, TextField, useField, useForm, useLoad } from "../components.tsx";
+import { ConfirmButton, FormError, LoadState, removeFromList, Notice, SubmitOrCancel, TextField, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import type { Pipeline, Project } from "../types.ts";
 import type { Schedule } from "../settings-types.ts";
@@ -142,12 +142,7 @@ function ScheduleForm({
       </label>
       <FormError error={error} fields={["cron", "timezone", "branch"]} />
       {!schedule && <Notice>A new schedule counts from now: no past time fires.</Notice>}
-      <div class="row">
-        <button type="submit">{schedule ? "Save schedule" : "Create schedule"}</button>
-        <button type="button" class="secondary" onClick={() => void done()}>
-          Cancel
-        </button>
-      </div>
+      <SubmitOrCancel label={schedule ? "Save schedule" : "Create schedule"} cancel={() => void done()} />
     </form>
   );
 }
