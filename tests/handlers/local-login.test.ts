@@ -1,6 +1,6 @@
 // POST /v1/auth/local/login (docs/api.md "Authentication") and the recovery capability.
 import { afterEach, beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, createTestApp, loginCapability, setupToken, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, expectError, loginCapability, setupToken, type TestApp } from "../helpers/app.ts";
 import { mintRecoveryCapability } from "../../lib/auth/one-time-credentials.ts";
 
 let t: TestApp;
@@ -12,8 +12,7 @@ describe("loopback is decided by the socket peer", () => {
     "peer %p is refused with 403 local_login_loopback_required",
     async (peer) => {
       const res = await t.call("POST", "/v1/auth/local/login", { peer, body: { email: "a@example.test" } });
-      expect(res.status).toBe(403);
-      expect(res.body).toEqual({ code: "local_login_loopback_required", message: "Local login is accepted only from this machine's loopback." });
+      expectError(res, 403, { code: "local_login_loopback_required", message: "Local login is accepted only from this machine's loopback." });
     },
   );
 
@@ -35,8 +34,7 @@ describe("loopback is decided by the socket peer", () => {
 describe("a browser page cannot use the victim's loopback (CSRF, DNS rebinding)", () => {
   test("a non-loopback Host is refused", async () => {
     const res = await t.call("POST", "/v1/auth/local/login", { headers: { host: "attacker.example:8080" }, body: { email: "a@example.test" } });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ code: "local_login_host_not_allowed", message: "Local login needs a loopback Host (localhost, 127.0.0.1 or [::1])." });
+    expectError(res, 403, { code: "local_login_host_not_allowed", message: "Local login needs a loopback Host (localhost, 127.0.0.1 or [::1])." });
   });
 
   test("a foreign Origin is refused; a loopback one is accepted", async () => {
@@ -66,15 +64,13 @@ describe("choosing the user (Ready, Local Only)", () => {
     const owner = await bootstrapOwner(t);
     await t.call("POST", "/v1/users", { token: owner, body: { email: "dev@example.test", role: "developer" } });
     const res = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: await loginCapability(t) } });
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({ code: "email_required", message: "Several users exist: send the e-mail address to sign in as." });
+    expectError(res, 400, { code: "email_required", message: "Several users exist: send the e-mail address to sign in as." });
   });
 
   test("an unknown or deactivated e-mail is 403 user_not_found", async () => {
     const owner = await bootstrapOwner(t);
     const unknown = await t.call("POST", "/v1/auth/local/login", { body: { email: "nobody@example.test", recovery_capability: await loginCapability(t) } });
-    expect(unknown.status).toBe(403);
-    expect(unknown.body).toEqual({ code: "user_not_found", message: "No active user has that e-mail address; ask an admin for an invitation." });
+    expectError(unknown, 403, { code: "user_not_found", message: "No active user has that e-mail address; ask an admin for an invitation." });
 
     const invited = await t.call("POST", "/v1/users", { token: owner, body: { email: "gone@example.test", role: "developer" } });
     await t.call("DELETE", `/v1/users/${invited.body.user.id}`, { token: owner });
@@ -99,8 +95,7 @@ describe("Ready Local Only: loopback alone signs nobody in (build code on a runn
     await bootstrapOwner(t);
     const before = await sessions();
     const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({
+    expectError(res, 403, {
       code: "local_capability_required",
       message: "Setup is complete, so local login needs a one-time capability: run `roost login` on this host as the daemon's user.",
     });
@@ -114,8 +109,7 @@ describe("Ready Local Only: loopback alone signs nobody in (build code on a runn
     expect(ok.status).toBe(200);
     expect(ok.body.user).toMatchObject({ email: "owner@example.test", role: "owner" });
     const reused = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: capability } });
-    expect(reused.status).toBe(403);
-    expect(reused.body).toEqual({
+    expectError(reused, 403, {
       code: "recovery_capability_invalid",
       message: "The capability is unknown, expired or already used; run `roost login` on this host for a new one.",
     });
@@ -125,8 +119,7 @@ describe("Ready Local Only: loopback alone signs nobody in (build code on a runn
     await bootstrapOwner(t);
     const capability = await loginCapability(t);
     const refused = await t.call("POST", "/v1/auth/local/login", { body: { email: "nobody@example.test", recovery_capability: capability } });
-    expect(refused.status).toBe(403);
-    expect(refused.body).toEqual({ code: "user_not_found", message: "No active user has that e-mail address; ask an admin for an invitation." });
+    expectError(refused, 403, { code: "user_not_found", message: "No active user has that e-mail address; ask an admin for an invitation." });
     const ok = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test", recovery_capability: capability } });
     expect(ok.status).toBe(200);
   });
@@ -151,8 +144,7 @@ describe("Ready External Access: local login needs a recovery capability", () =>
   test("loopback alone is 403 recovery_capability_required", async () => {
     await readyRemote();
     const res = await t.call("POST", "/v1/auth/local/login", { body: { email: "owner@example.test" } });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({
+    expectError(res, 403, {
       code: "recovery_capability_required",
       message: "In External Access mode, local login needs a recovery capability from `roost recover`.",
     });
@@ -165,8 +157,7 @@ describe("Ready External Access: local login needs a recovery capability", () =>
     expect(ok.status).toBe(200);
     expect(ok.body.user.email).toBe("owner@example.test");
     const reused = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: token } });
-    expect(reused.status).toBe(403);
-    expect(reused.body).toEqual({
+    expectError(reused, 403, {
       code: "recovery_capability_invalid",
       message: "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.",
     });

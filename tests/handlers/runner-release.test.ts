@@ -1,7 +1,7 @@
 // POST /v1/runners/{runner_id}/jobs/{job_id}/release: a stopping runner hands back a job it has
 // not started (docs/runners.md "Stopping a runner"), through the router in-process.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { type TestApp } from "../helpers/app.ts";
+import { expectError, type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { runnerClient } from "../helpers/publishing.ts";
 
@@ -46,11 +46,7 @@ describe("releasing a job", () => {
     const jobId = (await a.claim()).body.job.job_id;
     await a.call("PUT", `/jobs/${jobId}/steps/checkout`, { status: "running", started_at: 1 });
     const refused = await a.call("POST", `/jobs/${jobId}/release`);
-    expect(refused.status).toBe(409);
-    expect(refused.body).toEqual({
-      code: "job_started",
-      message: "This job has started (it reported a step or a log line); finish it instead of releasing it.",
-    });
+    expectError(refused, 409, { code: "job_started", message: "This job has started (it reported a step or a log line); finish it instead of releasing it." });
   });
 
   test("another runner's job is 409 job_not_assigned", async () => {
@@ -59,7 +55,6 @@ describe("releasing a job", () => {
     const b = await runner();
     const jobId = (await a.claim()).body.job.job_id;
     const refused = await b.call("POST", `/jobs/${jobId}/release`);
-    expect(refused.status).toBe(409);
-    expect(refused.body).toEqual({ code: "job_not_assigned", message: "This job is not assigned to this runner." });
+    expectError(refused, 409, { code: "job_not_assigned", message: "This job is not assigned to this runner." });
   });
 });

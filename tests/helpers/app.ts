@@ -2,7 +2,7 @@
 // called through `app.fetch` the way the listener (lib/http/listener.ts) calls it, with the peer address and clock injected.
 // ROOST_TEST_DATABASE=sqld puts each test app's database on a real libSQL server of its own
 // instead (tests/support/sqld.ts), as several hosts run Roost; `npm test` runs a chosen set so.
-import { afterAll, afterEach, beforeAll, beforeEach } from "bun:test";
+import { afterAll, afterEach, beforeAll, beforeEach, expect } from "bun:test";
 import { EventBus } from "../../lib/daemon/events.ts";
 import { createLive } from "../../lib/live/live.ts";
 import { MetricsRegistry } from "../../lib/daemon/metrics.ts";
@@ -178,6 +178,11 @@ export function testAppPer(scope: "test" | "file", env: Record<string, string> =
   (scope === "test" ? beforeEach : beforeAll)(async () => void Object.assign(t, await createTestApp(env)));
   (scope === "test" ? afterEach : afterAll)(() => t.close());
   return t;
+}
+
+/** Asserts an error answer whole: its status and its JSON body `{code, message}` (lib/errors.ts), in one comparison. */
+export function expectError(res: { status: number; body: unknown }, status: number, body: { code: string; message: string }): void {
+  expect({ status: res.status, body: res.body }).toEqual({ status, body });
 }
 
 /** Local Only first run: the first loopback login creates the owner. Returns the owner's session token. */
