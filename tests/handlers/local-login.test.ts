@@ -133,6 +133,8 @@ describe("Ready Local Only: loopback alone signs nobody in (build code on a runn
 });
 
 describe("Ready External Access: local login needs a recovery capability", () => {
+  const loginWith = (capability: string) => t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: capability } });
+
   async function readyRemote(): Promise<void> {
     const token = await setupToken(t);
     await t.call("POST", "/v1/setup/preferences", { token, body: { runtime_mode: "remote", remote_auth_mode: "oidc" } });
@@ -153,10 +155,10 @@ describe("Ready External Access: local login needs a recovery capability", () =>
   test("a capability works once, then is 403 recovery_capability_invalid", async () => {
     await readyRemote();
     const { token } = await mintRecoveryCapability(t.db, t.clock.now());
-    const ok = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: token } });
+    const ok = await loginWith(token);
     expect(ok.status).toBe(200);
     expect(ok.body.user.email).toBe("owner@example.test");
-    const reused = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: token } });
+    const reused = await loginWith(token);
     expectError(reused, 403, {
       code: "recovery_capability_invalid",
       message: "The recovery capability is unknown, expired or already used; mint a new one with `roost recover`.",
@@ -167,14 +169,14 @@ describe("Ready External Access: local login needs a recovery capability", () =>
     await readyRemote();
     const { token } = await mintRecoveryCapability(t.db, t.clock.now());
     t.clock.advance(5 * 60);
-    const res = await t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: token } });
+    const res = await loginWith(token);
     expect(res.body.code).toBe("recovery_capability_invalid");
   });
 
   test("two concurrent uses of one capability: exactly one session", async () => {
     await readyRemote();
     const { token } = await mintRecoveryCapability(t.db, t.clock.now());
-    const results = await Promise.all(Array.from({ length: 5 }, () => t.call("POST", "/v1/auth/local/login", { body: { recovery_capability: token } })));
+    const results = await Promise.all(Array.from({ length: 5 }, () => loginWith(token)));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
   });
 
