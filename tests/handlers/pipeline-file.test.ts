@@ -284,14 +284,16 @@ describe("pull requests from forks", () => {
       pull_request: { ...payload.pull_request, head: { sha: forkSha, repo: { id: REPO.id } } },
     });
     const repositoryId = (await t.call("GET", `/v1/projects/${projectId}`, { token: owner })).body.project.repository_id;
-    const accepted = await acceptDelivery(t.ctx, {
-      forge: "github",
-      deliveryId: crypto.randomUUID(),
-      dedupeKeys: [],
-      event: { ...parsed, fromFork: true },
-      repository: await findRepository(t.db, repositoryId),
-      body: JSON.stringify(payload),
-    });
+    const deliver = async (fromFork: boolean, body: string) =>
+      acceptDelivery(t.ctx, {
+        forge: "github",
+        deliveryId: crypto.randomUUID(),
+        dedupeKeys: [],
+        event: { ...parsed, fromFork },
+        repository: await findRepository(t.db, repositoryId),
+        body,
+      });
+    const accepted = await deliver(true, JSON.stringify(payload));
     expect(accepted.builds).toHaveLength(1);
     const made = await build(accepted.builds[0]!.id);
     expect(made.commit_sha).toBe(forkSha);
@@ -300,14 +302,7 @@ describe("pull requests from forks", () => {
     expect(host.requests.some((r) => r.path === `/repos/${REPO.full_name}/contents/roost.yaml?ref=${forkSha}`)).toBe(false);
 
     // A pull request from the repository itself builds with its head's file.
-    const own = await acceptDelivery(t.ctx, {
-      forge: "github",
-      deliveryId: crypto.randomUUID(),
-      dedupeKeys: [],
-      event: { ...parsed, fromFork: false },
-      repository: await findRepository(t.db, repositoryId),
-      body: "{}",
-    });
+    const own = await deliver(false, "{}");
     const ownBuild = await build(own.builds[0]!.id);
     expect(ownBuild.definition_source).toEqual({ source: "file", path: "roost.yaml", commit_sha: forkSha });
     expect(ownBuild.config_snapshot.execution_config.commands.build).toEqual(["env"]);
