@@ -168,10 +168,7 @@ describe("External Access with a trusted proxy (nginx), in Chromium", () => {
     daemon = await startDaemon({ env: { ROOST_PUBLIC_URL: `http://127.0.0.1:${port}` } });
     nginx = await startNginx({
       upstream: daemon.url,
-      bindAddress: "127.0.0.2",
       sharedSecret: PROXY_SECRET,
-      users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"],
-      emailDomain: "example.test",
       port,
     });
     context = await tb.browser.newContext({ viewport: { width: 1280, height: 900 } });

@@ -21,8 +21,6 @@ const work = mkdtempSync(join(tmpdir(), "roost-container-e2e-"));
 let ci: ContainerWorld;
 let image = "";
 let daemon: Daemon;
-let owner = "";
-let projectId = "";
 let commit = "";
 const sh = (cmd: string) => shIn(cmd, work);
 
@@ -82,7 +80,7 @@ beforeAll(async () => {
     env: { CONTAINERS_CONF: join(TEST_CACHE_DIR, "containers.conf") },
     timeoutMs: 90_000,
   });
-  ({ daemon, owner, projectId, commit } = ci);
+  ({ daemon, commit } = ci);
 }, 600_000);
 
 afterEach(() => ci.stopRunners());
@@ -137,8 +135,8 @@ describe("a build in a fresh container", () => {
     expect(runner.lines.at(-1)).toContain("runner stopped");
     const second = await ci.build(id);
     await Bun.sleep(1000);
-    expect((await http(daemon.url, "GET", `/v1/builds/${second}`, { token: owner })).body.build.status).toBe("queued");
-    await http(daemon.url, "POST", `/v1/builds/${second}/cancel`, { token: owner });
+    expect((await http(daemon.url, "GET", `/v1/builds/${second}`, { token: ci.owner })).body.build.status).toBe("queued");
+    await http(daemon.url, "POST", `/v1/builds/${second}/cancel`, { token: ci.owner });
   }, 120_000);
 
   test("succeeds with the image's flutter: its log (secrets masked), its artifact, and a second build restoring the first one's cache", async () => {
@@ -165,10 +163,10 @@ describe("a build in a fresh container", () => {
       ["build_android", "succeeded"],
       ["build", "succeeded"],
     ]);
-    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${first.id}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${first.id}/artifacts`, { token: ci.owner })).body.artifacts;
     expect(artifacts.map((a: { path: string }) => a.path)).toEqual(["build/app/outputs/flutter-apk/app-release.apk"]);
-    const apk = await fetch(`${daemon.url}/v1/builds/${first.id}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
-      r.text(),
+    const apk = await fetch(`${daemon.url}/v1/builds/${first.id}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${ci.owner}` } }).then(
+      (r) => r.text(),
     );
     expect(apk).toBe(`placeholder apk written by scripts/flutter-stand-in for commit ${commit}; not an app\n`);
 
@@ -268,9 +266,9 @@ describe("what a build's code can reach from its container", () => {
     expect(text).not.toContain(runner.token);
     expect(text).toContain("ROOST_BUILD_ID=");
     expect(existsSync(join(work, "escaped"))).toBe(false);
-    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${id}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${id}/artifacts`, { token: ci.owner })).body.artifacts;
     expect(artifacts.map((a: { path: string }) => a.path)).toEqual(["inside.txt"]);
-    await http(daemon.url, "POST", `/v1/builds/${otherBuild}/cancel`, { token: owner });
+    await http(daemon.url, "POST", `/v1/builds/${otherBuild}/cancel`, { token: ci.owner });
   }, 180_000);
 });
 
@@ -386,7 +384,7 @@ describe("clean-up that survives anything", () => {
     const runner = await ci.startRunner();
     const id = await ci.build(await ci.pipeline({ platforms: [], commands: { build: ["sleep 3141 & sleep 3142"] } }));
     const container = await runningContainer(id, "sleep 3142");
-    expect((await http(daemon.url, "POST", `/v1/builds/${id}/cancel`, { token: owner })).body.build.status).toBe("canceled");
+    expect((await http(daemon.url, "POST", `/v1/builds/${id}/cancel`, { token: ci.owner })).body.build.status).toBe("canceled");
     expect(await nothingLeft(id, container, runner.workDir)).toEqual(NOTHING_LEFT);
     expect(await sh("pgrep -f 'sleep 314[12]' | wc -l")).toBe("0");
   }, 120_000);
@@ -461,7 +459,7 @@ describe("the image", () => {
     });
 
     const second = await tagMovingImage("second image");
-    const rerun = await ci.waitFor((await http(daemon.url, "POST", `/v1/builds/${original.id}/rerun`, { token: owner })).body.build.id);
+    const rerun = await ci.waitFor((await http(daemon.url, "POST", `/v1/builds/${original.id}/rerun`, { token: ci.owner })).body.build.id);
     expect(rerun.status).toBe("succeeded");
     expect(rerun.config_snapshot.execution_config.image).toBe(`localhost/roost-test-moving@${digest}`);
     expect(rerun.executor.image_digest).toBe(`localhost/roost-test-moving@${digest}`);
@@ -495,7 +493,7 @@ describe("private images: registry_credentials", () => {
   let reference = "";
 
   async function setVariable(key: string, value: string, secret: boolean): Promise<void> {
-    const res = await http(daemon.url, "PUT", `/v1/projects/${projectId}/variables/${key}`, { token: owner, body: { value, secret } });
+    const res = await http(daemon.url, "PUT", `/v1/projects/${ci.projectId}/variables/${key}`, { token: ci.owner, body: { value, secret } });
     if (res.status >= 300) throw new Error(JSON.stringify(res.body));
   }
 

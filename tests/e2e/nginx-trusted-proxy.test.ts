@@ -24,10 +24,7 @@ beforeAll(async () => {
   for (const s of steps) if (s.status >= 300) throw new Error(`setup failed: ${s.status} ${JSON.stringify(s.body)}`);
   nginx = await startNginx({
     upstream: daemon.url,
-    bindAddress: "127.0.0.2",
     sharedSecret: SECRET,
-    users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"],
-    emailDomain: "example.test",
   });
 });
 afterAll(async () => {

@@ -24,8 +24,6 @@ const FIREBASE_APP = "1:123456789012:android:0a1b2c3d4e5f6789";
 let ci: GithubProject;
 let host: HostApiStandIn;
 let google: GoogleStandIn;
-let owner = "";
-let projectId = "";
 let testersKey: ServiceAccount;
 let productionKey: ServiceAccount;
 const commits: Record<string, string> = {};
@@ -80,13 +78,13 @@ function openPullRequest(sha: string): Promise<string> {
 const waitFor = <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean) => pollUntil(what, read, done, 40_000, 150);
 
 const buildOf = (id: string) => ci.buildOf(id);
-const deploymentsOf = (id: string) => http(ci.url, "GET", `/v1/builds/${id}/deployments`, { token: owner }).then((r) => r.body.deployments as any[]);
+const deploymentsOf = (id: string) => http(ci.url, "GET", `/v1/builds/${id}/deployments`, { token: ci.owner }).then((r) => r.body.deployments as any[]);
 const logOf = (id: string) => ci.buildLog(id);
 const finished = isFinished;
 const settled = (d: any) => ["succeeded", "failed", "rejected"].includes(d.status);
 
 async function putSecret(env: string, key: string, value: string): Promise<void> {
-  const res = await http(ci.url, "PUT", `/v1/projects/${projectId}/environments/${env}/secrets/${key}`, { token: owner, body: { value, secret: true } });
+  const res = await http(ci.url, "PUT", `/v1/projects/${ci.projectId}/environments/${env}/secrets/${key}`, { token: ci.owner, body: { value, secret: true } });
   if (res.status !== 200) throw new Error(JSON.stringify(res.body));
 }
 
@@ -119,7 +117,7 @@ beforeAll(async () => {
       env: { ROOST_TEST_ANDROID_PUBLISHER_URL: google.url, ROOST_TEST_FIREBASE_APP_DISTRIBUTION_URL: google.url },
     },
   });
-  ({ host, owner, projectId } = ci);
+  ({ host } = ci);
   host.repositories.set("acme/app", repo);
 
   for (const [name, body] of [
@@ -127,7 +125,7 @@ beforeAll(async () => {
     ["qa", {}],
     ["production", {}],
   ] as const) {
-    const res = await http(ci.url, "PUT", `/v1/projects/${projectId}/environments/${name}`, { token: owner, body });
+    const res = await http(ci.url, "PUT", `/v1/projects/${ci.projectId}/environments/${name}`, { token: ci.owner, body });
     if (res.status !== 200) throw new Error(JSON.stringify(res.body));
   }
   await putSecret("beta-testers", "GOOGLE_PLAY_SERVICE_ACCOUNT", testersKey.json);
@@ -149,7 +147,7 @@ describe("publishing with a real daemon and runner", () => {
     firstBuild = await pushTag("v1.0.0", commits.first!, "First release");
     const build = await waitFor("the tag build", () => buildOf(firstBuild), finished);
     expect(build).toMatchObject({ status: "succeeded", trigger_event: "tag", branch: "v1.0.0", definition_source: { source: "file", path: "roost.yaml" } });
-    const artifacts = (await http(ci.url, "GET", `/v1/builds/${firstBuild}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(ci.url, "GET", `/v1/builds/${firstBuild}/artifacts`, { token: ci.owner })).body.artifacts;
     bundleSha = artifacts[0].sha256;
 
     // Play waits for its approver; Firebase's environment needs none and publishes at once.
@@ -173,11 +171,11 @@ describe("publishing with a real daemon and runner", () => {
       releaseNotes: { text: expect.stringContaining("First release") },
     });
 
-    const approved = await http(ci.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
+    const approved = await http(ci.url, "POST", `/v1/deployments/${play.id}/approve`, { token: ci.owner });
     expect(approved.body.deployment).toMatchObject({ status: "approved", decided_by: "owner@example.test" });
     const done = await waitFor(
       "the Play publish",
-      () => http(ci.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
+      () => http(ci.url, "GET", `/v1/deployments/${play.id}`, { token: ci.owner }).then((r) => r.body.deployment),
       settled,
     );
     expect(done).toMatchObject({
@@ -216,7 +214,7 @@ describe("publishing with a real daemon and runner", () => {
     expect(log).toContain("[roost] this publish's secrets and files were removed from the runner");
     expect(log).toContain("[roost] publish play to beta-testers succeeded: Google Play has version code 1 on track beta (inProgress, 20 % of users)");
 
-    const env = (await http(ci.url, "GET", `/v1/projects/${projectId}/environments/beta-testers`, { token: owner })).body.environment;
+    const env = (await http(ci.url, "GET", `/v1/projects/${ci.projectId}/environments/beta-testers`, { token: ci.owner })).body.environment;
     expect(env.current).toEqual([
       expect.objectContaining({ target: "com.example.app beta", publisher: "play", build_id: firstBuild, commit_sha: commits.first, version: "1" }),
     ]);
@@ -232,10 +230,10 @@ describe("publishing with a real daemon and runner", () => {
         (ds) => ds.some((d) => d.publisher === "play"),
       )
     ).find((d) => d.publisher === "play");
-    await http(ci.url, "POST", `/v1/deployments/${play.id}/approve`, { token: owner });
+    await http(ci.url, "POST", `/v1/deployments/${play.id}/approve`, { token: ci.owner });
     const failed = await waitFor(
       "the refused publish",
-      () => http(ci.url, "GET", `/v1/deployments/${play.id}`, { token: owner }).then((r) => r.body.deployment),
+      () => http(ci.url, "GET", `/v1/deployments/${play.id}`, { token: ci.owner }).then((r) => r.body.deployment),
       settled,
     );
     const refusal =
@@ -251,14 +249,14 @@ describe("publishing with a real daemon and runner", () => {
   test("the same build promoted to production goes out as the same bytes, with production's own key", async () => {
     const before = google.requests.length;
     const promoted = await http(ci.url, "POST", `/v1/builds/${firstBuild}/publish`, {
-      token: owner,
+      token: ci.owner,
       body: { publisher: "play", environment: "production", overrides: { track: "production", release_status: "completed" } },
     });
     expect(promoted.status).toBe(201);
     expect(promoted.body.deployment).toMatchObject({ trigger: "promotion", environment: "production", status: "approved", artifacts: [{ sha256: bundleSha }] });
     const done = await waitFor(
       "the promotion",
-      () => http(ci.url, "GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: owner }).then((r) => r.body.deployment),
+      () => http(ci.url, "GET", `/v1/deployments/${promoted.body.deployment.id}`, { token: ci.owner }).then((r) => r.body.deployment),
       settled,
     );
     expect(done).toMatchObject({
@@ -286,7 +284,7 @@ describe("publishing with a real daemon and runner", () => {
         .map((r) => r.as),
     );
     expect([...accounts]).toEqual([productionKey.client_email]);
-    const env = (await http(ci.url, "GET", `/v1/projects/${projectId}/environments`, { token: owner })).body.environments;
+    const env = (await http(ci.url, "GET", `/v1/projects/${ci.projectId}/environments`, { token: ci.owner })).body.environments;
     expect(env.find((e: any) => e.name === "production").current).toEqual([
       expect.objectContaining({ target: "com.example.app production", build_id: firstBuild, version: "1" }),
     ]);
@@ -304,7 +302,7 @@ describe("publishing with a real daemon and runner", () => {
   }, 60_000);
 
   test("environment secrets never reach a build step, a pull request's build, or another environment", async () => {
-    const builds = (await http(ci.url, "GET", `/v1/projects/${projectId}/builds?limit=50`, { token: owner })).body.builds;
+    const builds = (await http(ci.url, "GET", `/v1/projects/${ci.projectId}/builds?limit=50`, { token: ci.owner })).body.builds;
     expect(builds.length).toBeGreaterThanOrEqual(3);
     for (const b of builds) {
       const log = await logOf(b.id);

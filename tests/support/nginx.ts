@@ -29,11 +29,13 @@ export interface Nginx {
 
 export interface NginxOptions {
   upstream: string;
-  bindAddress: string;
   sharedSecret: string;
-  /** htpasswd lines, e.g. "ada:{PLAIN}wonderland". */
-  users: string[];
-  emailDomain: string;
+  /** The proxy's source address toward the daemon (the trusted peer); 127.0.0.2 by default. */
+  bindAddress?: string;
+  /** htpasswd lines; by default ada (password "wonderland") and mallory ("hunter2"). */
+  users?: string[];
+  /** The domain of the e-mail the proxy asserts for a user; example.test by default. */
+  emailDomain?: string;
   /** The port to listen on (when the daemon must know its public URL first); a free one otherwise. */
   port?: number;
 }
@@ -45,7 +47,8 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startNginx(o: NginxOptions): Promise<Nginx> {
+export async function startNginx(options: NginxOptions): Promise<Nginx> {
+  const o = { bindAddress: "127.0.0.2", users: ["ada:{PLAIN}wonderland", "mallory:{PLAIN}hunter2"], emailDomain: "example.test", ...options };
   const dir = mkdtempSync(join(tmpdir(), "roost-nginx-"));
   const port = o.port ?? (await freePort());
   writeFileSync(join(dir, "htpasswd"), o.users.join("\n") + "\n");
