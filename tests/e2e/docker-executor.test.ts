@@ -23,8 +23,6 @@ let image = "";
 let dockerd: TestDockerd;
 let ci: ContainerWorld;
 let daemon: Daemon;
-let owner = "";
-let projectId = "";
 const sh = (cmd: string) => shIn(cmd, work);
 
 /** The ids of the build's containers (any state), by the label the runner gives them. */
@@ -60,7 +58,7 @@ beforeAll(async () => {
   const saved = Bun.spawn(["podman", "save", image], { stdout: "pipe", stderr: "ignore" });
   await dockerd.docker(["load", "--quiet"], saved.stdout as ReadableStream);
   ci = await startContainerWorld({ work, engine: "docker", image, repositoryId: 80, env: { DOCKER_HOST: dockerd.host }, timeoutMs: 120_000 });
-  ({ daemon, owner, projectId } = ci);
+  ({ daemon } = ci);
 }, 600_000);
 
 afterEach(() => ci.stopRunners());
@@ -73,8 +71,8 @@ afterAll(async () => {
 
 describe("a build on Docker", () => {
   test("runs in a fresh container as uid 1000, with its file variable in the container's tmpfs, secrets masked, the metadata address unreachable; nothing is left", async () => {
-    await http(daemon.url, "PUT", `/v1/projects/${projectId}/variables/SIGNING_KEY`, {
-      token: owner,
+    await http(daemon.url, "PUT", `/v1/projects/${ci.projectId}/variables/SIGNING_KEY`, {
+      token: ci.owner,
       body: { value: Buffer.from("docker-file-secret\n").toString("base64"), secret: true, file: true },
     });
     await ci.startRunner();
@@ -161,8 +159,8 @@ describe("a private image on Docker", () => {
       ["DOCKER_REGISTRY_AUTH", PASSWORD],
       ["WRONG_DOCKER_REGISTRY_AUTH", "not-the-password"],
     ] as const)
-      await http(daemon.url, "PUT", `/v1/projects/${projectId}/variables/${key}`, {
-        token: owner,
+      await http(daemon.url, "PUT", `/v1/projects/${ci.projectId}/variables/${key}`, {
+        token: ci.owner,
         body: { value: registry.authFile("ci", password), secret: true },
       });
   }, 120_000);
