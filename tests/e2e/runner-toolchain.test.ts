@@ -19,8 +19,6 @@ const sdks = join(runnerWork, "flutter");
 // Unique, so the test can look for leftovers of its own and nobody else's.
 const SLEEP = `sleep 36${Math.floor(Math.random() * 90 + 10)}`;
 let ci: GithubProject;
-let owner = "";
-let projectId = "";
 let commit = "";
 let featureCommit = "";
 
@@ -38,7 +36,7 @@ const pushTag = (tag: string, sha: string) => ci.pushTag(tag, sha);
 /** The build once it is over, and its log's lines' text. */
 async function waitForBuild(id: string, timeoutMs = 30_000): Promise<{ build: any; log: string }> {
   const build = await ci.waitForBuild(id, (b) => b.status !== "queued" && b.status !== "running", timeoutMs);
-  const lines = (await http(ci.url, "GET", `/v1/builds/${id}/logs`, { token: owner })).body as { text: string }[];
+  const lines = (await http(ci.url, "GET", `/v1/builds/${id}/logs`, { token: ci.owner })).body as { text: string }[];
   return { build, log: lines.map((l) => l.text).join("\n") };
 }
 
@@ -79,7 +77,6 @@ beforeAll(async () => {
       env: { PATH: withoutFlutter, ROOST_FLUTTER_GIT_URL: `file://${flutterRepo}` },
     },
   });
-  ({ owner, projectId } = ci);
 }, 60_000);
 
 afterAll(async () => {
@@ -194,8 +191,8 @@ describe("dependency caches of tags", () => {
     const ciPipeline = await pipeline(execution);
     const saved = await runBuild(ciPipeline);
     expect(saved.log).toMatch(/\[roost\] cache: saved [0-9a-f]{12}/);
-    const release = await http(ci.url, "POST", `/v1/projects/${projectId}/pipelines`, {
-      token: owner,
+    const release = await http(ci.url, "POST", `/v1/projects/${ci.projectId}/pipelines`, {
+      token: ci.owner,
       body: { name: "release", trigger_config: { events: ["tag"] }, execution_config: execution },
     });
     expect(release.status).toBe(201);

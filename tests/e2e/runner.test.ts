@@ -25,7 +25,6 @@ const flutterDir = join(work, "flutter-stand-in");
 let ci: GithubProject;
 let daemon: Daemon;
 let runnerProc: RunnerProcess | undefined;
-let owner = "";
 let commit = "";
 let runner = { id: "", token: "" };
 const DAEMON_ENV = { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1" };
@@ -38,7 +37,7 @@ const build = (pipelineId: string) => ci.queueBuild(pipelineId, commit);
 const waitFor = (buildId: string, predicate: (b: any) => boolean, timeoutMs = 20_000) => ci.waitForBuild(buildId, predicate, timeoutMs);
 
 async function stream(buildId: string, lastEventId?: string): Promise<SseReader> {
-  const { token } = (await http(daemon.url, "POST", `/v1/builds/${buildId}/stream-token`, { token: owner })).body;
+  const { token } = (await http(daemon.url, "POST", `/v1/builds/${buildId}/stream-token`, { token: ci.owner })).body;
   return new SseReader(
     await fetch(`${daemon.url}/v1/builds/${buildId}/logs/stream?token=${token}`, { headers: lastEventId ? { "last-event-id": lastEventId } : {} }),
   );
@@ -58,7 +57,7 @@ beforeAll(async () => {
     daemon: { dataDir: join(work, "data"), cleanup: false, env: DAEMON_ENV },
     repository: { id: 77, full_name: "acme/app", clone_url: repo },
   });
-  ({ daemon, owner } = ci);
+  ({ daemon } = ci);
   runner = await ci.registerRunner({ name: "linux-e2e" });
   runnerProc = startRunner();
 }, 60_000);
@@ -91,7 +90,7 @@ describe("a real runner", () => {
     // Disconnect while the build still runs (pre_build sleeps), then resume from the last id seen.
     await first.until((e) => e.some((x) => x.event === "log" && x.data.includes("pre-build for build")), 30_000);
     const seen = first.logs();
-    expect((await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: owner })).body.build.status).toBe("running");
+    expect((await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: ci.owner })).body.build.status).toBe("running");
     await first.cancel();
     const second = await stream(buildId, String(seen[seen.length - 1]!.seq));
     await second.until((e) => e.some((x) => x.event === "end"), 30_000);
@@ -117,7 +116,7 @@ describe("a real runner", () => {
     ]);
 
     // The .apk the flutter stand-in wrote was uploaded, listed and downloads intact.
-    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body.artifacts;
+    const artifacts = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: ci.owner })).body.artifacts;
     const expected = `fake apk for ${commit}`;
     const sha = new Bun.CryptoHasher("sha256").update(expected).digest("hex");
     expect(artifacts).toEqual([
@@ -130,7 +129,7 @@ describe("a real runner", () => {
         created_at: expect.any(Number),
       },
     ]);
-    const download = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${owner}` } });
+    const download = await fetch(`${daemon.url}/v1/builds/${buildId}/artifacts/${artifacts[0].id}`, { headers: { authorization: `Bearer ${ci.owner}` } });
     expect(download.headers.get("x-roost-artifact-sha256")).toBe(sha);
     expect(download.headers.get("content-disposition")).toBe('attachment; filename="app-release.apk"');
     expect(await download.text()).toBe(expected);
@@ -163,7 +162,7 @@ describe("a real runner", () => {
     await waitFor(buildId, (b) => b.step_results.some((s: { name: string; status: string }) => s.name === "build" && s.status === "running"), 30_000);
     await Bun.sleep(300);
     expect(await sh("pgrep -f 'sleep 3133[67]' | wc -l")).not.toBe("0");
-    const canceled = await http(daemon.url, "POST", `/v1/builds/${buildId}/cancel`, { token: owner });
+    const canceled = await http(daemon.url, "POST", `/v1/builds/${buildId}/cancel`, { token: ci.owner });
     expect(canceled.body.build.status).toBe("canceled");
     const deadline = Date.now() + 10_000;
     while (Date.now() < deadline && (await sh("pgrep -f 'sleep 3133[67]' | wc -l")) !== "0") await Bun.sleep(200);
@@ -200,7 +199,7 @@ describe("a real runner", () => {
     expect(Date.now() - killedAt).toBeLessThan(4000 + 2000 + 3000);
     expect(failed).toMatchObject({ exit_code: -1 });
     expect(failed.failure_reason).toBe("runner_lost: runner linux-e2e sent no heartbeat for 4 s");
-    const incidents = (await http(daemon.url, "GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
+    const incidents = (await http(daemon.url, "GET", "/v1/operator-incidents?status=open", { token: ci.owner })).body.incidents;
     expect(incidents.some((i: { reason: string; resource_id: string }) => i.reason === "runner_lost" && i.resource_id === runner.id)).toBe(true);
     await sh("pkill -f 'sleep 3133[8]' || true");
     runnerProc = startRunner();

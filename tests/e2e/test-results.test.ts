@@ -39,22 +39,15 @@ afterAll(async () => {
 
 describe("a pipeline with failing, skipped and flaky tests", () => {
   test("its reports are sent whether the steps passed or failed, shown by the API and on GitHub, and a passing re-run marks the test flaky", async () => {
-    const pipeline = (
-      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/pipelines`, {
-        token: ci.owner,
-        body: {
-          name: "checks",
-          execution_config: {
-            env: [{ key: "FLUTTER_STAND_IN_TESTS", value: "flaky" }],
-            commands: { pre_build: ["flutter test --file-reporter json:build/test-results/flutter.json --coverage"] },
-          },
-        },
-      })
-    ).body.pipeline;
-    const first = (
-      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token: ci.owner, body: { pipeline_id: pipeline.id, commit_sha: commit } })
-    ).body.build;
-    expect((await finished(first.id)).status).toBe("failed");
+    const pipelineId = await ci.createPipeline({
+      name: "checks",
+      execution_config: {
+        env: [{ key: "FLUTTER_STAND_IN_TESTS", value: "flaky" }],
+        commands: { pre_build: ["flutter test --file-reporter json:build/test-results/flutter.json --coverage"] },
+      },
+    });
+    const first = await finished(await ci.queueBuild(pipelineId, commit));
+    expect(first.status).toBe("failed");
 
     const tests = (await http(ci.url, "GET", `/v1/builds/${first.id}/tests`, { token: ci.owner })).body;
     expect(tests.summary).toMatchObject({ total: 3, passed: 1, failed: 1, skipped: 1, coverage_percent: 75, text: "1 passed, 1 failed, 1 skipped" });
@@ -97,31 +90,24 @@ describe("a pipeline with failing, skipped and flaky tests", () => {
 
     const rerun = (await http(ci.url, "POST", `/v1/builds/${first.id}/rerun`, { token: ci.owner })).body.build;
     expect((await finished(rerun.id)).status).toBe("succeeded");
-    const flaky = (await http(ci.url, "GET", `/v1/pipelines/${pipeline.id}/flaky-tests`, { token: ci.owner })).body.tests;
+    const flaky = (await http(ci.url, "GET", `/v1/pipelines/${pipelineId}/flaky-tests`, { token: ci.owner })).body.tests;
     expect(flaky).toMatchObject([
       { name: "stand-in: counter increments", runs: 2, failures: 1, failure_rate: 0.5, flaky_runs: 1, last_flaky_build_id: rerun.id },
     ]);
-    const listed = (await http(ci.url, "GET", `/v1/pipelines/${pipeline.id}/builds`, { token: ci.owner })).body.builds;
+    const listed = (await http(ci.url, "GET", `/v1/pipelines/${pipelineId}/builds`, { token: ci.owner })).body.builds;
     expect(listed.map((b: { test_summary: { text: string } }) => b.test_summary.text)).toEqual(["2 passed, 1 skipped", "1 passed, 1 failed, 1 skipped"]);
   }, 90_000);
 
   test("a step that prints flutter test --machine to its log has its results read, with no file and no test_reports pattern", async () => {
-    const pipeline = (
-      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/pipelines`, {
-        token: ci.owner,
-        body: {
-          name: "printed",
-          execution_config: {
-            env: [{ key: "FLUTTER_STAND_IN_TESTS", value: "fail" }],
-            commands: { pre_build: ["echo before the tests", "flutter test --machine"] },
-          },
-        },
-      })
-    ).body.pipeline;
-    const build = (
-      await http(ci.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token: ci.owner, body: { pipeline_id: pipeline.id, commit_sha: commit } })
-    ).body.build;
-    expect((await finished(build.id)).status).toBe("failed");
+    const pipelineId = await ci.createPipeline({
+      name: "printed",
+      execution_config: {
+        env: [{ key: "FLUTTER_STAND_IN_TESTS", value: "fail" }],
+        commands: { pre_build: ["echo before the tests", "flutter test --machine"] },
+      },
+    });
+    const build = await finished(await ci.queueBuild(pipelineId, commit));
+    expect(build.status).toBe("failed");
     const tests = (await http(ci.url, "GET", `/v1/builds/${build.id}/tests`, { token: ci.owner })).body;
     expect(tests.reports.map((r: { path: string; format: string; status: string }) => `${r.path} ${r.format} ${r.status}`)).toEqual([
       "(printed by flutter test --machine)/pre_build-1.json dart_json read",
