@@ -98,6 +98,11 @@ async function browseProvider(authorizationUrl: string, login: string): Promise<
   throw new Error("too many hops at the provider");
 }
 
+/** The provider's redirect back to Roost: its code and state posted to `url` from the browser holding `binding` (the cookie /v1/auth/oidc/start set). */
+function postCallback(url: string, returned: URLSearchParams, binding: string) {
+  return http(url, "POST", "/v1/auth/oidc/callback", { body: { code: returned.get("code"), state: returned.get("state") }, headers: { cookie: binding } });
+}
+
 describe("OIDC sign-in through oidc-provider", () => {
   test("start, the provider's login and consent, callback: a Roost session bound to the provider's subject", async () => {
     const start = await http(daemon.url, "GET", "/v1/auth/oidc/start");
@@ -111,10 +116,7 @@ describe("OIDC sign-in through oidc-provider", () => {
     expect(returned.get("state")).toBe(start.body.state);
     expect(returned.get("iss")).toBe(issuer);
 
-    const callback = await http(daemon.url, "POST", "/v1/auth/oidc/callback", {
-      body: { code: returned.get("code"), state: returned.get("state") },
-      headers: { cookie: binding },
-    });
+    const callback = await postCallback(daemon.url, returned, binding);
     expect(callback.status).toBe(200);
     // Both cookies: the binding is cleared, and the browser gets its session (docs/web-app.md "Security").
     const setCookies = callback.headers.getSetCookie();
@@ -132,10 +134,7 @@ describe("OIDC sign-in through oidc-provider", () => {
     expect(me.status).toBe(200);
 
     // The code and state are spent: a replay is refused by Roost before the provider is asked again.
-    const replay = await http(daemon.url, "POST", "/v1/auth/oidc/callback", {
-      body: { code: returned.get("code"), state: returned.get("state") },
-      headers: { cookie: binding },
-    });
+    const replay = await postCallback(daemon.url, returned, binding);
     expect(replay.body).toEqual({ code: "invalid_state", message: "This sign-in is unknown or was already used; start again." });
   });
 
@@ -152,10 +151,7 @@ describe("OIDC sign-in through oidc-provider", () => {
     const attacker = await http(daemon.url, "GET", "/v1/auth/oidc/start");
     const returned = await browseProvider(attacker.body.authorization_url, "ada");
     const victim = await http(daemon.url, "GET", "/v1/auth/oidc/start");
-    const res = await http(daemon.url, "POST", "/v1/auth/oidc/callback", {
-      body: { code: returned.get("code"), state: returned.get("state") },
-      headers: { cookie: victim.headers.get("set-cookie")!.split(";")[0]! },
-    });
+    const res = await postCallback(daemon.url, returned, victim.headers.get("set-cookie")!.split(";")[0]!);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ code: "invalid_state", message: "This sign-in was started in another browser; start again here." });
   });
@@ -163,10 +159,7 @@ describe("OIDC sign-in through oidc-provider", () => {
   test("a flow started on one daemon process finishes on another: pending authorizations live in the database", async () => {
     const start = await http(daemon.url, "GET", "/v1/auth/oidc/start");
     const returned = await browseProvider(start.body.authorization_url, "ada");
-    const res = await http(second.url, "POST", "/v1/auth/oidc/callback", {
-      body: { code: returned.get("code"), state: returned.get("state") },
-      headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! },
-    });
+    const res = await postCallback(second.url, returned, start.headers.get("set-cookie")!.split(";")[0]!);
     expect(res.status).toBe(200);
     expect(res.body.user.email).toBe("ada@example.test");
   });
@@ -174,10 +167,7 @@ describe("OIDC sign-in through oidc-provider", () => {
   test("a process with another ROOST_SECRET_KEY cannot open the client secret: 500 decryption_error", async () => {
     const start = await http(otherKey.url, "GET", "/v1/auth/oidc/start");
     const returned = await browseProvider(start.body.authorization_url, "ada");
-    const res = await http(otherKey.url, "POST", "/v1/auth/oidc/callback", {
-      body: { code: returned.get("code"), state: returned.get("state") },
-      headers: { cookie: start.headers.get("set-cookie")!.split(";")[0]! },
-    });
+    const res = await postCallback(otherKey.url, returned, start.headers.get("set-cookie")!.split(";")[0]!);
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ code: "decryption_error", message: "The stored client secret cannot be decrypted with this instance's key; set it again." });
     // The refused callback spent the state (single use); the process holding the right key still serves new flows.
