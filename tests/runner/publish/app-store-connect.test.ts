@@ -12,7 +12,7 @@ import { altoolStandIn } from "../../support/store-stand-ins/altool.ts";
 import { publishAppStoreConnect } from "../../../runner/publish/app-store-connect.ts";
 import { readIpaInfo } from "../../../runner/publish/ipa-info.ts";
 import { BUN } from "../../helpers/daemon.ts";
-import { publishContext } from "./context.ts";
+import { runPublish } from "./context.ts";
 import { writeIpa } from "./ipa.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-asc-test-"));
@@ -42,18 +42,13 @@ const publisher = (more: Record<string, unknown> = {}) => ({
 });
 
 async function publish(ipa: string, more: Record<string, unknown> = {}, notes: Record<string, string> = {}, p8 = key.p8) {
-  const t = publishContext({
+  return runPublish(publishAppStoreConnect, {
     publisher: publisher(more),
     files: { "build/ios/ipa/Runner.ipa": readFileSync(ipa) },
     secrets: { ASC_KEY: p8 },
     notes,
     endpoints: { appStoreConnect: asc.url, altool: [altool] },
   });
-  try {
-    return { answer: await publishAppStoreConnect(t.ctx).catch((e: Error) => e), lines: t.lines };
-  } finally {
-    t.cleanup();
-  }
 }
 
 describe("the IPA reader", () => {

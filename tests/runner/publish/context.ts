@@ -15,13 +15,25 @@ export interface TestPublish {
   cleanup(): void;
 }
 
-export function publishContext(options: {
+export interface PublishOptions {
   publisher: Record<string, unknown>;
   files: Record<string, Uint8Array | string>;
   secrets?: Record<string, string>;
   notes?: Record<string, string>;
   endpoints?: Partial<PublishEndpoints>;
-}): TestPublish {
+}
+
+/** Runs a store client on a fresh context and removes its directory after: its answer (or the error it threw) and the lines it logged. */
+export async function runPublish<T>(client: (ctx: PublishContext) => Promise<T>, options: PublishOptions): Promise<{ answer: T | Error; lines: string[] }> {
+  const t = publishContext(options);
+  try {
+    return { answer: await client(t.ctx).catch((e: Error) => e), lines: t.lines };
+  } finally {
+    t.cleanup();
+  }
+}
+
+export function publishContext(options: PublishOptions): TestPublish {
   const dir = mkdtempSync(join(tmpdir(), "roost-publish-test-"));
   const lines: string[] = [];
   const needles: string[] = [];

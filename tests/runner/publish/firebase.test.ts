@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startGoogleStandIn, type GoogleStandIn, type ServiceAccount } from "../../support/store-stand-ins/google.ts";
 import { publishFirebase } from "../../../runner/publish/firebase.ts";
-import { publishContext } from "./context.ts";
+import { runPublish } from "./context.ts";
 
 const APP = "1:555000111222:android:00aa11bb22cc33dd";
 let google: GoogleStandIn;
@@ -19,18 +19,13 @@ beforeAll(async () => {
 afterAll(() => google.stop());
 
 async function publish(more: Record<string, unknown>, apk: string, key = distributor) {
-  const t = publishContext({
+  return runPublish(publishFirebase, {
     publisher: { type: "firebase_app_distribution", environment: "qa", app_id: APP, credentials: "FB", ...more },
     files: { "app-release.apk": apk },
     secrets: { FB: key.json },
     notes: { "en-US": "Please try the checkout" },
     endpoints: { firebaseAppDistribution: google.url },
   });
-  try {
-    return { answer: await publishFirebase(t.ctx).catch((e: Error) => e), lines: t.lines };
-  } finally {
-    t.cleanup();
-  }
 }
 
 describe("Firebase App Distribution", () => {

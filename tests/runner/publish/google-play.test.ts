@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { startGoogleStandIn, type GoogleStandIn, type ServiceAccount } from "../../support/store-stand-ins/google.ts";
 import { publishGooglePlay } from "../../../runner/publish/google-play.ts";
-import { publishContext } from "./context.ts";
+import { runPublish } from "./context.ts";
 
 let google: GoogleStandIn;
 let releaser: ServiceAccount;
@@ -20,18 +20,13 @@ afterAll(() => google.stop());
 const BASE = { type: "google_play", environment: "production", package_name: "com.example.app", credentials: "PLAY_KEY" };
 
 async function publish(publisher: Record<string, unknown>, files: Record<string, string>, key = releaser, notes: Record<string, string> = {}) {
-  const t = publishContext({
+  return runPublish(publishGooglePlay, {
     publisher: { ...BASE, ...publisher },
     files,
     secrets: { PLAY_KEY: key.json },
     notes,
     endpoints: { androidPublisher: google.url },
   });
-  try {
-    return { answer: await publishGooglePlay(t.ctx).catch((e: Error) => e), lines: t.lines };
-  } finally {
-    t.cleanup();
-  }
 }
 
 describe("Google Play", () => {
