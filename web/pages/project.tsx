@@ -112,33 +112,9 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
         <Notice>This project has no pipeline yet. {may(project, "maintainer") ? <a href="?tab=pipelines">Create one</a> : "A maintainer creates one."}</Notice>
       )}
       <form class="filters" aria-label="Filter builds" onSubmit={(e) => e.preventDefault()}>
-        <div class="field">
-          <label for="filter-pipeline">Pipeline</label>
-          <select id="filter-pipeline" value={pipelineId} onChange={(e) => setPipelineId(e.currentTarget.value)}>
-            <option value="">All</option>
-            {pipelines.map((p) => (
-              <option value={p.id}>{p.name}</option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="filter-status">Status</label>
-          <select id="filter-status" value={status} onChange={(e) => setStatus(e.currentTarget.value)}>
-            <option value="">All</option>
-            {["queued", "running", "succeeded", "failed", "canceled"].map((s) => (
-              <option value={s}>{s}</option>
-            ))}
-          </select>
-        </div>
-        <div class="field">
-          <label for="filter-trigger">Trigger</label>
-          <select id="filter-trigger" value={trigger} onChange={(e) => setTrigger(e.currentTarget.value)}>
-            <option value="">All</option>
-            {["webhook", "manual", "rerun", "schedule"].map((s) => (
-              <option value={s}>{s}</option>
-            ))}
-          </select>
-        </div>
+        <FilterSelect id="filter-pipeline" label="Pipeline" value={pipelineId} set={setPipelineId} options={pipelines.map((p) => [p.id, p.name])} />
+        <FilterSelect id="filter-status" label="Status" value={status} set={setStatus} options={["queued", "running", "succeeded", "failed", "canceled"]} />
+        <FilterSelect id="filter-trigger" label="Trigger" value={trigger} set={setTrigger} options={["webhook", "manual", "rerun", "schedule"]} />
         <div class="field">
           <label for="filter-branch">Branch</label>
           <input id="filter-branch" type="search" value={branch} onChange={(e) => setBranch(e.currentTarget.value)} />
@@ -170,6 +146,22 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
         </>
       )}
     </>
+  );
+}
+
+/** A list filter: "All" (the empty value) or one of `options` (a value, or a value and its text). */
+function FilterSelect(props: { id: string; label: string; inline?: boolean; value: string; set: (v: string) => void; options: (string | [string, string])[] }) {
+  return (
+    <div class={props.inline ? "field inline-field" : "field"}>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.set(e.currentTarget.value)}>
+        <option value="">All</option>
+        {props.options.map((o) => {
+          const [value, text] = typeof o === "string" ? [o, o] : o;
+          return <option value={value}>{text}</option>;
+        })}
+      </select>
+    </div>
   );
 }
 
@@ -220,15 +212,14 @@ function Deliveries({ project }: { project: Project }) {
   );
   return (
     <>
-      <div class="field inline-field">
-        <label for="delivery-result">Result</label>
-        <select id="delivery-result" value={result} onChange={(e) => setResult(e.currentTarget.value)}>
-          <option value="">All</option>
-          {["built", "ignored", "duplicate", "rejected", "failed"].map((r) => (
-            <option value={r}>{r}</option>
-          ))}
-        </select>
-      </div>
+      <FilterSelect
+        id="delivery-result"
+        label="Result"
+        inline
+        value={result}
+        set={setResult}
+        options={["built", "ignored", "duplicate", "rejected", "failed"]}
+      />
       <LoadState state={state} what="deliveries" />
       <DeliveryList deliveries={state.data?.deliveries ?? []} />
     </>
