@@ -1,15 +1,13 @@
 // Status badges (docs/api.md "Status badges"): private by default, public when the project says
 // so, the newest build's status per branch, and cache headers GitHub's image proxy revalidates.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, createProject, startGithubFixture, fixturePerFile } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 
-let fixture: GithubFixture;
 let t: TestApp, owner: string;
-beforeAll(async () => void ({ t, owner } = fixture = await startGithubFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startGithubFixture, (fixture) => ({ t, owner } = fixture));
 
 async function build(pipelineId: string, branch: string, ...moves: ("start" | "succeed" | "fail" | "cancel")[]) {
   const { build } = await createBuild(t.ctx, { pipelineId, branch, commitSha: SHA_A, triggerType: "manual", concurrencyKey: null });

@@ -1,16 +1,14 @@
 // A pipeline's container settings (docs/pipelines.md image, network, limits) through the API and
 // roost.yaml, what a runner reports about where a build ran (the build's executor), and a re-run
 // pinned to the image its source ran, by digest (docs/runners.md "Executors").
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { runnerClient } from "../helpers/publishing.ts";
 import { parsePipelineFile, pipelineFileJsonSchema } from "../../lib/pipelines/file.ts";
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 const DIGEST = `sha256:${"ab".repeat(32)}`;
 

@@ -1,17 +1,15 @@
 // Builds (docs/api.md "Builds"): manual creation, re-run, cancel, listings, numbering and the
 // concurrency rules.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
+import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, fixturePerFile } from "../helpers/ci.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
 import { LIST_SCAN_BUDGET } from "../../lib/builds/store.ts";
 
-let fixture: GithubFixture;
 let t: TestApp, host: HostApiStandIn, owner: string;
-beforeAll(async () => void ({ t, host, owner } = fixture = await startGithubFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startGithubFixture, (fixture) => ({ t, host, owner } = fixture));
 
 describe("manual builds", () => {
   test("without a commit, the branch head is asked of the host; the build is queued with a frozen snapshot", async () => {

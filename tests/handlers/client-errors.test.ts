@@ -1,13 +1,11 @@
 // Requests a client can send that used to answer 500: each is now a 4xx JSON {code, message}
 // (docs/api.md "Errors"). Through the router in-process, as Bun.serve calls it.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { appWithOwner, type TestApp } from "../helpers/app.ts";
-import { startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 const OIDC_BODY = { client_id: "roost", client_secret: "s3cret", redirect_uris: ["https://ci.example.test/auth/callback"] };
 

@@ -2,18 +2,16 @@
 // share one transaction of a few statements, and still each line is stored once, in its job's
 // order, with a build's seqs in sequence; a retry, an overlap and a gap are answered as alone, and
 // an append that fails fails alone. Run on a libSQL server too (scripts/test, ROOST_TEST_DATABASE=sqld).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { appendLogLines } from "../../lib/logs/store.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 
 const lines30 = () => Array.from({ length: 30 }, (_, i) => `line ${i}`);
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 /** `n` runners, each running a build of its own. */
 async function runningJobs(n: number) {

@@ -1,16 +1,14 @@
 // A slow SSE client lags but never makes the server buffer without bound or drop lines:
 // the stream is pulled, so while the client does not read, the server stops reading log pages.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { recordingDb } from "../helpers/recording-db.ts";
 import { createApp } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 describe("a slow stream reader", () => {
   test("is served page by page as it reads: no page is read ahead of the client, and every line arrives once", async () => {

@@ -2,9 +2,9 @@
 // each appended batch is encoded once and pushed to every stream of the build in this process;
 // the database is read only to catch up, and an idle stream makes no query of its own but the
 // check of the credential behind it every RECHECK_MS (one read by primary key).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { recordingDb } from "../helpers/recording-db.ts";
 import { createApp, type App } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
@@ -13,10 +13,8 @@ import { createLive } from "../../lib/live/live.ts";
 import { CHECK_MS } from "../../lib/live/log-feed.ts";
 import { RECHECK_MS } from "../../lib/auth/stream-guard.ts";
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 /** Every statement the app runs, by kind. */
 interface Counts {

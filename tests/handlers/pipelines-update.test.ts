@@ -1,13 +1,11 @@
 // PATCH /v1/pipelines/{id} is a JSON Merge Patch (RFC 7396), and platform_commands is a list like
 // every other command field (docs/api.md "Pipelines").
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
-import { startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 const release = {
   config_path: "ci/roost.yaml",

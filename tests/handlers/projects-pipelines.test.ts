@@ -1,13 +1,11 @@
 // Projects, project roles and pipelines (docs/api.md "Projects", "Pipelines").
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { bootstrapOwner, createTestApp, userWithRole, type TestApp } from "../helpers/app.ts";
-import { createPipeline, createProject, repositoryId, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
+import { createPipeline, createProject, repositoryId, startGithubFixture, fixturePerFile } from "../helpers/ci.ts";
 import { migrate } from "../../lib/db/migrate.ts";
 
-let fixture: GithubFixture;
 let t: TestApp, owner: string;
-beforeAll(async () => void ({ t, owner } = fixture = await startGithubFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startGithubFixture, (fixture) => ({ t, owner } = fixture));
 
 describe("projects", () => {
   test("created from a catalogue repository, with the repository's name and default branch", async () => {

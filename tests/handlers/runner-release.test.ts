@@ -1,14 +1,12 @@
 // POST /v1/runners/{runner_id}/jobs/{job_id}/release: a stopping runner hands back a job it has
 // not started (docs/runners.md "Stopping a runner"), through the router in-process.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { expectError, type TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { runnerClient } from "../helpers/publishing.ts";
 
-let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
-beforeAll(async () => void ({ t, owner, projectId } = fixture = await startCiFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
 
 const runner = () => runnerClient(t, owner);
 

@@ -1,16 +1,14 @@
 // Scheduled builds (docs/operations.md "Scheduled builds"): the schedule API, one build per slot
 // across processes sharing one database, one build after downtime, and unchanged heads skipped.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, type GithubFixture } from "../helpers/ci.ts";
+import { SHA_A, SHA_B, createPipeline, createProject, startGithubFixture, fixturePerFile } from "../helpers/ci.ts";
 import { runDueSchedules } from "../../lib/schedules/schedules.ts";
 import { openDatabase } from "../../lib/db/client.ts";
 
-let fixture: GithubFixture;
 let t: TestApp, host: HostApiStandIn, owner: string;
-beforeAll(async () => void ({ t, host, owner } = fixture = await startGithubFixture()));
-afterAll(() => fixture.stop());
+fixturePerFile(startGithubFixture, (fixture) => ({ t, host, owner } = fixture));
 
 // The test clock starts at 2027-01-15T08:00:00Z.
 const START = 1_800_000_000;

@@ -3,16 +3,17 @@
 // runner's job saves another runner's job restores; a build reads its own scope and the default
 // branch's, never a pull request's; entries are immutable and verified before they are recorded;
 // another project's job is refused; unused and over-cap entries go with their archives.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { TestApp } from "../helpers/app.ts";
-import { SHA_A, createPipeline, createProject, startS3CiFixture, type S3CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, createProject, startS3CiFixture, fixturePerFile } from "../helpers/ci.ts";
 import type { S3Server } from "../support/s3-server.ts";
 import { evictCaches } from "../../lib/caches/store.ts";
 
-let fixture: S3CiFixture;
 let t: TestApp, owner: string, projectId: string, s3: S3Server;
-beforeAll(async () => void ({ t, owner, projectId, s3 } = fixture = await startS3CiFixture({ ROOST_SHARED_CACHE_MAX_MB: "1" })));
-afterAll(() => fixture.stop());
+fixturePerFile(
+  () => startS3CiFixture({ ROOST_SHARED_CACHE_MAX_MB: "1" }),
+  (fixture) => ({ t, owner, projectId, s3 } = fixture),
+);
 
 const sha256 = (data: string | Uint8Array) => new Bun.CryptoHasher("sha256").update(data).digest("hex");
 const VERSION = "0123456789abcdef";

@@ -1,5 +1,6 @@
 // Setting up the CI domain for handler tests: a GitHub integration against the host API stand-in,
 // a project on one of its repositories, and pipelines.
+import { afterAll, beforeAll } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "./app.ts";
 import { join } from "node:path";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
@@ -113,6 +114,16 @@ export async function startGithubFixture(env: Record<string, string> = {}): Prom
       await host.stop();
     },
   };
+}
+
+/**
+ * Starts a fixture (startGithubFixture, startCiFixture, ...) before the file's tests, hands it to
+ * `use` (which keeps the parts the file needs), and stops it after them.
+ */
+export function fixturePerFile<F extends { stop(): Promise<void> }>(start: () => Promise<F>, use: (fixture: F) => void): void {
+  let fixture: F | undefined;
+  beforeAll(async () => use((fixture = await start())));
+  afterAll(() => fixture?.stop());
 }
 
 export interface CiFixture extends GithubFixture {
