@@ -26,9 +26,7 @@ const flutterDir = join(work, "flutter-stand-in");
 let daemon: Daemon;
 let ci: ProjectClient;
 let runnerProc: RunnerProcess | undefined;
-let owner = "";
 let apiToken = "";
-let projectId = "";
 let commit = "";
 
 interface Run {
@@ -79,11 +77,11 @@ beforeAll(async () => {
     cleanup: false,
     env: { ROOST_RUNNER_LEASE_SECONDS: "4", ROOST_RUNNER_HEARTBEAT_SECONDS: "1", ROOST_GIT_ALLOW_LOCAL_REMOTES: "true" },
   });
-  owner = await loginOwner(daemon.url);
+  const owner = await loginOwner(daemon.url);
   const integration = await http(daemon.url, "POST", "/v1/integrations", { token: owner, body: { provider: "git", name: "app", url: repo } });
   if (integration.status !== 201) throw new Error(JSON.stringify(integration.body));
   const repoId = (await http(daemon.url, "GET", "/v1/integration-repositories", { token: owner })).body.repositories[0].id;
-  projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId, name: "app" } })).body.project.id;
+  const projectId = (await http(daemon.url, "POST", "/v1/projects", { token: owner, body: { repository_id: repoId, name: "app" } })).body.project.id;
   apiToken = (await http(daemon.url, "POST", "/v1/api-tokens", { token: owner, body: { name: "cli", role: "developer" } })).body.token;
   ci = projectClient(daemon.url, owner, projectId);
   const runner = await ci.registerRunner({ name: "linux-cli" });
@@ -104,19 +102,19 @@ describe("roost project, pipeline and build: listing", () => {
     const [header, row, ...rest] = human.stdout.trimEnd().split("\n");
     expect(header!.split(/\s+/)).toEqual(["ID", "NAME", "REPOSITORY", "BRANCH", "ROLE"]);
     const project = (await http(daemon.url, "GET", "/v1/projects", { token: apiToken })).body.projects[0];
-    expect(row!.split(/\s+/)).toEqual([projectId, "app", project.repository_full_name, "main", project.current_user_role]);
+    expect(row!.split(/\s+/)).toEqual([ci.projectId, "app", project.repository_full_name, "main", project.current_user_role]);
     expect(rest).toEqual([]);
 
     const json = await roost(["project", "list", "--json"]);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual((await http(daemon.url, "GET", "/v1/projects?limit=200", { token: apiToken })).body);
-    expect(JSON.parse(json.stdout)).toMatchObject({ total: 1, projects: [{ id: projectId, name: "app", default_branch: "main" }] });
+    expect(JSON.parse(json.stdout)).toMatchObject({ total: 1, projects: [{ id: ci.projectId, name: "app", default_branch: "main" }] });
   });
 
   test("pipeline list takes the project's name as well as its id", async () => {
     const id = await pipeline("listed", { build: ["true"] });
     const byName = await roost(["pipeline", "list", "app", "--json"]);
-    const byId = await roost(["pipeline", "list", projectId, "--json"]);
+    const byId = await roost(["pipeline", "list", ci.projectId, "--json"]);
     expect(byName.code).toBe(0);
     expect(byName.stdout).toBe(byId.stdout);
     expect(JSON.parse(byName.stdout).pipelines.map((p: { id: string; name: string }) => [p.id, p.name])).toContainEqual([id, "listed"]);
@@ -141,7 +139,7 @@ describe("roost build start --follow: the log live, and the build's result as ex
 
   test("a failing build exits 1; --json prints the build, every log line as an event, then the final build", async () => {
     await pipeline("red", { build: ["echo about to fail", "exit 7"] });
-    const res = await roost(["build", "start", projectId, "--pipeline", "red", "--follow", "--json"]);
+    const res = await roost(["build", "start", ci.projectId, "--pipeline", "red", "--follow", "--json"]);
     expect(res.code).toBe(1);
     expect(res.stderr).toBe("");
     const events = jsonLines(res.stdout);
@@ -165,7 +163,7 @@ describe("roost build start --follow: the log live, and the build's result as ex
   }, 40_000);
 
   test("follow of a finished build prints its whole log and exits with its result", async () => {
-    const { builds } = (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?status=failed`, { token: owner })).body;
+    const { builds } = (await http(daemon.url, "GET", `/v1/projects/${ci.projectId}/builds?status=failed`, { token: ci.owner })).body;
     const res = await roost(["build", "follow", builds[0].id]);
     expect(res.code).toBe(1);
     expect(res.stdout).toContain("==> build\n$ echo about to fail\nabout to fail\n$ exit 7\n");
@@ -220,7 +218,7 @@ describe("cancel and re-run", () => {
   }, 60_000);
 
   test("rerun --follow builds the same commit again and exits with the new build's result", async () => {
-    const { builds } = (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?status=succeeded`, { token: owner })).body;
+    const { builds } = (await http(daemon.url, "GET", `/v1/projects/${ci.projectId}/builds?status=succeeded`, { token: ci.owner })).body;
     const source = builds[0];
     const res = await roost(["build", "rerun", source.id, "--follow", "--json"]);
     expect(res.code).toBe(0);
@@ -235,7 +233,7 @@ describe("roost build download", () => {
   const expected = () => `fake apk for ${commit}`;
 
   beforeAll(async () => {
-    const { builds } = (await http(daemon.url, "GET", `/v1/projects/${projectId}/builds?status=succeeded`, { token: owner })).body;
+    const { builds } = (await http(daemon.url, "GET", `/v1/projects/${ci.projectId}/builds?status=succeeded`, { token: ci.owner })).body;
     buildId = builds[0].id;
   });
 
@@ -273,7 +271,7 @@ describe("roost build download", () => {
   });
 
   test("a stored artifact that no longer matches its recorded SHA-256 exits 6 and leaves no file", async () => {
-    const { artifacts } = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: owner })).body;
+    const { artifacts } = (await http(daemon.url, "GET", `/v1/builds/${buildId}/artifacts`, { token: ci.owner })).body;
     const stored = join(daemon.dataDir, "artifacts", buildId, artifacts[0].id);
     const original = readFileSync(stored);
     // Same size, one byte changed: what a bad disk sector or a tampered file looks like.
@@ -354,7 +352,7 @@ describe("a dropped log stream", () => {
       const texts = logs.map((l) => l.text);
       expect(texts.filter((t) => ["one", "two", "three"].includes(t))).toEqual(["one", "two", "three"]);
       // Compared with the log the daemon kept: nothing lost, nothing twice.
-      const stored = (await fetch(`${daemon.url}/v1/builds/${events[0].build.id}/logs`, { headers: { authorization: `Bearer ${owner}` } }).then((r) =>
+      const stored = (await fetch(`${daemon.url}/v1/builds/${events[0].build.id}/logs`, { headers: { authorization: `Bearer ${ci.owner}` } }).then((r) =>
         r.json(),
       )) as { seq: number; text: string }[];
       expect(logs.map((l) => [l.seq, l.text])).toEqual(stored.map((l) => [l.seq, l.text]));
@@ -382,7 +380,7 @@ describe("where the commands find Roost", () => {
     chmodSync(file, 0o600);
     const ok = await roost(["project", "list", "--json"], env);
     expect(ok.code).toBe(0);
-    expect(JSON.parse(ok.stdout).projects[0].id).toBe(projectId);
+    expect(JSON.parse(ok.stdout).projects[0].id).toBe(ci.projectId);
     // ROOST_CONFIG names another file; the environment wins over the file, field by field.
     const other = join(work, "other.json");
     writeFileSync(other, JSON.stringify({ url: "http://127.0.0.1:9", token: apiToken }), { mode: 0o600 });
