@@ -53,6 +53,13 @@ async function pageAs(email: string): Promise<Page> {
   return newPage(contexts[email]!, errors);
 }
 
+/** A build's page opened as `email`, and its Publishing section. */
+async function publishingAs(email: string, build: { id: string }) {
+  const page = await pageAs(email);
+  await page.goto(`${base}/projects/${ci.projectId}/builds/${build.id}`);
+  return { page, section: page.getByRole("region", { name: "Publishing" }) };
+}
+
 async function deploymentsOf(buildId: string): Promise<any[]> {
   return (await t.call("GET", `/v1/builds/${buildId}/deployments`, { token: ci.owner })).body.deployments;
 }
@@ -98,9 +105,7 @@ afterAll(async () => {
 
 describe("a build's page", () => {
   test("a developer sees the deployment waiting for the environment's approver, without Approve or Reject", async () => {
-    const page = await pageAs(DEVELOPER);
-    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[1].id}`);
-    const section = page.getByRole("region", { name: "Publishing" });
+    const { page, section } = await publishingAs(DEVELOPER, builds[1]);
     const waiting = section.locator("li.deployment", { hasText: "play-production" });
     await waiting.waitFor();
     expect(await text(waiting.locator(".deployment-head"))).toBe("‖ waiting for approval play-production to production (com.example.app production)");
@@ -114,9 +119,7 @@ describe("a build's page", () => {
   });
 
   test("the listed approver approves it; the page says who decided and when, then the store's answer", async () => {
-    const page = await pageAs(APPROVER);
-    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[1].id}`);
-    const section = page.getByRole("region", { name: "Publishing" });
+    const { page, section } = await publishingAs(APPROVER, builds[1]);
     const approve = section.getByRole("button", { name: `Approve play-production of build #${builds[1].build_number} to production` });
     await approve.waitFor();
     expect(await section.getByRole("button", { name: `Reject play-production of build #${builds[1].build_number} to production` }).isVisible()).toBe(true);
@@ -248,9 +251,7 @@ describe("the project's Deployments tab", () => {
   });
 
   test("a developer retries a failed publish from the build page; the new deployment says who asked", async () => {
-    const page = await pageAs(DEVELOPER);
-    await page.goto(`${base}/projects/${ci.projectId}/builds/${builds[0].id}`);
-    const section = page.getByRole("region", { name: "Publishing" });
+    const { page, section } = await publishingAs(DEVELOPER, builds[0]);
     const failed = section.locator("li.deployment", { hasText: "play to testers" });
     await failed.waitFor();
     expect(await text(failed.locator(".badge"))).toBe("✕ failed");
