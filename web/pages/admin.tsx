@@ -3,7 +3,7 @@
 // every webhook delivery.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put } from "../api.ts";
-import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, Table, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
 import { loadSetupStatus, me, roleAtLeast, setupStatus } from "../session.ts";
@@ -42,9 +42,10 @@ export function Admin() {
 
 function Users() {
   const state = useLoad(() => get<{ users: User[] }>("/v1/users?limit=200"), []);
-  const [email, setEmail] = useState("");
   const [role, setRole] = useState<Role>("developer");
-  const { error, setError, submit } = useForm();
+  const form = useForm();
+  const { error, setError, submit } = form;
+  const email = useField(form, "email");
   const mine = me.value!.credential.effective_role;
   const act = async (work: () => Promise<unknown>) => {
     setError(null);
@@ -56,8 +57,8 @@ function Users() {
     }
   };
   const invite = submit(async () => {
-    await post("/v1/users", { email, role });
-    setEmail("");
+    await post("/v1/users", { email: email.value, role });
+    email.set("");
     await state.reload();
   });
   return (
@@ -65,7 +66,7 @@ function Users() {
       <form class="panel" aria-label="Invite a user" onSubmit={invite}>
         <h2>Invite a user</h2>
         <div class="row">
-          <TextField label="E-mail address" name="email" type="email" value={email} onInput={setEmail} error={error} required />
+          <TextField label="E-mail address" {...email} type="email" required />
           <div class="field">
             <label for="invite-role">Role</label>
             <select id="invite-role" value={role} onChange={(e) => setRole(e.currentTarget.value as Role)}>
@@ -287,31 +288,33 @@ function SignInSettings() {
   const proxy = useLoad(() => get<TrustedProxySettings | { configured: false }>("/v1/settings/trusted-proxy"), []);
   const o = oidc.data && "issuer" in oidc.data ? oidc.data : null;
   const p = proxy.data && "trusted_peers" in proxy.data ? proxy.data : null;
-  const [issuer, setIssuer] = useState("");
-  const [clientId, setClientId] = useState("");
-  const [secret, setSecret] = useState("");
-  const [redirects, setRedirects] = useState(`${window.location.origin}/auth/callback`);
-  const [peers, setPeers] = useState("");
-  const [header, setHeader] = useState("");
-  const [proxySecret, setProxySecret] = useState("");
-  const { error, submit } = useForm();
-  const { error: proxyError, submit: submitProxy } = useForm();
+  const oidcForm = useForm();
+  const { error, submit } = oidcForm;
+  const issuer = useField(oidcForm, "issuer");
+  const clientId = useField(oidcForm, "client_id");
+  const secret = useField(oidcForm, "client_secret");
+  const redirects = useField(oidcForm, "redirect_uris", `${window.location.origin}/auth/callback`);
+  const proxyForm = useForm();
+  const { error: proxyError, submit: submitProxy } = proxyForm;
+  const peers = useField(proxyForm, "trusted_peers");
+  const header = useField(proxyForm, "identity_header");
+  const proxySecret = useField(proxyForm, "shared_secret");
   const [saved, setSaved] = useState("");
   const saveOidc = submit(async () => {
     await put("/v1/settings/oidc", {
-      issuer: issuer || o?.issuer,
-      client_id: clientId || o?.client_id,
-      client_secret: secret,
-      redirect_uris: redirects.split(/\s+/).filter(Boolean),
+      issuer: issuer.value || o?.issuer,
+      client_id: clientId.value || o?.client_id,
+      client_secret: secret.value,
+      redirect_uris: redirects.value.split(/\s+/).filter(Boolean),
     });
     setSaved("OIDC settings saved.");
     await oidc.reload();
   });
   const saveProxy = submitProxy(async () => {
     await put("/v1/settings/trusted-proxy", {
-      trusted_peers: (peers || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean),
-      identity_header: header || undefined,
-      shared_secret: proxySecret || undefined,
+      trusted_peers: (peers.value || p?.trusted_peers.join(" ") || "").split(/[\s,]+/).filter(Boolean),
+      identity_header: header.value || undefined,
+      shared_secret: proxySecret.value || undefined,
     });
     setSaved("Trusted proxy settings saved.");
     await proxy.reload();
@@ -328,10 +331,10 @@ function SignInSettings() {
         ) : (
           <p class="muted">Not configured.</p>
         )}
-        <TextField label="Issuer URL" name="issuer" value={issuer} onInput={setIssuer} error={error} placeholder={o?.issuer} />
-        <TextField label="Client ID" name="client_id" value={clientId} onInput={setClientId} error={error} placeholder={o?.client_id} />
-        <TextField label="Client secret" name="client_secret" type="password" value={secret} onInput={setSecret} error={error} required />
-        <TextField label="Callback URLs (space-separated)" name="redirect_uris" value={redirects} onInput={setRedirects} error={error} />
+        <TextField label="Issuer URL" {...issuer} placeholder={o?.issuer} />
+        <TextField label="Client ID" {...clientId} placeholder={o?.client_id} />
+        <TextField label="Client secret" {...secret} type="password" required />
+        <TextField label="Callback URLs (space-separated)" {...redirects} />
         <FormError error={error} fields={["issuer", "client_id", "client_secret", "redirect_uris"]} />
         <button type="submit">Save OIDC settings</button>
       </form>
@@ -344,23 +347,9 @@ function SignInSettings() {
         ) : (
           <p class="muted">Not configured.</p>
         )}
-        <TextField
-          label="Proxy addresses (IPs or CIDRs)"
-          name="trusted_peers"
-          value={peers}
-          onInput={setPeers}
-          error={proxyError}
-          placeholder={p?.trusted_peers.join(", ")}
-        />
-        <TextField
-          label="Identity header"
-          name="identity_header"
-          value={header}
-          onInput={setHeader}
-          error={proxyError}
-          placeholder={p?.identity_header ?? "X-Roost-User-Email"}
-        />
-        <TextField label="Shared secret (empty: keep)" name="shared_secret" type="password" value={proxySecret} onInput={setProxySecret} error={proxyError} />
+        <TextField label="Proxy addresses (IPs or CIDRs)" {...peers} placeholder={p?.trusted_peers.join(", ")} />
+        <TextField label="Identity header" {...header} placeholder={p?.identity_header ?? "X-Roost-User-Email"} />
+        <TextField label="Shared secret (empty: keep)" {...proxySecret} type="password" />
         <FormError error={proxyError} fields={["trusted_peers", "identity_header", "shared_secret"]} />
         <button type="submit">Save trusted proxy settings</button>
       </form>
