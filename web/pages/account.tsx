@@ -1,21 +1,28 @@
 // The signed-in person: who they are, and their API tokens (create: shown once; list; revoke).
 import { useState } from "preact/hooks";
 import { del, get, post } from "../api.ts";
-import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
+import { FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { me } from "../session.ts";
 import type { Token, TokenCreated } from "../types.ts";
 
 export function Account() {
   const tokens = useLoad(() => get<{ tokens: Token[] }>("/v1/api-tokens"), []);
-  const [name, setName] = useState("");
-  const [days, setDays] = useState("30");
-  const { error, submit } = useForm();
+  const form = useForm();
+  const { error, submit } = form;
+  const name = useField(form, "name");
+  const days = useField(form, "expires_in_days", "30");
   const [created, setCreated] = useState<TokenCreated | null>(null);
   const user = me.value!.user;
   const createToken = submit(async () => {
-    setCreated(await post<TokenCreated>("/v1/api-tokens", { name, role: me.value!.credential.effective_role, expires_in_days: Number(days) }));
-    setName("");
+    setCreated(
+      await post<TokenCreated>("/v1/api-tokens", {
+        name: name.value,
+        role: me.value!.credential.effective_role,
+        expires_in_days: Number(days.value),
+      }),
+    );
+    name.set("");
     await tokens.reload();
   });
   return (
@@ -27,8 +34,8 @@ export function Account() {
       <form class="panel" aria-label="Create an API token" onSubmit={createToken}>
         <h2>API tokens</h2>
         <div class="row">
-          <TextField label="Name" name="name" value={name} onInput={setName} error={error} required />
-          <TextField label="Valid for (days)" name="expires_in_days" type="number" value={days} onInput={setDays} error={error} />
+          <TextField label="Name" {...name} required />
+          <TextField label="Valid for (days)" {...days} type="number" />
         </div>
         <FormError error={error} fields={["name", "expires_in_days"]} />
         <button type="submit">Create token</button>

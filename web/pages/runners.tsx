@@ -2,7 +2,7 @@
 // the list with online/offline, labels, capabilities and last contact, token rotation, revocation.
 import { useState } from "preact/hooks";
 import { del, get, post } from "../api.ts";
-import { ConfirmButton, FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useForm, useLoad } from "../components.tsx";
+import { ConfirmButton, FormError, LoadState, PageTitle, SecretOnce, StatusBadge, TextField, Table, useField, useForm, useLoad } from "../components.tsx";
 import { ago } from "../format.ts";
 import type { Runner } from "../types.ts";
 
@@ -32,15 +32,19 @@ function RunnerCommand({ id, token, from }: { id: string; token: string; from: "
 
 export function Runners() {
   const state = useLoad(() => get<{ runners: Runner[] }>("/v1/runners"), [], 5000);
-  const [name, setName] = useState("");
-  const [labels, setLabels] = useState("");
-  const { error, submit } = useForm();
+  const form = useForm();
+  const { error, submit } = form;
+  const name = useField(form, "name");
+  const labels = useField(form, "labels");
   const [secret, setSecret] = useState<{ id: string; name: string; token: string } | null>(null);
   const register = submit(async () => {
-    const created = await post<{ runner: Runner; token: string }>("/v1/runners", { name, labels: labels.split(/[\s,]+/).filter(Boolean) });
+    const created = await post<{ runner: Runner; token: string }>("/v1/runners", {
+      name: name.value,
+      labels: labels.value.split(/[\s,]+/).filter(Boolean),
+    });
     setSecret({ id: created.runner.id, name: created.runner.name, token: created.token });
-    setName("");
-    setLabels("");
+    name.set("");
+    labels.set("");
     await state.reload();
   });
   return (
@@ -49,8 +53,8 @@ export function Runners() {
       <form class="panel" aria-label="Register a runner" onSubmit={register}>
         <h2>Register a runner</h2>
         <div class="row">
-          <TextField label="Name" name="name" value={name} onInput={setName} error={error} required placeholder="mac-mini-1" />
-          <TextField label="Labels (space-separated)" name="labels" value={labels} onInput={setLabels} error={error} placeholder="macos xcode-16" />
+          <TextField label="Name" {...name} required placeholder="mac-mini-1" />
+          <TextField label="Labels (space-separated)" {...labels} placeholder="macos xcode-16" />
         </div>
         <FormError error={error} fields={["name", "labels"]} />
         <button type="submit">Register runner</button>
