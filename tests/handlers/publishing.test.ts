@@ -91,6 +91,15 @@ async function env(name: string, body: Record<string, unknown> = {}) {
   return res.body.environment;
 }
 
+/** After the queue is drained: a succeeded manual build of a pipeline publishing to Play through environment `name` (set up with `rules`). */
+async function succeededBuildPublishingTo(name: string, rules: Record<string, unknown> = {}) {
+  await drainQueue();
+  await env(name, rules);
+  const build = await manualBuild((await pipelineWith([{ ...PLAY, environment: name }])).id);
+  await succeed(build);
+  return build;
+}
+
 async function deploymentsOf(buildId: string) {
   return (await t.call("GET", `/v1/builds/${buildId}/deployments`, { token: owner })).body.deployments;
 }
@@ -345,10 +354,7 @@ describe("a successful build publishes", () => {
   });
 
   test("a rejected deployment never runs", async () => {
-    await drainQueue();
-    await env("gated", { requires_approval: true });
-    const build = await manualBuild((await pipelineWith([{ ...PLAY, environment: "gated" }])).id);
-    await succeed(build);
+    const build = await succeededBuildPublishingTo("gated", { requires_approval: true });
     const [d] = await deploymentsOf(build.id);
     const rejected = await t.call("POST", `/v1/deployments/${d.id}/reject`, { token: owner });
     expect(rejected.body.deployment).toMatchObject({ status: "rejected", decided_by: "owner@example.test" });
@@ -460,10 +466,7 @@ describe("promotion and retries", () => {
   });
 
   test("a failed deployment is retried as a new one of the same build; a lost runner fails it", async () => {
-    await drainQueue();
-    await env("open");
-    const build = await manualBuild((await pipelineWith([{ ...PLAY, environment: "open" }])).id);
-    await succeed(build);
+    const build = await succeededBuildPublishingTo("open");
     const publisher = await runner();
     const job = (await publisher.claim()).body.publish;
     t.clock.advance(31);
@@ -479,10 +482,7 @@ describe("promotion and retries", () => {
   });
 
   test("a runner stopping before it starts a publish hands it back", async () => {
-    await drainQueue();
-    await env("open");
-    const build = await manualBuild((await pipelineWith([{ ...PLAY, environment: "open" }])).id);
-    await succeed(build);
+    const build = await succeededBuildPublishingTo("open");
     const a = await runner();
     const job = (await a.claim()).body.publish;
     expect((await a.call("POST", `/deployments/${job.deployment_id}/release`)).body).toEqual({ released: true });
