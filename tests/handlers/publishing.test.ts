@@ -482,7 +482,7 @@ describe("promotion and retries", () => {
   });
 
   test("a runner stopping before it starts a publish hands it back", async () => {
-    const build = await succeededBuildPublishingTo("open");
+    await succeededBuildPublishingTo("open");
     const a = await runner();
     const job = (await a.claim()).body.publish;
     expect((await a.call("POST", `/deployments/${job.deployment_id}/release`)).body).toEqual({ released: true });

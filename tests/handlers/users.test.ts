@@ -1,10 +1,14 @@
 // User management (docs/api.md "Users"): invite, list, change role, deactivate.
 import { beforeEach, describe, expect, test } from "bun:test";
-import { bootstrapOwner, loginCapability, testAppPer, userWithRole } from "../helpers/app.ts";
+import { bootstrapOwner, expectError, loginCapability, testAppPer, userWithRole } from "../helpers/app.ts";
 
 const t = testAppPer("test");
-let owner: string;
-beforeEach(async () => (owner = await bootstrapOwner(t)));
+let owner: string, ownerId: string;
+beforeEach(async () => {
+  owner = await bootstrapOwner(t);
+  ownerId = (await t.call("GET", "/v1/users/me", { token: owner })).body.user.id;
+});
+const setRole = (token: string, userId: string, role: string) => t.call("PATCH", `/v1/users/${userId}`, { token, body: { role } });
 
 describe("inviting", () => {
   test("an admin invites a user, who can then sign in", async () => {
@@ -19,22 +23,19 @@ describe("inviting", () => {
   test("inviting an existing e-mail is 409 user_exists", async () => {
     await t.call("POST", "/v1/users", { token: owner, body: { email: "dup@example.test", role: "developer" } });
     const res = await t.call("POST", "/v1/users", { token: owner, body: { email: "DUP@example.test", role: "developer" } });
-    expect(res.status).toBe(409);
-    expect(res.body).toEqual({ code: "user_exists", message: "A user with that e-mail already exists." });
+    expectError(res, 409, { code: "user_exists", message: "A user with that e-mail already exists." });
   });
 
   test("an admin cannot invite an owner", async () => {
     const admin = await userWithRole(t, owner, "admin");
     const res = await t.call("POST", "/v1/users", { token: admin.token, body: { email: "o2@example.test", role: "owner" } });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ code: "role_not_allowed", message: "You cannot grant owner, which is above your own role." });
+    expectError(res, 403, { code: "role_not_allowed", message: "You cannot grant owner, which is above your own role." });
   });
 
   test.each(["maintainer", "developer"])("a %s cannot invite anyone (403 forbidden)", async (role) => {
     const user = await userWithRole(t, owner, role);
     const res = await t.call("POST", "/v1/users", { token: user.token, body: { email: "x@example.test", role: "developer" } });
-    expect(res.status).toBe(403);
-    expect(res.body).toEqual({ code: "forbidden", message: "This endpoint needs the admin role or higher." });
+    expectError(res, 403, { code: "forbidden", message: "This endpoint needs the admin role or higher." });
   });
 
   test("an invalid e-mail is 400 with the field path", async () => {
@@ -67,7 +68,7 @@ describe("listing", () => {
 describe("changing role and deactivating", () => {
   test("a role change ends the user's sessions so it takes effect at once", async () => {
     const admin = await userWithRole(t, owner, "admin");
-    const res = await t.call("PATCH", `/v1/users/${admin.id}`, { token: owner, body: { role: "developer" } });
+    const res = await setRole(owner, admin.id, "developer");
     expect(res.status).toBe(200);
     expect(res.body.user.role).toBe("developer");
     const old = await t.call("GET", "/v1/users", { token: admin.token });
@@ -77,29 +78,24 @@ describe("changing role and deactivating", () => {
 
   test("an admin cannot change an owner, nor grant owner", async () => {
     const admin = await userWithRole(t, owner, "admin");
-    const me = await t.call("GET", "/v1/users/me", { token: owner });
-    const demote = await t.call("PATCH", `/v1/users/${me.body.user.id}`, { token: admin.token, body: { role: "developer" } });
-    expect(demote.status).toBe(403);
-    expect(demote.body).toEqual({ code: "forbidden", message: "You cannot change a user whose role is above yours." });
+    const demote = await setRole(admin.token, ownerId, "developer");
+    expectError(demote, 403, { code: "forbidden", message: "You cannot change a user whose role is above yours." });
     const dev = await userWithRole(t, owner, "developer");
-    const promote = await t.call("PATCH", `/v1/users/${dev.id}`, { token: admin.token, body: { role: "owner" } });
+    const promote = await setRole(admin.token, dev.id, "owner");
     expect(promote.status).toBe(403);
     expect(promote.body.code).toBe("role_not_allowed");
   });
 
   test("the last owner cannot be demoted or deactivated", async () => {
-    const me = await t.call("GET", "/v1/users/me", { token: owner });
-    const demote = await t.call("PATCH", `/v1/users/${me.body.user.id}`, { token: owner, body: { role: "admin" } });
-    expect(demote.status).toBe(409);
-    expect(demote.body).toEqual({ code: "last_owner", message: "The last owner cannot be demoted or deactivated; make someone else owner first." });
-    const remove = await t.call("DELETE", `/v1/users/${me.body.user.id}`, { token: owner });
+    const demote = await setRole(owner, ownerId, "admin");
+    expectError(demote, 409, { code: "last_owner", message: "The last owner cannot be demoted or deactivated; make someone else owner first." });
+    const remove = await t.call("DELETE", `/v1/users/${ownerId}`, { token: owner });
     expect(remove.body.code).toBe("last_owner");
   });
 
   test("with a second owner, the first can step down", async () => {
     const second = await userWithRole(t, owner, "owner");
-    const me = await t.call("GET", "/v1/users/me", { token: owner });
-    const res = await t.call("PATCH", `/v1/users/${me.body.user.id}`, { token: second.token, body: { role: "admin" } });
+    const res = await setRole(second.token, ownerId, "admin");
     expect(res.status).toBe(200);
     expect(res.body.user.role).toBe("admin");
   });
@@ -116,8 +112,7 @@ describe("changing role and deactivating", () => {
 
   test("an unknown user id is 404 not_found; an empty change is 400", async () => {
     const missing = await t.call("PATCH", "/v1/users/nope", { token: owner, body: { role: "developer" } });
-    expect(missing.status).toBe(404);
-    expect(missing.body).toEqual({ code: "not_found", message: "No user with that id." });
+    expectError(missing, 404, { code: "not_found", message: "No user with that id." });
     const empty = await t.call("PATCH", "/v1/users/nope", { token: owner, body: {} });
     expect(empty.status).toBe(400);
   });
