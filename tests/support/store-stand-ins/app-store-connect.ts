@@ -23,6 +23,7 @@
 // here as PROCESSING, and VALID at its second listing.
 import { generateKeyPairSync } from "node:crypto";
 import { decodeProtectedHeader, importSPKI, jwtVerify } from "jose";
+import { serveStandIn } from "./serve.ts";
 
 export interface AscKey {
   keyId: string;
@@ -108,133 +109,128 @@ export async function startAppStoreConnectStandIn(): Promise<AppStoreConnectStan
     attributes: { version: b.version, processingState: b.processingState, uploadedDate: new Date().toISOString() },
   });
 
-  const server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    async fetch(req) {
-      const url = new URL(req.url);
-      const path = url.pathname;
-      requests.push({ method: req.method, path });
-      const refusal = await refuse(req.headers.get("authorization"));
-      if (refusal) return refusal;
-      const body = req.method === "POST" || req.method === "PATCH" ? ((await req.json().catch(() => null)) as any) : null;
+  const server = serveStandIn(async (req, url) => {
+    const path = url.pathname;
+    requests.push({ method: req.method, path });
+    const refusal = await refuse(req.headers.get("authorization"));
+    if (refusal) return refusal;
+    const body = req.method === "POST" || req.method === "PATCH" ? ((await req.json().catch(() => null)) as any) : null;
 
-      if (path === "/stand-in/uploads" && req.method === "POST") {
-        const app = [...apps.entries()].find(([, a]) => a.bundleId === body.bundleId);
-        if (!app)
-          return Response.json(
-            {
-              "product-errors": [
-                { code: -19201, message: `No suitable application records were found. Verify your bundle identifier '${body.bundleId}' is correct.` },
-              ],
-            },
-            { status: 409 },
-          );
-        if (builds.some((b) => b.app === app[0] && b.version === body.version && b.shortVersion === body.shortVersion)) {
-          return Response.json(
-            {
-              "product-errors": [
-                { code: -19232, message: `The bundle version must be higher than the previously uploaded version: '${body.version}'. (ID: stand-in)` },
-              ],
-            },
-            { status: 409 },
-          );
-        }
-        uploads.push({ app: app[0], version: body.version, shortVersion: body.shortVersion, keyId: body.keyId });
-        builds.push({
-          id: `build-${next++}`,
-          app: app[0],
-          version: body.version,
-          shortVersion: body.shortVersion,
-          bundleId: body.bundleId,
-          processingState: "PROCESSING",
-          listings: 0,
-          whatToTest: new Map(),
-          groups: new Set(),
-          submitted: false,
-          uploaded: true,
-        });
-        return Response.json({ "success-message": `No errors uploading '${body.file}'`, details: { "delivery-uuid": crypto.randomUUID() } });
-      }
-
-      if (path === "/v1/builds" && req.method === "GET") {
-        const app = url.searchParams.get("filter[app]");
-        if (!app || !apps.has(app))
-          return appleError(404, "NOT_FOUND", "The specified resource does not exist", `There is no resource of type 'apps' with id '${app}'`);
-        const found = builds.filter(
-          (b) =>
-            b.app === app &&
-            (!url.searchParams.get("filter[version]") || b.version === url.searchParams.get("filter[version]")) &&
-            (!url.searchParams.get("filter[preReleaseVersion.version]") || b.shortVersion === url.searchParams.get("filter[preReleaseVersion.version]")),
-        );
-        for (const b of found) if (b.processingState === "PROCESSING" && ++b.listings >= 2) b.processingState = state.processing;
-        return Response.json({ data: found.map(toResource) });
-      }
-      const buildPath = path.match(/^\/v1\/builds\/([^/]+)\/(betaBuildLocalizations|betaAppReviewSubmission|relationships\/betaGroups)$/);
-      if (buildPath) {
-        const build = builds.find((b) => b.id === buildPath[1]);
-        if (!build)
-          return appleError(404, "NOT_FOUND", "The specified resource does not exist", `There is no resource of type 'builds' with id '${buildPath[1]}'`);
-        if (buildPath[2] === "betaBuildLocalizations" && req.method === "GET")
-          return Response.json({
-            data: [...build.whatToTest].map(([locale, l]) => ({ type: "betaBuildLocalizations", id: l.id, attributes: { locale, whatToTest: l.text } })),
-          });
-        if (buildPath[2] === "betaAppReviewSubmission" && req.method === "GET")
-          return Response.json({ data: build.submitted ? { type: "betaAppReviewSubmissions", id: `review-${build.id}` } : null });
-        if (buildPath[2] === "relationships/betaGroups" && req.method === "POST") {
-          const groups = apps.get(build.app)!.groups;
-          for (const g of body?.data ?? []) {
-            if (!groups.some((x) => x.id === g.id))
-              return appleError(404, "NOT_FOUND", "The specified resource does not exist", `There is no resource of type 'betaGroups' with id '${g.id}'`);
-            build.groups.add(g.id);
-          }
-          return new Response(null, { status: 204 });
-        }
-      }
-      if (path === "/v1/betaBuildLocalizations" && req.method === "POST") {
-        const build = builds.find((b) => b.id === body?.data?.relationships?.build?.data?.id);
-        const locale = body?.data?.attributes?.locale;
-        if (!build) return appleError(404, "NOT_FOUND", "The specified resource does not exist", "no such build");
-        if (build.whatToTest.has(locale))
-          return appleError(
-            409,
-            "ENTITY_ERROR.ATTRIBUTE.INVALID.DUPLICATE",
-            "The provided entity includes an attribute with a value that has already been used",
-            `A localization for ${locale} exists already.`,
-          );
-        const id = `loc-${next++}`;
-        build.whatToTest.set(locale, { id, text: body.data.attributes.whatToTest });
-        return Response.json({ data: { type: "betaBuildLocalizations", id, attributes: body.data.attributes } }, { status: 201 });
-      }
-      const loc = path.match(/^\/v1\/betaBuildLocalizations\/([^/]+)$/);
-      if (loc && req.method === "PATCH") {
-        for (const b of builds)
-          for (const [locale, l] of b.whatToTest)
-            if (l.id === loc[1]) {
-              l.text = body.data.attributes.whatToTest;
-              return Response.json({ data: { type: "betaBuildLocalizations", id: l.id, attributes: { locale, whatToTest: l.text } } });
-            }
-        return appleError(404, "NOT_FOUND", "The specified resource does not exist", "no such localization");
-      }
-      if (path === "/v1/betaGroups" && req.method === "GET") {
-        const app = apps.get(url.searchParams.get("filter[app]") ?? "");
-        const names = (url.searchParams.get("filter[name]") ?? "").split(",");
-        return Response.json({
-          data: (app?.groups ?? []).filter((g) => names.includes(g.name)).map((g) => ({ type: "betaGroups", id: g.id, attributes: { name: g.name } })),
-        });
-      }
-      if (path === "/v1/betaAppReviewSubmissions" && req.method === "POST") {
-        const build = builds.find((b) => b.id === body?.data?.relationships?.build?.data?.id);
-        if (!build) return appleError(404, "NOT_FOUND", "The specified resource does not exist", "no such build");
-        if (build.submitted) return appleError(409, "ENTITY_ERROR", "The request entity is not valid", "This build was already submitted for review.");
-        build.submitted = true;
+    if (path === "/stand-in/uploads" && req.method === "POST") {
+      const app = [...apps.entries()].find(([, a]) => a.bundleId === body.bundleId);
+      if (!app)
         return Response.json(
-          { data: { type: "betaAppReviewSubmissions", id: `review-${build.id}`, attributes: { betaReviewState: "WAITING_FOR_REVIEW" } } },
-          { status: 201 },
+          {
+            "product-errors": [
+              { code: -19201, message: `No suitable application records were found. Verify your bundle identifier '${body.bundleId}' is correct.` },
+            ],
+          },
+          { status: 409 },
+        );
+      if (builds.some((b) => b.app === app[0] && b.version === body.version && b.shortVersion === body.shortVersion)) {
+        return Response.json(
+          {
+            "product-errors": [
+              { code: -19232, message: `The bundle version must be higher than the previously uploaded version: '${body.version}'. (ID: stand-in)` },
+            ],
+          },
+          { status: 409 },
         );
       }
-      return appleError(404, "NOT_FOUND", "The specified resource does not exist", `No stand-in answer for ${req.method} ${path}.`);
-    },
+      uploads.push({ app: app[0], version: body.version, shortVersion: body.shortVersion, keyId: body.keyId });
+      builds.push({
+        id: `build-${next++}`,
+        app: app[0],
+        version: body.version,
+        shortVersion: body.shortVersion,
+        bundleId: body.bundleId,
+        processingState: "PROCESSING",
+        listings: 0,
+        whatToTest: new Map(),
+        groups: new Set(),
+        submitted: false,
+        uploaded: true,
+      });
+      return Response.json({ "success-message": `No errors uploading '${body.file}'`, details: { "delivery-uuid": crypto.randomUUID() } });
+    }
+
+    if (path === "/v1/builds" && req.method === "GET") {
+      const app = url.searchParams.get("filter[app]");
+      if (!app || !apps.has(app))
+        return appleError(404, "NOT_FOUND", "The specified resource does not exist", `There is no resource of type 'apps' with id '${app}'`);
+      const found = builds.filter(
+        (b) =>
+          b.app === app &&
+          (!url.searchParams.get("filter[version]") || b.version === url.searchParams.get("filter[version]")) &&
+          (!url.searchParams.get("filter[preReleaseVersion.version]") || b.shortVersion === url.searchParams.get("filter[preReleaseVersion.version]")),
+      );
+      for (const b of found) if (b.processingState === "PROCESSING" && ++b.listings >= 2) b.processingState = state.processing;
+      return Response.json({ data: found.map(toResource) });
+    }
+    const buildPath = path.match(/^\/v1\/builds\/([^/]+)\/(betaBuildLocalizations|betaAppReviewSubmission|relationships\/betaGroups)$/);
+    if (buildPath) {
+      const build = builds.find((b) => b.id === buildPath[1]);
+      if (!build)
+        return appleError(404, "NOT_FOUND", "The specified resource does not exist", `There is no resource of type 'builds' with id '${buildPath[1]}'`);
+      if (buildPath[2] === "betaBuildLocalizations" && req.method === "GET")
+        return Response.json({
+          data: [...build.whatToTest].map(([locale, l]) => ({ type: "betaBuildLocalizations", id: l.id, attributes: { locale, whatToTest: l.text } })),
+        });
+      if (buildPath[2] === "betaAppReviewSubmission" && req.method === "GET")
+        return Response.json({ data: build.submitted ? { type: "betaAppReviewSubmissions", id: `review-${build.id}` } : null });
+      if (buildPath[2] === "relationships/betaGroups" && req.method === "POST") {
+        const groups = apps.get(build.app)!.groups;
+        for (const g of body?.data ?? []) {
+          if (!groups.some((x) => x.id === g.id))
+            return appleError(404, "NOT_FOUND", "The specified resource does not exist", `There is no resource of type 'betaGroups' with id '${g.id}'`);
+          build.groups.add(g.id);
+        }
+        return new Response(null, { status: 204 });
+      }
+    }
+    if (path === "/v1/betaBuildLocalizations" && req.method === "POST") {
+      const build = builds.find((b) => b.id === body?.data?.relationships?.build?.data?.id);
+      const locale = body?.data?.attributes?.locale;
+      if (!build) return appleError(404, "NOT_FOUND", "The specified resource does not exist", "no such build");
+      if (build.whatToTest.has(locale))
+        return appleError(
+          409,
+          "ENTITY_ERROR.ATTRIBUTE.INVALID.DUPLICATE",
+          "The provided entity includes an attribute with a value that has already been used",
+          `A localization for ${locale} exists already.`,
+        );
+      const id = `loc-${next++}`;
+      build.whatToTest.set(locale, { id, text: body.data.attributes.whatToTest });
+      return Response.json({ data: { type: "betaBuildLocalizations", id, attributes: body.data.attributes } }, { status: 201 });
+    }
+    const loc = path.match(/^\/v1\/betaBuildLocalizations\/([^/]+)$/);
+    if (loc && req.method === "PATCH") {
+      for (const b of builds)
+        for (const [locale, l] of b.whatToTest)
+          if (l.id === loc[1]) {
+            l.text = body.data.attributes.whatToTest;
+            return Response.json({ data: { type: "betaBuildLocalizations", id: l.id, attributes: { locale, whatToTest: l.text } } });
+          }
+      return appleError(404, "NOT_FOUND", "The specified resource does not exist", "no such localization");
+    }
+    if (path === "/v1/betaGroups" && req.method === "GET") {
+      const app = apps.get(url.searchParams.get("filter[app]") ?? "");
+      const names = (url.searchParams.get("filter[name]") ?? "").split(",");
+      return Response.json({
+        data: (app?.groups ?? []).filter((g) => names.includes(g.name)).map((g) => ({ type: "betaGroups", id: g.id, attributes: { name: g.name } })),
+      });
+    }
+    if (path === "/v1/betaAppReviewSubmissions" && req.method === "POST") {
+      const build = builds.find((b) => b.id === body?.data?.relationships?.build?.data?.id);
+      if (!build) return appleError(404, "NOT_FOUND", "The specified resource does not exist", "no such build");
+      if (build.submitted) return appleError(409, "ENTITY_ERROR", "The request entity is not valid", "This build was already submitted for review.");
+      build.submitted = true;
+      return Response.json(
+        { data: { type: "betaAppReviewSubmissions", id: `review-${build.id}`, attributes: { betaReviewState: "WAITING_FOR_REVIEW" } } },
+        { status: 201 },
+      );
+    }
+    return appleError(404, "NOT_FOUND", "The specified resource does not exist", `No stand-in answer for ${req.method} ${path}.`);
   });
 
   return {
