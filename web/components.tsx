@@ -214,14 +214,19 @@ export function ConfirmButton(props: { label: string; ariaLabel: string; questio
   );
 }
 
-/** DELETE `url`, then `reload()` the list it was in; a refusal becomes the list's error. */
-export async function removeFromList(url: string, setError: (error: ApiFailure | null) => void, reload: () => Promise<void>): Promise<void> {
+/** Runs a button's `act` with the last error cleared; what it throws becomes the error shown. */
+export async function showingError(setError: (error: ApiFailure | null) => void, act: () => Promise<unknown>): Promise<void> {
   setError(null);
   try {
-    await del(url);
+    await act();
   } catch (err) {
     setError(err as ApiFailure);
   }
+}
+
+/** DELETE `url`, then `reload()` the list it was in; a refusal becomes the list's error. */
+export async function removeFromList(url: string, setError: (error: ApiFailure | null) => void, reload: () => Promise<void>): Promise<void> {
+  await showingError(setError, () => del(url));
   await reload();
 }
 

@@ -3,7 +3,7 @@
 // every webhook delivery.
 import { useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put } from "../api.ts";
-import { Field, FormError, LoadState, Notice, PageTitle, StatusBadge, TextField, Table, useField, useForm, useLoad } from "../components.tsx";
+import { Field, FormError, LoadState, Notice, PageTitle, showingError, StatusBadge, TextField, Table, useField, useForm, useLoad } from "../components.tsx";
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
 import { loadSetupStatus, me, roleAtLeast, setupStatus } from "../session.ts";
@@ -47,15 +47,11 @@ function Users() {
   const { error, setError, submit } = form;
   const email = useField(form, "email");
   const mine = me.value!.credential.effective_role;
-  const act = async (work: () => Promise<unknown>) => {
-    setError(null);
-    try {
+  const act = (work: () => Promise<unknown>) =>
+    showingError(setError, async () => {
       await work();
       await state.reload();
-    } catch (err) {
-      setError(err as ApiFailure);
-    }
-  };
+    });
   const invite = submit(async () => {
     await post("/v1/users", { email: email.value, role });
     email.set("");

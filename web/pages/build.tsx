@@ -4,7 +4,7 @@
 // the Tests tab (build-tests.tsx, `?tab=tests`) with what the build's test reports said.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, get, post, query, sessionExpired } from "../api.ts";
-import { FormError, LoadState, Notice, PageTitle, StatusBadge, Table, useLoad } from "../components.tsx";
+import { FormError, LoadState, Notice, PageTitle, showingError, StatusBadge, Table, useLoad } from "../components.tsx";
 import { ago, buildDurationText, bytes, dateTime, duration } from "../format.ts";
 import { LogStore, LogView } from "../log-view.tsx";
 import { location, navigate } from "../router.ts";
@@ -176,14 +176,9 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
           <button
             type="button"
             class="danger"
-            onClick={async () => {
-              setActionError(null);
-              try {
-                setBuild((await post<{ build: Build }>(`/v1/builds/${encodeURIComponent(build.id)}/cancel`)).build);
-              } catch (err) {
-                setActionError(err as ApiFailure);
-              }
-            }}
+            onClick={() =>
+              showingError(setActionError, async () => setBuild((await post<{ build: Build }>(`/v1/builds/${encodeURIComponent(build.id)}/cancel`)).build))
+            }
           >
             Cancel build
           </button>
@@ -191,15 +186,12 @@ export function BuildPage({ project_id, build_id }: Record<string, string>) {
         {mayAct && finished && (
           <button
             type="button"
-            onClick={async () => {
-              setActionError(null);
-              try {
+            onClick={() =>
+              showingError(setActionError, async () => {
                 const { build: next } = await post<{ build: Build }>(`/v1/builds/${encodeURIComponent(build.id)}/rerun`);
                 navigate(`/projects/${encodeURIComponent(next.project_id)}/builds/${encodeURIComponent(next.id)}`);
-              } catch (err) {
-                setActionError(err as ApiFailure);
-              }
-            }}
+              })
+            }
           >
             Re-run
           </button>

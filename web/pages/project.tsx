@@ -4,7 +4,21 @@
 // decision ("why didn't my push build?").
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
-import { CopyButton, Field, FormError, LoadState, Notice, PageTitle, SecretOnce, StatusBadge, TextField, useField, useForm, useLoad } from "../components.tsx";
+import {
+  CopyButton,
+  Field,
+  FormError,
+  LoadState,
+  Notice,
+  PageTitle,
+  SecretOnce,
+  showingError,
+  StatusBadge,
+  TextField,
+  useField,
+  useForm,
+  useLoad,
+} from "../components.tsx";
 import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
 import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
@@ -310,14 +324,7 @@ function Settings({ project, reload }: { project: Project; reload: () => Promise
             <button
               type="button"
               class="secondary"
-              onClick={async () => {
-                setHookError(null);
-                try {
-                  setHook(await post(`/v1/projects/${encodeURIComponent(project.id)}/webhook-token`));
-                } catch (err) {
-                  setHookError(err as ApiFailure);
-                }
-              }}
+              onClick={() => showingError(setHookError, async () => setHook(await post(`/v1/projects/${encodeURIComponent(project.id)}/webhook-token`)))}
             >
               {hook ? "Rotate the token again" : "Create or rotate the webhook token"}
             </button>
@@ -361,15 +368,11 @@ function Members({ project }: { project: Project }) {
     }, 150);
     return () => clearTimeout(timer);
   }, [email, admin]);
-  const set = async (id: string, r: string) => {
-    setError(null);
-    try {
+  const set = (id: string, r: string) =>
+    showingError(setError, async () => {
       await put(`/v1/projects/${encodeURIComponent(project.id)}/members/${encodeURIComponent(id)}`, { role: r });
       await state.reload();
-    } catch (err) {
-      setError(err as ApiFailure);
-    }
-  };
+    });
   return (
     <section class="panel" aria-labelledby="h-members">
       <h2 id="h-members">Members</h2>
