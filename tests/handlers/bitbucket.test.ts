@@ -47,6 +47,10 @@ afterAll(async () => {
 });
 
 describe("Bitbucket Cloud", () => {
+  /** An integration on the stand-in's Bitbucket API, signed in with `fields` (a workspace and its credentials). */
+  const integrate = (name: string, fields: Record<string, string>) =>
+    t.call("POST", "/v1/integrations", { token: owner, body: { provider: "bitbucket", name, api_url: `${host.url}/2.0`, ...fields, webhook_secret: SECRET } });
+
   test("an integration needs a workspace and one way to sign in", async () => {
     const none = await t.call("POST", "/v1/integrations", {
       token: owner,
@@ -66,17 +70,7 @@ describe("Bitbucket Cloud", () => {
   });
 
   test("the catalogue is the workspace's repositories (role=member), following `next`", async () => {
-    const res = await t.call("POST", "/v1/integrations", {
-      token: owner,
-      body: {
-        provider: "bitbucket",
-        name: "Bitbucket",
-        api_url: `${host.url}/2.0`,
-        workspace: "team_name",
-        access_token: host.bitbucket.token,
-        webhook_secret: SECRET,
-      },
-    });
+    const res = await integrate("Bitbucket", { workspace: "team_name", access_token: host.bitbucket.token });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({
       integration: { provider: "bitbucket", api_url: `${host.url}/2.0`, web_url: "https://bitbucket.org/team_name" },
@@ -102,17 +96,10 @@ describe("Bitbucket Cloud", () => {
   });
 
   test("an app password works too, sent as HTTP Basic, and runners clone with it", async () => {
-    const res = await t.call("POST", "/v1/integrations", {
-      token: owner,
-      body: {
-        provider: "bitbucket",
-        name: "BB app password",
-        api_url: `${host.url}/2.0`,
-        workspace: "mallory",
-        username: host.bitbucket.username,
-        app_password: host.bitbucket.appPassword,
-        webhook_secret: SECRET,
-      },
+    const res = await integrate("BB app password", {
+      workspace: "mallory",
+      username: host.bitbucket.username,
+      app_password: host.bitbucket.appPassword,
     });
     expect(res.body).toMatchObject({ repositories_synced: 1, sync_error: null });
     const [repo] = await findRepositoriesByExternalId(t.ctx.db, "bitbucket", "{b9c1f4a8-2d3e-4f5a-8b6c-7d8e9f0a1b2c}");
