@@ -70,6 +70,9 @@ async function recordStartProfile(): Promise<void> {
       stdout: "ignore",
       stderr: "pipe",
     });
+    // A daemon that neither serves nor exits within a minute must not hold the build: the
+    // recording is given up (no profile) and the build goes on.
+    const giveUp = setTimeout(() => child.kill("SIGKILL"), 60_000);
     const url = await listeningUrl(child.stderr);
     for (let i = 0; url && i < 500; i++) {
       if (
@@ -83,6 +86,7 @@ async function recordStartProfile(): Promise<void> {
     }
     child.kill("SIGTERM");
     await child.exited;
+    clearTimeout(giveUp);
     if (url && existsSync(recording)) await rename(recording, ORDER_FILE);
     else console.error("build: could not record a start-up profile; building without one");
   } finally {
