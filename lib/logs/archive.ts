@@ -10,7 +10,7 @@
 import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import type { AppContext } from "../http/context.ts";
-import { all, inTransaction, num, one, str } from "../db/client.ts";
+import { all, inTransaction, num, one, run, str } from "../db/client.ts";
 import { readLogPage, type LogEntry } from "./store.ts";
 import type { ObjectStore } from "../object-store/store.ts";
 
@@ -80,6 +80,13 @@ export async function archiveFinishedLogs(
       [owner, now + ARCHIVE_LEASE_SECONDS, buildId, now, owner],
     );
     if (!taken) continue;
+    // A log this pass leaves unmoved (a line came meanwhile) is let go at once, not at the lease's
+    // end: the next pass of any daemon, or of this one restarted under a new name, takes it.
+    const release = () =>
+      run(ctx.db, "UPDATE build_log_stats SET archive_taken_by = NULL, archive_taken_until = NULL WHERE build_id = ? AND archive_taken_by = ?", [
+        buildId,
+        owner,
+      ]);
     try {
       await Bun.write(spool, new Response(compressedLines(ctx.db, buildId, lastSeq)));
       const unmoved = await one(
@@ -88,7 +95,10 @@ export async function archiveFinishedLogs(
           WHERE s.build_id = +? AND s.archived_seq IS NULL AND s.last_seq = +? AND b.logs_deleted_at IS NULL`,
         [buildId, lastSeq],
       );
-      if (!unmoved) continue;
+      if (!unmoved) {
+        await release();
+        continue;
+      }
       await ctx.objects.put(key, Bun.file(spool).stream(), {
         maxBytes: MAX_ARCHIVE_BYTES,
         tooLarge: `The log of build ${buildId} is too large to archive.`,
@@ -108,7 +118,10 @@ export async function archiveFinishedLogs(
       return true;
     });
     if (moved) archived++;
-    else if (await one(ctx.db, "SELECT 1 FROM builds WHERE id = ? AND logs_deleted_at IS NOT NULL", [buildId])) await ctx.objects.delete(key);
+    else {
+      await release();
+      if (await one(ctx.db, "SELECT 1 FROM builds WHERE id = ? AND logs_deleted_at IS NOT NULL", [buildId])) await ctx.objects.delete(key);
+    }
   }
   if (archived) ctx.log.info("build logs archived to the object store", { builds: archived });
   return { archived };

@@ -124,6 +124,10 @@ describe("finished build logs in an S3-compatible store", () => {
     gate.resolve();
     // a's lines are no longer all of them: it marks nothing, and its next pass moves the 21.
     expect(await aPass).toEqual({ archived: 0 });
+    // ...and lets the log go at once rather than at its lease's end (a restarted daemon has a new name).
+    expect(
+      (await a.db.execute({ sql: "SELECT archive_taken_by FROM build_log_stats WHERE build_id = ?", args: [buildId] })).rows[0]!.archive_taken_by,
+    ).toBeNull();
     expect((await archiveFinishedLogs(a.ctx, "daemon-a")).archived).toBeGreaterThanOrEqual(1);
     expect(await rows(buildId)).toBe(0);
     const log = (await readLog(b, buildId)).body as { seq: number; text: string }[];
