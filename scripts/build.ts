@@ -17,6 +17,8 @@ import { existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { buildWebAssets } from "../lib/web/build.ts";
+import { MIGRATIONS } from "../lib/db/migrate.ts";
+import { takeSchemaSnapshot } from "../lib/db/schema-snapshot.ts";
 
 const ROOT = resolve(import.meta.dir, "..");
 const HOST_TARGET = `bun-${process.platform}-${process.arch}`;
@@ -106,7 +108,7 @@ async function listeningUrl(stderr: ReadableStream<Uint8Array>): Promise<string 
   return null;
 }
 
-/** dist/.embed/entry.ts: registers the web app's files, then runs the CLI. */
+/** dist/.embed/entry.ts: registers the web app's files and the schema snapshot, then runs the CLI. */
 async function writeEmbeddingEntry(): Promise<string> {
   const dir = join(ROOT, "dist", ".embed");
   await mkdir(dir, { recursive: true });
@@ -116,8 +118,13 @@ async function writeEmbeddingEntry(): Promise<string> {
     join(dir, "web-assets.ts"),
     `import { registerEmbeddedWebAssets } from ${JSON.stringify(join(ROOT, "lib", "web", "assets.ts"))};\nregisterEmbeddedWebAssets(${JSON.stringify(files)});\n`,
   );
+  // The whole schema as one step for a new database (lib/db/schema-snapshot.ts).
+  await writeFile(
+    join(dir, "schema-snapshot.ts"),
+    `import { registerSchemaSnapshot } from ${JSON.stringify(join(ROOT, "lib", "db", "schema-snapshot.ts"))};\nregisterSchemaSnapshot(${JSON.stringify(takeSchemaSnapshot(MIGRATIONS))});\n`,
+  );
   const entry = join(dir, "entry.ts");
-  await writeFile(entry, `import "./web-assets.ts";\nimport ${JSON.stringify(join(ROOT, "bin", "roost.ts"))};\n`);
+  await writeFile(entry, `import "./web-assets.ts";\nimport "./schema-snapshot.ts";\nimport ${JSON.stringify(join(ROOT, "bin", "roost.ts"))};\n`);
   return entry;
 }
 

@@ -4,6 +4,7 @@
 import schemaSql from "../../schema.sql" with { type: "text" };
 import type { Db } from "./client.ts";
 import { inTransaction, one } from "./client.ts";
+import { embeddedSchemaSnapshot } from "./schema-snapshot.ts";
 
 export interface Migration {
   version: number;
@@ -30,7 +31,7 @@ export const MIGRATIONS = parseMigrations(schemaSql);
 export const LATEST_SCHEMA_VERSION = MIGRATIONS.length;
 
 /** Splits a block into statements; schema.sql keeps one statement per `;`-terminated line group and no `;` inside literals. */
-function statements(sql: string): string[] {
+export function statements(sql: string): string[] {
   return sql
     .split(/;\s*$/m)
     .map((s) => s.replace(/^\s*--.*$/gm, "").trim())
@@ -57,6 +58,18 @@ export async function migrate(db: Db, now: () => number): Promise<{ from: number
   // Every pending migration in one transaction: one commit (one fsync) for a new database's
   // whole schema instead of one per migration, and an upgrade is applied whole or not at all.
   await inTransaction(db, async (tx) => {
+    // A new database takes the compiled binary's snapshot of the whole schema (lib/db/schema-snapshot.ts)
+    // instead of replaying every migration; re-checked here, so of two processes starting on one
+    // empty database only the first does.
+    const snapshot = embeddedSchemaSnapshot();
+    if (snapshot?.version === LATEST_SCHEMA_VERSION && !(await one(tx, "SELECT 1 FROM schema_migrations LIMIT 1"))) {
+      for (const statement of snapshot.statements) await tx.execute(statement);
+      await tx.execute({
+        sql: `INSERT INTO schema_migrations (version, name, applied_at) VALUES ${MIGRATIONS.map(() => "(?, ?, ?)").join(", ")}`,
+        args: MIGRATIONS.flatMap((m) => [m.version, m.name, now()]),
+      });
+      return;
+    }
     for (const migration of MIGRATIONS) {
       const done = await one(tx, "SELECT 1 FROM schema_migrations WHERE version = ?", [migration.version]);
       if (done) continue;
