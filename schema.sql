@@ -1396,3 +1396,22 @@ INSERT INTO object_sweep (id, prefix) VALUES (1, 0);
 -- that has run out; the lease outlasts any upload the pass lets through.
 ALTER TABLE build_log_stats ADD COLUMN archive_taken_by TEXT;
 ALTER TABLE build_log_stats ADD COLUMN archive_taken_until INTEGER;
+
+-- migration 41: every combination of build filters reads only the builds it lists
+-- A listing page with several filters read one filter's index range and checked the others on at
+-- most 1,000 of its entries (migration 27), so a rare combination cost more, and answered fewer
+-- builds a page, the more builds there were. Each combination now has an index holding all its
+-- filters ahead of build_number, where any leading column the filters leave open is status or the
+-- trigger, read value by value and merged (lib/builds/store.ts listBuilds): the trigger indexes
+-- hold status next, and one index of branch, status and trigger at each scope serves the three
+-- together and branch with either. No listing checks index entries any more, so the project's
+-- branch index and the trigger indexes drop the columns migration 27 put after build_number (the
+-- pipeline's branch index keeps status: a badge and a notification's previous status read it).
+DROP INDEX builds_project_trigger;
+DROP INDEX builds_pipeline_trigger;
+DROP INDEX builds_project_branch;
+CREATE INDEX builds_project_trigger ON builds (project_id, trigger_kind, status, build_number);
+CREATE INDEX builds_pipeline_trigger ON builds (pipeline_id, trigger_kind, status, build_number);
+CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number);
+CREATE INDEX builds_project_branch_status_trigger ON builds (project_id, branch, status, trigger_kind, build_number);
+CREATE INDEX builds_pipeline_branch_status_trigger ON builds (pipeline_id, branch, status, trigger_kind, build_number);

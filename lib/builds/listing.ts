@@ -6,10 +6,8 @@ import { z } from "zod";
 import { Pagination } from "../schemas/shared.ts";
 import { BUILD_STATUSES } from "./state-machine.ts";
 import type { Executor } from "../db/client.ts";
-import { listBuilds, toPublicBuild } from "./store.ts";
+import { BUILD_TRIGGERS, listBuilds, toPublicBuild } from "./store.ts";
 import { withTestSummaries } from "../test-results/queries.ts";
-
-export const BUILD_TRIGGERS = ["manual", "rerun", "webhook", "schedule"] as const;
 
 export function encodeBuildCursor(beforeBuildNumber: number): string {
   return Buffer.from(`b${beforeBuildNumber}`).toString("base64url");

@@ -1,7 +1,7 @@
 // Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
 import type { Executor } from "../db/client.ts";
 import { all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
-import type { BuildStatus } from "./state-machine.ts";
+import { BUILD_STATUSES, type BuildStatus } from "./state-machine.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { publicSnapshot } from "../pipelines/snapshot.ts";
@@ -10,7 +10,9 @@ import type { BuildResource, StepResult as StepResultSchema } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
 export type StepResult = WireOf<typeof StepResultSchema>;
-export type BuildTrigger = "manual" | "rerun" | "webhook" | "schedule";
+/** What a listing filters builds by as trigger_type: the stored trigger_type, or 'schedule' for a build a schedule started. */
+export const BUILD_TRIGGERS = ["manual", "rerun", "webhook", "schedule"] as const;
+export type BuildTrigger = (typeof BUILD_TRIGGERS)[number];
 
 /** One build (table builds); columns added by later migrations read as null where a row predates them. */
 export const toBuild = rowMapper({
@@ -71,13 +73,6 @@ export async function findBuild(db: Executor, id: string): Promise<Build | null>
   return row ? toBuild(row) : null;
 }
 
-/**
- * At most this many index entries a page walks past when a filter the index does not hold is
- * checked row by row (several filters at once); a page that stops there carries fewer builds and a
- * cursor to go on below them, so no request reads more than this many builds.
- */
-export const LIST_SCAN_BUDGET = 1000;
-
 export interface BuildFilter {
   projectId: string;
   pipelineId?: string | undefined;
@@ -98,64 +93,82 @@ export interface BuildPage {
   total?: number;
 }
 
-type Condition = [sql: string, value: string];
+type Column = "status" | "branch" | "trigger_kind";
 
 /**
- * Newest first, by keyset: each page is one range of an index that holds the scope, the filter it
- * leads with and build_number, read from the cursor down (docs/api.md "Builds"). Further filters
- * are checked on at most LIST_SCAN_BUDGET rows of that range.
+ * The listing indexes of builds (schema.sql migrations 27 and 41), one of each at both scopes but
+ * the last: after project_id or pipeline_id, the columns each is sought by, then build_number.
+ */
+const LISTING_INDEXES: { columns: Column[]; pipelineOnly?: true }[] = [
+  { columns: [] }, // sqlite_autoindex_builds_2, builds_pipeline_number
+  { columns: ["status"] }, // builds_project_status, builds_pipeline_status
+  { columns: ["branch"] }, // builds_project_branch, builds_pipeline_branch
+  { columns: ["trigger_kind", "status"] }, // builds_project_trigger, builds_pipeline_trigger
+  { columns: ["branch", "status", "trigger_kind"] }, // builds_project_branch_status_trigger, builds_pipeline_branch_status_trigger
+  { columns: ["branch", "status"], pipelineOnly: true }, // builds_pipeline_branch_status
+];
+
+/**
+ * Every value a column can hold, for the columns a listing may go through value by value: status
+ * and trigger_type are CHECKed on builds (schema.sql), and trigger_kind is trigger_type or 'schedule'.
+ */
+const EVERY_VALUE: Partial<Record<Column, readonly string[]>> = { status: BUILD_STATUSES, trigger_kind: BUILD_TRIGGERS };
+
+/**
+ * The index a page reads and the ranges it reads there: one range for every value of each index
+ * column the filters leave open (a trigger alone: one per status), fewest ranges first. Each
+ * combination of filters has such an index, so no page reads a build it does not answer with.
+ */
+function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
+  const filters: Partial<Record<Column, string>> = { status: f.status, branch: f.branch, trigger_kind: f.triggerType };
+  const given = (Object.keys(filters) as Column[]).filter((c) => filters[c] !== undefined);
+  const choices = LISTING_INDEXES.filter(
+    (index) =>
+      (!index.pipelineOnly || f.pipelineId) &&
+      given.every((c) => index.columns.includes(c)) &&
+      index.columns.every((c) => filters[c] !== undefined || EVERY_VALUE[c]),
+  ).map((index) => {
+    let ranges: Partial<Record<Column, string>>[] = [{}];
+    for (const c of index.columns)
+      ranges = ranges.flatMap((r) => (filters[c] !== undefined ? [filters[c]!] : EVERY_VALUE[c]!).map((value) => ({ ...r, [c]: value })));
+    return ranges;
+  });
+  const ranges = choices.reduce((a, b) => (b.length < a.length ? b : a));
+  const scope: [string, string] = f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId];
+  return ranges.map((r) => {
+    const columns = Object.keys(r) as Column[];
+    return { sql: [scope[0], ...columns.map((c) => `${c} = ?`)].join(" AND "), args: [scope[1], ...columns.map((c) => r[c]!)] };
+  });
+}
+
+/**
+ * Newest first, by keyset: each page reads an index that holds the scope, the filters and
+ * build_number from the cursor down (docs/api.md "Builds"), so it reads only the builds it answers
+ * with, at any number of builds. Where the index leads with a column the filters leave open, its
+ * ranges (one per value: at most five) are merged by build number as SQLite reads them
+ * (https://www.sqlite.org/lang_select.html#compound_select_statements), each read no further than
+ * the page needs.
  */
 export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPage> {
-  const scope: Condition = f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId];
-  const status: Condition | null = f.status ? ["status = ?", f.status] : null;
-  const branch: Condition | null = f.branch !== undefined ? ["branch = ?", f.branch] : null;
-  // trigger_kind: trigger_type, but 'schedule' for scheduled builds (a generated column, schema.sql migration 27).
-  const trigger: Condition | null = f.triggerType ? ["trigger_kind = ?", f.triggerType] : null;
-  // The index range to read: a pipeline's branch and status together (builds_pipeline_branch_status),
-  // else one filter, the one likely to match fewest builds first (few builds are queued or running).
-  const active = f.status === "queued" || f.status === "running" ? status : null;
-  const leading: Condition[] =
-    f.pipelineId && branch && status ? [branch, status] : [active ?? branch ?? status ?? trigger].filter((c): c is Condition => c !== null);
-  const rest = [status, branch, trigger].filter((c): c is Condition => c !== null && !leading.includes(c));
-  const range = [scope, ...leading];
-  const rangeSql = range.map(([sql]) => sql).join(" AND ");
-  const rangeArgs = range.map(([, v]) => v);
   const before = f.before ?? Number.MAX_SAFE_INTEGER;
-
-  let builds: Build[];
-  let nextBefore: number | null;
-  if (rest.length === 0) {
-    const rows = await all(db, `SELECT * FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT +?`, [
-      ...rangeArgs,
-      before,
-      f.limit + 1,
-    ]);
-    builds = rows.slice(0, f.limit).map(toBuild);
-    nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
-  } else {
-    // The range's index holds every filter column, so the window and its checks read no build;
-    // only the page's builds are read (schema.sql migration 27).
-    // (SQLite reads trigger_kind from the index too, though its plan then says INDEX, not COVERING INDEX.)
-    const checked = ["status", "branch", "trigger_kind"].filter((c) => rest.some(([sql]) => sql.startsWith(`${c} `)));
-    const window = `SELECT rowid AS r, build_number AS n, ${checked.join(", ")} FROM builds WHERE ${rangeSql} AND build_number < ? ORDER BY build_number DESC LIMIT ${LIST_SCAN_BUDGET}`;
-    const restSql = rest.map(([sql]) => `w.${sql}`).join(" AND ");
-    const rows = await all(db, `SELECT b.* FROM (${window}) w JOIN builds b ON b.rowid = w.r WHERE ${restSql} ORDER BY w.n DESC LIMIT +?`, [
-      ...rangeArgs,
-      before,
-      ...rest.map(([, v]) => v),
-      f.limit + 1,
-    ]);
-    builds = rows.slice(0, f.limit).map(toBuild);
-    if (rows.length > f.limit) nextBefore = builds[builds.length - 1]!.build_number;
-    else {
-      // Fewer matches than a page: were there more rows in the range than one page may read?
-      const read = await one(db, `SELECT COUNT(*) AS rows, MIN(n) AS last FROM (${window})`, [...rangeArgs, before]);
-      nextBefore = Number(read?.rows ?? 0) === LIST_SCAN_BUDGET ? Number(read!.last) : null;
-    }
-  }
+  const ranges = rangesFor(f);
+  const args = [...ranges.flatMap((r) => [...r.args, before]), f.limit + 1];
+  const rows =
+    ranges.length === 1
+      ? await all(db, `SELECT * FROM builds WHERE ${ranges[0]!.sql} AND build_number < ? ORDER BY build_number DESC LIMIT +?`, args)
+      : await all(
+          db,
+          `SELECT b.* FROM (${ranges.map((r) => `SELECT rowid AS r, build_number AS n FROM builds WHERE ${r.sql} AND build_number < ?`).join(" UNION ALL ")} ORDER BY n DESC LIMIT ?) w
+           JOIN builds b ON b.rowid = w.r ORDER BY w.n DESC`,
+          args,
+        );
+  const builds = rows.slice(0, f.limit).map(toBuild);
+  const nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
   if (!f.withTotal) return { builds, nextBefore };
   return { builds, nextBefore, total: await countBuilds(db, f) };
 }
+
+type Condition = [sql: string, value: string];
 
 /**
  * The builds matching the filters, from counters kept by triggers in each build change's
