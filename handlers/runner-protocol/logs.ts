@@ -4,12 +4,12 @@
 import { z } from "zod";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { logAppendEndpoint } from "../../lib/logs/append-endpoint.ts";
-import { jobStatusHeader, ownedRunningJob } from "../../lib/runners/protocol.ts";
+import { ownedRunningJobWithStatus } from "../../lib/runners/protocol.ts";
 
 export const endpoint = logAppendEndpoint(
   { operationId: "runner_append_logs", summary: "Runner: append log lines (idempotent)", params: z.object({ job_id: IdParam }) },
   async (ctx, params) => {
-    const job = await ownedRunningJob(ctx, params.job_id);
-    return { id: job.id, build_id: job.build_id, from: "jobs", status: () => jobStatusHeader(ctx, job.build_id) };
+    const { job, status } = await ownedRunningJobWithStatus(ctx, params.job_id);
+    return { id: job.id, build_id: job.build_id, from: "jobs", status: async () => status };
   },
 );

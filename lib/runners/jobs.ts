@@ -30,6 +30,12 @@ export async function findJob(db: Executor, id: string): Promise<Job | null> {
   return row ? toJob(row) : null;
 }
 
+/** A job and its build's status, in one read. */
+export async function findJobWithBuildStatus(db: Executor, id: string): Promise<{ job: Job; buildStatus: string } | null> {
+  const row = await one(db, "SELECT jobs.*, builds.status AS build_status FROM jobs JOIN builds ON builds.id = jobs.build_id WHERE jobs.id = ?", [id]);
+  return row ? { job: toJob(row), buildStatus: str(row, "build_status") } : null;
+}
+
 /**
  * The next build a runner may take: the oldest head (by queue_seq) of the queue's groups whose
  * route this runner serves and whose pipeline has a free slot (schema.sql migration 21). One

@@ -1,8 +1,8 @@
 // Shared steps of the runner protocol (docs/runners.md).
 import type { AppContext, RequestContext, RunnerContext } from "../http/context.ts";
 import { fail } from "../http/errors.ts";
-import { findJob, type Job } from "./jobs.ts";
-import { findBuild, type Build } from "../builds/store.ts";
+import { findJob, findJobWithBuildStatus, type Job } from "./jobs.ts";
+import type { Build } from "../builds/store.ts";
 import { findRepository } from "../integrations/repositories.ts";
 import { findProject } from "../projects/store.ts";
 import { revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
@@ -18,16 +18,23 @@ import { takeRegistryAuth, variablesForBuild } from "../variables/variables.ts";
  * job_not_assigned; a finished or lost job is 410 job_finished (the runner stops working on it).
  */
 export async function ownedRunningJob(ctx: RunnerContext, jobId: string): Promise<Job> {
-  const job = await findJob(ctx.db, jobId);
+  return fenced(ctx, await findJob(ctx.db, jobId));
+}
+
+/**
+ * ownedRunningJob, and the X-Roost-Job-Status header its answer carries (whether the build still
+ * runs or is being canceled), read in one statement: on a remote database each read is a round
+ * trip, and a log append is the runner's most frequent request.
+ */
+export async function ownedRunningJobWithStatus(ctx: RunnerContext, jobId: string): Promise<{ job: Job; status: Record<string, string> }> {
+  const row = await findJobWithBuildStatus(ctx.db, jobId);
+  return { job: fenced(ctx, row?.job ?? null), status: { "x-roost-job-status": row?.buildStatus === "running" ? "running" : "canceling" } };
+}
+
+function fenced(ctx: RunnerContext, job: Job | null): Job {
   if (!job || job.runner_id !== ctx.runner.id) fail("job_not_assigned");
   if (job.status !== "running") fail("job_finished", `This job is ${job.status === "lost" ? "lost (its lease expired)" : "finished"}; stop working on it.`);
   return job;
-}
-
-/** Response header telling a runner to stop: the build was canceled (or failed) meanwhile. */
-export async function jobStatusHeader(ctx: RequestContext, buildId: string): Promise<Record<string, string>> {
-  const build = await findBuild(ctx.db, buildId);
-  return { "x-roost-job-status": build && build.status === "running" ? "running" : "canceling" };
 }
 
 /** What a runner receives with a claimed job: the build, where to fetch it, and its frozen configuration with secrets revealed. */
