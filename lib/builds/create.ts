@@ -1,19 +1,19 @@
 // Creating a build: the one place that numbers builds, freezes the configuration and applies
 // cancel_previous (docs/api.md "Builds").
-import type { Db } from "../db/client.ts";
+import type { Db, ResultSet, Statement } from "../db/client.ts";
 import { inTransaction, one, all } from "../db/client.ts";
-import type { Transaction } from "../db/database.ts";
+import type { InValue, Transaction } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "./store.ts";
-import { findPipeline, snapshotOf } from "../pipelines/store.ts";
-import { takeBuildNumber } from "../projects/store.ts";
+import { findPipeline, snapshotOf, type Pipeline } from "../pipelines/store.ts";
+import { takeBuildNumber, takeBuildNumbers } from "../projects/store.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
 import { routeKey, routeOf } from "../runners/routing.ts";
-import { afterBuildCreated, afterStatusChanged } from "./what-follows.ts";
+import { afterBuildCreated, afterStatusChanged, commitStatusOfNewBuild } from "./what-follows.ts";
 
 export interface CreateBuildInput {
   pipelineId: string;
@@ -71,24 +71,107 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   if (!pipeline) throw new PipelineNotFoundError(input.pipelineId);
   // The number is taken in the same write transaction as the insert: no gap, no duplicate, across processes too.
   const buildNumber = (await takeBuildNumber(tx, pipeline.project_id))!;
-  const id = newId();
+  const queued = await one(tx, "UPDATE build_queue_sequence SET next = next + 1 WHERE id = 1 RETURNING next - 1 AS seq");
+  const planned = { id: newId(), pipeline, input };
+  const inserted = await tx.execute(insertBuild(now, planned, { sql: "?", args: [buildNumber] }, { sql: "?", args: [Number(queued!.seq)] }, ALWAYS));
+  const build = toBuild(inserted.rows[0]!);
+  let canceled: Build[] = [];
+  if (cancelsPrevious(input, pipeline)) {
+    const rows = await all(
+      tx,
+      `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ?
+       WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ? RETURNING *`,
+      [now, now, `superseded by build #${buildNumber}`, pipeline.id, input.concurrencyKey!, buildNumber],
+    );
+    canceled = rows.map(toBuild);
+  }
+  await afterBuildCreated(tx, build);
+  await afterStatusChanged(tx, canceled);
+  return { build, canceled };
+}
+
+/** An SQL expression (or condition) and its arguments, to put inside another statement. */
+export type SqlPart = { sql: string; args: InValue[] };
+const ALWAYS: SqlPart = { sql: "1", args: [] };
+
+/** A build to create in a write batch: its id chosen up front, its pipeline as read before the batch. */
+export interface PlannedBuild {
+  id: string;
+  pipeline: Pipeline;
+  input: CreateBuildInput;
+}
+
+/** Whether creating this build cancels older ones of its group (cancel_previous); createBuildsStatements does not. */
+export function cancelsPrevious(input: CreateBuildInput, pipeline?: Pipeline): boolean {
+  const snapshot = input.configSnapshot ?? (pipeline ? snapshotOf(pipeline) : null);
+  return snapshot?.concurrency.cancel_previous === true && !!input.concurrencyKey;
+}
+
+/**
+ * The number the k-th build (0, 1, ...) of createBuildsStatements gets, as an SQL expression valid in
+ * the same batch before those statements (the delivery that names the builds is written first).
+ */
+export function plannedBuildNumber(projectId: string, k: number): SqlPart {
+  return { sql: `(${NEXT_BUILD_NUMBER} + ${k})`, args: [projectId] };
+}
+const NEXT_BUILD_NUMBER = "(SELECT next_build_number FROM projects WHERE id = ?)";
+
+/**
+ * New builds of one project as statements of the caller's write batch: one request to a remote
+ * server, holding its write lock only while they run there. Written only if `guard` holds under
+ * that lock (a condition over a row the batch wrote before them). The project's counter and the
+ * queue's sequence move on by the number of builds in the same batch, so the numbers are gap-free
+ * and never handed out twice, across processes too; build k gets plannedBuildNumber(k). Each
+ * build's commit status follows it (afterBuildCreated). No build here may cancel others
+ * (cancelsPrevious): what follows a cancel needs the canceled builds read, in a transaction.
+ * `created` reads the builds back from the answers to these statements (none if the guard failed).
+ */
+export function createBuildsStatements(
+  now: number,
+  projectId: string,
+  builds: PlannedBuild[],
+  guard: SqlPart,
+): { statements: Statement[]; created(results: ResultSet[]): Build[] } {
+  const n = builds.length;
+  if (n === 0) return { statements: [], created: () => [] };
+  for (const b of builds)
+    if (b.pipeline.project_id !== projectId || cancelsPrevious(b.input, b.pipeline))
+      throw new Error("createBuildsStatements: a build of another project, or one that cancels others");
+  const statements = [
+    takeBuildNumbers(projectId, n, guard),
+    { sql: `UPDATE build_queue_sequence SET next = next + ? WHERE id = 1 AND ${guard.sql}`, args: [n, ...guard.args] },
+    ...builds.flatMap((b, k) => [
+      insertBuild(
+        now,
+        b,
+        { sql: `(${NEXT_BUILD_NUMBER} - ${n - k})`, args: [projectId] },
+        { sql: `((SELECT next FROM build_queue_sequence WHERE id = 1) - ${n - k})`, args: [] },
+        guard,
+      ),
+      commitStatusOfNewBuild({ sql: "+?", args: [b.id] }),
+    ]),
+  ];
+  return { statements, created: (results) => builds.flatMap((_, k) => (results[2 + 2 * k]?.rows ?? []).map(toBuild)) };
+}
+
+/** The INSERT of one queued build, RETURNING it; its number and queue place are SQL expressions, and it is written only if `guard` holds. */
+function insertBuild(now: number, b: PlannedBuild, buildNumber: SqlPart, queueSeq: SqlPart, guard: SqlPart): Statement {
+  const { pipeline, input } = b;
   const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
   const definitionSource = input.definitionSource ?? API_DEFINITION;
   // Its place in the queue, and what the claim reads of it (schema.sql migration 21): its route and,
   // when its pipeline file set one, its own max_concurrent.
-  const queued = await one(tx, "UPDATE build_queue_sequence SET next = next + 1 WHERE id = 1 RETURNING next - 1 AS seq");
   const ownMaxConcurrent = definitionSource.source === "file" ? snapshot.concurrency.max_concurrent : 0;
-  const row = await one(
-    tx,
-    `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
+  return {
+    sql: `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
        status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source,
        queue_seq, runner_route, own_max_concurrent)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    [
-      id,
+     SELECT ?, ?, ?, ${buildNumber.sql}, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${queueSeq.sql}, ?, ? WHERE ${guard.sql} RETURNING *`,
+    args: [
+      b.id,
       pipeline.project_id,
       pipeline.id,
-      buildNumber,
+      ...buildNumber.args,
       input.sourceBuildId ?? null,
       input.branch,
       input.commitSha,
@@ -107,23 +190,10 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
       now,
       input.scheduleId ?? null,
       JSON.stringify(definitionSource),
-      Number(queued!.seq),
+      ...queueSeq.args,
       routeKey(routeOf(snapshot)),
       ownMaxConcurrent,
+      ...guard.args,
     ],
-  );
-  const build = toBuild(row!);
-  let canceled: Build[] = [];
-  if (snapshot.concurrency.cancel_previous && input.concurrencyKey) {
-    const rows = await all(
-      tx,
-      `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ?
-       WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ? RETURNING *`,
-      [now, now, `superseded by build #${buildNumber}`, pipeline.id, input.concurrencyKey, buildNumber],
-    );
-    canceled = rows.map(toBuild);
-  }
-  await afterBuildCreated(tx, build);
-  await afterStatusChanged(tx, canceled);
-  return { build, canceled };
+  };
 }

@@ -12,7 +12,7 @@ import { isFinished, type BuildStatus } from "./state-machine.ts";
 
 /** A build was created (queued): its commit and pipeline now show it, if it is the newest there. */
 export async function afterBuildCreated(tx: Executor, build: Build): Promise<void> {
-  await queueCommitStatus(tx, build);
+  await tx.execute(commitStatusOfNewBuild({ sql: "+?", args: [build.id] }));
 }
 
 /** A build's status changed (one transition, or superseded builds canceled at a creation). */
@@ -49,14 +49,19 @@ async function queueNotification(tx: Executor, build: Build): Promise<void> {
   });
 }
 
-/** The commit status row of a new build's (repository, commit, pipeline), unless a newer build holds it. */
-async function queueCommitStatus(tx: Executor, build: Build): Promise<void> {
-  await tx.execute({
+/**
+ * The commit status row of a new build's (repository, commit, pipeline), unless a newer build holds
+ * it; the build named by an SQL expression, as a statement for a batch (createBuildsStatements),
+ * where it does nothing if the build was not written.
+ */
+export function commitStatusOfNewBuild(target: { sql: string; args: InValue[] }): Statement {
+  return {
     sql: `INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at)
-          SELECT p.repository_id, ?, ?, ?, ?, ?, ? FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = +? AND r.provider != 'git'
+          SELECT p.repository_id, b.commit_sha, b.pipeline_id, b.id, b.build_number, b.status, b.updated_at
+          FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id WHERE b.id = ${target.sql} AND r.provider != 'git'
           ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number,
             status = excluded.status, version = version + 1, updated_at = excluded.updated_at
           WHERE excluded.build_number >= commit_status_outbox.build_number`,
-    args: [build.commit_sha, build.pipeline_id, build.id, build.build_number, build.status, build.updated_at, build.project_id],
-  });
+    args: target.args,
+  };
 }

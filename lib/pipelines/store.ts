@@ -1,5 +1,6 @@
 // Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
 import type { Executor, Value } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, bool, json, num, one, rowMapper, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Concurrency, ConfigSnapshot, ExecutionConfig, TriggerConfig } from "./config.ts";
@@ -81,6 +82,18 @@ export async function findPipeline(db: Executor, id: string): Promise<Pipeline |
 
 export async function listPipelines(db: Executor, projectId: string): Promise<Pipeline[]> {
   return (await all(db, "SELECT * FROM pipelines WHERE project_id = ? ORDER BY name, id", [projectId])).map(toPipeline);
+}
+
+/**
+ * An SQL condition that holds while the project's pipelines are the ones read (none added,
+ * removed or changed since): a write batch planned from that read is guarded by it.
+ */
+export function pipelinesAsRead(projectId: string, pipelines: Pipeline[]): { sql: string; args: InValue[] } {
+  const byId = [...pipelines].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return {
+    sql: "(SELECT group_concat(id || ' ' || updated_at, ',') FROM (SELECT id, updated_at FROM pipelines WHERE project_id = ? ORDER BY id)) IS ?",
+    args: [projectId, byId.length ? byId.map((p) => `${p.id} ${p.updated_at}`).join(",") : null],
+  };
 }
 
 export async function deletePipeline(db: Executor, id: string): Promise<void> {

@@ -1,5 +1,6 @@
 // Projects (docs/api.md "Projects") and their members (docs/authorization.md "Project roles").
-import type { Executor } from "../db/client.ts";
+import type { Executor, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, json, likePattern, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ProjectResource } from "./wire.ts";
@@ -102,6 +103,18 @@ export async function findProjectBuildingRepository(db: Executor, repositoryId: 
 }
 
 /**
+ * An SQL condition that holds while the repository is built by `project` as it was read (or, read
+ * with none, by no project): a write batch planned from that read is guarded by it.
+ */
+export function buildsRepositoryAsRead(repositoryId: string, project: Project | null): { sql: string; args: InValue[] } {
+  if (!project) return { sql: "NOT EXISTS (SELECT 1 FROM projects WHERE repository_id = ? AND unlinked_at IS NULL)", args: [repositoryId] };
+  return {
+    sql: "EXISTS (SELECT 1 FROM projects WHERE id = ? AND repository_id = ? AND unlinked_at IS NULL AND updated_at = ?)",
+    args: [project.id, repositoryId, project.updated_at],
+  };
+}
+
+/**
  * Whether some project already builds this host repository, through this catalogue entry or
  * another integration's entry for the same repository (same host, same numeric id).
  */
@@ -193,4 +206,12 @@ export async function setWebhookTokenHash(db: Executor, projectId: string, hash:
 export async function takeBuildNumber(tx: Executor, projectId: string): Promise<number | null> {
   const row = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [projectId]);
   return row ? Number(row.n) : null;
+}
+
+/**
+ * `n` build numbers at once, as a statement of a write batch (lib/builds/create.ts
+ * createBuildsStatements): the counter moves on by `n` only if `guard` (an SQL condition) holds.
+ */
+export function takeBuildNumbers(projectId: string, n: number, guard: { sql: string; args: InValue[] }): Statement {
+  return { sql: `UPDATE projects SET next_build_number = next_build_number + ? WHERE id = ? AND ${guard.sql}`, args: [n, projectId, ...guard.args] };
 }

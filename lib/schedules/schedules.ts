@@ -12,6 +12,7 @@
 //     last scheduled build used.
 import { Cron } from "croner";
 import type { Executor } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, bool, inTransaction, num, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { AppContext } from "../http/context.ts";
 import { newId } from "../auth/secrets.ts";
@@ -287,6 +288,17 @@ export interface FileScheduleFields {
   timezone: string;
   branch?: string | undefined;
   build_when_unchanged: boolean;
+}
+
+/**
+ * The project's file schedules as one value (an SQL expression): read before a write batch that
+ * relies on them being in sync, and compared again under the write lock (IS the value read).
+ */
+export function fileSchedulesState(projectId: string): { sql: string; args: InValue[] } {
+  return {
+    sql: "(SELECT group_concat(id || ' ' || updated_at, ',') FROM (SELECT id, updated_at FROM pipeline_schedules WHERE project_id = ? AND source = 'file' ORDER BY id))",
+    args: [projectId],
+  };
 }
 
 /**

@@ -1,33 +1,52 @@
 // What happens to a delivery once its signature or token has been checked: deduplicated,
 // matched against the pipelines of the one project that builds the repository, recorded with a
-// reason for every decision, and its builds created, all in one write transaction, so a delivery
-// is either recorded with its builds or not at all (a retry after a crash then acts normally).
+// reason for every decision, and its builds created, all in one write, so a delivery is either
+// recorded with its builds or not at all (a retry after a crash then acts normally).
+//
+// On a remote libSQL server every statement is a round trip, and those of a write transaction hold
+// the server's write lock, which every daemon queues for (docs/operations.md "Several hosts"). So
+// what a delivery acts on is read first, outside any transaction (its dedupe keys, project,
+// pipelines, pipeline files), its decisions are made from that, and everything it writes goes in
+// one write batch: one request, the lock held only while it runs there. Each write of the batch is
+// guarded by what was read (the keys still free, the project and pipelines as read), so the batch
+// writes nothing if the state moved meanwhile, and the delivery is read and decided again. What the
+// batch cannot say (a pipeline the file names for the first time, file schedules to change, a
+// build that cancels older ones) takes the write transaction instead, as every delivery once did.
 // Only the dedupe key's own conflict makes a delivery a duplicate; any other error while acting
 // on it is recorded as a failed delivery, logged, and answered 5xx so the host redelivers it.
-import type { Db, Transaction } from "../db/client.ts";
+import type { Db, Executor, Transaction } from "../db/client.ts";
 import { all, inTransaction, one } from "../db/client.ts";
-import { isDatabaseUnreachable } from "../db/database.ts";
+import { isDatabaseUnreachable, isRead, type InValue } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
 import type { TriggerEvent } from "../forges/event.ts";
 import type { Repository } from "../integrations/repositories.ts";
-import { insertPipeline, listPipelines, snapshotOf, type Pipeline } from "../pipelines/store.ts";
-import { buildsForkPullRequests, findProject, findProjectBuildingRepository } from "../projects/store.ts";
-import { findIntegration } from "../integrations/store.ts";
+import { insertPipeline, listPipelines, pipelinesAsRead, snapshotOf, type Pipeline } from "../pipelines/store.ts";
+import { buildsForkPullRequests, buildsRepositoryAsRead, findProject, findProjectBuildingRepository, type Project } from "../projects/store.ts";
+import { findIntegration, type Integration } from "../integrations/store.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import { fileDefinition } from "../pipelines/file.ts";
 import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile, type PipelineFileRead } from "../pipelines/source.ts";
-import { createBuildInTransaction, publishCreated } from "../builds/create.ts";
+import {
+  cancelsPrevious,
+  createBuildInTransaction,
+  createBuildsStatements,
+  plannedBuildNumber,
+  publishCreated,
+  type CreateBuildInput,
+  type PlannedBuild,
+  type SqlPart,
+} from "../builds/create.ts";
 import type { Build } from "../builds/store.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
-import { BODY_RETENTION_SECONDS, insertDelivery, recentFailures, type DeliveryResult } from "./deliveries.ts";
+import { BODY_RETENTION_SECONDS, insertDelivery, insertDeliveryStatement, recentFailures, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
-import { syncFileSchedules, type FileScheduleFields } from "../schedules/schedules.ts";
+import { fileSchedulesState, syncFileSchedules, type FileScheduleFields } from "../schedules/schedules.ts";
 
 export interface Deps extends ForgeDeps {
   db: Db;
@@ -72,11 +91,21 @@ class Duplicate extends Error {
   }
 }
 
+/** The delivery's record before what it did is known. */
+type Received = Omit<NewDelivery, "result" | "reason" | "repository_id" | "project_id" | "decisions" | "duplicate_of" | "body">;
+
+/** What acting on a delivery did: its result, its one-line reason, and the builds it created. */
+interface Outcome {
+  result: DeliveryResult;
+  reason: string;
+  created: { build: Build; canceled: Build[] }[];
+}
+
 export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<AcceptResult> {
   const now = deps.clock.now();
   const id = newId();
   const { event } = input;
-  const base = {
+  const base: Received = {
     id,
     host: input.forge,
     delivery_id: input.deliveryId,
@@ -88,37 +117,11 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     commit_sha: event.commitSha,
     received_at: now,
   };
-  const created: { build: Build; canceled: Build[] }[] = [];
   try {
-    // The pipeline files are read before the write transaction (a host call must not hold it).
-    const files = await readPipelineFiles(deps, input);
-    const outcome = await inTransaction(deps.db, async (tx) => {
-      await takeDedupeKeys(tx, input, id, now);
-      const route = await routeToProject(tx, input);
-      const acting: Acting = { tx, input, files, now, deliveryId: id, created, decisions: [], fileReasons: [], scheduleNotes: [] };
-      let reason = route.reason;
-      if (reason === null && route.projectId) {
-        const candidates = await pipelineCandidates(acting, route.projectId, route.pipelines);
-        await buildWhatTriggers(acting, candidates);
-        if (candidates.length === 0 && acting.decisions.length === 0) reason = "the project has no pipeline";
-      }
-      const builtAny = acting.decisions.some((d) => d.build);
-      const result: DeliveryResult = builtAny ? "built" : "ignored";
-      const summary = reason ?? summarize(acting);
-      await insertDelivery(tx, {
-        ...base,
-        result,
-        reason: summary,
-        repository_id: input.repository?.id ?? null,
-        project_id: route.projectId,
-        decisions: acting.decisions,
-        duplicate_of: null,
-        body: input.body,
-      });
-      return { result, reason: summary };
-    });
-    for (const c of created) publishCreated(deps, c);
-    return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: created.map((c) => c.build) };
+    const tried = await acceptInOneBatch(deps, input, base);
+    const outcome = "created" in tried ? tried : await acceptInTransaction(deps, input, base, tried.files);
+    for (const c of outcome.created) publishCreated(deps, c);
+    return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: outcome.created.map((c) => c.build) };
   } catch (error) {
     // The database server down: nothing can be recorded, and the receiver's 503 makes the host redeliver.
     if (isDatabaseUnreachable(error)) throw error;
@@ -139,20 +142,240 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
   }
 }
 
-/** What acting on one delivery gathers inside its transaction: the decisions, and the notes its summary names. */
+/** How often a delivery is read and decided again after its batch found the state moved, before it takes the transaction. */
+const BATCH_ATTEMPTS = 3;
+
+/**
+ * The delivery as one write batch, planned from what was read before it (see the top of this
+ * file); or, when it needs the transaction (acceptInTransaction), the pipeline files it read.
+ * Throws Duplicate when one of its dedupe keys is taken.
+ */
+async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received): Promise<Outcome | { files: PipelineFiles }> {
+  const now = base.received_at;
+  const keys = dedupeKeysOf(input);
+  let files: PipelineFiles | undefined;
+  for (let attempt = 0; attempt < BATCH_ATTEMPTS; attempt++) {
+    // Read side by side: on a remote server, reads started together go in one request.
+    const [held, projectId] = await Promise.all([heldDedupeKey(deps.db, input, keys, now), projectBuilding(deps.db, input)]);
+    if (held !== null) throw new Duplicate(held);
+    const route = await readRoute(deps.db, input, projectId);
+    files = await readPipelineFiles(deps, input, route);
+    const repository = input.repository;
+    const guards: SqlPart[] = [];
+    if (keys.length) guards.push({ sql: `NOT EXISTS (SELECT 1 FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}))`, args: keys });
+    if (repository) guards.push(buildsRepositoryAsRead(repository.id, route.project));
+    if (route.project) {
+      guards.push(pipelinesAsRead(route.project.id, route.pipelines));
+      // A push to the default branch keeps the file schedules in step with the file: planned from them as read now.
+      if (touchesFileSchedules(input.event, files)) {
+        const state = fileSchedulesState(route.project.id);
+        const seen = (await one(deps.db, `SELECT ${state.sql} AS state`, state.args))?.state ?? null;
+        guards.push({ sql: `${state.sql} IS ?`, args: [...state.args, seen] });
+      }
+    }
+    const planned: PlannedBuild[] = [];
+    const acting: Acting = {
+      tx: readsOnly(deps.db),
+      input,
+      files,
+      now,
+      deliveryId: base.id,
+      created: [],
+      planned,
+      decisions: [],
+      fileReasons: [],
+      scheduleNotes: [],
+    };
+    let decided: { result: DeliveryResult; reason: string };
+    try {
+      decided = await decide(acting, route);
+    } catch (error) {
+      if (error instanceof NeedsTransaction) return { files };
+      throw error;
+    }
+    const numbers = new Map<number, SqlPart>();
+    planned.forEach((b, k) =>
+      numbers.set(
+        acting.decisions.findIndex((d) => d.build_id === b.id),
+        plannedBuildNumber(b.pipeline.project_id, k),
+      ),
+    );
+    const record = {
+      ...base,
+      ...decided,
+      repository_id: repository?.id ?? null,
+      project_id: route.project?.id ?? null,
+      decisions: acting.decisions,
+      duplicate_of: null,
+      body: input.body,
+    };
+    const written: SqlPart = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)", args: [base.id] };
+    const statements = [
+      // A content digest older than its window no longer counts: dropped so this delivery can take it.
+      ...(input.contentKey
+        ? [{ sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?", args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS] }]
+        : []),
+      insertDeliveryStatement(record, every(guards), numbers),
+      ...(keys.length
+        ? [
+            {
+              sql: `INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) SELECT value, ?, ? FROM json_each(?) WHERE ${written.sql}`,
+              args: [base.id, now, JSON.stringify(keys), ...written.args],
+            },
+          ]
+        : []),
+    ];
+    const builds = route.project ? createBuildsStatements(now, route.project.id, planned, written) : null;
+    const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
+    // Not written: a key was taken or the project or its pipelines moved since they were read; read again.
+    if (results[input.contentKey ? 1 : 0]!.rowsAffected === 0) continue;
+    const created = builds?.created(results.slice(statements.length)) ?? [];
+    return { ...decided, created: created.map((build) => ({ build, canceled: [] })) };
+  }
+  return { files: files! };
+}
+
+/** The delivery in one write transaction, everything read and decided inside it: what the batch cannot say. */
+async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Received, files: PipelineFiles): Promise<Outcome> {
+  const created: { build: Build; canceled: Build[] }[] = [];
+  // The pipeline files were read before the write transaction (a host call must not hold it).
+  const decided = await inTransaction(deps.db, async (tx) => {
+    await takeDedupeKeys(tx, input, base.id, base.received_at);
+    const route = await readRoute(tx, input, await projectBuilding(tx, input));
+    const acting: Acting = {
+      tx,
+      input,
+      files,
+      now: base.received_at,
+      deliveryId: base.id,
+      created,
+      planned: null,
+      decisions: [],
+      fileReasons: [],
+      scheduleNotes: [],
+    };
+    const decided = await decide(acting, route);
+    await insertDelivery(tx, {
+      ...base,
+      ...decided,
+      repository_id: input.repository?.id ?? null,
+      project_id: route.project?.id ?? null,
+      decisions: acting.decisions,
+      duplicate_of: null,
+      body: input.body,
+    });
+    return decided;
+  });
+  return { ...decided, created };
+}
+
+/** The project that builds the delivery's repository (by the repository's one project, schema.sql migration 7), its pipelines, and the repository's integration. */
+interface Route {
+  project: Project | null;
+  pipelines: Pipeline[];
+  integration: Integration | null;
+}
+
+/** The project that builds the delivery's repository, if any. */
+function projectBuilding(db: Executor, input: AcceptInput): Promise<string | null> {
+  return input.repository ? findProjectBuildingRepository(db, input.repository.id) : Promise.resolve(null);
+}
+
+async function readRoute(db: Executor, input: AcceptInput, projectId: string | null): Promise<Route> {
+  const { repository } = input;
+  if (!repository || !projectId) return { project: null, pipelines: [], integration: null };
+  const [project, pipelines, integration] = await Promise.all([
+    findProject(db, projectId),
+    listPipelines(db, projectId),
+    findIntegration(db, repository.integration_id),
+  ]);
+  return { project, pipelines: project ? pipelines : [], integration };
+}
+
+/**
+ * Decides for the delivery: why it builds nothing, or each pipeline's decision with its build
+ * (created in the transaction, or planned for the batch).
+ */
+async function decide(acting: Acting, route: Route): Promise<{ result: DeliveryResult; reason: string }> {
+  let reason = routeReason(acting.input, route);
+  if (reason === null && route.project) {
+    const candidates = await pipelineCandidates(acting, route.project.id, route.pipelines);
+    await buildWhatTriggers(acting, candidates);
+    if (candidates.length === 0 && acting.decisions.length === 0) reason = "the project has no pipeline";
+  }
+  const builtAny = acting.decisions.some((d) => d.build);
+  return { result: builtAny ? "built" : "ignored", reason: reason ?? summarize(acting) };
+}
+
+/** Why the delivery builds nothing before any pipeline is asked; null when its project's pipelines decide. */
+function routeReason(input: AcceptInput, route: Route): string | null {
+  const { event } = input;
+  const reason = deliveryLevelReason(event);
+  if (reason !== null) return reason;
+  if (!input.repository) return input.unroutedReason ?? `no catalogue repository has ${input.forge} id ${event.repository.externalId}`;
+  if (!route.project) return `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
+  // As the hosts' own CI does by default: code from a fork does not run unless the project says so.
+  if (event.fromFork === true && !buildsForkPullRequests(route.project))
+    return "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)";
+  return null;
+}
+
+/** What acting on one delivery gathers: the decisions, and the notes its summary names. */
 interface Acting {
-  tx: Transaction;
+  /** The transaction; or, planning a batch, reads outside any transaction (a write there throws NeedsTransaction). */
+  tx: Executor;
   input: AcceptInput;
   files: PipelineFiles;
   now: number;
   deliveryId: string;
   created: { build: Build; canceled: Build[] }[];
+  /** Planning a batch: the builds to create in it. Null in the transaction, which creates them at once. */
+  planned: PlannedBuild[] | null;
   decisions: PipelineDecision[];
   fileReasons: string[];
   scheduleNotes: string[];
 }
 
+/** Planning a batch, the delivery needed a write the batch cannot say: it takes the transaction. */
+class NeedsTransaction extends Error {}
+
+/** The database for planning a batch: reads outside any transaction; any write throws NeedsTransaction. */
+function readsOnly(db: Db): Executor {
+  return {
+    execute(stmt, args) {
+      if (!isRead(typeof stmt === "string" ? stmt : stmt.sql)) throw new NeedsTransaction("a write the batch cannot say");
+      return db.execute(stmt, args);
+    },
+  };
+}
+
 type Candidate = { pipeline: Pipeline; snapshot: ConfigSnapshot; source: DefinitionSource };
+
+/** The delivery's dedupe keys, each once: the host's identities and, where it has one, its content digest. */
+function dedupeKeysOf(input: AcceptInput): string[] {
+  return [...new Set(input.contentKey ? [...input.dedupeKeys, input.contentKey] : input.dedupeKeys)];
+}
+
+function marks(values: unknown[]): string {
+  return values.map(() => "?").join(", ");
+}
+
+/** All of the conditions (an SQL condition that always holds for none). */
+function every(conditions: SqlPart[]): SqlPart {
+  if (!conditions.length) return { sql: "1", args: [] };
+  return { sql: conditions.map((c) => `(${c.sql})`).join(" AND "), args: conditions.flatMap((c) => c.args) as InValue[] };
+}
+
+/** The delivery that holds one of these keys, if any; a content digest older than its window no longer counts. */
+async function heldDedupeKey(db: Executor, input: AcceptInput, keys: string[], now: number): Promise<string | null> {
+  if (!keys.length) return null;
+  const row = await one(db, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?) LIMIT 1`, [
+    ...keys,
+    input.contentKey ?? null,
+    now - CONTENT_KEY_WINDOW_SECONDS,
+  ]);
+  return row ? String(row.delivery_id) : null;
+}
 
 /**
  * Takes the delivery's dedupe keys, or throws Duplicate naming the delivery that holds one. A
@@ -164,13 +387,13 @@ async function takeDedupeKeys(tx: Transaction, input: AcceptInput, id: string, n
       sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?",
       args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS],
     });
-  const keys = input.contentKey ? [...input.dedupeKeys, input.contentKey] : input.dedupeKeys;
+  const keys = dedupeKeysOf(input);
   if (!keys.length) return;
-  const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${keys.map(() => "?").join(", ")}) LIMIT 1`, keys);
+  const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) LIMIT 1`, keys);
   if (seen[0]) throw new Duplicate(String(seen[0].delivery_id));
   // Another process may insert the same key between our check and this insert: the key's
   // own conflict, and only that, makes this delivery a duplicate of the one that holds it.
-  for (const key of new Set(keys)) {
+  for (const key of keys) {
     const taken = await tx.execute({
       sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
       args: [key, id, now],
@@ -178,24 +401,6 @@ async function takeDedupeKeys(tx: Transaction, input: AcceptInput, id: string, n
     if (taken.rowsAffected === 0)
       throw new Duplicate(String((await one(tx, "SELECT delivery_id FROM webhook_dedupe_keys WHERE key = ?", [key]))?.delivery_id ?? "a concurrent delivery"));
   }
-}
-
-/** The project that builds the delivery's repository, with its pipelines; or why the delivery builds nothing. */
-async function routeToProject(tx: Transaction, input: AcceptInput): Promise<{ reason: string | null; projectId: string | null; pipelines: Pipeline[] }> {
-  const { event } = input;
-  let reason = deliveryLevelReason(event);
-  // A repository is built by exactly one project (schema.sql migration 7), so there is no choice to make here.
-  const projectId = input.repository ? await findProjectBuildingRepository(tx, input.repository.id) : null;
-  const pipelines = projectId ? await listPipelines(tx, projectId) : [];
-  if (reason === null) {
-    if (!input.repository) reason = input.unroutedReason ?? `no catalogue repository has ${input.forge} id ${event.repository.externalId}`;
-    else if (!projectId) reason = `no project builds ${event.repository.fullName ?? event.repository.externalId}`;
-    else if (event.fromFork === true && !buildsForkPullRequests(await findProject(tx, projectId))) {
-      // As the hosts' own CI does by default: code from a fork does not run unless the project says so.
-      reason = "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)";
-    }
-  }
-  return { reason, projectId, pipelines };
 }
 
 /**
@@ -254,20 +459,28 @@ async function pipelineCandidates(acting: Acting, projectId: string, pipelines: 
   return candidates;
 }
 
+/** Whether the delivery makes its project's file schedules match the file: a push to the default branch, with the files read. */
+function touchesFileSchedules(event: TriggerEvent, files: PipelineFiles): boolean {
+  return event.kind === "push" && event.branch !== null && event.branch === files.defaultBranch && files.size > 0;
+}
+
 /**
  * The file's schedules take effect from the default branch only (docs/pipelines.md "Schedules"):
  * a push there with a valid file (or none) makes the file schedules match it.
  */
 async function syncSchedules(acting: Acting, projectId: string, pipeline: Pipeline, path: string, wanted: FileScheduleFields[], label: string) {
-  const { event } = acting.input;
   const { defaultBranch } = acting.files;
-  if (event.kind !== "push" || event.branch === null || event.branch !== defaultBranch) return;
+  if (!touchesFileSchedules(acting.input.event, acting.files)) return;
   const c = await syncFileSchedules(acting.tx, { projectId, pipelineId: pipeline.id, configPath: path, defaultBranch }, wanted, acting.now);
   const parts = [c.added && `${c.added} added`, c.changed && `${c.changed} changed`, c.removed && `${c.removed} removed`].filter(Boolean);
   if (parts.length) acting.scheduleNotes.push(`schedules of ${pipeline.name} from ${label}: ${parts.join(", ")}`);
 }
 
-/** Each candidate's triggers decide; those that match get their build, in the delivery's transaction. */
+/**
+ * Each candidate's triggers decide; those that match get their build: in the delivery's
+ * transaction, or planned for its batch (numbered there: the decision's build_number and reason
+ * are completed by the batch's statement).
+ */
 async function buildWhatTriggers(acting: Acting, candidates: Candidate[]): Promise<void> {
   const { tx, input, now } = acting;
   const { event } = input;
@@ -275,7 +488,7 @@ async function buildWhatTriggers(acting: Acting, candidates: Candidate[]): Promi
     const decision = decideForPipeline(event, pipeline);
     if (source.source === "file") decision.reason = `${decision.reason} (${fileLabel(source)})`;
     if (decision.build) {
-      const made = await createBuildInTransaction(tx, now, {
+      const build: CreateBuildInput = {
         configSnapshot: snapshot,
         definitionSource: source,
         pipelineId: pipeline.id,
@@ -295,11 +508,21 @@ async function buildWhatTriggers(acting: Acting, candidates: Candidate[]): Promi
           tag: event.tag,
           fork: event.fromFork === true,
         },
-      });
-      acting.created.push(made);
-      decision.build_id = made.build.id;
-      decision.build_number = made.build.build_number;
-      decision.reason = `${decision.reason}: build #${made.build.build_number}`;
+      };
+      if (acting.planned) {
+        // Canceling older builds writes what follows each of them, which needs them read: the transaction does that.
+        if (cancelsPrevious(build, pipeline)) throw new NeedsTransaction("cancel_previous");
+        const planned = { id: newId(), pipeline, input: build };
+        acting.planned.push(planned);
+        decision.build_id = planned.id;
+        decision.build_number = 0;
+      } else {
+        const made = await createBuildInTransaction(tx as Transaction, now, build);
+        acting.created.push(made);
+        decision.build_id = made.build.id;
+        decision.build_number = made.build.build_number;
+        decision.reason = `${decision.reason}: build #${made.build.build_number}`;
+      }
     }
     acting.decisions.push(decision);
   }
@@ -383,13 +606,11 @@ async function recordFailed(
 /** The pipeline files a delivery's project reads, at the delivery's commit, by path. */
 type PipelineFiles = Map<string, PipelineFileRead> & { defaultBranch: string };
 
-async function readPipelineFiles(deps: Deps, input: AcceptInput): Promise<PipelineFiles> {
+async function readPipelineFiles(deps: Deps, input: AcceptInput, route: Route): Promise<PipelineFiles> {
   const out = Object.assign(new Map<string, PipelineFileRead>(), { defaultBranch: "main" });
   const { event, repository } = input;
+  const { project, integration } = route;
   if (deliveryLevelReason(event) !== null || !repository || !event.commitSha) return out;
-  const projectId = await findProjectBuildingRepository(deps.db, repository.id);
-  const project = projectId ? await findProject(deps.db, projectId) : null;
-  const integration = await findIntegration(deps.db, repository.integration_id);
   if (!project || !integration) return out;
   out.defaultBranch = project.default_branch;
   const fork = event.kind === "pull_request" && event.fromFork === true && event.branch ? event.branch : null;
@@ -401,6 +622,6 @@ async function readPipelineFiles(deps: Deps, input: AcceptInput): Promise<Pipeli
     forkTargetBranch: fork,
     ...(event.kind === "push" && event.pushed ? { pushed: event.pushed } : {}),
   };
-  for (const path of configPathsOf(await listPipelines(deps.db, project.id))) out.set(path, await readPipelineFile(deps, target, path));
+  for (const path of configPathsOf(route.pipelines)) out.set(path, await readPipelineFile(deps, target, path));
   return out;
 }

@@ -1,6 +1,7 @@
 // The webhook delivery log (docs/webhooks.md "Delivery log"): every delivery, verified or not,
 // what it was, and what it did for each pipeline. Bodies are kept 7 days, records 30 days.
-import type { Executor } from "../db/client.ts";
+import type { Executor, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, bool, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
 import type { ForgeName } from "../forges/registry.ts";
@@ -37,10 +38,33 @@ export type Delivery = ReturnType<typeof toDelivery>;
 export type NewDelivery = Omit<Delivery, "body"> & { body: string | null };
 
 export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void> {
-  await db.execute({
+  await db.execute(insertDeliveryStatement(d));
+}
+
+/**
+ * A delivery's record as a statement (for a write batch: lib/webhooks/accept.ts), written only if
+ * `guard` (an SQL condition) holds. The build numbers its decisions name may be known only under
+ * the write lock: `numbers` maps a decision's index to its build's number as an SQL expression,
+ * which becomes the decision's build_number and ends its reason (": build #n").
+ */
+export function insertDeliveryStatement(
+  d: NewDelivery,
+  guard: { sql: string; args: InValue[] } = { sql: "1", args: [] },
+  numbers: ReadonlyMap<number, { sql: string; args: InValue[] }> = new Map(),
+): Statement {
+  const decisions = { sql: "?", args: [JSON.stringify(d.decisions)] as InValue[] };
+  if (numbers.size) {
+    const paths: string[] = [];
+    for (const [i, n] of numbers) {
+      paths.push(`'$[${i}].build_number', ${n.sql}, '$[${i}].reason', ? || ${n.sql}`);
+      decisions.args.push(...n.args, `${d.decisions[i]!.reason}: build #`, ...n.args);
+    }
+    decisions.sql = `json_set(?, ${paths.join(", ")})`;
+  }
+  return {
     sql: `INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name,
             repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
-          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${decisions.sql}, ?, ?, ?, ? WHERE ${guard.sql}`,
     args: [
       d.id,
       d.host,
@@ -55,13 +79,14 @@ export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void
       d.repository_id,
       d.project_id,
       d.commit_sha,
-      JSON.stringify(d.decisions),
+      ...decisions.args,
       d.duplicate_of,
       d.body,
       d.received_at,
       d.body === null ? null : d.received_at + BODY_RETENTION_SECONDS,
+      ...guard.args,
     ],
-  });
+  };
 }
 
 export async function findDelivery(db: Executor, id: string): Promise<Delivery | null> {

@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { createPipeline, SHA_A, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { sign } from "@octokit/webhooks-methods";
+import { createPipeline, SHA_A, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
 import { startSqld, type Sqld } from "../support/sqld.ts";
 import { startSqldRequestCounter, type SqldRequestCounter } from "../support/sqld-request-counter.ts";
 
@@ -82,5 +83,60 @@ describe("round trips to sqld per runner request", () => {
       // transition, what follows it (commit status, notification), COMMIT (4); the build (1).
       expect(finished).toEqual({ requests: 7, writes: 4 });
     }
+  });
+});
+
+describe("round trips to sqld per webhook push", () => {
+  /** A GitHub push of one commit to `branch` of acme/app, signed with the integration's webhook secret. */
+  async function push(branch: string, sha: string, delivery: string) {
+    const commit = { id: sha, message: "a commit", author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
+    const body = JSON.stringify({
+      ref: `refs/heads/${branch}`,
+      before: "0".repeat(40),
+      after: sha,
+      created: true,
+      deleted: false,
+      forced: false,
+      head_commit: commit,
+      commits: [commit],
+      repository: { id: 1001, full_name: "acme/app" },
+      pusher: { name: "dev" },
+    });
+    const headers = { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) };
+    return fixture.t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers, peer: "140.82.112.1" });
+  }
+
+  // Before (main at 38d13d4): a push that builds 19 requests, 13 of them holding the write lock
+  // (BEGIN with the expired digest's delete, the keys' check, each key's insert, the project, its
+  // pipelines, the pipeline, the build number, the queue place, the build, its commit status, the
+  // delivery, COMMIT); its redelivery 10 and 4 (the transaction that found the key, ROLLBACK, the record).
+  test("a push that builds holds sqld's write lock for one request, and so does its redelivery's record", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["feature/**"] } });
+    const built: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const delivery = crypto.randomUUID();
+      const sha = `${i + 1}`.repeat(40);
+      let res: any;
+      const pushed = await counter.count(async () => (res = await push(`feature/${i}`, sha, delivery)));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ ok: true, duplicate: false });
+      expect(res.body.builds).toHaveLength(1);
+      built.push(res.body.builds[0].build_number);
+      // The integrations and the repository (2, the receiver's verification and routing), the
+      // dedupe keys with the project (1), the project, its pipelines and the integration (1), the
+      // write: the delivery, its keys, the build number, the build and its commit status (1).
+      expect(pushed).toEqual({ requests: 5, writes: 1 });
+      let again: any;
+      const redelivered = await counter.count(async () => (again = await push(`feature/${i}`, sha, delivery)));
+      expect(again.body).toMatchObject({ ok: true, duplicate: true, builds: [] });
+      // The receiver's 2, the dedupe keys (1: held, so nothing more is read), the duplicate's record (1).
+      expect(redelivered).toEqual({ requests: 4, writes: 1 });
+    }
+    // Gap-free: the counter moved in the same write as each build.
+    expect(built[1]).toBe(built[0]! + 1);
+    const delivery = (await t.call("GET", `/v1/webhook-deliveries?limit=1&result=built`, { token: owner })).body.deliveries[0];
+    const decision = delivery.decisions.find((d: { build: boolean }) => d.build);
+    expect(decision).toMatchObject({ build_number: built[1], reason: `branch feature/1 matches feature/** in [feature/**]: build #${built[1]}` });
   });
 });
