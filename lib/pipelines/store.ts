@@ -96,6 +96,16 @@ export function pipelinesAsRead(projectId: string, pipelines: Pipeline[]): { sql
   };
 }
 
+/** The pipelines of the project that builds a repository, as listPipelines orders them (none when no project builds it). */
+export async function listPipelinesOfRepository(db: Executor, repositoryId: string): Promise<Pipeline[]> {
+  const rows = await all(
+    db,
+    "SELECT * FROM pipelines WHERE project_id = (SELECT id FROM projects WHERE repository_id = ? AND unlinked_at IS NULL) ORDER BY name, id",
+    [repositoryId],
+  );
+  return rows.map(toPipeline);
+}
+
 export async function deletePipeline(db: Executor, id: string): Promise<void> {
   await db.execute({ sql: "DELETE FROM pipelines WHERE id = ?", args: [id] });
 }

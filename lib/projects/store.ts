@@ -102,6 +102,12 @@ export async function findProjectBuildingRepository(db: Executor, repositoryId: 
   return row ? str(row, "id") : null;
 }
 
+/** The project that builds a repository (a repository is built by at most one, schema.sql migration 7), read whole. */
+export async function findProjectOfRepository(db: Executor, repositoryId: string): Promise<Project | null> {
+  const row = await one(db, `${SELECT} WHERE p.repository_id = ? AND p.unlinked_at IS NULL`, [repositoryId]);
+  return row ? toProject(row) : null;
+}
+
 /**
  * An SQL condition that holds while the repository is built by `project` as it was read (or, read
  * with none, by no project): a write batch planned from that read is guarded by it.

@@ -23,8 +23,8 @@ import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
 import type { TriggerEvent } from "../forges/event.ts";
 import type { Repository } from "../integrations/repositories.ts";
-import { insertPipeline, listPipelines, pipelinesAsRead, snapshotOf, type Pipeline } from "../pipelines/store.ts";
-import { buildsForkPullRequests, buildsRepositoryAsRead, findProject, findProjectBuildingRepository, type Project } from "../projects/store.ts";
+import { insertPipeline, listPipelinesOfRepository, pipelinesAsRead, snapshotOf, type Pipeline } from "../pipelines/store.ts";
+import { buildsForkPullRequests, buildsRepositoryAsRead, findProjectBuildingRepository, findProjectOfRepository, type Project } from "../projects/store.ts";
 import { findIntegration, type Integration } from "../integrations/store.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
 import type { ForgeName } from "../forges/registry.ts";
@@ -156,9 +156,8 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
   let files: PipelineFiles | undefined;
   for (let attempt = 0; attempt < BATCH_ATTEMPTS; attempt++) {
     // Read side by side: on a remote server, reads started together go in one request.
-    const [held, projectId] = await Promise.all([heldDedupeKey(deps.db, input, keys, now), projectBuilding(deps.db, input)]);
+    const [held, route] = await Promise.all([heldDedupeKey(deps.db, input, keys, now), readRoute(deps.db, input)]);
     if (held !== null) throw new Duplicate(held);
-    const route = await readRoute(deps.db, input, projectId);
     files = await readPipelineFiles(deps, input, route);
     const repository = input.repository;
     const guards: SqlPart[] = [];
@@ -241,7 +240,7 @@ async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Receive
   // The pipeline files were read before the write transaction (a host call must not hold it).
   const decided = await inTransaction(deps.db, async (tx) => {
     await takeDedupeKeys(tx, input, base.id, base.received_at);
-    const route = await readRoute(tx, input, await projectBuilding(tx, input));
+    const route = await readRoute(tx, input);
     const acting: Acting = {
       tx,
       input,
@@ -276,20 +275,16 @@ interface Route {
   integration: Integration | null;
 }
 
-/** The project that builds the delivery's repository, if any. */
-function projectBuilding(db: Executor, input: AcceptInput): Promise<string | null> {
-  return input.repository ? findProjectBuildingRepository(db, input.repository.id) : Promise.resolve(null);
-}
-
-async function readRoute(db: Executor, input: AcceptInput, projectId: string | null): Promise<Route> {
+/** Read side by side: on a remote server, in one request. */
+async function readRoute(db: Executor, input: AcceptInput): Promise<Route> {
   const { repository } = input;
-  if (!repository || !projectId) return { project: null, pipelines: [], integration: null };
+  if (!repository) return { project: null, pipelines: [], integration: null };
   const [project, pipelines, integration] = await Promise.all([
-    findProject(db, projectId),
-    listPipelines(db, projectId),
+    findProjectOfRepository(db, repository.id),
+    listPipelinesOfRepository(db, repository.id),
     findIntegration(db, repository.integration_id),
   ]);
-  return { project, pipelines: project ? pipelines : [], integration };
+  return { project, pipelines: project ? pipelines.filter((p) => p.project_id === project.id) : [], integration };
 }
 
 /**
