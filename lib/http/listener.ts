@@ -4,6 +4,13 @@
 // to a 'clientError' listener, so here every answer is JSON {code, message} from the catalogue.
 // It also bounds how long a client may take to send a request, which neither server does
 // (docs/operations.md, "Malformed and slow requests").
+//
+// Bun's node:http server is itself a Bun.serve whose requests are turned into IncomingMessage
+// and ServerResponse objects in JavaScript. Once listening, that Bun.serve is given a fetch
+// handler (its reload()): a well-formed request then reaches App.fetch as the native Request,
+// and its Response is written natively, at about a third of the CPU per request; what the parser
+// refuses still goes to 'clientError' (servedNatively below). Where this Bun has no such
+// Bun.serve, requests keep going through node:http's objects (serveRequest).
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ApiError } from "./errors.ts";
@@ -40,6 +47,8 @@ export interface ListenerOptions {
 export interface Listener {
   hostname: string;
   port: number;
+  /** Whether well-formed requests reach the handler as Bun.serve's own Request (else through node:http's objects). */
+  natively: boolean;
   /** Stops accepting; in-flight requests finish unless `force`, which closes every connection now. */
   stop(force: boolean): Promise<void>;
 }
@@ -67,6 +76,21 @@ interface SocketState {
   peer: string | null;
   /** The answer to a malformed request pipelined behind requests in flight, sent when they are answered. */
   refusal: Response | null;
+  /** Served natively: the body of the request being read, so a parse error in it can end it. */
+  nativeBody: RequestBody | null;
+  /** Served natively: the last answer is a stream Bun may still be writing. */
+  streaming: boolean;
+}
+
+/** A request body read through the listener, which bounds its time and says whether it was all read. */
+interface RequestBody {
+  stream: ReadableStream<Uint8Array>;
+  /** Whether the client sent all of it (the connection can then carry the next request). */
+  complete: boolean;
+  /** Ends the body's reading with `error` (the handler's next read throws it). */
+  fail(error: ApiError): void;
+  /** Seconds from now for the rest of the body; 0 = no bound. */
+  bound(seconds: number): void;
 }
 
 export async function listen(handler: HttpHandler, options: ListenerOptions): Promise<Listener> {
@@ -74,7 +98,17 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
   const stateOf = (socket: Socket): SocketState => {
     let state = sockets.get(socket);
     if (!state) {
-      state = { inFlight: 0, answering: null, body: null, headTimer: null, headSince: null, peer: socket.remoteAddress ?? null, refusal: null };
+      state = {
+        inFlight: 0,
+        answering: null,
+        body: null,
+        headTimer: null,
+        headSince: null,
+        peer: socket.remoteAddress ?? null,
+        refusal: null,
+        nativeBody: null,
+        streaming: false,
+      };
       if (!socket.destroyed) sockets.set(socket, state);
     }
     return state;
@@ -122,7 +156,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
     armHeadTimer(req.socket, state);
   };
 
-  const server: Server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: false }, (req, res) => {
+  const server: Server = createServer({ maxHeaderSize: MAX_HEADER_BYTES, requireHostHeader: true }, (req, res) => {
     const state = stateOf(req.socket);
     state.inFlight++;
     disarmHeadTimer(state);
@@ -132,14 +166,28 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
     });
   });
 
+  /** The Bun.serve under the node:http server, found once it listens; null until then, or in a Bun without one. */
+  let front: NativeFront | null = null;
+
+  /** Served natively, a request is told from its connection by the client's address and port. */
+  const byPeer = new Map<string, { socket: Socket; state: SocketState }>();
+
   server.on("connection", (socket: Socket) => {
     socket.setNoDelay(true);
     socket.on("timeout", () => socket.destroy());
+    refuseMissingHostAsJson(socket);
+    if (front !== null) {
+      const key = peerKey(socket.remoteAddress, socket.remotePort);
+      byPeer.set(key, { socket, state: stateOf(socket) });
+      socket.on("close", () => byPeer.delete(key));
+    }
     // Bun may report a connection only once its first request is under way: that request's own
     // idle timeout (an SSE stream's none) and the absence of a head timer stand then.
     const state = stateOf(socket);
     if (state.inFlight === 0) {
-      socket.setTimeout(options.idleTimeoutSeconds * 1000);
+      // Served natively, the idle timeout is Bun.serve's own, set per request (servedNatively):
+      // node:http's socket timer is refreshed only by node:http's own requests and writes.
+      if (front === null) socket.setTimeout(options.idleTimeoutSeconds * 1000);
       armHeadTimer(socket, state);
     }
     socket.on("close", () => {
@@ -154,6 +202,16 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
     clearHeadTimer(state);
     if (error.code === "ECONNRESET" || error.code === "HPE_INVALID_EOF_STATE" || !socket.writable) {
       socket.destroy();
+      return;
+    }
+    if (state.nativeBody !== null) {
+      // Served natively, the head was fine and a handler is reading the body, whose framing
+      // broke: the parser is done with this connection, so the refusal is written here; the
+      // handler's next read fails and its own answer goes nowhere.
+      const framing = new ApiError("invalid_request", "The request body's framing is not valid HTTP/1.1 (RFC 9112 section 7).");
+      state.nativeBody.fail(framing);
+      state.nativeBody = null;
+      void rawAnswer(socket, renderError(framing));
       return;
     }
     if (state.body !== null) {
@@ -177,6 +235,68 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
   });
 
   let fallbackOrigin = options.fallbackOrigin ?? "";
+
+  /**
+   * A well-formed request as Bun.serve parsed it: the same checks as buildRequest, the same
+   * bounds (the head's per connection, the body's per request), the answer written natively.
+   */
+  async function servedNatively(request: Request, front: NativeFront): Promise<Response> {
+    // Closed after this long without a byte either way, now and after the answer, until the next request sets it again.
+    front.timeout(request, options.idleTimeoutSeconds);
+    const ip = front.requestIP(request);
+    const connected = ip ? byPeer.get(peerKey(ip.address, ip.port)) : undefined;
+    const state = connected?.state ?? null;
+    if (state) {
+      state.inFlight++;
+      state.streaming = false;
+      disarmHeadTimer(state);
+    }
+    let response: Response;
+    let body: RequestBody | null = null;
+    const built = nativeRequest(request, fallbackOrigin, handler);
+    if (built instanceof Response) {
+      response = built;
+      // CONNECT asks for a tunnel: refused, and the connection, which the client meant to hand over, closed.
+      if (request.method === "CONNECT") response.headers.set("connection", "close");
+    } else {
+      body = built.hasBody ? boundedBody(request.body!, options.requestTimeoutSeconds) : null;
+      if (state) state.nativeBody = body;
+      const served = body
+        ? new Request(built.url, { method: request.method, headers: request.headers, body: body.stream, signal: request.signal, duplex: "half" } as RequestInit)
+        : built.request;
+      const connection: ConnectionControl = {
+        setIdleTimeout: (seconds) => front.timeout(request, seconds),
+        setBodyTimeout: (seconds) => body?.bound(seconds),
+      };
+      try {
+        response = await handler.fetch(served, ip?.address ?? null, connection);
+      } catch (error) {
+        response = handler.error(error);
+      }
+      if (state && state.nativeBody === body) state.nativeBody = null;
+    }
+    // A body not all read (refused early, timed out) would be taken for the next request's head.
+    if (stopping || (body !== null && !body.complete)) response.headers.set("connection", "close");
+    if (state && connected) {
+      state.inFlight--;
+      // The next request's head is bounded from this answer on when it is written at once (JSON,
+      // none, a small file). A streamed one (an event stream, a log, an artifact) is written
+      // natively with no word of its end: until the connection's next request only the idle
+      // timeout bounds it, and a graceful stop leaves it to finish.
+      const length = response.headers.get("content-length");
+      const atOnce =
+        response.body === null || request.method === "HEAD" || wholeBodyOf(response) !== null || (length !== null && Number(length) <= WHOLE_BODY_BYTES);
+      state.streaming = !atOnce;
+      if (state.inFlight === 0 && atOnce && !stopping) armHeadTimer(connected.socket, state);
+      if (state.inFlight === 0 && state.refusal) {
+        // A malformed request pipelined behind this one: its refusal follows this answer, which Bun writes once this returns.
+        const refusal = state.refusal;
+        state.refusal = null;
+        setImmediate(() => void rawAnswer(connected.socket, refusal));
+      }
+    }
+    return response;
+  }
 
   async function serveRequest(req: IncomingMessage, res: ServerResponse, state: SocketState): Promise<void> {
     const peer = state.peer;
@@ -236,17 +356,22 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
       resolve();
     });
   });
+  front = nativeFrontOf(server);
+  // Through node:http's objects, buildRequest answers a request without Host (by its version).
+  if (front === null) (server as Server & { requireHostHeader: boolean }).requireHostHeader = false;
   const address = server.address();
   const port = typeof address === "object" && address !== null ? address.port : options.port;
   fallbackOrigin = options.fallbackOrigin ?? `http://${options.hostname.includes(":") ? `[${options.hostname}]` : options.hostname}:${port}`;
+  front?.reload({ fetch: (request: Request) => servedNatively(request, front!) });
 
   return {
     hostname: options.hostname,
     port,
+    natively: front !== null,
     stop(force) {
       const closed = stopping ? Promise.resolve() : new Promise<void>((resolve) => server.close(() => resolve()));
       stopping = true;
-      for (const [socket, state] of sockets) if (force || state.inFlight === 0) socket.destroy();
+      for (const [socket, state] of sockets) if (force || (state.inFlight === 0 && !state.streaming)) socket.destroy();
       if (force) return closed;
       // Resolved once the last connection has closed (its answer written).
       return closed.then(async () => {
@@ -254,6 +379,155 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
       });
     },
   };
+}
+
+/** The Bun.serve under Bun's node:http server, as far as the listener uses it (https://bun.sh/docs/api/http). */
+interface NativeFront {
+  reload(options: { fetch(request: Request): Promise<Response> }): void;
+  requestIP(request: Request): { address: string; port: number } | null;
+  timeout(request: Request, seconds: number): void;
+}
+
+/**
+ * The Bun.serve a listening node:http server runs on. Bun keeps it in a property of its own (a
+ * symbol, not an API), so it is found by its shape; null where there is none, and the listener
+ * then serves through node:http's objects. Its 'clientError' hook stays with it after reload().
+ */
+function nativeFrontOf(server: Server): NativeFront | null {
+  for (const key of Object.getOwnPropertySymbols(server)) {
+    const value = (server as unknown as Record<symbol, Partial<NativeFront> | null | undefined>)[key];
+    if (
+      typeof value === "object" &&
+      value !== null &&
+      typeof value.reload === "function" &&
+      typeof value.requestIP === "function" &&
+      typeof value.timeout === "function"
+    )
+      return value as NativeFront;
+  }
+  return null;
+}
+
+function peerKey(address: string | undefined, port: number | undefined): string {
+  return `${address}|${port}`;
+}
+
+/** The first bytes of the answer Bun's node:http writes itself to an HTTP/1.1 request without Host. */
+const BUN_MISSING_HOST_ANSWER = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n";
+
+/**
+ * An HTTP/1.1 request without Host never reaches the handler (the parser refuses it:
+ * requireHostHeader), and Bun's node:http writes a bare 400 to the connection itself; this
+ * connection writes the catalogue's JSON refusal instead. (Bun.serve's Request does not say the
+ * HTTP version, so without the parser's check an HTTP/1.0 request, which may omit Host, could
+ * not be told from it.)
+ */
+function refuseMissingHostAsJson(socket: Socket): void {
+  const write = socket.write;
+  socket.write = function (this: Socket, chunk: unknown, ...rest: unknown[]): boolean {
+    if (typeof chunk === "string" && chunk.startsWith(BUN_MISSING_HOST_ANSWER)) {
+      // Written now: Bun ends the connection right after its own write.
+      const refusal = renderError(new ApiError("invalid_request", "An HTTP/1.1 request needs a Host header (RFC 9112 section 3.2)."));
+      chunk = rawBytes(refusal, Buffer.from(wholeBodyOf(refusal)!));
+    }
+    return (write as (...args: unknown[]) => boolean).call(this, chunk, ...rest);
+  } as Socket["write"];
+}
+
+/**
+ * A request Bun.serve parsed, checked as buildRequest checks one from node:http: the URL to serve
+ * it as (its Host's, or the listener's own for HTTP/1.0 without Host) and whether it has a body,
+ * or the answer when it cannot be served (a Host that does not parse, CONNECT).
+ */
+function nativeRequest(request: Request, fallbackOrigin: string, handler: HttpHandler): { request: Request; url: string; hasBody: boolean } | Response {
+  const method = request.method;
+  if (method === "CONNECT") return renderError(new ApiError("invalid_request", "Roost is not a proxy: CONNECT is refused (RFC 9110 section 9.3.6)."));
+  const host = request.headers.get("host");
+  let url: URL | null;
+  let served = request;
+  if (host === null) {
+    // HTTP/1.0: an HTTP/1.1 request without Host was refused by the parser (refuseMissingHostAsJson).
+    url = URL.parse(request.url, fallbackOrigin);
+    if (url === null || !request.url.startsWith("/")) return renderError(new ApiError("invalid_request", "The request target is not a valid path."));
+    served = new Request(url.href, { method, headers: request.headers, signal: request.signal });
+  } else {
+    // Bun.serve builds the URL from Host (an absolute-form target's authority is not kept).
+    url = URL.parse(request.url);
+    if (url === null || url.host !== host.toLowerCase().replace(/:80$/, "")) {
+      return renderError(new ApiError("invalid_request", "The Host header is not a valid host[:port] (RFC 9112 section 3.2)."));
+    }
+  }
+  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(method)) return handler.refuseMethod(method, url.pathname);
+  const hasBody =
+    method !== "GET" &&
+    method !== "HEAD" &&
+    request.body !== null &&
+    (request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? 0) > 0);
+  return { request: served, url: url.href, hasBody };
+}
+
+/**
+ * A native request body read through a stream of the listener's own: its rest must come within
+ * `seconds` (else the handler's read throws 408 request_timeout), and the listener learns whether
+ * the client sent all of it.
+ */
+function boundedBody(native: ReadableStream<Uint8Array>, seconds: number): RequestBody {
+  const reader = native.getReader();
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let deadline: Timer | null = null;
+  /** Failed or cancelled: the native reader's end that follows is not the body's. */
+  let cut = false;
+  const body: RequestBody = {
+    complete: false,
+    stream: new ReadableStream<Uint8Array>(
+      {
+        start(c) {
+          controller = c;
+        },
+        async pull(c) {
+          let chunk: Awaited<ReturnType<typeof reader.read>>;
+          try {
+            chunk = await reader.read();
+          } catch {
+            body.fail(new ApiError("invalid_request", "The client closed the connection before it sent the whole request body."));
+            return;
+          }
+          try {
+            if (chunk.done) {
+              body.complete = !cut;
+              if (deadline) clearTimeout(deadline);
+              c.close();
+            } else c.enqueue(chunk.value);
+          } catch {
+            // already errored (timeout, broken framing) or cancelled
+          }
+        },
+        cancel() {
+          // The handler wants no more of it (413): the connection closes after the answer.
+          cut = true;
+          if (deadline) clearTimeout(deadline);
+          reader.cancel().catch(() => {});
+        },
+      },
+      { highWaterMark: 0 },
+    ),
+    fail(error) {
+      cut = true;
+      if (deadline) clearTimeout(deadline);
+      try {
+        controller.error(error);
+      } catch {
+        // already closed or errored
+      }
+      reader.cancel().catch(() => {});
+    },
+    bound(limit) {
+      if (deadline) clearTimeout(deadline);
+      deadline = limit > 0 && !body.complete ? setTimeout(() => body.fail(bodyTimeout(limit)), limit * 1000) : null;
+    },
+  };
+  body.bound(seconds);
+  return body;
 }
 
 /**
@@ -416,14 +690,20 @@ function refuseUnparsed(error: Error & { code?: string; rawPacket?: Buffer }, ha
 
 /** Writes `response` to a socket whose request could not be parsed, then closes it. */
 async function rawAnswer(socket: Socket, response: Response): Promise<void> {
-  const body = Buffer.from(await response.arrayBuffer());
+  const text = wholeBodyOf(response);
+  const bytes = rawBytes(response, text !== null ? Buffer.from(text) : Buffer.from(await response.arrayBuffer()));
+  if (!socket.writable) return void socket.destroy();
+  socket.end(bytes);
+}
+
+/** The HTTP/1.1 message of `response` with `body`, closing its connection. */
+function rawBytes(response: Response, body: Buffer): Buffer {
   let head = `HTTP/1.1 ${response.status} ${STATUS_CODES[response.status] ?? ""}\r\n`;
   response.headers.forEach((value, name) => {
     if (name !== "content-length" && name !== "connection" && value !== "") head += `${name}: ${value}\r\n`;
   });
   head += `content-length: ${body.byteLength}\r\nconnection: close\r\n\r\n`;
-  if (!socket.writable) return void socket.destroy();
-  socket.end(Buffer.concat([Buffer.from(head, "latin1"), body]));
+  return Buffer.concat([Buffer.from(head, "latin1"), body]);
 }
 
 /** A body of known length up to this size is read whole and sent at once (JSON answers, web app files). */

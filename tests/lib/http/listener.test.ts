@@ -81,3 +81,49 @@ test("a runner's artifact upload may take longer than the bound on request bodie
   expect(batch.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
   expect(batch).toEndWith('{"code":"request_timeout","message":"The request body did not all arrive within 1 s of its headers; the connection is closed."}');
 });
+
+test("well-formed requests reach the app as Bun.serve's own Request, and a kept-alive connection carries one after another", async () => {
+  // Through node:http's IncomingMessage and ServerResponse a request costs about three times the
+  // CPU (docs/benchmarks.md, "The request path"): a Bun without the Bun.serve under node:http fails here, not silently.
+  expect(listener.natively).toBe(true);
+  const answers = await new Promise<string>((resolve) => {
+    const chunks: Buffer[] = [];
+    const get = (close: boolean) => `GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n${close ? "Connection: close\r\n" : ""}\r\n`;
+    const socket = connect(listener.port, "127.0.0.1", () => socket.write(get(false)));
+    socket.on("data", (chunk: Buffer) => {
+      chunks.push(chunk);
+      if (chunks.length === 1) setTimeout(() => socket.write(get(true)), 300);
+    });
+    socket.on("close", () => resolve(Buffer.concat(chunks).toString()));
+  });
+  expect(answers.match(/HTTP\/1\.1 200 OK\r\n/g)?.length).toBe(2);
+  expect(answers.match(/\{"status":"ok"\}/g)?.length).toBe(2);
+});
+
+test("a connection busy with one request after another outlives the idle timeout", async () => {
+  const { app } = fixture.t;
+  const short = await listen(
+    {
+      fetch: (request, peer, connection) => app.fetch(request, peer, connection),
+      refuseMethod: (m, p) => app.refuseMethod(m, p),
+      error: () => new Response(null, { status: 500 }),
+    },
+    { hostname: "127.0.0.1", port: 0, fallbackOrigin: null, requestTimeoutSeconds: 5, idleTimeoutSeconds: 1, log: silentLogger },
+  );
+  try {
+    const answered = await new Promise<number>((resolve) => {
+      let count = 0;
+      const socket = connect(short.port, "127.0.0.1", () => socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+      socket.on("data", (chunk: Buffer) => {
+        count += chunk.toString().split("HTTP/1.1 200 OK").length - 1;
+        if (count < 12) setTimeout(() => socket.writable && socket.write("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"), 250);
+        else socket.end();
+      });
+      socket.on("error", () => {});
+      socket.on("close", () => resolve(count));
+    });
+    expect(answered).toBe(12);
+  } finally {
+    await short.stop(true);
+  }
+});
