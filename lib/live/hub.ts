@@ -129,33 +129,40 @@ export class BuildLogHub {
   /**
    * Lines just committed, oldest first. Lines at or below the last seq are ignored (a line
    * published twice, by the appending request and by a cross-process check, goes out once).
-   * The rest is encoded once and pushed to every subscriber. Returns the last seq.
+   * The rest is encoded once and pushed to every subscriber, if there are any. Returns the last seq.
    */
   publish(entries: readonly LogFrameEntry[]): number {
     const fresh = entries.filter((e) => e.seq > this.#lastSeq);
     if (fresh.length === 0) return this.#lastSeq;
     for (let i = 1; i < fresh.length; i++) if (fresh[i]!.seq <= fresh[i - 1]!.seq) throw new Error("log entries must be in seq order");
+    if (this.#subscribers.size === 0) {
+      // No stream to send the frames to or keep them for (one that subscribes later starts from
+      // the database): only the position moves, and no frame is encoded (most appends: a build
+      // nobody watches).
+      this.#window = [];
+      this.#windowBytes = 0;
+      this.#windowLines = 0;
+      this.#lastSeq = this.#floor = fresh[fresh.length - 1]!.seq;
+      for (const w of [...this.#waiters]) if (this.#lastSeq > w.after) this.#waiters.delete(w), w.wake(this.#lastSeq);
+      return this.#lastSeq;
+    }
     const batch: Batch = { kind: "log", first: fresh[0]!.seq, last: fresh[fresh.length - 1]!.seq, bytes: encodeAfter(fresh, 0), entries: fresh };
-    if (batch.first !== this.#lastSeq + 1 || this.#subscribers.size === 0) {
-      // Not a continuation (or nobody to keep it for): the window starts over at this batch.
+    if (batch.first !== this.#lastSeq + 1) {
+      // Not a continuation: the window starts over at this batch.
       this.#window = [];
       this.#windowBytes = 0;
       this.#windowLines = 0;
       this.#floor = batch.first - 1;
     }
     this.#lastSeq = batch.last;
-    if (this.#subscribers.size > 0) {
-      this.#window.push(batch);
-      this.#windowBytes += batch.bytes.byteLength;
-      this.#windowLines += fresh.length;
-      while (this.#window.length > 1 && (this.#windowBytes > this.#limits.windowBytes || this.#windowLines > this.#limits.windowLines)) {
-        const old = this.#window.shift()!;
-        this.#windowBytes -= old.bytes.byteLength;
-        this.#windowLines -= old.entries.length;
-        this.#floor = old.last;
-      }
-    } else {
-      this.#floor = this.#lastSeq;
+    this.#window.push(batch);
+    this.#windowBytes += batch.bytes.byteLength;
+    this.#windowLines += fresh.length;
+    while (this.#window.length > 1 && (this.#windowBytes > this.#limits.windowBytes || this.#windowLines > this.#limits.windowLines)) {
+      const old = this.#window.shift()!;
+      this.#windowBytes -= old.bytes.byteLength;
+      this.#windowLines -= old.entries.length;
+      this.#floor = old.last;
     }
     for (const s of this.#subscribers) s.push(batch);
     for (const w of [...this.#waiters]) if (this.#lastSeq > w.after) this.#waiters.delete(w), w.wake(this.#lastSeq);
