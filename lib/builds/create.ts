@@ -13,7 +13,7 @@ import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
 import { routeKey, routeOf } from "../runners/routing.ts";
-import { afterBuildCreated, afterStatusChanged, commitStatusOfNewBuild } from "./what-follows.ts";
+import { afterBuildCreated, afterCanceledStatements, afterStatusChanged, commitStatusOfNewBuild } from "./what-follows.ts";
 
 export interface CreateBuildInput {
   pipelineId: string;
@@ -101,7 +101,7 @@ export interface PlannedBuild {
   input: CreateBuildInput;
 }
 
-/** Whether creating this build cancels older ones of its group (cancel_previous); createBuildsStatements does not. */
+/** Whether creating this build cancels older ones of its group (cancel_previous). */
 export function cancelsPrevious(input: CreateBuildInput, pipeline?: Pipeline): boolean {
   const snapshot = input.configSnapshot ?? (pipeline ? snapshotOf(pipeline) : null);
   return snapshot?.concurrency.cancel_previous === true && !!input.concurrencyKey;
@@ -122,25 +122,27 @@ const NEXT_BUILD_NUMBER = "(SELECT next_build_number FROM projects WHERE id = ?)
  * that lock (a condition over a row the batch wrote before them). The project's counter and the
  * queue's sequence move on by the number of builds in the same batch, so the numbers are gap-free
  * and never handed out twice, across processes too; build k gets plannedBuildNumber(k). Each
- * build's commit status follows it (afterBuildCreated). No build here may cancel others
- * (cancelsPrevious): what follows a cancel needs the canceled builds read, in a transaction.
- * `created` reads the builds back from the answers to these statements (none if the guard failed).
+ * build's commit status follows it (afterBuildCreated), and a build that cancels older ones
+ * (cancelsPrevious) cancels them as createBuildInTransaction does, what follows their change
+ * written first, for the builds the cancel is about to take. `created` reads the builds back
+ * from the answers to these statements, with the builds each canceled (none if the guard failed).
  */
 export function createBuildsStatements(
   now: number,
   projectId: string,
   builds: PlannedBuild[],
   guard: SqlPart,
-): { statements: Statement[]; created(results: ResultSet[]): Build[] } {
+): { statements: Statement[]; created(results: ResultSet[]): { build: Build; canceled: Build[] }[] } {
   const n = builds.length;
   if (n === 0) return { statements: [], created: () => [] };
-  for (const b of builds)
-    if (b.pipeline.project_id !== projectId || cancelsPrevious(b.input, b.pipeline))
-      throw new Error("createBuildsStatements: a build of another project, or one that cancels others");
-  const statements = [
+  for (const b of builds) if (b.pipeline.project_id !== projectId) throw new Error("createBuildsStatements: a build of another project");
+  const statements: Statement[] = [
     takeBuildNumbers(projectId, n, guard),
     { sql: `UPDATE build_queue_sequence SET next = next + ? WHERE id = 1 AND ${guard.sql}`, args: [n, ...guard.args] },
-    ...builds.flatMap((b, k) => [
+  ];
+  const at: { inserted: number; canceled: number | null }[] = [];
+  builds.forEach((b, k) => {
+    const inserted = statements.push(
       insertBuild(
         now,
         b,
@@ -148,10 +150,35 @@ export function createBuildsStatements(
         { sql: `((SELECT next FROM build_queue_sequence WHERE id = 1) - ${n - k})`, args: [] },
         guard,
       ),
-      commitStatusOfNewBuild({ sql: "+?", args: [b.id] }),
-    ]),
-  ];
-  return { statements, created: (results) => builds.flatMap((_, k) => (results[2 + 2 * k]?.rows ?? []).map(toBuild)) };
+    );
+    let canceled: number | null = null;
+    if (cancelsPrevious(b.input, b.pipeline)) {
+      // The new build's number, or NULL (nothing canceled) when it was not written.
+      const number = "(SELECT build_number FROM builds WHERE id = ?)";
+      const older = {
+        sql: `SELECT id FROM builds WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ${number}`,
+        args: [b.pipeline.id, b.input.concurrencyKey!, b.id],
+      };
+      statements.push(...afterCanceledStatements(older, now));
+      canceled = statements.push({
+        sql: `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = 'superseded by build #' || ${number}
+              WHERE id IN (${older.sql}) RETURNING *`,
+        args: [now, now, b.id, ...older.args],
+      });
+    }
+    statements.push(commitStatusOfNewBuild({ sql: "+?", args: [b.id] }));
+    at.push({ inserted: inserted - 1, canceled: canceled === null ? null : canceled - 1 });
+  });
+  return {
+    statements,
+    created: (results) =>
+      at.flatMap(({ inserted, canceled }) =>
+        (results[inserted]?.rows ?? []).map((row) => ({
+          build: toBuild(row),
+          canceled: canceled === null ? [] : (results[canceled]?.rows ?? []).map(toBuild),
+        })),
+      ),
+  };
 }
 
 /** The INSERT of one queued build, RETURNING it; its number and queue place are SQL expressions, and it is written only if `guard` holds. */

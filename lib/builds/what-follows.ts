@@ -36,6 +36,29 @@ export function commitStatusChanged(target: { sql: string; args: InValue[] }, st
 }
 
 /**
+ * What follows the cancel of the builds an SQL query selects (`ids`), as statements for a batch
+ * (createBuildsStatements): written just before that cancel, for the builds it is about to take,
+ * with the values it sets (status canceled, updated at `at`), the same rows afterStatusChanged
+ * writes after a cancel read back.
+ */
+export function afterCanceledStatements(ids: { sql: string; args: InValue[] }, at: number): Statement[] {
+  return [
+    {
+      sql: `UPDATE commit_status_outbox SET status = 'canceled', version = version + 1, updated_at = ? WHERE build_id IN (${ids.sql})`,
+      args: [at, ...ids.args],
+    },
+    {
+      sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
+            SELECT c.id, 'canceled',
+              (SELECT b.status FROM builds b WHERE b.pipeline_id = c.pipeline_id AND b.branch = c.branch AND b.build_number < c.build_number AND b.status IN ('succeeded', 'failed')
+               ORDER BY b.build_number DESC LIMIT 1), ?
+            FROM builds c WHERE c.id IN (${ids.sql})`,
+      args: [at, ...ids.args],
+    },
+  ];
+}
+
+/**
  * The notification outbox row of a finished build. previous_status is the status of the
  * pipeline's previous finished (succeeded or failed) build on the same branch: a success after a
  * failure is a fix. One range of the builds_pipeline_branch_status index.

@@ -10,8 +10,8 @@
 // one write batch: one request, the lock held only while it runs there. Each write of the batch is
 // guarded by what was read (the keys still free, the project and pipelines as read), so the batch
 // writes nothing if the state moved meanwhile, and the delivery is read and decided again. What the
-// batch cannot say (a pipeline the file names for the first time, file schedules to change, a
-// build that cancels older ones) takes the write transaction instead, as every delivery once did.
+// batch cannot say (a pipeline the file names for the first time, file schedules to change) takes
+// the write transaction instead, as every delivery once did.
 // Only the dedupe key's own conflict makes a delivery a duplicate; any other error while acting
 // on it is recorded as a failed delivery, logged, and answered 5xx so the host redelivers it.
 import type { Db, Executor, Transaction } from "../db/client.ts";
@@ -33,7 +33,6 @@ import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.t
 import { fileDefinition } from "../pipelines/file.ts";
 import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile, type PipelineFileRead } from "../pipelines/source.ts";
 import {
-  cancelsPrevious,
   createBuildInTransaction,
   createBuildsStatements,
   plannedBuildNumber,
@@ -228,8 +227,7 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
     const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
     // Not written: a key was taken or the project or its pipelines moved since they were read; read again.
     if (results[input.contentKey ? 1 : 0]!.rowsAffected === 0) continue;
-    const created = builds?.created(results.slice(statements.length)) ?? [];
-    return { ...decided, created: created.map((build) => ({ build, canceled: [] })) };
+    return { ...decided, created: builds?.created(results.slice(statements.length)) ?? [] };
   }
   return { files: files! };
 }
@@ -505,8 +503,6 @@ async function buildWhatTriggers(acting: Acting, candidates: Candidate[]): Promi
         },
       };
       if (acting.planned) {
-        // Canceling older builds writes what follows each of them, which needs them read: the transaction does that.
-        if (cancelsPrevious(build, pipeline)) throw new NeedsTransaction("cancel_previous");
         const planned = { id: newId(), pipeline, input: build };
         acting.planned.push(planned);
         decision.build_id = planned.id;

@@ -139,4 +139,17 @@ describe("round trips to sqld per webhook push", () => {
     const decision = delivery.decisions.find((d: { build: boolean }) => d.build);
     expect(decision).toMatchObject({ build_number: built[1], reason: `branch feature/1 matches feature/** in [feature/**]: build #${built[1]}` });
   });
+
+  // Before (main at 38d13d4) such a push went through the same transaction, with the cancel and what
+  // follows it (commit status, notification) inside the write lock too.
+  test("a push that cancels the older build of its branch (cancel_previous) still holds the lock for one request", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["cancel/**"] }, concurrency: { cancel_previous: true, max_concurrent: 5 } });
+    const first = await push("cancel/x", "3".repeat(40), crypto.randomUUID());
+    let second: any;
+    const pushed = await counter.count(async () => (second = await push("cancel/x", "4".repeat(40), crypto.randomUUID())));
+    expect(pushed).toEqual({ requests: 4, writes: 1 });
+    const older = (await t.call("GET", `/v1/builds/${first.body.builds[0].id}`, { token: owner })).body.build;
+    expect(older).toMatchObject({ status: "canceled", failure_reason: `superseded by build #${second.body.builds[0].build_number}` });
+  });
 });

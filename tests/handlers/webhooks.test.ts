@@ -273,6 +273,35 @@ describe("trigger rules per pipeline", () => {
     expect(reasons["all"]).toMatch(/^branch master matches \*\* in \[\*\*\]: build #\d+$/);
   });
 
+  test("cancel_previous: a push cancels the older queued builds of its branch, and their commit status and notification follow in the same write", async () => {
+    const p = projects.get("github:13933572")!;
+    const cancels = (
+      await t.call("POST", `/v1/projects/${p.id}/pipelines`, {
+        token: owner,
+        body: { name: "cancels", trigger_config: { branches: ["**"] }, concurrency: { cancel_previous: true, max_concurrent: 5 } },
+      })
+    ).body.pipeline;
+    const push = (sha: string) =>
+      github(
+        "push",
+        fixture("github", "push__branch_updated.json")
+          .replace(/135493233/g, "13933572")
+          .replace(/199eddf46df50de8d02e99bf1c5fdb4101338224/g, sha),
+      );
+    const first = (await push("1".repeat(40))).body.builds;
+    const second = (await push("2".repeat(40))).body.builds;
+    const ofPipeline = (builds: { id: string; pipeline_id: string; build_number: number }[], id: string) => builds.find((b) => b.pipeline_id === id)!;
+    const older = (await t.call("GET", `/v1/builds/${ofPipeline(first, cancels.id).id}`, { token: owner })).body.build;
+    const newer = ofPipeline(second, cancels.id);
+    expect(older).toMatchObject({ status: "canceled", failure_reason: `superseded by build #${newer.build_number}` });
+    // The other pipeline does not cancel: its older build is still queued.
+    expect((await t.call("GET", `/v1/builds/${ofPipeline(first, p.pipeline).id}`, { token: owner })).body.build.status).toBe("queued");
+    const status = await t.db.execute({ sql: "SELECT status FROM commit_status_outbox WHERE build_id = ?", args: [older.id] });
+    expect(status.rows).toEqual([{ status: "canceled" }]);
+    const notified = await t.db.execute({ sql: "SELECT status, previous_status FROM notification_outbox WHERE build_id = ?", args: [older.id] });
+    expect(notified.rows).toEqual([{ status: "canceled", previous_status: null }]);
+  });
+
   test("a second project on a repository is refused, and the first keeps building", async () => {
     const repo = await repositoryId(t, owner, "Octocoders/Hello-World");
     const second = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repo, name: "second project" } });
