@@ -8,8 +8,8 @@ import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BuildResource } from "../../lib/builds/wire.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
-import { findJob } from "../../lib/runners/jobs.ts";
-import { findBuild, toPublicBuild } from "../../lib/builds/store.ts";
+import { findJobWithBuild } from "../../lib/runners/jobs.ts";
+import { toPublicBuild } from "../../lib/builds/store.ts";
 import { finishJob } from "../../lib/runners/job-lifecycle.ts";
 import { FinishRequest } from "../../lib/runners/protocol-wire.ts";
 
@@ -21,8 +21,11 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],
   async handle({ params, body }, ctx: RunnerContext) {
-    const job = await findJob(ctx.db, params.job_id);
-    if (!job || job.runner_id !== ctx.runner.id) fail("job_not_assigned");
+    // The job and its build side by side (one request to a remote database): the finish is planned from the build as read.
+    const found = await findJobWithBuild(ctx.db, params.job_id);
+    if (!found || found.job.runner_id !== ctx.runner.id) fail("job_not_assigned");
+    const { job } = found;
+    let build = found.build;
     if (job.status === "lost") fail("job_finished", "This job was lost (its lease expired); its build has already failed.");
     if (job.status === "running") {
       if (body.line_count > job.next_line) {
@@ -30,9 +33,9 @@ export const endpoint = defineEndpoint({
           headers: { "x-roost-log-next-line": String(job.next_line) },
         });
       }
-      // Job and build in one transaction; a build canceled meanwhile stays canceled and is answered as it is.
-      await finishJob(ctx, job, body);
+      // Job and build in one write; a build canceled meanwhile stays canceled and is answered as it is.
+      build = (await finishJob(ctx, job, body, build)).build;
     }
-    return { build: toPublicBuild((await findBuild(ctx.db, job.build_id))!) };
+    return { build: toPublicBuild(build!) };
   },
 });

@@ -1,6 +1,6 @@
 // Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
-import type { Executor } from "../db/client.ts";
-import { all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
+import type { Executor, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS, all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import { BUILD_STATUSES, type BuildStatus } from "./state-machine.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
@@ -198,17 +198,20 @@ export async function buildCountsByStatus(db: Executor): Promise<Map<string, num
   return new Map(rows.map((r) => [str(r, "status"), Number(r.n)]));
 }
 
-/** What the runner reported about where a build ran: its Flutter SDK and its executor. */
-export async function recordBuildEnvironment(
-  tx: Executor,
+/**
+ * What the runner reported about where a build ran (its Flutter SDK and its executor), as a
+ * statement for a batch, written only where `when` holds; null when the runner reported nothing.
+ */
+export function buildEnvironmentRecorded(
   buildId: string,
   used: { flutter_sdk?: FlutterSdkUsed | null; executor?: ExecutorUsed | null },
-): Promise<void> {
-  if (!used.flutter_sdk && !used.executor) return;
-  await tx.execute({
-    sql: "UPDATE builds SET flutter_sdk = COALESCE(?, flutter_sdk), executor = COALESCE(?, executor) WHERE id = ?",
-    args: [used.flutter_sdk ? JSON.stringify(used.flutter_sdk) : null, used.executor ? JSON.stringify(used.executor) : null, buildId],
-  });
+  when: SqlCondition = ALWAYS,
+): Statement | null {
+  if (!used.flutter_sdk && !used.executor) return null;
+  return {
+    sql: `UPDATE builds SET flutter_sdk = COALESCE(?, flutter_sdk), executor = COALESCE(?, executor) WHERE id = ? AND ${when.sql}`,
+    args: [used.flutter_sdk ? JSON.stringify(used.flutter_sdk) : null, used.executor ? JSON.stringify(used.executor) : null, buildId, ...when.args],
+  };
 }
 
 /** Why no runner may take a queued build (shown on the build until one can). */

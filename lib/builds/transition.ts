@@ -9,11 +9,12 @@
 // lost job, its log line, its build and an incident) runs transitionBuildIn inside one transaction
 // and publishes only after the commit (lib/runners/job-lifecycle.ts): listeners never hear of a
 // change that a rollback then undoes.
-import type { Db, Executor, Statement } from "../db/client.ts";
+import type { Db, Executor, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
 import { toBuild, type Build } from "./store.ts";
 import { allowedFrom, isFinished, nextStatus, type BuildTransition } from "./state-machine.ts";
-import { afterStatusChanged, commitStatusChanged } from "./what-follows.ts";
+import { afterStatusChanged, commitStatusChanged, statusChangedStatements } from "./what-follows.ts";
 import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 
@@ -80,8 +81,51 @@ export function transitionStatements(
   return [transitionUpdate(now, target, transition, fields), commitStatusChanged(target, to, now)];
 }
 
+/** The build as `transition` leaves it, from the build as read; null when its status does not allow the transition. */
+export function transitioned(now: number, build: Build, transition: BuildTransition, fields: TransitionFields = {}): Build | null {
+  const to = nextStatus(build.status, transition);
+  if (!to) return null;
+  return {
+    ...build,
+    status: to,
+    started_at: transition === "start" ? now : transition === "release" ? null : build.started_at,
+    finished_at: isFinished(to) ? now : build.finished_at,
+    runner_id: transition === "release" ? null : (fields.runner_id ?? build.runner_id),
+    exit_code: fields.exit_code ?? build.exit_code,
+    failure_reason: fields.failure_reason ?? build.failure_reason,
+    runner_policy_block_reason: fields.runner_policy_block_reason !== undefined ? fields.runner_policy_block_reason : build.runner_policy_block_reason,
+    updated_at: now,
+  };
+}
+
+/**
+ * A transition of a build read beforehand, as statements for one guarded write batch (the
+ * runner's finish, lib/runners/job-lifecycle.ts): what follows the change (what-follows.ts), and
+ * the conditional UPDATE, RETURNING the build when it moved. Each is written only where `when`
+ * holds, which must say that the build's status is still the one read; the caller puts the
+ * UPDATE, which changes it, after every statement so guarded, so either all of them write or none
+ * does. `moved` is the build as the transition leaves it (transitioned).
+ */
+export function transitionAfterRead(
+  moved: Build,
+  transition: BuildTransition,
+  fields: TransitionFields,
+  when: SqlCondition,
+): { follows: Statement[]; update: Statement } {
+  return {
+    follows: statusChangedStatements(moved, when),
+    update: transitionUpdate(moved.updated_at, { sql: "?", args: [moved.id] }, transition, fields, when),
+  };
+}
+
 /** The conditional UPDATE of a transition, RETURNING the build when it moved: of two racing transitions exactly one wins. */
-function transitionUpdate(now: number, target: { sql: string; args: InValue[] }, transition: BuildTransition, fields: TransitionFields): Statement {
+function transitionUpdate(
+  now: number,
+  target: { sql: string; args: InValue[] },
+  transition: BuildTransition,
+  fields: TransitionFields,
+  when: SqlCondition = ALWAYS,
+): Statement {
   const from = allowedFrom(transition);
   const to = nextStatus(from[0]!, transition)!;
   return {
@@ -94,7 +138,7 @@ function transitionUpdate(now: number, target: { sql: string; args: InValue[] },
        failure_reason = COALESCE(?, failure_reason),
        runner_policy_block_reason = CASE WHEN ? THEN ? ELSE runner_policy_block_reason END,
        updated_at = ?
-     WHERE id = ${target.sql} AND status IN (${from.map(() => "?").join(", ")})
+     WHERE id = ${target.sql} AND status IN (${from.map(() => "?").join(", ")}) AND ${when.sql}
      RETURNING *`,
     args: [
       to,
@@ -111,6 +155,7 @@ function transitionUpdate(now: number, target: { sql: string; args: InValue[] },
       now,
       ...target.args,
       ...from,
+      ...when.args,
     ],
   };
 }

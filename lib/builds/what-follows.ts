@@ -5,7 +5,8 @@
 //   notification_outbox    a finished build, for lib/notifications/notifications.ts (docs/notifications.md)
 //   commit_status_outbox   the newest state of a commit and pipeline, for lib/forges/commit-statuses.ts
 //                          (docs/webhooks.md "Commit statuses"); plain git remotes have none
-import type { Executor, Statement } from "../db/client.ts";
+import type { Executor, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
 import type { Build } from "./store.ts";
 import { isFinished, type BuildStatus } from "./state-machine.ts";
@@ -18,20 +19,27 @@ export async function afterBuildCreated(tx: Executor, build: Build): Promise<voi
 /** A build's status changed (one transition, or superseded builds canceled at a creation). */
 export async function afterStatusChanged(tx: Executor, builds: Build[]): Promise<void> {
   // Independent writes, started together: on a remote database they go in one request (lib/db/libsql.ts).
-  await Promise.all([
-    ...builds.map((build) => tx.execute(commitStatusChanged({ sql: "?", args: [build.id] }, build.status, build.updated_at))),
-    ...builds.filter((b) => isFinished(b.status)).map((build) => queueNotification(tx, build)),
-  ]);
+  await Promise.all(builds.flatMap((build) => statusChangedStatements(build)).map((stmt) => tx.execute(stmt)));
+}
+
+/**
+ * What follows a build's change to its (new) status, as statements for a batch, written only
+ * where `when` holds (a guarded batch, lib/runners/job-lifecycle.ts finishJob): its commit status,
+ * and when it finished its notification.
+ */
+export function statusChangedStatements(build: Build, when: SqlCondition = ALWAYS): Statement[] {
+  const change = commitStatusChanged({ sql: "?", args: [build.id] }, build.status, build.updated_at, when);
+  return isFinished(build.status) ? [change, notificationQueued(build, when)] : [change];
 }
 
 /**
  * What follows a change to a status that is not finished, as a statement for a batch: the build
  * named by an SQL expression (`target`, lib/builds/transition.ts transitionStatements).
  */
-export function commitStatusChanged(target: { sql: string; args: InValue[] }, status: BuildStatus, updatedAt: number): Statement {
+export function commitStatusChanged(target: { sql: string; args: InValue[] }, status: BuildStatus, updatedAt: number, when: SqlCondition = ALWAYS): Statement {
   return {
-    sql: `UPDATE commit_status_outbox SET status = ?, version = version + 1, updated_at = ? WHERE build_id = ${target.sql}`,
-    args: [status, updatedAt, ...target.args],
+    sql: `UPDATE commit_status_outbox SET status = ?, version = version + 1, updated_at = ? WHERE build_id = ${target.sql} AND ${when.sql}`,
+    args: [status, updatedAt, ...target.args, ...when.args],
   };
 }
 
@@ -63,13 +71,13 @@ export function afterCanceledStatements(ids: { sql: string; args: InValue[] }, a
  * pipeline's previous finished (succeeded or failed) build on the same branch: a success after a
  * failure is a fix. One range of the builds_pipeline_branch_status index.
  */
-async function queueNotification(tx: Executor, build: Build): Promise<void> {
-  await tx.execute({
+function notificationQueued(build: Build, when: SqlCondition): Statement {
+  return {
     sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
-          VALUES (?, ?, (SELECT b.status FROM builds b WHERE b.pipeline_id = ? AND b.branch = ? AND b.build_number < ? AND b.status IN ('succeeded', 'failed')
-                         ORDER BY b.build_number DESC LIMIT 1), ?)`,
-    args: [build.id, build.status, build.pipeline_id, build.branch, build.build_number, build.updated_at],
-  });
+          SELECT ?, ?, (SELECT b.status FROM builds b WHERE b.pipeline_id = ? AND b.branch = ? AND b.build_number < ? AND b.status IN ('succeeded', 'failed')
+                        ORDER BY b.build_number DESC LIMIT 1), ? WHERE ${when.sql}`,
+    args: [build.id, build.status, build.pipeline_id, build.branch, build.build_number, build.updated_at, ...when.args],
+  };
 }
 
 /**

@@ -9,8 +9,8 @@ import { openBunSqlite } from "./bun-sqlite.ts";
 import type { Args, Db, Executor, Row, Transaction } from "./database.ts";
 import { openLibsql } from "./libsql.ts";
 
-export type { Args, Db, DriverName, Executor, ResultSet, Row, Statement, Transaction, Value } from "./database.ts";
-export { BUSY_TIMEOUT_MS, isDatabaseUnreachable } from "./database.ts";
+export type { Args, Db, DriverName, Executor, ResultSet, Row, SqlCondition, Statement, Transaction, Value } from "./database.ts";
+export { ALWAYS, BUSY_TIMEOUT_MS, isDatabaseUnreachable } from "./database.ts";
 
 /**
  * ROOST_DB_DRIVER=libsql opens `file:` URLs through @libsql/client too, the code path a remote

@@ -13,6 +13,17 @@ export type InValue = Value | boolean | ArrayBuffer;
 /** Positional (`?`) or named (`:name`, `@name`, `$name`) arguments. */
 export type Args = readonly InValue[] | Readonly<Record<string, InValue>>;
 export type Statement = string | { sql: string; args?: Args };
+/**
+ * An SQL condition with its arguments, for the WHERE of a statement in a guarded write batch: the
+ * statement writes only while what was read before the batch still holds (lib/logs/store.ts,
+ * lib/runners/job-lifecycle.ts).
+ */
+export interface SqlCondition {
+  sql: string;
+  args: InValue[];
+}
+/** The condition that always holds: a statement written without a guard. */
+export const ALWAYS: SqlCondition = { sql: "true", args: [] };
 export type Row = Record<string, Value>;
 
 export interface ResultSet {

@@ -2,8 +2,8 @@
 // appends) and per build by Roost (seq, the stable SSE id). Past the per-build cap the head (the
 // first half) stays and a rolling tail (the second half) keeps the newest lines; what was cut in
 // between is counted, and readers are told where and how much.
-import type { Db, Executor, Row, Statement } from "../db/client.ts";
-import { all, inTransaction, one } from "../db/client.ts";
+import type { Db, Executor, Row, SqlCondition, Statement } from "../db/client.ts";
+import { all, ALWAYS, inTransaction, one } from "../db/client.ts";
 
 export interface LogLineInput {
   step: string;
@@ -375,18 +375,32 @@ export async function appendSystemLine(db: Db, buildId: string, text: string, no
 
 /** appendSystemLine inside the caller's transaction (a state change that also writes a log line). */
 export async function appendSystemLineIn(tx: Executor, buildId: string, text: string, now: number): Promise<number> {
-  const stats = await statsOf(tx, buildId);
-  const seq = stats.last_seq + 1;
-  await tx.execute({
-    sql: "INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text) VALUES (?, ?, 'roost', -1, '', 'system', ?, ?)",
-    args: [buildId, seq, now, text],
-  });
-  await tx.execute({
-    sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) VALUES (?, ?, ?)
-          ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes`,
-    args: [buildId, seq, stats.bytes + Buffer.byteLength(text) + 1],
-  });
+  const [line, stats] = systemLineStatements(buildId, text, now);
+  const seq = Number((await tx.execute(line!)).rows[0]!.seq);
+  await tx.execute(stats!);
   return seq;
+}
+
+/**
+ * A system line as two statements for a batch, written only where `when` holds: the line takes
+ * the seq after the build's last (read by the statement itself, so several lines in one batch
+ * follow each other), and the build's log stats count it. The first RETURNs its seq.
+ */
+export function systemLineStatements(buildId: string, text: string, now: number, when: SqlCondition = ALWAYS): Statement[] {
+  return [
+    {
+      sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
+            SELECT ?, COALESCE((SELECT last_seq FROM build_log_stats WHERE build_id = ?), 0) + 1, 'roost', -1, '', 'system', ?, ? WHERE ${when.sql}
+            RETURNING seq`,
+      args: [buildId, buildId, now, text, ...when.args],
+    },
+    {
+      // WHERE before ON CONFLICT: without it the parser could take the conflict clause for a join's (https://www.sqlite.org/lang_upsert.html).
+      sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes) SELECT ?, 1, ? WHERE ${when.sql}
+            ON CONFLICT (build_id) DO UPDATE SET last_seq = last_seq + 1, bytes = bytes + excluded.bytes`,
+      args: [buildId, Buffer.byteLength(text) + 1, ...when.args],
+    },
+  ];
 }
 
 export async function statsOf(db: Executor, buildId: string): Promise<LogStats> {

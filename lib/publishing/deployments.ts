@@ -9,8 +9,8 @@
 // A deployment that needs no approval is created approved; one that may not run at all (no
 // such environment, a ref the environment refuses, no artifact) is created failed, with why.
 import { z } from "zod";
-import type { Executor, Row } from "../db/client.ts";
-import { all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
+import type { Executor, Row, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS, all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { Publisher } from "./publishers.ts";
 import { DeploymentArtifact, StoreAnswer } from "./wire.ts";
 
@@ -217,13 +217,13 @@ export interface NewDeployment {
   failure_reason: string | null;
 }
 
-export async function insertDeployment(db: Executor, d: NewDeployment, now: number): Promise<Deployment> {
-  const row = await one(
-    db,
-    `INSERT INTO deployments (id, project_id, build_id, environment_id, environment_name, publisher_name, publisher_type, publisher, target, trigger, retry_of, status,
+/** A new deployment's INSERT, for a batch: written only where `when` holds, RETURNING the deployment. */
+export function deploymentInserted(d: NewDeployment, now: number, when: SqlCondition = ALWAYS): Statement {
+  return {
+    sql: `INSERT INTO deployments (id, project_id, build_id, environment_id, environment_name, publisher_name, publisher_type, publisher, target, trigger, retry_of, status,
        requested_by, requested_by_email, artifacts, release_notes, failure_reason, created_at, updated_at, finished_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-    [
+     SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE ${when.sql} RETURNING *`,
+    args: [
       d.id,
       d.project_id,
       d.build_id,
@@ -244,9 +244,9 @@ export async function insertDeployment(db: Executor, d: NewDeployment, now: numb
       now,
       now,
       d.status === "failed" ? now : null,
+      ...when.args,
     ],
-  );
-  return toDeployment(row!);
+  };
 }
 
 /** Approves or rejects a waiting deployment; null when it was not waiting (decided already, or never needed a decision). */

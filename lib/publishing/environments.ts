@@ -6,7 +6,7 @@
 // allowed_refs (ref patterns as protected_refs, lib/pipelines/branch-patterns.ts), and secrets kept as
 // variables of the environment's scope (lib/variables/variables.ts).
 import { z } from "zod";
-import type { Executor } from "../db/client.ts";
+import type { Executor, SqlCondition } from "../db/client.ts";
 import { all, bool, json, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
@@ -81,6 +81,20 @@ export async function listEnvironments(db: Executor, projectId: string): Promise
 export async function findEnvironment(db: Executor, projectId: string, name: string): Promise<Environment | null> {
   const row = await one(db, "SELECT * FROM environments WHERE project_id = ? AND name = ?", [projectId, name]);
   return row ? toEnvironment(row) : null;
+}
+
+/**
+ * That a project's environment is still as read, in what planning a deployment takes from it
+ * (whether it exists, requires approval, which refs it allows), for a guarded write batch
+ * (lib/runners/job-lifecycle.ts finishJob). Compared by value: updated_at has the clock's
+ * resolution, and two changes may share it.
+ */
+export function environmentUnchanged(projectId: string, name: string, read: Environment | null): SqlCondition {
+  if (!read) return { sql: "NOT EXISTS (SELECT 1 FROM environments WHERE project_id = ? AND name = ?)", args: [projectId, name] };
+  return {
+    sql: "EXISTS (SELECT 1 FROM environments WHERE id = ? AND requires_approval = ? AND json(allowed_refs) = json(?))",
+    args: [read.id, read.requires_approval ? 1 : 0, JSON.stringify(read.allowed_refs)],
+  };
 }
 
 export async function findEnvironmentById(db: Executor, id: string): Promise<Environment | null> {

@@ -2,16 +2,24 @@
 // deployments a promotion or a retry makes of an earlier build. A deployment is planned whole
 // when it is created: its environment's verdict, the artifacts it sends (by SHA-256) and its
 // release notes; what is left for the runner is to send them.
-import type { Executor } from "../db/client.ts";
-import { all } from "../db/client.ts";
+import type { Executor, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS, all } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
-import { appendSystemLineIn } from "../logs/store.ts";
+import { systemLineStatements } from "../logs/store.ts";
 import { listArtifacts, type Artifact } from "../artifacts/artifacts.ts";
 import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
 import type { Build } from "../builds/store.ts";
-import { findEnvironment, whyEnvironmentRefuses } from "./environments.ts";
+import { findEnvironment, whyEnvironmentRefuses, type Environment } from "./environments.ts";
 import { DEFAULT_ARTIFACT, publisherName, targetOf, type Publisher } from "./publishers.ts";
-import { insertDeployment, lastPublishedBuildNumber, type Deployment, type DeploymentArtifact, type ReleaseNotes } from "./deployments.ts";
+import {
+  deploymentInserted,
+  lastPublishedBuildNumber,
+  toDeployment,
+  type Deployment,
+  type DeploymentArtifact,
+  type NewDeployment,
+  type ReleaseNotes,
+} from "./deployments.ts";
 import { notesFromChangelogs } from "./notes.ts";
 
 export interface PlanInput {
@@ -23,16 +31,28 @@ export interface PlanInput {
 }
 
 /**
- * Creates one deployment of `build` by `publisher`, with a line in the build's log saying what
- * happens next: waiting for approval, queued for a runner, or why it cannot run (then it is
- * created failed, so the deployments view shows it).
+ * A deployment decided from what was read (its environment, the build's artifacts, its release
+ * notes), not yet written, with the line the build's log gets about it. A publisher skipped (its
+ * refs do not match, a pull request's build) is a line alone. `environment` is the environment as
+ * read, for a guard that it did not change before the write (environmentUnchanged).
  */
-export async function planDeployment(tx: Executor, input: PlanInput, now: number): Promise<Deployment> {
+export interface PlannedPublish {
+  deployment: NewDeployment | null;
+  line: string;
+  environment?: { name: string; read: Environment | null };
+}
+
+/**
+ * Decides one deployment of `build` by `publisher`: waiting for approval, queued for a runner,
+ * or why it cannot run (then it is created failed, so the deployments view shows it). Reads only.
+ */
+export async function prepareDeployment(db: Executor, input: PlanInput): Promise<PlannedPublish> {
   const { build, publisher } = input;
   const name = publisherName(publisher);
-  const env = await findEnvironment(tx, build.project_id, publisher.environment);
+  // Side by side: on a remote database one request.
+  const [env, artifacts] = await Promise.all([findEnvironment(db, build.project_id, publisher.environment), listArtifacts(db, build.id)]);
   let failure: string | null = null;
-  let artifacts: DeploymentArtifact[] = [];
+  let chosen: DeploymentArtifact[] = [];
   let notes: ReleaseNotes = {};
   if (!env)
     failure = `this project has no environment named ${publisher.environment} (create it with PUT /v1/projects/{project_id}/environments/${publisher.environment})`;
@@ -40,15 +60,17 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
   if (!failure && build.status !== "succeeded") failure = `build #${build.build_number} did not succeed; only a successful build publishes`;
   if (!failure && build.artifacts_deleted_at !== null) failure = `build #${build.build_number}'s artifacts were deleted by retention`;
   if (!failure) {
-    const chosen = chooseArtifacts(publisher, await listArtifacts(tx, build.id));
-    if (typeof chosen === "string") failure = chosen;
-    else artifacts = chosen;
+    const picked = chooseArtifacts(publisher, artifacts);
+    if (typeof picked === "string") failure = picked;
+    else chosen = picked;
   }
-  if (!failure) notes = await resolveNotes(tx, build, publisher, name);
+  if (!failure) notes = await resolveNotes(db, build, publisher, name);
   const status = failure ? "failed" : env!.requires_approval ? "waiting_approval" : "approved";
-  const deployment = await insertDeployment(
-    tx,
-    {
+  const what = `[roost] publish ${name} to ${publisher.environment} (${targetOf(publisher)})`;
+  const queued = publisher.type === "host_release" ? "is queued (Roost makes host releases itself)" : "is queued for a runner";
+  const next = status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : queued;
+  return {
+    deployment: {
       id: newId(),
       project_id: build.project_id,
       build_id: build.id,
@@ -62,58 +84,66 @@ export async function planDeployment(tx: Executor, input: PlanInput, now: number
       status,
       requested_by: input.requestedBy.id,
       requested_by_email: input.requestedBy.email,
-      artifacts,
+      artifacts: chosen,
       release_notes: notes,
       failure_reason: failure,
     },
-    now,
-  );
-  // What follows, in the same transaction: a deployment that waits is announced to its approvers
-  // (lib/notifications/notifications.ts reads deployment_notification_outbox after the commit).
-  if (status === "waiting_approval")
-    await tx.execute({
-      sql: "INSERT INTO deployment_notification_outbox (deployment_id, created_at) VALUES (?, ?)",
-      args: [deployment.id, deployment.created_at],
-    });
-  const what = `[roost] publish ${name} to ${publisher.environment} (${targetOf(publisher)})`;
-  const queued = publisher.type === "host_release" ? "is queued (Roost makes host releases itself)" : "is queued for a runner";
-  const next = status === "failed" ? `cannot run: ${failure}` : status === "waiting_approval" ? "waits for approval" : queued;
-  await appendSystemLineIn(tx, build.id, `${what} ${next}.`, now);
+    line: `${what} ${next}.`,
+    environment: { name: publisher.environment, read: env },
+  };
+}
+
+/**
+ * A planned publish as statements for a batch, each written only where `when` holds: the
+ * deployment (its INSERT first, RETURNING it), the announcement of one that waits to its
+ * approvers (lib/notifications/notifications.ts reads deployment_notification_outbox after the
+ * commit), and its line in the build's log.
+ */
+export function publishStatements(buildId: string, planned: PlannedPublish, now: number, when: SqlCondition = ALWAYS): Statement[] {
+  const d = planned.deployment;
+  return [
+    ...(d ? [deploymentInserted(d, now, when)] : []),
+    ...(d?.status === "waiting_approval"
+      ? [{ sql: `INSERT INTO deployment_notification_outbox (deployment_id, created_at) SELECT ?, ? WHERE ${when.sql}`, args: [d.id, now, ...when.args] }]
+      : []),
+    ...systemLineStatements(buildId, planned.line, now, when),
+  ];
+}
+
+/** Creates one deployment of `build` by `publisher` in the caller's transaction (a promotion, a retry). */
+export async function planDeployment(tx: Executor, input: PlanInput, now: number): Promise<Deployment> {
+  const [insert, ...rest] = publishStatements(input.build.id, await prepareDeployment(tx, input), now);
+  const deployment = toDeployment((await tx.execute(insert!)).rows[0]!);
+  for (const stmt of rest) await tx.execute(stmt);
   return deployment;
 }
 
 /**
- * The deployments a build makes when it succeeds: one per publisher of its frozen
- * configuration whose refs match. None for a pull request or a fork's build: publishers never
- * run there (one line in the log says so).
+ * What a build makes when it succeeds, planned from its frozen configuration (reads only): one
+ * deployment per publisher whose refs match, a line for each one skipped. None for a pull request
+ * or a fork's build: publishers never run there (one line in the log says so). `build` is the
+ * build as it succeeded.
  */
-export async function planBuildDeployments(tx: Executor, build: Build, now: number): Promise<Deployment[]> {
+export async function planBuildPublishing(db: Executor, build: Build): Promise<PlannedPublish[]> {
   const publishers = build.config_snapshot.execution_config.publish ?? [];
   if (publishers.length === 0) return [];
   const fork = (build.context as { fork?: boolean } | null)?.fork === true;
-  if (build.trigger_event === "pull_request" || fork) {
-    await appendSystemLineIn(
-      tx,
-      build.id,
-      `[roost] publishers do not run for ${fork ? "a fork's build" : "a pull request"}: ${publishers.map(publisherName).join(", ")} skipped.`,
-      now,
-    );
-    return [];
-  }
-  const made: Deployment[] = [];
-  for (const publisher of publishers) {
-    if (publisher.refs && publisher.refs.length > 0) {
-      const match = matchRefPatterns(publisher.refs, { kind: build.trigger_event === "tag" ? "tag" : "branch", name: build.branch });
-      if (!match.matched) {
-        await appendSystemLineIn(tx, build.id, `[roost] publish ${publisherName(publisher)} skipped: ${match.reason}.`, now);
-        continue;
+  if (build.trigger_event === "pull_request" || fork)
+    return [
+      {
+        deployment: null,
+        line: `[roost] publishers do not run for ${fork ? "a fork's build" : "a pull request"}: ${publishers.map(publisherName).join(", ")} skipped.`,
+      },
+    ];
+  return Promise.all(
+    publishers.map(async (publisher): Promise<PlannedPublish> => {
+      if (publisher.refs && publisher.refs.length > 0) {
+        const match = matchRefPatterns(publisher.refs, { kind: build.trigger_event === "tag" ? "tag" : "branch", name: build.branch });
+        if (!match.matched) return { deployment: null, line: `[roost] publish ${publisherName(publisher)} skipped: ${match.reason}.` };
       }
-    }
-    made.push(
-      await planDeployment(tx, { build, publisher, trigger: "build", requestedBy: { id: build.created_by, email: build.trigger_actor || "roost" } }, now),
-    );
-  }
-  return made;
+      return prepareDeployment(db, { build, publisher, trigger: "build", requestedBy: { id: build.created_by, email: build.trigger_actor || "roost" } });
+    }),
+  );
 }
 
 /** The artifacts a publisher sends, or why there are none. */

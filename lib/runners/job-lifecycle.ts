@@ -1,20 +1,21 @@
 // The state changes of a job and its build that write more than one row. Each is one
-// transaction: it happens whole or not at all, so a crash, a full disk or a lost connection
+// transaction (the finish: one guarded write batch, which is one too): it happens whole or not at all, so a crash, a full disk or a lost connection
 // between two writes can never leave a finished job beside a running build (whose pipeline's
 // next build would then wait forever for a concurrency slot). Listeners (SSE viewers, commit
 // statuses) and the log hub hear of a change only after its commit.
 import type { AppContext } from "../http/context.ts";
-import { inTransaction } from "../db/client.ts";
-import { markJob, type Job } from "./jobs.ts";
+import { inTransaction, type Executor, type SqlCondition, type Statement } from "../db/client.ts";
+import { findJobWithBuild, jobMarked, markJob, type Job } from "./jobs.ts";
 import { appendSystemLineIn } from "../logs/store.ts";
 import { findRunner } from "./store.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
-import { recordBuildEnvironment, type Build } from "../builds/store.ts";
-import { publishBuildChanged, transitionBuildIn } from "../builds/transition.ts";
+import { buildEnvironmentRecorded, findBuild, toBuild, type Build } from "../builds/store.ts";
+import { publishBuildChanged, transitionAfterRead, transitionBuildIn, transitioned } from "../builds/transition.ts";
 import { formatTimeout } from "../pipelines/config.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "./protocol-wire.ts";
-import { planBuildDeployments } from "../publishing/plan.ts";
-import type { Deployment } from "../publishing/deployments.ts";
+import { planBuildPublishing, publishStatements } from "../publishing/plan.ts";
+import { toDeployment } from "../publishing/deployments.ts";
+import { environmentUnchanged } from "../publishing/environments.ts";
 
 export interface JobOutcome {
   status: "succeeded" | "failed" | "canceled";
@@ -26,35 +27,95 @@ export interface JobOutcome {
 
 type Deps = Pick<AppContext, "db" | "clock" | "events">;
 
+/** How often a finish whose guard lost (its build moved since it was read) reads and goes again. */
+const FINISH_TRIES = 5;
+
 /**
- * A runner reports its job done: the job is marked finished and its build takes the outcome, in
- * one transaction. A build canceled meanwhile stays canceled (its transition is refused). A build
- * that succeeded makes its deployments in the same transaction (lib/publishing/plan.ts), so a
- * successful build is never left without the publishes its configuration asks for. Returns
- * false when the job was no longer running (another request finished it first).
+ * A runner reports its job done: the job is marked finished and its build takes the outcome. A
+ * build canceled meanwhile stays canceled (its transition is refused). A build that succeeded
+ * makes its deployments in the same write (lib/publishing/plan.ts), so a successful build is
+ * never left without the publishes its configuration asks for.
+ *
+ * One guarded write batch (finishStatements), after reads outside any transaction: on a remote
+ * database one request holds the write lock, not one per statement. When the job or the build
+ * is no longer as read, the batch writes nothing, and the finish reads them again and goes again.
+ * `read` is the job's build as the caller read it (findJobWithBuild). Answers the build as it
+ * stands after, and whether this call finished the job (false: another request finished it first).
  */
-export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome): Promise<boolean> {
-  const now = deps.clock.now();
+export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome, read?: Build | null): Promise<{ finished: boolean; build: Build | null }> {
+  let seen = { job, build: read === undefined ? await findBuild(deps.db, job.build_id) : read };
+  for (let tries = 0; tries < FINISH_TRIES; tries++) {
+    if (seen.job.status !== "running" || !seen.build) return { finished: false, build: seen.build };
+    const now = deps.clock.now();
+    const plan = await finishStatements(deps.db, seen.job, seen.build, outcome, now);
+    const written = await deps.db.batch(plan.statements);
+    const build = toBuild(written.at(-1)!.rows[0]!);
+    if (written[plan.jobAt]!.rowsAffected === 1) {
+      const moved = plan.updateAt !== null && written[plan.updateAt]!.rows.length === 1;
+      await afterCommit(deps, job, moved ? build : null);
+      for (const at of moved ? plan.deploymentsAt : []) {
+        const d = toDeployment(written[at]!.rows[0]!);
+        deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
+      }
+      return { finished: true, build };
+    }
+    // Another request finished the job, or the build moved (canceled, timed out) since the read.
+    seen = (await findJobWithBuild(deps.db, job.id)) ?? { job: { ...seen.job, status: "finished" }, build: null };
+  }
+  throw new Error(`finishing job ${job.id}: its build kept changing under ${FINISH_TRIES} tries`);
+}
+
+/**
+ * The finish of a job read running, whose build was read as `build`, as statements for one batch.
+ * Every statement is guarded by the state read (`when`: the job still running, the build's status
+ * as read, and the environments its deployments were planned from as read), so either all of
+ * them write or none does:
+ *   1. what follows the build's change (commit status, notification) and, for a success, its
+ *      deployments with their log lines; the Flutter SDK and executor the runner used;
+ *   2. the transition, which changes the build's status, so after every statement that reads it;
+ *   3. the job marked finished: right after the transition, guarded by its having written a row
+ *      (changes(), https://www.sqlite.org/lang_corefunc.html#changes); where the build had
+ *      already ended (canceled) there is no transition, and it is guarded by `when`;
+ *   4. the build read back, as the runner is answered.
+ */
+async function finishStatements(
+  db: Executor,
+  job: Job,
+  build: Build,
+  outcome: JobOutcome,
+  now: number,
+): Promise<{ statements: Statement[]; jobAt: number; updateAt: number | null; deploymentsAt: number[] }> {
   const transition = outcome.status === "succeeded" ? "succeed" : outcome.status === "failed" ? "fail" : "cancel";
-  const result = await inTransaction(deps.db, async (tx) => {
-    if (!(await markJob(tx, job.id, "finished", now))) return null;
-    // Recorded also when the build had already ended (canceled, timed out): it did run with it.
-    // Started together with the transition: on a remote database one request, not two.
-    const [, build] = await Promise.all([
-      recordBuildEnvironment(tx, job.build_id, outcome),
-      transitionBuildIn(tx, now, job.build_id, transition, {
-        exit_code: outcome.exit_code,
-        ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}),
-      }),
-    ]);
-    const deployments: Deployment[] = build?.status === "succeeded" ? await planBuildDeployments(tx, build, now) : [];
-    return { build, deployments };
-  });
-  if (!result) return false;
-  await afterCommit(deps, job, result.build);
-  for (const d of result.deployments)
-    deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
-  return true;
+  const fields = { exit_code: outcome.exit_code, ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}) };
+  const guards: SqlCondition[] = [
+    { sql: "EXISTS (SELECT 1 FROM jobs WHERE id = ? AND status = 'running')", args: [job.id] },
+    { sql: "(SELECT status FROM builds WHERE id = ?) = ?", args: [build.id, build.status] },
+  ];
+  const moved = transitioned(now, build, transition, fields);
+  const publishes = moved?.status === "succeeded" ? await planBuildPublishing(db, moved) : [];
+  for (const p of publishes) if (p.environment) guards.push(environmentUnchanged(build.project_id, p.environment.name, p.environment.read));
+  const when: SqlCondition = { sql: guards.map((g) => `(${g.sql})`).join(" AND "), args: guards.flatMap((g) => g.args) };
+
+  const statements: Statement[] = [];
+  const deploymentsAt: number[] = [];
+  let updateAt: number | null = null;
+  const guarded = moved && transitionAfterRead(moved, transition, fields, when);
+  if (guarded) statements.push(...guarded.follows);
+  for (const p of publishes) {
+    if (p.deployment) deploymentsAt.push(statements.length);
+    statements.push(...publishStatements(build.id, p, now, when));
+  }
+  // Recorded also when the build had already ended (canceled, timed out): it did run with it.
+  const environment = buildEnvironmentRecorded(build.id, outcome, when);
+  if (environment) statements.push(environment);
+  if (guarded) {
+    updateAt = statements.length;
+    statements.push(guarded.update);
+  }
+  const jobAt = statements.length;
+  statements.push(jobMarked(job.id, "finished", now, guarded ? { sql: "changes() = 1", args: [] } : when));
+  statements.push({ sql: "SELECT * FROM builds WHERE id = ?", args: [build.id] });
+  return { statements, jobAt, updateAt, deploymentsAt };
 }
 
 /**

@@ -3,8 +3,8 @@
 // max_concurrent slot), insert the job and move the build to running through the state machine;
 // the unique index on running jobs per build refuses a second claimer in any process. A claim_id
 // the runner already used returns the same job, so a lost claim response strands nothing.
-import type { Db, Executor } from "../db/client.ts";
-import { all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
+import type { Db, Executor, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS, all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../builds/store.ts";
 import { transitionStatements } from "../builds/transition.ts";
@@ -34,6 +34,15 @@ export async function findJob(db: Executor, id: string): Promise<Job | null> {
 export async function findJobWithBuildStatus(db: Executor, id: string): Promise<{ job: Job; buildStatus: string } | null> {
   const row = await one(db, "SELECT jobs.*, builds.status AS build_status FROM jobs JOIN builds ON builds.id = jobs.build_id WHERE jobs.id = ?", [id]);
   return row ? { job: toJob(row), buildStatus: str(row, "build_status") } : null;
+}
+
+/** A job and its build, read side by side: one request to a remote database. */
+export async function findJobWithBuild(db: Executor, id: string): Promise<{ job: Job; build: Build | null } | null> {
+  const [job, build] = await Promise.all([
+    one(db, "SELECT * FROM jobs WHERE id = ?", [id]),
+    one(db, "SELECT * FROM builds WHERE id = (SELECT build_id FROM jobs WHERE id = ?)", [id]),
+  ]);
+  return job ? { job: toJob(job), build: build ? toBuild(build) : null } : null;
 }
 
 /**
@@ -144,9 +153,15 @@ export async function expiredJobs(db: Executor, now: number): Promise<Job[]> {
 }
 
 export async function markJob(db: Executor, id: string, status: "finished" | "lost", now: number): Promise<boolean> {
-  return (
-    (await db.execute({ sql: "UPDATE jobs SET status = ?, finished_at = ? WHERE id = ? AND status = 'running'", args: [status, now, id] })).rowsAffected === 1
-  );
+  return (await db.execute(jobMarked(id, status, now))).rowsAffected === 1;
+}
+
+/** markJob as a statement for a batch: the running job ends, where `when` also holds. */
+export function jobMarked(id: string, status: "finished" | "lost", now: number, when: SqlCondition = ALWAYS): Statement {
+  return {
+    sql: `UPDATE jobs SET status = ?, finished_at = ? WHERE id = ? AND status = 'running' AND ${when.sql}`,
+    args: [status, now, id, ...when.args],
+  };
 }
 
 /** Whether a runner still holds a job of the build (a canceled build's runner may still be sending its last lines). */

@@ -79,9 +79,9 @@ describe("round trips to sqld per runner request", () => {
           })),
       );
       expect(finish.body.build).toMatchObject({ status: "succeeded", flutter_sdk: { version: "3.24.5" } });
-      // The token (1), the job (1); the write: the job, the build's environment with its
-      // transition, what follows it (commit status, notification), COMMIT (4); the build (1).
-      expect(finished).toEqual({ requests: 7, writes: 4 });
+      // The token (1), the job with its build (1), the guarded write batch: what follows the
+      // transition, the Flutter SDK, the transition, the job, the build read back (1).
+      expect(finished).toEqual({ requests: 3, writes: 1 });
     }
   });
 });

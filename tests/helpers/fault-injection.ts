@@ -1,14 +1,25 @@
 // Fault injection for state-change tests: a database whose transactions fail at their n-th
 // statement, the way a crash, a full disk or a lost libSQL connection would interrupt them between
 // two writes. Everything else passes through to the real database.
-import type { Db, Transaction } from "../../lib/db/client.ts";
+import type { Db, ResultSet, Statement, Transaction } from "../../lib/db/client.ts";
 
 export class InjectedFault extends Error {}
 
-/** `db`, except that inside each write transaction the `failAt`-th statement throws InjectedFault. */
+/**
+ * `db`, except that inside each write transaction the `failAt`-th statement throws InjectedFault.
+ * A write batch (one transaction of statements known up front, as a guarded batch is) runs as a
+ * transaction of its statements one by one, so it fails between two of them the same way.
+ */
 export function failingAtStatement(db: Db, failAt: number): Db {
-  return new Proxy(db, {
+  const faulty: Db = new Proxy(db, {
     get(target, key, receiver) {
+      if (key === "batch")
+        return (stmts: Statement[]) =>
+          faulty.transaction(async (tx) => {
+            const results: ResultSet[] = [];
+            for (const stmt of stmts) results.push(await tx.execute(stmt));
+            return results;
+          });
       if (key !== "transaction") {
         const value = Reflect.get(target, key, receiver);
         return typeof value === "function" ? value.bind(target) : value;
@@ -29,6 +40,7 @@ export function failingAtStatement(db: Db, failAt: number): Db {
         });
     },
   });
+  return faulty;
 }
 
 /** Every row of the tables a build's life touches, for "nothing changed" comparisons. */

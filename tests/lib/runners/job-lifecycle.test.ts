@@ -203,3 +203,31 @@ describe("one transaction per state change", () => {
     );
   });
 });
+
+describe("the finish is one write guarded by what it read", () => {
+  const outboxOf = async (buildId: string) => ({
+    notifications: (await t.db.execute({ sql: "SELECT status FROM notification_outbox WHERE build_id = ?", args: [buildId] })).rows.map((r) => r.status),
+    job: (await t.db.execute({ sql: "SELECT status FROM jobs WHERE build_id = ?", args: [buildId] })).rows.map((r) => r.status),
+  });
+
+  test("a build canceled between the finish's read and its write stays canceled: the job finishes, the runner's Flutter SDK is recorded, no success is announced", async () => {
+    const job = await runningJob();
+    const read = (await findBuild(t.db, job.build_id))!;
+    await transitionBuild(t.ctx, job.build_id, "cancel");
+    const sdk = { requested: "3.24.5", version: "3.24.5", source: "path" as const, revision: null };
+    const result = await finishJob(t.ctx, job, { status: "succeeded", exit_code: 0, flutter_sdk: sdk }, read);
+    expect(result.finished).toBe(true);
+    expect(result.build).toMatchObject({ id: job.build_id, status: "canceled", exit_code: null, flutter_sdk: sdk });
+    expect(await outboxOf(job.build_id)).toEqual({ notifications: ["canceled"], job: ["finished"] });
+  });
+
+  test("two finishes of one job at once: one finishes it, the other answers the build as it is, and the build is announced once", async () => {
+    const job = await runningJob();
+    const [a, b] = await Promise.all([finishJob(t.ctx, job, { status: "succeeded", exit_code: 0 }), finishJob(t.ctx, job, { status: "failed", exit_code: 1 })]);
+    expect([a.finished, b.finished].sort()).toEqual([false, true]);
+    const status = a.finished ? "succeeded" : "failed";
+    expect(a.build!.status).toBe(status);
+    expect(b.build!.status).toBe(status);
+    expect(await outboxOf(job.build_id)).toEqual({ notifications: [status], job: ["finished"] });
+  });
+});
