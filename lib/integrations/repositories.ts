@@ -71,6 +71,12 @@ export async function findRepository(db: Executor, id: string): Promise<Reposito
   return row ? toRepository(row) : null;
 }
 
+/** The repository a project builds, named by the project: read beside the project, not after it. */
+export async function findRepositoryOfProject(db: Executor, projectId: string): Promise<Repository | null> {
+  const row = await one(db, "SELECT * FROM repositories WHERE id = (SELECT repository_id FROM projects WHERE id = ?)", [projectId]);
+  return row ? toRepository(row) : null;
+}
+
 /** The ids of an integration's catalogue entries. */
 export async function repositoryIdsOf(db: Executor, integrationId: string): Promise<string[]> {
   return (await all(db, "SELECT id FROM repositories WHERE integration_id = ?", [integrationId])).map((row) => str(row, "id"));

@@ -64,6 +64,16 @@ export async function findIntegration(db: Executor, id: string): Promise<Integra
   return row ? toIntegration(row) : null;
 }
 
+/** The integration of the repository a project builds, named by the project: read beside the project, not after it. */
+export async function findIntegrationOfProject(db: Executor, projectId: string): Promise<Integration | null> {
+  const row = await one(
+    db,
+    "SELECT * FROM integrations WHERE id = (SELECT integration_id FROM repositories WHERE id = (SELECT repository_id FROM projects WHERE id = ?))",
+    [projectId],
+  );
+  return row ? toIntegration(row) : null;
+}
+
 export async function listIntegrations(db: Executor): Promise<Integration[]> {
   return (await all(db, "SELECT * FROM integrations ORDER BY created_at, id")).map(toIntegration);
 }

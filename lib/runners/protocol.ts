@@ -3,11 +3,11 @@ import type { AppContext, RequestContext, RunnerContext } from "../http/context.
 import { fail } from "../http/errors.ts";
 import { findJob, findJobWithBuildStatus, type Job } from "./jobs.ts";
 import type { Build } from "../builds/store.ts";
-import { findRepository } from "../integrations/repositories.ts";
+import { findRepositoryOfProject } from "../integrations/repositories.ts";
 import { findProject } from "../projects/store.ts";
 import { revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { normalizeExecutionConfig } from "../pipelines/snapshot.ts";
-import { findIntegration } from "../integrations/store.ts";
+import { findIntegration, findIntegrationOfProject, type Integration } from "../integrations/store.ts";
 import type { CloneCredentials, ForgeDeps } from "../forges/forge.ts";
 import { forgeOf } from "../forges/registry.ts";
 import type { Repository } from "../integrations/repositories.ts";
@@ -41,12 +41,14 @@ function fenced(ctx: RunnerContext, job: Job | null): Job {
 export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
   const frozen: ConfigSnapshot = build.config_snapshot;
   const snapshot: ConfigSnapshot = { ...frozen, execution_config: withNotesFiles(normalizeExecutionConfig(frozen.execution_config)) };
-  // Read side by side: on a remote database each read is a round trip, and these do not depend on each other.
+  // Read side by side, each named by the build's project: on a remote database one request.
   // Variables are read when the job is claimed, not frozen with the build: a re-run after a
   // rotated password uses the new one. Secrets only reach builds the project trusts.
-  const [{ project, repo }, variables] = await Promise.all([
-    findProject(ctx.db, build.project_id).then(async (project) => ({ project, repo: project ? await findRepository(ctx.db, project.repository_id) : null })),
-    revealEnv(snapshot.execution_config.env, ctx.secrets).then((env) => variablesForBuild(ctx.db, ctx.secrets, build, env)),
+  const [project, repo, integration, variables] = await Promise.all([
+    findProject(ctx.db, build.project_id),
+    findRepositoryOfProject(ctx.db, build.project_id),
+    findIntegrationOfProject(ctx.db, build.project_id),
+    variablesForBuild(ctx.db, ctx.secrets, build, revealEnv(snapshot.execution_config.env, ctx.secrets)),
   ]);
   const registry = takeRegistryAuth(variables, snapshot.execution_config.registry_credentials);
   return {
@@ -68,7 +70,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
       clone_url: repo?.clone_url ?? "",
       default_branch: project?.default_branch ?? "",
     },
-    clone_credentials: repo ? await cloneCredentials(ctx, repo) : null,
+    clone_credentials: repo ? await cloneCredentials(ctx, repo, integration) : null,
     config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: variables.env } },
     files: variables.files,
     withheld_secrets: variables.withheld,
@@ -86,9 +88,14 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
  * hour). Null for other URLs (ssh, local paths) or when the forge cannot give one; the runner then
  * relies on its own git credentials.
  */
-export async function cloneCredentials(ctx: ForgeDeps & Pick<AppContext, "db">, repo: Repository): Promise<CloneCredentials | null> {
+export async function cloneCredentials(
+  ctx: ForgeDeps & Pick<AppContext, "db">,
+  repo: Repository,
+  known?: Integration | null,
+): Promise<CloneCredentials | null> {
   if (!/^https:\/\//.test(repo.clone_url)) return null;
-  const integration = await findIntegration(ctx.db, repo.integration_id);
+  // The repository's integration, unless the caller read it already (jobPayload).
+  const integration = known !== undefined ? known : await findIntegration(ctx.db, repo.integration_id);
   if (!integration) return null;
   try {
     return await forgeOf(integration).cloneCredentials(ctx, integration, repo);

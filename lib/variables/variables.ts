@@ -311,16 +311,27 @@ export interface BuildVariables {
  * then the project's variables, then the pipeline's (a later one replaces an earlier one of the
  * same key, as GitLab lets settings variables override the file's).
  */
-export async function variablesForBuild(db: Executor, secrets: SecretBox, build: Build, frozenEnv: StoredEnvEntry[]): Promise<BuildVariables> {
+export async function variablesForBuild(
+  db: Executor,
+  secrets: SecretBox,
+  build: Build,
+  frozenEnv: StoredEnvEntry[] | Promise<StoredEnvEntry[]>,
+): Promise<BuildVariables> {
+  // Read at once, while the frozen env's secrets may still be opening: on a remote database the
+  // reads leave with the caller's other reads started together (lib/runners/protocol.ts jobPayload).
+  const [frozen, lists] = await Promise.all([
+    frozenEnv,
+    Promise.all([listVariables(db, build.project_id, null), listVariables(db, build.project_id, build.pipeline_id)]),
+  ]);
   const trusted = buildIsTrusted(build);
   const env = new Map<string, StoredEnvEntry>();
   const files = new Map<string, SecretFile>();
   const withheld = new Set<string>();
-  for (const e of frozenEnv) {
+  for (const e of frozen) {
     if (e.secret && !trusted) withheld.add(e.key);
     else env.set(e.key, e);
   }
-  const scoped = (await Promise.all([listVariables(db, build.project_id, null), listVariables(db, build.project_id, build.pipeline_id)])).flat();
+  const scoped = lists.flat();
   for (const v of scoped) {
     if ((v.secret && !trusted) || !refAllowed(v, build)) {
       if (v.secret) withheld.add(v.key);
