@@ -11,8 +11,8 @@ import { SseReader } from "../helpers/sse.ts";
 import type { S3Server } from "../support/s3-server.ts";
 import { createBuild } from "../../lib/builds/create.ts";
 import { transitionBuild } from "../../lib/builds/transition.ts";
-import { appendSystemLine, appendSystemLineIn } from "../../lib/logs/store.ts";
-import { inTransaction, num, one } from "../../lib/db/client.ts";
+import { appendSystemLine, systemLineStatements } from "../../lib/logs/store.ts";
+import { num, one } from "../../lib/db/client.ts";
 import { ARCHIVE_AFTER_SECONDS, ARCHIVE_LEASE_SECONDS, archiveFinishedLogs } from "../../lib/logs/archive.ts";
 import { enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 
@@ -39,9 +39,10 @@ afterAll(async () => {
 async function buildWithLog(lines: number, end: "fail" | "succeed" | null = "fail"): Promise<string> {
   const { build } = await createBuild(a.ctx, { pipelineId, branch: "feature", commitSha: SHA_A, triggerType: "manual", concurrencyKey: null });
   await transitionBuild(a.ctx, build.id, "start");
-  await inTransaction(a.db, async (tx) => {
-    for (let i = 1; i <= lines; i++) await appendSystemLineIn(tx, build.id, `line ${i} ✓ ${"x".repeat(i % 50)}`, a.clock.now());
-  });
+  // One write batch: on a remote database one request, where a statement at a time would be thousands.
+  await a.db.batch(
+    Array.from({ length: lines }, (_, i) => systemLineStatements(build.id, `line ${i + 1} ✓ ${"x".repeat((i + 1) % 50)}`, a.clock.now())).flat(),
+  );
   if (end) await transitionBuild(a.ctx, build.id, end);
   return build.id;
 }

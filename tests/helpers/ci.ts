@@ -2,7 +2,6 @@
 // a project on one of its repositories, and pipelines.
 import { afterAll, beforeAll } from "bun:test";
 import { bootstrapOwner, createTestApp, type TestApp } from "./app.ts";
-import { join } from "node:path";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
 
@@ -155,7 +154,11 @@ export async function startS3CiFixture(env: Record<string, string> = {}): Promis
   };
 }
 
-/** Another daemon on the fixture's database with a data directory of its own and `env` (its object store's variables), as a second host would run. */
+/**
+ * Another daemon on the fixture's database with a data directory of its own and `env` (its object
+ * store's variables), as a second host would run: the fixture's file, or its libSQL server
+ * (ROOST_TEST_DATABASE=sqld), whichever the fixture's daemon opened.
+ */
 export function daemonOnSameDatabase(fixture: GithubFixture, env: Record<string, string>): Promise<TestApp> {
-  return createTestApp({ ...env, ROOST_DATABASE_URL: `file:${join(fixture.t.dataDir, "roost.db")}` });
+  return createTestApp({ ...env, ROOST_DATABASE_URL: fixture.t.config.databaseUrl });
 }
