@@ -30,7 +30,10 @@ export async function findJob(db: Executor, id: string): Promise<Job | null> {
   return row ? toJob(row) : null;
 }
 
-/** A job and its build's status, in one read. */
+/**
+ * A job and its build's status, in one read. `= +?`: a join filtered by a bare parameter is
+ * compiled again on every call (docs/benchmarks.md, "The request path").
+ */
 export async function findJobWithBuildStatus(db: Executor, id: string): Promise<{ job: Job; buildStatus: string } | null> {
   const row = await one(db, "SELECT jobs.*, builds.status AS build_status FROM jobs JOIN builds ON builds.id = jobs.build_id WHERE jobs.id = +?", [id]);
   return row ? { job: toJob(row), buildStatus: str(row, "build_status") } : null;
