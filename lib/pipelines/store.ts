@@ -85,14 +85,16 @@ export async function listPipelines(db: Executor, projectId: string): Promise<Pi
 }
 
 /**
- * An SQL condition that holds while the project's pipelines are the ones read (none added,
- * removed or changed since): a write batch planned from that read is guarded by it.
+ * The pipelines of the project that builds a repository, every column a delivery decides and
+ * builds from, as one value (an SQL expression): read before a write batch planned from them and
+ * compared again under its write lock (`IS` the value read), so that any change meanwhile, even
+ * within the same second, makes the batch write nothing.
  */
-export function pipelinesAsRead(projectId: string, pipelines: Pipeline[]): { sql: string; args: InValue[] } {
-  const byId = [...pipelines].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+export function pipelinesState(repositoryId: string): { sql: string; args: InValue[] } {
   return {
-    sql: "(SELECT group_concat(id || ' ' || updated_at, ',') FROM (SELECT id, updated_at FROM pipelines WHERE project_id = ? ORDER BY id)) IS ?",
-    args: [projectId, byId.length ? byId.map((p) => `${p.id} ${p.updated_at}`).join(",") : null],
+    sql: `(SELECT group_concat(state) FROM (SELECT json_array(id, name, enabled, config_path, config_path_explicit, cancel_previous, max_concurrent, trigger_config, execution_config, updated_at) AS state
+            FROM pipelines WHERE project_id = (SELECT id FROM projects WHERE repository_id = ? AND unlinked_at IS NULL) ORDER BY id))`,
+    args: [repositoryId],
   };
 }
 

@@ -109,14 +109,16 @@ export async function findProjectOfRepository(db: Executor, repositoryId: string
 }
 
 /**
- * An SQL condition that holds while the repository is built by `project` as it was read (or, read
- * with none, by no project): a write batch planned from that read is guarded by it.
+ * An SQL condition that holds while the repository is built by `project` with the default branch
+ * and fork setting it was read with (or, read with none, by no project): a webhook delivery's write
+ * batch, planned from that read, is guarded by it.
  */
 export function buildsRepositoryAsRead(repositoryId: string, project: Project | null): { sql: string; args: InValue[] } {
   if (!project) return { sql: "NOT EXISTS (SELECT 1 FROM projects WHERE repository_id = ? AND unlinked_at IS NULL)", args: [repositoryId] };
   return {
-    sql: "EXISTS (SELECT 1 FROM projects WHERE id = ? AND repository_id = ? AND unlinked_at IS NULL AND updated_at = ?)",
-    args: [project.id, repositoryId, project.updated_at],
+    sql: `EXISTS (SELECT 1 FROM projects WHERE id = ? AND repository_id = ? AND unlinked_at IS NULL AND default_branch = ?
+            AND (json_extract(settings, '$.build_fork_pull_requests') IS 1) = ?)`,
+    args: [project.id, repositoryId, project.default_branch, buildsForkPullRequests(project) ? 1 : 0],
   };
 }
 

@@ -296,7 +296,8 @@ export interface FileScheduleFields {
  */
 export function fileSchedulesState(projectId: string): { sql: string; args: InValue[] } {
   return {
-    sql: "(SELECT group_concat(id || ' ' || updated_at, ',') FROM (SELECT id, updated_at FROM pipeline_schedules WHERE project_id = ? AND source = 'file' ORDER BY id))",
+    sql: `(SELECT group_concat(state) FROM (SELECT json_array(id, pipeline_id, cron, timezone, branch, build_when_unchanged, config_path, updated_at) AS state
+            FROM pipeline_schedules WHERE pipeline_id IN (SELECT id FROM pipelines WHERE project_id = ?) AND source = 'file' ORDER BY id))`,
     args: [projectId],
   };
 }

@@ -23,7 +23,7 @@ import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
 import type { TriggerEvent } from "../forges/event.ts";
 import type { Repository } from "../integrations/repositories.ts";
-import { insertPipeline, listPipelinesOfRepository, pipelinesAsRead, snapshotOf, type Pipeline } from "../pipelines/store.ts";
+import { insertPipeline, listPipelinesOfRepository, pipelinesState, snapshotOf, type Pipeline } from "../pipelines/store.ts";
 import { buildsForkPullRequests, buildsRepositoryAsRead, findProjectBuildingRepository, findProjectOfRepository, type Project } from "../projects/store.ts";
 import { findIntegration, type Integration } from "../integrations/store.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
@@ -152,18 +152,24 @@ const BATCH_ATTEMPTS = 3;
 async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received): Promise<Outcome | { files: PipelineFiles }> {
   const now = base.received_at;
   const keys = dedupeKeysOf(input);
+  const { repository } = input;
   let files: PipelineFiles | undefined;
   for (let attempt = 0; attempt < BATCH_ATTEMPTS; attempt++) {
     // Read side by side: on a remote server, reads started together go in one request.
-    const [held, route] = await Promise.all([heldDedupeKey(deps.db, input, keys, now), readRoute(deps.db, input)]);
+    // The pipelines' state is read before the pipelines, so a change between the two shows under the lock.
+    const state = repository ? pipelinesState(repository.id) : null;
+    const [held, pipelines, route] = await Promise.all([
+      heldDedupeKey(deps.db, input, keys, now),
+      state ? one(deps.db, `SELECT ${state.sql} AS state`, state.args) : null,
+      readRoute(deps.db, input),
+    ]);
     if (held !== null) throw new Duplicate(held);
     files = await readPipelineFiles(deps, input, route);
-    const repository = input.repository;
     const guards: SqlPart[] = [];
     if (keys.length) guards.push({ sql: `NOT EXISTS (SELECT 1 FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}))`, args: keys });
     if (repository) guards.push(buildsRepositoryAsRead(repository.id, route.project));
+    if (state) guards.push({ sql: `${state.sql} IS ?`, args: [...state.args, pipelines?.state ?? null] });
     if (route.project) {
-      guards.push(pipelinesAsRead(route.project.id, route.pipelines));
       // A push to the default branch keeps the file schedules in step with the file: planned from them as read now.
       if (touchesFileSchedules(input.event, files)) {
         const state = fileSchedulesState(route.project.id);

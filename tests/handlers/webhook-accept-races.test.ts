@@ -1,0 +1,113 @@
+// A webhook delivery reads what it acts on, decides, then writes everything in one write batch
+// guarded by what it read (lib/webhooks/accept.ts, docs/operations.md "How Roost uses it"). What
+// another daemon writes between those reads and that batch must neither be overridden nor make the
+// delivery act on what no longer holds: the batch writes nothing and the delivery is decided again.
+// A stand-in database in front of the real one runs that other daemon's write just before this
+// delivery's batch; the test clock stands still, so the change falls in the same second as the read.
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { sign } from "@octokit/webhooks-methods";
+import { routes } from "../../handlers/routes.ts";
+import type { Db } from "../../lib/db/client.ts";
+import { createApp } from "../../lib/http/app.ts";
+import { createPipeline, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
+import { deliveryOf } from "../helpers/deliveries.ts";
+
+let fixture: CiFixture;
+beforeAll(async () => {
+  fixture = await startCiFixture();
+});
+afterAll(() => fixture?.stop());
+
+/** The app on the fixture's database, except that `meanwhile` runs, through the real database, just before the app's first write batch. */
+function appWithWriteBefore(meanwhile: () => Promise<unknown>) {
+  let pending = true;
+  const db = new Proxy(fixture.t.db, {
+    get(target, key) {
+      const value = Reflect.get(target, key);
+      if (key === "batch")
+        return async (...args: Parameters<Db["batch"]>) => {
+          if (pending) {
+            pending = false;
+            await meanwhile();
+          }
+          return target.batch(...args);
+        };
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return createApp({ ...fixture.t.ctx, db }, routes);
+}
+
+/** A GitHub push of one commit to `branch` of acme/app, signed; sent to `app` (default: the fixture's). */
+async function push(branch: string, sha: string, options: { app?: ReturnType<typeof createApp>; delivery?: string } = {}) {
+  const commit = { id: sha, message: `commit ${sha.slice(0, 6)}`, author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
+  const body = JSON.stringify({
+    ref: `refs/heads/${branch}`,
+    before: "0".repeat(40),
+    after: sha,
+    created: true,
+    deleted: false,
+    forced: false,
+    head_commit: commit,
+    commits: [commit],
+    repository: { id: 1001, full_name: "acme/app" },
+    pusher: { name: "dev" },
+  });
+  const headers = {
+    host: "127.0.0.1:8080",
+    "content-type": "application/json",
+    "x-github-event": "push",
+    "x-github-delivery": options.delivery ?? crypto.randomUUID(),
+    "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
+  };
+  if (!options.app) return fixture.t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers, peer: "140.82.112.1" });
+  const res = await options.app.fetch(new Request("http://127.0.0.1:8080/v1/webhooks/github", { method: "POST", headers, body }), "140.82.112.1");
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+describe("what another daemon writes between a delivery's reads and its write", () => {
+  test("a pipeline disabled meanwhile: the delivery is decided again and builds nothing", async () => {
+    const { t, owner, projectId } = fixture;
+    const pipeline = await createPipeline(t, owner, projectId, { trigger_config: { branches: ["disabled/**"] } });
+    const app = appWithWriteBefore(() => t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { enabled: false } }));
+    const res = await push("disabled/x", "d".repeat(40), { app });
+    expect(res.status).toBe(200);
+    expect(res.body.builds).toEqual([]);
+    const delivery = await deliveryOf(t, owner, res.body.delivery_id);
+    expect(delivery.result).toBe("ignored");
+    expect(delivery.decisions.find((d: { pipeline_id: string }) => d.pipeline_id === pipeline.id)).toMatchObject({
+      build: false,
+      reason: "pipeline is disabled",
+    });
+  });
+
+  test("the same delivery accepted by another daemon meanwhile: this one is its duplicate, and there is one build", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["twice/**"] } });
+    const delivery = crypto.randomUUID();
+    let other: any;
+    const app = appWithWriteBefore(async () => (other = await push("twice/x", "e".repeat(40), { delivery })));
+    const res = await push("twice/x", "e".repeat(40), { app, delivery });
+    expect(other.body).toMatchObject({ ok: true, duplicate: false });
+    expect(other.body.builds).toHaveLength(1);
+    expect(res.body).toMatchObject({ ok: true, duplicate: true, builds: [] });
+    const builds = (await t.call("GET", `/v1/projects/${projectId}/builds?limit=50`, { token: owner })).body.builds;
+    expect(builds.filter((b: { commit_sha: string }) => b.commit_sha === "e".repeat(40))).toHaveLength(1);
+  });
+
+  test("a build created meanwhile: the delivery's build takes the next number, with no gap and no duplicate", async () => {
+    const { t, owner, projectId } = fixture;
+    const pipeline = await createPipeline(t, owner, projectId, { trigger_config: { branches: ["numbers/**"] } });
+    let manual: any;
+    const app = appWithWriteBefore(
+      async () =>
+        (manual = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: "f".repeat(40) } })),
+    );
+    const res = await push("numbers/x", "a1".repeat(20), { app });
+    expect(manual.status).toBe(201);
+    expect(res.body.builds).toHaveLength(1);
+    expect(res.body.builds[0].build_number).toBe(manual.body.build.build_number + 1);
+    const delivery = await deliveryOf(t, owner, res.body.delivery_id);
+    expect(delivery.decisions.find((d: { build: boolean }) => d.build)).toMatchObject({ build_number: manual.body.build.build_number + 1 });
+  });
+});
