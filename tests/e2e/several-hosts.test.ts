@@ -14,93 +14,31 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { http, startDaemon, type Daemon } from "../helpers/daemon.ts";
-import { createGithubProject } from "../helpers/ci-daemon.ts";
-import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { startLan, type Lan } from "../support/netns.ts";
-import { startS3Server, type S3Server } from "../support/s3-server.ts";
-import { startSqld, type Sqld } from "../support/sqld.ts";
-import { num, one, openDatabase, run, type Db } from "../../lib/db/client.ts";
+import { http } from "../helpers/daemon.ts";
+import { startSeveralHosts, type SeveralHosts } from "../helpers/several-hosts.ts";
+import { num, one, run } from "../../lib/db/client.ts";
 import { ARCHIVE_AFTER_SECONDS } from "../../lib/logs/archive.ts";
 
-let lan: Lan;
-let sqld: Sqld;
-let s3: S3Server;
-let host: HostApiStandIn;
-let db: Db;
-let daemons: Daemon[] = [];
-let owner = "";
+let world: SeveralHosts;
 
 const sha256 = (bytes: Uint8Array | ArrayBuffer) => new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 
-/** Polls `check` until it is true; fails after `ms` with `what` and the daemons' warnings and errors. */
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 60_000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) {
-      const problems = daemons.flatMap((d) => d.logs.filter((l) => l.level === "warn" || l.level === "error").map((l) => ({ daemon: d.url, ...l })));
-      throw new Error(`${what}: not within ${ms / 1000} s; daemons said ${JSON.stringify(problems)}`);
-    }
-    await Bun.sleep(200);
-  }
-}
-
 beforeAll(async () => {
-  lan = await startLan(["db", "a", "b", "c"]);
-  sqld = await startSqld({ host: lan.hosts.db });
-  s3 = await startS3Server("roost-hosts", lan.address);
-  host = await startHostApiStandIn(lan.address);
-  host.github.repos.push({ id: 4343, full_name: "acme/fleet", default_branch: "main", private: true });
-  db = await openDatabase(sqld.url);
-  const env = {
-    ...s3.env(),
-    ROOST_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64"),
-    ROOST_LOG_LEVEL: "info",
-  };
-  const dbHost = new URL(sqld.url).host;
-  // Two over WebSocket, one over HTTP; each on every address of its host, as a daemon behind a load balancer listens.
-  daemons = await Promise.all(
-    [
-      [lan.hosts.a!, `libsql://${dbHost}?tls=0`],
-      [lan.hosts.b!, sqld.url],
-      [lan.hosts.c!, `libsql://${dbHost}?tls=0`],
-    ].map(([on, url]) => startDaemon({ host: on as Lan["hosts"][string], listen: "0.0.0.0:8080", env: { ...env, ROOST_DATABASE_URL: url as string } })),
-  );
-  // The owner signs in on the first run from host a's own loopback (local login takes loopback peers only).
-  const login = Bun.spawn(
-    [
-      ...lan.hosts.a!.run,
-      "curl",
-      "-sS",
-      "-m",
-      "30",
-      "-H",
-      "content-type: application/json",
-      "--data",
-      JSON.stringify({ email: "owner@example.test" }),
-      "http://127.0.0.1:8080/v1/auth/local/login",
-    ],
-    { stdout: "pipe", stderr: "pipe" },
-  );
-  const [answer, err] = await Promise.all([new Response(login.stdout).text(), new Response(login.stderr).text(), login.exited]);
-  owner = (JSON.parse(answer || "{}") as { session_token?: string }).session_token ?? "";
-  if (!owner) throw new Error(`local login on host a failed: ${answer} ${err}`);
+  world = await startSeveralHosts({
+    bucket: "roost-hosts",
+    repository: { id: 4343, full_name: "acme/fleet", default_branch: "main", private: true },
+    webhookSecret: "failover-webhook-secret",
+  });
 }, 90_000);
 afterAll(async () => {
-  await Promise.all(daemons.map((d) => d.stop()));
-  db?.close();
-  await host?.stop();
-  await s3?.stop();
-  await sqld?.stop();
-  await lan?.stop();
+  await world?.stop();
 });
 
 describe("three hosts on one sqld and one bucket, one killed mid-stream", () => {
   test("the others finish its jobs, serve the artifacts uploaded through it, and the logs it streamed once archived", async () => {
-    const [a, b, c] = daemons as [Daemon, Daemon, Daemon];
+    const { lan, s3, db, daemons, owner, project, waitFor } = world;
+    const [a, b, c] = daemons;
     expect([a, b, c].map((d) => new URL(d.url).hostname)).toEqual([lan.hosts.a!.address, lan.hosts.b!.address, lan.hosts.c!.address]);
-    // GitHub connected through a, its repositories listed through b, the project made through c.
-    const project = await createGithubProject([a.url, b.url, c.url], owner, host, "failover-webhook-secret");
     const pipeline = (
       await http(a.url, "POST", `/v1/projects/${project.id}/pipelines`, {
         token: owner,

@@ -301,18 +301,24 @@ export interface HostRunnerOptions {
   flutterDir?: string;
   workDir?: string;
   env?: Record<string, string>;
+  /** Runs it through another command: `host.run` of a test LAN's host (tests/support/netns.ts). */
+  prefix?: string[];
 }
 
 export function spawnHostRunner(url: string, runner: RegisteredRunner, options: HostRunnerOptions): RunnerProcess {
   const { home, flutterDir = join(REPO_ROOT, "scripts/flutter-stand-in"), workDir = join(home, "runner-work") } = options;
-  return spawnRunner(["--unsafe-allow-same-user"], {
-    ...runnerEnv(url, runner, workDir),
-    PATH: `${flutterDir}:${process.env.PATH ?? "/usr/bin:/bin"}`,
-    HOME: home,
-    ROOST_RUNNER_GRACE_SECONDS: "1",
-    ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
-    ...options.env,
-  });
+  return spawnRunner(
+    ["--unsafe-allow-same-user"],
+    {
+      ...runnerEnv(url, runner, workDir),
+      PATH: `${flutterDir}:${process.env.PATH ?? "/usr/bin:/bin"}`,
+      HOME: home,
+      ROOST_RUNNER_GRACE_SECONDS: "1",
+      ROOST_FLUTTER_GIT_URL: "file:///nonexistent/flutter.git",
+      ...options.env,
+    },
+    options.prefix,
+  );
 }
 
 /** `roost runner <args>` with only PATH (unless `env` sets it) and `env` in its environment; `prefix` runs it through another command (nsenter, setpriv). */

@@ -92,9 +92,66 @@ http {
   }
 }
 `;
+  return runNginx(dir, config, `http://127.0.0.1:${port}`);
+}
+
+/**
+ * nginx as the load balancer of several hosts (docs/operations.md "Several hosts"), on a host of
+ * a test LAN (tests/support/netns.ts), port 8080: every request goes to the next of `upstreams`
+ * in turn, and one that cannot reach a daemon (refused, reset, no connection within 1 s) goes to
+ * the next daemon while nothing of it was sent yet (nginx passes a POST on only then,
+ * https://nginx.org/en/docs/http/ngx_http_upstream_module.html#proxy_next_upstream); a daemon that failed
+ * is left out for 30 s. Bodies stream both ways, unbuffered: log streams, long polls, artifact
+ * uploads and downloads. The access log names each request's upstreams and their statuses.
+ */
+export async function startLoadBalancer(on: { run: string[]; address: string }, upstreams: string[]): Promise<Nginx> {
+  const dir = mkdtempSync(join(tmpdir(), "roost-nginx-lb-"));
+  const config = `
+${process.getuid?.() === 0 ? "user root;" : ""}
+daemon off;
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 512; }
+http {
+  log_format upstreams '$request_method $uri $status upstream=$upstream_addr upstream_status=$upstream_status';
+  access_log ${dir}/access.log upstreams;
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  upstream roost {
+${upstreams.map((u) => `    server ${u} max_fails=1 fail_timeout=30s;`).join("\n")}
+  }
+  server {
+    listen 0.0.0.0:8080;
+    client_max_body_size 64m;
+    location / {
+      proxy_pass http://roost;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_connect_timeout 1s;
+      proxy_read_timeout 1h;
+      proxy_send_timeout 1h;
+      proxy_next_upstream error timeout http_502;
+      proxy_buffering off;
+      proxy_request_buffering off;
+    }
+  }
+}
+`;
+  return runNginx(dir, config, `http://${on.address}:8080`, on.run);
+}
+
+/** nginx run with `config` (written to `dir`, which it owns and which goes when it stops) through `prefix`; once `url` answers. */
+async function runNginx(dir: string, config: string, url: string, prefix: string[] = []): Promise<Nginx> {
   writeFileSync(join(dir, "nginx.conf"), config);
-  const proc: Subprocess = Bun.spawn(["nginx", "-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], { stdout: "pipe", stderr: "pipe" });
-  const url = `http://127.0.0.1:${port}`;
+  const proc: Subprocess = Bun.spawn([...prefix, "nginx", "-p", dir, "-c", join(dir, "nginx.conf"), "-e", join(dir, "error.log")], {
+    stdout: "pipe",
+    stderr: "pipe",
+  });
   const deadline = Date.now() + 10_000;
   for (;;) {
     try {
@@ -102,6 +159,7 @@ http {
       break;
     } catch {
       if (proc.exitCode !== null || Date.now() > deadline) {
+        proc.kill("SIGKILL");
         const err = await new Response(proc.stderr as ReadableStream).text();
         rmSync(dir, { recursive: true, force: true });
         throw new Error(`nginx did not start: ${err}`);
