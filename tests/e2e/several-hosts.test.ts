@@ -1,7 +1,8 @@
 // Roost on several hosts (docs/operations.md "Several hosts"), each a Linux network namespace with
 // an address of its own on one LAN (tests/support/netns.ts): sqld on one, three `roost serve` on
 // three others, sharing that database and one S3-compatible bucket (S3rver, run by this test at
-// its own address on the LAN, like the runners and the load balancer it plays).
+// its own address on the LAN, like the runners and the load balancer it plays; the world of
+// tests/helpers/several-hosts.ts).
 //
 // One daemon is killed with SIGKILL while runners stream their logs through all three, and the
 // runners it served carry on through the other two, as they would through a load balancer that
@@ -9,7 +10,9 @@
 // database, so another daemon finishes the jobs the dead one started: every build succeeds, and
 // every log has each of its lines once, in order. The artifacts uploaded through the dead daemon
 // download byte for byte from the two others, and the logs, once archived to the bucket by a
-// survivor, read the same from both.
+// survivor, read the same from both. Its runners are this test's own HTTP clients, which go to
+// the next daemon as a load balancer would; tests/e2e/several-hosts-real-runners.test.ts runs
+// real `roost runner` processes behind a real nginx.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";

@@ -1,8 +1,9 @@
-// A real nginx (the Debian package) started by a test on loopback as the trusted proxy in front
-// of a daemon: daemon off, its pid, logs and temp paths in a
-// temp dir, HTTP Basic authentication from an htpasswd file, and `proxy_bind` so the daemon sees
-// the chosen loopback address as the peer. docs/external-access.md shows the same settings; its
-// access-log format (the http-context part of its nginx block) is used here as written.
+// A real nginx (the Debian package) started by a test, daemon off, its pid, logs and temp paths
+// in a temp dir: as the load balancer of several hosts (startLoadBalancer, configured as
+// docs/operations.md shows), or on loopback as the trusted proxy in front of a daemon
+// (startNginx): HTTP Basic authentication from an htpasswd file, and `proxy_bind` so the daemon
+// sees the chosen loopback address as the peer. docs/external-access.md shows the same settings;
+// its access-log format (the http-context part of its nginx block) is used here as written.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -95,17 +96,28 @@ http {
   return runNginx(dir, config, `http://127.0.0.1:${port}`);
 }
 
+/** The load balancer of docs/operations.md "Several hosts": its upstream's server parameters and its `location /` block, as written there. */
+function documentedLoadBalancer(): { serverParameters: string; location: string } {
+  const markdown = readFileSync(resolve(import.meta.dir, "../..", "docs/operations.md"), "utf8");
+  const code = fencedBlocks(markdown).find((b) => b.info[0] === "nginx" && b.code.includes("upstream roost {"))?.code ?? "";
+  const serverParameters = /^ {4}server \S+ (.+);$/m.exec(code)?.[1];
+  const start = code.indexOf("    location / {");
+  const end = code.indexOf("\n    }\n", start);
+  if (!serverParameters || start < 0 || end < 0) throw new Error("docs/operations.md has no nginx block with upstream roost, its servers and a location /");
+  return { serverParameters, location: code.slice(start, end + "\n    }".length) };
+}
+
 /**
- * nginx as the load balancer of several hosts (docs/operations.md "Several hosts"), on a host of
- * a test LAN (tests/support/netns.ts), port 8080: every request goes to the next of `upstreams`
- * in turn, and one that cannot reach a daemon (refused, reset, no connection within 1 s) goes to
- * the next daemon while nothing of it was sent yet (nginx passes a POST on only then,
- * https://nginx.org/en/docs/http/ngx_http_upstream_module.html#proxy_next_upstream); a daemon that failed
- * is left out for 30 s. Bodies stream both ways, unbuffered: log streams, long polls, artifact
- * uploads and downloads. The access log names each request's upstreams and their statuses.
+ * nginx as the load balancer of several hosts, configured as docs/operations.md "Several hosts"
+ * shows (documentedLoadBalancer), on a host of a test LAN (tests/support/netns.ts), port 8080,
+ * without TLS: every request goes to the next of `upstreams` in turn, and one that cannot reach
+ * a daemon goes to the next daemon while nothing of it was sent yet (nginx passes a POST on only
+ * then, https://nginx.org/en/docs/http/ngx_http_upstream_module.html#proxy_next_upstream). The
+ * access log names each request's upstreams and their statuses.
  */
 export async function startLoadBalancer(on: { run: string[]; address: string }, upstreams: string[]): Promise<Nginx> {
   const dir = mkdtempSync(join(tmpdir(), "roost-nginx-lb-"));
+  const { serverParameters, location } = documentedLoadBalancer();
   const config = `
 ${process.getuid?.() === 0 ? "user root;" : ""}
 daemon off;
@@ -123,22 +135,12 @@ http {
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
   upstream roost {
-${upstreams.map((u) => `    server ${u} max_fails=1 fail_timeout=30s;`).join("\n")}
+${upstreams.map((u) => `    server ${u} ${serverParameters};`).join("\n")}
   }
   server {
     listen 0.0.0.0:8080;
     client_max_body_size 64m;
-    location / {
-      proxy_pass http://roost;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_connect_timeout 1s;
-      proxy_read_timeout 1h;
-      proxy_send_timeout 1h;
-      proxy_next_upstream error timeout http_502;
-      proxy_buffering off;
-      proxy_request_buffering off;
-    }
+${location}
   }
 }
 `;
