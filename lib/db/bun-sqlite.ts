@@ -9,7 +9,7 @@
 //     sees only committed data.
 // Both set busy_timeout = 0, so no call ever sleeps inside SQLite; a busy database (another
 // process writing) is retried on a timer instead (retryBusy in lib/db/database.ts).
-import { Database } from "bun:sqlite";
+import { Database, type Statement } from "bun:sqlite";
 import { isBusy, isRead, retryBusy, type Db, type NormalizedStatement, type ResultSet, type Row } from "./database.ts";
 import { WriteQueue, queuedDb, type WriteSession } from "./write-queue.ts";
 
@@ -22,15 +22,41 @@ import { WriteQueue, queuedDb, type WriteSession } from "./write-queue.ts";
  * file it changes nothing.
  * https://www.sqlite.org/pragma.html
  */
+/** Statements remembered per connection (bun:sqlite's own cache of db.query() holds more). */
+const MAX_PREPARED = 1000;
+
 const CONNECTION_SETTINGS =
   "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
 
+/** A statement compiled once, with what run() asks of it on every call. */
+interface Prepared {
+  statement: Statement;
+  /** Its result columns (bun:sqlite builds the array anew on every read of columnNames). */
+  columns: string[];
+  read: boolean;
+}
+
 class Connection {
   readonly native: Database;
+  /** By SQL text; db.query() keeps the compiled statement too, but its columns and kind were asked for on every call. */
+  readonly #prepared = new Map<string, Prepared>();
 
   constructor(path: string) {
     // strict: named arguments are bound without their prefix, and a missing one is an error.
     this.native = new Database(path, { create: true, strict: true });
+  }
+
+  #prepare(sql: string): Prepared {
+    let prepared = this.#prepared.get(sql);
+    if (prepared === undefined) {
+      const statement = this.native.query(sql);
+      prepared = { statement, columns: statement.columnNames, read: isRead(sql) };
+      // Statements are literals of the code, few; a caller building SQL from data (IN lists of
+      // any length) must not grow this without bound.
+      if (this.#prepared.size >= MAX_PREPARED) this.#prepared.clear();
+      this.#prepared.set(sql, prepared);
+    }
+    return prepared;
   }
 
   async configure(): Promise<void> {
@@ -39,13 +65,12 @@ class Connection {
   }
 
   run({ sql, args }: NormalizedStatement): ResultSet {
-    const statement = this.native.query(sql);
+    const { statement, columns, read } = this.#prepare(sql);
     const params = (Array.isArray(args) ? args : [args]) as never[];
-    const columns = statement.columnNames;
     if (columns.length > 0) {
       const rows = statement.all(...params) as Row[];
       // INSERT ... RETURNING and the like still report what they changed.
-      const rowsAffected = isRead(sql) ? 0 : Number((this.native.query("SELECT changes() AS n").get() as { n: number }).n);
+      const rowsAffected = read ? 0 : Number((this.native.query("SELECT changes() AS n").get() as { n: number }).n);
       return { columns, rows, rowsAffected, lastInsertRowid: undefined };
     }
     const info = statement.run(...params);
