@@ -450,21 +450,32 @@ function nativeRequest(request: Request, fallbackOrigin: string, handler: HttpHa
     url = URL.parse(request.url, fallbackOrigin);
     if (url === null || !request.url.startsWith("/")) return renderError(new ApiError("invalid_request", "The request target is not a valid path."));
     served = new Request(url.href, { method, headers: request.headers, signal: request.signal });
+  } else if (validHosts.has(host)) {
+    url = null;
   } else {
     // Bun.serve builds the URL from Host (an absolute-form target's authority is not kept).
     url = URL.parse(request.url);
     if (url === null || url.host !== host.toLowerCase().replace(/:80$/, "")) {
       return renderError(new ApiError("invalid_request", "The Host header is not a valid host[:port] (RFC 9112 section 3.2)."));
     }
+    if (validHosts.size >= MAX_VALID_HOSTS) validHosts.clear();
+    validHosts.add(host);
   }
-  if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(method)) return handler.refuseMethod(method, url.pathname);
+  if (!STANDARD_METHODS.has(method) && !TOKEN.test(method)) return handler.refuseMethod(method, (url ?? new URL(request.url)).pathname);
   const hasBody =
     method !== "GET" &&
     method !== "HEAD" &&
     request.body !== null &&
     (request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? 0) > 0);
-  return { request: served, url: url.href, hasBody };
+  return { request: served, url: url?.href ?? request.url, hasBody };
 }
+
+/**
+ * Host headers already found to be a valid host[:port], as sent: a client sends the same one on
+ * every request, which is then one lookup instead of a URL parsed and compared.
+ */
+const validHosts = new Set<string>();
+const MAX_VALID_HOSTS = 256;
 
 /**
  * A native request body read through a stream of the listener's own: its rest must come within
