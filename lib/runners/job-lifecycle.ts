@@ -49,7 +49,9 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome, read?
     const now = deps.clock.now();
     const plan = await finishStatements(deps.db, seen.job, seen.build, outcome, now);
     const written = await deps.db.batch(plan.statements);
-    const build = toBuild(written.at(-1)!.rows[0]!);
+    // Null when the build is gone (its project deleted meanwhile, and the job with it).
+    const row = written.at(-1)!.rows[0];
+    const build = row ? toBuild(row) : null;
     if (written[plan.jobAt]!.rowsAffected === 1) {
       const moved = plan.updateAt !== null && written[plan.updateAt]!.rows.length === 1;
       await afterCommit(deps, job, moved ? build : null);
