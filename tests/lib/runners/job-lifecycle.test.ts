@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { TestApp } from "../../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../../helpers/ci.ts";
-import { connectRunner } from "../../helpers/publishing.ts";
+import { connectRunner, putEnvironment, uploadArtifact } from "../../helpers/publishing.ts";
 import { InjectedFault, failingAtStatement, snapshotState } from "../../helpers/fault-injection.ts";
 import { finishJob, loseJob, timeOutBuild } from "../../../lib/runners/job-lifecycle.ts";
 import { claimJob, findJob, heartbeat } from "../../../lib/runners/jobs.ts";
@@ -19,10 +19,11 @@ import type { Db } from "../../../lib/db/client.ts";
 let fixture: CiFixture;
 let t: TestApp, owner: string, projectId: string;
 let runnerId: string;
+let runnerToken: string;
 
 beforeAll(async () => {
   ({ t, owner, projectId } = fixture = await startCiFixture({ ROOST_RUNNER_LEASE_SECONDS: "30" }));
-  runnerId = (await connectRunner(t, owner, "r-faults", { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null })).id;
+  ({ id: runnerId, token: runnerToken } = await connectRunner(t, owner, "r-faults", { os: "linux", arch: "x64", flutter_versions: ["3.24.5"], xcode: null }));
 });
 afterAll(() => fixture.stop());
 
@@ -219,6 +220,34 @@ describe("the finish is one write guarded by what it read", () => {
     expect(result.finished).toBe(true);
     expect(result.build).toMatchObject({ id: job.build_id, status: "canceled", exit_code: null, flutter_sdk: sdk });
     expect(await outboxOf(job.build_id)).toEqual({ notifications: ["canceled"], job: ["finished"] });
+  });
+
+  test("an environment changed between the finish's plan and its write: the build's deployment follows the environment as it is now", async () => {
+    await drainQueue();
+    await putEnvironment(t, owner, projectId, "guarded", { requires_approval: false });
+    const publish = [
+      { type: "google_play", name: "play", environment: "guarded", package_name: "com.example.app", track: "internal", notes: { text: "Fixes" } },
+    ];
+    const pipeline = await createPipeline(t, owner, projectId, { execution_config: { publish } });
+    await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    const { job } = (await claimJob(t.db, (await findRunner(t.db, runnerId))!, crypto.randomUUID(), t.clock.now(), 30))!;
+    expect((await uploadArtifact(t, { id: runnerId, token: runnerToken }, job.id, "app-release.aab", "bundle")).up.status).toBe(201);
+    // A maintainer requires approval just before the finish's first write batch reaches the database.
+    let changed = false;
+    const db: Db = new Proxy(t.db, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key === "batch")
+          return async (stmts: Parameters<Db["batch"]>[0]) => {
+            if (!changed) await putEnvironment(t, owner, projectId, "guarded", { requires_approval: (changed = true) });
+            return target.batch(stmts);
+          };
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    expect((await finishJob({ ...t.ctx, db }, job, { status: "succeeded", exit_code: 0 })).build).toMatchObject({ status: "succeeded" });
+    const deployments = (await t.call("GET", `/v1/builds/${job.build_id}/deployments`, { token: owner })).body.deployments;
+    expect(deployments.map((d: { status: string }) => d.status)).toEqual(["waiting_approval"]);
   });
 
   test("two finishes of one job at once: one finishes it, the other answers the build as it is, and the build is announced once", async () => {
