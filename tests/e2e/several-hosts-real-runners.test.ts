@@ -10,7 +10,8 @@
 // repository as its artifact. While the runners stream those lines, one daemon is killed with
 // SIGKILL, with requests of theirs in flight through it: every build still succeeds, each log
 // holds each of its lines once, in order, as read through each surviving daemon and through
-// nginx, and each artifact downloads through nginx byte for byte.
+// nginx, each artifact downloads through nginx byte for byte, and nginx, trying the dead daemon
+// again, passes over it to a survivor.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -145,6 +146,13 @@ test("runners behind nginx finish every build, whole logs and artifacts, when a 
   }
 
   // The runners knew nginx only: each one's finish went through it.
+  // The dead daemon is passed over: a request nginx tries on it again (once its 5 s out are over)
+  // meets a refused connection and goes on to a survivor.
+  const passedOver = new RegExp(`^GET /healthz 200 upstream=${new URL(a.url).host}, \\S+ upstream_status=502, 200$`, "m");
+  await waitFor("nginx passing over the dead daemon", async () => {
+    await http(lb.url, "GET", "/healthz");
+    return passedOver.test(lb.accessLog());
+  });
   const access = lb.accessLog();
   // The requests in flight through the dead daemon: answered 502 by nginx (it passes a POST to another daemon only before sending it), sent again by the runners.
   const inFlight = access.split("\n").filter((l) => l.startsWith("POST /v1/runners/") && l.endsWith(`upstream=${new URL(a.url).host} upstream_status=502`));
