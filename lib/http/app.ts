@@ -64,7 +64,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       // No schema, no parse: a route without path parameters or a query reads {} (what z.object({}) made of anything).
       const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
       const query = endpoint.query ? parseQuery(endpoint.query, request) : {};
-      const body = endpoint.body ? parseWith(endpoint.body, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES), "body") : undefined;
+      const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
       const result = await endpoint.handle({ params, query, body }, rc);
       if (result instanceof Response) return result;
       const response = json(result, endpoint.successStatus ?? 200);
@@ -130,6 +130,12 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       return finish(response, request.method, (request as Request & { route?: string }).route ?? "unmatched", requestId, started, peer);
     },
   };
+}
+
+/** The body as the endpoint's schema parses it, by its plain check first where it has one. */
+function parseBody(endpoint: Awaited<ReturnType<RouteEntry["load"]>>, value: unknown): unknown {
+  const plain = endpoint.plainBody?.(value);
+  return plain !== undefined && plain !== null ? plain : parseWith(endpoint.body!, value, "body");
 }
 
 /**

@@ -102,6 +102,12 @@ export interface Endpoint<
   query?: Q;
   /** When set, the body must be JSON of this shape (415/413/400 otherwise). */
   body?: B;
+  /**
+   * A check of the body's common shape, cheaper than the schema's parse, for a route whose bodies
+   * are many and large (log batches): what the schema would make of the body when it plainly
+   * fits, null to let the schema parse it (and word a refusal).
+   */
+  plainBody?: (value: unknown) => z.output<B> | null;
   bodyLimitBytes?: number;
   /** JSON response schema for the success status; omitted for streams and raw bodies. */
   response?: z.ZodType;

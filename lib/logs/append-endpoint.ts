@@ -10,7 +10,7 @@ import type { RunnerContext } from "../http/context.ts";
 import { fail } from "../http/errors.ts";
 import { json } from "../http/io.ts";
 import { defineEndpoint } from "../http/route.ts";
-import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest } from "../runners/protocol-wire.ts";
+import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest, plainLogBatch } from "../runners/protocol-wire.ts";
 import { appendLogLines } from "./store.ts";
 
 /** Whose lines they are: the job or publish the runner holds, and the status its answers carry. */
@@ -30,6 +30,7 @@ export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>>(
   return defineEndpoint({
     ...operation,
     body: LogAppendRequest,
+    plainBody: plainLogBatch,
     bodyLimitBytes: LOG_REQUEST_LIMIT,
     response: LogAppendAnswer,
     successStatus: 202,
