@@ -17,6 +17,7 @@ import {
   type ForgeDeps,
   type Refusal,
   type Route,
+  type Sender,
   type WebhookDeps,
 } from "../forge.ts";
 import { GithubClient, type GithubCredentials } from "./api.ts";
@@ -83,20 +84,28 @@ export const github: Forge<typeof NAME> = {
     // Every GitHub integration's secret is tried. One GitHub App installed on several accounts is
     // one integration per installation, all sharing the App's one webhook secret, so every
     // integration that verifies is kept, and the installation the delivery names picks among them.
+    // The repository the body names is read beside the integrations (only read: nothing in the body
+    // is acted on before the signature verifies), for route, or to explain a refusal.
     async verify(deps, delivery) {
       const signers: Integration[] = [];
+      const externalId = claimedExternalId(delivery.payload);
+      const [integrations, repositories] = await Promise.all([
+        delivery.credential ? listIntegrations(deps.db) : [],
+        externalId ? findRepositoriesByExternalId(deps.db, NAME, externalId) : [],
+      ]);
       if (delivery.credential) {
-        for (const candidate of (await listIntegrations(deps.db)).filter((i) => i.provider === NAME)) {
+        for (const candidate of integrations.filter((i) => i.provider === NAME)) {
           const { webhook_secret } = await openCredentials<GithubCredentials>(deps.secrets, candidate).catch(() => ({ webhook_secret: "" }));
           if (webhook_secret && verifyGithubSignature(webhook_secret, delivery.bytes, delivery.credential)) signers.push(candidate);
         }
       }
-      if (signers.length > 0) return { sender: { repository: null, projectId: null, integrations: signers } };
-      return refusal(deps, "X-Hub-Signature-256 does not match any GitHub integration's webhook secret", delivery.payload);
+      const claimed = externalId ? { externalId, repositories } : undefined;
+      if (signers.length > 0) return { sender: { repository: null, projectId: null, integrations: signers, ...(claimed ? { claimed } : {}) } };
+      return refusal("X-Hub-Signature-256 does not match any GitHub integration's webhook secret", delivery.payload, repositories);
     },
     parse: (delivery) => parseGithubDelivery(delivery.event, delivery.payload),
     route: (deps, delivery, sender, event) =>
-      routeDelivery(deps, sender.integrations, githubInstallationId(delivery.payload as Record<string, unknown>), event.repository.externalId),
+      routeDelivery(deps, sender, githubInstallationId(delivery.payload as Record<string, unknown>), event.repository.externalId),
     // Also by the body, for a bounded window: GitHub signs only the body, so a captured body
     // replayed under a fresh delivery id would otherwise build again, and distinct GitHub events
     // never share a body (pushes carry repository.pushed_at, pull requests pull_request.updated_at).
@@ -109,8 +118,13 @@ export const github: Forge<typeof NAME> = {
  * only the integration of that installation is considered. Deliveries without one (a repository
  * or organisation webhook) go to the one signing integration that sees the repository.
  */
-async function routeDelivery(deps: WebhookDeps, signers: Integration[], installationId: string | null, externalId: string | null): Promise<Route> {
-  const seen: Repository[] = externalId ? await findRepositoriesByExternalId(deps.db, NAME, externalId) : [];
+async function routeDelivery(deps: WebhookDeps, sender: Sender, installationId: string | null, externalId: string | null): Promise<Route> {
+  const signers = sender.integrations;
+  const seen: Repository[] = !externalId
+    ? []
+    : sender.claimed?.externalId === externalId
+      ? sender.claimed.repositories
+      : await findRepositoriesByExternalId(deps.db, NAME, externalId);
   if (installationId !== null) {
     const integration = signers.find((i) => i.installation_id === installationId);
     if (!integration) return { repository: null, unroutedReason: `no GitHub integration with this webhook secret is for installation ${installationId}` };
@@ -126,14 +140,18 @@ async function routeDelivery(deps: WebhookDeps, signers: Integration[], installa
   return { repository: candidates[0] ?? null };
 }
 
-/** The repository an unverified body claims, only to explain the refusal in the log. */
-async function refusal(deps: WebhookDeps, reason: string, payload: unknown): Promise<Refusal> {
-  const repository = (payload as { repository?: { id?: unknown; full_name?: unknown } } | null | undefined)?.repository;
-  const externalId = repository?.id === undefined ? null : String(repository.id).slice(0, 40);
-  const known = externalId ? ((await findRepositoriesByExternalId(deps.db, NAME, externalId))[0] ?? null) : null;
+/** The repository id a body names (not verified): for route once it verifies, or to explain its refusal. */
+function claimedExternalId(payload: unknown): string | null {
+  const repository = (payload as { repository?: { id?: unknown } } | null | undefined)?.repository;
+  return repository?.id === undefined ? null : String(repository.id).slice(0, 40);
+}
+
+/** The repository an unverified body claims (its catalogue entries, read beside the verification), only to explain the refusal in the log. */
+function refusal(reason: string, payload: unknown, known: Repository[]): Refusal {
+  const repository = (payload as { repository?: { full_name?: unknown } } | null | undefined)?.repository;
   return {
     refused: reason,
-    claimed: { externalId, fullName: typeof repository?.full_name === "string" ? repository.full_name.slice(0, 200) : null },
-    repository: known,
+    claimed: { externalId: claimedExternalId(payload), fullName: typeof repository?.full_name === "string" ? repository.full_name.slice(0, 200) : null },
+    repository: known[0] ?? null,
   };
 }
