@@ -49,12 +49,16 @@ export async function connectRunners(urls: string[], token: string, n: number): 
 }
 
 /** Jobs claimed and finished per second by `runners`, each looping claim → finish until the deadline. */
-async function claimFinishRate(runners: Runner[], bare: boolean): Promise<{ rate: number; errors: number; drained: boolean }> {
+export async function claimFinishRate(
+  runners: Runner[],
+  bare: boolean,
+  durationMs = DURATION_MS,
+): Promise<{ rate: number; done: number; errors: number; drained: boolean }> {
   let done = 0;
   let errors = 0;
   let drained = false;
   const began = performance.now();
-  const deadline = began + DURATION_MS;
+  const deadline = began + durationMs;
   await Promise.all(
     runners.map(async (runner) => {
       const call = (path: string, body: unknown) => http(runner.url, "POST", `/v1/runners/${runner.id}${path}`, { token: runner.token, body });
@@ -71,7 +75,7 @@ async function claimFinishRate(runners: Runner[], bare: boolean): Promise<{ rate
       }
     }),
   );
-  return { rate: done / ((performance.now() - began) / 1000), errors, drained };
+  return { rate: done / ((performance.now() - began) / 1000), done, errors, drained };
 }
 
 /** One daemon on a fresh local file with QUEUED builds waiting, and `n` connected runners. */
