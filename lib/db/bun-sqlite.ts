@@ -28,6 +28,17 @@ const MAX_PREPARED = 1000;
 const CONNECTION_SETTINGS =
   "PRAGMA auto_vacuum = INCREMENTAL; PRAGMA busy_timeout = 0; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;";
 
+/**
+ * The writer's own: its temporary files in memory. A statement that fires triggers (a build's
+ * status change: the queue and count triggers of schema.sql) keeps a statement journal of the
+ * pages it changes, so that it can be undone alone; past 64 KiB that journal goes to a temporary
+ * file, and a status change touching a dozen indexes of builds gets there on every call: about
+ * half its CPU time (docs/benchmarks.md, "The runner fleet"). In memory it is freed at the
+ * statement's end. The reader keeps files for the large sorts of list queries.
+ * https://www.sqlite.org/tempfiles.html#stmtjrnl, https://www.sqlite.org/pragma.html#pragma_temp_store
+ */
+const WRITER_SETTINGS = "PRAGMA temp_store = MEMORY;";
+
 /** A statement compiled once, with what run() asks of it on every call. */
 interface Prepared {
   statement: Statement;
@@ -59,9 +70,9 @@ class Connection {
     return prepared;
   }
 
-  async configure(): Promise<void> {
+  async configure(extra = ""): Promise<void> {
     // journal_mode needs a lock another process may hold for a moment.
-    await retryBusy(() => this.native.exec(CONNECTION_SETTINGS));
+    await retryBusy(() => this.native.exec(CONNECTION_SETTINGS + extra));
   }
 
   run({ sql, args }: NormalizedStatement): ResultSet {
@@ -96,7 +107,7 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
   const writer = new Connection(path);
   const reader = new Connection(path);
   try {
-    await writer.configure();
+    await writer.configure(WRITER_SETTINGS);
     await reader.configure();
   } catch (error) {
     writer.close();

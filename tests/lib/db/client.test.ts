@@ -459,6 +459,8 @@ describe("the driver switch", () => {
       const viaLibsql = await openDatabase(`file:${join(dir, "a.db")}`, undefined, "libsql");
       expect([local.driver, viaLibsql.driver]).toEqual(["bun:sqlite", "libsql"]);
       expect((local as BunSqliteDb).pragma("foreign_keys")).toEqual({ reader: 1, writer: 1 });
+      // The writer's statement journals stay in memory (2 = MEMORY); the reader's sorts may spill to files (0 = default).
+      expect((local as BunSqliteDb).pragma("temp_store")).toEqual({ reader: 0, writer: 2 });
       local.close();
       viaLibsql.close();
     } finally {
