@@ -384,7 +384,8 @@ async function shareEntry(run: JobRun, dir: string): Promise<void> {
     const file = Bun.file(archive);
     const answer = await run.api.uploadCache(run.id, run.cacheKey!, cacheVersion(run), await sha256OfFile(file), file.size, () => file.stream());
     if (answer.ok) run.system("", `[roost] cache: shared ${run.cacheKey!.slice(0, 12)} with the project's runners (${mib(file.size)})`);
-    else if (answer.code === "cache_exists") run.system("", `[roost] cache: ${run.cacheKey!.slice(0, 12)} is already shared (another build saved it)`);
+    // cache_exists: another build saved it, or this upload did and its answer was lost (a retry through a load balancer).
+    else if (answer.code === "cache_exists") run.system("", `[roost] cache: ${run.cacheKey!.slice(0, 12)} is already shared with the project's runners`);
     else run.system("", `[roost] cache: not shared: ${answer.status} ${answer.code}: ${answer.message}`);
   } catch (error) {
     run.system("", `[roost] cache: not shared: ${(error as Error).message}`);
