@@ -42,7 +42,9 @@ export function toPublicApiToken(token: ApiTokenRow, now: number): PublicApiToke
   };
 }
 
-const SELECT = `SELECT t.*, u.email AS created_by_email FROM api_tokens t JOIN users u ON u.id = t.created_by`;
+/** The listed columns only: not the secret's hash, which a page would read into a string per row for nothing. */
+const SELECT = `SELECT t.id, t.name, t.role, t.created_by, t.created_at, t.expires_at, t.last_used_at, t.revoked_at, u.email AS created_by_email
+  FROM api_tokens t JOIN users u ON u.id = t.created_by`;
 
 export async function insertApiToken(
   db: Executor,
