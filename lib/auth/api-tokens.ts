@@ -73,7 +73,7 @@ export async function insertApiToken(
 }
 
 export async function findApiToken(db: Executor, id: string): Promise<ApiTokenRow | null> {
-  const row = await one(db, `${SELECT} WHERE t.id = ?`, [id]);
+  const row = await one(db, `${SELECT} WHERE t.id = +?`, [id]);
   return row ? toRow(row) : null;
 }
 

@@ -71,7 +71,7 @@ export function buildsForkPullRequests(project: Project | null): boolean {
 }
 
 export async function findProject(db: Executor, id: string): Promise<Project | null> {
-  const row = await one(db, `${SELECT} WHERE p.id = ?`, [id]);
+  const row = await one(db, `${SELECT} WHERE p.id = +?`, [id]);
   return row ? toProject(row) : null;
 }
 
@@ -104,7 +104,7 @@ export async function findProjectBuildingRepository(db: Executor, repositoryId: 
 
 /** The project that builds a repository (a repository is built by at most one, schema.sql migration 7), read whole. */
 export async function findProjectOfRepository(db: Executor, repositoryId: string): Promise<Project | null> {
-  const row = await one(db, `${SELECT} WHERE p.repository_id = ? AND p.unlinked_at IS NULL`, [repositoryId]);
+  const row = await one(db, `${SELECT} WHERE p.repository_id = +? AND p.unlinked_at IS NULL`, [repositoryId]);
   return row ? toProject(row) : null;
 }
 

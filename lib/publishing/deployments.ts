@@ -130,7 +130,7 @@ export async function findDeployment(db: Executor, id: string): Promise<Deployme
 }
 
 export async function deploymentResource(db: Executor, id: string): Promise<DeploymentResource | null> {
-  const row = await one(db, `${SELECT} WHERE d.id = ?`, [id]);
+  const row = await one(db, `${SELECT} WHERE d.id = +?`, [id]);
   return row ? toResource(row) : null;
 }
 
@@ -175,7 +175,7 @@ export const CurrentVersion = z.object({
 export async function currentVersions(db: Executor, projectId: string): Promise<z.output<typeof CurrentVersion>[]> {
   const rows = await all(
     db,
-    `${SELECT} WHERE d.project_id = ? AND d.status = 'succeeded' AND d.rowid = (
+    `${SELECT} WHERE d.project_id = +? AND d.status = 'succeeded' AND d.rowid = (
        SELECT d2.rowid FROM deployments d2 WHERE d2.project_id = d.project_id AND d2.environment_name = d.environment_name AND d2.target = d.target AND d2.status = 'succeeded'
        ORDER BY d2.finished_at DESC, d2.rowid DESC LIMIT 1)
      ORDER BY d.environment_name, d.target`,

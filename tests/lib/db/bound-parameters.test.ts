@@ -11,13 +11,18 @@ import { join } from "node:path";
 
 const ROOT = join(import.meta.dir, "../../..");
 
-/** Every SQL string literal (a template or double-quoted string holding SELECT/UPDATE/DELETE/INSERT) of the daemon's code, with its file. */
+/**
+ * Every SQL string literal (a template or double-quoted string holding SELECT/UPDATE/DELETE/INSERT)
+ * of the daemon's code, with its file; a template's `${NAME}` is spelled out where NAME is a
+ * string constant of the same file (`${SELECT} WHERE p.id = ?` over a SELECT that joins).
+ */
 async function sqlLiterals(pattern: string): Promise<{ file: string; sql: string }[]> {
   const found: { file: string; sql: string }[] = [];
   for (const file of new Glob(pattern).scanSync(ROOT)) {
     const text = await Bun.file(join(ROOT, file)).text();
+    const constants = new Map([...text.matchAll(/^const ([A-Z_]+) =\s*(`[^`$]*`|"[^"\n]*");/gm)].map((m) => [m[1]!, m[2]!.slice(1, -1)]));
     for (const match of text.matchAll(/`[^`]*`|"[^"\n]*"/g)) {
-      const sql = match[0].replace(/\s+/g, " ");
+      const sql = match[0].replace(/\$\{([A-Z_]+)\}/g, (whole, name: string) => constants.get(name) ?? whole).replace(/\s+/g, " ");
       if (/\b(SELECT|UPDATE|DELETE|INSERT)\b/.test(sql)) found.push({ file, sql });
     }
   }
