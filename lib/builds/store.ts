@@ -156,12 +156,16 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
   const rows =
     ranges.length === 1
       ? await all(db, `SELECT * FROM builds WHERE ${ranges[0]!.sql} AND build_number < ? ORDER BY build_number DESC LIMIT +?`, args)
-      : await all(
-          db,
-          `SELECT b.* FROM (${ranges.map((r) => `SELECT rowid AS r, build_number AS n FROM builds WHERE ${r.sql} AND build_number < ?`).join(" UNION ALL ")} ORDER BY n DESC LIMIT ?) w
-           JOIN builds b ON b.rowid = w.r ORDER BY w.n DESC`,
-          args,
-        );
+      : // The page's few rows are put in order here: an outer ORDER BY, which SQLite in Bun
+        // leaves to the merge's order, is a sort of its own in the SQLite of @libsql/client.
+        (
+          await all(
+            db,
+            `SELECT b.* FROM (${ranges.map((r) => `SELECT rowid AS r, build_number AS n FROM builds WHERE ${r.sql} AND build_number < ?`).join(" UNION ALL ")} ORDER BY n DESC LIMIT ?) w
+             JOIN builds b ON b.rowid = w.r`,
+            args,
+          )
+        ).sort((a, b) => Number(b.build_number) - Number(a.build_number));
   const builds = rows.slice(0, f.limit).map(toBuild);
   const nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
   if (!f.withTotal) return { builds, nextBefore };
