@@ -5,8 +5,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { sign } from "@octokit/webhooks-methods";
-import { createPipeline, SHA_A, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
+import { createPipeline, SHA_A, signedAcmePush, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { startSqld, type Sqld } from "../support/sqld.ts";
 import { startSqldRequestCounter, type SqldRequestCounter } from "../support/sqld-request-counter.ts";
 
@@ -89,20 +88,7 @@ describe("round trips to sqld per runner request", () => {
 describe("round trips to sqld per webhook push", () => {
   /** A GitHub push of one commit to `branch` of acme/app, signed with the integration's webhook secret. */
   async function push(branch: string, sha: string, delivery: string) {
-    const commit = { id: sha, message: "a commit", author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
-    const body = JSON.stringify({
-      ref: `refs/heads/${branch}`,
-      before: "0".repeat(40),
-      after: sha,
-      created: true,
-      deleted: false,
-      forced: false,
-      head_commit: commit,
-      commits: [commit],
-      repository: { id: 1001, full_name: "acme/app" },
-      pusher: { name: "dev" },
-    });
-    const headers = { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) };
+    const { body, headers } = await signedAcmePush(branch, sha, delivery);
     return fixture.t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers, peer: "140.82.112.1" });
   }
 

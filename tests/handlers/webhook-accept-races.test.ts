@@ -5,11 +5,10 @@
 // A stand-in database in front of the real one runs that other daemon's write just before this
 // delivery's batch; the test clock stands still, so the change falls in the same second as the read.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { sign } from "@octokit/webhooks-methods";
 import { routes } from "../../handlers/routes.ts";
 import type { Db } from "../../lib/db/client.ts";
 import { createApp } from "../../lib/http/app.ts";
-import { createPipeline, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
+import { createPipeline, signedAcmePush, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { deliveryOf } from "../helpers/deliveries.ts";
 
 let fixture: CiFixture;
@@ -40,26 +39,9 @@ function appWithWriteBefore(meanwhile: () => Promise<unknown>) {
 
 /** A GitHub push of one commit to `branch` of acme/app, signed; sent to `app` (default: the fixture's). */
 async function push(branch: string, sha: string, options: { app?: ReturnType<typeof createApp>; delivery?: string } = {}) {
-  const commit = { id: sha, message: `commit ${sha.slice(0, 6)}`, author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
-  const body = JSON.stringify({
-    ref: `refs/heads/${branch}`,
-    before: "0".repeat(40),
-    after: sha,
-    created: true,
-    deleted: false,
-    forced: false,
-    head_commit: commit,
-    commits: [commit],
-    repository: { id: 1001, full_name: "acme/app" },
-    pusher: { name: "dev" },
-  });
-  const headers = {
-    host: "127.0.0.1:8080",
-    "content-type": "application/json",
-    "x-github-event": "push",
-    "x-github-delivery": options.delivery ?? crypto.randomUUID(),
-    "x-hub-signature-256": await sign(WEBHOOK_SECRET, body),
-  };
+  const signed = await signedAcmePush(branch, sha, options.delivery ?? crypto.randomUUID(), `commit ${sha.slice(0, 6)}`);
+  const body = signed.body;
+  const headers = { host: "127.0.0.1:8080", "content-type": "application/json", ...signed.headers };
   if (!options.app) return fixture.t.call("POST", "/v1/webhooks/github", { raw: body, contentType: "application/json", headers, peer: "140.82.112.1" });
   const res = await options.app.fetch(new Request("http://127.0.0.1:8080/v1/webhooks/github", { method: "POST", headers, body }), "140.82.112.1");
   return { status: res.status, body: (await res.json()) as any };

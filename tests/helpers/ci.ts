@@ -1,6 +1,7 @@
 // Setting up the CI domain for handler tests: a GitHub integration against the host API stand-in,
 // a project on one of its repositories, and pipelines.
 import { afterAll, beforeAll } from "bun:test";
+import { sign } from "@octokit/webhooks-methods";
 import { bootstrapOwner, createTestApp, type TestApp } from "./app.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startS3Server, type S3Server } from "../support/s3-server.ts";
@@ -9,6 +10,33 @@ export const SHA_A = "a".repeat(40);
 export const SHA_B = "b".repeat(40);
 /** The webhook secret createGithubIntegration gives the integration: the key a test signs its deliveries with. */
 export const WEBHOOK_SECRET = "a-webhook-secret-of-some-length";
+
+/**
+ * A GitHub push of one commit (modifying lib/main.dart, so the pipeline file is not touched) to
+ * `branch` of acme/app, signed with WEBHOOK_SECRET: its body and headers
+ * (https://docs.github.com/webhooks/webhook-events-and-payloads#push).
+ */
+export async function signedAcmePush(
+  branch: string,
+  sha: string,
+  delivery: string,
+  message = "a commit",
+): Promise<{ body: string; headers: Record<string, string> }> {
+  const commit = { id: sha, message, author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
+  const body = JSON.stringify({
+    ref: `refs/heads/${branch}`,
+    before: "0".repeat(40),
+    after: sha,
+    created: true,
+    deleted: false,
+    forced: false,
+    head_commit: commit,
+    commits: [commit],
+    repository: { id: 1001, full_name: "acme/app" },
+    pusher: { name: "dev" },
+  });
+  return { body, headers: { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) } };
+}
 
 export function seedStandIn(host: HostApiStandIn): void {
   host.github.repos.push(
