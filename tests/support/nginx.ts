@@ -53,22 +53,12 @@ export async function startNginx(options: NginxOptions): Promise<Nginx> {
   const dir = mkdtempSync(join(tmpdir(), "roost-nginx-"));
   const port = o.port ?? (await freePort());
   writeFileSync(join(dir, "htpasswd"), o.users.join("\n") + "\n");
-  const config = `
-${process.getuid?.() === 0 ? "user root;" : ""}
-daemon off;
-master_process off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 64; }
-http {
+  const config = configIn(
+    dir,
+    64,
+    `
   ${documentedLogFormat("docs/external-access.md").replace(/\n/g, "\n  ")}
   access_log ${dir}/access.log roost;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
   server {
     listen 127.0.0.1:${port};
     # The live log stream authenticates with its ?token= (EventSource sends no Authorization).
@@ -90,9 +80,8 @@ http {
       proxy_set_header Authorization "";
       proxy_set_header X-Forwarded-For $remote_addr;
     }
-  }
-}
-`;
+  }`,
+  );
   return runNginx(dir, config, `http://127.0.0.1:${port}`);
 }
 
@@ -118,22 +107,12 @@ function documentedLoadBalancer(): { serverParameters: string; location: string 
 export async function startLoadBalancer(on: { run: string[]; address: string }, upstreams: string[]): Promise<Nginx> {
   const dir = mkdtempSync(join(tmpdir(), "roost-nginx-lb-"));
   const { serverParameters, location } = documentedLoadBalancer();
-  const config = `
-${process.getuid?.() === 0 ? "user root;" : ""}
-daemon off;
-master_process off;
-worker_processes 1;
-pid ${dir}/nginx.pid;
-error_log ${dir}/error.log warn;
-events { worker_connections 512; }
-http {
+  const config = configIn(
+    dir,
+    512,
+    `
   log_format upstreams '$request_method $uri $status upstream=$upstream_addr upstream_status=$upstream_status';
   access_log ${dir}/access.log upstreams;
-  client_body_temp_path ${dir}/client_body;
-  proxy_temp_path ${dir}/proxy;
-  fastcgi_temp_path ${dir}/fastcgi;
-  uwsgi_temp_path ${dir}/uwsgi;
-  scgi_temp_path ${dir}/scgi;
   upstream roost {
 ${upstreams.map((u) => `    server ${u} ${serverParameters};`).join("\n")}
   }
@@ -141,10 +120,30 @@ ${upstreams.map((u) => `    server ${u} ${serverParameters};`).join("\n")}
     listen 0.0.0.0:8080;
     client_max_body_size 64m;
 ${location}
-  }
+  }`,
+  );
+  return runNginx(dir, config, `http://${on.address}:8080`, on.run);
+}
+
+/** A configuration of nginx in the foreground, one process, every file of it under `dir`; its http block holds `http`. */
+function configIn(dir: string, workerConnections: number, http: string): string {
+  return `
+${process.getuid?.() === 0 ? "user root;" : ""}
+daemon off;
+master_process off;
+worker_processes 1;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections ${workerConnections}; }
+http {
+  client_body_temp_path ${dir}/client_body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+${http}
 }
 `;
-  return runNginx(dir, config, `http://${on.address}:8080`, on.run);
 }
 
 /** nginx run with `config` (written to `dir`, which it owns and which goes when it stops) through `prefix`; once `url` answers. */
