@@ -22,6 +22,7 @@ import { ERROR_STATUS } from "../../lib/http/errors.ts";
 import { listen, type Listener } from "../../lib/http/listener.ts";
 import { silentLogger } from "../../lib/daemon/log.ts";
 import { FETCH_TIMEOUT_MS } from "../../lib/auth/oidc.ts";
+import { FORGE_TIMEOUT_MS } from "../../lib/forges/http.ts";
 
 const SEED = Number(process.env.ROOST_FUZZ_SEED ?? 20_095);
 const REQUESTS = Number(process.env.ROOST_FUZZ_REQUESTS ?? 26_000);
@@ -41,6 +42,13 @@ const UPSTREAM_FAILURES = new Set(["GET /v1/auth/oidc/start oidc_discovery_error
  * stays silent, is answered only when the timeout fires. They are slow only past that wait.
  */
 const WAITS_FOR_PROVIDER = new Set(["GET /v1/auth/oidc/start", "PUT /v1/settings/runtime-mode"]);
+/**
+ * These two check an integration's credentials against its forge's API, and wait for it, without
+ * blocking anyone else, for up to FORGE_TIMEOUT_MS (10 s): the fuzz's integrations name public
+ * hosts (api.bitbucket.org by default) that this machine may not reach, and a resolver that stays
+ * silent answers only when its own timeout fires (5 s, seen once on request #22801).
+ */
+const WAITS_FOR_FORGE = new Set(["POST /v1/integrations", "POST /v1/integrations/{integration_id}/sync"]);
 
 // --- a seeded PRNG (mulberry32) -------------------------------------------------------------
 
@@ -533,7 +541,8 @@ test(`${REQUESTS} fuzzed requests over every operation (seed ${SEED}) answer no 
     seen.add(`${op.method} ${op.path}`);
     const request = buildRequest(n, op, world);
     const started = performance.now();
-    const slowMs = WAITS_FOR_PROVIDER.has(`${op.method} ${op.path}`) ? FETCH_TIMEOUT_MS + SLOW_MS : SLOW_MS;
+    const operation = `${op.method} ${op.path}`;
+    const slowMs = WAITS_FOR_PROVIDER.has(operation) ? FETCH_TIMEOUT_MS + SLOW_MS : WAITS_FOR_FORGE.has(operation) ? FORGE_TIMEOUT_MS + SLOW_MS : SLOW_MS;
     let problem: string | null;
     const transport = random();
     try {
