@@ -4,12 +4,12 @@
 // each alike. Prints, per round and checkout, requests/s and the server's CPU time per request (user
 // + system from /proc, the figure the other processes disturb least). --token lists 21 API tokens
 // with an owner's token, as the api-tokens scenario of scripts/bench.ts does.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { rmSync } from "node:fs";
+import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { startCheckout } from "./checkout-daemon.ts";
 import { cpuMsOf } from "../bench.ts";
-import { BUN, http } from "../../tests/helpers/daemon.ts";
+import { http } from "../../tests/helpers/daemon.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -23,20 +23,7 @@ const { values, positionals } = parseArgs({
 if (positionals.length === 0) throw new Error("name at least one checkout");
 
 async function start(checkout: string) {
-  const dataDir = mkdtempSync(join(tmpdir(), "roost-ab-"));
-  const child = Bun.spawn([BUN, join(checkout, "bin/roost.ts"), "serve"], {
-    cwd: checkout,
-    env: { PATH: process.env.PATH ?? "", HOME: tmpdir(), ROOST_DATA_DIR: dataDir, ROOST_LISTEN: "127.0.0.1:0", ROOST_LOG_LEVEL: "warn" },
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let log = "";
-  for await (const chunk of child.stderr as ReadableStream<Uint8Array>) {
-    log += new TextDecoder().decode(chunk);
-    const url = /"url":"(http[^"]+)"/.exec(log)?.[1];
-    if (url) return { name: checkout, child, url, dataDir, headers: [] as string[] };
-  }
-  throw new Error(`${checkout} did not start: ${log}`);
+  return { ...(await startCheckout(checkout)), headers: [] as string[] };
 }
 
 const daemons = await Promise.all(positionals.map((p) => start(resolve(p))));

@@ -5,11 +5,11 @@
 // time per claim + finish (user + system from /proc, the figure the other processes disturb least).
 // --prof runs each daemon under `bun --cpu-prof` and prints the rounds' windows for
 // scripts/bench/profile-top.ts.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { basename, join, resolve } from "node:path";
+import { rmSync } from "node:fs";
+import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { BUN, http, type Daemon } from "../../tests/helpers/daemon.ts";
+import { startCheckout } from "./checkout-daemon.ts";
+import { http, type Daemon } from "../../tests/helpers/daemon.ts";
 import { ciFixture, cpuMsOf, owner } from "../bench.ts";
 import { claimFinishRate, connectRunners, queueBuilds } from "./fleet.ts";
 
@@ -25,24 +25,11 @@ const { values, positionals } = parseArgs({
 });
 if (positionals.length === 0) throw new Error("name at least one checkout");
 
-async function start(checkout: string, i: number) {
-  const dataDir = mkdtempSync(join(tmpdir(), "roost-fleet-ab-"));
-  const prof = values.prof
+function start(checkout: string, i: number) {
+  const prof: Record<string, string> = values.prof
     ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(values.prof)} --cpu-prof-name=fleet-${i}-${basename(checkout)}.cpuprofile` }
     : {};
-  const child = Bun.spawn([BUN, join(checkout, "bin/roost.ts"), "serve"], {
-    cwd: checkout,
-    env: { PATH: process.env.PATH ?? "", HOME: tmpdir(), ROOST_DATA_DIR: dataDir, ROOST_LISTEN: "127.0.0.1:0", ROOST_LOG_LEVEL: "warn", ...prof },
-    stdout: "ignore",
-    stderr: "pipe",
-  });
-  let log = "";
-  for await (const chunk of child.stderr as ReadableStream<Uint8Array>) {
-    log += new TextDecoder().decode(chunk);
-    const url = /"url":"(http[^"]+)"/.exec(log)?.[1];
-    if (url) return { name: checkout, child, url, dataDir };
-  }
-  throw new Error(`${checkout} did not start: ${log}`);
+  return startCheckout(checkout, prof);
 }
 
 const SECRET = "bench-webhook-secret-0123";
