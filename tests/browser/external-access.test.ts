@@ -137,6 +137,9 @@ describe("External Access with OIDC, in Chromium", () => {
   test("an expired session sends the person to sign-in, and afterwards back to the page they were on", async () => {
     await page.goto(`${daemon.url}/account`);
     await page.getByRole("heading", { name: "Your account" }).waitFor();
+    // The page's own load (its token list) finishes first: a request still in flight when the
+    // session ends would show sign-in for /account before the click below.
+    await page.getByRole("table", { name: "API tokens" }).waitFor();
     // The session ends (as when it expires): its expiry is moved into the past in the database.
     const db = new Database(join(daemon.dataDir, "roost.db"));
     db.run("UPDATE sessions SET expires_at = 1");
