@@ -1415,3 +1415,12 @@ CREATE INDEX builds_pipeline_trigger ON builds (pipeline_id, trigger_kind, statu
 CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number);
 CREATE INDEX builds_project_branch_status_trigger ON builds (project_id, branch, status, trigger_kind, build_number);
 CREATE INDEX builds_pipeline_branch_status_trigger ON builds (pipeline_id, branch, status, trigger_kind, build_number);
+
+-- migration 42: cancel_previous reads only its concurrency group's queued and running builds
+-- A build that cancels the older builds of its group (lib/builds/create.ts supersededBuilds) read
+-- every queued and running build of its pipeline (builds_pipeline_status) and checked each one's
+-- concurrency key in its row, so a push cost more the more builds the pipeline's other groups,
+-- tags and manual builds had waiting (18 ms with 50,000 queued). This index holds only the builds
+-- that can still be superseded: an entry is written when such a build is queued and removed when
+-- it finishes, so it stays as small as the queue.
+CREATE INDEX builds_superseded ON builds (pipeline_id, concurrency_key, build_number) WHERE status IN ('queued', 'running') AND concurrency_key IS NOT NULL;

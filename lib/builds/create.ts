@@ -77,11 +77,11 @@ export async function createBuildInTransaction(tx: Transaction, now: number, inp
   const build = toBuild(inserted.rows[0]!);
   let canceled: Build[] = [];
   if (cancelsPrevious(input, pipeline)) {
+    const older = supersededBuilds(pipeline.id, input.concurrencyKey!, { sql: "?", args: [buildNumber] });
     const rows = await all(
       tx,
-      `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ?
-       WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ? RETURNING *`,
-      [now, now, `superseded by build #${buildNumber}`, pipeline.id, input.concurrencyKey!, buildNumber],
+      `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ? WHERE id IN (${older.sql}) RETURNING *`,
+      [now, now, `superseded by build #${buildNumber}`, ...older.args],
     );
     canceled = rows.map(toBuild);
   }
@@ -105,6 +105,19 @@ export interface PlannedBuild {
 export function cancelsPrevious(input: CreateBuildInput, pipeline?: Pipeline): boolean {
   const snapshot = input.configSnapshot ?? (pipeline ? snapshotOf(pipeline) : null);
   return snapshot?.concurrency.cancel_previous === true && !!input.concurrencyKey;
+}
+
+/**
+ * The builds a new build of a concurrency group supersedes (cancel_previous) as a query of their
+ * ids: the group's queued and running builds numbered below it (`number`, an SQL expression). One
+ * range of builds_superseded (schema.sql migration 42), however many builds the pipeline's other
+ * groups have queued.
+ */
+export function supersededBuilds(pipelineId: string, concurrencyKey: string, number: SqlPart): SqlPart {
+  return {
+    sql: `SELECT id FROM builds WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ${number.sql}`,
+    args: [pipelineId, concurrencyKey, ...number.args],
+  };
 }
 
 /**
@@ -155,10 +168,7 @@ export function createBuildsStatements(
     if (cancelsPrevious(b.input, b.pipeline)) {
       // The new build's number, or NULL (nothing canceled) when it was not written.
       const number = "(SELECT build_number FROM builds WHERE id = ?)";
-      const older = {
-        sql: `SELECT id FROM builds WHERE pipeline_id = ? AND concurrency_key = ? AND status IN ('queued', 'running') AND build_number < ${number}`,
-        args: [b.pipeline.id, b.input.concurrencyKey!, b.id],
-      };
+      const older = supersededBuilds(b.pipeline.id, b.input.concurrencyKey!, { sql: number, args: [b.id] });
       statements.push(...afterCanceledStatements(older, now));
       canceled = statements.push({
         sql: `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = 'superseded by build #' || ${number}

@@ -57,9 +57,7 @@ export function afterCanceledStatements(ids: { sql: string; args: InValue[] }, a
     },
     {
       sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
-            SELECT c.id, 'canceled',
-              (SELECT b.status FROM builds b WHERE b.pipeline_id = c.pipeline_id AND b.branch = c.branch AND b.build_number < c.build_number AND b.status IN ('succeeded', 'failed')
-               ORDER BY b.build_number DESC LIMIT 1), ?
+            SELECT c.id, 'canceled', ${previousFinishedStatus("c.pipeline_id", "c.branch", "c.build_number")}, ?
             FROM builds c WHERE c.id IN (${ids.sql})`,
       args: [at, ...ids.args],
     },
@@ -67,19 +65,33 @@ export function afterCanceledStatements(ids: { sql: string; args: InValue[] }, a
 }
 
 /**
- * The notification outbox row of a finished build. previous_status is the status of the
- * pipeline's previous finished (succeeded or failed) build on the same branch: a success after a
- * failure is a fix. One range of the builds_pipeline_branch_status index. `= +?`: with bare
- * parameters this statement was compiled again on every call (31 against 2 µs of CPU alone, on a
- * file of 2,000 builds; docs/benchmarks.md, "The runner fleet").
+ * The notification outbox row of a finished build, with the previous finished status of its
+ * pipeline's branch. `+?`: with bare parameters this statement was compiled again on every call
+ * (31 against 2 µs of CPU alone, on a file of 2,000 builds; docs/benchmarks.md, "The runner fleet").
  */
 function notificationQueued(build: Build, when: SqlCondition): Statement {
+  const branchBefore = [build.pipeline_id, build.branch, build.build_number];
   return {
     sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
-          SELECT ?, ?, (SELECT b.status FROM builds b WHERE b.pipeline_id = +? AND b.branch = +? AND b.build_number < ? AND b.status IN ('succeeded', 'failed')
-                        ORDER BY b.build_number DESC LIMIT 1), ? WHERE ${when.sql}`,
-    args: [build.id, build.status, build.pipeline_id, build.branch, build.build_number, build.updated_at, ...when.args],
+          SELECT ?, ?, ${previousFinishedStatus("+?", "+?", "+?")}, ? WHERE ${when.sql}`,
+    args: [build.id, build.status, ...branchBefore, ...branchBefore, build.updated_at, ...when.args],
   };
+}
+
+/**
+ * The status of the previous finished (succeeded or failed) build of a pipeline's branch before a
+ * build number, as an SQL expression over three (each written twice, once for each status): a
+ * success after a failure is a fix. Each status is one seek of builds_pipeline_branch_status to its
+ * newest entry below the number, so the cost does not grow with the canceled, queued and running
+ * builds since the last finish; one `status IN (...) ORDER BY build_number DESC` walked the
+ * branch's index down past every one of them (8.5 ms with 50,000 canceled builds since;
+ * docs/benchmarks.md, "Two statements of every build change").
+ */
+function previousFinishedStatus(pipeline: string, branch: string, before: string): string {
+  const newest = (status: "succeeded" | "failed") =>
+    `COALESCE((SELECT build_number FROM builds WHERE pipeline_id = ${pipeline} AND branch = ${branch} AND status = '${status}' AND build_number < ${before}
+               ORDER BY build_number DESC LIMIT 1), -1)`;
+  return `(SELECT CASE WHEN s > f THEN 'succeeded' WHEN f > s THEN 'failed' END FROM (SELECT ${newest("succeeded")} AS s, ${newest("failed")} AS f))`;
 }
 
 /**

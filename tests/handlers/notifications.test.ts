@@ -186,7 +186,7 @@ describe("link-local and cloud metadata addresses (the integrations' address pol
 });
 
 describe("delivery", () => {
-  test("Slack-compatible webhook: failed, then fixed (first success after a failure), not plain successes; other branches are ignored", async () => {
+  test("Slack-compatible webhook: failed, then fixed (first success after a failure, canceled builds between passed over), not plain successes; other branches are ignored", async () => {
     received = [];
     const { project, pipeline } = await setup({
       name: "chat",
@@ -197,6 +197,7 @@ describe("delivery", () => {
     });
     const failed = await finishedBuild(pipeline.id, "main", "fail");
     await finishedBuild(pipeline.id, "feature/x", "fail");
+    await finishedBuild(pipeline.id, "main", "cancel");
     await drain();
     const fixed = await finishedBuild(pipeline.id, "main", "succeed");
     await finishedBuild(pipeline.id, "main", "succeed");

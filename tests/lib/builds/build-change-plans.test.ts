@@ -1,0 +1,77 @@
+// The statements every build change runs cost the same at a million builds as at ten: the
+// previous finished status a notification carries is one seek per status, not a walk past the
+// canceled, queued and running builds since, and cancel_previous reads only its concurrency
+// group's queued and running builds, not every one the pipeline has queued.
+// Asserted on SQLite's own query plans (https://www.sqlite.org/eqp.html) of the statements the
+// real functions run, recorded through the database they are given.
+import { beforeAll, describe, expect, test } from "bun:test";
+import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
+import { inTransaction, type Db } from "../../../lib/db/client.ts";
+import { ALWAYS } from "../../../lib/db/database.ts";
+import { createBuildInTransaction, createBuildsStatements, type CreateBuildInput } from "../../../lib/builds/create.ts";
+import { transitionBuild } from "../../../lib/builds/transition.ts";
+import { findPipeline, type Pipeline } from "../../../lib/pipelines/store.ts";
+import { EventBus } from "../../../lib/daemon/events.ts";
+
+const t = migratedDatabasePerFile("roost-build-change-plans-");
+let pipeline: Pipeline;
+beforeAll(async () => {
+  const { db } = t;
+  await db.execute(
+    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'git', 'git', '/src/app', '/src/app', 'x', 1, 1)",
+  );
+  await db.execute(
+    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r', 'i', 'git', 'i', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
+  );
+  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', 1, 1)");
+  await db.execute(
+    `INSERT INTO pipelines (id, project_id, name, config_path, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
+     VALUES ('pl', 'p', 'android', 'roost.yaml', 1, 1, '{"events":["push"]}', '{"platforms":["android"]}', 1, 1)`,
+  );
+  pipeline = (await findPipeline(db, "pl"))!;
+});
+
+const push: CreateBuildInput = { pipelineId: "pl", branch: "main", commitSha: "a".repeat(40), triggerType: "webhook", concurrencyKey: "branch:main" };
+const deps = (db: Db) => ({ db, clock: { now: () => 1_800_000_000 }, events: new EventBus() });
+
+/** The plan lines of the statements `work` runs that match `statements`: there is at least one. */
+async function plansOfRun(work: (recording: Db) => Promise<unknown>, statements: RegExp): Promise<string[][]> {
+  const { statements: seen } = await plansOf(t, work, statements);
+  expect(seen.length).toBeGreaterThan(0);
+  return seen.map(({ plan }) => plan);
+}
+
+const PREVIOUS_FINISHED = "SEARCH builds USING COVERING INDEX builds_pipeline_branch_status (pipeline_id=? AND branch=? AND status=? AND build_number<?)";
+const SUPERSEDED = "SEARCH builds USING INDEX builds_superseded (pipeline_id=? AND concurrency_key=? AND build_number<?)";
+
+describe("a finished build's notification seeks the branch's previous finish", () => {
+  test("a build finishing reads the newest succeeded and the newest failed build below it, one index entry each", async () => {
+    const { build } = await inTransaction(t.db, (tx) => createBuildInTransaction(tx, 1, { ...push, concurrencyKey: null }));
+    await transitionBuild(deps(t.db), build.id, "start");
+    const [plan] = await plansOfRun((db) => transitionBuild(deps(db), build.id, "succeed"), /INSERT INTO notification_outbox/);
+    expect(plan!.filter((line) => / builds\b| b\b/.test(line))).toEqual([PREVIOUS_FINISHED, PREVIOUS_FINISHED]);
+  });
+});
+
+describe("cancel_previous reads only the concurrency group's queued and running builds", () => {
+  test("a build created in a transaction (a schedule, a single delivery)", async () => {
+    const [plan] = await plansOfRun((db) => inTransaction(db, (tx) => createBuildInTransaction(tx, 2, push)), /^UPDATE builds SET status = 'canceled'/);
+    expect(plan).toContain(SUPERSEDED);
+    expect(plan!.join("\n")).not.toMatch(/builds_pipeline_status|SCAN builds/);
+  });
+
+  test("builds created in a webhook delivery's batch, with the canceled builds' notifications", async () => {
+    const batch = createBuildsStatements(3, "p", [{ id: "new", pipeline, input: push }], ALWAYS);
+    const plans = await plansOfRun((db) => db.batch(batch.statements), /status IN \('queued', 'running'\)/);
+    // The commit statuses', the notifications' and the cancel itself.
+    expect(plans).toHaveLength(3);
+    for (const plan of plans) {
+      expect(plan).toContain(SUPERSEDED);
+      expect(plan.join("\n")).not.toMatch(/builds_pipeline_status|SCAN (builds|c)\b/);
+    }
+    expect(plans[1]!.filter((line) => line.startsWith("SEARCH builds USING COVERING INDEX builds_pipeline_branch"))).toEqual([
+      PREVIOUS_FINISHED,
+      PREVIOUS_FINISHED,
+    ]);
+  });
+});
