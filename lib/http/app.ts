@@ -39,17 +39,28 @@ export function toIttyPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
 }
 
+/** A route as the app serves it: itty-router's compiled pattern and template, and the pipeline around its endpoint. */
+interface Served {
+  pattern: RegExp;
+  /** The route template as itty-router writes it (`/v1/builds/:build_id`): the metrics label and log field. */
+  template: string;
+  serve(request: Request, params: Record<string, string>, meta: RequestMeta): Promise<Response>;
+}
+
 export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   const requests = ctx.metrics.counter("roost_http_requests_total", "HTTP requests by method, route template and status.");
-  const router = Router<Request & { params: Record<string, string> }, [RequestMeta]>();
+  // itty-router compiles each path to its pattern; the app looks a request up in them itself
+  // (findRoute), without its fetch's URL, query object and properties set on every Request.
+  const router = Router<Request, [RequestMeta]>();
+  const served = new Map<string, Served[]>();
   const allowed = new Map<string, { pattern: RegExp; methods: string[] }>();
 
   for (const route of routes) {
     let loaded: Awaited<ReturnType<RouteEntry["load"]>> | null = null;
-    router[route.method.toLowerCase() as "get"](toIttyPath(route.path), async (request, meta: RequestMeta) => {
+    const serve = async (request: Request, matched: Record<string, string>, meta: RequestMeta): Promise<Response> => {
       const endpoint = (loaded ??= await route.load());
       const rawParams: Record<string, string> = {};
-      for (const [k, v] of Object.entries(request.params ?? {})) rawParams[k] = safeDecode(v);
+      for (const k in matched) rawParams[k] = safeDecode(matched[k]!);
       const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
       // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/http/context.ts ContextFor).
       const rc: RequestContext & Authentication = {
@@ -70,12 +81,41 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const response = json(result, endpoint.successStatus ?? 200);
       if (endpoint.browserSession) applyBrowserSession(endpoint.browserSession, result, request, ctx, response);
       return response;
-    });
-    exactMatchOnly(router.routes.at(-1)!);
+    };
+    router[route.method.toLowerCase() as "get"](toIttyPath(route.path), serve);
+    const compiled = router.routes.at(-1)!;
+    exactMatchOnly(compiled);
+    const ofMethod = served.get(route.method) ?? [];
+    ofMethod.push({ pattern: compiled[1], template: compiled[3] ?? route.path, serve });
+    served.set(route.method, ofMethod);
     const key = route.path;
     const entry = allowed.get(key) ?? { pattern: pathPattern(route.path), methods: [] };
     entry.methods.push(route.method);
     allowed.set(key, entry);
+  }
+
+  // A path without parameters is one map lookup when no route before it in the table matches it
+  // too (the table's order decides, as in itty-router's walk); every other path walks the patterns.
+  const exact = new Map<string, Map<string, Served>>();
+  for (const [method, ofMethod] of served) {
+    const paths = new Map<string, Served>();
+    ofMethod.forEach((route, i) => {
+      const path = route.template;
+      if (path.includes(":") || !route.pattern.test(path) || paths.has(path)) return;
+      if (ofMethod.slice(0, i).some((earlier) => earlier.pattern.test(path))) return;
+      paths.set(path, route);
+    });
+    exact.set(method, paths);
+  }
+
+  function findRoute(method: string, pathname: string): { route: Served; params: Record<string, string> } | null {
+    const route = exact.get(method)?.get(pathname);
+    if (route) return { route, params: {} };
+    for (const candidate of served.get(method) ?? []) {
+      const match = candidate.pattern.exec(pathname);
+      if (match) return { route: candidate, params: match.groups ?? {} };
+    }
+    return null;
   }
 
   /** Headers every answer carries, the request's line in the log and its count in the metrics. */
@@ -103,12 +143,17 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
     async fetch(request: Request, peer: string | null, connection: ConnectionControl = NO_CONNECTION_CONTROL): Promise<Response> {
       const requestId = crypto.randomUUID();
       const started = performance.now();
+      let template = "unmatched";
       let response: Response;
       try {
-        response =
-          (await router.fetch(request as never, { peer, requestId, connection })) ??
-          (await serveWebApp(request)) ??
-          notMatched(request.method, new URL(request.url).pathname, allowed);
+        const pathname = new URL(request.url).pathname;
+        const found = findRoute(request.method, pathname);
+        if (found) {
+          template = found.route.template;
+          response = await found.route.serve(request, found.params, { peer, requestId, connection });
+        } else {
+          response = (await serveWebApp(request)) ?? notMatched(request.method, pathname, allowed);
+        }
       } catch (error) {
         if (error instanceof ApiError) {
           response = renderError(error);
@@ -127,7 +172,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         }
       }
       // The route template, not the path, so ids and tokens never become metric labels or log fields.
-      return finish(response, request.method, (request as Request & { route?: string }).route ?? "unmatched", requestId, started, peer);
+      return finish(response, request.method, template, requestId, started, peer);
     },
   };
 }
