@@ -72,9 +72,12 @@ export async function findRepository(db: Executor, id: string): Promise<Reposito
 }
 
 /** The repository a project builds, named by the project: read beside the project, not after it. */
-export async function findRepositoryOfProject(db: Executor, projectId: string): Promise<Repository | null> {
-  const row = await one(db, "SELECT * FROM repositories WHERE id = (SELECT repository_id FROM projects WHERE id = ?)", [projectId]);
-  return row ? toRepository(row) : null;
+/** A project's repository, with the project's default branch: one statement for a job's payload (lib/runners/protocol.ts). */
+export async function findRepositoryOfProject(db: Executor, projectId: string): Promise<{ repository: Repository; projectDefaultBranch: string } | null> {
+  const row = await one(db, "SELECT r.*, p.default_branch AS project_default_branch FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = +?", [
+    projectId,
+  ]);
+  return row ? { repository: toRepository(row), projectDefaultBranch: str(row, "project_default_branch") } : null;
 }
 
 /** The ids of an integration's catalogue entries. */

@@ -49,11 +49,12 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome, read?
     const now = deps.clock.now();
     const plan = await finishStatements(deps.db, seen.job, seen.build, outcome, now);
     const written = await deps.db.batch(plan.statements);
-    // Null when the build is gone (its project deleted meanwhile, and the job with it).
-    const row = written.at(-1)!.rows[0];
-    const build = row ? toBuild(row) : null;
     if (written[plan.jobAt]!.rowsAffected === 1) {
-      const moved = plan.updateAt !== null && written[plan.updateAt]!.rows.length === 1;
+      // The build as the batch left it: RETURNed by the transition (which wrote, or the job would
+      // not have), else read back last; null when it is gone (its project deleted meanwhile).
+      const row = written[plan.updateAt ?? plan.statements.length - 1]!.rows[0];
+      const build = row ? toBuild(row) : null;
+      const moved = plan.updateAt !== null;
       await afterCommit(deps, job, moved ? build : null);
       for (const at of moved ? plan.deploymentsAt : []) {
         const d = toDeployment(written[at]!.rows[0]!);
@@ -78,7 +79,8 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome, read?
  *   3. the job marked finished: right after the transition, guarded by its having written a row
  *      (changes(), https://www.sqlite.org/lang_corefunc.html#changes); where the build had
  *      already ended (canceled) there is no transition, and it is guarded by `when`;
- *   4. the build read back, as the runner is answered.
+ *   4. without a transition, the build read back, as the runner is answered (the transition
+ *      RETURNs it, and nothing after it in the batch changes the build).
  */
 async function finishStatements(
   db: Executor,
@@ -116,7 +118,8 @@ async function finishStatements(
   }
   const jobAt = statements.length;
   statements.push(jobMarked(job.id, "finished", now, guarded ? { sql: "changes() = 1", args: [] } : when));
-  statements.push({ sql: "SELECT * FROM builds WHERE id = ?", args: [build.id] });
+  // The transition RETURNs the build; without one it is read back.
+  if (!guarded) statements.push({ sql: "SELECT * FROM builds WHERE id = ?", args: [build.id] });
   return { statements, jobAt, updateAt, deploymentsAt };
 }
 

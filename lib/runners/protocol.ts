@@ -4,7 +4,6 @@ import { fail } from "../http/errors.ts";
 import { findJob, findJobWithBuildStatus, type Job } from "./jobs.ts";
 import type { Build } from "../builds/store.ts";
 import { findRepositoryOfProject } from "../integrations/repositories.ts";
-import { findProject } from "../projects/store.ts";
 import { revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { normalizeExecutionConfig } from "../pipelines/snapshot.ts";
 import { findIntegration, findIntegrationOfProject, type Integration } from "../integrations/store.ts";
@@ -44,12 +43,12 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
   // Read side by side, each named by the build's project: on a remote database one request.
   // Variables are read when the job is claimed, not frozen with the build: a re-run after a
   // rotated password uses the new one. Secrets only reach builds the project trusts.
-  const [project, repo, integration, variables] = await Promise.all([
-    findProject(ctx.db, build.project_id),
+  const [ofProject, integration, variables] = await Promise.all([
     findRepositoryOfProject(ctx.db, build.project_id),
     findIntegrationOfProject(ctx.db, build.project_id),
     variablesForBuild(ctx.db, ctx.secrets, build, revealEnv(snapshot.execution_config.env, ctx.secrets)),
   ]);
+  const repo = ofProject?.repository ?? null;
   const registry = takeRegistryAuth(variables, snapshot.execution_config.registry_credentials);
   return {
     job_id: job.id,
@@ -68,7 +67,7 @@ export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
       trigger_ref: build.trigger_ref,
       repository_full_name: repo?.full_name ?? "",
       clone_url: repo?.clone_url ?? "",
-      default_branch: project?.default_branch ?? "",
+      default_branch: ofProject?.projectDefaultBranch ?? "",
     },
     clone_credentials: repo ? await cloneCredentials(ctx, repo, integration) : null,
     config: { ...snapshot, execution_config: { ...snapshot.execution_config, env: variables.env } },

@@ -125,12 +125,25 @@ function scopeKey(scope: VariableScope): string {
   return scope.environmentId ? `env:${scope.environmentId}` : (scope.pipelineId ?? "");
 }
 
-/** A project's own variables (pipelineId null), one pipeline's or one environment's, by key. */
+/**
+ * A project's own variables (pipelineId null), one pipeline's or one environment's, by key.
+ * `= +?`: with bare parameters beside the ORDER BY the index answers, SQLite compiled this
+ * statement again on every call (20 against 5 µs alone; tests/lib/db/bound-parameters.test.ts).
+ */
 export async function listVariables(db: Executor, projectId: string, pipelineId: string | null, environmentId: string | null = null): Promise<Variable[]> {
-  const rows = await all(db, "SELECT * FROM variables WHERE project_id = ? AND scope_key = ? ORDER BY key", [
+  const rows = await all(db, "SELECT * FROM variables WHERE project_id = +? AND scope_key = +? ORDER BY key", [
     projectId,
     scopeKey({ projectId, pipelineId, environmentId }),
   ]);
+  return rows.map(toVariable);
+}
+
+/**
+ * The project's own variables, then its pipeline's, each by key, in one statement: the project's
+ * scope key is "" and sorts before any pipeline's id, and the index walks the IN list in order.
+ */
+async function listBuildVariables(db: Executor, projectId: string, pipelineId: string): Promise<Variable[]> {
+  const rows = await all(db, "SELECT * FROM variables WHERE project_id = +? AND scope_key IN ('', +?) ORDER BY scope_key, key", [projectId, pipelineId]);
   return rows.map(toVariable);
 }
 
@@ -319,10 +332,7 @@ export async function variablesForBuild(
 ): Promise<BuildVariables> {
   // Read at once, while the frozen env's secrets may still be opening: on a remote database the
   // reads leave with the caller's other reads started together (lib/runners/protocol.ts jobPayload).
-  const [frozen, lists] = await Promise.all([
-    frozenEnv,
-    Promise.all([listVariables(db, build.project_id, null), listVariables(db, build.project_id, build.pipeline_id)]),
-  ]);
+  const [frozen, scoped] = await Promise.all([frozenEnv, listBuildVariables(db, build.project_id, build.pipeline_id)]);
   const trusted = buildIsTrusted(build);
   const env = new Map<string, StoredEnvEntry>();
   const files = new Map<string, SecretFile>();
@@ -331,7 +341,6 @@ export async function variablesForBuild(
     if (e.secret && !trusted) withheld.add(e.key);
     else env.set(e.key, e);
   }
-  const scoped = lists.flat();
   for (const v of scoped) {
     if ((v.secret && !trusted) || !refAllowed(v, build)) {
       if (v.secret) withheld.add(v.key);
