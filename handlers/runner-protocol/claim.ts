@@ -5,7 +5,7 @@
 import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { claimJob } from "../../lib/runners/jobs.ts";
-import { jobPayload } from "../../lib/runners/protocol.ts";
+import { jobPayload, jobPayloadReads } from "../../lib/runners/protocol.ts";
 import { ClaimAnswer, ClaimRequest } from "../../lib/runners/protocol-wire.ts";
 import { claimDeployment, publishPayload } from "../../lib/publishing/claim.ts";
 
@@ -21,10 +21,10 @@ export const endpoint = defineEndpoint({
     ctx.setIdleTimeout(body.wait_seconds + 10);
     const deadline = Date.now() + body.wait_seconds * 1000;
     for (;;) {
-      const claimed = await claimJob(ctx.db, ctx.runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds);
+      const claimed = await claimJob(ctx.db, ctx.runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds, jobPayloadReads);
       if (claimed) {
         ctx.events.publish({ type: "build.changed", build_id: claimed.build.id, project_id: claimed.build.project_id, status: claimed.build.status });
-        return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build) }), {
+        return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build, claimed.read) }), {
           status: 201,
           headers: { "content-type": "application/json" },
         });

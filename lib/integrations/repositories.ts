@@ -1,5 +1,6 @@
 // The repository catalogue (docs/api.md "Source integrations"), synced from each integration.
-import type { Executor } from "../db/client.ts";
+import type { Executor, Row, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, bool, likePattern, num, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
@@ -72,11 +73,20 @@ export async function findRepository(db: Executor, id: string): Promise<Reposito
 }
 
 /** The repository a project builds, named by the project: read beside the project, not after it. */
-/** A project's repository, with the project's default branch: one statement for a job's payload (lib/runners/protocol.ts). */
-export async function findRepositoryOfProject(db: Executor, projectId: string): Promise<{ repository: Repository; projectDefaultBranch: string } | null> {
-  const row = await one(db, "SELECT r.*, p.default_branch AS project_default_branch FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = +?", [
-    projectId,
-  ]);
+/**
+ * A build's repository, with its project's default branch, as a statement naming the build by an
+ * SQL expression (`+?` for an id; a job's payload reads it in the claim's write batch, lib/runners/protocol.ts).
+ */
+export function repositoryOfBuild(build: { sql: string; args: InValue[] }): Statement {
+  return {
+    sql: `SELECT r.*, p.default_branch AS project_default_branch FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id
+          WHERE b.id = ${build.sql}`,
+    args: build.args,
+  };
+}
+
+/** The row of repositoryOfBuild; null when the build is gone. */
+export function toRepositoryOfBuild(row: Row | undefined): { repository: Repository; projectDefaultBranch: string } | null {
   return row ? { repository: toRepository(row), projectDefaultBranch: str(row, "project_default_branch") } : null;
 }
 

@@ -2,7 +2,8 @@
 // Bitbucket workspace, a git remote). `provider` names the forge (lib/forges/registry.ts).
 // Credentials are sealed with the secret box (lib/integrations/credentials.ts), opened only to
 // talk to the forge, and nothing returns them.
-import type { Executor } from "../db/client.ts";
+import type { Executor, Row, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
@@ -65,12 +66,17 @@ export async function findIntegration(db: Executor, id: string): Promise<Integra
 }
 
 /** The integration of the repository a project builds, named by the project: read beside the project, not after it. */
-export async function findIntegrationOfProject(db: Executor, projectId: string): Promise<Integration | null> {
-  const row = await one(
-    db,
-    "SELECT * FROM integrations WHERE id = (SELECT integration_id FROM repositories WHERE id = (SELECT repository_id FROM projects WHERE id = ?))",
-    [projectId],
-  );
+/** A build's integration (of its project's repository), as a statement naming the build by an SQL expression (repositoryOfBuild). */
+export function integrationOfBuild(build: { sql: string; args: InValue[] }): Statement {
+  return {
+    sql: `SELECT i.* FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id JOIN integrations i ON i.id = r.integration_id
+          WHERE b.id = ${build.sql}`,
+    args: build.args,
+  };
+}
+
+/** The row of integrationOfBuild; null when there is none. */
+export function toIntegrationOfBuild(row: Row | undefined): Integration | null {
   return row ? toIntegration(row) : null;
 }
 

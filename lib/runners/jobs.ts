@@ -3,7 +3,8 @@
 // max_concurrent slot), insert the job and move the build to running through the state machine;
 // the unique index on running jobs per build refuses a second claimer in any process. A claim_id
 // the runner already used returns the same job, so a lost claim response strands nothing.
-import type { Db, Executor, SqlCondition, Statement } from "../db/client.ts";
+import type { Db, Executor, Row, SqlCondition, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { ALWAYS, all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../builds/store.ts";
@@ -79,18 +80,26 @@ export async function nextClaimableBuild(db: Executor, runner: Runner): Promise<
  * The claim, one write batch (one round trip to a remote server, which holds its write lock only
  * while the statements run there): the job is inserted for the build NEXT_CLAIMABLE picks under
  * that lock, the build starts (the `start` transition of lib/builds/state-machine.ts, named by the
- * job just inserted), and the runner's job with this claim_id is read back. Daemons on several
+ * job just inserted), the runner's job with this claim_id is read back, and what `alsoRead` names
+ * of the build is read after it (a job's payload, lib/runners/protocol.ts). Daemons on several
  * hosts, or claims of one daemon sent together, never get the same build: each statement sees the
  * ones before it, and jobs_one_running_per_build refuses a second running job of a build anyway.
  * What needs no lock is read first, in one request: an earlier claim with this claim_id (a retried
  * claim gets the same job) and the routes of the queued builds.
  */
-export async function claimJob(db: Db, runner: Runner, claimId: string, now: number, leaseSeconds: number): Promise<{ job: Job; build: Build } | null> {
+export async function claimJob(
+  db: Db,
+  runner: Runner,
+  claimId: string,
+  now: number,
+  leaseSeconds: number,
+  alsoRead: ReadsOfBuild = () => [],
+): Promise<Claimed | null> {
   const [earlier, routes] = await Promise.all([claimed(db, runner.id, claimId), routesFor(db, runner)]);
   if (earlier) return earlier;
   if (routes.length === 0) return null;
   const jobId = newId();
-  const [, started, , mine] = await db.batch([
+  const [, started, , mine, ...read] = await db.batch([
     {
       // WHERE true: the parser takes an ON CONFLICT after a bare FROM as a join constraint (https://www.sqlite.org/lang_upsert.html).
       sql: `INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at)
@@ -103,21 +112,38 @@ export async function claimJob(db: Db, runner: Runner, claimId: string, now: num
       runner_policy_block_reason: null,
     }),
     { sql: "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", args: [runner.id, claimId] },
+    ...alsoRead({ sql: "(SELECT build_id FROM jobs WHERE id = +?)", args: [jobId] }),
   ]);
   const row = mine!.rows[0];
   if (!row) return null;
   const job = toJob(row);
   // Another request with this claim_id (the runner retried through another daemon) claimed first.
   if (job.id !== jobId) return claimed(db, runner.id, claimId);
-  return { job, build: toBuild(started!.rows[0]!) };
+  return { job, build: toBuild(started!.rows[0]!), read: read.map((r) => r.rows) };
+}
+
+/**
+ * Reads a claim makes in its write batch once it has taken a build, named by an SQL expression for
+ * it (the rows a job's payload is made of, lib/runners/protocol.ts): under the write lock they see
+ * the build just taken, on a remote database they leave in the claim's own request, and on the
+ * local file they run on the writer's connection, whose pages the claim has just read, where a
+ * read of its own after another request's commit starts on a cleared page cache.
+ */
+export type ReadsOfBuild = (build: { sql: string; args: InValue[] }) => Statement[];
+
+/** A claimed job and its build, with the rows of the claim's ReadsOfBuild (null for a claim made earlier, which read none). */
+export interface Claimed {
+  job: Job;
+  build: Build;
+  read: Row[][] | null;
 }
 
 /** The job a runner already claimed with this claim_id, and its build. */
-async function claimed(db: Executor, runnerId: string, claimId: string): Promise<{ job: Job; build: Build } | null> {
+async function claimed(db: Executor, runnerId: string, claimId: string): Promise<Claimed | null> {
   const row = await one(db, "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", [runnerId, claimId]);
   if (!row) return null;
   const job = toJob(row);
-  return { job, build: toBuild((await one(db, "SELECT * FROM builds WHERE id = ?", [job.build_id]))!) };
+  return { job, build: toBuild((await one(db, "SELECT * FROM builds WHERE id = ?", [job.build_id]))!), read: null };
 }
 
 /**

@@ -1,16 +1,17 @@
 // Shared steps of the runner protocol (docs/runners.md).
 import type { AppContext, RequestContext, RunnerContext } from "../http/context.ts";
 import { fail } from "../http/errors.ts";
-import { findJob, findJobWithBuildStatus, type Job } from "./jobs.ts";
+import { findJob, findJobWithBuildStatus, type Job, type ReadsOfBuild } from "./jobs.ts";
 import type { Build } from "../builds/store.ts";
-import { findRepositoryOfProject } from "../integrations/repositories.ts";
+import { repositoryOfBuild, toRepositoryOfBuild } from "../integrations/repositories.ts";
 import { revealEnv, type ConfigSnapshot } from "../pipelines/config.ts";
 import { normalizeExecutionConfig } from "../pipelines/snapshot.ts";
-import { findIntegration, findIntegrationOfProject, type Integration } from "../integrations/store.ts";
+import { findIntegration, integrationOfBuild, toIntegrationOfBuild, type Integration } from "../integrations/store.ts";
 import type { CloneCredentials, ForgeDeps } from "../forges/forge.ts";
 import { forgeOf } from "../forges/registry.ts";
 import type { Repository } from "../integrations/repositories.ts";
-import { takeRegistryAuth, variablesForBuild } from "../variables/variables.ts";
+import { takeRegistryAuth, toVariablesOfBuild, variablesForBuild, variablesOfBuild } from "../variables/variables.ts";
+import type { Row } from "../db/client.ts";
 
 /**
  * Fencing: the job must be this runner's and still running. Another runner's job is 409
@@ -36,18 +37,28 @@ function fenced(ctx: RunnerContext, job: Job | null): Job {
   return job;
 }
 
-/** What a runner receives with a claimed job: the build, where to fetch it, and its frozen configuration with secrets revealed. */
-export async function jobPayload(ctx: RequestContext, job: Job, build: Build) {
+/**
+ * What a job's payload reads besides its build: the repository with its project's default
+ * branch, the integration, and the project's and pipeline's variables. A claim reads them in its
+ * write batch (claimJob); variables are read when the job is claimed, not frozen with the build,
+ * so a re-run after a rotated password uses the new one.
+ */
+export const jobPayloadReads: ReadsOfBuild = (build) => [repositoryOfBuild(build), integrationOfBuild(build), variablesOfBuild(build)];
+
+/**
+ * What a runner receives with a claimed job: the build, where to fetch it, and its frozen
+ * configuration with secrets revealed (secrets only reach builds the project trusts). `read` is
+ * what jobPayloadReads read in the claim's batch; for a job claimed earlier they are read here,
+ * side by side (on a remote database one request).
+ */
+export async function jobPayload(ctx: RequestContext, job: Job, build: Build, read: Row[][] | null) {
   const frozen: ConfigSnapshot = build.config_snapshot;
   const snapshot: ConfigSnapshot = { ...frozen, execution_config: withNotesFiles(normalizeExecutionConfig(frozen.execution_config)) };
-  // Read side by side, each named by the build's project: on a remote database one request.
-  // Variables are read when the job is claimed, not frozen with the build: a re-run after a
-  // rotated password uses the new one. Secrets only reach builds the project trusts.
-  const [ofProject, integration, variables] = await Promise.all([
-    findRepositoryOfProject(ctx.db, build.project_id),
-    findIntegrationOfProject(ctx.db, build.project_id),
-    variablesForBuild(ctx.db, ctx.secrets, build, revealEnv(snapshot.execution_config.env, ctx.secrets)),
-  ]);
+  const [repositoryRows, integrationRows, variableRows] =
+    read ?? (await Promise.all(jobPayloadReads({ sql: "+?", args: [build.id] }).map(async (statement) => (await ctx.db.execute(statement)).rows)));
+  const ofProject = toRepositoryOfBuild(repositoryRows![0]);
+  const integration = toIntegrationOfBuild(integrationRows![0]);
+  const variables = await variablesForBuild(ctx.secrets, build, revealEnv(snapshot.execution_config.env, ctx.secrets), toVariablesOfBuild(variableRows!));
   const repo = ofProject?.repository ?? null;
   const registry = takeRegistryAuth(variables, snapshot.execution_config.registry_credentials);
   return {

@@ -10,7 +10,8 @@
 // are variables of an environment scope: never given to a build, only to a publish to that
 // environment (lib/publishing/deployments.ts).
 import { z } from "zod";
-import type { Executor } from "../db/client.ts";
+import type { Executor, Row, Statement } from "../db/client.ts";
+import type { InValue } from "../db/database.ts";
 import { all, bool, inTransaction, json, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import type { Db } from "../db/client.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
@@ -139,11 +140,21 @@ export async function listVariables(db: Executor, projectId: string, pipelineId:
 }
 
 /**
- * The project's own variables, then its pipeline's, each by key, in one statement: the project's
- * scope key is "" and sorts before any pipeline's id, and the index walks the IN list in order.
+ * The variables a build receives as a statement naming the build by an SQL expression (`+?` for
+ * an id; a job's payload reads them in the claim's write batch, lib/runners/protocol.ts): its
+ * project's own, then its pipeline's, each by key. The project's scope key is "" and sorts before
+ * any pipeline's id, and the index answers the order (one seek per scope).
  */
-async function listBuildVariables(db: Executor, projectId: string, pipelineId: string): Promise<Variable[]> {
-  const rows = await all(db, "SELECT * FROM variables WHERE project_id = +? AND scope_key IN ('', +?) ORDER BY scope_key, key", [projectId, pipelineId]);
+export function variablesOfBuild(build: { sql: string; args: InValue[] }): Statement {
+  return {
+    sql: `SELECT v.* FROM builds b JOIN variables v ON v.project_id = b.project_id AND v.scope_key IN ('', b.pipeline_id)
+          WHERE b.id = ${build.sql} ORDER BY v.scope_key, v.key`,
+    args: build.args,
+  };
+}
+
+/** The rows of variablesOfBuild. */
+export function toVariablesOfBuild(rows: Row[]): Variable[] {
   return rows.map(toVariable);
 }
 
@@ -322,17 +333,15 @@ export interface BuildVariables {
 /**
  * What a build's job receives, revealed: the frozen pipeline env (its secrets only when trusted),
  * then the project's variables, then the pipeline's (a later one replaces an earlier one of the
- * same key, as GitLab lets settings variables override the file's).
+ * same key, as GitLab lets settings variables override the file's), as variablesOfBuild read them.
  */
 export async function variablesForBuild(
-  db: Executor,
   secrets: SecretBox,
   build: Build,
   frozenEnv: StoredEnvEntry[] | Promise<StoredEnvEntry[]>,
+  scoped: Variable[],
 ): Promise<BuildVariables> {
-  // Read at once, while the frozen env's secrets may still be opening: on a remote database the
-  // reads leave with the caller's other reads started together (lib/runners/protocol.ts jobPayload).
-  const [frozen, scoped] = await Promise.all([frozenEnv, listBuildVariables(db, build.project_id, build.pipeline_id)]);
+  const frozen = await frozenEnv;
   const trusted = buildIsTrusted(build);
   const env = new Map<string, StoredEnvEntry>();
   const files = new Map<string, SecretFile>();
