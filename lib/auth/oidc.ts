@@ -15,6 +15,7 @@ import { encodeBase64urlNoPadding } from "@oslojs/encoding";
 import type { Clock } from "../http/context.ts";
 import { fail } from "../http/errors.ts";
 import { isLoopbackHostHeader } from "../net/addresses.ts";
+import type { Discovery, OidcCache } from "./oidc-cache.ts";
 
 /** Asymmetric algorithms accepted by default; `none` never, HS* only when an operator lists them. */
 export const DEFAULT_ID_TOKEN_ALGS = ["RS256", "PS256", "ES256", "EdDSA"];
@@ -65,24 +66,7 @@ export function normalizeScopes(scopes: string[] | undefined): string[] {
   return ["openid", ...list.filter((s) => s !== "openid")];
 }
 
-// --- discovery and caches ------------------------------------------------------------------------
-
-/** The provider's metadata, with the endpoints Roost needs checked present. */
-export type Discovery = oauth.AuthorizationServer & { authorization_endpoint: string; token_endpoint: string; jwks_uri: string };
-
-/**
- * What one app remembers about identity providers (on AppContext, so each app and each test has
- * its own): discovery documents for 10 minutes, and per issuer its key set in oauth4webapi's
- * exported form with the time of the last refetch a failed signature forced. Failures are never cached.
- */
-export interface OidcCache {
-  discovery: Map<string, { discovery: Discovery; until: number }>;
-  keys: Map<string, { jwks_uri: string; jwks: oauth.JWKSCacheInput; forced_refetch_at: number | null }>;
-}
-
-export function createOidcCache(): OidcCache {
-  return { discovery: new Map(), keys: new Map() };
-}
+// --- discovery and caches (the cache itself: ./oidc-cache.ts) ------------------------------------
 
 /** The oauth4webapi request options: a timeout, and plain http only for a loopback issuer (ProviderUrl). */
 function requestOptions(issuer: string): { signal: AbortSignal; [oauth.allowInsecureRequests]: boolean } {

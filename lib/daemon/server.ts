@@ -25,7 +25,7 @@ import { removeUnreferencedFiles } from "../artifacts/artifacts.ts";
 import { createSecretBox, loadSecretKey } from "../crypto/secret-box.ts";
 import { startBackgroundWork } from "./background.ts";
 import { openObjectStore } from "../object-store/store.ts";
-import { createOidcCache } from "../auth/oidc.ts";
+import { createOidcCache } from "../auth/oidc-cache.ts";
 import { SocketInUseError, startManagementSocket, type ManagementSocket } from "./management-socket.ts";
 import type { RouteEntry } from "../http/route.ts";
 

@@ -11,7 +11,7 @@ import type { MetricsRegistry } from "../daemon/metrics.ts";
 import type { Live } from "../live/live.ts";
 import type { ProjectAccess } from "../auth/project-access.ts";
 import type { AuthRule, InstanceRule, ProjectRule, ProjectScopeParam } from "./route.ts";
-import type { OidcCache } from "../auth/oidc.ts";
+import type { OidcCache } from "../auth/oidc-cache.ts";
 import type { ObjectStore } from "../object-store/store.ts";
 
 export interface Clock {

@@ -19,7 +19,7 @@ import { routes } from "../../handlers/routes.ts";
 import { mintRecoveryCapability, mintSetupToken } from "../../lib/auth/one-time-credentials.ts";
 import { createSecretBox, loadSecretKey } from "../../lib/crypto/secret-box.ts";
 import { openObjectStore } from "../../lib/object-store/store.ts";
-import { createOidcCache } from "../../lib/auth/oidc.ts";
+import { createOidcCache } from "../../lib/auth/oidc-cache.ts";
 import { startSqld, testDatabase, type Sqld } from "../support/sqld.ts";
 import { checkResponseSchema } from "./response-schemas.ts";
 
