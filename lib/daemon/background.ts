@@ -10,10 +10,14 @@
 import type { AppContext } from "../http/context.ts";
 import { pruneCommitStatuses, startCommitStatusReporter } from "../forges/commit-statuses.ts";
 import { newId } from "../auth/secrets.ts";
+import { dueScheduleRows } from "../schedules/due.ts";
 
 // Each task's module is imported when the task first runs (seconds after the start), not when the
 // daemon starts: they hold the pipeline file's, the publishers' and the runner protocol's schemas,
-// which a start need not build before it is ready (issue 20).
+// which a start need not build before it is ready (issue 20). A task's first pass finds its work
+// with the database alone; what doing the work needs (a forge's client, the pipeline file's YAML
+// parser, build creation, the publishers' schemas) is imported by the pass that finds some, so an
+// idle daemon never loads it (docs/benchmarks.md, "idle RSS").
 const checkRuns = () => import("../test-results/check-runs.ts");
 const deliveries = () => import("../webhooks/deliveries.ts");
 const sessions = () => import("../auth/sessions.ts");
@@ -24,7 +28,7 @@ const schedules = () => import("../schedules/schedules.ts");
 const notifications = () => import("../notifications/notifications.ts");
 const retention = () => import("../retention/retention.ts");
 const deploymentReaper = () => import("../publishing/reaper.ts");
-const hostReleases = () => import("../publishing/host-release.ts");
+const hostReleases = () => import("../publishing/host-release-claim.ts");
 const logArchive = () => import("../logs/archive.ts");
 const objectSweep = () => import("../object-store/sweep.ts");
 const caches = () => import("../caches/store.ts");
@@ -81,7 +85,7 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
     // Plain git remotes: a repository is due every ROOST_GIT_POLL_INTERVAL_SECONDS.
     ownChain("git poll", Math.min(5000, ctx.config.integrations.gitPollIntervalSeconds * 500), async () => (await gitPoll()).pollGitRemotes(ctx, leaseOwner)),
     // Schedules have minute resolution; a slot fires within this period of its time.
-    every(15_000, async () => (await schedules()).runDueSchedules(ctx)),
+    every(15_000, async () => (await dueScheduleRows(ctx.db, ctx.clock.now(), 1)).length > 0 && (await schedules()).runDueSchedules(ctx)),
     // Notifications leave within this period of a build's finish (docs/notifications.md); a slow
     // receiver holds its chain up to its send timeout.
     ownChain("notification", 2000, async () => (await notifications()).dispatchNotifications(ctx, baseUrl)),

@@ -19,7 +19,6 @@ import { matchRefPatterns } from "../pipelines/branch-patterns.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { hostRefusal, refuseSavedHost } from "../net/address-policy.ts";
 import { failedCases, summaryOf, testsPageUrl } from "../test-results/queries.ts";
-import { approverEmails } from "../publishing/environments.ts";
 import type { NotificationResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
@@ -520,7 +519,9 @@ async function messageFor(
       environment: str(d, "environment_name"),
       target: str(d, "target"),
       requested_by: str(d, "requested_by_email"),
-      approvers: await approverEmails(db, str(d, "project_id"), strOrNull(d, "environment_id")),
+      // The environments' module (and the publishers' schemas) loads with the first approval to
+      // announce, not with the first pass of an idle daemon (docs/benchmarks.md, "idle RSS").
+      approvers: await (await import("../publishing/environments.ts")).approverEmails(db, str(d, "project_id"), strOrNull(d, "environment_id")),
       url: `${baseUrl}/projects/${str(row, "project_id")}/builds/${buildId}`,
     };
   }

@@ -292,11 +292,6 @@ export async function renewDeploymentLease(db: Executor, id: string, runnerId: s
   return result.rowsAffected === 1;
 }
 
-/** Running deployments whose runner stopped renewing their lease. */
-export async function expiredDeployments(db: Executor, now: number): Promise<Deployment[]> {
-  return (await all(db, "SELECT * FROM deployments WHERE status = 'running' AND lease_expires_at < ?", [now])).map(toDeployment);
-}
-
 /** A lost runner's deployment fails; null when it had moved on. */
 export async function loseDeployment(db: Executor, id: string, reason: string, now: number): Promise<Deployment | null> {
   const row = await one(

@@ -6,7 +6,7 @@
 // publishes the power to write to every repository of the integration. The artifacts are already
 // in the daemon's object store, so nothing is downloaded either.
 //
-// Each daemon process runs a pass every 2 s (lib/daemon/background.ts):
+// Each daemon process runs a pass every 2 s (lib/daemon/background.ts, ./host-release-claim.ts):
 //  1. it claims one approved host_release deployment (running, with a lease and this pass's claim
 //     id; two releases of one project's tags never run at once), renewing the lease while it works:
 //     a process that dies mid-publish leaves it to the reaper, as a lost runner does;
@@ -28,39 +28,13 @@ import { forgeOf } from "../forges/registry.ts";
 import { ForgeApiError } from "../forges/http.ts";
 import type { HostRelease, ReleaseAsset } from "../forges/forge.ts";
 import { findArtifact, readArtifact } from "../artifacts/artifacts.ts";
-import { newId } from "../auth/secrets.ts";
 import { toDeployment, type Deployment, type StoreAnswer } from "./deployments.ts";
 import { endDeployment } from "./end.ts";
 import { NotesFileProblem, notesText, parseNotesFile } from "./notes.ts";
 import { publisherName, type HostReleaseConfig } from "./publishers.ts";
 
-type Deps = Pick<AppContext, "db" | "clock" | "events" | "config" | "secrets" | "live" | "log" | "objects">;
-
-/** Runs the approved host releases, one at a time; how many it ran. */
-export async function publishHostReleases(ctx: Deps, max = 10): Promise<number> {
-  let ran = 0;
-  for (; ran < max; ran++) {
-    const claimId = `daemon:${newId()}`;
-    const d = await claimHostRelease(ctx, claimId);
-    if (!d) break;
-    await runHostRelease(ctx, d, claimId);
-  }
-  return ran;
-}
-
-async function claimHostRelease(ctx: Deps, claimId: string): Promise<Deployment | null> {
-  const now = ctx.clock.now();
-  const row = await one(
-    ctx.db,
-    `UPDATE deployments SET status = 'running', claim_id = ?, lease_expires_at = ?, started_at = ?, updated_at = ?
-     WHERE id = (SELECT d.id FROM deployments d WHERE d.status = 'approved' AND d.publisher_type = 'host_release'
-                   AND NOT EXISTS (SELECT 1 FROM deployments r WHERE r.status = 'running' AND r.project_id = d.project_id AND r.target = d.target)
-                 ORDER BY d.created_at, d.rowid LIMIT 1)
-       AND status = 'approved' RETURNING *`,
-    [claimId, now + ctx.config.runners.leaseSeconds, now, now],
-  );
-  return row ? toDeployment(row) : null;
-}
+export type HostReleaseDeps = Pick<AppContext, "db" | "clock" | "events" | "config" | "secrets" | "live" | "log" | "objects">;
+type Deps = HostReleaseDeps;
 
 /** One release: its log lines under publish:<name>, then the outcome. */
 export async function runHostRelease(ctx: Deps, d: Deployment, claimId: string): Promise<void> {

@@ -3,15 +3,20 @@
 // one transaction. Nothing is published again on its own: a retry is a person's call, and the
 // publisher checks what the store already has before it sends anything (docs/publishing.md "Retries").
 import type { AppContext } from "../http/context.ts";
-import { inTransaction } from "../db/client.ts";
+import { all, inTransaction } from "../db/client.ts";
 import { appendSystemLineIn } from "../logs/store.ts";
 import { findRunner } from "../runners/store.ts";
-import { expiredDeployments, loseDeployment } from "./deployments.ts";
 
 export async function reapLostDeployments(ctx: Pick<AppContext, "db" | "clock" | "events" | "config">): Promise<number> {
   let lost = 0;
   const now = ctx.clock.now();
-  for (const d of await expiredDeployments(ctx.db, now)) {
+  // Running deployments whose runner stopped renewing their lease.
+  const expired = await all(ctx.db, "SELECT * FROM deployments WHERE status = 'running' AND lease_expires_at < ?", [now]);
+  if (expired.length === 0) return 0;
+  // The deployments' module (its schemas) loads with the first lease found expired, not with the
+  // first pass of an idle daemon (docs/benchmarks.md, "idle RSS").
+  const { loseDeployment, toDeployment } = await import("./deployments.ts");
+  for (const d of expired.map(toDeployment)) {
     const runner = d.runner_id ? await findRunner(ctx.db, d.runner_id) : null;
     // A host release has no runner: the Roost process making it stopped (lib/publishing/host-release.ts).
     const reason = d.runner_id

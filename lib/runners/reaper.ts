@@ -12,17 +12,24 @@ import type { AppContext } from "../http/context.ts";
 import { all } from "../db/client.ts";
 import { expiredJobs, toJob } from "./jobs.ts";
 import { liveRunners } from "./store.ts";
-import { loseJob, timeOutBuild } from "./job-lifecycle.ts";
-import { DEFAULT_TIMEOUT_SECONDS, type ConfigSnapshot } from "../pipelines/config.ts";
+import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { setRunnerPolicyBlock, toBuild } from "../builds/store.ts";
 import { whyNobodyCanTake } from "./routing.ts";
 
 export const UNROUTABLE_AFTER_SECONDS = 30;
 
+// A build's end (lib/runners/job-lifecycle.ts: its publishing plan, the pipeline file's and the
+// publishers' schemas) is imported by the first pass that finds a job to end, not by every pass
+// of an idle daemon (docs/benchmarks.md, "idle RSS").
+const lifecycle = () => import("./job-lifecycle.ts");
+
 export async function reapLostJobs(ctx: AppContext): Promise<number> {
+  const expired = await expiredJobs(ctx.db, ctx.clock.now());
+  if (expired.length === 0) return 0;
+  const { loseJob } = await lifecycle();
   let lost = 0;
-  for (const job of await expiredJobs(ctx.db, ctx.clock.now())) {
+  for (const job of expired) {
     if (await loseJob(ctx, job)) lost++; // false: another process or the runner's finish got there first
   }
   return lost;
@@ -40,6 +47,8 @@ export async function reapTimedOutBuilds(ctx: AppContext): Promise<number> {
     ctx.db,
     "SELECT j.*, b.started_at AS build_started_at, b.config_snapshot FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.status = 'running' AND b.status = 'running'",
   );
+  if (rows.length === 0) return 0;
+  const [{ timeOutBuild }, { DEFAULT_TIMEOUT_SECONDS }] = await Promise.all([lifecycle(), import("../pipelines/config.ts")]);
   let failed = 0;
   for (const row of rows) {
     const snapshot = JSON.parse(String(row.config_snapshot)) as ConfigSnapshot;

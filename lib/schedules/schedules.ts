@@ -23,6 +23,7 @@ import { findRepository } from "../integrations/repositories.ts";
 import { findIntegration } from "../integrations/store.ts";
 import { forgeOf } from "../forges/registry.ts";
 import { definitionAt, type BuildDefinition } from "../pipelines/source.ts";
+import { dueScheduleRows } from "./due.ts";
 import type { Pipeline } from "../pipelines/store.ts";
 import type { ScheduleResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
@@ -188,9 +189,7 @@ export async function runDueSchedules(
 ): Promise<TickResult> {
   const now = ctx.clock.now();
   const result: TickResult = { built: 0, unchanged: 0, failed: 0, skipped: 0 };
-  const due = (await all(ctx.db, "SELECT * FROM pipeline_schedules WHERE enabled = 1 AND next_slot_at <= ? ORDER BY next_slot_at LIMIT +?", [now, limit])).map(
-    toSchedule,
-  );
+  const due = (await dueScheduleRows(ctx.db, now, limit)).map(toSchedule);
   for (const schedule of due) {
     const slot = latestSlot(schedule.cron, schedule.timezone, now) ?? schedule.next_slot_at;
     const following = nextSlot(schedule.cron, schedule.timezone, Math.max(slot, now)) ?? NEVER;

@@ -7,7 +7,6 @@
 // the commit status reporter this works from the database, in any daemon process.
 import { all, str } from "../db/client.ts";
 import { findIntegration } from "../integrations/store.ts";
-import { githubClientFor } from "../forges/github/index.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../forges/commit-statuses.ts";
 import type { CheckRunAnnotation, CheckRunBody } from "../forges/github/api.ts";
@@ -40,6 +39,10 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
      ORDER BY b.updated_at LIMIT +?`,
     [deps.now - REPORT_WINDOW_SECONDS, deps.now, limit],
   );
+  if (rows.length === 0) return 0;
+  // The GitHub client (and jose, for the App's JWT) loads with the first check run to send, not
+  // with the first pass of an idle daemon (docs/benchmarks.md, "idle RSS").
+  const { githubClientFor } = await import("../forges/github/index.ts");
   let sent = 0;
   for (const row of rows) {
     const buildId = str(row, "id");

@@ -11,7 +11,7 @@ import { SHA_A, SHA_B, createGitlabIntegration, createPipeline, createProject, s
 import { runnerClient, uploadArtifact } from "../helpers/publishing.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createBuild } from "../../lib/builds/create.ts";
-import { publishHostReleases } from "../../lib/publishing/host-release.ts";
+import { publishHostReleases } from "../../lib/publishing/host-release-claim.ts";
 
 let fixture: CiFixture;
 let t: TestApp, host: HostApiStandIn, owner: string, projectId: string;

@@ -16,8 +16,6 @@ import { findRepository, type Repository } from "../../integrations/repositories
 import { openCredentials } from "../../integrations/credentials.ts";
 import { lsRemote, type GitCredentials } from "./remote.ts";
 import { ForgeApiError } from "../http.ts";
-import { refKey, refMoved } from "./parse.ts";
-import { acceptDelivery } from "../../webhooks/accept.ts";
 import type { DeliveryResult } from "../../webhooks/deliveries.ts";
 import { raiseIncident, resolveIncident } from "../../daemon/incidents.ts";
 import { newId } from "../../auth/secrets.ts";
@@ -168,6 +166,9 @@ export function movedRefs(previous: Record<string, string> | null, current: Map<
 }
 
 async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: string, before: string, after: string): Promise<DeliveryResult> {
+  // A delivery's evaluation (the pipeline file, its YAML parser, build creation) loads with the
+  // first ref that moved, not with the first poll of an idle daemon (docs/benchmarks.md, "idle RSS").
+  const [{ refKey, refMoved }, { acceptDelivery }] = await Promise.all([import("./parse.ts"), import("../../webhooks/accept.ts")]);
   const event = refMoved({
     repository: { id: repository.external_id, fullName: repository.full_name },
     event: ref.startsWith("refs/tags/") ? "tag" : "push",

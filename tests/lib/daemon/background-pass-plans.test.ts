@@ -8,7 +8,7 @@ import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
 import type { Db } from "../../../lib/db/client.ts";
 import { archiveFinishedLogs } from "../../../lib/logs/archive.ts";
 import { claimDeployment } from "../../../lib/publishing/claim.ts";
-import { publishHostReleases } from "../../../lib/publishing/host-release.ts";
+import { publishHostReleases } from "../../../lib/publishing/host-release-claim.ts";
 
 const t = migratedDatabasePerFile("roost-pass-plans-", 1);
 
