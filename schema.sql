@@ -1416,11 +1416,20 @@ CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number);
 CREATE INDEX builds_project_branch_status_trigger ON builds (project_id, branch, status, trigger_kind, build_number);
 CREATE INDEX builds_pipeline_branch_status_trigger ON builds (pipeline_id, branch, status, trigger_kind, build_number);
 
--- migration 42: cancel_previous reads only its concurrency group's queued and running builds
+-- migration 42: the statements of every build change read only what they need, and write fewer indexes
 -- A build that cancels the older builds of its group (lib/builds/create.ts supersededBuilds) read
 -- every queued and running build of its pipeline (builds_pipeline_status) and checked each one's
 -- concurrency key in its row, so a push cost more the more builds the pipeline's other groups,
--- tags and manual builds had waiting (18 ms with 50,000 queued). This index holds only the builds
--- that can still be superseded: an entry is written when such a build is queued and removed when
--- it finishes, so it stays as small as the queue.
+-- tags and manual builds had waiting (18 ms with 50,000 queued). builds_superseded holds only the
+-- builds that can still be superseded: an entry is written when such a build is queued and
+-- removed when it finishes, so it stays as small as the queue.
+-- Every build is written to each index of builds, and every status change to each index holding
+-- status. builds_pipeline_branch served a pipeline's builds on a branch, which are now read as one
+-- range per status of builds_pipeline_branch_status and merged (lib/builds/store.ts listBuilds),
+-- as a badge and a notification's previous status read them. builds_status_queued held every build
+-- for the reaper's look-up of the builds queued longest (lib/runners/reaper.ts); it now holds the
+-- queued ones only, and a build leaves it when it starts.
 CREATE INDEX builds_superseded ON builds (pipeline_id, concurrency_key, build_number) WHERE status IN ('queued', 'running') AND concurrency_key IS NOT NULL;
+DROP INDEX builds_pipeline_branch;
+DROP INDEX builds_status_queued;
+CREATE INDEX builds_queued_since ON builds (queued_at) WHERE status = 'queued';

@@ -4,6 +4,7 @@
 // instead of keeping a stale badge (https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/about-anonymized-urls).
 import type { Executor } from "../db/client.ts";
 import { one, num } from "../db/client.ts";
+import { newestStatusOfBranch } from "../builds/store.ts";
 
 export type BadgeStatus = "passing" | "failing" | "running" | "unknown";
 
@@ -11,10 +12,12 @@ const COLOR: Record<BadgeStatus, string> = { passing: "#4c1", failing: "#e05d44"
 
 /** The newest build of the pipeline on the branch that was not canceled decides. */
 export async function badgeStatus(db: Executor, pipelineId: string, branch: string): Promise<BadgeStatus> {
-  const row = await one(db, "SELECT status FROM builds WHERE pipeline_id = ? AND branch = ? AND status != 'canceled' ORDER BY build_number DESC LIMIT 1", [
-    pipelineId,
-    branch,
-  ]);
+  const decides = ["queued", "running", "succeeded", "failed"] as const;
+  const row = await one(
+    db,
+    `SELECT ${newestStatusOfBranch(decides, "+?", "+?")} AS status`,
+    decides.flatMap(() => [pipelineId, branch]),
+  );
   switch (row?.status) {
     case "succeeded":
       return "passing";

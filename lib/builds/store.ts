@@ -73,6 +73,23 @@ export async function findBuild(db: Executor, id: string): Promise<Build | null>
   return row ? toBuild(row) : null;
 }
 
+/**
+ * The status of the newest build of a pipeline's branch among `statuses`, below a build number
+ * when one is given, as an SQL expression over SQL expressions for the pipeline, the branch and the
+ * number (each written once per status): one seek of builds_pipeline_branch_status to each
+ * status's newest entry, and the newest of those. A walk down the branch's builds to the first of
+ * those statuses would read every build of the other statuses on the way, as many as there are
+ * (docs/benchmarks.md, "Two statements of every build change").
+ */
+export function newestStatusOfBranch(statuses: readonly BuildStatus[], pipeline: string, branch: string, before?: string): string {
+  const below = before === undefined ? "" : ` AND build_number < ${before}`;
+  const newest = statuses.map(
+    (status) =>
+      `SELECT * FROM (SELECT status, build_number FROM builds WHERE pipeline_id = ${pipeline} AND branch = ${branch} AND status = '${status}'${below} ORDER BY build_number DESC LIMIT 1)`,
+  );
+  return `(SELECT status FROM (${newest.join(" UNION ALL ")}) ORDER BY build_number DESC LIMIT 1)`;
+}
+
 export interface BuildFilter {
   projectId: string;
   pipelineId?: string | undefined;
@@ -96,16 +113,19 @@ export interface BuildPage {
 type Column = "status" | "branch" | "trigger_kind";
 
 /**
- * The listing indexes of builds (schema.sql migrations 27 and 41), one of each at both scopes but
- * the last: after project_id or pipeline_id, the columns each is sought by, then build_number.
+ * The listing indexes of builds (schema.sql migrations 27, 41 and 42), one of each at both scopes
+ * but two: after project_id or pipeline_id, the columns each is sought by, then build_number. A
+ * pipeline's builds on a branch are read as one range per status of its branch and status index
+ * (merged), which a notification and a badge read too: a fifth index of each build was not worth
+ * what every build change wrote to it (migration 42).
  */
-const LISTING_INDEXES: { columns: Column[]; pipelineOnly?: true }[] = [
+const LISTING_INDEXES: { columns: Column[]; only?: "project" | "pipeline" }[] = [
   { columns: [] }, // sqlite_autoindex_builds_2, builds_pipeline_number
   { columns: ["status"] }, // builds_project_status, builds_pipeline_status
-  { columns: ["branch"] }, // builds_project_branch, builds_pipeline_branch
+  { columns: ["branch"], only: "project" }, // builds_project_branch
   { columns: ["trigger_kind", "status"] }, // builds_project_trigger, builds_pipeline_trigger
   { columns: ["branch", "status", "trigger_kind"] }, // builds_project_branch_status_trigger, builds_pipeline_branch_status_trigger
-  { columns: ["branch", "status"], pipelineOnly: true }, // builds_pipeline_branch_status
+  { columns: ["branch", "status"], only: "pipeline" }, // builds_pipeline_branch_status
 ];
 
 /**
@@ -124,7 +144,7 @@ function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
   const given = (Object.keys(filters) as Column[]).filter((c) => filters[c] !== undefined);
   const choices = LISTING_INDEXES.filter(
     (index) =>
-      (!index.pipelineOnly || f.pipelineId) &&
+      (!index.only || index.only === (f.pipelineId ? "pipeline" : "project")) &&
       given.every((c) => index.columns.includes(c)) &&
       index.columns.every((c) => filters[c] !== undefined || EVERY_VALUE[c]),
   ).map((index) => {

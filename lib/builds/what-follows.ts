@@ -8,7 +8,7 @@
 import type { Executor, SqlCondition, Statement } from "../db/client.ts";
 import { ALWAYS } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
-import type { Build } from "./store.ts";
+import { newestStatusOfBranch, type Build } from "./store.ts";
 import { isFinished, type BuildStatus } from "./state-machine.ts";
 
 /** A build was created (queued): its commit and pipeline now show it, if it is the newest there. */
@@ -57,12 +57,15 @@ export function afterCanceledStatements(ids: { sql: string; args: InValue[] }, a
     },
     {
       sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
-            SELECT c.id, 'canceled', ${previousFinishedStatus("c.pipeline_id", "c.branch", "c.build_number")}, ?
+            SELECT c.id, 'canceled', ${newestStatusOfBranch(FINISHED, "c.pipeline_id", "c.branch", "c.build_number")}, ?
             FROM builds c WHERE c.id IN (${ids.sql})`,
       args: [at, ...ids.args],
     },
   ];
 }
+
+/** A notification's previous status: the newest succeeded or failed build before it on the branch (a success after a failure is a fix). */
+const FINISHED = ["succeeded", "failed"] as const;
 
 /**
  * The notification outbox row of a finished build, with the previous finished status of its
@@ -70,28 +73,11 @@ export function afterCanceledStatements(ids: { sql: string; args: InValue[] }, a
  * (31 against 2 µs of CPU alone, on a file of 2,000 builds; docs/benchmarks.md, "The runner fleet").
  */
 function notificationQueued(build: Build, when: SqlCondition): Statement {
-  const branchBefore = [build.pipeline_id, build.branch, build.build_number];
   return {
     sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
-          SELECT ?, ?, ${previousFinishedStatus("+?", "+?", "+?")}, ? WHERE ${when.sql}`,
-    args: [build.id, build.status, ...branchBefore, ...branchBefore, build.updated_at, ...when.args],
+          SELECT ?, ?, ${newestStatusOfBranch(FINISHED, "+?", "+?", "+?")}, ? WHERE ${when.sql}`,
+    args: [build.id, build.status, ...FINISHED.flatMap(() => [build.pipeline_id, build.branch, build.build_number]), build.updated_at, ...when.args],
   };
-}
-
-/**
- * The status of the previous finished (succeeded or failed) build of a pipeline's branch before a
- * build number, as an SQL expression over three (each written twice, once for each status): a
- * success after a failure is a fix. Each status is one seek of builds_pipeline_branch_status to its
- * newest entry below the number, so the cost does not grow with the canceled, queued and running
- * builds since the last finish; one `status IN (...) ORDER BY build_number DESC` walked the
- * branch's index down past every one of them (8.5 ms with 50,000 canceled builds since;
- * docs/benchmarks.md, "Two statements of every build change").
- */
-function previousFinishedStatus(pipeline: string, branch: string, before: string): string {
-  const newest = (status: "succeeded" | "failed") =>
-    `COALESCE((SELECT build_number FROM builds WHERE pipeline_id = ${pipeline} AND branch = ${branch} AND status = '${status}' AND build_number < ${before}
-               ORDER BY build_number DESC LIMIT 1), -1)`;
-  return `(SELECT CASE WHEN s > f THEN 'succeeded' WHEN f > s THEN 'failed' END FROM (SELECT ${newest("succeeded")} AS s, ${newest("failed")} AS f))`;
 }
 
 /**

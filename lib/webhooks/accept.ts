@@ -213,7 +213,9 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
       duplicate_of: null,
       body: input.body,
     };
-    const written: SqlPart = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = ?)", args: [base.id] };
+    // `+?`: bound bare, the dedupe keys' INSERT ... SELECT FROM json_each(?) under this guard was
+    // compiled again on every call (17 against 3 µs of CPU alone; bound-parameters.test.ts).
+    const written: SqlPart = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = +?)", args: [base.id] };
     const statements = [
       // A content digest older than its window no longer counts: dropped so this delivery can take it.
       ...(input.contentKey

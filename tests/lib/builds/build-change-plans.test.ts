@@ -1,7 +1,7 @@
 // The statements every build change runs cost the same at a million builds as at ten: the
-// previous finished status a notification carries is one seek per status, not a walk past the
-// canceled, queued and running builds since, and cancel_previous reads only its concurrency
-// group's queued and running builds, not every one the pipeline has queued.
+// previous finished status a notification carries (and the status a badge shows) is one seek per
+// status, not a walk past the builds of other statuses since, and cancel_previous reads only its
+// concurrency group's queued and running builds, not every one the pipeline has queued.
 // Asserted on SQLite's own query plans (https://www.sqlite.org/eqp.html) of the statements the
 // real functions run, recorded through the database they are given.
 import { beforeAll, describe, expect, test } from "bun:test";
@@ -12,6 +12,7 @@ import { createBuildInTransaction, createBuildsStatements, type CreateBuildInput
 import { transitionBuild } from "../../../lib/builds/transition.ts";
 import { findPipeline, type Pipeline } from "../../../lib/pipelines/store.ts";
 import { EventBus } from "../../../lib/daemon/events.ts";
+import { badgeStatus } from "../../../lib/badges/badges.ts";
 
 const t = migratedDatabasePerFile("roost-build-change-plans-");
 let pipeline: Pipeline;
@@ -42,6 +43,7 @@ async function plansOfRun(work: (recording: Db) => Promise<unknown>, statements:
 }
 
 const PREVIOUS_FINISHED = "SEARCH builds USING COVERING INDEX builds_pipeline_branch_status (pipeline_id=? AND branch=? AND status=? AND build_number<?)";
+const BRANCH_STATUS = "SEARCH builds USING COVERING INDEX builds_pipeline_branch_status (pipeline_id=? AND branch=? AND status=?)";
 const SUPERSEDED = "SEARCH builds USING INDEX builds_superseded (pipeline_id=? AND concurrency_key=? AND build_number<?)";
 
 describe("a finished build's notification seeks the branch's previous finish", () => {
@@ -50,6 +52,13 @@ describe("a finished build's notification seeks the branch's previous finish", (
     await transitionBuild(deps(t.db), build.id, "start");
     const [plan] = await plansOfRun((db) => transitionBuild(deps(db), build.id, "succeed"), /INSERT INTO notification_outbox/);
     expect(plan!.filter((line) => / builds\b| b\b/.test(line))).toEqual([PREVIOUS_FINISHED, PREVIOUS_FINISHED]);
+  });
+});
+
+describe("a badge seeks the newest build of each status that decides it", () => {
+  test("one index entry per status, however many canceled builds came after them", async () => {
+    const [plan] = await plansOfRun((db) => badgeStatus(db, "pl", "main"), /FROM builds/);
+    expect(plan!.filter((line) => line.startsWith("SEARCH builds"))).toEqual(Array(4).fill(BRANCH_STATUS));
   });
 });
 

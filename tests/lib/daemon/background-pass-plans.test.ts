@@ -1,6 +1,7 @@
 // The passes that run every few seconds on every daemon read only what is waiting, never the
 // history (schema.sql migration 35): the publish claim and the host release pass start from the
-// approved deployments of their kind, the log archive pass from the logs not yet archived.
+// approved deployments of their kind, the log archive pass from the logs not yet archived, the
+// unroutable-build pass from the queued builds (schema.sql migration 42).
 // Asserted on SQLite's query plans (https://www.sqlite.org/eqp.html) of the statements the real
 // functions run, recorded through the database they are given.
 import { expect, test } from "bun:test";
@@ -9,6 +10,7 @@ import type { Db } from "../../../lib/db/client.ts";
 import { archiveFinishedLogs } from "../../../lib/logs/archive.ts";
 import { claimDeployment } from "../../../lib/publishing/claim.ts";
 import { publishHostReleases } from "../../../lib/publishing/host-release-claim.ts";
+import { flagUnroutableBuilds } from "../../../lib/runners/reaper.ts";
 
 const t = migratedDatabasePerFile("roost-pass-plans-", 1);
 
@@ -45,4 +47,10 @@ test("the publish claim starts from the approved deployments for runners", async
   const [plan] = await passPlans((recording) => claimDeployment(recording, runner, "c", 1, 30), /publisher_type != 'host_release'/);
   expect(plan).toContain("SCAN d USING INDEX deployments_for_runners");
   expect(plan).toContain("USING COVERING INDEX deployments_running_target (project_id=? AND target=?)");
+});
+
+test("the unroutable-build pass starts from the builds queued longest, in an index of the queued builds only", async () => {
+  const ctx = { db: t.db, clock: { now: () => 1_000_000 }, config: { runners: { leaseSeconds: 30 } } } as never;
+  const [plan] = await passPlans((recording) => flagUnroutableBuilds({ ...(ctx as object), db: recording } as never), /b\.status = 'queued'/);
+  expect(plan!.split("\n")[0]).toBe("SEARCH b USING INDEX builds_queued_since (queued_at<?)");
 });

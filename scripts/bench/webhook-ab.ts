@@ -1,0 +1,82 @@
+// `bun scripts/bench/webhook-ab.ts <checkout> <checkout>... [--rounds 4] [--seconds 4] [--api] [--prof <dir>]`:
+// the webhooks scenario of scripts/bench.ts (distinct signed GitHub pushes, each a build, from wrk
+// with 64 connections) against `roost serve` from several checkouts (copies of the commits to
+// compare), alternated round by round so that the load of a shared machine falls on each alike.
+// Prints, per round and checkout, builds/s and the daemon's CPU time per build (user + system from
+// /proc, the figure the other processes disturb least). --api sends POST /v1/projects/{id}/builds
+// instead (the builds scenario); --prof runs each daemon under `bun --cpu-prof` and prints the
+// rounds' windows for scripts/bench/profile-top.ts.
+import { rmSync } from "node:fs";
+import { basename, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { startCheckout } from "./checkout-daemon.ts";
+import { pushDeliveries } from "./github.ts";
+import { runWrk, type RequestSpec } from "./wrk.ts";
+import type { Daemon } from "../../tests/helpers/daemon.ts";
+import { buildCounter, ciFixture, cpuMsOf, owner } from "../bench.ts";
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    rounds: { type: "string", default: "4" },
+    seconds: { type: "string", default: "4" },
+    api: { type: "boolean", default: false },
+    prof: { type: "string" },
+  },
+});
+if (positionals.length === 0) throw new Error("name at least one checkout");
+
+function start(checkout: string, i: number) {
+  const prof: Record<string, string> = values.prof
+    ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(values.prof)} --cpu-prof-name=webhooks-${i}-${basename(checkout)}.cpuprofile` }
+    : {};
+  return startCheckout(checkout, prof);
+}
+
+const SECRET = "bench-webhook-secret-0123";
+const seconds = Number(values.seconds);
+const daemons = await Promise.all(positionals.map((p, i) => start(resolve(p), i)));
+const stops: (() => Promise<void>)[] = [];
+try {
+  const set = await Promise.all(
+    daemons.map(async (d) => {
+      const token = await owner({ url: d.url } as Daemon);
+      const ci = await ciFixture({ url: d.url } as Daemon, token, SECRET);
+      stops.push(ci.stop);
+      return { ...d, token, ci, count: buildCounter({ url: d.url } as Daemon, token, ci.projectId) };
+    }),
+  );
+  for (let round = 0; round < Number(values.rounds); round++) {
+    const line: string[] = [];
+    for (const d of set) {
+      // Fresh deliveries every round (a repeat would measure the dedupe answer), a few more than the round can send.
+      const requests: RequestSpec[] = values.api
+        ? [
+            {
+              method: "POST",
+              path: `/v1/projects/${d.ci.projectId}/builds`,
+              headers: { authorization: `Bearer ${d.token}`, "content-type": "application/json" },
+              body: JSON.stringify({ pipeline_id: d.ci.pipelineId, commit_sha: "c".repeat(40) }),
+            },
+          ]
+        : pushDeliveries(SECRET, seconds * 4_000, `${round}`);
+      const builds = await d.count();
+      const before = cpuMsOf(d.child.pid);
+      const from = Date.now();
+      const out = await runWrk({ origin: d.url, requests, mode: values.api ? "cycle" : "once", connections: 64, threads: 2, durationMs: seconds * 1000 });
+      const cpu = cpuMsOf(d.child.pid) - before;
+      const made = (await d.count()) - builds;
+      line.push(
+        `${basename(d.name)}: ${Math.round(made / out.seconds)} builds/s, ${((cpu * 1000) / made).toFixed(0)} µs CPU/build${out.errors ? `, ${out.errors} errors` : ""}${values.prof ? ` [${from}-${Date.now()}]` : ""}`,
+      );
+    }
+    console.log(line.join("  |  "));
+  }
+} finally {
+  for (const stop of stops) await stop();
+  for (const d of daemons) {
+    d.child.kill();
+    await d.child.exited;
+    rmSync(d.dataDir, { recursive: true, force: true });
+  }
+}
