@@ -41,21 +41,23 @@ const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {
   owner: "owner",
 };
 
+interface ExpectedCredential {
+  takes: string;
+  kinds: readonly SecretKind[];
+  endpoints: string;
+}
+
+const USER_CREDENTIAL: ExpectedCredential = { takes: "a user session or an API token", kinds: ["sess", "pat"], endpoints: "user endpoints" };
+const RULE_CREDENTIAL: Partial<Record<Exclude<AuthRule, object>, ExpectedCredential>> = {
+  runner: { takes: "the runner's own token", kinds: ["rt"], endpoints: "runner protocol endpoints" },
+  stream: { takes: "a stream token", kinds: ["st"], endpoints: "the log stream" },
+  setup: { takes: "the setup token", kinds: ["setup"], endpoints: "setup endpoints" },
+  session: { takes: "a user session", kinds: ["sess"], endpoints: "session-only endpoints (such as logout)" },
+};
+
 /** What a rule takes, which credential kinds that is, and what its endpoints are called, for the 401 sentences. */
-function expectedCredential(rule: AuthRule): { takes: string; kinds: SecretKind[]; endpoints: string } {
-  if (isProjectRule(rule)) return { takes: "a user session or an API token", kinds: ["sess", "pat"], endpoints: "user endpoints" };
-  switch (rule) {
-    case "runner":
-      return { takes: "the runner's own token", kinds: ["rt"], endpoints: "runner protocol endpoints" };
-    case "stream":
-      return { takes: "a stream token", kinds: ["st"], endpoints: "the log stream" };
-    case "setup":
-      return { takes: "the setup token", kinds: ["setup"], endpoints: "setup endpoints" };
-    case "session":
-      return { takes: "a user session", kinds: ["sess"], endpoints: "session-only endpoints (such as logout)" };
-    default:
-      return { takes: "a user session or an API token", kinds: ["sess", "pat"], endpoints: "user endpoints" };
-  }
+function expectedCredential(rule: AuthRule): ExpectedCredential {
+  return isProjectRule(rule) ? USER_CREDENTIAL : (RULE_CREDENTIAL[rule] ?? USER_CREDENTIAL);
 }
 
 /**

@@ -78,11 +78,15 @@ export function parseSecret(kind: SecretKind, token: string): { id: string; secr
   return { id: rest.slice(0, ID_LENGTH), secret: rest.slice(ID_LENGTH, ID_LENGTH + SECRET_LENGTH) };
 }
 
-/** Constant-time check of a presented secret against a stored hash (prevents timing attacks). */
+/**
+ * Constant-time check of a presented secret against a stored hash (prevents timing attacks): the
+ * 32 bytes of its digest against the stored hex's, which is not secret; a stored value that is not
+ * 64 hex digits decodes shorter and matches nothing.
+ */
 export function secretMatches(secret: string, storedHash: string): boolean {
-  const presented = new TextEncoder().encode(hashSecret(secret));
-  const stored = new TextEncoder().encode(storedHash);
-  return presented.length === stored.length && timingSafeEqual(presented, stored);
+  const presented = sha256Bytes(secret);
+  const stored = Buffer.from(storedHash, "hex");
+  return presented.length === stored.length && storedHash.length === 2 * stored.length && timingSafeEqual(presented, stored);
 }
 
 /** Constant-time equality of two arbitrary strings (shared secrets, webhook tokens): both are hashed first so lengths do not leak. */

@@ -53,6 +53,10 @@ describe("comparison", () => {
     const other = secret.endsWith("0") ? "1" : "0";
     expect(secretMatches(secret.slice(0, -1) + other, minted.hash)).toBe(false);
     expect(secretMatches(secret, "short")).toBe(false);
+    // A stored value that only starts as the right hex (the digest's hex and more, or a non-hex tail) matches nothing.
+    expect(secretMatches(secret, minted.hash + "00")).toBe(false);
+    expect(secretMatches(secret, minted.hash.slice(0, -2) + "zz")).toBe(false);
+    expect(secretMatches(secret, "")).toBe(false);
   });
 
   test("constantTimeEqualStrings compares strings of any length", () => {
