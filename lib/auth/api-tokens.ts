@@ -1,6 +1,6 @@
 // API tokens (docs/api.md "API tokens"): shown once, stored hashed, revocable.
 import type { Executor } from "../db/client.ts";
-import { all, likePattern, num, numOrNull, one, rowMapper, run, str, strAs, strOrNull } from "../db/client.ts";
+import { all, likePattern, num, numOrNull, one, run, str, type Row } from "../db/client.ts";
 import type { Role } from "./roles.ts";
 import { displayPrefix, mintSecret, parseSecret, secretMatches } from "./secrets.ts";
 import { toUser, type User } from "./users.ts";
@@ -12,19 +12,36 @@ export type PublicApiToken = WireOf<typeof ApiToken>;
 /** last_used_at is written at most once a minute per token, so a busy script does not turn every read into a write. */
 export const LAST_USED_RESOLUTION_SECONDS = 60;
 
-/** One API token (table api_tokens), with its creator's e-mail joined in. */
-const toRow = rowMapper({
-  id: str,
-  name: str,
-  role: strAs<Role>(),
-  created_by: str,
-  created_by_email: (row, column) => strOrNull(row, column) ?? "",
-  created_at: num,
-  expires_at: num,
-  last_used_at: numOrNull,
-  revoked_at: numOrNull,
-});
-export type ApiTokenRow = ReturnType<typeof toRow>;
+/**
+ * One API token (table api_tokens), with its creator's e-mail joined in. Read property by property
+ * rather than through rowMapper: every table's mapper calls the same column readers, which in a
+ * daemon meet every row shape and read slowest, and the token list maps a page of these on every
+ * request (about 8 % of its CPU with the public shape after it; docs/benchmarks.md "The token list").
+ */
+function toRow(row: Row): ApiTokenRow {
+  return {
+    id: String(row.id),
+    name: String(row.name),
+    role: String(row.role) as Role,
+    created_by: String(row.created_by),
+    created_by_email: row.created_by_email === null || row.created_by_email === undefined ? "" : String(row.created_by_email),
+    created_at: Number(row.created_at),
+    expires_at: Number(row.expires_at),
+    last_used_at: row.last_used_at === null || row.last_used_at === undefined ? null : Number(row.last_used_at),
+    revoked_at: row.revoked_at === null || row.revoked_at === undefined ? null : Number(row.revoked_at),
+  };
+}
+export interface ApiTokenRow {
+  id: string;
+  name: string;
+  role: Role;
+  created_by: string;
+  created_by_email: string;
+  created_at: number;
+  expires_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
 
 export function toPublicApiToken(token: ApiTokenRow, now: number): PublicApiToken {
   return {

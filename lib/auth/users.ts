@@ -1,25 +1,43 @@
 // Users: invited by e-mail, each with one instance role (docs/authorization.md "Roles").
 import type { Executor } from "../db/client.ts";
-import { all, bool, likePattern, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
+import { all, likePattern, one, type Row } from "../db/client.ts";
 import type { Role } from "./roles.ts";
 import { newId } from "./secrets.ts";
 import type { PublicUser, WireOf } from "../schemas/shared.ts";
 
-/** A users row (or a row whose columns include a users row's, as a join reads it) as a User. */
-export const toUser = rowMapper({
-  id: str,
-  email: str,
-  role: strAs<Role>(),
-  active: bool,
-  oidc_issuer: strOrNull,
-  oidc_subject: strOrNull,
-  avatar_url: str,
-  invited_by: strOrNull,
-  created_at: num,
-  updated_at: num,
-  deactivated_at: numOrNull,
-});
-export type User = ReturnType<typeof toUser>;
+/**
+ * A users row (or a row whose columns include a users row's, as a join reads it) as a User. Every
+ * authenticated request maps one, so it is read property by property rather than through
+ * rowMapper's shared column readers (lib/auth/api-tokens.ts toRow says why).
+ */
+export function toUser(row: Row): User {
+  return {
+    id: String(row.id),
+    email: String(row.email),
+    role: String(row.role) as Role,
+    active: Number(row.active) === 1,
+    oidc_issuer: row.oidc_issuer === null || row.oidc_issuer === undefined ? null : String(row.oidc_issuer),
+    oidc_subject: row.oidc_subject === null || row.oidc_subject === undefined ? null : String(row.oidc_subject),
+    avatar_url: String(row.avatar_url),
+    invited_by: row.invited_by === null || row.invited_by === undefined ? null : String(row.invited_by),
+    created_at: Number(row.created_at),
+    updated_at: Number(row.updated_at),
+    deactivated_at: row.deactivated_at === null || row.deactivated_at === undefined ? null : Number(row.deactivated_at),
+  };
+}
+export interface User {
+  id: string;
+  email: string;
+  role: Role;
+  active: boolean;
+  oidc_issuer: string | null;
+  oidc_subject: string | null;
+  avatar_url: string;
+  invited_by: string | null;
+  created_at: number;
+  updated_at: number;
+  deactivated_at: number | null;
+}
 
 /** E-mail addresses are compared case-insensitively; they are stored lower-cased. */
 export function normalizeEmail(email: string): string {

@@ -90,10 +90,12 @@ function checkValue(value: InValue | undefined): InValue {
   return value;
 }
 
+const READ_HEAD = /^\s*(?:SELECT|PRAGMA|EXPLAIN)/i;
+
 /** Statements that only read, sent to the reader connection outside transactions. */
 export function isRead(sql: string): boolean {
-  const head = sql.trimStart().slice(0, 8).toUpperCase();
-  return head.startsWith("SELECT") || head.startsWith("PRAGMA") || head.startsWith("EXPLAIN");
+  // Asked of every statement a request runs: one test, no trimmed or upper-cased copy of its text.
+  return READ_HEAD.test(sql);
 }
 
 /** Statements SQLite refuses inside a transaction; the write queue runs them alone. */
