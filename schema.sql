@@ -1416,7 +1416,7 @@ CREATE INDEX builds_project_branch ON builds (project_id, branch, build_number);
 CREATE INDEX builds_project_branch_status_trigger ON builds (project_id, branch, status, trigger_kind, build_number);
 CREATE INDEX builds_pipeline_branch_status_trigger ON builds (pipeline_id, branch, status, trigger_kind, build_number);
 
--- migration 42: the statements of every build change read only what they need, and write fewer indexes
+-- migration 42: the statements of every build change and push read only what they need, and write fewer indexes
 -- A build that cancels the older builds of its group (lib/builds/create.ts supersededBuilds) read
 -- every queued and running build of its pipeline (builds_pipeline_status) and checked each one's
 -- concurrency key in its row, so a push cost more the more builds the pipeline's other groups,
@@ -1424,12 +1424,25 @@ CREATE INDEX builds_pipeline_branch_status_trigger ON builds (pipeline_id, branc
 -- builds that can still be superseded: an entry is written when such a build is queued and
 -- removed when it finishes, so it stays as small as the queue.
 -- Every build is written to each index of builds, and every status change to each index holding
--- status. builds_pipeline_branch served a pipeline's builds on a branch, which are now read as one
--- range per status of builds_pipeline_branch_status and merged (lib/builds/store.ts listBuilds),
--- as a badge and a notification's previous status read them. builds_status_queued held every build
--- for the reaper's look-up of the builds queued longest (lib/runners/reaper.ts); it now holds the
--- queued ones only, and a build leaves it when it starts.
+-- status. Three listing indexes are served by wider ones, read one range per value of the column
+-- the filters leave open and merged (lib/builds/store.ts listBuilds): a pipeline's builds on a
+-- branch by builds_pipeline_branch_status, one range per status (as a badge and a notification's
+-- previous status read them); the builds of one status, at either scope, by the trigger indexes,
+-- one range per trigger. builds_status_queued held every build for the reaper's look-up of the
+-- builds queued longest (lib/runners/reaper.ts); it now holds the queued ones only, and a build
+-- leaves it when it starts.
 CREATE INDEX builds_superseded ON builds (pipeline_id, concurrency_key, build_number) WHERE status IN ('queued', 'running') AND concurrency_key IS NOT NULL;
 DROP INDEX builds_pipeline_branch;
+DROP INDEX builds_project_status;
+DROP INDEX builds_pipeline_status;
 DROP INDEX builds_status_queued;
 CREATE INDEX builds_queued_since ON builds (queued_at) WHERE status = 'queued';
+-- A webhook delivery's write batch is planned from the pipelines as read before it and written only
+-- if they are the same under its write lock (lib/webhooks/accept.ts). They were compared whole,
+-- every column of every pipeline of the project rendered as JSON, once to read and once more under
+-- the lock, on every push; a counter of the project's pipeline changes, moved by these triggers in
+-- the change's own statement, says the same in one lookup of the project.
+ALTER TABLE projects ADD COLUMN pipelines_version INTEGER NOT NULL DEFAULT 0;
+CREATE TRIGGER pipelines_version_insert AFTER INSERT ON pipelines BEGIN UPDATE projects SET pipelines_version = pipelines_version + 1 WHERE id = NEW.project_id; END;
+CREATE TRIGGER pipelines_version_update AFTER UPDATE ON pipelines BEGIN UPDATE projects SET pipelines_version = pipelines_version + 1 WHERE id IN (OLD.project_id, NEW.project_id); END;
+CREATE TRIGGER pipelines_version_delete AFTER DELETE ON pipelines BEGIN UPDATE projects SET pipelines_version = pipelines_version + 1 WHERE id = OLD.project_id; END;

@@ -114,14 +114,14 @@ type Column = "status" | "branch" | "trigger_kind";
 
 /**
  * The listing indexes of builds (schema.sql migrations 27, 41 and 42), one of each at both scopes
- * but two: after project_id or pipeline_id, the columns each is sought by, then build_number. A
- * pipeline's builds on a branch are read as one range per status of its branch and status index
- * (merged), which a notification and a badge read too: a fifth index of each build was not worth
- * what every build change wrote to it (migration 42).
+ * but two: after project_id or pipeline_id, the columns each is sought by, then build_number. The
+ * builds of one status are read as one range per trigger of the trigger indexes, and a pipeline's
+ * builds on a branch as one range per status of its branch and status index (which a notification
+ * and a badge read too), merged: an index of their own was not worth what every build change
+ * wrote to it (migration 42).
  */
 const LISTING_INDEXES: { columns: Column[]; only?: "project" | "pipeline" }[] = [
   { columns: [] }, // sqlite_autoindex_builds_2, builds_pipeline_number
-  { columns: ["status"] }, // builds_project_status, builds_pipeline_status
   { columns: ["branch"], only: "project" }, // builds_project_branch
   { columns: ["trigger_kind", "status"] }, // builds_project_trigger, builds_pipeline_trigger
   { columns: ["branch", "status", "trigger_kind"] }, // builds_project_branch_status_trigger, builds_pipeline_branch_status_trigger

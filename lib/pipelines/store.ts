@@ -85,17 +85,15 @@ export async function listPipelines(db: Executor, projectId: string): Promise<Pi
 }
 
 /**
- * The pipelines of the project that builds a repository, every column a delivery decides and
- * builds from, as one value (an SQL expression): read before a write batch planned from them and
- * compared again under its write lock (`IS` the value read), so that any change meanwhile, even
- * within the same second, makes the batch write nothing.
+ * The state of the pipelines of the project that builds a repository, as one value (an SQL
+ * expression): read before a write batch planned from them and compared again under its write
+ * lock (`IS` the value read), so that any change meanwhile, even within the same second, makes the
+ * batch write nothing. The project's count of its pipelines' changes, which triggers move in each
+ * change's own statement (schema.sql migration 42): one lookup, however many pipelines and however
+ * large their configuration.
  */
 export function pipelinesState(repositoryId: string): { sql: string; args: InValue[] } {
-  return {
-    sql: `(SELECT group_concat(state) FROM (SELECT json_array(id, name, enabled, config_path, config_path_explicit, cancel_previous, max_concurrent, trigger_config, execution_config, updated_at) AS state
-            FROM pipelines WHERE project_id = (SELECT id FROM projects WHERE repository_id = ? AND unlinked_at IS NULL) ORDER BY id))`,
-    args: [repositoryId],
-  };
+  return { sql: "(SELECT pipelines_version FROM projects WHERE repository_id = ? AND unlinked_at IS NULL)", args: [repositoryId] };
 }
 
 /** The pipelines of the project that builds a repository, as listPipelines orders them (none when no project builds it). */

@@ -1,16 +1,17 @@
 // The statements every build change runs cost the same at a million builds as at ten: the
 // previous finished status a notification carries (and the status a badge shows) is one seek per
 // status, not a walk past the builds of other statuses since, and cancel_previous reads only its
-// concurrency group's queued and running builds, not every one the pipeline has queued.
+// concurrency group's queued and running builds, not every one the pipeline has queued; a push
+// compares its project's pipelines by one lookup.
 // Asserted on SQLite's own query plans (https://www.sqlite.org/eqp.html) of the statements the
 // real functions run, recorded through the database they are given.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
-import { inTransaction, type Db } from "../../../lib/db/client.ts";
+import { inTransaction, one, type Db } from "../../../lib/db/client.ts";
 import { ALWAYS } from "../../../lib/db/database.ts";
 import { createBuildInTransaction, createBuildsStatements, type CreateBuildInput } from "../../../lib/builds/create.ts";
 import { transitionBuild } from "../../../lib/builds/transition.ts";
-import { findPipeline, type Pipeline } from "../../../lib/pipelines/store.ts";
+import { findPipeline, pipelinesState, type Pipeline } from "../../../lib/pipelines/store.ts";
 import { EventBus } from "../../../lib/daemon/events.ts";
 import { badgeStatus } from "../../../lib/badges/badges.ts";
 
@@ -82,5 +83,25 @@ describe("cancel_previous reads only the concurrency group's queued and running 
       PREVIOUS_FINISHED,
       PREVIOUS_FINISHED,
     ]);
+  });
+});
+
+describe("a push checks its project's pipelines under the write lock by one lookup", () => {
+  test("the pipelines' state is the project's count of their changes, not every pipeline's configuration", async () => {
+    const state = pipelinesState("r");
+    const [plan] = await plansOfRun((db) => one(db, `SELECT ${state.sql} AS state`, state.args), /pipelines_version/);
+    expect(plan).toEqual(["SCAN CONSTANT ROW", "SCALAR SUBQUERY 1", "SEARCH projects USING INDEX projects_one_per_repository (repository_id=?)"]);
+  });
+
+  test("every change of a pipeline moves it", async () => {
+    const version = async () => Number((await one(t.db, "SELECT pipelines_version AS v FROM projects WHERE id = 'p'"))!.v);
+    const before = await version();
+    await t.db.execute(
+      `INSERT INTO pipelines (id, project_id, name, config_path, trigger_config, execution_config, created_at, updated_at)
+       VALUES ('pl2', 'p', 'ios', 'roost.yaml', '{}', '{}', 1, 1)`,
+    );
+    await t.db.execute("UPDATE pipelines SET enabled = 0 WHERE id = 'pl2'");
+    await t.db.execute("DELETE FROM pipelines WHERE id = 'pl2'");
+    expect(await version()).toBe(before + 3);
   });
 });

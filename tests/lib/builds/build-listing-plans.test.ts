@@ -67,7 +67,8 @@ describe("every filter combination reads only the index entries of the builds it
 describe("each combination has its index, or merges a few ranges of one by build number", () => {
   const cases: [string, Omit<BuildFilter, "projectId" | "limit">, string, number][] = [
     ["project", {}, "sqlite_autoindex_builds_2 (project_id=? AND build_number<?)", 1],
-    ["project by status", { status: "running" }, "builds_project_status (project_id=? AND status=? AND build_number<?)", 1],
+    // A status alone: one range per trigger (four) of the trigger index (schema.sql migration 42).
+    ["project by status", { status: "running" }, "builds_project_trigger (project_id=? AND trigger_kind=? AND status=? AND build_number<?)", 4],
     ["project by branch", { branch: "main" }, "builds_project_branch (project_id=? AND branch=? AND build_number<?)", 1],
     // A trigger alone: one range per status (five), merged.
     ["project by trigger", { triggerType: "webhook" }, "builds_project_trigger (project_id=? AND trigger_kind=? AND status=? AND build_number<?)", 5],
@@ -91,7 +92,12 @@ describe("each combination has its index, or merges a few ranges of one by build
       5,
     ],
     ["pipeline", { pipelineId: "p" }, "builds_pipeline_number (pipeline_id=? AND build_number<?)", 1],
-    ["pipeline by status", { pipelineId: "p", status: "queued" }, "builds_pipeline_status (pipeline_id=? AND status=? AND build_number<?)", 1],
+    [
+      "pipeline by status",
+      { pipelineId: "p", status: "queued" },
+      "builds_pipeline_trigger (pipeline_id=? AND trigger_kind=? AND status=? AND build_number<?)",
+      4,
+    ],
     // Branch alone: one range per status (five) of the branch and status index, which a badge and
     // a notification's previous status read too (schema.sql migration 42).
     [
