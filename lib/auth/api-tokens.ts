@@ -16,7 +16,7 @@ export const LAST_USED_RESOLUTION_SECONDS = 60;
  * One API token (table api_tokens), with its creator's e-mail joined in. Read property by property
  * rather than through rowMapper: every table's mapper calls the same column readers, which in a
  * daemon meet every row shape and read slowest, and the token list maps a page of these on every
- * request (about 8 % of its CPU with the public shape after it; docs/benchmarks.md "The token list").
+ * request (about 8 % of its CPU with the public shape after it; docs/benchmarks.md "The authenticated read path").
  */
 function toRow(row: Row): ApiTokenRow {
   return {
