@@ -24,8 +24,14 @@ const ROOT = resolve(import.meta.dir, "..");
 const HOST_TARGET = `bun-${process.platform}-${process.arch}`;
 /** The recorded start of `roost serve` that orders the bytecode. */
 export const ORDER_FILE = join(ROOT, "dist", "roost-serve.order");
-/** JavaScriptCore's tier-up thresholds are this many times higher until the daemon serves. */
-const START_JIT_POLICY = 8;
+/**
+ * JavaScriptCore's tier-up thresholds are this many times higher until the daemon serves. At 8, zod's
+ * helper that defines each schema class's bound methods (called for every schema the start builds)
+ * still reached the optimizing JIT during the start in most starts, and its first compile maps about
+ * 2 MiB of the compiler's own code into the idle daemon; at 32 it stays in the baseline tiers, and
+ * the start takes no more CPU (docs/benchmarks.md, "idle RSS").
+ */
+const START_JIT_POLICY = 32;
 
 export async function buildBinary(options: { target?: string; outfile?: string } = {}): Promise<string> {
   const target = options.target ?? HOST_TARGET;
