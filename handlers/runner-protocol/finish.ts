@@ -8,9 +8,9 @@ import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { BuildResource } from "../../lib/builds/wire.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
-import { findJobWithBuild } from "../../lib/runners/jobs.ts";
+import { findJobWithBuild, takeStartedHere } from "../../lib/runners/jobs.ts";
 import { toPublicBuild } from "../../lib/builds/store.ts";
-import { finishJob } from "../../lib/runners/job-lifecycle.ts";
+import { finishJob, finishStartedHere } from "../../lib/runners/job-lifecycle.ts";
 import { FinishRequest } from "../../lib/runners/protocol-wire.ts";
 
 export const endpoint = defineEndpoint({
@@ -21,6 +21,11 @@ export const endpoint = defineEndpoint({
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],
   async handle({ params, body }, ctx: RunnerContext) {
+    // A job this process claimed: planned from its build as the claim started it, nothing read
+    // first; when the job or the build is no longer as claimed, nothing was written, and below reads them.
+    const claimed = takeStartedHere(ctx.db, params.job_id);
+    const done = claimed && (await finishStartedHere(ctx, params.job_id, ctx.runner.id, body, claimed));
+    if (done) return { build: toPublicBuild(done) };
     // The job and its build side by side (one request to a remote database): the finish is planned from the build as read.
     const found = await findJobWithBuild(ctx.db, params.job_id);
     if (!found || found.job.runner_id !== ctx.runner.id) fail("job_not_assigned");

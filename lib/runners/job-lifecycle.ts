@@ -46,26 +46,61 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome, read?
   let seen = { job, build: read === undefined ? await findBuild(deps.db, job.build_id) : read };
   for (let tries = 0; tries < FINISH_TRIES; tries++) {
     if (seen.job.status !== "running" || !seen.build) return { finished: false, build: seen.build };
-    const now = deps.clock.now();
-    const plan = await finishStatements(deps.db, seen.job, seen.build, outcome, now);
-    const written = await deps.db.batch(plan.statements);
-    if (written[plan.jobAt]!.rowsAffected === 1) {
-      // The build as the batch left it: RETURNed by the transition (which wrote, or the job would
-      // not have), else read back last; null when it is gone (its project deleted meanwhile).
-      const row = written[plan.updateAt ?? plan.statements.length - 1]!.rows[0];
-      const build = row ? toBuild(row) : null;
-      const moved = plan.updateAt !== null;
-      await afterCommit(deps, job, moved ? build : null);
-      for (const at of moved ? plan.deploymentsAt : []) {
-        const d = toDeployment(written[at]!.rows[0]!);
-        deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
-      }
-      return { finished: true, build };
-    }
+    const finished = await finishAsPlanned(deps, job, seen.build, outcome);
+    if (finished) return finished;
     // Another request finished the job, or the build moved (canceled, timed out) since the read.
     seen = (await findJobWithBuild(deps.db, job.id)) ?? { job: { ...seen.job, status: "finished" }, build: null };
   }
   throw new Error(`finishing job ${job.id}: its build kept changing under ${FINISH_TRIES} tries`);
+}
+
+/**
+ * The finish of a job this process claimed, planned from the build as the claim started it
+ * (takeStartedHere, lib/runners/jobs.ts) without reading the job or the build first: the batch's
+ * guard also holds that the job is this runner's and that Roost has all its log lines (next_line
+ * at least the runner's line count), which a finish otherwise checks on the job it read. Null when
+ * the guard lost (the job finished, lost, or its log incomplete; the build canceled or timed out):
+ * nothing was written, and the caller reads the job and finishes as usual, answering as it does.
+ */
+export async function finishStartedHere(
+  deps: Deps,
+  jobId: string,
+  runnerId: string,
+  outcome: JobOutcome & { line_count: number },
+  build: Build,
+): Promise<Build | null> {
+  const finished = await finishAsPlanned(deps, { id: jobId, build_id: build.id }, build, outcome, { runnerId, lineCount: outcome.line_count });
+  return finished ? finished.build : null;
+}
+
+/** One guarded batch planned from `build` as read (or as claimed); null when its guard lost and nothing was written. */
+async function finishAsPlanned(
+  deps: Deps,
+  job: Pick<Job, "id" | "build_id">,
+  build: Build,
+  outcome: JobOutcome,
+  holder?: JobHolder,
+): Promise<{ finished: true; build: Build | null } | null> {
+  const plan = await finishStatements(deps.db, job, build, outcome, deps.clock.now(), holder);
+  const written = await deps.db.batch(plan.statements);
+  if (written[plan.jobAt]!.rowsAffected !== 1) return null;
+  // The build as the batch left it: RETURNed by the transition (which wrote, or the job would
+  // not have), else read back last; null when it is gone (its project deleted meanwhile).
+  const row = written[plan.updateAt ?? plan.statements.length - 1]!.rows[0];
+  const after = row ? toBuild(row) : null;
+  const moved = plan.updateAt !== null;
+  await afterCommit(deps, job, moved ? after : null);
+  for (const at of moved ? plan.deploymentsAt : []) {
+    const d = toDeployment(written[at]!.rows[0]!);
+    deps.events.publish({ type: "deployment.changed", deployment_id: d.id, build_id: d.build_id, project_id: d.project_id, status: d.status });
+  }
+  return { finished: true, build: after };
+}
+
+/** What a finish not planned from a read of its job also guards: the runner holds the job, and Roost has all its lines. */
+interface JobHolder {
+  runnerId: string;
+  lineCount: number;
 }
 
 /**
@@ -84,15 +119,21 @@ export async function finishJob(deps: Deps, job: Job, outcome: JobOutcome, read?
  */
 async function finishStatements(
   db: Executor,
-  job: Job,
+  job: Pick<Job, "id">,
   build: Build,
   outcome: JobOutcome,
   now: number,
+  holder?: JobHolder,
 ): Promise<{ statements: Statement[]; jobAt: number; updateAt: number | null; deploymentsAt: number[] }> {
   const transition = outcome.status === "succeeded" ? "succeed" : outcome.status === "failed" ? "fail" : "cancel";
   const fields = { exit_code: outcome.exit_code, ...(outcome.failure_reason ? { failure_reason: outcome.failure_reason } : {}) };
   const guards: SqlCondition[] = [
-    { sql: "EXISTS (SELECT 1 FROM jobs WHERE id = ? AND status = 'running')", args: [job.id] },
+    holder
+      ? {
+          sql: "EXISTS (SELECT 1 FROM jobs WHERE id = ? AND status = 'running' AND runner_id = ? AND next_line >= ?)",
+          args: [job.id, holder.runnerId, holder.lineCount],
+        }
+      : { sql: "EXISTS (SELECT 1 FROM jobs WHERE id = ? AND status = 'running')", args: [job.id] },
     { sql: "(SELECT status FROM builds WHERE id = ?) = ?", args: [build.id, build.status] },
   ];
   const moved = transitioned(now, build, transition, fields);
@@ -192,7 +233,7 @@ export async function timeOutBuild(deps: Deps, job: Job, timeoutSeconds: number)
   return true;
 }
 
-async function afterCommit(deps: Deps, job: Job, build: Build | null): Promise<void> {
+async function afterCommit(deps: Deps, job: Pick<Job, "id" | "build_id">, build: Build | null): Promise<void> {
   if (build) publishBuildChanged(deps.events, build);
   // Also when the build did not move (canceled before its job ended): live streams end once no
   // runner is sending, and learn it from this event (lib/live/log-feed.ts).

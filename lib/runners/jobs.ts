@@ -119,7 +119,36 @@ export async function claimJob(
   const job = toJob(row);
   // Another request with this claim_id (the runner retried through another daemon) claimed first.
   if (job.id !== jobId) return claimed(db, runner.id, claimId);
-  return { job, build: toBuild(started!.rows[0]!), read: read.map((r) => r.rows) };
+  const build = toBuild(started!.rows[0]!);
+  startedBy(db).set(job.id, build);
+  return { job, build, read: read.map((r) => r.rows) };
+}
+
+/**
+ * The builds this process's claims started, by job id, for the job's finish
+ * (lib/runners/job-lifecycle.ts finishStartedHere): a finish that reaches the daemon that claimed
+ * its job plans its write from the build as the claim left it, and the write's guard holds that
+ * the job and the build are still as claimed, instead of reading them first (on the local file
+ * that read starts on a page cache that other requests' commits have cleared; on sqld it is a
+ * request). Bounded: the entry of a job that ends elsewhere, or never, is pushed out by newer ones.
+ */
+const startedHere = new WeakMap<Db, Map<string, Build>>();
+const STARTED_KEPT = 2_000;
+
+function startedBy(db: Db): Map<string, Build> {
+  let builds = startedHere.get(db);
+  if (!builds) startedHere.set(db, (builds = new Map()));
+  // Oldest first (insertion order).
+  if (builds.size >= STARTED_KEPT) builds.delete(builds.keys().next().value!);
+  return builds;
+}
+
+/** The build as this process's claim of the job started it, once (null when another process claimed it, or it was pushed out). */
+export function takeStartedHere(db: Db, jobId: string): Build | null {
+  const builds = startedHere.get(db);
+  const build = builds?.get(jobId) ?? null;
+  builds?.delete(jobId);
+  return build;
 }
 
 /**

@@ -3,7 +3,7 @@
 // the database costs its own run, and a read outside a transaction its own look at the WAL; the
 // counts are of the statements the app hands its database, a batch's one by one.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, daemonOnSameDatabase, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 let fixture: CiFixture;
 const statements: string[] = [];
@@ -35,7 +35,7 @@ async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; run
 }
 
 describe("a job's claim and finish", () => {
-  test("the claim reads the job's payload in its write batch, in three statements; the finish answers the build its transition returned", async () => {
+  test("the claim reads the job's payload in its write batch, in three statements; the finish of a job claimed here reads nothing first", async () => {
     const { t, owner, projectId } = fixture;
     const pipeline = await createPipeline(t, owner, projectId);
     await t.call("PUT", `/v1/projects/${projectId}/variables/APP_FLAVOR`, { token: owner, body: { value: "production" } });
@@ -80,30 +80,86 @@ describe("a job's claim and finish", () => {
     expect(finish.result.status).toBe(200);
     expect(finish.result.body.build).toMatchObject({ id: build.id, status: "succeeded", exit_code: 0 });
     expect(finish.result.body.build.finished_at).toBe(t.clock.now());
-    // The runner (1), the job and its build (2), the guarded batch: what follows the transition
-    // (the commit status and the notification), the transition RETURNING the build, the job (4).
-    // (5 before: the build was read back after the transition had returned it.)
-    expect(finish.run.filter((sql) => /^SELECT \* FROM builds WHERE id = \?$/.test(sql))).toEqual([]);
-    expect(finish.run).toHaveLength(7);
+    // The runner (1), then the guarded batch planned from the build as this process's claim
+    // started it (4): what follows the transition (the commit status and the notification), the
+    // transition RETURNING the build, the job. (7 before: the job and its build were read first,
+    // and the build read back after the transition had returned it.)
     expect(finish.batches).toEqual([4]);
+    expect(finish.run).toHaveLength(5);
+    expect(finish.run.filter((sql) => sql.startsWith("SELECT"))).toEqual(["SELECT * FROM runners WHERE id = ?"]);
     const stored = (await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build;
     expect(finish.result.body.build).toEqual(stored);
   });
 
-  test("a finish after its build was canceled reads the build back: it stays canceled", async () => {
+  /** A queued build of a new pipeline, claimed by a new runner of `on` (the fixture's app unless another). */
+  async function claimedJob(on = fixture.t) {
     const { t, owner, projectId } = fixture;
     const pipeline = await createPipeline(t, owner, projectId);
     const build = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
       .build;
-    const made = await t.call("POST", "/v1/runners", { token: owner, body: { name: "canceled" } });
-    const call = (path: string, body: unknown) => t.call("POST", `/v1/runners/${made.body.runner.id}${path}`, { token: made.body.token, body });
-    await call("/connect", { capabilities: { os: "linux", arch: "x64" }, version: "test" });
-    const job = (await call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 })).body.job;
+    const made = await t.call("POST", "/v1/runners", { token: owner, body: { name: `r-${crypto.randomUUID().slice(0, 6)}` } });
+    const runner = (app: typeof t) => (path: string, body: unknown) =>
+      app.call("POST", `/v1/runners/${made.body.runner.id}${path}`, { token: made.body.token, body });
+    await runner(on)("/connect", { capabilities: { os: "linux", arch: "x64" }, version: "test" });
+    const job = (await runner(on)("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 })).body.job;
     expect(job.build.id).toBe(build.id);
+    return { build, job, call: runner(t) };
+  }
+
+  test("a finish after its build was canceled writes nothing as claimed, then reads them: the build stays canceled", async () => {
+    const { t, owner } = fixture;
+    const { build, job, call } = await claimedJob();
     expect((await t.call("POST", `/v1/builds/${build.id}/cancel`, { token: owner })).status).toBe(200);
     const finish = await statementsOf(() => call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 }));
     expect(finish.result.status).toBe(200);
-    expect(finish.result.body.build).toMatchObject({ id: build.id, status: "canceled" });
+    expect(finish.result.body.build).toMatchObject({ id: build.id, status: "canceled", exit_code: null });
+    // The batch as claimed (its guard lost), the job with its build, the batch without a transition, whose last statement reads the build back.
+    expect(finish.batches).toEqual([4, 2]);
     expect(finish.run.at(-1)).toBe("SELECT * FROM builds WHERE id = ?");
+    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("canceled");
+  });
+
+  test("another runner's finish of the job is refused and changes nothing; its own runner's finish then finishes it", async () => {
+    const { t, owner } = fixture;
+    const { build, job, call } = await claimedJob();
+    const other = await t.call("POST", "/v1/runners", { token: owner, body: { name: `o-${crypto.randomUUID().slice(0, 6)}` } });
+    const refused = await t.call("POST", `/v1/runners/${other.body.runner.id}/jobs/${job.job_id}/finish`, {
+      token: other.body.token,
+      body: { status: "succeeded", exit_code: 0, line_count: 0 },
+    });
+    expect(refused.status).toBe(409);
+    expect(refused.body.code).toBe("job_not_assigned");
+    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("running");
+    const done = await call(`/jobs/${job.job_id}/finish`, { status: "failed", exit_code: 3, line_count: 0 });
+    expect(done.body.build).toMatchObject({ id: build.id, status: "failed", exit_code: 3 });
+  });
+
+  test("a finish before Roost has every line is refused and changes nothing, as when the job is read first", async () => {
+    const { t, owner } = fixture;
+    const { build, job, call } = await claimedJob();
+    await call(`/jobs/${job.job_id}/logs`, { first_line: 0, lines: [{ text: "one" }, { text: "two" }] });
+    const early = await call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 3 });
+    expect(early.status).toBe(409);
+    expect(early.body).toEqual({ code: "log_incomplete", message: "Roost has 2 of 3 lines; send the rest, then finish." });
+    expect(early.headers.get("x-roost-log-next-line")).toBe("2");
+    expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("running");
+    await call(`/jobs/${job.job_id}/logs`, { first_line: 2, lines: [{ text: "three" }] });
+    expect((await call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 3 })).body.build.status).toBe("succeeded");
+  });
+
+  test("a job claimed through another daemon on the same database is read first, and finishes alike", async () => {
+    const { t, owner } = fixture;
+    const other = await daemonOnSameDatabase(fixture, {});
+    try {
+      const { build, job, call } = await claimedJob(other);
+      const finish = await statementsOf(() => call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 }));
+      expect(finish.result.body.build).toMatchObject({ id: build.id, status: "succeeded" });
+      // The runner (1), the job and its build (2), the batch (4).
+      expect(finish.run).toHaveLength(7);
+      expect(finish.batches).toEqual([4]);
+      expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("succeeded");
+    } finally {
+      other.close();
+    }
   });
 });
