@@ -69,6 +69,11 @@ export interface AcceptInput {
   event: TriggerEvent;
   /** The one catalogue entry the verified delivery is for, or null with the reason nothing matched. */
   repository: Repository | null;
+  /**
+   * The repository's integration as the verification read it (one whose secret verified the body),
+   * when it did: the write batch's reads then need not read it again.
+   */
+  integration?: Integration;
   unroutedReason?: string;
   body: string;
 }
@@ -161,7 +166,7 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
     const [held, pipelines, route] = await Promise.all([
       heldDedupeKey(deps.db, input, keys, now),
       state ? one(deps.db, `SELECT ${state.sql} AS state`, state.args) : null,
-      readRoute(deps.db, input),
+      readRoute(deps.db, input, input.integration?.id === repository?.integration_id ? input.integration : undefined),
     ]);
     if (held !== null) throw new Duplicate(held);
     files = await readPipelineFiles(deps, input, route);
@@ -281,14 +286,18 @@ interface Route {
   integration: Integration | null;
 }
 
-/** Read side by side: on a remote server, in one request. */
-async function readRoute(db: Executor, input: AcceptInput): Promise<Route> {
+/**
+ * Read side by side: on a remote server, in one request. `verified`: the repository's integration
+ * as the verification read it, for reads before a write batch (inside a transaction, everything is
+ * read again).
+ */
+async function readRoute(db: Executor, input: AcceptInput, verified?: Integration): Promise<Route> {
   const { repository } = input;
   if (!repository) return { project: null, pipelines: [], integration: null };
   const [project, pipelines, integration] = await Promise.all([
     findProjectOfRepository(db, repository.id),
     listPipelinesOfRepository(db, repository.id),
-    findIntegration(db, repository.integration_id),
+    verified ?? findIntegration(db, repository.integration_id),
   ]);
   return { project, pipelines: project ? pipelines.filter((p) => p.project_id === project.id) : [], integration };
 }

@@ -104,6 +104,7 @@ async function receiveDelivery(ctx: RequestContext, forge: Forge<ForgeName>) {
   }
 
   // 4. Accepted like every delivery: a retry with one of its identities is a duplicate.
+  const signer = sender.integrations.find((i) => i.id === route.repository?.integration_id);
   const accepted = await acceptDelivery(ctx, {
     forge: forge.name,
     deliveryId,
@@ -111,6 +112,7 @@ async function receiveDelivery(ctx: RequestContext, forge: Forge<ForgeName>) {
     ...(webhook.dedupeByBody ? { contentKey: contentKey(forge.name, bytes) } : {}),
     event,
     repository: route.repository,
+    ...(signer ? { integration: signer } : {}),
     ...(route.unroutedReason ? { unroutedReason: route.unroutedReason } : {}),
     body: delivery.text,
   });
