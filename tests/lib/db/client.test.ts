@@ -461,6 +461,8 @@ describe("the driver switch", () => {
       expect((local as BunSqliteDb).pragma("foreign_keys")).toEqual({ reader: 1, writer: 1 });
       // The writer's statement journals stay in memory (2 = MEMORY); the reader's sorts may spill to files (0 = default).
       expect((local as BunSqliteDb).pragma("temp_store")).toEqual({ reader: 0, writer: 2 });
+      // The writer's page cache holds 32 MiB (a negative size is in KiB); the reader's is the default.
+      expect((local as BunSqliteDb).pragma("cache_size")).toEqual({ reader: -2000, writer: -32768 });
       local.close();
       viaLibsql.close();
     } finally {
