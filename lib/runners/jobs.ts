@@ -64,9 +64,24 @@ const NEXT_CLAIMABLE = `SELECT b.* FROM build_queue_groups g
 
 /** The routes of the queued builds this runner may take (a few: one per distinct platforms and labels). */
 async function routesFor(db: Executor, runner: Runner): Promise<string[]> {
-  const routes = await all(db, "SELECT DISTINCT runner_route FROM build_queue_groups");
-  return routes.map((r) => String(r.runner_route)).filter((key) => whyRunnerCannotTakeRoute(runner, parseRouteKey(key)) === null);
+  const keys = (await all(db, "SELECT DISTINCT runner_route FROM build_queue_groups")).map((r) => String(r.runner_route));
+  queueRoutes.set(db, { keys, at: performance.now() });
+  return takeable(runner, keys);
 }
+
+function takeable(runner: Runner, keys: string[]): string[] {
+  return keys.filter((key) => whyRunnerCannotTakeRoute(runner, parseRouteKey(key)) === null);
+}
+
+/**
+ * The queue's routes as this process last read them, per database. For ROUTES_KEPT_MS a claim
+ * takes them as they were and goes straight to its write batch; one that takes nothing so reads
+ * them (the queue drained, its pipelines are full, or a route is new since) and tries those.
+ * A route new since is then looked at within that time, as a claim waiting for work looks at
+ * builds queued through another process (the claim handler's RECHECK_MS).
+ */
+const queueRoutes = new WeakMap<Executor, { keys: string[]; at: number }>();
+const ROUTES_KEPT_MS = 1000;
 
 /** The build the runner would get now, without taking it. */
 export async function nextClaimableBuild(db: Executor, runner: Runner): Promise<Build | null> {
@@ -85,7 +100,8 @@ export async function nextClaimableBuild(db: Executor, runner: Runner): Promise<
  * hosts, or claims of one daemon sent together, never get the same build: each statement sees the
  * ones before it, and jobs_one_running_per_build refuses a second running job of a build anyway.
  * What needs no lock is read first, in one request: an earlier claim with this claim_id (a retried
- * claim gets the same job) and the routes of the queued builds.
+ * claim gets the same job) and the routes of the queued builds; unless this process read the
+ * routes less than ROUTES_KEPT_MS ago (a busy queue), when the batch goes first with those.
  */
 export async function claimJob(
   db: Db,
@@ -95,9 +111,34 @@ export async function claimJob(
   leaseSeconds: number,
   alsoRead: ReadsOfBuild = () => [],
 ): Promise<Claimed | null> {
+  const kept = queueRoutes.get(db);
+  let tried: string[] | null = null;
+  if (kept && performance.now() - kept.at < ROUTES_KEPT_MS) {
+    tried = takeable(runner, kept.keys);
+    // An earlier claim with this claim_id is found by the batch, which reads the runner's job with it back.
+    const took = tried.length > 0 ? await claimBatch(db, runner, claimId, now, leaseSeconds, tried, alsoRead) : null;
+    if (took) return took;
+  }
   const [earlier, routes] = await Promise.all([claimed(db, runner.id, claimId), routesFor(db, runner)]);
   if (earlier) return earlier;
-  if (routes.length === 0) return null;
+  if (routes.length === 0 || (tried !== null && sameRoutes(routes, tried))) return null;
+  return claimBatch(db, runner, claimId, now, leaseSeconds, routes, alsoRead);
+}
+
+function sameRoutes(a: string[], b: string[]): boolean {
+  return a.length === b.length && a.every((key) => b.includes(key));
+}
+
+/** The claim's write batch for these routes: the job and its build, or null when it took none (and the runner had no job with this claim_id). */
+async function claimBatch(
+  db: Db,
+  runner: Runner,
+  claimId: string,
+  now: number,
+  leaseSeconds: number,
+  routes: string[],
+  alsoRead: ReadsOfBuild,
+): Promise<Claimed | null> {
   const jobId = newId();
   const [, started, , mine, ...read] = await db.batch([
     {

@@ -60,9 +60,12 @@ describe("round trips to sqld per runner request", () => {
       expect(beat.body).toMatchObject({ renewed: [jobId], cancel: [] });
       // The runner's token (1), the earlier claim and the routes (1), the claim with the job's
       // repository, integration and variables read in its batch (1). (4 before 2026-11-27: the
-      // payload was read in a request of its own after the claim.)
+      // payload was read in a request of its own after the claim.) The second claim, within a
+      // second of the first one's look at the queue's routes, goes straight to its batch (2),
+      // unless this loaded machine took longer (lib/runners/jobs.ts ROUTES_KEPT_MS).
       expect(claimed.writes).toBe(1);
-      expect(claimed.requests).toBe(3);
+      if (build === 0) expect(claimed.requests).toBe(3);
+      else expect([2, 3]).toContain(claimed.requests);
       // The token (1), the job with its build's status (1), the job's and build's log positions (1),
       // the write (1). (5 before 2026-11-26's last change: the build's status was read after the write.)
       expect(appended).toEqual({ requests: 4, writes: 1 });
