@@ -6,7 +6,7 @@ import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload, jobPayloadReads } from "../../lib/runners/protocol.ts";
-import { ClaimAnswer, ClaimRequest } from "../../lib/runners/protocol-wire.ts";
+import { ClaimAnswer, ClaimRequest, plainClaim } from "../../lib/runners/protocol-wire.ts";
 import { claimDeployment, publishPayload } from "../../lib/publishing/claim.ts";
 
 /** While waiting, the database is also re-read this often, for builds queued through another process. */
@@ -16,6 +16,7 @@ export const endpoint = defineEndpoint({
   operationId: "runner_claim_job",
   summary: "Runner: claim a job (long poll)",
   body: ClaimRequest,
+  plainBody: plainClaim,
   ...created(ClaimAnswer),
   async handle({ body }, ctx: RunnerContext) {
     ctx.setIdleTimeout(body.wait_seconds + 10);

@@ -11,13 +11,14 @@ import { IdParam } from "../../lib/schemas/shared.ts";
 import { findJobWithBuild, takeStartedHere } from "../../lib/runners/jobs.ts";
 import { toPublicBuild } from "../../lib/builds/store.ts";
 import { finishJob, finishStartedHere } from "../../lib/runners/job-lifecycle.ts";
-import { FinishRequest } from "../../lib/runners/protocol-wire.ts";
+import { FinishRequest, plainFinish } from "../../lib/runners/protocol-wire.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",
   summary: "Runner: finish a job",
   params: z.object({ job_id: IdParam }),
   body: FinishRequest,
+  plainBody: plainFinish,
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],
   async handle({ params, body }, ctx: RunnerContext) {

@@ -54,6 +54,31 @@ export const ClaimRequest = z
   })
   .strict();
 
+const CLAIM_FIELDS: ReadonlySet<string> = new Set(["claim_id", "wait_seconds", "accepts"]);
+
+/**
+ * A claim as ClaimRequest parses it, when it plainly fits the schema (what the runner sends),
+ * checked field by field without zod, as plainLogBatch checks a log batch; null for anything
+ * else, which the schema then parses and words the refusal of. The body's own object, with its
+ * defaults filled in.
+ */
+export function plainClaim(value: unknown): z.output<typeof ClaimRequest> | null {
+  if (!isPlainObject(value)) return null;
+  for (const field in value) if (!CLAIM_FIELDS.has(field)) return null;
+  const { claim_id, wait_seconds, accepts } = value;
+  if (typeof claim_id !== "string" || claim_id.length < 8 || claim_id.length > 64) return null;
+  if (wait_seconds !== undefined && (!Number.isSafeInteger(wait_seconds) || (wait_seconds as number) < 0 || (wait_seconds as number) > 30)) return null;
+  if (accepts !== undefined && (!Array.isArray(accepts) || accepts.length < 1 || accepts.length > 2 || !accepts.every((a) => a === "build" || a === "publish")))
+    return null;
+  value.wait_seconds ??= 25;
+  value.accepts ??= ["build"];
+  return value as z.output<typeof ClaimRequest>;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
 const platformCommands = z
   .union([z.string().transform((c) => [c]), z.array(z.string())])
   .optional()
@@ -247,6 +272,57 @@ export const FinishRequest = z
   })
   .strict();
 export type FinishRequest = z.input<typeof FinishRequest>;
+
+const FINISH_FIELDS: ReadonlySet<string> = new Set(["status", "exit_code", "failure_reason", "flutter_sdk", "executor", "line_count"]);
+const FINISH_STATUSES: ReadonlySet<unknown> = new Set(["succeeded", "failed", "canceled"]);
+const SDK_FIELDS: ReadonlySet<string> = new Set(["requested", "version", "source", "revision"]);
+const SDK_SOURCES: ReadonlySet<unknown> = new Set(["installed", "reused", "path", "sdks_dir", "image"]);
+const EXECUTOR_FIELDS: ReadonlySet<string> = new Set(["kind", "engine", "image", "image_digest", "network", "limits", "error"]);
+const LIMIT_FIELDS: ReadonlySet<string> = new Set(["cpus", "memory_mb", "pids", "disk_mb"]);
+
+/** A finish as FinishRequest parses it, when it plainly fits (plainClaim); null for the schema to parse. */
+export function plainFinish(value: unknown): z.output<typeof FinishRequest> | null {
+  if (!isPlainObject(value)) return null;
+  for (const field in value) if (!FINISH_FIELDS.has(field)) return null;
+  const { status, exit_code, failure_reason, flutter_sdk, executor, line_count } = value;
+  if (!FINISH_STATUSES.has(status) || !Number.isSafeInteger(exit_code) || !Number.isSafeInteger(line_count) || (line_count as number) < 0) return null;
+  if (failure_reason !== undefined && !text(failure_reason, 500)) return null;
+  if (flutter_sdk !== undefined && !plainSdk(flutter_sdk)) return null;
+  if (executor !== undefined && !plainExecutor(executor)) return null;
+  return value as z.output<typeof FinishRequest>;
+}
+
+function text(value: unknown, max: number): boolean {
+  return typeof value === "string" && value.length <= max;
+}
+
+function textOrNull(value: unknown, max: number): boolean {
+  return value === null || text(value, max);
+}
+
+function plainSdk(value: unknown): boolean {
+  if (!isPlainObject(value) || Object.keys(value).length !== SDK_FIELDS.size) return false;
+  for (const field in value) if (!SDK_FIELDS.has(field)) return false;
+  return text(value.requested, 40) && text(value.version, 200) && SDK_SOURCES.has(value.source) && textOrNull(value.revision, 64);
+}
+
+function plainExecutor(value: unknown): boolean {
+  if (!isPlainObject(value) || Object.keys(value).length !== EXECUTOR_FIELDS.size) return false;
+  for (const field in value) if (!EXECUTOR_FIELDS.has(field)) return false;
+  const { kind, engine, image, image_digest, network, limits, error } = value;
+  if ((kind !== "host" && kind !== "container") || (network !== null && network !== "default" && network !== "none")) return false;
+  if (!textOrNull(engine, 100) || !textOrNull(image, 300) || !textOrNull(image_digest, 400) || !textOrNull(error, 500)) return false;
+  if (limits === null) return true;
+  if (!isPlainObject(limits) || Object.keys(limits).length !== LIMIT_FIELDS.size) return false;
+  for (const field in limits) if (!LIMIT_FIELDS.has(field)) return false;
+  const whole = (n: unknown) => n === null || Number.isSafeInteger(n);
+  return (
+    (limits.cpus === null || (typeof limits.cpus === "number" && Number.isFinite(limits.cpus))) &&
+    whole(limits.memory_mb) &&
+    whole(limits.pids) &&
+    whole(limits.disk_mb)
+  );
+}
 
 // POST /v1/runners/{runner_id}/jobs/{job_id}/release
 export const ReleaseAnswer = z.object({ released: z.literal(true), build_status: z.literal("queued") });

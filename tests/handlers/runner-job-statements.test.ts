@@ -2,7 +2,8 @@
 // per job; docs/benchmarks.md "The runner fleet's CPU per job"). Each statement a request hands
 // the database costs its own run, and a read outside a transaction its own look at the WAL; the
 // counts are of the statements the app hands its database, a batch's one by one.
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
+import { ClaimRequest, FinishRequest } from "../../lib/runners/protocol-wire.ts";
 import { SHA_A, createPipeline, daemonOnSameDatabase, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 
 let fixture: CiFixture;
@@ -122,6 +123,25 @@ describe("a job's claim and finish", () => {
     expect(again.result.body.job.build.id).toBe(labelled.id);
     expect(again.batches).toEqual([7, 7]);
     for (const b of [first, second, third, labelled]) await t.call("POST", `/v1/builds/${b.id}/cancel`, { token: owner });
+  });
+
+  test("a claim's and a finish's bodies that plainly fit are taken without zod; others are still refused in the schema's words", async () => {
+    // zod binds safeParse at its first read, after which it can be spied on.
+    void [ClaimRequest.safeParse, FinishRequest.safeParse];
+    const parses = [spyOn(ClaimRequest, "safeParse"), spyOn(FinishRequest, "safeParse")];
+    try {
+      const { job, call } = await claimedJob();
+      const finished = await call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 });
+      expect(finished.status).toBe(200);
+      for (const parse of parses) expect(parse).toHaveBeenCalledTimes(0);
+      const bad = await call("/jobs/claim", { claim_id: "short", wait_seconds: 0 });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe("invalid_request");
+      expect(bad.body.message).toContain("claim_id");
+      expect(parses[0]).toHaveBeenCalledTimes(1);
+    } finally {
+      for (const parse of parses) parse.mockRestore();
+    }
   });
 
   /** A queued build of a new pipeline, claimed by a new runner of `on` (the fixture's app unless another). */
