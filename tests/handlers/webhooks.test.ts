@@ -9,6 +9,7 @@ import { bootstrapOwner, createTestApp, userWithRole, type Called, type TestApp 
 import { buildsOf, deliveryOf, theOneBuild } from "../helpers/deliveries.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
+import { CONTENT_KEY_WINDOW_SECONDS } from "../../lib/webhooks/accept.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../fixtures/webhooks");
 const fixture = (host: string, file: string) => readFileSync(join(FIXTURES, host, file), "utf8");
@@ -221,6 +222,23 @@ describe("GitHub delivery formats and dedupe", () => {
     const body = fixture("github", "push__branch_updated.json").replace("Update README", "replayed");
     expect((await github("push", body)).body.builds).toHaveLength(1);
     expect((await github("push", body)).body.duplicate).toBe(true);
+  });
+
+  test("the same signed body after the replay window (as long as bodies are kept) builds again", async () => {
+    const body = fixture("github", "push__branch_updated.json").replace("Update README", "replayed later");
+    const start = t.clock.now();
+    try {
+      expect((await github("push", body)).body.builds).toHaveLength(1);
+      t.clock.advance(CONTENT_KEY_WINDOW_SECONDS - 1);
+      expect((await github("push", body)).body.duplicate).toBe(true);
+      t.clock.advance(1);
+      const later = await github("push", body);
+      expect(later.body).toMatchObject({ duplicate: false, builds: [expect.anything()] });
+      // And the replay window starts again from that delivery.
+      expect((await github("push", body)).body.duplicate).toBe(true);
+    } finally {
+      t.clock.set(start);
+    }
   });
 
   test("20 identical deliveries at once create exactly one build", async () => {
