@@ -1446,3 +1446,11 @@ ALTER TABLE projects ADD COLUMN pipelines_version INTEGER NOT NULL DEFAULT 0;
 CREATE TRIGGER pipelines_version_insert AFTER INSERT ON pipelines BEGIN UPDATE projects SET pipelines_version = pipelines_version + 1 WHERE id = NEW.project_id; END;
 CREATE TRIGGER pipelines_version_update AFTER UPDATE ON pipelines BEGIN UPDATE projects SET pipelines_version = pipelines_version + 1 WHERE id IN (OLD.project_id, NEW.project_id); END;
 CREATE TRIGGER pipelines_version_delete AFTER DELETE ON pipelines BEGIN UPDATE projects SET pipelines_version = pipelines_version + 1 WHERE id = OLD.project_id; END;
+-- Every delivery was written to webhook_deliveries_rejected, which a count of a repository's
+-- rejected deliveries reads (lib/webhooks/deliveries.ts recentRejections), and the count of its
+-- failed ones (recentFailures) read that index by repository alone: every delivery of the
+-- repository still kept. Each count now has a partial index of the deliveries it counts, and an
+-- accepted push writes neither.
+DROP INDEX webhook_deliveries_rejected;
+CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, received_at) WHERE verified = 0;
+CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (repository_id, received_at) WHERE result = 'failed';
