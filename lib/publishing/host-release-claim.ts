@@ -8,6 +8,10 @@ import type { HostReleaseDeps } from "./host-release.ts";
 
 /** Runs the approved host releases, one at a time; how many it ran. */
 export async function publishHostReleases(ctx: HostReleaseDeps, max = 10): Promise<number> {
+  // Looked at first with a read: the claim is an UPDATE, which takes the write lock even when it
+  // finds nothing, and most passes (every 2 s, on every daemon) find nothing.
+  const waiting = await one(ctx.db, "SELECT 1 FROM deployments WHERE status = 'approved' AND publisher_type = 'host_release' LIMIT 1");
+  if (!waiting) return 0;
   let ran = 0;
   for (; ran < max; ran++) {
     const claimId = `daemon:${newId()}`;
@@ -20,7 +24,7 @@ export async function publishHostReleases(ctx: HostReleaseDeps, max = 10): Promi
 }
 
 /** The oldest approved host release whose target has none running, now running under `claimId`; null when there is none. */
-async function claimHostRelease(ctx: HostReleaseDeps, claimId: string): Promise<Row | null> {
+export async function claimHostRelease(ctx: HostReleaseDeps, claimId: string): Promise<Row | null> {
   const now = ctx.clock.now();
   return one(
     ctx.db,

@@ -43,11 +43,14 @@ export function pollDelaySeconds(interval: number, failures: number): number {
 /** One pass: takes every due repository no other process holds and polls it. Returns how many this process polled. */
 export async function pollGitRemotes(deps: PollDeps, owner: string = newId()): Promise<number> {
   const now = deps.clock.now();
-  // Every repository a project builds through a plain git integration has a row; rows of unlinked repositories go with them (ON DELETE CASCADE) or stay idle.
-  await deps.db.execute({
-    sql: `INSERT INTO git_polls (repository_id) SELECT r.id FROM repositories r JOIN projects p ON p.repository_id = r.id AND p.unlinked_at IS NULL
-          WHERE r.provider = 'git' ON CONFLICT (repository_id) DO NOTHING`,
-  });
+  // Every repository a project builds through a plain git integration has a row; rows of unlinked
+  // repositories go with them (ON DELETE CASCADE) or stay idle. Written only when one is missing:
+  // an INSERT takes the write lock even when it inserts nothing, and this runs every few seconds
+  // on every daemon.
+  const repositories = `FROM repositories r JOIN projects p ON p.repository_id = r.id AND p.unlinked_at IS NULL
+    WHERE r.provider = 'git' AND NOT EXISTS (SELECT 1 FROM git_polls g WHERE g.repository_id = r.id)`;
+  if (await one(deps.db, `SELECT 1 ${repositories} LIMIT 1`))
+    await deps.db.execute({ sql: `INSERT INTO git_polls (repository_id) SELECT r.id ${repositories} ON CONFLICT (repository_id) DO NOTHING` });
   const due = await all(deps.db, "SELECT repository_id FROM git_polls WHERE next_poll_at <= ? AND lease_until <= ? ORDER BY next_poll_at LIMIT 20", [now, now]);
   const lease = pollLeaseSeconds(deps.config.integrations.gitPollIntervalSeconds);
   let polled = 0;

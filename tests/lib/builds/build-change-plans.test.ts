@@ -7,6 +7,7 @@
 // real functions run, recorded through the database they are given.
 import { beforeAll, describe, expect, test } from "bun:test";
 import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
+import { seedPipeline } from "../../helpers/rows.ts";
 import { inTransaction, one, type Db } from "../../../lib/db/client.ts";
 import { ALWAYS } from "../../../lib/db/database.ts";
 import { createBuildInTransaction, createBuildsStatements, type CreateBuildInput } from "../../../lib/builds/create.ts";
@@ -19,17 +20,7 @@ const t = migratedDatabasePerFile("roost-build-change-plans-");
 let pipeline: Pipeline;
 beforeAll(async () => {
   const { db } = t;
-  await db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'git', 'git', '/src/app', '/src/app', 'x', 1, 1)",
-  );
-  await db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r', 'i', 'git', 'i', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
-  );
-  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', 1, 1)");
-  await db.execute(
-    `INSERT INTO pipelines (id, project_id, name, config_path, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
-     VALUES ('pl', 'p', 'android', 'roost.yaml', 1, 1, '{"events":["push"]}', '{"platforms":["android"]}', 1, 1)`,
-  );
+  await seedPipeline(db, { cancelPrevious: true });
   pipeline = (await findPipeline(db, "pl"))!;
 });
 

@@ -9,7 +9,7 @@ import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
 import type { Db } from "../../../lib/db/client.ts";
 import { archiveFinishedLogs } from "../../../lib/logs/archive.ts";
 import { claimDeployment } from "../../../lib/publishing/claim.ts";
-import { publishHostReleases } from "../../../lib/publishing/host-release-claim.ts";
+import { claimHostRelease, publishHostReleases } from "../../../lib/publishing/host-release-claim.ts";
 import { flagUnroutableBuilds } from "../../../lib/runners/reaper.ts";
 
 const t = migratedDatabasePerFile("roost-pass-plans-", 1);
@@ -33,8 +33,11 @@ test("the log archive pass starts from the logs not yet archived", async () => {
 
 test("the host release pass starts from the approved host releases; the running check is one index lookup", async () => {
   const deps = { db: t.db, clock: { now: () => 1 }, config: { runners: { leaseSeconds: 30 } }, log: console } as never;
+  // The pass looks before it claims (an idle pass takes no write lock): the look is the same range.
+  const [look] = await passPlans((recording) => publishHostReleases({ ...(deps as object), db: recording } as never), /FROM deployments/);
+  expect(look).toContain("USING COVERING INDEX deployments_for_daemon");
   const [plan] = await passPlans(
-    (recording) => publishHostReleases({ ...(deps as object), db: recording } as never),
+    (recording) => claimHostRelease({ ...(deps as object), db: recording } as never, "daemon:c"),
     /UPDATE deployments SET status = 'running'/,
   );
   expect(plan).toContain("USING INDEX deployments_for_daemon");

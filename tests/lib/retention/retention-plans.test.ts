@@ -5,6 +5,7 @@
 // (https://www.sqlite.org/eqp.html) of the statements a retention pass runs.
 import { beforeAll, expect, test } from "bun:test";
 import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
+import { seedPipeline } from "../../helpers/rows.ts";
 import { all } from "../../../lib/db/client.ts";
 import { enforceRetention } from "../../../lib/retention/retention.ts";
 import { MetricsRegistry } from "../../../lib/daemon/metrics.ts";
@@ -15,16 +16,7 @@ const DAY = 86_400;
 const t = migratedDatabasePerFile("roost-retention-plans-", NOW);
 beforeAll(async () => {
   const { db } = t;
-  await db.execute(
-    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'git', 'git', '/src/app', '/src/app', 'x', 1, 1)",
-  );
-  await db.execute(
-    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r', 'i', 'git', 'i', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
-  );
-  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', 1, 1)");
-  await db.execute(
-    `INSERT INTO pipelines (id, project_id, name, config_path, max_concurrent, trigger_config, execution_config, created_at, updated_at) VALUES ('pl', 'p', 'android', 'roost.yaml', 1, '{"events":["push"]}', '{"platforms":["android"]}', 1, 1)`,
-  );
+  await seedPipeline(db);
   // 2,000 finished builds, one a minute up to a day ago: the oldest 20 are past a 30-day age.
   await db.execute(
     `INSERT INTO builds (id, project_id, pipeline_id, build_number, branch, commit_sha, config_snapshot, status, exit_code, trigger_type, trigger_event, trigger_ref, trigger_actor,

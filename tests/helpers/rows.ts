@@ -1,0 +1,19 @@
+// Rows written straight into a test database, for tests of what the daemon does with rows it finds
+// (query plans, background passes): a plain git integration 'i', its repository 'r' (acme/app,
+// default branch main), project 'p' and pipeline 'pl' (android, built on pushes).
+import type { Executor } from "../../lib/db/client.ts";
+
+export async function seedPipeline(db: Executor, pipeline: { cancelPrevious?: boolean } = {}): Promise<void> {
+  await db.execute(
+    "INSERT INTO integrations (id, provider, name, api_url, web_url, credentials_sealed, created_at, updated_at) VALUES ('i', 'git', 'git', '/src/app', '/src/app', 'x', 1, 1)",
+  );
+  await db.execute(
+    "INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, host_url, clone_url, created_at, updated_at) VALUES ('r', 'i', 'git', 'i', 'src/app', 'main', '/src/app', '/src/app', 1, 1)",
+  );
+  await db.execute("INSERT INTO projects (id, name, repository_id, default_branch, created_at, updated_at) VALUES ('p', 'app', 'r', 'main', 1, 1)");
+  await db.execute({
+    sql: `INSERT INTO pipelines (id, project_id, name, config_path, cancel_previous, max_concurrent, trigger_config, execution_config, created_at, updated_at)
+          VALUES ('pl', 'p', 'android', 'roost.yaml', ?, 1, '{"events":["push"]}', '{"platforms":["android"]}', 1, 1)`,
+    args: [pipeline.cancelPrevious ? 1 : 0],
+  });
+}
