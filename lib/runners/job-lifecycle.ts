@@ -5,7 +5,7 @@
 // statuses) and the log hub hear of a change only after its commit.
 import type { AppContext } from "../http/context.ts";
 import { inTransaction, type Executor, type SqlCondition, type Statement } from "../db/client.ts";
-import { findJobWithBuild, jobMarked, markJob, type Job } from "./jobs.ts";
+import { findJobWithBuild, jobMarked, markJob, takeStartedHere, type Job } from "./jobs.ts";
 import { appendSystemLineIn } from "../logs/store.ts";
 import { findRunner } from "./store.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
@@ -170,6 +170,7 @@ async function finishStatements(
  * was no longer running or its build had moved on (canceled meanwhile).
  */
 export async function releaseJob(deps: Deps, job: Job): Promise<boolean> {
+  takeStartedHere(deps.db, job.id);
   const now = deps.clock.now();
   const result = await inTransaction(deps.db, async (tx) => {
     if (!(await markJob(tx, job.id, "finished", now))) return null;
@@ -188,6 +189,7 @@ export async function releaseJob(deps: Deps, job: Job): Promise<boolean> {
  * another process (or the runner's own finish) got there first.
  */
 export async function loseJob(deps: Deps & Pick<AppContext, "config" | "log">, job: Job): Promise<boolean> {
+  takeStartedHere(deps.db, job.id);
   const now = deps.clock.now();
   const runner = await findRunner(deps.db, job.runner_id);
   const name = runner?.name ?? job.runner_id;

@@ -171,10 +171,11 @@ async function claimBatch(
  * its job plans its write from the build as the claim left it, and the write's guard holds that
  * the job and the build are still as claimed, instead of reading them first (on the local file
  * that read starts on a page cache that other requests' commits have cleared; on sqld it is a
- * request). Bounded: the entry of a job that ends elsewhere, or never, is pushed out by newer ones.
+ * request). Bounded (a daemon runs fewer jobs at once): the entry of a job that ends elsewhere is
+ * pushed out by newer ones; one released or lost here is dropped then (lib/runners/job-lifecycle.ts).
  */
 const startedHere = new WeakMap<Db, Map<string, Build>>();
-const STARTED_KEPT = 2_000;
+const STARTED_KEPT = 1_000;
 
 function startedBy(db: Db): Map<string, Build> {
   let builds = startedHere.get(db);
