@@ -5,12 +5,11 @@
 // time per claim + finish (user + system from /proc, the figure the other processes disturb least).
 // --prof runs each daemon under `bun --cpu-prof` and prints the rounds' windows for
 // scripts/bench/profile-top.ts.
-import { rmSync } from "node:fs";
-import { basename, resolve } from "node:path";
+import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { startCheckout } from "./checkout-daemon.ts";
-import { http, type Daemon } from "../../tests/helpers/daemon.ts";
-import { ciFixture, cpuMsOf, owner } from "../bench.ts";
+import { withCheckoutsAndCi } from "./checkout-daemon.ts";
+import { http } from "../../tests/helpers/daemon.ts";
+import { cpuMsOf } from "../bench.ts";
 import { claimFinishRate, connectRunners, queueBuilds } from "./fleet.ts";
 
 const { values, positionals } = parseArgs({
@@ -25,24 +24,11 @@ const { values, positionals } = parseArgs({
 });
 if (positionals.length === 0) throw new Error("name at least one checkout");
 
-function start(checkout: string, i: number) {
-  const prof: Record<string, string> = values.prof
-    ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(values.prof)} --cpu-prof-name=fleet-${i}-${basename(checkout)}.cpuprofile` }
-    : {};
-  return startCheckout(checkout, prof);
-}
-
-const SECRET = "bench-webhook-secret-0123";
-const daemons = await Promise.all(positionals.map((p, i) => start(resolve(p), i)));
-const stops: (() => Promise<void>)[] = [];
-try {
+await withCheckoutsAndCi(positionals, { scenario: "fleet", secret: "bench-webhook-secret-0123", profDir: values.prof }, async (checkouts) => {
   const set = await Promise.all(
-    daemons.map(async (d) => {
-      const token = await owner({ url: d.url } as Daemon);
-      const ci = await ciFixture({ url: d.url } as Daemon, token, SECRET);
-      stops.push(ci.stop);
-      await http(d.url, "PATCH", `/v1/pipelines/${ci.pipelineId}`, { token, body: { concurrency: { max_concurrent: 1000 } } });
-      return { ...d, token, ci, runners: await connectRunners([d.url], token, Number(values.runners)) };
+    checkouts.map(async (d) => {
+      await http(d.url, "PATCH", `/v1/pipelines/${d.ci.pipelineId}`, { token: d.token, body: { concurrency: { max_concurrent: 1000 } } });
+      return { ...d, runners: await connectRunners([d.url], d.token, Number(values.runners)) };
     }),
   );
   for (let round = 0; round < Number(values.rounds); round++) {
@@ -59,11 +45,4 @@ try {
     }
     console.log(line.join("  |  "));
   }
-} finally {
-  for (const stop of stops) await stop();
-  for (const d of daemons) {
-    d.child.kill();
-    await d.child.exited;
-    rmSync(d.dataDir, { recursive: true, force: true });
-  }
-}
+});

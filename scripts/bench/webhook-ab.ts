@@ -6,14 +6,13 @@
 // /proc, the figure the other processes disturb least). --api sends POST /v1/projects/{id}/builds
 // instead (the builds scenario); --prof runs each daemon under `bun --cpu-prof` and prints the
 // rounds' windows for scripts/bench/profile-top.ts.
-import { rmSync } from "node:fs";
-import { basename, resolve } from "node:path";
+import { basename } from "node:path";
 import { parseArgs } from "node:util";
-import { startCheckout } from "./checkout-daemon.ts";
+import { withCheckoutsAndCi } from "./checkout-daemon.ts";
 import { pushDeliveries } from "./github.ts";
 import { runWrk, type RequestSpec } from "./wrk.ts";
 import type { Daemon } from "../../tests/helpers/daemon.ts";
-import { buildCounter, ciFixture, cpuMsOf, owner } from "../bench.ts";
+import { buildCounter, cpuMsOf } from "../bench.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -26,26 +25,10 @@ const { values, positionals } = parseArgs({
 });
 if (positionals.length === 0) throw new Error("name at least one checkout");
 
-function start(checkout: string, i: number) {
-  const prof: Record<string, string> = values.prof
-    ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(values.prof)} --cpu-prof-name=webhooks-${i}-${basename(checkout)}.cpuprofile` }
-    : {};
-  return startCheckout(checkout, prof);
-}
-
 const SECRET = "bench-webhook-secret-0123";
 const seconds = Number(values.seconds);
-const daemons = await Promise.all(positionals.map((p, i) => start(resolve(p), i)));
-const stops: (() => Promise<void>)[] = [];
-try {
-  const set = await Promise.all(
-    daemons.map(async (d) => {
-      const token = await owner({ url: d.url } as Daemon);
-      const ci = await ciFixture({ url: d.url } as Daemon, token, SECRET);
-      stops.push(ci.stop);
-      return { ...d, token, ci, count: buildCounter({ url: d.url } as Daemon, token, ci.projectId) };
-    }),
-  );
+await withCheckoutsAndCi(positionals, { scenario: "webhooks", secret: SECRET, profDir: values.prof }, async (checkouts) => {
+  const set = checkouts.map((d) => ({ ...d, count: buildCounter({ url: d.url } as Daemon, d.token, d.ci.projectId) }));
   for (let round = 0; round < Number(values.rounds); round++) {
     const line: string[] = [];
     for (const d of set) {
@@ -72,11 +55,4 @@ try {
     }
     console.log(line.join("  |  "));
   }
-} finally {
-  for (const stop of stops) await stop();
-  for (const d of daemons) {
-    d.child.kill();
-    await d.child.exited;
-    rmSync(d.dataDir, { recursive: true, force: true });
-  }
-}
+});
