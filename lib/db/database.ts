@@ -24,6 +24,15 @@ export interface SqlCondition {
 }
 /** The condition that always holds: a statement written without a guard. */
 export const ALWAYS: SqlCondition = { sql: "true", args: [] };
+/** All of the conditions as one; ALWAYS for none. */
+export function allOf(conditions: readonly SqlCondition[]): SqlCondition {
+  if (!conditions.length) return ALWAYS;
+  return { sql: conditions.map((c) => `(${c.sql})`).join(" AND "), args: conditions.flatMap((c) => c.args) };
+}
+/** One parameter mark per value, for `IN (...)`. */
+export function marks(values: readonly unknown[]): string {
+  return values.map(() => "?").join(", ");
+}
 export type Row = Record<string, Value>;
 
 export interface ResultSet {

@@ -4,7 +4,7 @@
 // next build would then wait forever for a concurrency slot). Listeners (SSE viewers, commit
 // statuses) and the log hub hear of a change only after its commit.
 import type { AppContext } from "../http/context.ts";
-import { inTransaction, type Executor, type SqlCondition, type Statement } from "../db/client.ts";
+import { allOf, inTransaction, type Executor, type SqlCondition, type Statement } from "../db/client.ts";
 import { findJobWithBuild, jobMarked, markJob, takeStartedHere, type Job } from "./jobs.ts";
 import { appendSystemLineIn } from "../logs/store.ts";
 import { findRunner } from "./store.ts";
@@ -139,7 +139,7 @@ async function finishStatements(
   const moved = transitioned(now, build, transition, fields);
   const publishes = moved?.status === "succeeded" ? await planBuildPublishing(db, moved) : [];
   for (const p of publishes) if (p.environment) guards.push(environmentUnchanged(build.project_id, p.environment.name, p.environment.read));
-  const when: SqlCondition = { sql: guards.map((g) => `(${g.sql})`).join(" AND "), args: guards.flatMap((g) => g.args) };
+  const when = allOf(guards);
 
   const statements: Statement[] = [];
   const deploymentsAt: number[] = [];

@@ -9,7 +9,7 @@ import { bootstrapOwner, createTestApp, userWithRole, type Called, type TestApp 
 import { buildsOf, deliveryOf, theOneBuild } from "../helpers/deliveries.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { createGithubIntegration, repositoryId } from "../helpers/ci.ts";
-import { CONTENT_KEY_WINDOW_SECONDS } from "../../lib/webhooks/accept.ts";
+import { CONTENT_KEY_WINDOW_SECONDS } from "../../lib/webhooks/dedupe-keys.ts";
 
 const FIXTURES = resolve(import.meta.dir, "../fixtures/webhooks");
 const fixture = (host: string, file: string) => readFileSync(join(FIXTURES, host, file), "utf8");

@@ -122,7 +122,7 @@ async function pollOne(deps: PollDeps, repositoryId: string, owner: string): Pro
     const recorded = Object.fromEntries(heads.refs);
     for (const moved of movedRefs(previous, heads.refs)) {
       const result = await triggerFromPoll(deps, repository, moved.ref, moved.before, moved.after);
-      // A delivery Roost could not act on (lib/webhooks/accept.ts) keeps the ref's previous head, so the next poll tries it again.
+      // A delivery Roost could not act on (lib/webhooks/failed-deliveries.ts) keeps the ref's previous head, so the next poll tries it again.
       if (result === "failed") {
         if (moved.before) recorded[moved.ref] = moved.before;
         else delete recorded[moved.ref];

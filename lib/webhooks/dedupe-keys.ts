@@ -1,0 +1,94 @@
+// A delivery's dedupe keys: the host's delivery identities and, where it has one, a digest of its
+// body. A key already held makes the delivery a duplicate of the one that holds it; only that key's
+// own conflict does (lib/webhooks/accept.ts). The write batch checks and takes the keys in its
+// statements (dedupeKeysFree, dedupeKeysInserted); the write transaction takes them first (takeDedupeKeys).
+import type { Executor, SqlCondition, Statement, Transaction } from "../db/client.ts";
+import { all, marks, one } from "../db/client.ts";
+import { BODY_RETENTION_SECONDS } from "./deliveries.ts";
+
+/** How long an identical GitHub body counts as a replay: as long as Roost keeps bodies. */
+export const CONTENT_KEY_WINDOW_SECONDS = BODY_RETENTION_SECONDS;
+
+/** What a delivery says of its identity (AcceptInput's dedupeKeys and contentKey). */
+export interface DeliveryKeys {
+  dedupeKeys: string[];
+  contentKey?: string | null;
+}
+
+export class Duplicate extends Error {
+  constructor(readonly of: string) {
+    super("duplicate");
+  }
+}
+
+/** The delivery's dedupe keys, each once: the host's identities and, where it has one, its content digest. */
+export function dedupeKeysOf(input: DeliveryKeys): string[] {
+  return [...new Set(input.contentKey ? [...input.dedupeKeys, input.contentKey] : input.dedupeKeys)];
+}
+
+/** The arguments of `NOT (key IS ? AND created_at <= ?)`: the content digest, once older than its window. */
+function expired(input: DeliveryKeys, now: number): [string | null, number] {
+  return [input.contentKey ?? null, now - CONTENT_KEY_WINDOW_SECONDS];
+}
+
+/** The delivery that holds one of these keys, if any; a content digest older than its window no longer counts. */
+export async function heldDedupeKey(db: Executor, input: DeliveryKeys, keys: string[], now: number): Promise<string | null> {
+  if (!keys.length) return null;
+  const row = await one(db, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?) LIMIT 1`, [
+    ...keys,
+    ...expired(input, now),
+  ]);
+  return row ? String(row.delivery_id) : null;
+}
+
+/** For a write batch's guard: none of the keys is held (as heldDedupeKey reads); null without keys. */
+export function dedupeKeysFree(input: DeliveryKeys, keys: string[], now: number): SqlCondition | null {
+  if (!keys.length) return null;
+  return {
+    sql: `NOT EXISTS (SELECT 1 FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?))`,
+    args: [...keys, ...expired(input, now)],
+  };
+}
+
+/**
+ * The write batch's statements that take the keys for delivery `id`, once `written` (its record
+ * is in). A content digest older than its window no longer counts (dedupeKeysFree passes over it): this
+ * delivery takes it over, in the insert of its keys rather than a delete of its own.
+ */
+export function dedupeKeysInserted(input: DeliveryKeys, keys: string[], id: string, now: number, written: SqlCondition): Statement[] {
+  if (!keys.length) return [];
+  return [
+    {
+      sql: `INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) SELECT value, ?, ? FROM json_each(?) WHERE ${written.sql}
+                    ON CONFLICT (key) DO UPDATE SET delivery_id = excluded.delivery_id, created_at = excluded.created_at
+                    WHERE webhook_dedupe_keys.key IS ? AND webhook_dedupe_keys.created_at <= ?`,
+      args: [id, now, JSON.stringify(keys), ...written.args, ...expired(input, now)],
+    },
+  ];
+}
+
+/**
+ * Takes the delivery's dedupe keys, or throws Duplicate naming the delivery that holds one. A
+ * content digest older than its window no longer counts: it is dropped so this delivery can take it.
+ */
+export async function takeDedupeKeys(tx: Transaction, input: DeliveryKeys, id: string, now: number): Promise<void> {
+  if (input.contentKey)
+    await tx.execute({
+      sql: "DELETE FROM webhook_dedupe_keys WHERE key = ? AND created_at <= ?",
+      args: [input.contentKey, now - CONTENT_KEY_WINDOW_SECONDS],
+    });
+  const keys = dedupeKeysOf(input);
+  if (!keys.length) return;
+  const seen = await all(tx, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) LIMIT 1`, keys);
+  if (seen[0]) throw new Duplicate(String(seen[0].delivery_id));
+  // Another process may insert the same key between our check and this insert: the key's
+  // own conflict, and only that, makes this delivery a duplicate of the one that holds it.
+  for (const key of keys) {
+    const taken = await tx.execute({
+      sql: "INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) VALUES (?, ?, ?) ON CONFLICT (key) DO NOTHING",
+      args: [key, id, now],
+    });
+    if (taken.rowsAffected === 0)
+      throw new Duplicate(String((await one(tx, "SELECT delivery_id FROM webhook_dedupe_keys WHERE key = ?", [key]))?.delivery_id ?? "a concurrent delivery"));
+  }
+}
