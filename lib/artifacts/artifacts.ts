@@ -137,7 +137,7 @@ export async function removeUnreferencedFiles(db: Executor, dataDir: string, now
 }
 
 export async function listArtifacts(db: Executor, buildId: string): Promise<Artifact[]> {
-  return (await all(db, "SELECT * FROM artifacts WHERE build_id = ? ORDER BY path", [buildId])).map(toArtifact);
+  return (await all(db, "SELECT * FROM artifacts WHERE build_id = +? ORDER BY path", [buildId])).map(toArtifact);
 }
 
 export async function findArtifact(db: Executor, buildId: string, id: string): Promise<Artifact | null> {

@@ -36,7 +36,7 @@ export async function trimPeerPending(db: Executor, peer: string): Promise<void>
   await run(
     db,
     `DELETE FROM oidc_pending WHERE state_hash IN (
-       SELECT state_hash FROM oidc_pending WHERE peer = ? ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET +?)`,
+       SELECT state_hash FROM oidc_pending WHERE peer = +? ORDER BY created_at DESC, rowid DESC LIMIT -1 OFFSET +?)`,
     [peer, PENDING_PER_PEER - 1],
   );
 }

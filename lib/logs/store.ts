@@ -305,7 +305,7 @@ async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[
       if (build.head_last_seq !== null && build.bytes + size > a.capBytes) {
         // Make room in the tail: drop its oldest lines (never the head), the ones just added included.
         if (rows.length > 0) await insertRows();
-        const oldest = await all(tx, "SELECT seq, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT 1000", [
+        const oldest = await all(tx, "SELECT seq, text FROM build_logs WHERE build_id = +? AND seq > ? ORDER BY seq LIMIT 1000", [
           a.buildId,
           build.head_last_seq,
         ]);
@@ -422,7 +422,7 @@ function statsFrom(row: Row): LogStats {
 
 /** One page of lines after `afterSeq`, oldest first. */
 export async function readLogPage(db: Executor, buildId: string, afterSeq: number, limit: number): Promise<LogEntry[]> {
-  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = ? AND seq > ? ORDER BY seq LIMIT +?", [
+  const rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = +? AND seq > ? ORDER BY seq LIMIT +?", [
     buildId,
     afterSeq,
     limit,

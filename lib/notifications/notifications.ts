@@ -153,7 +153,7 @@ export async function findNotification(db: Executor, id: string): Promise<Notifi
 }
 
 export async function listNotifications(db: Executor, projectId: string): Promise<Notification[]> {
-  return (await all(db, "SELECT * FROM notifications WHERE project_id = ? ORDER BY created_at, id", [projectId])).map(toNotification);
+  return (await all(db, "SELECT * FROM notifications WHERE project_id = +? ORDER BY created_at, id", [projectId])).map(toNotification);
 }
 
 export async function deleteNotification(db: Executor, id: string): Promise<void> {
@@ -177,13 +177,13 @@ export type DeliverySummary = ReturnType<typeof toDelivery>;
 
 export async function listDeliveries(db: Executor, notificationId: string, limit: number): Promise<DeliverySummary[]> {
   return (
-    await all(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? ORDER BY created_at DESC, id DESC LIMIT +?", [notificationId, limit])
+    await all(db, "SELECT * FROM notification_deliveries WHERE notification_id = +? ORDER BY created_at DESC, id DESC LIMIT +?", [notificationId, limit])
   ).map(toDelivery);
 }
 
 /** How a notification is doing: its latest delivery and, while the latest ones fail, since when. */
 export async function healthOf(db: Executor, notificationId: string) {
-  const latest = await one(db, "SELECT * FROM notification_deliveries WHERE notification_id = ? AND attempts > 0 ORDER BY updated_at DESC, id DESC LIMIT 1", [
+  const latest = await one(db, "SELECT * FROM notification_deliveries WHERE notification_id = +? AND attempts > 0 ORDER BY updated_at DESC, id DESC LIMIT 1", [
     notificationId,
   ]);
   const ok = await one(db, "SELECT MAX(delivered_at) AS at FROM notification_deliveries WHERE notification_id = ? AND status = 'delivered'", [notificationId]);

@@ -81,7 +81,7 @@ export async function findPipeline(db: Executor, id: string): Promise<Pipeline |
 }
 
 export async function listPipelines(db: Executor, projectId: string): Promise<Pipeline[]> {
-  return (await all(db, "SELECT * FROM pipelines WHERE project_id = ? ORDER BY name, id", [projectId])).map(toPipeline);
+  return (await all(db, "SELECT * FROM pipelines WHERE project_id = +? ORDER BY name, id", [projectId])).map(toPipeline);
 }
 
 /**
@@ -100,7 +100,7 @@ export function pipelinesState(repositoryId: string): { sql: string; args: InVal
 export async function listPipelinesOfRepository(db: Executor, repositoryId: string): Promise<Pipeline[]> {
   const rows = await all(
     db,
-    "SELECT * FROM pipelines WHERE project_id = (SELECT id FROM projects WHERE repository_id = ? AND unlinked_at IS NULL) ORDER BY name, id",
+    "SELECT * FROM pipelines WHERE project_id = (SELECT id FROM projects WHERE repository_id = +? AND unlinked_at IS NULL) ORDER BY name, id",
     [repositoryId],
   );
   return rows.map(toPipeline);
@@ -112,6 +112,6 @@ export async function deletePipeline(db: Executor, id: string): Promise<void> {
 
 /** A project's pipelines by name, for the lists that show only id and name (badges). */
 export async function pipelineNames(db: Executor, projectId: string): Promise<{ id: string; name: string }[]> {
-  const rows = await all(db, "SELECT id, name FROM pipelines WHERE project_id = ? ORDER BY name", [projectId]);
+  const rows = await all(db, "SELECT id, name FROM pipelines WHERE project_id = +? ORDER BY name", [projectId]);
   return rows.map((r) => ({ id: str(r, "id"), name: str(r, "name") }));
 }

@@ -75,7 +75,7 @@ export async function toPublicEnvironment(db: Executor, e: Environment): Promise
 }
 
 export async function listEnvironments(db: Executor, projectId: string): Promise<Environment[]> {
-  return (await all(db, "SELECT * FROM environments WHERE project_id = ? ORDER BY name", [projectId])).map(toEnvironment);
+  return (await all(db, "SELECT * FROM environments WHERE project_id = +? ORDER BY name", [projectId])).map(toEnvironment);
 }
 
 export async function findEnvironment(db: Executor, projectId: string, name: string): Promise<Environment | null> {

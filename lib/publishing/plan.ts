@@ -204,7 +204,7 @@ async function resolveNotes(db: Executor, build: Build, p: Publisher, name: stri
   const since = (await lastPublishedBuildNumber(db, build.project_id, p.environment, name, build.build_number)) ?? 0;
   const rows = await all(
     db,
-    "SELECT changelog FROM builds WHERE project_id = ? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number",
+    "SELECT changelog FROM builds WHERE project_id = +? AND build_number > ? AND build_number <= ? AND changelog != '' ORDER BY build_number",
     [build.project_id, since, build.build_number],
   );
   return {

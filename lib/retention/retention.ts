@@ -127,7 +127,7 @@ interface Due {
 async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPolicy, now: number, limit: number): Promise<Due[]> {
   let keepFrom: number | null = null;
   if (policy.keep_builds > 0) {
-    const row = await one(db, "SELECT build_number FROM builds WHERE pipeline_id = ? ORDER BY build_number DESC LIMIT 1 OFFSET +?", [
+    const row = await one(db, "SELECT build_number FROM builds WHERE pipeline_id = +? ORDER BY build_number DESC LIMIT 1 OFFSET +?", [
       pipelineId,
       policy.keep_builds - 1,
     ]);

@@ -135,7 +135,7 @@ export async function findSchedule(db: Executor, id: string): Promise<Schedule |
 }
 
 export async function listSchedules(db: Executor, pipelineId: string): Promise<Schedule[]> {
-  return (await all(db, "SELECT * FROM pipeline_schedules WHERE pipeline_id = ? ORDER BY created_at, id", [pipelineId])).map(toSchedule);
+  return (await all(db, "SELECT * FROM pipeline_schedules WHERE pipeline_id = +? ORDER BY created_at, id", [pipelineId])).map(toSchedule);
 }
 
 export async function deleteSchedule(db: Executor, id: string): Promise<void> {
@@ -143,7 +143,7 @@ export async function deleteSchedule(db: Executor, id: string): Promise<void> {
 }
 
 export async function lastRun(db: Executor, scheduleId: string): Promise<ScheduleRun | null> {
-  const row = await one(db, "SELECT * FROM schedule_runs WHERE schedule_id = ? ORDER BY slot_at DESC LIMIT 1", [scheduleId]);
+  const row = await one(db, "SELECT * FROM schedule_runs WHERE schedule_id = +? ORDER BY slot_at DESC LIMIT 1", [scheduleId]);
   return row ? toRun(row) : null;
 }
 
@@ -296,7 +296,7 @@ export interface FileScheduleFields {
 export function fileSchedulesState(projectId: string): { sql: string; args: InValue[] } {
   return {
     sql: `(SELECT group_concat(state) FROM (SELECT json_array(id, pipeline_id, cron, timezone, branch, build_when_unchanged, config_path, updated_at) AS state
-            FROM pipeline_schedules WHERE pipeline_id IN (SELECT id FROM pipelines WHERE project_id = ?) AND source = 'file' ORDER BY id))`,
+            FROM pipeline_schedules WHERE pipeline_id IN (SELECT id FROM pipelines WHERE project_id = +?) AND source = 'file' ORDER BY id))`,
     args: [projectId],
   };
 }
@@ -317,7 +317,7 @@ export async function syncFileSchedules(
 ): Promise<{ added: number; changed: number; removed: number }> {
   const keyOf = (cron: string, timezone: string, branch: string) => JSON.stringify([cron.trim(), timezone, branch]);
   const current = (
-    await all(tx, "SELECT * FROM pipeline_schedules WHERE pipeline_id = ? AND source = 'file' ORDER BY created_at, id", [target.pipelineId])
+    await all(tx, "SELECT * FROM pipeline_schedules WHERE pipeline_id = +? AND source = 'file' ORDER BY created_at, id", [target.pipelineId])
   ).map(toSchedule);
   const existing = new Map(current.map((s) => [keyOf(s.cron, s.timezone, s.branch), s]));
   const counts = { added: 0, changed: 0, removed: 0 };

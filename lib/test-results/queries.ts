@@ -113,7 +113,7 @@ export async function summariesOf(db: Executor, buildIds: string[]): Promise<Map
 }
 
 export async function listReports(db: Executor, buildId: string): Promise<z.output<typeof TestReportResource>[]> {
-  return (await all(db, "SELECT * FROM test_reports WHERE build_id = ? ORDER BY path", [buildId])).map((r) => ({
+  return (await all(db, "SELECT * FROM test_reports WHERE build_id = +? ORDER BY path", [buildId])).map((r) => ({
     id: str(r, "id"),
     path: str(r, "path"),
     format: strOrNull(r, "format") as z.output<typeof TestReportResource>["format"],
@@ -126,7 +126,7 @@ export async function listReports(db: Executor, buildId: string): Promise<z.outp
 
 export async function listAnnotations(db: Executor, buildId: string) {
   return (
-    await all(db, "SELECT * FROM build_annotations WHERE build_id = ? ORDER BY CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, seq", [
+    await all(db, "SELECT * FROM build_annotations WHERE build_id = +? ORDER BY CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, seq", [
       buildId,
     ])
   ).map((r) => ({
@@ -176,7 +176,7 @@ export async function listCases(
     // The strip needs 10 results; a failure looks further back for where its run of failures began.
     const recent = await all(
       db,
-      "SELECT build_id, build_number, status FROM test_results WHERE test_id = ? AND lane = ? AND build_number <= ? ORDER BY build_number DESC LIMIT +?",
+      "SELECT build_id, build_number, status FROM test_results WHERE test_id = +? AND lane = +? AND build_number <= ? ORDER BY build_number DESC LIMIT +?",
       [num(r, "test_id"), str(r, "lane"), build.build_number, FAILED.has(status) ? 50 : 10],
     );
     const dots = recent.map((d) => ({ build_id: str(d, "build_id"), build_number: num(d, "build_number"), status: str(d, "status") as Status }));
@@ -274,7 +274,7 @@ export async function flakyTests(
   const after = /^(\d{1,12})\.(\d{1,18})$/.exec(o.cursor ?? "");
   const rows = await all(
     db,
-    `SELECT * FROM tests WHERE pipeline_id = ? AND last_flaky_at IS NOT NULL ${after ? "AND (last_flaky_at < ? OR (last_flaky_at = ? AND id < ?))" : ""}
+    `SELECT * FROM tests WHERE pipeline_id = +? AND last_flaky_at IS NOT NULL ${after ? "AND (last_flaky_at < ? OR (last_flaky_at = +? AND id < ?))" : ""}
      ORDER BY last_flaky_at DESC, id DESC LIMIT +?`,
     [pipelineId, ...(after ? [Number(after[1]), Number(after[1]), Number(after[2])] : []), o.limit + 1],
   );
@@ -300,7 +300,7 @@ export async function coverageOf(
   const lane = targetLane(build, defaultBranch);
   const base = await one(
     db,
-    "SELECT build_id, build_number, lines_found, lines_hit FROM build_test_summaries WHERE pipeline_id = ? AND lane = ? AND build_number < ? AND lines_found IS NOT NULL ORDER BY build_number DESC LIMIT 1",
+    "SELECT build_id, build_number, lines_found, lines_hit FROM build_test_summaries WHERE pipeline_id = +? AND lane = +? AND build_number < ? AND lines_found IS NOT NULL ORDER BY build_number DESC LIMIT 1",
     [build.pipeline_id, lane, build.build_number],
   );
   const baseline = base

@@ -122,7 +122,7 @@ export async function lastFileProblem(
     db,
     `SELECT d.id, d.received_at, d.commit_sha, json_extract(j.value, '$.reason') AS reason
        FROM webhook_deliveries d, json_each(d.decisions) j
-      WHERE d.project_id = ? AND json_extract(j.value, '$.file_problem') = 1
+      WHERE d.project_id = +? AND json_extract(j.value, '$.file_problem') = 1
       ORDER BY d.received_at DESC, d.rowid DESC LIMIT 1`,
     [projectId],
   );

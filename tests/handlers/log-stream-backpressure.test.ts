@@ -30,7 +30,7 @@ describe("a slow stream reader", () => {
     // Count the log pages the stream reads from the database.
     let pageReads = 0;
     const counting = recordingDb(t.db, (sql) => {
-      if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) pageReads++;
+      if (sql.includes("FROM build_logs WHERE build_id = +? AND seq > ?")) pageReads++;
     });
     const app = createApp({ ...t.ctx, db: counting }, routes);
     const { token } = (await t.call("POST", `/v1/builds/${build.id}/stream-token`, { token: owner })).body;

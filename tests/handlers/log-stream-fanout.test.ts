@@ -31,7 +31,7 @@ interface Counts {
 function countingApp(limits: Partial<HubLimits> = {}): { app: App; counts: Counts; reset(): void } {
   const counts: Counts = { pages: 0, checks: 0, credentials: 0, other: 0 };
   const db = recordingDb(t.db, (sql) => {
-    if (sql.includes("FROM build_logs WHERE build_id = ? AND seq > ?")) counts.pages++;
+    if (sql.includes("FROM build_logs WHERE build_id = +? AND seq > ?")) counts.pages++;
     else if (sql.includes("FROM builds b LEFT JOIN build_log_stats")) counts.checks++;
     else if (sql.includes("FROM sessions s JOIN users u")) counts.credentials++;
     else counts.other++;

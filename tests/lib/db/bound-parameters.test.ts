@@ -36,14 +36,13 @@ describe("statements the planner compiles once", () => {
   });
 
   // A bare parameter beside an ORDER BY too (20 against 5 µs for a project's variables, 35 against
-  // 6 for the cache a job restores); held here for the statements of a runner's job
-  // (docs/benchmarks.md, "The runner fleet's CPU per job: its reads").
-  test("no statement of a runner's job orders rows beside a bare `= ?`", async () => {
-    const ofJobs = (await sqlLiterals("{lib,handlers}/**/*.ts")).filter(({ file }) =>
-      /^(lib\/(runners|variables|caches)|handlers\/runner-protocol)\//.test(file),
-    );
-    expect(ofJobs.length).toBeGreaterThan(20);
-    const bare = ofJobs.filter(({ sql }) => /\bORDER BY\b/.test(sql) && /(?<![!<>=])=\s*(\?|:\w+)|\bWHEN \?/.test(sql));
+  // 6 for the cache a job restores; docs/benchmarks.md, "The runner fleet's CPU per job: its reads").
+  // The values an UPDATE's SET assigns are not compared with anything and cost nothing (a claim of a
+  // deployment 3.4 against 3.3 µs with `+?`), so its assignments up to WHERE are left out.
+  test("no statement orders rows beside a bare `= ?`", async () => {
+    const ordered = (await sqlLiterals("{lib,handlers}/**/*.ts")).filter(({ sql }) => /\bORDER BY\b/.test(sql));
+    expect(ordered.length).toBeGreaterThan(50);
+    const bare = ordered.filter(({ sql }) => /(?<![!<>=])=\s*(\?|:\w+)|\bWHEN \?/.test(sql.replace(/\bSET\b[^()]*?(?=\bWHERE\b)/g, "SET")));
     expect(bare).toEqual([]);
   });
 
