@@ -220,9 +220,11 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
 
 /** The delivery in one write transaction, everything read and decided inside it: what the batch cannot say. */
 async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Received, files: PipelineFiles): Promise<Outcome> {
-  const created: Created[] = [];
   // The pipeline files were read before the write transaction (a host call must not hold it).
-  const decided = await inTransaction(deps.db, async (tx) => {
+  // Everything the work collects lives inside it: the write queue may run it again from its start
+  // (lib/db/write-queue.ts), and only the run that committed made builds.
+  return inTransaction(deps.db, async (tx) => {
+    const created: Created[] = [];
     await takeDedupeKeys(tx, input, base.id, base.received_at);
     const route = await readRoute(tx, input);
     const acting = startActing(tx, input, files, base, null, created);
@@ -236,9 +238,8 @@ async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Receive
       duplicate_of: null,
       body: input.body,
     });
-    return decided;
+    return { ...decided, created };
   });
-  return { ...decided, created };
 }
 
 /** Acting on the delivery from its start: `planned` for a batch, null in the transaction (see Acting). */

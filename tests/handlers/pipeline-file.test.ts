@@ -423,3 +423,59 @@ describe("GET /v1/projects/{project_id}/pipeline-file: what the web app shows of
     expect((await t.call("GET", `/v1/projects/${projectId}/pipeline-file`)).status).toBe(401);
   });
 });
+
+describe("a delivery whose write transaction runs again", () => {
+  test("answers only the builds of the run that committed, each once", async () => {
+    // A file that names a pipeline for the first time takes the write transaction (lib/webhooks/accept.ts).
+    const yaml = `${ROOST_YAML}  nightly-check:\n    triggers:\n      events: [push]\n      branches: [main]\n    platforms: [android]\n`;
+    const sha = commit({ "roost.yaml": yaml }, "a new pipeline");
+    host.heads.set(`${REPO.full_name}@main`, sha);
+    // The write queue runs a transaction's work again from its start when the database took the
+    // write lock back (a libSQL server's TRANSACTION_TIMEOUT, lib/db/write-queue.ts): here the
+    // first run is rolled back once its work is done, and the work runs again.
+    class TakenBack extends Error {}
+    let runs = 0;
+    const db = new Proxy(t.db, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key !== "transaction") return typeof value === "function" ? value.bind(target) : value;
+        return async (work: Parameters<typeof target.transaction>[0]) => {
+          if (runs++ > 0) return target.transaction(work);
+          return target
+            .transaction(async (tx) => {
+              await work(tx);
+              throw new TakenBack();
+            })
+            .catch((error) => (error instanceof TakenBack ? target.transaction(work) : Promise.reject(error)));
+        };
+      },
+    });
+    const payload = {
+      ref: "refs/heads/main",
+      before: "0".repeat(40),
+      after: sha,
+      repository: REPO,
+      installation: { id: Number(host.github.installationId) },
+      sender: { login: "dev" },
+      head_commit: { id: sha, message: "a new pipeline", author: { name: "Dev" } },
+      commits: [{ id: sha, message: "a new pipeline", author: { name: "Dev" } }],
+    };
+    const repositoryId = (await t.call("GET", `/v1/projects/${projectId}`, { token: owner })).body.project.repository_id;
+    const accepted = await acceptDelivery(
+      { ...t.ctx, db },
+      {
+        forge: "github",
+        deliveryId: crypto.randomUUID(),
+        dedupeKeys: [],
+        event: parseGithubDelivery("push", payload),
+        repository: await findRepository(t.db, repositoryId),
+        body: JSON.stringify(payload),
+      },
+    );
+    expect(runs).toBeGreaterThan(0);
+    const ids = accepted.builds.map((b) => b.id);
+    // android-release and nightly-check build pushes to main.
+    expect(ids).toHaveLength(2);
+    for (const id of ids) expect((await t.call("GET", `/v1/builds/${id}`, { token: owner })).status).toBe(200);
+  });
+});
