@@ -230,8 +230,11 @@ export async function enforceRetention(
 
   const logIds = due.filter((d) => d.logs).map((d) => d.id);
   const artifactIds = due.filter((d) => d.artifacts).map((d) => d.id);
-  const archivedLogs: string[] = [];
-  const files = await inTransaction(ctx.db, async (tx) => {
+  // What the transaction deleted is counted inside its work and returned: the write queue may run
+  // the work again from its start (lib/db/write-queue.ts), and only the run that committed counts.
+  const done = await inTransaction(ctx.db, async (tx) => {
+    const counted = { logs: 0, log_lines: 0, log_bytes: 0, artifacts: 0, artifact_bytes: 0 };
+    let archivedLogs: string[] = [];
     // Marking first with "IS NULL" makes the pass idempotent across processes: a build another
     // process has just done is not marked again, and only the marking process deletes.
     const markedLogs = logIds.length
@@ -249,11 +252,9 @@ export async function enforceRetention(
         markedLogs,
       );
       const deleted = await tx.execute({ sql: `DELETE FROM build_logs WHERE build_id IN (${placeholders(markedLogs.length)})`, args: markedLogs });
-      archivedLogs.push(
-        ...(await all(tx, `SELECT build_id FROM build_log_stats WHERE archived_seq > 0 AND build_id IN (${placeholders(markedLogs.length)})`, markedLogs)).map(
-          (r) => str(r, "build_id"),
-        ),
-      );
+      archivedLogs = (
+        await all(tx, `SELECT build_id FROM build_log_stats WHERE archived_seq > 0 AND build_id IN (${placeholders(markedLogs.length)})`, markedLogs)
+      ).map((r) => str(r, "build_id"));
       // A log deleted before the archive pass moved it leaves the logs waiting to be archived
       // (build_log_stats_unarchived) here, in the transaction that deletes it: archived_seq 0,
       // nothing in the store. Otherwise every archive pass would read it again, forever.
@@ -261,9 +262,9 @@ export async function enforceRetention(
         sql: `UPDATE build_log_stats SET archived_seq = 0 WHERE archived_seq IS NULL AND build_id IN (${placeholders(markedLogs.length)})`,
         args: markedLogs,
       });
-      pass.logs = markedLogs.length;
-      pass.log_lines = deleted.rowsAffected;
-      pass.log_bytes = num(bytes!, "n");
+      counted.logs = markedLogs.length;
+      counted.log_lines = deleted.rowsAffected;
+      counted.log_bytes = num(bytes!, "n");
     }
     const markedArtifacts = artifactIds.length
       ? (
@@ -277,19 +278,20 @@ export async function enforceRetention(
     const removed = markedArtifacts.length
       ? await all(tx, `DELETE FROM artifacts WHERE build_id IN (${placeholders(markedArtifacts.length)}) RETURNING id, build_id, size`, markedArtifacts)
       : [];
-    pass.artifacts = removed.length;
-    pass.artifact_bytes = removed.reduce((sum, r) => sum + num(r, "size"), 0);
-    return { rows: removed.map((r) => ({ id: str(r, "id"), build_id: str(r, "build_id") })) };
+    counted.artifacts = removed.length;
+    counted.artifact_bytes = removed.reduce((sum, r) => sum + num(r, "size"), 0);
+    return { counted, archivedLogs, files: removed.map((r) => ({ id: str(r, "id"), build_id: str(r, "build_id") })) };
   });
+  Object.assign(pass, done.counted);
 
   // The rows are gone: now the objects (a crash here leaves objects no row names, never the reverse).
   // A store that refuses is logged and the pass goes on; its objects are then only unreferenced.
-  for (const f of files.rows) {
+  for (const f of done.files) {
     await ctx.objects.delete(artifactKey(f.build_id, f.id)).catch((error: unknown) => {
       ctx.log.warn("retention could not delete an artifact object", { build_id: f.build_id, artifact_id: f.id, error });
     });
   }
-  for (const buildId of archivedLogs) {
+  for (const buildId of done.archivedLogs) {
     await ctx.objects.delete(logArchiveKey(buildId)).catch((error: unknown) => {
       ctx.log.warn("retention could not delete an archived log", { build_id: buildId, error });
     });

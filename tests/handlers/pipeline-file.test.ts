@@ -19,6 +19,7 @@ import { parsePipelineFile } from "../../lib/pipelines/file.ts";
 import { fencedBlocks } from "../helpers/markdown.ts";
 import { readFileSync } from "node:fs";
 import { WEBHOOK_SECRET } from "../helpers/ci.ts";
+import { rerunningFirstTransaction } from "../helpers/fault-injection.ts";
 
 const REPO = { id: 4242, full_name: "acme/flutter-shop" };
 
@@ -431,25 +432,9 @@ describe("a delivery whose write transaction runs again", () => {
     const sha = commit({ "roost.yaml": yaml }, "a new pipeline");
     host.heads.set(`${REPO.full_name}@main`, sha);
     // The write queue runs a transaction's work again from its start when the database took the
-    // write lock back (a libSQL server's TRANSACTION_TIMEOUT, lib/db/write-queue.ts): here the
-    // first run is rolled back once its work is done, and the work runs again.
-    class TakenBack extends Error {}
-    let runs = 0;
-    const db = new Proxy(t.db, {
-      get(target, key) {
-        const value = Reflect.get(target, key);
-        if (key !== "transaction") return typeof value === "function" ? value.bind(target) : value;
-        return async (work: Parameters<typeof target.transaction>[0]) => {
-          if (runs++ > 0) return target.transaction(work);
-          return target
-            .transaction(async (tx) => {
-              await work(tx);
-              throw new TakenBack();
-            })
-            .catch((error) => (error instanceof TakenBack ? target.transaction(work) : Promise.reject(error)));
-        };
-      },
-    });
+    // write lock back (lib/db/write-queue.ts): here the first run is rolled back once its work is
+    // done, and the work runs again.
+    const rerun = rerunningFirstTransaction(t.db);
     const payload = {
       ref: "refs/heads/main",
       before: "0".repeat(40),
@@ -462,7 +447,7 @@ describe("a delivery whose write transaction runs again", () => {
     };
     const repositoryId = (await t.call("GET", `/v1/projects/${projectId}`, { token: owner })).body.project.repository_id;
     const accepted = await acceptDelivery(
-      { ...t.ctx, db },
+      { ...t.ctx, db: rerun.db },
       {
         forge: "github",
         deliveryId: crypto.randomUUID(),
@@ -472,7 +457,7 @@ describe("a delivery whose write transaction runs again", () => {
         body: JSON.stringify(payload),
       },
     );
-    expect(runs).toBeGreaterThan(0);
+    expect(rerun.reruns).toBe(1);
     const ids = accepted.builds.map((b) => b.id);
     // android-release and nightly-check build pushes to main.
     expect(ids).toHaveLength(2);

@@ -15,6 +15,7 @@ import { artifactFile, storeArtifact } from "../../lib/artifacts/artifacts.ts";
 import { sha256Hex } from "../../lib/crypto/hash.ts";
 import { checkDataDirGrowth, enforceRetention, GRACE_SECONDS } from "../../lib/retention/retention.ts";
 import { one, num } from "../../lib/db/client.ts";
+import { rerunningFirstTransaction } from "../helpers/fault-injection.ts";
 
 const DAY = 86_400;
 let host: HostApiStandIn;
@@ -200,6 +201,31 @@ describe("retention of build logs and artifacts", () => {
       expect(unknown.body.code).toBe("invalid_request");
       const defaults = await t.call("GET", `/v1/projects/${project.id}/retention`, { token: owner });
       expect(defaults.body.effective).toEqual({ log_retention_days: 90, artifact_retention_days: 90, keep_builds: 0 });
+    } finally {
+      t.close();
+    }
+  });
+
+  test("a pass whose write transaction runs again counts in /metrics only what the run that committed deleted", async () => {
+    const { t, owner } = await instance({ ROOST_LOG_RETENTION_DAYS: "1", ROOST_ARTIFACT_RETENTION_DAYS: "30", ROOST_KEEP_BUILDS: "0" });
+    try {
+      const project = await createProject(t, owner);
+      const pipeline = await createPipeline(t, owner, project.id);
+      const builds = [await finishedBuild(t, pipeline.id, "main", "fail"), await finishedBuild(t, pipeline.id, "main", "fail")];
+      t.clock.advance(2 * DAY);
+      // The write queue runs a transaction's work again from its start when the database took the
+      // write lock back (lib/db/write-queue.ts). Here this pass's first run is rolled back, and
+      // another daemon's pass on the same database deletes the logs before the rerun.
+      let other: Awaited<ReturnType<typeof enforceRetention>> | undefined;
+      const rerun = rerunningFirstTransaction(t.db, async () => void (other = await enforceRetention(t.ctx)));
+      const pass = await enforceRetention({ ...t.ctx, db: rerun.db });
+      expect(rerun.reruns).toBe(1);
+      expect(other).toMatchObject({ logs: 2, log_lines: 6 });
+      expect(pass).toMatchObject({ logs: 0, log_lines: 0, log_bytes: 0 });
+      for (const b of builds) expect(await seen(t, owner, b.id)).toEqual(LOGS_GONE);
+      const text = (await t.call("GET", "/metrics")).text;
+      expect(metric(text, "roost_retention_deleted_total", "logs")).toBe(2);
+      expect(metric(text, "roost_retention_reclaimed_bytes_total", "logs")).toBe(other!.log_bytes);
     } finally {
       t.close();
     }

@@ -43,6 +43,46 @@ export function failingAtStatement(db: Db, failAt: number): Db {
   return faulty;
 }
 
+/** Thrown after the first transaction's work, to roll that run back (rerunningFirstTransaction). */
+class TakenBack extends Error {}
+
+/**
+ * `db`, except that its first write transaction is rolled back once its work is done, and the work
+ * runs again from its start: what the write queue does when the database took the write lock back
+ * (a libSQL server's TRANSACTION_TIMEOUT, lib/db/write-queue.ts). `between` runs after the
+ * rollback and before the rerun: what another process commits meanwhile. `reruns` counts them.
+ */
+export function rerunningFirstTransaction(db: Db, between?: () => Promise<void>): { db: Db; readonly reruns: number } {
+  let transactions = 0;
+  let reruns = 0;
+  const rerunning: Db = new Proxy(db, {
+    get(target, key) {
+      const value = Reflect.get(target, key);
+      if (key !== "transaction") return typeof value === "function" ? value.bind(target) : value;
+      return async <T>(work: (tx: Transaction) => Promise<T>): Promise<T> => {
+        if (transactions++ > 0) return target.transaction(work);
+        try {
+          await target.transaction(async (tx) => {
+            await work(tx);
+            throw new TakenBack();
+          });
+        } catch (error) {
+          if (!(error instanceof TakenBack)) throw error;
+        }
+        await between?.();
+        reruns++;
+        return target.transaction(work);
+      };
+    },
+  });
+  return {
+    db: rerunning,
+    get reruns() {
+      return reruns;
+    },
+  };
+}
+
 /** Every row of the tables a build's life touches, for "nothing changed" comparisons. */
 export async function snapshotState(db: Db): Promise<Record<string, unknown[]>> {
   const tables = ["builds", "jobs", "build_logs", "build_log_stats", "operator_incidents", "projects"];
