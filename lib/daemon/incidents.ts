@@ -86,7 +86,10 @@ export async function listIncidents(
 ): Promise<{ incidents: Incident[]; total: number }> {
   const where: string[] = [];
   const args: (string | number)[] = [];
-  if (f.status) where.push("status = ?"), args.push(f.status);
+  // The status written as its literal, not bound: `status = 'open'` is what lets SQLite read the
+  // open incidents from their partial index (operator_incidents_open), which a `+?` would lose, and
+  // a bare `?` beside the ORDER BY would have the statement compiled again on every call.
+  if (f.status) where.push(f.status === "open" ? "status = 'open'" : "status = 'resolved'");
   if (f.unread) where.push("read_at IS NULL");
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM operator_incidents ${clause}`, args);

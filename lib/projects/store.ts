@@ -153,7 +153,7 @@ export async function listProjects(
     args.push(q, q);
   }
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
-  const from = `FROM projects p JOIN repositories r ON r.id = p.repository_id LEFT JOIN project_members m ON m.project_id = p.id AND m.user_id = ?`;
+  const from = `FROM projects p JOIN repositories r ON r.id = p.repository_id LEFT JOIN project_members m ON m.project_id = p.id AND m.user_id = +?`;
   const total = await one(db, `SELECT COUNT(*) AS n ${from} ${clause}`, args);
   const rows = await all(
     db,

@@ -145,11 +145,11 @@ export interface DeploymentFilter {
 
 /** Newest first. */
 export async function listDeployments(db: Executor, f: DeploymentFilter): Promise<DeploymentResource[]> {
-  const where = ["d.project_id = ?"];
+  const where = ["d.project_id = +?"];
   const args: (string | number)[] = [f.projectId];
-  if (f.buildId) where.push("d.build_id = ?"), args.push(f.buildId);
-  if (f.environment) where.push("d.environment_name = ?"), args.push(f.environment);
-  if (f.status) where.push("d.status = ?"), args.push(f.status);
+  if (f.buildId) where.push("d.build_id = +?"), args.push(f.buildId);
+  if (f.environment) where.push("d.environment_name = +?"), args.push(f.environment);
+  if (f.status) where.push("d.status = +?"), args.push(f.status);
   const rows = await all(db, `${SELECT} WHERE ${where.join(" AND ")} ORDER BY d.created_at DESC, d.rowid DESC LIMIT +? OFFSET +?`, [
     ...args,
     f.limit,

@@ -157,12 +157,12 @@ export async function listCases(
   build: Build,
   query: CaseQuery,
 ): Promise<{ cases: z.output<typeof TestCaseResource>[]; next_cursor: string | null }> {
-  const where = ["r.build_id = ?"];
+  const where = ["r.build_id = +?"];
   const args: (string | number)[] = [build.id];
   if (query.statuses.length) where.push(`r.status IN (${query.statuses.map(() => "?").join(", ")})`), args.push(...query.statuses);
   if (query.q) where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR lower(t.suite) LIKE ? ESCAPE '\\')"), args.push(likePattern(query.q), likePattern(query.q));
   const after = /^(\d)\.(\d{1,10})$/.exec(query.cursor ?? "");
-  if (after) where.push(`(${RANK} > ? OR (${RANK} = ? AND r.seq > ?))`), args.push(Number(after[1]), Number(after[1]), Number(after[2]));
+  if (after) where.push(`(${RANK} > ? OR (${RANK} = +? AND r.seq > ?))`), args.push(Number(after[1]), Number(after[1]), Number(after[2]));
   const rows = await all(
     db,
     `SELECT r.*, t.test_key, t.suite, t.name, ${RANK} AS rank FROM test_results r JOIN tests t ON t.id = r.test_id

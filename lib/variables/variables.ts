@@ -268,10 +268,10 @@ export async function listVariableChanges(
   projectId: string,
   options: { pipelineId?: string; limit: number; offset: number },
 ): Promise<z.output<typeof VariableChangeResource>[]> {
-  const where = ["project_id = ?"];
+  const where = ["project_id = +?"];
   const args: (string | number)[] = [projectId];
   if (options.pipelineId) {
-    where.push("pipeline_id = ?");
+    where.push("pipeline_id = +?");
     args.push(options.pipelineId);
   }
   const rows = await all(db, `SELECT * FROM variable_changes WHERE ${where.join(" AND ")} ORDER BY created_at DESC, rowid DESC LIMIT +? OFFSET +?`, [

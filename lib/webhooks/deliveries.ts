@@ -100,8 +100,8 @@ export async function listDeliveries(
 ): Promise<{ deliveries: Delivery[]; total: number }> {
   const where: string[] = [];
   const args: (string | number)[] = [];
-  if (f.projectId !== null) where.push("project_id = ?"), args.push(f.projectId);
-  if (f.result) where.push("result = ?"), args.push(f.result);
+  if (f.projectId !== null) where.push("project_id = +?"), args.push(f.projectId);
+  if (f.result) where.push("result = +?"), args.push(f.result);
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
   const rows = await all(db, `SELECT * FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
