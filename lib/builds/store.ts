@@ -154,10 +154,12 @@ function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
     return ranges;
   });
   const ranges = choices.reduce((a, b) => (b.length < a.length ? b : a));
-  const scope: [string, string] = f.pipelineId ? ["pipeline_id = ?", f.pipelineId] : ["project_id = ?", f.projectId];
+  // Bound `+?`, as beside every ORDER BY (tests/lib/db/bound-parameters.test.ts): a bare `?` had
+  // the page compiled again on every call, and the plans are the same.
+  const scope: [string, string] = f.pipelineId ? ["pipeline_id = +?", f.pipelineId] : ["project_id = +?", f.projectId];
   return ranges.map((r) => {
     const columns = Object.keys(r) as Column[];
-    return { sql: [scope[0], ...columns.map((c) => `${c} = ?`)].join(" AND "), args: [scope[1], ...columns.map((c) => r[c]!)] };
+    return { sql: [scope[0], ...columns.map((c) => `${c} = +?`)].join(" AND "), args: [scope[1], ...columns.map((c) => r[c]!)] };
   });
 }
 
@@ -181,7 +183,7 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
         (
           await all(
             db,
-            `SELECT b.* FROM (${ranges.map((r) => `SELECT rowid AS r, build_number AS n FROM builds WHERE ${r.sql} AND build_number < ?`).join(" UNION ALL ")} ORDER BY n DESC LIMIT ?) w
+            `SELECT b.* FROM (${ranges.map((r) => `SELECT rowid AS r, build_number AS n FROM builds WHERE ${r.sql} AND build_number < ?`).join(" UNION ALL ")} ORDER BY n DESC LIMIT +?) w
              JOIN builds b ON b.rowid = w.r`,
             args,
           )

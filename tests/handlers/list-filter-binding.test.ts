@@ -29,8 +29,8 @@ async function orderedStatementsOf(path: string): Promise<string[]> {
   return seen.filter((sql) => /\bORDER BY\b/.test(sql));
 }
 
-/** The same rule as bound-parameters.test.ts: no `= ?` beside the ORDER BY, an UPDATE's SET assignments aside. */
-const bare = (sql: string) => /(?<![!<>=])=\s*(\?|:\w+)|\bWHEN \?/.test(sql.replace(/\bSET\b[^()]*?(?=\bWHERE\b)/g, "SET"));
+/** The same rules as bound-parameters.test.ts: no `= ?` beside the ORDER BY (an UPDATE's SET assignments aside), no bare LIMIT or OFFSET. */
+const bare = (sql: string) => /(?<![!<>=])=\s*(\?|:\w+)|\bWHEN \?|\b(LIMIT|OFFSET) (\?|:\w+)/.test(sql.replace(/\bSET\b[^()]*?(?=\bWHERE\b)/g, "SET"));
 
 describe("a list endpoint's composed filters are bound +? beside its ORDER BY", () => {
   const paths: [string, () => string][] = [
@@ -43,6 +43,9 @@ describe("a list endpoint's composed filters are bound +? beside its ORDER BY", 
     ["operator incidents, resolved", () => "/v1/operator-incidents?status=resolved"],
     ["a build's test cases, by status, search and cursor", () => `/v1/builds/${buildId}/tests/cases?status=failed,error&q=login&cursor=0.5`],
     ["the projects a user sees", () => "/v1/projects?q=acme"],
+    ["a project's builds, every filter and the total", () => `/v1/projects/${projectId}/builds?status=failed&branch=main&trigger_type=schedule&include=total`],
+    ["a project's builds by trigger, a merge of ranges", () => `/v1/projects/${projectId}/builds?trigger_type=schedule`],
+    ["a pipeline's builds, by branch", () => `/v1/pipelines/${pipelineId}/builds?branch=main`],
   ];
   let pipelineId: string, buildId: string;
 
