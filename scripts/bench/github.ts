@@ -32,20 +32,7 @@ export function pushDeliveries(secret: string, n: number, tag: string): RequestS
     const sha = commitId(String(i));
     heads.set(branch, sha);
     const modified = i % PIPELINE_FILE_EDIT_EVERY === PIPELINE_FILE_EDIT_EVERY - 1 ? ["roost.yaml"] : ["lib/main.dart"];
-    const commit = { id: sha, message: `commit ${i}`, author: { name: "bench" }, added: [], removed: [], modified };
-    const body = JSON.stringify({
-      ref: `refs/heads/bench-${branch}`,
-      before,
-      after: sha,
-      created: false,
-      deleted: false,
-      forced: false,
-      head_commit: commit,
-      commits: [commit],
-      repository: { id: 4242, full_name: "acme/app" },
-      pusher: { name: "bench" },
-    });
-    const signature = "sha256=" + createHmac("sha256", secret).update(body).digest("hex");
+    const { body, signature } = signedPush(secret, { branch, before, sha, message: `commit ${i}`, modified });
     requests.push({
       method: "POST",
       path: "/v1/webhooks/github",
@@ -54,4 +41,28 @@ export function pushDeliveries(secret: string, n: number, tag: string): RequestS
     });
   }
   return requests;
+}
+
+/**
+ * The body of a push of one commit (`sha`, after `before`) to branch `bench-<branch>` of
+ * `repository`, as GitHub sends it, and its X-Hub-Signature-256 under `secret`.
+ */
+export function signedPush(
+  secret: string,
+  push: { branch: number; before: string; sha: string; message: string; modified: string[]; repository?: { id: number; full_name: string } },
+): { body: string; signature: string } {
+  const commit = { id: push.sha, message: push.message, author: { name: "bench" }, added: [], removed: [], modified: push.modified };
+  const body = JSON.stringify({
+    ref: `refs/heads/bench-${push.branch}`,
+    before: push.before,
+    after: push.sha,
+    created: false,
+    deleted: false,
+    forced: false,
+    head_commit: commit,
+    commits: [commit],
+    repository: push.repository ?? { id: 4242, full_name: "acme/app" },
+    pusher: { name: "bench" },
+  });
+  return { body, signature: `sha256=${createHmac("sha256", secret).update(body).digest("hex")}` };
 }

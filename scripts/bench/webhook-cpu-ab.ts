@@ -8,10 +8,11 @@
 // the HTTP listener, wrk and the commit-status sender, and is disturbed far less than a daemon's
 // by the other work of a shared machine; scripts/bench/webhook-ab.ts measures the daemon itself.
 // Run with TMPDIR=/dev/shm to keep fsync out of it.
-import { createHash, createHmac } from "node:crypto";
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { signedPush } from "./github.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
@@ -41,18 +42,13 @@ async function side(checkout: string): Promise<Side> {
     // As scripts/bench/github.ts pushDeliveries: one commit pushed to one of 64 branches.
     const branch = i % 64;
     const sha = createHash("sha1").update(`${checkout}:${i}`).digest("hex");
-    const commit = { id: sha, message: `commit ${i}`, author: { name: "bench" }, added: [], removed: [], modified: ["lib/main.dart"] };
-    const body = JSON.stringify({
-      ref: `refs/heads/bench-${branch}`,
+    const { body, signature } = signedPush(ci.WEBHOOK_SECRET, {
+      branch,
       before: heads.get(branch) ?? "0".repeat(40),
-      after: sha,
-      created: false,
-      deleted: false,
-      forced: false,
-      head_commit: commit,
-      commits: [commit],
+      sha,
+      message: `commit ${i}`,
+      modified: ["lib/main.dart"],
       repository: { id: 1001, full_name: "acme/app" },
-      pusher: { name: "bench" },
     });
     heads.set(branch, sha);
     return new Request("http://127.0.0.1:8080/v1/webhooks/github", {
@@ -62,7 +58,7 @@ async function side(checkout: string): Promise<Side> {
         "content-type": "application/json",
         "x-github-event": "push",
         "x-github-delivery": crypto.randomUUID(),
-        "x-hub-signature-256": `sha256=${createHmac("sha256", ci.WEBHOOK_SECRET).update(body).digest("hex")}`,
+        "x-hub-signature-256": signature,
       },
       body,
     });
