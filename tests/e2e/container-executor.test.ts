@@ -13,7 +13,8 @@ import { join } from "node:path";
 import { connect, createServer } from "node:net";
 import type { Subprocess } from "bun";
 import { BUN, REPO_ROOT, ROOST, http, type Daemon } from "../helpers/daemon.ts";
-import { pollUntil, sh as shIn } from "../helpers/ci-daemon.ts";
+import { sh as shIn } from "../helpers/ci-daemon.ts";
+import { pollUntil } from "../helpers/poll.ts";
 import { GREETING_SERVER, TEST_CACHE_DIR, ensureTestImage, startContainerWorld, type ContainerWorld } from "../helpers/containers.ts";
 import { startRegistry, type TestRegistry } from "../support/registry.ts";
 

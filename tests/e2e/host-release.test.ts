@@ -12,7 +12,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http } from "../helpers/daemon.ts";
-import { GIT, pollUntil, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
+import { GIT, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
+import { pollUntil } from "../helpers/poll.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-host-release-e2e-"));

@@ -14,7 +14,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http } from "../helpers/daemon.ts";
-import { GIT, isFinished, pollUntil, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
+import { GIT, isFinished, sh as shIn, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
+import { pollUntil } from "../helpers/poll.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { startGoogleStandIn, type GoogleStandIn, type ServiceAccount } from "../support/store-stand-ins/google.ts";
 

@@ -10,7 +10,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { http } from "../helpers/daemon.ts";
-import { commitRepository, pollUntil, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
+import { commitRepository, startGithubProject, type GithubProject } from "../helpers/ci-daemon.ts";
+import { pollUntil } from "../helpers/poll.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-test-results-e2e-"));

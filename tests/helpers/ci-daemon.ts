@@ -9,6 +9,7 @@ import type { Subprocess } from "bun";
 import { sign } from "@octokit/webhooks-methods";
 import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon, type DaemonOptions } from "./daemon.ts";
 import { startHostApiStandIn, type HostApiStandIn } from "../support/host-api-stand-in.ts";
+import { pollUntil } from "./poll.ts";
 
 /** The webhook secret of the GitHub integration these tests connect. */
 export const WEBHOOK_SECRET = "0123456789abcdef-secret";
@@ -47,17 +48,6 @@ export function writeFlutterStandIn(dir: string, onBuild: string[] = []): string
     mode: 0o755,
   });
   return dir;
-}
-
-/** Reads until `done` holds of what it read, which it answers; an error naming `what` and the last value when `timeoutMs` passes. */
-export async function pollUntil<T>(what: string, read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`${what} did not happen: ${JSON.stringify(value)}`);
-    await Bun.sleep(intervalMs);
-  }
 }
 
 export const isFinished = (b: { status: string }) => ["succeeded", "failed", "canceled"].includes(b.status);

@@ -1,7 +1,11 @@
 // The runner's pure parts: secret masking across line breaks, and stopping a whole process tree.
 import { describe, expect, test } from "bun:test";
 import { MASK, maskLine, maskNeedles } from "../../runner/masking.ts";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { groupAlive, runCommand } from "../../runner/process.ts";
+import { pollUntil } from "../helpers/poll.ts";
 
 describe("masking", () => {
   test("whole values and every line of a multi-line secret are masked; short pieces are not", () => {
@@ -35,29 +39,56 @@ describe("process trees", () => {
     const result = await cmd.done;
     expect(Date.now() - started).toBeLessThan(5000);
     expect(result.exitCode).not.toBe(0);
-    await Bun.sleep(100);
-    expect(groupAlive(cmd.pid)).toBe(false);
+    // The KILL has been sent; a killed process is gone once the kernel has run its exit.
+    await pollUntil(
+      "the group to end",
+      () => groupAlive(cmd.pid),
+      (alive) => !alive,
+      5000,
+      20,
+    );
   });
 });
 
 describe("background processes", () => {
   test("a command that leaves `sleep 3600 &` behind is done when its shell exits; its output keeps arriving; stop ends the leftover", async () => {
+    // The background process writes once the test creates `go`, after `done`: no race between its
+    // line and the shell's exit (a `sleep 0.4` there left 150 ms between them, which a loaded
+    // host could use up, and its line then arrived before `done`).
+    const dir = mkdtempSync(join(tmpdir(), "roost-background-"));
     const lines: string[] = [];
-    const started = Date.now();
-    const cmd = runCommand("(sleep 0.4; echo from-background; exec sleep 3600) & echo foreground done", {
-      cwd: "/tmp",
+    const cmd = runCommand("(while [ ! -e go ]; do sleep 0.02; done; echo from-background; exec sleep 3600) & echo foreground done", {
+      cwd: dir,
       env: { PATH: process.env.PATH ?? "" },
       onLine: (_s, t) => lines.push(t),
     });
-    expect(await cmd.done).toEqual({ exitCode: 0, signal: null });
-    expect(Date.now() - started).toBeLessThan(2000);
-    expect(lines).toEqual(["foreground done"]);
-    expect(groupAlive(cmd.pid)).toBe(true);
-    await Bun.sleep(700);
-    expect(lines).toEqual(["foreground done", "from-background"]);
-    await cmd.stop(500);
-    await Bun.sleep(100);
-    expect(groupAlive(cmd.pid)).toBe(false);
+    try {
+      // A command that waited for its background process would never be done: it waits for `go`.
+      const result = await Promise.race([cmd.done, Bun.sleep(20_000).then(() => "still running")]);
+      expect(result).toEqual({ exitCode: 0, signal: null });
+      expect(lines).toEqual(["foreground done"]);
+      expect(groupAlive(cmd.pid)).toBe(true);
+      writeFileSync(join(dir, "go"), "");
+      await pollUntil(
+        "the background line",
+        () => [...lines],
+        (l) => l.length > 1,
+        10_000,
+        20,
+      );
+      expect(lines).toEqual(["foreground done", "from-background"]);
+      await cmd.stop(500);
+      await pollUntil(
+        "the leftover to end",
+        () => groupAlive(cmd.pid),
+        (alive) => !alive,
+        5000,
+        20,
+      );
+    } finally {
+      await cmd.stop(0);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
