@@ -824,8 +824,9 @@ interface Target {
 const TARGETS: Target[] = `
 fleet 100/20 ratio             | ≥ 2         | runner fleet: claim → finish jobs/s with 100 runners, ratio to 20 runners (one daemon, local file)
 fleet bare ratio               | ≥ 0.15      | runner fleet: claim → finish jobs/s with 100 runners, ratio to a bare Bun.serve with the same client
-cluster builds ratio           | ≥ 0.8       | builds finished by 100 runners, three daemons on one sqld (WebSocket, loopback), ratio to one daemon on its local file
-cluster append p99 ms          | < 1,000 ms  | log append p99 under 100 runners, three daemons on one sqld
+cluster builds ratio           | ≥ 0.8       | the team's day (25 pushes/s, 100 runners, jobs of 1–5 s at 50 lines/s): builds finished by three daemons on one sqld (WebSocket, loopback), ratio to one daemon on its local file
+cluster append p99 ms          | < 1,000 ms  | the same day: log append p99, three daemons on one sqld
+cluster lost jobs              | = 0         | the same day: jobs declared lost while their runner heartbeat (2 s heartbeat, 6 s lease), three daemons on one sqld
 api-tokens ratio               | ≥ 0.15      | authenticated GET /v1/api-tokens, ratio to bare Bun.serve (wrk, 32 connections)
 webhook builds/s               | ≥ 1,800/s   | verified GitHub push → build committed before the 2xx, 64 connections, distinct pushes
 POST builds builds/s           | ≥ 2,000/s   | POST /v1/projects/{id}/builds, builds committed
