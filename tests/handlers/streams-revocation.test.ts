@@ -118,7 +118,7 @@ describe("GET /v1/events ends with its credential", () => {
     const stream = await openEvents({ authorization: `Bearer ${user.token}` });
     try {
       const before = await queueBuild();
-      await stream.until(arrived(before), 3000);
+      await stream.until(arrived(before));
       expect((await t.call("DELETE", `/v1/users/${user.id}`, { token: owner })).status).toBe(200);
       const end = await ended(stream);
       expect(end.last).toEqual(revoked(SESSION_ENDED));
@@ -146,7 +146,7 @@ describe("GET /v1/events ends with its credential", () => {
       expect((await t.call("DELETE", `/v1/api-tokens/${pat.id}`, { token: user.token })).status).toBe(200);
       expect((await ended(byToken)).last).toEqual(revoked(TOKEN_ENDED));
       const later = await queueBuild();
-      await bySession.until(arrived(later), 3000);
+      await bySession.until(arrived(later));
       expect(bySession.closed).toBe(false);
     } finally {
       await byToken.cancel();
@@ -163,12 +163,12 @@ describe("GET /v1/events ends with its credential", () => {
     const stream = await openEvents({ authorization: `Bearer ${pat.token}` });
     try {
       const seenAsAdmin = await queueBuild(others.id, othersPipeline);
-      await stream.until(arrived(seenAsAdmin), 3000);
+      await stream.until(arrived(seenAsAdmin));
       expect((await t.call("PATCH", `/v1/users/${admin.id}`, { token: owner, body: { role: "developer" } })).status).toBe(200);
       await Bun.sleep(RECHECK_MS + 500);
       const hidden = await queueBuild(others.id, othersPipeline);
       const own = await queueBuild();
-      await stream.until(arrived(own), 3000);
+      await stream.until(arrived(own));
       expect(builds(stream.events).map((b) => b.id)).not.toContain(hidden);
     } finally {
       await stream.cancel();
