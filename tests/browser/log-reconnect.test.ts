@@ -11,7 +11,7 @@ import type { Subprocess } from "bun";
 import type { BrowserContext, Page } from "playwright-core";
 import { BUN, REPO_ROOT, ROOST, http, startDaemon, type Daemon } from "../helpers/daemon.ts";
 import { freePort } from "../support/nginx.ts";
-import { launchBrowser, type TestBrowser } from "./browser.ts";
+import { launchBrowser, until, type TestBrowser } from "./browser.ts";
 
 const work = mkdtempSync(join(tmpdir(), "roost-browser-restart-"));
 const dataDir = join(work, "data");
@@ -123,9 +123,10 @@ describe("the live log across a daemon restart", () => {
     expect(apiLines.filter((l) => /^tick \d+$/.test(l.text)).map((l) => l.text)).toEqual(Array.from({ length: TICKS }, (_, i) => `tick ${i + 1}`));
     await page.setViewportSize({ width: 1280, height: 4000 });
     await page.locator(".log").evaluate((el, h) => ((el as unknown as { style: { height: string } }).style.height = `${h}px`), (apiLines.length + 10) * 20);
-    await page.waitForTimeout(300);
-    const shown = (await page.locator(".log .log-line .ln").allTextContents()).map(Number);
-    expect(shown).toEqual(apiLines.map((l) => l.seq));
+    // The taller box renders every line once it has laid out again: awaited, not 300 ms.
+    const shown = async () => (await page.locator(".log .log-line .ln").allTextContents()).map(Number);
+    await until("every line rendered", async () => (await shown()).length >= apiLines.length);
+    expect(await shown()).toEqual(apiLines.map((l) => l.seq));
     expect(Number(await page.locator(".log").getAttribute("data-lines"))).toBe(apiLines.length);
     expect(errors).toEqual([]);
   }, 120_000);
