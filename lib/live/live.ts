@@ -21,12 +21,13 @@ export interface Live {
   close(): void;
 }
 
-export function createLive(deps: { db: Db; events: EventBus }, hubLimits: Partial<HubLimits> = {}): Live {
+/** `logCheckMs`: how often a watched build's log is checked (log-feed.ts CHECK_MS unless given). */
+export function createLive(deps: { db: Db; events: EventBus }, hubLimits: Partial<HubLimits> = {}, logCheckMs?: number): Live {
   const watcher = new Watcher(deps.events);
   const hubs = new LocalLogHubNamespace(hubLimits);
   return {
     hubs,
-    logs: new LogFeed(deps.db, hubs, watcher),
+    logs: new LogFeed(deps.db, hubs, watcher, logCheckMs),
     builds: new BuildFeed(deps.db, watcher),
     close: () => watcher.close(),
   };
