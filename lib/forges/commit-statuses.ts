@@ -307,12 +307,14 @@ export async function pruneCommitStatuses(db: Db, now: number): Promise<number> 
 }
 
 /**
- * This process's reporter: a pass as soon as a build of this process changes, and every 2 s (other
- * processes' changes, retries); one pass at a time, another right after while statuses are due.
+ * This process's reporter: a pass as soon as a build of this process changes, and every
+ * `passEveryMs` (2 s: other processes' changes, retries); one pass at a time, another right after
+ * while statuses are due.
  */
 export function startCommitStatusReporter(
   ctx: Pick<AppContext, "db" | "secrets" | "config" | "clock" | "log" | "events">,
   baseUrl: string,
+  passEveryMs = 2000,
 ): () => Promise<void> {
   const claimer = newId();
   let running: Promise<void> | null = null;
@@ -342,7 +344,7 @@ export function startCommitStatusReporter(
   const unsubscribe = ctx.events.subscribe((e) => {
     if (e.type === "build.changed" || e.type === "build.queued") wake();
   });
-  const timer = setInterval(wake, 2000);
+  const timer = setInterval(wake, passEveryMs);
   return async () => {
     stopped = true;
     clearInterval(timer);
