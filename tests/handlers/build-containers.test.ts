@@ -60,7 +60,7 @@ describe("a pipeline's image, network and limits", () => {
   ])("%p is refused with 400 naming the field", async (config: Record<string, unknown>, field: string) => {
     const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
       token: owner,
-      body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: config },
+      body: { name: `p-${crypto.randomUUID()}`, execution_config: config },
     });
     expect(res.status).toBe(400);
     expect(res.body.code).toBe("invalid_request");
@@ -222,7 +222,7 @@ describe("services and registry_credentials", () => {
   ])("%p is refused with 400 naming the field", async (config: Record<string, unknown>, field: string) => {
     const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
       token: owner,
-      body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, execution_config: config },
+      body: { name: `p-${crypto.randomUUID()}`, execution_config: config },
     });
     expect(res.status).toBe(400);
     expect(res.body.details.map((d: { path: string }) => d.path)).toEqual([`body.${field}`]);

@@ -130,7 +130,7 @@ export function projectClient(url: string, owner: string, projectId: string): Pr
     async createPipeline(body = {}) {
       const res = await http(url, "POST", `/v1/projects/${projectId}/pipelines`, {
         token: owner,
-        body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body },
+        body: { name: `p-${crypto.randomUUID()}`, ...body },
       });
       if (res.status !== 201) throw new Error(JSON.stringify(res.body));
       return res.body.pipeline.id;

@@ -113,7 +113,7 @@ async function twinRepository(t: TestApp, repositoryId: string): Promise<string>
 }
 
 export async function createPipeline(t: TestApp, token: string, projectId: string, body: Record<string, unknown> = {}): Promise<any> {
-  const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token, body: { name: `p-${crypto.randomUUID().slice(0, 6)}`, ...body } });
+  const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, { token, body: { name: `p-${crypto.randomUUID()}`, ...body } });
   if (res.status !== 201) throw new Error(`pipeline failed: ${res.status} ${res.text}`);
   return res.body.pipeline;
 }
