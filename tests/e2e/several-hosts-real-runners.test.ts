@@ -29,6 +29,14 @@ const payload = randomBytes(3 * 1024 * 1024);
 const RUNNERS = ["r1", "r2", "r3"];
 /** The numbered lines a build's step prints, 20 ms apart. */
 const TICKS = 300;
+/**
+ * Each build holds at this tick until the test has killed a daemon: a build that started seconds
+ * before the last one could otherwise have printed every tick before the kill (the runners clone
+ * and start at their own pace on a loaded host), and then no build of it was streaming when the
+ * daemon died.
+ */
+const HOLD_AT = 250;
+const release = join(work, "release-ticks");
 let world: SeveralHosts;
 let lb: Nginx;
 let commit = "";
@@ -79,7 +87,9 @@ test("runners behind nginx finish every build, whole logs and artifacts, when a 
       concurrency: { max_concurrent: 100 },
       execution_config: {
         commands: {
-          build: [`for i in $(seq 1 ${TICKS}); do echo "tick $i"; sleep 0.02; done`],
+          build: [
+            `for i in $(seq 1 ${TICKS}); do echo "tick $i"; if [ $i = ${HOLD_AT} ]; then until [ -e '${release}' ]; do sleep 0.05; done; fi; sleep 0.02; done`,
+          ],
           post_build: ["cp assets/payload.bin build/payload.bin"],
         },
         artifact_patterns: ["build/payload.bin"],
@@ -108,6 +118,7 @@ test("runners behind nginx finish every build, whole logs and artifacts, when a 
   a.process.kill("SIGKILL");
   await a.process.exited;
   expect((await Promise.all(buildIds.map((id) => ticks(b.url, id)))).every((n) => n < TICKS)).toBe(true);
+  writeFileSync(release, "");
 
   const builds = await Promise.all(
     buildIds.map(async (id) => {
