@@ -184,7 +184,9 @@ describe("the project's Deployments tab", () => {
       ["production", "com.example.app production · play-production", "42", `#${builds[1].build_number} ${builds[1].commit_sha.slice(0, 8)}`],
       ["testers", "com.example.app internal · play", "42", `#${builds[1].build_number} ${builds[1].commit_sha.slice(0, 8)}`],
     ]);
+    // The history is a load of its own, beside the environments' (the table above): its rows awaited too.
     const history = page.getByRole("table", { name: "Deployments, newest first" });
+    await history.locator("tbody tr").first().waitFor();
     expect(await history.locator("tbody tr").count()).toBe(5);
     const rejected = history.locator("tbody tr", { hasText: "rejected" }).last();
     expect(await text(rejected.locator("td").nth(5))).toMatch(new RegExp(`^Rejected by ${APPROVER.replace(/\./g, "\\.")} `));
