@@ -20,6 +20,13 @@ let commit = "";
 const running: Subprocess[] = [];
 
 const sh = (cmd: string, cwd = work) => shIn(cmd, cwd);
+/**
+ * How soon a runner must exit after SIGTERM. About a second on an idle host (a build's process
+ * tree gets STOPPING_GRACE_MS, 1 s, then KILL, and its finish is sent); the 2-2.5 s bounds left a
+ * loaded host a second at most beyond that. 5 s still tells a prompt stop from one that waits: the
+ * 10 s grace (ROOST_RUNNER_GRACE_SECONDS here), a claim's 20 s long poll, a stand-in holding its answer.
+ */
+const STOPS_WITHIN_MS = 5000;
 
 /** A `roost runner` process whose stderr lines are collected as they come. */
 function startRunner(env: Record<string, string>, args: string[] = ["--unsafe-allow-same-user"]) {
@@ -50,7 +57,7 @@ function startRunner(env: Record<string, string>, args: string[] = ["--unsafe-al
   };
 }
 
-/** A runner that keeps failing to reach Roost is past its first attempts (the backoff between them is seconds now); SIGTERM stops it within 2 s, exit 0, its last line "runner stopped". */
+/** A runner that keeps failing to reach Roost is past its first attempts (the backoff between them is seconds now); SIGTERM stops it within STOPS_WITHIN_MS, exit 0, its last line "runner stopped". */
 async function expectStopsMidBackoff(r: ReturnType<typeof startRunner>): Promise<void> {
   await r.until((m) => m.some((x) => x.startsWith("cannot reach Roost")));
   await Bun.sleep(2500);
@@ -58,7 +65,7 @@ async function expectStopsMidBackoff(r: ReturnType<typeof startRunner>): Promise
   r.proc.kill("SIGTERM");
   const { code } = await r.exit();
   expect({ code, last: r.msgs().at(-1) }).toEqual({ code: 0, last: "runner stopped" });
-  expect(Date.now() - t0).toBeLessThan(2000);
+  expect(Date.now() - t0).toBeLessThan(STOPS_WITHIN_MS);
 }
 
 async function registerRunner(): Promise<Record<string, string>> {
@@ -207,7 +214,7 @@ describe("SIGTERM", () => {
     const t0 = Date.now();
     r.proc.kill("SIGTERM");
     expect((await r.exit()).code).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(Date.now() - t0).toBeLessThan(STOPS_WITHIN_MS);
   }, 30_000);
 
   test("a runner that has never reached Roost stops within a second or two, mid-backoff, and says runner stopped", async () => {
@@ -245,7 +252,7 @@ describe("SIGTERM", () => {
     const t0 = Date.now();
     r.proc.kill("SIGTERM");
     expect((await r.exit()).code).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(2500);
+    expect(Date.now() - t0).toBeLessThan(STOPS_WITHIN_MS);
     const build = (await http(daemon.url, "GET", `/v1/builds/${buildId}`, { token: ci.owner })).body.build;
     expect(build).toMatchObject({ status: "canceled", failure_reason: "the runner was stopped (SIGTERM) while the build ran" });
     expect(build.step_results.find((s: { name: string }) => s.name === "build").status).toBe("canceled");
@@ -289,7 +296,7 @@ describe("SIGTERM", () => {
       r.proc.kill("SIGTERM");
       const { code } = await r.exit();
       expect(code).toBe(0);
-      expect(Date.now() - t0).toBeLessThan(2000);
+      expect(Date.now() - t0).toBeLessThan(STOPS_WITHIN_MS);
       expect(calls).toEqual(["POST /connect", "POST /jobs/claim", "POST /jobs/claim", "POST /jobs/job-1/release"]);
       expect(claimIds[1]).toBe(claimIds[0]!);
       expect(r.msgs()).toContain("job handed back: the runner is stopping");
