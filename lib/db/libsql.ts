@@ -19,6 +19,8 @@ import {
   type Value,
 } from "./database.ts";
 import { WriteQueue, queuedDb, type WriteSession } from "./write-queue.ts";
+import type { KeptStream } from "./kept-streams.ts";
+import type * as hrana from "@libsql/hrana-client";
 
 /**
  * The same per-connection settings as bun:sqlite's (lib/db/bun-sqlite.ts), for `file:` mode.
@@ -35,6 +37,9 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
   let fresh: () => Promise<Client>;
   /** A new client on the remote server (lazy: it connects on its first request). */
   let connect: () => Client = () => writer;
+  /** A remote server's reads and write batches go on streams kept open (lib/db/kept-streams.ts). */
+  let kept: hrana.Client | undefined;
+  let streams: typeof import("./kept-streams.ts") | undefined;
   if (file) {
     const { createClient } = await import("@libsql/client/sqlite3");
     // One connection per client, kept for the client's life, so the settings made on it hold:
@@ -66,6 +71,8 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     connect = () => createClient({ url, authToken, intMode: "number", fetch: (request: Request) => uncompressed(request, timeoutMs) });
     reader = writer = connect();
     fresh = async () => writer;
+    streams = await import("./kept-streams.ts");
+    kept = streams.openHrana(url, authToken, (request) => uncompressed(request, timeoutMs));
   }
 
   /**
@@ -96,7 +103,28 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     });
     return Promise.race([answered, expired]).finally(() => clearTimeout(timer));
   };
-  const reads = file ? undefined : new ReadPipeline(<T>(call: (client: Client) => Promise<T>) => bounded(reader, call(reader)));
+  /**
+   * The same deadline for a request on a kept stream: a WebSocket that did not answer is closed
+   * (its requests fail as HRANA_CLOSED_ERROR, which isDatabaseUnreachable knows) and the next
+   * request opens a new one; over HTTP the fetch is aborted at the deadline (uncompressed).
+   */
+  const keptBounded = <T>(work: Promise<T>): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const expired = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const old = kept!;
+        if (!/^https?:/.test(url) && !db.closed) {
+          kept = streams!.openHrana(url, authToken, (request) => uncompressed(request, timeoutMs));
+          old.close();
+        }
+        reject(new DatabaseUnreachableError(new Error(`no answer within ${timeoutMs} ms`)));
+      }, timeoutMs);
+    });
+    return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  };
+  const keptClient = () => kept!;
+  const writeStream = streams ? new streams.KeptStream(keptClient) : undefined;
+  const reads = streams ? new ReadPipeline(streams, keptClient, keptBounded) : undefined;
 
   /**
    * In `file:` mode a statement that failed with SQLITE_BUSY stays active inside libSQL until
@@ -128,7 +156,7 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     // A remote server: writes known up front in one request, BEGIN IMMEDIATE and COMMIT included
     // (https://github.com/tursodatabase/libsql-client-ts, `client.batch(stmts, "write")`). A file
     // commits in-process, where a group on one open transaction is cheaper.
-    batch: file ? undefined : async (stmts) => (await bounded(writer, writer.batch(stmts.map(toLibsql), "write"))).map(toResult),
+    batch: writeStream ? (stmts) => keptBounded(writeStream.run((stream) => streams!.batchOn(stream, stmts.map(toLibsql), "write"))) : undefined,
     alone: async (stmt) => {
       try {
         return toResult(await bounded(writer, writer.execute(toLibsql(stmt))));
@@ -161,6 +189,9 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     () => {
       writer.close();
       if (reader !== writer) reader.close();
+      writeStream?.close();
+      reads?.close();
+      kept?.close();
     },
   );
   return db;
@@ -196,16 +227,21 @@ const MAX_READS_PER_REQUEST = 256;
  * on their way, then all go as one batch (one read transaction, one round trip). A lone read
  * waits for nothing. A read starts no sooner than asked, so it never sees older data than alone.
  * Statements other than SELECT, and a batch in which one read failed, are sent one by one.
+ * Each request goes on a kept stream (lib/db/kept-streams.ts), the least busy of READ_PIPELINE_DEPTH.
  */
 class ReadPipeline {
-  /** Sends one request on the current client, within the deadline. */
-  readonly #request: <T>(call: (client: Client) => Promise<T>) => Promise<T>;
+  readonly #streams: typeof import("./kept-streams.ts");
+  readonly #kept: Array<{ stream: KeptStream; busy: number }>;
+  /** The deadline of a request to the server. */
+  readonly #bounded: <T>(work: Promise<T>) => Promise<T>;
   #waiting: Array<{ stmt: NormalizedStatement; resolve(rs: ResultSet): void; reject(error: unknown): void }> = [];
   #inFlight = 0;
   #scheduled = false;
 
-  constructor(request: <T>(call: (client: Client) => Promise<T>) => Promise<T>) {
-    this.#request = request;
+  constructor(streams: typeof import("./kept-streams.ts"), client: () => hrana.Client, bounded: <T>(work: Promise<T>) => Promise<T>) {
+    this.#streams = streams;
+    this.#kept = Array.from({ length: READ_PIPELINE_DEPTH }, () => ({ stream: new streams.KeptStream(client), busy: 0 }));
+    this.#bounded = bounded;
   }
 
   read(stmt: NormalizedStatement): Promise<ResultSet> {
@@ -214,6 +250,10 @@ class ReadPipeline {
       this.#waiting.push({ stmt, resolve, reject });
       this.#schedule();
     });
+  }
+
+  close(): void {
+    for (const k of this.#kept) k.stream.close();
   }
 
   #schedule(): void {
@@ -238,14 +278,13 @@ class ReadPipeline {
       }
       let results: ResultSet[] | undefined;
       try {
-        results = (
-          await this.#request((client) =>
-            client.batch(
-              taken.map((t) => toLibsql(t.stmt)),
-              "read",
-            ),
-          )
-        ).map(toResult);
+        results = await this.#request((stream) =>
+          this.#streams.batchOn(
+            stream,
+            taken.map((t) => toLibsql(t.stmt)),
+            "read",
+          ),
+        );
       } catch {
         // Which read failed, and why, is each one's own answer.
         await Promise.all(taken.map((t) => this.#one(t.stmt).then(t.resolve, t.reject)));
@@ -258,8 +297,19 @@ class ReadPipeline {
     }
   }
 
-  async #one(stmt: NormalizedStatement): Promise<ResultSet> {
-    return toResult(await this.#request((client) => client.execute(toLibsql(stmt))));
+  #one(stmt: NormalizedStatement): Promise<ResultSet> {
+    return this.#request((stream) => this.#streams.executeOn(stream, toLibsql(stmt)));
+  }
+
+  /** One request on the least busy kept stream, within the deadline. */
+  async #request<T>(use: (stream: hrana.Stream) => Promise<T>): Promise<T> {
+    const kept = this.#kept.reduce((a, b) => (b.busy < a.busy ? b : a));
+    kept.busy++;
+    try {
+      return await this.#bounded(kept.stream.run(use));
+    } finally {
+      kept.busy--;
+    }
   }
 }
 

@@ -32,20 +32,24 @@ export type CheckoutWithCi = CheckoutDaemon & { token: string; ci: Awaited<Retur
  * `roost serve` from each checkout, each with an owner's token and the bench's CI fixture (a GitHub
  * stand-in, a project, a pipeline whose pushes are signed with `secret`), for `use`; afterwards
  * every fixture and daemon is stopped and its data directory removed. With `profDir`, each daemon
- * runs under `bun --cpu-prof` and writes `<scenario>-<i>-<checkout>.cpuprofile` there.
+ * runs under `bun --cpu-prof` and writes `<scenario>-<i>-<checkout>.cpuprofile` there; `env[i]`
+ * is added to the i-th daemon's environment.
  */
 export async function withCheckoutsAndCi<T>(
   checkouts: string[],
-  options: { scenario: string; secret: string; profDir?: string },
+  options: { scenario: string; secret: string; profDir?: string; env?: Record<string, string>[] },
   use: (set: CheckoutWithCi[]) => Promise<T>,
 ): Promise<T> {
   const daemons = await Promise.all(
     checkouts.map((checkout, i) =>
       startCheckout(
         resolve(checkout),
-        options.profDir
-          ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(options.profDir)} --cpu-prof-name=${options.scenario}-${i}-${basename(checkout)}.cpuprofile` }
-          : {},
+        {
+          ...options.env?.[i],
+          ...(options.profDir
+            ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(options.profDir)} --cpu-prof-name=${options.scenario}-${i}-${basename(checkout)}.cpuprofile` }
+            : {}),
+        },
       ),
     ),
   );

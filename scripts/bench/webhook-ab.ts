@@ -1,17 +1,20 @@
-// `bun scripts/bench/webhook-ab.ts <checkout> <checkout>... [--rounds 4] [--seconds 4] [--api] [--prof <dir>]`:
+// `bun scripts/bench/webhook-ab.ts <checkout> <checkout>... [--rounds 4] [--seconds 4] [--api] [--sqld] [--prof <dir>]`:
 // the webhooks scenario of scripts/bench.ts (distinct signed GitHub pushes, each a build, from wrk
 // with 64 connections) against `roost serve` from several checkouts (copies of the commits to
 // compare), alternated round by round so that the load of a shared machine falls on each alike.
 // Prints, per round and checkout, builds/s and the daemon's CPU time per build (user + system from
 // /proc, the figure the other processes disturb least). --api sends POST /v1/projects/{id}/builds
 // instead (the builds scenario); --prof runs each daemon under `bun --cpu-prof` and prints the
-// rounds' windows for scripts/bench/profile-top.ts.
+// rounds' windows for scripts/bench/profile-top.ts. --sqld puts each daemon on a libSQL server of
+// its own (sqld over loopback, Hrana over HTTP, as scripts/bench/sqld.ts) and splits the CPU per
+// build between the daemon and sqld.
 import { basename } from "node:path";
 import { parseArgs } from "node:util";
 import { withCheckoutsAndCi } from "./checkout-daemon.ts";
 import { pushDeliveries } from "./github.ts";
 import { runWrk, type RequestSpec } from "./wrk.ts";
 import type { Daemon } from "../../tests/helpers/daemon.ts";
+import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
 import { buildCounter, cpuMsOf } from "../bench.ts";
 
 const { values, positionals } = parseArgs({
@@ -21,14 +24,17 @@ const { values, positionals } = parseArgs({
     seconds: { type: "string", default: "4" },
     api: { type: "boolean", default: false },
     prof: { type: "string" },
+    sqld: { type: "boolean", default: false },
   },
 });
 if (positionals.length === 0) throw new Error("name at least one checkout");
 
 const SECRET = "bench-webhook-secret-0123";
 const seconds = Number(values.seconds);
-await withCheckoutsAndCi(positionals, { scenario: "webhooks", secret: SECRET, profDir: values.prof }, async (checkouts) => {
-  const set = checkouts.map((d) => ({ ...d, count: buildCounter({ url: d.url } as Daemon, d.token, d.ci.projectId) }));
+const servers: Sqld[] = values.sqld ? await Promise.all(positionals.map(() => startSqld())) : [];
+const env = servers.map((s) => ({ ROOST_DATABASE_URL: s.url }));
+await withCheckoutsAndCi(positionals, { scenario: "webhooks", secret: SECRET, profDir: values.prof, env }, async (checkouts) => {
+  const set = checkouts.map((d, i) => ({ ...d, sqld: servers[i], count: buildCounter({ url: d.url } as Daemon, d.token, d.ci.projectId) }));
   for (let round = 0; round < Number(values.rounds); round++) {
     const line: string[] = [];
     for (const d of set) {
@@ -45,14 +51,18 @@ await withCheckoutsAndCi(positionals, { scenario: "webhooks", secret: SECRET, pr
         : pushDeliveries(SECRET, seconds * 4_000, `${round}`);
       const builds = await d.count();
       const before = cpuMsOf(d.child.pid);
+      const sqldBefore = d.sqld ? cpuMsOf(d.sqld.process.pid) : 0;
       const from = Date.now();
       const out = await runWrk({ origin: d.url, requests, mode: values.api ? "cycle" : "once", connections: 64, threads: 2, durationMs: seconds * 1000 });
       const cpu = cpuMsOf(d.child.pid) - before;
+      const sqldCpu = d.sqld ? cpuMsOf(d.sqld.process.pid) - sqldBefore : 0;
       const made = (await d.count()) - builds;
+      const perBuild = (ms: number) => ((ms * 1000) / made).toFixed(0);
       line.push(
-        `${basename(d.name)}: ${Math.round(made / out.seconds)} builds/s, ${((cpu * 1000) / made).toFixed(0)} µs CPU/build${out.errors ? `, ${out.errors} errors` : ""}${values.prof ? ` [${from}-${Date.now()}]` : ""}`,
+        `${basename(d.name)}: ${Math.round(made / out.seconds)} builds/s, ${perBuild(cpu)} µs CPU/build${d.sqld ? ` + sqld ${perBuild(sqldCpu)}` : ""}${out.errors ? `, ${out.errors} errors` : ""}${values.prof ? ` [${from}-${Date.now()}]` : ""}`,
       );
     }
     console.log(line.join("  |  "));
   }
 });
+for (const s of servers) await s.stop();

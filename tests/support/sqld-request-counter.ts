@@ -20,22 +20,36 @@ export interface SqldRequestCounter {
 
 export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
   const seen: RequestCount = { requests: 0, writes: 0 };
+  /** The batons of streams inside a write transaction (an interactive one, between its BEGIN IMMEDIATE and its COMMIT or ROLLBACK). */
+  const inTransaction = new Set<string>();
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     async fetch(request) {
       const url = new URL(request.url);
       const body = request.method === "GET" || request.method === "HEAD" ? undefined : await request.text();
+      let ends: boolean | null = null;
       if (/\/pipeline$/.test(url.pathname) && body !== undefined) {
         seen.requests++;
-        // A stream's later requests carry its baton: an interactive transaction after its BEGIN.
+        // Streams are kept open across requests (lib/db/kept-streams.ts), so a baton alone says
+        // nothing: a request holds the write lock when it begins a write transaction or goes on
+        // inside one. It ends the transaction when it commits or rolls back.
         const { baton } = JSON.parse(body) as { baton?: string | null };
-        if (body.includes('"BEGIN IMMEDIATE"') || baton) seen.writes++;
+        if (body.includes('"BEGIN IMMEDIATE"') || (baton && inTransaction.has(baton))) {
+          seen.writes++;
+          ends = /"sql":"(COMMIT|ROLLBACK)"/.test(body);
+        }
+        if (baton) inTransaction.delete(baton);
       }
       const headers = new Headers(request.headers);
       headers.delete("host");
       const answer = await fetch(`${sqldUrl}${url.pathname}${url.search}`, { method: request.method, headers, body });
-      return new Response(await answer.arrayBuffer(), { status: answer.status, headers: answer.headers });
+      const bytes = await answer.arrayBuffer();
+      if (ends === false) {
+        const { baton } = JSON.parse(new TextDecoder().decode(bytes)) as { baton?: string | null };
+        if (baton) inTransaction.add(baton);
+      }
+      return new Response(bytes, { status: answer.status, headers: answer.headers });
     },
   });
   return {
