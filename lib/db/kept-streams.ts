@@ -24,17 +24,13 @@ const IDLE_REPLACE_MS = 5_000;
 
 /** The Hrana client for a `libsql:`, `http(s):` or `ws(s):` URL, as @libsql/client reads them (`libsql:` is WebSocket; `?tls=0` turns TLS off). */
 export function openHrana(url: string, authToken: string | undefined, fetch: (request: Request) => Promise<Response>): hrana.Client {
-  const parsed = new URL(url);
-  const tls = parsed.searchParams.get("tls") !== "0";
+  const given = new URL(url);
+  // A URL's scheme cannot be changed from `libsql:` to `ws:` in place (WHATWG URL: special and non-special schemes).
+  const parsed = given.protocol === "libsql:" ? new URL(`${given.searchParams.get("tls") === "0" ? "ws" : "wss"}:${url.slice("libsql:".length)}`) : given;
   const token = authToken ?? parsed.searchParams.get("authToken") ?? undefined;
   parsed.searchParams.delete("tls");
   parsed.searchParams.delete("authToken");
-  let client: hrana.Client;
-  if (parsed.protocol === "http:" || parsed.protocol === "https:") client = hrana.openHttp(parsed, token, fetch);
-  else {
-    if (parsed.protocol === "libsql:") parsed.protocol = tls ? "wss:" : "ws:";
-    client = hrana.openWs(parsed, token);
-  }
+  const client = parsed.protocol === "http:" || parsed.protocol === "https:" ? hrana.openHttp(parsed, token, fetch) : hrana.openWs(parsed, token);
   client.intMode = "number";
   return client;
 }
