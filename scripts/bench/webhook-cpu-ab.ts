@@ -1,4 +1,4 @@
-// `bun scripts/bench/webhook-cpu-ab.ts <checkout> <checkout>... [--rounds 8] [--pushes 2000] [--api]`:
+// `bun scripts/bench/webhook-cpu-ab.ts <checkout> <checkout>... [--rounds 8] [--pushes 2000] [--api] [--sqld]`:
 // the CPU time of a webhook push (or, with --api, of POST /v1/projects/{id}/builds) in one
 // process, through each checkout's own app (its tests/helpers: the real route table on a real
 // database file, no listener, no background passes), rounds alternated between the checkouts. 64
@@ -7,27 +7,38 @@
 // collector's threads apart, which the process's user + system time shown beside it counts) leaves out
 // the HTTP listener, wrk and the commit-status sender, and is disturbed far less than a daemon's
 // by the other work of a shared machine; scripts/bench/webhook-ab.ts measures the daemon itself.
-// Run with TMPDIR=/dev/shm to keep fsync out of it.
+// Run with TMPDIR=/dev/shm to keep fsync out of it. --sqld puts each checkout's app on a libSQL
+// server of its own (sqld over loopback, Hrana over HTTP) and prints sqld's CPU per build beside it.
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { basename, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { signedPush } from "./github.ts";
+import { startSqld } from "../../tests/support/sqld.ts";
+import { cpuMsOf } from "../bench.ts";
 
 const { values, positionals } = parseArgs({
   allowPositionals: true,
-  options: { rounds: { type: "string", default: "8" }, pushes: { type: "string", default: "2000" }, api: { type: "boolean", default: false } },
+  options: {
+    rounds: { type: "string", default: "8" },
+    pushes: { type: "string", default: "2000" },
+    api: { type: "boolean", default: false },
+    sqld: { type: "boolean", default: false },
+  },
 });
 if (positionals.length === 0) throw new Error("name at least one checkout");
 
 interface Side {
   name: string;
   send(i: number): Promise<number>;
+  /** The CPU time its sqld used so far (ms), or 0 on a file. */
+  sqldCpu(): number;
 }
 
 async function side(checkout: string): Promise<Side> {
   const ci = await import(resolve(checkout, "tests/helpers/ci.ts"));
-  const fixture = await ci.startCiFixture();
+  const sqld = values.sqld ? await startSqld() : null;
+  const fixture = await ci.startCiFixture(sqld ? { ROOST_DATABASE_URL: sqld.url } : undefined);
   const { t, owner, projectId } = fixture;
   const pipeline = (await ci.createPipeline(t, owner, projectId, { name: "bench", trigger_config: { branches: ["**"] }, concurrency: { max_concurrent: 50 } }))
     .id as string;
@@ -70,6 +81,7 @@ async function side(checkout: string): Promise<Side> {
       await response.arrayBuffer();
       return response.status;
     },
+    sqldCpu: () => (sqld ? cpuMsOf(sqld.process.pid) : 0),
   };
 }
 
@@ -93,6 +105,7 @@ for (let round = 0; round < Number(values.rounds); round++) {
     let failed = 0;
     const before = process.cpuUsage();
     const beforeMain = mainThreadNs();
+    const beforeSqld = s.sqldCpu();
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 64 }, async () => {
@@ -102,9 +115,10 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const cpu = process.cpuUsage(before);
     const perBuild = (cpu.user + cpu.system) / pushes;
     const main = (mainThreadNs() - beforeMain) / 1000 / pushes;
+    const sqld = ((s.sqldCpu() - beforeSqld) * 1000) / pushes;
     results.set(s.name, [...(results.get(s.name) ?? []), main]);
     line.push(
-      `${s.name}: ${main.toFixed(0)} µs main thread (${perBuild.toFixed(0)} process) CPU/build, ${Math.round((pushes * 1000) / (performance.now() - started))}/s${failed ? `, ${failed} failed` : ""}`,
+      `${s.name}: ${main.toFixed(0)} µs main thread (${perBuild.toFixed(0)} process)${values.sqld ? ` + sqld ${sqld.toFixed(0)}` : ""} CPU/build, ${Math.round((pushes * 1000) / (performance.now() - started))}/s${failed ? `, ${failed} failed` : ""}`,
     );
   }
   console.log(line.join("  |  "));

@@ -131,6 +131,21 @@ describe("round trips to sqld per webhook push", () => {
     expect(decision).toMatchObject({ build_number: built[1], reason: `branch feature/1 matches feature/** in [feature/**]: build #${built[1]}` });
   });
 
+  // Before 2026-11-27 each request opened a stream of its own, and sqld a connection for it: set
+  // up, the whole schema read, every statement prepared afresh (lib/db/kept-streams.ts).
+  test("pushes after the first open no connection on sqld: their reads and write batches go on streams kept open", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["kept/**"] } });
+    await push("kept/0", "5".repeat(40), crypto.randomUUID());
+    const opened = await counter.opened(async () => {
+      for (let i = 1; i <= 3; i++) {
+        const res = await push(`kept/${i}`, `${i + 5}`.repeat(40), crypto.randomUUID());
+        expect(res.body.builds).toHaveLength(1);
+      }
+    });
+    expect(opened).toBe(0);
+  });
+
   // Before (main at 38d13d4) such a push went through the same transaction, with the cancel and what
   // follows it (commit status, notification) inside the write lock too.
   test("a push that cancels the older build of its branch (cancel_previous) still holds the lock for one request", async () => {

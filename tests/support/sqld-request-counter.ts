@@ -15,11 +15,14 @@ export interface SqldRequestCounter {
   url: string;
   /** The requests `action` causes. */
   count(action: () => Promise<unknown>): Promise<RequestCount>;
+  /** The streams (connections on sqld) `action` opens: its requests that carry no baton. */
+  opened(action: () => Promise<unknown>): Promise<number>;
   stop(): void;
 }
 
 export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
   const seen: RequestCount = { requests: 0, writes: 0 };
+  let opened = 0;
   /** The batons of streams inside a write transaction (an interactive one, between its BEGIN IMMEDIATE and its COMMIT or ROLLBACK). */
   const inTransaction = new Set<string>();
   const server = Bun.serve({
@@ -35,6 +38,7 @@ export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
         // nothing: a request holds the write lock when it begins a write transaction or goes on
         // inside one. It ends the transaction when it commits or rolls back.
         const { baton } = JSON.parse(body) as { baton?: string | null };
+        if (!baton) opened++;
         if (body.includes('"BEGIN IMMEDIATE"') || (baton && inTransaction.has(baton))) {
           seen.writes++;
           ends = /"sql":"(COMMIT|ROLLBACK)"/.test(body);
@@ -58,6 +62,11 @@ export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
       const before = { ...seen };
       await action();
       return { requests: seen.requests - before.requests, writes: seen.writes - before.writes };
+    },
+    async opened(action) {
+      const before = opened;
+      await action();
+      return opened - before;
     },
     stop() {
       server.stop(true);
