@@ -36,8 +36,8 @@ export function openHrana(url: string, authToken: string | undefined, fetch: (re
 }
 
 /**
- * One stream kept open on `client()` (the client may be replaced: a WebSocket that stopped
- * answering), replaced when it closed (a request failed on the way), when it was idle long enough
+ * One stream kept open on `client()` (the client may be replaced: a WebSocket that closed or
+ * stopped answering), replaced when it closed (a request failed on the way), when it was idle long enough
  * for the server to drop it, or when the server answers that it did.
  */
 export class KeptStream {
@@ -53,13 +53,15 @@ export class KeptStream {
   /** Runs `use` on the kept stream. A request the server refused for the stream's expiry ran nothing, and runs once more on a new stream. */
   async run<T>(use: (stream: hrana.Stream) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
-      const stream = this.#current();
+      let stream: hrana.Stream | null = null;
       try {
+        stream = this.#current();
         return await use(stream);
       } catch (error) {
-        if (this.#stream === stream && (stream.closed || expired(error))) this.#drop();
+        if (stream && this.#stream === stream && (stream.closed || expired(error))) this.#drop();
         if (attempt === 0 && expired(error)) continue;
-        throw error;
+        // A client already closed (a WebSocket the server dropped) refuses the stream itself.
+        throw asLibsqlError(error);
       } finally {
         this.#usedAt = performance.now();
       }
@@ -87,9 +89,15 @@ export class KeptStream {
   }
 }
 
+/**
+ * The server does not know the stream (and ran nothing of the request): it expired, or the server
+ * restarted since ("Received an invalid baton", an HTTP 400 in plain text).
+ */
 function expired(error: unknown): boolean {
-  for (let e = error as { code?: unknown; cause?: unknown } | null | undefined, depth = 0; e && typeof e === "object" && depth < 3; depth++, e = e.cause as typeof e)
-    if (e.code === "STREAM_EXPIRED") return true;
+  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0; e && typeof e === "object" && depth < 3; depth++) {
+    if (e.code === "STREAM_EXPIRED" || /invalid baton/i.test(String(e.message))) return true;
+    e = e.cause as typeof e;
+  }
   return false;
 }
 
@@ -190,5 +198,7 @@ function codeOf(e: hrana.ClientError): string {
   if (e instanceof hrana.ClosedError) return e.cause instanceof hrana.ClientError ? codeOf(e.cause) : "HRANA_CLOSED_ERROR";
   if (e instanceof hrana.WebSocketError) return "HRANA_WEBSOCKET_ERROR";
   if (e instanceof hrana.HttpServerError) return "SERVER_ERROR";
+  // The requests pending on a client this process closed ("Client was manually closed").
+  if (/\bclosed\b/i.test(e.message)) return "HRANA_CLOSED_ERROR";
   return "UNKNOWN";
 }

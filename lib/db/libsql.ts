@@ -122,9 +122,24 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
     });
     return Promise.race([work, expired]).finally(() => clearTimeout(timer));
   };
-  const keptClient = () => kept!;
+  /** The kept streams' client; a WebSocket the server closed (it restarted, the network dropped it) is opened again. */
+  const keptClient = (): hrana.Client => {
+    if (kept!.closed && !db.closed) kept = streams!.openHrana(url, authToken, (request) => uncompressed(request, timeoutMs));
+    return kept!;
+  };
   const writeStream = streams ? new streams.KeptStream(keptClient) : undefined;
   const reads = streams ? new ReadPipeline(streams, keptClient, keptBounded) : undefined;
+  /**
+   * sqld keeps each connection's prepared statements, and one prepared before another connection
+   * changed the schema answers its next run with the columns of before (tests/lib/db/client.test.ts,
+   * "a cached statement still sees a column added later"). So once this process has changed the
+   * schema (a migration), its kept streams are replaced. Another host's migration can give a
+   * statement prepared before it the columns of before for one run, which the code of before reads alike.
+   */
+  const schemaChanged = (): void => {
+    writeStream?.close();
+    reads?.close();
+  };
 
   /**
    * In `file:` mode a statement that failed with SQLITE_BUSY stays active inside libSQL until
@@ -151,15 +166,24 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
         if (isBusy(error)) await replace("writer");
         throw error;
       }
-      return clientSession(tx, (work) => bounded(client, work));
+      const session = clientSession(tx, (work) => bounded(client, work));
+      return streams ? watchingSchema(session, schemaChanged) : session;
     },
     // A remote server: writes known up front in one request, BEGIN IMMEDIATE and COMMIT included
     // (https://github.com/tursodatabase/libsql-client-ts, `client.batch(stmts, "write")`). A file
     // commits in-process, where a group on one open transaction is cheaper.
-    batch: writeStream ? (stmts) => keptBounded(writeStream.run((stream) => streams!.batchOn(stream, stmts.map(toLibsql), "write"))) : undefined,
+    batch: writeStream
+      ? async (stmts) => {
+          const results = await keptBounded(writeStream.run((stream) => streams!.batchOn(stream, stmts.map(toLibsql), "write")));
+          if (stmts.some(changesSchema)) schemaChanged();
+          return results;
+        }
+      : undefined,
     alone: async (stmt) => {
       try {
-        return toResult(await bounded(writer, writer.execute(toLibsql(stmt))));
+        const rs = toResult(await bounded(writer, writer.execute(toLibsql(stmt))));
+        if (streams && changesSchema(stmt)) schemaChanged();
+        return rs;
       } catch (error) {
         if (isBusy(error)) await replace("writer");
         throw error;
@@ -311,6 +335,27 @@ class ReadPipeline {
       kept.busy--;
     }
   }
+}
+
+/** A statement that changes the schema (see schemaChanged in openLibsql). */
+function changesSchema(stmt: NormalizedStatement): boolean {
+  return /^\s*(?:CREATE|ALTER|DROP)\b/i.test(stmt.sql);
+}
+
+/** `session`, calling `changed` after it commits a statement that changed the schema. */
+function watchingSchema(session: WriteSession, changed: () => void): WriteSession {
+  let changes = false;
+  const seen = (stmt: NormalizedStatement) => (changes ||= changesSchema(stmt));
+  return {
+    execute: (stmt) => (seen(stmt), session.execute(stmt)),
+    batch: (stmts) => (stmts.forEach(seen), session.batch(stmts)),
+    later: (stmt) => (seen(stmt), session.later(stmt)),
+    commit: async () => {
+      await session.commit();
+      if (changes) changed();
+    },
+    rollback: () => session.rollback(),
+  };
 }
 
 /** The savepoint around statements sent together, to replay them one by one if one fails. */
