@@ -11,7 +11,8 @@
 import * as hrana from "@libsql/hrana-client";
 import { LibsqlBatchError, LibsqlError } from "@libsql/client/web";
 import type { InArgs } from "@libsql/client";
-import type { ResultSet, Row, Value } from "./database.ts";
+import type { ResultSet } from "./database.ts";
+import { plainResult } from "./libsql.ts";
 
 /** A statement as lib/db/libsql.ts hands it to a server: only the named arguments its SQL uses. */
 export type HranaStatement = { sql: string; args: InArgs };
@@ -94,7 +95,11 @@ export class KeptStream {
  * restarted since ("Received an invalid baton", an HTTP 400 in plain text).
  */
 function expired(error: unknown): boolean {
-  for (let e = error as { code?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0; e && typeof e === "object" && depth < 3; depth++) {
+  for (
+    let e = error as { code?: unknown; message?: unknown; cause?: unknown } | null | undefined, depth = 0;
+    e && typeof e === "object" && depth < 3;
+    depth++
+  ) {
     if (e.code === "STREAM_EXPIRED" || /invalid baton/i.test(String(e.message))) return true;
     e = e.cause as typeof e;
   }
@@ -150,9 +155,12 @@ export async function batchOn(stream: hrana.Stream, stmts: HranaStatement[], mod
       rows = await answers[i];
     } catch (error) {
       const e = asLibsqlError(error);
-      throw e instanceof LibsqlError ? new LibsqlBatchError(e.message, i, e.code, e.extendedCode, e.rawCode, e.cause instanceof Error ? e.cause : undefined) : e;
+      throw e instanceof LibsqlError
+        ? new LibsqlBatchError(e.message, i, e.code, e.extendedCode, e.rawCode, e.cause instanceof Error ? e.cause : undefined)
+        : e;
     }
-    if (rows === undefined) throw new LibsqlBatchError("Statement in a batch was not executed, probably because the transaction has been rolled back", i, "TRANSACTION_CLOSED");
+    if (rows === undefined)
+      throw new LibsqlBatchError("Statement in a batch was not executed, probably because the transaction has been rolled back", i, "TRANSACTION_CLOSED");
     results.push(fromHrana(rows));
   }
   try {
@@ -170,20 +178,14 @@ function toHrana(stmt: HranaStatement): hrana.Stmt {
   return out;
 }
 
-/** Hrana's rows as plain objects (the first of duplicate column names wins), BLOBs as bytes: what @libsql/client's rows become in lib/db/libsql.ts. */
+/** Hrana's rows as lib/db/libsql.ts hands @libsql/client's on. */
 function fromHrana(rs: hrana.RowsResult): ResultSet {
-  const columns = rs.columnNames.map((c) => c ?? "");
-  const rows = rs.rows.map((source) => {
-    const row: Row = {};
-    for (let i = 0; i < columns.length; i++) {
-      const name = columns[i]!;
-      if (Object.hasOwn(row, name)) continue;
-      const value = source[i] as Value | ArrayBuffer;
-      row[name] = value instanceof ArrayBuffer ? new Uint8Array(value) : value;
-    }
-    return row;
-  });
-  return { columns, rows, rowsAffected: rs.affectedRowCount, lastInsertRowid: rs.lastInsertRowid };
+  return plainResult(
+    rs.columnNames.map((c) => c ?? ""),
+    rs.rows,
+    rs.affectedRowCount,
+    rs.lastInsertRowid,
+  );
 }
 
 /** Hrana's errors as @libsql/client reports them (LibsqlError with the server's code), so lib/db/database.ts reads both alike. */

@@ -446,16 +446,20 @@ function toLibsql(stmt: NormalizedStatement): { sql: string; args: InArgs } {
 
 /** @libsql/client's rows (values by name and by index) as plain objects; BLOBs as bytes. */
 function toResult(rs: LibsqlResultSet): ResultSet {
-  const columns = rs.columns;
-  const rows = rs.rows.map((source) => {
+  return plainResult(rs.columns, rs.rows, rs.rowsAffected, rs.lastInsertRowid);
+}
+
+/** Rows whose values are read by index as plain objects by column name (the first of duplicate names wins); BLOBs as bytes. */
+export function plainResult(columns: string[], source: ArrayLike<unknown>[], rowsAffected: number, lastInsertRowid: number | bigint | undefined): ResultSet {
+  const rows = source.map((values) => {
     const row: Row = {};
     for (let i = 0; i < columns.length; i++) {
       const name = columns[i]!;
-      if (Object.hasOwn(row, name)) continue; // duplicate names: the first column wins
-      const value = source[i] as Value | ArrayBuffer;
+      if (Object.hasOwn(row, name)) continue;
+      const value = values[i] as Value | ArrayBuffer;
       row[name] = value instanceof ArrayBuffer ? new Uint8Array(value) : value;
     }
     return row;
   });
-  return { columns, rows, rowsAffected: rs.rowsAffected, lastInsertRowid: rs.lastInsertRowid };
+  return { columns, rows, rowsAffected, lastInsertRowid };
 }

@@ -42,15 +42,12 @@ export async function withCheckoutsAndCi<T>(
 ): Promise<T> {
   const daemons = await Promise.all(
     checkouts.map((checkout, i) =>
-      startCheckout(
-        resolve(checkout),
-        {
-          ...options.env?.[i],
-          ...(options.profDir
-            ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(options.profDir)} --cpu-prof-name=${options.scenario}-${i}-${basename(checkout)}.cpuprofile` }
-            : {}),
-        },
-      ),
+      startCheckout(resolve(checkout), {
+        ...options.env?.[i],
+        ...(options.profDir
+          ? { BUN_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(options.profDir)} --cpu-prof-name=${options.scenario}-${i}-${basename(checkout)}.cpuprofile` }
+          : {}),
+      }),
     ),
   );
   const stops: (() => Promise<void>)[] = [];
