@@ -101,61 +101,84 @@ interface AppendFigures {
 
 async function appends(database: Database): Promise<AppendFigures> {
   return withWorld(database, async ({ daemon, token, ci, cpu }) => {
-    const created = await Promise.all(
-      Array.from({ length: RUNNERS }, () =>
-        http(daemon.url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } }),
-      ),
-    );
-    if (created.some((r) => r.status !== 201))
-      throw new Error(`${database}: creating the runners' builds failed: ${JSON.stringify(created.find((r) => r.status !== 201)?.body)}`);
-    const jobs: { runner: { id: string; token: string }; jobId: string }[] = [];
-    for (let i = 0; i < RUNNERS; i++) {
-      const made = (await http(daemon.url, "POST", "/v1/runners", { token, body: { name: `bench-${i}` } })).body;
-      const runner = { id: made.runner.id as string, token: made.token as string };
-      await http(daemon.url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
-      const claim = await http(daemon.url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
-        token: runner.token,
-        body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
-      });
-      if (claim.status !== 201) throw new Error(`${database}: a runner's claim answered ${claim.status}`);
-      jobs.push({ runner, jobId: claim.body.job.job_id });
-    }
-    let lines = 0;
-    let errors = 0;
-    const latencies: number[] = [];
+    const jobs = await runnersWithJobs(daemon.url, token, ci, database);
     const cpu0 = cpu();
-    const began = performance.now();
-    const deadline = began + DURATION_MS;
-    await Promise.all(
-      jobs.map(async ({ runner, jobId }) => {
-        let next = 0;
-        while (performance.now() < deadline) {
-          const sent = performance.now();
-          const res = await fetch(`${daemon.url}/v1/runners/${runner.id}/jobs/${jobId}/logs`, {
-            method: "POST",
-            headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" },
-            body: JSON.stringify({
-              first_line: next,
-              lines: Array.from({ length: LINES_PER_APPEND }, (_, i) => ({ step: "build", text: `${LINE} ${next + i}` })),
-            }),
-          });
-          const body = (await res.json()) as { next_line?: number };
-          latencies.push(performance.now() - sent);
-          if (res.status !== 202 || body.next_line === undefined) {
-            errors++;
-            continue;
-          }
-          lines += body.next_line - next;
-          next = body.next_line;
-        }
-      }),
-    );
-    const seconds = (performance.now() - began) / 1000;
-    const used = cpu() - cpu0;
-    latencies.sort((x, y) => x - y);
-    const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
-    return { lines: lines / seconds, cpu: (used / lines) * 1000, p50: at(0.5), p99: at(0.99), errors };
+    const load = await appendLoad(daemon.url, jobs, DURATION_MS);
+    return { ...load, cpu: ((cpu() - cpu0) / (load.lines * load.seconds)) * 1000 };
   });
+}
+
+export interface RunnerJob {
+  runner: { id: string; token: string };
+  jobId: string;
+  /** The line its job's log stands at after the last appendLoad. */
+  next?: number;
+}
+
+/** RUNNERS runners, each connected and holding a claimed job of a build of its own. */
+export async function runnersWithJobs(url: string, token: string, ci: { projectId: string; pipelineId: string }, what: string): Promise<RunnerJob[]> {
+  const created = await Promise.all(
+    Array.from({ length: RUNNERS }, () =>
+      http(url, "POST", `/v1/projects/${ci.projectId}/builds`, { token, body: { pipeline_id: ci.pipelineId, commit_sha: "c".repeat(40) } }),
+    ),
+  );
+  if (created.some((r) => r.status !== 201))
+    throw new Error(`${what}: creating the runners' builds failed: ${JSON.stringify(created.find((r) => r.status !== 201)?.body)}`);
+  const jobs: RunnerJob[] = [];
+  for (let i = 0; i < RUNNERS; i++) {
+    const made = (await http(url, "POST", "/v1/runners", { token, body: { name: `bench-${i}` } })).body;
+    const runner = { id: made.runner.id as string, token: made.token as string };
+    await http(url, "POST", `/v1/runners/${runner.id}/connect`, { token: runner.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+    const claim = await http(url, "POST", `/v1/runners/${runner.id}/jobs/claim`, {
+      token: runner.token,
+      body: { claim_id: crypto.randomUUID(), wait_seconds: 0 },
+    });
+    if (claim.status !== 201) throw new Error(`${what}: a runner's claim answered ${claim.status}`);
+    jobs.push({ runner, jobId: claim.body.job.job_id });
+  }
+  return jobs;
+}
+
+/**
+ * Every runner appending LINES_PER_APPEND-line requests in a loop for `durationMs`, each from the
+ * line its job's log stands at (so a load may follow another on the same jobs): lines/s, latencies.
+ */
+export async function appendLoad(url: string, jobs: RunnerJob[], durationMs: number): Promise<Omit<AppendFigures, "cpu"> & { seconds: number }> {
+  let lines = 0;
+  let errors = 0;
+  const latencies: number[] = [];
+  const began = performance.now();
+  const deadline = began + durationMs;
+  await Promise.all(
+    jobs.map(async (job) => {
+      const { runner, jobId } = job;
+      let next = job.next ?? 0;
+      while (performance.now() < deadline) {
+        const sent = performance.now();
+        const res = await fetch(`${url}/v1/runners/${runner.id}/jobs/${jobId}/logs`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${runner.token}`, "content-type": "application/json" },
+          body: JSON.stringify({
+            first_line: next,
+            lines: Array.from({ length: LINES_PER_APPEND }, (_, i) => ({ step: "build", text: `${LINE} ${next + i}` })),
+          }),
+        });
+        const body = (await res.json()) as { next_line?: number };
+        latencies.push(performance.now() - sent);
+        if (res.status !== 202 || body.next_line === undefined) {
+          errors++;
+          continue;
+        }
+        lines += body.next_line - next;
+        next = body.next_line;
+      }
+      job.next = next;
+    }),
+  );
+  const seconds = (performance.now() - began) / 1000;
+  latencies.sort((x, y) => x - y);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0;
+  return { lines: lines / seconds, seconds, p50: at(0.5), p99: at(0.99), errors };
 }
 
 interface ReadFigures {
