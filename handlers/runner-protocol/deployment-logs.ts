@@ -8,8 +8,10 @@ import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
 
 export const endpoint = logAppendEndpoint(
   { operationId: "runner_append_deployment_logs", summary: "Runner: append a publish's log lines (idempotent)", params: z.object({ deployment_id: IdParam }) },
+  "deployments",
+  (params) => params.deployment_id,
   async (ctx, params) => {
     const d = await ownedRunningDeployment(ctx, params.deployment_id);
-    return { id: d.id, build_id: d.build_id, from: "deployments", status: async () => ({ "x-roost-job-status": "running" }) };
+    return { id: d.id, build_id: d.build_id, status: async () => ({ "x-roost-job-status": "running" }) };
   },
 );

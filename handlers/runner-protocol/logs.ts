@@ -8,8 +8,10 @@ import { ownedRunningJobWithStatus } from "../../lib/runners/protocol.ts";
 
 export const endpoint = logAppendEndpoint(
   { operationId: "runner_append_logs", summary: "Runner: append log lines (idempotent)", params: z.object({ job_id: IdParam }) },
+  "jobs",
+  (params) => params.job_id,
   async (ctx, params) => {
     const { job, status } = await ownedRunningJobWithStatus(ctx, params.job_id);
-    return { id: job.id, build_id: job.build_id, from: "jobs", status: async () => status };
+    return { id: job.id, build_id: job.build_id, status: async () => status };
   },
 );

@@ -11,20 +11,23 @@ import { fail } from "../http/errors.ts";
 import { json } from "../http/io.ts";
 import { defineEndpoint } from "../http/route.ts";
 import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest, plainLogBatch } from "../runners/protocol-wire.ts";
-import { appendLogLines } from "./store.ts";
+import { appendLogLines, readLogPosition, type LineOwner } from "./store.ts";
 
 /** Whose lines they are: the job or publish the runner holds, and the status its answers carry. */
 export interface LogWriter {
   id: string;
   build_id: string;
-  /** The table the writer is in (lib/logs/store.ts). */
-  from: "jobs" | "deployments";
   status(): Promise<Record<string, string>>;
 }
 
-/** The endpoint for one kind of writer; `writer` finds it from the path, refusing one the runner does not hold. */
+/**
+ * The endpoint for one kind of writer, in `from`, named by the path (`idOf`); `writer` finds it,
+ * refusing one the runner does not hold.
+ */
 export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>>(
   operation: { operationId: string; summary: string; params: P },
+  from: LineOwner,
+  idOf: (params: z.output<P>) => string,
   writer: (ctx: RunnerContext, params: z.output<P>) => Promise<LogWriter>,
 ) {
   return defineEndpoint({
@@ -36,8 +39,21 @@ export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>>(
     successStatus: 202,
     errors: ["job_not_assigned", "job_finished", "log_gap"],
     async handle({ params, body }, ctx: RunnerContext) {
-      const w = await writer(ctx, params);
-      const result = await appendLogLines(ctx.db, w.id, w.build_id, body.first_line, body.lines, ctx.clock.now(), ctx.config.runners.maxBuildLogBytes, w.from);
+      // Where its lines stand, read beside the writer (one request to a remote server), so that the
+      // append need not read it again; it is only a hint, which the append's guarded write checks.
+      const [w, known] = await Promise.all([writer(ctx, params), readLogPosition(ctx.db, from, idOf(params))]);
+      const now = ctx.clock.now();
+      const result = await appendLogLines(
+        ctx.db,
+        w.id,
+        w.build_id,
+        body.first_line,
+        body.lines,
+        now,
+        ctx.config.runners.maxBuildLogBytes,
+        from,
+        known ?? undefined,
+      );
       // Committed: the stored lines themselves go to the build's live streams at once (no re-read).
       if (result.kind === "ok" && result.entries.length > 0) await ctx.live.logs.publish(w.build_id, result.entries);
       const status = await w.status();

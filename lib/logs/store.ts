@@ -43,13 +43,24 @@ export type AppendResult = { kind: "ok"; next_line: number; last_seq: number; ac
 
 const lineBytes = (l: { text: string }) => Buffer.byteLength(l.text) + 1;
 
+/** With the u flag a surrogate pair is one code point: this matches lone surrogates only. */
+const LONE_SURROGATE = /\p{Cs}/u;
+/** The text with each lone UTF-16 surrogate as U+FFFD, as SQLite stores a bound string (String.prototype.toWellFormed, ES2024). */
+const wellFormed = (text: string): string => (LONE_SURROGATE.test(text) ? text.replace(/\p{Cs}/gu, "\ufffd") : text);
+
 /** Rows per INSERT: 8 values each, well under SQLite's 32,766 bound variables (https://www.sqlite.org/limits.html#max_variable_number). */
 const ROWS_PER_INSERT = 500;
 /** At most this many appends share one transaction. */
 const MAX_APPENDS_TOGETHER = 64;
 
 /** Whose lines: a job's, or a deployment's publishing the build (numbered the same way). */
-type LineOwner = "jobs" | "deployments";
+export type LineOwner = "jobs" | "deployments";
+
+/** Where a job's (or deployment's) lines and its build's log stood when read (readLogPosition). */
+export interface LogPosition {
+  next_line: number;
+  stats: LogStats;
+}
 
 interface Append {
   from: LineOwner;
@@ -59,6 +70,8 @@ interface Append {
   lines: LogLineInput[];
   now: number;
   capBytes: number;
+  /** Where its job and build stood, read by the caller: the first try need not read them again. */
+  known: LogPosition | undefined;
 }
 
 interface Waiting extends Append {
@@ -78,7 +91,9 @@ const waitingFor = new WeakMap<Db, { queue: Waiting[]; running: boolean }>();
  * Appends that arrive together, from every runner, are written together in two requests
  * whatever their number (appendGuarded): one read of the jobs' next lines and their builds' log
  * stats, outside any transaction, then one write batch of every new line, the stats and the jobs'
- * next lines, each append's writes guarded by what was read. On a remote database each request is
+ * next lines, each append's writes guarded by what was read. When every caller passed `known`
+ * (readLogPosition, read beside its own look-up of the job) the first try reads nothing: the
+ * write batch alone. On a remote database each request is
  * a round trip, and the write lock is held only while the batch runs on the server. An append
  * whose job or build another process wrote in between writes nothing and goes again; appends that
  * reach the cap (which deletes lines it must read first) are written in one transaction instead
@@ -94,12 +109,13 @@ export function appendLogLines(
   now: number,
   capBytes: number,
   from: LineOwner = "jobs",
+  known?: LogPosition,
 ): Promise<AppendResult> {
   let state = waitingFor.get(db);
   if (!state) waitingFor.set(db, (state = { queue: [], running: false }));
   const queue = state;
   return new Promise((resolve, reject) => {
-    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, resolve, reject });
+    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, known, resolve, reject });
     if (!queue.running) {
       queue.running = true;
       // After this turn's I/O: appends of requests read together share the transaction.
@@ -133,10 +149,13 @@ const GUARDED_TRIES = 5;
 async function appendTogether(db: Db, appends: Append[]): Promise<AppendResult[]> {
   const results: Array<AppendResult | undefined> = new Array(appends.length);
   let left = appends.map((_, i) => i);
-  for (let tries = 0; tries < GUARDED_TRIES && left.length > 0; tries++) {
+  // The first try from the positions their callers read, when every one did (no request of its own).
+  let hinted = appends.every((a) => a.known !== undefined);
+  for (let tries = 0; tries < GUARDED_TRIES + (hinted ? 1 : 0) && left.length > 0; tries++, hinted = false) {
     const answers = await appendGuarded(
       db,
       left.map((i) => appends[i]!),
+      hinted,
     );
     if (answers === null) break;
     answers.forEach((r, k) => (results[left[k]!] = r));
@@ -176,6 +195,34 @@ async function readPositions(ex: Executor, appends: Append[]): Promise<{ nextLin
   return { nextLine, stats };
 }
 
+/**
+ * The positions the appends' callers read: per job the furthest next line, per build the stats
+ * furthest on (a copy: the guarded write counts on it). Any may be stale; the guards tell.
+ */
+function knownPositions(appends: Append[]): { nextLine: Map<string, number>; stats: Map<string, LogStats> } {
+  const nextLine = new Map<string, number>();
+  const stats = new Map<string, LogStats>();
+  for (const a of appends) {
+    const known = a.known!;
+    if ((nextLine.get(key(a)) ?? -1) < known.next_line) nextLine.set(key(a), known.next_line);
+    if ((stats.get(a.buildId)?.last_seq ?? -1) < known.stats.last_seq) stats.set(a.buildId, { ...known.stats });
+  }
+  return { nextLine, stats };
+}
+
+/**
+ * Where a job's (or deployment's) lines and its build's log stand, in one statement: what an
+ * append's caller reads beside its own look-up (one request to a remote server), for appendLogLines.
+ */
+export async function readLogPosition(db: Executor, from: LineOwner, id: string): Promise<LogPosition | null> {
+  const row = await one(
+    db,
+    `SELECT o.next_line, s.last_seq, s.bytes, s.head_last_seq, s.cut_lines, s.cut_bytes FROM ${from} o LEFT JOIN build_log_stats s ON s.build_id = o.build_id WHERE o.id = +?`,
+    [id],
+  );
+  return row ? { next_line: Number(row.next_line), stats: statsFrom(row) } : null;
+}
+
 /** A build's log stats as the guards compare them (a build without a row has zeros). */
 const STATS_NOW = `COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = ?), '0 0 0 -1')`;
 const statsSignature = (s: LogStats) => `${s.last_seq} ${s.bytes} ${s.cut_lines} ${s.head_last_seq ?? -1}`;
@@ -187,11 +234,13 @@ const statsSignature = (s: LogStats) => `${s.last_seq} ${s.bytes} ${s.cut_lines}
  * if the job's next_line is the new one and the stats still as read, which holds only if that
  * first statement ran. An append whose guard failed (another process wrote its job's or build's
  * log since the read) writes nothing, and its result is undefined; so is every later append of
- * the same job or build in the batch. Null when an append would pass the cap: that needs the lines it
- * cuts read under the write lock (appendAll).
+ * the same job or build in the batch. With `hinted`, the positions are the ones the appends'
+ * callers read (knownPositions) instead, and an append they make a gap or a repeat is undefined
+ * too. Null when an append would pass the cap: that needs the lines it cuts read under the write
+ * lock (appendAll).
  */
-async function appendGuarded(db: Db, appends: Append[]): Promise<Array<AppendResult | undefined> | null> {
-  const { nextLine, stats } = await readPositions(db, appends);
+async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promise<Array<AppendResult | undefined> | null> {
+  const { nextLine, stats } = hinted ? knownPositions(appends) : await readPositions(db, appends);
   const answers: Array<AppendResult | undefined> = [];
   const statements: Statement[] = [];
   /** Per append, the index of its guarding statement (the next_line UPDATE) in the batch. */
@@ -200,11 +249,16 @@ async function appendGuarded(db: Db, appends: Append[]): Promise<Array<AppendRes
     const next = nextLine.get(key(a));
     if (next === undefined) throw new Error(`${a.from} ${a.jobId} has no row to append log lines to`);
     const build = stats.get(a.buildId)!;
+    const fresh = a.lines.slice(Math.max(0, next - a.firstLine));
+    if (hinted && (a.firstLine > next || fresh.length === 0)) {
+      // A gap or a repeat is answered only from positions read now: the caller's may be stale.
+      answers.push(undefined);
+      continue;
+    }
     if (a.firstLine > next) {
       answers.push({ kind: "gap", next_line: next });
       continue;
     }
-    const fresh = a.lines.slice(next - a.firstLine);
     if (fresh.length === 0) {
       answers.push({ kind: "ok", next_line: next, last_seq: build.last_seq, accepted: 0, entries: [] });
       continue;
@@ -228,14 +282,34 @@ async function appendGuarded(db: Db, appends: Append[]): Promise<Array<AppendRes
       sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?`,
       args: [line, a.jobId, next, a.buildId, before],
     });
-    for (let at = 0; at < entries.length; at += ROWS_PER_INSERT) {
-      const chunk = entries.slice(at, at + ROWS_PER_INSERT);
+    if (db.driver === "libsql") {
+      // Over Hrana every bound value is a JSON object the server decodes, and the statement's text
+      // is parsed twice there (sqld's analysis, then SQLite's): the lines go as one JSON argument
+      // of a short statement whose text is the same for every append.
       statements.push({
         sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
-              SELECT * FROM (VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}) WHERE ${moved}`,
-        args: [...chunk.flatMap((e, k) => [a.buildId, e.seq, a.jobId, next + at + k, e.step, e.stream, e.ts, e.text]), a.jobId, line, a.buildId, before],
+              SELECT ?, ? + j.key, ?, ? + j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3 FROM json_each(?) AS j WHERE ${moved}`,
+        args: [
+          a.buildId,
+          entries[0]!.seq,
+          a.jobId,
+          next,
+          JSON.stringify(entries.map((e) => [wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)])),
+          a.jobId,
+          line,
+          a.buildId,
+          before,
+        ],
       });
-    }
+    } else
+      for (let at = 0; at < entries.length; at += ROWS_PER_INSERT) {
+        const chunk = entries.slice(at, at + ROWS_PER_INSERT);
+        statements.push({
+          sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
+                SELECT * FROM (VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}) WHERE ${moved}`,
+          args: [...chunk.flatMap((e, k) => [a.buildId, e.seq, a.jobId, next + at + k, e.step, e.stream, e.ts, e.text]), a.jobId, line, a.buildId, before],
+        });
+      }
     statements.push({
       sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes, head_last_seq, cut_lines, cut_bytes) SELECT ?, ?, ?, ?, ?, ? WHERE ${moved}
             ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes, head_last_seq = excluded.head_last_seq,
