@@ -276,7 +276,11 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     }
     const line = next + fresh.length;
     nextLine.set(key(a), line);
-    const moved = `(SELECT next_line FROM ${a.from} WHERE id = ?) = ? AND ${STATS_NOW} = ?`;
+    // Each statement after the guarding UPDATE runs only if the one before it changed the rows it
+    // was to change (changes(): https://www.sqlite.org/lang_corefunc.html#changes), so all of the
+    // append's writes happen exactly when the UPDATE did. A batch runs its statements one after
+    // the other on one connection, inside one transaction.
+    let changed = 1;
     guards.set(i, statements.length);
     statements.push({
       sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?`,
@@ -288,33 +292,32 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
       // of a short statement whose text is the same for every append.
       statements.push({
         sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
-              SELECT ?, ? + j.key, ?, ? + j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3 FROM json_each(?) AS j WHERE ${moved}`,
+              SELECT ?, ? + j.key, ?, ? + j.key, j.value ->> 0, j.value ->> 1, j.value ->> 2, j.value ->> 3 FROM json_each(?) AS j WHERE changes() = ?`,
         args: [
           a.buildId,
           entries[0]!.seq,
           a.jobId,
           next,
           JSON.stringify(entries.map((e) => [wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)])),
-          a.jobId,
-          line,
-          a.buildId,
-          before,
+          changed,
         ],
       });
+      changed = entries.length;
     } else
       for (let at = 0; at < entries.length; at += ROWS_PER_INSERT) {
         const chunk = entries.slice(at, at + ROWS_PER_INSERT);
         statements.push({
           sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
-                SELECT * FROM (VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}) WHERE ${moved}`,
-          args: [...chunk.flatMap((e, k) => [a.buildId, e.seq, a.jobId, next + at + k, e.step, e.stream, e.ts, e.text]), a.jobId, line, a.buildId, before],
+                SELECT * FROM (VALUES ${chunk.map(() => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}) WHERE changes() = ?`,
+          args: [...chunk.flatMap((e, k) => [a.buildId, e.seq, a.jobId, next + at + k, e.step, e.stream, e.ts, e.text]), changed],
         });
+        changed = chunk.length;
       }
     statements.push({
-      sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes, head_last_seq, cut_lines, cut_bytes) SELECT ?, ?, ?, ?, ?, ? WHERE ${moved}
+      sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes, head_last_seq, cut_lines, cut_bytes) SELECT ?, ?, ?, ?, ?, ? WHERE changes() = ?
             ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes, head_last_seq = excluded.head_last_seq,
               cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
-      args: [a.buildId, build.last_seq, build.bytes, build.head_last_seq, build.cut_lines, build.cut_bytes, a.jobId, line, a.buildId, before],
+      args: [a.buildId, build.last_seq, build.bytes, build.head_last_seq, build.cut_lines, build.cut_bytes, changed],
     });
     answers.push({ kind: "ok", next_line: line, last_seq: build.last_seq, accepted: fresh.length, entries });
   }
