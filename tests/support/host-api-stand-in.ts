@@ -31,7 +31,7 @@
 // name as GitLab does; https://docs.gitlab.com/api/packages/: GET /projects/{id}/packages and
 // …/packages/{id}/package_files with file_sha256).
 import { createHash } from "node:crypto";
-import { jwtVerify, importSPKI } from "jose";
+import { decodeJwt, jwtVerify, importSPKI } from "jose";
 import { borrowRsaKey, returnRsaKeys } from "./test-keys.ts";
 
 export interface StandInRepo {
@@ -219,8 +219,15 @@ export async function startHostApiStandIn(address = "127.0.0.1"): Promise<HostAp
       if (m && request.method === "POST") {
         const auth = request.headers.get("authorization") ?? "";
         try {
-          const { payload } = await jwtVerify(auth.replace(/^Bearer /, ""), verifyKey, { algorithms: ["RS256"] });
+          // Judged when the app says it signed it (its iat, backdated 60 s), not by this machine's
+          // clock: an app under test runs on a clock of its own (tests/helpers/app.ts, 2027-01-15),
+          // and a real clock past that found every token expired. GitHub's own rule stays: at most
+          // 10 minutes between iat and exp.
+          const jwt = auth.replace(/^Bearer /, "");
+          const signedAt = ((decodeJwt(jwt).iat ?? 0) + 60) * 1000;
+          const { payload } = await jwtVerify(jwt, verifyKey, { algorithms: ["RS256"], currentDate: new Date(signedAt) });
           if (payload.iss !== state.github.appId) throw new Error("wrong issuer");
+          if (payload.iat === undefined || payload.exp === undefined || payload.exp - payload.iat > 10 * 60) throw new Error("lifetime over 10 minutes");
         } catch {
           return json({ message: "A JSON web token could not be decoded" }, 401);
         }
