@@ -1,7 +1,7 @@
 // Creating a build: the one place that numbers builds, freezes the configuration and applies
 // cancel_previous (docs/api.md "Builds").
 import type { Db, ResultSet, Statement } from "../db/client.ts";
-import { inTransaction, one, all } from "../db/client.ts";
+import { inTransaction, num, one, all, rowMapper, str } from "../db/client.ts";
 import type { InValue, Transaction } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "./store.ts";
@@ -56,7 +56,7 @@ export async function createBuild(deps: BuildDeps, input: CreateBuildInput): Pro
 }
 
 /** After the transaction that created builds commits: wake runners and streams. */
-export function publishCreated(deps: Pick<BuildDeps, "events" | "log">, result: { build: Build; canceled: Build[] }): void {
+export function publishCreated(deps: Pick<BuildDeps, "events" | "log">, result: { build: CreatedBuild; canceled: Build[] }): void {
   deps.events.publish({ type: "build.queued", build_id: result.build.id, project_id: result.build.project_id });
   for (const c of result.canceled) deps.events.publish({ type: "build.changed", build_id: c.id, project_id: c.project_id, status: c.status });
   if (result.canceled.length) deps.log?.info("builds superseded", { by: result.build.id, canceled: result.canceled.map((c) => c.id) });
@@ -138,14 +138,15 @@ const NEXT_BUILD_NUMBER = "(SELECT next_build_number FROM projects WHERE id = ?)
  * build's commit status follows it (afterBuildCreated), and a build that cancels older ones
  * (cancelsPrevious) cancels them as createBuildInTransaction does, what follows their change
  * written first, for the builds the cancel is about to take. `created` reads the builds back
- * from the answers to these statements, with the builds each canceled (none if the guard failed).
+ * from the answers to these statements (what CreatedBuild names of each), with the builds each
+ * canceled (none if the guard failed).
  */
 export function createBuildsStatements(
   now: number,
   projectId: string,
   builds: PlannedBuild[],
   guard: SqlPart,
-): { statements: Statement[]; created(results: ResultSet[]): { build: Build; canceled: Build[] }[] } {
+): { statements: Statement[]; created(results: ResultSet[]): { build: CreatedBuild; canceled: Build[] }[] } {
   const n = builds.length;
   if (n === 0) return { statements: [], created: () => [] };
   for (const b of builds) if (b.pipeline.project_id !== projectId) throw new Error("createBuildsStatements: a build of another project");
@@ -162,6 +163,9 @@ export function createBuildsStatements(
         { sql: `(${NEXT_BUILD_NUMBER} - ${n - k})`, args: [projectId] },
         { sql: `((SELECT next FROM build_queue_sequence WHERE id = 1) - ${n - k})`, args: [] },
         guard,
+        // Only what the delivery's answer and the build.queued event need: the whole row is about 25
+        // columns, its configuration among them, encoded by a remote server and decoded here.
+        "id, project_id, pipeline_id, build_number",
       ),
     );
     let canceled: number | null = null;
@@ -184,15 +188,19 @@ export function createBuildsStatements(
     created: (results) =>
       at.flatMap(({ inserted, canceled }) =>
         (results[inserted]?.rows ?? []).map((row) => ({
-          build: toBuild(row),
+          build: toCreatedBuild(row),
           canceled: canceled === null ? [] : (results[canceled]?.rows ?? []).map(toBuild),
         })),
       ),
   };
 }
 
+/** What a write batch's new build answers with (createBuildsStatements): what the delivery's answer and the build.queued event need. */
+export type CreatedBuild = Pick<Build, "id" | "project_id" | "pipeline_id" | "build_number">;
+const toCreatedBuild = rowMapper({ id: str, project_id: str, pipeline_id: str, build_number: num });
+
 /** The INSERT of one queued build, RETURNING it; its number and queue place are SQL expressions, and it is written only if `guard` holds. */
-function insertBuild(now: number, b: PlannedBuild, buildNumber: SqlPart, queueSeq: SqlPart, guard: SqlPart): Statement {
+function insertBuild(now: number, b: PlannedBuild, buildNumber: SqlPart, queueSeq: SqlPart, guard: SqlPart, returning = "*"): Statement {
   const { pipeline, input } = b;
   const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
   const definitionSource = input.definitionSource ?? API_DEFINITION;
@@ -203,7 +211,7 @@ function insertBuild(now: number, b: PlannedBuild, buildNumber: SqlPart, queueSe
     sql: `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
        status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source,
        queue_seq, runner_route, own_max_concurrent)
-     SELECT ?, ?, ?, ${buildNumber.sql}, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${queueSeq.sql}, ?, ? WHERE ${guard.sql} RETURNING *`,
+     SELECT ?, ?, ?, ${buildNumber.sql}, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${queueSeq.sql}, ?, ? WHERE ${guard.sql} RETURNING ${returning}`,
     args: [
       b.id,
       pipeline.project_id,

@@ -102,10 +102,15 @@ export async function findProjectBuildingRepository(db: Executor, repositoryId: 
   return row ? str(row, "id") : null;
 }
 
-/** The project that builds a repository (a repository is built by at most one, schema.sql migration 7), read whole. */
-export async function findProjectOfRepository(db: Executor, repositoryId: string): Promise<Project | null> {
+/**
+ * The project that builds a repository (a repository is built by at most one, schema.sql
+ * migration 7), read whole, and its pipelines' state as of the same read (the value
+ * pipelinesState, lib/pipelines/store.ts, reads; null without a project): a write batch planned
+ * from them is guarded by both.
+ */
+export async function findProjectOfRepositoryAsRead(db: Executor, repositoryId: string): Promise<{ project: Project | null; pipelinesVersion: number | null }> {
   const row = await one(db, `${SELECT} WHERE p.repository_id = +? AND p.unlinked_at IS NULL`, [repositoryId]);
-  return row ? toProject(row) : null;
+  return row ? { project: toProject(row), pipelinesVersion: num(row, "pipelines_version") } : { project: null, pipelinesVersion: null };
 }
 
 /**

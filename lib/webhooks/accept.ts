@@ -30,9 +30,8 @@ import type { ForgeName } from "../forges/registry.ts";
 import type { Repository } from "../integrations/repositories.ts";
 import { findIntegration, type Integration } from "../integrations/store.ts";
 import { listPipelinesOfRepository, pipelinesState, type Pipeline } from "../pipelines/store.ts";
-import { buildsForkPullRequests, buildsRepositoryAsRead, findProjectOfRepository, type Project } from "../projects/store.ts";
-import { createBuildsStatements, plannedBuildNumber, publishCreated, type PlannedBuild } from "../builds/create.ts";
-import type { Build } from "../builds/store.ts";
+import { buildsForkPullRequests, buildsRepositoryAsRead, findProjectOfRepositoryAsRead, type Project } from "../projects/store.ts";
+import { createBuildsStatements, plannedBuildNumber, publishCreated, type CreatedBuild, type PlannedBuild } from "../builds/create.ts";
 import { fileSchedulesState } from "../schedules/schedules.ts";
 import { deliveryLevelReason } from "./triggers.ts";
 import { insertDelivery, insertDeliveryStatement, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
@@ -85,7 +84,7 @@ export interface AcceptResult {
   duplicate: boolean;
   result: DeliveryResult;
   reason: string;
-  builds: Build[];
+  builds: CreatedBuild[];
 }
 
 /** The delivery's record before what it did is known. */
@@ -154,11 +153,8 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
   let files: PipelineFiles | undefined;
   for (let attempt = 0; attempt < BATCH_ATTEMPTS; attempt++) {
     // Read side by side: on a remote server, reads started together go in one request.
-    // The pipelines' state is read before the pipelines, so a change between the two shows under the lock.
-    const state = repository ? pipelinesState(repository.id) : null;
-    const [held, pipelines, route] = await Promise.all([
+    const [held, route] = await Promise.all([
       heldDedupeKey(deps.db, input, keys, now),
-      state ? one(deps.db, `SELECT ${state.sql} AS state`, state.args) : null,
       readRoute(deps.db, input, input.integration?.id === repository?.integration_id ? input.integration : undefined),
     ]);
     if (held !== null) throw new Duplicate(held);
@@ -167,7 +163,10 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
     const free = dedupeKeysFree(input, keys, now);
     if (free) guards.push(free);
     if (repository) guards.push(buildsRepositoryAsRead(repository.id, route.project));
-    if (state) guards.push({ sql: `${state.sql} IS ?`, args: [...state.args, pipelines?.state ?? null] });
+    if (repository) {
+      const state = pipelinesState(repository.id);
+      guards.push({ sql: `${state.sql} IS ?`, args: [...state.args, route.pipelinesVersion] });
+    }
     if (route.project) {
       // A push to the default branch keeps the file schedules in step with the file: planned from them as read now.
       if (touchesFileSchedules(input.event, files)) {
@@ -250,6 +249,11 @@ function startActing(tx: Executor, input: AcceptInput, files: PipelineFiles, bas
 /** The project that builds the delivery's repository (by the repository's one project, schema.sql migration 7), its pipelines, and the repository's integration. */
 export interface Route {
   project: Project | null;
+  /**
+   * The project's pipelines' state (pipelinesState) as of its read, which comes before the
+   * pipelines' read, so a change between the two shows under the write lock.
+   */
+  pipelinesVersion: number | null;
   pipelines: Pipeline[];
   integration: Integration | null;
 }
@@ -261,13 +265,13 @@ export interface Route {
  */
 async function readRoute(db: Executor, input: AcceptInput, verified?: Integration): Promise<Route> {
   const { repository } = input;
-  if (!repository) return { project: null, pipelines: [], integration: null };
-  const [project, pipelines, integration] = await Promise.all([
-    findProjectOfRepository(db, repository.id),
+  if (!repository) return { project: null, pipelinesVersion: null, pipelines: [], integration: null };
+  const [{ project, pipelinesVersion }, pipelines, integration] = await Promise.all([
+    findProjectOfRepositoryAsRead(db, repository.id),
     listPipelinesOfRepository(db, repository.id),
     verified ?? findIntegration(db, repository.integration_id),
   ]);
-  return { project, pipelines: project ? pipelines.filter((p) => p.project_id === project.id) : [], integration };
+  return { project, pipelinesVersion, pipelines: project ? pipelines.filter((p) => p.project_id === project.id) : [], integration };
 }
 
 /**

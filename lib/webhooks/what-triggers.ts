@@ -12,14 +12,14 @@ import { DEFAULT_CONFIG_PATH, type ConfigSnapshot } from "../pipelines/config.ts
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import { fileDefinition } from "../pipelines/file.ts";
 import { configPathsOf, definitionOf, fileLabel, fileSnapshot, invalidFileSentence, readPipelineFile, type PipelineFileRead } from "../pipelines/source.ts";
-import { createBuildInTransaction, type CreateBuildInput, type PlannedBuild } from "../builds/create.ts";
+import { createBuildInTransaction, type CreateBuildInput, type CreatedBuild, type PlannedBuild } from "../builds/create.ts";
 import type { Build } from "../builds/store.ts";
 import { syncFileSchedules, type FileScheduleFields } from "../schedules/schedules.ts";
 import { concurrencyKeyOf, decideForPipeline, deliveryLevelReason, type PipelineDecision } from "./triggers.ts";
 import type { AcceptInput, Route } from "./accept.ts";
 
 /** A build the delivery created, with the builds it canceled (superseded in its concurrency group). */
-export type Created = { build: Build; canceled: Build[] };
+export type Created = { build: CreatedBuild; canceled: Build[] };
 
 /** What acting on one delivery gathers: the decisions, and the notes its summary names. */
 export interface Acting {
