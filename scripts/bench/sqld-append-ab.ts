@@ -1,15 +1,16 @@
-// `bun scripts/bench/sqld-append-ab.ts <checkout> <checkout>... [--rounds 4] [--seconds 4] [--ws] [--file]`:
+// `bun scripts/bench/sqld-append-ab.ts <checkout>[@http|@ws|@file]... [--rounds 4] [--seconds 4] [--ws] [--file]`:
 // the log-append load of `npm run bench -- sqld` (20 runners, 25-line appends) against `roost
 // serve` from several checkouts (git worktrees of the commits to compare), each daemon on a sqld of
 // its own over loopback (Hrana over HTTP; --ws: over WebSocket; --file: the daemon's own file, no
-// sqld), their runs alternated round by round so that the load of a shared machine falls on each
+// sqld; or per checkout, `@ws`, `@file`, so one run compares a commit on sqld with itself on its
+// file), their runs alternated round by round so that the load of a shared machine falls on each
 // alike. Prints, per round and checkout, lines/s and the CPU per 1,000 lines of the daemon and of
 // sqld (user + system from /proc, the figure the other processes disturb least). --prof <dir>: each
 // daemon under `bun --cpu-prof` (read with scripts/bench/profile-top.ts).
 import { rmSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import type { Daemon } from "../../tests/helpers/daemon.ts";
+import { http, type Daemon } from "../../tests/helpers/daemon.ts";
 import { startSqld, type Sqld } from "../../tests/support/sqld.ts";
 import { ciFixture, cpuMsOf, owner } from "../bench.ts";
 import { startCheckout, type CheckoutDaemon } from "./checkout-daemon.ts";
@@ -36,9 +37,12 @@ interface Side {
   stop(): Promise<void>;
 }
 
-async function start(checkout: string, i: number): Promise<Side> {
-  const sqld = values.file ? undefined : await startSqld();
-  const url = sqld && (values.ws ? `libsql://127.0.0.1:${new URL(sqld.url).port}?tls=0` : sqld.url);
+async function start(named: string, i: number): Promise<Side> {
+  const [checkout, given] = named.split("@") as [string, string | undefined];
+  const mode = given ?? (values.file ? "file" : values.ws ? "ws" : "http");
+  if (!["http", "ws", "file"].includes(mode)) throw new Error(`${named}: the database is @http, @ws or @file`);
+  const sqld = mode === "file" ? undefined : await startSqld();
+  const url = sqld && (mode === "ws" ? `libsql://127.0.0.1:${new URL(sqld.url).port}?tls=0` : sqld.url);
   const env: Record<string, string> = url ? { ROOST_DATABASE_URL: url } : {};
   if (values.prof) env.BUN_OPTIONS = `--cpu-prof --cpu-prof-dir=${resolve(values.prof)} --cpu-prof-name=sqld-append-${i}.cpuprofile`;
   const daemon = await startCheckout(resolve(checkout), env);
@@ -46,7 +50,7 @@ async function start(checkout: string, i: number): Promise<Side> {
   const ci = await ciFixture({ url: daemon.url } as Daemon, token, "bench-webhook-secret-0123");
   const jobs = await runnersWithJobs(daemon.url, token, ci, checkout);
   return {
-    name: checkout,
+    name: named,
     daemon,
     sqld,
     jobs,
@@ -68,6 +72,9 @@ try {
   for (let round = 0; round < Number(values.rounds); round++) {
     const line: string[] = [];
     for (const [i, side] of sides.entries()) {
+      // The jobs' leases renewed first: the load of every checkout in a round outlasts a lease.
+      for (const { runner, jobId } of side.jobs)
+        await http(side.daemon.url, "POST", `/v1/runners/${runner.id}/heartbeat`, { token: runner.token, body: { job_ids: [jobId] } });
       const daemon0 = cpuMsOf(side.daemon.child.pid);
       const sqld0 = side.sqld ? cpuMsOf(side.sqld.process.pid) : 0;
       const load = await appendLoad(side.daemon.url, side.jobs, Number(values.seconds) * 1000);
