@@ -50,10 +50,9 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "roost-unchanged-"));
   git("init", "-q", "-b", "main");
   commit({ "roost.yaml": pushPipelineFile(5), "README.md": "one\n" }, "first");
-  ({ t, host, owner } = await startAppOnRepository(dir, REPO));
   // The stand-in's installation tokens expire an hour from the real now: so does the app's clock,
   // so the token is kept and a delivery's only request to the host is the file's.
-  t.clock.set(Math.floor(Date.now() / 1000));
+  ({ t, host, owner } = await startAppOnRepository(dir, REPO, { clockStart: Math.floor(Date.now() / 1000) }));
 });
 afterAll(async () => {
   t?.close();

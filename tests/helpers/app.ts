@@ -98,7 +98,13 @@ function sqldTemplateDir(): Promise<string> {
   return sqldTemplate;
 }
 
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+/**
+ * `clockStart`: the app clock's first reading (testClock's fixed start unless given). A file whose
+ * app must keep time with the real clock (a stand-in's token that expires an hour from the real
+ * now) starts there, before any session is made: a session made on the fixed clock ends 24 h
+ * after it, and the real clock passes it on 2027-01-15.
+ */
+export async function createTestApp(env: Record<string, string> = {}, options: { clockStart?: number } = {}): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), "roost-test-"));
   let sqld: Sqld | undefined;
   if (testDatabase() === "sqld" && env.ROOST_DATABASE_URL === undefined) {
@@ -109,7 +115,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const ownFile = config.databaseUrl === `file:${join(dataDir, "roost.db")}`;
   if (ownFile) copyFileSync(await templateDatabase(), join(dataDir, "roost.db"));
   const db = await openDatabase(config.databaseUrl);
-  const clock = testClock();
+  const clock = testClock(options.clockStart);
   await migrate(db, clock.now); // nothing left to apply on a copy of the template
   const secrets = await createSecretBox(await loadSecretKey(dataDir, config.secretKey));
   const events = new EventBus();

@@ -125,9 +125,9 @@ export interface GithubFixture {
   stop(): Promise<void>;
 }
 
-/** An in-process app (with `env`), the host-API stand-in seeded with seedStandIn, the owner and a GitHub integration on the stand-in. */
-export async function startGithubFixture(env: Record<string, string> = {}): Promise<GithubFixture> {
-  const t = await createTestApp(env);
+/** An in-process app (with `env`, and createTestApp's `options`), the host-API stand-in seeded with seedStandIn, the owner and a GitHub integration on the stand-in. */
+export async function startGithubFixture(env: Record<string, string> = {}, options: { clockStart?: number } = {}): Promise<GithubFixture> {
+  const t = await createTestApp(env, options);
   const host = await startHostApiStandIn();
   seedStandIn(host);
   const owner = await bootstrapOwner(t);
@@ -158,8 +158,8 @@ export interface CiFixture extends GithubFixture {
 }
 
 /** The usual handler-test world: startGithubFixture's, and a project on acme/app. */
-export async function startCiFixture(env: Record<string, string> = {}): Promise<CiFixture> {
-  const fixture = await startGithubFixture(env);
+export async function startCiFixture(env: Record<string, string> = {}, options: { clockStart?: number } = {}): Promise<CiFixture> {
+  const fixture = await startGithubFixture(env, options);
   const projectId = (await createProject(fixture.t, fixture.owner)).id as string;
   return { ...fixture, projectId };
 }

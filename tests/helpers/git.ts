@@ -112,11 +112,15 @@ export interface RepositoryApp {
  * An app (allowed to reach the stand-in on 127.0.0.1) whose host stand-in serves the git repository
  * in `dir` as the GitHub repository `repo`: the owner, a synced GitHub integration and a project on it.
  */
-export async function startAppOnRepository(dir: string, repo: { id: number; full_name: string }): Promise<RepositoryApp> {
+export async function startAppOnRepository(
+  dir: string,
+  repo: { id: number; full_name: string },
+  options: { clockStart?: number } = {},
+): Promise<RepositoryApp> {
   const host = await startHostApiStandIn();
   host.github.repos.push({ id: repo.id, full_name: repo.full_name, default_branch: "main", private: true });
   host.repositories.set(repo.full_name, dir);
-  const t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" });
+  const t = await createTestApp({ ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL: "true" }, options);
   const owner = await bootstrapOwner(t);
   const integration = await createGithubIntegration(t, owner, host);
   await t.call("POST", `/v1/integrations/${integration.integration?.id ?? integration.id}/sync`, { token: owner });

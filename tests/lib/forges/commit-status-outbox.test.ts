@@ -26,9 +26,8 @@ const report = (claimer?: string) =>
 const posted = () => f.host.requests.filter((r) => r.method === "POST" && r.path.includes("/statuses/"));
 
 beforeAll(async () => {
-  f = await startCiFixture();
   // The stand-in's installation tokens expire an hour from the real now: so does the app's clock, so the token is kept.
-  f.t.clock.set(Math.floor(Date.now() / 1000));
+  f = await startCiFixture({}, { clockStart: Math.floor(Date.now() / 1000) });
 });
 afterAll(() => f.stop());
 beforeEach(async () => {

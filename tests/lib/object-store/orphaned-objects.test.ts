@@ -22,7 +22,8 @@ for (const kind of ["disk", "s3"] as const) {
     let fixture: CiFixture;
     beforeAll(async () => {
       if (kind === "s3") s3 = await startS3Server();
-      fixture = await startCiFixture(s3 ? s3.env() : {});
+      // On the real clock from the start (the objects are dated by it), before the owner's session is made.
+      fixture = await startCiFixture(s3 ? s3.env() : {}, { clockStart: Math.floor(Date.now() / 1000) });
     });
     afterAll(async () => {
       await fixture.stop();
