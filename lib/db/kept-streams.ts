@@ -116,34 +116,52 @@ export async function executeOn(stream: hrana.Stream, stmt: HranaStatement): Pro
 }
 
 /**
- * The statements in one transaction, in one request: BEGIN (IMMEDIATE for "write", READONLY for
- * "read"), each statement only if the one before it succeeded, COMMIT, and ROLLBACK unless the
- * COMMIT succeeded, as @libsql/client's `batch` sends them; so the kept connection never stays
- * inside a transaction. A statement that failed throws LibsqlBatchError with its index.
+ * "write": the statements in one transaction, in one request: BEGIN IMMEDIATE, each statement only
+ * if the one before it succeeded, COMMIT, and ROLLBACK unless the COMMIT succeeded, as
+ * @libsql/client's `batch` sends them. "read": the statements in one request, each on its own
+ * (autocommit), as each would run alone. A statement that failed throws LibsqlBatchError with its index.
+ *
+ * Either way the kept connection is never left inside a transaction. sqld ends a request at once,
+ * between two of its statements, when its answer would pass the size it answers (10 MB by
+ * default, RESPONSE_TOO_LARGE: a builder error stops the program, libsql-server/src/connection/program.rs
+ * in https://github.com/tursodatabase/libsql): a read transaction left open there would keep
+ * every later read on the stream on the data of then, and a write transaction would keep the
+ * write lock. So reads take no transaction, and a write batch the server stopped is rolled back
+ * on its stream before anything else is sent there (the write queue sends one request at a time).
  */
 export async function batchOn(stream: hrana.Stream, stmts: HranaStatement[], mode: "write" | "read"): Promise<ResultSet[]> {
   const batch = stream.batch(false);
-  const begin = batch.step();
-  const began = begin.run(mode === "write" ? "BEGIN IMMEDIATE" : "BEGIN TRANSACTION READONLY");
-  began.catch(() => undefined);
+  const write = mode === "write";
+  const begin = write ? batch.step() : undefined;
+  const began = begin?.run("BEGIN IMMEDIATE");
+  began?.catch(() => undefined);
   let last = begin;
   const answers = stmts.map((stmt) => {
-    const step = batch.step().condition(hrana.BatchCond.ok(last));
-    last = step;
+    const step = last ? batch.step().condition(hrana.BatchCond.ok(last)) : batch.step();
+    if (write) last = step;
     const answer = step.query(toHrana(stmt));
     answer.catch(() => undefined);
     return answer;
   });
-  const commit = batch.step().condition(hrana.BatchCond.ok(last));
-  const committed = commit.run("COMMIT");
-  committed.catch(() => undefined);
-  batch
-    .step()
-    .condition(hrana.BatchCond.not(hrana.BatchCond.ok(commit)))
-    .run("ROLLBACK")
-    .catch(() => undefined);
+  let committed: Promise<unknown> | undefined;
+  if (write) {
+    const commit = batch.step().condition(hrana.BatchCond.ok(last!));
+    committed = commit.run("COMMIT");
+    committed.catch(() => undefined);
+    batch
+      .step()
+      .condition(hrana.BatchCond.not(hrana.BatchCond.ok(commit)))
+      .run("ROLLBACK")
+      .catch(() => undefined);
+  }
   try {
     await batch.execute();
+  } catch (error) {
+    // Stopped by the server between two statements (a stream that closed has no connection left).
+    if (write && !stream.closed) await stream.run("ROLLBACK").catch(() => undefined);
+    throw asLibsqlError(error);
+  }
+  try {
     await began;
   } catch (error) {
     throw asLibsqlError(error);

@@ -248,7 +248,7 @@ const MAX_READS_PER_REQUEST = 256;
  * Reads outside transactions on a remote server, sent together. Each request costs the server and
  * this process far more than a statement inside it (about 20 times, for a short SELECT), and a
  * busy daemon reads for many requests at once: reads wait while READ_PIPELINE_DEPTH requests are
- * on their way, then all go as one batch (one read transaction, one round trip). A lone read
+ * on their way, then all go as one batch (one round trip, each read on its own as if alone). A lone read
  * waits for nothing. A read starts no sooner than asked, so it never sees older data than alone.
  * Statements other than SELECT, and a batch in which one read failed, are sent one by one.
  * Each request goes on a kept stream (lib/db/kept-streams.ts), the least busy of READ_PIPELINE_DEPTH.

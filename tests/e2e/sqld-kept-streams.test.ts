@@ -74,3 +74,33 @@ test("a write batch whose kept stream sqld dropped is written once, on a new str
     { key: "kept-b", value: "2" },
   ]);
 });
+
+// sqld ends a request at once, in the middle of its statements, when its answer would pass the
+// size it answers (10 MB by default, "RESPONSE_TOO_LARGE"): a builder error stops the program
+// (https://github.com/tursodatabase/libsql, libsql-server/src/connection/program.rs). A batch's
+// COMMIT or ROLLBACK then never runs, and the kept stream's connection stays inside the
+// transaction unless Roost ends it.
+const bigValue = "printf('%.*c', 4000000, 'x')";
+
+test("reads sent together that sqld answers as too large leave no transaction open on their kept stream: later reads see later writes", async () => {
+  await db.batch([{ sql: `INSERT INTO kept (key, value) VALUES ('big', ${bigValue})` }, { sql: "INSERT INTO kept (key, value) VALUES ('counter', '1')" }]);
+  // Three reads of 4 MB together: one answer of 12 MB, which sqld refuses; each alone is answered.
+  const big = () => db.execute("SELECT length(value) AS n, value FROM kept WHERE key = 'big'");
+  const answers = await Promise.all([big(), big(), big()]);
+  expect(answers.map((a) => a.rows[0]!.n)).toEqual([4_000_000, 4_000_000, 4_000_000]);
+  await db.execute("UPDATE kept SET value = '2' WHERE key = 'counter'");
+  for (let i = 0; i < 3; i++) expect((await db.execute("SELECT value FROM kept WHERE key = 'counter'")).rows).toEqual([{ value: "2" }]);
+  const together = await Promise.all([0, 1, 2].map(() => db.execute("SELECT value FROM kept WHERE key = 'counter'")));
+  expect(together.map((a) => a.rows)).toEqual([[{ value: "2" }], [{ value: "2" }], [{ value: "2" }]]);
+});
+
+test("a write batch that sqld answers as too large writes nothing and leaves no transaction open: the next write commits", async () => {
+  await expect(
+    db.batch([
+      { sql: "INSERT INTO kept (key, value) VALUES ('too-large', '1')" },
+      { sql: `SELECT ${bigValue}, ${bigValue}, ${bigValue} FROM kept WHERE key = 'too-large'` },
+    ]),
+  ).rejects.toMatchObject({ code: "RESPONSE_TOO_LARGE" });
+  await db.execute("INSERT INTO kept (key, value) VALUES ('after-too-large', '1')");
+  expect((await db.execute("SELECT key FROM kept WHERE key LIKE '%too-large' ORDER BY key")).rows).toEqual([{ key: "after-too-large" }]);
+});
