@@ -5,13 +5,13 @@ import { z } from "zod";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { logAppendEndpoint } from "../../lib/logs/append-endpoint.ts";
 import { ownedRunningDeployment } from "../../lib/publishing/protocol.ts";
+import { findDeployment } from "../../lib/publishing/deployments.ts";
 
 export const endpoint = logAppendEndpoint(
   { operationId: "runner_append_deployment_logs", summary: "Runner: append a publish's log lines (idempotent)", params: z.object({ deployment_id: IdParam }) },
-  "deployments",
-  (params) => params.deployment_id,
-  async (ctx, params) => {
-    const d = await ownedRunningDeployment(ctx, params.deployment_id);
+  { from: "deployments", idParam: "deployment_id", find: findDeployment },
+  async (ctx, id, found) => {
+    const d = await ownedRunningDeployment(ctx, id, found);
     return { id: d.id, build_id: d.build_id, status: async () => ({ "x-roost-job-status": "running" }) };
   },
 );

@@ -4,14 +4,14 @@
 import { z } from "zod";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { logAppendEndpoint } from "../../lib/logs/append-endpoint.ts";
+import { findJobWithBuildStatus } from "../../lib/runners/jobs.ts";
 import { ownedRunningJobWithStatus } from "../../lib/runners/protocol.ts";
 
 export const endpoint = logAppendEndpoint(
   { operationId: "runner_append_logs", summary: "Runner: append log lines (idempotent)", params: z.object({ job_id: IdParam }) },
-  "jobs",
-  (params) => params.job_id,
-  async (ctx, params) => {
-    const { job, status } = await ownedRunningJobWithStatus(ctx, params.job_id);
+  { from: "jobs", idParam: "job_id", find: findJobWithBuildStatus },
+  async (ctx, id, found) => {
+    const { job, status } = await ownedRunningJobWithStatus(ctx, id, found);
     return { id: job.id, build_id: job.build_id, status: async () => status };
   },
 );

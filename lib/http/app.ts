@@ -61,6 +61,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const endpoint = (loaded ??= await route.load());
       const rawParams: Record<string, string> = {};
       for (const k in matched) rawParams[k] = safeDecode(matched[k]!);
+      const prefetched = endpoint.prefetch?.(rawParams, ctx);
       const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
       // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/http/context.ts ContextFor).
       const rc: RequestContext & Authentication = {
@@ -76,7 +77,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
       const query = endpoint.query ? parseQuery(endpoint.query, request) : {};
       const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
-      const result = await endpoint.handle({ params, query, body }, rc);
+      const result = await endpoint.handle({ params, query, body, prefetched }, rc);
       if (result instanceof Response) return result;
       const response = json(result, endpoint.successStatus ?? 200);
       if (endpoint.browserSession) applyBrowserSession(endpoint.browserSession, result, request, ctx, response);

@@ -4,7 +4,7 @@
 import { z } from "zod";
 import type { ErrorCode } from "./errors.ts";
 import { IdParam } from "../schemas/shared.ts";
-import type { ContextFor, RequestContext } from "./context.ts";
+import type { AppContext, ContextFor, RequestContext } from "./context.ts";
 
 /**
  * Who may call a route: the whole rule, on the route's line in handlers/routes.ts. The request
@@ -118,8 +118,16 @@ export interface Endpoint<
   produces?: string[];
   /** The error codes the handler itself may answer with; none when omitted. */
   errors?: ErrorCode[];
+  /**
+   * Reads the handler will need whoever the caller is, started from the path's raw parameters
+   * beside the authentication's own read (on a remote database the two leave in one request);
+   * the handler gets what this returns as `prefetched`, and decides after authorization what it
+   * may use. Must not write, and must handle its own promises' rejections: a refused caller's
+   * are never awaited.
+   */
+  prefetch?: (rawParams: Readonly<Record<string, string>>, ctx: AppContext) => unknown;
   // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
-  handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B> }, ctx: C) => Promise<unknown>;
+  handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; prefetched?: unknown }, ctx: C) => Promise<unknown>;
 }
 
 /**

@@ -11,7 +11,8 @@ import { fail } from "../http/errors.ts";
 import { json } from "../http/io.ts";
 import { defineEndpoint } from "../http/route.ts";
 import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest, plainLogBatch } from "../runners/protocol-wire.ts";
-import { appendLogLines, readLogPosition, type LineOwner } from "./store.ts";
+import type { Executor } from "../db/client.ts";
+import { appendLogLines, readLogPosition, type LineOwner, type LogPosition } from "./store.ts";
 
 /** Whose lines they are: the job or publish the runner holds, and the status its answers carry. */
 export interface LogWriter {
@@ -20,17 +21,42 @@ export interface LogWriter {
   status(): Promise<Record<string, string>>;
 }
 
+/** Where a writer's row is: its table, the path parameter naming it, and its read (which refuses nobody). */
+export interface LogWriterRow<R> {
+  from: LineOwner;
+  idParam: string;
+  find(db: Executor, id: string): Promise<R>;
+}
+
+/** What the endpoint reads before the caller is authenticated (Endpoint.prefetch). */
+interface Prefetched<R> {
+  id: string;
+  found: Promise<R>;
+  position: Promise<LogPosition | null>;
+}
+
+const ignore = () => undefined;
+
 /**
- * The endpoint for one kind of writer, in `from`, named by the path (`idOf`); `writer` finds it,
- * refusing one the runner does not hold.
+ * The endpoint for one kind of writer: `row` reads it, `writer` judges what was read, refusing a
+ * writer the runner does not hold. The writer's row and its log position are read beside the
+ * runner's token (Endpoint.prefetch), so on a remote database a request reads in one round trip.
  */
-export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>>(
+export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>, R>(
   operation: { operationId: string; summary: string; params: P },
-  from: LineOwner,
-  idOf: (params: z.output<P>) => string,
-  writer: (ctx: RunnerContext, params: z.output<P>) => Promise<LogWriter>,
+  row: LogWriterRow<R>,
+  writer: (ctx: RunnerContext, id: string, found: Promise<R>) => Promise<LogWriter>,
 ) {
+  const { from, idParam } = row;
   return defineEndpoint({
+    prefetch(rawParams, ctx): Prefetched<R> | undefined {
+      const id = rawParams[idParam];
+      if (id === undefined) return undefined;
+      const early = { id, found: row.find(ctx.db, id), position: readLogPosition(ctx.db, from, id) };
+      early.found.catch(ignore);
+      early.position.catch(ignore);
+      return early;
+    },
     ...operation,
     body: LogAppendRequest,
     plainBody: plainLogBatch,
@@ -38,10 +64,13 @@ export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>>(
     response: LogAppendAnswer,
     successStatus: 202,
     errors: ["job_not_assigned", "job_finished", "log_gap"],
-    async handle({ params, body }, ctx: RunnerContext) {
-      // Where its lines stand, read beside the writer (one request to a remote server), so that the
-      // append need not read it again; it is only a hint, which the append's guarded write checks.
-      const [w, known] = await Promise.all([writer(ctx, params), readLogPosition(ctx.db, from, idOf(params))]);
+    async handle({ params, body, prefetched }, ctx: RunnerContext) {
+      const id = String((params as Record<string, unknown>)[idParam]);
+      const early = prefetched as Prefetched<R> | undefined;
+      const read = early?.id === id ? early : { found: row.find(ctx.db, id), position: readLogPosition(ctx.db, from, id) };
+      // Where its lines stand, read beside the writer, so that the append need not read it again;
+      // it is only a hint, which the append's guarded write checks.
+      const [w, known] = await Promise.all([writer(ctx, id, read.found), read.position]);
       const now = ctx.clock.now();
       const result = await appendLogLines(
         ctx.db,

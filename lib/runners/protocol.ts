@@ -26,8 +26,12 @@ export async function ownedRunningJob(ctx: RunnerContext, jobId: string): Promis
  * runs or is being canceled), read in one statement: on a remote database each read is a round
  * trip, and a log append is the runner's most frequent request.
  */
-export async function ownedRunningJobWithStatus(ctx: RunnerContext, jobId: string): Promise<{ job: Job; status: Record<string, string> }> {
-  const row = await findJobWithBuildStatus(ctx.db, jobId);
+export async function ownedRunningJobWithStatus(
+  ctx: RunnerContext,
+  jobId: string,
+  read: Promise<Awaited<ReturnType<typeof findJobWithBuildStatus>>> = findJobWithBuildStatus(ctx.db, jobId),
+): Promise<{ job: Job; status: Record<string, string> }> {
+  const row = await read;
   return { job: fenced(ctx, row?.job ?? null), status: { "x-roost-job-status": row?.buildStatus === "running" ? "running" : "canceling" } };
 }
 

@@ -66,10 +66,11 @@ describe("round trips to sqld per runner request", () => {
       expect(claimed.writes).toBe(1);
       if (build === 0) expect(claimed.requests).toBe(3);
       else expect([2, 3]).toContain(claimed.requests);
-      // The token (1), the job with its build's status and, beside it, the job's and build's log
-      // positions (1), the write (1). (4 before 2026-11-27: the positions were read in a request of
-      // their own after the job; 5 before 2026-11-26's last change: the build's status was read after the write.)
-      expect(appended).toEqual({ requests: 3, writes: 1 });
+      // The token with, beside it, the job with its build's status and the job's and build's log
+      // positions (1, lib/logs/append-endpoint.ts prefetch), the write (1). (3 earlier on
+      // 2026-11-27: the job and positions after the token; 4 before: the positions in a request of
+      // their own; 5 before 2026-11-26's last change: the build's status was read after the write.)
+      expect(appended).toEqual({ requests: 2, writes: 1 });
       // The token (1), the renewal with the jobs' state (1).
       expect(beaten).toEqual({ requests: 2, writes: 1 });
       let finish: any;
