@@ -158,6 +158,19 @@ export function isTransactionTimeout(error: unknown): boolean {
 }
 
 /**
+ * A libSQL server refused to answer a request whose answer passes the size it answers at once
+ * (sqld's --max-response-size, 10 MB by default; "RESPONSE_TOO_LARGE"); a file has no such limit.
+ * The same rows read in smaller requests are answered.
+ */
+export function isResponseTooLarge(error: unknown): boolean {
+  for (let e = error as { code?: unknown; cause?: unknown } | null | undefined, depth = 0; e && typeof e === "object" && depth < 5; depth++) {
+    if (e.code === "RESPONSE_TOO_LARGE") return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+/**
  * A write transaction that failed this way committed nothing and can run again from its start:
  * the database was busy (on a remote server the lock is taken by the first statement, inside the
  * work), or the server took the lock back.

@@ -145,3 +145,26 @@ describe("appends from many runners at once", () => {
     expect((await storedLog(job!.buildId)).map((l) => l.text)).toEqual(texts);
   });
 });
+
+describe("long lines", () => {
+  // A libSQL server answers at most 10 MB at once (sqld's --max-response-size, RESPONSE_TOO_LARGE);
+  // a page of 1,000 lines of 64 KiB, the longest a runner may send, is 64 MB.
+  test("a log of lines of 64 KiB, more than a libSQL server answers in one response, reads back whole, as JSON and as text", async () => {
+    const [job] = await runningJobs(1);
+    const line = (i: number) => `${String(i).padStart(4, "0")} ${"x".repeat(65_536 - 5)}`;
+    const total = 240;
+    // 15 lines an append: under the 1 MiB a log request may carry.
+    for (let at = 0; at < total; at += 15) {
+      const res = await job!.append(
+        at,
+        Array.from({ length: 15 }, (_, i) => line(at + i)),
+      );
+      expect(res.status).toBe(202);
+    }
+    const stored = await storedLog(job!.buildId);
+    expect(stored.length).toBe(total);
+    expect(stored.every((l, i) => l.text === line(i))).toBe(true);
+    const text = (await t.call("GET", `/v1/builds/${job!.buildId}/logs`, { token: owner, headers: { accept: "text/plain" } })).text;
+    expect(text.split("\n").filter((l) => !l.startsWith("[roost]") && l !== "").length).toBe(total);
+  });
+});
