@@ -153,9 +153,13 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
   let files: PipelineFiles | undefined;
   for (let attempt = 0; attempt < BATCH_ATTEMPTS; attempt++) {
     // Read side by side: on a remote server, reads started together go in one request.
+    // The project and its pipelines as this daemon last read them, on a first attempt: every write
+    // of the batch is guarded by them, so one that moved since makes the batch write nothing and
+    // the next attempt reads them again.
+    const verified = input.integration?.id === repository?.integration_id ? input.integration : undefined;
     const [held, route] = await Promise.all([
       heldDedupeKey(deps.db, input, keys, now),
-      readRoute(deps.db, input, input.integration?.id === repository?.integration_id ? input.integration : undefined),
+      attempt === 0 ? routeAsLastRead(deps.db, input, verified) : readRoute(deps.db, input, verified),
     ]);
     if (held !== null) throw new Duplicate(held);
     files = await readPipelineFiles(deps, input, route);
@@ -211,7 +215,10 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
     const builds = route.project ? createBuildsStatements(now, route.project.id, planned, written) : null;
     const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
     // Not written: a key was taken or the project or its pipelines moved since they were read; read again.
-    if (results[0]!.rowsAffected === 0) continue;
+    if (results[0]!.rowsAffected === 0) {
+      if (repository) lastRead.get(deps.db)?.delete(repository.id);
+      continue;
+    }
     return { ...decided, created: builds?.created(results.slice(statements.length)) ?? [] };
   }
   return { files: files! };
@@ -256,6 +263,34 @@ export interface Route {
   pipelinesVersion: number | null;
   pipelines: Pipeline[];
   integration: Integration | null;
+}
+
+/**
+ * The project and pipelines of each repository as this daemon last read them for a write batch,
+ * by database, with the project's pipelines' state as read with them. What a batch decides from
+ * them is guarded by exactly that (the project, its repository, default branch and fork setting;
+ * the pipelines' state, which every change of a pipeline moves), so a stale entry costs one batch
+ * that writes nothing, never a build decided on what no longer holds; and a push reads two
+ * statements fewer, the pipelines' whole configuration among them (docs/benchmarks.md, "Webhook
+ * pushes on sqld").
+ */
+const lastRead = new WeakMap<Executor, Map<string, Omit<Route, "integration">>>();
+/** Repositories whose reads are kept per database at most; the oldest is forgotten first. */
+const LAST_READ_KEPT = 1_000;
+
+/** readRoute, taking the project and pipelines from lastRead when this daemon read them before (with `verified`, the integration as the receiver read it). */
+async function routeAsLastRead(db: Executor, input: AcceptInput, verified: Integration | undefined): Promise<Route> {
+  const { repository } = input;
+  const kept = repository && verified ? lastRead.get(db)?.get(repository.id) : undefined;
+  if (kept) return { ...kept, integration: verified! };
+  const route = await readRoute(db, input, verified);
+  if (repository) {
+    let byRepository = lastRead.get(db);
+    if (!byRepository) lastRead.set(db, (byRepository = new Map()));
+    if (byRepository.size >= LAST_READ_KEPT) byRepository.delete(byRepository.keys().next().value!);
+    byRepository.set(repository.id, { project: route.project, pipelinesVersion: route.pipelinesVersion, pipelines: route.pipelines });
+  }
+  return route;
 }
 
 /**

@@ -93,3 +93,29 @@ describe("what another daemon writes between a delivery's reads and its write", 
     expect(delivery.decisions.find((d: { build: boolean }) => d.build)).toMatchObject({ build_number: manual.body.build.build_number + 1 });
   });
 });
+
+// A daemon plans a push's batch from the project and pipelines as it last read them
+// (lib/webhooks/accept.ts routeAsLastRead); a change since, made through any daemon, makes that
+// batch write nothing, and the push is decided on what holds now.
+describe("what changed since this daemon's last push to the repository", () => {
+  test("a pipeline disabled since: the next push builds nothing, and says why", async () => {
+    const { t, owner, projectId } = fixture;
+    const pipeline = await createPipeline(t, owner, projectId, { trigger_config: { branches: ["since/**"] } });
+    const first = await push("since/x", "b1".repeat(20));
+    expect(first.body.builds).toHaveLength(1);
+    expect((await t.call("PATCH", `/v1/pipelines/${pipeline.id}`, { token: owner, body: { enabled: false } })).status).toBe(200);
+    const res = await push("since/x", "b2".repeat(20));
+    expect(res.body.builds).toEqual([]);
+    const delivery = await deliveryOf(t, owner, res.body.delivery_id);
+    expect(delivery.decisions.find((d: { pipeline_id: string }) => d.pipeline_id === pipeline.id)).toMatchObject({ build: false, reason: "pipeline is disabled" });
+  });
+
+  test("a pipeline added since: the next push builds with it too", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { name: "since-a", trigger_config: { branches: ["added/**"] } });
+    expect((await push("added/x", "c1".repeat(20))).body.builds.length).toBeGreaterThan(0);
+    const added = await createPipeline(t, owner, projectId, { name: "since-b", trigger_config: { branches: ["added/**"] } });
+    const res = await push("added/x", "c2".repeat(20));
+    expect(res.body.builds.map((b: { pipeline_id: string }) => b.pipeline_id)).toContain(added.id);
+  });
+});
