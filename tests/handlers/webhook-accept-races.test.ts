@@ -107,7 +107,10 @@ describe("what changed since this daemon's last push to the repository", () => {
     const res = await push("since/x", "b2".repeat(20));
     expect(res.body.builds).toEqual([]);
     const delivery = await deliveryOf(t, owner, res.body.delivery_id);
-    expect(delivery.decisions.find((d: { pipeline_id: string }) => d.pipeline_id === pipeline.id)).toMatchObject({ build: false, reason: "pipeline is disabled" });
+    expect(delivery.decisions.find((d: { pipeline_id: string }) => d.pipeline_id === pipeline.id)).toMatchObject({
+      build: false,
+      reason: "pipeline is disabled",
+    });
   });
 
   test("a pipeline added since: the next push builds with it too", async () => {
