@@ -104,3 +104,28 @@ test("a write batch that sqld answers as too large writes nothing and leaves no 
   await db.execute("INSERT INTO kept (key, value) VALUES ('after-too-large', '1')");
   expect((await db.execute("SELECT key FROM kept WHERE key LIKE '%too-large' ORDER BY key")).rows).toEqual([{ key: "after-too-large" }]);
 });
+
+test("over WebSocket too (a libsql: URL), reads and a write batch sqld answers as too large leave no transaction open", async () => {
+  const own = await startSqld();
+  const ws = await openDatabase(`libsql://127.0.0.1:${new URL(own.url).port}?tls=0`, undefined, "libsql");
+  try {
+    await ws.execute("CREATE TABLE kept (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
+    await ws.batch([{ sql: `INSERT INTO kept (key, value) VALUES ('big', ${bigValue})` }, { sql: "INSERT INTO kept (key, value) VALUES ('counter', '1')" }]);
+    const big = () => ws.execute("SELECT length(value) AS n, value FROM kept WHERE key = 'big'");
+    expect((await Promise.all([big(), big(), big()])).map((a) => a.rows[0]!.n)).toEqual([4_000_000, 4_000_000, 4_000_000]);
+    await ws.execute("UPDATE kept SET value = '2' WHERE key = 'counter'");
+    expect((await ws.execute("SELECT value FROM kept WHERE key = 'counter'")).rows).toEqual([{ value: "2" }]);
+    await expect(
+      ws.batch([
+        { sql: "INSERT INTO kept (key, value) VALUES ('too-large', '1')" },
+        { sql: `SELECT ${bigValue}, ${bigValue}, ${bigValue} FROM kept WHERE key = 'too-large'` },
+      ]),
+    ).rejects.toMatchObject({ code: "RESPONSE_TOO_LARGE" });
+    await ws.execute("INSERT INTO kept (key, value) VALUES ('after-too-large', '1')");
+    expect((await ws.execute("SELECT key FROM kept WHERE key LIKE '%too-large' ORDER BY key")).rows).toEqual([{ key: "after-too-large" }]);
+  } finally {
+    ws.close();
+    await own.stop();
+    rmSync(join(own.dir, ".."), { recursive: true, force: true });
+  }
+});
