@@ -24,15 +24,22 @@ function reply(body: unknown, status = 200): Response {
   return new Response(JSON.stringify(body), { status, headers: { "content-type": "application/json" } });
 }
 
+/** Whether a process answers on the socket at `path`. */
+function served(path: string): Promise<boolean> {
+  return fetch("http://roost/status", { unix: path } as RequestInit).then(
+    (response) => {
+      void response.arrayBuffer();
+      return true;
+    },
+    () => false,
+  );
+}
+
 export async function startManagementSocket(deps: { db: Db; clock: Clock; log: Logger; path: string }): Promise<ManagementSocket> {
   const { db, clock, log, path } = deps;
   // A socket file left by a process that died would make listen fail; nobody is serving it, so remove it.
   if (await stat(path).catch(() => null)) {
-    const alive = await fetch("http://roost/status", { unix: path } as RequestInit).then(
-      () => true,
-      () => false,
-    );
-    if (alive) throw new SocketInUseError(`Another roost is already serving the management socket ${path}`);
+    if (await served(path)) throw new SocketInUseError(`Another roost is already serving the management socket ${path}`);
     await rm(path, { force: true });
   }
   // The umask makes the socket 0600 from the moment it exists; chmod repeats it for filesystems that ignore umask on sockets.
@@ -68,9 +75,14 @@ export async function startManagementSocket(deps: { db: Db; clock: Clock; log: L
         }
       },
     });
-  } finally {
+  } catch (error) {
     process.umask(previous);
+    // Two processes started at the same moment both found no socket; the other bound it first.
+    if ((error as { code?: unknown }).code === "EADDRINUSE" && (await served(path)))
+      throw new SocketInUseError(`Another roost is already serving the management socket ${path}`);
+    throw error;
   }
+  process.umask(previous);
   await chmod(path, 0o600);
   return {
     path,
