@@ -133,8 +133,12 @@ export async function openLibsql(url: string, authToken?: string, timeoutMs: num
    * sqld keeps each connection's prepared statements, and one prepared before another connection
    * changed the schema answers its next run with the columns of before (tests/lib/db/client.test.ts,
    * "a cached statement still sees a column added later"). So once this process has changed the
-   * schema (a migration), its kept streams are replaced. Another host's migration can give a
-   * statement prepared before it the columns of before for one run, which the code of before reads alike.
+   * schema (a migration), its kept streams are replaced. Another host's migration is not seen
+   * here: a statement prepared before it answers its next run with the column names of before
+   * over the values of after (on sqld 0.24, a table rebuilt with its columns in another order
+   * reads one row under the wrong names; one with fewer columns fails once with an HTTP 500).
+   * Roost changes the schema only in migrations at start, and every daemon is stopped for an
+   * upgrade (docs/operations.md "Upgrades"), so no running daemon meets another's migration.
    */
   const schemaChanged = (): void => {
     writeStream?.close();
