@@ -24,7 +24,7 @@ export const endpoint = defineEndpoint({
     const queue = MetricsRegistry.snapshot("roost_queue_depth", "Builds waiting for a runner.", "gauge");
     queue.set({}, queued);
     const extra = [builds, queue];
-    const runners = await connectedRunnerCount(ctx.db);
+    const runners = await connectedRunnerCount(ctx.db, ctx.clock.now());
     if (runners !== null) {
       const gauge = MetricsRegistry.snapshot("roost_runners_connected", "Runners seen in the last minute.", "gauge");
       gauge.set({}, runners);

@@ -100,12 +100,16 @@ export function toPublicRunner(r: Runner): WireOf<typeof RunnerResource> {
   return { ...r, labels: r.labels, all_labels: allLabels(r) };
 }
 
-/** Runners that contacted the daemon in the last minute; null before the runners table exists (an unmigrated database). */
-export async function connectedRunnerCount(db: Executor): Promise<number | null> {
+/**
+ * Runners that contacted the daemon in the last minute before `now`; null before the runners table exists (an
+ * unmigrated database). `now` is the daemon's clock, which wrote last_seen_at (touchRunner), not the database's
+ * unixepoch(): on a libSQL server that is another host's clock.
+ */
+export async function connectedRunnerCount(db: Executor, now: number): Promise<number | null> {
   const table = await all(db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runners'");
   if (table.length === 0) return null;
   const columns = await all(db, "SELECT name FROM pragma_table_info('runners') WHERE name = 'last_seen_at'");
   if (columns.length === 0) return null;
-  const rows = await all(db, "SELECT COUNT(*) AS n FROM runners WHERE last_seen_at > unixepoch() - 60");
+  const rows = await all(db, "SELECT COUNT(*) AS n FROM runners WHERE last_seen_at > ?", [now - 60]);
   return Number(rows[0]?.n ?? 0);
 }

@@ -59,6 +59,11 @@ describe("metrics of runners, logs and streams", () => {
     expect(metrics).toMatch(/roost_sse_subscribers 1\b/);
     expect(metrics).toContain('roost_builds{status="running"} 1');
     await reader.cancel();
+    // "The last minute" is on the daemon's clock, which recorded the runner's contact, not the
+    // database's: a minute later by it, the runner is no longer counted.
+    t.clock.advance(61);
+    const later = await (await app.fetch(new Request("http://127.0.0.1:8080/metrics"), "127.0.0.1")).text();
+    expect(later).toContain("roost_runners_connected 0");
   });
 });
 
