@@ -10,7 +10,7 @@ import type { Args, Db, Executor, Row, Transaction } from "./database.ts";
 import { openLibsql } from "./libsql.ts";
 
 export type { Args, Db, DriverName, Executor, ResultSet, Row, SqlCondition, Statement, Transaction, Value } from "./database.ts";
-export { ALWAYS, allOf, BUSY_TIMEOUT_MS, isDatabaseUnreachable, isResponseTooLarge, marks } from "./database.ts";
+export { ALWAYS, allOf, BUSY_TIMEOUT_MS, isDatabaseUnreachable, isResponseTooLarge, marks, readInPieces } from "./database.ts";
 
 /**
  * ROOST_DB_DRIVER=libsql opens `file:` URLs through @libsql/client too, the code path a remote

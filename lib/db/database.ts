@@ -171,6 +171,32 @@ export function isResponseTooLarge(error: unknown): boolean {
 }
 
 /**
+ * Up to `limit` rows in one order, read by `read(count, last)`: at most `count` rows after `last`
+ * (the last row read so far; `undefined` at first: from where the caller's page starts). One
+ * request when the answer fits; when a libSQL server refuses it as too large (isResponseTooLarge),
+ * the rest is asked for in halves, as many requests as it takes, so a page reads the same rows on
+ * a server as on a file. Only a single row too large to answer fails.
+ */
+export async function readInPieces<T>(limit: number, read: (count: number, last: T | undefined) => Promise<T[]>): Promise<T[]> {
+  const page: T[] = [];
+  let ask = limit;
+  while (page.length < limit) {
+    const want = Math.min(ask, limit - page.length);
+    let rows: T[];
+    try {
+      rows = await read(want, page.at(-1));
+    } catch (error) {
+      if (!isResponseTooLarge(error) || want === 1) throw error;
+      ask = Math.ceil(want / 2);
+      continue;
+    }
+    page.push(...rows);
+    if (rows.length < want) break;
+  }
+  return page;
+}
+
+/**
  * A write transaction that failed this way committed nothing and can run again from its start:
  * the database was busy (on a remote server the lock is taken by the first statement, inside the
  * work), or the server took the lock back.

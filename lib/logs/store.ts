@@ -3,7 +3,7 @@
 // first half) stays and a rolling tail (the second half) keeps the newest lines; what was cut in
 // between is counted, and readers are told where and how much.
 import type { Db, Executor, Row, SqlCondition, Statement } from "../db/client.ts";
-import { all, ALWAYS, inTransaction, isResponseTooLarge, one } from "../db/client.ts";
+import { all, ALWAYS, inTransaction, one, readInPieces } from "../db/client.ts";
 
 export interface LogLineInput {
   step: string;
@@ -503,37 +503,22 @@ function statsFrom(row: Row): LogStats {
  * is read in smaller requests, as many as it takes.
  */
 export async function readLogPage(db: Executor, buildId: string, afterSeq: number, limit: number): Promise<LogEntry[]> {
-  const page: LogEntry[] = [];
-  let after = afterSeq;
-  let ask = limit;
-  while (page.length < limit) {
-    const want = Math.min(ask, limit - page.length);
-    let rows: Row[];
-    try {
-      rows = await all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = +? AND seq > ? ORDER BY seq LIMIT +?", [
-        buildId,
-        after,
-        want,
-      ]);
-    } catch (error) {
-      if (!isResponseTooLarge(error) || want === 1) throw error;
-      ask = Math.ceil(want / 2);
-      continue;
-    }
-    for (const r of rows)
-      page.push({
-        seq: Number(r.seq),
-        job_id: String(r.job_id),
-        line: Number(r.line),
-        step: String(r.step),
-        stream: String(r.stream),
-        ts: Number(r.ts),
-        text: String(r.text),
-      });
-    if (rows.length < want) break;
-    after = page.at(-1)!.seq;
-  }
-  return page;
+  const rows = await readInPieces(limit, (count, last: Row | undefined) =>
+    all(db, "SELECT seq, job_id, line, step, stream, ts, text FROM build_logs WHERE build_id = +? AND seq > ? ORDER BY seq LIMIT +?", [
+      buildId,
+      last ? Number(last.seq) : afterSeq,
+      count,
+    ]),
+  );
+  return rows.map((r) => ({
+    seq: Number(r.seq),
+    job_id: String(r.job_id),
+    line: Number(r.line),
+    step: String(r.step),
+    stream: String(r.stream),
+    ts: Number(r.ts),
+    text: String(r.text),
+  }));
 }
 
 /** The sentence readers show where the cap cut lines out. */
