@@ -6,7 +6,7 @@
 //   coverage baseline        build_test_summaries_lane (pipeline_id, lane, build_number)
 import type { z } from "zod";
 import type { Executor, Row } from "../db/client.ts";
-import { all, likePattern, num, numOrNull, one, str, strOrNull } from "../db/client.ts";
+import { all, likePattern, num, numOrNull, one, readInPieces, str, strOrNull } from "../db/client.ts";
 import type { Build } from "../builds/store.ts";
 import type { CaseStatus, CoverageAnswer, HistoryEntry, TestCaseResource, TestResource, TestSummary, TrendPoint } from "./schema.ts";
 import type { TestReportResource } from "../runners/protocol-wire.ts";
@@ -161,14 +161,20 @@ export async function listCases(
   const args: (string | number)[] = [build.id];
   if (query.statuses.length) where.push(`r.status IN (${query.statuses.map(() => "?").join(", ")})`), args.push(...query.statuses);
   if (query.q) where.push("(lower(t.name) LIKE ? ESCAPE '\\' OR lower(t.suite) LIKE ? ESCAPE '\\')"), args.push(likePattern(query.q), likePattern(query.q));
-  const after = /^(\d)\.(\d{1,10})$/.exec(query.cursor ?? "");
-  if (after) where.push(`(${RANK} > ? OR (${RANK} = +? AND r.seq > ?))`), args.push(Number(after[1]), Number(after[1]), Number(after[2]));
-  const rows = await all(
-    db,
-    `SELECT r.*, t.test_key, t.suite, t.name, ${RANK} AS rank FROM test_results r JOIN tests t ON t.id = r.test_id
-     WHERE ${where.join(" AND ")} ORDER BY rank, r.seq LIMIT +?`,
-    [...args, query.limit + 1],
-  );
+  const cursor = /^(\d)\.(\d{1,10})$/.exec(query.cursor ?? "");
+  const start = cursor ? { rank: Number(cursor[1]), seq: Number(cursor[2]) } : null;
+  // A case may carry 4,000 + 16,000 + 8,000 characters (message, stack, output; 3 bytes each when
+  // not ASCII), so a page of 200 can pass what a libSQL server answers at once (10 MB): then it is
+  // read in smaller requests, each after the last case read, the same cases as in one.
+  const rows = await readInPieces(query.limit + 1, (count, last: Row | undefined) => {
+    const after = last ? { rank: num(last, "rank"), seq: num(last, "seq") } : start;
+    return all(
+      db,
+      `SELECT r.*, t.test_key, t.suite, t.name, ${RANK} AS rank FROM test_results r JOIN tests t ON t.id = r.test_id
+       WHERE ${[...where, ...(after ? [`(${RANK} > ? OR (${RANK} = +? AND r.seq > ?))`] : [])].join(" AND ")} ORDER BY rank, r.seq LIMIT +?`,
+      [...args, ...(after ? [after.rank, after.rank, after.seq] : []), count],
+    );
+  });
   const page = rows.slice(0, query.limit);
   const cases = [];
   for (const r of page) {

@@ -1,0 +1,79 @@
+// The largest pages the API allows, of the longest texts it keeps: a libSQL server answers at most
+// 10 MB a request (sqld's --max-response-size, RESPONSE_TOO_LARGE), a file has no such limit, and
+// either must answer the same page with the same cursor. Run on a libSQL server too (scripts/test,
+// ROOST_TEST_DATABASE=sqld).
+import { describe, expect, test } from "bun:test";
+import { type TestApp } from "../helpers/app.ts";
+import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
+
+let t: TestApp, owner: string, projectId: string;
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
+
+/** A build whose runner uploaded one JUnit report of `statuses.length` cases (case i is `statuses[i]`). */
+async function buildWithCases(statuses: ("passed" | "failed" | "skipped")[]): Promise<string> {
+  const pipeline = await createPipeline(t, owner, projectId);
+  const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+  const created = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `big-${crypto.randomUUID().slice(0, 6)}` } })).body;
+  await t.call("POST", `/v1/runners/${created.runner.id}/connect`, { token: created.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+  const job = (
+    await t.call("POST", `/v1/runners/${created.runner.id}/jobs/claim`, { token: created.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })
+  ).body.job;
+  expect(job.build.id).toBe(made.body.build.id);
+  const cases = statuses.map((s, i) => {
+    const name = `case ${String(i).padStart(4, "0")}`;
+    if (s === "passed") return `<testcase classname="big" name="${name}"/>`;
+    if (s === "skipped") return `<testcase classname="big" name="${name}"><skipped/></testcase>`;
+    return `<testcase classname="big" name="${name}"><failure message="m">s</failure></testcase>`;
+  });
+  const xml = `<?xml version="1.0"?><testsuite name="big" tests="${statuses.length}">${cases.join("")}</testsuite>`;
+  const res = await t.call("PUT", `/v1/runners/${created.runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent("TEST-big.xml")}`, {
+    token: created.token,
+    raw: xml,
+    contentType: "application/octet-stream",
+  });
+  expect(res.status).toBeLessThan(300);
+  return made.body.build.id as string;
+}
+
+describe("a build's test cases", () => {
+  // 200 cases (the page limit) of a 4,000-character message, a 16,000-character stack and 8,000
+  // characters of output, the most a report keeps (lib/test-results/report.ts), of 3-byte
+  // characters: about 17 MB, read as one page.
+  test("the largest page of the longest non-ASCII texts answers whole, with the cursor that smaller pages give", async () => {
+    const statuses = Array.from({ length: 250 }, (_, i) => (i % 5 === 0 ? "failed" : i % 5 === 1 ? "skipped" : "passed") as "passed" | "failed" | "skipped");
+    const buildId = await buildWithCases(statuses);
+    // Seeded directly: a report of such texts is ~20 MB to upload and read, and the reader's
+    // bounds are not under test here. Each case's texts start with its seq, so no two are alike.
+    const text = (n: number) => "語".repeat(n - 6);
+    await t.db.execute(
+      "UPDATE test_results SET message = printf('%5d ', seq) || ?, stack = printf('%5d ', seq) || ?, output = printf('%5d ', seq) || ? WHERE build_id = ?",
+      [text(4_000), text(16_000), text(8_000), buildId],
+    );
+
+    const get = (query: string) => t.call("GET", `/v1/builds/${buildId}/tests/cases?${query}`, { token: owner });
+    const first = await get("limit=200");
+    expect(first.status).toBe(200);
+    const rest = await get(`limit=200&cursor=${first.body.next_cursor}`);
+    expect(rest.status).toBe(200);
+    const all = [...first.body.cases, ...rest.body.cases];
+    expect({ first: first.body.cases.length, rest: rest.body.cases.length, end: rest.body.next_cursor }).toEqual({ first: 200, rest: 50, end: null });
+    // Failures first, then skipped, then passed, each in report order; every text whole.
+    const seqs = (s: string) => statuses.flatMap((v, i) => (v === s ? [i + 1] : []));
+    expect(all.map((c) => Number(c.id))).toEqual([...seqs("failed"), ...seqs("skipped"), ...seqs("passed")]);
+    for (const c of all) {
+      const head = String(c.id).padStart(5, " ");
+      expect([c.message, c.stack, c.output]).toEqual([`${head} ${text(4_000)}`, `${head} ${text(16_000)}`, `${head} ${text(8_000)}`]);
+    }
+
+    // Pages of 20 (about 1.7 MB each) read the same cases, and the tenth ends at the same cursor.
+    const small: any[] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < 10; i++) {
+      const page = await get(`limit=20${cursor ? `&cursor=${cursor}` : ""}`);
+      small.push(...page.body.cases);
+      cursor = page.body.next_cursor;
+    }
+    expect(cursor).toBe(first.body.next_cursor);
+    expect(small).toEqual(first.body.cases);
+  });
+});
