@@ -10,7 +10,7 @@ import { all, likePattern, num, numOrNull, one, readInPieces, str, strOrNull } f
 import type { Build } from "../builds/store.ts";
 import type { CaseStatus, CoverageAnswer, HistoryEntry, TestCaseResource, TestResource, TestSummary, TrendPoint } from "./schema.ts";
 import type { TestReportResource } from "../runners/protocol-wire.ts";
-import { laneOf } from "./record.ts";
+import { laneOf, MAX_ANNOTATIONS_PER_BUILD } from "./record.ts";
 
 type Status = z.output<typeof CaseStatus>;
 const FAILED = new Set<Status>(["failed", "error"]);
@@ -67,12 +67,19 @@ export interface FailedCase {
   line: number | null;
 }
 
-/** A build's failed and errored results in report order, at most `limit` (for check runs and notifications). */
+/**
+ * A build's failed and errored results in report order, at most `limit` (for check runs and
+ * notifications). 200 of the longest (names, a 4,000-character message, a 16,000-character stack;
+ * 3 bytes a character when not ASCII) pass what a libSQL server answers at once (10 MB): then they
+ * are read in smaller requests.
+ */
 export async function failedCases(db: Executor, buildId: string, limit: number): Promise<FailedCase[]> {
-  const rows = await all(
-    db,
-    "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = +? AND r.status IN ('failed', 'error') ORDER BY r.seq LIMIT +?",
-    [buildId, limit],
+  const rows = await readInPieces(limit, (count, last: Row | undefined) =>
+    all(
+      db,
+      "SELECT r.seq, r.status, r.message, r.stack, r.file, r.line, t.suite, t.name FROM test_results r JOIN tests t ON t.id = r.test_id WHERE r.build_id = +? AND r.status IN ('failed', 'error') AND r.seq > ? ORDER BY r.seq LIMIT +?",
+      [buildId, last ? num(last, "seq") : 0, count],
+    ),
   );
   return rows.map((r) => ({
     seq: num(r, "seq"),
@@ -124,11 +131,24 @@ export async function listReports(db: Executor, buildId: string): Promise<z.outp
   }));
 }
 
+const SEVERITY_RANK = "(CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END)";
+
+/**
+ * A build's analyzer issues, errors first, every one (at most MAX_ANNOTATIONS_PER_BUILD, 2,000).
+ * 2,000 of the longest (a 1,000-character file, a 4,000-character message; 3 bytes a character
+ * when not ASCII) pass what a libSQL server answers at once (10 MB): then they are read in smaller
+ * requests, each after the last issue read.
+ */
 export async function listAnnotations(db: Executor, buildId: string) {
   return (
-    await all(db, "SELECT * FROM build_annotations WHERE build_id = +? ORDER BY CASE severity WHEN 'error' THEN 0 WHEN 'warning' THEN 1 ELSE 2 END, seq", [
-      buildId,
-    ])
+    await readInPieces(MAX_ANNOTATIONS_PER_BUILD, (count, last: Row | undefined) =>
+      all(
+        db,
+        `SELECT *, ${SEVERITY_RANK} AS rank FROM build_annotations WHERE build_id = +? ${last ? `AND (${SEVERITY_RANK} > ? OR (${SEVERITY_RANK} = +? AND seq > ?))` : ""}
+         ORDER BY rank, seq LIMIT +?`,
+        [buildId, ...(last ? [num(last, "rank"), num(last, "rank"), num(last, "seq")] : []), count],
+      ),
+    )
   ).map((r) => ({
     severity: str(r, "severity") as "error" | "warning" | "notice",
     file: str(r, "file"),

@@ -4,14 +4,24 @@
 // ROOST_TEST_DATABASE=sqld).
 import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
+import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
+import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
 
-let t: TestApp, owner: string, projectId: string;
-fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
+let t: TestApp, owner: string, projectId: string, host: HostApiStandIn;
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId, host } = fixture));
 
-/** A build whose runner uploaded one JUnit report of `statuses.length` cases (case i is `statuses[i]`). */
-async function buildWithCases(statuses: ("passed" | "failed" | "skipped")[]): Promise<string> {
-  const pipeline = await createPipeline(t, owner, projectId);
+/** `n - 6` characters of 3 bytes each in UTF-8. */
+const text = (n: number) => "語".repeat(n - 6);
+/** `n` characters: row `seq`'s number, then `text(n)`, as the seeding SQL writes them. */
+const numbered = (seq: number | string, n: number) => `${String(seq).padStart(5, " ")} ${text(n)}`;
+
+/**
+ * A build whose runner uploaded one JUnit report of `statuses.length` cases (case i is
+ * `statuses[i]`, failures on test/big_test.dart line i + 1), finished when `finish` says so.
+ */
+async function buildWithCases(statuses: ("passed" | "failed" | "skipped")[], o: { finish?: boolean; name?: string } = {}): Promise<string> {
+  const pipeline = await createPipeline(t, owner, projectId, o.name ? { name: o.name } : {});
   const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
   const created = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `big-${crypto.randomUUID().slice(0, 6)}` } })).body;
   await t.call("POST", `/v1/runners/${created.runner.id}/connect`, { token: created.token, body: { capabilities: { os: "linux", arch: "x64" } } });
@@ -23,7 +33,7 @@ async function buildWithCases(statuses: ("passed" | "failed" | "skipped")[]): Pr
     const name = `case ${String(i).padStart(4, "0")}`;
     if (s === "passed") return `<testcase classname="big" name="${name}"/>`;
     if (s === "skipped") return `<testcase classname="big" name="${name}"><skipped/></testcase>`;
-    return `<testcase classname="big" name="${name}"><failure message="m">s</failure></testcase>`;
+    return `<testcase classname="big" name="${name}" file="test/big_test.dart" line="${i + 1}"><failure message="m">s</failure></testcase>`;
   });
   const xml = `<?xml version="1.0"?><testsuite name="big" tests="${statuses.length}">${cases.join("")}</testsuite>`;
   const res = await t.call("PUT", `/v1/runners/${created.runner.id}/jobs/${job.job_id}/test-reports?path=${encodeURIComponent("TEST-big.xml")}`, {
@@ -32,6 +42,11 @@ async function buildWithCases(statuses: ("passed" | "failed" | "skipped")[]): Pr
     contentType: "application/octet-stream",
   });
   expect(res.status).toBeLessThan(300);
+  if (o.finish)
+    await t.call("POST", `/v1/runners/${created.runner.id}/jobs/${job.job_id}/finish`, {
+      token: created.token,
+      body: { status: "failed", exit_code: 1, line_count: 0 },
+    });
   return made.body.build.id as string;
 }
 
@@ -44,7 +59,6 @@ describe("a build's test cases", () => {
     const buildId = await buildWithCases(statuses);
     // Seeded directly: a report of such texts is ~20 MB to upload and read, and the reader's
     // bounds are not under test here. Each case's texts start with its seq, so no two are alike.
-    const text = (n: number) => "語".repeat(n - 6);
     await t.db.execute(
       "UPDATE test_results SET message = printf('%5d ', seq) || ?, stack = printf('%5d ', seq) || ?, output = printf('%5d ', seq) || ? WHERE build_id = ?",
       [text(4_000), text(16_000), text(8_000), buildId],
@@ -60,10 +74,7 @@ describe("a build's test cases", () => {
     // Failures first, then skipped, then passed, each in report order; every text whole.
     const seqs = (s: string) => statuses.flatMap((v, i) => (v === s ? [i + 1] : []));
     expect(all.map((c) => Number(c.id))).toEqual([...seqs("failed"), ...seqs("skipped"), ...seqs("passed")]);
-    for (const c of all) {
-      const head = String(c.id).padStart(5, " ");
-      expect([c.message, c.stack, c.output]).toEqual([`${head} ${text(4_000)}`, `${head} ${text(16_000)}`, `${head} ${text(8_000)}`]);
-    }
+    for (const c of all) expect([c.message, c.stack, c.output]).toEqual([numbered(c.id, 4_000), numbered(c.id, 16_000), numbered(c.id, 8_000)]);
 
     // Pages of 20 (about 1.7 MB each) read the same cases, and the tenth ends at the same cursor.
     const small: any[] = [];
@@ -75,5 +86,58 @@ describe("a build's test cases", () => {
     }
     expect(cursor).toBe(first.body.next_cursor);
     expect(small).toEqual(first.body.cases);
+  });
+});
+
+describe("a build's analyzer issues", () => {
+  // 2,000 issues (the most a build keeps, lib/test-results/record.ts) of a 1,000-character file and
+  // a 4,000-character message (the most a report keeps) of 3-byte characters: about 30 MB.
+  test("every issue of a build holding the most, of the longest non-ASCII texts, answers in order", async () => {
+    const buildId = await buildWithCases(["passed"]);
+    await t.db.execute(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000)
+       INSERT INTO build_annotations (build_id, seq, severity, file, line, col, code, message)
+       SELECT ?, i, CASE i % 3 WHEN 0 THEN 'error' WHEN 1 THEN 'warning' ELSE 'notice' END, printf('%5d ', i) || ?, i, NULL, 'code', printf('%5d ', i) || ? FROM n`,
+      [buildId, text(1_000), text(4_000)],
+    );
+    const res = await t.call("GET", `/v1/builds/${buildId}/tests`, { token: owner });
+    expect(res.status).toBe(200);
+    const bySeverity = (r: number) => Array.from({ length: 2000 }, (_, i) => i + 1).filter((i) => i % 3 === r);
+    const seqs = [...bySeverity(0), ...bySeverity(1), ...bySeverity(2)];
+    expect(res.body.annotations.map((a: { line: number }) => a.line)).toEqual(seqs);
+    expect(
+      res.body.annotations.every(
+        (a: { line: number; file: string; message: string }) => a.file === numbered(a.line, 1_000) && a.message === numbered(a.line, 4_000),
+      ),
+    ).toBe(true);
+  });
+});
+
+describe("a build's check run", () => {
+  // 200 failed tests (the most a check run annotates, lib/test-results/check-runs.ts) of a
+  // 4,000-character message and a 16,000-character stack of 3-byte characters: about 12 MB.
+  test("annotates each of 200 failed tests of the longest non-ASCII texts", async () => {
+    const buildId = await buildWithCases(
+      Array.from({ length: 200 }, () => "failed"),
+      { finish: true, name: "BigChecks" },
+    );
+    await t.db.execute("UPDATE test_results SET message = printf('%5d ', seq) || ?, stack = printf('%5d ', seq) || ? WHERE build_id = ?", [
+      text(4_000),
+      text(16_000),
+      buildId,
+    ]);
+    await reportCheckRuns({
+      db: t.db,
+      secrets: t.ctx.secrets,
+      config: t.ctx.config,
+      clock: t.clock,
+      log: t.ctx.log,
+      now: t.clock.now(),
+      baseUrl: "https://ci.example.test",
+    });
+    const run = host.github.checkRuns.find((r) => r.name === "roost/BigChecks");
+    expect(run?.annotations.length).toBe(200);
+    expect(run!.annotations.every((a: any) => a.message === numbered(a.start_line, 4_000) && a.raw_details === numbered(a.start_line, 16_000))).toBe(true);
+    expect(run!.annotations.map((a: any) => a.start_line)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
   });
 });
