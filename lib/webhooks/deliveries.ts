@@ -94,6 +94,15 @@ export async function findDelivery(db: Executor, id: string): Promise<Delivery |
   return row ? toDelivery(row) : null;
 }
 
+/**
+ * A delivery's columns but its body, which lists never show: a body is kept up to 25 MB
+ * (WEBHOOK_BODY_LIMIT_BYTES), and a page of them read with the rest passed what a libSQL server
+ * answers a request (10 MB, RESPONSE_TOO_LARGE) where a file answers it.
+ */
+const LISTED = `id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id,
+  commit_sha, decisions, duplicate_of, NULL AS body, received_at, body_expires_at`;
+
+/** A page of deliveries, newest first, without their bodies (`body` is null). */
 export async function listDeliveries(
   db: Executor,
   f: { projectId: string | null; limit: number; offset: number; result?: DeliveryResult | undefined },
@@ -104,7 +113,7 @@ export async function listDeliveries(
   if (f.result) where.push("result = +?"), args.push(f.result);
   const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
   const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
-  const rows = await all(db, `SELECT * FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
+  const rows = await all(db, `SELECT ${LISTED} FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
     ...args,
     f.limit,
     f.offset,
