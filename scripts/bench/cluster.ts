@@ -24,7 +24,7 @@ const RUNNERS = 100;
 const APPENDS = 4;
 const LINES_PER_APPEND = 25;
 /** Builds queued before the clock starts: more than the runners can finish in DURATION_MS here. */
-const QUEUED = Number(process.env.BENCH_CLUSTER_BUILDS ?? 1500);
+const QUEUED = Number(process.env.BENCH_CLUSTER_BUILDS ?? 3000);
 const SECRET = "bench-webhook-secret-0123";
 /** Daemons on sqld (BENCH_CLUSTER_DAEMONS=1 measures one daemon on sqld under the same load). */
 const DAEMONS = Number(process.env.BENCH_CLUSTER_DAEMONS ?? 3);
