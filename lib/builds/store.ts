@@ -1,6 +1,6 @@
 // Builds (docs/api.md "Builds"). Status changes go only through lib/builds/transition.ts.
-import type { Executor, SqlCondition, Statement } from "../db/client.ts";
-import { ALWAYS, all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
+import type { Executor, Row, SqlCondition, Statement } from "../db/client.ts";
+import { ALWAYS, all, json, num, numOrNull, one, readInPieces, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import { BUILD_STATUSES, type BuildStatus } from "./state-machine.ts";
 import type { ExecutorUsed, FlutterSdkUsed } from "../runners/protocol-wire.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
@@ -172,11 +172,14 @@ function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
  * the page needs.
  */
 export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPage> {
-  const before = f.before ?? Number.MAX_SAFE_INTEGER;
   const ranges = rangesFor(f);
-  const args = [...ranges.flatMap((r) => [...r.args, before]), f.limit + 1];
-  const rows =
-    ranges.length === 1
+  // A build carries its config snapshot (a pipeline file is up to 256 KiB) and changelog, so a page
+  // of 200 can pass what a libSQL server answers at once (10 MB): then it is read in smaller
+  // requests, each below the last build read, the same builds as in one.
+  const rows = await readInPieces(f.limit + 1, async (count, last: Row | undefined) => {
+    const before = last ? Number(last.build_number) : (f.before ?? Number.MAX_SAFE_INTEGER);
+    const args = [...ranges.flatMap((r) => [...r.args, before]), count];
+    return ranges.length === 1
       ? await all(db, `SELECT * FROM builds WHERE ${ranges[0]!.sql} AND build_number < ? ORDER BY build_number DESC LIMIT +?`, args)
       : // The page's few rows are put in order here: an outer ORDER BY, which SQLite in Bun
         // leaves to the merge's order, is a sort of its own in the SQLite of @libsql/client.
@@ -188,6 +191,7 @@ export async function listBuilds(db: Executor, f: BuildFilter): Promise<BuildPag
             args,
           )
         ).sort((a, b) => Number(b.build_number) - Number(a.build_number));
+  });
   const builds = rows.slice(0, f.limit).map(toBuild);
   const nextBefore = rows.length > f.limit ? builds[builds.length - 1]!.build_number : null;
   if (!f.withTotal) return { builds, nextBefore };

@@ -168,3 +168,50 @@ describe("the webhook delivery log", () => {
     expect({ status: one.status, length: one.body.delivery?.body?.length }).toEqual({ status: 200, length: 4_000_000 });
   });
 });
+
+describe("a project's builds", () => {
+  // A build carries its config snapshot (a pipeline file is up to 256 KiB) and its changelog (the
+  // subject lines of up to 50 commits, of any length): 200 of 150 KB here, about 30 MB.
+  test("the largest page of builds carrying long non-ASCII changelogs answers whole, with the cursor that smaller pages give", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "BigBuilds" });
+    const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    expect(made.status).toBe(201);
+    const first = made.body.build as { id: string; build_number: number };
+    // 210 more builds copied from it, finished, each with 50 changelog lines of 1,000 characters.
+    const columns = ((await t.db.execute("PRAGMA table_info(builds)")).rows as unknown as { name: string }[]).map((c) => c.name);
+    const copied: Record<string, string> = {
+      id: "printf('%s-%04d', b.id, i)",
+      build_number: "b.build_number + i",
+      status: "'canceled'",
+      queue_seq: "NULL",
+      changelog: "printf('%5d ', i) || ?",
+    };
+    await t.db.execute(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 210)
+       INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
+      [Array.from({ length: 50 }, () => text(1_000)).join("\n"), first.id],
+    );
+    const get = (query: string) => t.call("GET", `/v1/pipelines/${pipeline.id}/builds?${query}`, { token: owner });
+    const page = await get("limit=200");
+    expect(page.status).toBe(200);
+    const numbers = Array.from({ length: 200 }, (_, i) => first.build_number + 210 - i);
+    expect(page.body.builds.map((b: { build_number: number }) => b.build_number)).toEqual(numbers);
+    const lines = Array.from({ length: 50 }, () => text(1_000)).join("\n");
+    const copy = (b: { build_number: number }) => b.build_number - first.build_number;
+    expect(page.body.builds.every((b: { build_number: number; changelog: string }) => b.changelog === `${String(copy(b)).padStart(5, " ")} ${lines}`)).toBe(
+      true,
+    );
+
+    const small: any[] = [];
+    let cursor: string | null = null;
+    for (let i = 0; i < 10; i++) {
+      const part = await get(`limit=20${cursor ? `&cursor=${cursor}` : ""}`);
+      small.push(...part.body.builds);
+      cursor = part.body.next_cursor;
+    }
+    expect(cursor).toBe(page.body.next_cursor);
+    expect(small).toEqual(page.body.builds);
+    const rest = await get(`limit=200&cursor=${page.body.next_cursor}`);
+    expect(rest.body.builds.map((b: { build_number: number }) => b.build_number)).toEqual(Array.from({ length: 11 }, (_, i) => first.build_number + 10 - i));
+  });
+});
