@@ -10,7 +10,7 @@
 // such environment, a ref the environment refuses, no artifact) is created failed, with why.
 import { z } from "zod";
 import type { Executor, Row, SqlCondition, Statement } from "../db/client.ts";
-import { ALWAYS, all, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
+import { ALWAYS, all, json, num, numOrNull, one, readInPieces, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { Publisher } from "./publishers.ts";
 import { DeploymentArtifact, StoreAnswer } from "./wire.ts";
 
@@ -143,20 +143,31 @@ export interface DeploymentFilter {
   offset: number;
 }
 
-/** Newest first. */
+/**
+ * Newest first. A deployment carries its publisher's configuration and release notes (from a
+ * pipeline file up to 256 KiB) and the store's answer, so a page of 200 can pass what a libSQL
+ * server answers at once (10 MB): then the rest of the page is read in smaller requests, each
+ * after the last deployment read (not by offset, so a deployment made meanwhile moves nothing).
+ */
 export async function listDeployments(db: Executor, f: DeploymentFilter): Promise<DeploymentResource[]> {
   const where = ["d.project_id = +?"];
   const args: (string | number)[] = [f.projectId];
   if (f.buildId) where.push("d.build_id = +?"), args.push(f.buildId);
   if (f.environment) where.push("d.environment_name = +?"), args.push(f.environment);
   if (f.status) where.push("d.status = +?"), args.push(f.status);
-  const rows = await all(db, `${SELECT} WHERE ${where.join(" AND ")} ORDER BY d.created_at DESC, d.rowid DESC LIMIT +? OFFSET +?`, [
-    ...args,
-    f.limit,
-    f.offset,
-  ]);
+  const rows = await readInPieces(f.limit, (count, last: Row | undefined) =>
+    last
+      ? all(
+          db,
+          `${SELECT_LISTED} WHERE ${where.join(" AND ")} AND (d.created_at < ? OR (d.created_at = +? AND d.rowid < ?)) ORDER BY d.created_at DESC, d.rowid DESC LIMIT +?`,
+          [...args, num(last, "created_at"), num(last, "created_at"), num(last, "listed_rowid"), count],
+        )
+      : all(db, `${SELECT_LISTED} WHERE ${where.join(" AND ")} ORDER BY d.created_at DESC, d.rowid DESC LIMIT +? OFFSET +?`, [...args, count, f.offset]),
+  );
   return rows.map(toResource);
 }
+
+const SELECT_LISTED = "SELECT d.*, d.rowid AS listed_rowid, b.build_number, b.commit_sha, b.branch FROM deployments d JOIN builds b ON b.id = d.build_id";
 
 export const CurrentVersion = z.object({
   environment: z.string(),

@@ -215,3 +215,39 @@ describe("a project's builds", () => {
     expect(rest.body.builds.map((b: { build_number: number }) => b.build_number)).toEqual(Array.from({ length: 11 }, (_, i) => first.build_number + 10 - i));
   });
 });
+
+describe("a project's deployments", () => {
+  // A deployment carries its release notes (up to 4,000 characters a language, from a pipeline
+  // file up to 256 KiB): 200 of 10 languages of 3-byte characters here, about 24 MB.
+  test("the largest page of deployments carrying long non-ASCII release notes answers whole, as smaller pages do", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "BigDeploys" });
+    const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    expect(made.status).toBe(201);
+    const languages = ["en-US", "de-DE", "fr-FR", "ja-JP", "ko-KR", "zh-CN", "es-ES", "it-IT", "pt-BR", "ru-RU"];
+    const now = t.clock.now();
+    // 210 deployments, three made in each second (so the order's second key, rowid, matters).
+    await t.db.execute(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 210)
+       INSERT INTO deployments (id, project_id, build_id, environment_name, publisher_name, publisher_type, publisher, target, trigger, status,
+         requested_by_email, artifacts, release_notes, failure_reason, created_at, updated_at, finished_at)
+       SELECT printf('big-deploy-%04d', i), ?2, ?3, 'production', 'play', 'google_play', '{"type":"google_play","name":"play"}', 'com.example/internal', 'build', 'failed',
+         'ci@example.com', '[]', json_object(${languages.map((l) => `'${l}', printf('%5d ', i) || ?1`).join(", ")}), 'seeded', ?4 + i / 3, ?4 + i / 3, ?4 + i / 3 FROM n`,
+      [text(4_000), projectId, made.body.build.id, now],
+    );
+    const get = (query: string) => t.call("GET", `/v1/projects/${projectId}/deployments?build_id=${made.body.build.id}&${query}`, { token: owner });
+    const page = await get("limit=200");
+    expect(page.status).toBe(200);
+    const order = Array.from({ length: 210 }, (_, i) => 210 - i);
+    const id = (i: number) => `big-deploy-${String(i).padStart(4, "0")}`;
+    expect(page.body.deployments.map((d: { id: string }) => d.id)).toEqual(order.slice(0, 200).map(id));
+    expect(
+      page.body.deployments.every((d: { id: string; release_notes: Record<string, string> }) =>
+        languages.every((l) => d.release_notes[l] === numbered(Number(d.id.slice(-4)), 4_000)),
+      ),
+    ).toBe(true);
+    const small: any[] = [];
+    for (let offset = 0; offset < 200; offset += 20) small.push(...(await get(`limit=20&offset=${offset}`)).body.deployments);
+    expect(small).toEqual(page.body.deployments);
+    expect((await get("limit=200&offset=200")).body.deployments.map((d: { id: string }) => d.id)).toEqual(order.slice(200).map(id));
+  });
+});
