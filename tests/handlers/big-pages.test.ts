@@ -191,6 +191,8 @@ describe("a project's builds", () => {
        INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
       [Array.from({ length: 50 }, () => text(1_000)).join("\n"), first.id],
     );
+    // The project's next number moves past the copies, as if they had been made through the API.
+    await t.db.execute("UPDATE projects SET next_build_number = next_build_number + 210 WHERE id = ?", [projectId]);
     const get = (query: string) => t.call("GET", `/v1/pipelines/${pipeline.id}/builds?${query}`, { token: owner });
     const page = await get("limit=200");
     expect(page.status).toBe(200);
@@ -249,5 +251,32 @@ describe("a project's deployments", () => {
     for (let offset = 0; offset < 200; offset += 20) small.push(...(await get(`limit=20&offset=${offset}`)).body.deployments);
     expect(small).toEqual(page.body.deployments);
     expect((await get("limit=200&offset=200")).body.deployments.map((d: { id: string }) => d.id)).toEqual(order.slice(200).map(id));
+  });
+});
+
+describe("a project's pipelines", () => {
+  // A pipeline's configuration may fill the 1 MiB a request carries: 50 build commands of 4,096
+  // characters are 600 KB of 3-byte characters; 20 such pipelines, about 12 MB.
+  test("a project's pipelines of the longest non-ASCII commands list whole, by name", async () => {
+    const names: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const name = `big-${String(i).padStart(2, "0")}`;
+      const commands = Array.from({ length: 50 }, (_, j) => numbered(`${i}.${j}`.padStart(5, " "), 4_096));
+      const res = await t.call("POST", `/v1/projects/${projectId}/pipelines`, {
+        token: owner,
+        body: { name, execution_config: { commands: { build: commands } } },
+      });
+      expect(res.status).toBe(201);
+      names.push(name);
+    }
+    const res = await t.call("GET", `/v1/projects/${projectId}/pipelines`, { token: owner });
+    expect(res.status).toBe(200);
+    const big = res.body.pipelines.filter((p: { name: string }) => p.name.startsWith("big-"));
+    expect(big.map((p: { name: string }) => p.name)).toEqual(names);
+    expect(
+      big.every((p: { name: string; execution_config: { commands: { build: string[] } } }, i: number) =>
+        p.execution_config.commands.build.every((c, j) => c === numbered(`${i}.${j}`.padStart(5, " "), 4_096)),
+      ),
+    ).toBe(true);
   });
 });
