@@ -175,7 +175,8 @@ export function isResponseTooLarge(error: unknown): boolean {
  * (the last row read so far; `undefined` at first: from where the caller's page starts). One
  * request when the answer fits; when a libSQL server refuses it as too large (isResponseTooLarge),
  * the rest is asked for in halves, as many requests as it takes, so a page reads the same rows on
- * a server as on a file. Only a single row too large to answer fails.
+ * a server as on a file. Only a single row too large to answer fails. `limit` may be Infinity
+ * (every row): `count` is then -1, which SQLite's LIMIT reads as none, and refused, pieces of 64.
  */
 export async function readInPieces<T>(limit: number, read: (count: number, last: T | undefined) => Promise<T[]>): Promise<T[]> {
   const page: T[] = [];
@@ -184,10 +185,10 @@ export async function readInPieces<T>(limit: number, read: (count: number, last:
     const want = Math.min(ask, limit - page.length);
     let rows: T[];
     try {
-      rows = await read(want, page.at(-1));
+      rows = await read(Number.isFinite(want) ? want : -1, page.at(-1));
     } catch (error) {
       if (!isResponseTooLarge(error) || want === 1) throw error;
-      ask = Math.ceil(want / 2);
+      ask = Number.isFinite(want) ? Math.ceil(want / 2) : 64;
       continue;
     }
     page.push(...rows);

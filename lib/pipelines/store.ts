@@ -1,7 +1,7 @@
 // Pipelines (docs/api.md "Pipelines"): trigger, concurrency and execution configuration of a project.
-import type { Executor, Value } from "../db/client.ts";
+import type { Executor, Row, Value } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
-import { all, bool, json, num, one, rowMapper, str } from "../db/client.ts";
+import { all, bool, json, num, one, readInPieces, rowMapper, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Concurrency, ConfigSnapshot, ExecutionConfig, TriggerConfig } from "./config.ts";
 import { normalizeExecutionConfig, publicEnv } from "./snapshot.ts";
@@ -80,8 +80,23 @@ export async function findPipeline(db: Executor, id: string): Promise<Pipeline |
   return row ? toPipeline(row) : null;
 }
 
+/**
+ * A project's pipelines by name. A pipeline's configuration may be up to the 1 MiB a request
+ * carries (50 commands of 4,096 characters a step), so a project's can pass what a libSQL server
+ * answers at once (10 MB): then they are read in smaller requests, each after the last read.
+ */
 export async function listPipelines(db: Executor, projectId: string): Promise<Pipeline[]> {
-  return (await all(db, "SELECT * FROM pipelines WHERE project_id = +? ORDER BY name, id", [projectId])).map(toPipeline);
+  return (await pipelinesInPieces(db, "project_id = +?", [projectId])).map(toPipeline);
+}
+
+function pipelinesInPieces(db: Executor, scope: string, args: InValue[]): Promise<Row[]> {
+  return readInPieces(Infinity, (count, last: Row | undefined) =>
+    all(db, `SELECT * FROM pipelines WHERE ${scope} ${last ? "AND (name > ? OR (name = +? AND id > ?))" : ""} ORDER BY name, id LIMIT +?`, [
+      ...args,
+      ...(last ? [str(last, "name"), str(last, "name"), str(last, "id")] : []),
+      count,
+    ]),
+  );
 }
 
 /**
@@ -98,11 +113,7 @@ export function pipelinesState(repositoryId: string): { sql: string; args: InVal
 
 /** The pipelines of the project that builds a repository, as listPipelines orders them (none when no project builds it). */
 export async function listPipelinesOfRepository(db: Executor, repositoryId: string): Promise<Pipeline[]> {
-  const rows = await all(
-    db,
-    "SELECT * FROM pipelines WHERE project_id = (SELECT id FROM projects WHERE repository_id = +? AND unlinked_at IS NULL) ORDER BY name, id",
-    [repositoryId],
-  );
+  const rows = await pipelinesInPieces(db, "project_id = (SELECT id FROM projects WHERE repository_id = +? AND unlinked_at IS NULL)", [repositoryId]);
   return rows.map(toPipeline);
 }
 
