@@ -382,15 +382,18 @@ async function appendAll(tx: Executor, appends: Append[]): Promise<AppendResult[
       if (build.head_last_seq !== null && build.bytes + size > a.capBytes) {
         // Make room in the tail: drop its oldest lines (never the head), the ones just added included.
         if (rows.length > 0) await insertRows();
-        const oldest = await all(tx, "SELECT seq, text FROM build_logs WHERE build_id = +? AND seq > ? ORDER BY seq LIMIT 1000", [
-          a.buildId,
-          build.head_last_seq,
-        ]);
+        // Each line's size in bytes, not its text: 1,000 lines of up to 64 KiB would pass what a
+        // libSQL server answers at once (10 MB), and every append to a full log would fail there.
+        const oldest = await all(
+          tx,
+          "SELECT seq, length(CAST(text AS BLOB)) AS bytes FROM build_logs WHERE build_id = +? AND seq > ? ORDER BY seq LIMIT 1000",
+          [a.buildId, build.head_last_seq],
+        );
         let freed = 0;
         let upTo = build.head_last_seq;
         for (const row of oldest) {
           if (build.bytes - freed + size <= a.capBytes) break;
-          freed += Buffer.byteLength(String(row.text)) + 1;
+          freed += Number(row.bytes) + 1;
           upTo = Number(row.seq);
           build.cut_lines++;
         }

@@ -9,7 +9,12 @@ import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helper
 import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
 
 let t: TestApp, owner: string, projectId: string, host: HostApiStandIn;
-fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId, host } = fixture));
+// A log cap of 24 MB: its rolling tail (half) holds more than 10 MB of lines.
+const LOG_CAP = 24 * 1024 * 1024;
+fixturePerFile(
+  () => startCiFixture({ ROOST_MAX_BUILD_LOG_BYTES: String(LOG_CAP) }),
+  (fixture) => ({ t, owner, projectId, host } = fixture),
+);
 
 /** `n - 6` characters of 3 bytes each in UTF-8. */
 const text = (n: number) => "語".repeat(n - 6);
@@ -278,5 +283,36 @@ describe("a project's pipelines", () => {
         p.execution_config.commands.build.every((c, j) => c === numbered(`${i}.${j}`.padStart(5, " "), 4_096)),
       ),
     ).toBe(true);
+  });
+});
+
+describe("a full log of long lines", () => {
+  // Past its cap a log drops the oldest lines of its tail (lib/logs/store.ts); which ones is read
+  // in the append's transaction, up to 1,000 lines: of 64 KiB, more than a libSQL server answers.
+  test("appends past the cap of lines of 64 KiB are each accepted, the newest lines kept", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "BigLog" });
+    await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    const created = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `biglog-${crypto.randomUUID().slice(0, 6)}` } })).body;
+    await t.call("POST", `/v1/runners/${created.runner.id}/connect`, { token: created.token, body: { capabilities: { os: "linux", arch: "x64" } } });
+    const job = (
+      await t.call("POST", `/v1/runners/${created.runner.id}/jobs/claim`, { token: created.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })
+    ).body.job;
+    // The oldest queued build of the file's project: any build's log will do.
+    const line = (i: number) => `${String(i).padStart(4, "0")} ${"x".repeat(65_536 - 5)}`;
+    const total = 420; // 27.5 MB: past the cap
+    const answers: number[] = [];
+    for (let at = 0; at < total; at += 15) {
+      const res = await t.call("POST", `/v1/runners/${created.runner.id}/jobs/${job.job_id}/logs`, {
+        token: created.token,
+        body: { first_line: at, lines: Array.from({ length: 15 }, (_, i) => ({ step: "build", text: line(at + i) })) },
+      });
+      answers.push(res.status);
+    }
+    expect(answers.every((s) => s === 202)).toBe(true);
+    const text = (await t.call("GET", `/v1/builds/${job.build.id}/logs`, { token: owner, headers: { accept: "text/plain" } })).text;
+    const kept = text.split("\n").filter((l) => /^\d{4} x/.test(l));
+    expect(kept.at(0)).toBe(line(0));
+    expect(kept.at(-1)).toBe(line(total - 1));
+    expect(kept.length).toBeLessThan(total);
   });
 });
