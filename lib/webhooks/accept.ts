@@ -185,7 +185,13 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
     try {
       decided = await decide(acting, route);
     } catch (error) {
-      if (error instanceof NeedsTransaction) return { files };
+      if (error instanceof NeedsTransaction) {
+        // The transaction may write the repository's pipelines (a file that defines them): what
+        // this daemon last read of them is then stale, and would cost the next push a batch that
+        // writes nothing.
+        if (repository) lastRead.get(deps.db)?.delete(repository.id);
+        return { files };
+      }
       throw error;
     }
     const numbers = new Map<number, SqlCondition>();
