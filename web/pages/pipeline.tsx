@@ -85,7 +85,7 @@ function Charts({ builds }: { builds: Trend[] }) {
         title="Coverage"
         summary={
           covered.length
-            ? `Line coverage ${covered.at(-1)} % in the last build with coverage${covered.length > 1 ? `, ${covered.at(-1)! >= covered[0]! ? "up" : "down"} from ${covered[0]} %` : ""}.`
+            ? `Line coverage ${covered.at(-1)} % in the last build with coverage${covered.length > 1 ? `, ${trend(covered[0]!, covered.at(-1)!)}` : ""}.`
             : "No build sent coverage (lcov)."
         }
         labels={labels}
@@ -207,4 +207,10 @@ export function PipelinePage({ project_id, pipeline_id }: Record<string, string>
       <FlakyTests pipeline={p} project={project.data.project} />
     </section>
   );
+}
+
+/** How the last coverage compares with the first shown: equal figures are "the same", not "up". */
+function trend(first: number, last: number): string {
+  if (last === first) return "the same as the first build shown";
+  return `${last > first ? "up" : "down"} from ${first} %`;
 }
