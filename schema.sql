@@ -1454,3 +1454,9 @@ CREATE TRIGGER pipelines_version_delete AFTER DELETE ON pipelines BEGIN UPDATE p
 DROP INDEX webhook_deliveries_rejected;
 CREATE INDEX webhook_deliveries_rejected ON webhook_deliveries (repository_id, received_at) WHERE verified = 0;
 CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (repository_id, received_at) WHERE result = 'failed';
+
+-- migration 43: the runners seen lately read by a range, not the whole fleet
+-- /metrics' roost_runners_connected (lib/runners/store.ts connectedRunnerCount) and the live
+-- runners routing reads (liveRunners) read every registered runner, so their cost grew with the
+-- fleet. A runner's touch writes last_seen_at at most once a second: the index costs little.
+CREATE INDEX runners_last_seen ON runners (last_seen_at);
