@@ -176,8 +176,11 @@ export interface ForgeWebhook {
   repairAction: string;
   /** The event name, delivery id (at most 100 characters) and credential from the request's headers. */
   readHeaders(headers: Headers): { event: string; deliveryId: string; credential: string | null };
-  /** The body as the forge encodes it (UTF-8 JSON unless this says otherwise); throws when it cannot be read. */
-  decode?(bytes: Uint8Array, contentType: string | null): unknown;
+  /**
+   * The body as the forge encodes it (UTF-8 JSON unless this says otherwise), from its text (the
+   * bytes decoded once, U+FFFD for bytes that are not UTF-8); throws when it cannot be read.
+   */
+  decode?(text: string, contentType: string | null): unknown;
   /** Checks the credential before anything in the body is acted on; each secret is compared in constant time. */
   verify(deps: WebhookDeps, delivery: IncomingDelivery): Promise<{ sender: Sender } | Refusal>;
   /** The verified body as one neutral event; throws InvalidPayload when it is not what the forge sends. */

@@ -37,23 +37,37 @@ export function webhookEndpoint(forge: Forge<ForgeName>) {
   });
 }
 
-/** UTF-8 JSON, unless the forge reads its bodies otherwise. */
-function decodeJson(bytes: Uint8Array): unknown {
-  return JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+const lenientUtf8 = new TextDecoder();
+
+/**
+ * The body's text, decoded once (the delivery log keeps it, the forge's decode reads it), and
+ * whether it is well-formed UTF-8: a body that is not has U+FFFD for its stray bytes.
+ */
+function bodyText(bytes: Uint8Array): { text: string; utf8: boolean } {
+  try {
+    return { text: utf8.decode(bytes), utf8: true };
+  } catch {
+    return { text: lenientUtf8.decode(bytes), utf8: false };
+  }
 }
 
 async function receiveDelivery(ctx: RequestContext, forge: Forge<ForgeName>) {
   const { webhook } = forge;
   const bytes = await readBodyBytes(ctx.request, WEBHOOK_BODY_LIMIT_BYTES);
   const headers = ctx.request.headers;
+  const { text, utf8: wellFormed } = bodyText(bytes);
   let payload: unknown;
   let decoded = true;
   try {
-    payload = webhook.decode ? webhook.decode(bytes, headers.get("content-type")) : decodeJson(bytes);
+    // UTF-8 JSON, unless the forge reads its bodies otherwise.
+    if (webhook.decode) payload = webhook.decode(text, headers.get("content-type"));
+    else if (wellFormed) payload = JSON.parse(text);
+    else decoded = false;
   } catch {
     decoded = false;
   }
-  const delivery: IncomingDelivery = { headers, bytes, text: new TextDecoder().decode(bytes), payload, decoded, ...webhook.readHeaders(headers) };
+  const delivery: IncomingDelivery = { headers, bytes, text, payload, decoded, ...webhook.readHeaders(headers) };
   const { event: eventName, deliveryId } = delivery;
 
   // 1. Verify; nothing else in the body is trusted before.

@@ -637,6 +637,30 @@ describe("malformed deliveries, even when correctly signed, answer 400 and are l
     expect(await logged(uuid)).toMatchObject({ verified: true, result: "rejected", reason: "the body is not JSON" });
   });
 
+  test("a GitLab body that is not UTF-8 is 400 malformed_json, logged (its text with U+FFFD for the stray byte)", async () => {
+    const uuid = crypto.randomUUID();
+    const json = new TextEncoder().encode(gitlabPush((p) => (p.user_name = "stray \u00e9")));
+    const at = json.indexOf(0xc3);
+    const bytes = new Uint8Array([...json.subarray(0, at), 0xff, ...json.subarray(at + 2)]);
+    const res = await t.app.fetch(
+      new Request("http://127.0.0.1:8080/v1/webhooks/gitlab", {
+        method: "POST",
+        headers: {
+          host: "127.0.0.1:8080",
+          "content-type": "application/json",
+          "x-gitlab-event": "Push Hook",
+          "x-gitlab-event-uuid": uuid,
+          "x-gitlab-token": gitlabTokens.get("15")!,
+        },
+        body: bytes,
+      }),
+      "34.74.90.64",
+    );
+    expect(res.status).toBe(400);
+    expect(await res.json()).toEqual({ code: "malformed_json", message: "The delivery body is not JSON." });
+    expect(await logged(uuid)).toMatchObject({ verified: true, result: "rejected", reason: "the body is not JSON" });
+  });
+
   test("a malformed body with a wrong token is still 401 webhook_token_invalid", async () => {
     const res = await gitlab("Push Hook", "null", "roost_whk_" + "A".repeat(58));
     expect(res.status).toBe(401);

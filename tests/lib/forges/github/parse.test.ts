@@ -51,8 +51,7 @@ describe("GitHub fixtures", () => {
 
   test("form-encoded deliveries carry the JSON in `payload`", () => {
     const json = readFileSync(join(FIXTURES, "github", "push__branch_updated.json"), "utf8");
-    const body = new TextEncoder().encode(`payload=${encodeURIComponent(json)}`);
-    expect(decodeGithubBody(body, "application/x-www-form-urlencoded")).toEqual(JSON.parse(json));
+    expect(decodeGithubBody(`payload=${encodeURIComponent(json)}`, "application/x-www-form-urlencoded")).toEqual(JSON.parse(json));
   });
 });
 
