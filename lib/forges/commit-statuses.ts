@@ -260,9 +260,7 @@ async function recordOutcomes(deps: ReporterDeps, claimer: string, outcomes: Out
 /** Through the repository's forge; a forge without commit statuses (none has rows: the outbox leaves plain git out) sends nothing. */
 async function send(deps: ReporterDeps, integration: Integration, row: Due): Promise<void> {
   const d = row.details;
-  // The forges (their payload schemas among them) load with the first status sent, not with the daemon (issue 20).
-  const { forgeOf } = await import("./registry.ts");
-  const report = forgeOf({ provider: String(d.provider) }).reportStatus;
+  const report = (await forges()).forgeOf({ provider: String(d.provider) }).reportStatus;
   if (!report) return;
   await report(
     deps,
@@ -276,6 +274,16 @@ async function send(deps: ReporterDeps, integration: Integration, row: Due): Pro
       context: `roost/${d.pipeline_name}`,
     },
   );
+}
+
+/**
+ * The forges (their payload schemas among them) load with the first status sent, not with the
+ * daemon (issue 20); the module is kept, not imported again for every status (an import of a
+ * loaded module still cost 1 % of a daemon's CPU under webhook pushes).
+ */
+let registry: Promise<typeof import("./registry.ts")> | null = null;
+function forges(): Promise<typeof import("./registry.ts")> {
+  return (registry ??= import("./registry.ts"));
 }
 
 const KEY = "repository_id = ? AND commit_sha = ? AND pipeline_id = ? AND claimed_by = ?";

@@ -72,19 +72,33 @@ export function uploadTimeoutMs(size: number): number {
 export const MAX_PAGES = 100;
 
 export function sameOrigin(base: string, url: string): boolean {
-  try {
-    return new URL(url).origin === new URL(base).origin;
-  } catch {
-    return false;
+  const origin = originOf(base);
+  return origin !== null && URL.parse(url)?.origin === origin;
+}
+
+/** The origins of the configured API URLs, each parsed once (every commit status is a request to one). */
+const baseOrigins = new Map<string, string | null>();
+const MAX_BASE_ORIGINS = 256;
+
+function originOf(base: string): string | null {
+  let origin = baseOrigins.get(base);
+  if (origin === undefined) {
+    origin = URL.parse(base)?.origin ?? null;
+    if (baseOrigins.size >= MAX_BASE_ORIGINS) baseOrigins.clear();
+    baseOrigins.set(base, origin);
   }
+  return origin;
 }
 
 /** One request to the forge at `base`; `timeoutMs` is longer than FORGE_TIMEOUT_MS only for uploads (a release's assets). */
 export async function forgeRequest(access: ForgeAccess, base: string, url: string, init: RequestInit, timeoutMs = FORGE_TIMEOUT_MS): Promise<Response> {
-  if (!sameOrigin(base, url)) throw new ForgeApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
-  const refusal = await hostRefusal(new URL(url).hostname, access.allowLinkLocal);
+  const target = URL.parse(url);
+  const origin = originOf(base);
+  if (target === null || origin === null || target.origin !== origin)
+    throw new ForgeApiError(`refusing to contact a URL that is not the configured host ${hostOf(base)}`, null);
+  const refusal = await hostRefusal(target.hostname, access.allowLinkLocal);
   if (refusal) throw new ForgeApiError(`refusing to contact ${hostOf(base)}: it is ${refusal} (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL)`, null);
-  const limitKey = access.limits ? rateLimitKey(url, init) : "";
+  const limitKey = access.limits ? rateLimitKey(origin, init.headers) : "";
   const waitUntil = access.limits?.get(limitKey);
   if (waitUntil !== undefined) {
     if (waitUntil > access.now())
@@ -195,10 +209,27 @@ export function rateLimitedUntil(response: Response, now: number): number | null
 }
 
 /** Rate limits count per credential: the origin and a digest of the headers that carry one. */
-function rateLimitKey(url: string, init: RequestInit): string {
-  const headers = new Headers(init.headers);
-  const credential = `${headers.get("authorization") ?? ""}\n${headers.get("private-token") ?? ""}`;
-  return `${new URL(url).origin} ${createHash("sha256").update(credential).digest("base64url").slice(0, 22)}`;
+function rateLimitKey(origin: string, headers: HeadersInit | undefined): string {
+  const credential = `${headerOf(headers, "authorization") ?? ""}\n${headerOf(headers, "private-token") ?? ""}`;
+  let digest = credentialDigests.get(credential);
+  if (digest === undefined) {
+    digest = createHash("sha256").update(credential).digest("base64url").slice(0, 22);
+    if (credentialDigests.size >= MAX_CREDENTIAL_DIGESTS) credentialDigests.clear();
+    credentialDigests.set(credential, digest);
+  }
+  return `${origin} ${digest}`;
+}
+
+/** The digests of the credentials in use (a token serves an hour of requests), each taken once. */
+const credentialDigests = new Map<string, string>();
+const MAX_CREDENTIAL_DIGESTS = 256;
+
+/** A header of a request's init, by its lower-case name: the clients pass plain objects, read without building a Headers. */
+function headerOf(headers: HeadersInit | undefined, name: string): string | null {
+  if (headers === undefined) return null;
+  if (headers instanceof Headers || Array.isArray(headers)) return new Headers(headers).get(name);
+  for (const key in headers) if (key.toLowerCase() === name) return (headers as Record<string, string>)[key]!;
+  return null;
 }
 
 function hostOf(base: string): string {

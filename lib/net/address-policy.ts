@@ -22,6 +22,14 @@ const METADATA_NAMES = new Set(["metadata.google.internal", "metadata.goog", "me
 
 const LOOKUP_TIMEOUT_MS = 5000;
 
+/**
+ * The verdict on hosts that are decided by their text alone (an address, or a metadata name),
+ * which never changes: a forge at an address gets one request for every commit status. A name
+ * that is not decided by its text is looked up again before each request.
+ */
+const literalVerdicts = new Map<string, string | null>();
+const MAX_LITERAL_VERDICTS = 256;
+
 const LINK_LOCAL_V4 = "a link-local address (169.254.0.0/16, where cloud metadata services answer)";
 
 /**
@@ -58,10 +66,15 @@ export function refusedHostReason(hostname: string): string | null {
  */
 export async function hostRefusal(hostname: string, allowLinkLocal: boolean): Promise<string | null> {
   if (allowLinkLocal) return null;
+  const known = literalVerdicts.get(hostname);
+  if (known !== undefined) return known;
   const bare = hostname.replace(/^\[|\]$/g, "");
   const literal = refusedHostReason(bare);
-  if (literal) return literal;
-  if (isIP(bare) !== 0) return null;
+  if (literal || isIP(bare) !== 0) {
+    if (literalVerdicts.size >= MAX_LITERAL_VERDICTS) literalVerdicts.clear();
+    literalVerdicts.set(hostname, literal);
+    return literal;
+  }
   let addresses: Array<{ address: string }>;
   let timer: Timer | undefined;
   try {
