@@ -209,7 +209,7 @@ export function rateLimitedUntil(response: Response, now: number): number | null
 }
 
 /** Rate limits count per credential: the origin and a digest of the headers that carry one. */
-function rateLimitKey(origin: string, headers: HeadersInit | undefined): string {
+function rateLimitKey(origin: string, headers: RequestInit["headers"]): string {
   const credential = `${headerOf(headers, "authorization") ?? ""}\n${headerOf(headers, "private-token") ?? ""}`;
   let digest = credentialDigests.get(credential);
   if (digest === undefined) {
@@ -225,7 +225,7 @@ const credentialDigests = new Map<string, string>();
 const MAX_CREDENTIAL_DIGESTS = 256;
 
 /** A header of a request's init, by its lower-case name: the clients pass plain objects, read without building a Headers. */
-function headerOf(headers: HeadersInit | undefined, name: string): string | null {
+function headerOf(headers: RequestInit["headers"], name: string): string | null {
   if (headers === undefined) return null;
   if (headers instanceof Headers || Array.isArray(headers)) return new Headers(headers).get(name);
   for (const key in headers) if (key.toLowerCase() === name) return (headers as Record<string, string>)[key]!;
