@@ -1460,3 +1460,25 @@ CREATE INDEX webhook_deliveries_failed ON webhook_deliveries (repository_id, rec
 -- runners routing reads (liveRunners) read every registered runner, so their cost grew with the
 -- fleet. A runner's touch writes last_seen_at at most once a second: the index costs little.
 CREATE INDEX runners_last_seen ON runners (last_seen_at);
+
+-- migration 44: a push's write batch is its delivery and its builds, what follows them written by triggers
+-- On a libSQL server every statement costs the server about 150 µs of CPU whatever its text (it
+-- prepares each one afresh; docs/benchmarks.md "Webhook pushes on sqld"), and a push's write
+-- batch was six: the delivery, its dedupe keys, the project's build counter, the queue's sequence,
+-- the build and its commit status. A trigger is compiled with the statement that fires it, so the
+-- rows that always follow another row are now written by triggers of that row's INSERT, and the
+-- batch is two statements (lib/webhooks/accept.ts, lib/builds/create.ts):
+-- - a delivery's dedupe keys, carried in its row (dedupe_keys, a JSON array; NULL for a delivery
+--   that takes none, as a duplicate's, a refused one's, or one whose transaction took them first).
+--   A content digest past its window (CONTENT_KEY_WINDOW_SECONDS, 7 days, lib/webhooks/dedupe-keys.ts)
+--   is taken over by the new delivery, as the batch's own insert did;
+-- - the build counters: a new build's number and queue place are read from the counters in its
+--   INSERT, and the counters move past them here (past any build written with a number of its
+--   own too, as a copied-in build is), in the same statement, so numbers stay gap-free;
+-- - a new build's commit status (migration 31 wrote it from lib/builds/what-follows.ts; a build is
+--   queued when it is created, and builds copied in finished show nothing). Plain git remotes have none.
+ALTER TABLE webhook_deliveries ADD COLUMN dedupe_keys TEXT;
+CREATE TRIGGER webhook_dedupe_keys_taken AFTER INSERT ON webhook_deliveries WHEN NEW.dedupe_keys IS NOT NULL BEGIN INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) SELECT value, NEW.id, NEW.received_at FROM json_each(NEW.dedupe_keys) WHERE true ON CONFLICT (key) DO UPDATE SET delivery_id = excluded.delivery_id, created_at = excluded.created_at WHERE webhook_dedupe_keys.key GLOB NEW.host || ':content:*' AND webhook_dedupe_keys.created_at <= NEW.received_at - 604800; END;
+CREATE TRIGGER builds_number_taken AFTER INSERT ON builds BEGIN UPDATE projects SET next_build_number = NEW.build_number + 1 WHERE id = NEW.project_id AND next_build_number <= NEW.build_number; END;
+CREATE TRIGGER builds_queue_place_taken AFTER INSERT ON builds WHEN NEW.queue_seq IS NOT NULL BEGIN UPDATE build_queue_sequence SET next = NEW.queue_seq + 1 WHERE id = 1 AND next <= NEW.queue_seq; END;
+CREATE TRIGGER builds_commit_status AFTER INSERT ON builds WHEN NEW.status = 'queued' BEGIN INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at) SELECT p.repository_id, NEW.commit_sha, NEW.pipeline_id, NEW.id, NEW.build_number, NEW.status, NEW.updated_at FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = NEW.project_id AND r.provider != 'git' ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number, status = excluded.status, version = version + 1, updated_at = excluded.updated_at WHERE excluded.build_number >= commit_status_outbox.build_number; END;

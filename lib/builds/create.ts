@@ -1,19 +1,18 @@
 // Creating a build: the one place that numbers builds, freezes the configuration and applies
 // cancel_previous (docs/api.md "Builds").
 import type { Db, ResultSet, Statement } from "../db/client.ts";
-import { inTransaction, num, one, all, rowMapper, str } from "../db/client.ts";
+import { inTransaction, num, all, rowMapper, str } from "../db/client.ts";
 import type { InValue, Transaction } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "./store.ts";
 import { findPipeline, snapshotOf, type Pipeline } from "../pipelines/store.ts";
-import { takeBuildNumber, takeBuildNumbers } from "../projects/store.ts";
 import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { API_DEFINITION, type DefinitionSource } from "../pipelines/definition.ts";
 import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
 import { routeKey, routeOf } from "../runners/routing.ts";
-import { afterBuildCreated, afterCanceledStatements, afterStatusChanged, commitStatusOfNewBuild } from "./what-follows.ts";
+import { afterCanceledStatements, afterStatusChanged } from "./what-follows.ts";
 
 export interface CreateBuildInput {
   pipelineId: string;
@@ -69,23 +68,21 @@ export function publishCreated(deps: Pick<BuildDeps, "events" | "log">, result: 
 export async function createBuildInTransaction(tx: Transaction, now: number, input: CreateBuildInput): Promise<{ build: Build; canceled: Build[] }> {
   const pipeline = await findPipeline(tx, input.pipelineId);
   if (!pipeline) throw new PipelineNotFoundError(input.pipelineId);
-  // The number is taken in the same write transaction as the insert: no gap, no duplicate, across processes too.
-  const buildNumber = (await takeBuildNumber(tx, pipeline.project_id))!;
-  const queued = await one(tx, "UPDATE build_queue_sequence SET next = next + 1 WHERE id = 1 RETURNING next - 1 AS seq");
+  // The number and the queue place are read from their counters in the insert, which moves them
+  // on (schema.sql migration 44): in the same write transaction, so no gap and no duplicate, across processes too.
   const planned = { id: newId(), pipeline, input };
-  const inserted = await tx.execute(insertBuild(now, planned, { sql: "?", args: [buildNumber] }, { sql: "?", args: [Number(queued!.seq)] }, ALWAYS));
+  const inserted = await tx.execute(insertBuild(now, planned, { sql: NEXT_BUILD_NUMBER, args: [pipeline.project_id] }, NEXT_QUEUE_PLACE, ALWAYS));
   const build = toBuild(inserted.rows[0]!);
   let canceled: Build[] = [];
   if (cancelsPrevious(input, pipeline)) {
-    const older = supersededBuilds(pipeline.id, input.concurrencyKey!, { sql: "?", args: [buildNumber] });
+    const older = supersededBuilds(pipeline.id, input.concurrencyKey!, { sql: "?", args: [build.build_number] });
     const rows = await all(
       tx,
       `UPDATE builds SET status = 'canceled', finished_at = ?, updated_at = ?, failure_reason = ? WHERE id IN (${older.sql}) RETURNING *`,
-      [now, now, `superseded by build #${buildNumber}`, ...older.args],
+      [now, now, `superseded by build #${build.build_number}`, ...older.args],
     );
     canceled = rows.map(toBuild);
   }
-  await afterBuildCreated(tx, build);
   await afterStatusChanged(tx, canceled);
   return { build, canceled };
 }
@@ -128,14 +125,17 @@ export function plannedBuildNumber(projectId: string, k: number): SqlPart {
   return { sql: `(${NEXT_BUILD_NUMBER} + ${k})`, args: [projectId] };
 }
 const NEXT_BUILD_NUMBER = "(SELECT next_build_number FROM projects WHERE id = ?)";
+/** The queue place a new build takes (build_queue_sequence, schema.sql migration 21), moved on by its insert's trigger. */
+const NEXT_QUEUE_PLACE: SqlPart = { sql: "(SELECT next FROM build_queue_sequence WHERE id = 1)", args: [] };
 
 /**
  * New builds of one project as statements of the caller's write batch: one request to a remote
  * server, holding its write lock only while they run there. Written only if `guard` holds under
- * that lock (a condition over a row the batch wrote before them). The project's counter and the
- * queue's sequence move on by the number of builds in the same batch, so the numbers are gap-free
- * and never handed out twice, across processes too; build k gets plannedBuildNumber(k). Each
- * build's commit status follows it (afterBuildCreated), and a build that cancels older ones
+ * that lock (a condition over a row the batch wrote before them). Each build takes its number and
+ * queue place from the project's counter and the queue's sequence, which its insert's triggers
+ * move on (schema.sql migration 44), so the numbers are gap-free and never handed out twice,
+ * across processes too; build k gets plannedBuildNumber(k). Each build's commit status is written
+ * by its insert's trigger too, and a build that cancels older ones
  * (cancelsPrevious) cancels them as createBuildInTransaction does, what follows their change
  * written first, for the builds the cancel is about to take. `created` reads the builds back
  * from the answers to these statements (what CreatedBuild names of each), with the builds each
@@ -147,21 +147,17 @@ export function createBuildsStatements(
   builds: PlannedBuild[],
   guard: SqlPart,
 ): { statements: Statement[]; created(results: ResultSet[]): { build: CreatedBuild; canceled: Build[] }[] } {
-  const n = builds.length;
-  if (n === 0) return { statements: [], created: () => [] };
-  for (const b of builds) if (b.pipeline.project_id !== projectId) throw new Error("createBuildsStatements: a build of another project");
-  const statements: Statement[] = [
-    takeBuildNumbers(projectId, n, guard),
-    { sql: `UPDATE build_queue_sequence SET next = next + ? WHERE id = 1 AND ${guard.sql}`, args: [n, ...guard.args] },
-  ];
+  if (builds.length === 0) return { statements: [], created: () => [] };
+  const statements: Statement[] = [];
   const at: { inserted: number; canceled: number | null }[] = [];
-  builds.forEach((b, k) => {
+  for (const b of builds) {
+    if (b.pipeline.project_id !== projectId) throw new Error("createBuildsStatements: a build of another project");
     const inserted = statements.push(
       insertBuild(
         now,
         b,
-        { sql: `(${NEXT_BUILD_NUMBER} - ${n - k})`, args: [projectId] },
-        { sql: `((SELECT next FROM build_queue_sequence WHERE id = 1) - ${n - k})`, args: [] },
+        { sql: NEXT_BUILD_NUMBER, args: [projectId] },
+        NEXT_QUEUE_PLACE,
         guard,
         // Only what the delivery's answer and the build.queued event need: the whole row is about 25
         // columns, its configuration among them, encoded by a remote server and decoded here.
@@ -180,9 +176,8 @@ export function createBuildsStatements(
         args: [now, now, b.id, ...older.args],
       });
     }
-    statements.push(commitStatusOfNewBuild({ sql: "+?", args: [b.id] }));
     at.push({ inserted: inserted - 1, canceled: canceled === null ? null : canceled - 1 });
-  });
+  }
   return {
     statements,
     created: (results) =>

@@ -5,16 +5,14 @@
 //   notification_outbox    a finished build, for lib/notifications/notifications.ts (docs/notifications.md)
 //   commit_status_outbox   the newest state of a commit and pipeline, for lib/forges/commit-statuses.ts
 //                          (docs/webhooks.md "Commit statuses"); plain git remotes have none
+// A new build's commit status row is the exception: the trigger builds_commit_status writes it in
+// the build's own INSERT (schema.sql migration 44), one statement fewer for every new build, which
+// on a libSQL server is most of what a statement costs (docs/benchmarks.md "Webhook pushes on sqld").
 import type { Executor, SqlCondition, Statement } from "../db/client.ts";
 import { ALWAYS } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
 import { newestStatusOfBranch, type Build } from "./store.ts";
 import { isFinished, type BuildStatus } from "./state-machine.ts";
-
-/** A build was created (queued): its commit and pipeline now show it, if it is the newest there. */
-export async function afterBuildCreated(tx: Executor, build: Build): Promise<void> {
-  await tx.execute(commitStatusOfNewBuild({ sql: "+?", args: [build.id] }));
-}
 
 /** A build's status changed (one transition, or superseded builds canceled at a creation). */
 export async function afterStatusChanged(tx: Executor, builds: Build[]): Promise<void> {
@@ -77,22 +75,5 @@ function notificationQueued(build: Build, when: SqlCondition): Statement {
     sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
           SELECT ?, ?, ${newestStatusOfBranch(FINISHED, "+?", "+?", "+?")}, ? WHERE ${when.sql}`,
     args: [build.id, build.status, ...FINISHED.flatMap(() => [build.pipeline_id, build.branch, build.build_number]), build.updated_at, ...when.args],
-  };
-}
-
-/**
- * The commit status row of a new build's (repository, commit, pipeline), unless a newer build holds
- * it; the build named by an SQL expression, as a statement for a batch (createBuildsStatements),
- * where it does nothing if the build was not written.
- */
-export function commitStatusOfNewBuild(target: { sql: string; args: InValue[] }): Statement {
-  return {
-    sql: `INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at)
-          SELECT p.repository_id, b.commit_sha, b.pipeline_id, b.id, b.build_number, b.status, b.updated_at
-          FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id WHERE b.id = ${target.sql} AND r.provider != 'git'
-          ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number,
-            status = excluded.status, version = version + 1, updated_at = excluded.updated_at
-          WHERE excluded.build_number >= commit_status_outbox.build_number`,
-    args: target.args,
   };
 }

@@ -1,5 +1,5 @@
 // Projects (docs/api.md "Projects") and their members (docs/authorization.md "Project roles").
-import type { Executor, Statement } from "../db/client.ts";
+import type { Executor } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
 import { all, json, likePattern, num, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
@@ -213,18 +213,4 @@ export async function countProjectsUsingIntegration(db: Executor, integrationId:
 /** A new webhook token's hash for the project (GitLab and plain-git deliveries prove themselves with it). */
 export async function setWebhookTokenHash(db: Executor, projectId: string, hash: string): Promise<void> {
   await db.execute({ sql: "UPDATE projects SET webhook_token_hash = ? WHERE id = ?", args: [hash, projectId] });
-}
-
-/** The project's next build number, taken in the caller's transaction so numbers have no gaps. */
-export async function takeBuildNumber(tx: Executor, projectId: string): Promise<number | null> {
-  const row = await one(tx, "UPDATE projects SET next_build_number = next_build_number + 1 WHERE id = ? RETURNING next_build_number - 1 AS n", [projectId]);
-  return row ? Number(row.n) : null;
-}
-
-/**
- * `n` build numbers at once, as a statement of a write batch (lib/builds/create.ts
- * createBuildsStatements): the counter moves on by `n` only if `guard` (an SQL condition) holds.
- */
-export function takeBuildNumbers(projectId: string, n: number, guard: { sql: string; args: InValue[] }): Statement {
-  return { sql: `UPDATE projects SET next_build_number = next_build_number + ? WHERE id = ? AND ${guard.sql}`, args: [n, projectId, ...guard.args] };
 }

@@ -35,7 +35,7 @@ import { createBuildsStatements, plannedBuildNumber, publishCreated, type Create
 import { fileSchedulesState } from "../schedules/schedules.ts";
 import { deliveryLevelReason } from "./triggers.ts";
 import { insertDelivery, insertDeliveryStatement, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
-import { Duplicate, dedupeKeysFree, dedupeKeysInserted, dedupeKeysOf, heldDedupeKey, takeDedupeKeys } from "./dedupe-keys.ts";
+import { Duplicate, dedupeKeysFree, dedupeKeysOf, heldDedupeKey, takeDedupeKeys } from "./dedupe-keys.ts";
 import {
   buildWhatTriggers,
   pipelineCandidates,
@@ -157,10 +157,7 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
     // of the batch is guarded by them, so one that moved since makes the batch write nothing and
     // the next attempt reads them again.
     const verified = input.integration?.id === repository?.integration_id ? input.integration : undefined;
-    const [held, route] = await Promise.all([
-      heldDedupeKey(deps.db, input, keys, now),
-      attempt === 0 ? routeAsLastRead(deps.db, input, verified) : readRoute(deps.db, input, verified),
-    ]);
+    const [held, route] = await Promise.all([heldDedupeKey(deps.db, input, keys, now), routeAsLastRead(deps.db, input, verified, attempt > 0)]);
     if (held !== null) throw new Duplicate(held);
     files = await readPipelineFiles(deps, input, route);
     const guards: SqlCondition[] = [];
@@ -210,14 +207,12 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
       duplicate_of: null,
       body: input.body,
     };
-    // `+?`: bound bare, the dedupe keys' INSERT ... SELECT FROM json_each(?) under this guard was
-    // compiled again on every call (17 against 3 µs of CPU alone; bound-parameters.test.ts).
+    // `+?`: bound bare, a statement under this guard may be compiled again on every call
+    // (17 against 3 µs of CPU alone for an INSERT ... SELECT FROM json_each(?); bound-parameters.test.ts).
     const written: SqlCondition = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = +?)", args: [base.id] };
-    const statements = [
-      // Without guards (no keys, no repository): the statement's own default, unguarded.
-      insertDeliveryStatement(record, guards.length ? allOf(guards) : undefined, numbers),
-      ...dedupeKeysInserted(input, keys, base.id, now, written),
-    ];
+    // The delivery takes its keys as it is written (a trigger of its INSERT, schema.sql migration 44).
+    // Without guards (no keys, no repository): the statement's own default, unguarded.
+    const statements = [insertDeliveryStatement({ ...record, dedupeKeys: keys }, guards.length ? allOf(guards) : undefined, numbers)];
     const builds = route.project ? createBuildsStatements(now, route.project.id, planned, written) : null;
     const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
     // Not written: a key was taken or the project or its pipelines moved since they were read; read again.
@@ -284,10 +279,14 @@ const lastRead = new WeakMap<Executor, Map<string, Omit<Route, "integration">>>(
 /** Repositories whose reads are kept per database at most; the oldest is forgotten first. */
 const LAST_READ_KEPT = 1_000;
 
-/** readRoute, taking the project and pipelines from lastRead when this daemon read them before (with `verified`, the integration as the receiver read it). */
-async function routeAsLastRead(db: Executor, input: AcceptInput, verified: Integration | undefined): Promise<Route> {
+/**
+ * readRoute, taking the project and pipelines from lastRead when this daemon read them before (with
+ * `verified`, the integration as the receiver read it); `fresh`: read them again (a batch planned
+ * from them wrote nothing), and keep what was read for the next push.
+ */
+async function routeAsLastRead(db: Executor, input: AcceptInput, verified: Integration | undefined, fresh: boolean): Promise<Route> {
   const { repository } = input;
-  const kept = repository && verified ? lastRead.get(db)?.get(repository.id) : undefined;
+  const kept = repository && verified && !fresh ? lastRead.get(db)?.get(repository.id) : undefined;
   if (kept) return { ...kept, integration: verified! };
   const route = await readRoute(db, input, verified);
   if (repository) {

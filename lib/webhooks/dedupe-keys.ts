@@ -1,8 +1,10 @@
 // A delivery's dedupe keys: the host's delivery identities and, where it has one, a digest of its
 // body. A key already held makes the delivery a duplicate of the one that holds it; only that key's
-// own conflict does (lib/webhooks/accept.ts). The write batch checks and takes the keys in its
-// statements (dedupeKeysFree, dedupeKeysInserted); the write transaction takes them first (takeDedupeKeys).
-import type { Executor, SqlCondition, Statement, Transaction } from "../db/client.ts";
+// own conflict does (lib/webhooks/accept.ts). The write batch checks them in its delivery's INSERT
+// (dedupeKeysFree), whose trigger takes them (webhook_dedupe_keys_taken, schema.sql migration 44:
+// a content digest past its window is taken over by the new delivery there; the trigger's 604800
+// is CONTENT_KEY_WINDOW_SECONDS); the write transaction takes them first (takeDedupeKeys).
+import type { Executor, SqlCondition, Transaction } from "../db/client.ts";
 import { all, marks, one } from "../db/client.ts";
 import { BODY_RETENTION_SECONDS } from "./deliveries.ts";
 
@@ -48,23 +50,6 @@ export function dedupeKeysFree(input: DeliveryKeys, keys: string[], now: number)
     sql: `NOT EXISTS (SELECT 1 FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?))`,
     args: [...keys, ...expired(input, now)],
   };
-}
-
-/**
- * The write batch's statements that take the keys for delivery `id`, once `written` (its record
- * is in). A content digest older than its window no longer counts (dedupeKeysFree passes over it): this
- * delivery takes it over, in the insert of its keys rather than a delete of its own.
- */
-export function dedupeKeysInserted(input: DeliveryKeys, keys: string[], id: string, now: number, written: SqlCondition): Statement[] {
-  if (!keys.length) return [];
-  return [
-    {
-      sql: `INSERT INTO webhook_dedupe_keys (key, delivery_id, created_at) SELECT value, ?, ? FROM json_each(?) WHERE ${written.sql}
-                    ON CONFLICT (key) DO UPDATE SET delivery_id = excluded.delivery_id, created_at = excluded.created_at
-                    WHERE webhook_dedupe_keys.key IS ? AND webhook_dedupe_keys.created_at <= ?`,
-      args: [id, now, JSON.stringify(keys), ...written.args, ...expired(input, now)],
-    },
-  ];
 }
 
 /**

@@ -35,7 +35,14 @@ const toDelivery = rowMapper({
 });
 export type Delivery = ReturnType<typeof toDelivery>;
 
-export type NewDelivery = Omit<Delivery, "body"> & { body: string | null };
+export type NewDelivery = Omit<Delivery, "body"> & {
+  body: string | null;
+  /**
+   * The dedupe keys the delivery takes as it is written (the trigger webhook_dedupe_keys_taken,
+   * schema.sql migration 44): an accepted delivery's in its write batch. None for the others.
+   */
+  dedupeKeys?: string[];
+};
 
 export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void> {
   await db.execute(insertDeliveryStatement(d));
@@ -63,8 +70,8 @@ export function insertDeliveryStatement(
   }
   return {
     sql: `INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name,
-            repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at)
-          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${decisions.sql}, ?, ?, ?, ? WHERE ${guard.sql}`,
+            repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at, dedupe_keys)
+          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${decisions.sql}, ?, ?, ?, ?, ? WHERE ${guard.sql}`,
     args: [
       d.id,
       d.host,
@@ -84,6 +91,7 @@ export function insertDeliveryStatement(
       d.body,
       d.received_at,
       d.body === null ? null : d.received_at + BODY_RETENTION_SECONDS,
+      d.dedupeKeys?.length ? JSON.stringify(d.dedupeKeys) : null,
       ...guard.args,
     ],
   };

@@ -17,12 +17,19 @@ export interface SqldRequestCounter {
   count(action: () => Promise<unknown>): Promise<RequestCount>;
   /** The streams (connections on sqld) `action` opens: its requests that carry no baton. */
   opened(action: () => Promise<unknown>): Promise<number>;
+  /**
+   * The statements `action` sends, BEGIN, COMMIT and ROLLBACK apart: sqld prepares each one afresh,
+   * about 150 µs of its CPU whatever its text (docs/benchmarks.md "Webhook pushes on sqld"), and
+   * a trigger is prepared with the statement that fires it.
+   */
+  statements(action: () => Promise<unknown>): Promise<number>;
   stop(): void;
 }
 
 export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
   const seen: RequestCount = { requests: 0, writes: 0 };
   let opened = 0;
+  let statements = 0;
   /** The batons of streams inside a write transaction (an interactive one, between its BEGIN IMMEDIATE and its COMMIT or ROLLBACK). */
   const inTransaction = new Set<string>();
   const server = Bun.serve({
@@ -37,8 +44,9 @@ export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
         // Streams are kept open across requests (lib/db/kept-streams.ts), so a baton alone says
         // nothing: a request holds the write lock when it begins a write transaction or goes on
         // inside one. It ends the transaction when it commits or rolls back.
-        const { baton } = JSON.parse(body) as { baton?: string | null };
+        const { baton, requests } = JSON.parse(body) as { baton?: string | null; requests?: HranaRequest[] };
         if (!baton) opened++;
+        statements += statementsOf(requests ?? []);
         if (body.includes('"BEGIN IMMEDIATE"') || (baton && inTransaction.has(baton))) {
           seen.writes++;
           ends = /"sql":"(COMMIT|ROLLBACK)"/.test(body);
@@ -68,8 +76,25 @@ export function startSqldRequestCounter(sqldUrl: string): SqldRequestCounter {
       await action();
       return opened - before;
     },
+    async statements(action) {
+      const before = statements;
+      await action();
+      return statements - before;
+    },
     stop() {
       server.stop(true);
     },
   };
+}
+
+/** A Hrana pipeline request: a statement alone, or a batch of them. */
+interface HranaRequest {
+  type: string;
+  stmt?: { sql?: string };
+  batch?: { steps: { stmt: { sql?: string } }[] };
+}
+
+function statementsOf(requests: HranaRequest[]): number {
+  const sqls = requests.flatMap((r) => (r.type === "execute" && r.stmt ? [r.stmt] : r.type === "batch" && r.batch ? r.batch.steps.map((s) => s.stmt) : []));
+  return sqls.filter((s) => !/^\s*(BEGIN|COMMIT|ROLLBACK)\b/i.test(s.sql ?? "")).length;
 }
