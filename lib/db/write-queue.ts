@@ -6,7 +6,8 @@
 // every write transaction waiting at that moment, runs each inside its own SAVEPOINT, and commits
 // them all at once: one commit and one fsync for a burst of webhook deliveries, build creations
 // or log appends. A transaction that throws is rolled back to its savepoint (its own writes
-// only) and rejected; the others commit. Every caller is answered after the COMMIT that holds
+// only) and rejected; the others commit. Writes known up front (a batch) take no savepoint: one
+// that fails rolls the group back, and runs again alone while the others run again together. Every caller is answered after the COMMIT that holds
 // its writes, so an acknowledged write is durable (synchronous=FULL).
 // Savepoints: https://www.sqlite.org/lang_savepoint.html
 //
@@ -66,7 +67,7 @@ interface Job {
   /** Writes known up front (Db.execute of a write, Db.batch): resolved with their results. */
   statements?: NormalizedStatement[];
   alone?: NormalizedStatement;
-  /** Runs in a group of its own: its group's one-request batch failed, and only the failing job may fail. */
+  /** Runs in a group of its own: a batch of it failed in a group (in one request, or without a savepoint), and only the failing job may fail. */
   solo?: boolean;
   /** When this job's group first lost its transaction (busy, timed out) and was put back, and how often since. */
   retryingSince?: number;
@@ -335,6 +336,24 @@ export class WriteQueue {
         break;
       }
       const job = group[i]!;
+      if (job.statements) {
+        // Writes known up front run without a savepoint of their own: a SAVEPOINT and a RELEASE
+        // around every batch of a shared commit cost more than the rare failure does. One of its
+        // statements failing leaves the batch's earlier ones written, so the whole group is rolled
+        // back and put back first in line: the batches before it run again together, this one in
+        // a group of its own, where only it fails.
+        try {
+          done.push([job, await this.#run(job, session)]);
+          continue;
+        } catch (error) {
+          await quietly(() => inner.rollback());
+          const again = [...done.map(([j]) => j), ...group.slice(i)];
+          if (session.lost !== undefined) return this.#again(again, session.lost);
+          job.solo = true;
+          this.#queue.unshift(...again);
+          return;
+        }
+      }
       const savepoint = `roost_write_${i}`;
       try {
         session.later({ sql: `SAVEPOINT ${savepoint}`, args: [] });

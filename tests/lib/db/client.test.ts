@@ -249,6 +249,32 @@ describe.each(TARGETS)("through %s", (target) => {
       expect(await committedNames()).toEqual(["a", "c", "d"]);
     });
 
+    test("a batch that fails after its first statement wrote, among others in one commit, leaves none of its writes; the others commit", async () => {
+      await db.execute("INSERT INTO t (name) VALUES ('taken')");
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      // A transaction holds the queue while the batches line up behind it, so they share one group.
+      const first = inTransaction(db, async (tx) => {
+        await gate;
+        await tx.execute("INSERT INTO t (name) VALUES ('first')");
+      });
+      await Bun.sleep(5);
+      const batches = [
+        ["INSERT INTO t (name) VALUES ('b1')", "INSERT INTO t (name) VALUES ('b2')"],
+        ["INSERT INTO t (name) VALUES ('half')", "INSERT INTO t (name) VALUES ('taken')"],
+        ["INSERT INTO t (name) VALUES ('c1')"],
+      ].map((stmts) => db.batch(stmts));
+      open();
+      const outcomes = await Promise.allSettled([first, ...batches]);
+      expect(outcomes.map((o) => (o.status === "fulfilled" ? "ok" : isUniqueViolation(o.reason) ? "unique" : String(o.reason)))).toEqual([
+        "ok",
+        "ok",
+        "unique",
+        "ok",
+      ]);
+      expect(await committedNames()).toEqual(["taken", "first", "b1", "b2", "c1"]);
+    });
+
     test("a failure that ends the whole transaction fails only its caller; the others run again and commit", async () => {
       await db.execute("CREATE TRIGGER no_boom BEFORE INSERT ON t WHEN NEW.name = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'boom refused'); END");
       const outcomes = await Promise.allSettled(
