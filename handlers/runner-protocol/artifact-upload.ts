@@ -8,6 +8,7 @@ import { z } from "zod";
 import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
+import { requestBody } from "../../lib/http/io.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { storeArtifact, validArtifactPath } from "../../lib/artifacts/artifacts.ts";
@@ -40,7 +41,7 @@ export const endpoint = defineEndpoint({
       buildId: job.build_id,
       jobId: job.id,
       path: query.path,
-      body: ctx.request.body,
+      body: requestBody(ctx.request),
       expectedSha256: sha,
       maxBytes: ctx.config.runners.maxArtifactBytes,
       declaredLength: declared === null ? null : Number(declared),

@@ -8,6 +8,7 @@ import { z } from "zod";
 import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
+import { requestBody } from "../../lib/http/io.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { CacheAnswer, CacheKey, CacheVersion, HEADER } from "../../lib/runners/protocol-wire.ts";
 import { jobCacheReader } from "../../lib/caches/job.ts";
@@ -31,7 +32,7 @@ export const endpoint = defineEndpoint({
       writer: reader,
       key: query.key,
       version: query.version,
-      body: ctx.request.body,
+      body: requestBody(ctx.request),
       expectedSha256: sha,
       maxBytes: ctx.config.sharedCaches.maxBytesPerProject,
       declaredLength: declared === null ? null : Number(declared),

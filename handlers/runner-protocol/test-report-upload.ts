@@ -8,6 +8,7 @@ import { z } from "zod";
 import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { RunnerContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
+import { requestBody } from "../../lib/http/io.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { ownedRunningJob } from "../../lib/runners/protocol.ts";
 import { findBuild } from "../../lib/builds/store.ts";
@@ -34,12 +35,12 @@ export const endpoint = defineEndpoint({
     const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
     const now = ctx.clock.now();
     if (existing.count >= TEST_REPORTS_PER_BUILD) {
-      await ctx.request.body?.cancel().catch(() => {});
+      await requestBody(ctx.request)?.cancel().catch(() => {});
       const problem = `A build reads at most ${TEST_REPORTS_PER_BUILD} test reports; ${query.path} was not read. Narrow the pipeline's test_reports patterns.`;
       return { report: await recordRejectedReport(ctx.db, { build, jobId: job.id, path: query.path, problem, bytes: 0, now }) };
     }
     const workspace = ctx.request.headers.get(HEADER.workspace);
-    const read = await readReport(ctx.request.body, {
+    const read = await readReport(requestBody(ctx.request), {
       path: query.path,
       workspace: workspace?.startsWith("/") ? workspace : null,
       maxBytes: TEST_REPORT_LIMIT,

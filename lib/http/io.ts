@@ -53,6 +53,30 @@ export function renderError(error: ApiError, requestId?: string): Response {
 }
 
 /**
+ * A body the listener bounds in time (lib/http/listener.ts), by the Request Bun.serve made for it:
+ * read whole, natively, or as a stream that keeps the bound. That Request's own `body` would be
+ * read without the bound, so a body is read through readBodyBytes or requestBody.
+ */
+export interface ListenedBody {
+  /** The whole body (of a declared length, which the caller checked against its limit). */
+  bytes(): Promise<Uint8Array>;
+  readonly stream: ReadableStream<Uint8Array>;
+}
+
+const listenedBodies = new WeakMap<Request, ListenedBody>();
+
+/** `request`, whose body is read through `body`. */
+export function withListenedBody(request: Request, body: ListenedBody): Request {
+  listenedBodies.set(request, body);
+  return request;
+}
+
+/** The request's body as a stream (an upload a handler streams to its store): the listener's bounded one, where it bounds it. */
+export function requestBody(request: Request): ReadableStream<Uint8Array> | null {
+  return listenedBodies.get(request)?.stream ?? request.body;
+}
+
+/**
  * Reads the raw body, refusing more than `limit` bytes. Content-Length is checked first so an
  * honest oversized upload is refused before any of it is buffered; a chunked body is counted as
  * it streams and abandoned as soon as it passes the limit.
@@ -62,8 +86,12 @@ export async function readBodyBytes(request: Request, limit: number): Promise<Ui
   if (declared !== null && Number(declared) > limit) {
     fail("payload_too_large", `The request body is larger than the limit of ${limit} bytes.`);
   }
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
+  const listened = listenedBodies.get(request);
+  // Of a declared length within the limit, the listener's body is read whole, natively; a chunked one as it streams.
+  if (listened && declared !== null && !request.headers.has("transfer-encoding")) return listened.bytes();
+  const stream = listened?.stream ?? request.body;
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {

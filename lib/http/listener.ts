@@ -14,7 +14,7 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ApiError } from "./errors.ts";
-import { renderError, wholeBodyOf } from "./io.ts";
+import { renderError, wholeBodyOf, withListenedBody, type ListenedBody } from "./io.ts";
 import type { ConnectionControl } from "./app.ts";
 import type { Logger } from "../daemon/log.ts";
 
@@ -83,8 +83,7 @@ interface SocketState {
 }
 
 /** A request body read through the listener, which bounds its time and says whether it was all read. */
-interface RequestBody {
-  stream: ReadableStream<Uint8Array>;
+interface RequestBody extends ListenedBody {
   /** Whether the client sent all of it (the connection can then carry the next request). */
   complete: boolean;
   /** Ends the body's reading with `error` (the handler's next read throws it). */
@@ -259,11 +258,18 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
       // CONNECT asks for a tunnel: refused, and the connection, which the client meant to hand over, closed.
       if (request.method === "CONNECT") response.headers.set("connection", "close");
     } else {
-      body = built.hasBody ? boundedBody(request.body!, options.requestTimeoutSeconds) : null;
+      body = built.hasBody ? boundedBody(request, options.requestTimeoutSeconds) : null;
       if (state) state.nativeBody = body;
-      const served = body
-        ? new Request(built.url, { method: request.method, headers: request.headers, body: body.stream, signal: request.signal, duplex: "half" } as RequestInit)
-        : built.request;
+      // Bun.serve's own Request carries the body to the app (read whole, natively: readBodyBytes),
+      // unless it needed another URL; then a Request of ours streams it. A stream of ours per
+      // request, and the Request around it, cost about a tenth of a runner's claim or finish
+      // (docs/benchmarks.md, "The runner fleet's CPU per job: the request path").
+      const served =
+        body === null
+          ? built.request
+          : built.request === request
+            ? withListenedBody(request, body)
+            : new Request(built.url, { method: request.method, headers: request.headers, body: body.stream, signal: request.signal, duplex: "half" } as RequestInit);
       const connection: ConnectionControl = {
         setIdleTimeout: (seconds) => front.timeout(request, seconds),
         setBodyTimeout: (seconds) => body?.bound(seconds),
@@ -478,35 +484,46 @@ const validHosts = new Set<string>();
 const MAX_VALID_HOSTS = 256;
 
 /**
- * A native request body read through a stream of the listener's own: its rest must come within
- * `seconds` (else the handler's read throws 408 request_timeout), and the listener learns whether
- * the client sent all of it.
+ * A native request body, bounded: its rest must come within `seconds` (else the handler's read
+ * throws 408 request_timeout), and the listener learns whether the client sent all of it. Read
+ * whole (`bytes`, a body of a declared length) or through a stream of the listener's own (made on
+ * first use), never both.
  */
-function boundedBody(native: ReadableStream<Uint8Array>, seconds: number): RequestBody {
-  const reader = native.getReader();
-  let controller!: ReadableStreamDefaultController<Uint8Array>;
+function boundedBody(native: Request, seconds: number): RequestBody {
+  let made: ReadableStream<Uint8Array> | null = null;
+  let reader: { cancel(): Promise<void> } | null = null;
+  let controller: ReadableStreamDefaultController<Uint8Array> | null = null;
   let deadline: Timer | null = null;
   /** Failed or cancelled: the native reader's end that follows is not the body's. */
   let cut = false;
-  const body: RequestBody = {
-    complete: false,
-    stream: new ReadableStream<Uint8Array>(
+  let failure: ApiError | null = null;
+  /** Rejects the whole read under way, if any. */
+  let failRead: ((error: ApiError) => void) | null = null;
+  const closedEarly = () => new ApiError("invalid_request", "The client closed the connection before it sent the whole request body.");
+  const ended = () => {
+    body.complete = !cut;
+    if (deadline) clearTimeout(deadline);
+  };
+  const openStream = (): ReadableStream<Uint8Array> => {
+    const native$ = (native.body as ReadableStream<Uint8Array>).getReader();
+    reader = native$;
+    return new ReadableStream<Uint8Array>(
       {
         start(c) {
           controller = c;
+          if (failure) c.error(failure);
         },
         async pull(c) {
-          let chunk: Awaited<ReturnType<typeof reader.read>>;
+          let chunk: Awaited<ReturnType<typeof native$.read>>;
           try {
-            chunk = await reader.read();
+            chunk = await native$.read();
           } catch {
-            body.fail(new ApiError("invalid_request", "The client closed the connection before it sent the whole request body."));
+            body.fail(closedEarly());
             return;
           }
           try {
             if (chunk.done) {
-              body.complete = !cut;
-              if (deadline) clearTimeout(deadline);
+              ended();
               c.close();
             } else c.enqueue(chunk.value);
           } catch {
@@ -517,20 +534,43 @@ function boundedBody(native: ReadableStream<Uint8Array>, seconds: number): Reque
           // The handler wants no more of it (413): the connection closes after the answer.
           cut = true;
           if (deadline) clearTimeout(deadline);
-          reader.cancel().catch(() => {});
+          native$.cancel().catch(() => {});
         },
       },
       { highWaterMark: 0 },
-    ),
+    );
+  };
+  const body: RequestBody = {
+    complete: false,
+    get stream() {
+      return (made ??= openStream());
+    },
+    bytes() {
+      return new Promise<Uint8Array>((resolve, reject) => {
+        if (failure) return reject(failure);
+        failRead = reject;
+        native.bytes().then(
+          (bytes) => {
+            failRead = null;
+            ended();
+            resolve(bytes);
+          },
+          () => body.fail(closedEarly()),
+        );
+      });
+    },
     fail(error) {
       cut = true;
+      failure ??= error;
       if (deadline) clearTimeout(deadline);
       try {
-        controller.error(error);
+        controller?.error(error);
       } catch {
         // already closed or errored
       }
-      reader.cancel().catch(() => {});
+      failRead?.(error);
+      failRead = null;
+      reader?.cancel().catch(() => {});
     },
     bound(limit) {
       if (deadline) clearTimeout(deadline);
