@@ -263,7 +263,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
       // Bun.serve's own Request carries the body to the app (read whole, natively: readBodyBytes),
       // unless it needed another URL; then a Request of ours streams it. A stream of ours per
       // request, and the Request around it, cost about a tenth of a runner's claim or finish
-      // (docs/benchmarks.md, "The runner fleet's CPU per job: the request path").
+      // (docs/benchmarks.md, "The runner fleet's CPU per job: request bodies and savepoints").
       const served =
         body === null
           ? built.request
