@@ -35,7 +35,9 @@ export const endpoint = defineEndpoint({
     const declaredBytes = Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
     const now = ctx.clock.now();
     if (existing.count >= TEST_REPORTS_PER_BUILD) {
-      await requestBody(ctx.request)?.cancel().catch(() => {});
+      await requestBody(ctx.request)
+        ?.cancel()
+        .catch(() => {});
       const problem = `A build reads at most ${TEST_REPORTS_PER_BUILD} test reports; ${query.path} was not read. Narrow the pipeline's test_reports patterns.`;
       return { report: await recordRejectedReport(ctx.db, { build, jobId: job.id, path: query.path, problem, bytes: 0, now }) };
     }

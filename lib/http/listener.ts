@@ -269,7 +269,13 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
           ? built.request
           : built.request === request
             ? withListenedBody(request, body)
-            : new Request(built.url, { method: request.method, headers: request.headers, body: body.stream, signal: request.signal, duplex: "half" } as RequestInit);
+            : new Request(built.url, {
+                method: request.method,
+                headers: request.headers,
+                body: body.stream,
+                signal: request.signal,
+                duplex: "half",
+              } as RequestInit);
       const connection: ConnectionControl = {
         setIdleTimeout: (seconds) => front.timeout(request, seconds),
         setBodyTimeout: (seconds) => body?.bound(seconds),
