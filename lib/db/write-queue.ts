@@ -80,6 +80,15 @@ interface Job {
 export const MAX_GROUP = 64;
 
 /**
+ * A group of writes known up front is one request to a remote server, which takes a request only
+ * so large: sqld's WebSocket closed the connection on a message of 16 MiB (every request on it
+ * failing), and it refuses a single value over about 4 MB. So a group stops taking writes once
+ * their arguments pass this many bytes (as they travel: a blob as base64); a write larger alone
+ * goes alone. A webhook body's pieces (lib/webhooks/delivery-bodies.ts) are the writes this holds apart.
+ */
+export const MAX_GROUP_BYTES = 6 * 1024 * 1024;
+
+/**
  * A group stops taking its next transaction once it has held the write lock this long, and
  * commits. Other processes wait for that lock; on a remote server, where each statement is a
  * round trip, a full group could otherwise hold it for seconds (and sqld takes the lock back
@@ -243,9 +252,14 @@ export class WriteQueue {
     if (!first || first.alone) return [];
     if (first.solo) return this.#queue.splice(0, 1);
     let n = 0;
+    let bytes = 0;
     while (n < this.#queue.length && n < MAX_GROUP) {
       const job = this.#queue[n]!;
       if (job.alone || job.solo || (known && !job.statements)) break;
+      if (known) {
+        bytes += requestBytes(job.statements!);
+        if (n > 0 && bytes > MAX_GROUP_BYTES) break;
+      }
       n++;
     }
     return this.#queue.splice(0, n);
@@ -466,4 +480,17 @@ export function queuedDb(
       closeConnections();
     },
   };
+}
+
+/** About how many bytes statements take in a request to a remote server (Hrana's JSON: a blob as base64). */
+function requestBytes(stmts: NormalizedStatement[]): number {
+  let bytes = 0;
+  for (const stmt of stmts) {
+    bytes += stmt.sql.length;
+    for (const value of Array.isArray(stmt.args) ? stmt.args : Object.values(stmt.args)) {
+      if (typeof value === "string") bytes += value.length;
+      else if (value instanceof Uint8Array) bytes += Math.ceil(value.byteLength / 3) * 4;
+    }
+  }
+  return bytes;
 }

@@ -476,6 +476,27 @@ describe("a libSQL server that requires a token", () => {
   });
 });
 
+describe("a libSQL server over WebSocket (a libsql: URL)", () => {
+  // Write batches waiting together go to a server as one request (lib/db/write-queue.ts); sqld
+  // closed the WebSocket on one of 16 MiB, failing every request on it (HRANA_WEBSOCKET_ERROR,
+  // code 1006). Pieces of webhook bodies (lib/webhooks/delivery-bodies.ts) are such batches.
+  test("write batches of 4 MiB each, sent together, all commit", async () => {
+    const server = await startSqld();
+    const db = await openDatabase(`libsql://127.0.0.1:${new URL(server.url).port}?tls=0`, undefined, "libsql");
+    try {
+      await db.execute("CREATE TABLE pieces (batch INTEGER, seq INTEGER, piece BLOB)");
+      const piece = new Uint8Array(1024 * 1024).fill(7);
+      const batch = (n: number) => db.batch([0, 1, 2, 3].map((seq) => ({ sql: "INSERT INTO pieces VALUES (?, ?, ?)", args: [n, seq, piece] })));
+      const settled = await Promise.allSettled([0, 1, 2, 3].map(batch));
+      expect(settled.map((s) => (s.status === "fulfilled" ? "committed" : String(s.reason)))).toEqual(["committed", "committed", "committed", "committed"]);
+      expect((await db.execute("SELECT COUNT(*) AS n, SUM(length(piece)) AS bytes FROM pieces")).rows).toEqual([{ n: 16, bytes: 16 * 1024 * 1024 }]);
+    } finally {
+      db.close();
+      await server.stop();
+    }
+  }, 30_000);
+});
+
 describe("the driver switch", () => {
   test("ROOST_DB_DRIVER picks bun:sqlite by default, libsql when asked, and refuses anything else", async () => {
     expect(driverFromEnv({})).toBe("bun:sqlite");
