@@ -1482,3 +1482,21 @@ CREATE TRIGGER webhook_dedupe_keys_taken AFTER INSERT ON webhook_deliveries WHEN
 CREATE TRIGGER builds_number_taken AFTER INSERT ON builds BEGIN UPDATE projects SET next_build_number = NEW.build_number + 1 WHERE id = NEW.project_id AND next_build_number <= NEW.build_number; END;
 CREATE TRIGGER builds_queue_place_taken AFTER INSERT ON builds WHEN NEW.queue_seq IS NOT NULL BEGIN UPDATE build_queue_sequence SET next = NEW.queue_seq + 1 WHERE id = 1 AND next <= NEW.queue_seq; END;
 CREATE TRIGGER builds_commit_status AFTER INSERT ON builds WHEN NEW.status = 'queued' BEGIN INSERT INTO commit_status_outbox (repository_id, commit_sha, pipeline_id, build_id, build_number, status, updated_at) SELECT p.repository_id, NEW.commit_sha, NEW.pipeline_id, NEW.id, NEW.build_number, NEW.status, NEW.updated_at FROM projects p JOIN repositories r ON r.id = p.repository_id WHERE p.id = NEW.project_id AND r.provider != 'git' ON CONFLICT (repository_id, commit_sha, pipeline_id) DO UPDATE SET build_id = excluded.build_id, build_number = excluded.build_number, status = excluded.status, version = version + 1, updated_at = excluded.updated_at WHERE excluded.build_number >= commit_status_outbox.build_number; END;
+
+-- migration 45: webhook bodies of up to 25 MB kept on a libSQL server too
+-- A libSQL server (sqld) refuses a value of more than about 4 MB ("string or blob too big") and
+-- answers at most 10 MB a request, where GitHub and GitLab send bodies of up to 25 MB: a delivery
+-- with such a body could not be recorded, so it built nothing. A body of more than 1 MiB is kept
+-- compressed (zstd) in pieces of at most 1 MiB here, written and read a few pieces a request
+-- (lib/webhooks/delivery-bodies.ts); body_pieces says how many the delivery has (0: its body, if
+-- kept, is in webhook_deliveries.body, as every body was). Pieces expire with the body; pieces of
+-- a delivery whose record was never written (the daemon stopped between) expire the same way.
+ALTER TABLE webhook_deliveries ADD COLUMN body_pieces INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE webhook_delivery_bodies (
+  delivery_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  piece BLOB NOT NULL,
+  expires_at INTEGER NOT NULL,
+  PRIMARY KEY (delivery_id, seq)
+);
+CREATE INDEX webhook_delivery_bodies_expires ON webhook_delivery_bodies (expires_at);

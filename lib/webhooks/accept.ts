@@ -34,7 +34,8 @@ import { buildsForkPullRequests, buildsRepositoryAsRead, findProjectOfRepository
 import { createBuildsStatements, plannedBuildNumber, publishCreated, type CreatedBuild, type PlannedBuild } from "../builds/create.ts";
 import { fileSchedulesState } from "../schedules/schedules.ts";
 import { deliveryLevelReason } from "./triggers.ts";
-import { insertDelivery, insertDeliveryStatement, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
+import { bodyExpiry, insertDelivery, insertDeliveryStatement, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
+import { NO_BODY, discardBody, storeBody, type StoredBody } from "./delivery-bodies.ts";
 import { Duplicate, dedupeKeysFree, dedupeKeysOf, heldDedupeKey, takeDedupeKeys } from "./dedupe-keys.ts";
 import {
   buildWhatTriggers,
@@ -113,15 +114,21 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     commit_sha: event.commitSha,
     received_at: now,
   };
+  // The body is stored once, when the delivery is to be recorded with it (a large one in pieces
+  // before its record: lib/webhooks/delivery-bodies.ts); a duplicate keeps none.
+  let stored: Promise<StoredBody> | undefined;
+  const body = () => (stored ??= storeBody(deps.db, id, input.body, bodyExpiry(now)));
   try {
-    const tried = await acceptInOneBatch(deps, input, base);
-    const outcome = "created" in tried ? tried : await acceptInTransaction(deps, input, base, tried.files);
+    const tried = await acceptInOneBatch(deps, input, base, body);
+    const outcome = "created" in tried ? tried : await acceptInTransaction(deps, input, base, tried.files, body);
     for (const c of outcome.created) publishCreated(deps, c);
     return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: outcome.created.map((c) => c.build) };
   } catch (error) {
     // The database server down: nothing can be recorded, and the receiver's 503 makes the host redeliver.
     if (isDatabaseUnreachable(error)) throw error;
-    if (!(error instanceof Duplicate)) return recordFailed(deps, { ...base, repository: input.repository, body: input.body }, error);
+    if (!(error instanceof Duplicate)) return recordFailed(deps, { ...base, repository: input.repository, body }, error);
+    // Stored before another delivery took the key: no record points at those pieces.
+    if (stored) await discardBody(deps.db, id, await stored);
     const of = error.of;
     const reason = `duplicate of delivery ${of}`;
     await insertDelivery(deps.db, {
@@ -132,7 +139,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
       project_id: null,
       decisions: [],
       duplicate_of: of,
-      body: null,
+      body: NO_BODY,
     });
     return { deliveryId: id, duplicate: true, result: "duplicate", reason, builds: [] };
   }
@@ -146,7 +153,7 @@ const BATCH_ATTEMPTS = 3;
  * file); or, when it needs the transaction (acceptInTransaction), the pipeline files it read.
  * Throws Duplicate when one of its dedupe keys is taken.
  */
-async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received): Promise<Outcome | { files: PipelineFiles }> {
+async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received, body: () => Promise<StoredBody>): Promise<Outcome | { files: PipelineFiles }> {
   const now = base.received_at;
   const keys = dedupeKeysOf(input);
   const { repository } = input;
@@ -205,7 +212,7 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
       project_id: route.project?.id ?? null,
       decisions: acting.decisions,
       duplicate_of: null,
-      body: input.body,
+      body: await body(),
     };
     // `+?`: bound bare, a statement under this guard may be compiled again on every call
     // (17 against 3 µs of CPU alone for an INSERT ... SELECT FROM json_each(?); bound-parameters.test.ts).
@@ -226,8 +233,10 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received):
 }
 
 /** The delivery in one write transaction, everything read and decided inside it: what the batch cannot say. */
-async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Received, files: PipelineFiles): Promise<Outcome> {
-  // The pipeline files were read before the write transaction (a host call must not hold it).
+async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Received, files: PipelineFiles, body: () => Promise<StoredBody>): Promise<Outcome> {
+  // The pipeline files were read before the write transaction (a host call must not hold it), and
+  // the body stored (its pieces are many requests).
+  const stored = await body();
   // Everything the work collects lives inside it: the write queue may run it again from its start
   // (lib/db/write-queue.ts), and only the run that committed made builds.
   return inTransaction(deps.db, async (tx) => {
@@ -243,7 +252,7 @@ async function acceptInTransaction(deps: Deps, input: AcceptInput, base: Receive
       project_id: route.project?.id ?? null,
       decisions: acting.decisions,
       duplicate_of: null,
-      body: input.body,
+      body: stored,
     });
     return { ...decided, created };
   });

@@ -4,6 +4,7 @@ import type { Executor, Statement } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
 import { all, bool, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
+import { pruneBodies, readBody, type StoredBody } from "./delivery-bodies.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import type { DeliveryResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
@@ -13,7 +14,7 @@ export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
 
 export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected" | "failed";
 
-/** One received delivery (table webhook_deliveries); its body only while it is kept. */
+/** One received delivery (table webhook_deliveries); its body only while it is kept, and not when kept in pieces (findDelivery reads them). */
 const toDelivery = rowMapper({
   id: str,
   host: strAs<ForgeName>(),
@@ -35,14 +36,20 @@ const toDelivery = rowMapper({
 });
 export type Delivery = ReturnType<typeof toDelivery>;
 
+/** A delivery to record; its body as storeBody (delivery-bodies.ts) kept it. */
 export type NewDelivery = Omit<Delivery, "body"> & {
-  body: string | null;
+  body: StoredBody;
   /**
    * The dedupe keys the delivery takes as it is written (the trigger webhook_dedupe_keys_taken,
    * schema.sql migration 44): an accepted delivery's in its write batch. None for the others.
    */
   dedupeKeys?: string[];
 };
+
+/** When a body received at `receivedAt` is no longer kept. */
+export function bodyExpiry(receivedAt: number): number {
+  return receivedAt + BODY_RETENTION_SECONDS;
+}
 
 export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void> {
   await db.execute(insertDeliveryStatement(d));
@@ -70,8 +77,8 @@ export function insertDeliveryStatement(
   }
   return {
     sql: `INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name,
-            repository_id, project_id, commit_sha, decisions, duplicate_of, body, received_at, body_expires_at, dedupe_keys)
-          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${decisions.sql}, ?, ?, ?, ?, ? WHERE ${guard.sql}`,
+            repository_id, project_id, commit_sha, decisions, duplicate_of, body, body_pieces, received_at, body_expires_at, dedupe_keys)
+          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${decisions.sql}, ?, ?, ?, ?, ?, ? WHERE ${guard.sql}`,
     args: [
       d.id,
       d.host,
@@ -88,18 +95,24 @@ export function insertDeliveryStatement(
       d.commit_sha,
       ...decisions.args,
       d.duplicate_of,
-      d.body,
+      d.body.text,
+      d.body.pieces,
       d.received_at,
-      d.body === null ? null : d.received_at + BODY_RETENTION_SECONDS,
+      d.body.text === null && d.body.pieces === 0 ? null : bodyExpiry(d.received_at),
       d.dedupeKeys?.length ? JSON.stringify(d.dedupeKeys) : null,
       ...guard.args,
     ],
   };
 }
 
+/** One delivery with its body while it is kept, from its pieces when it has them. */
 export async function findDelivery(db: Executor, id: string): Promise<Delivery | null> {
   const row = await one(db, "SELECT * FROM webhook_deliveries WHERE id = ?", [id]);
-  return row ? toDelivery(row) : null;
+  if (!row) return null;
+  const delivery = toDelivery(row);
+  const pieces = num(row, "body_pieces");
+  if (pieces > 0 && numOrNull(row, "body_expires_at") !== null) delivery.body = await readBody(db, id, pieces);
+  return delivery;
 }
 
 /**
@@ -171,12 +184,13 @@ export async function recentFailures(db: Executor, f: { repositoryId: string | n
   return Number(row?.n ?? 0);
 }
 
-/** Housekeeping: bodies past their retention, records and dedupe keys past 30 days. */
+/** Housekeeping: bodies past their retention (and their pieces), records and dedupe keys past 30 days. */
 export async function pruneDeliveries(db: Executor, now: number): Promise<void> {
   await db.execute({
-    sql: "UPDATE webhook_deliveries SET body = NULL, body_expires_at = NULL WHERE body_expires_at IS NOT NULL AND body_expires_at <= ?",
+    sql: "UPDATE webhook_deliveries SET body = NULL, body_pieces = 0, body_expires_at = NULL WHERE body_expires_at IS NOT NULL AND body_expires_at <= ?",
     args: [now],
   });
+  await pruneBodies(db, now);
   await db.execute({ sql: "DELETE FROM webhook_deliveries WHERE received_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
   await db.execute({ sql: "DELETE FROM webhook_dedupe_keys WHERE created_at <= ?", args: [now - DELIVERY_RETENTION_SECONDS] });
 }

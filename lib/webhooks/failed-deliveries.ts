@@ -7,6 +7,7 @@ import type { Repository } from "../integrations/repositories.ts";
 import { findProjectBuildingRepository } from "../projects/store.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
 import { insertDelivery, recentFailures } from "./deliveries.ts";
+import type { StoredBody } from "./delivery-bodies.ts";
 import type { AcceptResult } from "./accept.ts";
 
 /** Failed deliveries for one repository within an hour that raise an incident. */
@@ -33,7 +34,8 @@ export async function recordFailed(
     commit_sha: string | null;
     received_at: number;
     repository: Repository | null;
-    body: string;
+    /** The body, stored for the record (once: it may have been before the failure). */
+    body: () => Promise<StoredBody>;
   },
   error: unknown,
 ): Promise<AcceptResult> {
@@ -43,9 +45,10 @@ export async function recordFailed(
   deps.log.error("webhook delivery failed", { host: d.host, delivery_id: d.delivery_id, roost_delivery_id: d.id, repository_id: repositoryId, error });
   try {
     const projectId = repositoryId ? await findProjectBuildingRepository(deps.db, repositoryId) : null;
-    const { repository: _, ...record } = d;
+    const { repository: _, body, ...record } = d;
     await insertDelivery(deps.db, {
       ...record,
+      body: await body(),
       verified: true,
       result: "failed",
       reason,

@@ -19,7 +19,8 @@ import { InvalidPayload, type TriggerEvent } from "../forges/event.ts";
 import type { Forge, ForgeWebhook, IncomingDelivery } from "../forges/forge.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import { acceptDelivery, type Deps } from "./accept.ts";
-import { insertDelivery, recentRejections } from "./deliveries.ts";
+import { bodyExpiry, insertDelivery, recentRejections } from "./deliveries.ts";
+import { NO_BODY, storeBody } from "./delivery-bodies.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES, WebhookResult, contentKey, webhookAnswer } from "./limits.ts";
 
 /** A forge's receiver, POST /v1/webhooks/<forge> (handlers/webhooks/<forge>.ts): authenticated by the delivery itself, so the route's rule is "webhook". */
@@ -200,8 +201,9 @@ async function recordRefused(
   },
 ): Promise<number> {
   const now = deps.clock.now();
+  const id = newId();
   await insertDelivery(deps.db, {
-    id: newId(),
+    id,
     host: d.forge,
     delivery_id: d.deliveryId,
     event: d.event,
@@ -217,7 +219,7 @@ async function recordRefused(
     decisions: [],
     duplicate_of: null,
     received_at: now,
-    body: d.body,
+    body: d.body === null ? NO_BODY : await storeBody(deps.db, id, d.body, bodyExpiry(now)),
   });
   return now;
 }

@@ -284,7 +284,7 @@ beforeAll(async () => {
           decisions: [],
           duplicate_of: null,
           received_at: 1,
-          body: null,
+          body: { text: null, pieces: 0 },
         });
         return { path: `/v1/webhook-deliveries/${id}` };
       },

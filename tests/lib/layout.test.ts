@@ -97,6 +97,7 @@ const OWNER: Record<string, string> = {
   variables: "variables",
   webhook_dedupe_keys: "webhooks",
   webhook_deliveries: "webhooks",
+  webhook_delivery_bodies: "webhooks",
 };
 
 const CROSS_DOMAIN_WRITES: Record<string, string[]> = {
