@@ -1,8 +1,10 @@
 // The listener (lib/http/listener.ts) around the real app, over a real socket, with a 1 s bound on
-// request bodies: every body but a runner's artifact upload must arrive within it.
+// request bodies: every body but a runner's artifact upload must arrive within it, and each reaches
+// the app whole and unchanged.
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { connect } from "node:net";
 import { listen, type Listener } from "../../../lib/http/listener.ts";
+import { readBodyBytes, requestBody } from "../../../lib/http/io.ts";
 import { silentLogger } from "../../../lib/daemon/log.ts";
 import { SHA_A, createPipeline, startCiFixture, type CiFixture } from "../../helpers/ci.ts";
 
@@ -128,3 +130,45 @@ test("a connection busy with one request after another outlives the idle timeout
     await short.stop(true);
   }
 }, 20_000);
+
+test("every body reaches the app whole and unchanged: JSON, a form, 100 KB, chunked (no Content-Length), an upload's stream", async () => {
+  const seen: string[] = [];
+  const probe = await listen(
+    {
+      async fetch(request) {
+        const upload = request.headers.get("content-type") === "application/octet-stream";
+        const bytes = upload ? new Uint8Array(await new Response(requestBody(request)).arrayBuffer()) : await readBodyBytes(request, 1024 * 1024);
+        seen.push(new TextDecoder().decode(bytes));
+        return new Response(null, { status: 204 });
+      },
+      refuseMethod: () => new Response(null, { status: 405 }),
+      error: () => new Response(null, { status: 500 }),
+    },
+    { hostname: "127.0.0.1", port: 0, fallbackOrigin: null, requestTimeoutSeconds: 5, idleTimeoutSeconds: 30, log: silentLogger },
+  );
+  try {
+    const url = `http://127.0.0.1:${probe.port}/v1/anything`;
+    const post = (body: RequestInit["body"], type: string) => fetch(url, { method: "POST", headers: { "content-type": type }, body });
+    const json = JSON.stringify({ padding: "x".repeat(1000) });
+    const form = `payload=${encodeURIComponent(json)}`;
+    const big = JSON.stringify({ padding: "y".repeat(100 * 1024) });
+    const chunked = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(json.slice(0, 100)));
+        controller.enqueue(new TextEncoder().encode(json.slice(100)));
+        controller.close();
+      },
+    });
+    const statuses = [
+      (await post(json, "application/json")).status,
+      (await post(form, "application/x-www-form-urlencoded")).status,
+      (await post(big, "application/json")).status,
+      (await post(chunked, "application/json")).status,
+      (await post(big, "application/octet-stream")).status,
+    ];
+    expect(statuses).toEqual([204, 204, 204, 204, 204]);
+    expect(seen).toEqual([json, form, big, json, big]);
+  } finally {
+    await probe.stop(true);
+  }
+});
