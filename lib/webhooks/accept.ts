@@ -5,11 +5,12 @@
 //
 // On a remote libSQL server every statement is a round trip, and those of a write transaction hold
 // the server's write lock, which every daemon queues for (docs/operations.md "Several hosts"). So
-// what a delivery acts on is read first, outside any transaction (its dedupe keys, project,
-// pipelines, pipeline files), its decisions are made from that, and everything it writes goes in
-// one write batch: one request, the lock held only while it runs there. Each write of the batch is
-// guarded by what was read (the keys still free, the project and pipelines as read), so the batch
-// writes nothing if the state moved meanwhile, and the delivery is read and decided again. What the
+// what a delivery acts on is read first, outside any transaction (its project, pipelines,
+// pipeline files), its decisions are made from that, and everything it writes goes in one write
+// batch: one request, the lock held only while it runs there. Each write of the batch is guarded
+// by what was read (the project and pipelines as read), so the batch writes nothing if the state
+// moved meanwhile, and the delivery is read and decided again; its dedupe keys are read in the
+// batch itself, and one held makes the batch record the delivery as a duplicate instead. What the
 // batch cannot say (a pipeline the file names for the first time, file schedules to change) takes
 // the write transaction instead, as every delivery once did.
 // Only the dedupe key's own conflict makes a delivery a duplicate; any other error while acting
@@ -35,8 +36,8 @@ import { createBuildsStatements, plannedBuildNumber, publishCreated, type Create
 import { fileSchedulesState } from "../schedules/schedules.ts";
 import { deliveryLevelReason } from "./triggers.ts";
 import { bodyExpiry, insertDelivery, insertDeliveryStatement, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
-import { NO_BODY, discardBody, storeBody, type StoredBody } from "./delivery-bodies.ts";
-import { Duplicate, dedupeKeysFree, dedupeKeysOf, heldDedupeKey, takeDedupeKeys } from "./dedupe-keys.ts";
+import { INLINE_BODY_BYTES, NO_BODY, discardBody, storeBody, type StoredBody } from "./delivery-bodies.ts";
+import { Duplicate, dedupeKeyHolder, dedupeKeysOf, heldDedupeKey, takeDedupeKeys } from "./dedupe-keys.ts";
 import {
   buildWhatTriggers,
   pipelineCandidates,
@@ -120,6 +121,11 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
   const body = () => (stored ??= storeBody(deps.db, id, input.body, bodyExpiry(now)));
   try {
     const tried = await acceptInOneBatch(deps, input, base, body);
+    if ("duplicateOf" in tried) {
+      // Stored before the batch found the key held: no record points at those pieces.
+      if (stored) await discardBody(deps.db, id, await stored);
+      return { deliveryId: id, duplicate: true, result: "duplicate", reason: duplicateReason(tried.duplicateOf), builds: [] };
+    }
     const outcome = "created" in tried ? tried : await acceptInTransaction(deps, input, base, tried.files, body);
     for (const c of outcome.created) publishCreated(deps, c);
     return { deliveryId: id, duplicate: false, result: outcome.result, reason: outcome.reason, builds: outcome.created.map((c) => c.build) };
@@ -130,7 +136,7 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
     // Stored before another delivery took the key: no record points at those pieces.
     if (stored) await discardBody(deps.db, id, await stored);
     const of = error.of;
-    const reason = `duplicate of delivery ${of}`;
+    const reason = duplicateReason(of);
     await insertDelivery(deps.db, {
       ...base,
       result: "duplicate",
@@ -145,31 +151,45 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
   }
 }
 
+/** A duplicate's reason, as its record says it (insertDeliveryStatement writes the same in a batch). */
+function duplicateReason(of: string): string {
+  return `duplicate of delivery ${of}`;
+}
+
 /** How often a delivery is read and decided again after its batch found the state moved, before it takes the transaction. */
 const BATCH_ATTEMPTS = 3;
 
 /**
  * The delivery as one write batch, planned from what was read before it (see the top of this
- * file); or, when it needs the transaction (acceptInTransaction), the pipeline files it read.
- * Throws Duplicate when one of its dedupe keys is taken.
+ * file), or its record as a duplicate when one of its dedupe keys is held (the delivery that holds
+ * it); or, when it needs the transaction (acceptInTransaction), the pipeline files it read.
  */
-async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received, body: () => Promise<StoredBody>): Promise<Outcome | { files: PipelineFiles }> {
+async function acceptInOneBatch(
+  deps: Deps,
+  input: AcceptInput,
+  base: Received,
+  body: () => Promise<StoredBody>,
+): Promise<Outcome | { duplicateOf: string } | { files: PipelineFiles }> {
   const now = base.received_at;
   const keys = dedupeKeysOf(input);
   const { repository } = input;
   let files: PipelineFiles | undefined;
   for (let attempt = 0; attempt < BATCH_ATTEMPTS; attempt++) {
-    // Read side by side: on a remote server, reads started together go in one request.
     // The project and its pipelines as this daemon last read them, on a first attempt: every write
     // of the batch is guarded by them, so one that moved since makes the batch write nothing and
-    // the next attempt reads them again.
+    // the next attempt reads them again. The dedupe keys are read under the write lock, in the
+    // batch: a key held makes it record the delivery as its duplicate (one statement fewer a push
+    // than reading them first).
+    // A body too large for its record is stored in pieces before the batch, many requests: its
+    // keys are read first, so a duplicate stores none.
     const verified = input.integration?.id === repository?.integration_id ? input.integration : undefined;
-    const [held, route] = await Promise.all([heldDedupeKey(deps.db, input, keys, now), routeAsLastRead(deps.db, input, verified, attempt > 0)]);
+    const [held, route] = await Promise.all([
+      attempt === 0 && input.body.length * 3 > INLINE_BODY_BYTES ? heldDedupeKey(deps.db, input, keys, now) : null,
+      routeAsLastRead(deps.db, input, verified, attempt > 0),
+    ]);
     if (held !== null) throw new Duplicate(held);
     files = await readPipelineFiles(deps, input, route);
     const guards: SqlCondition[] = [];
-    const free = dedupeKeysFree(input, keys, now);
-    if (free) guards.push(free);
     if (repository) guards.push(buildsRepositoryAsRead(repository.id, route.project));
     if (repository) {
       const state = pipelinesState(repository.id);
@@ -216,17 +236,20 @@ async function acceptInOneBatch(deps: Deps, input: AcceptInput, base: Received, 
     };
     // `+?`: bound bare, a statement under this guard may be compiled again on every call
     // (17 against 3 µs of CPU alone for an INSERT ... SELECT FROM json_each(?); bound-parameters.test.ts).
-    const written: SqlCondition = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = +?)", args: [base.id] };
+    const written: SqlCondition = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = +? AND duplicate_of IS NULL)", args: [base.id] };
     // The delivery takes its keys as it is written (a trigger of its INSERT, schema.sql migration 44).
-    // Without guards (no keys, no repository): the statement's own default, unguarded.
-    const statements = [insertDeliveryStatement({ ...record, dedupeKeys: keys }, guards.length ? allOf(guards) : undefined, numbers)];
+    // Without guards (no repository): the statement's own default, unguarded.
+    const holder = dedupeKeyHolder(input, keys, now) ?? undefined;
+    const statements = [insertDeliveryStatement({ ...record, dedupeKeys: keys }, guards.length ? allOf(guards) : undefined, numbers, holder)];
     const builds = route.project ? createBuildsStatements(now, route.project.id, planned, written) : null;
     const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
-    // Not written: a key was taken or the project or its pipelines moved since they were read; read again.
+    // Not written: the project or its pipelines moved since they were read; read again.
     if (results[0]!.rowsAffected === 0) {
       if (repository) lastRead.get(deps.db)?.delete(repository.id);
       continue;
     }
+    const duplicateOf = results[0]!.rows[0]?.duplicate_of;
+    if (typeof duplicateOf === "string") return { duplicateOf };
     return { ...decided, created: builds?.created(results.slice(statements.length)) ?? [] };
   }
   return { files: files! };

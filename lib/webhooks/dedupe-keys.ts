@@ -1,9 +1,10 @@
 // A delivery's dedupe keys: the host's delivery identities and, where it has one, a digest of its
 // body. A key already held makes the delivery a duplicate of the one that holds it; only that key's
-// own conflict does (lib/webhooks/accept.ts). The write batch checks them in its delivery's INSERT
-// (dedupeKeysFree), whose trigger takes them (webhook_dedupe_keys_taken, schema.sql migration 44:
-// a content digest past its window is taken over by the new delivery there; the trigger's 604800
-// is CONTENT_KEY_WINDOW_SECONDS); the write transaction takes them first (takeDedupeKeys).
+// own conflict does (lib/webhooks/accept.ts). The write batch reads them in its delivery's INSERT
+// (dedupeKeyHolder: a key held makes the record the duplicate's), whose trigger takes them
+// (webhook_dedupe_keys_taken, schema.sql migration 44: a content digest past its window is taken
+// over by the new delivery there; the trigger's 604800 is CONTENT_KEY_WINDOW_SECONDS); the write
+// transaction takes them first (takeDedupeKeys).
 import type { Executor, SqlCondition, Transaction } from "../db/client.ts";
 import { all, marks, one } from "../db/client.ts";
 import { BODY_RETENTION_SECONDS } from "./deliveries.ts";
@@ -36,18 +37,19 @@ function expired(input: DeliveryKeys, now: number): [string | null, number] {
 /** The delivery that holds one of these keys, if any; a content digest older than its window no longer counts. */
 export async function heldDedupeKey(db: Executor, input: DeliveryKeys, keys: string[], now: number): Promise<string | null> {
   if (!keys.length) return null;
-  const row = await one(db, `SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?) LIMIT 1`, [
-    ...keys,
-    ...expired(input, now),
-  ]);
-  return row ? String(row.delivery_id) : null;
+  const holder = dedupeKeyHolder(input, keys, now)!;
+  const row = await one(db, `SELECT ${holder.sql} AS delivery_id`, holder.args);
+  return typeof row?.delivery_id === "string" ? row.delivery_id : null;
 }
 
-/** For a write batch's guard: none of the keys is held (as heldDedupeKey reads); null without keys. */
-export function dedupeKeysFree(input: DeliveryKeys, keys: string[], now: number): SqlCondition | null {
+/**
+ * For a write batch: the delivery that holds one of the keys, as an SQL expression, NULL when none
+ * does (a content digest older than its window no longer counts); null without keys.
+ */
+export function dedupeKeyHolder(input: DeliveryKeys, keys: string[], now: number): SqlCondition | null {
   if (!keys.length) return null;
   return {
-    sql: `NOT EXISTS (SELECT 1 FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?))`,
+    sql: `(SELECT delivery_id FROM webhook_dedupe_keys WHERE key IN (${marks(keys)}) AND NOT (key IS ? AND created_at <= ?) LIMIT 1)`,
     args: [...keys, ...expired(input, now)],
   };
 }

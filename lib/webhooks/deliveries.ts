@@ -59,12 +59,16 @@ export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void
  * A delivery's record as a statement (for a write batch: lib/webhooks/accept.ts), written only if
  * `guard` (an SQL condition) holds. The build numbers its decisions name may be known only under
  * the write lock: `numbers` maps a decision's index to its build's number as an SQL expression,
- * which becomes the decision's build_number and ends its reason (": build #n").
+ * which becomes the decision's build_number and ends its reason (": build #n"). `heldBy`: the
+ * delivery that holds one of this one's dedupe keys, as an SQL expression (NULL when none), read
+ * under the same lock: when there is one, the record is this delivery's as its duplicate instead
+ * (as acceptDelivery records one), whatever `guard` says, and the statement answers duplicate_of.
  */
 export function insertDeliveryStatement(
   d: NewDelivery,
   guard: { sql: string; args: InValue[] } = { sql: "1", args: [] },
   numbers: ReadonlyMap<number, { sql: string; args: InValue[] }> = new Map(),
+  heldBy?: { sql: string; args: InValue[] },
 ): Statement {
   const decisions = { sql: "?", args: [JSON.stringify(d.decisions)] as InValue[] };
   if (numbers.size) {
@@ -75,10 +79,14 @@ export function insertDeliveryStatement(
     }
     decisions.sql = `json_set(?, ${paths.join(", ")})`;
   }
+  // With heldBy: the accepted delivery's value, or the duplicate's.
+  const unlessHeld = (sql: string, duplicate = "NULL") => (heldBy ? `CASE WHEN held.holder IS NULL THEN ${sql} ELSE ${duplicate} END` : sql);
   return {
     sql: `INSERT INTO webhook_deliveries (id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name,
             repository_id, project_id, commit_sha, decisions, duplicate_of, body, body_pieces, received_at, body_expires_at, dedupe_keys)
-          SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${decisions.sql}, ?, ?, ?, ?, ?, ? WHERE ${guard.sql}`,
+          SELECT ?, ?, ?, ?, ?, ?, ${unlessHeld("?", "'duplicate'")}, ${unlessHeld("?", "'duplicate of delivery ' || held.holder")}, ?, ?, ?, ${unlessHeld("?")}, ?,
+            ${unlessHeld(decisions.sql, "'[]'")}, ${unlessHeld("?", "held.holder")}, ${unlessHeld("?")}, ${unlessHeld("?", "0")}, ?, ${unlessHeld("?")}, ${unlessHeld("?")}
+          ${heldBy ? `FROM (SELECT ${heldBy.sql} AS holder) held WHERE held.holder IS NOT NULL OR (${guard.sql}) RETURNING duplicate_of` : `WHERE ${guard.sql}`}`,
     args: [
       d.id,
       d.host,
@@ -100,6 +108,7 @@ export function insertDeliveryStatement(
       d.received_at,
       d.body.text === null && d.body.pieces === 0 ? null : bodyExpiry(d.received_at),
       d.dedupeKeys?.length ? JSON.stringify(d.dedupeKeys) : null,
+      ...(heldBy?.args ?? []),
       ...guard.args,
     ],
   };
