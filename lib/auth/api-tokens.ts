@@ -4,6 +4,7 @@ import { all, likePattern, num, numOrNull, one, run, str, type Row } from "../db
 import type { Role } from "./roles.ts";
 import { displayPrefix, mintSecret, parseSecret, secretMatches } from "./secrets.ts";
 import { toUser, type User } from "./users.ts";
+import { VerifiedReads } from "../db/verified-reads.ts";
 import type { ApiToken, WireOf } from "../schemas/shared.ts";
 
 /** The listed shape; never carries the hash. */
@@ -94,14 +95,32 @@ export async function findApiToken(db: Executor, id: string): Promise<ApiTokenRo
   return row ? toRow(row) : null;
 }
 
+/** A token with its creator as read by its id, and its secret's stored hash. */
+interface TokenWithCreator {
+  token: ApiTokenRow;
+  creator: User;
+  secretHash: string;
+}
+
+/** The tokens presented lately, as read by id, while the database has not changed (lib/db/verified-reads.ts). */
+const presented = new VerifiedReads<TokenWithCreator>();
+
 /**
  * The token a presented credential names, with its creator, if its secret matches (it may still be
- * expired or revoked, its creator inactive): one read by primary key on every request an API token
- * makes, so a revocation or a deactivation answers the very next request.
+ * expired or revoked, its creator inactive): one read by primary key, or the same row remembered
+ * while the database's data version says nothing has been committed since (lib/db/verified-reads.ts),
+ * so a revocation or a deactivation by any daemon answers the very next request. The secret is
+ * compared with the stored hash on every request, in constant time.
  */
 export async function findApiTokenBySecret(db: Executor, token: string): Promise<{ token: ApiTokenRow; creator: User } | null> {
   const parsed = parseSecret("pat", token);
   if (!parsed) return null;
+  const found = await presented.get(db, parsed.id, () => readTokenWithCreator(db, parsed.id));
+  if (!found || !secretMatches(parsed.secret, found.secretHash)) return null;
+  return { token: found.token, creator: found.creator };
+}
+
+async function readTokenWithCreator(db: Executor, id: string): Promise<TokenWithCreator | null> {
   // `= +?`, not `= ?`: the same plan (both primary keys), but bun:sqlite runs this join with a
   // bare parameter about ten times slower (measured: docs/benchmarks.md, "Reads").
   const row = await one(
@@ -109,24 +128,23 @@ export async function findApiTokenBySecret(db: Executor, token: string): Promise
     `SELECT u.*, t.id AS token_id, t.name AS token_name, t.secret_hash AS token_secret_hash, t.role AS token_role, t.created_at AS token_created_at,
             t.expires_at AS token_expires_at, t.last_used_at AS token_last_used_at, t.revoked_at AS token_revoked_at
      FROM api_tokens t JOIN users u ON u.id = t.created_by WHERE t.id = +?`,
-    [parsed.id],
+    [id],
   );
-  if (!row || !secretMatches(parsed.secret, str(row, "token_secret_hash"))) return null;
-  const creator = toUser(row);
-  return {
-    token: {
-      id: str(row, "token_id"),
-      name: str(row, "token_name"),
-      role: str(row, "token_role") as Role,
-      created_by: creator.id,
-      created_by_email: creator.email,
-      created_at: num(row, "token_created_at"),
-      expires_at: num(row, "token_expires_at"),
-      last_used_at: numOrNull(row, "token_last_used_at"),
-      revoked_at: numOrNull(row, "token_revoked_at"),
-    },
-    creator,
-  };
+  if (!row) return null;
+  // Frozen: the same objects answer every request until the database changes.
+  const creator = Object.freeze(toUser(row));
+  const apiToken: ApiTokenRow = Object.freeze({
+    id: str(row, "token_id"),
+    name: str(row, "token_name"),
+    role: str(row, "token_role") as Role,
+    created_by: creator.id,
+    created_by_email: creator.email,
+    created_at: num(row, "token_created_at"),
+    expires_at: num(row, "token_expires_at"),
+    last_used_at: numOrNull(row, "token_last_used_at"),
+    revoked_at: numOrNull(row, "token_revoked_at"),
+  });
+  return { token: apiToken, creator, secretHash: str(row, "token_secret_hash") };
 }
 
 /**

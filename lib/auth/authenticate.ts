@@ -149,7 +149,8 @@ export async function authenticate(
 }
 
 async function fromSession(token: string, ctx: AppContext): Promise<Principal> {
-  // The session and its user in one read, every request (no cache): a logout or a deactivation in any process refuses the next request.
+  // The session and its user as the database holds them now (read, or remembered only while nothing
+  // has been committed since: lib/db/verified-reads.ts): a logout or a deactivation in any process refuses the next request.
   const found = await findSessionBySecret(ctx.db, token, ctx.clock.now());
   if (!found || !found.user.active) fail("invalid_session");
   const { session, user } = found;
@@ -173,8 +174,9 @@ function refuseApiToken(ctx: AppContext, tokenId: string | null, reason: "unknow
 async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Principal> {
   if (!token.startsWith("roost_pat_")) return fromSession(token, ctx);
   const now = ctx.clock.now();
-  // The token and its creator in one read, every request: no cache, so a revocation or a
-  // deactivation in any process refuses the very next request.
+  // The token and its creator as the database holds them now (read, or remembered only while
+  // nothing has been committed since: lib/db/verified-reads.ts), so a revocation or a deactivation
+  // in any process refuses the very next request.
   const found = await findApiTokenBySecret(ctx.db, token);
   if (!found) refuseApiToken(ctx, null, "unknown");
   const { token: apiToken, creator } = found;

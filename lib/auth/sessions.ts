@@ -3,6 +3,7 @@ import type { Executor } from "../db/client.ts";
 import { num, one, run, str } from "../db/client.ts";
 import { mintSecret, parseSecret, secretMatches } from "./secrets.ts";
 import { toUser, type User } from "./users.ts";
+import { VerifiedReads } from "../db/verified-reads.ts";
 
 export const SESSION_TTL_SECONDS = 24 * 60 * 60;
 
@@ -42,33 +43,52 @@ export async function validateSessionToken(db: Executor, token: string, now: num
   };
 }
 
+/** A session with its user as read by its id, and its secret's stored hash. */
+interface SessionWithUser {
+  session: SessionRow;
+  user: User;
+  secretHash: string;
+}
+
+/** The sessions presented lately, as read by id, while the database has not changed (lib/db/verified-reads.ts). */
+const presented = new VerifiedReads<SessionWithUser>();
+
 /**
- * The live session a token names with its user, in one read by primary key on every request a
- * session makes (so a logout or a deactivation answers the very next request); null when the
- * token is unknown, forged or expired. The user may be inactive: the caller refuses that.
+ * The live session a token names with its user: one read by primary key, or the same row
+ * remembered while the database's data version says nothing has been committed since
+ * (lib/db/verified-reads.ts), so a logout or a deactivation by any daemon answers the very next
+ * request; null when the token is unknown, forged or expired. The secret is compared with the
+ * stored hash on every request, in constant time. The user may be inactive: the caller refuses that.
  */
 export async function findSessionBySecret(db: Executor, token: string, now: number): Promise<{ session: SessionRow; user: User } | null> {
   const parsed = parseSecret("sess", token);
   if (!parsed) return null;
+  const found = await presented.get(db, parsed.id, () => readSessionWithUser(db, parsed.id));
+  if (!found || !secretMatches(parsed.secret, found.secretHash)) return null;
+  if (found.session.expires_at <= now) return null;
+  return { session: found.session, user: found.user };
+}
+
+async function readSessionWithUser(db: Executor, id: string): Promise<SessionWithUser | null> {
   // `= +?` as in findLiveSessionUser.
   const row = await one(
     db,
     `SELECT u.*, s.id AS session_id, s.secret_hash AS session_secret_hash, s.method AS session_method, s.created_at AS session_created_at,
             s.expires_at AS session_expires_at
      FROM sessions s JOIN users u ON u.id = s.user_id WHERE s.id = +?`,
-    [parsed.id],
+    [id],
   );
-  if (!row || !secretMatches(parsed.secret, str(row, "session_secret_hash"))) return null;
-  if (num(row, "session_expires_at") <= now) return null;
-  const user = toUser(row);
-  const session: SessionRow = {
+  if (!row) return null;
+  // Frozen: the same objects answer every request until the database changes.
+  const user = Object.freeze(toUser(row));
+  const session: SessionRow = Object.freeze({
     id: str(row, "session_id"),
     user_id: user.id,
     method: str(row, "session_method") as SessionMethod,
     created_at: num(row, "session_created_at"),
     expires_at: num(row, "session_expires_at"),
-  };
-  return { session, user };
+  });
+  return { session, user, secretHash: str(row, "session_secret_hash") };
 }
 
 /**

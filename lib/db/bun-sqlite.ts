@@ -94,6 +94,14 @@ class Connection {
     return { columns: [], rows: [], rowsAffected: info.changes, lastInsertRowid: info.lastInsertRowid };
   }
 
+  /** PRAGMA data_version, by a statement compiled once (Db.readVersion). */
+  #dataVersion: Statement | null = null;
+
+  dataVersion(): number {
+    this.#dataVersion ??= this.native.prepare("PRAGMA data_version");
+    return (this.#dataVersion.values() as number[][])[0]![0]!;
+  }
+
   pragma(name: string): unknown {
     const row = this.native.query(`PRAGMA ${name.replace(/[^a-z_]/g, "")}`).values()[0];
     return row?.[0];
@@ -155,6 +163,15 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
   return Object.assign(db, {
     pragma(name: string) {
       return { reader: reader.pragma(name), writer: writer.pragma(name) };
+    },
+    readVersion(): number | null {
+      try {
+        return reader.dataVersion();
+      } catch (error) {
+        // Busy (another process recovering or checkpointing the WAL): unknown, so nothing remembered is trusted.
+        if (isBusy(error)) return null;
+        throw error;
+      }
     },
   });
 }

@@ -67,6 +67,13 @@ export interface Db extends Executor {
   readonly commits: number;
   readonly closed: boolean;
   close(): void;
+  /**
+   * bun:sqlite only: the reader connection's `PRAGMA data_version`, which changes whenever any
+   * other connection (this process's writer, another process on the same file) has committed
+   * since (https://www.sqlite.org/pragma.html#pragma_data_version); null when it cannot be read
+   * now (the file busy). What lib/db/verified-reads.ts checks a remembered row against.
+   */
+  readVersion?(): number | null;
 }
 
 export interface NormalizedStatement {

@@ -1,11 +1,14 @@
 // The authenticated read path in as few statements as the data allows (issue 20): the credential
-// and its user in one read by primary key on every request (never cached, so a logout, a
-// revocation or a deactivation answers the next request), then the page. Counted on the
-// statements the app hands its database.
+// and its user in one read by primary key, remembered only while the database's data version says
+// nothing has been committed since (lib/db/verified-reads.ts), so a logout, a revocation or a
+// deactivation by this daemon or another on the same file answers the next request; then the
+// page. Counted on the statements the app hands its database.
 import { afterAll, beforeAll, describe, expect, spyOn, test } from "bun:test";
-import { bootstrapOwner, createTestApp, localLogin, type TestApp } from "../helpers/app.ts";
+import { bootstrapOwner, createTestApp, localLogin, userWithRole, type TestApp } from "../helpers/app.ts";
+import { mintSecret } from "../../lib/auth/secrets.ts";
 import { createApp, type App } from "../../lib/http/app.ts";
 import { routes } from "../../handlers/routes.ts";
+import { openDatabase, type Db } from "../../lib/db/client.ts";
 import { ListTokensQuery } from "../../handlers/api-tokens/list.ts";
 
 let t: TestApp;
@@ -43,21 +46,91 @@ describe("GET /v1/api-tokens, once the credential's last use is recorded", () =>
   test.each([
     ["a session", () => session, "FROM sessions s JOIN users u"],
     ["an API token", () => apiToken, "FROM api_tokens t JOIN users u"],
-  ])("with %s: two statements, the credential with its user and the page", async (_, token, credentialRead) => {
+  ])("with %s: the credential with its user and the page, then the page alone while nothing is committed", async (_, token, credentialRead) => {
     await statementsOf(token()); // the first use may record last_used_at
+    await t.ctx.db.execute("UPDATE instance SET id = id"); // a commit: what was remembered is read again
     const run = await statementsOf(token());
     expect(run).toHaveLength(2);
     expect(run[0]).toContain(credentialRead);
     expect(run[1]).toContain("FROM api_tokens t JOIN users u ON u.id = t.created_by ORDER BY");
+    const again = await statementsOf(token());
+    expect(again).toHaveLength(1);
+    expect(again[0]).toContain("FROM api_tokens t JOIN users u ON u.id = t.created_by ORDER BY");
   });
 
   test("a logout refuses the session's next request", async () => {
     const token = await localLogin(t, "owner@example.test");
     expect(await statementsOf(token)).toHaveLength(2);
+    expect(await statementsOf(token)).toHaveLength(1);
     expect((await t.call("POST", "/v1/auth/logout", { token })).status).toBe(200);
     const after = await t.call("GET", "/v1/api-tokens", { token });
     expect(after.status).toBe(401);
     expect(after.body.code).toBe("invalid_session");
+  });
+});
+
+describe("a credential remembered by this daemon, changed by another on the same database file", () => {
+  // A second connection to the file stands for a second daemon process: its commits are not this
+  // daemon's writes, and reach this one only through the file.
+  let other: Db;
+  beforeAll(async () => {
+    other = await openDatabase(t.config.databaseUrl);
+  });
+  afterAll(() => other.close());
+
+  /** A credential that has just answered twice, the second time from what this daemon remembered. */
+  async function remembered(token: string): Promise<void> {
+    await statementsOf(token);
+    await t.ctx.db.execute("UPDATE instance SET id = id");
+    expect(await statementsOf(token)).toHaveLength(2);
+    expect(await statementsOf(token)).toHaveLength(1);
+  }
+
+  test("an API token revoked there is refused on the next request here", async () => {
+    const token = (await t.call("POST", "/v1/api-tokens", { token: session, body: { name: "revoked elsewhere", role: "owner" } })).body;
+    await remembered(token.token);
+    await other.execute({ sql: "UPDATE api_tokens SET revoked_at = ? WHERE id = ?", args: [t.clock.now(), token.id] });
+    const after = await t.call("GET", "/v1/api-tokens", { token: token.token });
+    expect({ status: after.status, code: after.body.code }).toEqual({ status: 401, code: "invalid_token" });
+  });
+
+  test("an API token whose creator is deactivated there is refused on the next request here", async () => {
+    const admin = await userWithRole(t, session, "admin");
+    const token = (await t.call("POST", "/v1/api-tokens", { token: admin.token, body: { name: "creator deactivated", role: "admin" } })).body.token;
+    await remembered(token);
+    await other.execute({ sql: "UPDATE users SET active = 0, deactivated_at = ? WHERE id = ?", args: [t.clock.now(), admin.id] });
+    const after = await t.call("GET", "/v1/api-tokens", { token });
+    expect({ status: after.status, code: after.body.code }).toEqual({ status: 401, code: "invalid_token" });
+  });
+
+  test("a session ended there is refused on the next request here", async () => {
+    const token = await localLogin(t, "owner@example.test");
+    await remembered(token);
+    await other.execute({ sql: "DELETE FROM sessions WHERE id = ?", args: [token.slice("roost_sess_".length, "roost_sess_".length + 20)] });
+    const after = await t.call("GET", "/v1/api-tokens", { token });
+    expect({ status: after.status, code: after.body.code }).toEqual({ status: 401, code: "invalid_session" });
+  });
+
+  test("an API token that expires while remembered is refused at its expiry, with nothing committed", async () => {
+    const created = (await t.call("POST", "/v1/api-tokens", { token: session, body: { name: "expiring", role: "owner", expires_in_days: 1 } })).body;
+    await remembered(created.token);
+    const now = t.clock.now();
+    t.clock.set(created.expires_at);
+    try {
+      const commits = t.db.commits;
+      const after = await t.call("GET", "/v1/api-tokens", { token: created.token });
+      expect({ status: after.status, code: after.body.code }).toEqual({ status: 401, code: "invalid_token" });
+      expect(t.db.commits).toBe(commits);
+    } finally {
+      t.clock.set(now);
+    }
+  });
+
+  test("a wrong secret under a remembered token's id is refused", async () => {
+    await remembered(apiToken);
+    // The same id with another secret, its checksum valid: only the stored hash can refuse it.
+    const forged = await t.call("GET", "/v1/api-tokens", { token: mintSecret("pat", apiToken.slice("roost_pat_".length, "roost_pat_".length + 20)).token });
+    expect({ status: forged.status, code: forged.body.code }).toEqual({ status: 401, code: "invalid_token" });
   });
 });
 
