@@ -4,7 +4,7 @@ import { defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
 import { ApiToken, Pagination, SearchQuery } from "../../lib/schemas/shared.ts";
 import { roleAtLeast } from "../../lib/auth/roles.ts";
-import { TOKEN_SORT_FIELDS, listApiTokens, toPublicApiToken } from "../../lib/auth/api-tokens.ts";
+import { TOKEN_SORT_FIELDS, listPublicApiTokens } from "../../lib/auth/api-tokens.ts";
 
 export const ListTokensQuery = z.object({
   q: SearchQuery.describe("matches name, creator e-mail or prefix"),
@@ -22,15 +22,17 @@ export const endpoint = defineEndpoint({
   async handle({ query }, ctx: UserContext) {
     const caller = ctx.principal;
     const seesAll = roleAtLeast(caller.role, "admin");
-    const page = await listApiTokens(ctx.db, {
-      createdBy: seesAll ? null : caller.user.id,
-      q: query.q || undefined,
-      sort: query.sort,
-      direction: query.direction,
-      limit: query.limit,
-      offset: query.offset,
-    });
-    const now = ctx.clock.now();
-    return { tokens: page.rows.map((row) => toPublicApiToken(row, now)), total: page.total };
+    return listPublicApiTokens(
+      ctx.db,
+      {
+        createdBy: seesAll ? null : caller.user.id,
+        q: query.q || undefined,
+        sort: query.sort,
+        direction: query.direction,
+        limit: query.limit,
+        offset: query.offset,
+      },
+      ctx.clock.now(),
+    );
   },
 });

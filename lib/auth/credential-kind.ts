@@ -13,9 +13,11 @@ const NAMES: Record<SecretKind, string> = {
   whk: "a webhook token (roost_whk_…)",
 };
 
+const KIND_PREFIX = /^roost_([a-z]+)_/;
+
 /** The kind a credential's prefix claims, or null for a string that is not shaped like a Roost credential. */
 export function credentialKind(token: string): SecretKind | null {
-  const match = /^roost_([a-z]+)_/.exec(token);
+  const match = KIND_PREFIX.exec(token);
   return match && match[1]! in NAMES ? (match[1] as SecretKind) : null;
 }
 

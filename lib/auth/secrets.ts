@@ -67,12 +67,14 @@ export function mintSecret(kind: SecretKind, id: string = newId()): MintedSecret
   return { id, token: body + checksum(body), hash: hashSecret(secret) };
 }
 
+const BASE62_ONLY = /^[0-9A-Za-z]+$/;
+
 /** Splits a presented credential of the expected kind; null when it is not one (wrong kind, length or checksum). */
 export function parseSecret(kind: SecretKind, token: string): { id: string; secret: string } | null {
   const prefix = `roost_${kind}_`;
   if (!token.startsWith(prefix) || token.length !== prefix.length + ID_LENGTH + SECRET_LENGTH + CHECKSUM_LENGTH) return null;
   const rest = token.slice(prefix.length);
-  if (!/^[0-9A-Za-z]+$/.test(rest)) return null;
+  if (!BASE62_ONLY.test(rest)) return null;
   const body = token.slice(0, token.length - CHECKSUM_LENGTH);
   if (checksum(body) !== token.slice(-CHECKSUM_LENGTH)) return null;
   return { id: rest.slice(0, ID_LENGTH), secret: rest.slice(ID_LENGTH, ID_LENGTH + SECRET_LENGTH) };

@@ -25,6 +25,12 @@ class Family {
     this.values.set(k, (this.values.get(k) ?? 0) + by);
   }
 
+  /** One series of this family, its key rendered now: what a hot path counts on (a request's route and status). */
+  series(labels: Labels): { inc(by?: number): void } {
+    const k = this.#keyOf(labels);
+    return { inc: (by = 1) => void this.values.set(k, (this.values.get(k) ?? 0) + by) };
+  }
+
   set(labels: Labels, value: number): void {
     this.values.set(this.#keyOf(labels), value);
   }

@@ -45,7 +45,12 @@ interface Served {
   /** The route template as itty-router writes it (`/v1/builds/:build_id`): the metrics label and log field. */
   template: string;
   serve(request: Request, params: Record<string, string>, meta: RequestMeta): Promise<Response>;
+  /** Its requests counter's series by status, made on the first answer of each status. */
+  counted: Map<number, { inc(): void }>;
 }
+
+/** Answers the app made whole (json() of a handler's result) with x-request-id and nosniff already among their headers. */
+const stamped = new WeakSet<Response>();
 
 export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   const requests = ctx.metrics.counter("roost_http_requests_total", "HTTP requests by method, route template and status.");
@@ -59,8 +64,11 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
     let loaded: Awaited<ReturnType<RouteEntry["load"]>> | null = null;
     const serve = async (request: Request, matched: Record<string, string>, meta: RequestMeta): Promise<Response> => {
       const endpoint = (loaded ??= await route.load());
-      const rawParams: Record<string, string> = {};
-      for (const k in matched) rawParams[k] = safeDecode(matched[k]!);
+      let rawParams: Record<string, string> = matched;
+      if (matched !== NO_PARAMS) {
+        rawParams = {};
+        for (const k in matched) rawParams[k] = safeDecode(matched[k]!);
+      }
       const prefetched = endpoint.prefetch?.(rawParams, ctx);
       const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
       // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/http/context.ts ContextFor).
@@ -70,8 +78,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         request,
         peer: meta.peer,
         requestId: meta.requestId,
-        setIdleTimeout: (seconds) => meta.connection.setIdleTimeout(seconds),
-        setBodyTimeout: (seconds) => meta.connection.setBodyTimeout(seconds),
+        // The connection's own functions (they use no `this`), not two closures a request.
+        setIdleTimeout: meta.connection.setIdleTimeout,
+        setBodyTimeout: meta.connection.setBodyTimeout,
       };
       // No schema, no parse: a route without path parameters or a query reads {} (what z.object({}) made of anything).
       const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
@@ -79,7 +88,9 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
       const result = await endpoint.handle({ params, query, body, prefetched }, rc);
       if (result instanceof Response) return result;
-      const response = json(result, endpoint.successStatus ?? 200);
+      // The headers every answer carries (finish) given at once, not set on the Response afterwards.
+      const response = json(result, endpoint.successStatus ?? 200, { "x-request-id": meta.requestId, "x-content-type-options": "nosniff" });
+      stamped.add(response);
       if (endpoint.browserSession) applyBrowserSession(endpoint.browserSession, result, request, ctx, response);
       return response;
     };
@@ -87,7 +98,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
     const compiled = router.routes.at(-1)!;
     exactMatchOnly(compiled);
     const ofMethod = served.get(route.method) ?? [];
-    ofMethod.push({ pattern: compiled[1], template: compiled[3] ?? route.path, serve });
+    ofMethod.push({ pattern: compiled[1], template: compiled[3] ?? route.path, serve, counted: new Map() });
     served.set(route.method, ofMethod);
     const key = route.path;
     const entry = allowed.get(key) ?? { pattern: pathPattern(route.path), methods: [] };
@@ -111,7 +122,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
 
   function findRoute(method: string, pathname: string): { route: Served; params: Record<string, string> } | null {
     const route = exact.get(method)?.get(pathname);
-    if (route) return { route, params: {} };
+    if (route) return { route, params: NO_PARAMS };
     for (const candidate of served.get(method) ?? []) {
       const match = candidate.pattern.exec(pathname);
       if (match) return { route: candidate, params: match.groups ?? {} };
@@ -120,11 +131,18 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   }
 
   /** Headers every answer carries, the request's line in the log and its count in the metrics. */
-  function finish(response: Response, method: string, route: string, requestId: string, started: number, peer: string | null): Response {
-    response.headers.set("x-request-id", requestId);
-    // Every answer is what its Content-Type says (JSON, SVG, text, an artifact): no browser sniffing.
-    if (!response.headers.has("x-content-type-options")) response.headers.set("x-content-type-options", "nosniff");
-    requests.inc({ method, route, status: String(response.status) });
+  function finish(response: Response, method: string, route: string, requestId: string, started: number, peer: string | null, served?: Served): Response {
+    if (!stamped.has(response)) {
+      response.headers.set("x-request-id", requestId);
+      // Every answer is what its Content-Type says (JSON, SVG, text, an artifact): no browser sniffing.
+      if (!response.headers.has("x-content-type-options")) response.headers.set("x-content-type-options", "nosniff");
+    }
+    if (served === undefined) requests.inc({ method, route, status: String(response.status) });
+    else {
+      let series = served.counted.get(response.status);
+      if (series === undefined) served.counted.set(response.status, (series = requests.series({ method, route, status: String(response.status) })));
+      series.inc();
+    }
     ctx.log[response.status >= 500 ? "error" : "debug"]("request", {
       request_id: requestId,
       method,
@@ -145,13 +163,15 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       const requestId = crypto.randomUUID();
       const started = performance.now();
       let template = "unmatched";
+      let served: Served | undefined;
       let response: Response;
       try {
-        const pathname = new URL(request.url).pathname;
+        const pathname = pathnameOf(request.url);
         const found = findRoute(request.method, pathname);
         if (found) {
-          template = found.route.template;
-          response = await found.route.serve(request, found.params, { peer, requestId, connection });
+          served = found.route;
+          template = served.template;
+          response = await served.serve(request, found.params, { peer, requestId, connection });
         } else {
           response = (await serveWebApp(request)) ?? notMatched(request.method, pathname, allowed);
         }
@@ -173,7 +193,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         }
       }
       // The route template, not the path, so ids and tokens never become metric labels or log fields.
-      return finish(response, request.method, template, requestId, started, peer);
+      return finish(response, request.method, template, requestId, started, peer, served);
     },
   };
 }
@@ -210,6 +230,37 @@ function queryObject(request: Request): Record<string, string | string[]> {
   }
   return out;
 }
+
+/** The parameters of a path that has none, shared. */
+const NO_PARAMS: Record<string, string> = Object.freeze({}) as Record<string, string>;
+
+/**
+ * The path of an absolute URL as the WHATWG URL parser gives it, read from the string itself when
+ * it is a plain path (the characters of a route, none that parsing would change: no percent
+ * escapes, dot segments or backslashes); any other is parsed. One URL object a request fewer.
+ */
+function pathnameOf(url: string): string {
+  const scheme = url.indexOf("://");
+  // A backslash ends the authority of an http URL as / does: such a URL is parsed.
+  const start = scheme === -1 || url.includes("\\") ? -1 : url.indexOf("/", scheme + 3);
+  if (start !== -1) {
+    let end = url.length;
+    for (let i = start; i < url.length; i++) {
+      const c = url.charCodeAt(i);
+      if (c === 0x3f || c === 0x23) {
+        end = i; // ? or #
+        break;
+      }
+      if (!PLAIN_PATH[c]) return new URL(url).pathname;
+    }
+    const path = url.slice(start, end);
+    if (!path.includes("/.")) return path;
+  }
+  return new URL(url).pathname;
+}
+
+/** Path characters the URL parser keeps as they are: letters, digits, / - _ . ~ and : @ ! $ & ' ( ) * + , ; = */
+const PLAIN_PATH: boolean[] = Array.from({ length: 128 }, (_, c) => /[A-Za-z0-9/\-_.~:@!$&'()*+,;=]/.test(String.fromCharCode(c)));
 
 function safeDecode(value: string): string {
   try {

@@ -235,6 +235,9 @@ export function parseWith<S extends z.ZodType>(schema: S, value: unknown, where:
 export function bearerToken(request: Request): string | null {
   const header = request.headers.get("authorization");
   if (header === null) return null;
-  const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+  const match = BEARER.exec(header);
   return match ? match[1]! : "";
 }
+
+/** RFC 6750 section 2.1 (the scheme case-insensitive, RFC 9110 section 11.1); one RegExp, not one a request. */
+const BEARER = /^Bearer[ ]+(\S+)\s*$/i;

@@ -102,6 +102,30 @@ test("well-formed requests reach the app as Bun.serve's own Request, and a kept-
   expect(answers.match(/\{"status":"ok"\}/g)?.length).toBe(2);
 });
 
+/** The status line's code of the answer to GET `target`, sent as written. */
+function statusOf(target: string): Promise<number> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    const socket = connect(listener.port, "127.0.0.1", () => socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n`));
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", () => {});
+    socket.on("close", () => resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(Buffer.concat(chunks).toString())?.[1] ?? 0)));
+  });
+}
+
+test("a request target is routed by its path as the URL parser reads it: dot segments, escapes and backslashes", async () => {
+  // lib/http/app.ts reads a plain path from the URL's text and parses any other.
+  expect(await statusOf("/healthz")).toBe(200);
+  expect(await statusOf("/v1/../healthz")).toBe(200);
+  expect(await statusOf("/./healthz")).toBe(200);
+  expect(await statusOf("/%68ealthz")).toBe(200);
+  expect(await statusOf("/x\\..\\healthz")).toBe(200);
+  expect(await statusOf("/v1/users/./me")).toBe(401);
+  expect(await statusOf("/v1/users/%6De")).toBe(405); // a user id, not /me: PATCH only
+  expect(await statusOf("/v1/users/me/.")).toBe(404);
+  expect(await statusOf("/healthz?probe=1")).toBe(200);
+});
+
 test("a connection busy with one request after another outlives the idle timeout", async () => {
   const { app } = fixture.t;
   const short = await listen(
