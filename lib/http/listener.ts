@@ -475,8 +475,7 @@ function nativeRequest(request: Request, fallbackOrigin: string, handler: HttpHa
   }
   if (!STANDARD_METHODS.has(method) && !TOKEN.test(method)) return handler.refuseMethod(method, (url ?? new URL(request.url)).pathname);
   // From the head alone: reading `request.body` makes Bun build a stream for it (about 4 µs a request).
-  const hasBody =
-    method !== "GET" && method !== "HEAD" && (request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? 0) > 0);
+  const hasBody = method !== "GET" && method !== "HEAD" && (request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? 0) > 0);
   return { request: served, url: url?.href ?? request.url, hasBody };
 }
 
