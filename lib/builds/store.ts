@@ -73,6 +73,68 @@ export async function findBuild(db: Executor, id: string): Promise<Build | null>
   return row ? toBuild(row) : null;
 }
 
+/** One version of a build as the live feed tells versions apart (lib/live/build-feed.ts), without the build's larger columns. */
+export interface BuildVersion {
+  id: string;
+  updated_at: number;
+  version: string;
+}
+
+/** What changes whenever a build's state does: equal for two reads of one version of it. */
+export function versionOf(b: Pick<Build, "updated_at" | "status" | "exit_code" | "runner_id" | "started_at" | "finished_at">): string {
+  return `${b.updated_at}|${b.status}|${b.exit_code}|${b.runner_id}|${b.started_at}|${b.finished_at}`;
+}
+
+const toVersion = (row: Row): BuildVersion => ({
+  id: str(row, "id"),
+  updated_at: num(row, "updated_at"),
+  version: versionOf({
+    updated_at: num(row, "updated_at"),
+    status: strAs<BuildStatus>()(row, "status"),
+    exit_code: numOrNull(row, "exit_code"),
+    runner_id: strOrNull(row, "runner_id"),
+    started_at: numOrNull(row, "started_at"),
+    finished_at: numOrNull(row, "finished_at"),
+  }),
+});
+
+/**
+ * The versions of every build changed at or after `since` (updated_at, schema.sql index
+ * builds_updated_at), oldest change first: a few columns each, read in pieces when a burst of
+ * changes passes what a libSQL server answers at once.
+ */
+export async function buildVersionsSince(db: Executor, since: number): Promise<BuildVersion[]> {
+  const columns = "id, updated_at, status, exit_code, runner_id, started_at, finished_at";
+  const rows = await readInPieces(Infinity, (count, last: Row | undefined) =>
+    last
+      ? all(db, `SELECT ${columns} FROM builds WHERE updated_at >= +? AND (updated_at, id) > (+?, +?) ORDER BY updated_at, id LIMIT +?`, [
+          last.updated_at!,
+          last.updated_at!,
+          last.id!,
+          count,
+        ])
+      : all(db, `SELECT ${columns} FROM builds WHERE updated_at >= +? ORDER BY updated_at, id LIMIT +?`, [since, count]),
+  );
+  return rows.map(toVersion);
+}
+
+/**
+ * The builds of `ids` that exist, in the order of `ids`: whole (config snapshot and changelog),
+ * so read in pieces when they pass what a libSQL server answers at once (10 MB).
+ */
+export async function findBuilds(db: Executor, ids: string[]): Promise<Build[]> {
+  const sorted = [...new Set(ids)].sort();
+  const rows = await readInPieces(sorted.length, (count, last: Row | undefined) =>
+    all(db, "SELECT * FROM builds WHERE id IN (SELECT value FROM json_each(?)) AND id > +? ORDER BY id LIMIT +?", [
+      JSON.stringify(sorted),
+      last ? str(last, "id") : "",
+      count,
+    ]),
+  );
+  const byId = new Map(rows.map((r) => [str(r, "id"), toBuild(r)]));
+  return ids.flatMap((id) => byId.get(id) ?? []);
+}
+
 /**
  * The status of the newest build of a pipeline's branch among `statuses`, below a build number
  * when one is given, as an SQL expression over SQL expressions for the pipeline, the branch and the

@@ -3,22 +3,26 @@
 // - an in-process event (lib/daemon/events.ts "build.changed", "build.queued") reads that build once and
 //   hands it, encoded once, to every stream here;
 // - builds changed through another daemon process on the same database are found by the watcher
-//   (watcher.ts) with ONE query every CHECK_MS while any stream is open: the builds whose
+//   (watcher.ts) every CHECK_MS while any stream is open: the versions of the builds whose
 //   updated_at is at or after the newest one seen (an index, schema.sql migration 14, keeps it
-//   cheap). Nothing runs while no stream is open.
+//   cheap), a few columns each; then, whole, only the builds of versions not handed out yet, at
+//   most CHECK_PAGE a check. A build carries its config snapshot (a pipeline file is up to
+//   256 KiB) and changelog: whole rows of every build changed lately passed what a libSQL server
+//   answers at once (10 MB, RESPONSE_TOO_LARGE), and each check failed again. Nothing runs while
+//   no stream is open.
 // A build is handed out once per version (its updated_at, status, exit code and runner), so the
 // check does not repeat what an in-process event already sent.
 import type { Db } from "../db/client.ts";
-import { all, one } from "../db/client.ts";
-import { findBuild, toBuild, toPublicBuild, type Build } from "../builds/store.ts";
+import { one } from "../db/client.ts";
+import { buildVersionsSince, findBuild, findBuilds, toPublicBuild, versionOf, type Build, type BuildVersion } from "../builds/store.ts";
 import type { RoostEvent } from "../daemon/events.ts";
 import { sseFrame } from "./sse-frame.ts";
 import type { Hold, Watcher } from "./watcher.ts";
 
 /** How often the database is checked for builds changed through another process (the latency of those). */
 export const CHECK_MS = 1_000;
-/** The most changed builds one check hands out; a burst beyond it is picked up by the next checks. */
-const CHECK_PAGE = 200;
+/** The most changed builds one check reads whole and hands out; a burst beyond it is picked up by the next checks. */
+export const CHECK_PAGE = 200;
 
 export interface BuildChange {
   project_id: string;
@@ -94,33 +98,49 @@ export class BuildFeed {
       // Where the database stands now: builds changed at the newest second are taken as seen.
       const row = await one(this.db, "SELECT MAX(updated_at) AS at FROM builds");
       const at = row?.at === null || row?.at === undefined ? 0 : Number(row.at);
-      for (const r of await all(this.db, "SELECT * FROM builds WHERE updated_at >= ?", [at])) this.#remember(toBuild(r));
+      for (const v of await buildVersionsSince(this.db, at)) this.#remember(v);
       this.#since = at;
       return;
     }
     // updated_at has a resolution of one second: the builds of the newest second are read again
     // (and skipped by version) so one changed later in that same second is not missed.
-    const rows = await all(this.db, "SELECT * FROM builds WHERE updated_at >= ? ORDER BY updated_at LIMIT +?", [this.#since, CHECK_PAGE]);
-    for (const r of rows) {
-      const build = toBuild(r);
-      this.#emit(build);
-      if (build.updated_at > this.#since) this.#since = build.updated_at;
+    const versions = await buildVersionsSince(this.db, this.#since);
+    const fresh: BuildVersion[] = [];
+    let since = versions.at(-1)?.updated_at ?? this.#since;
+    for (const v of versions) {
+      if (!this.#isNew(v)) continue;
+      if (fresh.length === CHECK_PAGE) {
+        // This one and the rest wait for the next checks, which read from here.
+        since = v.updated_at;
+        break;
+      }
+      fresh.push(v);
     }
+    const builds = await findBuilds(
+      this.db,
+      fresh.map((v) => v.id),
+    );
+    for (const build of builds) this.#emit(build);
+    this.#since = since;
     // Versions older than the window are never read again by a check.
     if (this.#sent.size > 10_000) for (const [id, v] of this.#sent) if (v.updated_at < this.#since) this.#sent.delete(id);
   }
 
+  /** True when this version of the build was not handed out (nor a newer one). */
+  #isNew(v: BuildVersion): boolean {
+    const sent = this.#sent.get(v.id);
+    return !sent || (sent.version !== v.version && sent.updated_at <= v.updated_at);
+  }
+
   /** Records the build's version; false when it was already handed out. */
-  #remember(build: Build): boolean {
-    const version = `${build.updated_at}|${build.status}|${build.exit_code}|${build.runner_id}|${build.started_at}|${build.finished_at}`;
-    const sent = this.#sent.get(build.id);
-    if (sent && (sent.version === version || sent.updated_at > build.updated_at)) return false;
-    this.#sent.set(build.id, { updated_at: build.updated_at, version });
+  #remember(v: BuildVersion): boolean {
+    if (!this.#isNew(v)) return false;
+    this.#sent.set(v.id, { updated_at: v.updated_at, version: v.version });
     return true;
   }
 
   #emit(build: Build): void {
-    if (this.#listeners.size === 0 || !this.#remember(build)) return;
+    if (this.#listeners.size === 0 || !this.#remember({ id: build.id, updated_at: build.updated_at, version: versionOf(build) })) return;
     const change: BuildChange = { project_id: build.project_id, build_id: build.id, frame: sseFrame("build", toPublicBuild(build)) };
     for (const listener of this.#listeners) {
       try {
