@@ -4,8 +4,8 @@
 // digest the runner announced. Downloads stream the object, or redirect to a presigned URL.
 import { readdir, rm, rmdir, stat } from "node:fs/promises";
 import { join } from "node:path";
-import type { Executor } from "../db/client.ts";
-import { all, isUniqueViolation, num, one, rowMapper, str } from "../db/client.ts";
+import type { Executor, Row } from "../db/client.ts";
+import { all, isUniqueViolation, num, one, readInPieces, rowMapper, str } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import { fail } from "../http/errors.ts";
 import { artifactKey, type ObjectStore } from "../object-store/store.ts";
@@ -136,8 +136,16 @@ export async function removeUnreferencedFiles(db: Executor, dataDir: string, now
   return removed;
 }
 
+/**
+ * A build's artifacts by path, every one. A build uploads one a file its patterns match, with no
+ * count limit, a path of up to 500 characters each: thousands pass what a libSQL server answers at
+ * once (10 MB), and are then read in smaller requests, each after the last path read.
+ */
 export async function listArtifacts(db: Executor, buildId: string): Promise<Artifact[]> {
-  return (await all(db, "SELECT * FROM artifacts WHERE build_id = +? ORDER BY path", [buildId])).map(toArtifact);
+  const rows = await readInPieces(Infinity, (count, last: Row | undefined) =>
+    all(db, "SELECT * FROM artifacts WHERE build_id = +? AND path > +? ORDER BY path LIMIT +?", [buildId, last ? str(last, "path") : "", count]),
+  );
+  return rows.map(toArtifact);
 }
 
 export async function findArtifact(db: Executor, buildId: string, id: string): Promise<Artifact | null> {

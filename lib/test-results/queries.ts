@@ -119,8 +119,17 @@ export async function summariesOf(db: Executor, buildIds: string[]): Promise<Map
   return out;
 }
 
+/**
+ * A build's test reports by path, every one: TEST_REPORTS_PER_BUILD are read, and each upload past
+ * them is recorded too, as rejected, with no count limit (a path of up to 500 characters each):
+ * thousands pass what a libSQL server answers at once (10 MB), and are then read in smaller
+ * requests, each after the last path read.
+ */
 export async function listReports(db: Executor, buildId: string): Promise<z.output<typeof TestReportResource>[]> {
-  return (await all(db, "SELECT * FROM test_reports WHERE build_id = +? ORDER BY path", [buildId])).map((r) => ({
+  const rows = await readInPieces(Infinity, (count, last: Row | undefined) =>
+    all(db, "SELECT * FROM test_reports WHERE build_id = +? AND path > +? ORDER BY path LIMIT +?", [buildId, last ? str(last, "path") : "", count]),
+  );
+  return rows.map((r) => ({
     id: str(r, "id"),
     path: str(r, "path"),
     format: strOrNull(r, "format") as z.output<typeof TestReportResource>["format"],

@@ -316,3 +316,45 @@ describe("a full log of long lines", () => {
     expect(kept.length).toBeLessThan(total);
   });
 });
+
+describe("a build's artifacts and test reports", () => {
+  // A build uploads an artifact a file its patterns match and records every test report uploaded
+  // (those past the 100 it reads as rejected), with no count limit, each a path of up to 500
+  // characters: 8,000 of 3-byte characters here, about 13 MB of each.
+  const paths = (n: number) => Array.from({ length: n }, (_, i) => numbered(i + 1, 500));
+  /** A build of its own pipeline, canceled (not left queued for another test's runner to claim). */
+  async function canceledBuild(name: string): Promise<string> {
+    const pipeline = await createPipeline(t, owner, projectId, { name });
+    const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    expect((await t.call("POST", `/v1/builds/${made.body.build.id}/cancel`, { token: owner })).status).toBe(200);
+    return made.body.build.id;
+  }
+
+  test("every artifact of a build of thousands answers in path order, each whole", async () => {
+    const buildId = await canceledBuild("BigArtifacts");
+    await t.db.execute(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 8000)
+       INSERT INTO artifacts (id, build_id, job_id, path, size, sha256, created_at)
+       SELECT printf('artifact-%05d', i), ?, 'job', printf('%5d ', i) || ?, i, printf('%064d', i), 1 FROM n`,
+      [buildId, text(500)],
+    );
+    const res = await t.call("GET", `/v1/builds/${buildId}/artifacts`, { token: owner });
+    expect(res.status).toBe(200);
+    expect(res.body.artifacts.map((a: { path: string }) => a.path)).toEqual(paths(8000));
+    expect(res.body.artifacts.every((a: { id: string; size: number }) => a.id === `artifact-${String(a.size).padStart(5, "0")}`)).toBe(true);
+  });
+
+  test("every test report of a build of thousands answers in path order, each whole", async () => {
+    const buildId = await canceledBuild("BigReports");
+    await t.db.execute(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 8000)
+       INSERT INTO test_reports (id, build_id, job_id, path, format, status, problems, bytes, cases, created_at)
+       SELECT printf('report-%05d', i), ?, 'job', printf('%5d ', i) || ?, NULL, 'rejected', json_array('A build reads at most 100 test reports'), 0, 0, 1 FROM n`,
+      [buildId, text(500)],
+    );
+    const res = await t.call("GET", `/v1/builds/${buildId}/tests`, { token: owner });
+    expect(res.status).toBe(200);
+    expect(res.body.reports.map((r: { path: string }) => r.path)).toEqual(paths(8000));
+    expect(res.body.reports.every((r: { id: string; path: string }) => r.id === `report-${r.path.slice(0, 5).trim().padStart(5, "0")}`)).toBe(true);
+  });
+});
