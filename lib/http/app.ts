@@ -28,6 +28,8 @@ export interface ConnectionControl {
 }
 
 export interface RequestMeta {
+  /** request.url, read once (Bun makes the string on each read). */
+  url: string;
   peer: string | null;
   requestId: string;
   connection: ConnectionControl;
@@ -84,7 +86,7 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       };
       // No schema, no parse: a route without path parameters or a query reads {} (what z.object({}) made of anything).
       const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
-      const query = endpoint.query ? parseQuery(endpoint.query, request) : {};
+      const query = endpoint.query ? parseQuery(endpoint.query, meta.url) : {};
       const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
       const result = await endpoint.handle({ params, query, body, prefetched }, rc);
       if (result instanceof Response) return result;
@@ -166,12 +168,13 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       let served: Served | undefined;
       let response: Response;
       try {
-        const pathname = pathnameOf(request.url);
+        const url = request.url;
+        const pathname = pathnameOf(url);
         const found = findRoute(request.method, pathname);
         if (found) {
           served = found.route;
           template = served.template;
-          response = await served.serve(request, found.params, { peer, requestId, connection });
+          response = await served.serve(request, found.params, { url, peer, requestId, connection });
         } else {
           response = (await serveWebApp(request)) ?? notMatched(request.method, pathname, allowed);
         }
@@ -210,8 +213,8 @@ function parseBody(endpoint: Awaited<ReturnType<RouteEntry["load"]>>, value: unk
  */
 const emptyQueries = new WeakMap<z.ZodType, Record<string, unknown>>();
 
-function parseQuery(schema: z.ZodType, request: Request): unknown {
-  if (request.url.includes("?")) return parseWith(schema, queryObject(request), "query");
+function parseQuery(schema: z.ZodType, url: string): unknown {
+  if (url.includes("?")) return parseWith(schema, queryObject(url), "query");
   let parsed = emptyQueries.get(schema);
   if (parsed === undefined) {
     parsed = parseWith(schema, {}, "query") as Record<string, unknown>;
@@ -221,10 +224,9 @@ function parseQuery(schema: z.ZodType, request: Request): unknown {
 }
 
 /** Repeated query parameters arrive as arrays, which the schemas refuse as not being a single value. */
-function queryObject(request: Request): Record<string, string | string[]> {
+function queryObject(url: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
-  if (!request.url.includes("?")) return out;
-  for (const [key, value] of new URL(request.url).searchParams) {
+  for (const [key, value] of new URL(url).searchParams) {
     const seen = out[key];
     out[key] = seen === undefined ? value : ([] as string[]).concat(seen, value);
   }

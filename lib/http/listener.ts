@@ -169,16 +169,16 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
   let front: NativeFront | null = null;
 
   /** Served natively, a request is told from its connection by the client's address and port. */
-  const byPeer = new Map<string, { socket: Socket; state: SocketState }>();
+  const byPeer = new PeerMap();
 
   server.on("connection", (socket: Socket) => {
     socket.setNoDelay(true);
     socket.on("timeout", () => socket.destroy());
     refuseMissingHostAsJson(socket);
     if (front !== null) {
-      const key = peerKey(socket.remoteAddress, socket.remotePort);
-      byPeer.set(key, { socket, state: stateOf(socket) });
-      socket.on("close", () => byPeer.delete(key));
+      const connected = { address: socket.remoteAddress ?? "", port: socket.remotePort ?? 0, socket, state: stateOf(socket) };
+      byPeer.add(connected);
+      socket.on("close", () => byPeer.delete(connected));
     }
     // Bun may report a connection only once its first request is under way: that request's own
     // idle timeout (an SSE stream's none) and the absence of a head timer stand then.
@@ -243,7 +243,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
     // Closed after this long without a byte either way, now and after the answer, until the next request sets it again.
     front.timeout(request, options.idleTimeoutSeconds);
     const ip = front.requestIP(request);
-    const connected = ip ? byPeer.get(peerKey(ip.address, ip.port)) : undefined;
+    const connected = ip ? byPeer.get(ip.address, ip.port) : undefined;
     const state = connected?.state ?? null;
     if (state) {
       state.inFlight++;
@@ -269,7 +269,7 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
           ? built.request
           : built.request === request
             ? withListenedBody(request, body)
-            : new Request(built.url, {
+            : new Request(built.url ?? request.url, {
                 method: request.method,
                 headers: request.headers,
                 body: body.stream,
@@ -295,9 +295,8 @@ export async function listen(handler: HttpHandler, options: ListenerOptions): Pr
       // none, a small file). A streamed one (an event stream, a log, an artifact) is written
       // natively with no word of its end: until the connection's next request only the idle
       // timeout bounds it, and a graceful stop leaves it to finish.
-      const length = response.headers.get("content-length");
-      const atOnce =
-        response.body === null || request.method === "HEAD" || wholeBodyOf(response) !== null || (length !== null && Number(length) <= WHOLE_BODY_BYTES);
+      // A json() answer is known by its text first: reading `response.body` makes Bun build a stream of it.
+      const atOnce = wholeBodyOf(response) !== null || request.method === "HEAD" || response.body === null || lengthAtMost(response, WHOLE_BODY_BYTES);
       state.streaming = !atOnce;
       if (state.inFlight === 0 && atOnce && !stopping) armHeadTimer(connected.socket, state);
       if (state.inFlight === 0 && state.refusal) {
@@ -420,8 +419,48 @@ function nativeFrontOf(server: Server): NativeFront | null {
   return null;
 }
 
-function peerKey(address: string | undefined, port: number | undefined): string {
-  return `${address}|${port}`;
+/** Whether `response` says a length of at most `bytes`. */
+function lengthAtMost(response: Response, bytes: number): boolean {
+  const length = response.headers.get("content-length");
+  return length !== null && Number(length) <= bytes;
+}
+
+/** A connection served natively, found again by its client's address and port. */
+interface Connected {
+  address: string;
+  port: number;
+  socket: Socket;
+  state: SocketState;
+}
+
+/**
+ * Connections by their client's port, then address: one lookup by a number a request, no key
+ * string made and hashed (a port is mostly one connection's, unless clients on several addresses use it).
+ */
+class PeerMap {
+  readonly #byPort = new Map<number, Connected[]>();
+
+  add(connected: Connected): void {
+    const same = this.#byPort.get(connected.port);
+    if (same === undefined) this.#byPort.set(connected.port, [connected]);
+    else same.push(connected);
+  }
+
+  get(address: string, port: number): Connected | undefined {
+    const same = this.#byPort.get(port);
+    if (same === undefined) return undefined;
+    // The newest first: a port reused before the old connection's close event has come is the new connection's.
+    for (let i = same.length - 1; i >= 0; i--) if (same[i]!.address === address) return same[i];
+    return undefined;
+  }
+
+  delete(connected: Connected): void {
+    const same = this.#byPort.get(connected.port);
+    if (same === undefined) return;
+    const at = same.indexOf(connected);
+    if (at !== -1) same.splice(at, 1);
+    if (same.length === 0) this.#byPort.delete(connected.port);
+  }
 }
 
 /** The first bytes of the answer Bun's node:http writes itself to an HTTP/1.1 request without Host. */
@@ -448,10 +487,10 @@ function refuseMissingHostAsJson(socket: Socket): void {
 
 /**
  * A request Bun.serve parsed, checked as buildRequest checks one from node:http: the URL to serve
- * it as (its Host's, or the listener's own for HTTP/1.0 without Host) and whether it has a body,
+ * it as when it is not the request's own (the listener's for HTTP/1.0 without Host) and whether it has a body,
  * or the answer when it cannot be served (a Host that does not parse, CONNECT).
  */
-function nativeRequest(request: Request, fallbackOrigin: string, handler: HttpHandler): { request: Request; url: string; hasBody: boolean } | Response {
+function nativeRequest(request: Request, fallbackOrigin: string, handler: HttpHandler): { request: Request; url: string | null; hasBody: boolean } | Response {
   const method = request.method;
   if (method === "CONNECT") return renderError(new ApiError("invalid_request", "Roost is not a proxy: CONNECT is refused (RFC 9110 section 9.3.6)."));
   const host = request.headers.get("host");
@@ -476,7 +515,7 @@ function nativeRequest(request: Request, fallbackOrigin: string, handler: HttpHa
   if (!STANDARD_METHODS.has(method) && !TOKEN.test(method)) return handler.refuseMethod(method, (url ?? new URL(request.url)).pathname);
   // From the head alone: reading `request.body` makes Bun build a stream for it (about 4 µs a request).
   const hasBody = method !== "GET" && method !== "HEAD" && (request.headers.has("transfer-encoding") || Number(request.headers.get("content-length") ?? 0) > 0);
-  return { request: served, url: url?.href ?? request.url, hasBody };
+  return { request: served, url: url?.href ?? null, hasBody };
 }
 
 /**
