@@ -1500,3 +1500,23 @@ CREATE TABLE webhook_delivery_bodies (
   PRIMARY KEY (delivery_id, seq)
 );
 CREATE INDEX webhook_delivery_bodies_expires ON webhook_delivery_bodies (expires_at);
+
+-- migration 46: a webhook verified as this daemon last read the integrations
+-- A GitHub delivery is verified against every GitHub integration's webhook secret and routed by the
+-- catalogue entries of the repository id it names (lib/forges/github/index.ts): two reads before
+-- anything else, on every push, each a statement a libSQL server prepares afresh. A daemon keeps
+-- what it last read of them (lib/integrations/as-last-read.ts), and the delivery's write is guarded
+-- by this count of their changes, moved by these triggers in each change's own statement: a
+-- delivery verified or routed by what changed since (a secret rotated, an integration removed, a
+-- repository added) writes nothing and is verified again from what the database holds.
+CREATE TABLE catalogue_version (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  n INTEGER NOT NULL
+);
+INSERT INTO catalogue_version (id, n) VALUES (1, 0);
+CREATE TRIGGER catalogue_version_integration_insert AFTER INSERT ON integrations BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER catalogue_version_integration_update AFTER UPDATE ON integrations BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER catalogue_version_integration_delete AFTER DELETE ON integrations BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER catalogue_version_repository_insert AFTER INSERT ON repositories BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER catalogue_version_repository_update AFTER UPDATE ON repositories BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
+CREATE TRIGGER catalogue_version_repository_delete AFTER DELETE ON repositories BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;

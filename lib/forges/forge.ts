@@ -10,6 +10,7 @@ import { z } from "zod";
 import { DisplayName } from "../schemas/shared.ts";
 import type { AppContext } from "../http/context.ts";
 import type { Config } from "../daemon/config.ts";
+import type { SqlCondition } from "../db/client.ts";
 import type { Integration } from "../integrations/store.ts";
 import type { RemoteRepository, Repository } from "../integrations/repositories.ts";
 import type { BuildStatus } from "../builds/state-machine.ts";
@@ -141,6 +142,12 @@ export interface Sender {
    * request to a remote database instead of two in a row); route uses them for that id only.
    */
   claimed?: { externalId: string; repositories: Repository[] };
+  /**
+   * Set when the sender was verified from what this daemon last read of the catalogue (verify's
+   * `asLastRead`): the condition under which the delivery may be written, the catalogue unchanged
+   * since (lib/integrations/as-last-read.ts).
+   */
+  asRead?: SqlCondition;
 }
 
 /** A delivery refused: why, and what its unverified body claims, only to explain the record. */
@@ -182,7 +189,7 @@ export interface ForgeWebhook {
    */
   decode?(text: string, contentType: string | null): unknown;
   /** Checks the credential before anything in the body is acted on; each secret is compared in constant time. */
-  verify(deps: WebhookDeps, delivery: IncomingDelivery): Promise<{ sender: Sender } | Refusal>;
+  verify(deps: WebhookDeps, delivery: IncomingDelivery, asLastRead?: boolean): Promise<{ sender: Sender } | Refusal>;
   /** The verified body as one neutral event; throws InvalidPayload when it is not what the forge sends. */
   parse(delivery: IncomingDelivery, sender: Sender): TriggerEvent;
   /** The catalogue entry the event is for; without this, the sender's. */

@@ -77,6 +77,12 @@ export interface AcceptInput {
    * when it did: the write batch's reads then need not read it again.
    */
   integration?: Integration;
+  /**
+   * Set when the verification used what this daemon last read of the catalogue (Sender.asRead):
+   * the delivery is written only if it holds, and whatever else would become of it (nothing
+   * written, the transaction, a failure) throws VerifyAfresh instead, to be verified from the database.
+   */
+  asRead?: SqlCondition;
   unroutedReason?: string;
   body: string;
 }
@@ -132,6 +138,8 @@ export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<Ac
   } catch (error) {
     // The database server down: nothing can be recorded, and the receiver's 503 makes the host redeliver.
     if (isDatabaseUnreachable(error)) throw error;
+    // Verified as last read: nothing is recorded before the verification is made from the database.
+    if (input.asRead) throw error instanceof VerifyAfresh ? error : new VerifyAfresh();
     if (!(error instanceof Duplicate)) return recordFailed(deps, { ...base, repository: input.repository, body }, error);
     // Stored before another delivery took the key: no record points at those pieces.
     if (stored) await discardBody(deps.db, id, await stored);
@@ -214,6 +222,8 @@ async function acceptInOneBatch(
         // this daemon last read of them is then stale, and would cost the next push a batch that
         // writes nothing.
         if (repository) lastRead.get(deps.db)?.delete(repository.id);
+        // The transaction is not guarded by the catalogue as last read: verified from the database first.
+        if (input.asRead) throw new VerifyAfresh();
         return { files };
       }
       throw error;
@@ -239,13 +249,21 @@ async function acceptInOneBatch(
     const written: SqlCondition = { sql: "EXISTS (SELECT 1 FROM webhook_deliveries WHERE id = +? AND duplicate_of IS NULL)", args: [base.id] };
     // The delivery takes its keys as it is written (a trigger of its INSERT, schema.sql migration 44).
     // Without guards (no repository): the statement's own default, unguarded.
-    const holder = dedupeKeyHolder(input, keys, now) ?? undefined;
+    let holder = dedupeKeyHolder(input, keys, now) ?? undefined;
+    // Verified as this daemon last read the catalogue: written, as the delivery or as its duplicate,
+    // only if the catalogue is unchanged since (no key holder counts otherwise, so the guard decides).
+    if (input.asRead) {
+      guards.push(input.asRead);
+      if (holder) holder = { sql: `(CASE WHEN ${input.asRead.sql} THEN ${holder.sql} END)`, args: [...input.asRead.args, ...holder.args] };
+    }
     const statements = [insertDeliveryStatement({ ...record, dedupeKeys: keys }, guards.length ? allOf(guards) : undefined, numbers, holder)];
     const builds = route.project ? createBuildsStatements(now, route.project.id, planned, written) : null;
     const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
-    // Not written: the project or its pipelines moved since they were read; read again.
+    // Not written: the project or its pipelines moved since they were read; read again (or, when
+    // verified as last read, the catalogue may have: verified again from the database).
     if (results[0]!.rowsAffected === 0) {
       if (repository) lastRead.get(deps.db)?.delete(repository.id);
+      if (input.asRead) throw new VerifyAfresh();
       continue;
     }
     const duplicateOf = results[0]!.rows[0]?.duplicate_of;
@@ -372,6 +390,16 @@ function routeReason(input: AcceptInput, route: Route): string | null {
   if (event.fromFork === true && !buildsForkPullRequests(route.project))
     return "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)";
   return null;
+}
+
+/**
+ * A delivery verified as this daemon last read the catalogue (AcceptInput.asRead) was not written
+ * under that guard: nothing of it was recorded, and the receiver verifies it again from the database.
+ */
+export class VerifyAfresh extends Error {
+  constructor() {
+    super("verify the delivery again from the database");
+  }
 }
 
 /** Planning a batch, the delivery needed a write the batch cannot say: it takes the transaction. */

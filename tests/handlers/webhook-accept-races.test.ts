@@ -8,7 +8,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { routes } from "../../handlers/routes.ts";
 import type { Db } from "../../lib/db/client.ts";
 import { createApp } from "../../lib/http/app.ts";
-import { createPipeline, signedAcmePush, startCiFixture, type CiFixture } from "../helpers/ci.ts";
+import { createHmac } from "node:crypto";
+import { createPipeline, signedAcmePush, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
+import { listIntegrations } from "../../lib/integrations/store.ts";
+import { openCredentials, sealCredentials } from "../../lib/integrations/credentials.ts";
 import { deliveryOf } from "../helpers/deliveries.ts";
 
 let fixture: CiFixture;
@@ -120,5 +123,84 @@ describe("what changed since this daemon's last push to the repository", () => {
     const added = await createPipeline(t, owner, projectId, { name: "since-b", trigger_config: { branches: ["added/**"] } });
     const res = await push("added/x", "c2".repeat(20));
     expect(res.body.builds.map((b: { pipeline_id: string }) => b.pipeline_id)).toContain(added.id);
+  });
+});
+
+// A daemon verifies a GitHub delivery against the integrations' webhook secrets as it last read
+// them (lib/integrations/as-last-read.ts); a secret rotated since, by any daemon, must refuse the
+// next delivery signed with the old one, and take the next one signed with the new one.
+describe("a webhook secret rotated since this daemon's last push", () => {
+  const NEW_SECRET = "a-rotated-webhook-secret-of-some-length";
+
+  /** A push to acme/app signed with `secret` (signedAcmePush's body, its signature replaced). */
+  async function pushSignedWith(secret: string, branch: string, sha: string, app?: ReturnType<typeof createApp>) {
+    const signed = await signedAcmePush(branch, sha, crypto.randomUUID());
+    const headers = {
+      host: "127.0.0.1:8080",
+      "content-type": "application/json",
+      ...signed.headers,
+      "x-hub-signature-256": `sha256=${createHmac("sha256", secret).update(signed.body).digest("hex")}`,
+    };
+    const res = await (app ?? fixture.t.app).fetch(
+      new Request("http://127.0.0.1:8080/v1/webhooks/github", { method: "POST", headers, body: signed.body }),
+      "140.82.112.1",
+    );
+    return { status: res.status, body: (await res.json()) as any };
+  }
+
+  /** Seals the GitHub integration's credentials again with `secret` as its webhook secret, as a rotation on another daemon would. */
+  async function rotate(secret: string) {
+    const { t } = fixture;
+    const integration = (await listIntegrations(t.db)).find((i) => i.provider === "github")!;
+    const credentials = await openCredentials<Record<string, unknown>>(t.ctx.secrets, integration);
+    await t.db.execute({
+      sql: "UPDATE integrations SET credentials_sealed = ? WHERE id = ?",
+      args: [await sealCredentials(t.ctx.secrets, { ...credentials, webhook_secret: secret }), integration.id],
+    });
+  }
+
+  afterAll(() => rotate(WEBHOOK_SECRET));
+
+  test("the next push signed with the old secret is refused (401), one signed with the new one builds", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["rotated/**"] } });
+    expect((await pushSignedWith(WEBHOOK_SECRET, "rotated/x", "e1".repeat(20))).body.builds).toHaveLength(1);
+    expect((await pushSignedWith(WEBHOOK_SECRET, "rotated/x", "e2".repeat(20))).body.builds).toHaveLength(1);
+    await rotate(NEW_SECRET);
+    const old = await pushSignedWith(WEBHOOK_SECRET, "rotated/x", "e3".repeat(20));
+    expect(old.status).toBe(401);
+    expect(old.body.code).toBe("webhook_signature_invalid");
+    const rotated = await pushSignedWith(NEW_SECRET, "rotated/x", "e4".repeat(20));
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.builds).toHaveLength(1);
+    await rotate(WEBHOOK_SECRET);
+  });
+
+  test("rotated between this daemon's verification and its write: the push is verified again, and refused", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["racing/**"] } });
+    let meanwhile: (() => Promise<unknown>) | null = null;
+    const db = new Proxy(t.db, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key === "batch")
+          return async (...args: Parameters<Db["batch"]>) => {
+            const write = meanwhile;
+            meanwhile = null;
+            if (write) await write();
+            return target.batch(...args);
+          };
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const app = createApp({ ...t.ctx, db }, routes);
+    // This daemon reads the integrations once and keeps them.
+    expect((await pushSignedWith(WEBHOOK_SECRET, "racing/x", "f1".repeat(20), app)).body.builds).toHaveLength(1);
+    meanwhile = () => rotate(NEW_SECRET);
+    const res = await pushSignedWith(WEBHOOK_SECRET, "racing/x", "f2".repeat(20), app);
+    expect(res.status).toBe(401);
+    const built = await t.db.execute({ sql: "SELECT COUNT(*) AS n FROM builds WHERE commit_sha = ?", args: ["f2".repeat(20)] });
+    expect(Number(built.rows[0]!.n)).toBe(0);
+    await rotate(WEBHOOK_SECRET);
   });
 });

@@ -69,6 +69,7 @@ const OWNER: Record<string, string> = {
   git_polls: "forges",
   integrations: "integrations",
   repositories: "integrations",
+  catalogue_version: "integrations",
   build_log_stats: "logs",
   build_logs: "logs",
   deployment_notification_outbox: "notifications",

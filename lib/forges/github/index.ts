@@ -3,7 +3,8 @@
 // (X-Hub-Signature-256 over the raw body) and name their installation; ./parse.ts reads them,
 // ./api.ts is the REST client.
 import { z } from "zod";
-import { listIntegrations, type Integration } from "../../integrations/store.ts";
+import type { Integration } from "../../integrations/store.ts";
+import { catalogueForWebhook } from "../../integrations/as-last-read.ts";
 import { findRepositoriesByExternalId, type Repository } from "../../integrations/repositories.ts";
 import { openCredentials } from "../../integrations/credentials.ts";
 import { forgeAccess } from "../http.ts";
@@ -86,13 +87,11 @@ export const github: Forge<typeof NAME> = {
     // integration that verifies is kept, and the installation the delivery names picks among them.
     // The repository the body names is read beside the integrations (only read: nothing in the body
     // is acted on before the signature verifies), for route, or to explain a refusal.
-    async verify(deps, delivery) {
+    // With `asLastRead`, both as this daemon last read them (lib/integrations/as-last-read.ts).
+    async verify(deps, delivery, asLastRead = false) {
       const signers: Integration[] = [];
       const externalId = claimedExternalId(delivery.payload);
-      const [integrations, repositories] = await Promise.all([
-        delivery.credential ? listIntegrations(deps.db) : [],
-        externalId ? findRepositoriesByExternalId(deps.db, NAME, externalId) : [],
-      ]);
+      const { integrations, repositories, asRead } = await catalogueForWebhook(deps.db, NAME, externalId, asLastRead);
       if (delivery.credential) {
         for (const candidate of integrations.filter((i) => i.provider === NAME)) {
           const { webhook_secret } = await openCredentials<GithubCredentials>(deps.secrets, candidate).catch(() => ({ webhook_secret: "" }));
@@ -100,7 +99,8 @@ export const github: Forge<typeof NAME> = {
         }
       }
       const claimed = externalId ? { externalId, repositories } : undefined;
-      if (signers.length > 0) return { sender: { repository: null, projectId: null, integrations: signers, ...(claimed ? { claimed } : {}) } };
+      if (signers.length > 0)
+        return { sender: { repository: null, projectId: null, integrations: signers, ...(claimed ? { claimed } : {}), ...(asRead ? { asRead } : {}) } };
       return refusal("X-Hub-Signature-256 does not match any GitHub integration's webhook secret", delivery.payload, repositories);
     },
     parse: (delivery) => parseGithubDelivery(delivery.event, delivery.payload),
