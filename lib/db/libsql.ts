@@ -11,6 +11,7 @@ import {
   DATABASE_TIMEOUT_MS,
   DatabaseUnreachableError,
   isBusy,
+  isRead,
   retryBusy,
   type Db,
   type NormalizedStatement,
@@ -379,9 +380,9 @@ function clientSession(tx: LibsqlTransaction, bounded: <T>(work: Promise<T>) => 
   const send = async (stmts: NormalizedStatement[]): Promise<ResultSet[]> => {
     const ahead = waiting;
     waiting = [];
-    if (ahead.length === 0 && stmts.length === 1) return [toResult(await bounded(tx.execute(toLibsql(stmts[0]!))))];
+    if (ahead.length === 0 && stmts.length === 1) return [writeResult(await bounded(tx.execute(toLibsql(stmts[0]!))), stmts[0]!)];
     const results = await bounded(tx.batch([...ahead, ...stmts].map(toLibsql)));
-    return results.slice(ahead.length).map(toResult);
+    return results.slice(ahead.length).map((rs, i) => writeResult(rs, stmts[i]!));
   };
   const sendTogether = async (): Promise<void> => {
     const taken = together;
@@ -451,6 +452,21 @@ function toLibsql(stmt: NormalizedStatement): { sql: string; args: InArgs } {
 /** @libsql/client's rows (values by name and by index) as plain objects; BLOBs as bytes. */
 function toResult(rs: LibsqlResultSet): ResultSet {
   return plainResult(rs.columns, rs.rows, rs.rowsAffected, rs.lastInsertRowid);
+}
+
+const RETURNING = /\bRETURNING\b/i;
+
+/**
+ * toResult of a statement in a write transaction. On a file, @libsql/client answers rowsAffected 0
+ * for any statement that answers rows (its sqlite3.js reads them with all(), which does not say
+ * what changed), where a server and bun:sqlite say how many rows it wrote: a write with RETURNING
+ * answers one row for each row it inserted, updated or deleted, so that count is its rowsAffected
+ * (https://www.sqlite.org/lang_returning.html). A push's delivery INSERT is written when it
+ * answers a row (lib/webhooks/accept.ts); read as 0, the push was taken for unwritten and written again.
+ */
+function writeResult(rs: LibsqlResultSet, stmt: NormalizedStatement): ResultSet {
+  const rowsAffected = rs.rowsAffected === 0 && rs.rows.length > 0 && !isRead(stmt.sql) && RETURNING.test(stmt.sql) ? rs.rows.length : rs.rowsAffected;
+  return plainResult(rs.columns, rs.rows, rowsAffected, rs.lastInsertRowid);
 }
 
 /** Rows whose values are read by index as plain objects by column name (the first of duplicate names wins); BLOBs as bytes. */

@@ -63,6 +63,19 @@ describe.each(TARGETS)("through %s", (target) => {
       expect(JSON.stringify(rs.rows)).toBe('[{"name":"a","n":1}]');
     });
 
+    test("a write with RETURNING says how many rows it wrote, alone, in a batch and in a transaction (a push's delivery INSERT is read so)", async () => {
+      await db.execute("INSERT INTO t (name, n) VALUES ('a', 1), ('b', 1)");
+      const alone = await db.execute({ sql: "UPDATE t SET n = n + 1 WHERE n = ? RETURNING name", args: [1] });
+      expect([alone.rowsAffected, alone.rows.length]).toEqual([2, 2]);
+      const [written, skipped] = await db.batch([
+        { sql: "INSERT INTO t (name, n) SELECT ?, 3 WHERE true RETURNING id", args: ["c"] },
+        { sql: "INSERT INTO t (name, n) SELECT ?, 3 WHERE false RETURNING id", args: ["d"] },
+      ]);
+      expect([written!.rowsAffected, skipped!.rowsAffected]).toEqual([1, 0]);
+      const inside = await inTransaction(db, (tx) => tx.execute("DELETE FROM t WHERE n = 2 RETURNING name"));
+      expect(inside.rowsAffected).toBe(2);
+    });
+
     test("named arguments, booleans as 1, BLOBs as bytes; undefined is refused, not stored as NULL", async () => {
       await db.execute({ sql: "INSERT INTO t (name, n) VALUES (:name, :n)", args: { name: "b", n: true } });
       expect((await db.execute("SELECT n FROM t WHERE name = 'b'")).rows).toEqual([{ n: 1 }]);
