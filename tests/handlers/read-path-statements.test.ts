@@ -35,6 +35,13 @@ beforeAll(async () => {
 });
 afterAll(() => t.close());
 
+/**
+ * Statements of a request whose credential is remembered: the page alone on bun:sqlite, which tells
+ * its data version; through @libsql/client (ROOST_DB_DRIVER=libsql, a libSQL server) the credential
+ * is read on every request, before the page, and is refused all the same.
+ */
+const whileRemembered = () => (t.db.driver === "bun:sqlite" ? 1 : 2);
+
 async function statementsOf(token: string): Promise<string[]> {
   statements.length = 0;
   const response = await app.fetch(new Request("http://127.0.0.1:8080/v1/api-tokens", { headers: { authorization: `Bearer ${token}` } }), "127.0.0.1");
@@ -54,14 +61,14 @@ describe("GET /v1/api-tokens, once the credential's last use is recorded", () =>
     expect(run[0]).toContain(credentialRead);
     expect(run[1]).toContain("FROM api_tokens t JOIN users u ON u.id = t.created_by ORDER BY");
     const again = await statementsOf(token());
-    expect(again).toHaveLength(1);
-    expect(again[0]).toContain("FROM api_tokens t JOIN users u ON u.id = t.created_by ORDER BY");
+    expect(again).toHaveLength(whileRemembered());
+    expect(again.at(-1)).toContain("FROM api_tokens t JOIN users u ON u.id = t.created_by ORDER BY");
   });
 
   test("a logout refuses the session's next request", async () => {
     const token = await localLogin(t, "owner@example.test");
     expect(await statementsOf(token)).toHaveLength(2);
-    expect(await statementsOf(token)).toHaveLength(1);
+    expect(await statementsOf(token)).toHaveLength(whileRemembered());
     expect((await t.call("POST", "/v1/auth/logout", { token })).status).toBe(200);
     const after = await t.call("GET", "/v1/api-tokens", { token });
     expect(after.status).toBe(401);
@@ -83,7 +90,7 @@ describe("a credential remembered by this daemon, changed by another on the same
     await statementsOf(token);
     await t.ctx.db.execute("UPDATE instance SET id = id");
     expect(await statementsOf(token)).toHaveLength(2);
-    expect(await statementsOf(token)).toHaveLength(1);
+    expect(await statementsOf(token)).toHaveLength(whileRemembered());
   }
 
   test("an API token revoked there is refused on the next request here", async () => {
