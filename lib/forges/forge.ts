@@ -188,8 +188,14 @@ export interface ForgeWebhook {
    * bytes decoded once, U+FFFD for bytes that are not UTF-8); throws when it cannot be read.
    */
   decode?(text: string, contentType: string | null): unknown;
-  /** Checks the credential before anything in the body is acted on; each secret is compared in constant time. */
+  /**
+   * Checks the credential before anything in the body is acted on; each secret is compared in
+   * constant time. `asLastRead` (where verifiesAsLastRead): from what this daemon last read of the
+   * integrations, the sender then carrying the guard of its write (Sender.asRead).
+   */
   verify(deps: WebhookDeps, delivery: IncomingDelivery, asLastRead?: boolean): Promise<{ sender: Sender } | Refusal>;
+  /** Whether verify can take `asLastRead` (lib/integrations/as-last-read.ts). */
+  verifiesAsLastRead?: boolean;
   /** The verified body as one neutral event; throws InvalidPayload when it is not what the forge sends. */
   parse(delivery: IncomingDelivery, sender: Sender): TriggerEvent;
   /** The catalogue entry the event is for; without this, the sender's. */

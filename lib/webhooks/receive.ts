@@ -72,7 +72,7 @@ async function receiveDelivery(ctx: RequestContext, forge: Forge<ForgeName>) {
   // First from what this daemon last read of the integrations (lib/integrations/as-last-read.ts):
   // anything but a delivery written under the guard that they are unchanged is done again from the
   // database, nothing recorded before. Not for a body stored in pieces before its record.
-  if (text.length * 3 <= INLINE_BODY_BYTES) {
+  if (webhook.verifiesAsLastRead && text.length * 3 <= INLINE_BODY_BYTES) {
     try {
       return await receiveVerified(ctx, forge, delivery, true);
     } catch (error) {

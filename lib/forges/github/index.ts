@@ -88,6 +88,7 @@ export const github: Forge<typeof NAME> = {
     // The repository the body names is read beside the integrations (only read: nothing in the body
     // is acted on before the signature verifies), for route, or to explain a refusal.
     // With `asLastRead`, both as this daemon last read them (lib/integrations/as-last-read.ts).
+    verifiesAsLastRead: true,
     async verify(deps, delivery, asLastRead = false) {
       const signers: Integration[] = [];
       const externalId = claimedExternalId(delivery.payload);
