@@ -49,10 +49,32 @@ export function requestsSkipCi(message: string): boolean {
   return /\[(skip[ -]ci|ci[ -]skip)\]/i.test(message);
 }
 
-/** One line per commit: "abc1234 subject (author)", newest last, at most 50 lines. */
+/**
+ * A changelog line's subject and author keep at most this many characters each. A payload's commit
+ * message has no length limit (a generated commit's may be megabytes on one line), and a build
+ * keeps its changelog: a libSQL server refuses a value over about 4 MB, so such a push could not
+ * be built there, and every list of builds would carry it.
+ */
+export const CHANGELOG_FIELD_CHARS = 1_000;
+
+/** `text` cut to CHANGELOG_FIELD_CHARS, ending in "…" when cut (never inside a surrogate pair). */
+function clipped(text: string): string {
+  if (text.length <= CHANGELOG_FIELD_CHARS) return text;
+  const cut = /[\uD800-\uDBFF]/.test(text[CHANGELOG_FIELD_CHARS - 2]!) ? CHANGELOG_FIELD_CHARS - 2 : CHANGELOG_FIELD_CHARS - 1;
+  return `${text.slice(0, cut)}…`;
+}
+
+/** One line per commit: "abc1234 subject (author)", newest last, at most 50 lines, each subject and author clipped (CHANGELOG_FIELD_CHARS). */
 export function changelogOf(commits: { id?: string; message?: string; author?: { name?: string } }[]): string {
-  const lines = commits.slice(-50).map((c) => `${(c.id ?? "").slice(0, 7)} ${(c.message ?? "").split("\n")[0]}${c.author?.name ? ` (${c.author.name})` : ""}`);
+  const lines = commits.slice(-50).map((c) => changelogLine(c.id ?? "", c.message ?? "", c.author?.name));
   return lines.join("\n");
+}
+
+/** "abc1234 subject (author)": the commit's first 7 characters, its message's first line, clipped. */
+export function changelogLine(id: string, message: string, author?: string): string {
+  const end = message.indexOf("\n");
+  const subject = end < 0 ? message : message.slice(0, end);
+  return `${id.slice(0, 7)} ${clipped(subject)}${author ? ` (${clipped(author)})` : ""}`;
 }
 
 export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reason: string): TriggerEvent {

@@ -4,7 +4,7 @@
 // (X-Roost-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>), so a post-receive hook can
 // send it with openssl and curl.
 import { z } from "zod";
-import { checkPayload, ignored, type TriggerEvent } from "../event.ts";
+import { changelogLine, checkPayload, ignored, type TriggerEvent } from "../event.ts";
 
 const Sha = z.string().regex(/^[0-9a-f]{40}([0-9a-f]{24})?$/, "must be a full commit id (40 or 64 hex digits)");
 
@@ -49,7 +49,7 @@ export function refMoved(input: {
     ref: input.ref,
     commitSha: input.after,
     actor: input.actor,
-    changelog: input.message ? `${input.after.slice(0, 7)} ${input.message.split("\n")[0]}` : "",
+    changelog: input.message ? changelogLine(input.after, input.message) : "",
     prNumber: null,
     message: input.message,
   };
