@@ -1520,3 +1520,25 @@ CREATE TRIGGER catalogue_version_integration_delete AFTER DELETE ON integrations
 CREATE TRIGGER catalogue_version_repository_insert AFTER INSERT ON repositories BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
 CREATE TRIGGER catalogue_version_repository_update AFTER UPDATE ON repositories BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
 CREATE TRIGGER catalogue_version_repository_delete AFTER DELETE ON repositories BEGIN UPDATE catalogue_version SET n = n + 1 WHERE id = 1; END;
+
+-- migration 47: the check-run pass reads the check runs due, not the last day's builds
+-- The check-run pass (lib/test-results/check-runs.ts) read every build updated in the last day,
+-- every 2 s on every daemon, and kept those with test results on a GitHub repository not yet
+-- reported: its cost grew with the day's builds (13.8 ms of CPU a pass at 4,000 builds,
+-- docs/benchmarks.md "The runner fleet"), and two daemons could both send one build's check run.
+-- check_run_reports is now an outbox. A row is written, due, by these triggers in the transaction
+-- that finishes a build with test results on a GitHub repository, or that writes the first results
+-- of a build already finished (whichever commits second sees the other), and the pass reads only
+-- the due rows, a range of check_run_reports_due. finished_at starts the day within which the
+-- check run is sent; a pass claims the rows it sends (claimed_by, next_attempt_at moved past the
+-- claim), so no other daemon sends them meanwhile. The last day's unreported builds carry over.
+ALTER TABLE check_run_reports ADD COLUMN finished_at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE check_run_reports ADD COLUMN claimed_by TEXT;
+UPDATE check_run_reports SET finished_at = COALESCE((SELECT b.updated_at FROM builds b WHERE b.id = check_run_reports.build_id), 0);
+INSERT INTO check_run_reports (build_id, finished_at, updated_at)
+  SELECT b.id, b.updated_at, b.updated_at FROM build_test_summaries s JOIN builds b ON b.id = s.build_id JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id
+  WHERE r.provider = 'github' AND b.status IN ('succeeded', 'failed', 'canceled') AND b.updated_at >= (SELECT MAX(updated_at) FROM builds) - 86400
+  ON CONFLICT (build_id) DO NOTHING;
+CREATE INDEX check_run_reports_due ON check_run_reports (next_attempt_at) WHERE done = 0;
+CREATE TRIGGER check_run_due_finished AFTER UPDATE OF status ON builds WHEN NEW.status IN ('succeeded', 'failed', 'canceled') AND OLD.status IS NOT NEW.status BEGIN INSERT INTO check_run_reports (build_id, finished_at, updated_at) SELECT NEW.id, NEW.updated_at, NEW.updated_at FROM build_test_summaries s JOIN projects p ON p.id = NEW.project_id JOIN repositories r ON r.id = p.repository_id WHERE s.build_id = NEW.id AND r.provider = 'github' ON CONFLICT (build_id) DO NOTHING; END;
+CREATE TRIGGER check_run_due_results AFTER INSERT ON build_test_summaries BEGIN INSERT INTO check_run_reports (build_id, finished_at, updated_at) SELECT b.id, b.updated_at, NEW.updated_at FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id WHERE b.id = NEW.build_id AND b.status IN ('succeeded', 'failed', 'canceled') AND r.provider = 'github' ON CONFLICT (build_id) DO NOTHING; END;

@@ -5,6 +5,8 @@
 //   notification_outbox    a finished build, for lib/notifications/notifications.ts (docs/notifications.md)
 //   commit_status_outbox   the newest state of a commit and pipeline, for lib/forges/commit-statuses.ts
 //                          (docs/webhooks.md "Commit statuses"); plain git remotes have none
+//   check_run_reports      a finished GitHub build with test results, for lib/test-results/check-runs.ts,
+//                          written by triggers (schema.sql migration 47) of the finish and of the results
 // A new build's commit status row is the exception: the trigger builds_commit_status writes it in
 // the build's own INSERT (schema.sql migration 44), one statement fewer for every new build, which
 // on a libSQL server is most of what a statement costs (docs/benchmarks.md "Webhook pushes on sqld").

@@ -5,7 +5,19 @@
 // needs the "Checks: read and write" permission; without it GitHub answers 403, which is retried
 // with backoff like commit statuses and raises an operator incident after a few attempts. Like
 // the commit status reporter this works from the database, in any daemon process.
-import { all, str } from "../db/client.ts";
+//
+// What is due is kept in check_run_reports (schema.sql migration 47), one row per build, written by
+// triggers in the transaction that finishes a build with test results on a GitHub repository (or
+// writes the first results of a finished one). A pass reads only the due rows (check_run_reports_due,
+// done = 0), never the builds, so its cost does not grow with the builds of the day:
+//   1. it claims up to `limit` due rows in one UPDATE (claimed_by, and next_attempt_at moved
+//      CLAIM_SECONDS on), so no other daemon sends them meanwhile; a daemon that dies mid-pass
+//      leaves them due again when that runs out;
+//   2. forgets the rows of builds that finished more than a day ago (not reported late);
+//   3. sends each of the others and records it, sent (done) or failed with its retry time.
+import { all, one, str } from "../db/client.ts";
+import type { Row } from "../db/database.ts";
+import { newId } from "../auth/secrets.ts";
 import { findIntegration } from "../integrations/store.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../forges/commit-statuses.ts";
@@ -16,36 +28,56 @@ import { failedCases, listAnnotations, statusSentence, summaryOf, testsPageUrl }
 const ANNOTATIONS_PER_REQUEST = 50;
 export const MAX_CHECK_RUN_ANNOTATIONS = 200;
 const REPORT_WINDOW_SECONDS = 24 * 3600;
+/** A claim not recorded within this long (its daemon died) is due again; a pass sends at most `limit` check runs one after another. */
+const CLAIM_SECONDS = 300;
 const CONCLUSION = { succeeded: "success", failed: "failure", canceled: "cancelled" } as const;
 const LEVEL = { error: "failure", warning: "warning", notice: "notice" } as const;
 
-/**
- * One pass: sends the check runs of up to `limit` finished builds; returns how many were sent.
- * The builds are read as the range of the last day's updates (builds_updated_at): left to itself
- * SQLite read every finished build by status, seconds at a million builds, on the event loop.
- */
+/** One pass: claims up to `limit` due check runs and sends them; returns how many were sent. */
 export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<number> {
-  const rows = await all(
+  // Looked at first with a read of the due index: the claim is an UPDATE, which takes the write
+  // lock even when it claims nothing, and most passes (every 2 s, on every daemon) find nothing.
+  if (!(await one(deps.db, "SELECT 1 FROM check_run_reports WHERE done = 0 AND next_attempt_at <= ? LIMIT 1", [deps.now]))) return 0;
+  const claimer = deps.claimer ?? newId();
+  const claimed = (
+    await deps.db.execute({
+      sql: `UPDATE check_run_reports SET claimed_by = ?, next_attempt_at = ?
+            WHERE rowid IN (SELECT rowid FROM check_run_reports WHERE done = 0 AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT +?)
+            RETURNING build_id, attempts, finished_at`,
+      args: [claimer, deps.now + CLAIM_SECONDS, deps.now, limit],
+    })
+  ).rows;
+  if (claimed.length === 0) return 0;
+  const late = claimed.filter((r) => Number(r.finished_at) < deps.now - REPORT_WINDOW_SECONDS).map((r) => str(r, "build_id"));
+  const due = claimed.filter((r) => Number(r.finished_at) >= deps.now - REPORT_WINDOW_SECONDS);
+  if (late.length)
+    await deps.db.execute({
+      sql: `DELETE FROM check_run_reports WHERE claimed_by = ? AND build_id IN (${late.map(() => "?").join(", ")})`,
+      args: [claimer, ...late],
+    });
+  if (due.length === 0) return 0;
+  const ids = due.map((r) => str(r, "build_id"));
+  const details = new Map<string, Row>();
+  for (const row of await all(
     deps.db,
-    `SELECT b.id, b.status, b.commit_sha, b.build_number, b.project_id, pl.name AS pipeline_name, r.full_name, r.integration_id, c.attempts
-     FROM build_test_summaries s
-     JOIN builds b INDEXED BY builds_updated_at ON b.id = s.build_id
-     JOIN pipelines pl ON pl.id = b.pipeline_id
-     JOIN projects p ON p.id = b.project_id
-     JOIN repositories r ON r.id = p.repository_id
-     LEFT JOIN check_run_reports c ON c.build_id = b.id
-     WHERE r.provider = 'github' AND b.status IN ('succeeded', 'failed', 'canceled') AND b.updated_at >= ?
-       AND COALESCE(c.done, 0) = 0 AND COALESCE(c.next_attempt_at, 0) <= ?
-     ORDER BY b.updated_at LIMIT +?`,
-    [deps.now - REPORT_WINDOW_SECONDS, deps.now, limit],
-  );
-  if (rows.length === 0) return 0;
+    `SELECT b.id, b.status, b.commit_sha, b.build_number, b.project_id, pl.name AS pipeline_name, r.full_name, r.integration_id
+     FROM builds b JOIN pipelines pl ON pl.id = b.pipeline_id JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id
+     WHERE b.id IN (${ids.map(() => "?").join(", ")})`,
+    ids,
+  ))
+    details.set(str(row, "id"), row);
   // The GitHub client (and jose, for the App's JWT) loads with the first check run to send, not
   // with the first pass of an idle daemon (docs/benchmarks.md, "idle RSS").
   const { githubClientFor } = await import("../forges/github/index.ts");
   let sent = 0;
-  for (const row of rows) {
-    const buildId = str(row, "id");
+  for (const claim of due) {
+    const buildId = str(claim, "build_id");
+    const row = details.get(buildId);
+    // The build's project no longer builds a repository: nothing to report to.
+    if (!row) {
+      await deps.db.execute({ sql: "DELETE FROM check_run_reports WHERE build_id = ? AND claimed_by = ?", args: [buildId, claimer] });
+      continue;
+    }
     const integrationId = str(row, "integration_id");
     try {
       const integration = await findIntegration(deps.db, integrationId);
@@ -63,19 +95,17 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
         await client.updateCheckRun(fullName, created.id, { output: { ...body.output, annotations: annotations.slice(i, i + ANNOTATIONS_PER_REQUEST) } });
       }
       await deps.db.execute({
-        sql: `INSERT INTO check_run_reports (build_id, check_run_id, done, attempts, next_attempt_at, last_error, updated_at) VALUES (?, ?, 1, 0, 0, NULL, ?)
-              ON CONFLICT (build_id) DO UPDATE SET check_run_id = excluded.check_run_id, done = 1, attempts = 0, last_error = NULL, updated_at = excluded.updated_at`,
-        args: [buildId, String(created.id), deps.now],
+        sql: `UPDATE check_run_reports SET check_run_id = ?, done = 1, attempts = 0, last_error = NULL, claimed_by = NULL, updated_at = ? WHERE build_id = ? AND claimed_by = ?`,
+        args: [String(created.id), deps.now, buildId, claimer],
       });
       await resolveIncident(deps.db, deps.now, "integration", integrationId, "check_run_failed");
       sent++;
     } catch (error) {
-      const attempts = Number(row.attempts ?? 0) + 1;
+      const attempts = Number(claim.attempts ?? 0) + 1;
       const message = (error as Error).message;
       await deps.db.execute({
-        sql: `INSERT INTO check_run_reports (build_id, done, attempts, next_attempt_at, last_error, updated_at) VALUES (?, 0, ?, ?, ?, ?)
-              ON CONFLICT (build_id) DO UPDATE SET attempts = excluded.attempts, next_attempt_at = excluded.next_attempt_at, last_error = excluded.last_error, updated_at = excluded.updated_at`,
-        args: [buildId, attempts, deps.now + backoffSeconds(attempts), message, deps.now],
+        sql: `UPDATE check_run_reports SET attempts = ?, next_attempt_at = ?, last_error = ?, claimed_by = NULL, updated_at = ? WHERE build_id = ? AND claimed_by = ?`,
+        args: [attempts, deps.now + backoffSeconds(attempts), message, deps.now, buildId, claimer],
       });
       deps.log.warn("check run not reported; will retry", { build_id: buildId, attempts, error: message });
       if (attempts >= REPORT_ATTEMPTS_BEFORE_INCIDENT) {

@@ -186,6 +186,26 @@ describe("GitHub check runs", () => {
     const open = (await t.call("GET", "/v1/operator-incidents?status=open", { token: owner })).body.incidents;
     expect(open.some((i: { reason: string }) => i.reason === "check_run_failed")).toBe(false);
   });
+
+  test("two daemons' passes at once send a build's check run once", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "TwoDaemons" });
+    await build(pipeline.id, REPORTS, "failed");
+    // Each pass claims what it sends (lib/test-results/check-runs.ts): the other finds it taken.
+    const sent = await Promise.all([reportCheckRuns(deps()), reportCheckRuns(deps())]);
+    expect(sent[0]! + sent[1]!).toBe(1);
+    expect(host.github.checkRuns.filter((r) => r.name === "roost/TwoDaemons")).toHaveLength(1);
+    await reportCheckRuns(deps());
+    expect(host.github.checkRuns.filter((r) => r.name === "roost/TwoDaemons")).toHaveLength(1);
+  });
+
+  test("a build that finished more than a day before a pass is not reported late", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "DayLate" });
+    await build(pipeline.id, REPORTS, "failed");
+    // A pass a day and a second after the finish (the daemons were down meanwhile) forgets it.
+    expect(await reportCheckRuns({ ...deps(), now: t.clock.now() + 86_401 })).toBe(0);
+    await reportCheckRuns(deps());
+    expect(host.github.checkRuns.some((r) => r.name === "roost/DayLate")).toBe(false);
+  });
 });
 
 describe("notifications", () => {

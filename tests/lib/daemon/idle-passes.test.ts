@@ -95,6 +95,11 @@ describe("with work waiting, the pass still does it", () => {
     expect((await writesOf(passes["commit statuses"]!)).some((w) => w.startsWith("UPDATE commit_status_outbox SET claimed_by"))).toBe(true);
   });
 
+  test("a check run due is claimed", async () => {
+    await t.db.execute({ sql: "INSERT INTO check_run_reports (build_id, finished_at, updated_at) VALUES ('b', ?, ?)", args: [t.clock.now(), t.clock.now()] });
+    expect((await writesOf(passes["check runs"]!)).some((w) => w.startsWith("UPDATE check_run_reports SET claimed_by"))).toBe(true);
+  });
+
   test("a repository a project builds through plain git gets its poll row", async () => {
     expect(await writesOf(passes["git polls"]!)).toContainEqual(expect.stringMatching(/^INSERT INTO git_polls/));
     expect((await t.db.execute("SELECT repository_id FROM git_polls")).rows.map((r) => r.repository_id)).toEqual(["r"]);
