@@ -71,11 +71,6 @@ export function uploadTimeoutMs(size: number): number {
 /** Catalogue sync stops after this many pages (10,000 repositories at 100 a page). */
 export const MAX_PAGES = 100;
 
-export function sameOrigin(base: string, url: string): boolean {
-  const origin = originOf(base);
-  return origin !== null && URL.parse(url)?.origin === origin;
-}
-
 /** The origins of the configured API URLs, each parsed once (every commit status is a request to one). */
 const baseOrigins = new Map<string, string | null>();
 const MAX_BASE_ORIGINS = 256;
