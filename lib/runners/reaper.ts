@@ -9,15 +9,17 @@
 // - a running build past its timeout plus one lease period fails with reason timeout
 //   (lib/runners/job-lifecycle.ts timeOutBuild); its runner stops it at its next heartbeat.
 import type { AppContext } from "../http/context.ts";
-import { all } from "../db/client.ts";
+import type { Row } from "../db/client.ts";
+import { all, readInPieces } from "../db/client.ts";
 import { expiredJobs, toJob } from "./jobs.ts";
 import { liveRunners } from "./store.ts";
-import type { ConfigSnapshot } from "../pipelines/config.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { setRunnerPolicyBlock, toBuild } from "../builds/store.ts";
 import { whyNobodyCanTake } from "./routing.ts";
 
 export const UNROUTABLE_AFTER_SECONDS = 30;
+/** The queued builds one pass looks at, longest waiting first. */
+const UNROUTABLE_PAGE = 200;
 
 // A build's end (lib/runners/job-lifecycle.ts: its publishing plan, the pipeline file's and the
 // publishers' schemas) is imported by the first pass that finds a job to end, not by every pass
@@ -45,14 +47,16 @@ export async function reapTimedOutBuilds(ctx: AppContext): Promise<number> {
   const now = ctx.clock.now();
   const rows = await all(
     ctx.db,
-    "SELECT j.*, b.started_at AS build_started_at, b.config_snapshot FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.status = 'running' AND b.status = 'running'",
+    // Only the timeout of each build's config snapshot: a snapshot is up to 256 KiB (its pipeline
+    // file), and those of every running build passed what a libSQL server answers at once (10 MB).
+    `SELECT j.*, b.started_at AS build_started_at, json_extract(b.config_snapshot, '$.execution_config.timeout_seconds') AS timeout_seconds
+       FROM jobs j JOIN builds b ON b.id = j.build_id WHERE j.status = 'running' AND b.status = 'running'`,
   );
   if (rows.length === 0) return 0;
   const [{ timeOutBuild }, { DEFAULT_TIMEOUT_SECONDS }] = await Promise.all([lifecycle(), import("../pipelines/config.ts")]);
   let failed = 0;
   for (const row of rows) {
-    const snapshot = JSON.parse(String(row.config_snapshot)) as ConfigSnapshot;
-    const timeout = snapshot.execution_config.timeout_seconds ?? DEFAULT_TIMEOUT_SECONDS;
+    const timeout = row.timeout_seconds === null || row.timeout_seconds === undefined ? DEFAULT_TIMEOUT_SECONDS : Number(row.timeout_seconds);
     if (Number(row.build_started_at) + timeout + ctx.config.runners.leaseSeconds > now) continue;
     if (await timeOutBuild(ctx, toJob(row), timeout)) failed++;
   }
@@ -62,10 +66,15 @@ export async function reapTimedOutBuilds(ctx: AppContext): Promise<number> {
 export async function flagUnroutableBuilds(ctx: AppContext): Promise<number> {
   const now = ctx.clock.now();
   const runners = await liveRunners(ctx.db, now, Math.max(60, ctx.config.runners.leaseSeconds * 2));
-  const rows = await all(
-    ctx.db,
-    "SELECT b.*, p.name AS pipeline_name FROM builds b JOIN pipelines p ON p.id = b.pipeline_id WHERE b.status = 'queued' AND b.queued_at <= ? ORDER BY b.queued_at LIMIT 200",
-    [now - UNROUTABLE_AFTER_SECONDS],
+  // Whole builds (a config snapshot is up to 256 KiB, with a changelog): 200 can pass what a libSQL
+  // server answers at once (10 MB), and are then read in smaller requests, each after the last.
+  const rows = await readInPieces(UNROUTABLE_PAGE, (count, last: Row | undefined) =>
+    all(
+      ctx.db,
+      `SELECT b.*, p.name AS pipeline_name FROM builds b JOIN pipelines p ON p.id = b.pipeline_id
+        WHERE b.status = 'queued' AND b.queued_at <= ? ${last ? "AND (b.queued_at, b.id) > (+?, +?)" : ""} ORDER BY b.queued_at, b.id LIMIT +?`,
+      last ? [now - UNROUTABLE_AFTER_SECONDS, last.queued_at!, last.id!, count] : [now - UNROUTABLE_AFTER_SECONDS, count],
+    ),
   );
   let flagged = 0;
   for (const row of rows) {

@@ -7,6 +7,7 @@ import { type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
+import { UNROUTABLE_AFTER_SECONDS, flagUnroutableBuilds } from "../../lib/runners/reaper.ts";
 
 let t: TestApp, owner: string, projectId: string, host: HostApiStandIn;
 // A log cap of 24 MB: its rolling tail (half) holds more than 10 MB of lines.
@@ -356,5 +357,41 @@ describe("a build's artifacts and test reports", () => {
     expect(res.status).toBe(200);
     expect(res.body.reports.map((r: { path: string }) => r.path)).toEqual(paths(8000));
     expect(res.body.reports.every((r: { id: string; path: string }) => r.id === `report-${r.path.slice(0, 5).trim().padStart(5, "0")}`)).toBe(true);
+  });
+});
+
+describe("the queued builds no runner can take", () => {
+  // The pass that flags them (lib/runners/reaper.ts) reads up to 200 of the longest queued whole:
+  // 100 of a 150 KB changelog here, about 15 MB. Which reason depends on the runners connected.
+  test("each gets its block reason, however large the builds", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, {
+      name: "BigUnroutable",
+      execution_config: { platforms: ["macos"], runner_labels: ["mac-fleet"] },
+    });
+    const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+    const source = made.body.build as { id: string };
+    const columns = ((await t.db.execute("PRAGMA table_info(builds)")).rows as unknown as { name: string }[]).map((c) => c.name);
+    const copied: Record<string, string> = {
+      id: "printf('%s-%04d', b.id, i)",
+      build_number: "b.build_number + i",
+      queue_seq: "NULL",
+      changelog: "?",
+    };
+    await t.db.execute(
+      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
+       INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
+      [Array.from({ length: 50 }, () => text(1_000)).join("\n"), source.id],
+    );
+    await t.db.execute("UPDATE projects SET next_build_number = next_build_number + 100 WHERE id = ?", [projectId]);
+    t.clock.advance(UNROUTABLE_AFTER_SECONDS + 1);
+    await flagUnroutableBuilds(t.ctx);
+    const build = (await t.call("GET", `/v1/builds/${source.id}`, { token: owner })).body.build;
+    const reason: unknown = build.runner_policy_block_reason;
+    expect({ status: build.status, reason: typeof reason }).toEqual({ status: "queued", reason: "string" });
+    const copies = await t.db.execute("SELECT COUNT(*) AS n FROM builds WHERE id LIKE ? || '-%' AND runner_policy_block_reason = ?", [
+      source.id,
+      reason as string,
+    ]);
+    expect(copies.rows[0]!.n).toBe(100);
   });
 });
