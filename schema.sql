@@ -1542,3 +1542,10 @@ INSERT INTO check_run_reports (build_id, finished_at, updated_at)
 CREATE INDEX check_run_reports_due ON check_run_reports (next_attempt_at) WHERE done = 0;
 CREATE TRIGGER check_run_due_finished AFTER UPDATE OF status ON builds WHEN NEW.status IN ('succeeded', 'failed', 'canceled') AND OLD.status IS NOT NEW.status BEGIN INSERT INTO check_run_reports (build_id, finished_at, updated_at) SELECT NEW.id, NEW.updated_at, NEW.updated_at FROM build_test_summaries s JOIN projects p ON p.id = NEW.project_id JOIN repositories r ON r.id = p.repository_id WHERE s.build_id = NEW.id AND r.provider = 'github' ON CONFLICT (build_id) DO NOTHING; END;
 CREATE TRIGGER check_run_due_results AFTER INSERT ON build_test_summaries BEGIN INSERT INTO check_run_reports (build_id, finished_at, updated_at) SELECT b.id, b.updated_at, NEW.updated_at FROM builds b JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id WHERE b.id = NEW.build_id AND b.status IN ('succeeded', 'failed', 'canceled') AND r.provider = 'github' ON CONFLICT (build_id) DO NOTHING; END;
+
+-- migration 48: a project's delivery log paged by cursor, by result too
+-- GET /v1/projects/{id}/webhook-deliveries pages by cursor (lib/webhooks/deliveries.ts
+-- listProjectDeliveries): each page one range of an index from the cursor down, newest first.
+-- webhook_deliveries_project serves a project's log; a result filter had to read every delivery of
+-- the project to find its own, so it has this index.
+CREATE INDEX webhook_deliveries_project_result ON webhook_deliveries (project_id, result, received_at);

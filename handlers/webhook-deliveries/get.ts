@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
 import type { ProjectContext } from "../../lib/http/context.ts";
-import { toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
+import { readDeliveryBody, toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";
 
 export const endpoint = defineEndpoint({
@@ -12,6 +12,7 @@ export const endpoint = defineEndpoint({
   summary: "One webhook delivery, with its body while retained",
   response: z.object({ delivery: DeliveryResource.extend({ body: z.string().nullable().describe("the raw body, kept 7 days") }) }),
   async handle(_input, ctx: ProjectContext<"delivery_id">) {
-    return { delivery: toPublicDelivery(ctx.delivery, true) };
+    // The body only now, authorized: the route's rule read the delivery's columns alone.
+    return { delivery: toPublicDelivery({ ...ctx.delivery, body: await readDeliveryBody(ctx.db, ctx.delivery.id) }, true) };
   },
 });

@@ -12,7 +12,7 @@ export const endpoint = defineEndpoint({
   query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(), ...Pagination }),
   response: z.object({ deliveries: z.array(DeliveryResource), total: z.number().int() }),
   async handle({ query }, ctx) {
-    const page = await listDeliveries(ctx.db, { projectId: null, result: query.result, limit: query.limit, offset: query.offset });
+    const page = await listDeliveries(ctx.db, { result: query.result, limit: query.limit, offset: query.offset });
     return { deliveries: page.deliveries.map((d) => toPublicDelivery(d, false)), total: page.total };
   },
 });

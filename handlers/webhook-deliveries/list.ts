@@ -1,21 +1,42 @@
 // GET /v1/projects/{project_id}/webhook-deliveries (project maintainer): the delivery log of a
 // project, newest first: every delivery for its repository, what it was, and why each pipeline
-// did or did not build. Bodies are not listed (GET /v1/webhook-deliveries/{id}).
+// did or did not build. Bodies are not listed (GET /v1/webhook-deliveries/{id}). Paged by cursor,
+// as the build listings are (docs/webhooks.md "The delivery log"): a page costs the same at any depth of the log.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
-import { Pagination } from "../../lib/schemas/shared.ts";
-import { IdParam } from "../../lib/schemas/shared.ts";
-import { listDeliveries, toPublicDelivery } from "../../lib/webhooks/deliveries.ts";
+import { IdParam, Pagination } from "../../lib/schemas/shared.ts";
+import { cursorParam, encodeCursor } from "../../lib/schemas/cursor.ts";
+import { listProjectDeliveries, toPublicDelivery, type DeliveryPosition } from "../../lib/webhooks/deliveries.ts";
 import { DeliveryResource } from "../../lib/webhooks/wire.ts";
+
+/** The tag of this listing's cursor: `d<received_at>.<rowid>` of the delivery the next page continues below. */
+const CURSOR_TAG = "d";
 
 export const endpoint = defineEndpoint({
   operationId: "list_project_webhook_deliveries",
   summary: "The webhook delivery log of a project",
   params: z.object({ project_id: IdParam }),
-  query: z.object({ result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(), ...Pagination }),
-  response: z.object({ deliveries: z.array(DeliveryResource), total: z.number().int() }),
+  query: z
+    .object({
+      result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(),
+      limit: Pagination.limit,
+      cursor: cursorParam(CURSOR_TAG, 2, "deliveries"),
+    })
+    .strict(),
+  response: z.object({
+    deliveries: z.array(DeliveryResource),
+    next_cursor: z.string().nullable().describe("pass as cursor for the next (older) page; null on the last page"),
+  }),
   async handle({ params, query }, ctx) {
-    const page = await listDeliveries(ctx.db, { projectId: params.project_id, result: query.result, limit: query.limit, offset: query.offset });
-    return { deliveries: page.deliveries.map((d) => toPublicDelivery(d, false)), total: page.total };
+    const page = await listProjectDeliveries(ctx.db, {
+      projectId: params.project_id,
+      result: query.result,
+      limit: query.limit,
+      before: query.cursor as DeliveryPosition | undefined,
+    });
+    return {
+      deliveries: page.deliveries.map((d) => toPublicDelivery(d, false)),
+      next_cursor: page.nextBefore === null ? null : encodeCursor(CURSOR_TAG, page.nextBefore),
+    };
   },
 });

@@ -1,40 +1,17 @@
 // The query of the two build listings (per project, per pipeline) and their page cursor
 // (docs/api.md "Builds"). Pages are keyset pages, newest first: a cursor names the build number a
 // page continues below, so a page costs the same on page 1 and page 20,000 and builds created
-// meanwhile never shift a page. The cursor is opaque to clients (base64url of `b<number>`).
+// meanwhile never shift a page. The cursor is opaque to clients (lib/schemas/cursor.ts: `b<number>`).
 import { z } from "zod";
 import { Pagination } from "../schemas/shared.ts";
+import { cursorParam, encodeCursor } from "../schemas/cursor.ts";
 import { BUILD_STATUSES } from "./state-machine.ts";
 import type { Executor } from "../db/client.ts";
 import { BUILD_TRIGGERS, listBuilds, toPublicBuild } from "./store.ts";
 import { withTestSummaries } from "../test-results/queries.ts";
 
-export function encodeBuildCursor(beforeBuildNumber: number): string {
-  return Buffer.from(`b${beforeBuildNumber}`).toString("base64url");
-}
-
-/** The build number a cursor continues below, or null when it is not one this API gave out. */
-export function decodeBuildCursor(cursor: string): number | null {
-  if (!/^[A-Za-z0-9_-]{1,32}$/.test(cursor)) return null;
-  const text = Buffer.from(cursor, "base64url").toString("latin1");
-  const match = /^b([1-9]\d{0,15})$/.exec(text);
-  if (!match) return null;
-  const n = Number(match[1]);
-  return Number.isSafeInteger(n) ? n : null;
-}
-
-const Cursor = z
-  .string()
-  .transform((value, ctx) => {
-    const before = decodeBuildCursor(value);
-    if (before === null) {
-      ctx.addIssue({ code: "custom", message: "is not a cursor from this listing (use next_cursor as given)" });
-      return z.NEVER;
-    }
-    return before;
-  })
-  .optional()
-  .describe("next_cursor of the previous page; omit for the newest builds");
+/** The tag of a build listing's cursor: `b<the build number the next page continues below>`. */
+const CURSOR_TAG = "b";
 
 export const ListBuildsQuery = z
   .object({
@@ -42,7 +19,7 @@ export const ListBuildsQuery = z
     branch: z.string().max(255).optional(),
     trigger_type: z.enum(BUILD_TRIGGERS).optional(),
     limit: Pagination.limit,
-    cursor: Cursor,
+    cursor: cursorParam(CURSOR_TAG, 1, "builds"),
     include: z.enum(["total"]).optional().describe("total: also answer how many builds match the filters (read from counters, not counted)"),
   })
   .strict();
@@ -60,12 +37,12 @@ export async function buildListPage(db: Executor, where: { projectId: string; pi
     branch: query.branch,
     triggerType: query.trigger_type,
     limit: query.limit,
-    before: query.cursor,
+    before: query.cursor?.[0],
     withTotal: query.include === "total",
   });
   return {
     builds: await withTestSummaries(db, page.builds.map(toPublicBuild)),
-    next_cursor: page.nextBefore === null ? null : encodeBuildCursor(page.nextBefore),
+    next_cursor: page.nextBefore === null ? null : encodeCursor(CURSOR_TAG, [page.nextBefore]),
     ...(page.total === undefined ? {} : { total: page.total }),
   };
 }

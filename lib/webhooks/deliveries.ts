@@ -1,4 +1,4 @@
-// The webhook delivery log (docs/webhooks.md "Delivery log"): every delivery, verified or not,
+// The webhook delivery log (docs/webhooks.md "The delivery log"): every delivery, verified or not,
 // what it was, and what it did for each pipeline. Bodies are kept 7 days, records 30 days.
 import type { Executor, Statement } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
@@ -14,7 +14,7 @@ export const DELIVERY_RETENTION_SECONDS = 30 * 86_400;
 
 export type DeliveryResult = "built" | "ignored" | "duplicate" | "rejected" | "failed";
 
-/** One received delivery (table webhook_deliveries); its body only while it is kept, and not when kept in pieces (findDelivery reads them). */
+/** One received delivery (table webhook_deliveries); its body only while it is kept, and not when kept in pieces (readDeliveryBody reads them). */
 const toDelivery = rowMapper({
   id: str,
   host: strAs<ForgeName>(),
@@ -114,16 +114,6 @@ export function insertDeliveryStatement(
   };
 }
 
-/** One delivery with its body while it is kept, from its pieces when it has them. */
-export async function findDelivery(db: Executor, id: string): Promise<Delivery | null> {
-  const row = await one(db, "SELECT * FROM webhook_deliveries WHERE id = ?", [id]);
-  if (!row) return null;
-  const delivery = toDelivery(row);
-  const pieces = num(row, "body_pieces");
-  if (pieces > 0 && numOrNull(row, "body_expires_at") !== null) delivery.body = await readBody(db, id, pieces);
-  return delivery;
-}
-
 /**
  * A delivery's columns but its body, which lists never show: a body is kept up to 25 MB
  * (WEBHOOK_BODY_LIMIT_BYTES), and a page of them read with the rest passed what a libSQL server
@@ -132,16 +122,31 @@ export async function findDelivery(db: Executor, id: string): Promise<Delivery |
 const LISTED = `id, host, delivery_id, event, action, verified, result, reason, repository_external_id, repository_full_name, repository_id, project_id,
   commit_sha, decisions, duplicate_of, NULL AS body, received_at, body_expires_at`;
 
-/** A page of deliveries, newest first, without their bodies (`body` is null). */
+/**
+ * One delivery without its body (`body` is null): what authorizes a request for it
+ * (lib/auth/project-access.ts) reads no more than its columns, so a caller refused it does not
+ * have the daemon read and decompress a body of up to 25 MB. readDeliveryBody reads the body.
+ */
+export async function findDelivery(db: Executor, id: string): Promise<Delivery | null> {
+  const row = await one(db, `SELECT ${LISTED} FROM webhook_deliveries WHERE id = ?`, [id]);
+  return row ? toDelivery(row) : null;
+}
+
+/** A delivery's body while it is kept (null after, or when it had none), from its pieces when it has them. */
+export async function readDeliveryBody(db: Executor, id: string): Promise<string | null> {
+  const row = await one(db, "SELECT body, body_pieces, body_expires_at FROM webhook_deliveries WHERE id = ?", [id]);
+  if (!row || numOrNull(row, "body_expires_at") === null) return null;
+  const pieces = num(row, "body_pieces");
+  return pieces > 0 ? await readBody(db, id, pieces) : strOrNull(row, "body");
+}
+
+/** A page of every delivery (the admin log), newest first, without their bodies (`body` is null). */
 export async function listDeliveries(
   db: Executor,
-  f: { projectId: string | null; limit: number; offset: number; result?: DeliveryResult | undefined },
+  f: { limit: number; offset: number; result?: DeliveryResult | undefined },
 ): Promise<{ deliveries: Delivery[]; total: number }> {
-  const where: string[] = [];
-  const args: (string | number)[] = [];
-  if (f.projectId !== null) where.push("project_id = +?"), args.push(f.projectId);
-  if (f.result) where.push("result = +?"), args.push(f.result);
-  const clause = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  const clause = f.result ? "WHERE result = +?" : "";
+  const args = f.result ? [f.result] : [];
   const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
   const rows = await all(db, `SELECT ${LISTED} FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
     ...args,
@@ -149,6 +154,39 @@ export async function listDeliveries(
     f.offset,
   ]);
   return { deliveries: rows.map(toDelivery), total: Number(total?.n ?? 0) };
+}
+
+/** Where a page of a project's deliveries continues: below this delivery (its received_at and rowid). */
+export type DeliveryPosition = readonly [receivedAt: number, rowid: number];
+
+/**
+ * A page of a project's delivery log, newest first, without their bodies (`body` is null), and
+ * the position the next page continues below (null on the last page). Keyset paging
+ * (docs/webhooks.md "The delivery log"): one range of webhook_deliveries_project, or of
+ * webhook_deliveries_project_result with a result (schema.sql migration 48), read from `before`
+ * down, so a page costs the same at any depth of a 30-day log and deliveries received meanwhile
+ * never shift it. Ties of a second are ordered by rowid, which a new delivery takes above every
+ * other (https://www.sqlite.org/autoinc.html), as the index orders them.
+ */
+export async function listProjectDeliveries(
+  db: Executor,
+  f: { projectId: string; limit: number; result?: DeliveryResult | undefined; before?: DeliveryPosition | undefined },
+): Promise<{ deliveries: Delivery[]; nextBefore: DeliveryPosition | null }> {
+  const where = ["project_id = +?"];
+  const args: (string | number)[] = [f.projectId];
+  if (f.result) where.push("result = +?"), args.push(f.result);
+  if (f.before) where.push("(received_at, rowid) < (?, ?)"), args.push(...f.before);
+  const rows = await all(
+    db,
+    `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY received_at DESC, rowid DESC LIMIT +?`,
+    [...args, f.limit + 1],
+  );
+  const page = rows.slice(0, f.limit);
+  const last = page.at(-1);
+  return {
+    deliveries: page.map(toDelivery),
+    nextBefore: rows.length > f.limit && last ? [num(last, "received_at"), num(last, "position")] : null,
+  };
 }
 
 /** Rejected deliveries for a repository in the last hour (repeated failures raise an incident). */

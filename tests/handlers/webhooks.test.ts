@@ -434,10 +434,11 @@ describe("the delivery log", () => {
     const page = await t.call("GET", `/v1/projects/${p.id}/webhook-deliveries?limit=3`, { token: owner });
     expect(page.status).toBe(200);
     expect(page.body.deliveries).toHaveLength(3);
-    expect(page.body.total).toBeGreaterThan(3);
+    expect(page.body.next_cursor).toEqual(expect.any(String));
     expect(page.body.deliveries[0]).not.toHaveProperty("body");
-    const next = await t.call("GET", `/v1/projects/${p.id}/webhook-deliveries?limit=3&offset=3`, { token: owner });
-    expect(next.body.deliveries[0].id).not.toBe(page.body.deliveries[0].id);
+    const next = await t.call("GET", `/v1/projects/${p.id}/webhook-deliveries?limit=3&cursor=${page.body.next_cursor}`, { token: owner });
+    expect(next.body.deliveries.length).toBeGreaterThan(0);
+    for (const d of next.body.deliveries) expect(page.body.deliveries.map((e: { id: string }) => e.id)).not.toContain(d.id);
   });
 
   test("a delivery's body is kept for the retention period", async () => {

@@ -220,7 +220,10 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
 function Deliveries({ project }: { project: Project }) {
   const [result, setResult] = useState("");
   const state = useLoad(
-    () => get<{ deliveries: Delivery[]; total: number }>(`/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries${query({ result, limit: 50 })}`),
+    () =>
+      get<{ deliveries: Delivery[]; next_cursor: string | null }>(
+        `/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries${query({ result, limit: 50 })}`,
+      ),
     [project.id, result],
     10000,
   );

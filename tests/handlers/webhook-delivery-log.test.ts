@@ -1,0 +1,121 @@
+// A project's webhook delivery log (docs/webhooks.md "The delivery log"): paged by cursor, newest
+// first, so deliveries that arrive while a client pages neither repeat one nor skip one; and a
+// delivery's body is read only for a caller allowed to see it.
+import { describe, expect, test } from "bun:test";
+import { userWithRole, type TestApp } from "../helpers/app.ts";
+import { createPipeline, fixturePerFile, signedAcmePush, startCiFixture } from "../helpers/ci.ts";
+import { recordingDb } from "../helpers/recording-db.ts";
+import { createApp } from "../../lib/http/app.ts";
+import { createLive } from "../../lib/live/live.ts";
+import { routes } from "../../handlers/routes.ts";
+import { INLINE_BODY_BYTES } from "../../lib/webhooks/delivery-bodies.ts";
+
+let t: TestApp, owner: string, projectId: string;
+fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
+
+let pushes = 0;
+/** A signed push of a new commit to `branch` (main builds, anything else is ignored); the id of its record in the log. */
+async function push(branch: string, message = "a commit"): Promise<string> {
+  pushes++;
+  const sha = pushes.toString(16).padStart(40, "0");
+  const p = await signedAcmePush(branch, sha, `delivery-${pushes}`, message);
+  const res = await t.call("POST", "/v1/webhooks/github", { raw: p.body, contentType: "application/json", headers: p.headers, peer: "140.82.112.1" });
+  expect(res.status).toBe(200);
+  return res.body.delivery_id;
+}
+
+const log = (query: string) => t.call("GET", `/v1/projects/${projectId}/webhook-deliveries?${query}`, { token: owner });
+
+/** Every page of the log from the first, as `query` filters it, sending `meanwhile` after each page; the ids listed, in order. */
+async function walk(query: string, meanwhile: () => Promise<unknown>): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page = await log(`${query}${cursor ? `&cursor=${cursor}` : ""}`);
+    expect(page.status).toBe(200);
+    expect(page.body).not.toHaveProperty("total");
+    ids.push(...page.body.deliveries.map((d: { id: string }) => d.id));
+    cursor = page.body.next_cursor;
+    await meanwhile();
+  } while (cursor !== null);
+  return ids;
+}
+
+describe("the delivery log is paged by cursor", () => {
+  test("every delivery once, newest first, while new ones arrive; a filter pages the same way", async () => {
+    await createPipeline(t, owner, projectId, { name: "main", trigger_config: { events: ["push"], branches: ["main"] } });
+    // Deliveries of one second and of the next: a page may end between two of the same second.
+    const sent: { id: string; result: string }[] = [];
+    for (let i = 0; i < 8; i++) {
+      if (i === 5) t.clock.advance(1);
+      const branch = i % 3 === 0 ? "main" : `feature-${i}`;
+      sent.push({ id: await push(branch), result: branch === "main" ? "built" : "ignored" });
+    }
+    const newestFirst = sent.toReversed();
+
+    t.clock.advance(1);
+    const arrived: string[] = [];
+    expect(await walk("limit=3", async () => arrived.push(await push("feature-new")))).toEqual(newestFirst.map((d) => d.id));
+    // Those that arrived during the first walk are ignored ones too: the second starts with them.
+    const ignored = [...arrived.toReversed(), ...newestFirst.filter((d) => d.result === "ignored").map((d) => d.id)];
+    expect(await walk("limit=2&result=ignored", async () => arrived.push(await push("feature-new")))).toEqual(ignored);
+
+    // Those that arrived meanwhile head the log's first page, newest first.
+    const first = await log("limit=200");
+    expect(first.body.deliveries.map((d: { id: string }) => d.id)).toEqual([...arrived.toReversed(), ...newestFirst.map((d) => d.id)]);
+    expect(first.body.next_cursor).toBeNull();
+  });
+
+  test("a cursor the API did not give out, or another listing's, or an offset, is 400 invalid_request", async () => {
+    const builds = Buffer.from("b7").toString("base64url");
+    for (const cursor of ["not-a-cursor", Buffer.from("d0.1").toString("base64url"), Buffer.from("d1800000000").toString("base64url"), builds]) {
+      const res = await log(`cursor=${cursor}`);
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 400,
+        body: {
+          code: "invalid_request",
+          message: "The query is not valid: query.cursor: is not a cursor from this listing (use next_cursor as given)",
+          details: [{ path: "query.cursor", message: "is not a cursor from this listing (use next_cursor as given)" }],
+        },
+      });
+    }
+    const offset = await log("offset=3");
+    expect(offset.status).toBe(400);
+    expect(offset.body.code).toBe("invalid_request");
+    expect(JSON.stringify(offset.body.details)).toContain("offset");
+  });
+});
+
+describe("a delivery's body is read only for a caller allowed to see the delivery", () => {
+  test("a project viewer (403) and a stranger (404) have none of it read; its maintainer reads it whole", async () => {
+    // Over INLINE_BODY_BYTES: kept compressed in pieces (webhook_delivery_bodies), read back and decompressed.
+    const id = await push("feature-big", "x".repeat(INLINE_BODY_BYTES + 1024));
+    const viewer = await userWithRole(t, owner, "developer");
+    await t.call("PUT", `/v1/projects/${projectId}/members/${viewer.id}`, { token: owner, body: { role: "viewer" } });
+    const stranger = await userWithRole(t, owner, "developer");
+
+    for (const [token, status, code] of [
+      [viewer.token, 403, "forbidden"],
+      [stranger.token, 404, "not_found"],
+      [owner, 200, null],
+    ] as const) {
+      const seen: string[] = [];
+      const db = recordingDb(t.db, (sql) => seen.push(sql.replace(/\s+/g, " ")));
+      const app = createApp({ ...t.ctx, db, live: createLive({ db, events: t.ctx.events }) }, routes);
+      const res = await app.fetch(
+        new Request(`http://127.0.0.1:8080/v1/webhook-deliveries/${id}`, { headers: { host: "127.0.0.1:8080", authorization: `Bearer ${token}` } }),
+        "127.0.0.1",
+      );
+      const body = (await res.json()) as { code?: string; delivery?: { body: string } };
+      expect(res.status).toBe(status);
+      const bodyRead = seen.filter((sql) => /webhook_delivery_bodies|SELECT \* FROM webhook_deliveries|SELECT body\b/.test(sql));
+      if (code === null) {
+        expect(body.delivery!.body.length).toBeGreaterThan(INLINE_BODY_BYTES);
+        expect(bodyRead.length).toBeGreaterThan(0);
+      } else {
+        expect(body.code).toBe(code);
+        expect(bodyRead).toEqual([]);
+      }
+    }
+  });
+});
