@@ -3,6 +3,7 @@
 import { z } from "zod";
 import { readableIssue } from "../http/validation-messages.ts";
 import type { ForgeName } from "./registry.ts";
+import { BRANCH_NAME_CHARS } from "../schemas/patterns.ts";
 export type TriggerKind = "push" | "pull_request" | "tag";
 
 export interface TriggerEvent {
@@ -57,10 +58,10 @@ export function requestsSkipCi(message: string): boolean {
  */
 export const CHANGELOG_FIELD_CHARS = 1_000;
 
-/** `text` cut to CHANGELOG_FIELD_CHARS, ending in "…" when cut (never inside a surrogate pair). */
-function clipped(text: string): string {
-  if (text.length <= CHANGELOG_FIELD_CHARS) return text;
-  const cut = /[\uD800-\uDBFF]/.test(text[CHANGELOG_FIELD_CHARS - 2]!) ? CHANGELOG_FIELD_CHARS - 2 : CHANGELOG_FIELD_CHARS - 1;
+/** `text` cut to `max` characters (CHANGELOG_FIELD_CHARS unless told), ending in "…" when cut (never inside a surrogate pair). */
+export function clipped(text: string, max = CHANGELOG_FIELD_CHARS): string {
+  if (text.length <= max) return text;
+  const cut = /[\uD800-\uDBFF]/.test(text[max - 2]!) ? max - 2 : max - 1;
   return `${text.slice(0, cut)}…`;
 }
 
@@ -79,6 +80,56 @@ export function changelogLine(id: string, message: string, author?: string): str
 
 export function ignored(base: Omit<TriggerEvent, "kind" | "ignoredReason">, reason: string): TriggerEvent {
   return { ...base, kind: null, ignoredReason: reason };
+}
+
+/** A delivery's ref, and its repository's id and full name, keep at most this many characters; longer, it builds nothing (boundedEvent). */
+export const REF_CHARS = 1_024;
+
+/** A commit id keeps at most this many characters (a SHA-256 one has 64); longer, the delivery builds nothing (boundedEvent). */
+export const COMMIT_ID_CHARS = 64;
+
+/**
+ * `event` with the limits every delivery has (docs/webhooks.md "Limits"), applied once to what any
+ * forge's parse returns (lib/webhooks/receive.ts), since a payload's strings have no length limit:
+ * - what names what is built (the branch or tag, the ref, the commit, the repository) is never cut,
+ *   which would build another branch: over its limit (BRANCH_NAME_CHARS as POST /builds takes a
+ *   branch, REF_CHARS, COMMIT_ID_CHARS), the delivery is ignored with the reason, and the record
+ *   keeps the names cut;
+ * - text only shown (the actor, the event and action names, reasons) is cut at
+ *   CHANGELOG_FIELD_CHARS, as the changelog's subjects and authors are.
+ */
+export function boundedEvent(event: TriggerEvent): TriggerEvent {
+  const { repository } = event;
+  const tooLong =
+    (event.branch !== null && event.branch.length > BRANCH_NAME_CHARS && `the branch name is ${event.branch.length} characters, over ${BRANCH_NAME_CHARS}`) ||
+    (event.tag !== null && event.tag.length > BRANCH_NAME_CHARS && `the tag name is ${event.tag.length} characters, over ${BRANCH_NAME_CHARS}`) ||
+    (event.ref.length > REF_CHARS && `the ref is ${event.ref.length} characters, over ${REF_CHARS}`) ||
+    (event.commitSha !== null &&
+      event.commitSha.length > COMMIT_ID_CHARS &&
+      `the commit id is ${event.commitSha.length} characters, over ${COMMIT_ID_CHARS}`) ||
+    ((repository.externalId?.length ?? 0) > REF_CHARS && `the repository id is ${repository.externalId!.length} characters, over ${REF_CHARS}`) ||
+    ((repository.fullName?.length ?? 0) > REF_CHARS && `the repository name is ${repository.fullName!.length} characters, over ${REF_CHARS}`);
+  const shown = {
+    ...event,
+    event: clipped(event.event),
+    action: clipped(event.action),
+    actor: clipped(event.actor),
+    identityConflict: event.identityConflict === null ? null : clipped(event.identityConflict),
+    ignoredReason: event.ignoredReason === null ? null : clipped(event.ignoredReason),
+  };
+  if (!tooLong) return shown;
+  const cut = (text: string | null) => (text === null ? null : clipped(text, REF_CHARS));
+  return {
+    ...shown,
+    kind: null,
+    ignoredReason: `${tooLong}: not built`,
+    branch: cut(event.branch),
+    tag: cut(event.tag),
+    ref: clipped(event.ref, REF_CHARS),
+    commitSha: cut(event.commitSha),
+    repository: { externalId: cut(repository.externalId), fullName: cut(repository.fullName) },
+    changelog: "",
+  };
 }
 
 /** One way a payload differs from what the forge sends, e.g. {path: "body.commits.0", message: "must be an object, not null"}. */

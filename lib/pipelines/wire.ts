@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { PipelineFieldsInput, PLATFORMS, TRIGGER_EVENTS } from "./config.ts";
 import { DisplayName, Timestamp } from "../schemas/shared.ts";
+import { BRANCH_NAME_CHARS } from "../schemas/patterns.ts";
 
 const EnvEntryOut = z.object({ key: z.string(), value: z.string().describe("empty for secret entries"), secret: z.boolean() });
 const Platform = z.enum(PLATFORMS);
@@ -62,7 +63,7 @@ export const PipelineResource = z.object({
 export const BranchName = z
   .string()
   .min(1)
-  .max(255)
+  .max(BRANCH_NAME_CHARS)
   .regex(/^(?!\/|.*\/\/|.*\.\.|.*@\{|.*\/$|.*\.lock$)[^\s\p{Cc}~^:?*[\\]+$/u, "must be a valid branch name");
 
 /** The whole pipeline as a client writes it: POST's body, and what PATCH's merge patch must make of the pipeline. */

@@ -2,6 +2,13 @@
 // the runner reads pipeline configurations too (tests/lib/layout.test.ts keeps it out of the daemon's layers).
 import { z } from "zod";
 
+/**
+ * A branch or tag name keeps at most this many characters wherever Roost takes one: the API's
+ * branch fields (BranchName) and a delivery's branch or tag (boundedEvent in lib/forges/event.ts).
+ * Git sets no limit (https://git-scm.com/docs/git-check-ref-format); a longer name is refused, never cut.
+ */
+export const BRANCH_NAME_CHARS = 255;
+
 /** A pattern people write (a branch or ref pattern, a glob): trimmed, 1–255 characters, no control characters. */
 export const PatternText = z
   .string()

@@ -15,7 +15,7 @@ import { readBodyBytes } from "../http/io.ts";
 import { newId } from "../auth/secrets.ts";
 import type { Repository } from "../integrations/repositories.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
-import { InvalidPayload, type TriggerEvent } from "../forges/event.ts";
+import { InvalidPayload, boundedEvent, type TriggerEvent } from "../forges/event.ts";
 import type { Forge, ForgeWebhook, IncomingDelivery } from "../forges/forge.ts";
 import type { ForgeName } from "../forges/registry.ts";
 import { VerifyAfresh, acceptDelivery, type Deps } from "./accept.ts";
@@ -118,7 +118,7 @@ async function receiveVerified(ctx: RequestContext, forge: Forge<ForgeName>, del
   }
   let event: TriggerEvent;
   try {
-    event = webhook.parse(delivery, sender);
+    event = boundedEvent(webhook.parse(delivery, sender));
   } catch (error) {
     if (!(error instanceof InvalidPayload)) throw error;
     fromDatabase();

@@ -6,7 +6,7 @@
 // their UUID, pushes list one entry per changed ref in push.changes with its `new` state.
 import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
+import { changelogOf, checkPayload, clipped, ignored, type TriggerEvent } from "../event.ts";
 
 export function bitbucketHeaders(headers: Headers): { event: string; deliveryId: string; credential: string | null } {
   return {
@@ -107,7 +107,7 @@ export function parseBitbucketDelivery(eventName: string, body: unknown): Trigge
     base.branch = pr.destination.branch.name;
     base.commitSha = pr.source.commit.hash;
     base.message = pr.title ?? "";
-    base.changelog = pr.title ? `#${pr.id} ${pr.title}` : "";
+    base.changelog = pr.title ? `#${pr.id} ${clipped(pr.title)}` : "";
     if (pr.destination.repository.uuid !== base.repository.externalId)
       base.identityConflict = `pullrequest.destination.repository.uuid ${pr.destination.repository.uuid} differs from repository.uuid ${base.repository.externalId}`;
     // From another repository: a fork, built only when the project opts in (lib/webhooks/accept.ts).

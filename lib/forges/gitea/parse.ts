@@ -5,7 +5,7 @@
 // their repository by repo_id.
 import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { NumericId, InvalidPayload, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
+import { NumericId, InvalidPayload, PayloadCommit, changelogOf, checkPayload, clipped, ignored, type TriggerEvent } from "../event.ts";
 
 /** The delivery headers, Gitea's or Forgejo's (a Forgejo instance sends both spellings). */
 export function giteaHeaders(headers: Headers): { event: string; deliveryId: string; credential: string | null } {
@@ -101,7 +101,7 @@ export function parseGiteaDelivery(eventName: string, body: unknown): TriggerEve
     base.branch = pr.base.ref;
     base.commitSha = pr.head.sha;
     base.message = pr.title ?? "";
-    base.changelog = pr.title ? `#${number} ${pr.title}` : "";
+    base.changelog = pr.title ? `#${number} ${clipped(pr.title)}` : "";
     if (String(pr.base.repo_id) !== base.repository.externalId)
       base.identityConflict = `pull_request.base.repo_id ${pr.base.repo_id} differs from repository.id ${base.repository.externalId}`;
     if (!NEW_CODE_ACTIONS.has(base.action)) return ignored(base, `pull request action "${base.action}" brings no new commit`);

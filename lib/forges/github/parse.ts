@@ -3,7 +3,7 @@
 // https://docs.github.com/en/webhooks/webhook-events-and-payloads).
 import { hmacSha256Matches } from "../../crypto/hash.ts";
 import { z } from "zod";
-import { NumericId, PayloadCommit, changelogOf, checkPayload, ignored, type PushedPaths, type TriggerEvent } from "../event.ts";
+import { NumericId, PayloadCommit, changelogOf, checkPayload, clipped, ignored, type PushedPaths, type TriggerEvent } from "../event.ts";
 
 /** X-Hub-Signature-256 = "sha256=" + hex HMAC-SHA256(secret, raw body); constant-time compare. */
 export function verifyGithubSignature(secret: string, body: Uint8Array, header: string | null): boolean {
@@ -192,7 +192,7 @@ export function parseGithubDelivery(eventName: string, body: unknown): TriggerEv
     base.branch = pr.base?.ref ?? null;
     base.commitSha = pr.head?.sha ?? null;
     base.message = pr.title ?? "";
-    base.changelog = pr.title ? `#${base.prNumber} ${pr.title}` : "";
+    base.changelog = pr.title ? `#${base.prNumber} ${clipped(pr.title)}` : "";
     const baseRepoId = pr.base?.repo?.id;
     if (baseRepoId !== undefined && String(baseRepoId) !== base.repository.externalId) {
       base.identityConflict = `pull_request.base.repo.id ${baseRepoId} differs from repository.id ${base.repository.externalId}`;

@@ -3,7 +3,7 @@
 // (docs/webhooks.md; headers and payloads as documented at
 // https://docs.gitlab.com/user/project/integrations/webhook_events/).
 import { z } from "zod";
-import { NumericId, PayloadCommit, changelogOf, checkPayload, ignored, type TriggerEvent } from "../event.ts";
+import { NumericId, PayloadCommit, changelogOf, checkPayload, clipped, ignored, type TriggerEvent } from "../event.ts";
 
 type Json = Record<string, any>;
 
@@ -98,7 +98,7 @@ export function parseGitlabDelivery(eventHeader: string, body: unknown): Trigger
     base.branch = attrs.target_branch ?? null;
     base.commitSha = attrs.last_commit?.id ?? null;
     base.message = attrs.title ?? "";
-    base.changelog = attrs.title ? `!${base.prNumber} ${attrs.title}` : "";
+    base.changelog = attrs.title ? `!${base.prNumber} ${clipped(attrs.title)}` : "";
     if (attrs.target_project_id !== undefined && String(attrs.target_project_id) !== base.repository.externalId) {
       base.identityConflict = `object_attributes.target_project_id ${attrs.target_project_id} differs from project.id ${base.repository.externalId}`;
     }
