@@ -1,7 +1,7 @@
 // The webhook delivery log (docs/webhooks.md "The delivery log"): every delivery, verified or not,
 // what it was, and what it did for each pipeline. Bodies are kept 7 days, records 30 days.
 import type { Executor, Statement } from "../db/client.ts";
-import type { InValue } from "../db/database.ts";
+import type { InValue, Row } from "../db/database.ts";
 import { all, bool, json, num, numOrNull, one, rowMapper, str, strAs, strOrNull } from "../db/client.ts";
 import type { PipelineDecision } from "./triggers.ts";
 import { pruneBodies, readBody, type StoredBody } from "./delivery-bodies.ts";
@@ -140,20 +140,56 @@ export async function readDeliveryBody(db: Executor, id: string): Promise<string
   return pieces > 0 ? await readBody(db, id, pieces) : strOrNull(row, "body");
 }
 
-/** A page of every delivery (the admin log), newest first, without their bodies (`body` is null). */
+/**
+ * How many deliveries, newest first, one page of the admin log reads at most to find `limit` of one
+ * result: no index holds every delivery by result (each would be one more entry written by every
+ * push), so a filtered page reads a bounded stretch of the log by time and says where it stopped.
+ */
+export const DELIVERY_SCAN_WINDOW = 5_000;
+
+/**
+ * A page of every delivery, newest first, without bodies, continuing below `before`: one range of
+ * webhook_deliveries_received. With `result`, at most DELIVERY_SCAN_WINDOW deliveries are read for
+ * the page, so it may hold fewer than `limit` while `nextBefore` still says there is more to read.
+ */
 export async function listDeliveries(
   db: Executor,
-  f: { limit: number; offset: number; result?: DeliveryResult | undefined },
-): Promise<{ deliveries: Delivery[]; total: number }> {
-  const clause = f.result ? "WHERE result = +?" : "";
-  const args = f.result ? [f.result] : [];
-  const total = await one(db, `SELECT COUNT(*) AS n FROM webhook_deliveries ${clause}`, args);
-  const rows = await all(db, `SELECT ${LISTED} FROM webhook_deliveries ${clause} ORDER BY received_at DESC, rowid DESC LIMIT +? OFFSET +?`, [
-    ...args,
-    f.limit,
-    f.offset,
+  f: { limit: number; result?: DeliveryResult | undefined; before?: DeliveryPosition | undefined },
+  window = DELIVERY_SCAN_WINDOW,
+): Promise<{ deliveries: Delivery[]; nextBefore: DeliveryPosition | null }> {
+  const below = f.before ? "WHERE (received_at, rowid) < (?, ?)" : "";
+  const belowArgs = f.before ? [...f.before] : [];
+  const newestFirst = "ORDER BY received_at DESC, rowid DESC";
+  if (!f.result) {
+    const rows = await all(db, `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT +?`, [...belowArgs, f.limit + 1]);
+    return pageOf(rows, f.limit);
+  }
+  // The stretch this page may read ends at the window's last delivery (none: the log ends first);
+  // the page is the deliveries of that result in it, read in the index's order.
+  const end = await one(db, `SELECT received_at, rowid AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT 1 OFFSET +?`, [
+    ...belowArgs,
+    window - 1,
   ]);
-  return { deliveries: rows.map(toDelivery), total: Number(total?.n ?? 0) };
+  const bounds = [...(f.before ? ["(received_at, rowid) < (?, ?)"] : []), ...(end ? ["(received_at, rowid) >= (?, ?)"] : []), "result = +?"];
+  const endAt: DeliveryPosition | null = end ? [num(end, "received_at"), num(end, "position")] : null;
+  const rows = await all(db, `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries WHERE ${bounds.join(" AND ")} ${newestFirst} LIMIT +?`, [
+    ...belowArgs,
+    ...(endAt ?? []),
+    f.result,
+    f.limit + 1,
+  ]);
+  // Fewer than a page in the stretch: the next page starts below its end, if the log goes on past it.
+  return rows.length > f.limit ? pageOf(rows, f.limit) : { deliveries: rows.map(toDelivery), nextBefore: endAt };
+}
+
+/** `limit` of `rows` (read with one more), and where the next page starts when there was one more. */
+function pageOf(rows: Row[], limit: number): { deliveries: Delivery[]; nextBefore: DeliveryPosition | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  return {
+    deliveries: page.map(toDelivery),
+    nextBefore: rows.length > limit && last ? [num(last, "received_at"), num(last, "position")] : null,
+  };
 }
 
 /** Where a page of a project's deliveries continues: below this delivery (its received_at and rowid). */
@@ -181,12 +217,7 @@ export async function listProjectDeliveries(
     `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY received_at DESC, rowid DESC LIMIT +?`,
     [...args, f.limit + 1],
   );
-  const page = rows.slice(0, f.limit);
-  const last = page.at(-1);
-  return {
-    deliveries: page.map(toDelivery),
-    nextBefore: rows.length > f.limit && last ? [num(last, "received_at"), num(last, "position")] : null,
-  };
+  return pageOf(rows, f.limit);
 }
 
 /** Rejected deliveries for a repository in the last hour (repeated failures raise an incident). */

@@ -9,6 +9,7 @@ import { createApp } from "../../lib/http/app.ts";
 import { createLive } from "../../lib/live/live.ts";
 import { routes } from "../../handlers/routes.ts";
 import { INLINE_BODY_BYTES } from "../../lib/webhooks/delivery-bodies.ts";
+import { listDeliveries } from "../../lib/webhooks/deliveries.ts";
 
 let t: TestApp, owner: string, projectId: string;
 fixturePerFile(startCiFixture, (fixture) => ({ t, owner, projectId } = fixture));
@@ -83,6 +84,51 @@ describe("the delivery log is paged by cursor", () => {
     expect(offset.status).toBe(400);
     expect(offset.body.code).toBe("invalid_request");
     expect(JSON.stringify(offset.body.details)).toContain("offset");
+  });
+});
+
+describe("the admin log (GET /v1/webhook-deliveries) is paged by cursor too", () => {
+  const adminLog = (query: string) => t.call("GET", `/v1/webhook-deliveries?${query}`, { token: owner });
+
+  test("every delivery once, newest first, while new ones arrive; no total is counted; an offset or another listing's cursor is 400", async () => {
+    t.clock.advance(1);
+    for (let i = 0; i < 5; i++) await push(`admin-${i}`);
+    const whole = (await adminLog("limit=200")).body;
+    expect(whole).not.toHaveProperty("total");
+    expect(whole.next_cursor).toBeNull();
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page = await adminLog(`limit=2${cursor ? `&cursor=${cursor}` : ""}`);
+      expect(page.status).toBe(200);
+      ids.push(...page.body.deliveries.map((d: { id: string }) => d.id));
+      cursor = page.body.next_cursor;
+      await push("admin-meanwhile");
+    } while (cursor !== null);
+    expect(ids).toEqual(whole.deliveries.map((d: { id: string }) => d.id));
+
+    const projectCursor = (await log("limit=1")).body.next_cursor;
+    for (const query of ["offset=2", `cursor=${projectCursor}`]) expect((await adminLog(query)).body.code).toBe("invalid_request");
+  });
+
+  test("a page filtered by result reads a bounded stretch of the log, and its cursor goes on below it", async () => {
+    // Newest first: three ignored, then one built (main builds once a pipeline takes it), then two ignored.
+    await createPipeline(t, owner, projectId, { name: "window", trigger_config: { events: ["push"], branches: ["main"] } });
+    t.clock.advance(1);
+    const older = [await push("w-old-1"), await push("w-old-2")];
+    const built = await push("main");
+    const newer = [await push("w-new-1"), await push("w-new-2"), await push("w-new-3")];
+
+    // A window of 3: the first page reads the three newest, none built, and says where to go on.
+    const first = await listDeliveries(t.db, { limit: 10, result: "built" }, 3);
+    expect(first.deliveries).toEqual([]);
+    expect(first.nextBefore).not.toBeNull();
+    const second = await listDeliveries(t.db, { limit: 10, result: "built", before: first.nextBefore! }, 3);
+    expect(second.deliveries.map((d) => d.id)).toEqual([built]);
+    const ignored = await listDeliveries(t.db, { limit: 10, result: "ignored" }, 3);
+    expect(ignored.deliveries.map((d) => d.id)).toEqual(newer.toReversed());
+    const rest = await listDeliveries(t.db, { limit: 10, result: "ignored", before: ignored.nextBefore! }, 3);
+    expect(rest.deliveries.map((d) => d.id).slice(0, 2)).toEqual(older.toReversed());
   });
 });
 

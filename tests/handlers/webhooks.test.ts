@@ -164,11 +164,12 @@ describe("every GitHub fixture, wrongly signed", () => {
     "pull_request__closed.json",
   ])("%s with another secret is 401 and builds nothing", async (file) => {
     const body = fixture("github", file);
-    const total = (await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total;
+    const newestBuilt = async () => (await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.deliveries[0]?.id;
+    const before = await newestBuilt();
     const res = await github(file.startsWith("pull") ? "pull_request" : "push", body, { signature: await sign("not the secret", body) });
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ code: "webhook_signature_invalid", message: "X-Hub-Signature-256 does not match the webhook secret." });
-    expect((await t.call("GET", "/v1/webhook-deliveries?result=built&limit=1", { token: owner })).body.total).toBe(total);
+    expect(await newestBuilt()).toBe(before);
   });
 
   test("no signature is 401 webhook_signature_missing; a signature over other bytes is refused", async () => {
@@ -181,7 +182,7 @@ describe("every GitHub fixture, wrongly signed", () => {
 
   test("rejected deliveries are in the log, unverified, with the reason", async () => {
     const log = await t.call("GET", "/v1/webhook-deliveries?result=rejected&limit=200", { token: owner });
-    expect(log.body.total).toBeGreaterThanOrEqual(9);
+    expect(log.body.deliveries.length).toBeGreaterThanOrEqual(9);
     expect(log.body.deliveries[0]).toMatchObject({ verified: false, result: "rejected", host: "github" });
   });
 

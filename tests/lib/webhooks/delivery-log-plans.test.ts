@@ -5,7 +5,7 @@
 // SQLite's query plans (https://www.sqlite.org/eqp.html) of the statement listProjectDeliveries runs.
 import { expect, test } from "bun:test";
 import { migratedDatabasePerFile, plansOf } from "../../helpers/query-plans.ts";
-import { listProjectDeliveries, type DeliveryResult } from "../../../lib/webhooks/deliveries.ts";
+import { listDeliveries, listProjectDeliveries, type DeliveryResult } from "../../../lib/webhooks/deliveries.ts";
 
 const t = migratedDatabasePerFile("roost-delivery-log-plans-");
 
@@ -22,5 +22,22 @@ test.each(cases)("%s: one index range from the cursor down, in order", async (_,
   for (const before of [undefined, [1_800_000_000, 42] as const]) {
     const { statements } = await plansOf(t, (db) => listProjectDeliveries(db, { projectId: "project-1", result, limit: 50, before }));
     expect(statements.map(({ plan }) => plan)).toEqual([[`SEARCH webhook_deliveries USING INDEX ${range}${before ? " AND received_at<?)" : ")"}`]]);
+  }
+});
+
+// The admin log (every delivery): one range of webhook_deliveries_received from the cursor down; a
+// page filtered by result reads a bounded stretch of that range (DELIVERY_SCAN_WINDOW) and looks
+// the stretch's rows up by rowid, and the stretch's end is one more seek of the same index.
+test("the admin log: one index range of every delivery by time, or a bounded stretch of it for a result", async () => {
+  for (const before of [undefined, [1_800_000_000, 42] as const]) {
+    const range = `webhook_deliveries_received${before ? " (received_at<?)" : ""}`;
+    const all = await plansOf(t, (db) => listDeliveries(db, { limit: 50, before }));
+    expect(all.statements.map(({ plan }) => plan)).toEqual([[`${before ? "SEARCH" : "SCAN"} webhook_deliveries USING INDEX ${range}`]]);
+    const filtered = await plansOf(t, (db) => listDeliveries(db, { limit: 50, result: "rejected", before }));
+    for (const { plan } of filtered.statements) {
+      expect(plan.join("\n")).not.toContain("TEMP B-TREE");
+      expect(plan.join("\n")).not.toMatch(/SCAN webhook_deliveries$/m);
+    }
+    expect(filtered.statements.length).toBe(2);
   }
 });
