@@ -1531,12 +1531,15 @@ CREATE TRIGGER catalogue_version_repository_delete AFTER DELETE ON repositories 
 -- of a build already finished (whichever commits second sees the other), and the pass reads only
 -- the due rows, a range of check_run_reports_due. finished_at starts the day within which the
 -- check run is sent; a pass claims the rows it sends (claimed_by, next_attempt_at moved past the
--- claim), so no other daemon sends them meanwhile. The last day's unreported builds carry over.
+-- claim), so no other daemon sends them meanwhile. The last day's unreported builds carry over,
+-- read as the range of builds_updated_at: read through the projects, the carry-over walked every
+-- build of each GitHub project (26 s on a copy of a 1,000,000-build database; the range: 31 builds, 0 ms).
 ALTER TABLE check_run_reports ADD COLUMN finished_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE check_run_reports ADD COLUMN claimed_by TEXT;
 UPDATE check_run_reports SET finished_at = COALESCE((SELECT b.updated_at FROM builds b WHERE b.id = check_run_reports.build_id), 0);
 INSERT INTO check_run_reports (build_id, finished_at, updated_at)
-  SELECT b.id, b.updated_at, b.updated_at FROM build_test_summaries s JOIN builds b ON b.id = s.build_id JOIN projects p ON p.id = b.project_id JOIN repositories r ON r.id = p.repository_id
+  SELECT b.id, b.updated_at, b.updated_at FROM builds b INDEXED BY builds_updated_at CROSS JOIN build_test_summaries s ON s.build_id = b.id
+    CROSS JOIN projects p ON p.id = b.project_id CROSS JOIN repositories r ON r.id = p.repository_id
   WHERE r.provider = 'github' AND b.status IN ('succeeded', 'failed', 'canceled') AND b.updated_at >= (SELECT MAX(updated_at) FROM builds) - 86400
   ON CONFLICT (build_id) DO NOTHING;
 CREATE INDEX check_run_reports_due ON check_run_reports (next_attempt_at) WHERE done = 0;
