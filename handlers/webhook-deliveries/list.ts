@@ -4,10 +4,10 @@
 // as the build listings are (docs/webhooks.md "The delivery log"): a page costs the same at any depth of the log.
 import { z } from "zod";
 import { defineEndpoint } from "../../lib/http/route.ts";
-import { IdParam, Pagination } from "../../lib/schemas/shared.ts";
-import { cursorParam, encodeCursor } from "../../lib/schemas/cursor.ts";
+import { IdParam } from "../../lib/schemas/shared.ts";
+import { encodeCursor } from "../../lib/schemas/cursor.ts";
 import { listProjectDeliveries, toPublicDelivery, type DeliveryPosition } from "../../lib/webhooks/deliveries.ts";
-import { DeliveryResource } from "../../lib/webhooks/wire.ts";
+import { deliveryLogQuery, DeliveryLogPage } from "../../lib/webhooks/wire.ts";
 
 /** The tag of this listing's cursor: `d<received_at>.<rowid>` of the delivery the next page continues below. */
 const CURSOR_TAG = "d";
@@ -16,17 +16,8 @@ export const endpoint = defineEndpoint({
   operationId: "list_project_webhook_deliveries",
   summary: "The webhook delivery log of a project",
   params: z.object({ project_id: IdParam }),
-  query: z
-    .object({
-      result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]).optional(),
-      limit: Pagination.limit,
-      cursor: cursorParam(CURSOR_TAG, 2, "deliveries"),
-    })
-    .strict(),
-  response: z.object({
-    deliveries: z.array(DeliveryResource),
-    next_cursor: z.string().nullable().describe("pass as cursor for the next (older) page; null on the last page"),
-  }),
+  query: deliveryLogQuery(CURSOR_TAG),
+  response: DeliveryLogPage,
   async handle({ params, query }, ctx) {
     const page = await listProjectDeliveries(ctx.db, {
       projectId: params.project_id,

@@ -1,6 +1,10 @@
-// The delivery log's wire shape.
+// The delivery log's wire shape, and the query and page of its two listings (a project's, the admin's).
 import { z } from "zod";
 import { FORGE_NAMES } from "../forges/registry.ts";
+import { Pagination } from "../schemas/shared.ts";
+import { cursorParam } from "../schemas/cursor.ts";
+
+const DELIVERY_RESULTS = ["built", "ignored", "duplicate", "rejected", "failed"] as const;
 
 export const DeliveryResource = z.object({
   id: z.string(),
@@ -11,7 +15,7 @@ export const DeliveryResource = z.object({
   event: z.string(),
   action: z.string(),
   verified: z.boolean(),
-  result: z.enum(["built", "ignored", "duplicate", "rejected", "failed"]),
+  result: z.enum(DELIVERY_RESULTS),
   reason: z.string().describe("why, in a sentence"),
   repository_external_id: z.string().nullable(),
   repository_full_name: z.string().nullable(),
@@ -34,4 +38,20 @@ export const DeliveryResource = z.object({
   ),
   duplicate_of: z.string().nullable(),
   received_at: z.number().int(),
+});
+
+/** The query of a delivery log listing whose cursors carry `tag` (docs/webhooks.md "The delivery log"). */
+export function deliveryLogQuery(tag: string) {
+  return z.object({ result: z.enum(DELIVERY_RESULTS).optional(), limit: Pagination.limit, cursor: cursorParam(tag, 2, "deliveries") }).strict();
+}
+
+/** A page of a delivery log: newest first, without bodies. */
+export const DeliveryLogPage = z.object({
+  deliveries: z.array(DeliveryResource),
+  next_cursor: z
+    .string()
+    .nullable()
+    .describe(
+      "pass as cursor for the next (older) page; null on the last page (in the admin log a page filtered by result may hold fewer than limit before it)",
+    ),
 });
