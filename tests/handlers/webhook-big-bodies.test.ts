@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { sign } from "@octokit/webhooks-methods";
 import type { TestApp } from "../helpers/app.ts";
-import { SHA_A, WEBHOOK_SECRET, createPipeline, fixturePerFile, startCiFixture } from "../helpers/ci.ts";
+import { SHA_A, WEBHOOK_SECRET, createPipeline, fixturePerFile, signedAcmePush, startCiFixture } from "../helpers/ci.ts";
 import { startSqld } from "../support/sqld.ts";
 import { WEBHOOK_BODY_LIMIT_BYTES } from "../../lib/webhooks/limits.ts";
 import { pruneDeliveries } from "../../lib/webhooks/deliveries.ts";
@@ -148,25 +148,8 @@ describe("a push of a commit whose subject is megabytes long", () => {
   // A payload's commit message has no length limit; a build keeps a changelog of the subjects.
   test("builds, its changelog keeping the subject's first 1,000 characters", async () => {
     await createPipeline(t, owner, projectId, { name: "long-subject", trigger_config: { events: ["push"], branches: ["long-subject"] } });
-    const sha = "d".repeat(40);
     const subject = "語".repeat(3 * 1024 * 1024);
-    const commit = { id: sha, message: `${subject}\n\nbody`, author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
-    const body = JSON.stringify({
-      ref: "refs/heads/long-subject",
-      before: "0".repeat(40),
-      after: sha,
-      created: true,
-      deleted: false,
-      forced: false,
-      head_commit: commit,
-      commits: [commit],
-      repository: { id: 1001, full_name: "acme/app" },
-      pusher: { name: "dev" },
-    });
-    const res = await send({
-      body,
-      headers: { "x-github-event": "push", "x-github-delivery": "long-subject", "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) },
-    });
+    const res = await send(await signedAcmePush("long-subject", "d".repeat(40), "long-subject", `${subject}\n\nbody`));
     expect({ status: res.status, built: res.body.builds?.length }).toEqual({ status: 200, built: 1 });
     const build = (await t.call("GET", `/v1/builds/${res.body.builds[0].id}`, { token: owner })).body.build;
     expect(build.changelog).toBe(`ddddddd ${"語".repeat(999)}… (dev)`);
