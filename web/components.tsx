@@ -323,6 +323,29 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[], pollMs?: num
   return { data, error, loading, reload: run, update: (change) => setData((d) => (d === undefined ? d : change(d))) };
 }
 
+/** A filter's select, "All" first. */
+export function FilterSelect(props: {
+  id: string;
+  label: string;
+  inline?: boolean;
+  value: string;
+  set: (v: string) => void;
+  options: (string | [string, string])[];
+}) {
+  return (
+    <div class={props.inline ? "field inline-field" : "field"}>
+      <label for={props.id}>{props.label}</label>
+      <select id={props.id} value={props.value} onChange={(e) => props.set(e.currentTarget.value)}>
+        <option value="">All</option>
+        {props.options.map((o) => {
+          const [value, text] = typeof o === "string" ? [o, o] : o;
+          return <option value={value}>{text}</option>;
+        })}
+      </select>
+    </div>
+  );
+}
+
 export function LoadState({ state, what }: { state: Loaded<unknown>; what: string }) {
   if (state.error) return <Notice kind="error">{`Could not load ${what}: ${state.error.message}`}</Notice>;
   if (state.loading && state.data === undefined)

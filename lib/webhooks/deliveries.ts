@@ -150,19 +150,21 @@ export const DELIVERY_SCAN_WINDOW = 5_000;
 /**
  * A page of every delivery, newest first, without bodies, continuing below `before`: one range of
  * webhook_deliveries_received. With `result`, at most DELIVERY_SCAN_WINDOW deliveries are read for
- * the page, so it may hold fewer than `limit` while `nextBefore` still says there is more to read.
+ * the page, so it may hold fewer than `limit` while `nextBefore` still says there is more to read;
+ * `searchedBackTo` is then the received_at where the read stopped (null when the page is full or
+ * the log ended first), so a reader can say how far back it looked.
  */
 export async function listDeliveries(
   db: Executor,
   f: { limit: number; result?: DeliveryResult | undefined; before?: DeliveryPosition | undefined },
   window = DELIVERY_SCAN_WINDOW,
-): Promise<{ deliveries: Delivery[]; nextBefore: DeliveryPosition | null }> {
+): Promise<{ deliveries: Delivery[]; nextBefore: DeliveryPosition | null; searchedBackTo: number | null }> {
   const below = f.before ? "WHERE (received_at, rowid) < (?, ?)" : "";
   const belowArgs = f.before ? [...f.before] : [];
   const newestFirst = "ORDER BY received_at DESC, rowid DESC";
   if (!f.result) {
     const rows = await all(db, `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT +?`, [...belowArgs, f.limit + 1]);
-    return pageOf(rows, f.limit);
+    return { ...pageOf(rows, f.limit), searchedBackTo: null };
   }
   // The stretch this page may read ends at the window's last delivery (none: the log ends first);
   // the page is the deliveries of that result in it, read in the index's order.
@@ -179,7 +181,8 @@ export async function listDeliveries(
     f.limit + 1,
   ]);
   // Fewer than a page in the stretch: the next page starts below its end, if the log goes on past it.
-  return rows.length > f.limit ? pageOf(rows, f.limit) : { deliveries: rows.map(toDelivery), nextBefore: endAt };
+  if (rows.length > f.limit) return { ...pageOf(rows, f.limit), searchedBackTo: null };
+  return { deliveries: rows.map(toDelivery), nextBefore: endAt, searchedBackTo: endAt ? endAt[0] : null };
 }
 
 /** `limit` of `rows` (read with one more), and where the next page starts when there was one more. */

@@ -55,3 +55,14 @@ export const DeliveryLogPage = z.object({
       "pass as cursor for the next (older) page; null on the last page (in the admin log a page filtered by result may hold fewer than limit before it)",
     ),
 });
+
+/** A page of the admin's log: a page filtered by result reads a bounded stretch of it (DELIVERY_SCAN_WINDOW) and says where it stopped. */
+export const AdminDeliveryLogPage = DeliveryLogPage.extend({
+  searched_back_to: z
+    .number()
+    .int()
+    .nullable()
+    .describe(
+      "on a page filtered by result that read its whole stretch of the log before finding limit: the received_at of the oldest delivery it read; next_cursor searches on below it. null otherwise",
+    ),
+});

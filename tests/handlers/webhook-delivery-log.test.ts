@@ -123,12 +123,21 @@ describe("the admin log (GET /v1/webhook-deliveries) is paged by cursor too", ()
     const first = await listDeliveries(t.db, { limit: 10, result: "built" }, 3);
     expect(first.deliveries).toEqual([]);
     expect(first.nextBefore).not.toBeNull();
+    // It says how far back it looked: the oldest of the three it read.
+    const oldestRead = (await t.call("GET", `/v1/webhook-deliveries/${newer[0]}`, { token: owner })).body.delivery.received_at;
+    expect(first.searchedBackTo).toBe(oldestRead);
     const second = await listDeliveries(t.db, { limit: 10, result: "built", before: first.nextBefore! }, 3);
     expect(second.deliveries.map((d) => d.id)).toEqual([built]);
+    // A full page stopped at its last delivery, not at the window's end: it says nothing of a search.
+    expect((await listDeliveries(t.db, { limit: 1, result: "ignored" }, 3)).searchedBackTo).toBeNull();
     const ignored = await listDeliveries(t.db, { limit: 10, result: "ignored" }, 3);
     expect(ignored.deliveries.map((d) => d.id)).toEqual(newer.toReversed());
     const rest = await listDeliveries(t.db, { limit: 10, result: "ignored", before: ignored.nextBefore! }, 3);
     expect(rest.deliveries.map((d) => d.id).slice(0, 2)).toEqual(older.toReversed());
+
+    // Through the API (a window of 5,000, longer than this log): the log ends before it, so the search went all the way.
+    const page = await adminLog("result=built&limit=100");
+    expect({ searched_back_to: page.body.searched_back_to, next_cursor: page.body.next_cursor }).toEqual({ searched_back_to: null, next_cursor: null });
   });
 });
 

@@ -7,8 +7,8 @@ import { Field, FormError, LoadState, Notice, PageTitle, showingError, StatusBad
 import { ago, dateTime } from "../format.ts";
 import { location } from "../router.ts";
 import { loadSetupStatus, me, roleAtLeast, setupStatus } from "../session.ts";
-import type { Delivery, Incident, Integration, OidcSettings, Role, TrustedProxySettings, User } from "../types.ts";
-import { DeliveryList } from "./project.tsx";
+import type { Incident, Integration, OidcSettings, Role, TrustedProxySettings, User } from "../types.ts";
+import { DeliveryLog } from "./delivery-log.tsx";
 
 const ROLES: Role[] = ["developer", "maintainer", "admin", "owner"];
 
@@ -477,11 +477,5 @@ function Incidents() {
 }
 
 function AllDeliveries() {
-  const state = useLoad(() => get<{ deliveries: Delivery[] }>("/v1/webhook-deliveries?limit=100"), [], 10000);
-  return (
-    <>
-      <LoadState state={state} what="deliveries" />
-      <DeliveryList deliveries={state.data?.deliveries ?? []} />
-    </>
-  );
+  return <DeliveryLog path="/v1/webhook-deliveries" limit={100} />;
 }

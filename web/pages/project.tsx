@@ -7,25 +7,25 @@ import { ApiFailure, del, get, patch, post, put, query } from "../api.ts";
 import {
   CopyButton,
   Field,
+  FilterSelect,
   FormError,
   LoadState,
   Notice,
   PageTitle,
   SecretOnce,
   showingError,
-  StatusBadge,
   TextField,
   useField,
   useForm,
   useLoad,
 } from "../components.tsx";
-import { ago, dateTime, shortSha } from "../format.ts";
 import { location, navigate } from "../router.ts";
-import type { Build, Delivery, Member, Pipeline, Project, User } from "../types.ts";
+import type { Build, Member, Pipeline, Project, User } from "../types.ts";
 import { isAdmin } from "../session.ts";
 import { BuildTable } from "./dashboard.tsx";
 import { useBuildEvents } from "../live.ts";
 import { PipelinesTab } from "./project-pipelines.tsx";
+import { DeliveryLog } from "./delivery-log.tsx";
 import { VariablesTab } from "./project-variables.tsx";
 import { SchedulesTab } from "./project-schedules.tsx";
 import { NotificationsTab } from "./project-notifications.tsx";
@@ -164,21 +164,6 @@ function Builds({ project, pipelines }: { project: Project; pipelines: Pipeline[
 }
 
 /** A list filter: "All" (the empty value) or one of `options` (a value, or a value and its text). */
-function FilterSelect(props: { id: string; label: string; inline?: boolean; value: string; set: (v: string) => void; options: (string | [string, string])[] }) {
-  return (
-    <div class={props.inline ? "field inline-field" : "field"}>
-      <label for={props.id}>{props.label}</label>
-      <select id={props.id} value={props.value} onChange={(e) => props.set(e.currentTarget.value)}>
-        <option value="">All</option>
-        {props.options.map((o) => {
-          const [value, text] = typeof o === "string" ? [o, o] : o;
-          return <option value={value}>{text}</option>;
-        })}
-      </select>
-    </div>
-  );
-}
-
 function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipeline[] }) {
   const [pipelineId, setPipelineId] = useState(pipelines[0]?.id ?? "");
   const form = useForm();
@@ -218,62 +203,7 @@ function ManualBuild({ project, pipelines }: { project: Project; pipelines: Pipe
 }
 
 function Deliveries({ project }: { project: Project }) {
-  const [result, setResult] = useState("");
-  const state = useLoad(
-    () =>
-      get<{ deliveries: Delivery[]; next_cursor: string | null }>(
-        `/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries${query({ result, limit: 50 })}`,
-      ),
-    [project.id, result],
-    10000,
-  );
-  return (
-    <>
-      <FilterSelect
-        id="delivery-result"
-        label="Result"
-        inline
-        value={result}
-        set={setResult}
-        options={["built", "ignored", "duplicate", "rejected", "failed"]}
-      />
-      <LoadState state={state} what="deliveries" />
-      <DeliveryList deliveries={state.data?.deliveries ?? []} />
-    </>
-  );
-}
-
-export function DeliveryList({ deliveries }: { deliveries: Delivery[] }) {
-  if (deliveries.length === 0) return <p class="muted">No deliveries.</p>;
-  return (
-    <ul class="deliveries">
-      {deliveries.map((d) => (
-        <li key={d.id} class="panel">
-          <div>
-            <StatusBadge status={d.result} /> <strong>{d.event}</strong>
-            {d.action ? ` (${d.action})` : ""} from {d.host} · {d.repository_full_name ?? "unknown repository"} ·{" "}
-            {d.commit_sha ? <code>{shortSha(d.commit_sha)}</code> : "no commit"} · <span title={dateTime(d.received_at)}>{ago(d.received_at)}</span>
-          </div>
-          <p>{d.reason}</p>
-          {d.decisions.length > 0 && (
-            <ul>
-              {d.decisions.map((c) => (
-                <li>
-                  {c.pipeline_name}: {c.build ? "built" : "not built"} — {c.reason}
-                  {c.build_id && d.project_id && (
-                    <>
-                      {" "}
-                      <a href={`/projects/${encodeURIComponent(d.project_id)}/builds/${encodeURIComponent(c.build_id)}`}>build #{c.build_number}</a>
-                    </>
-                  )}
-                </li>
-              ))}
-            </ul>
-          )}
-        </li>
-      ))}
-    </ul>
-  );
+  return <DeliveryLog path={`/v1/projects/${encodeURIComponent(project.id)}/webhook-deliveries`} limit={50} />;
 }
 
 function Settings({ project, reload }: { project: Project; reload: () => Promise<void> }) {
