@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
+import { copyBuild } from "../helpers/rows.ts";
 import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
 import { UNROUTABLE_AFTER_SECONDS, flagUnroutableBuilds } from "../../lib/runners/reaper.ts";
 
@@ -184,19 +185,7 @@ describe("a project's builds", () => {
     expect(made.status).toBe(201);
     const first = made.body.build as { id: string; build_number: number };
     // 210 more builds copied from it, finished, each with 50 changelog lines of 1,000 characters.
-    const columns = ((await t.db.execute("PRAGMA table_info(builds)")).rows as unknown as { name: string }[]).map((c) => c.name);
-    const copied: Record<string, string> = {
-      id: "printf('%s-%04d', b.id, i)",
-      build_number: "b.build_number + i",
-      status: "'canceled'",
-      queue_seq: "NULL",
-      changelog: "printf('%5d ', i) || ?",
-    };
-    await t.db.execute(
-      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 210)
-       INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
-      [Array.from({ length: 50 }, () => text(1_000)).join("\n"), first.id],
-    );
+    await copyBuild(t.db, first.id, 210, { changelog: Array.from({ length: 50 }, () => text(1_000)).join("\n"), numbered: true, status: "canceled" });
     // The project's next number moves past the copies, as if they had been made through the API.
     await t.db.execute("UPDATE projects SET next_build_number = next_build_number + 210 WHERE id = ?", [projectId]);
     const get = (query: string) => t.call("GET", `/v1/pipelines/${pipeline.id}/builds?${query}`, { token: owner });
@@ -370,18 +359,7 @@ describe("the queued builds no runner can take", () => {
     });
     const made = await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
     const source = made.body.build as { id: string };
-    const columns = ((await t.db.execute("PRAGMA table_info(builds)")).rows as unknown as { name: string }[]).map((c) => c.name);
-    const copied: Record<string, string> = {
-      id: "printf('%s-%04d', b.id, i)",
-      build_number: "b.build_number + i",
-      queue_seq: "NULL",
-      changelog: "?",
-    };
-    await t.db.execute(
-      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100)
-       INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
-      [Array.from({ length: 50 }, () => text(1_000)).join("\n"), source.id],
-    );
+    await copyBuild(t.db, source.id, 100, { changelog: Array.from({ length: 50 }, () => text(1_000)).join("\n") });
     await t.db.execute("UPDATE projects SET next_build_number = next_build_number + 100 WHERE id = ?", [projectId]);
     t.clock.advance(UNROUTABLE_AFTER_SECONDS + 1);
     await flagUnroutableBuilds(t.ctx);

@@ -3,58 +3,27 @@
 // carries its config snapshot and changelog. A libSQL server answers at most 10 MB a request
 // (RESPONSE_TOO_LARGE), a file has no such limit; on either, the changes arrive. Run on a libSQL
 // server too (scripts/test, ROOST_TEST_DATABASE=sqld).
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
-import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, createProject, fixturePerFile } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
-import { createApp } from "../../lib/http/app.ts";
-import { routes } from "../../handlers/routes.ts";
-import { EventBus } from "../../lib/daemon/events.ts";
-import { createLive } from "../../lib/live/live.ts";
-import { openDatabase, type Db } from "../../lib/db/client.ts";
+import { startTwoDaemonsFixture, type SecondDaemon, type Served } from "../helpers/sockets.ts";
+import { copyBuild } from "../helpers/rows.ts";
 import { CHECK_PAGE } from "../../lib/live/build-feed.ts";
 
 let t: TestApp;
-let host: HostApiStandIn;
 let owner: string;
-let server: ReturnType<typeof Bun.serve>;
-/** A second daemon process on the same database: its own connection, event bus and feed. */
-let second: Db;
-let secondServer: ReturnType<typeof Bun.serve>;
+let server: Served;
+/** A second daemon process on the same database file: its own connection, event bus, hubs and watcher. */
+let second: SecondDaemon;
 
-function serve(app: ReturnType<typeof createApp>) {
-  return Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch(request, srv) {
-      return app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds), setBodyTimeout() {} });
-    },
-  });
-}
-
-beforeAll(async () => {
-  ({ t, host, owner } = await startGithubFixture());
-  server = serve(t.app);
-  second = await openDatabase(t.config.databaseUrl);
-  const events = new EventBus();
-  secondServer = serve(createApp({ ...t.ctx, db: second, events, live: createLive({ db: second, events }) }, routes));
-});
-afterAll(async () => {
-  server.stop(true);
-  secondServer.stop(true);
-  second.close();
-  t.close();
-  await host.stop();
-});
+fixturePerFile(
+  () => startTwoDaemonsFixture(),
+  (f) => ({ t, owner, server, second } = f),
+);
 
 /** A call to the second daemon. */
-const through = (method: string, path: string, body?: unknown) =>
-  fetch(`http://127.0.0.1:${secondServer.port}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  }).then((r) => r.json() as Promise<any>);
+const through = (method: string, path: string, body?: unknown) => second.call(method, path, owner, body);
 
 const builds = (events: SseEvent[]) => events.filter((e) => e.event === "build").map((e) => JSON.parse(e.data));
 
@@ -80,19 +49,7 @@ async function burstThenVisible(copies: number): Promise<void> {
     // Through the second daemon: a build, then its copies, canceled, each with a changelog of 50
     // lines of 1,000 three-byte characters (150 KB).
     const source = (await through("POST", `/v1/projects/${big.id}/builds`, { pipeline_id: bigPipeline.id, commit_sha: SHA_A })).build;
-    const columns = ((await second.execute("PRAGMA table_info(builds)")).rows as unknown as { name: string }[]).map((c) => c.name);
-    const copied: Record<string, string> = {
-      id: "printf('%s-%04d', b.id, i)",
-      build_number: "b.build_number + i",
-      status: "'canceled'",
-      queue_seq: "NULL",
-      changelog: "?",
-    };
-    await second.execute(
-      `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${copies})
-       INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
-      [Array.from({ length: 50 }, () => "語".repeat(1_000)).join("\n"), source.id],
-    );
+    await copyBuild(second.db, source.id, copies, { changelog: Array.from({ length: 50 }, () => "語".repeat(1_000)).join("\n"), status: "canceled" });
     // Then one in the developer's project, changed in the same second (the test clock stands still).
     const visible = (await through("POST", `/v1/projects/${mine.id}/builds`, { pipeline_id: minePipeline.id, commit_sha: SHA_A })).build;
     await stream.until((events) => builds(events).some((b) => b.id === visible.id), 30_000);

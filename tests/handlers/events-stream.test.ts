@@ -1,53 +1,29 @@
 // GET /v1/events (docs/api.md "Build events"): build changes of the caller's projects as
 // Server-Sent Events, over a real socket (Bun.serve in front of the app, as the daemon runs it).
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { userWithRole, type TestApp } from "../helpers/app.ts";
-import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
-import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
+import { SHA_A, createPipeline, createProject, fixturePerFile } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
-import { createApp } from "../../lib/http/app.ts";
-import { routes } from "../../handlers/routes.ts";
-import { EventBus } from "../../lib/daemon/events.ts";
-import { createLive } from "../../lib/live/live.ts";
-import { openDatabase, type Db } from "../../lib/db/client.ts";
+import { startTwoDaemonsFixture, type SecondDaemon, type Served } from "../helpers/sockets.ts";
 import { SESSION_COOKIE } from "../../lib/auth/browser-session.ts";
 import { CHECK_MS as BUILDS_CHECK_MS } from "../../lib/live/build-feed.ts";
 import { pollUntil } from "../helpers/poll.ts";
 
 let t: TestApp;
-let host: HostApiStandIn;
 let owner: string;
-let server: ReturnType<typeof Bun.serve>;
-let second: Db;
-let secondServer: ReturnType<typeof Bun.serve>;
+let server: Served;
+/** A second daemon process on the same database file: its own connection, event bus, hubs and watcher. */
+let second: SecondDaemon;
+let secondServer: Served;
 const abort = new AbortController();
 
-/** Bun.serve in front of an app, the way lib/daemon/server.ts calls it. */
-function serve(app: ReturnType<typeof createApp>) {
-  return Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch(request, srv) {
-      return app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds), setBodyTimeout() {} });
-    },
-  });
-}
-
-beforeAll(async () => {
-  ({ t, host, owner } = await startGithubFixture());
-  server = serve(t.app);
-  // A second daemon process on the same database file: its own connection, event bus, hubs and watcher.
-  second = await openDatabase(t.config.databaseUrl);
-  const events = new EventBus();
-  secondServer = serve(createApp({ ...t.ctx, db: second, events, live: createLive({ db: second, events }), shutdown: abort.signal }, routes));
-});
-afterAll(async () => {
-  server.stop(true);
-  secondServer.stop(true);
-  second.close();
-  t.close();
-  await host.stop();
-});
+fixturePerFile(
+  () => startTwoDaemonsFixture(abort.signal),
+  (f) => {
+    ({ t, owner, server, second } = f);
+    secondServer = second.server;
+  },
+);
 
 async function open(headers: Record<string, string>, base = server): Promise<SseReader> {
   const response = await fetch(`http://127.0.0.1:${base.port}/v1/events`, { headers });
@@ -142,12 +118,7 @@ describe("GET /v1/events", () => {
       expect(feed.listeners).toBe(3);
       const before = feed.checks;
       const startedAt = performance.now();
-      const through = (method: string, path: string, body?: unknown) =>
-        fetch(`http://127.0.0.1:${secondServer.port}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${owner}`, "content-type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        }).then((r) => r.json() as Promise<any>);
+      const through = (method: string, path: string, body?: unknown) => second.call(method, path, owner, body);
       const build = (await through("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: pipeline.id, commit_sha: SHA_A })).build;
       for (const s of streams) await s.until(has(build.id, "queued"));
       await through("POST", `/v1/builds/${build.id}/cancel`);

@@ -8,13 +8,14 @@ import { userWithRole, type Called, type TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, createPipeline, createProject, startGithubFixture } from "../helpers/ci.ts";
 import { SseReader, type SseEvent } from "../helpers/sse.ts";
+import { serveOverSocket, type Served } from "../helpers/sockets.ts";
 import { SESSION_COOKIE } from "../../lib/auth/browser-session.ts";
 import { RECHECK_MS } from "../../lib/auth/stream-guard.ts";
 
 let t: TestApp;
 let host: HostApiStandIn;
 let owner: string;
-let server: ReturnType<typeof Bun.serve>;
+let server: Served;
 let project: { id: string };
 let pipelineId: string;
 
@@ -32,13 +33,7 @@ beforeAll(async () => {
   ({ t, host, owner } = await startGithubFixture());
   project = await createProject(t, owner);
   pipelineId = (await createPipeline(t, owner, project.id)).id;
-  server = Bun.serve({
-    port: 0,
-    hostname: "127.0.0.1",
-    fetch(request, srv) {
-      return t.app.fetch(request, "127.0.0.1", { setIdleTimeout: (seconds) => srv.timeout(request, seconds), setBodyTimeout() {} });
-    },
-  });
+  server = serveOverSocket(t.app);
 });
 afterAll(async () => {
   server.stop(true);

@@ -17,3 +17,31 @@ export async function seedPipeline(db: Executor, pipeline: { cancelPrevious?: bo
     args: [pipeline.cancelPrevious ? 1 : 0],
   });
 }
+
+/**
+ * `count` copies of build `sourceId` written in one statement (ids `<source>-0001`…, numbers after
+ * the source's, not queued), each with `changelog` (a 50-line changelog of long lines is the
+ * largest a build carries), and with `status` when given. The project's next build number is
+ * not moved: a caller that makes more builds through the API moves it.
+ */
+export async function copyBuild(
+  db: Executor,
+  sourceId: string,
+  count: number,
+  copy: { changelog: string; numbered?: boolean; status?: string },
+): Promise<void> {
+  const columns = ((await db.execute("PRAGMA table_info(builds)")).rows as unknown as { name: string }[]).map((c) => c.name);
+  const copied: Record<string, string> = {
+    id: "printf('%s-%04d', b.id, i)",
+    build_number: "b.build_number + i",
+    queue_seq: "NULL",
+    // Numbered: each changelog starts with its copy's number, so no two are alike.
+    changelog: copy.numbered ? "printf('%5d ', i) || ?" : "?",
+    ...(copy.status ? { status: `'${copy.status}'` } : {}),
+  };
+  await db.execute(
+    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${count})
+     INSERT INTO builds (${columns.join(", ")}) SELECT ${columns.map((c) => copied[c] ?? `b.${c}`).join(", ")} FROM builds b, n WHERE b.id = ?`,
+    [copy.changelog, sourceId],
+  );
+}
