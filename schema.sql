@@ -1552,3 +1552,10 @@ CREATE TRIGGER check_run_due_results AFTER INSERT ON build_test_summaries BEGIN 
 -- webhook_deliveries_project serves a project's log; a result filter had to read every delivery of
 -- the project to find its own, so it has this index.
 CREATE INDEX webhook_deliveries_project_result ON webhook_deliveries (project_id, result, received_at);
+
+-- migration 49: sent check runs pruned after a day, along an index
+-- check_run_reports kept every row it ever sent, so it grew with the history of builds. The
+-- daemon's 10-minute pass now removes the rows sent more than a day before, 500 at a time
+-- (lib/test-results/check-runs.ts pruneCheckRunReports), each piece one range of this index, oldest
+-- first; the due rows (done = 0) are not in it, so a claim or a send writes no entry of it but the last.
+CREATE INDEX check_run_reports_sent ON check_run_reports (updated_at) WHERE done = 1;

@@ -105,6 +105,9 @@ export function startBackgroundWork(ctx: AppContext, baseUrl: string): () => Pro
       await (await oidcPending()).evictExpiredPending(ctx.db, ctx.clock.now());
       await (await deliveries()).pruneDeliveries(ctx.db, ctx.clock.now());
       await pruneCommitStatuses(ctx.db, ctx.clock.now());
+      // Check runs sent more than a day ago, a piece at a time (each its own short write).
+      const { pruneCheckRunReports, PRUNE_PIECE } = await checkRuns();
+      while ((await pruneCheckRunReports(ctx.db, ctx.clock.now())) === PRUNE_PIECE);
       await (await retention()).checkDataDirGrowth(ctx);
       // Shared dependency caches no build restored for ROOST_SHARED_CACHE_DAYS (docs/runners.md "Shared caches").
       const unusedBefore = ctx.clock.now() - ctx.config.sharedCaches.unusedDays * 86_400;

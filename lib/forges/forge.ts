@@ -16,8 +16,12 @@ import type { RemoteRepository, Repository } from "../integrations/repositories.
 import type { BuildStatus } from "../builds/state-machine.ts";
 import type { TriggerEvent } from "./event.ts";
 
-/** What talking to a forge takes from the app: its secret key, its configuration and its clock. */
-export type ForgeDeps = Pick<AppContext, "secrets" | "config" | "clock">;
+/**
+ * What talking to a forge takes from the app: its secret key, its configuration and its clock;
+ * `signal`, when given, stops every request made with these deps (a send bounded as a whole, as a
+ * check run's is by its claim: lib/test-results/check-runs.ts).
+ */
+export type ForgeDeps = Pick<AppContext, "secrets" | "config" | "clock"> & { signal?: AbortSignal };
 
 /** What a webhook receiver reads besides: the database, to find the repository and the secrets. */
 export type WebhookDeps = ForgeDeps & Pick<AppContext, "db">;

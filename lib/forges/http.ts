@@ -36,12 +36,21 @@ export interface ForgeAccess {
    * by origin and credentials; requests before then fail at once without reaching the host.
    */
   limits?: Map<string, number>;
+  /** Stops every request of this access when it aborts (its reason, an Error, says why), besides each request's own timeout. */
+  signal?: AbortSignal;
 }
 
 /** This app's way to forges: its own link-local policy (ROOST_INTEGRATIONS_ALLOW_LINK_LOCAL), clock, tokens and the forges' rate limits. */
 export function forgeAccess(deps: ForgeDeps): ForgeAccess {
   const kept = keptOf(deps.secrets);
-  return { fetch, allowLinkLocal: deps.config.integrations.allowLinkLocal, now: () => deps.clock.now(), tokens: kept.tokens, limits: kept.limits };
+  return {
+    fetch,
+    allowLinkLocal: deps.config.integrations.allowLinkLocal,
+    now: () => deps.clock.now(),
+    tokens: kept.tokens,
+    limits: kept.limits,
+    ...(deps.signal ? { signal: deps.signal } : {}),
+  };
 }
 
 /** An API client of the integration: its API URL, its opened credentials and this app's way to forges. */
@@ -85,6 +94,11 @@ function originOf(base: string): string | null {
   return origin;
 }
 
+/** Why `signal` stopped a request: its reason's message. */
+export function stopReason(signal: AbortSignal): string {
+  return signal.reason instanceof Error ? signal.reason.message : String(signal.reason);
+}
+
 /** One request to the forge at `base`; `timeoutMs` is longer than FORGE_TIMEOUT_MS only for uploads (a release's assets). */
 export async function forgeRequest(access: ForgeAccess, base: string, url: string, init: RequestInit, timeoutMs = FORGE_TIMEOUT_MS): Promise<Response> {
   const target = URL.parse(url);
@@ -102,8 +116,10 @@ export async function forgeRequest(access: ForgeAccess, base: string, url: strin
   }
   let response: Response;
   try {
-    response = await access.fetch(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
+    const timeout = AbortSignal.timeout(timeoutMs);
+    response = await access.fetch(url, { ...init, redirect: "manual", signal: access.signal ? AbortSignal.any([timeout, access.signal]) : timeout });
   } catch (error) {
+    if (access.signal?.aborted) throw new ForgeApiError(`stopped before ${hostOf(base)} answered: ${stopReason(access.signal)}`, null);
     const timedOut = (error as Error).name === "TimeoutError" || (error as Error).name === "AbortError";
     throw new ForgeApiError(`cannot reach ${hostOf(base)}: ${timedOut ? `no answer within ${Math.round(timeoutMs / 1000)} s` : "the connection failed"}`, null);
   }

@@ -14,14 +14,21 @@
 //      CLAIM_SECONDS on), so no other daemon sends them meanwhile; a daemon that dies mid-pass
 //      leaves them due again when that runs out;
 //   2. forgets the rows of builds that finished more than a day ago (not reported late);
-//   3. sends each of the others and records it, sent (done) or failed with its retry time.
-import { all, one, str } from "../db/client.ts";
+//   3. sends each of the others and records it, sent (done) or failed with its retry time. Each
+//      send (its token, the check run and its batches of annotations) is stopped after
+//      SEND_TIMEOUT_MS, and a pass starts no send once too little of its claim is left for one,
+//      so no send outlives the claim that keeps other daemons from sending it too; a stopped
+//      send is retried with backoff, like any failure.
+// Sent rows are kept a day (what was reported, for the records), then removed a bounded piece at a
+// time by pruneCheckRunReports in the daemon's 10-minute pass.
+import { all, one, str, type Executor } from "../db/client.ts";
 import type { Row } from "../db/database.ts";
 import { newId } from "../auth/secrets.ts";
 import { findIntegration } from "../integrations/store.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT, type ReporterDeps } from "../forges/commit-statuses.ts";
 import type { CheckRunAnnotation, CheckRunBody } from "../forges/github/api.ts";
+import { ForgeApiError, stopReason } from "../forges/http.ts";
 import { failedCases, listAnnotations, statusSentence, summaryOf, testsPageUrl } from "./queries.ts";
 
 /** GitHub takes at most 50 annotations a request; more than this many in all would be noise. */
@@ -30,11 +37,22 @@ export const MAX_CHECK_RUN_ANNOTATIONS = 200;
 const REPORT_WINDOW_SECONDS = 24 * 3600;
 /** A claim not recorded within this long (its daemon died) is due again; a pass sends at most `limit` check runs one after another. */
 const CLAIM_SECONDS = 300;
+/**
+ * How long one check run's send may take, all its requests together: well under the claim. A pass
+ * sends up to `limit` (10) one after another, and starts none later than SEND_TIMEOUT_MS before
+ * its claim runs out, so its last send ends a minute before it at the latest.
+ */
+export const SEND_TIMEOUT_MS = 20_000;
+const CLAIM_MARGIN_MS = 60_000;
+/** Sent rows are kept this long after they were sent, then pruned, PRUNE_PIECE rows at a time. */
+const KEEP_SENT_SECONDS = 24 * 3600;
+export const PRUNE_PIECE = 500;
 const CONCLUSION = { succeeded: "success", failed: "failure", canceled: "cancelled" } as const;
 const LEVEL = { error: "failure", warning: "warning", notice: "notice" } as const;
 
-/** One pass: claims up to `limit` due check runs and sends them; returns how many were sent. */
-export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<number> {
+/** One pass: claims up to `limit` due check runs and sends them, each within `sendTimeoutMs`; returns how many were sent. */
+export async function reportCheckRuns(deps: ReporterDeps, limit = 10, sendTimeoutMs = SEND_TIMEOUT_MS): Promise<number> {
+  const claimedAt = performance.now();
   // Looked at first with a read of the due index: the claim is an UPDATE, which takes the write
   // lock even when it claims nothing, and most passes (every 2 s, on every daemon) find nothing.
   if (!(await one(deps.db, "SELECT 1 FROM check_run_reports WHERE done = 0 AND next_attempt_at <= ? LIMIT 1", [deps.now]))) return 0;
@@ -70,8 +88,17 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
   // with the first pass of an idle daemon (docs/benchmarks.md, "idle RSS").
   const { githubClientFor } = await import("../forges/github/index.ts");
   let sent = 0;
-  for (const claim of due) {
+  for (const [index, claim] of due.entries()) {
     const buildId = str(claim, "build_id");
+    // Too little of the claim is left for a whole send: the rest are given back, due at once.
+    if (performance.now() - claimedAt > CLAIM_SECONDS * 1000 - CLAIM_MARGIN_MS - sendTimeoutMs) {
+      const rest = due.slice(index).map((r) => str(r, "build_id"));
+      await deps.db.execute({
+        sql: `UPDATE check_run_reports SET claimed_by = NULL, next_attempt_at = ? WHERE claimed_by = ? AND build_id IN (${rest.map(() => "?").join(", ")})`,
+        args: [deps.now, claimer, ...rest],
+      });
+      break;
+    }
     const row = details.get(buildId);
     // The build's project no longer builds a repository: nothing to report to.
     if (!row) {
@@ -79,10 +106,12 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
       continue;
     }
     const integrationId = str(row, "integration_id");
+    const send = new AbortController();
+    const timer = setTimeout(() => send.abort(new Error(`the check run took longer than ${sendTimeoutMs / 1000} s to send`)), sendTimeoutMs);
     try {
       const integration = await findIntegration(deps.db, integrationId);
       if (!integration) throw new Error("the repository's integration is gone");
-      const client = await githubClientFor(deps, integration);
+      const client = await githubClientFor({ ...deps, signal: send.signal }, integration);
       const { body, annotations } = await checkRunOf(deps, row);
       const fullName = str(row, "full_name");
       const created = await client.createCheckRun(fullName, {
@@ -102,7 +131,8 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
       sent++;
     } catch (error) {
       const attempts = Number(claim.attempts ?? 0) + 1;
-      const message = (error as Error).message;
+      // Stopped while reading an answer, the error is the fetch's own; the reason says why.
+      const message = send.signal.aborted && !(error instanceof ForgeApiError) ? stopReason(send.signal) : (error as Error).message;
       await deps.db.execute({
         sql: `UPDATE check_run_reports SET attempts = ?, next_attempt_at = ?, last_error = ?, claimed_by = NULL, updated_at = ? WHERE build_id = ? AND claimed_by = ?`,
         args: [attempts, deps.now + backoffSeconds(attempts), message, deps.now, buildId, claimer],
@@ -120,9 +150,26 @@ export async function reportCheckRuns(deps: ReporterDeps, limit = 10): Promise<n
           resource_name: str(row, "full_name"),
         });
       }
+    } finally {
+      clearTimeout(timer);
     }
   }
   return sent;
+}
+
+/**
+ * Removes up to `piece` rows sent more than a day before `now` (oldest first, along
+ * check_run_reports_sent), so the table holds about a day of history however long the daemon runs;
+ * returns how many it removed. A bounded delete holds the write lock briefly; the caller repeats
+ * it while a whole piece goes.
+ */
+export async function pruneCheckRunReports(db: Executor, now: number, piece = PRUNE_PIECE): Promise<number> {
+  const removed = await db.execute({
+    sql: `DELETE FROM check_run_reports WHERE rowid IN (
+            SELECT rowid FROM check_run_reports INDEXED BY check_run_reports_sent WHERE done = 1 AND updated_at < ? ORDER BY updated_at LIMIT +?)`,
+    args: [now - KEEP_SENT_SECONDS, piece],
+  });
+  return removed.rowsAffected;
 }
 
 /** The check run's conclusion, title, summary (Markdown) and annotations for one build. */

@@ -10,8 +10,8 @@ import type { TestApp } from "../helpers/app.ts";
 import type { HostApiStandIn } from "../support/host-api-stand-in.ts";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
-import { reportCheckRuns } from "../../lib/test-results/check-runs.ts";
-import { REPORT_ATTEMPTS_BEFORE_INCIDENT } from "../../lib/forges/commit-statuses.ts";
+import { pruneCheckRunReports, reportCheckRuns } from "../../lib/test-results/check-runs.ts";
+import { backoffSeconds, REPORT_ATTEMPTS_BEFORE_INCIDENT } from "../../lib/forges/commit-statuses.ts";
 import { dispatchNotifications } from "../../lib/notifications/notifications.ts";
 import { startSmtpServer } from "../support/smtp.ts";
 
@@ -198,6 +198,37 @@ describe("GitHub check runs", () => {
     expect(host.github.checkRuns.filter((r) => r.name === "roost/TwoDaemons")).toHaveLength(1);
   });
 
+  test("a send to a host that stops answering is stopped well within its claim: no other pass sends it meanwhile, and it is retried once", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "SlowHost" });
+    const b = await build(pipeline.id, REPORTS, "failed");
+    const creates = () =>
+      host.requests.filter((r) => r.method === "POST" && r.path === "/repos/acme/app/check-runs" && (r.body as { name: string }).name === "roost/SlowHost");
+    // The host-API stand-in holds the create unanswered; this pass stops its send after 3 s (SEND_TIMEOUT_MS is 20 s).
+    host.github.holdCheckRuns = 1;
+    const stuck = reportCheckRuns(deps(), 10, 3000);
+    for (let waited = 0; creates().length === 0; waited += 20) {
+      if (waited > 10_000) throw new Error("the check run never reached the host");
+      await Bun.sleep(20);
+    }
+    // Another daemon's pass meanwhile: the row is claimed, so it sends nothing of it.
+    await reportCheckRuns(deps());
+    expect(creates()).toHaveLength(1);
+    expect(await stuck).toBe(0);
+    const row = await t.db.execute({ sql: "SELECT done, attempts, claimed_by, last_error FROM check_run_reports WHERE build_id = ?", args: [b.id] });
+    expect({ ...row.rows[0] }).toEqual({
+      done: 0,
+      attempts: 1,
+      claimed_by: null,
+      last_error: `stopped before 127.0.0.1:${new URL(host.url).port} answered: the check run took longer than 3 s to send`,
+    });
+    // Due again after its backoff (jittered: its longest): sent once, and never again.
+    t.clock.advance(backoffSeconds(1, () => 1));
+    await reportCheckRuns(deps());
+    await reportCheckRuns(deps());
+    expect(creates()).toHaveLength(2);
+    expect(host.github.checkRuns.filter((r) => r.name === "roost/SlowHost")).toHaveLength(1);
+  });
+
   test("a build that finished more than a day before a pass is not reported late", async () => {
     const pipeline = await createPipeline(t, owner, projectId, { name: "DayLate" });
     await build(pipeline.id, REPORTS, "failed");
@@ -205,6 +236,33 @@ describe("GitHub check runs", () => {
     expect(await reportCheckRuns({ ...deps(), now: t.clock.now() + 86_401 })).toBe(0);
     await reportCheckRuns(deps());
     expect(host.github.checkRuns.some((r) => r.name === "roost/DayLate")).toBe(false);
+  });
+});
+
+describe("the check-run outbox keeps a day of sent rows", () => {
+  test("rows sent more than a day ago are pruned a piece at a time; younger ones and those not yet sent stay", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "Pruned" });
+    const sentYoung = await build(pipeline.id, REPORTS, "failed");
+    await reportCheckRuns(deps());
+    const unsent = await build(pipeline.id, REPORTS, "failed", SHA_B);
+    const rows = async () => (await t.db.execute("SELECT build_id, done FROM check_run_reports ORDER BY build_id")).rows.map((r) => ({ ...r }));
+    const before = await rows();
+    const sent = before.filter((r) => r.done === 1 && r.build_id !== sentYoung.id).map((r) => String(r.build_id));
+    expect(sent.length).toBeGreaterThanOrEqual(3);
+    // Aged by SQL: every other sent row a day and a second ago, and the unsent one too (it is still due).
+    const dayAgo = t.clock.now() - 86_401;
+    await t.db.execute({
+      sql: `UPDATE check_run_reports SET updated_at = ? WHERE build_id IN (${sent.map(() => "?").join(", ")}) OR build_id = ?`,
+      args: [dayAgo, ...sent, unsent.id],
+    });
+
+    const removed: number[] = [];
+    let n: number;
+    do removed.push((n = await pruneCheckRunReports(t.db, t.clock.now(), 2)));
+    while (n === 2);
+    expect(removed).toEqual([...Array(Math.floor(sent.length / 2)).fill(2), sent.length % 2]);
+    expect(await rows()).toEqual(before.filter((r) => !sent.includes(String(r.build_id))));
+    expect((await rows()).map((r) => r.build_id)).toEqual(expect.arrayContaining([sentYoung.id, unsent.id]));
   });
 });
 

@@ -117,6 +117,8 @@ export interface HostApiStandIn {
     releases: StandInGithubRelease[];
     /** The next `n` asset uploads break off: the asset stays "open" and the answer is 502. */
     failUploads: number;
+    /** The next `n` check runs created are never answered: the stand-in holds each until its client gives up (and creates none). */
+    holdCheckRuns: number;
   };
   gitlab: { token: string; repos: StandInRepo[]; releases: StandInGitlabRelease[]; packageFiles: StandInPackageFile[] };
   gitea: { token: string; repos: StandInRepo[] };
@@ -146,7 +148,17 @@ export async function startHostApiStandIn(address = "127.0.0.1"): Promise<HostAp
   const privateKeyPem = privateKey.export({ format: "pem", type: "pkcs1" }).toString();
   const verifyKey = await importSPKI(publicKey.export({ format: "pem", type: "spki" }).toString(), "RS256");
   const state: Omit<HostApiStandIn, "url" | "failNext" | "stop" | "statuses"> = {
-    github: { appId: "424242", installationId: "5151", privateKeyPem, repos: [], checkRuns: [], checksPermission: true, releases: [], failUploads: 0 },
+    github: {
+      appId: "424242",
+      installationId: "5151",
+      privateKeyPem,
+      repos: [],
+      checkRuns: [],
+      checksPermission: true,
+      releases: [],
+      failUploads: 0,
+      holdCheckRuns: 0,
+    },
     gitlab: { token: "glpat-standin-token", repos: [], releases: [], packageFiles: [] },
     gitea: { token: "gitea-standin-token", repos: [] },
     bitbucket: { token: "bitbucket-standin-access-token", username: "roost-bot", appPassword: "bitbucket-standin-app-password", repos: [] },
@@ -290,6 +302,15 @@ export async function startHostApiStandIn(address = "127.0.0.1"): Promise<HostAp
           );
         const body = JSON.parse(text) as Omit<StandInCheckRun, "id" | "repository" | "annotations"> & { output: { annotations?: Record<string, unknown>[] } };
         if ((body.output.annotations?.length ?? 0) > 50) return json({ message: "Validation Failed: at most 50 annotations" }, 422);
+        if (request.method === "POST" && state.github.holdCheckRuns > 0) {
+          state.github.holdCheckRuns--;
+          // A host that stops answering: the client's abort ends the wait (a minute at most, should it never abort).
+          await new Promise((resolve) => {
+            request.signal.addEventListener("abort", resolve);
+            setTimeout(resolve, 60_000);
+          });
+          return json({ message: "Gateway Timeout" }, 504);
+        }
         if (request.method === "POST") {
           const run: StandInCheckRun = {
             ...body,
