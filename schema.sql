@@ -1559,3 +1559,27 @@ CREATE INDEX webhook_deliveries_project_result ON webhook_deliveries (project_id
 -- (lib/test-results/check-runs.ts pruneCheckRunReports), each piece one range of this index, oldest
 -- first; the due rows (done = 0) are not in it, so a claim or a send writes no entry of it but the last.
 CREATE INDEX check_run_reports_sent ON check_run_reports (updated_at) WHERE done = 1;
+
+-- migration 50: a job's two status changes write fewer index entries, and build no IN lists
+-- A job moves its build twice (queued -> running at the claim, running -> finished at the finish),
+-- and each change rewrites the build's entry in every index holding a column it sets (status,
+-- updated_at, finished_at): eleven of builds. The retention indexes (migration 32) held every
+-- build whose logs or artifacts were kept, queued and running ones too, so both changes moved the
+-- build in both; retention reads only finished builds (lib/retention/retention.ts dueBuilds), so
+-- they hold only those now, and a build enters them once, when it finishes. jobs_lease held every
+-- job by status, the finished ones too (the table keeps them), so a finish moved the job within
+-- it; the reaper reads only running jobs by lease (lib/runners/jobs.ts expiredJobs), so it holds
+-- only those, and a finished job leaves it. A finished status is written NOT IN ('queued',
+-- 'running') rather than IN the three others (the CHECK on builds.status allows only those five):
+-- SQLite builds a list of three or more constants into a temporary b-tree each time it evaluates
+-- it, and compares a list of two in place (EXPLAIN shows the OpenEphemeral and its inserts), here
+-- on every status change: in check_run_due_finished's WHEN, and it would in these indexes' WHERE. docs/benchmarks.md, "The
+-- runner fleet's CPU per job: a status change's indexes", gives the figures.
+DROP INDEX builds_logs_kept;
+DROP INDEX builds_artifacts_kept;
+CREATE INDEX builds_logs_kept ON builds (pipeline_id, COALESCE(finished_at, updated_at)) WHERE logs_deleted_at IS NULL AND status NOT IN ('queued', 'running');
+CREATE INDEX builds_artifacts_kept ON builds (pipeline_id, COALESCE(finished_at, updated_at)) WHERE artifacts_deleted_at IS NULL AND status NOT IN ('queued', 'running');
+DROP INDEX jobs_lease;
+CREATE INDEX jobs_lease ON jobs (lease_expires_at) WHERE status = 'running';
+DROP TRIGGER check_run_due_finished;
+CREATE TRIGGER check_run_due_finished AFTER UPDATE OF status ON builds WHEN NEW.status NOT IN ('queued', 'running') AND OLD.status IS NOT NEW.status BEGIN INSERT INTO check_run_reports (build_id, finished_at, updated_at) SELECT NEW.id, NEW.updated_at, NEW.updated_at FROM build_test_summaries s JOIN projects p ON p.id = NEW.project_id JOIN repositories r ON r.id = p.repository_id WHERE s.build_id = NEW.id AND r.provider = 'github' ON CONFLICT (build_id) DO NOTHING; END;

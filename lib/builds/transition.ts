@@ -132,7 +132,7 @@ function transitionUpdate(
     sql: `UPDATE builds SET
        status = ?,
        started_at = CASE ? WHEN 'start' THEN ? WHEN 'release' THEN NULL ELSE started_at END,
-       finished_at = CASE WHEN ? IN ('succeed', 'fail', 'cancel') THEN ? ELSE finished_at END,
+       finished_at = CASE WHEN ? THEN ? ELSE finished_at END,
        runner_id = CASE WHEN ? = 'release' THEN NULL ELSE COALESCE(?, runner_id) END,
        exit_code = COALESCE(?, exit_code),
        failure_reason = COALESCE(?, failure_reason),
@@ -144,7 +144,9 @@ function transitionUpdate(
       to,
       transition,
       now,
-      transition,
+      // Whether it finishes the build, decided here: an IN list of three in the statement was a
+      // temporary b-tree SQLite built on every status change (schema.sql migration 50).
+      isFinished(to) ? 1 : 0,
       now,
       transition,
       fields.runner_id ?? null,

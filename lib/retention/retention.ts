@@ -149,13 +149,15 @@ async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPoli
     settled,
     limit,
   };
+  // Finished: NOT IN the two other statuses, the words of the retention indexes' WHERE, which the
+  // planner must find here to read them (schema.sql migration 50).
   const select = `SELECT b.id, b.build_number,
             b.logs_deleted_at IS NULL AND (COALESCE(b.finished_at, b.updated_at) < :log_before OR b.build_number < :keep_from) AS logs_due,
             b.artifacts_deleted_at IS NULL AND (COALESCE(b.finished_at, b.updated_at) < :artifact_before OR b.build_number < :keep_from) AS artifacts_due,
             COALESCE((SELECT s.bytes FROM build_log_stats s WHERE s.build_id = b.id), 0) AS log_bytes
        FROM builds b
       WHERE b.pipeline_id = :pipeline_id
-        AND b.status IN ('succeeded', 'failed', 'canceled')
+        AND b.status NOT IN ('queued', 'running')
         AND NOT (b.status = 'succeeded' AND b.build_number =
               (SELECT MAX(x.build_number) FROM builds x WHERE x.pipeline_id = b.pipeline_id AND x.branch = b.branch AND x.status = 'succeeded'))`;
   const ranges: string[] = [];
