@@ -287,6 +287,35 @@ describe("a plain git remote", () => {
     expect(builds.filter((b) => b.branch === "feature/x")).toHaveLength(1);
   });
 
+  test("a polled branch name over 255 characters builds nothing: the delivery log says why, with the names cut, once", async () => {
+    // Two path components, each within a file name's 255 bytes, as the remote (a real repository, this test's stand-in host) keeps them.
+    const long = `feature/${"a".repeat(140)}/${"b".repeat(151)}`;
+    expect(long.length).toBe(300);
+    const sha = commit("on a long branch");
+    git("branch", long);
+    git("reset", "-q", "--hard", "HEAD~1");
+    const logged = async () => (await deliveriesOf(project.id)).filter((d) => d.host === "git");
+    const before = (await logged()).length;
+    t.clock.advance(30);
+    expect(await pollGitRemotes(t.ctx)).toBe(1);
+    expect((await buildsOf(t, owner, project.id)).filter((b) => b.commit_sha === sha)).toEqual([]);
+    const [refused, ...rest] = (await logged()) as unknown as {
+      result: string;
+      reason: string;
+      delivery_id: string;
+      commit_sha: string;
+      decisions: unknown[];
+    }[];
+    expect(rest).toHaveLength(before);
+    expect(refused).toMatchObject({ result: "ignored", reason: "the branch name is 300 characters, over 255: not built", commit_sha: sha, decisions: [] });
+    expect(refused!.delivery_id).toBe(`poll:refs/heads/${long}@${sha.slice(0, 12)}`);
+    // The poll recorded the ref where it is: the next one logs nothing more.
+    t.clock.advance(30);
+    expect(await pollGitRemotes(t.ctx)).toBe(1);
+    expect(await logged()).toHaveLength(before + 1);
+    git("branch", "-D", long);
+  });
+
   test("two pollers on two connections at once: one polls the repository, the other skips it", async () => {
     const third = commit("third");
     t.clock.advance(30);

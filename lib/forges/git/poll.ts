@@ -19,6 +19,7 @@ import { ForgeApiError } from "../http.ts";
 import type { DeliveryResult } from "../../webhooks/deliveries.ts";
 import { raiseIncident, resolveIncident } from "../../daemon/incidents.ts";
 import { newId } from "../../auth/secrets.ts";
+import { boundedEvent } from "../event.ts";
 
 export type PollDeps = Pick<AppContext, "db" | "secrets" | "config" | "clock" | "events" | "log">;
 
@@ -172,22 +173,27 @@ async function triggerFromPoll(deps: PollDeps, repository: Repository, ref: stri
   // A delivery's evaluation (the pipeline file, its YAML parser, build creation) loads with the
   // first ref that moved, not with the first poll of an idle daemon (docs/benchmarks.md, "idle RSS").
   const [{ refKey, refMoved }, { acceptDelivery }] = await Promise.all([import("./parse.ts"), import("../../webhooks/accept.ts")]);
-  const event = refMoved({
-    repository: { id: repository.external_id, fullName: repository.full_name },
-    event: ref.startsWith("refs/tags/") ? "tag" : "push",
-    action: "poll",
-    ref,
-    after,
-    actor: "",
-    message: "",
-  });
+  // A remote's ref names have no length limit Roost can rely on: the limits of a webhook delivery
+  // (boundedEvent, docs/webhooks.md "Limits") apply, so a branch or tag over its limit is logged
+  // as ignored with the reason, its names cut, and builds nothing.
+  const event = boundedEvent(
+    refMoved({
+      repository: { id: repository.external_id, fullName: repository.full_name },
+      event: ref.startsWith("refs/tags/") ? "tag" : "push",
+      action: "poll",
+      ref,
+      after,
+      actor: "",
+      message: "",
+    }),
+  );
   // The ref at its new commit is the identity, shared with the push webhook (handlers/webhooks/git.ts):
   // a push the webhook already built, or a move a second process saw after a lapsed lease, is
-  // recorded as a duplicate and builds nothing.
+  // recorded as a duplicate and builds nothing. Both name the ref as bounded (cut past REF_CHARS).
   const accepted = await acceptDelivery(deps, {
     forge: "git",
-    deliveryId: `poll:${ref}@${after.slice(0, 12)}`,
-    dedupeKeys: [refKey(repository.id, ref, after)],
+    deliveryId: `poll:${event.ref}@${after.slice(0, 12)}`,
+    dedupeKeys: [refKey(repository.id, event.ref, after)],
     event,
     repository,
     body: JSON.stringify({ ref, before, after, source: "poll" }),
