@@ -229,6 +229,18 @@ describe("GitHub check runs", () => {
     expect(host.github.checkRuns.filter((r) => r.name === "roost/SlowHost")).toHaveLength(1);
   });
 
+  test("a pass starts no send for which too little of its claim is left: it gives the claim back, due at once", async () => {
+    const pipeline = await createPipeline(t, owner, projectId, { name: "NoTimeLeft" });
+    const b = await build(pipeline.id, REPORTS, "failed");
+    // A send may take 240 s: with the claim's 300 s less a minute's margin, none may start.
+    expect(await reportCheckRuns(deps(), 10, 240_000)).toBe(0);
+    const row = await t.db.execute({ sql: "SELECT done, attempts, claimed_by, next_attempt_at FROM check_run_reports WHERE build_id = ?", args: [b.id] });
+    expect({ ...row.rows[0] }).toEqual({ done: 0, attempts: 0, claimed_by: null, next_attempt_at: t.clock.now() });
+    expect(host.github.checkRuns.some((r) => r.name === "roost/NoTimeLeft")).toBe(false);
+    await reportCheckRuns(deps());
+    expect(host.github.checkRuns.filter((r) => r.name === "roost/NoTimeLeft")).toHaveLength(1);
+  });
+
   test("a build that finished more than a day before a pass is not reported late", async () => {
     const pipeline = await createPipeline(t, owner, projectId, { name: "DayLate" });
     await build(pipeline.id, REPORTS, "failed");
