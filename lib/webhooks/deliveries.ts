@@ -63,6 +63,9 @@ export async function insertDelivery(db: Executor, d: NewDelivery): Promise<void
  * delivery that holds one of this one's dedupe keys, as an SQL expression (NULL when none), read
  * under the same lock: when there is one, the record is this delivery's as its duplicate instead
  * (as acceptDelivery records one), whatever `guard` says, and the statement answers duplicate_of.
+ * Its one row comes from a subquery with LIMIT 1, which SQLite neither flattens nor pushes the
+ * WHERE into (https://www.sqlite.org/optoverview.html#pushdown): without it, the key holder and
+ * every guard's subquery were each evaluated twice (502 opcodes against 399, 3 µs of a 50 µs statement).
  */
 export function insertDeliveryStatement(
   d: NewDelivery,
@@ -86,7 +89,7 @@ export function insertDeliveryStatement(
             repository_id, project_id, commit_sha, decisions, duplicate_of, body, body_pieces, received_at, body_expires_at, dedupe_keys)
           SELECT ?, ?, ?, ?, ?, ?, ${unlessHeld("?", "'duplicate'")}, ${unlessHeld("?", "'duplicate of delivery ' || held.holder")}, ?, ?, ?, ${unlessHeld("?")}, ?,
             ${unlessHeld(decisions.sql, "'[]'")}, ${unlessHeld("?", "held.holder")}, ${unlessHeld("?")}, ${unlessHeld("?", "0")}, ?, ${unlessHeld("?")}, ${unlessHeld("?")}
-          ${heldBy ? `FROM (SELECT ${heldBy.sql} AS holder) held WHERE held.holder IS NOT NULL OR (${guard.sql}) RETURNING duplicate_of` : `WHERE ${guard.sql}`}`,
+          ${heldBy ? `FROM (SELECT ${heldBy.sql} AS holder LIMIT 1) held WHERE held.holder IS NOT NULL OR (${guard.sql}) RETURNING duplicate_of` : `WHERE ${guard.sql}`}`,
     args: [
       d.id,
       d.host,
