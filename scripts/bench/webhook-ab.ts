@@ -1,7 +1,8 @@
 // `bun scripts/bench/webhook-ab.ts <checkout> <checkout>... [--rounds 4] [--seconds 4] [--api] [--sqld] [--prof <dir>]`:
 // the webhooks scenario of scripts/bench.ts (distinct signed GitHub pushes, each a build, from wrk
 // with 64 connections) against `roost serve` from several checkouts (copies of the commits to
-// compare), alternated round by round so that the load of a shared machine falls on each alike.
+// compare), alternated round by round (every other round in the other order) so that the load of
+// a shared machine falls on each alike.
 // Prints, per round and checkout, builds/s and the daemon's CPU time per build (user + system from
 // /proc, the figure the other processes disturb least). --api sends POST /v1/projects/{id}/builds
 // instead (the builds scenario); --prof runs each daemon under `bun --cpu-prof` and prints the
@@ -35,9 +36,11 @@ const servers: Sqld[] = values.sqld ? await Promise.all(positionals.map(() => st
 const env = servers.map((s) => ({ ROOST_DATABASE_URL: s.url }));
 await withCheckoutsAndCi(positionals, { scenario: "webhooks", secret: SECRET, profDir: values.prof, env }, async (checkouts) => {
   const set = checkouts.map((d, i) => ({ ...d, sqld: servers[i], count: buildCounter({ url: d.url } as Daemon, d.token, d.ci.projectId) }));
+  const perBuildCpu = new Map<string, number[]>();
   for (let round = 0; round < Number(values.rounds); round++) {
     const line: string[] = [];
-    for (const d of set) {
+    // Every other round in the other order: the first of a round met another machine than the second.
+    for (const d of round % 2 ? [...set].reverse() : set) {
       // Fresh deliveries every round (a repeat would measure the dedupe answer), a few more than the round can send.
       const requests: RequestSpec[] = values.api
         ? [
@@ -58,11 +61,14 @@ await withCheckoutsAndCi(positionals, { scenario: "webhooks", secret: SECRET, pr
       const sqldCpu = d.sqld ? cpuMsOf(d.sqld.process.pid) - sqldBefore : 0;
       const made = (await d.count()) - builds;
       const perBuild = (ms: number) => ((ms * 1000) / made).toFixed(0);
+      perBuildCpu.set(basename(d.name), [...(perBuildCpu.get(basename(d.name)) ?? []), (cpu * 1000) / made]);
       line.push(
         `${basename(d.name)}: ${Math.round(made / out.seconds)} builds/s, ${perBuild(cpu)} µs CPU/build${d.sqld ? ` + sqld ${perBuild(sqldCpu)}` : ""}${out.errors ? `, ${out.errors} errors` : ""}${values.prof ? ` [${from}-${Date.now()}]` : ""}`,
       );
     }
     console.log(line.join("  |  "));
   }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+  console.log([...perBuildCpu].map(([name, xs]) => `${name}: median ${median(xs).toFixed(0)} µs CPU/build`).join("  |  "));
 });
 for (const s of servers) await s.stop();
