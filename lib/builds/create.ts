@@ -196,44 +196,81 @@ const toCreatedBuild = rowMapper({ id: str, project_id: str, pipeline_id: str, b
 
 /** The INSERT of one queued build, RETURNING it; its number and queue place are SQL expressions, and it is written only if `guard` holds. */
 function insertBuild(now: number, b: PlannedBuild, buildNumber: SqlPart, queueSeq: SqlPart, guard: SqlPart, returning = "*"): Statement {
-  const { pipeline, input } = b;
-  const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
-  const definitionSource = input.definitionSource ?? API_DEFINITION;
-  // Its place in the queue, and what the claim reads of it (schema.sql migration 21): its route and,
-  // when its pipeline file set one, its own max_concurrent.
-  const ownMaxConcurrent = definitionSource.source === "file" ? snapshot.concurrency.max_concurrent : 0;
+  const v = buildValues(now, b);
   return {
     sql: `INSERT INTO builds (id, project_id, pipeline_id, build_number, source_build_id, branch, commit_sha, changelog, config_snapshot, context,
        status, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source,
        queue_seq, runner_route, own_max_concurrent)
      SELECT ?, ?, ?, ${buildNumber.sql}, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ${queueSeq.sql}, ?, ? WHERE ${guard.sql} RETURNING ${returning}`,
-    args: [
-      b.id,
-      pipeline.project_id,
-      pipeline.id,
-      ...buildNumber.args,
-      input.sourceBuildId ?? null,
-      input.branch,
-      input.commitSha,
-      input.changelog ?? "",
-      JSON.stringify(snapshot),
-      input.context === undefined ? null : JSON.stringify(input.context),
-      input.concurrencyKey ?? null,
-      // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
-      input.triggerType === "schedule" ? "manual" : input.triggerType,
-      input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
-      input.triggerRef ?? "",
-      input.triggerActor ?? "",
-      input.createdBy ?? null,
-      now,
-      now,
-      now,
-      input.scheduleId ?? null,
-      JSON.stringify(definitionSource),
-      ...queueSeq.args,
-      routeKey(routeOf(snapshot)),
-      ownMaxConcurrent,
-      ...guard.args,
-    ],
+    args: [...v.slice(0, 3), ...buildNumber.args, ...v.slice(3, 20), ...queueSeq.args, ...v.slice(20), ...guard.args],
+  };
+}
+
+/**
+ * A queued build's values but its number and queue place, in the order of BUILD_VALUE_COLUMNS:
+ * its place in the queue, and what the claim reads of it (schema.sql migration 21), are its route
+ * and, when its pipeline file set one, its own max_concurrent.
+ */
+function buildValues(now: number, b: PlannedBuild): InValue[] {
+  const { pipeline, input } = b;
+  const snapshot = input.configSnapshot ?? snapshotOf(pipeline);
+  const definitionSource = input.definitionSource ?? API_DEFINITION;
+  return [
+    b.id,
+    pipeline.project_id,
+    pipeline.id,
+    input.sourceBuildId ?? null,
+    input.branch,
+    input.commitSha,
+    input.changelog ?? "",
+    JSON.stringify(snapshot),
+    input.context === undefined ? null : JSON.stringify(input.context),
+    input.concurrencyKey ?? null,
+    // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
+    input.triggerType === "schedule" ? "manual" : input.triggerType,
+    input.triggerType === "schedule" ? "schedule" : (input.triggerEvent ?? ""),
+    input.triggerRef ?? "",
+    input.triggerActor ?? "",
+    input.createdBy ?? null,
+    now,
+    now,
+    now,
+    input.scheduleId ?? null,
+    JSON.stringify(definitionSource),
+    routeKey(routeOf(snapshot)),
+    definitionSource.source === "file" ? snapshot.concurrency.max_concurrent : 0,
+  ];
+}
+const BUILD_VALUE_COLUMNS =
+  "id, project_id, pipeline_id, source_build_id, branch, commit_sha, changelog, config_snapshot, context, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source, runner_route, own_max_concurrent";
+
+/** A build of mergedBuildsStatement: the delivery that names it, the index of its decision there, and when it was created. */
+export interface MergedBuild {
+  build: PlannedBuild;
+  deliveryId: string;
+  decision: number;
+  now: number;
+}
+
+/**
+ * The builds of several webhook deliveries' write batches, merged by the write queue into one
+ * statement (lib/webhooks/merged-writes.ts), after the statement that wrote the deliveries: each
+ * build is written only if its delivery was (and not as a duplicate), numbered as its decision
+ * there says (the project's counter plus the build's place among the merged builds of its project),
+ * and queued in order from the queue's sequence as it was before the first (a MATERIALIZED CTE is
+ * read once, before the inserts' triggers move the sequence). RETURNING as createBuildsStatements.
+ * Builds that cancel older ones (cancelsPrevious) are not merged.
+ */
+export function mergedBuildsStatement(builds: MergedBuild[]): Statement {
+  const rows = builds.map(({ build, deliveryId, decision, now }, k) => [...buildValues(now, build), deliveryId, decision, k]);
+  const n = BUILD_VALUE_COLUMNS.split(", ").length;
+  const v = (i: number) => `(b.value->>${i})`;
+  return {
+    sql: `WITH q AS MATERIALIZED (SELECT next FROM build_queue_sequence WHERE id = 1)
+     INSERT INTO builds (${BUILD_VALUE_COLUMNS}, build_number, status, queue_seq)
+     SELECT ${Array.from({ length: n }, (_, i) => v(i)).join(", ")}, json_extract(w.decisions, '$[' || ${v(n + 1)} || '].build_number'), 'queued', q.next + ${v(n + 2)}
+     FROM json_each(?) b JOIN webhook_deliveries w ON w.id = ${v(n)} AND w.duplicate_of IS NULL JOIN q
+     RETURNING id, project_id, pipeline_id, build_number`,
+    args: [JSON.stringify(rows)],
   };
 }

@@ -55,8 +55,12 @@ export type DriverName = "bun:sqlite" | "libsql";
 
 export interface Db extends Executor {
   readonly driver: DriverName;
-  /** The statements in order, in one write transaction: all of them or none. */
-  batch(stmts: Statement[], mode?: "write" | "deferred"): Promise<ResultSet[]>;
+  /**
+   * The statements in order, in one write transaction: all of them or none. With `merge`, the
+   * write queue may send them merged with the batches of the same kind waiting with them
+   * (Mergeable); the answer is the same as theirs alone.
+   */
+  batch(stmts: Statement[], mode?: "write" | "deferred", merge?: Mergeable): Promise<ResultSet[]>;
   /**
    * Runs `work` in a write transaction and answers after the commit that holds it. Concurrent
    * transactions may share one commit; each runs in its own savepoint, so one that throws rolls
@@ -74,6 +78,24 @@ export interface Db extends Executor {
    * now (the file busy). What lib/db/verified-reads.ts checks a remembered row against.
    */
   readVersion?(): number | null;
+}
+
+/**
+ * How the write batches of one kind are merged into fewer statements: on a remote server each
+ * statement costs a prepare (and the server's own parse) whatever it holds, a push's two about
+ * 0.6 ms of sqld's CPU each against 0.15 ms for its rows (docs/benchmarks.md, "Webhook pushes on
+ * sqld: merged batches"). `merge` answers the statements of several items, and `split` each item's
+ * results as its own batch would have answered them, or null when the merged statements wrote
+ * nothing (a guard of one of them did not hold): the write queue then runs each batch as given.
+ * null from `merge`: these items are not to be merged.
+ */
+export interface MergeKind<T> {
+  merge(items: T[]): { statements: NormalizedStatement[]; split(results: ResultSet[]): ResultSet[][] | null } | null;
+}
+/** A write batch the write queue may merge with the batches of the same `kind` waiting next to it. */
+export interface Mergeable<T = unknown> {
+  kind: MergeKind<T>;
+  item: T;
 }
 
 export interface NormalizedStatement {

@@ -18,6 +18,11 @@
 // the server takes it back from a transaction that holds it too long (TRANSACTION_TIMEOUT): a
 // group that failed either way committed nothing, so it is rolled back and run again from its
 // start, every transaction function of it called afresh, for up to BUSY_TIMEOUT_MS.
+//
+// Batches of one kind waiting next to each other in a group (Db.batch's `merge`: a webhook push's
+// delivery and builds) are merged into fewer statements, which a remote server prepares once for
+// all of them (MergeKind in database.ts). The merged statements write all of the batches or none;
+// when they wrote none, or failed, each batch runs again as given, first in line.
 import { AsyncLocalStorage } from "node:async_hooks";
 import {
   BUSY_TIMEOUT_MS,
@@ -30,6 +35,8 @@ import {
   type Args,
   type Db,
   type DriverName,
+  type Mergeable,
+  type MergeKind,
   type NormalizedStatement,
   type ResultSet,
   type Statement,
@@ -69,6 +76,12 @@ interface Job {
   alone?: NormalizedStatement;
   /** Runs in a group of its own: a batch of it failed in a group (in one request, or without a savepoint), and only the failing job may fail. */
   solo?: boolean;
+  /** A batch that may be merged with others of its kind next to it (Db.batch's `merge`). */
+  merge?: Mergeable;
+  /** Not to be merged again: its merged statements wrote nothing or failed. */
+  unmerged?: boolean;
+  /** The batches this job's statements merge; on a failure they run again as given (unmerge). */
+  members?: Job[];
   /** When this job's group first lost its transaction (busy, timed out) and was put back, and how often since. */
   retryingSince?: number;
   retries?: number;
@@ -87,6 +100,13 @@ export const MAX_GROUP = 64;
  * goes alone. A webhook body's pieces (lib/webhooks/delivery-bodies.ts) are the writes this holds apart.
  */
 export const MAX_GROUP_BYTES = 6 * 1024 * 1024;
+
+/**
+ * Batches merged into one job take at most this many bytes of arguments between them: a merge
+ * sends them as one value (a JSON text), and sqld refuses a value over about 4 MB, as it would
+ * arrive escaped within the request's own JSON. A batch larger alone is not merged.
+ */
+export const MAX_MERGED_BYTES = 1024 * 1024;
 
 /**
  * A group stops taking its next transaction once it has held the write lock this long, and
@@ -176,9 +196,9 @@ export class WriteQueue {
     return this.#enqueue({ work }) as Promise<T>;
   }
 
-  /** Writes known up front, in order, as one transaction of their own: all of them or none. */
-  statements(stmts: NormalizedStatement[]): Promise<ResultSet[]> {
-    return this.#enqueue({ statements: stmts }) as Promise<ResultSet[]>;
+  /** Writes known up front, in order, as one transaction of their own: all of them or none; `merge`: see Db.batch. */
+  statements(stmts: NormalizedStatement[], merge?: Mergeable): Promise<ResultSet[]> {
+    return this.#enqueue({ statements: stmts, merge }) as Promise<ResultSet[]>;
   }
 
   alone(stmt: NormalizedStatement): Promise<ResultSet> {
@@ -191,7 +211,7 @@ export class WriteQueue {
     for (const job of this.#queue.splice(0)) job.reject(new Error("The database is closed"));
   }
 
-  #enqueue(what: Pick<Job, "work" | "statements" | "alone">): Promise<unknown> {
+  #enqueue(what: Pick<Job, "work" | "statements" | "alone" | "merge">): Promise<unknown> {
     if (this.#closed) return Promise.reject(new Error("The database is closed"));
     return new Promise((resolve, reject) => {
       const job: Job = { ...what, resolve, reject };
@@ -262,7 +282,70 @@ export class WriteQueue {
       }
       n++;
     }
-    return this.#queue.splice(0, n);
+    return this.#merged(this.#queue.splice(0, n));
+  }
+
+  /**
+   * The group with the batches of one kind next to each other (not unmerged) as one job for each
+   * MAX_MERGED_BYTES of them, whose statements are their merge: resolved, each batch gets its own
+   * results; when the merged statements wrote nothing, each batch runs again as given, first in line.
+   */
+  #merged(group: Job[]): Job[] {
+    if (!group.some((job) => job.merge && !job.unmerged)) return group;
+    const out: Job[] = [];
+    let run: Job[] = [];
+    let bytes = 0;
+    const flush = () => {
+      if (run.length > 0) out.push(...this.#merge(run));
+      run = [];
+      bytes = 0;
+    };
+    for (const job of group) {
+      if (!job.merge || job.unmerged) {
+        flush();
+        out.push(job);
+        continue;
+      }
+      const size = requestBytes(job.statements!);
+      if (run.length > 0 && (job.merge.kind !== run[0]!.merge!.kind || bytes + size > MAX_MERGED_BYTES)) flush();
+      run.push(job);
+      bytes += size;
+    }
+    flush();
+    return out;
+  }
+
+  /** The batches of `run` (one kind) as one job whose statements are their merge, or as they are when they are not merged. */
+  #merge(run: Job[]): Job[] {
+    if (run.length < 2) return run;
+    let merged: ReturnType<MergeKind<unknown>["merge"]>;
+    try {
+      merged = run[0]!.merge!.kind.merge(run.map((job) => job.merge!.item));
+    } catch {
+      merged = null; // a merge the kind cannot make: each batch as given
+    }
+    if (!merged) return run;
+    const { statements, split } = merged;
+    return [
+      {
+        statements,
+        members: run,
+        resolve: (results) => {
+          let each: ResultSet[][] | null;
+          try {
+            each = split(results as ResultSet[]);
+          } catch (error) {
+            for (const job of run) job.reject(error);
+            return;
+          }
+          if (each) run.forEach((job, k) => job.resolve(each[k]));
+          else this.#queue.unshift(...run.map((job) => Object.assign(job, { unmerged: true })));
+        },
+        reject: (error) => {
+          for (const job of run) job.reject(error);
+        },
+      },
+    ];
   }
 
   /**
@@ -296,6 +379,11 @@ export class WriteQueue {
       results = await this.#backend.batch!(group.flatMap((job) => job.statements!));
     } catch (error) {
       if (isRetryableWrite(error)) return this.#again(group, error);
+      if (isStatementError(error) && group.some((job) => job.members)) {
+        // Merged batches failed (with the others of the request): each runs again as given.
+        this.#queue.unshift(...unmerge(group));
+        return;
+      }
       if (group.length > 1 && isStatementError(error)) {
         // One statement failed and took the others' writes with it: each transaction again, in a
         // request of its own, so that only the failing one fails.
@@ -338,7 +426,8 @@ export class WriteQueue {
         await quietly(() => inner.rollback());
         const lost = session.lost ?? (isRetryableWrite(error) ? error : undefined);
         if (job && lost !== undefined) return this.#again([job], lost);
-        job?.reject(error);
+        if (job?.members) this.#queue.unshift(...unmerge([job]));
+        else job?.reject(error);
       }
       return;
     }
@@ -363,6 +452,10 @@ export class WriteQueue {
           await quietly(() => inner.rollback());
           const again = [...done.map(([j]) => j), ...group.slice(i)];
           if (session.lost !== undefined) return this.#again(again, session.lost);
+          if (job.members) {
+            this.#queue.unshift(...unmerge(again));
+            return;
+          }
           job.solo = true;
           this.#queue.unshift(...again);
           return;
@@ -424,6 +517,11 @@ export class WriteQueue {
   }
 }
 
+/** The jobs with each merge of batches taken apart: its batches, each to run as given. */
+function unmerge(jobs: Job[]): Job[] {
+  return jobs.flatMap((job) => (job.members ? job.members.map((member) => Object.assign(member, { unmerged: true })) : [job]));
+}
+
 /**
  * An error a statement raised on the server (a constraint, a trigger's RAISE), as opposed to a
  * lost connection, after which nobody knows whether the request committed.
@@ -467,8 +565,11 @@ export function queuedDb(
       if (mustRunAlone(statement.sql)) return queue.alone(statement);
       return (await queue.statements([statement]))[0]!;
     },
-    async batch(stmts: Statement[]): Promise<ResultSet[]> {
-      return queue.statements(stmts.map((s) => normalize(s)));
+    async batch(stmts: Statement[], _mode?: "write" | "deferred", merge?: Mergeable): Promise<ResultSet[]> {
+      return queue.statements(
+        stmts.map((s) => normalize(s)),
+        merge,
+      );
     },
     transaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
       return queue.transaction(work);

@@ -32,7 +32,7 @@ import type { Repository } from "../integrations/repositories.ts";
 import { findIntegration, type Integration } from "../integrations/store.ts";
 import { listPipelinesOfRepository, pipelinesState, type Pipeline } from "../pipelines/store.ts";
 import { buildsForkPullRequests, buildsRepositoryAsRead, findProjectOfRepositoryAsRead, type Project } from "../projects/store.ts";
-import { createBuildsStatements, plannedBuildNumber, publishCreated, type CreatedBuild, type PlannedBuild } from "../builds/create.ts";
+import { cancelsPrevious, createBuildsStatements, plannedBuildNumber, publishCreated, type CreatedBuild, type PlannedBuild } from "../builds/create.ts";
 import { fileSchedulesState } from "../schedules/schedules.ts";
 import { deliveryLevelReason } from "./triggers.ts";
 import { bodyExpiry, insertDelivery, insertDeliveryStatement, type DeliveryResult, type NewDelivery } from "./deliveries.ts";
@@ -49,6 +49,7 @@ import {
   type PipelineFiles,
 } from "./what-triggers.ts";
 import { recordFailed } from "./failed-deliveries.ts";
+import { mergedPushes } from "./merged-writes.ts";
 
 export interface Deps extends ForgeDeps {
   db: Db;
@@ -256,9 +257,14 @@ async function acceptInOneBatch(
       guards.push(input.asRead);
       if (holder) holder = { sql: `(CASE WHEN ${input.asRead.sql} THEN ${holder.sql} END)`, args: [...input.asRead.args, ...holder.args] };
     }
-    const statements = [insertDeliveryStatement({ ...record, dedupeKeys: keys }, guards.length ? allOf(guards) : undefined, numbers, holder)];
+    const guard = guards.length ? allOf(guards) : undefined;
+    const statements = [insertDeliveryStatement({ ...record, dedupeKeys: keys }, guard, numbers, holder)];
     const builds = route.project ? createBuildsStatements(now, route.project.id, planned, written) : null;
-    const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])]);
+    // Merged with the batches of the pushes waiting with it (merged-writes.ts), unless it cancels older builds.
+    const merge = planned.some((b) => cancelsPrevious(b.input, b.pipeline))
+      ? undefined
+      : { kind: mergedPushes, item: { record: { ...record, dedupeKeys: keys }, contentKey: input.contentKey ?? null, guard, builds: planned } };
+    const results = await deps.db.batch([...statements, ...(builds?.statements ?? [])], "write", merge);
     // Not written: the project or its pipelines moved since they were read; read again (or, when
     // verified as last read, the catalogue may have: verified again from the database).
     if (results[0]!.rowsAffected === 0) {

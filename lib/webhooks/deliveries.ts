@@ -73,7 +73,8 @@ export function insertDeliveryStatement(
   numbers: ReadonlyMap<number, { sql: string; args: InValue[] }> = new Map(),
   heldBy?: { sql: string; args: InValue[] },
 ): Statement {
-  const decisions = { sql: "?", args: [JSON.stringify(d.decisions)] as InValue[] };
+  const values = deliveryValues(d);
+  const decisions = { sql: "?", args: [values[13]!] as InValue[] };
   if (numbers.size) {
     const paths: string[] = [];
     for (const [i, n] of numbers) {
@@ -90,31 +91,34 @@ export function insertDeliveryStatement(
           SELECT ?, ?, ?, ?, ?, ?, ${unlessHeld("?", "'duplicate'")}, ${unlessHeld("?", "'duplicate of delivery ' || held.holder")}, ?, ?, ?, ${unlessHeld("?")}, ?,
             ${unlessHeld(decisions.sql, "'[]'")}, ${unlessHeld("?", "held.holder")}, ${unlessHeld("?")}, ${unlessHeld("?", "0")}, ?, ${unlessHeld("?")}, ${unlessHeld("?")}
           ${heldBy ? `FROM (SELECT ${heldBy.sql} AS holder LIMIT 1) held WHERE held.holder IS NOT NULL OR (${guard.sql}) RETURNING duplicate_of` : `WHERE ${guard.sql}`}`,
-    args: [
-      d.id,
-      d.host,
-      d.delivery_id,
-      d.event,
-      d.action,
-      d.verified ? 1 : 0,
-      d.result,
-      d.reason,
-      d.repository_external_id,
-      d.repository_full_name,
-      d.repository_id,
-      d.project_id,
-      d.commit_sha,
-      ...decisions.args,
-      d.duplicate_of,
-      d.body.text,
-      d.body.pieces,
-      d.received_at,
-      d.body.text === null && d.body.pieces === 0 ? null : bodyExpiry(d.received_at),
-      d.dedupeKeys?.length ? JSON.stringify(d.dedupeKeys) : null,
-      ...(heldBy?.args ?? []),
-      ...guard.args,
-    ],
+    args: [...values.slice(0, 13), ...decisions.args, ...values.slice(14), ...(heldBy?.args ?? []), ...guard.args],
   };
+}
+
+/** A delivery's values in the order of its columns in insertDeliveryStatement (its decisions as JSON). */
+export function deliveryValues(d: NewDelivery): InValue[] {
+  return [
+    d.id,
+    d.host,
+    d.delivery_id,
+    d.event,
+    d.action,
+    d.verified ? 1 : 0,
+    d.result,
+    d.reason,
+    d.repository_external_id,
+    d.repository_full_name,
+    d.repository_id,
+    d.project_id,
+    d.commit_sha,
+    JSON.stringify(d.decisions),
+    d.duplicate_of,
+    d.body.text,
+    d.body.pieces,
+    d.received_at,
+    d.body.text === null && d.body.pieces === 0 ? null : bodyExpiry(d.received_at),
+    d.dedupeKeys?.length ? JSON.stringify(d.dedupeKeys) : null,
+  ];
 }
 
 /**

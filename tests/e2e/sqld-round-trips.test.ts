@@ -9,6 +9,7 @@ import { createPipeline, SHA_A, signedAcmePush, startCiFixture, type CiFixture }
 import { startSqld, type Sqld } from "../support/sqld.ts";
 import { startSqldRequestCounter, type SqldRequestCounter } from "../support/sqld-request-counter.ts";
 import { all } from "../../lib/db/client.ts";
+import { appHoldingBatches } from "../helpers/held-batches.ts";
 
 let sqld: Sqld;
 let counter: SqldRequestCounter;
@@ -159,6 +160,31 @@ describe("round trips to sqld per webhook push", () => {
     expect(await all(t.db, "SELECT build_number, status FROM commit_status_outbox WHERE build_id = ?", [build.id])).toEqual([
       { build_number: build.build_number, status: "queued" },
     ]);
+  });
+
+  // Before (main at 9122f26): 2 statements a push, 16 for these 8, each prepared by sqld afresh and
+  // costing it more than the rows it writes (docs/benchmarks.md, "Webhook pushes on sqld: merged batches").
+  test("pushes whose write batches wait together send sqld 2 statements between them: their deliveries, and their builds", async () => {
+    const { t, owner, projectId } = fixture;
+    await createPipeline(t, owner, projectId, { trigger_config: { branches: ["merged/**"] } });
+    const held = appHoldingBatches(t);
+    const send = async (branch: string, sha: string) => {
+      const signed = await signedAcmePush(branch, sha, crypto.randomUUID());
+      const headers = { host: "127.0.0.1:8080", "content-type": "application/json", ...signed.headers };
+      const res = await held.app.fetch(new Request("http://127.0.0.1:8080/v1/webhooks/github", { method: "POST", headers, body: signed.body }), "140.82.112.1");
+      return (await res.json()) as any;
+    };
+    // This daemon reads the catalogue, project and pipelines on its first push, and keeps them.
+    await send("merged/0", "c".repeat(40));
+    let answers: any[] = [];
+    const sent = await counter.statements(async () => {
+      held.holdNext(8);
+      answers = await Promise.all(Array.from({ length: 8 }, (_, i) => send(`merged/${i + 1}`, `${i + 1}`.repeat(40))));
+    });
+    expect(answers.map((a) => a.builds.length)).toEqual(Array(8).fill(1));
+    expect(sent).toBe(2);
+    const numbers = answers.map((a) => a.builds[0].build_number).sort((a, b) => a - b);
+    expect(numbers).toEqual(numbers.map((_, i) => numbers[0] + i));
   });
 
   // Before 2026-11-27 each request opened a stream of its own, and sqld a connection for it: set

@@ -8,6 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { driverFromEnv, inTransaction, isUniqueViolation, openDatabase, type Db, type DriverChoice } from "../../../lib/db/client.ts";
 import type { BunSqliteDb } from "../../../lib/db/bun-sqlite.ts";
+import type { MergeKind } from "../../../lib/db/database.ts";
+import { MAX_MERGED_BYTES } from "../../../lib/db/write-queue.ts";
 import { startSqld, type Sqld } from "../../support/sqld.ts";
 
 const TARGETS: Array<DriverChoice | "sqld"> = ["bun:sqlite", "libsql", "sqld"];
@@ -286,6 +288,89 @@ describe.each(TARGETS)("through %s", (target) => {
         "ok",
       ]);
       expect(await committedNames()).toEqual(["taken", "first", "b1", "b2", "c1"]);
+    });
+
+    describe("batches of one kind merged (Db.batch's merge)", () => {
+      /**
+       * A name each, merged into one INSERT of all of them that writes them all or none (none when
+       * one is taken), as lib/webhooks/merged-writes.ts merges webhook pushes. `fail`: a name whose
+       * merge is a statement that fails. `merges`: the merges made.
+       */
+      function names(fail?: string) {
+        const merges: string[][] = [];
+        const kind: MergeKind<string> = {
+          merge(items) {
+            merges.push(items);
+            const list = JSON.stringify(items);
+            return {
+              statements: [
+                items.includes(fail!)
+                  ? { sql: "INSERT INTO missing_table (name) VALUES (?)", args: [list] }
+                  : {
+                      sql: "INSERT INTO t (name) SELECT value FROM json_each(?) WHERE NOT EXISTS (SELECT 1 FROM t WHERE name IN (SELECT value FROM json_each(?))) RETURNING name",
+                      args: [list, list],
+                    },
+              ],
+              split: (results) =>
+                results[0]!.rows.length ? items.map((name) => [{ ...results[0]!, rows: results[0]!.rows.filter((r) => r.name === name) }]) : null,
+            };
+          },
+        };
+        const write = (name: string) => db.batch([{ sql: "INSERT INTO t (name) VALUES (?) RETURNING name", args: [name] }], "write", { kind, item: name });
+        return { merges, write };
+      }
+
+      test("sent together, they are written by their merge; each caller gets its own results, after the commit", async () => {
+        const { merges, write } = names();
+        const seenAtAnswer: string[][] = [];
+        const results = await Promise.all(["m1", "m2", "m3"].map((name) => write(name).then(async (r) => (seenAtAnswer.push(await committedNames()), r))));
+        expect(merges).toEqual([["m1", "m2", "m3"]]);
+        expect(results.map((r) => r.map((rs) => rs.rows))).toEqual([[[{ name: "m1" }]], [[{ name: "m2" }]], [[{ name: "m3" }]]]);
+        for (const seen of seenAtAnswer) expect(seen).toEqual(["m1", "m2", "m3"]);
+      });
+
+      test("a merge that wrote nothing: each batch runs again as given, and only the one whose write fails fails", async () => {
+        await db.execute("INSERT INTO t (name) VALUES ('taken')");
+        const { merges, write } = names();
+        const outcomes = await Promise.allSettled(["a", "taken", "c"].map(write));
+        expect(outcomes.map((o) => (o.status === "fulfilled" ? o.value[0]!.rows : isUniqueViolation(o.reason) ? "unique" : String(o.reason)))).toEqual([
+          [{ name: "a" }],
+          "unique",
+          [{ name: "c" }],
+        ]);
+        expect(merges).toEqual([["a", "taken", "c"]]);
+        expect(await committedNames()).toEqual(["taken", "a", "c"]);
+      });
+
+      test("a merge that fails: each batch runs again as given, and commits", async () => {
+        const { merges, write } = names("y");
+        const results = await Promise.all(["x", "y", "z"].map(write));
+        expect(results.map((r) => r[0]!.rows)).toEqual([[{ name: "x" }], [{ name: "y" }], [{ name: "z" }]]);
+        expect(merges).toEqual([["x", "y", "z"]]);
+        expect(await committedNames()).toEqual(["x", "y", "z"]);
+      });
+
+      test("batches whose arguments pass MAX_MERGED_BYTES between them are merged in parts, and a larger one alone is not", async () => {
+        const { merges, write } = names();
+        const big = (c: string) => c.repeat(MAX_MERGED_BYTES * 0.4);
+        const huge = "h".repeat(MAX_MERGED_BYTES + 1);
+        await Promise.all([big("a"), big("b"), big("c"), big("d"), huge, big("e")].map(write));
+        expect(merges.map((m) => m.map((name) => name[0]))).toEqual([
+          ["a", "b"],
+          ["c", "d"],
+        ]);
+        expect((await committedNames()).map((name) => `${name[0]}${name.length}`)).toEqual(
+          [big("a"), big("b"), big("c"), big("d"), huge, big("e")].map((name) => `${name[0]}${name.length}`),
+        );
+      });
+
+      test("batches of other kinds between them are not merged with them", async () => {
+        const { merges, write } = names();
+        const written = await Promise.all([write("k1"), db.batch(["INSERT INTO t (name) VALUES ('plain')"]), write("k2"), write("k3")]);
+        expect(written).toHaveLength(4);
+        expect(merges).toEqual([["k2", "k3"]]);
+        expect(await committedNames()).toEqual(["k1", "plain", "k2", "k3"]);
+      });
     });
 
     test("a failure that ends the whole transaction fails only its caller; the others run again and commit", async () => {
