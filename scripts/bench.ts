@@ -16,6 +16,14 @@ const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5000);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
 const WEBHOOK_CONNECTIONS = 64;
 const WRK_THREADS = 2;
+/**
+ * Before each measured wrk run, one of this long against the same server, not counted: a daemon
+ * serves for days, and the first seconds of a fresh process measure its JIT compiling the path
+ * (a sixth of a webhook daemon's CPU in the first 5 s, a twenty-fifth by the fifth run:
+ * docs/benchmarks.md, "Webhook pushes: a push's CPU by statement, index and thread"). The bare
+ * server is warmed the same way.
+ */
+const WARMUP_MS = Number(process.env.BENCH_WARMUP_MS ?? 2000);
 const STALL_PROBE = join(ROOT, "scripts/bench/stall-probe.ts");
 /** BENCH_CPU_PROF=<dir> runs each daemon under `bun --cpu-prof` (summarise with scripts/bench/profile-top.ts). */
 const CPU_PROF_DIR = process.env.BENCH_CPU_PROF ? resolve(process.env.BENCH_CPU_PROF) : undefined;
@@ -81,7 +89,15 @@ interface Comparison {
 export async function compareWithBare(
   scenario: string,
   daemon: Daemon,
-  spec: { requests: RequestSpec[]; probe?: RequestSpec; distinct?: boolean; connections?: number; countBuilds?: () => Promise<number> },
+  spec: {
+    requests: RequestSpec[];
+    /** For `distinct` requests (each sent once), others of the same kind for the warm-up run. */
+    warmup?: RequestSpec[];
+    probe?: RequestSpec;
+    distinct?: boolean;
+    connections?: number;
+    countBuilds?: () => Promise<number>;
+  },
 ): Promise<Comparison> {
   const p = spec.probe ?? spec.requests[0]!;
   const probe = await fetch(daemon.url + p.path, { method: p.method, headers: p.headers, body: p.body });
@@ -89,9 +105,14 @@ export async function compareWithBare(
   if (probe.status >= 300) throw new Error(`${scenario}: the probe request answered ${probe.status}: ${body}`);
   const bare = await bareServer(body);
   const connections = spec.connections ?? CONNECTIONS;
-  const wrk = (origin: string, mode: "cycle" | "once") =>
-    runWrk({ origin, requests: spec.requests, mode, connections, threads: WRK_THREADS, durationMs: DURATION_MS });
+  const wrk = (origin: string, mode: "cycle" | "once", requests = spec.requests, durationMs = DURATION_MS) =>
+    runWrk({ origin, requests, mode, connections, threads: WRK_THREADS, durationMs });
   try {
+    if (WARMUP_MS > 0) {
+      if (spec.distinct && !spec.warmup) throw new Error(`${scenario}: distinct requests need their own warm-up requests`);
+      await wrk(bare.url, "cycle", spec.requests, WARMUP_MS);
+      await wrk(daemon.url, spec.distinct ? "once" : "cycle", spec.warmup ?? spec.requests, WARMUP_MS);
+    }
     const bareCpu = cpuMsOf(bare.pid);
     const base = await wrk(bare.url, "cycle");
     const bareCpuPerRequest = (cpuMsOf(bare.pid) - bareCpu) / base.requests;
@@ -244,9 +265,11 @@ async function webhooksScenario(): Promise<void> {
     // Ten times the target rate for the whole run: wrk sends each at most once and stops if they
     // run out, so no delivery repeats (a repeat would measure the dedupe answer instead).
     const [probe, ...requests] = pushDeliveries(secret, 1 + Math.ceil((DURATION_MS / 1000) * 18_000), "a");
+    const warmup = pushDeliveries(secret, Math.ceil((WARMUP_MS / 1000) * 18_000), "warm");
     const scenario = `POST /v1/webhooks/github (verified push → build, distinct deliveries)`;
     const { ours, builds } = await compareWithBare(scenario, daemon, {
       requests,
+      warmup,
       probe,
       distinct: true,
       connections: WEBHOOK_CONNECTIONS,
@@ -887,7 +910,7 @@ function writeReport(loadAtStart: number[], only: string[]): string {
     "",
     "Produced by `npm run bench` (scripts/bench.ts). Every figure sits beside a baseline measured in",
     "the same run on the same machine; compare the ratios, not the absolute numbers, across machines.",
-    `HTTP load: wrk (${WRK_THREADS} threads, ${CONNECTIONS} connections; ${WEBHOOK_CONNECTIONS} for webhooks) for ${DURATION_MS / 1000} s per measurement,`,
+    `HTTP load: wrk (${WRK_THREADS} threads, ${CONNECTIONS} connections; ${WEBHOOK_CONNECTIONS} for webhooks) for ${DURATION_MS / 1000} s per measurement, each after a ${WARMUP_MS / 1000} s run against the same server that is not counted,`,
     "on the same host as the server, so wrk and the server share its CPUs; the bare Bun.serve baseline is loaded by the same wrk script.",
     "",
     `Machine: ${cpus().length} × ${cpu}, ${(totalmem() / 1024 ** 3).toFixed(0)} GiB RAM, ${process.platform}-${process.arch}, Bun ${Bun.version}. Finished at ${new Date().toISOString()};`,
