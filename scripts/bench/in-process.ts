@@ -5,11 +5,50 @@
 // alternate round by round; each figure is the process CPU time per request (user + system), the
 // lowest and the median of the rounds. On a shared machine this moves far less than a wrk run:
 // no load generator competes for the CPU, and there is no kernel TCP work in it.
+//
+// `--io`: before each request, one HTTP round trip to a bare Bun.serve in another process (what a
+// daemon does between two requests: the socket's system calls, its event loop, another process on
+// the CPU), and the CPU counted around app.fetch alone. The same app.fetch costs far more so than
+// in the loop above (docs/benchmarks.md, "Where the daemon's CPU a request goes"): this is the
+// figure the daemon's own requests see.
 import { resolve } from "node:path";
 
-const checkouts = process.argv.slice(2).map((p) => resolve(p));
+const IO = process.argv.includes("--io");
+const checkouts = process.argv
+  .slice(2)
+  .filter((arg) => arg !== "--io")
+  .map((p) => resolve(p));
 if (checkouts.length === 0) throw new Error("name at least one checkout");
 const ROUNDS = 7;
+
+/** The bare server of --io, in a process of its own. */
+const peer = IO
+  ? Bun.spawn([process.execPath, "-e", `const s = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response("ok") }); console.log(s.port);`], {
+      stdout: "pipe",
+    })
+  : null;
+let peerUrl = "";
+if (peer) {
+  let out = "";
+  for await (const chunk of peer.stdout as ReadableStream<Uint8Array>) {
+    out += new TextDecoder().decode(chunk);
+    if (out.includes("\n")) break;
+  }
+  peerUrl = `http://127.0.0.1:${out.trim()}/`;
+}
+
+const cpuNow = (): number => {
+  const used = process.cpuUsage();
+  return used.user + used.system;
+};
+
+/** What one cpuNow() pair itself costs (a getrusage system call each), taken off each --io figure. */
+function measurementCost(): number {
+  const n = 20_000;
+  const before = cpuNow();
+  for (let i = 0; i < n; i++) cpuNow();
+  return (cpuNow() - before) / n;
+}
 
 interface Subject {
   name: string;
@@ -46,6 +85,17 @@ async function cpuPerRequest(subject: Subject, scenario: string, n: number): Pro
     { length: n },
     () => new Request(`http://127.0.0.1:8080${path}`, { headers: { host: "127.0.0.1:8080", ...subject.headers[scenario] } }),
   );
+  if (IO) {
+    let used = 0;
+    for (const request of requests) {
+      await (await fetch(peerUrl)).text();
+      const before = cpuNow();
+      const response = await subject.fetch(request, "127.0.0.1");
+      used += cpuNow() - before;
+      if (response.status !== 200) throw new Error(`${subject.name} ${scenario}: ${response.status} ${await response.text()}`);
+    }
+    return used / n - measurementCost();
+  }
   const before = process.cpuUsage();
   for (const request of requests) {
     const response = await subject.fetch(request, "127.0.0.1");
@@ -74,4 +124,5 @@ for (const subject of subjects) {
   }
   subject.close();
 }
+peer?.kill();
 process.exit(0);
