@@ -2,7 +2,7 @@
 // move what those statements read: a build created through the API in the same commit, a second
 // daemon on the same database accepting a redelivery of one of them (same X-GitHub-Delivery, or
 // the same body under another id) and creating builds, a change to another project's pipelines,
-// a catalogue change after the pushes were verified. No push builds twice, every build number is
+// a catalogue change after the pushes were verified, both daemons merging at once. No push builds twice, every build number is
 // handed out once and without a gap, and the queue takes the builds in the order they were written.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sign } from "@octokit/webhooks-methods";
@@ -18,12 +18,16 @@ let fixture: CiFixture;
 let held: ReturnType<typeof appHoldingBatches>;
 /** A second daemon on the fixture's database (its file, or its libSQL server): its own connection and write queue. */
 let second: { app: ReturnType<typeof createApp>; db: Db };
+/** The second daemon, its write batches held as the first's are. */
+let secondHeld: ReturnType<typeof appHoldingBatches>;
 beforeAll(async () => {
   fixture = await startCiFixture();
   held = appHoldingBatches(fixture.t);
   const db = await openDatabase(fixture.t.config.databaseUrl);
   const events = new EventBus();
-  second = { db, app: createApp({ ...fixture.t.ctx, db, events, live: createLive({ db, events }) }, routes) };
+  const ctx = { ...fixture.t.ctx, db, events, live: createLive({ db, events }) };
+  second = { db, app: createApp(ctx, routes) };
+  secondHeld = appHoldingBatches({ ...fixture.t, db, ctx });
 });
 afterAll(async () => {
   second?.db.close();
@@ -232,6 +236,34 @@ describe("merged pushes and the writers around them", () => {
     } finally {
       await t.db.execute("DROP TRIGGER test_refused_build");
     }
+    await expectConsistent(projectId);
+  });
+  test("both daemons merge pushes at once, each with the same delivery as the other's: one of the two builds, the other is its duplicate, the rest build", async () => {
+    const { projectId } = fixture;
+    await pipeline(projectId, "both");
+    expect(await push(second.app, "both/warm2", sha(1)).then((x) => x.status)).toBe(200);
+    const [same, sameBody] = [crypto.randomUUID(), crypto.randomUUID()];
+    held.holdNext(3);
+    secondHeld.holdNext(3);
+    const answers = await Promise.all([
+      push(held.app, "both/x", sha(1100), { delivery: same }),
+      push(held.app, "both/y", sha(1101), { delivery: sameBody }),
+      push(held.app, "both/a", sha(1102)),
+      push(secondHeld.app, "both/x", sha(1100), { delivery: same }),
+      // The same body under another delivery id: a duplicate by its content.
+      push(secondHeld.app, "both/y", sha(1101)),
+      push(secondHeld.app, "both/b", sha(1103)),
+    ]);
+    expect(answers.map((x) => x.status)).toEqual(Array(6).fill(200));
+    for (const [i, j] of [
+      [0, 3],
+      [1, 4],
+    ] as const) {
+      expect([answers[i]!.body.duplicate, answers[j]!.body.duplicate].sort()).toEqual([false, true]);
+      const built = answers[i]!.body.duplicate ? answers[j]! : answers[i]!;
+      expect(built.body.builds).toHaveLength(1);
+    }
+    for (const i of [1100, 1101, 1102, 1103]) expect(await buildsOf(sha(i))).toHaveLength(1);
     await expectConsistent(projectId);
   });
 });
