@@ -2,8 +2,9 @@
 // move what those statements read: a build created through the API in the same commit, a second
 // daemon on the same database accepting a redelivery of one of them (same X-GitHub-Delivery, or
 // the same body under another id) and creating builds, a change to another project's pipelines,
-// a catalogue change after the pushes were verified, both daemons merging at once. No push builds twice, every build number is
-// handed out once and without a gap, and the queue takes the builds in the order they were written.
+// a catalogue change after the pushes were verified, both daemons merging at once. No push builds
+// twice, every build number is handed out once and without a gap, and the queue takes the builds
+// in the order they were written.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { sign } from "@octokit/webhooks-methods";
 import { routes } from "../../handlers/routes.ts";
