@@ -267,4 +267,24 @@ describe("merged pushes and the writers around them", () => {
     for (const i of [1100, 1101, 1102, 1103]) expect(await buildsOf(sha(i))).toHaveLength(1);
     await expectConsistent(projectId);
   });
+  test("each is answered after the commit that holds its delivery and builds: another daemon reads them the moment it answers", async () => {
+    const { projectId } = fixture;
+    await pipeline(projectId, "committed");
+    held.holdNext(4);
+    const seen = await Promise.all(
+      [1200, 1201, 1202, 1203].map((i) =>
+        push(held.app, `committed/${i}`, sha(i)).then(async (answer) => ({
+          answer,
+          builds: await all(second.db, "SELECT id FROM builds WHERE commit_sha = ?", [sha(i)]),
+          deliveries: await all(second.db, "SELECT result FROM webhook_deliveries WHERE id = ?", [answer.body.delivery_id]),
+        })),
+      ),
+    );
+    for (const { answer, builds, deliveries } of seen) {
+      expect(answer.status).toBe(200);
+      expect(builds.map((b) => b.id)).toEqual(answer.body.builds.map((b: any) => b.id));
+      expect(deliveries).toEqual([{ result: "built" }]);
+    }
+    await expectConsistent(projectId);
+  });
 });
