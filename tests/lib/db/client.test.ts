@@ -610,6 +610,8 @@ describe("the driver switch", () => {
       expect((local as BunSqliteDb).pragma("temp_store")).toEqual({ reader: 0, writer: 2 });
       // The writer's page cache holds 32 MiB (a negative size is in KiB); the reader's is the default.
       expect((local as BunSqliteDb).pragma("cache_size")).toEqual({ reader: -2000, writer: -32768 });
+      // The writer's commits checkpoint the WAL at 10,000 pages; the reader, which commits nothing, keeps the default.
+      expect((local as BunSqliteDb).pragma("wal_autocheckpoint")).toEqual({ reader: 1000, writer: 10000 });
       local.close();
       viaLibsql.close();
     } finally {
