@@ -2,6 +2,8 @@
 // driven by playwright-core. The flags keep it off the network (this machine has none: without
 // them Chromium waits on connections to Google's services); playwright-core gives every launch a
 // fresh temporary profile (its own --user-data-dir) and removes it on close.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type Browser, type BrowserContext, type Page } from "playwright-core";
 import { loginCapability, type TestApp } from "../helpers/app.ts";
@@ -135,4 +137,19 @@ export async function axeViolations(page: Page): Promise<Array<{ id: string; imp
     }));
   })) as Array<{ id: string; impact: string; help: string; nodes: string[] }>;
   return result.filter((v) => v.impact === "serious" || v.impact === "critical");
+}
+
+/**
+ * Where a file's screenshots go: ROOST_SCREENSHOTS_DIR when set (`npm run screenshots` points it
+ * at docs/screenshots), else a temporary directory that closeScreenshotsWorld removes.
+ */
+export function screenshotsDir(name: string): string {
+  return process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), `roost-${name}-shots-`));
+}
+
+/** After a file's tests (its own afterAll): the browser and server closed, the fixture stopped and a temporary screenshots directory removed. */
+export async function closeScreenshotsWorld(shots: string, served: ServedApp | undefined, fixture: { stop(): Promise<void> } | undefined): Promise<void> {
+  await served?.close();
+  await fixture?.stop();
+  if (!process.env.ROOST_SCREENSHOTS_DIR) rmSync(shots, { recursive: true, force: true });
 }

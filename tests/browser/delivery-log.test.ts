@@ -8,16 +8,15 @@
 // The daemon runs in this process behind Bun.serve (tests/helpers/app.ts); the history is written
 // by SQL (thousands of deliveries), the new delivery is a signed push through the webhook.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { signedAcmePush, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import type { TestApp } from "../helpers/app.ts";
 import { DELIVERY_SCAN_WINDOW } from "../../lib/webhooks/deliveries.ts";
-import { axeViolations, newPage, serveToBrowser, signedInContext, until, type ServedApp } from "./browser.ts";
+import { axeViolations, newPage, closeScreenshotsWorld, screenshotsDir, serveToBrowser, signedInContext, until, type ServedApp } from "./browser.ts";
 
-const SHOTS = process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), "roost-delivery-log-shots-"));
+const SHOTS = screenshotsDir("delivery-log");
 
 let ci: CiFixture;
 let t: TestApp;
@@ -57,12 +56,7 @@ beforeAll(async () => {
   context = await signedInContext(served.tb.browser, base, "owner@example.test", { t, colorScheme: "light" });
   page = await newPage(context, errors);
 }, 60_000);
-
-afterAll(async () => {
-  await served?.close();
-  await ci?.stop();
-  if (!process.env.ROOST_SCREENSHOTS_DIR) rmSync(SHOTS, { recursive: true, force: true });
-});
+afterAll(() => closeScreenshotsWorld(SHOTS, served, ci));
 
 describe("a project's delivery log", () => {
   test("Load older appends the next page until the log ends; a filter pages the same way", async () => {

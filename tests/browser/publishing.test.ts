@@ -10,16 +10,25 @@
 // The daemon runs in this process behind Bun.serve (tests/helpers/app.ts); builds and publishes
 // are made through the runner protocol, as a runner sends them (tests/helpers/publishing.ts).
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { loginCapability, userWithRole, type TestApp } from "../helpers/app.ts";
 import { connectRunner, publishNext, putEnvironment, runBuild, type TestRunner } from "../helpers/publishing.ts";
-import { axeViolations, newPage, serveToBrowser, signedInContext, until, type ServedApp, type TestBrowser } from "./browser.ts";
+import {
+  axeViolations,
+  newPage,
+  closeScreenshotsWorld,
+  screenshotsDir,
+  serveToBrowser,
+  signedInContext,
+  until,
+  type ServedApp,
+  type TestBrowser,
+} from "./browser.ts";
 
-const SHOTS = process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), "roost-publishing-shots-"));
+const SHOTS = screenshotsDir("publishing");
 const APPROVER = "release-manager@example.test";
 const DEVELOPER = "dev@example.test";
 
@@ -96,12 +105,7 @@ beforeAll(async () => {
   await publishNext(t, publisher, { summary: "version code 42 on internal (completed)", version: "42" });
   t.clock.set(Math.floor(Date.now() / 1000));
 }, 60_000);
-
-afterAll(async () => {
-  await served?.close();
-  await ci?.stop();
-  if (!process.env.ROOST_SCREENSHOTS_DIR) rmSync(SHOTS, { recursive: true, force: true });
-});
+afterAll(() => closeScreenshotsWorld(SHOTS, served, ci));
 
 describe("a build's page", () => {
   test("a developer sees the deployment waiting for the environment's approver, without Approve or Reject", async () => {

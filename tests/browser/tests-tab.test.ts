@@ -10,19 +10,28 @@
 // integration on the host-API stand-in; builds and their reports are made through the runner
 // protocol, as a runner sends them.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import { SHA_A, SHA_B, createPipeline, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import type { TestApp } from "../helpers/app.ts";
 import { connectRunner, uploadArtifact, type TestRunner } from "../helpers/publishing.ts";
-import { axeViolations, newPage, serveToBrowser, signedInContext, until, type ServedApp, type TestBrowser } from "./browser.ts";
+import {
+  axeViolations,
+  newPage,
+  closeScreenshotsWorld,
+  screenshotsDir,
+  serveToBrowser,
+  signedInContext,
+  until,
+  type ServedApp,
+  type TestBrowser,
+} from "./browser.ts";
 
 const FIXTURES = join(import.meta.dir, "../fixtures/test-results");
 const fixture = (name: string) => readFileSync(join(FIXTURES, name), "utf8");
 const WORKSPACE = "/home/ci/roost/jobs/5d1c0e7a";
-const SHOTS = process.env.ROOST_SCREENSHOTS_DIR ?? mkdtempSync(join(tmpdir(), "roost-tests-tab-shots-"));
+const SHOTS = screenshotsDir("tests-tab");
 
 let ci: CiFixture;
 let t: TestApp;
@@ -103,12 +112,7 @@ beforeAll(async () => {
   context = await signedInContext(tb.browser, base, "owner@example.test", { t, colorScheme: "light" });
   page = await newPage(context, errors);
 }, 60_000);
-
-afterAll(async () => {
-  await served?.close();
-  await ci?.stop();
-  if (!process.env.ROOST_SCREENSHOTS_DIR) rmSync(SHOTS, { recursive: true, force: true });
-});
+afterAll(() => closeScreenshotsWorld(SHOTS, served, ci));
 
 describe("the Tests tab", () => {
   test("opens on the failures, each with its message, its stack trace linked to the line on GitHub and its last results", async () => {

@@ -6,13 +6,10 @@
 // twice, every build number is handed out once and without a gap, and the queue takes the builds
 // in the order they were written.
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { sign } from "@octokit/webhooks-methods";
-import { routes } from "../../handlers/routes.ts";
-import { all, openDatabase, type Db } from "../../lib/db/client.ts";
-import { EventBus } from "../../lib/daemon/events.ts";
-import { createApp } from "../../lib/http/app.ts";
-import { createLive } from "../../lib/live/live.ts";
-import { createGitlabIntegration, createPipeline, createProject, SHA_A, startCiFixture, WEBHOOK_SECRET, type CiFixture } from "../helpers/ci.ts";
+import { all, type Db } from "../../lib/db/client.ts";
+import type { createApp } from "../../lib/http/app.ts";
+import { openSecondApp } from "../helpers/sockets.ts";
+import { createGitlabIntegration, createPipeline, createProject, SHA_A, signedAcmePush, startCiFixture, type CiFixture } from "../helpers/ci.ts";
 import { appHoldingBatches } from "../helpers/held-batches.ts";
 
 let fixture: CiFixture;
@@ -24,10 +21,8 @@ let secondHeld: ReturnType<typeof appHoldingBatches>;
 beforeAll(async () => {
   fixture = await startCiFixture();
   held = appHoldingBatches(fixture.t);
-  const db = await openDatabase(fixture.t.config.databaseUrl);
-  const events = new EventBus();
-  const ctx = { ...fixture.t.ctx, db, events, live: createLive({ db, events }) };
-  second = { db, app: createApp(ctx, routes) };
+  const { db, ctx, app } = await openSecondApp(fixture.t);
+  second = { db, app };
   secondHeld = appHoldingBatches({ ...fixture.t, db, ctx });
 });
 afterAll(async () => {
@@ -39,22 +34,8 @@ const REPOSITORIES = { "acme/app": 1001, "acme/website": 1002 } as const;
 type Repository = keyof typeof REPOSITORIES;
 
 /** A GitHub push of one commit to `branch` of `repository`, signed with the integration's secret. */
-async function signedPush(repository: Repository, branch: string, sha: string, delivery: string) {
-  const commit = { id: sha, message: `commit ${sha.slice(0, 6)}`, author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
-  const body = JSON.stringify({
-    ref: `refs/heads/${branch}`,
-    before: "0".repeat(40),
-    after: sha,
-    created: true,
-    deleted: false,
-    forced: false,
-    head_commit: commit,
-    commits: [commit],
-    repository: { id: REPOSITORIES[repository], full_name: repository },
-    pusher: { name: "dev" },
-  });
-  return { body, headers: { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) } };
-}
+const signedPush = (repository: Repository, branch: string, sha: string, delivery: string) =>
+  signedAcmePush(branch, sha, delivery, `commit ${sha.slice(0, 6)}`, { id: REPOSITORIES[repository], full_name: repository });
 
 type App = { fetch: ReturnType<typeof createApp>["fetch"] };
 

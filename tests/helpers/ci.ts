@@ -13,7 +13,7 @@ export const WEBHOOK_SECRET = "a-webhook-secret-of-some-length";
 
 /**
  * A GitHub push of one commit (modifying lib/main.dart, so the pipeline file is not touched) to
- * `branch` of acme/app, signed with WEBHOOK_SECRET: its body and headers
+ * `branch` of acme/app (or of `repository`), signed with WEBHOOK_SECRET: its body and headers
  * (https://docs.github.com/webhooks/webhook-events-and-payloads#push).
  */
 export async function signedAcmePush(
@@ -21,6 +21,7 @@ export async function signedAcmePush(
   sha: string,
   delivery: string,
   message = "a commit",
+  repository: { id: number; full_name: string } = { id: 1001, full_name: "acme/app" },
 ): Promise<{ body: string; headers: Record<string, string> }> {
   const commit = { id: sha, message, author: { name: "dev" }, added: [], removed: [], modified: ["lib/main.dart"] };
   const body = JSON.stringify({
@@ -32,7 +33,7 @@ export async function signedAcmePush(
     forced: false,
     head_commit: commit,
     commits: [commit],
-    repository: { id: 1001, full_name: "acme/app" },
+    repository,
     pusher: { name: "dev" },
   });
   return { body, headers: { "x-github-event": "push", "x-github-delivery": delivery, "x-hub-signature-256": await sign(WEBHOOK_SECRET, body) } };

@@ -4,6 +4,7 @@ import { expect } from "bun:test";
 import type { Called, TestApp } from "./app.ts";
 import type { HostApiStandIn, RecordedRequest } from "../support/host-api-stand-in.ts";
 import { reportCommitStatuses } from "../../lib/forges/commit-statuses.ts";
+import type { NewDelivery } from "../../lib/webhooks/deliveries.ts";
 
 /** The reason the delivery log gives for a fork's pull request that its project does not build (lib/webhooks/accept.ts). */
 export const FORK_PULL_REQUEST_NOT_BUILT = "pull request from a fork: this project does not build them (project setting build_fork_pull_requests)";
@@ -64,4 +65,36 @@ export async function reportedStatuses(t: TestApp, host: HostApiStandIn, pathPre
   const sent = await reportCommitStatuses({ ...t.ctx, now: t.clock.now(), baseUrl: "https://ci.example.test" });
   expect(sent).toBeGreaterThan(0);
   return host.requests.filter((r) => r.method === "POST" && r.path.startsWith(pathPrefix));
+}
+
+/**
+ * The record of a verified push to acme/app (repository 'r', project 'p') at `receivedAt` that
+ * built, numbered `n` (its ids `delivery-<n>`, delivery `d-<n>`), as the receiver hands it to the
+ * write: for tests of the statements that store it.
+ */
+export function builtPushRecord(
+  n: number,
+  receivedAt: number,
+  record: Partial<NewDelivery> & { dedupeKeys: string[] },
+): NewDelivery & { dedupeKeys: string[] } {
+  return {
+    id: `delivery-${n}`,
+    host: "github",
+    delivery_id: `d-${n}`,
+    event: "push",
+    action: "",
+    verified: true,
+    result: "built",
+    reason: "started 1 build(s)",
+    repository_external_id: "1001",
+    repository_full_name: "acme/app",
+    repository_id: "r",
+    project_id: "p",
+    commit_sha: "a".repeat(40),
+    decisions: [],
+    duplicate_of: null,
+    received_at: receivedAt,
+    body: { text: "{}", pieces: 0 },
+    ...record,
+  };
 }

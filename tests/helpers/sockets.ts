@@ -22,6 +22,14 @@ export function serveOverSocket(app: ReturnType<typeof createApp>): Served {
   });
 }
 
+/** The app of a second daemon process on the test app's database, in process: its own connection, event bus, hubs and build feed. */
+export async function openSecondApp(t: TestApp, shutdown?: AbortSignal) {
+  const db = await openDatabase(t.config.databaseUrl);
+  const events = new EventBus();
+  const ctx = { ...t.ctx, db, events, live: createLive({ db, events }), ...(shutdown ? { shutdown } : {}) };
+  return { db, ctx, app: createApp(ctx, routes) };
+}
+
 export interface SecondDaemon {
   /** Its own connection to the test app's database. */
   db: Db;
@@ -37,9 +45,8 @@ export interface SecondDaemon {
  * daemon's shutdown does.
  */
 export async function startSecondDaemon(t: TestApp, shutdown?: AbortSignal): Promise<SecondDaemon> {
-  const db = await openDatabase(t.config.databaseUrl);
-  const events = new EventBus();
-  const server = serveOverSocket(createApp({ ...t.ctx, db, events, live: createLive({ db, events }), ...(shutdown ? { shutdown } : {}) }, routes));
+  const { db, app } = await openSecondApp(t, shutdown);
+  const server = serveOverSocket(app);
   return {
     db,
     server,

@@ -5,6 +5,7 @@
 // SQLite's query plan (https://www.sqlite.org/eqp.html) of the statement the write batch runs.
 import { expect, test } from "bun:test";
 import { migratedDatabasePerFile } from "../../helpers/query-plans.ts";
+import { builtPushRecord } from "../../helpers/deliveries.ts";
 import { all } from "../../../lib/db/client.ts";
 import { allOf } from "../../../lib/db/database.ts";
 import { insertDeliveryStatement } from "../../../lib/webhooks/deliveries.ts";
@@ -20,26 +21,7 @@ test("a push's record in its write batch looks its dedupe keys up once and each 
   const state = pipelinesState("r");
   const guard = allOf([buildsRepositoryAsRead("r", null), { sql: `${state.sql} IS ?`, args: [...state.args, 0] }]);
   const statement = insertDeliveryStatement(
-    {
-      id: "delivery-1",
-      host: "github",
-      delivery_id: "d-1",
-      event: "push",
-      action: "",
-      verified: true,
-      result: "built",
-      reason: "started 1 build(s)",
-      repository_external_id: "1001",
-      repository_full_name: "acme/app",
-      repository_id: "r",
-      project_id: "p",
-      commit_sha: "a".repeat(40),
-      decisions: [],
-      duplicate_of: null,
-      received_at: NOW,
-      body: { text: "{}", pieces: 0 },
-      dedupeKeys: keys,
-    },
+    builtPushRecord(1, NOW, { dedupeKeys: keys }),
     guard,
     new Map(),
     dedupeKeyHolder({ dedupeKeys: keys.slice(0, 1), contentKey: keys[1]! }, keys, NOW)!,

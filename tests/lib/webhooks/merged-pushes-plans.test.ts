@@ -5,6 +5,7 @@
 // rely on). Asserted on SQLite's query plan (https://www.sqlite.org/eqp.html).
 import { expect, test } from "bun:test";
 import { migratedDatabasePerFile } from "../../helpers/query-plans.ts";
+import { builtPushRecord } from "../../helpers/deliveries.ts";
 import { all } from "../../../lib/db/client.ts";
 import type { Pipeline } from "../../../lib/pipelines/store.ts";
 import type { ConfigSnapshot } from "../../../lib/pipelines/config.ts";
@@ -16,26 +17,10 @@ const NOW = 1_800_000_000;
 function push(i: number): PushWrite {
   const snapshot = { concurrency: { max_concurrent: 5, cancel_previous: false }, execution_config: { runner_labels: [], platforms: ["android"] } };
   return {
-    record: {
-      id: `delivery-${i}`,
-      host: "github",
-      delivery_id: `d-${i}`,
-      event: "push",
-      action: "",
-      verified: true,
-      result: "built",
-      reason: "started 1 build(s)",
-      repository_external_id: "1001",
-      repository_full_name: "acme/app",
-      repository_id: "r",
-      project_id: "p",
-      commit_sha: "a".repeat(40),
+    record: builtPushRecord(i, NOW, {
       decisions: [{ pipeline_id: "pl", pipeline_name: "all", build: true, reason: "branch main matches **", build_id: `build-${i}`, build_number: 0 }],
-      duplicate_of: null,
-      received_at: NOW,
-      body: { text: "{}", pieces: 0 },
       dedupeKeys: [`github:delivery:d-${i}`],
-    },
+    }),
     contentKey: null,
     guard: { sql: "(SELECT n FROM catalogue_version WHERE id = 1) = ?", args: [7] },
     builds: [
