@@ -193,13 +193,7 @@ describe.each(TARGETS)("through %s", (target) => {
     });
 
     test("a single write waits for an open transaction instead of failing", async () => {
-      let open!: () => void;
-      const gate = new Promise<void>((r) => (open = r));
-      const first = inTransaction(db, async (tx) => {
-        await gate;
-        await tx.execute("INSERT INTO t (name) VALUES ('first')");
-      });
-      await Bun.sleep(5);
+      const { first, open } = await holdingTheQueue(db);
       const write = db.execute("INSERT INTO t (name) VALUES ('after')");
       open();
       await Promise.all([first, write]);
@@ -266,14 +260,8 @@ describe.each(TARGETS)("through %s", (target) => {
 
     test("a batch that fails after its first statement wrote, among others in one commit, leaves none of its writes; the others commit", async () => {
       await db.execute("INSERT INTO t (name) VALUES ('taken')");
-      let open!: () => void;
-      const gate = new Promise<void>((r) => (open = r));
       // A transaction holds the queue while the batches line up behind it, so they share one group.
-      const first = inTransaction(db, async (tx) => {
-        await gate;
-        await tx.execute("INSERT INTO t (name) VALUES ('first')");
-      });
-      await Bun.sleep(5);
+      const { first, open } = await holdingTheQueue(db);
       const batches = [
         ["INSERT INTO t (name) VALUES ('b1')", "INSERT INTO t (name) VALUES ('b2')"],
         ["INSERT INTO t (name) VALUES ('half')", "INSERT INTO t (name) VALUES ('taken')"],
@@ -619,3 +607,18 @@ describe("the driver switch", () => {
     }
   });
 });
+
+/**
+ * A transaction of `db` that holds its write queue (and inserts 'first') until `open` is called,
+ * so that writes started meanwhile line up behind it and share one group.
+ */
+async function holdingTheQueue(db: Db): Promise<{ first: Promise<void>; open: () => void }> {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  const first = inTransaction(db, async (tx) => {
+    await gate;
+    await tx.execute("INSERT INTO t (name) VALUES ('first')");
+  });
+  await Bun.sleep(5);
+  return { first, open };
+}
