@@ -4,6 +4,7 @@
 // between is counted, and readers are told where and how much.
 import type { Db, Executor, Row, SqlCondition, Statement } from "../db/client.ts";
 import { all, ALWAYS, inTransaction, one, readInPieces } from "../db/client.ts";
+import { MAX_MERGED_BYTES } from "../db/write-queue.ts";
 
 export interface LogLineInput {
   step: string;
@@ -245,6 +246,8 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
   const statements: Statement[] = [];
   /** Per append, the index of its guarding statement (the next_line UPDATE) in the batch. */
   const guards = new Map<number, number>();
+  /** The same writes as a few statements for all the appends (libsql only: mergedAppends). */
+  const merged: Merged = { from: new Set(), jobs: new Map(), builds: new Map(), appends: [] };
   for (const [i, a] of appends.entries()) {
     const next = nextLine.get(key(a));
     if (next === undefined) throw new Error(`${a.from} ${a.jobId} has no row to append log lines to`);
@@ -276,6 +279,11 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     }
     const line = next + fresh.length;
     nextLine.set(key(a), line);
+    merged.from.add(a.from);
+    const job = merged.jobs.get(a.jobId) ?? { next, line };
+    merged.jobs.set(a.jobId, { ...job, line });
+    if (!merged.builds.has(a.buildId)) merged.builds.set(a.buildId, { before, stats: build });
+    merged.appends.push([a.buildId, entries[0]!.seq, a.jobId, next, entries.map((e) => [wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)])]);
     // Each statement after the guarding UPDATE runs only if the one before it changed the rows it
     // was to change (changes(): https://www.sqlite.org/lang_corefunc.html#changes), so all of the
     // append's writes happen exactly when the UPDATE did. A batch runs its statements one after
@@ -322,6 +330,10 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     answers.push({ kind: "ok", next_line: line, last_seq: build.last_seq, accepted: fresh.length, entries });
   }
   if (statements.length === 0) return answers;
+  const together = db.driver === "libsql" ? mergedAppends(merged) : null;
+  // All of them or none: when a guard moved, the appends go again as their own statements, so only
+  // the ones another process wrote in between go round again.
+  if (together && (await db.batch(together.statements))[0]!.rowsAffected === together.jobs) return answers;
   const written = await db.batch(statements);
   // An append after a lost one of the same job or build was answered from what the lost one would have written.
   const lost = new Set<string>();
@@ -333,6 +345,68 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     }
   }
   return answers;
+}
+
+/** What appendGuarded's appends write, per job (as of `from`), per build and per append, for mergedAppends. */
+interface Merged {
+  from: Set<LineOwner>;
+  /** Each job's next line as read, and as its last append in the call leaves it. */
+  jobs: Map<string, { next: number; line: number }>;
+  /** Each build's stats as read (statsSignature), and the object its appends moved on (its last stats). */
+  builds: Map<string, { before: string; stats: LogStats }>;
+  /** Per append: build, first seq, job, first line, its lines as [step, stream, ts, text]. */
+  appends: Array<[string, number, string, number, unknown[][]]>;
+}
+
+/**
+ * A guarded write batch's appends as three statements whatever their number, for a remote libSQL
+ * server, which prepares and parses every statement afresh (about 0.6 ms of its CPU for a guarded
+ * statement against 0.15 ms for its rows; docs/benchmarks.md "Log appends on sqld: merged
+ * statements"). First one UPDATE of every job's next line from a JSON array, which writes only if
+ * every job's next line and every build's stats are still as read (the guards are counted before
+ * any row is written: an uncorrelated subquery runs once, https://www.sqlite.org/lang_expr.html#subq),
+ * so it changes the rows of all the jobs or of none; then the lines of all the appends, and the
+ * stats of all the builds, each written only if the statement before it changed what it was to
+ * (changes()). A job or build appended to twice in the call is guarded once, as read, and written
+ * once, as its last append leaves it. Null where merging saves nothing (one append), where the
+ * appends are of jobs and deployments (two tables), or where the lines would make an argument
+ * larger than a merge may send (MAX_MERGED_BYTES).
+ */
+function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number } | null {
+  if (merged.appends.length < 2 || merged.from.size !== 1) return null;
+  const from = [...merged.from][0]!;
+  const lines = JSON.stringify(merged.appends);
+  if (Buffer.byteLength(lines) > MAX_MERGED_BYTES) return null;
+  const jobs = JSON.stringify([...merged.jobs].map(([id, j]) => [id, j.next, j.line]));
+  const builds = [...merged.builds];
+  const guards = JSON.stringify(builds.map(([id, b]) => [id, b.before]));
+  const lineCount = merged.appends.reduce((n, a) => n + a[4].length, 0);
+  return {
+    jobs: merged.jobs.size,
+    statements: [
+      {
+        sql: `UPDATE ${from} SET next_line = j.value ->> 2 FROM json_each(?1) AS j
+              WHERE ${from}.id = j.value ->> 0
+                AND (SELECT count(*) FROM json_each(?1) AS g JOIN ${from} AS o ON o.id = g.value ->> 0 AND o.next_line = g.value ->> 1) = ?2
+                AND (SELECT count(*) FROM json_each(?3) AS b
+                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = ?4`,
+        args: [jobs, merged.jobs.size, guards, builds.length],
+      },
+      {
+        sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
+              SELECT a.value ->> 0, (a.value ->> 1) + l.key, a.value ->> 2, (a.value ->> 3) + l.key, l.value ->> 0, l.value ->> 1, l.value ->> 2, l.value ->> 3
+              FROM json_each(?) AS a, json_each(a.value, '$[4]') AS l WHERE changes() = ?`,
+        args: [lines, merged.jobs.size],
+      },
+      {
+        sql: `INSERT INTO build_log_stats (build_id, last_seq, bytes, head_last_seq, cut_lines, cut_bytes)
+              SELECT s.value ->> 0, s.value ->> 1, s.value ->> 2, s.value ->> 3, s.value ->> 4, s.value ->> 5 FROM json_each(?) AS s WHERE changes() = ?
+              ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes, head_last_seq = excluded.head_last_seq,
+                cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
+        args: [JSON.stringify(builds.map(([id, { stats: b }]) => [id, b.last_seq, b.bytes, b.head_last_seq, b.cut_lines, b.cut_bytes])), lineCount],
+      },
+    ],
+  };
 }
 
 /** The appends in order, in the caller's transaction; each one's result. */

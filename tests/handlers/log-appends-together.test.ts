@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { type TestApp } from "../helpers/app.ts";
 import { SHA_A, createPipeline, startCiFixture, fixturePerFile } from "../helpers/ci.ts";
 import { appendLogLines, readLogPosition, type LogPosition } from "../../lib/logs/store.ts";
-import { openDatabase } from "../../lib/db/client.ts";
+import { openDatabase, type Db, type Statement } from "../../lib/db/client.ts";
 
 const lines30 = () => Array.from({ length: 30 }, (_, i) => `line ${i}`);
 
@@ -133,6 +133,84 @@ describe("appends from many runners at once", () => {
     expect(stored.map((l) => l.text)).toEqual(lines30());
     expect(stored.map((l) => l.seq - stored[0]!.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i));
     expect(await readLogPosition(t.db, "jobs", jobId)).toMatchObject({ next_line: 30, stats: { last_seq: stored.at(-1)!.seq } });
+  });
+
+  /** The database, with every write batch's statements (their SQL) recorded as sent. */
+  function recordingBatches(): { db: Db; sent: string[][] } {
+    const sent: string[][] = [];
+    const db = new Proxy(t.db, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key === "batch")
+          return (stmts: Statement[], ...rest: any[]) => (sent.push(stmts.map((s) => (typeof s === "string" ? s : s.sql))), target.batch(stmts, ...rest));
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return { db, sent };
+  }
+  const jobLines = (job: number, from: number, n: number) =>
+    Array.from({ length: n }, (_, i) => ({ step: "build", stream: "stdout" as const, text: `job ${job} line ${from + i}` }));
+
+  // On a libSQL server every statement is prepared afresh (docs/benchmarks.md "Log appends on sqld:
+  // merged statements"): the appends of one write batch go as three statements between them there.
+  test("appends of several jobs waiting together go as three statements on libSQL; one whose job another daemon appended to in between goes again, and each job ends with exactly its lines", async () => {
+    const jobs = await runningJobs(4);
+    const known = await Promise.all(jobs.map((job) => readLogPosition(t.db, "jobs", job.jobId)));
+    const other = await openDatabase(t.config.databaseUrl);
+    try {
+      // Another daemon stores the first 10 lines of job 2 after this one read where it stood.
+      expect(await appendLogLines(other, jobs[2]!.jobId, jobs[2]!.buildId, 0, jobLines(2, 0, 10), t.clock.now(), 1 << 20)).toMatchObject({ accepted: 10 });
+    } finally {
+      other.close();
+    }
+    const { db, sent } = recordingBatches();
+    // Started in one turn of the event loop: they wait together.
+    const answers = await Promise.all(
+      jobs.map((job, j) => appendLogLines(db, job.jobId, job.buildId, 0, jobLines(j, 0, 20), t.clock.now(), 1 << 20, "jobs", known[j]!)),
+    );
+    expect(answers.map((a) => a.kind === "ok" && [a.next_line, a.accepted])).toEqual([
+      [20, 20],
+      [20, 20],
+      [20, 10],
+      [20, 20],
+    ]);
+    for (const [j, job] of jobs.entries()) {
+      const stored = await storedLog(job.buildId);
+      expect(stored.map((l) => l.text)).toEqual(jobLines(j, 0, 20).map((l) => l.text));
+      expect(stored.map((l) => l.seq - stored[0]!.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect(await readLogPosition(t.db, "jobs", job.jobId)).toEqual({ next_line: 20, stats: expect.objectContaining({ last_seq: stored.at(-1)!.seq }) });
+    }
+    // libSQL: the merged statements, which wrote nothing (job 2 had moved); each append's own
+    // statements, of which job 2's wrote nothing; job 2 again, alone, from where it now stands.
+    // bun:sqlite: each append's own statements, then job 2's again.
+    expect(sent.map((b) => b.length)).toEqual(t.db.driver === "libsql" ? [3, 12, 3] : [12, 3]);
+  });
+
+  test("on libSQL, appends of one job twice and of other jobs waiting together go as three statements, and each line is stored once in order", async () => {
+    const jobs = await runningJobs(3);
+    const { db, sent } = recordingBatches();
+    const answers = await Promise.all([
+      appendLogLines(db, jobs[0]!.jobId, jobs[0]!.buildId, 0, jobLines(0, 0, 10), t.clock.now(), 1 << 20),
+      appendLogLines(db, jobs[1]!.jobId, jobs[1]!.buildId, 0, jobLines(1, 0, 10), t.clock.now(), 1 << 20),
+      appendLogLines(db, jobs[0]!.jobId, jobs[0]!.buildId, 5, jobLines(0, 5, 10), t.clock.now(), 1 << 20),
+      appendLogLines(db, jobs[2]!.jobId, jobs[2]!.buildId, 0, jobLines(2, 0, 3), t.clock.now(), 1 << 20),
+    ]);
+    expect(answers.map((a) => a.kind === "ok" && [a.next_line, a.accepted])).toEqual([
+      [10, 10],
+      [10, 10],
+      [15, 5],
+      [3, 3],
+    ]);
+    for (const [j, job] of jobs.entries()) {
+      const stored = await storedLog(job.buildId);
+      expect(stored.map((l) => l.text)).toEqual(jobLines(j, 0, [15, 10, 3][j]!).map((l) => l.text));
+      expect(stored.map((l) => l.seq - stored[0]!.seq)).toEqual(stored.map((_, i) => i));
+      expect(await readLogPosition(t.db, "jobs", job.jobId)).toEqual({
+        next_line: [15, 10, 3][j]!,
+        stats: expect.objectContaining({ last_seq: stored.at(-1)!.seq }),
+      });
+    }
+    expect(sent.map((b) => b.length)).toEqual(t.db.driver === "libsql" ? [3] : [12]);
   });
 
   test("any text a runner sends comes back as sent: quotes, backslashes, control characters, NUL, non-ASCII", async () => {
