@@ -247,7 +247,7 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
   /** Per append, the index of its guarding statement (the next_line UPDATE) in the batch. */
   const guards = new Map<number, number>();
   /** The same writes as a few statements for all the appends (libsql only: mergedAppends). */
-  const merged: Merged = { from: new Set(), jobs: new Map(), builds: new Map(), appends: [] };
+  const merged: Merged = { from: new Set(), jobs: new Map(), builds: new Map(), appends: 0, lines: [] };
   for (const [i, a] of appends.entries()) {
     const next = nextLine.get(key(a));
     if (next === undefined) throw new Error(`${a.from} ${a.jobId} has no row to append log lines to`);
@@ -283,7 +283,8 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     const job = merged.jobs.get(a.jobId) ?? { next, line };
     merged.jobs.set(a.jobId, { ...job, line });
     if (!merged.builds.has(a.buildId)) merged.builds.set(a.buildId, { before, stats: build });
-    merged.appends.push([a.buildId, entries[0]!.seq, a.jobId, next, entries.map((e) => [wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)])]);
+    for (const [k, e] of entries.entries()) merged.lines.push([a.buildId, e.seq, a.jobId, next + k, wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)]);
+    merged.appends++;
     // Each statement after the guarding UPDATE runs only if the one before it changed the rows it
     // was to change (changes(): https://www.sqlite.org/lang_corefunc.html#changes), so all of the
     // append's writes happen exactly when the UPDATE did. A batch runs its statements one after
@@ -354,8 +355,14 @@ interface Merged {
   jobs: Map<string, { next: number; line: number }>;
   /** Each build's stats as read (statsSignature), and the object its appends moved on (its last stats). */
   builds: Map<string, { before: string; stats: LogStats }>;
-  /** Per append: build, first seq, job, first line, its lines as [step, stream, ts, text]. */
-  appends: Array<[string, number, string, number, unknown[][]]>;
+  /** How many appends write. */
+  appends: number;
+  /**
+   * Every line as [build, seq, job, line, step, stream, ts, text]: one flat array. (Lines nested in
+   * their append's array cost sqld more CPU than the statements saved: each value read from the
+   * outer array parses it again.)
+   */
+  lines: Array<[string, number, string, number, string, string, number, string]>;
 }
 
 /**
@@ -373,14 +380,13 @@ interface Merged {
  * larger than a merge may send (MAX_MERGED_BYTES).
  */
 function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number } | null {
-  if (merged.appends.length < 2 || merged.from.size !== 1) return null;
+  if (merged.appends < 2 || merged.from.size !== 1) return null;
   const from = [...merged.from][0]!;
-  const lines = JSON.stringify(merged.appends);
+  const lines = JSON.stringify(merged.lines);
   if (Buffer.byteLength(lines) > MAX_MERGED_BYTES) return null;
   const jobs = JSON.stringify([...merged.jobs].map(([id, j]) => [id, j.next, j.line]));
   const builds = [...merged.builds];
   const guards = JSON.stringify(builds.map(([id, b]) => [id, b.before]));
-  const lineCount = merged.appends.reduce((n, a) => n + a[4].length, 0);
   return {
     jobs: merged.jobs.size,
     statements: [
@@ -394,8 +400,8 @@ function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number 
       },
       {
         sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)
-              SELECT a.value ->> 0, (a.value ->> 1) + l.key, a.value ->> 2, (a.value ->> 3) + l.key, l.value ->> 0, l.value ->> 1, l.value ->> 2, l.value ->> 3
-              FROM json_each(?) AS a, json_each(a.value, '$[4]') AS l WHERE changes() = ?`,
+              SELECT l.value ->> 0, l.value ->> 1, l.value ->> 2, l.value ->> 3, l.value ->> 4, l.value ->> 5, l.value ->> 6, l.value ->> 7
+              FROM json_each(?) AS l WHERE changes() = ?`,
         args: [lines, merged.jobs.size],
       },
       {
@@ -403,7 +409,7 @@ function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number 
               SELECT s.value ->> 0, s.value ->> 1, s.value ->> 2, s.value ->> 3, s.value ->> 4, s.value ->> 5 FROM json_each(?) AS s WHERE changes() = ?
               ON CONFLICT (build_id) DO UPDATE SET last_seq = excluded.last_seq, bytes = excluded.bytes, head_last_seq = excluded.head_last_seq,
                 cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
-        args: [JSON.stringify(builds.map(([id, { stats: b }]) => [id, b.last_seq, b.bytes, b.head_last_seq, b.cut_lines, b.cut_bytes])), lineCount],
+        args: [JSON.stringify(builds.map(([id, { stats: b }]) => [id, b.last_seq, b.bytes, b.head_last_seq, b.cut_lines, b.cut_bytes])), merged.lines.length],
       },
     ],
   };

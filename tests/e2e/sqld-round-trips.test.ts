@@ -10,6 +10,7 @@ import { startSqld, type Sqld } from "../support/sqld.ts";
 import { startSqldRequestCounter, type SqldRequestCounter } from "../support/sqld-request-counter.ts";
 import { all } from "../../lib/db/client.ts";
 import { appHoldingBatches } from "../helpers/held-batches.ts";
+import { appendLogLines, readLogPosition, type AppendResult } from "../../lib/logs/store.ts";
 
 let sqld: Sqld;
 let counter: SqldRequestCounter;
@@ -90,6 +91,37 @@ describe("round trips to sqld per runner request", () => {
       // started it: what follows the transition, the Flutter SDK, the transition RETURNING the
       // build, the job (1). (3 before 2026-11-27: the job and its build were read first.)
       expect(finished).toEqual({ requests: 2, writes: 1 });
+    }
+  });
+});
+
+describe("statements sqld prepares for log appends", () => {
+  // Before (main at 5f3896e): 3 statements an append, 24 for these 8, each prepared by sqld afresh
+  // (docs/benchmarks.md, "Log appends on sqld: merged statements").
+  test("appends of 8 jobs waiting together send sqld 3 statements between them: the jobs' next lines, the lines, the builds' stats", async () => {
+    const { t, owner, projectId } = fixture;
+    const pipeline = await createPipeline(t, owner, projectId, { concurrency: { max_concurrent: 50 } });
+    const jobs: Array<{ jobId: string; buildId: string }> = [];
+    for (let i = 0; i < 8; i++) {
+      await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+      const call = await runner();
+      const claim = await call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 });
+      expect(claim.status).toBe(201);
+      jobs.push({ jobId: claim.body.job.job_id, buildId: claim.body.job.build.id });
+    }
+    // Where each job stands, as the append endpoint reads it beside the job (lib/logs/append-endpoint.ts).
+    const known = await Promise.all(jobs.map((job) => readLogPosition(t.db, "jobs", job.jobId)));
+    const lines = (j: number) => Array.from({ length: 25 }, (_, n) => ({ step: "build", stream: "stdout" as const, text: `job ${j} line ${n}` }));
+    let answers: AppendResult[] = [];
+    const sent = await counter.statements(async () => {
+      // Started in one turn of the event loop: they wait together.
+      answers = await Promise.all(jobs.map((job, j) => appendLogLines(t.db, job.jobId, job.buildId, 0, lines(j), t.clock.now(), 1 << 20, "jobs", known[j]!)));
+    });
+    expect(answers.map((a) => a.kind === "ok" && a.accepted)).toEqual(Array(8).fill(25));
+    expect(sent).toBe(3);
+    for (const [j, job] of jobs.entries()) {
+      const stored = await all(t.db, "SELECT text FROM build_logs WHERE job_id = ? ORDER BY line", [job.jobId]);
+      expect(stored.map((r) => r.text)).toEqual(lines(j).map((l) => l.text));
     }
   });
 });
