@@ -279,12 +279,13 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     }
     const line = next + fresh.length;
     nextLine.set(key(a), line);
-    merged.from.add(a.from);
-    const job = merged.jobs.get(a.jobId) ?? { next, line };
-    merged.jobs.set(a.jobId, { ...job, line });
-    if (!merged.builds.has(a.buildId)) merged.builds.set(a.buildId, { before, stats: build });
-    for (const [k, e] of entries.entries()) merged.lines.push([a.buildId, e.seq, a.jobId, next + k, wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)]);
-    merged.appends++;
+    if (db.driver === "libsql") {
+      merged.from.add(a.from);
+      merged.jobs.set(a.jobId, { next: merged.jobs.get(a.jobId)?.next ?? next, line });
+      if (!merged.builds.has(a.buildId)) merged.builds.set(a.buildId, { before, stats: build });
+      for (const [k, e] of entries.entries()) merged.lines.push([a.buildId, e.seq, a.jobId, next + k, wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)]);
+      merged.appends++;
+    }
     // Each statement after the guarding UPDATE runs only if the one before it changed the rows it
     // was to change (changes(): https://www.sqlite.org/lang_corefunc.html#changes), so all of the
     // append's writes happen exactly when the UPDATE did. A batch runs its statements one after
@@ -371,7 +372,7 @@ interface Merged {
  * statement against 0.15 ms for its rows; docs/benchmarks.md "Log appends on sqld: merged
  * statements"). First one UPDATE of every job's next line from a JSON array, which writes only if
  * every job's next line and every build's stats are still as read (the guards are counted before
- * any row is written: an uncorrelated subquery runs once, https://www.sqlite.org/lang_expr.html#subq),
+ * any row is written: an uncorrelated subquery runs once, https://www.sqlite.org/lang_expr.html#cosub),
  * so it changes the rows of all the jobs or of none; then the lines of all the appends, and the
  * stats of all the builds, each written only if the statement before it changed what it was to
  * (changes()). A job or build appended to twice in the call is guarded once, as read, and written
@@ -393,9 +394,9 @@ function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number 
       {
         sql: `UPDATE ${from} SET next_line = j.value ->> 2 FROM json_each(?1) AS j
               WHERE ${from}.id = j.value ->> 0
-                AND (SELECT count(*) FROM json_each(?1) AS g JOIN ${from} AS o ON o.id = g.value ->> 0 AND o.next_line = g.value ->> 1) = ?2
+                AND (SELECT count(*) FROM json_each(?1) AS g JOIN ${from} AS o ON o.id = g.value ->> 0 AND o.next_line = g.value ->> 1) = +?2
                 AND (SELECT count(*) FROM json_each(?3) AS b
-                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = ?4`,
+                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = +?4`,
         args: [jobs, merged.jobs.size, guards, builds.length],
       },
       {
