@@ -96,7 +96,7 @@ export const MAX_GROUP = 64;
  * A group of writes known up front is one request to a remote server, which takes a request only
  * so large: sqld's WebSocket closed the connection on a message of 16 MiB (every request on it
  * failing), and it refuses a single value over about 4 MB. So a group stops taking writes once
- * their arguments pass this many bytes (as they travel: a blob as base64); a write larger alone
+ * their arguments pass this many bytes (as they travel: a string escaped and in UTF-8, a blob as base64); a write larger alone
  * goes alone. A webhook body's pieces (lib/webhooks/delivery-bodies.ts) are the writes this holds apart.
  */
 export const MAX_GROUP_BYTES = 6 * 1024 * 1024;
@@ -589,7 +589,9 @@ function requestBytes(stmts: NormalizedStatement[]): number {
   for (const stmt of stmts) {
     bytes += stmt.sql.length;
     for (const value of Array.isArray(stmt.args) ? stmt.args : Object.values(stmt.args)) {
-      if (typeof value === "string") bytes += value.length;
+      // As it travels: a string escaped in the request's JSON (a control character as six
+      // characters, a quote as two) and as UTF-8 bytes (up to three a character).
+      if (typeof value === "string") bytes += Buffer.byteLength(JSON.stringify(value));
       else if (value instanceof Uint8Array) bytes += Math.ceil(value.byteLength / 3) * 4;
     }
   }

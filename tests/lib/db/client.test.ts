@@ -581,6 +581,23 @@ describe("a libSQL server over WebSocket (a libsql: URL)", () => {
       await server.stop();
     }
   }, 30_000);
+
+  test("write batches of text that escaping makes six times longer on the wire (control characters), sent together, all commit", async () => {
+    // A log line's ANSI escapes: each control character travels as \u00XX in the request's JSON.
+    const server = await startSqld();
+    const db = await openDatabase(`libsql://127.0.0.1:${new URL(server.url).port}?tls=0`, undefined, "libsql");
+    try {
+      await db.execute("CREATE TABLE lines (batch INTEGER, seq INTEGER, text TEXT)");
+      const text = "\u001b".repeat(500 * 1024);
+      const batch = (n: number) => db.batch([0, 1, 2, 3].map((seq) => ({ sql: "INSERT INTO lines VALUES (?, ?, ?)", args: [n, seq, text] })));
+      const settled = await Promise.allSettled([0, 1, 2, 3].map(batch));
+      expect(settled.map((s) => (s.status === "fulfilled" ? "committed" : String(s.reason)))).toEqual(["committed", "committed", "committed", "committed"]);
+      expect((await db.execute("SELECT COUNT(*) AS n, SUM(length(text)) AS chars FROM lines")).rows).toEqual([{ n: 16, chars: 16 * 500 * 1024 }]);
+    } finally {
+      db.close();
+      await server.stop();
+    }
+  }, 60_000);
 });
 
 describe("the driver switch", () => {
