@@ -6,10 +6,10 @@
 import { z } from "zod";
 import { created, defineEndpoint } from "../../lib/http/route.ts";
 import type { UserContext } from "../../lib/http/context.ts";
-import { IntegrationResource } from "../../lib/integrations/wire.ts";
+import { IntegrationResource, SyncWarnings } from "../../lib/integrations/wire.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { findIntegration, insertIntegration } from "../../lib/integrations/store.ts";
-import { integrationView, syncRepositories } from "../../lib/integrations/index.ts";
+import { integrationView, syncRepositories, type SyncResult } from "../../lib/integrations/index.ts";
 import { sealCredentials } from "../../lib/integrations/credentials.ts";
 import { refuseSavedHost } from "../../lib/net/address-policy.ts";
 import { ForgeApiError } from "../../lib/forges/http.ts";
@@ -21,7 +21,7 @@ export const endpoint = defineEndpoint({
   operationId: "create_integration",
   summary: "Connect a GitHub App installation, a GitLab or Gitea/Forgejo instance, a Bitbucket Cloud workspace, or a plain git repository",
   body: CreateIntegrationBody,
-  ...created({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_error: z.string().nullable() }),
+  ...created({ integration: IntegrationResource, repositories_synced: z.number().int(), sync_warnings: SyncWarnings, sync_error: z.string().nullable() }),
   errors: ["invalid_request"],
   async handle({ body }, ctx: UserContext) {
     const forge = forgeOf({ provider: body.provider });
@@ -47,7 +47,7 @@ export const endpoint = defineEndpoint({
       now,
     );
     // The integration is kept even when the first sync fails: the answer says why, an incident is raised, and a later sync can succeed.
-    let synced = 0;
+    let synced: SyncResult = { synced: 0, warnings: [] };
     let syncError: string | null = null;
     try {
       synced = await syncRepositories(ctx, integration);
@@ -55,7 +55,12 @@ export const endpoint = defineEndpoint({
       if (!(error instanceof ForgeApiError)) throw error;
       syncError = error.message;
     }
-    return { integration: integrationView((await findIntegration(ctx.db, integration.id))!, true), repositories_synced: synced, sync_error: syncError };
+    return {
+      integration: integrationView((await findIntegration(ctx.db, integration.id))!, true),
+      repositories_synced: synced.synced,
+      sync_warnings: synced.warnings,
+      sync_error: syncError,
+    };
   },
 });
 

@@ -9,6 +9,7 @@ import type { UserContext } from "../../lib/http/context.ts";
 import { fail } from "../../lib/http/errors.ts";
 import { DisplayName } from "../../lib/schemas/shared.ts";
 import { BranchName } from "../../lib/pipelines/wire.ts";
+import { BRANCH_NAME_CHARS } from "../../lib/schemas/patterns.ts";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { ProjectResource, ProjectSettings } from "../../lib/projects/wire.ts";
 import { findRepository } from "../../lib/integrations/repositories.ts";
@@ -34,10 +35,19 @@ export const endpoint = defineEndpoint({
   summary: "Create a project from a catalogue repository",
   body: CreateProjectBody,
   ...created({ project: ProjectResource }),
-  errors: ["not_found", "repository_already_linked"],
+  errors: ["invalid_request", "not_found", "repository_already_linked"],
   async handle({ body }, ctx: UserContext) {
     const repo = await findRepository(ctx.db, body.repository_id);
     if (!repo) fail("not_found", "No catalogue repository with that id; see GET /v1/integration-repositories.");
+    // A default branch the host named over the limit of a branch name was not kept (boundedRemote,
+    // lib/integrations/repositories.ts): the project must name one.
+    const defaultBranch = body.default_branch ?? repo.default_branch;
+    if (defaultBranch === "")
+      fail(
+        "invalid_request",
+        `The repository's default branch was not kept when its catalogue was synced (its name is over ${BRANCH_NAME_CHARS} characters); send default_branch.`,
+        { details: [{ path: "body.default_branch", message: `required: the repository has no default branch of at most ${BRANCH_NAME_CHARS} characters` }] },
+      );
     // Checked and inserted in one write transaction; the unique index (schema.sql migration 7)
     // settles two concurrent creations on the same catalogue entry.
     const id = await inTransaction(ctx.db, async (tx) => {
@@ -48,7 +58,7 @@ export const endpoint = defineEndpoint({
           name: body.name ?? repo.full_name,
           description: body.description,
           repositoryId: repo.id,
-          defaultBranch: body.default_branch ?? repo.default_branch,
+          defaultBranch,
           settings: body.settings,
           createdBy: ctx.principal.user.id,
         },

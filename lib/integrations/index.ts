@@ -27,15 +27,21 @@ export function integrationView(integration: Integration, viewerIsAdmin: boolean
   };
 }
 
-/** Syncs the catalogue; returns how many repositories the forge listed, or throws ForgeApiError. */
-export async function syncRepositories(deps: ForgeDeps & Pick<AppContext, "db">, integration: Integration): Promise<number> {
+/** What a sync stored: how many repositories, and why any was stored in part or left out (boundedRemote). */
+export interface SyncResult {
+  synced: number;
+  warnings: string[];
+}
+
+/** Syncs the catalogue; returns how many repositories it stored and why any was not stored whole, or throws ForgeApiError. */
+export async function syncRepositories(deps: ForgeDeps & Pick<AppContext, "db">, integration: Integration): Promise<SyncResult> {
   const now = deps.clock.now();
   try {
     const remote = await forgeOf(integration).listRepositories(deps, integration);
-    const count = await upsertRepositories(deps.db, integration, remote, now);
+    const { stored, warnings } = await upsertRepositories(deps.db, integration, remote, now);
     await recordSync(deps.db, integration.id, now, null);
     await resolveIncident(deps.db, now, "integration", integration.id, SYNC_FAILED);
-    return count;
+    return { synced: stored, warnings };
   } catch (error) {
     // A forge's malformed answer can put its own text in a parser's message, so only ForgeApiError's
     // fixed phrases are kept; anything else becomes one sentence.

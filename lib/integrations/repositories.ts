@@ -4,6 +4,8 @@ import type { InValue } from "../db/database.ts";
 import { all, bool, likePattern, num, one, rowMapper, str, strAs } from "../db/client.ts";
 import { newId } from "../auth/secrets.ts";
 import type { ForgeName } from "../forges/registry.ts";
+import { clipped, REF_CHARS } from "../forges/event.ts";
+import { BRANCH_NAME_CHARS } from "../schemas/patterns.ts";
 
 /** One repository of the catalogue (table repositories). */
 const toRepository = rowMapper({
@@ -33,14 +35,45 @@ export interface RemoteRepository {
   clone_url: string;
 }
 
-/** Inserts new repositories and updates known ones (a rename keeps the id: matched by external id). */
+/**
+ * `r` with the limits a webhook delivery's names have (boundedEvent in lib/forges/event.ts,
+ * docs/webhooks.md "Limits"), since a host's answer has no length limit Roost can rely on (git sets
+ * none on a ref name, https://git-scm.com/docs/git-check-ref-format). Names are never cut, which
+ * would name another branch or repository: a default branch over BRANCH_NAME_CHARS is not kept (the
+ * repository is, with no default branch: a project on it must name one); a repository id or full
+ * name over REF_CHARS leaves the repository out. `warning` says which and why.
+ */
+export function boundedRemote(r: RemoteRepository): { repository: RemoteRepository | null; warning: string | null } {
+  const name = clipped(r.full_name, REF_CHARS);
+  if (r.external_id.length > REF_CHARS)
+    return { repository: null, warning: `${name}: the repository id is ${r.external_id.length} characters, over ${REF_CHARS}: not listed` };
+  if (r.full_name.length > REF_CHARS)
+    return { repository: null, warning: `${name}: the repository name is ${r.full_name.length} characters, over ${REF_CHARS}: not listed` };
+  if (r.default_branch.length > BRANCH_NAME_CHARS)
+    return {
+      repository: { ...r, default_branch: "" },
+      warning: `${r.full_name}: the default branch name is ${r.default_branch.length} characters, over ${BRANCH_NAME_CHARS}: not kept`,
+    };
+  return { repository: r, warning: null };
+}
+
+/**
+ * Inserts new repositories and updates known ones (a rename keeps the id: matched by external id),
+ * each bounded (boundedRemote). Returns how many were stored and why any was stored in part or not at all.
+ */
 export async function upsertRepositories(
   db: Executor,
   integration: { id: string; provider: ForgeName; installation_id: string | null; web_url: string },
   remote: RemoteRepository[],
   now: number,
-): Promise<number> {
-  for (const r of remote) {
+): Promise<{ stored: number; warnings: string[] }> {
+  const warnings: string[] = [];
+  let stored = 0;
+  for (const listed of remote) {
+    const { repository: r, warning } = boundedRemote(listed);
+    if (warning) warnings.push(warning);
+    if (!r) continue;
+    stored++;
     await db.execute({
       sql: `INSERT INTO repositories (id, integration_id, provider, external_id, full_name, default_branch, is_private, avatar_url, installation_id, host_url, clone_url, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -64,7 +97,7 @@ export async function upsertRepositories(
       ],
     });
   }
-  return remote.length;
+  return { stored, warnings };
 }
 
 export async function findRepository(db: Executor, id: string): Promise<Repository | null> {

@@ -33,3 +33,9 @@ export const IntegrationResource = z.object({
   last_sync_error: z.string().nullable().describe("why the last sync failed (a status and a short reason); admins only, null for other roles"),
   last_sync_failed: z.boolean().describe("whether the last sync failed; shown to every role"),
 });
+
+export const SyncWarnings = z
+  .array(z.string())
+  .describe(
+    'why a listed repository was stored in part or left out, one sentence each, e.g. a default branch over 255 characters (docs/api.md "Source integrations"); empty when every one was stored whole',
+  );

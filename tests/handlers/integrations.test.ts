@@ -132,7 +132,7 @@ describe("the catalogue", () => {
     const github = list.body.integrations.find((i: { provider: string }) => i.provider === "github");
     host.github.repos[0]!.default_branch = "trunk";
     const res = await t.call("POST", `/v1/integrations/${github.id}/sync`, { token: owner });
-    expect(res.body).toEqual({ repositories_synced: 3 });
+    expect(res.body).toEqual({ repositories_synced: 3, sync_warnings: [] });
     const after = await t.call("GET", "/v1/integration-repositories?q=acme/app", { token: owner });
     expect(after.body.total).toBe(1);
     expect(after.body.repositories[0].default_branch).toBe("trunk");
@@ -301,6 +301,59 @@ describe("link-local and cloud metadata addresses", () => {
     for (const host of ["10.0.0.5", "172.16.3.4", "192.168.1.20", "[fd12:3456::1]", "127.0.0.1", "gitlab.internal.example.test"]) {
       expect(refusedHostReason(new URL(`http://${host}`).hostname)).toBeNull();
       expect(await hostRefusal(new URL(`http://${host}`).hostname, false)).toBeNull();
+    }
+  });
+});
+
+// A host's answer has no length limit Roost can rely on: the catalogue gets a webhook delivery's
+// limits on names (docs/webhooks.md "Limits"), never cut, which would name another branch.
+describe("names a host lists over their limits", () => {
+  const longBranch = `release/${"b".repeat(300)}`;
+
+  test("a default branch over 255 characters is not kept: the repository is, the sync says why, a project on it must name its branch", async () => {
+    const list = await t.call("GET", "/v1/integrations", { token: owner });
+    const github = list.body.integrations.find((i: { provider: string }) => i.provider === "github");
+    host.github.repos.push({ id: 1090, full_name: "acme/long-default", default_branch: longBranch, private: true });
+    try {
+      const res = await t.call("POST", `/v1/integrations/${github.id}/sync`, { token: owner });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 200,
+        body: {
+          repositories_synced: 4,
+          sync_warnings: [`acme/long-default: the default branch name is ${longBranch.length} characters, over 255: not kept`],
+        },
+      });
+      const listed = await t.call("GET", "/v1/integration-repositories?q=acme/long-default", { token: owner });
+      expect(listed.body.repositories).toMatchObject([{ full_name: "acme/long-default", external_id: "1090", default_branch: "" }]);
+      const repositoryId = listed.body.repositories[0].id;
+
+      const refused = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repositoryId } });
+      expect({ status: refused.status, code: refused.body.code, message: refused.body.message }).toEqual({
+        status: 400,
+        code: "invalid_request",
+        message: "The repository's default branch was not kept when its catalogue was synced (its name is over 255 characters); send default_branch.",
+      });
+      const named = await t.call("POST", "/v1/projects", { token: owner, body: { repository_id: repositoryId, default_branch: "main" } });
+      expect({ status: named.status, default_branch: named.body.project?.default_branch }).toEqual({ status: 201, default_branch: "main" });
+    } finally {
+      host.github.repos.pop();
+    }
+  });
+
+  test("GitLab: a repository whose full name is over 1,024 characters is left out, the sync says why; the others are stored", async () => {
+    const list = await t.call("GET", "/v1/integrations", { token: owner });
+    const gitlab = list.body.integrations.find((i: { provider: string; last_sync_failed: boolean }) => i.provider === "gitlab" && !i.last_sync_failed);
+    const fullName = `group/${"n".repeat(1100)}`;
+    host.gitlab.repos.push({ id: 90, full_name: fullName, default_branch: "main", private: true });
+    try {
+      const res = await t.call("POST", `/v1/integrations/${gitlab.id}/sync`, { token: owner });
+      expect(res.status).toBe(200);
+      expect(res.body.repositories_synced).toBe(2);
+      expect(res.body.sync_warnings).toEqual([`${fullName.slice(0, 1023)}…: the repository name is ${fullName.length} characters, over 1024: not listed`]);
+      const listed = await t.call("GET", `/v1/integration-repositories?q=${"n".repeat(50)}`, { token: owner });
+      expect(listed.body.total).toBe(0);
+    } finally {
+      host.gitlab.repos.pop();
     }
   });
 });
