@@ -4,6 +4,13 @@
 // machine can do at most, and how much more a bigger fleet gets from a server that does nothing). Each
 // runner, in a loop until the time is up: claims a queued build (wait_seconds 0), then finishes
 // it. The builds are queued before the clock starts, more than the runners can finish.
+//
+// Those jobs take no time, so both fleets keep the daemon (and, with the client on the same two
+// cores, the machine) saturated: the 100/20 ratio then shows the CPU, not whether claims scale. A
+// second pair of runs holds each job for JOB_MS between claim and finish, as a real job runs
+// before it finishes: a daemon that serializes or slows its claims as the fleet grows (the claim
+// scan this bench was written against took 478 ms at 100 runners) cannot give 100 runners five
+// times the jobs of 20; one whose claims stay cheap can, until its CPU is full.
 // `npm run bench -- fleet` records the rows (scripts/bench.ts).
 import { http, startDaemon } from "../../tests/helpers/daemon.ts";
 import { bareServer, ciFixture, owner } from "../bench.ts";
@@ -12,6 +19,8 @@ import type { BenchRow } from "./row.ts";
 const DURATION_MS = Number(process.env.BENCH_DURATION_MS ?? 5_000);
 /** Builds queued before each run's clock starts. */
 const QUEUED = Number(process.env.BENCH_FLEET_BUILDS ?? 6_000);
+/** How long each job of the second pair of runs holds its runner between claim and finish. */
+const JOB_MS = Number(process.env.BENCH_FLEET_JOB_MS ?? 200);
 const SECRET = "bench-webhook-secret-0123";
 
 export interface Runner {
@@ -49,11 +58,12 @@ export async function connectRunners(urls: string[], token: string, n: number): 
   );
 }
 
-/** Jobs claimed and finished per second by `runners`, each looping claim → finish until the deadline. */
+/** Jobs claimed and finished per second by `runners`, each looping claim → (`jobMs` of work) → finish until the deadline. */
 export async function claimFinishRate(
   runners: Runner[],
   bare: boolean,
   durationMs = DURATION_MS,
+  jobMs = 0,
 ): Promise<{ rate: number; done: number; errors: number; drained: boolean }> {
   let done = 0;
   let errors = 0;
@@ -70,6 +80,7 @@ export async function claimFinishRate(
           errors++;
           continue;
         }
+        if (jobMs > 0) await Bun.sleep(jobMs);
         const finished = await call(`/jobs/${claim.body.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 });
         if (finished.status === 200) done++;
         else errors++;
@@ -79,15 +90,15 @@ export async function claimFinishRate(
   return { rate: done / ((performance.now() - began) / 1000), done, errors, drained };
 }
 
-/** One daemon on a fresh local file with QUEUED builds waiting, and `n` connected runners. */
-async function daemonRun(n: number): Promise<{ rate: number; errors: number; drained: boolean }> {
+/** One daemon on a fresh local file with QUEUED builds waiting, and `n` connected runners whose jobs take `jobMs`. */
+async function daemonRun(n: number, jobMs = 0): Promise<{ rate: number; errors: number; drained: boolean }> {
   const daemon = await startDaemon({ env: { ROOST_LOG_LEVEL: "warn" } });
   const token = await owner(daemon);
   const ci = await ciFixture(daemon, token, SECRET);
   try {
     await http(daemon.url, "PATCH", `/v1/pipelines/${ci.pipelineId}`, { token, body: { concurrency: { max_concurrent: 1000 } } });
     await queueBuilds([daemon.url], token, ci, QUEUED);
-    return await claimFinishRate(await connectRunners([daemon.url], token, n), false);
+    return await claimFinishRate(await connectRunners([daemon.url], token, n), false, DURATION_MS, jobMs);
   } finally {
     await ci.stop();
     await daemon.stop();
@@ -114,6 +125,8 @@ export async function fleetRows(notes: string[]): Promise<{ rows: BenchRow[]; ra
   // per job scales 20 → 100 runners by this much, which bounds the 100/20 ratio of any daemon
   // sharing the same CPUs with the client.
   const bare20 = await bareRun(20);
+  const working20 = await daemonRun(20, JOB_MS);
+  const working100 = await daemonRun(100, JOB_MS);
   const scenario = `runner fleet, claim → finish on one daemon (local file), ${QUEUED} builds queued`;
   const rows: BenchRow[] = [
     {
@@ -143,13 +156,31 @@ export async function fleetRows(notes: string[]): Promise<{ rows: BenchRow[]; ra
       higherIsBetter: true,
       unit: "/s",
     },
+    {
+      scenario: `${scenario}, each job ${JOB_MS} ms long`,
+      metric: "jobs/s, 100 runners",
+      roost: working100.rate,
+      baseline: working20.rate,
+      baselineName: `the same with 20 runners (at most ${(20_000 / JOB_MS).toFixed(0)}/s)`,
+      higherIsBetter: true,
+      unit: "/s",
+    },
   ];
   for (const [name, f] of [
     ["20 runners", twenty],
     ["100 runners", hundred],
+    [`20 runners, ${JOB_MS} ms jobs`, working20],
+    [`100 runners, ${JOB_MS} ms jobs`, working100],
   ] as const) {
     if (f.errors) notes.push(`fleet bench, ${name}: ${f.errors} runner requests failed.`);
     if (f.drained) notes.push(`fleet bench, ${name}: the runners finished all ${QUEUED} queued builds before the time was up; raise BENCH_FLEET_BUILDS.`);
   }
-  return { rows, ratios: { "fleet 100/20 ratio": hundred.rate / twenty.rate, "fleet bare ratio": hundred.rate / bare100 } };
+  return {
+    rows,
+    ratios: {
+      "fleet 100/20 ratio": hundred.rate / twenty.rate,
+      "fleet bare ratio": hundred.rate / bare100,
+      "fleet working 100/20 ratio": working100.rate / working20.rate,
+    },
+  };
 }
