@@ -4,12 +4,21 @@
 import { z } from "zod";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { logAppendEndpoint } from "../../lib/logs/append-endpoint.ts";
-import { findJobWithBuildStatus } from "../../lib/runners/jobs.ts";
+import { findJobForLogAppend } from "../../lib/runners/jobs.ts";
+import { logPositionFrom } from "../../lib/logs/store.ts";
 import { ownedRunningJobWithStatus } from "../../lib/runners/protocol.ts";
 
 export const endpoint = logAppendEndpoint(
   { operationId: "runner_append_logs", summary: "Runner: append log lines (idempotent)", params: z.object({ job_id: IdParam }) },
-  { from: "jobs", idParam: "job_id", find: findJobWithBuildStatus },
+  {
+    from: "jobs",
+    idParam: "job_id",
+    // The job, its build's status and its log position in one statement (shared by the appends that arrive together on libSQL).
+    read(db, id) {
+      const found = findJobForLogAppend(db, id);
+      return { found, position: found.then((f) => (f ? logPositionFrom(f.row) : null)) };
+    },
+  },
   async (ctx, id, found) => {
     const { job, status } = await ownedRunningJobWithStatus(ctx, id, found);
     return { id: job.id, build_id: job.build_id, status: async () => status };

@@ -25,14 +25,24 @@ export interface LogWriter {
 export interface LogWriterRow<R> {
   from: LineOwner;
   idParam: string;
-  find(db: Executor, id: string): Promise<R>;
+  /** The writer's row and where its lines stand (readLogPosition), read side by side or in one statement. */
+  read(db: Executor, id: string): WriterRead<R>;
+}
+
+/** A writer's row and its log position, as read (each settles on its own). */
+export interface WriterRead<R> {
+  found: Promise<R>;
+  position: Promise<LogPosition | null>;
+}
+
+/** The read of a writer whose row is read by `find`, beside its log position (one request to a remote database). */
+export function besidePosition<R>(from: LineOwner, find: (db: Executor, id: string) => Promise<R>): LogWriterRow<R>["read"] {
+  return (db, id) => ({ found: find(db, id), position: readLogPosition(db, from, id) });
 }
 
 /** What the endpoint reads before the caller is authenticated (Endpoint.prefetch). */
-interface Prefetched<R> {
+interface Prefetched<R> extends WriterRead<R> {
   id: string;
-  found: Promise<R>;
-  position: Promise<LogPosition | null>;
 }
 
 const ignore = () => undefined;
@@ -52,7 +62,7 @@ export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>, R>(
     prefetch(rawParams, ctx): Prefetched<R> | undefined {
       const id = rawParams[idParam];
       if (id === undefined) return undefined;
-      const early = { id, found: row.find(ctx.db, id), position: readLogPosition(ctx.db, from, id) };
+      const early = { id, ...row.read(ctx.db, id) };
       early.found.catch(ignore);
       early.position.catch(ignore);
       return early;
@@ -67,7 +77,7 @@ export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>, R>(
     async handle({ params, body, prefetched }, ctx: RunnerContext) {
       const id = String((params as Record<string, unknown>)[idParam]);
       const early = prefetched as Prefetched<R> | undefined;
-      const read = early?.id === id ? early : { found: row.find(ctx.db, id), position: readLogPosition(ctx.db, from, id) };
+      const read = early?.id === id ? early : row.read(ctx.db, id);
       // Where its lines stand, read beside the writer, so that the append need not read it again;
       // it is only a hint, which the append's guarded write checks.
       const [w, known] = await Promise.all([writer(ctx, id, read.found), read.position]);

@@ -221,7 +221,12 @@ export async function readLogPosition(db: Executor, from: LineOwner, id: string)
     `SELECT o.next_line, s.last_seq, s.bytes, s.head_last_seq, s.cut_lines, s.cut_bytes FROM ${from} o LEFT JOIN build_log_stats s ON s.build_id = o.build_id WHERE o.id = +?`,
     [id],
   );
-  return row ? { next_line: Number(row.next_line), stats: statsFrom(row) } : null;
+  return row ? logPositionFrom(row) : null;
+}
+
+/** A row with its owner's next_line and its build's log stats (NULL where it has none yet) as a position. */
+export function logPositionFrom(row: Row): LogPosition {
+  return { next_line: Number(row.next_line), stats: statsFrom(row) };
 }
 
 /** A build's log stats as the guards compare them (a build without a row has zeros). */

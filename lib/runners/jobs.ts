@@ -6,6 +6,7 @@
 import type { Db, Executor, Row, SqlCondition, Statement } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
 import { ALWAYS, all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
+import { groupedRead } from "../db/grouped-read.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../builds/store.ts";
 import { transitionStatements } from "../builds/transition.ts";
@@ -29,6 +30,24 @@ export type Job = ReturnType<typeof toJob>;
 export async function findJob(db: Executor, id: string): Promise<Job | null> {
   const row = await one(db, "SELECT * FROM jobs WHERE id = ?", [id]);
   return row ? toJob(row) : null;
+}
+
+/**
+ * A job, its build's status and where its log stands (lib/logs/store.ts logPositionFrom), in one
+ * read: what a log append reads of its job (lib/logs/append-endpoint.ts). On a libSQL server the
+ * appends of many runners that arrive together read their jobs in one statement (groupedRead).
+ */
+const jobForLogAppend = groupedRead({
+  alone: `SELECT jobs.*, b.status AS build_status, s.last_seq, s.bytes, s.head_last_seq, s.cut_lines, s.cut_bytes
+          FROM jobs JOIN builds AS b ON b.id = jobs.build_id LEFT JOIN build_log_stats AS s ON s.build_id = jobs.build_id WHERE jobs.id = +?`,
+  grouped: `SELECT jobs.*, b.status AS build_status, s.last_seq, s.bytes, s.head_last_seq, s.cut_lines, s.cut_bytes
+            FROM json_each(?) AS k JOIN jobs ON jobs.id = k.value JOIN builds AS b ON b.id = jobs.build_id LEFT JOIN build_log_stats AS s ON s.build_id = jobs.build_id`,
+  keyColumn: "id",
+});
+
+export async function findJobForLogAppend(db: Executor, id: string): Promise<{ job: Job; buildStatus: string; row: Row } | null> {
+  const row = await jobForLogAppend(db, id);
+  return row ? { job: toJob(row), buildStatus: str(row, "build_status"), row } : null;
 }
 
 /**

@@ -2,6 +2,7 @@
 import type { Executor } from "../db/client.ts";
 import { all, json, num, numOrNull, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
+import { groupedRead } from "../db/grouped-read.ts";
 import type { RunnerResource } from "./wire.ts";
 import type { WireOf } from "../schemas/shared.ts";
 
@@ -58,11 +59,22 @@ export async function findRunner(db: Executor, id: string): Promise<Runner | nul
   return row ? toRunner(row) : null;
 }
 
+/**
+ * A runner's row as its token is checked against it. Read afresh for every request (nothing kept:
+ * a revoked token is refused at once, by every daemon); on a libSQL server the rows of the
+ * runners whose requests arrive together are read in one statement (groupedRead).
+ */
+const runnerRow = groupedRead({
+  alone: "SELECT * FROM runners WHERE id = ?",
+  grouped: "SELECT r.* FROM json_each(?) AS k JOIN runners AS r ON r.id = k.value",
+  keyColumn: "id",
+});
+
 /** The runner a presented token belongs to, when valid and not revoked. */
 export async function runnerForToken(db: Executor, token: string): Promise<Runner | null> {
   const parsed = parseSecret("rt", token);
   if (!parsed) return null;
-  const row = await one(db, "SELECT * FROM runners WHERE id = ?", [parsed.id]);
+  const row = await runnerRow(db, parsed.id);
   if (!row || !secretMatches(parsed.secret, str(row, "secret_hash")) || strOrNull(row, "revoked_at") !== null) return null;
   return toRunner(row);
 }
