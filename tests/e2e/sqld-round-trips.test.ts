@@ -126,6 +126,28 @@ describe("statements sqld prepares for log appends", () => {
   });
 });
 
+describe("statements sqld prepares for the reads of log appends", () => {
+  // Before (main at ac7d8f9): 3 reads an append (the runner's token, the job with its build's
+  // status, the job's log position), 24 for these 8, each prepared by sqld afresh.
+  test("appends of 8 runners arriving together read their tokens in one statement and their jobs (status and log position with them) in another", async () => {
+    const { t, owner, projectId } = fixture;
+    const pipeline = await createPipeline(t, owner, projectId, { concurrency: { max_concurrent: 50 } });
+    const appends: Array<() => Promise<any>> = [];
+    for (let i = 0; i < 8; i++) {
+      await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } });
+      const call = await runner();
+      const claim = await call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 });
+      expect(claim.status).toBe(201);
+      appends.push(() => call(`/jobs/${claim.body.job.job_id}/logs`, { first_line: 0, lines: [{ step: "build", text: `job ${i}` }] }));
+    }
+    let answers: any[] = [];
+    const sent = await counter.statements(async () => (answers = await Promise.all(appends.map((append) => append()))));
+    expect(answers.map((a) => a.status)).toEqual(Array(8).fill(202));
+    // The tokens (1) and the jobs (1), read together (lib/db/grouped-read.ts); the merged write (3).
+    expect(sent).toBe(5);
+  });
+});
+
 describe("round trips to sqld per webhook push", () => {
   /** A GitHub push of one commit to `branch` of acme/app, signed with the integration's webhook secret. */
   async function push(branch: string, sha: string, delivery: string) {

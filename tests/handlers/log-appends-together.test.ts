@@ -26,7 +26,7 @@ async function runningJobs(n: number) {
     const job = (await t.call("POST", `/v1/runners/${id}/jobs/claim`, { token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } })).body.job;
     const append = (first_line: number, texts: string[]) =>
       t.call("POST", `/v1/runners/${id}/jobs/${job.job_id}/logs`, { token, body: { first_line, lines: texts.map((text) => ({ step: "build", text })) } });
-    jobs.push({ jobId: job.job_id as string, buildId: job.build.id as string, append });
+    jobs.push({ jobId: job.job_id as string, buildId: job.build.id as string, runnerId: id, token, append });
   }
   return jobs;
 }
@@ -71,6 +71,41 @@ describe("appends from many runners at once", () => {
     }
     // Shared transactions: far fewer commits than appends (runner touches included).
     expect(t.db.commits - before).toBeLessThan(appends);
+  });
+
+  test("appends read together: a revoked token, a wrong token and another runner's job are refused, the others stored", async () => {
+    const jobs = await runningJobs(6);
+    const revoked = jobs[1]!;
+    expect((await t.call("DELETE", `/v1/runners/${revoked.runnerId}`, { token: owner })).status).toBe(200);
+    const wrong = jobs[2]!;
+    const thief = jobs[3]!;
+    const text = (j: number) => [`job ${j} line 0`];
+    // Started in one turn of the event loop: on libSQL their tokens and jobs are read together (lib/db/grouped-read.ts).
+    const answers = await Promise.all(
+      jobs.map((job, j) => {
+        if (job === wrong)
+          return t.call("POST", `/v1/runners/${job.runnerId}/jobs/${job.jobId}/logs`, {
+            token: `${job.token.slice(0, -4)}AAAA`,
+            body: { first_line: 0, lines: [{ step: "build", text: "never" }] },
+          });
+        // Runner 3 appends to runner 4's job.
+        if (job === thief)
+          return t.call("POST", `/v1/runners/${job.runnerId}/jobs/${jobs[4]!.jobId}/logs`, {
+            token: job.token,
+            body: { first_line: 0, lines: [{ step: "build", text: "never" }] },
+          });
+        return job.append(0, text(j));
+      }),
+    );
+    expect(answers.map((a) => `${a.status} ${a.body.code ?? a.body.next_line}`)).toEqual([
+      "202 1",
+      "401 invalid_token",
+      "401 invalid_token",
+      "409 job_not_assigned",
+      "202 1",
+      "202 1",
+    ]);
+    for (const [j, job] of jobs.entries()) expect((await storedLog(job.buildId)).map((l) => l.text)).toEqual([0, 4, 5].includes(j) ? text(j) : []);
   });
 
   test("two daemons appending the same lines of a job at once store each line once, and both answer as alone", async () => {
