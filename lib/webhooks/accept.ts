@@ -21,7 +21,7 @@
 import type { Db, Executor, SqlCondition } from "../db/client.ts";
 import { allOf, inTransaction, one } from "../db/client.ts";
 import { isDatabaseUnreachable, isRead } from "../db/database.ts";
-import { newId } from "../auth/secrets.ts";
+import { timeOrderedId } from "./ordered-id.ts";
 import type { Clock } from "../http/context.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { Logger } from "../daemon/log.ts";
@@ -108,7 +108,7 @@ interface Outcome {
 
 export async function acceptDelivery(deps: Deps, input: AcceptInput): Promise<AcceptResult> {
   const now = deps.clock.now();
-  const id = newId();
+  const id = timeOrderedId();
   const { event } = input;
   const base: Received = {
     id,

@@ -12,7 +12,7 @@ import type { RequestContext } from "../http/context.ts";
 import { defineEndpoint } from "../http/route.ts";
 import { fail } from "../http/errors.ts";
 import { readBodyBytes } from "../http/io.ts";
-import { newId } from "../auth/secrets.ts";
+import { timeOrderedId } from "./ordered-id.ts";
 import type { Repository } from "../integrations/repositories.ts";
 import { raiseIncident } from "../daemon/incidents.ts";
 import { InvalidPayload, boundedEvent, type TriggerEvent } from "../forges/event.ts";
@@ -226,7 +226,7 @@ async function recordRefused(
   },
 ): Promise<number> {
   const now = deps.clock.now();
-  const id = newId();
+  const id = timeOrderedId();
   await insertDelivery(deps.db, {
     id,
     host: d.forge,

@@ -4,7 +4,7 @@
 // (lib/webhooks/accept.ts). A push to the default branch also keeps the file schedules in step
 // with the file.
 import type { Executor, Transaction } from "../db/client.ts";
-import { newId } from "../auth/secrets.ts";
+import { timeOrderedId } from "./ordered-id.ts";
 import type { TriggerEvent } from "../forges/event.ts";
 import type { ForgeDeps } from "../forges/forge.ts";
 import { insertPipeline, snapshotOf, type Pipeline } from "../pipelines/store.ts";
@@ -175,7 +175,7 @@ export async function buildWhatTriggers(acting: Acting, candidates: Candidate[])
         },
       };
       if (acting.planned) {
-        const planned = { id: newId(), pipeline, input: build };
+        const planned = { id: timeOrderedId(), pipeline, input: build };
         acting.planned.push(planned);
         decision.build_id = planned.id;
         decision.build_number = 0;
