@@ -1596,3 +1596,20 @@ DROP INDEX api_tokens_created;
 CREATE INDEX api_tokens_created ON api_tokens (created_at, id, name, role, created_by, expires_at, last_used_at, revoked_at);
 DROP INDEX api_tokens_creator;
 CREATE INDEX api_tokens_creator ON api_tokens (created_by, created_at, id, name, role, expires_at, last_used_at, revoked_at);
+
+-- migration 52: a push writes two branch-led indexes of builds, not four
+-- Every new build is written to each index of builds, and the four that lead with its pipeline's or
+-- project's branch each take a page of their own for nearly every push of a commit (pushes to many
+-- branches land in as many places of them): in a commit of 32 pushes to 64 branches, each of the
+-- four was 1.3-1.5 of the 11.4 WAL pages a push wrote (docs/benchmarks.md, "Webhook pushes: a
+-- push's CPU by statement, index and thread"). Two of them are served by the other two, read one
+-- range per value of the columns the filters leave open and merged by build number, each range
+-- sought by every filter and the cursor, as migration 42 did for builds_pipeline_branch
+-- (lib/builds/store.ts listBuilds): a project's builds on a branch by
+-- builds_project_branch_status_trigger, one range per status and trigger; a pipeline's on a branch,
+-- with a status or without, by builds_pipeline_branch_status_trigger, one range per trigger (and
+-- status). The newest build of a branch in a status (a badge, a notification's previous status,
+-- retention's newest success) is one seek per trigger of that index. A status change no longer
+-- moves its build in builds_pipeline_branch_status either.
+DROP INDEX builds_project_branch;
+DROP INDEX builds_pipeline_branch_status;

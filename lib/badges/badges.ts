@@ -4,7 +4,7 @@
 // instead of keeping a stale badge (https://docs.github.com/en/authentication/keeping-your-account-and-data-secure/about-anonymized-urls).
 import type { Executor } from "../db/client.ts";
 import { one, num } from "../db/client.ts";
-import { newestStatusOfBranch } from "../builds/store.ts";
+import { newestStatusArgs, newestStatusOfBranch } from "../builds/store.ts";
 
 export type BadgeStatus = "passing" | "failing" | "running" | "unknown";
 
@@ -16,7 +16,7 @@ export async function badgeStatus(db: Executor, pipelineId: string, branch: stri
   const row = await one(
     db,
     `SELECT ${newestStatusOfBranch(decides, "+?", "+?")} AS status`,
-    decides.flatMap(() => [pipelineId, branch]),
+    newestStatusArgs(decides, [pipelineId, branch]),
   );
   switch (row?.status) {
     case "succeeded":

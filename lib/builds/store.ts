@@ -136,20 +136,44 @@ export async function findBuilds(db: Executor, ids: string[]): Promise<Build[]> 
 }
 
 /**
+ * The newest build of a pipeline's branch in `status`, below a build number when one is given, as
+ * SQL (its status and build_number, or no row) over SQL expressions for the pipeline, the branch and
+ * the number, each written once per trigger (BRANCH_SEEKS_PER_STATUS): one seek of
+ * builds_pipeline_branch_status_trigger to each trigger's newest entry, and the newest of those
+ * (schema.sql migration 52).
+ */
+function newestOfBranchIn(status: BuildStatus, pipeline: string, branch: string, before?: string): string {
+  const below = before === undefined ? "" : ` AND build_number < ${before}`;
+  return BUILD_TRIGGERS.map(
+    (trigger) =>
+      `SELECT * FROM (SELECT status, build_number FROM builds WHERE pipeline_id = ${pipeline} AND branch = ${branch} AND status = '${status}' AND trigger_kind = '${trigger}'${below} ORDER BY build_number DESC LIMIT 1)`,
+  ).join(" UNION ALL ");
+}
+
+/** How many times newestStatusOfBranch and newestBuildNumberOfBranch write each of their expressions for each status. */
+export const BRANCH_SEEKS_PER_STATUS = BUILD_TRIGGERS.length;
+
+/** Arguments for newestStatusOfBranch's `?`s: `args` (its pipeline, branch and number, as bound) once per seek. */
+export function newestStatusArgs<T>(statuses: readonly BuildStatus[], args: T[]): T[] {
+  return statuses.flatMap(() => Array.from({ length: BRANCH_SEEKS_PER_STATUS }, () => args).flat());
+}
+
+/**
  * The status of the newest build of a pipeline's branch among `statuses`, below a build number
  * when one is given, as an SQL expression over SQL expressions for the pipeline, the branch and the
- * number (each written once per status): one seek of builds_pipeline_branch_status to each
- * status's newest entry, and the newest of those. A walk down the branch's builds to the first of
- * those statuses would read every build of the other statuses on the way, as many as there are
- * (docs/benchmarks.md, "Two statements of every build change").
+ * number (each written BRANCH_SEEKS_PER_STATUS times per status: newestStatusArgs): one seek of
+ * builds_pipeline_branch_status_trigger to each status's and trigger's newest entry, and the newest
+ * of those. A walk down the branch's builds to the first of those statuses would read every build
+ * of the other statuses on the way, as many as there are (docs/benchmarks.md, "Two statements of
+ * every build change").
  */
 export function newestStatusOfBranch(statuses: readonly BuildStatus[], pipeline: string, branch: string, before?: string): string {
-  const below = before === undefined ? "" : ` AND build_number < ${before}`;
-  const newest = statuses.map(
-    (status) =>
-      `SELECT * FROM (SELECT status, build_number FROM builds WHERE pipeline_id = ${pipeline} AND branch = ${branch} AND status = '${status}'${below} ORDER BY build_number DESC LIMIT 1)`,
-  );
-  return `(SELECT status FROM (${newest.join(" UNION ALL ")}) ORDER BY build_number DESC LIMIT 1)`;
+  return `(SELECT status FROM (${statuses.map((status) => newestOfBranchIn(status, pipeline, branch, before)).join(" UNION ALL ")}) ORDER BY build_number DESC LIMIT 1)`;
+}
+
+/** The number of the newest build of a pipeline's branch in `status`, or NULL, as an SQL expression (as newestStatusOfBranch reads it). */
+export function newestBuildNumberOfBranch(status: BuildStatus, pipeline: string, branch: string): string {
+  return `(SELECT MAX(build_number) FROM (${newestOfBranchIn(status, pipeline, branch)}))`;
 }
 
 export interface BuildFilter {
@@ -175,19 +199,17 @@ export interface BuildPage {
 type Column = "status" | "branch" | "trigger_kind";
 
 /**
- * The listing indexes of builds (schema.sql migrations 27, 41 and 42), one of each at both scopes
- * but two: after project_id or pipeline_id, the columns each is sought by, then build_number. The
- * builds of one status are read as one range per trigger of the trigger indexes, and a pipeline's
- * builds on a branch as one range per status of its branch and status index (which a notification
- * and a badge read too), merged: an index of their own was not worth what every build change
- * wrote to it (migration 42).
+ * The listing indexes of builds (schema.sql migrations 27, 41, 42 and 52), one of each at both
+ * scopes: after project_id or pipeline_id, the columns each is sought by, then build_number. The
+ * builds of one status are read as one range per trigger of the trigger indexes, and the builds of
+ * a branch as one range per status and trigger (a status given: per trigger) of the branch, status
+ * and trigger index, merged: an index of their own was not worth what every build change wrote to
+ * it (migrations 42 and 52: every push to another branch took a page of each).
  */
-const LISTING_INDEXES: { columns: Column[]; only?: "project" | "pipeline" }[] = [
+const LISTING_INDEXES: { columns: Column[] }[] = [
   { columns: [] }, // sqlite_autoindex_builds_2, builds_pipeline_number
-  { columns: ["branch"], only: "project" }, // builds_project_branch
   { columns: ["trigger_kind", "status"] }, // builds_project_trigger, builds_pipeline_trigger
   { columns: ["branch", "status", "trigger_kind"] }, // builds_project_branch_status_trigger, builds_pipeline_branch_status_trigger
-  { columns: ["branch", "status"], only: "pipeline" }, // builds_pipeline_branch_status
 ];
 
 /**
@@ -206,7 +228,6 @@ function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
   const given = (Object.keys(filters) as Column[]).filter((c) => filters[c] !== undefined);
   const choices = LISTING_INDEXES.filter(
     (index) =>
-      (!index.only || index.only === (f.pipelineId ? "pipeline" : "project")) &&
       given.every((c) => index.columns.includes(c)) &&
       index.columns.every((c) => filters[c] !== undefined || EVERY_VALUE[c]),
   ).map((index) => {
@@ -229,7 +250,7 @@ function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
  * Newest first, by keyset: each page reads an index that holds the scope, the filters and
  * build_number from the cursor down (docs/api.md "Builds"), so it reads only the builds it answers
  * with, at any number of builds. Where the index leads with a column the filters leave open, its
- * ranges (one per value: at most five) are merged by build number as SQLite reads them
+ * ranges (one per value, or pair of values: twenty for a branch alone) are merged by build number as SQLite reads them
  * (https://www.sqlite.org/lang_select.html#compound_select_statements), each read no further than
  * the page needs.
  */

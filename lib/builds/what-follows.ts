@@ -13,7 +13,7 @@
 import type { Executor, SqlCondition, Statement } from "../db/client.ts";
 import { ALWAYS } from "../db/client.ts";
 import type { InValue } from "../db/database.ts";
-import { newestStatusOfBranch, type Build } from "./store.ts";
+import { newestStatusArgs, newestStatusOfBranch, type Build } from "./store.ts";
 import { isFinished, type BuildStatus } from "./state-machine.ts";
 
 /** A build's status changed (one transition, or superseded builds canceled at a creation). */
@@ -76,6 +76,6 @@ function notificationQueued(build: Build, when: SqlCondition): Statement {
   return {
     sql: `INSERT INTO notification_outbox (build_id, status, previous_status, created_at)
           SELECT ?, ?, ${newestStatusOfBranch(FINISHED, "+?", "+?", "+?")}, ? WHERE ${when.sql}`,
-    args: [build.id, build.status, ...FINISHED.flatMap(() => [build.pipeline_id, build.branch, build.build_number]), build.updated_at, ...when.args],
+    args: [build.id, build.status, ...newestStatusArgs(FINISHED, [build.pipeline_id, build.branch, build.build_number]), build.updated_at, ...when.args],
   };
 }

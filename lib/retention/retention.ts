@@ -25,6 +25,7 @@ import type { Executor } from "../db/client.ts";
 import type { Row } from "../db/database.ts";
 import { all, inTransaction, num, numOrNull, one, str } from "../db/client.ts";
 import { artifactKey } from "../object-store/store.ts";
+import { newestBuildNumberOfBranch } from "../builds/store.ts";
 import { logArchiveKey } from "../logs/archive.ts";
 import { raiseIncident, resolveIncident } from "../daemon/incidents.ts";
 import type { MetricsRegistry } from "../daemon/metrics.ts";
@@ -159,7 +160,7 @@ async function dueBuilds(db: Executor, pipelineId: string, policy: RetentionPoli
       WHERE b.pipeline_id = :pipeline_id
         AND b.status NOT IN ('queued', 'running')
         AND NOT (b.status = 'succeeded' AND b.build_number =
-              (SELECT MAX(x.build_number) FROM builds x WHERE x.pipeline_id = b.pipeline_id AND x.branch = b.branch AND x.status = 'succeeded'))`;
+              ${newestBuildNumberOfBranch("succeeded", "b.pipeline_id", "b.branch")})`;
   const ranges: string[] = [];
   if (logBefore !== null)
     ranges.push("AND b.logs_deleted_at IS NULL AND COALESCE(b.finished_at, b.updated_at) < :log_until ORDER BY COALESCE(b.finished_at, b.updated_at)");

@@ -50,6 +50,12 @@ test("builds past their logs' or artifacts' age are read from the start of an in
   ]);
   for (const { sql, plan } of plans) {
     expect(plan.join("\n")).not.toMatch(/SCAN b|TEMP B-TREE/);
+    // The branch's newest success (kept whatever its age) is one seek per trigger: the newest entry
+    // of each range of builds_pipeline_branch_status_trigger (schema.sql migration 52), not every
+    // success the branch has.
+    expect(plan.filter((line) => line.startsWith("SEARCH builds "))).toEqual(
+      Array(4).fill("SEARCH builds USING INDEX builds_pipeline_branch_status_trigger (pipeline_id=? AND branch=? AND status=? AND trigger_kind=?)"),
+    );
     // One bound on the finish time, the age's: the plan shows "<expr><?" for whichever bound
     // SQLite picks, and a second one (the grace period) was picked once, which held nearly every build.
     expect(sql.slice(sql.indexOf("FROM builds b")).match(/COALESCE\(b\.finished_at, b\.updated_at\) <=? :/g)).toHaveLength(1);
