@@ -13,11 +13,7 @@ const COLOR: Record<BadgeStatus, string> = { passing: "#4c1", failing: "#e05d44"
 /** The newest build of the pipeline on the branch that was not canceled decides. */
 export async function badgeStatus(db: Executor, pipelineId: string, branch: string): Promise<BadgeStatus> {
   const decides = ["queued", "running", "succeeded", "failed"] as const;
-  const row = await one(
-    db,
-    `SELECT ${newestStatusOfBranch(decides, "+?", "+?")} AS status`,
-    newestStatusArgs(decides, [pipelineId, branch]),
-  );
+  const row = await one(db, `SELECT ${newestStatusOfBranch(decides, "+?", "+?")} AS status`, newestStatusArgs(decides, [pipelineId, branch]));
   switch (row?.status) {
     case "succeeded":
       return "passing";

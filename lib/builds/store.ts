@@ -227,9 +227,7 @@ function rangesFor(f: BuildFilter): { sql: string; args: string[] }[] {
   const filters: Partial<Record<Column, string>> = { status: f.status, branch: f.branch, trigger_kind: f.triggerType };
   const given = (Object.keys(filters) as Column[]).filter((c) => filters[c] !== undefined);
   const choices = LISTING_INDEXES.filter(
-    (index) =>
-      given.every((c) => index.columns.includes(c)) &&
-      index.columns.every((c) => filters[c] !== undefined || EVERY_VALUE[c]),
+    (index) => given.every((c) => index.columns.includes(c)) && index.columns.every((c) => filters[c] !== undefined || EVERY_VALUE[c]),
   ).map((index) => {
     let ranges: Partial<Record<Column, string>>[] = [{}];
     for (const c of index.columns)

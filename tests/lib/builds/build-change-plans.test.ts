@@ -76,7 +76,9 @@ describe("cancel_previous reads only the concurrency group's queued and running 
       expect(plan).toContain(SUPERSEDED);
       expect(plan.join("\n")).not.toMatch(/builds_pipeline_status|SCAN (builds|c)\b/);
     }
-    expect(plans[1]!.filter((line) => line.startsWith("SEARCH builds USING INDEX builds_pipeline_branch"))).toEqual(Array(2 * TRIGGERS).fill(PREVIOUS_FINISHED));
+    expect(plans[1]!.filter((line) => line.startsWith("SEARCH builds USING INDEX builds_pipeline_branch"))).toEqual(
+      Array(2 * TRIGGERS).fill(PREVIOUS_FINISHED),
+    );
   });
 });
 

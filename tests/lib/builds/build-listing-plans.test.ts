@@ -167,7 +167,9 @@ describe("the bench's heaviest lists are index ranges and counters", () => {
   test("include=total with branch=main: the page merged from builds_project_branch_status_trigger, the total from build_branch_counts", async () => {
     const [page, total] = await plans({ projectId: "project-1", limit: 50, branch: "main", withTotal: true });
     expect(page!.plan.filter((line) => line.startsWith("SEARCH builds")).map((line) => line.replace("USING COVERING INDEX", "USING INDEX"))).toEqual(
-      Array(20).fill("SEARCH builds USING INDEX builds_project_branch_status_trigger (project_id=? AND branch=? AND status=? AND trigger_kind=? AND build_number<?)"),
+      Array(20).fill(
+        "SEARCH builds USING INDEX builds_project_branch_status_trigger (project_id=? AND branch=? AND status=? AND trigger_kind=? AND build_number<?)",
+      ),
     );
     expect(total!.plan).toEqual([expect.stringMatching(/^SEARCH build_branch_counts USING /)]);
   });
