@@ -18,6 +18,8 @@ export const endpoint = defineEndpoint({
   summary: "List API tokens",
   authNote: "admins and owners see every token, others their own",
   query: ListTokensQuery,
+  // One read, the page's: the caller's credential is confirmed by it (lib/http/route.ts).
+  readOnly: true,
   response: z.object({ tokens: z.array(ApiToken), total: z.number().int() }),
   async handle({ query }, ctx: UserContext) {
     const caller = ctx.principal;

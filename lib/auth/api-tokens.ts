@@ -120,6 +120,18 @@ export async function findApiTokenBySecret(db: Executor, token: string): Promise
   return { token: found.token, creator: found.creator };
 }
 
+/**
+ * The token a presented credential names, with its creator, as remembered (lib/db/verified-reads.ts), without asking the database whether anything has been
+ * committed since, with what the caller confirms it by (VerifiedReads.remembered). Null when it is
+ * not remembered so or its secret does not match (compared in constant time, as above).
+ */
+export function rememberedApiToken(db: Executor, token: string): { token: ApiTokenRow; creator: User; taken: { version: number; reads: number } } | null {
+  const parsed = parseSecret("pat", token);
+  const remembered = parsed && presented.remembered(db, parsed.id);
+  if (!parsed || !remembered || !secretMatches(parsed.secret, remembered.value.secretHash)) return null;
+  return { token: remembered.value.token, creator: remembered.value.creator, taken: { version: remembered.version, reads: remembered.reads } };
+}
+
 async function readTokenWithCreator(db: Executor, id: string): Promise<TokenWithCreator | null> {
   // `= +?`, not `= ?`: the same plan (both primary keys), but bun:sqlite runs this join with a
   // bare parameter about ten times slower (measured: docs/benchmarks.md, "Reads").

@@ -4,10 +4,11 @@ import { isProjectRule, type AuthRule } from "../http/route.ts";
 import { authorizeProject } from "./project-access.ts";
 import type { AppContext, SetupGrant } from "../http/context.ts";
 import type { Principal } from "./principal.ts";
+import type { User } from "./users.ts";
 import { fail } from "../http/errors.ts";
 import { bearerToken } from "../http/io.ts";
-import { findSessionBySecret } from "./sessions.ts";
-import { LAST_USED_RESOLUTION_SECONDS, findApiTokenBySecret, touchApiToken } from "./api-tokens.ts";
+import { findSessionBySecret, rememberedSession, type SessionRow } from "./sessions.ts";
+import { LAST_USED_RESOLUTION_SECONDS, findApiTokenBySecret, rememberedApiToken, touchApiToken, type ApiTokenRow } from "./api-tokens.ts";
 import { getInstance } from "../setup/instance.ts";
 import { checkSetupToken } from "./one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
@@ -31,6 +32,13 @@ export interface Authentication {
   setupToken?: SetupGrant;
   runner?: Runner;
   streamBuildId?: string;
+  /**
+   * Set when the principal's credential was taken as this daemon remembers it, without asking the
+   * database whether anything was committed since (authenticate's `fromMemory`): the data version
+   * it was read at, and how many reads the reader had made (Db.lastRead). The caller confirms it
+   * after reads of its own, or authenticates again (lib/http/app.ts).
+   */
+  unconfirmed?: { version: number; reads: number };
 }
 
 const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {
@@ -80,12 +88,18 @@ function requireCredential(rule: AuthRule, token: string | null, where = "'Autho
   return token;
 }
 
+/**
+ * `fromMemory`: for an instance rule, a session or API token this daemon remembers, and that works
+ * as remembered, may answer without a statement (Authentication.unconfirmed); anything else, and
+ * every refusal, is asked of the database as usual.
+ */
 export async function authenticate(
   rule: AuthRule,
   request: Request,
   ctx: AppContext,
   peer: string | null,
   params: Record<string, string> = {},
+  fromMemory = false,
 ): Promise<Authentication> {
   if (rule === "public" || rule === "webhook") return {};
 
@@ -141,6 +155,10 @@ export async function authenticate(
   }
 
   const presented = requireCredential(rule, token);
+  if (fromMemory && !isProjectRule(rule) && rule !== "session") {
+    const remembered = rememberedPrincipal(presented, ctx, MIN_ROLE[rule]!);
+    if (remembered !== null) return remembered;
+  }
   const principal = rule === "session" ? await fromSession(presented, ctx) : await fromSessionOrApiToken(presented, ctx);
   if (isProjectRule(rule)) return authorizeProject(ctx.db, principal, rule, params);
   const minimum = MIN_ROLE[rule]!;
@@ -153,8 +171,36 @@ async function fromSession(token: string, ctx: AppContext): Promise<Principal> {
   // has been committed since: lib/db/verified-reads.ts): a logout or a deactivation in any process refuses the next request.
   const found = await findSessionBySecret(ctx.db, token, ctx.clock.now());
   if (!found || !found.user.active) fail("invalid_session");
-  const { session, user } = found;
+  return sessionPrincipal(found.session, found.user);
+}
+
+function sessionPrincipal(session: SessionRow, user: User): Principal {
   return { kind: "session", user, role: user.role, sessionId: session.id, tokenId: null, credentialExpiresAt: session.expires_at };
+}
+
+/**
+ * The principal of a session or API token as this daemon remembers it, when it works as
+ * remembered and its role meets `minimum`: taken with the data version it was read at, for the
+ * caller to confirm. Null for anything else (not remembered, refused, an API token whose last use
+ * is due to be written, not the role): the database is then asked, and refuses as usual.
+ */
+function rememberedPrincipal(token: string, ctx: AppContext, minimum: Role): Authentication | null {
+  const now = ctx.clock.now();
+  let principal: Principal;
+  let taken: { version: number; reads: number };
+  if (token.startsWith("roost_pat_")) {
+    const found = rememberedApiToken(ctx.db, token);
+    if (!found || apiTokenRefusal(found.token, found.creator, now) !== null || lastUseDue(found.token, now)) return null;
+    principal = apiTokenPrincipal(found.token, found.creator);
+    taken = found.taken;
+  } else {
+    const found = rememberedSession(ctx.db, token, now);
+    if (!found || !found.user.active) return null;
+    principal = sessionPrincipal(found.session, found.user);
+    taken = found.taken;
+  }
+  if (!roleAtLeast(principal.role, minimum)) return null;
+  return { principal, unconfirmed: taken };
 }
 
 /** Every refused API token gets the same answer. */
@@ -180,12 +226,28 @@ async function fromSessionOrApiToken(token: string, ctx: AppContext): Promise<Pr
   const found = await findApiTokenBySecret(ctx.db, token);
   if (!found) refuseApiToken(ctx, null, "unknown");
   const { token: apiToken, creator } = found;
-  if (apiToken.revoked_at !== null) refuseApiToken(ctx, apiToken.id, "revoked");
-  if (apiToken.expires_at <= now) refuseApiToken(ctx, apiToken.id, "expired");
-  // A token never outlives or outranks its creator (docs/authorization.md "Roles").
-  if (!creator.active) refuseApiToken(ctx, apiToken.id, "creator_inactive");
+  const refusal = apiTokenRefusal(apiToken, creator, now);
+  if (refusal !== null) refuseApiToken(ctx, apiToken.id, refusal);
   // A write (and the write lock) only when last_used_at is due, not on every request.
-  if (apiToken.last_used_at === null || apiToken.last_used_at <= now - LAST_USED_RESOLUTION_SECONDS) await touchApiToken(ctx.db, apiToken.id, now);
+  if (lastUseDue(apiToken, now)) await touchApiToken(ctx.db, apiToken.id, now);
+  return apiTokenPrincipal(apiToken, creator);
+}
+
+/** Why an API token does not work now, or null when it does. */
+function apiTokenRefusal(apiToken: ApiTokenRow, creator: User, now: number): "revoked" | "expired" | "creator_inactive" | null {
+  if (apiToken.revoked_at !== null) return "revoked";
+  if (apiToken.expires_at <= now) return "expired";
+  // A token never outlives or outranks its creator (docs/authorization.md "Roles").
+  if (!creator.active) return "creator_inactive";
+  return null;
+}
+
+/** Whether the token's last_used_at is due to be written (at most once a minute). */
+function lastUseDue(apiToken: ApiTokenRow, now: number): boolean {
+  return apiToken.last_used_at === null || apiToken.last_used_at <= now - LAST_USED_RESOLUTION_SECONDS;
+}
+
+function apiTokenPrincipal(apiToken: ApiTokenRow, creator: User): Principal {
   return {
     kind: "api_token",
     user: creator,

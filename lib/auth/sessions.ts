@@ -69,6 +69,24 @@ export async function findSessionBySecret(db: Executor, token: string, now: numb
   return { session: found.session, user: found.user };
 }
 
+/**
+ * The live session a token names with its user, as remembered (lib/db/verified-reads.ts), without
+ * asking the database whether anything has been committed since, with what the caller confirms it
+ * by (VerifiedReads.remembered). Null when it is not remembered so, its secret does not match (in
+ * constant time) or it has expired.
+ */
+export function rememberedSession(
+  db: Executor,
+  token: string,
+  now: number,
+): { session: SessionRow; user: User; taken: { version: number; reads: number } } | null {
+  const parsed = parseSecret("sess", token);
+  const remembered = parsed && presented.remembered(db, parsed.id);
+  if (!parsed || !remembered || !secretMatches(parsed.secret, remembered.value.secretHash)) return null;
+  if (remembered.value.session.expires_at <= now) return null;
+  return { session: remembered.value.session, user: remembered.value.user, taken: { version: remembered.version, reads: remembered.reads } };
+}
+
 async function readSessionWithUser(db: Executor, id: string): Promise<SessionWithUser | null> {
   // `= +?` as in findLiveSessionUser.
   const row = await one(

@@ -9,7 +9,7 @@
 //     sees only committed data.
 // Both set busy_timeout = 0, so no call ever sleeps inside SQLite; a busy database (another
 // process writing) is retried on a timer instead (retryBusy in lib/db/database.ts).
-import { Database, type Statement } from "bun:sqlite";
+import { constants, Database, type Statement } from "bun:sqlite";
 import { isBusy, isRead, retryBusy, type Db, type NormalizedStatement, type ResultSet, type Row } from "./database.ts";
 import { WriteQueue, queuedDb, type WriteSession } from "./write-queue.ts";
 
@@ -105,9 +105,29 @@ class Connection {
   /** PRAGMA data_version, by a statement compiled once (Db.readVersion). */
   #dataVersion: Statement | null = null;
 
+  /**
+   * The data version now: `PRAGMA data_version` begins a read, which brings the pager's version up
+   * to date, and the version is then read from the pager as lastDataVersion() reads it, so the two
+   * count alike. (The pragma's own figure leaves out the connection's own commits, and counts one
+   * the reader made while it was set up: it is not the pager's.)
+   */
   dataVersion(): number {
     this.#dataVersion ??= this.native.prepare("PRAGMA data_version");
-    return (this.#dataVersion.values() as number[][])[0]![0]!;
+    this.#dataVersion.values();
+    return this.lastDataVersion();
+  }
+
+  /** Where SQLite writes the pager's data version (an unsigned int; bun:sqlite wants 8 bytes at least). */
+  readonly #versionOut = new Uint32Array(2);
+
+  /**
+   * The data version the connection's last read transaction saw, from its pager, without a
+   * statement or a lock (Db.lastRead). On a connection that never writes it is what
+   * `PRAGMA data_version` answered then: the pragma adds only the connection's own commits.
+   */
+  lastDataVersion(): number {
+    this.native.fileControl(constants.SQLITE_FCNTL_DATA_VERSION, this.#versionOut);
+    return this.#versionOut[0]!;
   }
 
   pragma(name: string): unknown {
@@ -154,13 +174,20 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
     alone: (stmt) => writer.run(stmt),
   });
 
+  /** Statements the reader has completed (Db.lastRead), counted once each has read. */
+  let reads = 0;
+  const readCounted = (stmt: NormalizedStatement): ResultSet => {
+    const result = reader.run(stmt);
+    reads++;
+    return result;
+  };
   const read = (stmt: NormalizedStatement): ResultSet | Promise<ResultSet> => {
     try {
-      return reader.run(stmt);
+      return readCounted(stmt);
     } catch (error) {
       // A reader waits only while another process recovers or checkpoints the WAL.
       if (!isBusy(error)) throw error;
-      return retryBusy(() => reader.run(stmt));
+      return retryBusy(() => readCounted(stmt));
     }
   };
 
@@ -180,6 +207,9 @@ export async function openBunSqlite(path: string): Promise<BunSqliteDb> {
         if (isBusy(error)) return null;
         throw error;
       }
+    },
+    lastRead(): { reads: number; version: number } {
+      return { reads, version: reader.lastDataVersion() };
     },
   });
 }

@@ -72,12 +72,22 @@ export interface Db extends Executor {
   readonly closed: boolean;
   close(): void;
   /**
-   * bun:sqlite only: the reader connection's `PRAGMA data_version`, which changes whenever any
-   * other connection (this process's writer, another process on the same file) has committed
-   * since (https://www.sqlite.org/pragma.html#pragma_data_version); null when it cannot be read
+   * bun:sqlite only: the reader connection's data version (`PRAGMA data_version` run, the pager's
+   * figure read), which changes whenever any other connection (this process's writer, another
+   * process on the same file) has committed since
+   * (https://www.sqlite.org/pragma.html#pragma_data_version); null when it cannot be read
    * now (the file busy). What lib/db/verified-reads.ts checks a remembered row against.
    */
   readVersion?(): number | null;
+  /**
+   * bun:sqlite only: how many statements the reader connection has run so far, and the data
+   * version the last of them read, as readVersion() would have answered then. Read from SQLite's
+   * pager (SQLITE_FCNTL_DATA_VERSION, https://www.sqlite.org/c3ref/c_fcntl_begin_atomic_write.html):
+   * no statement and no lock, so it is not the version now, only what the reader last saw. A
+   * caller that used a remembered row without readVersion() confirms it this way after reads of
+   * its own (lib/db/verified-reads.ts remembered).
+   */
+  lastRead?(): { reads: number; version: number };
 }
 
 /**

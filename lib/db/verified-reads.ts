@@ -13,7 +13,8 @@ import type { Db, Executor } from "./database.ts";
 const MAX_ENTRIES = 1000;
 
 export class VerifiedReads<T> {
-  readonly #byDb = new WeakMap<Executor, { version: number; values: Map<string, T> }>();
+  /** By database: the version its values were read at, and how many commits this process had made before it was read. */
+  readonly #byDb = new WeakMap<Executor, { version: number; commits: number; values: Map<string, T> }>();
 
   /**
    * The value `read` gives for `key`, or the one it gave before while the database has not changed
@@ -21,11 +22,12 @@ export class VerifiedReads<T> {
    * is taken before the read, so a commit while it runs makes the next call read again.
    */
   get(db: Executor, key: string, read: () => Promise<T | null>): T | null | Promise<T | null> {
+    const commits = (db as Db).commits;
     const version = typeof (db as Db).readVersion === "function" ? (db as Db).readVersion!() : null;
     if (version === null) return read();
     let remembered = this.#byDb.get(db);
     if (remembered === undefined || remembered.version !== version) {
-      remembered = { version, values: new Map() };
+      remembered = { version, commits, values: new Map() };
       this.#byDb.set(db, remembered);
     }
     const hit = remembered.values.get(key);
@@ -38,5 +40,22 @@ export class VerifiedReads<T> {
       }
       return value;
     });
+  }
+
+  /**
+   * What get() remembers for `key`, without a statement that asks whether anything has been
+   * committed since: only while this process has committed nothing since and the reader's last
+   * read saw the same version (Db.commits, Db.lastRead, neither a statement), and even then another
+   * process may have committed. So it comes with the version it was read at and the reader's
+   * count of reads, for a caller that confirms it afterwards by the version its own reads saw
+   * (lib/http/app.ts, an endpoint's `readOnly`), and does not use what it did with it otherwise.
+   */
+  remembered(db: Executor, key: string): { value: T; version: number; reads: number } | undefined {
+    const remembered = this.#byDb.get(db);
+    const value = remembered?.values.get(key);
+    if (value === undefined || (db as Db).commits !== remembered!.commits) return undefined;
+    const last = (db as Db).lastRead?.();
+    if (last === undefined || last.version !== remembered!.version) return undefined;
+    return { value, version: remembered!.version, reads: last.reads };
   }
 }

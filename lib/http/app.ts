@@ -65,30 +65,51 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
   for (const route of routes) {
     let loaded: Awaited<ReturnType<RouteEntry["load"]>> | null = null;
     const serve = async (request: Request, matched: Record<string, string>, meta: RequestMeta): Promise<Response> => {
-      const endpoint = (loaded ??= await route.load());
+      const endpoint = (loaded ??= readOnlyChecked(route, await route.load()));
       let rawParams: Record<string, string> = matched;
       if (matched !== NO_PARAMS) {
         rawParams = {};
         for (const k in matched) rawParams[k] = safeDecode(matched[k]!);
       }
       const prefetched = endpoint.prefetch?.(rawParams, ctx);
-      const auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
-      // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/http/context.ts ContextFor).
-      const rc: RequestContext & Authentication = {
-        ...ctx,
-        ...auth,
-        request,
-        peer: meta.peer,
-        requestId: meta.requestId,
-        // The connection's own functions (they use no `this`), not two closures a request.
-        setIdleTimeout: meta.connection.setIdleTimeout,
-        setBodyTimeout: meta.connection.setBodyTimeout,
+      const handle = async (auth: Authentication): Promise<unknown> => {
+        // What the rule authenticated joins the context; the route table checked that it is what the handler reads (lib/http/context.ts ContextFor).
+        const rc: RequestContext & Authentication = {
+          ...ctx,
+          ...auth,
+          request,
+          peer: meta.peer,
+          requestId: meta.requestId,
+          // The connection's own functions (they use no `this`), not two closures a request.
+          setIdleTimeout: meta.connection.setIdleTimeout,
+          setBodyTimeout: meta.connection.setBodyTimeout,
+        };
+        // No schema, no parse: a route without path parameters or a query reads {} (what z.object({}) made of anything).
+        const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
+        const query = endpoint.query ? parseQuery(endpoint.query, meta.url) : {};
+        const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
+        return endpoint.handle({ params, query, body, prefetched }, rc);
       };
-      // No schema, no parse: a route without path parameters or a query reads {} (what z.object({}) made of anything).
-      const params = endpoint.params ? parseWith(endpoint.params, rawParams, "path") : {};
-      const query = endpoint.query ? parseQuery(endpoint.query, meta.url) : {};
-      const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
-      const result = await endpoint.handle({ params, query, body, prefetched }, rc);
+      let auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams, endpoint.readOnly === true);
+      let result: unknown;
+      if (auth.unconfirmed === undefined) result = await handle(auth);
+      else {
+        // The credential as remembered, not asked of the database first: its answer stands only if
+        // the handler's own reads saw the database as it was when the credential was read, so a
+        // revocation, a logout or a deactivation committed since refuses this very request.
+        const taken = auth.unconfirmed;
+        let answered = true;
+        try {
+          result = await handle(auth);
+        } catch (error) {
+          if (confirmed(taken)) throw error;
+          answered = false;
+        }
+        if (!answered || !confirmed(taken)) {
+          auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams);
+          result = await handle(auth);
+        }
+      }
       if (result instanceof Response) return result;
       // The headers every answer carries (finish) given at once, not set on the Response afterwards.
       const response = json(result, endpoint.successStatus ?? 200, { "x-request-id": meta.requestId, "x-content-type-options": "nosniff" });
@@ -120,6 +141,16 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       paths.set(path, route);
     });
     exact.set(method, paths);
+  }
+
+  /**
+   * Whether the database was as it was when a credential was taken from memory, by the reads made
+   * since: at least one, and the last of them at the credential's data version (lib/db/database.ts
+   * Db.lastRead). Versions only grow, so every read between saw that version too.
+   */
+  function confirmed(taken: NonNullable<Authentication["unconfirmed"]>): boolean {
+    const last = ctx.db.lastRead?.();
+    return last !== undefined && last.reads > taken.reads && last.version === taken.version;
   }
 
   function findRoute(method: string, pathname: string): { route: Served; params: Record<string, string> } | null {
@@ -199,6 +230,16 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
       return finish(response, request.method, template, requestId, started, peer, served);
     },
   };
+}
+
+/**
+ * An endpoint marked `readOnly` may be run again (lib/http/route.ts): only a GET without a body or
+ * a prefetch is, and a mark elsewhere is a mistake in the handler, said on its route's first request.
+ */
+function readOnlyChecked<E extends Awaited<ReturnType<RouteEntry["load"]>>>(route: RouteEntry, endpoint: E): E {
+  if (endpoint.readOnly && (route.method !== "GET" || endpoint.body || endpoint.prefetch))
+    throw new Error(`${endpoint.operationId}: readOnly is for a GET without a body or a prefetch`);
+  return endpoint;
 }
 
 /** The body as the endpoint's schema parses it, by its plain check first where it has one. */

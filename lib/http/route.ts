@@ -126,6 +126,15 @@ export interface Endpoint<
    * are never awaited.
    */
   prefetch?: (rawParams: Readonly<Record<string, string>>, ctx: AppContext) => unknown;
+  /**
+   * The handler only reads the database, and may run twice (GET, no body, no prefetch): a caller's
+   * session or API token remembered by this daemon (lib/db/verified-reads.ts) is then taken without
+   * the statement that asks whether anything was committed since, and the handler's own reads answer
+   * that instead (lib/http/app.ts): if they saw a newer database, the credential is read again and
+   * the handler runs again, so a revocation, a logout or a deactivation still refuses this request.
+   * One statement fewer a request on bun:sqlite; nothing changes on a libSQL server.
+   */
+  readOnly?: boolean;
   // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
   handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; prefetched?: unknown }, ctx: C) => Promise<unknown>;
 }
