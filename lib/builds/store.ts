@@ -98,24 +98,44 @@ const toVersion = (row: Row): BuildVersion => ({
   }),
 });
 
+/** Where a read of build versions continues: after this change, in the order of builds_updated_at. */
+export interface VersionPosition {
+  updated_at: number;
+  rowid: number;
+}
+
 /**
- * The versions of every build changed at or after `since` (updated_at, schema.sql index
- * builds_updated_at), oldest change first: a few columns each, read in pieces when a burst of
- * changes passes what a libSQL server answers at once.
+ * At most `limit` versions of the builds changed at or after `since` (updated_at), oldest change
+ * first, continuing after `after` when given: seeks of the index builds_updated_at (schema.sql),
+ * whose entries are ordered by (updated_at, rowid), and a few columns of each build. The position
+ * is the rowid, not the id: the id is not in the index, and a keyset on (updated_at, id) sorted a
+ * whole second's builds for every page. It is held in memory by one process while a feed reads
+ * (lib/live/build-feed.ts), never handed out; SQLite keeps a row's rowid until the row is deleted
+ * or the table is copied (a VACUUM may renumber a table without an INTEGER PRIMARY KEY,
+ * https://www.sqlite.org/lang_vacuum.html, which Roost never runs on a live database).
  */
-export async function buildVersionsSince(db: Executor, since: number): Promise<BuildVersion[]> {
-  const columns = "id, updated_at, status, exit_code, runner_id, started_at, finished_at";
-  const rows = await readInPieces(Infinity, (count, last: Row | undefined) =>
-    last
-      ? all(db, `SELECT ${columns} FROM builds WHERE updated_at >= +? AND (updated_at, id) > (+?, +?) ORDER BY updated_at, id LIMIT +?`, [
-          last.updated_at!,
-          last.updated_at!,
-          last.id!,
-          count,
-        ])
-      : all(db, `SELECT ${columns} FROM builds WHERE updated_at >= +? ORDER BY updated_at, id LIMIT +?`, [since, count]),
-  );
-  return rows.map(toVersion);
+export async function buildVersionsPage(
+  db: Executor,
+  from: { since: number; after: VersionPosition | null },
+  limit: number,
+): Promise<(BuildVersion & { position: VersionPosition })[]> {
+  const columns = "rowid AS position, id, updated_at, status, exit_code, runner_id, started_at, finished_at";
+  const rows = await readInPieces(limit, (count, last: Row | undefined) => {
+    const after = last ? { updated_at: num(last, "updated_at"), rowid: num(last, "position") } : from.after;
+    // The rest of the position's second, then the seconds after it: each one seek of the index.
+    // A row value, (updated_at, rowid) > (?, ?), seeks only by updated_at and walks every entry of
+    // the position's second before it (a bulk change of one second made that quadratic).
+    return after
+      ? all(
+          db,
+          `SELECT * FROM (SELECT ${columns} FROM builds INDEXED BY builds_updated_at WHERE updated_at = +? AND rowid > ? ORDER BY rowid LIMIT +?)
+           UNION ALL SELECT * FROM (SELECT ${columns} FROM builds WHERE updated_at > ? ORDER BY updated_at, rowid LIMIT +?)
+           ORDER BY updated_at, position LIMIT +?`,
+          [after.updated_at, after.rowid, count, after.updated_at, count, count],
+        )
+      : all(db, `SELECT ${columns} FROM builds WHERE updated_at >= ? ORDER BY updated_at, rowid LIMIT +?`, [from.since, count]);
+  });
+  return rows.map((row) => ({ ...toVersion(row), position: { updated_at: num(row, "updated_at"), rowid: num(row, "position") } }));
 }
 
 /**

@@ -5,24 +5,31 @@
 // - builds changed through another daemon process on the same database are found by the watcher
 //   (watcher.ts) every CHECK_MS while any stream is open: the versions of the builds whose
 //   updated_at is at or after the newest one seen (an index, schema.sql migration 14, keeps it
-//   cheap), a few columns each; then, whole, only the builds of versions not handed out yet, at
-//   most CHECK_PAGE a check. A build carries its config snapshot (a pipeline file is up to
-//   256 KiB) and changelog: whole rows of every build changed lately passed what a libSQL server
-//   answers at once (10 MB, RESPONSE_TOO_LARGE), and each check failed again. Nothing runs while
-//   no stream is open.
+//   cheap), a few columns each, VERSION_PAGE at a time; then, whole, only the builds of versions
+//   not handed out yet, CHECK_PAGE at a time. A build carries its config snapshot (a pipeline file
+//   is up to 256 KiB) and changelog: whole rows of every build changed lately passed what a libSQL
+//   server answers at once (10 MB, RESPONSE_TOO_LARGE), and each check failed again. Between two
+//   reads the check lets the event loop run: a bulk change of 100,000 builds was one read of
+//   100,000 versions that held every request of the process until it ended. Nothing runs while no
+//   stream is open.
 // A build is handed out once per version (its updated_at, status, exit code and runner), so the
 // check does not repeat what an in-process event already sent.
 import type { Db } from "../db/client.ts";
 import { one } from "../db/client.ts";
-import { buildVersionsSince, findBuild, findBuilds, toPublicBuild, versionOf, type Build, type BuildVersion } from "../builds/store.ts";
+import { buildVersionsPage, findBuild, findBuilds, toPublicBuild, versionOf, type Build, type BuildVersion, type VersionPosition } from "../builds/store.ts";
 import type { RoostEvent } from "../daemon/events.ts";
 import { sseFrame } from "./sse-frame.ts";
 import type { Hold, Watcher } from "./watcher.ts";
 
 /** How often the database is checked for builds changed through another process (the latency of those). */
 export const CHECK_MS = 1_000;
-/** The most changed builds one check reads whole and hands out; a burst beyond it is picked up by the next checks. */
+/** The most changed builds read whole at once (a check reads a burst of more in several reads). */
 export const CHECK_PAGE = 200;
+/** The most build versions one read takes (a few columns each); a check reads a longer burst in several, yielding between them. */
+export const VERSION_PAGE = 1_000;
+
+/** Lets the event loop run (I/O, timers, other requests) before the next read: a bun:sqlite read holds it while it runs. */
+const yieldToLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface BuildChange {
   project_id: string;
@@ -98,32 +105,44 @@ export class BuildFeed {
       // Where the database stands now: builds changed at the newest second are taken as seen.
       const row = await one(this.db, "SELECT MAX(updated_at) AS at FROM builds");
       const at = row?.at === null || row?.at === undefined ? 0 : Number(row.at);
-      for (const v of await buildVersionsSince(this.db, at)) this.#remember(v);
+      await this.#readVersions(at, async (versions) => void versions.forEach((v) => this.#remember(v)));
       this.#since = at;
       return;
     }
     // updated_at has a resolution of one second: the builds of the newest second are read again
     // (and skipped by version) so one changed later in that same second is not missed.
-    const versions = await buildVersionsSince(this.db, this.#since);
-    const fresh: BuildVersion[] = [];
-    let since = versions.at(-1)?.updated_at ?? this.#since;
-    for (const v of versions) {
-      if (!this.#isNew(v)) continue;
-      if (fresh.length === CHECK_PAGE) {
-        // This one and the rest wait for the next checks, which read from here.
-        since = v.updated_at;
-        break;
+    const newest = await this.#readVersions(this.#since, async (versions) => {
+      const fresh = versions.filter((v) => this.#isNew(v));
+      for (let i = 0; i < fresh.length; i += CHECK_PAGE) {
+        if (i > 0) await yieldToLoop();
+        for (const build of await findBuilds(
+          this.db,
+          fresh.slice(i, i + CHECK_PAGE).map((v) => v.id),
+        ))
+          this.#emit(build);
       }
-      fresh.push(v);
-    }
-    const builds = await findBuilds(
-      this.db,
-      fresh.map((v) => v.id),
-    );
-    for (const build of builds) this.#emit(build);
-    this.#since = since;
+    });
+    if (newest !== null) this.#since = newest;
     // Versions older than the window are never read again by a check.
     if (this.#sent.size > 10_000) for (const [id, v] of this.#sent) if (v.updated_at < this.#since) this.#sent.delete(id);
+  }
+
+  /**
+   * Every version changed at or after `since`, handed to `each` VERSION_PAGE at a time, oldest change
+   * first, each read continuing after the last version of the one before (one seek of an index) and
+   * made after the event loop ran; stops early when the last stream closed. Answers the newest
+   * updated_at read (null when none was, or it stopped).
+   */
+  async #readVersions(since: number, each: (versions: BuildVersion[]) => Promise<void>): Promise<number | null> {
+    let after: VersionPosition | null = null;
+    for (;;) {
+      const page = await buildVersionsPage(this.db, { since, after }, VERSION_PAGE);
+      if (this.#hold === null) return null;
+      await each(page);
+      if (page.length < VERSION_PAGE) return page.at(-1)?.updated_at ?? after?.updated_at ?? null;
+      after = page.at(-1)!.position;
+      await yieldToLoop();
+    }
   }
 
   /** True when this version of the build was not handed out (nor a newer one). */

@@ -69,3 +69,43 @@ test("a build changed through another daemon arrives while more builds than a ch
   // 250 of 37 MB: read whole over two checks, the first 200 read in pieces on a libSQL server.
   await burstThenVisible(CHECK_PAGE + 50);
 }, 60_000);
+
+test("each change of a bulk update through another daemon arrives once, the whole burst within a few checks", async () => {
+  // 2,500 builds made, then all failed by one statement, each in one second (the test clock stands
+  // still): the feed reads the versions VERSION_PAGE at a time and the builds CHECK_PAGE at a time,
+  // letting other requests run between reads, in one check. Before, a check read every version
+  // changed since the last at once and handed out CHECK_PAGE builds: 13 checks of a second each.
+  const copies = 2_500;
+  const project = await createProject(t, owner);
+  const pipeline = await createPipeline(t, owner, project.id);
+  const response = await fetch(`http://127.0.0.1:${server.port}/v1/events`, { headers: { authorization: `Bearer ${owner}` } });
+  const stream = new SseReader(response);
+  try {
+    await stream.until((events) => events.some((e) => e.event === "ready"));
+    const source = (await through("POST", `/v1/projects/${project.id}/builds`, { pipeline_id: pipeline.id, commit_sha: SHA_A })).build;
+    await copyBuild(second.db, source.id, copies, { changelog: "", status: "canceled" });
+    const copied = (events: SseEvent[], status: string) => builds(events).filter((b) => b.id.startsWith(`${source.id}-`) && b.status === status);
+    // Counted as the events come (each read of the stream would parse every event again).
+    const seen = { canceled: 0, failed: 0, read: 0 };
+    const count = (status: "canceled" | "failed") => (events: SseEvent[]) => {
+      for (; seen.read < events.length; seen.read++)
+        for (const s of ["canceled", "failed"] as const) if (events[seen.read]!.data.includes(`"status":"${s}"`)) seen[s]++;
+      return seen[status] >= copies;
+    };
+
+    await stream.until(count("canceled"), 8_000);
+
+    await second.db.execute({ sql: "UPDATE builds SET status = 'failed' WHERE id > ? AND id < ?", args: [`${source.id}-`, `${source.id}.`] });
+    await stream.until(count("failed"), 8_000);
+    // One check more, which finds nothing new: no change is handed out twice.
+    const checks = t.ctx.live.builds.checks;
+    await stream.until(() => t.ctx.live.builds.checks > checks + 1, 5_000);
+
+    const ids = (status: string) => copied(stream.events, status).map((b) => b.id);
+    const expected = Array.from({ length: copies }, (_, i) => `${source.id}-${String(i + 1).padStart(4, "0")}`);
+    expect(ids("canceled").toSorted()).toEqual(expected);
+    expect(ids("failed").toSorted()).toEqual(expected);
+  } finally {
+    await stream.cancel();
+  }
+}, 60_000);
