@@ -223,7 +223,7 @@ function buildValues(now: number, b: PlannedBuild): InValue[] {
     input.branch,
     input.commitSha,
     input.changelog ?? "",
-    JSON.stringify(snapshot),
+    snapshotText(snapshot),
     input.context === undefined ? null : JSON.stringify(input.context),
     input.concurrencyKey ?? null,
     // A scheduled build is stored as a manual one with trigger_event "schedule" (schema.sql migration 9).
@@ -241,6 +241,22 @@ function buildValues(now: number, b: PlannedBuild): InValue[] {
     definitionSource.source === "file" ? snapshot.concurrency.max_concurrent : 0,
   ];
 }
+/** Where buildValues puts the config snapshot's text. */
+const SNAPSHOT = 7;
+
+/**
+ * A snapshot's JSON text, made once per snapshot object: a webhook push's builds take their
+ * pipeline's snapshot as this daemon last read it (lib/webhooks/what-triggers.ts), the same object
+ * push after push, and its text (about a kilobyte) was made afresh for each build, twice (its own
+ * batch's statement and the merged one). A snapshot is not changed once made.
+ */
+const snapshotTexts = new WeakMap<ConfigSnapshot, string>();
+function snapshotText(snapshot: ConfigSnapshot): string {
+  let text = snapshotTexts.get(snapshot);
+  if (text === undefined) snapshotTexts.set(snapshot, (text = JSON.stringify(snapshot)));
+  return text;
+}
+
 const BUILD_VALUE_COLUMNS =
   "id, project_id, pipeline_id, source_build_id, branch, commit_sha, changelog, config_snapshot, context, concurrency_key, trigger_type, trigger_event, trigger_ref, trigger_actor, created_by, queued_at, created_at, updated_at, schedule_id, definition_source, runner_route, own_max_concurrent";
 
@@ -262,15 +278,27 @@ export interface MergedBuild {
  * Builds that cancel older ones (cancelsPrevious) are not merged.
  */
 export function mergedBuildsStatement(builds: MergedBuild[]): Statement {
-  const rows = builds.map(({ build, deliveryId, decision, now }, k) => [...buildValues(now, build), deliveryId, decision, k]);
+  // The builds of one pipeline share its snapshot: each distinct text is sent once, and each build
+  // names its place in that list, instead of every build carrying its own copy escaped inside the
+  // rows' JSON (a kilobyte a build, encoded here and parsed again by SQLite).
+  const snapshots = new Map<InValue, number>();
+  const rows = builds.map(({ build, deliveryId, decision, now }, k) => {
+    const values = buildValues(now, build);
+    const text = values[SNAPSHOT]!;
+    let place = snapshots.get(text);
+    if (place === undefined) snapshots.set(text, (place = snapshots.size));
+    values[SNAPSHOT] = place;
+    return [...values, deliveryId, decision, k];
+  });
   const n = BUILD_VALUE_COLUMNS.split(", ").length;
   const v = (i: number) => `(b.value->>${i})`;
+  const column = (i: number) => (i === SNAPSHOT ? `(s.texts->>${v(i)})` : v(i));
   return {
-    sql: `WITH q AS MATERIALIZED (SELECT next FROM build_queue_sequence WHERE id = 1)
+    sql: `WITH q AS MATERIALIZED (SELECT next FROM build_queue_sequence WHERE id = 1), s(texts) AS (SELECT ?)
      INSERT INTO builds (${BUILD_VALUE_COLUMNS}, build_number, status, queue_seq)
-     SELECT ${Array.from({ length: n }, (_, i) => v(i)).join(", ")}, json_extract(w.decisions, '$[' || ${v(n + 1)} || '].build_number'), 'queued', q.next + ${v(n + 2)}
-     FROM json_each(?) b JOIN webhook_deliveries w ON w.id = ${v(n)} AND w.duplicate_of IS NULL JOIN q
+     SELECT ${Array.from({ length: n }, (_, i) => column(i)).join(", ")}, json_extract(w.decisions, '$[' || ${v(n + 1)} || '].build_number'), 'queued', q.next + ${v(n + 2)}
+     FROM json_each(?) b JOIN webhook_deliveries w ON w.id = ${v(n)} AND w.duplicate_of IS NULL JOIN q JOIN s
      RETURNING id, project_id, pipeline_id, build_number`,
-    args: [JSON.stringify(rows)],
+    args: [JSON.stringify([...snapshots.keys()]), JSON.stringify(rows)],
   };
 }

@@ -65,6 +65,18 @@ const NUMBERED = `(SELECT json_group_array(json(CASE WHEN e.value->>'build_id' I
       '$.reason', (e.value->>'reason') || ': build #' || (p.next_build_number + (e.value->>'build_number'))) END))
   FROM json_each(d.value->>${DECISIONS}) e LEFT JOIN projects p ON p.id = d.value->>${PROJECT})`;
 
+/**
+ * What tells two guards apart: their text and arguments. A replacer (for a bigint argument, which
+ * JSON cannot hold) has JSON.stringify call back into JavaScript for every value, so it is used
+ * only where there is one.
+ */
+function guardKey(guard: SqlCondition): string {
+  const args = Array.isArray(guard.args) ? guard.args : Object.values(guard.args);
+  return args.some((a) => typeof a === "bigint")
+    ? JSON.stringify([guard.sql, guard.args], (_, v) => (typeof v === "bigint" ? `${v}n` : v))
+    : JSON.stringify([guard.sql, guard.args]);
+}
+
 export const mergedPushes: MergeKind<PushWrite> = {
   merge(items) {
     const keys = new Set<string>();
@@ -80,11 +92,7 @@ export const mergedPushes: MergeKind<PushWrite> = {
         keys.add(key);
         held.push([key, contentKey, record.received_at - CONTENT_KEY_WINDOW_SECONDS]);
       }
-      if (guard)
-        guards.set(
-          JSON.stringify([guard.sql, guard.args], (_, v) => (typeof v === "bigint" ? `${v}n` : v)),
-          guard,
-        );
+      if (guard) guards.set(guardKey(guard), guard);
       const decisions = record.decisions.map((d) => ({ ...d }));
       if (decisions.filter((d) => d.build_id !== undefined).length !== planned.length) return null;
       for (const build of planned) {

@@ -69,6 +69,18 @@ export async function readPipelineFiles(deps: ForgeDeps, input: AcceptInput, rou
 type Candidate = { pipeline: Pipeline; snapshot: ConfigSnapshot; source: DefinitionSource };
 
 /**
+ * A pipeline's snapshot, one object per pipeline object: the pipelines as this daemon last read
+ * them are the same objects push after push, so their builds' snapshot text is made once
+ * (lib/builds/create.ts snapshotText). Neither is changed once made.
+ */
+const apiSnapshots = new WeakMap<Pipeline, ConfigSnapshot>();
+function apiSnapshotOf(pipeline: Pipeline): ConfigSnapshot {
+  let snapshot = apiSnapshots.get(pipeline);
+  if (snapshot === undefined) apiSnapshots.set(pipeline, (snapshot = snapshotOf(pipeline)));
+  return snapshot;
+}
+
+/**
  * The pipelines that may build, each with the definition it builds with. Each pipeline file
  * decides for the pipelines it names; without the file, the pipelines configured through the API
  * that read it decide (docs/pipelines.md). The pipelines left out get their decision and reason here.
@@ -81,7 +93,7 @@ export async function pipelineCandidates(acting: Acting, projectId: string, pipe
     const reading = pipelines.filter((p) => p.config_path === path);
     if (!read || read.status === "missing") {
       for (const pipeline of reading) {
-        candidates.push({ pipeline, snapshot: snapshotOf(pipeline), source: API_DEFINITION });
+        candidates.push({ pipeline, snapshot: apiSnapshotOf(pipeline), source: API_DEFINITION });
         if (read) await syncSchedules(acting, projectId, pipeline, path, [], fileLabel(read));
       }
     } else if (read.status === "valid") {
