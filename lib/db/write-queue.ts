@@ -583,8 +583,16 @@ export function queuedDb(
   };
 }
 
+/**
+ * requestBytes of each job's statements, as counted once: a group counts its jobs, then its merge
+ * counts them again (a webhook push's: a kilobyte of body and decisions, escaped, each time).
+ */
+const counted = new WeakMap<NormalizedStatement[], number>();
+
 /** About how many bytes statements take in a request to a remote server (Hrana's JSON: a blob as base64). */
 function requestBytes(stmts: NormalizedStatement[]): number {
+  const known = counted.get(stmts);
+  if (known !== undefined) return known;
   let bytes = 0;
   for (const stmt of stmts) {
     bytes += stmt.sql.length;
@@ -595,5 +603,6 @@ function requestBytes(stmts: NormalizedStatement[]): number {
       else if (value instanceof Uint8Array) bytes += Math.ceil(value.byteLength / 3) * 4;
     }
   }
+  counted.set(stmts, bytes);
   return bytes;
 }
