@@ -1613,3 +1613,21 @@ CREATE INDEX api_tokens_creator ON api_tokens (created_by, created_at, id, name,
 -- moves its build in builds_pipeline_branch_status either.
 DROP INDEX builds_project_branch;
 DROP INDEX builds_pipeline_branch_status;
+
+-- migration 53: the delivery log's cursors name a delivery by its id, not its rowid
+-- A page of a delivery log continued below the (received_at, rowid) of the last delivery it
+-- listed. webhook_deliveries has no INTEGER PRIMARY KEY, and "the VACUUM command may change the
+-- ROWIDs of entries in any tables that do not have an explicit INTEGER PRIMARY KEY"
+-- (https://www.sqlite.org/lang_vacuum.html): a cursor handed out before a VACUUM could skip or
+-- repeat deliveries (and a rebuild of the table, as migrations 8, 16, 18 and 28 made, numbers its rows
+-- again). Pages are now ordered by (received_at, id), the id being the row's key, which leads with
+-- the time it was made (lib/webhooks/ordered-id.ts), so a second's deliveries keep the order they
+-- came in; the three indexes the pages read end with it, so a page is one seek of an index from
+-- the cursor down (lib/webhooks/deliveries.ts DeliveryPosition). The names stay, so every other
+-- statement that used them still does.
+DROP INDEX webhook_deliveries_project;
+CREATE INDEX webhook_deliveries_project ON webhook_deliveries (project_id, received_at, id);
+DROP INDEX webhook_deliveries_received;
+CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at, id);
+DROP INDEX webhook_deliveries_project_result;
+CREATE INDEX webhook_deliveries_project_result ON webhook_deliveries (project_id, result, received_at, id);

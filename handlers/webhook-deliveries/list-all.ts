@@ -8,8 +8,12 @@ import { encodeCursor } from "../../lib/schemas/cursor.ts";
 import { listDeliveries, toPublicDelivery, type DeliveryPosition } from "../../lib/webhooks/deliveries.ts";
 import { AdminDeliveryLogPage, deliveryLogQuery } from "../../lib/webhooks/wire.ts";
 
-/** The tag of this listing's cursor: `a<received_at>.<rowid>` of the delivery the next page continues below. */
-const CURSOR_TAG = "a";
+/**
+ * The tag of this listing's cursor: `w<received_at>.<id>` of the delivery the next page continues
+ * below. It was `a`, with the rowid for the id (DeliveryPosition says why not): a cursor of that
+ * form is refused, not read another way.
+ */
+const CURSOR_TAG = "w";
 
 export const endpoint = defineEndpoint({
   operationId: "list_webhook_deliveries",

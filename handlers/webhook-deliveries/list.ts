@@ -9,8 +9,12 @@ import { encodeCursor } from "../../lib/schemas/cursor.ts";
 import { listProjectDeliveries, toPublicDelivery, type DeliveryPosition } from "../../lib/webhooks/deliveries.ts";
 import { deliveryLogQuery, DeliveryLogPage } from "../../lib/webhooks/wire.ts";
 
-/** The tag of this listing's cursor: `d<received_at>.<rowid>` of the delivery the next page continues below. */
-const CURSOR_TAG = "d";
+/**
+ * The tag of this listing's cursor: `p<received_at>.<id>` of the delivery the next page continues
+ * below. It was `d`, with the rowid for the id (DeliveryPosition says why not): a cursor of that
+ * form is refused, not read another way.
+ */
+const CURSOR_TAG = "p";
 
 export const endpoint = defineEndpoint({
   operationId: "list_project_webhook_deliveries",

@@ -37,7 +37,7 @@ export async function buildListPage(db: Executor, where: { projectId: string; pi
     branch: query.branch,
     triggerType: query.trigger_type,
     limit: query.limit,
-    before: query.cursor?.[0],
+    before: query.cursor?.[0] as number | undefined, // a cursor of this listing is integers only (cursorParam without endsWithId)
     withTotal: query.include === "total",
   });
   return {

@@ -166,22 +166,19 @@ export async function listDeliveries(
   f: { limit: number; result?: DeliveryResult | undefined; before?: DeliveryPosition | undefined },
   window = DELIVERY_SCAN_WINDOW,
 ): Promise<{ deliveries: Delivery[]; nextBefore: DeliveryPosition | null; searchedBackTo: number | null }> {
-  const below = f.before ? "WHERE (received_at, rowid) < (?, ?)" : "";
+  const below = f.before ? "WHERE (received_at, id) < (?, ?)" : "";
   const belowArgs = f.before ? [...f.before] : [];
-  const newestFirst = "ORDER BY received_at DESC, rowid DESC";
+  const newestFirst = "ORDER BY received_at DESC, id DESC";
   if (!f.result) {
-    const rows = await all(db, `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT +?`, [...belowArgs, f.limit + 1]);
+    const rows = await all(db, `SELECT ${LISTED}, id AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT +?`, [...belowArgs, f.limit + 1]);
     return { ...pageOf(rows, f.limit), searchedBackTo: null };
   }
   // The stretch this page may read ends at the window's last delivery (none: the log ends first);
   // the page is the deliveries of that result in it, read in the index's order.
-  const end = await one(db, `SELECT received_at, rowid AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT 1 OFFSET +?`, [
-    ...belowArgs,
-    window - 1,
-  ]);
-  const bounds = [...(f.before ? ["(received_at, rowid) < (?, ?)"] : []), ...(end ? ["(received_at, rowid) >= (?, ?)"] : []), "result = +?"];
-  const endAt: DeliveryPosition | null = end ? [num(end, "received_at"), num(end, "position")] : null;
-  const rows = await all(db, `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries WHERE ${bounds.join(" AND ")} ${newestFirst} LIMIT +?`, [
+  const end = await one(db, `SELECT received_at, id AS position FROM webhook_deliveries ${below} ${newestFirst} LIMIT 1 OFFSET +?`, [...belowArgs, window - 1]);
+  const bounds = [...(f.before ? ["(received_at, id) < (?, ?)"] : []), ...(end ? ["(received_at, id) >= (?, ?)"] : []), "result = +?"];
+  const endAt: DeliveryPosition | null = end ? [num(end, "received_at"), str(end, "position")] : null;
+  const rows = await all(db, `SELECT ${LISTED}, id AS position FROM webhook_deliveries WHERE ${bounds.join(" AND ")} ${newestFirst} LIMIT +?`, [
     ...belowArgs,
     ...(endAt ?? []),
     f.result,
@@ -198,12 +195,19 @@ function pageOf(rows: Row[], limit: number): { deliveries: Delivery[]; nextBefor
   const last = page.at(-1);
   return {
     deliveries: page.map(toDelivery),
-    nextBefore: rows.length > limit && last ? [num(last, "received_at"), num(last, "position")] : null,
+    nextBefore: rows.length > limit && last ? [num(last, "received_at"), str(last, "position")] : null,
   };
 }
 
-/** Where a page of a project's deliveries continues: below this delivery (its received_at and rowid). */
-export type DeliveryPosition = readonly [receivedAt: number, rowid: number];
+/**
+ * Where a page of deliveries continues: below this delivery (its received_at and id). Not its rowid:
+ * webhook_deliveries has no INTEGER PRIMARY KEY (its key is the TEXT id), and "the VACUUM command
+ * may change the ROWIDs of entries in any tables that do not have an explicit INTEGER PRIMARY KEY"
+ * (https://www.sqlite.org/lang_vacuum.html), so a cursor handed out before a VACUUM could skip or
+ * repeat deliveries. The id is the row's key, never changed; the indexes the pages read end with it
+ * (schema.sql migration 53), so a page is one range from the cursor down.
+ */
+export type DeliveryPosition = readonly [receivedAt: number, id: string];
 
 /**
  * A page of a project's delivery log, newest first, without their bodies (`body` is null), and
@@ -211,8 +215,7 @@ export type DeliveryPosition = readonly [receivedAt: number, rowid: number];
  * (docs/webhooks.md "The delivery log"): one range of webhook_deliveries_project, or of
  * webhook_deliveries_project_result with a result (schema.sql migration 48), read from `before`
  * down, so a page costs the same at any depth of a 30-day log and deliveries received meanwhile
- * never shift it. Ties of a second are ordered by rowid, which a new delivery takes above every
- * other (https://www.sqlite.org/autoinc.html), as the index orders them.
+ * never shift it. Ties of a second are ordered by id, as the index orders them (DeliveryPosition).
  */
 export async function listProjectDeliveries(
   db: Executor,
@@ -221,10 +224,10 @@ export async function listProjectDeliveries(
   const where = ["project_id = +?"];
   const args: (string | number)[] = [f.projectId];
   if (f.result) where.push("result = +?"), args.push(f.result);
-  if (f.before) where.push("(received_at, rowid) < (?, ?)"), args.push(...f.before);
+  if (f.before) where.push("(received_at, id) < (?, ?)"), args.push(...f.before);
   const rows = await all(
     db,
-    `SELECT ${LISTED}, rowid AS position FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY received_at DESC, rowid DESC LIMIT +?`,
+    `SELECT ${LISTED}, id AS position FROM webhook_deliveries WHERE ${where.join(" AND ")} ORDER BY received_at DESC, id DESC LIMIT +?`,
     [...args, f.limit + 1],
   );
   return pageOf(rows, f.limit);
@@ -241,7 +244,7 @@ export async function lastFileProblem(
     `SELECT d.id, d.received_at, d.commit_sha, json_extract(j.value, '$.reason') AS reason
        FROM webhook_deliveries d, json_each(d.decisions) j
       WHERE d.project_id = +? AND json_extract(j.value, '$.file_problem') = 1
-      ORDER BY d.received_at DESC, d.rowid DESC LIMIT 1`,
+      ORDER BY d.received_at DESC, d.id DESC LIMIT 1`,
     [projectId],
   );
   return row

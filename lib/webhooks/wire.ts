@@ -42,7 +42,7 @@ export const DeliveryResource = z.object({
 
 /** The query of a delivery log listing whose cursors carry `tag` (docs/webhooks.md "The delivery log"). */
 export function deliveryLogQuery(tag: string) {
-  return z.object({ result: z.enum(DELIVERY_RESULTS).optional(), limit: Pagination.limit, cursor: cursorParam(tag, 2, "deliveries") }).strict();
+  return z.object({ result: z.enum(DELIVERY_RESULTS).optional(), limit: Pagination.limit, cursor: cursorParam(tag, 2, "deliveries", true) }).strict();
 }
 
 /** A page of a delivery log: newest first, without bodies. */

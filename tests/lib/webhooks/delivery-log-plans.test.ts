@@ -19,9 +19,9 @@ const cases: [string, DeliveryResult | undefined, string][] = [
 ];
 
 test.each(cases)("%s: one index range from the cursor down, in order", async (_, result, range) => {
-  for (const before of [undefined, [1_800_000_000, 42] as const]) {
+  for (const before of [undefined, [1_800_000_000, "0123456789abcdefABCD"] as const]) {
     const { statements } = await plansOf(t, (db) => listProjectDeliveries(db, { projectId: "project-1", result, limit: 50, before }));
-    expect(statements.map(({ plan }) => plan)).toEqual([[`SEARCH webhook_deliveries USING INDEX ${range}${before ? " AND received_at<?)" : ")"}`]]);
+    expect(statements.map(({ plan }) => plan)).toEqual([[`SEARCH webhook_deliveries USING INDEX ${range}${before ? " AND (received_at,id)<(?,?))" : ")"}`]]);
   }
 });
 
@@ -29,8 +29,8 @@ test.each(cases)("%s: one index range from the cursor down, in order", async (_,
 // page filtered by result reads a bounded stretch of that range (DELIVERY_SCAN_WINDOW) and looks
 // the stretch's rows up by rowid, and the stretch's end is one more seek of the same index.
 test("the admin log: one index range of every delivery by time, or a bounded stretch of it for a result", async () => {
-  for (const before of [undefined, [1_800_000_000, 42] as const]) {
-    const range = `webhook_deliveries_received${before ? " (received_at<?)" : ""}`;
+  for (const before of [undefined, [1_800_000_000, "0123456789abcdefABCD"] as const]) {
+    const range = `webhook_deliveries_received${before ? " ((received_at,id)<(?,?))" : ""}`;
     const all = await plansOf(t, (db) => listDeliveries(db, { limit: 50, before }));
     expect(all.statements.map(({ plan }) => plan)).toEqual([[`${before ? "SEARCH" : "SCAN"} webhook_deliveries USING INDEX ${range}`]]);
     const filtered = await plansOf(t, (db) => listDeliveries(db, { limit: 50, result: "rejected", before }));
