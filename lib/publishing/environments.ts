@@ -142,19 +142,21 @@ export async function putEnvironment(
   actorId: string | null,
   now: number,
 ): Promise<{ environment: Environment; created: boolean }> {
-  const existing = await findEnvironment(db, projectId, name);
-  if (existing) {
-    await db.execute({
-      sql: "UPDATE environments SET requires_approval = ?, approvers = ?, allowed_refs = ?, updated_at = ? WHERE id = ?",
-      args: [body.requires_approval ? 1 : 0, JSON.stringify(approverIds), JSON.stringify(body.allowed_refs), now, existing.id],
-    });
-  } else {
-    await db.execute({
-      sql: "INSERT INTO environments (id, project_id, name, requires_approval, approvers, allowed_refs, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (project_id, name) DO NOTHING",
-      args: [newId(), projectId, name, body.requires_approval ? 1 : 0, JSON.stringify(approverIds), JSON.stringify(body.allowed_refs), actorId, now, now],
-    });
-  }
-  return { environment: (await findEnvironment(db, projectId, name))!, created: !existing };
+  // One upsert, so each PUT's settings are written and answered as written: a read and then an
+  // insert let two PUTs of a new environment at once both find none; the second insert did nothing,
+  // and both answered created with the first's settings (the second's never written). Created: the
+  // row has the id this statement made.
+  const id = newId();
+  const row = await one(
+    db,
+    `INSERT INTO environments (id, project_id, name, requires_approval, approvers, allowed_refs, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (project_id, name) DO UPDATE SET requires_approval = excluded.requires_approval, approvers = excluded.approvers,
+       allowed_refs = excluded.allowed_refs, updated_at = excluded.updated_at
+     RETURNING *`,
+    [id, projectId, name, body.requires_approval ? 1 : 0, JSON.stringify(approverIds), JSON.stringify(body.allowed_refs), actorId, now, now],
+  );
+  const environment = toEnvironment(row!);
+  return { environment, created: environment.id === id };
 }
 
 /** Deletes an environment and its secrets; its deployments stay, with its name. */

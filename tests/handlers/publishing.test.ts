@@ -172,6 +172,17 @@ describe("environments", () => {
     expect(missing.body).toEqual({ code: "not_found", message: "No environment nope in this project." });
   });
 
+  test("PUTs of a new environment at once: one creates it, each writes and answers its own settings", async () => {
+    const bodies = Array.from({ length: 6 }, (_, i) => ({ requires_approval: i % 2 === 0, allowed_refs: [`release/${i}/*`] }));
+    const answers = await Promise.all(bodies.map((body) => t.call("PUT", `/v1/projects/${projectId}/environments/at-once`, { token: owner, body })));
+    expect(answers.map((a) => a.status)).toEqual(bodies.map(() => 200));
+    expect(answers.filter((a) => a.body.created).length).toBe(1);
+    expect(answers.map((a) => a.body.environment.allowed_refs)).toEqual(bodies.map((b) => b.allowed_refs));
+    expect(answers.map((a) => a.body.environment.requires_approval)).toEqual(bodies.map((b) => b.requires_approval));
+    const stored = (await t.call("GET", `/v1/projects/${projectId}/environments/at-once`, { token: owner })).body.environment;
+    expect(answers.map((a) => a.body.environment.allowed_refs)).toContainEqual(stored.allowed_refs);
+  });
+
   test("its secrets are write-only, sealed for the environment, and recorded without their values", async () => {
     await env("testers");
     const put = await t.call("PUT", `/v1/projects/${projectId}/environments/testers/secrets/GOOGLE_PLAY_SERVICE_ACCOUNT`, {
