@@ -102,7 +102,8 @@ describe("a cursor outlives a VACUUM and a rebuild of the table", () => {
   // https://www.sqlite.org/lang_altertable.html#otheralter make one (copy out, drop, create, copy
   // back), numbers the rows again from 1, closing the gaps deleted deliveries left.
   async function vacuumAndRebuild(): Promise<void> {
-    await t.db.execute("VACUUM");
+    // A libSQL server refuses a VACUUM from a client (SQL_PARSE_ERROR); the rebuild runs on both.
+    if (t.config.databaseUrl.startsWith("file:")) await t.db.execute("VACUUM");
     const table = await all(t.db, "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'webhook_deliveries'");
     const dependents = await all(
       t.db,
