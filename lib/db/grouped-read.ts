@@ -5,6 +5,7 @@
 // request's token, each log append's job). The keys that arrive while a read of their kind is on
 // its way are read together next, with one statement over a JSON array of them
 // (https://www.sqlite.org/json1.html#jeach), the way a DataLoader batches (github.com/graphql/dataloader).
+// When that statement fails, each key is read again alone, so that only a read that fails alone fails.
 //
 // Nothing is kept between reads: a read starts no sooner than it is asked for, so it never answers
 // older data than a read of its own (a revoked runner token is refused at once, by every daemon).
@@ -23,8 +24,13 @@ const IN_FLIGHT = 1;
 /** At most this many keys in one statement. */
 const MAX_KEYS = 256;
 
+interface Waiter {
+  resolve(row: Row | null): void;
+  reject(error: unknown): void;
+}
+
 interface Waiting {
-  keys: Map<string, Array<{ resolve(row: Row | null): void; reject(error: unknown): void }>>;
+  keys: Map<string, Waiter[]>;
   inFlight: number;
   scheduled: boolean;
 }
@@ -40,23 +46,31 @@ export function groupedRead(read: { alone: string; grouped: string; keyColumn: s
   const send = async (db: Db, w: Waiting): Promise<void> => {
     w.scheduled = false;
     if (w.inFlight >= IN_FLIGHT || w.keys.size === 0) return;
-    const taken = new Map<string, Array<{ resolve(row: Row | null): void; reject(error: unknown): void }>>();
+    const taken = new Map<string, Waiter[]>();
     for (const [key, waiters] of w.keys) {
       if (taken.size >= MAX_KEYS) break;
       taken.set(key, waiters);
       w.keys.delete(key);
     }
     w.inFlight++;
+    const alone = ([key, waiters]: [string, Waiter[]]) =>
+      db.execute({ sql: read.alone, args: [key] }).then(
+        (rs) => waiters.forEach((waiter) => waiter.resolve(rs.rows[0] ?? null)),
+        (error: unknown) => waiters.forEach((waiter) => waiter.reject(error)),
+      );
     try {
-      const rows =
-        taken.size === 1
-          ? (await db.execute({ sql: read.alone, args: [...taken.keys()] })).rows
-          : (await db.execute({ sql: read.grouped, args: [JSON.stringify([...taken.keys()])] })).rows;
+      if (taken.size === 1) return await alone([...taken][0]!);
+      let rows: Row[];
+      try {
+        rows = (await db.execute({ sql: read.grouped, args: [JSON.stringify([...taken.keys()])] })).rows;
+      } catch {
+        // Which key failed, and why, is each one's own answer (as the read pipeline's batches, lib/db/libsql.ts).
+        await Promise.all([...taken].map(alone));
+        return;
+      }
       const byKey = new Map<string, Row>();
       for (const row of rows) if (!byKey.has(String(row[read.keyColumn]))) byKey.set(String(row[read.keyColumn]), row);
       for (const [key, waiters] of taken) for (const waiter of waiters) waiter.resolve(byKey.get(key) ?? null);
-    } catch (error) {
-      for (const waiters of taken.values()) for (const waiter of waiters) waiter.reject(error);
     } finally {
       w.inFlight--;
       schedule(db, w);
