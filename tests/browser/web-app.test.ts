@@ -163,7 +163,13 @@ describe("the web app in Chromium", () => {
     expect(await pem.evaluate((el) => el.tagName)).toBe("TEXTAREA");
     await connect.getByLabel("Webhook secret").fill(WEBHOOK_SECRET);
     await connect.getByRole("button", { name: "Connect" }).click();
-    await page.locator(".project-card", { hasText: "GitHub" }).waitFor();
+    const card = page.locator(".project-card", { hasText: "GitHub" });
+    await card.waitFor();
+    // The catalogue synced on connecting, and Sync now says what it stored.
+    await expect(card.getByRole("status").textContent()).resolves.toMatch(/^Synced [1-9]\d* repositor(y|ies)\.$/);
+    const [synced] = await Promise.all([page.waitForResponse((r) => r.url().endsWith("/sync")), card.getByRole("button", { name: "Sync now" }).click()]);
+    expect(synced.status()).toBe(200);
+    await expect(card.getByRole("status").textContent()).resolves.toMatch(/^Synced [1-9]\d* repositor(y|ies)\.$/);
     await checkA11y("administration: integrations");
     await page.getByRole("link", { name: "Projects", exact: true }).click();
     await page.getByRole("link", { name: "New project" }).click();

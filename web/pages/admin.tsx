@@ -141,6 +141,9 @@ function Integrations() {
   const [forge, setForge] = useState<Integration["provider"]>("gitlab");
   const [fields, setFields] = useState<Record<string, string>>({});
   const { error, setError, submit } = useForm();
+  // What the last sync of each integration (on connecting, or Sync now) answered: how many
+  // repositories it stored and what it had to leave out (a default branch over 255 characters…).
+  const [syncs, setSyncs] = useState<Record<string, { repositories_synced: number; sync_warnings: string[] }>>({});
   const f = (name: string, label: string, type = "text") => (
     <TextField label={label} name={name} type={type} value={fields[name] ?? ""} onInput={(v) => setFields({ ...fields, [name]: v })} error={error} />
   );
@@ -166,7 +169,8 @@ function Integrations() {
   const connect = submit(async () => {
     const body: Record<string, string> = { provider: forge };
     for (const [k, v] of Object.entries(fields)) if (v) body[k] = v;
-    await post("/v1/integrations", body);
+    const made = await post<{ integration: Integration; repositories_synced: number; sync_warnings: string[] }>("/v1/integrations", body);
+    setSyncs({ ...syncs, [made.integration.id]: made });
     setFields({});
     await state.reload();
   });
@@ -248,13 +252,29 @@ function Integrations() {
               {i.provider} · {i.web_url || i.api_url} · synced {ago(i.last_synced_at)}
             </span>
             {i.last_sync_failed && <Notice kind="error">{i.last_sync_error ?? "The last sync failed."}</Notice>}
+            {syncs[i.id] && !i.last_sync_failed && (
+              <Notice kind={syncs[i.id]!.sync_warnings.length ? "warning" : "success"}>
+                Synced {syncs[i.id]!.repositories_synced} {syncs[i.id]!.repositories_synced === 1 ? "repository" : "repositories"}.
+                {syncs[i.id]!.sync_warnings.length > 0 && (
+                  <ul>
+                    {syncs[i.id]!.sync_warnings.map((w) => (
+                      <li key={w}>{w}</li>
+                    ))}
+                  </ul>
+                )}
+              </Notice>
+            )}
             <div class="row">
               <button
                 type="button"
                 class="secondary small"
-                onClick={async () =>
-                  void (await post(`/v1/integrations/${encodeURIComponent(i.id)}/sync`).catch((e: ApiFailure) => setError(e)), await state.reload())
-                }
+                onClick={async () => {
+                  const synced = await post<{ repositories_synced: number; sync_warnings: string[] }>(
+                    `/v1/integrations/${encodeURIComponent(i.id)}/sync`,
+                  ).catch((e: ApiFailure) => void setError(e));
+                  if (synced) setSyncs({ ...syncs, [i.id]: synced });
+                  await state.reload();
+                }}
               >
                 Sync now
               </button>
