@@ -8,6 +8,7 @@ import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload, jobPayloadReads } from "../../lib/runners/protocol.ts";
 import { ClaimAnswer, ClaimRequest, plainClaim } from "../../lib/runners/protocol-wire.ts";
 import { claimDeployment, publishPayload } from "../../lib/publishing/claim.ts";
+import { confirmRunner } from "../../lib/auth/authenticate.ts";
 
 /** While waiting, the database is also re-read this often, for builds queued through another process. */
 const RECHECK_MS = 1000;
@@ -18,11 +19,20 @@ export const endpoint = defineEndpoint({
   body: ClaimRequest,
   plainBody: plainClaim,
   ...created(ClaimAnswer),
+  runnerInWrite: true,
   async handle({ body }, ctx: RunnerContext) {
     ctx.setIdleTimeout(body.wait_seconds + 10);
     const deadline = Date.now() + body.wait_seconds * 1000;
+    // The runner as this daemon remembers it, held in the claim's write batch (lib/auth/authenticate.ts
+    // runnerStands); read (refused if its token no longer works) when that batch takes nothing.
+    let runner = ctx.runner;
+    let remembered = ctx.runnerStands && {
+      stands: ctx.runnerStands,
+      confirm: async () => (runner = await confirmRunner(ctx, runner.id)),
+    };
     for (;;) {
-      const claimed = await claimJob(ctx.db, ctx.runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds, jobPayloadReads);
+      const claimed = await claimJob(ctx.db, runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds, jobPayloadReads, remembered);
+      remembered = undefined;
       if (claimed) {
         ctx.events.publish({ type: "build.changed", build_id: claimed.build.id, project_id: claimed.build.project_id, status: claimed.build.status });
         return new Response(JSON.stringify({ job: await jobPayload(ctx, claimed.job, claimed.build, claimed.read) }), {
@@ -31,7 +41,7 @@ export const endpoint = defineEndpoint({
         });
       }
       const deployment = body.accepts.includes("publish")
-        ? await claimDeployment(ctx.db, ctx.runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds)
+        ? await claimDeployment(ctx.db, runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds)
         : null;
       if (deployment) {
         ctx.events.publish({

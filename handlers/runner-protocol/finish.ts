@@ -12,6 +12,7 @@ import { findJobWithBuild, takeStartedHere } from "../../lib/runners/jobs.ts";
 import { toPublicBuild } from "../../lib/builds/store.ts";
 import { finishJob, finishStartedHere } from "../../lib/runners/job-lifecycle.ts";
 import { FinishRequest, plainFinish } from "../../lib/runners/protocol-wire.ts";
+import { confirmRunner } from "../../lib/auth/authenticate.ts";
 
 export const endpoint = defineEndpoint({
   operationId: "runner_finish_job",
@@ -19,14 +20,18 @@ export const endpoint = defineEndpoint({
   params: z.object({ job_id: IdParam }),
   body: FinishRequest,
   plainBody: plainFinish,
+  runnerInWrite: true,
   response: z.object({ build: BuildResource }),
   errors: ["job_not_assigned", "job_finished", "log_incomplete"],
   async handle({ params, body }, ctx: RunnerContext) {
     // A job this process claimed: planned from its build as the claim started it, nothing read
     // first; when the job or the build is no longer as claimed, nothing was written, and below reads them.
+    // The runner as this daemon remembers it (lib/auth/authenticate.ts runnerStands) is held in that guard too.
     const claimed = takeStartedHere(ctx.db, params.job_id);
-    const done = claimed && (await finishStartedHere(ctx, params.job_id, ctx.runner.id, body, claimed));
+    const done = claimed && (await finishStartedHere(ctx, params.job_id, ctx.runner.id, body, claimed, ctx.runnerStands));
     if (done) return { build: toPublicBuild(done) };
+    // Before anything is read or written for it, a runner not read yet is (refused if its token no longer works).
+    if (ctx.runnerStands) await confirmRunner(ctx, ctx.runner.id);
     // The job and its build side by side (one request to a remote database): the finish is planned from the build as read.
     const found = await findJobWithBuild(ctx.db, params.job_id);
     if (!found || found.job.runner_id !== ctx.runner.id) fail("job_not_assigned");

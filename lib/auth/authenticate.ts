@@ -14,7 +14,8 @@ import { checkSetupToken } from "./one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
 import { constantTimeEqualStrings } from "./secrets.ts";
 import { isLoopbackAddress } from "../net/addresses.ts";
-import { runnerForToken, touchRunner, type Runner } from "../runners/store.ts";
+import { rememberedRunner, runnerForToken, touchRunner, type Runner } from "../runners/store.ts";
+import type { SqlCondition } from "../db/client.ts";
 import { findStreamGrant } from "./stream-tokens.ts";
 import { findBuild } from "../builds/store.ts";
 import { projectRoleOf } from "./project-access.ts";
@@ -39,6 +40,12 @@ export interface Authentication {
    * after reads of its own, or authenticates again (lib/http/app.ts).
    */
   unconfirmed?: { version: number; reads: number };
+  /**
+   * Set when the runner was taken as this process remembers it (a route whose handler checks it in
+   * its write: `memory` "runner-in-write"): the condition its write batch must hold, and on which
+   * the handler, when the batch wrote nothing, confirms the runner (confirmRunner) before going on.
+   */
+  runnerStands?: SqlCondition;
 }
 
 const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {
@@ -89,7 +96,15 @@ function requireCredential(rule: AuthRule, token: string | null, where = "'Autho
 }
 
 /**
- * `fromMemory`: for an instance rule, a session or API token this daemon remembers, and that works
+ * The runner of a request authenticated from memory (Authentication.runnerStands) read afresh, as
+ * any other runner request reads it: refused (401, 403) when its token no longer works.
+ */
+export async function confirmRunner(ctx: AppContext & { request: Request }, runnerId: string): Promise<Runner> {
+  return (await authenticate("runner", ctx.request, ctx, null, { runner_id: runnerId })).runner!;
+}
+
+/**
+ * `memory` true (`fromMemory`): for an instance rule, a session or API token this daemon remembers, and that works
  * as remembered, may answer without a statement (Authentication.unconfirmed); anything else, and
  * every refusal, is asked of the database as usual.
  */
@@ -99,23 +114,27 @@ export async function authenticate(
   ctx: AppContext,
   peer: string | null,
   params: Record<string, string> = {},
-  fromMemory = false,
+  memory: boolean | "runner-in-write" = false,
 ): Promise<Authentication> {
+  const fromMemory = memory === true;
   if (rule === "public" || rule === "webhook") return {};
 
   // Rules that take a user session also read it from the browser's HttpOnly cookie when no
   // Authorization header is sent (lib/auth/browser-session.ts, with its CSRF check).
   const token = bearerToken(request) ?? (isProjectRule(rule) || rule in MIN_ROLE ? cookieSessionToken(request, ctx) : null);
   if (rule === "runner") {
+    const presented = requireCredential(rule, token);
+    // A handler that checks the runner in its own write batch takes it as this process remembers it (lib/runners/store.ts RememberedRunner).
+    const remembered = memory === "runner-in-write" ? rememberedRunner(ctx.db, presented) : null;
     // A runner token works only on its own runner's paths (type confusion and cross-runner calls refused).
-    const runner = await runnerForToken(ctx.db, requireCredential(rule, token));
+    const runner = remembered?.runner ?? (await runnerForToken(ctx.db, presented));
     if (!runner) fail("invalid_token", "The runner token is not valid (rotated or revoked?).");
     if (params.runner_id !== runner.id) fail("forbidden", "This runner token belongs to another runner.");
     // last_seen_at has a resolution of a second: a runner's further calls within it write nothing
     // (each write is a transaction, a round trip on a remote database).
     const now = ctx.clock.now();
     if (runner.last_seen_at === null || runner.last_seen_at < now) await touchRunner(ctx.db, runner.id, now);
-    return { runner };
+    return remembered ? { runner, runnerStands: remembered.stands } : { runner };
   }
   if (rule === "stream") {
     // Stream tokens travel in the query string (EventSource sends no headers): scoped to one build, read-only, short-lived.

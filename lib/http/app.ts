@@ -90,7 +90,14 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         const body = endpoint.body ? parseBody(endpoint, await readJson(request, endpoint.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES)) : undefined;
         return endpoint.handle({ params, query, body, prefetched }, rc);
       };
-      let auth = await authenticate(route.auth, request, ctx, meta.peer, rawParams, endpoint.readOnly === true);
+      let auth = await authenticate(
+        route.auth,
+        request,
+        ctx,
+        meta.peer,
+        rawParams,
+        endpoint.readOnly === true || (endpoint.runnerInWrite === true && "runner-in-write"),
+      );
       let result: unknown;
       if (auth.unconfirmed === undefined) result = await handle(auth);
       else {

@@ -135,6 +135,12 @@ export interface Endpoint<
    * One statement fewer a request on bun:sqlite; nothing changes on a libSQL server.
    */
   readOnly?: boolean;
+  /**
+   * A runner route whose handler holds its runner's token in its own write batch
+   * (Authentication.runnerStands, lib/auth/authenticate.ts): the runner is taken as this daemon
+   * remembers it, without a read, and the handler confirms it by a read when its batch wrote nothing.
+   */
+  runnerInWrite?: boolean;
   // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
   handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; prefetched?: unknown }, ctx: C) => Promise<unknown>;
 }

@@ -68,8 +68,9 @@ export async function finishStartedHere(
   runnerId: string,
   outcome: JobOutcome & { line_count: number },
   build: Build,
+  runnerStands?: SqlCondition,
 ): Promise<Build | null> {
-  const finished = await finishAsPlanned(deps, { id: jobId, build_id: build.id }, build, outcome, { runnerId, lineCount: outcome.line_count });
+  const finished = await finishAsPlanned(deps, { id: jobId, build_id: build.id }, build, outcome, { runnerId, lineCount: outcome.line_count, runnerStands });
   return finished ? finished.build : null;
 }
 
@@ -101,6 +102,8 @@ async function finishAsPlanned(
 interface JobHolder {
   runnerId: string;
   lineCount: number;
+  /** The runner taken as remembered, not read: its row still stands (lib/runners/store.ts RememberedRunner). */
+  runnerStands?: SqlCondition | undefined;
 }
 
 /**
@@ -136,6 +139,7 @@ async function finishStatements(
       : { sql: "EXISTS (SELECT 1 FROM jobs WHERE id = ? AND status = 'running')", args: [job.id] },
     { sql: "(SELECT status FROM builds WHERE id = ?) = ?", args: [build.id, build.status] },
   ];
+  if (holder?.runnerStands) guards.push(holder.runnerStands);
   const moved = transitioned(now, build, transition, fields);
   const publishes = moved?.status === "succeeded" ? await planBuildPublishing(db, moved) : [];
   for (const p of publishes) if (p.environment) guards.push(environmentUnchanged(build.project_id, p.environment.name, p.environment.read));

@@ -121,6 +121,11 @@ export async function nextClaimableBuild(db: Executor, runner: Runner): Promise<
  * What needs no lock is read first, in one request: an earlier claim with this claim_id (a retried
  * claim gets the same job) and the routes of the queued builds; unless this process read the
  * routes less than ROUTES_KEPT_MS ago (a busy queue), when the batch goes first with those.
+ *
+ * `remembered`: the runner as this process remembers it, not read (lib/runners/store.ts
+ * RememberedRunner): that batch inserts and reads back a job only where the runner's row still
+ * stands; otherwise, and before anything else is read for the claim, `confirm` reads the runner
+ * (throwing when its token no longer works) and the claim goes on with it.
  */
 export async function claimJob(
   db: Db,
@@ -129,20 +134,32 @@ export async function claimJob(
   now: number,
   leaseSeconds: number,
   alsoRead: ReadsOfBuild = () => [],
+  remembered?: { stands: SqlCondition; confirm(): Promise<Runner> },
 ): Promise<Claimed | null> {
   const kept = queueRoutes.get(db);
   let tried: string[] | null = null;
+  let stood = remembered === undefined;
   if (kept && performance.now() - kept.at < ROUTES_KEPT_MS) {
     tried = takeable(runner, kept.keys);
     // An earlier claim with this claim_id is found by the batch, which reads the runner's job with it back.
-    const took = tried.length > 0 ? await claimBatch(db, runner, claimId, now, leaseSeconds, tried, alsoRead) : null;
-    if (took) return took;
+    const took = tried.length > 0 ? await claimBatch(db, runner, claimId, now, leaseSeconds, tried, alsoRead, remembered?.stands) : null;
+    if (took && took !== NOT_STANDING) return took;
+    stood ||= took === null;
+  }
+  if (remembered) {
+    runner = await remembered.confirm();
+    // A batch whose runner did not stand tried nothing.
+    if (!stood) tried = null;
+    else if (tried !== null && !sameRoutes(takeable(runner, kept!.keys), tried)) tried = null;
   }
   const [earlier, routes] = await Promise.all([claimed(db, runner.id, claimId), routesFor(db, runner)]);
   if (earlier) return earlier;
   if (routes.length === 0 || (tried !== null && sameRoutes(routes, tried))) return null;
-  return claimBatch(db, runner, claimId, now, leaseSeconds, routes, alsoRead);
+  return claimBatch(db, runner, claimId, now, leaseSeconds, routes, alsoRead) as Promise<Claimed | null>;
 }
+
+/** What a claim's batch answers when the runner as remembered no longer stands (it wrote nothing). */
+const NOT_STANDING = "not standing";
 
 function sameRoutes(a: string[], b: string[]): boolean {
   return a.length === b.length && a.every((key) => b.includes(key));
@@ -157,25 +174,33 @@ async function claimBatch(
   leaseSeconds: number,
   routes: string[],
   alsoRead: ReadsOfBuild,
-): Promise<Claimed | null> {
+  stands?: SqlCondition,
+): Promise<Claimed | null | typeof NOT_STANDING> {
   const jobId = newId();
   const [, started, , mine, ...read] = await db.batch([
     {
-      // WHERE true: the parser takes an ON CONFLICT after a bare FROM as a join constraint (https://www.sqlite.org/lang_upsert.html).
+      // A WHERE (`true` when the runner was read): the parser takes an ON CONFLICT after a bare FROM as a join constraint (https://www.sqlite.org/lang_upsert.html).
       sql: `INSERT INTO jobs (id, build_id, runner_id, claim_id, status, lease_expires_at, created_at)
-            SELECT ?, b.id, ?, ?, 'running', ?, ? FROM (${NEXT_CLAIMABLE}) b WHERE true
+            SELECT ?, b.id, ?, ?, 'running', ?, ? FROM (${NEXT_CLAIMABLE}) b WHERE ${(stands ?? ALWAYS).sql}
             ON CONFLICT (runner_id, claim_id) DO NOTHING`,
-      args: [jobId, runner.id, claimId, now + leaseSeconds, now, JSON.stringify(routes)],
+      args: [jobId, runner.id, claimId, now + leaseSeconds, now, JSON.stringify(routes), ...(stands ?? ALWAYS).args],
     },
     ...transitionStatements(now, { sql: "(SELECT build_id FROM jobs WHERE id = ?)", args: [jobId] }, "start", {
       runner_id: runner.id,
       runner_policy_block_reason: null,
     }),
-    { sql: "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", args: [runner.id, claimId] },
+    stands
+      ? // No row where the runner does not stand (not even a job it claimed earlier with this claim_id is answered); one of nulls where it has no job.
+        {
+          sql: `SELECT j.* FROM (SELECT 1) LEFT JOIN jobs AS j ON j.runner_id = +? AND j.claim_id = +? WHERE ${stands.sql}`,
+          args: [runner.id, claimId, ...stands.args],
+        }
+      : { sql: "SELECT * FROM jobs WHERE runner_id = ? AND claim_id = ?", args: [runner.id, claimId] },
     ...alsoRead({ sql: "(SELECT build_id FROM jobs WHERE id = +?)", args: [jobId] }),
   ]);
   const row = mine!.rows[0];
-  if (!row) return null;
+  if (!row) return stands ? NOT_STANDING : null;
+  if (row.id === null) return null;
   const job = toJob(row);
   // Another request with this claim_id (the runner retried through another daemon) claimed first.
   if (job.id !== jobId) return claimed(db, runner.id, claimId);

@@ -1,5 +1,5 @@
 // Runners (docs/runners.md): registered by an admin, authenticated by roost_rt_ tokens stored hashed.
-import type { Executor } from "../db/client.ts";
+import type { Executor, Row, SqlCondition } from "../db/client.ts";
 import { all, json, num, numOrNull, one, rowMapper, str, strOrNull } from "../db/client.ts";
 import { mintSecret, parseSecret, secretMatches } from "../auth/secrets.ts";
 import { groupedRead } from "../db/grouped-read.ts";
@@ -76,7 +76,56 @@ export async function runnerForToken(db: Executor, token: string): Promise<Runne
   if (!parsed) return null;
   const row = await runnerRow(db, parsed.id);
   if (!row || !secretMatches(parsed.secret, str(row, "secret_hash")) || strOrNull(row, "revoked_at") !== null) return null;
-  return toRunner(row);
+  const runner = toRunner(row);
+  rememberRunner(db, runner, row);
+  return runner;
+}
+
+/**
+ * A runner as this process last read it with a valid token, and the condition under which it still
+ * stands: its row holds the same token hash, is not revoked, and routes as read (labels and
+ * capabilities, what lib/runners/routing.ts reads). A handler that writes (a claim, a finish) takes
+ * the runner from here without a read and puts the condition in its own write batch, where the
+ * writer's page cache is warm and a remote database gets no request of its own; a batch whose
+ * condition fails writes nothing, and the handler reads the runner as any other request does
+ * (confirmRunner, lib/auth/authenticate.ts), so a revoked or rotated token is refused by that very
+ * request, as by one read first.
+ */
+export interface RememberedRunner {
+  runner: Runner;
+  stands: SqlCondition;
+}
+
+const rememberedRunners = new WeakMap<Executor, Map<string, { runner: Runner; hash: string; stands: SqlCondition }>>();
+/** Bounded (a fleet has fewer runners): the oldest entry makes room, its runner read at its next request. */
+const RUNNERS_KEPT = 10_000;
+
+function rememberRunner(db: Executor, runner: Runner, row: Row): void {
+  let kept = rememberedRunners.get(db);
+  if (!kept) rememberedRunners.set(db, (kept = new Map()));
+  kept.delete(runner.id);
+  if (kept.size >= RUNNERS_KEPT) kept.delete(kept.keys().next().value!);
+  const hash = str(row, "secret_hash");
+  kept.set(runner.id, {
+    runner,
+    hash,
+    stands: {
+      // A scalar subquery (NULL, false, when the row is gone), not EXISTS: in the finish's guarded
+      // INSERTs, `EXISTS (SELECT 1 FROM runners …)` made SQLite compile the statement again on every
+      // call (about 100 µs of CPU against 3; a throwaway test on the fixture's file, bun:sqlite), as
+      // bare parameters beside an ORDER BY do (docs/benchmarks.md, "The runner fleet's CPU per job: its reads").
+      sql: "(SELECT secret_hash = +? AND revoked_at IS NULL AND labels = +? AND advertised_labels = +? AND capabilities = +? FROM runners WHERE id = +?)",
+      args: [hash, str(row, "labels"), str(row, "advertised_labels"), str(row, "capabilities"), runner.id],
+    },
+  });
+}
+
+/** The runner this token belonged to when last read here (not asked of the database: see RememberedRunner), or null. */
+export function rememberedRunner(db: Executor, token: string): RememberedRunner | null {
+  const parsed = parseSecret("rt", token);
+  const kept = parsed && rememberedRunners.get(db)?.get(parsed.id);
+  if (!kept || !secretMatches(parsed.secret, kept.hash)) return null;
+  return kept;
 }
 
 export async function listRunners(db: Executor): Promise<Runner[]> {
@@ -93,10 +142,14 @@ export async function recordConnect(
     sql: "UPDATE runners SET advertised_labels = ?, capabilities = ?, version = ?, last_seen_at = ? WHERE id = ?",
     args: [JSON.stringify(f.labels), JSON.stringify(f.capabilities), f.version, now, id],
   });
+  // Its labels and capabilities as remembered no longer stand: its next request reads them.
+  rememberedRunners.get(db)?.delete(id);
 }
 
 export async function touchRunner(db: Executor, id: string, now: number): Promise<void> {
   await db.execute({ sql: "UPDATE runners SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)", args: [now, id, now] });
+  const kept = rememberedRunners.get(db)?.get(id);
+  if (kept) kept.runner = { ...kept.runner, last_seen_at: now };
 }
 
 export async function revokeRunner(db: Executor, id: string, now: number): Promise<void> {

@@ -87,13 +87,16 @@ describe("a job's claim and finish", () => {
     expect(finish.result.status).toBe(200);
     expect(finish.result.body.build).toMatchObject({ id: build.id, status: "succeeded", exit_code: 0 });
     expect(finish.result.body.build.finished_at).toBe(t.clock.now());
-    // The runner (1), then the guarded batch planned from the build as this process's claim
-    // started it (4): what follows the transition (the commit status and the notification), the
-    // transition RETURNING the build, the job. (7 before: the job and its build were read first,
-    // and the build read back after the transition had returned it.)
+    // The guarded batch planned from the build as this process's claim started it (4): what
+    // follows the transition (the commit status and the notification), the transition RETURNING
+    // the build, the job; the runner, as the claim read it, held in the batch's guard. (7 before:
+    // the job and its build were read first, and the build read back after the transition had
+    // returned it; 5 before that guard: the runner was read first.)
     expect(finish.batches).toEqual([4]);
-    expect(finish.run).toHaveLength(5);
-    expect(finish.run.filter((sql) => sql.startsWith("SELECT"))).toEqual(["SELECT * FROM runners WHERE id = ?"]);
+    expect(finish.run).toHaveLength(4);
+    expect(finish.run.filter((sql) => sql.startsWith("SELECT"))).toEqual([]);
+    // All but the job's, which follows the transition's having written (changes()).
+    expect(finish.run.map((sql) => sql.includes("FROM runners WHERE id = +?"))).toEqual([true, true, true, false]);
     const stored = (await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build;
     expect(finish.result.body.build).toEqual(stored);
   });
@@ -119,10 +122,10 @@ describe("a job's claim and finish", () => {
       const looked = await claim();
       expect(looked.result.body.job.build.id).toBe(first.id);
       expect(looked.run).toHaveLength(10);
-      // The runner (1) and the batch (7): no earlier claim and no routes read.
+      // The batch (7) alone: no earlier claim and no routes read, the runner as the claim before read it held in the batch.
       const straight = await claim();
       expect(straight.result.body.job.build.id).toBe(second.id);
-      expect(straight.run).toHaveLength(8);
+      expect(straight.run).toHaveLength(7);
       expect(straight.batches).toEqual([7]);
       // The pipeline is full: the batch takes nothing, the routes read are those it tried, no second batch.
       const full = await claim();
@@ -171,7 +174,7 @@ describe("a job's claim and finish", () => {
     await runner(on)("/connect", { capabilities: { os: "linux", arch: "x64" }, version: "test" });
     const job = (await runner(on)("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 })).body.job;
     expect(job.build.id).toBe(build.id);
-    return { build, job, call: runner(t) };
+    return { build, job, call: runner(t), runnerId: made.body.runner.id as string };
   }
 
   test("a finish after its build was canceled writes nothing as claimed, then reads them: the build stays canceled", async () => {
@@ -213,6 +216,59 @@ describe("a job's claim and finish", () => {
     expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("running");
     await call(`/jobs/${job.job_id}/logs`, { first_line: 2, lines: [{ text: "three" }] });
     expect((await call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 3 })).body.build.status).toBe("succeeded");
+  });
+
+  test("a claim and a finish hold the runner as this daemon last read it in their write: a token revoked or rotated through another daemon is refused by that very request, which changes nothing", async () => {
+    const { t, owner, projectId } = fixture;
+    const other = await daemonOnSameDatabase(fixture, {});
+    try {
+      const status = async (id: string) => (await t.call("GET", `/v1/builds/${id}`, { token: owner })).body.build.status;
+      const queue = async () =>
+        (
+          await t.call("POST", `/v1/projects/${projectId}/builds`, {
+            token: owner,
+            body: { pipeline_id: (await createPipeline(t, owner, projectId)).id, commit_sha: SHA_A },
+          })
+        ).body.build;
+      const as = (runnerId: string, token: string) => (path: string, body: unknown) => t.call("POST", `/v1/runners/${runnerId}${path}`, { token, body });
+
+      // Rotated: the old token is refused by the claim and by the finish, the new one works.
+      const rotatedRun = await claimedJob();
+      const waiting = await queue();
+      const rotated = await other.call("POST", `/v1/runners/${rotatedRun.runnerId}/token`, { token: owner });
+      expect(rotated.status).toBe(201);
+      const refusedFinish = await rotatedRun.call(`/jobs/${rotatedRun.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 });
+      expect(refusedFinish.status).toBe(401);
+      expect(refusedFinish.body.code).toBe("invalid_token");
+      expect(await status(rotatedRun.build.id)).toBe("running");
+      const refusedClaim = await rotatedRun.call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 });
+      expect(refusedClaim.status).toBe(401);
+      expect(await status(waiting.id)).toBe("queued");
+      const renewed = as(rotatedRun.runnerId, rotated.body.token);
+      expect((await renewed(`/jobs/${rotatedRun.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 })).body.build.status).toBe(
+        "succeeded",
+      );
+      expect((await renewed("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 })).body.job.build.id).toBe(waiting.id);
+
+      // Revoked, with a job of the same claim_id claimed before: not even that job is answered again.
+      const revokedRun = await claimedJob();
+      const next = await queue();
+      const claimId = crypto.randomUUID();
+      const taken = await revokedRun.call("/jobs/claim", { claim_id: claimId, wait_seconds: 0 });
+      expect(taken.body.job.build.id).toBe(next.id);
+      const left = await queue();
+      expect((await other.call("DELETE", `/v1/runners/${revokedRun.runnerId}`, { token: owner })).status).toBe(200);
+      expect((await revokedRun.call("/jobs/claim", { claim_id: claimId, wait_seconds: 0 })).status).toBe(401);
+      expect((await revokedRun.call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 })).status).toBe(401);
+      expect((await revokedRun.call(`/jobs/${taken.body.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 })).status).toBe(401);
+      expect(await status(left.id)).toBe("queued");
+      expect(await status(next.id)).toBe("running");
+      expect(await status(revokedRun.build.id)).toBe("running");
+      // The next tests claim their own builds.
+      expect((await t.call("POST", `/v1/builds/${left.id}/cancel`, { token: owner })).status).toBe(200);
+    } finally {
+      other.close();
+    }
   });
 
   test("a job claimed through another daemon on the same database is read first, and finishes alike", async () => {
