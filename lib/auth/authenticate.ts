@@ -125,7 +125,9 @@ export async function authenticate(
   if (rule === "runner") {
     const presented = requireCredential(rule, token);
     // A handler that checks the runner in its own write batch takes it as this process remembers it (lib/runners/store.ts RememberedRunner).
-    const remembered = memory === "runner-in-write" ? rememberedRunner(ctx.db, presented) : null;
+    // Only on its own runner's path: any other is answered from a read (a revoked token: 401, not 403).
+    const kept = memory === "runner-in-write" ? rememberedRunner(ctx.db, presented) : null;
+    const remembered = kept?.runner.id === params.runner_id ? kept : null;
     // A runner token works only on its own runner's paths (type confusion and cross-runner calls refused).
     const runner = remembered?.runner ?? (await runnerForToken(ctx.db, presented));
     if (!runner) fail("invalid_token", "The runner token is not valid (rotated or revoked?).");
@@ -133,7 +135,7 @@ export async function authenticate(
     // last_seen_at has a resolution of a second: a runner's further calls within it write nothing
     // (each write is a transaction, a round trip on a remote database).
     const now = ctx.clock.now();
-    if (runner.last_seen_at === null || runner.last_seen_at < now) await touchRunner(ctx.db, runner.id, now);
+    if (runner.last_seen_at === null || runner.last_seen_at < now) await touchRunner(ctx.db, runner.id, now, remembered?.stands);
     return remembered ? { runner, runnerStands: remembered.stands } : { runner };
   }
   if (rule === "stream") {

@@ -99,8 +99,20 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         endpoint.readOnly === true || (endpoint.runnerInWrite === true && "runner-in-write"),
       );
       let result: unknown;
-      if (auth.unconfirmed === undefined) result = await handle(auth);
-      else {
+      if (auth.unconfirmed === undefined) {
+        if (auth.runnerStands === undefined) result = await handle(auth);
+        else {
+          // A runner taken as remembered, not read (runnerInWrite): a request refused before its
+          // handler held the runner's row (a body not valid) is refused as one read first would be,
+          // a revoked or rotated token with 401.
+          try {
+            result = await handle(auth);
+          } catch (error) {
+            await authenticate(route.auth, request, ctx, meta.peer, rawParams);
+            throw error;
+          }
+        }
+      } else {
         // The credential as remembered, not asked of the database first: its answer stands only if
         // the handler's own reads saw the database as it was when the credential was read, so a
         // revocation, a logout or a deactivation committed since refuses this very request.

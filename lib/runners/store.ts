@@ -75,7 +75,14 @@ export async function runnerForToken(db: Executor, token: string): Promise<Runne
   const parsed = parseSecret("rt", token);
   if (!parsed) return null;
   const row = await runnerRow(db, parsed.id);
-  if (!row || !secretMatches(parsed.secret, str(row, "secret_hash")) || strOrNull(row, "revoked_at") !== null) return null;
+  if (!row || !secretMatches(parsed.secret, str(row, "secret_hash")) || strOrNull(row, "revoked_at") !== null) {
+    // The runner as remembered here no longer stands (revoked, rotated, gone): forgotten, so its old
+    // token's further requests are refused after one read, as before, not after a write batch.
+    const kept = rememberedRunners.get(db);
+    const was = kept?.get(parsed.id);
+    if (was && (!row || str(row, "secret_hash") !== was.hash || strOrNull(row, "revoked_at") !== null)) kept!.delete(parsed.id);
+    return null;
+  }
   const runner = toRunner(row);
   rememberRunner(db, runner, row);
   return runner;
@@ -146,8 +153,15 @@ export async function recordConnect(
   rememberedRunners.get(db)?.delete(id);
 }
 
-export async function touchRunner(db: Executor, id: string, now: number): Promise<void> {
-  await db.execute({ sql: "UPDATE runners SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)", args: [now, id, now] });
+/**
+ * `stands`: the runner was taken as remembered, not read (RememberedRunner): seen only where its row
+ * still stands, so a revoked or rotated token's request, refused by its handler, writes nothing.
+ */
+export async function touchRunner(db: Executor, id: string, now: number, stands?: SqlCondition): Promise<void> {
+  await db.execute({
+    sql: `UPDATE runners SET last_seen_at = ? WHERE id = ? AND (last_seen_at IS NULL OR last_seen_at < ?)${stands ? ` AND ${stands.sql}` : ""}`,
+    args: [now, id, now, ...(stands?.args ?? [])],
+  });
   const kept = rememberedRunners.get(db)?.get(id);
   if (kept) kept.runner = { ...kept.runner, last_seen_at: now };
 }

@@ -172,9 +172,10 @@ describe("a job's claim and finish", () => {
     const runner = (app: typeof t) => (path: string, body: unknown) =>
       app.call("POST", `/v1/runners/${made.body.runner.id}${path}`, { token: made.body.token, body });
     await runner(on)("/connect", { capabilities: { os: "linux", arch: "x64" }, version: "test" });
-    const job = (await runner(on)("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 })).body.job;
+    const claimId = crypto.randomUUID();
+    const job = (await runner(on)("/jobs/claim", { claim_id: claimId, wait_seconds: 0 })).body.job;
     expect(job.build.id).toBe(build.id);
-    return { build, job, call: runner(t), runnerId: made.body.runner.id as string };
+    return { build, job, claimId, call: runner(t), runnerId: made.body.runner.id as string, token: made.body.token as string, on: runner };
   }
 
   test("a finish after its build was canceled writes nothing as claimed, then reads them: the build stays canceled", async () => {
@@ -282,6 +283,63 @@ describe("a job's claim and finish", () => {
       expect(finish.run).toHaveLength(7);
       expect(finish.batches).toEqual([4]);
       expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("succeeded");
+    } finally {
+      other.close();
+    }
+  });
+
+  test("a token revoked or rotated through another daemon, remembered here, is refused with 401 whatever it asks, and its refused request writes nothing, not even when its runner was seen", async () => {
+    const { t, owner } = fixture;
+    const other = await daemonOnSameDatabase(fixture, {});
+    try {
+      const someoneElse = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `e-${crypto.randomUUID().slice(0, 6)}` } })).body.runner.id;
+      const asks: Record<string, (run: Awaited<ReturnType<typeof claimedJob>>) => ReturnType<typeof t.call>> = {
+        claim: (run) => run.call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 }),
+        finish: (run) => run.call(`/jobs/${run.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 }),
+        "a claim whose body is not valid": (run) => run.call("/jobs/claim", { claim_id: "short", wait_seconds: 0 }),
+        "a claim on another runner's path": (run) =>
+          t.call("POST", `/v1/runners/${someoneElse}/jobs/claim`, { token: run.token, body: { claim_id: crypto.randomUUID(), wait_seconds: 0 } }),
+      };
+      for (const [what, ask] of Object.entries(asks)) {
+        for (const change of ["revoked", "rotated"]) {
+          // Claimed through this daemon, which so remembers the runner.
+          const run = await claimedJob();
+          const changed =
+            change === "revoked"
+              ? await other.call("DELETE", `/v1/runners/${run.runnerId}`, { token: owner })
+              : await other.call("POST", `/v1/runners/${run.runnerId}/token`, { token: owner });
+          expect(changed.status).toBeLessThan(300);
+          const runners = async () => (await t.call("GET", "/v1/runners", { token: owner })).body.runners as { id: string; last_seen_at: number }[];
+          const seen = (await runners()).find((r) => r.id === run.runnerId)!.last_seen_at;
+          t.clock.advance(5);
+          const refused = await ask(run);
+          expect([what, change, refused.status, refused.body.code]).toEqual([what, change, 401, "invalid_token"]);
+          expect((await runners()).find((r) => r.id === run.runnerId)!.last_seen_at).toBe(seen);
+          expect((await t.call("GET", `/v1/builds/${run.build.id}`, { token: owner })).body.build.status).toBe("running");
+          // No longer remembered: the old token's next request is refused after one read, as before any memory.
+          const again = await statementsOf(() => ask(run));
+          expect([what, change, again.result.status, again.run]).toEqual([what, change, 401, ["SELECT * FROM runners WHERE id = ?"]]);
+        }
+      }
+    } finally {
+      other.close();
+    }
+  });
+
+  test("a runner that connects again with other labels and capabilities mid-job, through this daemon or another, still finishes its job, and a retried claim answers it", async () => {
+    const other = await daemonOnSameDatabase(fixture, {});
+    try {
+      for (const through of [fixture.t, other]) {
+        const run = await claimedJob();
+        const connected = await run.on(through)("/connect", { labels: ["gpu"], capabilities: { os: "linux", arch: "arm64" }, version: "test-2" });
+        expect(connected.status).toBe(200);
+        const again = await run.call("/jobs/claim", { claim_id: run.claimId, wait_seconds: 0 });
+        expect(again.status).toBe(201);
+        expect(again.body.job.job_id).toBe(run.job.job_id);
+        const finished = await run.call(`/jobs/${run.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 });
+        expect(finished.status).toBe(200);
+        expect(finished.body.build).toMatchObject({ id: run.build.id, status: "succeeded" });
+      }
     } finally {
       other.close();
     }
