@@ -8,7 +8,7 @@ import { claimJob } from "../../lib/runners/jobs.ts";
 import { jobPayload, jobPayloadReads } from "../../lib/runners/protocol.ts";
 import { ClaimAnswer, ClaimRequest, plainClaim } from "../../lib/runners/protocol-wire.ts";
 import { claimDeployment, publishPayload } from "../../lib/publishing/claim.ts";
-import { confirmRunner } from "../../lib/auth/authenticate.ts";
+import { confirmRunner, runnerStillValid } from "../../lib/auth/authenticate.ts";
 
 /** While waiting, the database is also re-read this often, for builds queued through another process. */
 const RECHECK_MS = 1000;
@@ -30,7 +30,10 @@ export const endpoint = defineEndpoint({
       stands: ctx.runnerStands,
       confirm: async () => (runner = await confirmRunner(ctx, runner.id)),
     };
-    for (;;) {
+    for (let waited = false; ; waited = true) {
+      // After a wait, the runner is read again: a token revoked or rotated while its claim waited
+      // (through any daemon) takes no build that was queued meanwhile, and is refused.
+      if (waited) runner = await runnerStillValid(ctx, runner.id);
       const claimed = await claimJob(ctx.db, runner, body.claim_id, ctx.clock.now(), ctx.config.runners.leaseSeconds, jobPayloadReads, remembered);
       remembered = undefined;
       if (claimed) {

@@ -104,6 +104,19 @@ export async function confirmRunner(ctx: AppContext & { request: Request }, runn
 }
 
 /**
+ * The runner of a request that has been waiting (a long-poll claim), read afresh before it takes
+ * anything more: refused (401) when its token was revoked or rotated meanwhile, through any daemon.
+ * Not recorded as seen: the request was, when it came.
+ */
+export async function runnerStillValid(ctx: AppContext & { request: Request }, runnerId: string): Promise<Runner> {
+  const runner = await runnerForToken(ctx.db, bearerToken(ctx.request) ?? "");
+  if (!runner || runner.id !== runnerId) fail("invalid_token", RUNNER_TOKEN_REFUSED);
+  return runner;
+}
+
+const RUNNER_TOKEN_REFUSED = "The runner token is not valid (rotated or revoked?).";
+
+/**
  * `memory` true (`fromMemory`): for an instance rule, a session or API token this daemon remembers, and that works
  * as remembered, may answer without a statement (Authentication.unconfirmed); anything else, and
  * every refusal, is asked of the database as usual.
@@ -130,7 +143,7 @@ export async function authenticate(
     const remembered = kept?.runner.id === params.runner_id ? kept : null;
     // A runner token works only on its own runner's paths (type confusion and cross-runner calls refused).
     const runner = remembered?.runner ?? (await runnerForToken(ctx.db, presented));
-    if (!runner) fail("invalid_token", "The runner token is not valid (rotated or revoked?).");
+    if (!runner) fail("invalid_token", RUNNER_TOKEN_REFUSED);
     if (params.runner_id !== runner.id) fail("forbidden", "This runner token belongs to another runner.");
     // last_seen_at has a resolution of a second: a runner's further calls within it write nothing
     // (each write is a transaction, a round trip on a remote database).

@@ -326,6 +326,34 @@ describe("a job's claim and finish", () => {
     }
   });
 
+  test("a claim that waits takes no build queued after its token was revoked or rotated through another daemon: it is refused, the build stays queued", async () => {
+    const { t, owner, projectId } = fixture;
+    const other = await daemonOnSameDatabase(fixture, {});
+    try {
+      for (const change of ["revoked", "rotated"]) {
+        const run = await claimedJob();
+        // Nothing is queued for it: the claim waits, re-reading the queue every second.
+        const waiting = run.call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 4 });
+        await Bun.sleep(200);
+        const changed =
+          change === "revoked"
+            ? await other.call("DELETE", `/v1/runners/${run.runnerId}`, { token: owner })
+            : await other.call("POST", `/v1/runners/${run.runnerId}/token`, { token: owner });
+        expect(changed.status).toBeLessThan(300);
+        // Queued here: this daemon wakes the waiting claim at once.
+        const pipeline = await createPipeline(t, owner, projectId);
+        const queued = (await t.call("POST", `/v1/projects/${projectId}/builds`, { token: owner, body: { pipeline_id: pipeline.id, commit_sha: SHA_A } })).body
+          .build;
+        const answer = await waiting;
+        expect([change, answer.status, answer.body?.code]).toEqual([change, 401, "invalid_token"]);
+        expect((await t.call("GET", `/v1/builds/${queued.id}`, { token: owner })).body.build.status).toBe("queued");
+        expect((await t.call("POST", `/v1/builds/${queued.id}/cancel`, { token: owner })).status).toBe(200);
+      }
+    } finally {
+      other.close();
+    }
+  });
+
   test("a runner that connects again with other labels and capabilities mid-job, through this daemon or another, still finishes its job, and a retried claim answers it", async () => {
     const other = await daemonOnSameDatabase(fixture, {});
     try {
