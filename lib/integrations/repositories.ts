@@ -57,9 +57,13 @@ export function boundedRemote(r: RemoteRepository): { repository: RemoteReposito
   return { repository: r, warning: null };
 }
 
+/** At most this many warnings a sync answers, then one saying how many more: a host listing thousands of such names must not make the answer as long. */
+export const MAX_SYNC_WARNINGS = 20;
+
 /**
  * Inserts new repositories and updates known ones (a rename keeps the id: matched by external id),
- * each bounded (boundedRemote). Returns how many were stored and why any was stored in part or not at all.
+ * each bounded (boundedRemote). Returns how many were stored and why any was stored in part or not
+ * at all (the first MAX_SYNC_WARNINGS, then how many more).
  */
 export async function upsertRepositories(
   db: Executor,
@@ -68,10 +72,12 @@ export async function upsertRepositories(
   now: number,
 ): Promise<{ stored: number; warnings: string[] }> {
   const warnings: string[] = [];
+  let unsaid = 0;
   let stored = 0;
   for (const listed of remote) {
     const { repository: r, warning } = boundedRemote(listed);
-    if (warning) warnings.push(warning);
+    if (warning && warnings.length < MAX_SYNC_WARNINGS) warnings.push(warning);
+    else if (warning) unsaid++;
     if (!r) continue;
     stored++;
     await db.execute({
@@ -97,6 +103,7 @@ export async function upsertRepositories(
       ],
     });
   }
+  if (unsaid > 0) warnings.push(`and ${unsaid} more ${unsaid === 1 ? "repository" : "repositories"} stored in part or left out for the same reasons`);
   return { stored, warnings };
 }
 

@@ -37,5 +37,5 @@ export const IntegrationResource = z.object({
 export const SyncWarnings = z
   .array(z.string())
   .describe(
-    'why a listed repository was stored in part or left out, one sentence each, e.g. a default branch over 255 characters (docs/api.md "Source integrations"); empty when every one was stored whole',
+    'why a listed repository was stored in part or left out, one sentence each, e.g. a default branch over 255 characters (docs/api.md "Source integrations"); at most 20, then one saying how many more; empty when every one was stored whole',
   );

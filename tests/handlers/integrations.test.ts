@@ -340,6 +340,28 @@ describe("names a host lists over their limits", () => {
     }
   });
 
+  test("a sync that leaves out many repositories names the first 20 and says how many more", async () => {
+    const list = await t.call("GET", "/v1/integrations", { token: owner });
+    const gitlab = list.body.integrations.find((i: { provider: string; last_sync_failed: boolean }) => i.provider === "gitlab" && !i.last_sync_failed);
+    const many = Array.from({ length: 25 }, (_, i) => ({
+      id: 200 + i,
+      full_name: `group/${String(i).padStart(2, "0")}${"n".repeat(1100)}`,
+      default_branch: "main",
+      private: true,
+    }));
+    host.gitlab.repos.push(...many);
+    try {
+      const res = await t.call("POST", `/v1/integrations/${gitlab.id}/sync`, { token: owner });
+      expect(res.status).toBe(200);
+      expect(res.body.repositories_synced).toBe(2);
+      expect(res.body.sync_warnings).toHaveLength(21);
+      expect(res.body.sync_warnings[0]).toStartWith("group/00");
+      expect(res.body.sync_warnings[20]).toBe("and 5 more repositories stored in part or left out for the same reasons");
+    } finally {
+      host.gitlab.repos.splice(-many.length);
+    }
+  });
+
   test("GitLab: a repository whose full name is over 1,024 characters is left out, the sync says why; the others are stored", async () => {
     const list = await t.call("GET", "/v1/integrations", { token: owner });
     const gitlab = list.body.integrations.find((i: { provider: string; last_sync_failed: boolean }) => i.provider === "gitlab" && !i.last_sync_failed);
