@@ -18,6 +18,11 @@ export const endpoint = logAppendEndpoint(
       const found = findJobForLogAppend(db, id);
       return { found, position: found.then((f) => (f ? logPositionFrom(f.row) : null)) };
     },
+    // What the judge below reads, as a condition: the job is this runner's and running, its build running (not being canceled).
+    held: (runnerId, id, buildId) => ({
+      sql: "(SELECT runner_id = +? AND status = 'running' FROM jobs WHERE id = +?) AND (SELECT status = 'running' FROM builds WHERE id = +?)",
+      args: [runnerId, id, buildId],
+    }),
   },
   async (ctx, id, found) => {
     const { job, status } = await ownedRunningJobWithStatus(ctx, id, found);

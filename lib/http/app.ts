@@ -96,7 +96,8 @@ export function createApp(ctx: AppContext, routes: RouteEntry[]): App {
         ctx,
         meta.peer,
         rawParams,
-        endpoint.readOnly === true || (endpoint.runnerInWrite === true && "runner-in-write"),
+        endpoint.readOnly === true ||
+          ((typeof endpoint.runnerInWrite === "function" ? endpoint.runnerInWrite(rawParams, ctx) : endpoint.runnerInWrite === true) && "runner-in-write"),
       );
       let result: unknown;
       if (auth.unconfirmed === undefined) {

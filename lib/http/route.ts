@@ -139,8 +139,10 @@ export interface Endpoint<
    * A runner route whose handler holds its runner's token in its own write batch
    * (Authentication.runnerStands, lib/auth/authenticate.ts): the runner is taken as this daemon
    * remembers it, without a read, and the handler confirms it by a read when its batch wrote nothing.
+   * A function says so per request (before authentication: a request whose handler would read
+   * first anyway reads its runner beside its other reads instead).
    */
-  runnerInWrite?: boolean;
+  runnerInWrite?: boolean | ((rawParams: Readonly<Record<string, string>>, ctx: AppContext) => boolean);
   // A property, not a method, so that TypeScript compares the context strictly (strictFunctionTypes).
   handle: (input: { params: z.output<P>; query: z.output<Q>; body: z.output<B>; prefetched?: unknown }, ctx: C) => Promise<unknown>;
 }

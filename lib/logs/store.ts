@@ -40,7 +40,19 @@ export interface StoredLine {
   text: string;
 }
 
-export type AppendResult = { kind: "ok"; next_line: number; last_seq: number; accepted: number; entries: StoredLine[] } | { kind: "gap"; next_line: number };
+export type AppendResult =
+  | {
+      kind: "ok";
+      next_line: number;
+      last_seq: number;
+      accepted: number;
+      entries: StoredLine[];
+      /** Where the job's lines and its build's log stand after it, when the guarded batch wrote it (the hint for its job's next append). */
+      position?: LogPosition;
+    }
+  | { kind: "gap"; next_line: number }
+  /** An append with a held condition (appendLogLines `held`) that did not hold, or whose job or build moved since its hint: nothing written. */
+  | { kind: "unconfirmed" };
 
 const lineBytes = (l: { text: string }) => Buffer.byteLength(l.text) + 1;
 
@@ -73,6 +85,8 @@ interface Append {
   capBytes: number;
   /** Where its job and build stood, read by the caller: the first try need not read them again. */
   known: LogPosition | undefined;
+  /** A condition its lines are written under, with `known` as the positions (appendLogLines `held`). */
+  held: SqlCondition | undefined;
 }
 
 interface Waiting extends Append {
@@ -111,12 +125,13 @@ export function appendLogLines(
   capBytes: number,
   from: LineOwner = "jobs",
   known?: LogPosition,
+  held?: SqlCondition,
 ): Promise<AppendResult> {
   let state = waitingFor.get(db);
   if (!state) waitingFor.set(db, (state = { queue: [], running: false }));
   const queue = state;
   return new Promise((resolve, reject) => {
-    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, known, resolve, reject });
+    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, known, held: known && held, resolve, reject });
     if (!queue.running) {
       queue.running = true;
       // After this turn's I/O: appends of requests read together share the transaction.
@@ -129,18 +144,37 @@ async function writeWaiting(db: Db, state: { queue: Waiting[]; running: boolean 
   try {
     while (state.queue.length > 0 && !db.closed) {
       const taken = state.queue.splice(0, MAX_APPENDS_TOGETHER);
+      const held = taken.filter((t) => t.held);
+      if (held.length > 0) {
+        const results = await appendHeld(db, held);
+        held.forEach((t, i) => t.resolve(results[i]!));
+      }
+      const rest = held.length > 0 ? taken.filter((t) => !t.held) : taken;
+      if (rest.length === 0) continue;
       try {
-        const results = await appendTogether(db, taken);
-        taken.forEach((t, i) => t.resolve(results[i]!));
+        const results = await appendTogether(db, rest);
+        rest.forEach((t, i) => t.resolve(results[i]!));
       } catch (error) {
-        if (taken.length === 1) taken[0]!.reject(error);
-        else for (const t of taken) await inTransaction(db, (tx) => appendAll(tx, [t])).then(([r]) => t.resolve(r!), t.reject);
+        if (rest.length === 1) rest[0]!.reject(error);
+        else for (const t of rest) await inTransaction(db, (tx) => appendAll(tx, [t])).then(([r]) => t.resolve(r!), t.reject);
       }
     }
     for (const t of state.queue.splice(0)) t.reject(new Error("The database is closed"));
   } finally {
     state.running = false;
   }
+}
+
+/**
+ * Appends whose callers hold a condition for them (appendLogLines `held`): one guarded batch from
+ * the positions the callers knew, each append's writes under its condition too. Whatever it did
+ * not write (the condition failed, a job or build moved, a gap, the cap, an error) is unconfirmed
+ * and written nothing: never again without its condition. The caller then reads and judges it as
+ * any append, and meets the error itself if it lasts.
+ */
+async function appendHeld(db: Db, appends: Append[]): Promise<AppendResult[]> {
+  const answers = await appendGuarded(db, appends, true).catch(() => null);
+  return appends.map((_, i) => answers?.[i] ?? { kind: "unconfirmed" });
 }
 
 /** How often an append that lost a race to another process goes again before it takes a transaction. */
@@ -252,7 +286,7 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
   /** Per append, the index of its guarding statement (the next_line UPDATE) in the batch. */
   const guards = new Map<number, number>();
   /** The same writes as a few statements for all the appends (libsql only: mergedAppends). */
-  const merged: Merged = { from: new Set(), jobs: new Map(), builds: new Map(), appends: 0, lines: [] };
+  const merged: Merged = { from: new Set(), jobs: new Map(), builds: new Map(), appends: 0, lines: [], held: [] };
   /** libsql: each append's INSERT of its lines, whose JSON argument is made only if it is sent. */
   const linesOf: Array<[Array<string | number>, StoredLine[]]> = [];
   for (const [i, a] of appends.entries()) {
@@ -291,6 +325,7 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
       merged.jobs.set(a.jobId, { next: merged.jobs.get(a.jobId)?.next ?? next, line });
       if (!merged.builds.has(a.buildId)) merged.builds.set(a.buildId, { before, stats: build });
       for (const [k, e] of entries.entries()) merged.lines.push([a.buildId, e.seq, a.jobId, next + k, wellFormed(e.step), e.stream, e.ts, wellFormed(e.text)]);
+      if (a.held) merged.held.push(a.held);
       merged.appends++;
     }
     // Each statement after the guarding UPDATE runs only if the one before it changed the rows it
@@ -300,8 +335,8 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     let changed = 1;
     guards.set(i, statements.length);
     statements.push({
-      sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?`,
-      args: [line, a.jobId, next, a.buildId, before],
+      sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?${a.held ? ` AND ${a.held.sql}` : ""}`,
+      args: [line, a.jobId, next, a.buildId, before, ...(a.held?.args ?? [])],
     });
     if (db.driver === "libsql") {
       // Over Hrana every bound value is a JSON object the server decodes, and the statement's text
@@ -331,7 +366,14 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
               cut_lines = excluded.cut_lines, cut_bytes = excluded.cut_bytes`,
       args: [a.buildId, build.last_seq, build.bytes, build.head_last_seq, build.cut_lines, build.cut_bytes, changed],
     });
-    answers.push({ kind: "ok", next_line: line, last_seq: build.last_seq, accepted: fresh.length, entries });
+    answers.push({
+      kind: "ok",
+      next_line: line,
+      last_seq: build.last_seq,
+      accepted: fresh.length,
+      entries,
+      position: { next_line: line, stats: { ...build } },
+    });
   }
   if (statements.length === 0) return answers;
   const together = db.driver === "libsql" ? mergedAppends(merged) : null;
@@ -369,6 +411,8 @@ interface Merged {
    * outer array parses it again.)
    */
   lines: Array<[string, number, string, number, string, string, number, string]>;
+  /** The conditions the appends' callers hold (appendLogLines `held`), each of which must hold for any to be written. */
+  held: SqlCondition[];
 }
 
 /**
@@ -401,8 +445,9 @@ function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number 
               WHERE ${from}.id = j.value ->> 0
                 AND (SELECT count(*) FROM json_each(?1) AS g JOIN ${from} AS o ON o.id = g.value ->> 0 AND o.next_line = g.value ->> 1) = +?2
                 AND (SELECT count(*) FROM json_each(?3) AS b
-                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = +?4`,
-        args: [jobs, merged.jobs.size, guards, builds.length],
+                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = +?4${merged.held.map((c) => ` AND ${c.sql}`).join("")}`,
+        // The held conditions' bare parameters number on from ?5 (https://www.sqlite.org/lang_expr.html#varparam).
+        args: [jobs, merged.jobs.size, guards, builds.length, ...merged.held.flatMap((c) => c.args)],
       },
       {
         sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)

@@ -76,6 +76,13 @@ describe("round trips to sqld per runner request", () => {
       // 2026-11-27: the job and positions after the token; 4 before: the positions in a request of
       // their own; 5 before 2026-11-26's last change: the build's status was read after the write.)
       expect(appended).toEqual({ requests: 2, writes: 1 });
+      // The runner's next append of the job: its write batch alone, which holds the runner's token
+      // and the job as the first append read them (lib/logs/append-endpoint.ts RememberedWriter).
+      let again: any;
+      const appendedAgain = await counter.count(async () => (again = await call(`/jobs/${jobId}/logs`, { first_line: 25, lines })));
+      expect(again.body).toEqual({ next_line: 50, last_seq: 50, accepted: 25 });
+      expect(again.headers.get("x-roost-job-status")).toBe("running");
+      expect(appendedAgain).toEqual({ requests: 1, writes: 1 });
       // The token (1), the renewal with the jobs' state (1).
       expect(beaten).toEqual({ requests: 2, writes: 1 });
       let finish: any;
@@ -84,7 +91,7 @@ describe("round trips to sqld per runner request", () => {
           (finish = await call(`/jobs/${jobId}/finish`, {
             status: "succeeded",
             exit_code: 0,
-            line_count: 25,
+            line_count: 50,
             flutter_sdk: { requested: "3.24.5", version: "3.24.5", source: "path", revision: null },
           })),
       );

@@ -272,6 +272,59 @@ describe("a job's claim and finish", () => {
     }
   });
 
+  test("a runner's next append of a job appended to here refuses what a read first would: a token rotated or revoked, a job finished, through another daemon; a build being canceled is answered so", async () => {
+    const { t, owner } = fixture;
+    const other = await daemonOnSameDatabase(fixture, {});
+    try {
+      const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ step: "build", text: `line ${from + i}` }));
+      const stored = async (buildId: string) => (await t.call("GET", `/v1/builds/${buildId}/logs`, { token: owner })).body.map((l: { text: string }) => l.text);
+      const appendedTwice = async () => {
+        const run = await claimedJob();
+        for (const first of [0, 2]) expect((await run.call(`/jobs/${run.job.job_id}/logs`, { first_line: first, lines: lines(first, 2) })).status).toBe(202);
+        return run;
+      };
+
+      // Rotated: the old token is refused, nothing stored; the new one goes on from line 4.
+      const rotatedRun = await appendedTwice();
+      const rotated = await other.call("POST", `/v1/runners/${rotatedRun.runnerId}/token`, { token: owner });
+      expect(rotated.status).toBe(201);
+      const refused = await rotatedRun.call(`/jobs/${rotatedRun.job.job_id}/logs`, { first_line: 4, lines: lines(4, 2) });
+      expect(refused.status).toBe(401);
+      expect(refused.body.code).toBe("invalid_token");
+      expect(await stored(rotatedRun.build.id)).toEqual(["line 0", "line 1", "line 2", "line 3"]);
+      const renewed = await t.call("POST", `/v1/runners/${rotatedRun.runnerId}/jobs/${rotatedRun.job.job_id}/logs`, {
+        token: rotated.body.token,
+        body: { first_line: 4, lines: lines(4, 1) },
+      });
+      expect(renewed.body).toEqual({ next_line: 5, last_seq: 5, accepted: 1 });
+
+      // Revoked (the runner removed): refused, nothing stored.
+      const revokedRun = await appendedTwice();
+      expect((await other.call("DELETE", `/v1/runners/${revokedRun.runnerId}`, { token: owner })).status).toBe(200);
+      expect((await revokedRun.call(`/jobs/${revokedRun.job.job_id}/logs`, { first_line: 4, lines: lines(4, 2) })).status).toBe(401);
+      expect(await stored(revokedRun.build.id)).toHaveLength(4);
+
+      // The job finished through the other daemon: job_finished, nothing stored.
+      const finishedRun = await appendedTwice();
+      const finished = await finishedRun.on(other)(`/jobs/${finishedRun.job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 4 });
+      expect(finished.body.build.status).toBe("succeeded");
+      const late = await finishedRun.call(`/jobs/${finishedRun.job.job_id}/logs`, { first_line: 4, lines: lines(4, 2) });
+      expect(late.status).toBe(410);
+      expect(late.body.code).toBe("job_finished");
+      expect(await stored(finishedRun.build.id)).toHaveLength(4);
+
+      // The build being canceled through the other daemon: the lines are stored, and the answer says canceling.
+      const canceledRun = await appendedTwice();
+      expect((await other.call("POST", `/v1/builds/${canceledRun.build.id}/cancel`, { token: owner })).status).toBe(200);
+      const told = await canceledRun.call(`/jobs/${canceledRun.job.job_id}/logs`, { first_line: 4, lines: lines(4, 2) });
+      expect(told.status).toBe(202);
+      expect(told.headers.get("x-roost-job-status")).toBe("canceling");
+      expect(await stored(canceledRun.build.id)).toHaveLength(6);
+    } finally {
+      other.close();
+    }
+  });
+
   test("a job claimed through another daemon on the same database is read first, and finishes alike", async () => {
     const { t, owner } = fixture;
     const other = await daemonOnSameDatabase(fixture, {});
