@@ -4,7 +4,7 @@
 import { z } from "zod";
 import { IdParam } from "../../lib/schemas/shared.ts";
 import { logAppendEndpoint } from "../../lib/logs/append-endpoint.ts";
-import { findJobForLogAppend } from "../../lib/runners/jobs.ts";
+import { findJobForLogAppend, jobHeldForAppend } from "../../lib/runners/jobs.ts";
 import { logPositionFrom } from "../../lib/logs/store.ts";
 import { ownedRunningJobWithStatus } from "../../lib/runners/protocol.ts";
 
@@ -18,11 +18,8 @@ export const endpoint = logAppendEndpoint(
       const found = findJobForLogAppend(db, id);
       return { found, position: found.then((f) => (f ? logPositionFrom(f.row) : null)) };
     },
-    // What the judge below reads, as a condition: the job is this runner's and running, its build running (not being canceled).
-    held: (runnerId, id, buildId) => ({
-      sql: "(SELECT runner_id = +? AND status = 'running' FROM jobs WHERE id = +?) AND (SELECT status = 'running' FROM builds WHERE id = +?)",
-      args: [runnerId, id, buildId],
-    }),
+    // What authentication and the judge below read, as a condition of the append's write.
+    held: jobHeldForAppend,
   },
   async (ctx, id, found) => {
     const { job, status } = await ownedRunningJobWithStatus(ctx, id, found);

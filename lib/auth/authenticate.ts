@@ -14,8 +14,7 @@ import { checkSetupToken } from "./one-time-credentials.ts";
 import { lowerRole, roleAtLeast, type Role } from "./roles.ts";
 import { constantTimeEqualStrings } from "./secrets.ts";
 import { isLoopbackAddress } from "../net/addresses.ts";
-import { rememberedRunner, runnerForToken, touchRunner, type Runner } from "../runners/store.ts";
-import type { SqlCondition } from "../db/client.ts";
+import { rememberedRunner, runnerForToken, touchRunner, type Runner, type RunnerStands } from "../runners/store.ts";
 import { findStreamGrant } from "./stream-tokens.ts";
 import { findBuild } from "../builds/store.ts";
 import { projectRoleOf } from "./project-access.ts";
@@ -45,7 +44,7 @@ export interface Authentication {
    * its write: `memory` "runner-in-write"): the condition its write batch must hold, and on which
    * the handler, when the batch wrote nothing, confirms the runner (confirmRunner) before going on.
    */
-  runnerStands?: SqlCondition;
+  runnerStands?: RunnerStands;
 }
 
 const MIN_ROLE: Partial<Record<Exclude<AuthRule, object>, Role>> = {

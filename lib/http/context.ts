@@ -1,10 +1,10 @@
 // What a handler may touch. Handlers never read process.env, Date.now() or a global database:
 // everything arrives here, so a test can hand in its own clock, database and peer address.
 import type { Config } from "../daemon/config.ts";
-import type { Db, SqlCondition } from "../db/client.ts";
+import type { Db } from "../db/client.ts";
 import type { Logger } from "../daemon/log.ts";
 import type { Principal } from "../auth/principal.ts";
-import type { Runner } from "../runners/store.ts";
+import type { Runner, RunnerStands } from "../runners/store.ts";
 import type { SecretBox } from "../crypto/secret-box.ts";
 import type { EventBus } from "../daemon/events.ts";
 import type { MetricsRegistry } from "../daemon/metrics.ts";
@@ -79,7 +79,7 @@ export type AuthenticatedBy<R extends AuthRule> =
       : R extends InstanceRule
         ? { principal: Principal }
         : R extends "runner"
-          ? { runner: Runner; runnerStands?: SqlCondition }
+          ? { runner: Runner; runnerStands?: RunnerStands }
           : R extends "setup"
             ? { setupToken: SetupGrant }
             : R extends "stream"

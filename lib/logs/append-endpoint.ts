@@ -11,9 +11,9 @@ import { fail } from "../http/errors.ts";
 import { json } from "../http/io.ts";
 import { defineEndpoint } from "../http/route.ts";
 import { LOG_REQUEST_LIMIT, LogAppendAnswer, LogAppendRequest, plainLogBatch } from "../runners/protocol-wire.ts";
-import type { Db, Executor, SqlCondition } from "../db/client.ts";
+import type { Db, Executor } from "../db/client.ts";
 import { confirmRunner } from "../auth/authenticate.ts";
-import { appendLogLines, readLogPosition, type AppendResult, type LineOwner, type LogPosition } from "./store.ts";
+import { appendLogLines, readLogPosition, type AppendResult, type HeldCondition, type LineOwner, type LogPosition } from "./store.ts";
 
 /** Whose lines they are: the job or publish the runner holds, and the status its answers carry. */
 export interface LogWriter {
@@ -29,11 +29,12 @@ export interface LogWriterRow<R> {
   /** The writer's row and where its lines stand (readLogPosition), read side by side or in one statement. */
   read(db: Executor, id: string): WriterRead<R>;
   /**
-   * What `writer` judges, as a condition on the database: the runner holds the writer, and its
-   * answer would say the build runs (X-Roost-Job-Status: running). With it, a remote database's
-   * appends of a writer appended to here before read nothing first (see RememberedWriter).
+   * What authentication and `writer` judge, as a condition on the database: the runner's token
+   * works (its row holds the hash it was read with and is not revoked), the runner holds the
+   * writer, and the answer would say the build runs (X-Roost-Job-Status: running). With it, a
+   * remote database's appends of a writer appended to here before read nothing first (see RememberedWriter).
    */
-  held?(runnerId: string, id: string, buildId: string): SqlCondition;
+  held?(runner: { id: string; secretHash: string }, id: string): HeldCondition;
 }
 
 /** A writer's row and its log position, as read (each settles on its own). */
@@ -51,9 +52,9 @@ export function besidePosition<R>(from: LineOwner, find: (db: Executor, id: stri
  * A writer this process appended to for a runner, and where its lines stood after that append.
  * On a libSQL server every read is a request (a round trip, and the server's CPU per request is
  * far above its CPU per line: docs/benchmarks.md "Log appends on sqld"). A runner's next append of
- * the same writer is then written from these positions with nothing read first: the runner as this
- * daemon remembers it (lib/runners/store.ts RememberedRunner) and `held` are conditions of the
- * append's own guarded write, so a revoked or rotated token, a job finished, lost or taken over,
+ * the same writer is then written from these positions with nothing read first: the runner's
+ * token as this daemon read it (lib/runners/store.ts RememberedRunner) and the writer, `held`, are
+ * conditions of the append's own guarded write, so a revoked or rotated token, a job finished, lost or taken over,
  * or a build being canceled (through any daemon) writes nothing, and the request then reads and
  * judges as any other (a 401, job_finished, canceling). bun:sqlite reads in microseconds
  * in-process, where the conditions would cost the write more than they save: it always reads.
@@ -123,9 +124,7 @@ export function logAppendEndpoint<P extends z.ZodObject<z.ZodRawShape>, R>(
       const id = String((params as Record<string, unknown>)[idParam]);
       const kept = row.held && ctx.runnerStands ? recalled(ctx.db, from, id) : undefined;
       if (kept && kept.runnerId === ctx.runner.id) {
-        const stands = ctx.runnerStands!;
-        const owned = row.held!(ctx.runner.id, id, kept.buildId);
-        const held = { sql: `${stands.sql} AND ${owned.sql}`, args: [...stands.args, ...owned.args] };
+        const held = row.held!({ id: ctx.runner.id, secretHash: ctx.runnerStands!.secretHash }, id);
         const now = ctx.clock.now();
         const result = await appendLogLines(
           ctx.db,

@@ -66,6 +66,19 @@ const ROWS_PER_INSERT = 500;
 /** At most this many appends share one transaction. */
 const MAX_APPENDS_TOGETHER = 64;
 
+/**
+ * A condition an append is written under (appendLogLines `held`), as data: `item`, an entry of a
+ * JSON array, and `counted`, the SQL that counts the entries of such an array (its parameter
+ * `param`) that hold. The appends written together are checked by one statement whose text is the
+ * same whatever their number: a condition of its own for each (three subqueries and five
+ * arguments a runner) made sqld parse and bind more than the lines themselves cost it (about 18 %
+ * of its CPU on appends, scripts/bench/sqld-append-ab.ts).
+ */
+export interface HeldCondition {
+  counted(param: string): string;
+  item: unknown;
+}
+
 /** Whose lines: a job's, or a deployment's publishing the build (numbered the same way). */
 export type LineOwner = "jobs" | "deployments";
 
@@ -86,7 +99,7 @@ interface Append {
   /** Where its job and build stood, read by the caller: the first try need not read them again. */
   known: LogPosition | undefined;
   /** A condition its lines are written under, with `known` as the positions (appendLogLines `held`). */
-  held: SqlCondition | undefined;
+  held: HeldCondition | undefined;
 }
 
 interface Waiting extends Append {
@@ -125,7 +138,7 @@ export function appendLogLines(
   capBytes: number,
   from: LineOwner = "jobs",
   known?: LogPosition,
-  held?: SqlCondition,
+  held?: HeldCondition,
 ): Promise<AppendResult> {
   let state = waitingFor.get(db);
   if (!state) waitingFor.set(db, (state = { queue: [], running: false }));
@@ -335,8 +348,8 @@ async function appendGuarded(db: Db, appends: Append[], hinted: boolean): Promis
     let changed = 1;
     guards.set(i, statements.length);
     statements.push({
-      sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?${a.held ? ` AND ${a.held.sql}` : ""}`,
-      args: [line, a.jobId, next, a.buildId, before, ...(a.held?.args ?? [])],
+      sql: `UPDATE ${a.from} SET next_line = ? WHERE id = ? AND next_line = ? AND ${STATS_NOW} = ?${a.held ? ` AND (${a.held.counted("?")}) = 1` : ""}`,
+      args: [line, a.jobId, next, a.buildId, before, ...(a.held ? [JSON.stringify([a.held.item])] : [])],
     });
     if (db.driver === "libsql") {
       // Over Hrana every bound value is a JSON object the server decodes, and the statement's text
@@ -412,7 +425,7 @@ interface Merged {
    */
   lines: Array<[string, number, string, number, string, string, number, string]>;
   /** The conditions the appends' callers hold (appendLogLines `held`), each of which must hold for any to be written. */
-  held: SqlCondition[];
+  held: HeldCondition[];
 }
 
 /**
@@ -435,6 +448,9 @@ function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number 
   const lines = JSON.stringify(merged.lines);
   if (Buffer.byteLength(lines) > MAX_MERGED_BYTES) return null;
   const jobs = JSON.stringify([...merged.jobs].map(([id, j]) => [id, j.next, j.line]));
+  // The held conditions, one statement for all (of one kind: else each append goes as its own statements).
+  const held = merged.held[0];
+  if (held && merged.held.some((c) => c.counted !== held.counted)) return null;
   const builds = [...merged.builds];
   const guards = JSON.stringify(builds.map(([id, b]) => [id, b.before]));
   return {
@@ -445,9 +461,8 @@ function mergedAppends(merged: Merged): { statements: Statement[]; jobs: number 
               WHERE ${from}.id = j.value ->> 0
                 AND (SELECT count(*) FROM json_each(?1) AS g JOIN ${from} AS o ON o.id = g.value ->> 0 AND o.next_line = g.value ->> 1) = +?2
                 AND (SELECT count(*) FROM json_each(?3) AS b
-                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = +?4${merged.held.map((c) => ` AND ${c.sql}`).join("")}`,
-        // The held conditions' bare parameters number on from ?5 (https://www.sqlite.org/lang_expr.html#varparam).
-        args: [jobs, merged.jobs.size, guards, builds.length, ...merged.held.flatMap((c) => c.args)],
+                     WHERE COALESCE((SELECT printf('%d %d %d %d', last_seq, bytes, cut_lines, IFNULL(head_last_seq, -1)) FROM build_log_stats WHERE build_id = b.value ->> 0), '0 0 0 -1') = b.value ->> 1) = +?4${held ? ` AND (${held.counted("?5")}) = +?6` : ""}`,
+        args: [jobs, merged.jobs.size, guards, builds.length, ...(held ? [JSON.stringify(merged.held.map((c) => c.item)), merged.held.length] : [])],
       },
       {
         sql: `INSERT INTO build_logs (build_id, seq, job_id, line, step, stream, ts, text)

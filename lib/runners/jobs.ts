@@ -7,6 +7,7 @@ import type { Db, Executor, Row, SqlCondition, Statement } from "../db/client.ts
 import type { InValue } from "../db/database.ts";
 import { ALWAYS, all, num, numOrNull, one, rowMapper, str, strAs } from "../db/client.ts";
 import { groupedRead } from "../db/grouped-read.ts";
+import type { HeldCondition } from "../logs/store.ts";
 import { newId } from "../auth/secrets.ts";
 import { toBuild, type Build } from "../builds/store.ts";
 import { transitionStatements } from "../builds/transition.ts";
@@ -49,6 +50,22 @@ export async function findJobForLogAppend(db: Executor, id: string): Promise<{ j
   const row = await jobForLogAppend(db, id);
   return row ? { job: toJob(row), buildStatus: str(row, "build_status"), row } : null;
 }
+
+/**
+ * What a log append's authentication and judge read (the runner's token works: its row holds the
+ * hash it was read with and is not revoked; the job is this runner's and running; its build runs,
+ * not being canceled), as a condition its write holds instead (lib/logs/append-endpoint.ts
+ * RememberedWriter): how many of the [runner, token hash, job] of a JSON array hold.
+ */
+export function jobHeldForAppend(runner: { id: string; secretHash: string }, jobId: string): HeldCondition {
+  return { counted: countHeldJobs, item: [runner.id, runner.secretHash, jobId] };
+}
+
+const countHeldJobs = (param: string) =>
+  `SELECT count(*) FROM json_each(${param}) AS h
+     JOIN runners AS r ON r.id = h.value ->> 0 AND r.secret_hash = h.value ->> 1 AND r.revoked_at IS NULL
+     JOIN jobs AS j ON j.id = h.value ->> 2 AND j.runner_id = r.id AND j.status = 'running'
+     JOIN builds AS b ON b.id = j.build_id AND b.status = 'running'`;
 
 /**
  * A job and its build's status, in one read. `= +?`: a join filtered by a bare parameter is

@@ -100,10 +100,15 @@ export async function runnerForToken(db: Executor, token: string): Promise<Runne
  */
 export interface RememberedRunner {
   runner: Runner;
-  stands: SqlCondition;
+  stands: RunnerStands;
 }
 
-const rememberedRunners = new WeakMap<Executor, Map<string, { runner: Runner; hash: string; stands: SqlCondition }>>();
+/** The condition under which a remembered runner stands, with the token hash it was read with (a log append holds only that: lib/logs/append-endpoint.ts). */
+export interface RunnerStands extends SqlCondition {
+  secretHash: string;
+}
+
+const rememberedRunners = new WeakMap<Executor, Map<string, { runner: Runner; hash: string; stands: RunnerStands }>>();
 /** Bounded (a fleet has fewer runners): the oldest entry makes room, its runner read at its next request. */
 const RUNNERS_KEPT = 10_000;
 
@@ -123,6 +128,7 @@ function rememberRunner(db: Executor, runner: Runner, row: Row): void {
       // bare parameters beside an ORDER BY do (docs/benchmarks.md, "The runner fleet's CPU per job: its reads").
       sql: "(SELECT secret_hash = +? AND revoked_at IS NULL AND labels = +? AND advertised_labels = +? AND capabilities = +? FROM runners WHERE id = +?)",
       args: [hash, str(row, "labels"), str(row, "advertised_labels"), str(row, "capabilities"), runner.id],
+      secretHash: hash,
     },
   });
 }
