@@ -126,7 +126,8 @@ const waitingFor = new WeakMap<Db, { queue: Waiting[]; running: boolean }>();
  * whose job or build another process wrote in between writes nothing and goes again; appends that
  * reach the cap (which deletes lines it must read first) are written in one transaction instead
  * (appendAll). If the write fails, its appends are written again one by one, so that only a
- * failing one fails.
+ * failing one fails. With `held` (and `known`), an append is written only under that condition,
+ * in one try from `known`, and is otherwise answered unconfirmed, nothing written (appendHeld).
  */
 export function appendLogLines(
   db: Db,
@@ -144,7 +145,9 @@ export function appendLogLines(
   if (!state) waitingFor.set(db, (state = { queue: [], running: false }));
   const queue = state;
   return new Promise((resolve, reject) => {
-    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, known, held: known && held, resolve, reject });
+    // A held condition is written under with the positions its caller knew, never without them.
+    if (held && !known) return resolve({ kind: "unconfirmed" });
+    queue.queue.push({ from, jobId, buildId, firstLine, lines, now, capBytes, known, held, resolve, reject });
     if (!queue.running) {
       queue.running = true;
       // After this turn's I/O: appends of requests read together share the transaction.
