@@ -80,7 +80,7 @@ export async function runnerForToken(db: Executor, token: string): Promise<Runne
     // token's further requests are refused after one read, as before, not after a write batch.
     const kept = rememberedRunners.get(db);
     const was = kept?.get(parsed.id);
-    if (was && (!row || str(row, "secret_hash") !== was.hash || strOrNull(row, "revoked_at") !== null)) kept!.delete(parsed.id);
+    if (was && (!row || str(row, "secret_hash") !== was.stands.secretHash || strOrNull(row, "revoked_at") !== null)) kept!.delete(parsed.id);
     return null;
   }
   const runner = toRunner(row);
@@ -108,7 +108,7 @@ export interface RunnerStands extends SqlCondition {
   secretHash: string;
 }
 
-const rememberedRunners = new WeakMap<Executor, Map<string, { runner: Runner; hash: string; stands: RunnerStands }>>();
+const rememberedRunners = new WeakMap<Executor, Map<string, RememberedRunner>>();
 /** Bounded (a fleet has fewer runners): the oldest entry makes room, its runner read at its next request. */
 const RUNNERS_KEPT = 10_000;
 
@@ -120,7 +120,6 @@ function rememberRunner(db: Executor, runner: Runner, row: Row): void {
   const hash = str(row, "secret_hash");
   kept.set(runner.id, {
     runner,
-    hash,
     stands: {
       // A scalar subquery (NULL, false, when the row is gone), not EXISTS: in the finish's guarded
       // INSERTs, `EXISTS (SELECT 1 FROM runners …)` made SQLite compile the statement again on every
@@ -137,7 +136,7 @@ function rememberRunner(db: Executor, runner: Runner, row: Row): void {
 export function rememberedRunner(db: Executor, token: string): RememberedRunner | null {
   const parsed = parseSecret("rt", token);
   const kept = parsed && rememberedRunners.get(db)?.get(parsed.id);
-  if (!kept || !secretMatches(parsed.secret, kept.hash)) return null;
+  if (!kept || !secretMatches(parsed.secret, kept.stands.secretHash)) return null;
   return kept;
 }
 
