@@ -34,6 +34,16 @@ beforeAll(async () => {
 });
 afterAll(() => fixture.stop());
 
+/** `work` with a second daemon (a test app of its own) on the fixture's database, closed after. */
+async function besideAnotherDaemon(work: (other: Awaited<ReturnType<typeof daemonOnSameDatabase>>) => Promise<void>): Promise<void> {
+  const other = await daemonOnSameDatabase(fixture, {});
+  try {
+    await work(other);
+  } finally {
+    other.close();
+  }
+}
+
 async function statementsOf<T>(work: () => Promise<T>): Promise<{ result: T; run: string[]; batches: number[] }> {
   statements.length = 0;
   batches.length = 0;
@@ -221,8 +231,7 @@ describe("a job's claim and finish", () => {
 
   test("a claim and a finish hold the runner as this daemon last read it in their write: a token revoked or rotated through another daemon is refused by that very request, which changes nothing", async () => {
     const { t, owner, projectId } = fixture;
-    const other = await daemonOnSameDatabase(fixture, {});
-    try {
+    await besideAnotherDaemon(async (other) => {
       const status = async (id: string) => (await t.call("GET", `/v1/builds/${id}`, { token: owner })).body.build.status;
       const queue = async () =>
         (
@@ -267,15 +276,12 @@ describe("a job's claim and finish", () => {
       expect(await status(revokedRun.build.id)).toBe("running");
       // The next tests claim their own builds.
       expect((await t.call("POST", `/v1/builds/${left.id}/cancel`, { token: owner })).status).toBe(200);
-    } finally {
-      other.close();
-    }
+    });
   });
 
   test("a runner's next append of a job appended to here refuses what a read first would: a token rotated or revoked, a job finished, through another daemon; a build being canceled is answered so", async () => {
     const { t, owner } = fixture;
-    const other = await daemonOnSameDatabase(fixture, {});
-    try {
+    await besideAnotherDaemon(async (other) => {
       const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ step: "build", text: `line ${from + i}` }));
       const stored = async (buildId: string) => (await t.call("GET", `/v1/builds/${buildId}/logs`, { token: owner })).body.map((l: { text: string }) => l.text);
       const appendedTwice = async () => {
@@ -320,15 +326,12 @@ describe("a job's claim and finish", () => {
       expect(told.status).toBe(202);
       expect(told.headers.get("x-roost-job-status")).toBe("canceling");
       expect(await stored(canceledRun.build.id)).toHaveLength(6);
-    } finally {
-      other.close();
-    }
+    });
   });
 
   test("a job claimed through another daemon on the same database is read first, and finishes alike", async () => {
     const { t, owner } = fixture;
-    const other = await daemonOnSameDatabase(fixture, {});
-    try {
+    await besideAnotherDaemon(async (other) => {
       const { build, job, call } = await claimedJob(other);
       const finish = await statementsOf(() => call(`/jobs/${job.job_id}/finish`, { status: "succeeded", exit_code: 0, line_count: 0 }));
       expect(finish.result.body.build).toMatchObject({ id: build.id, status: "succeeded" });
@@ -336,15 +339,12 @@ describe("a job's claim and finish", () => {
       expect(finish.run).toHaveLength(7);
       expect(finish.batches).toEqual([4]);
       expect((await t.call("GET", `/v1/builds/${build.id}`, { token: owner })).body.build.status).toBe("succeeded");
-    } finally {
-      other.close();
-    }
+    });
   });
 
   test("a token revoked or rotated through another daemon, remembered here, is refused with 401 whatever it asks, and its refused request writes nothing, not even when its runner was seen", async () => {
     const { t, owner } = fixture;
-    const other = await daemonOnSameDatabase(fixture, {});
-    try {
+    await besideAnotherDaemon(async (other) => {
       const someoneElse = (await t.call("POST", "/v1/runners", { token: owner, body: { name: `e-${crypto.randomUUID().slice(0, 6)}` } })).body.runner.id;
       const asks: Record<string, (run: Awaited<ReturnType<typeof claimedJob>>) => ReturnType<typeof t.call>> = {
         claim: (run) => run.call("/jobs/claim", { claim_id: crypto.randomUUID(), wait_seconds: 0 }),
@@ -374,15 +374,12 @@ describe("a job's claim and finish", () => {
           expect([what, change, again.result.status, again.run]).toEqual([what, change, 401, ["SELECT * FROM runners WHERE id = ?"]]);
         }
       }
-    } finally {
-      other.close();
-    }
+    });
   });
 
   test("a claim that waits takes no build queued after its token was revoked or rotated through another daemon: it is refused, the build stays queued", async () => {
     const { t, owner, projectId } = fixture;
-    const other = await daemonOnSameDatabase(fixture, {});
-    try {
+    await besideAnotherDaemon(async (other) => {
       for (const change of ["revoked", "rotated"]) {
         const run = await claimedJob();
         // Nothing is queued for it: the claim waits, re-reading the queue every second.
@@ -402,14 +399,11 @@ describe("a job's claim and finish", () => {
         expect((await t.call("GET", `/v1/builds/${queued.id}`, { token: owner })).body.build.status).toBe("queued");
         expect((await t.call("POST", `/v1/builds/${queued.id}/cancel`, { token: owner })).status).toBe(200);
       }
-    } finally {
-      other.close();
-    }
+    });
   });
 
   test("a runner that connects again with other labels and capabilities mid-job, through this daemon or another, still finishes its job, and a retried claim answers it", async () => {
-    const other = await daemonOnSameDatabase(fixture, {});
-    try {
+    await besideAnotherDaemon(async (other) => {
       for (const through of [fixture.t, other]) {
         const run = await claimedJob();
         const connected = await run.on(through)("/connect", { labels: ["gpu"], capabilities: { os: "linux", arch: "arm64" }, version: "test-2" });
@@ -421,9 +415,7 @@ describe("a job's claim and finish", () => {
         expect(finished.status).toBe(200);
         expect(finished.body.build).toMatchObject({ id: run.build.id, status: "succeeded" });
       }
-    } finally {
-      other.close();
-    }
+    });
   });
 });
 
