@@ -290,6 +290,22 @@ describe("a job's claim and finish", () => {
         return run;
       };
 
+      // A body not valid, and a gap: refused as a first append is, nothing stored; the job goes on from line 4.
+      const badRun = await appendedTwice();
+      const bad = await badRun.call(`/jobs/${badRun.job.job_id}/logs`, { first_line: 4, lines: "not a list" });
+      expect(bad.status).toBe(400);
+      expect(bad.body.code).toBe("invalid_request");
+      const gap = await badRun.call(`/jobs/${badRun.job.job_id}/logs`, { first_line: 6, lines: lines(6, 2) });
+      expect(gap.status).toBe(416);
+      expect(gap.body.code).toBe("log_gap");
+      expect(gap.headers.get("x-roost-log-next-line")).toBe("4");
+      expect(await stored(badRun.build.id)).toEqual(["line 0", "line 1", "line 2", "line 3"]);
+      expect((await badRun.call(`/jobs/${badRun.job.job_id}/logs`, { first_line: 4, lines: lines(4, 2) })).body).toEqual({
+        next_line: 6,
+        last_seq: 6,
+        accepted: 2,
+      });
+
       // Rotated: the old token is refused, nothing stored; the new one goes on from line 4.
       const rotatedRun = await appendedTwice();
       const rotated = await other.call("POST", `/v1/runners/${rotatedRun.runnerId}/token`, { token: owner });
